@@ -1,0 +1,336 @@
+// Package memstore is an in-memory flagadmin.Store: for tests, demos and
+// programs that embed flagadmin without a database. It passes the same
+// contract suite (internal/storetest) as the SQL store, is safe for
+// concurrent use, and keeps nothing after the process ends.
+package memstore
+
+import (
+	"context"
+	"maps"
+	"slices"
+	"sync"
+
+	"github.com/flagadmin/flagadmin/flagadmin"
+)
+
+var _ flagadmin.Store = (*Store)(nil)
+
+// Store is an in-memory flagadmin.Store. The zero value is not usable; call New.
+type Store struct {
+	mu sync.RWMutex
+	w  world
+}
+
+// world is everything a Store holds. Writes build a changed copy of the
+// parts they touch and swap it in only when all of them succeeded.
+type world struct {
+	users       map[int64]flagadmin.User
+	groups      map[int64]*group
+	projects    map[string]*project
+	features    map[string]flagadmin.Feature
+	tokens      map[string]flagadmin.APIToken // by SecretHash
+	events      []storedEvent                 // in id order
+	nextEventID int64
+}
+
+type group struct {
+	flagadmin.Group
+	members map[int64]bool
+}
+
+type project struct {
+	flagadmin.Project
+	userRoles  map[int64]flagadmin.ProjectRole
+	groupRoles map[int64]flagadmin.ProjectRole
+	favorites  map[int64]bool
+}
+
+type storedEvent struct {
+	flagadmin.Event
+	payload, meta string
+}
+
+// New returns an empty store.
+func New() *Store {
+	return &Store{w: world{
+		users:       map[int64]flagadmin.User{},
+		groups:      map[int64]*group{},
+		projects:    map[string]*project{},
+		features:    map[string]flagadmin.Feature{},
+		tokens:      map[string]flagadmin.APIToken{},
+		nextEventID: 1,
+	}}
+}
+
+// Ping always succeeds.
+func (s *Store) Ping(ctx context.Context) error { return ctx.Err() }
+
+// LookupToken implements flagadmin.Store.
+func (s *Store) LookupToken(ctx context.Context, hash string) (flagadmin.APIToken, *flagadmin.User, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	t, ok := s.w.tokens[hash]
+	if !ok {
+		return flagadmin.APIToken{}, nil, flagadmin.ErrNotFound
+	}
+	if t.UserID == nil {
+		return t, nil, nil
+	}
+	u, ok := s.w.users[*t.UserID]
+	if !ok {
+		return t, nil, nil
+	}
+	return t, &u, nil
+}
+
+// Project implements flagadmin.Store.
+func (s *Store) Project(ctx context.Context, id string) (flagadmin.Project, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	p, ok := s.w.projects[id]
+	if !ok {
+		return flagadmin.Project{}, flagadmin.ErrNotFound
+	}
+	return bareProject(p), nil
+}
+
+func bareProject(p *project) flagadmin.Project {
+	out := p.Project
+	out.Members, out.FavoritedBy = nil, nil
+	return out
+}
+
+// Feature implements flagadmin.Store.
+func (s *Store) Feature(ctx context.Context, name string) (flagadmin.Feature, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	f, ok := s.w.features[name]
+	if !ok {
+		return flagadmin.Feature{}, flagadmin.ErrNotFound
+	}
+	f.Tags = slices.Clone(f.Tags)
+	return f, nil
+}
+
+// User implements flagadmin.Store.
+func (s *Store) User(ctx context.Context, id int64) (flagadmin.User, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	u, ok := s.w.users[id]
+	if !ok {
+		return flagadmin.User{}, flagadmin.ErrNotFound
+	}
+	return u, nil
+}
+
+// Group implements flagadmin.Store.
+func (s *Store) Group(ctx context.Context, id int64) (flagadmin.Group, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	g, ok := s.w.groups[id]
+	if !ok {
+		return flagadmin.Group{}, flagadmin.ErrNotFound
+	}
+	out := g.Group
+	out.Users = slices.Sorted(maps.Keys(g.members))
+	return out, nil
+}
+
+// ProjectRoles implements flagadmin.Store.
+func (s *Store) ProjectRoles(ctx context.Context, userID int64) (map[string]flagadmin.ProjectRole, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	out := map[string]flagadmin.ProjectRole{}
+	for id, p := range s.w.projects {
+		for _, r := range s.w.rolesOf(p, userID) {
+			if r == flagadmin.ProjectRoleOwner || out[id] == "" {
+				out[id] = r
+			}
+		}
+	}
+	return out, nil
+}
+
+// rolesOf lists the roles userID holds in p, directly and through groups.
+func (w *world) rolesOf(p *project, userID int64) []flagadmin.ProjectRole {
+	var roles []flagadmin.ProjectRole
+	if r, ok := p.userRoles[userID]; ok {
+		roles = append(roles, r)
+	}
+	for gid, r := range p.groupRoles {
+		if g, ok := w.groups[gid]; ok && g.members[userID] {
+			roles = append(roles, r)
+		}
+	}
+	return roles
+}
+
+// PrivateProjects implements flagadmin.Store.
+func (s *Store) PrivateProjects(ctx context.Context) ([]string, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	var out []string
+	for id, p := range s.w.projects {
+		if p.Mode == flagadmin.ModePrivate {
+			out = append(out, id)
+		}
+	}
+	slices.Sort(out)
+	return out, nil
+}
+
+// SearchEvents implements flagadmin.Store with flagadmin.EventQuery.Matches.
+func (s *Store) SearchEvents(ctx context.Context, q flagadmin.EventQuery) (flagadmin.EventPage, error) {
+	s.mu.RLock()
+	var matches []flagadmin.Event
+	for _, e := range s.w.events {
+		if q.Matches(e.Event, e.payload, e.meta) {
+			matches = append(matches, e.Event)
+		}
+	}
+	s.mu.RUnlock()
+	slices.SortFunc(matches, flagadmin.CompareEvents)
+	page := flagadmin.EventPage{Total: len(matches), Events: []flagadmin.Event{}}
+	if q.Offset < len(matches) {
+		end := min(len(matches), q.Offset+q.Limit)
+		for _, e := range matches[q.Offset:end] {
+			page.Events = append(page.Events, cloneEvent(e))
+		}
+	}
+	return page, nil
+}
+
+func cloneEvent(e flagadmin.Event) flagadmin.Event {
+	e.Data = slices.Clone(e.Data)
+	e.PreData = slices.Clone(e.PreData)
+	e.Tags = slices.Clone(e.Tags)
+	return e
+}
+
+// ProjectStats implements flagadmin.Store.
+func (s *Store) ProjectStats(ctx context.Context, q flagadmin.ProjectStatsQuery) ([]flagadmin.ProjectStats, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	byProject := map[string]*flagadmin.ProjectStats{}
+	var out []*flagadmin.ProjectStats
+	for id, p := range s.w.projects {
+		if (p.ArchivedAt != nil) != q.Archived {
+			continue
+		}
+		st := &flagadmin.ProjectStats{Project: bareProject(p)}
+		if q.FavoritesOf != nil {
+			st.Favorite = p.favorites[*q.FavoritesOf]
+		}
+		members := map[int64]bool{}
+		for uid, r := range p.userRoles {
+			members[uid] = true
+			if r == flagadmin.ProjectRoleOwner {
+				st.Owners = append(st.Owners, flagadmin.UserOwner(s.w.users[uid]))
+			}
+		}
+		for gid, r := range p.groupRoles {
+			g := s.w.groups[gid]
+			for uid := range g.members {
+				members[uid] = true
+			}
+			if r == flagadmin.ProjectRoleOwner {
+				st.Owners = append(st.Owners, flagadmin.ProjectOwner{OwnerType: flagadmin.OwnerGroup, ID: gid, Name: g.Name})
+			}
+		}
+		st.MemberCount = len(members)
+		byProject[id] = st
+		out = append(out, st)
+	}
+	for _, f := range s.w.features {
+		st, ok := byProject[f.Project]
+		if !ok {
+			continue
+		}
+		if f.LastSeenAt != nil && (st.LastReportedFlagUsage == nil || f.LastSeenAt.After(*st.LastReportedFlagUsage)) {
+			t := *f.LastSeenAt
+			st.LastReportedFlagUsage = &t
+		}
+		if f.ArchivedAt != nil {
+			continue
+		}
+		st.FeatureCount++
+		if f.Stale {
+			st.StaleCount++
+		} else if cut, ok := q.PotentiallyStaleBefore[f.Type]; ok && f.CreatedAt.Before(cut) {
+			st.PotentiallyStaleCount++
+		}
+	}
+	for _, e := range s.w.events {
+		if e.Project == nil {
+			continue
+		}
+		if st, ok := byProject[*e.Project]; ok && (st.LastUpdatedAt == nil || e.CreatedAt.After(*st.LastUpdatedAt)) {
+			t := e.CreatedAt
+			st.LastUpdatedAt = &t
+		}
+	}
+	res := make([]flagadmin.ProjectStats, len(out))
+	for i, st := range out {
+		res[i] = *st
+	}
+	return res, nil
+}
+
+// UpdateFeature implements flagadmin.Store. The write lock serializes
+// concurrent updates.
+func (s *Store) UpdateFeature(ctx context.Context, name string, fn func(*flagadmin.Feature) (*flagadmin.Event, error)) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	f, ok := s.w.features[name]
+	if !ok {
+		return flagadmin.ErrNotFound
+	}
+	f.Tags = slices.Clone(f.Tags)
+	e, err := fn(&f)
+	if err != nil || e == nil {
+		return err
+	}
+	f.Name, f.Project, f.CreatedAt, f.Tags = name, s.w.features[name].Project, s.w.features[name].CreatedAt, s.w.features[name].Tags
+	s.w.features[name] = f
+	s.w.appendEvent(*e)
+	return nil
+}
+
+// DeleteUser implements flagadmin.Store.
+func (s *Store) DeleteUser(ctx context.Context, id int64, fn func(flagadmin.User) (flagadmin.Event, error)) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	u, ok := s.w.users[id]
+	if !ok {
+		return flagadmin.ErrNotFound
+	}
+	e, err := fn(u)
+	if err != nil {
+		return err
+	}
+	delete(s.w.users, id)
+	for hash, t := range s.w.tokens {
+		if t.UserID != nil && *t.UserID == id {
+			delete(s.w.tokens, hash)
+		}
+	}
+	for _, g := range s.w.groups {
+		delete(g.members, id)
+	}
+	for _, p := range s.w.projects {
+		delete(p.userRoles, id)
+		delete(p.favorites, id)
+	}
+	s.w.appendEvent(e)
+	return nil
+}
+
+// appendEvent stores e with the next id and returns it with that id.
+func (w *world) appendEvent(e flagadmin.Event) flagadmin.Event {
+	e = cloneEvent(e)
+	e.ID = w.nextEventID
+	w.nextEventID++
+	payload, meta := flagadmin.SearchTexts(e)
+	w.events = append(w.events, storedEvent{Event: e, payload: payload, meta: meta})
+	return e
+}

@@ -1,0 +1,21 @@
+// Package flagadmin holds the rules of flagadmin's administrative API, a
+// wire-compatible implementation of five operations of Unleash's admin API:
+// completing a feature's lifecycle, searching the event log (by query string
+// and by the deprecated request body), listing projects and deleting a service
+// account.
+//
+// The package is the product; everything else is an adapter. It defines the
+// model (Event, Project, Feature, User, APIToken...), the parsing of search
+// filters and paging limits, authentication of Authorization header values,
+// the permission table and visibility rules, and a Service that performs the
+// operations for a Principal. Storage is a port (Store) implemented by
+// adapters/memstore (in memory) and adapters/bunstore (PostgreSQL, MySQL,
+// SQLite); the HTTP transport lives in adapters/httpapi.
+//
+// Every failure the Service returns is one of a few kinds, checked with
+// errors.Is: ErrAuthenticationRequired, ErrNoAccess, ErrNotFound,
+// ErrValidation (as a *ValidationError naming the parameter), ErrConflict and
+// ErrUnavailable. A transport maps these kinds to statuses in one place.
+//
+// The package imports only the standard library.
+package flagadmin

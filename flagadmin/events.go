@@ -1,0 +1,60 @@
+package flagadmin
+
+import (
+	"context"
+	"slices"
+)
+
+// DeprecatedSearchVersion is the version field of the deprecated search response.
+const DeprecatedSearchVersion = 1
+
+// SearchEvents runs the query-string event search (GET
+// /api/admin/search/events): parameters are parsed and validated, the
+// caller's visibility applied, and a page returned with the total.
+func (s *Service) SearchEvents(ctx context.Context, p Principal, params EventSearchParams) (EventPage, error) {
+	if err := requireAdminAPI(p); err != nil {
+		return EventPage{}, err
+	}
+	q, err := ParseEventSearch(params)
+	if err != nil {
+		return EventPage{}, err
+	}
+	return s.search(ctx, p, q)
+}
+
+// DeprecatedSearchEvents runs the body-based event search (POST
+// /api/admin/events/search) with the same visibility rules; Total counts
+// every match including the free-text query.
+func (s *Service) DeprecatedSearchEvents(ctx context.Context, p Principal, req DeprecatedSearchRequest) (EventPage, error) {
+	if err := requireAdminAPI(p); err != nil {
+		return EventPage{}, err
+	}
+	q, err := ParseDeprecatedSearch(req)
+	if err != nil {
+		return EventPage{}, err
+	}
+	return s.search(ctx, p, q)
+}
+
+func (s *Service) search(ctx context.Context, p Principal, q EventQuery) (EventPage, error) {
+	hidden, _, restricted, err := s.visibility(ctx, p)
+	if err != nil {
+		return EventPage{}, err
+	}
+	if restricted {
+		q.RequireProject = true
+		q.HiddenProjects = hidden
+		// A filter that names only hidden projects matches nothing: skip the store.
+		if len(q.Projects) > 0 && !slices.ContainsFunc(q.Projects, func(id string) bool { return !slices.Contains(hidden, id) }) {
+			return EventPage{Events: []Event{}}, nil
+		}
+	}
+	page, err := s.store.SearchEvents(ctx, q)
+	if err != nil {
+		return EventPage{}, err
+	}
+	if page.Events == nil {
+		page.Events = []Event{}
+	}
+	return page, nil
+}

@@ -1,0 +1,24 @@
+package flagadmin
+
+import "slices"
+
+var knownEventTypes = func() map[string]struct{} {
+	m := make(map[string]struct{}, len(eventTypes))
+	for _, t := range eventTypes {
+		m[t] = struct{}{}
+	}
+	return m
+}()
+
+// IsKnownEventType reports whether t is one of the event types of the
+// contract (admin-api.md section 6). The comparison is case-sensitive.
+func IsKnownEventType(t string) bool {
+	_, ok := knownEventTypes[t]
+	return ok
+}
+
+// EventTypes returns every known event type, in the order of the contract.
+// The returned slice is a copy.
+func EventTypes() []string {
+	return slices.Clone(eventTypes)
+}

@@ -1,0 +1,126 @@
+package flagadmin
+
+import (
+	"context"
+	"encoding/json"
+	"slices"
+	"unicode/utf8"
+)
+
+// MaxStatusValueLength bounds statusValue of a lifecycle completion, in characters.
+const MaxStatusValueLength = 255
+
+// CompleteRequest is the body of a lifecycle completion
+// (featureLifecycleCompletedSchema).
+type CompleteRequest struct {
+	// Status is kept or discarded.
+	Status string `json:"status"`
+	// StatusValue is optional metadata passed along with the status.
+	StatusValue *string `json:"statusValue,omitempty"`
+}
+
+// Validate checks status and statusValue.
+func (r CompleteRequest) Validate() error {
+	v := &ValidationError{}
+	switch r.Status {
+	case StatusKept, StatusDiscarded:
+	case "":
+		v.Fields = append(v.Fields, FieldError{Path: "status", Message: "is required: kept or discarded"})
+	default:
+		v.Fields = append(v.Fields, FieldError{Path: "status", Message: "must be kept or discarded"})
+	}
+	if r.StatusValue != nil && utf8.RuneCountInString(*r.StatusValue) > MaxStatusValueLength {
+		v.Fields = append(v.Fields, FieldError{Path: "statusValue", Message: "must be at most 255 characters"})
+	}
+	if len(v.Fields) > 0 {
+		return v
+	}
+	return nil
+}
+
+// CompleteLifecycle marks a feature's lifecycle completed with an outcome
+// (POST .../features/:featureName/lifecycle/complete). The project and the
+// feature must exist and the feature must belong to the project, else
+// ErrNotFound; a private project the caller cannot see is ErrNotFound too.
+// Repeating the same outcome and value changes nothing and records nothing;
+// a different one replaces it and records a new feature-completed event.
+func (s *Service) CompleteLifecycle(ctx context.Context, p Principal, projectID, featureName string, req CompleteRequest) error {
+	if err := requireAdminAPI(p); err != nil {
+		return err
+	}
+	if err := req.Validate(); err != nil {
+		return err
+	}
+	project, err := s.store.Project(ctx, projectID)
+	if err != nil {
+		return projectNotFound(err, projectID)
+	}
+	if err := s.authorizeFeatureUpdate(ctx, p, project); err != nil {
+		return err
+	}
+	value := deref(req.StatusValue)
+	data := map[string]any{"status": req.Status, "kept": req.Status == StatusKept}
+	if req.StatusValue != nil {
+		data["statusValue"] = value
+	}
+	dataJSON, err := json.Marshal(data)
+	if err != nil {
+		return err
+	}
+	by, byID := p.Actor()
+	err = s.store.UpdateFeature(ctx, featureName, func(f *Feature) (*Event, error) {
+		if f.Project != projectID {
+			return nil, notFound("Feature %q does not exist in project %q.", featureName, projectID)
+		}
+		next := Lifecycle{Stage: StageCompleted, Status: req.Status, StatusValue: value}
+		if f.Lifecycle == next {
+			return nil, nil
+		}
+		f.Lifecycle = next
+		return &Event{
+			CreatedAt:       s.now(),
+			Type:            EventFeatureCompleted,
+			CreatedBy:       by,
+			CreatedByUserID: byID,
+			Project:         &projectID,
+			FeatureName:     &featureName,
+			Data:            dataJSON,
+			Tags:            slices.Clone(f.Tags),
+		}, nil
+	})
+	if isKind(err, ErrNotFound) && !isKindWithMessage(err) {
+		return notFound("Feature %q does not exist in project %q.", featureName, projectID)
+	}
+	return err
+}
+
+// authorizeFeatureUpdate checks UPDATE_FEATURE on project: root admins; any
+// project Owner or Member; root Editors on open projects. A private project
+// the caller is not a member of is reported as not found.
+func (s *Service) authorizeFeatureUpdate(ctx context.Context, p Principal, project Project) error {
+	if p.IsRootAdmin() {
+		return nil
+	}
+	roles, err := s.store.ProjectRoles(ctx, p.User.ID)
+	if err != nil {
+		return err
+	}
+	if _, member := roles[project.ID]; member {
+		return nil
+	}
+	if project.Mode == ModePrivate {
+		return notFound("Project %q does not exist.", project.ID)
+	}
+	if project.Mode == ModeOpen && p.User.RootRole == RoleEditor {
+		return nil
+	}
+	return noAccess("You need the UPDATE_FEATURE permission on project %q to do this.", project.ID)
+}
+
+// projectNotFound gives a caller-facing message to a store's ErrNotFound.
+func projectNotFound(err error, id string) error {
+	if isKind(err, ErrNotFound) {
+		return notFound("Project %q does not exist.", id)
+	}
+	return err
+}

@@ -1,0 +1,203 @@
+package flagadmin
+
+import (
+	"cmp"
+	"context"
+	"crypto/md5"
+	"encoding/hex"
+	"encoding/json"
+	"math"
+	"slices"
+	"strings"
+	"time"
+)
+
+// ProjectListVersion is the version field of the project list response.
+const ProjectListVersion = 1
+
+// Owner types of ProjectOwner.
+const (
+	OwnerUser   = "user"
+	OwnerGroup  = "group"
+	OwnerSystem = "system"
+)
+
+// ProjectOwner is one element of a project's owners: a user or group holding
+// the Owner role, or the system when there is none.
+type ProjectOwner struct {
+	// OwnerType is user, group or system.
+	OwnerType string `json:"ownerType"`
+	// ID is the user's or group's id (not written to JSON).
+	ID int64 `json:"-"`
+	// Name is the user's name (else username, else email) or the group's name.
+	Name string `json:"name,omitempty"`
+	// Email is a user owner's email, null when it has none.
+	Email *string `json:"email,omitempty"`
+	// ImageURL is a user owner's avatar, null when it has no email.
+	ImageURL *string `json:"imageUrl,omitempty"`
+}
+
+// UserOwner returns the owner entry of user u.
+func UserOwner(u User) ProjectOwner {
+	o := ProjectOwner{OwnerType: OwnerUser, ID: u.ID, Name: cmp.Or(u.Name, u.Username, u.Email)}
+	var email, image *string
+	if u.Email != "" {
+		e := u.Email
+		sum := md5.Sum([]byte(strings.ToLower(strings.TrimSpace(e))))
+		img := "https://gravatar.com/avatar/" + hex.EncodeToString(sum[:]) + "?s=42&d=retro&r=g"
+		email, image = &e, &img
+	}
+	o.Email, o.ImageURL = email, image
+	return o
+}
+
+// MarshalJSON writes user owners with email and imageUrl (null when absent)
+// and group and system owners without them.
+func (o ProjectOwner) MarshalJSON() ([]byte, error) {
+	switch o.OwnerType {
+	case OwnerUser:
+		return json.Marshal(struct {
+			OwnerType string  `json:"ownerType"`
+			Name      string  `json:"name"`
+			Email     *string `json:"email"`
+			ImageURL  *string `json:"imageUrl"`
+		}{o.OwnerType, o.Name, o.Email, o.ImageURL})
+	case OwnerGroup:
+		return json.Marshal(struct {
+			OwnerType string `json:"ownerType"`
+			Name      string `json:"name"`
+		}{o.OwnerType, o.Name})
+	default:
+		return []byte(`{"ownerType":"system"}`), nil
+	}
+}
+
+// ProjectListEntry is one element of the project list (admin-api.md section
+// 2.2, decisions section 6).
+type ProjectListEntry struct {
+	ID                    string         `json:"id"`
+	Name                  string         `json:"name"`
+	Description           string         `json:"description"`
+	Health                int            `json:"health"`
+	TechnicalDebt         int            `json:"technicalDebt"`
+	FeatureCount          int            `json:"featureCount"`
+	MemberCount           int            `json:"memberCount"`
+	CreatedAt             time.Time      `json:"createdAt"`
+	LastUpdatedAt         *time.Time     `json:"lastUpdatedAt"`
+	ArchivedAt            *time.Time     `json:"archivedAt"`
+	Favorite              bool           `json:"favorite"`
+	Mode                  ProjectMode    `json:"mode"`
+	LastReportedFlagUsage *time.Time     `json:"lastReportedFlagUsage"`
+	Owners                []ProjectOwner `json:"owners"`
+}
+
+// MarshalJSON writes dates in TimeLayout.
+func (p ProjectListEntry) MarshalJSON() ([]byte, error) {
+	type plain ProjectListEntry
+	return json.Marshal(struct {
+		plain
+		CreatedAt             jsonTime  `json:"createdAt"`
+		LastUpdatedAt         *jsonTime `json:"lastUpdatedAt"`
+		ArchivedAt            *jsonTime `json:"archivedAt"`
+		LastReportedFlagUsage *jsonTime `json:"lastReportedFlagUsage"`
+	}{plain(p), jsonTime(p.CreatedAt), jsonTimePtr(p.LastUpdatedAt), jsonTimePtr(p.ArchivedAt), jsonTimePtr(p.LastReportedFlagUsage)})
+}
+
+// ProjectListOptions are the parameters of the project list.
+type ProjectListOptions struct {
+	// Archived lists only archived projects when true, only active ones when false.
+	Archived bool
+}
+
+// Health returns the health score of a project: round(100 - stale% -
+// potentiallyStale%) over its non-archived features, clamped to 0..100; 100
+// when it has none.
+func Health(featureCount, stale, potentiallyStale int) int {
+	if featureCount <= 0 {
+		return 100
+	}
+	h := 100 - 100*float64(stale)/float64(featureCount) - 100*float64(potentiallyStale)/float64(featureCount)
+	return min(100, max(0, int(math.Round(h))))
+}
+
+// PotentiallyStaleCutoffs returns, for each feature type with a lifetime, the
+// creation time before which a feature of that type is potentially stale at now.
+func PotentiallyStaleCutoffs(now time.Time) map[FeatureType]time.Time {
+	out := map[FeatureType]time.Time{}
+	for _, t := range FeatureTypes() {
+		if life := t.Lifetime(); life > 0 {
+			out[t] = now.Add(-life)
+		}
+	}
+	return out
+}
+
+// ListProjects returns the project list (GET /api/admin/projects): active or
+// archived projects the caller can see, ordered by name then id.
+func (s *Service) ListProjects(ctx context.Context, p Principal, opts ProjectListOptions) ([]ProjectListEntry, error) {
+	if err := requireAdminAPI(p); err != nil {
+		return nil, err
+	}
+	hidden, _, _, err := s.visibility(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	stats, err := s.store.ProjectStats(ctx, ProjectStatsQuery{
+		Archived:               opts.Archived,
+		FavoritesOf:            p.userID(),
+		PotentiallyStaleBefore: PotentiallyStaleCutoffs(s.now()),
+	})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]ProjectListEntry, 0, len(stats))
+	for _, st := range stats {
+		if slices.Contains(hidden, st.Project.ID) {
+			continue
+		}
+		out = append(out, projectListEntry(st))
+	}
+	slices.SortFunc(out, func(a, b ProjectListEntry) int {
+		return cmp.Or(cmp.Compare(a.Name, b.Name), cmp.Compare(a.ID, b.ID))
+	})
+	return out, nil
+}
+
+func projectListEntry(st ProjectStats) ProjectListEntry {
+	health := Health(st.FeatureCount, st.StaleCount, st.PotentiallyStaleCount)
+	return ProjectListEntry{
+		ID:                    st.Project.ID,
+		Name:                  st.Project.Name,
+		Description:           st.Project.Description,
+		Health:                health,
+		TechnicalDebt:         100 - health,
+		FeatureCount:          st.FeatureCount,
+		MemberCount:           st.MemberCount,
+		CreatedAt:             st.Project.CreatedAt,
+		LastUpdatedAt:         st.LastUpdatedAt,
+		ArchivedAt:            st.Project.ArchivedAt,
+		Favorite:              st.Favorite,
+		Mode:                  st.Project.Mode,
+		LastReportedFlagUsage: st.LastReportedFlagUsage,
+		Owners:                sortedOwners(st.Owners),
+	}
+}
+
+// sortedOwners orders users before groups, each by name then id; no owner
+// gives the system owner.
+func sortedOwners(owners []ProjectOwner) []ProjectOwner {
+	if len(owners) == 0 {
+		return []ProjectOwner{{OwnerType: OwnerSystem}}
+	}
+	out := slices.Clone(owners)
+	rank := func(o ProjectOwner) int {
+		if o.OwnerType == OwnerUser {
+			return 0
+		}
+		return 1
+	}
+	slices.SortFunc(out, func(a, b ProjectOwner) int {
+		return cmp.Or(cmp.Compare(rank(a), rank(b)), cmp.Compare(a.Name, b.Name), cmp.Compare(a.ID, b.ID))
+	})
+	return out
+}

@@ -1,0 +1,115 @@
+package flagadmin
+
+import (
+	"bytes"
+	"encoding/json"
+	"slices"
+	"strings"
+)
+
+// SearchTexts returns the lower-cased texts a free-text query is matched
+// against, computed once when an event is written:
+//
+//   - payload: the compact JSON of data, preData and tags (each when present,
+//     tags when non-empty), joined by newlines. The query-string search
+//     matches only this.
+//   - meta: the type and createdBy, joined by a newline. The deprecated
+//     search matches this too.
+//
+// Queries cannot contain control characters, so a match never spans the
+// newline between two texts. Stores keep both texts beside the event and
+// match them as literal substrings of the lower-cased query.
+func SearchTexts(e Event) (payload, meta string) {
+	var b strings.Builder
+	add := func(raw []byte) {
+		if len(raw) == 0 {
+			return
+		}
+		if b.Len() > 0 {
+			b.WriteByte('\n')
+		}
+		b.Write(raw)
+	}
+	add(compactJSON(e.Data))
+	add(compactJSON(e.PreData))
+	if len(e.Tags) > 0 {
+		tags, _ := json.Marshal(e.Tags)
+		add(tags)
+	}
+	return strings.ToLower(b.String()), strings.ToLower(e.Type + "\n" + e.CreatedBy)
+}
+
+// compactJSON returns raw without insignificant white space; nil for null or empty.
+func compactJSON(raw json.RawMessage) []byte {
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil
+	}
+	var buf bytes.Buffer
+	if err := json.Compact(&buf, raw); err != nil {
+		return raw
+	}
+	return buf.Bytes()
+}
+
+// Matches reports whether e, with the texts SearchTexts returns for it,
+// satisfies every filter and the visibility of q. It is the reference
+// semantics of EventQuery: the in-memory store uses it directly and SQL
+// stores must agree with it.
+func (q EventQuery) Matches(e Event, payload, meta string) bool {
+	if !matchStr(q.Features, e.FeatureName) || !matchStr(q.Projects, e.Project) ||
+		!matchStr(q.Environments, e.Environment) || !matchInt(q.CreatedByUserIDs, e.CreatedByUserID) ||
+		!matchInt(q.GroupIDs, e.GroupID) {
+		return false
+	}
+	if len(q.Types) > 0 && !slices.Contains(q.Types, e.Type) {
+		return false
+	}
+	if len(q.IDs) > 0 && !slices.Contains(q.IDs, e.ID) {
+		return false
+	}
+	if q.From != nil && e.CreatedAt.Before(*q.From) {
+		return false
+	}
+	if q.Before != nil && !e.CreatedAt.Before(*q.Before) {
+		return false
+	}
+	if q.RequireProject && e.Project == nil {
+		return false
+	}
+	if e.Project != nil && slices.Contains(q.HiddenProjects, *e.Project) {
+		return false
+	}
+	if q.Text != "" {
+		found := strings.Contains(payload, q.Text)
+		if !found && q.TextScope == TextPayloadTypeCreator {
+			found = strings.Contains(meta, q.Text)
+		}
+		if !found {
+			return false
+		}
+	}
+	return true
+}
+
+func matchStr(values []string, col *string) bool {
+	return len(values) == 0 || (col != nil && slices.Contains(values, *col))
+}
+
+func matchInt(values []int64, col *int64) bool {
+	return len(values) == 0 || (col != nil && slices.Contains(values, *col))
+}
+
+// CompareEvents orders events as both searches return them: createdAt
+// descending, then id descending. It returns a negative number when a comes first.
+func CompareEvents(a, b Event) int {
+	if c := b.CreatedAt.Compare(a.CreatedAt); c != 0 {
+		return c
+	}
+	switch {
+	case a.ID > b.ID:
+		return -1
+	case a.ID < b.ID:
+		return 1
+	}
+	return 0
+}

@@ -1,0 +1,280 @@
+package flagadmin
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+)
+
+// Seed is a whole world to load into a store (the seed file format, see
+// README). Every key is optional.
+type Seed struct {
+	Users           []User      `json:"users"`
+	ServiceAccounts []User      `json:"serviceAccounts"`
+	Groups          []Group     `json:"groups"`
+	Projects        []Project   `json:"projects"`
+	Features        []Feature   `json:"features"`
+	APITokens       []SeedToken `json:"apiTokens"`
+	Events          []Event     `json:"events"`
+}
+
+// SeedToken is a token of a seed file, with its secret in clear.
+type SeedToken struct {
+	// Secret is the full value a client sends in Authorization.
+	Secret string `json:"secret"`
+	// Type is admin, client or frontend; omitted with UserID for a personal token.
+	Type      TokenType  `json:"type,omitempty"`
+	Name      string     `json:"name,omitempty"`
+	UserID    *int64     `json:"userId,omitempty"`
+	ExpiresAt *time.Time `json:"expiresAt,omitempty"`
+}
+
+// ParseSeed reads a seed file (JSON). Unknown keys and malformed entries are
+// validation errors that name the entry, such as "projects[2].createdAt".
+func ParseSeed(r io.Reader) (*Seed, error) {
+	data, err := io.ReadAll(r)
+	if err != nil {
+		return nil, fmt.Errorf("read seed: %w", err)
+	}
+	var sections map[string]json.RawMessage
+	if err := json.Unmarshal(data, &sections); err != nil {
+		return nil, invalid("", "the seed file is not a JSON object: %v", err)
+	}
+	seed := &Seed{}
+	targets := map[string]func(i int, raw json.RawMessage) error{
+		"users":           entryDecoder(&seed.Users),
+		"serviceAccounts": entryDecoder(&seed.ServiceAccounts),
+		"groups":          entryDecoder(&seed.Groups),
+		"projects":        entryDecoder(&seed.Projects),
+		"features":        entryDecoder(&seed.Features),
+		"apiTokens":       entryDecoder(&seed.APITokens),
+		"events":          entryDecoder(&seed.Events),
+	}
+	var f fieldErrors
+	for key, raw := range sections {
+		decode, ok := targets[key]
+		if !ok {
+			f.add(key, "unknown key; the seed file has users, serviceAccounts, groups, projects, features, apiTokens, events")
+			continue
+		}
+		var entries []json.RawMessage
+		if err := json.Unmarshal(raw, &entries); err != nil {
+			f.add(key, "must be an array")
+			continue
+		}
+		for i, e := range entries {
+			if err := decode(i, e); err != nil {
+				f.add(fmt.Sprintf("%s[%d]", key, i), "%s", decodeMessage(err))
+			}
+		}
+	}
+	if v := f.err(); v != nil {
+		return nil, v
+	}
+	return seed, nil
+}
+
+// entryDecoder appends each decoded entry to *dst, rejecting unknown fields.
+func entryDecoder[T any](dst *[]T) func(int, json.RawMessage) error {
+	return func(_ int, raw json.RawMessage) error {
+		var v T
+		dec := json.NewDecoder(bytes.NewReader(raw))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&v); err != nil {
+			return err
+		}
+		*dst = append(*dst, v)
+		return nil
+	}
+}
+
+// decodeMessage makes a JSON decoding error readable without Go type names.
+func decodeMessage(err error) string {
+	var te *json.UnmarshalTypeError
+	if errors.As(err, &te) {
+		return fmt.Sprintf("%s: wrong type (got JSON %s)", te.Field, te.Value)
+	}
+	var pe *time.ParseError
+	if errors.As(err, &pe) {
+		return fmt.Sprintf("%q is not an RFC 3339 date", pe.Value)
+	}
+	return err.Error()
+}
+
+// LoadSeed parses a seed file and applies it (see ApplySeed).
+func (s *Service) LoadSeed(ctx context.Context, r io.Reader) error {
+	seed, err := ParseSeed(r)
+	if err != nil {
+		return err
+	}
+	return s.ApplySeed(ctx, seed)
+}
+
+// ApplySeed validates a seed and writes it to the store in one transaction:
+// everything or, when any entry is wrong, nothing. Errors name the entry
+// ("projects[2].mode: must be one of ..."). References must resolve within
+// the seed or to rows already in the store; ids and names must be new.
+// Loading records no events of its own: the store gets exactly the seed's
+// events, in file order.
+func (s *Service) ApplySeed(ctx context.Context, seed *Seed) error {
+	now := s.now()
+	var f fieldErrors
+	b := &Batch{}
+	c := &seedChecker{s: s, ctx: ctx, f: &f, users: map[int64]bool{}, groups: map[int64]bool{}, projects: map[string]bool{}, features: map[string]bool{}}
+
+	for key, list := range map[string][]User{"users": seed.Users, "serviceAccounts": seed.ServiceAccounts} {
+		for i, u := range list {
+			path := fmt.Sprintf("%s[%d]", key, i)
+			u.IsService = key == "serviceAccounts"
+			f.merge(path, normalizeUser(&u))
+			if u.ID <= 0 {
+				f.add(path+".id", "is required and must be a positive integer")
+			} else if err := fresh(c, path+".id", "user", u.ID, c.users, func() error { _, err := s.store.User(ctx, u.ID); return err }); err != nil {
+				return err
+			}
+			b.Users = append(b.Users, u)
+		}
+	}
+	for i, g := range seed.Groups {
+		path := fmt.Sprintf("groups[%d]", i)
+		f.merge(path, normalizeGroup(&g))
+		if g.ID <= 0 {
+			f.add(path+".id", "is required and must be a positive integer")
+		} else if err := fresh(c, path+".id", "group", g.ID, c.groups, func() error { _, err := s.store.Group(ctx, g.ID); return err }); err != nil {
+			return err
+		}
+		for j, uid := range g.Users {
+			if err := c.userRef(fmt.Sprintf("%s.users[%d]", path, j), uid); err != nil {
+				return err
+			}
+		}
+		b.Groups = append(b.Groups, g)
+	}
+	for i, p := range seed.Projects {
+		path := fmt.Sprintf("projects[%d]", i)
+		f.merge(path, normalizeProject(&p, now))
+		if err := fresh(c, path+".id", "project", p.ID, c.projects, func() error { _, err := s.store.Project(ctx, p.ID); return err }); err != nil {
+			return err
+		}
+		for j, m := range p.Members {
+			mp := fmt.Sprintf("%s.members[%d]", path, j)
+			var err error
+			switch {
+			case m.UserID != nil && m.GroupID == nil:
+				err = c.userRef(mp+".userId", *m.UserID)
+			case m.GroupID != nil && m.UserID == nil:
+				err = c.groupRef(mp+".groupId", *m.GroupID)
+			}
+			if err != nil {
+				return err
+			}
+		}
+		for j, uid := range p.FavoritedBy {
+			if err := c.userRef(fmt.Sprintf("%s.favoritedBy[%d]", path, j), uid); err != nil {
+				return err
+			}
+		}
+		b.Projects = append(b.Projects, p)
+	}
+	for i, ft := range seed.Features {
+		path := fmt.Sprintf("features[%d]", i)
+		f.merge(path, normalizeFeature(&ft, now))
+		if err := fresh(c, path+".name", "feature", ft.Name, c.features, func() error { _, err := s.store.Feature(ctx, ft.Name); return err }); err != nil {
+			return err
+		}
+		if ft.Project != "" {
+			if err := c.projectRef(path+".project", ft.Project); err != nil {
+				return err
+			}
+		}
+		b.Features = append(b.Features, ft)
+	}
+	secrets := map[string]bool{}
+	for i, st := range seed.APITokens {
+		path := fmt.Sprintf("apiTokens[%d]", i)
+		tok := APIToken{Name: st.Name, Type: st.Type, UserID: st.UserID, ExpiresAt: st.ExpiresAt}
+		f.merge(path, normalizeToken(&tok, st.Secret, now))
+		if secrets[st.Secret] {
+			f.add(path+".secret", "is used by another token of the file")
+		}
+		secrets[st.Secret] = true
+		if _, _, err := s.store.LookupToken(ctx, tok.SecretHash); err == nil {
+			f.add(path+".secret", "a token with this secret already exists")
+		} else if !isKind(err, ErrNotFound) {
+			return err
+		}
+		if tok.UserID != nil {
+			if err := c.userRef(path+".userId", *tok.UserID); err != nil {
+				return err
+			}
+		}
+		b.Tokens = append(b.Tokens, tok)
+	}
+	for i, e := range seed.Events {
+		f.merge(fmt.Sprintf("events[%d]", i), normalizeEvent(&e, now))
+		b.Events = append(b.Events, e)
+	}
+	if v := f.err(); v != nil {
+		return v
+	}
+	return s.store.Write(ctx, b)
+}
+
+// seedChecker checks a seed's ids and references against the seed itself
+// and the store.
+type seedChecker struct {
+	s        *Service
+	ctx      context.Context
+	f        *fieldErrors
+	users    map[int64]bool
+	groups   map[int64]bool
+	projects map[string]bool
+	features map[string]bool
+}
+
+// fresh records id in seen and reports a field error when the seed or the
+// store already has it.
+func fresh[K comparable](c *seedChecker, path, what string, id K, seen map[K]bool, lookup func() error) error {
+	if seen[id] {
+		c.f.add(path, "%s %v appears twice in the file", what, id)
+		return nil
+	}
+	seen[id] = true
+	err := lookup()
+	switch {
+	case err == nil:
+		c.f.add(path, "%s %v already exists in the store", what, id)
+	case !isKind(err, ErrNotFound):
+		return err
+	}
+	return nil
+}
+
+// ref reports a field error when id is neither in the seed nor the store.
+func ref[K comparable](c *seedChecker, path, what string, id K, seen map[K]bool, lookup func() error) error {
+	if seen[id] {
+		return nil
+	}
+	err := lookup()
+	if isKind(err, ErrNotFound) {
+		c.f.add(path, "%s %v does not exist", what, id)
+		return nil
+	}
+	return err
+}
+
+func (c *seedChecker) userRef(path string, id int64) error {
+	return ref(c, path, "user", id, c.users, func() error { _, err := c.s.store.User(c.ctx, id); return err })
+}
+
+func (c *seedChecker) groupRef(path string, id int64) error {
+	return ref(c, path, "group", id, c.groups, func() error { _, err := c.s.store.Group(c.ctx, id); return err })
+}
+
+func (c *seedChecker) projectRef(path, id string) error {
+	return ref(c, path, "project", id, c.projects, func() error { _, err := c.s.store.Project(c.ctx, id); return err })
+}

@@ -1,0 +1,81 @@
+package flagadmin
+
+import (
+	"context"
+	"io"
+	"time"
+)
+
+// Service performs the operations of the admin API for a Principal over a
+// Store. It is safe for concurrent use.
+type Service struct {
+	store  Store
+	clock  func() time.Time
+	random io.Reader
+}
+
+// Option configures a Service.
+type Option func(*Service)
+
+// WithClock sets the source of the current time (default time.Now).
+func WithClock(now func() time.Time) Option { return func(s *Service) { s.clock = now } }
+
+// WithRandom sets the source of token secrets (default crypto/rand).
+func WithRandom(r io.Reader) Option { return func(s *Service) { s.random = r } }
+
+// NewService returns a Service over store.
+func NewService(store Store, opts ...Option) *Service {
+	s := &Service{store: store, clock: time.Now, random: defaultRandom}
+	for _, o := range opts {
+		o(s)
+	}
+	return s
+}
+
+// Store returns the store the service works on.
+func (s *Service) Store() Store { return s.store }
+
+// now returns the current time at store precision.
+func (s *Service) now() time.Time { return Truncate(s.clock()) }
+
+// Ping reports whether the store is reachable.
+func (s *Service) Ping(ctx context.Context) error { return s.store.Ping(ctx) }
+
+// requireAdminAPI refuses client and frontend tokens.
+func requireAdminAPI(p Principal) error {
+	if !p.canUseAdminAPI() {
+		return noAccess("This token cannot be used for the admin API.")
+	}
+	return nil
+}
+
+// requireRootAdmin refuses principals without the ADMIN permission.
+func requireRootAdmin(p Principal) error {
+	if !p.IsRootAdmin() {
+		return noAccess("You need the ADMIN permission to do this.")
+	}
+	return nil
+}
+
+// visibility returns the restriction a read by p carries: for a root admin
+// none; otherwise project-less events and the private projects p is not a
+// member of are hidden. roles are p's project roles (nil for admins).
+func (s *Service) visibility(ctx context.Context, p Principal) (hidden []string, roles map[string]ProjectRole, restricted bool, err error) {
+	if p.IsRootAdmin() {
+		return nil, nil, false, nil
+	}
+	roles, err = s.store.ProjectRoles(ctx, p.User.ID)
+	if err != nil {
+		return nil, nil, false, err
+	}
+	private, err := s.store.PrivateProjects(ctx)
+	if err != nil {
+		return nil, nil, false, err
+	}
+	for _, id := range private {
+		if _, member := roles[id]; !member {
+			hidden = append(hidden, id)
+		}
+	}
+	return hidden, roles, true, nil
+}

@@ -1,0 +1,138 @@
+package flagadmin
+
+import (
+	"context"
+	"time"
+)
+
+// Store is the storage port the Service consumes. Implementations:
+// adapters/memstore and adapters/bunstore; internal/storetest is the contract
+// suite every implementation passes.
+//
+// Errors: a missing row is ErrNotFound, a duplicate key or broken reference
+// is ErrConflict, unreachable or overloaded storage is ErrUnavailable (all
+// matched with errors.Is); an error returned by a callback is returned as it
+// is. No driver text is part of an error's kind.
+//
+// Every write that records an event does so in the same transaction as the
+// change it describes: either both are stored or neither.
+type Store interface {
+	// LookupToken finds the token stored under hash (HashSecret of its
+	// secret). For a TokenUser token it also returns the owning user, or nil
+	// when that account no longer exists. ErrNotFound when no token matches.
+	LookupToken(ctx context.Context, hash string) (APIToken, *User, error)
+
+	// Project returns a project without its Members and FavoritedBy.
+	Project(ctx context.Context, id string) (Project, error)
+	// Feature returns a feature by its name, with its tags.
+	Feature(ctx context.Context, name string) (Feature, error)
+	// User returns a user or service account.
+	User(ctx context.Context, id int64) (User, error)
+	// Group returns a group with its users.
+	Group(ctx context.Context, id int64) (Group, error)
+
+	// ProjectRoles returns every project in which the user holds a role,
+	// directly or through a group, with the strongest role (Owner over Member).
+	ProjectRoles(ctx context.Context, userID int64) (map[string]ProjectRole, error)
+	// PrivateProjects returns the ids of all projects whose mode is private.
+	PrivateProjects(ctx context.Context) ([]string, error)
+
+	// SearchEvents returns the page of events q selects, ordered by createdAt
+	// then id, both descending, with the count of all matches. The semantics
+	// are those of EventQuery.Matches.
+	SearchEvents(ctx context.Context, q EventQuery) (EventPage, error)
+
+	// ProjectStats returns the projects q selects with their figures, in any order.
+	ProjectStats(ctx context.Context, q ProjectStatsQuery) ([]ProjectStats, error)
+
+	// UpdateFeature loads the named feature (ErrNotFound if missing), locks it
+	// against concurrent updates, and calls fn with it. If fn returns an error,
+	// nothing is written and that error is returned. If fn returns a nil
+	// event, nothing is written. Otherwise the feature's mutable fields (type,
+	// stale, archivedAt, lastSeenAt, lifecycle; not tags) are saved as fn left
+	// them and the event is appended, in one transaction. Concurrent calls for
+	// one feature run one after another, each seeing the previous one's write.
+	UpdateFeature(ctx context.Context, name string, fn func(*Feature) (*Event, error)) error
+
+	// DeleteUser loads the user (ErrNotFound if missing), locks it and calls
+	// fn with it. If fn returns an error, nothing is written and that error is
+	// returned. Otherwise, in one transaction, the user, its tokens, project
+	// and group memberships and favorites are removed and the event fn
+	// returned is appended. Of concurrent calls for one id, exactly one
+	// deletes; the others find no user (ErrNotFound).
+	DeleteUser(ctx context.Context, id int64, fn func(User) (Event, error)) error
+
+	// Write stores everything in b in one transaction: all of it or, on any
+	// error, none of it. Users and groups with ID 0 get the next free id
+	// (one more than the largest in use), written back into b. Then, if
+	// b.Then is set, it is called inside the transaction and the events it
+	// returns are added after b.Events. Events get increasing ids in order,
+	// written back into b.Events.
+	Write(ctx context.Context, b *Batch) error
+
+	// Ping reports whether the storage is reachable (ErrUnavailable if not).
+	Ping(ctx context.Context) error
+}
+
+// Batch is a set of rows a Store writes at once (Store.Write), in this
+// order: users, groups, projects (with members and favorites), group
+// members, project members, features (with tags), tokens, events.
+type Batch struct {
+	Users          []User
+	Groups         []Group
+	Projects       []Project
+	GroupMembers   []GroupMember
+	ProjectMembers []ProjectMember
+	Features       []Feature
+	Tokens         []APIToken
+	Events         []Event
+	// Then, when set, builds events that need the ids assigned to Users and
+	// Groups; it runs inside the write's transaction, and an error from it
+	// aborts the write.
+	Then func(b *Batch) ([]Event, error)
+}
+
+// GroupMember adds a user to an existing group.
+type GroupMember struct {
+	GroupID int64
+	UserID  int64
+}
+
+// ProjectMember grants a role in an existing project.
+type ProjectMember struct {
+	ProjectID string
+	ProjectMembership
+}
+
+// ProjectStatsQuery selects the projects of the project list.
+type ProjectStatsQuery struct {
+	// Archived selects archived projects when true, active ones when false.
+	Archived bool
+	// FavoritesOf is the user whose favorite markers to report; nil for none.
+	FavoritesOf *int64
+	// PotentiallyStaleBefore: a non-archived, non-stale feature whose type is
+	// a key and whose createdAt is before the value is potentially stale.
+	PotentiallyStaleBefore map[FeatureType]time.Time
+}
+
+// ProjectStats is a project with the figures the project list derives from.
+type ProjectStats struct {
+	// Project is the project without Members and FavoritedBy.
+	Project Project
+	// FeatureCount counts non-archived features.
+	FeatureCount int
+	// StaleCount counts non-archived stale features.
+	StaleCount int
+	// PotentiallyStaleCount counts features potentially stale by the query's cut-offs.
+	PotentiallyStaleCount int
+	// MemberCount counts distinct users with a role, directly or through a group.
+	MemberCount int
+	// LastUpdatedAt is the newest createdAt of the project's events.
+	LastUpdatedAt *time.Time
+	// LastReportedFlagUsage is the newest lastSeenAt of the project's features.
+	LastReportedFlagUsage *time.Time
+	// Favorite: FavoritesOf favorited the project.
+	Favorite bool
+	// Owners are the users and groups holding the Owner role, in any order.
+	Owners []ProjectOwner
+}

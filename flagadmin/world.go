@@ -1,0 +1,322 @@
+package flagadmin
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+)
+
+// The operations in this file put a world in place for a program that embeds
+// flagadmin: accounts, groups, projects, features, tokens and events. Each
+// needs the ADMIN permission (use System from the embedding program) and
+// records its event in the same transaction as the change.
+
+// actorEvent returns an event of type t caused by p at now.
+func actorEvent(p Principal, t string, now time.Time, data any) (Event, error) {
+	by, byID := p.Actor()
+	raw, err := json.Marshal(data)
+	if err != nil {
+		return Event{}, err
+	}
+	return Event{CreatedAt: now, Type: t, CreatedBy: by, CreatedByUserID: byID, Data: raw}, nil
+}
+
+// CreateUser creates a user account, or a service account when u.IsService is
+// set, and records user-created or service-account-created. An ID of 0 gets
+// the next free id. The created account is returned.
+func (s *Service) CreateUser(ctx context.Context, p Principal, u User) (User, error) {
+	if err := requireRootAdmin(p); err != nil {
+		return User{}, err
+	}
+	if v := normalizeUser(&u); v != nil {
+		return User{}, v
+	}
+	if u.ID != 0 {
+		if err := s.mustNotExist(ctx, "id", "user", u.ID, func() error { _, err := s.store.User(ctx, u.ID); return err }); err != nil {
+			return User{}, err
+		}
+	}
+	now := s.now()
+	b := &Batch{Users: []User{u}, Then: func(b *Batch) ([]Event, error) {
+		c := b.Users[0]
+		t, data := EventUserCreated, map[string]any{"id": c.ID, "name": c.Name, "username": c.Username, "email": c.Email, "rootRole": c.RootRole}
+		if c.IsService {
+			t, data = EventServiceAccountCreated, map[string]any{"id": c.ID, "name": c.Name, "username": c.Username, "rootRole": c.RootRole}
+		}
+		e, err := actorEvent(p, t, now, data)
+		return []Event{e}, err
+	}}
+	if err := s.store.Write(ctx, b); err != nil {
+		return User{}, err
+	}
+	return b.Users[0], nil
+}
+
+// CreateGroup creates a group with its users and records group-created. An
+// ID of 0 gets the next free id.
+func (s *Service) CreateGroup(ctx context.Context, p Principal, g Group) (Group, error) {
+	if err := requireRootAdmin(p); err != nil {
+		return Group{}, err
+	}
+	if v := normalizeGroup(&g); v != nil {
+		return Group{}, v
+	}
+	var f fieldErrors
+	for i, uid := range g.Users {
+		if _, err := s.store.User(ctx, uid); err != nil {
+			if !isKind(err, ErrNotFound) {
+				return Group{}, err
+			}
+			f.add(fmt.Sprintf("users[%d]", i), "user %d does not exist", uid)
+		}
+	}
+	if v := f.err(); v != nil {
+		return Group{}, v
+	}
+	now := s.now()
+	b := &Batch{Groups: []Group{g}, Then: func(b *Batch) ([]Event, error) {
+		c := b.Groups[0]
+		e, err := actorEvent(p, EventGroupCreated, now, map[string]any{"id": c.ID, "name": c.Name, "users": c.Users})
+		return []Event{e}, err
+	}}
+	if err := s.store.Write(ctx, b); err != nil {
+		return Group{}, err
+	}
+	return b.Groups[0], nil
+}
+
+// AddGroupMember adds a user to a group and records group-user-added.
+func (s *Service) AddGroupMember(ctx context.Context, p Principal, groupID, userID int64) error {
+	if err := requireRootAdmin(p); err != nil {
+		return err
+	}
+	if _, err := s.store.Group(ctx, groupID); err != nil {
+		return refError(err, "groupId", "group %d does not exist", groupID)
+	}
+	if _, err := s.store.User(ctx, userID); err != nil {
+		return refError(err, "userId", "user %d does not exist", userID)
+	}
+	e, err := actorEvent(p, EventGroupUserAdded, s.now(), map[string]any{"groupId": groupID, "userId": userID})
+	if err != nil {
+		return err
+	}
+	return s.store.Write(ctx, &Batch{GroupMembers: []GroupMember{{GroupID: groupID, UserID: userID}}, Events: []Event{e}})
+}
+
+// CreateProject creates a project with its members and favorites and
+// records project-created.
+func (s *Service) CreateProject(ctx context.Context, p Principal, pr Project) (Project, error) {
+	if err := requireRootAdmin(p); err != nil {
+		return Project{}, err
+	}
+	now := s.now()
+	if v := normalizeProject(&pr, now); v != nil {
+		return Project{}, v
+	}
+	if err := s.mustNotExist(ctx, "id", "project", pr.ID, func() error { _, err := s.store.Project(ctx, pr.ID); return err }); err != nil {
+		return Project{}, err
+	}
+	var f fieldErrors
+	for i, m := range pr.Members {
+		if err := s.checkMemberRefs(ctx, &f, fmt.Sprintf("members[%d]", i), m); err != nil {
+			return Project{}, err
+		}
+	}
+	for i, uid := range pr.FavoritedBy {
+		if err := s.checkRef(ctx, &f, fmt.Sprintf("favoritedBy[%d]", i), "user", uid, func() error { _, err := s.store.User(ctx, uid); return err }); err != nil {
+			return Project{}, err
+		}
+	}
+	if v := f.err(); v != nil {
+		return Project{}, v
+	}
+	e, err := actorEvent(p, EventProjectCreated, now, map[string]any{"id": pr.ID, "name": pr.Name, "description": pr.Description, "mode": pr.Mode})
+	if err != nil {
+		return Project{}, err
+	}
+	e.Project = &pr.ID
+	if err := s.store.Write(ctx, &Batch{Projects: []Project{pr}, Events: []Event{e}}); err != nil {
+		return Project{}, err
+	}
+	return pr, nil
+}
+
+// AddProjectMember grants a user or group a role in a project and records
+// project-user-added or project-group-added.
+func (s *Service) AddProjectMember(ctx context.Context, p Principal, projectID string, m ProjectMembership) error {
+	if err := requireRootAdmin(p); err != nil {
+		return err
+	}
+	if v := validateMembership(m); v != nil {
+		return v
+	}
+	if _, err := s.store.Project(ctx, projectID); err != nil {
+		return refError(err, "projectId", "project %q does not exist", projectID)
+	}
+	var f fieldErrors
+	if err := s.checkMemberRefs(ctx, &f, "", m); err != nil {
+		return err
+	}
+	if v := f.err(); v != nil {
+		return v
+	}
+	t, data := EventProjectUserAdded, map[string]any{"role": m.Role, "userId": m.UserID}
+	if m.GroupID != nil {
+		t, data = EventProjectGroupAdded, map[string]any{"role": m.Role, "groupId": m.GroupID}
+	}
+	e, err := actorEvent(p, t, s.now(), data)
+	if err != nil {
+		return err
+	}
+	e.Project = &projectID
+	return s.store.Write(ctx, &Batch{ProjectMembers: []ProjectMember{{ProjectID: projectID, ProjectMembership: m}}, Events: []Event{e}})
+}
+
+// CreateFeature creates a feature in an existing project and records
+// feature-created with the feature's tags.
+func (s *Service) CreateFeature(ctx context.Context, p Principal, ft Feature) (Feature, error) {
+	if err := requireRootAdmin(p); err != nil {
+		return Feature{}, err
+	}
+	now := s.now()
+	if v := normalizeFeature(&ft, now); v != nil {
+		return Feature{}, v
+	}
+	if _, err := s.store.Project(ctx, ft.Project); err != nil {
+		return Feature{}, refError(err, "project", "project %q does not exist", ft.Project)
+	}
+	if err := s.mustNotExist(ctx, "name", "feature", ft.Name, func() error { _, err := s.store.Feature(ctx, ft.Name); return err }); err != nil {
+		return Feature{}, err
+	}
+	e, err := actorEvent(p, EventFeatureCreated, now, map[string]any{"name": ft.Name, "project": ft.Project, "type": ft.Type, "stale": ft.Stale})
+	if err != nil {
+		return Feature{}, err
+	}
+	e.Project, e.FeatureName, e.Tags = &ft.Project, &ft.Name, slices.Clone(ft.Tags)
+	if err := s.store.Write(ctx, &Batch{Features: []Feature{ft}, Events: []Event{e}}); err != nil {
+		return Feature{}, err
+	}
+	return ft, nil
+}
+
+// NewAPIToken describes a token to create; the secret is generated.
+type NewAPIToken struct {
+	Name string
+	// Type is admin, client, frontend or user; user needs UserID.
+	Type   TokenType
+	UserID *int64
+	// Project and Environment scope client and frontend tokens; "*" (or empty) for all.
+	Project, Environment string
+	ExpiresAt            *time.Time
+}
+
+// CreateAPIToken creates a token and returns its secret, the only time it is
+// available: the store keeps only its hash. It records api-token-created, or
+// pat-created for a user token; the secret is never part of an event.
+func (s *Service) CreateAPIToken(ctx context.Context, p Principal, n NewAPIToken) (string, APIToken, error) {
+	if err := requireRootAdmin(p); err != nil {
+		return "", APIToken{}, err
+	}
+	project, env := n.Project, n.Environment
+	if project == "" {
+		project = "*"
+	}
+	if env == "" {
+		env = "*"
+	}
+	if n.Type == TokenClient || n.Type == TokenFrontend {
+		for param, v := range map[string]string{"project": project, "environment": env} {
+			if v != "*" && !urlFriendly.MatchString(v) {
+				return "", APIToken{}, invalid(param, "must be * or 1 to 100 letters, digits, or _ . ~ -")
+			}
+		}
+	}
+	secret, err := newSecret(s.random, n.Type, project, env)
+	if err != nil {
+		return "", APIToken{}, err
+	}
+	now := s.now()
+	tok := APIToken{Name: n.Name, Type: n.Type, UserID: n.UserID, ExpiresAt: n.ExpiresAt}
+	if v := normalizeToken(&tok, secret, now); v != nil {
+		return "", APIToken{}, v
+	}
+	if tok.UserID != nil {
+		if _, err := s.store.User(ctx, *tok.UserID); err != nil {
+			return "", APIToken{}, refError(err, "userId", "user %d does not exist", *tok.UserID)
+		}
+	}
+	t, data := EventAPITokenCreated, map[string]any{"tokenName": tok.Name, "type": tok.Type, "project": tok.Project, "environment": tok.Environment}
+	if tok.Type == TokenAdmin {
+		data = map[string]any{"tokenName": tok.Name, "type": tok.Type}
+	}
+	if tok.Type == TokenUser {
+		t, data = EventPATCreated, map[string]any{"description": tok.Name, "userId": *tok.UserID}
+	}
+	e, err := actorEvent(p, t, now, data)
+	if err != nil {
+		return "", APIToken{}, err
+	}
+	if err := s.store.Write(ctx, &Batch{Tokens: []APIToken{tok}, Events: []Event{e}}); err != nil {
+		return "", APIToken{}, err
+	}
+	return secret, tok, nil
+}
+
+// AppendEvent records an event the embedding program describes. createdAt
+// defaults to now; the stored event, with its id, is returned.
+func (s *Service) AppendEvent(ctx context.Context, e Event) (Event, error) {
+	if v := normalizeEvent(&e, s.now()); v != nil {
+		return Event{}, v
+	}
+	b := &Batch{Events: []Event{e}}
+	if err := s.store.Write(ctx, b); err != nil {
+		return Event{}, err
+	}
+	return b.Events[0], nil
+}
+
+// mustNotExist gives a validation error when lookup finds the entity.
+func (s *Service) mustNotExist(ctx context.Context, path, what string, id any, lookup func() error) error {
+	err := lookup()
+	switch {
+	case err == nil:
+		return invalid(path, "%s %v already exists", what, id)
+	case isKind(err, ErrNotFound):
+		return nil
+	}
+	return err
+}
+
+// checkRef records a field error when lookup finds nothing; other errors are returned.
+func (s *Service) checkRef(ctx context.Context, f *fieldErrors, path, what string, id any, lookup func() error) error {
+	err := lookup()
+	if isKind(err, ErrNotFound) {
+		f.add(path, "%s %v does not exist", what, id)
+		return nil
+	}
+	return err
+}
+
+func (s *Service) checkMemberRefs(ctx context.Context, f *fieldErrors, path string, m ProjectMembership) error {
+	join := func(field string) string {
+		if path == "" {
+			return field
+		}
+		return path + "." + field
+	}
+	if m.UserID != nil {
+		return s.checkRef(ctx, f, join("userId"), "user", *m.UserID, func() error { _, err := s.store.User(ctx, *m.UserID); return err })
+	}
+	return s.checkRef(ctx, f, join("groupId"), "group", *m.GroupID, func() error { _, err := s.store.Group(ctx, *m.GroupID); return err })
+}
+
+// refError turns a store's ErrNotFound for a referenced entity into a validation error.
+func refError(err error, path, format string, args ...any) error {
+	if errors.Is(err, ErrNotFound) {
+		return invalid(path, format, args...)
+	}
+	return err
+}

@@ -1,0 +1,3 @@
+module github.com/flagadmin/flagadmin
+
+go 1.26.8
