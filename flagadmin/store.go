@@ -22,6 +22,9 @@ type Store interface {
 	// when that account no longer exists. ErrNotFound when no token matches.
 	LookupToken(ctx context.Context, hash string) (APIToken, *User, error)
 
+	// CountTokens returns how many stored tokens have type t.
+	CountTokens(ctx context.Context, t TokenType) (int, error)
+
 	// Project returns a project without its Members and FavoritedBy.
 	Project(ctx context.Context, id string) (Project, error)
 	// Feature returns a feature by its name, with its tags.

@@ -320,3 +320,39 @@ func refError(err error, path, format string, args ...any) error {
 	}
 	return err
 }
+
+// EnsureAdminToken creates an admin token named "admin" when the store has
+// none and returns its secret (shown once) with created true; when an admin
+// token exists it returns created false. A server calls it at first start.
+func (s *Service) EnsureAdminToken(ctx context.Context) (secret string, created bool, err error) {
+	n, err := s.store.CountTokens(ctx, TokenAdmin)
+	if err != nil || n > 0 {
+		return "", false, err
+	}
+	secret, _, err = s.CreateAPIToken(ctx, System, NewAPIToken{Name: "admin", Type: TokenAdmin})
+	return secret, err == nil, err
+}
+
+// ImportAdminToken stores an admin token with a secret chosen by the
+// operator (like Unleash's INIT_ADMIN_API_TOKENS), unless a token with that
+// secret exists already. It records api-token-created when it creates one.
+func (s *Service) ImportAdminToken(ctx context.Context, secret, name string) (created bool, err error) {
+	now := s.now()
+	tok := APIToken{Name: name, Type: TokenAdmin}
+	if v := normalizeToken(&tok, secret, now); v != nil {
+		return false, v
+	}
+	if _, _, err := s.store.LookupToken(ctx, tok.SecretHash); err == nil {
+		return false, nil
+	} else if !isKind(err, ErrNotFound) {
+		return false, err
+	}
+	e, err := actorEvent(System, EventAPITokenCreated, now, map[string]any{"tokenName": tok.Name, "type": tok.Type})
+	if err != nil {
+		return false, err
+	}
+	if err := s.store.Write(ctx, &Batch{Tokens: []APIToken{tok}, Events: []Event{e}}); err != nil {
+		return false, err
+	}
+	return true, nil
+}

@@ -83,6 +83,19 @@ func (s *Store) LookupToken(ctx context.Context, hash string) (flagadmin.APIToke
 	return t, &u, nil
 }
 
+// CountTokens implements flagadmin.Store.
+func (s *Store) CountTokens(ctx context.Context, t flagadmin.TokenType) (int, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	n := 0
+	for _, tok := range s.w.tokens {
+		if tok.Type == t {
+			n++
+		}
+	}
+	return n, nil
+}
+
 // Project implements flagadmin.Store.
 func (s *Store) Project(ctx context.Context, id string) (flagadmin.Project, error) {
 	s.mu.RLock()
