@@ -85,23 +85,38 @@ type Event struct {
 	PreData json.RawMessage `json:"preData"`
 	// Tags related to the event; written as [] when there are none.
 	Tags []Tag `json:"tags"`
-	// GroupID optionally groups the events of one transaction (filter "groupId").
-	GroupID *int64 `json:"groupId,omitempty"`
+	// GroupID optionally groups the events of one transaction (filter
+	// "groupId"). It is set by embedding programs and not part of the wire format.
+	GroupID *int64 `json:"-"`
 }
 
-// MarshalJSON writes the event with the contract's field names, createdAt in
-// TimeLayout and tags as [] when empty.
+// MarshalJSON writes the event with the contract's field names in the
+// contract's order, createdAt in TimeLayout and tags as [] when empty.
 func (e Event) MarshalJSON() ([]byte, error) {
-	type plain Event
 	tags := e.Tags
 	if tags == nil {
 		tags = []Tag{}
 	}
-	return json.Marshal(struct {
-		plain
-		CreatedAt jsonTime `json:"createdAt"`
-		Tags      []Tag    `json:"tags"`
-	}{plain(e), jsonTime(e.CreatedAt), tags})
+	return json.Marshal(eventJSON{
+		ID: e.ID, CreatedAt: jsonTime(e.CreatedAt), Type: e.Type, CreatedBy: e.CreatedBy,
+		CreatedByUserID: e.CreatedByUserID, Environment: e.Environment, Project: e.Project,
+		FeatureName: e.FeatureName, Data: e.Data, PreData: e.PreData, Tags: tags,
+	})
+}
+
+// eventJSON is the wire form of Event.
+type eventJSON struct {
+	ID              int64           `json:"id"`
+	CreatedAt       jsonTime        `json:"createdAt"`
+	Type            string          `json:"type"`
+	CreatedBy       string          `json:"createdBy"`
+	CreatedByUserID *int64          `json:"createdByUserId"`
+	Environment     *string         `json:"environment"`
+	Project         *string         `json:"project"`
+	FeatureName     *string         `json:"featureName"`
+	Data            json.RawMessage `json:"data"`
+	PreData         json.RawMessage `json:"preData"`
+	Tags            []Tag           `json:"tags"`
 }
 
 // RootRole is a user's instance-wide role.
