@@ -182,6 +182,21 @@ func (s *Service) Authenticate(ctx context.Context, authorization string) (Princ
 	return Principal{}, authRequired("The API token is not valid.")
 }
 
+// AuthenticateAdmin is Authenticate for a transport of the admin API: it
+// also refuses, with ErrNoAccess, principals that can never use the admin
+// API (client and frontend tokens), so a transport can answer 401 then 403
+// before it validates anything else.
+func (s *Service) AuthenticateAdmin(ctx context.Context, authorization string) (Principal, error) {
+	p, err := s.Authenticate(ctx, authorization)
+	if err != nil {
+		return Principal{}, err
+	}
+	if err := requireAdminAPI(p); err != nil {
+		return Principal{}, err
+	}
+	return p, nil
+}
+
 // newSecret returns a fresh secret of type t, formatted as clients send it.
 func newSecret(r io.Reader, t TokenType, project, env string) (string, error) {
 	var b [24]byte

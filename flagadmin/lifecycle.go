@@ -45,17 +45,10 @@ func (r CompleteRequest) Validate() error {
 // Repeating the same outcome and value changes nothing and records nothing;
 // a different one replaces it and records a new feature-completed event.
 func (s *Service) CompleteLifecycle(ctx context.Context, p Principal, projectID, featureName string, req CompleteRequest) error {
-	if err := requireAdminAPI(p); err != nil {
+	if err := s.AuthorizeLifecycle(ctx, p, projectID); err != nil {
 		return err
 	}
 	if err := req.Validate(); err != nil {
-		return err
-	}
-	project, err := s.store.Project(ctx, projectID)
-	if err != nil {
-		return projectNotFound(err, projectID)
-	}
-	if err := s.authorizeFeatureUpdate(ctx, p, project); err != nil {
 		return err
 	}
 	value := deref(req.StatusValue)
@@ -92,6 +85,22 @@ func (s *Service) CompleteLifecycle(ctx context.Context, p Principal, projectID,
 		return notFound("Feature %q does not exist in project %q.", featureName, projectID)
 	}
 	return err
+}
+
+// AuthorizeLifecycle checks that p may complete lifecycles in the project:
+// ErrNotFound when the project does not exist or is private and invisible to
+// p, ErrNoAccess without UPDATE_FEATURE. CompleteLifecycle runs it before it
+// validates the body; a transport that validates bodies itself runs it first
+// so that 403 comes before 400 (decisions §1).
+func (s *Service) AuthorizeLifecycle(ctx context.Context, p Principal, projectID string) error {
+	if err := requireAdminAPI(p); err != nil {
+		return err
+	}
+	project, err := s.store.Project(ctx, projectID)
+	if err != nil {
+		return projectNotFound(err, projectID)
+	}
+	return s.authorizeFeatureUpdate(ctx, p, project)
 }
 
 // authorizeFeatureUpdate checks UPDATE_FEATURE on project: root admins; any

@@ -1,6 +1,7 @@
 package flagadmin
 
 import (
+	"bytes"
 	"encoding/json"
 	"time"
 	"unicode/utf8"
@@ -36,6 +37,18 @@ func jsonTimePtr(t *time.Time) *jsonTime {
 	}
 	v := jsonTime(*t)
 	return &v
+}
+
+// marshalJSON is json.Marshal without HTML escaping: "&", "<" and ">" are
+// written as themselves, as clients of the admin API expect.
+func marshalJSON(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
 }
 
 // Tag is a label on a feature or an event (admin-api.md section 2.1).
@@ -97,7 +110,7 @@ func (e Event) MarshalJSON() ([]byte, error) {
 	if tags == nil {
 		tags = []Tag{}
 	}
-	return json.Marshal(eventJSON{
+	return marshalJSON(eventJSON{
 		ID: e.ID, CreatedAt: jsonTime(e.CreatedAt), Type: e.Type, CreatedBy: e.CreatedBy,
 		CreatedByUserID: e.CreatedByUserID, Environment: e.Environment, Project: e.Project,
 		FeatureName: e.FeatureName, Data: e.Data, PreData: e.PreData, Tags: tags,

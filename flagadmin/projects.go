@@ -5,7 +5,6 @@ import (
 	"context"
 	"crypto/md5"
 	"encoding/hex"
-	"encoding/json"
 	"math"
 	"slices"
 	"strings"
@@ -56,14 +55,14 @@ func UserOwner(u User) ProjectOwner {
 func (o ProjectOwner) MarshalJSON() ([]byte, error) {
 	switch o.OwnerType {
 	case OwnerUser:
-		return json.Marshal(struct {
+		return marshalJSON(struct {
 			OwnerType string  `json:"ownerType"`
 			Name      string  `json:"name"`
 			Email     *string `json:"email"`
 			ImageURL  *string `json:"imageUrl"`
 		}{o.OwnerType, o.Name, o.Email, o.ImageURL})
 	case OwnerGroup:
-		return json.Marshal(struct {
+		return marshalJSON(struct {
 			OwnerType string `json:"ownerType"`
 			Name      string `json:"name"`
 		}{o.OwnerType, o.Name})
@@ -94,7 +93,7 @@ type ProjectListEntry struct {
 // MarshalJSON writes dates in TimeLayout.
 func (p ProjectListEntry) MarshalJSON() ([]byte, error) {
 	type plain ProjectListEntry
-	return json.Marshal(struct {
+	return marshalJSON(struct {
 		plain
 		CreatedAt             jsonTime  `json:"createdAt"`
 		LastUpdatedAt         *jsonTime `json:"lastUpdatedAt"`

@@ -1,0 +1,285 @@
+package httpapi
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync"
+
+	"github.com/danielgtaylor/huma/v2"
+
+	"github.com/flagadmin/flagadmin/flagadmin"
+)
+
+// Error names of decisions §3, one per status.
+const (
+	nameBadData            = "BadDataError"
+	nameAuthentication     = "AuthenticationRequired"
+	nameNoAccess           = "NoAccessError"
+	nameNotFound           = "NotFoundError"
+	nameConflict           = "ConflictError"
+	nameContentTooLarge    = "ContentTooLarge"
+	nameContentType        = "ContentTypeError"
+	nameInternal           = "InternalError"
+	nameServiceUnavailable = "ServiceUnavailable"
+)
+
+// retryAfterSeconds is the Retry-After value of a 503 answer.
+const retryAfterSeconds = "5"
+
+// Fixed messages of the errors whose cause must not reach the caller.
+const (
+	msgInternal    = "An unexpected error occurred. Quote the error id when you report it."
+	msgUnavailable = "The storage is unavailable or did not answer in time. Try again later."
+	msgConflict    = "The change conflicts with existing data."
+	msgBadData     = "Request validation failed"
+)
+
+// apiError is the body of every error response: {id, name, message,
+// details?} (decisions §3), with the status and headers it is sent with. It
+// implements huma.StatusError and huma.HeadersError, so handlers return it
+// and Huma writes it; the middleware writes it with writeError.
+type apiError struct {
+	status  int
+	headers http.Header
+
+	ID      string        `json:"id"`
+	Name    string        `json:"name"`
+	Message string        `json:"message"`
+	Details []errorDetail `json:"details,omitempty"`
+}
+
+// errorDetail names one offending parameter or body field.
+type errorDetail struct {
+	Message string `json:"message"`
+	Path    string `json:"path,omitempty"`
+}
+
+// Error returns the name and message.
+func (e *apiError) Error() string { return e.Name + ": " + e.Message }
+
+// GetStatus returns the HTTP status the error is sent with.
+func (e *apiError) GetStatus() int { return e.status }
+
+// GetHeaders returns the headers the error is sent with (Retry-After on 503).
+func (e *apiError) GetHeaders() http.Header { return e.headers }
+
+// humaError is an error Huma itself reports through huma.NewError: a status
+// with Huma's message and details, such as a 422 for a body that does not
+// match its schema or a 413 for a body over the limit.
+type humaError struct {
+	status int
+	msg    string
+	errs   []error
+}
+
+func (e *humaError) Error() string   { return e.msg }
+func (e *humaError) Unwrap() []error { return e.errs }
+
+// installErrorModel replaces huma.NewError, once per process, so every error
+// Huma produces (validation, body parsing, body size) is built by
+// toAPIError and has the same body as the errors of the handlers. Huma keeps
+// this hook in a package variable; the replacement is the same for every
+// Server and does not depend on one, so New can install it safely. It must
+// run before the first huma.Register, which builds the error schema from it.
+var installErrorModel = sync.OnceFunc(func() {
+	huma.NewError = func(status int, msg string, errs ...error) huma.StatusError {
+		return toAPIError(&humaError{status: status, msg: msg, errs: errs})
+	}
+})
+
+// toAPIError is the one mapping from an error to the status and body of the
+// response: domain error kinds, the body limit, and Huma's own errors. The
+// cause of a 5xx never reaches the body; the caller logs it (Server.fail).
+func toAPIError(err error) *apiError {
+	var (
+		ae  *apiError
+		mbe *http.MaxBytesError
+		ve  *flagadmin.ValidationError
+		he  *humaError
+	)
+	switch {
+	case err == nil:
+		return newAPIError(http.StatusInternalServerError, nameInternal, msgInternal)
+	case errors.As(err, &ae):
+		return ae
+	case errors.As(err, &mbe):
+		return newAPIError(http.StatusRequestEntityTooLarge, nameContentTooLarge,
+			fmt.Sprintf("The request body is larger than the limit of %d bytes.", mbe.Limit))
+	case errors.As(err, &ve):
+		return badData(fieldDetails(ve.Fields))
+	case errors.Is(err, flagadmin.ErrValidation):
+		return badData([]errorDetail{{Message: err.Error()}})
+	case errors.Is(err, flagadmin.ErrAuthenticationRequired):
+		return newAPIError(http.StatusUnauthorized, nameAuthentication, err.Error())
+	case errors.Is(err, flagadmin.ErrNoAccess):
+		return newAPIError(http.StatusForbidden, nameNoAccess, err.Error())
+	case errors.Is(err, flagadmin.ErrNotFound):
+		return newAPIError(http.StatusNotFound, nameNotFound, err.Error())
+	case errors.Is(err, flagadmin.ErrConflict):
+		return newAPIError(http.StatusConflict, nameConflict, msgConflict)
+	case errors.Is(err, flagadmin.ErrUnavailable), errors.Is(err, context.DeadlineExceeded):
+		e := newAPIError(http.StatusServiceUnavailable, nameServiceUnavailable, msgUnavailable)
+		e.headers = http.Header{"Retry-After": {retryAfterSeconds}}
+		return e
+	case errors.As(err, &he):
+		return fromHuma(he)
+	}
+	return newAPIError(http.StatusInternalServerError, nameInternal, msgInternal)
+}
+
+// fromHuma maps an error Huma reports. Its 422 (schema validation) is a 400
+// BadDataError like any other malformed input.
+func fromHuma(he *humaError) *apiError {
+	switch he.status {
+	case http.StatusBadRequest, http.StatusUnprocessableEntity:
+		return badData(humaDetails(he))
+	case http.StatusUnsupportedMediaType:
+		return newAPIError(he.status, nameContentType, "The request body must be JSON (Content-Type application/json).")
+	case http.StatusNotFound:
+		return newAPIError(he.status, nameNotFound, "The resource does not exist.")
+	case http.StatusRequestEntityTooLarge:
+		return newAPIError(he.status, nameContentTooLarge, "The request body is too large.")
+	case 0, http.StatusInternalServerError:
+		return newAPIError(http.StatusInternalServerError, nameInternal, msgInternal)
+	}
+	if he.status >= 500 {
+		return newAPIError(he.status, nameInternal, msgInternal)
+	}
+	// Any other client error Huma may raise (406, 408): name it after its status.
+	return newAPIError(he.status, strings.ReplaceAll(http.StatusText(he.status), " ", ""), he.msg)
+}
+
+// humaDetails turns Huma's error details into ours: its locations such as
+// "body.status", "query.limit" or "path.id" become the plain names "status",
+// "limit", "id"; a missing required property is named by its own path.
+func humaDetails(he *humaError) []errorDetail {
+	var out []errorDetail
+	for _, err := range he.errs {
+		if err == nil {
+			continue
+		}
+		var d huma.ErrorDetailer
+		if !errors.As(err, &d) {
+			out = append(out, errorDetail{Message: err.Error()})
+			continue
+		}
+		detail := d.ErrorDetail()
+		path := plainPath(detail.Location)
+		var missing string
+		if _, err := fmt.Sscanf(detail.Message, "expected required property %s to be present", &missing); err == nil && missing != "" {
+			path = joinPath(path, missing)
+		}
+		out = append(out, errorDetail{Path: path, Message: detail.Message})
+	}
+	if len(out) == 0 && he.msg != "" {
+		out = append(out, errorDetail{Message: he.msg})
+	}
+	return out
+}
+
+// plainPath strips Huma's location prefix (body, query, path, header) from a
+// location.
+func plainPath(location string) string {
+	for _, prefix := range []string{"body", "query", "path", "header", "cookie"} {
+		if location == prefix {
+			return ""
+		}
+		if rest, ok := strings.CutPrefix(location, prefix+"."); ok {
+			return rest
+		}
+		if rest, ok := strings.CutPrefix(location, prefix+"["); ok {
+			return "[" + rest
+		}
+	}
+	return location
+}
+
+func joinPath(base, field string) string {
+	if base == "" {
+		return field
+	}
+	return base + "." + field
+}
+
+// fieldDetails turns the domain's field errors into details.
+func fieldDetails(fields []flagadmin.FieldError) []errorDetail {
+	out := make([]errorDetail, len(fields))
+	for i, f := range fields {
+		out[i] = errorDetail{Path: f.Path, Message: f.Message}
+	}
+	return out
+}
+
+// badData returns a 400 BadDataError whose message summarises the details.
+func badData(details []errorDetail) *apiError {
+	if len(details) == 0 {
+		details = []errorDetail{{Message: "the request is malformed"}}
+	}
+	parts := make([]string, len(details))
+	for i, d := range details {
+		parts[i] = d.Message
+		if d.Path != "" {
+			parts[i] = d.Path + ": " + d.Message
+		}
+	}
+	e := newAPIError(http.StatusBadRequest, nameBadData, msgBadData+": "+strings.Join(parts, "; "))
+	e.Details = details
+	return e
+}
+
+func newAPIError(status int, name, message string) *apiError {
+	return &apiError{status: status, ID: newUUID(), Name: name, Message: message}
+}
+
+// fail maps err to its response (toAPIError) and logs the cause of every
+// 5xx with the request id and the error id, since the body never shows it.
+func (s *Server) fail(ctx context.Context, err error) *apiError {
+	e := toAPIError(err)
+	if e.status < 500 {
+		return e
+	}
+	attrs := []any{slog.String("request_id", requestID(ctx)), slog.String("error_id", e.ID), slog.Int("status", e.status), slog.Any("error", err)}
+	switch {
+	case errors.Is(err, context.Canceled) && ctx.Err() != nil:
+		s.log.InfoContext(ctx, "request canceled by the client", attrs...)
+	case e.status == http.StatusServiceUnavailable:
+		s.log.WarnContext(ctx, "storage unavailable", attrs...)
+	default:
+		s.log.ErrorContext(ctx, "request failed", attrs...)
+	}
+	return e
+}
+
+// writeError writes the response of err outside Huma (middleware, unknown
+// paths, readiness).
+func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
+	e := s.fail(r.Context(), err)
+	for k, v := range e.headers {
+		w.Header()[k] = v
+	}
+	writeJSON(w, e.status, e)
+}
+
+// writeJSON writes v as a JSON response, encoded like Huma encodes bodies.
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(v)
+}
+
+// newUUID returns a random (version 4) UUID.
+func newUUID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:]) // never fails (crypto/rand)
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
+}

@@ -1,0 +1,147 @@
+package httpapi
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"runtime/debug"
+	"time"
+)
+
+// RequestIDHeader carries the request id: echoed when the client sends a
+// usable one, generated otherwise, and logged with every line about the request.
+const RequestIDHeader = "X-Request-Id"
+
+// maxRequestIDLength bounds a client's request id.
+const maxRequestIDLength = 128
+
+type requestIDKey struct{}
+
+// requestID returns the id of the request ctx belongs to, or "".
+func requestID(ctx context.Context) string {
+	id, _ := ctx.Value(requestIDKey{}).(string)
+	return id
+}
+
+// validRequestID accepts 1 to 128 letters, digits and - _ . : so a client's
+// id cannot forge log lines or headers.
+func validRequestID(id string) bool {
+	if id == "" || len(id) > maxRequestIDLength {
+		return false
+	}
+	for i := 0; i < len(id); i++ {
+		c := id[i]
+		switch {
+		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9', c == '-', c == '_', c == '.', c == ':':
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// responseRecorder remembers the status and size of a response.
+type responseRecorder struct {
+	http.ResponseWriter
+	status int
+	bytes  int64
+}
+
+func (w *responseRecorder) WriteHeader(status int) {
+	if w.status == 0 {
+		w.status = status
+	}
+	w.ResponseWriter.WriteHeader(status)
+}
+
+func (w *responseRecorder) Write(b []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	n, err := w.ResponseWriter.Write(b)
+	w.bytes += int64(n)
+	return n, err
+}
+
+// Unwrap lets http.ResponseController (used by Huma for read deadlines)
+// reach the underlying writer.
+func (w *responseRecorder) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// observe gives every request an id (X-Request-Id) and writes one access
+// log line when it ends: method, route pattern, path, status, bytes,
+// duration and request id. Headers, and so the Authorization value, are
+// never logged.
+func (s *Server) observe(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		id := r.Header.Get(RequestIDHeader)
+		if !validRequestID(id) {
+			id = newUUID()
+		}
+		w.Header().Set(RequestIDHeader, id)
+		rec := &responseRecorder{ResponseWriter: w}
+		_, route := s.mux.Handler(r)
+		ctx := context.WithValue(r.Context(), requestIDKey{}, id)
+		defer func() {
+			status := rec.status
+			if status == 0 {
+				status = http.StatusOK
+			}
+			s.log.LogAttrs(ctx, slog.LevelInfo, "request",
+				slog.String("method", r.Method),
+				slog.String("route", route),
+				slog.String("path", r.URL.Path),
+				slog.Int("status", status),
+				slog.Int64("bytes", rec.bytes),
+				slog.Duration("duration", time.Since(start)),
+				slog.String("request_id", id),
+			)
+		}()
+		next.ServeHTTP(rec, r.WithContext(ctx))
+	})
+}
+
+// recoverPanics turns a panic into a 500 InternalError (when nothing was
+// written yet) and logs it with its stack. http.ErrAbortHandler is passed on.
+func (s *Server) recoverPanics(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		defer func() {
+			v := recover()
+			if v == nil {
+				return
+			}
+			if v == http.ErrAbortHandler {
+				panic(v)
+			}
+			err, ok := v.(error)
+			if !ok {
+				err = fmt.Errorf("%v", v)
+			}
+			s.log.ErrorContext(r.Context(), "panic while serving a request",
+				slog.String("request_id", requestID(r.Context())), slog.Any("panic", err), slog.String("stack", string(debug.Stack())))
+			if rec, ok := w.(*responseRecorder); ok && rec.status != 0 {
+				return // the response has begun; nothing sensible can be added
+			}
+			s.writeError(w, r, errors.New("panic recovered"))
+		}()
+		next.ServeHTTP(w, r)
+	})
+}
+
+// limitBody refuses a body declared larger than the limit with 413 and
+// caps every other body, so reading past the limit fails with
+// *http.MaxBytesError (also 413, see toAPIError).
+func (s *Server) limitBody(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.ContentLength > s.maxBody {
+			s.writeError(w, r, &http.MaxBytesError{Limit: s.maxBody})
+			return
+		}
+		if r.Body != nil && r.Body != http.NoBody {
+			r.Body = http.MaxBytesReader(w, r.Body, s.maxBody)
+		}
+		next.ServeHTTP(w, r)
+	})
+}

@@ -1,0 +1,207 @@
+package httpapi
+
+import (
+	"fmt"
+	"net/http"
+	"reflect"
+	"strconv"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/danielgtaylor/huma/v2"
+
+	"github.com/flagadmin/flagadmin/flagadmin"
+)
+
+// securityScheme is the name of the API key scheme in the OpenAPI document.
+const securityScheme = "apiKey"
+
+// Tags of the operations, as Unleash groups them.
+const (
+	tagFeatures        = "Features"
+	tagEvents          = "Events"
+	tagProjects        = "Projects"
+	tagServiceAccounts = "Service Accounts"
+)
+
+const apiDescription = `The admin API of flagadmin: five operations of Unleash's admin API.
+
+Every operation needs the header ` + "`Authorization: <API token>`" + ` (a leading "Bearer " is
+accepted): an admin token (` + "`*:*.<secret>`" + `) or a personal access / service account token
+(` + "`user:<secret>`" + `). Client and frontend tokens are refused with 403 on every operation.
+Authentication comes first: 401, then 403, then 400/404/415, then the operation.
+
+Errors are JSON ` + "`{\"id\", \"name\", \"message\", \"details\"?}`" + `: id is a UUID of the error
+instance, name one of BadDataError (400), AuthenticationRequired (401), NoAccessError (403),
+NotFoundError (404), ContentTooLarge (413), ContentTypeError (415), InternalError (500),
+ServiceUnavailable (503). details lists the offending parameters or fields of a 400.`
+
+// apiConfig is the Huma configuration of the API: OpenAPI 3.1 at
+// /openapi.json and /openapi.yaml, no docs UI (it loads its scripts from a
+// CDN) and no schema routes, and no create hooks, so responses carry no
+// injected $schema field nor Link header.
+func apiConfig(version string, registry huma.Registry) huma.Config {
+	cfg := huma.DefaultConfig("flagadmin admin API", version)
+	cfg.CreateHooks = nil
+	cfg.DocsPath = ""
+	cfg.SchemasPath = ""
+	cfg.Info.Description = apiDescription
+	cfg.Components.Schemas = registry
+	cfg.Components.SecuritySchemes = map[string]*huma.SecurityScheme{
+		securityScheme: {
+			Type:        "apiKey",
+			In:          "header",
+			Name:        "Authorization",
+			Description: "An admin token (`*:*.<secret>`) or a personal access / service account token (`user:<secret>`), optionally after `Bearer `.",
+		},
+	}
+	cfg.Tags = []*huma.Tag{
+		{Name: tagFeatures, Description: "Feature flags and their lifecycle."},
+		{Name: tagEvents, Description: "The event log of changes."},
+		{Name: tagProjects, Description: "Projects group feature flags."},
+		{Name: tagServiceAccounts, Description: "Accounts for machines, with their own tokens."},
+	}
+	return cfg
+}
+
+// newRegistry returns the schema registry: schemas are named like
+// Unleash's (eventSchema, projectsSchema, ...), and the domain types that
+// marshal themselves are documented by the schema types below.
+func newRegistry() huma.Registry {
+	r := huma.NewMapRegistry("#/components/schemas/", func(t reflect.Type, hint string) string {
+		name := huma.DefaultSchemaNamer(t, hint)
+		first, size := utf8.DecodeRuneInString(name)
+		return string(unicode.ToLower(first)) + name[size:]
+	})
+	r.RegisterTypeAlias(reflect.TypeFor[flagadmin.Event](), reflect.TypeFor[eventSchema]())
+	r.RegisterTypeAlias(reflect.TypeFor[flagadmin.Tag](), reflect.TypeFor[tagSchema]())
+	r.RegisterTypeAlias(reflect.TypeFor[flagadmin.ProjectListEntry](), reflect.TypeFor[projectSchema]())
+	r.RegisterTypeAlias(reflect.TypeFor[flagadmin.ProjectOwner](), reflect.TypeFor[projectOwnerSchema]())
+	// Huma documents the type huma.NewError returns; apiError is errorSchema on the wire.
+	r.RegisterTypeAlias(reflect.TypeFor[apiError](), reflect.TypeFor[errorSchema]())
+	return r
+}
+
+// eventSchema documents flagadmin.Event as it is written (admin-api.md §2.1).
+type eventSchema struct {
+	ID              int64          `json:"id" minimum:"1" doc:"The event's id: unique, increasing in insertion order."`
+	CreatedAt       string         `json:"createdAt" format:"date-time" doc:"When the event happened: RFC 3339 in UTC with milliseconds." example:"2025-01-02T03:04:05.000Z"`
+	Type            string         `json:"type" doc:"The event type (admin-api.md section 6)." example:"feature-created"`
+	CreatedBy       string         `json:"createdBy" doc:"Who caused the event: a user's email, else username, else name; a token's name." example:"ada@example.com"`
+	CreatedByUserID *int64         `json:"createdByUserId" doc:"The id of the user who caused the event; -42 for admin tokens, -1337 for the system."`
+	Environment     *string        `json:"environment" doc:"The environment the event relates to, if any."`
+	Project         *string        `json:"project" doc:"The project the event relates to, if any."`
+	FeatureName     *string        `json:"featureName" doc:"The feature flag the event relates to, if any."`
+	Data            map[string]any `json:"data" nullable:"true" doc:"Extra data about the event, such as the flag's new state."`
+	PreData         map[string]any `json:"preData" nullable:"true" doc:"Data describing the previous state of the subject."`
+	Tags            []tagSchema    `json:"tags" nullable:"false" doc:"Tags related to the event; [] when there are none."`
+}
+
+// TransformSchema lists the event types of the contract as the enum of type.
+func (eventSchema) TransformSchema(_ huma.Registry, s *huma.Schema) *huma.Schema {
+	types := flagadmin.EventTypes()
+	enum := make([]any, len(types))
+	for i, t := range types {
+		enum[i] = t
+	}
+	s.Properties["type"].Enum = enum
+	return s
+}
+
+// tagSchema documents flagadmin.Tag.
+type tagSchema struct {
+	Value string `json:"value" minLength:"2" maxLength:"50" doc:"The tag's value." example:"checkout"`
+	Type  string `json:"type" minLength:"2" maxLength:"50" doc:"The tag's type." example:"simple"`
+}
+
+// projectSchema documents flagadmin.ProjectListEntry (admin-api.md §2.2,
+// decisions §6).
+type projectSchema struct {
+	ID                    string               `json:"id" doc:"The project's id." example:"default"`
+	Name                  string               `json:"name" doc:"The project's display name." example:"Default"`
+	Description           string               `json:"description" doc:"The project's description."`
+	Health                int                  `json:"health" minimum:"0" maximum:"100" doc:"round(100 - stale% - potentially stale%) over the non-archived features; 100 with none."`
+	TechnicalDebt         int                  `json:"technicalDebt" minimum:"0" maximum:"100" doc:"100 - health."`
+	FeatureCount          int                  `json:"featureCount" minimum:"0" doc:"The number of non-archived features."`
+	MemberCount           int                  `json:"memberCount" minimum:"0" doc:"The number of distinct users with a role in the project, directly or through a group."`
+	CreatedAt             string               `json:"createdAt" format:"date-time" doc:"When the project was created."`
+	LastUpdatedAt         *string              `json:"lastUpdatedAt" format:"date-time" doc:"The time of the project's newest event."`
+	ArchivedAt            *string              `json:"archivedAt" format:"date-time" doc:"When the project was archived; null unless archived."`
+	Favorite              bool                 `json:"favorite" doc:"Whether the calling user marked the project as favorite; false for admin tokens."`
+	Mode                  string               `json:"mode" enum:"open,protected,private" doc:"Who can see and change the project."`
+	LastReportedFlagUsage *string              `json:"lastReportedFlagUsage" format:"date-time" doc:"The newest time any of its features was seen by an SDK."`
+	Owners                []projectOwnerSchema `json:"owners" nullable:"false" minItems:"1" doc:"Users then groups holding the Owner role; [{\"ownerType\":\"system\"}] when there are none."`
+}
+
+// projectOwnerSchema documents flagadmin.ProjectOwner.
+type projectOwnerSchema struct {
+	OwnerType string  `json:"ownerType" enum:"user,group,system" doc:"What owns the project."`
+	Name      string  `json:"name,omitempty" doc:"The user's name (else username, else email) or the group's name; absent for system."`
+	Email     *string `json:"email,omitempty" nullable:"true" doc:"A user owner's email, null when it has none; absent for groups and system."`
+	ImageURL  *string `json:"imageUrl,omitempty" nullable:"true" doc:"A user owner's avatar URL, null without an email; absent for groups and system."`
+}
+
+// errorSchema documents apiError, the body of every error response
+// (decisions §3).
+type errorSchema struct {
+	ID      string              `json:"id" format:"uuid" doc:"The id of this error instance (a UUID); quote it when reporting a problem."`
+	Name    string              `json:"name" enum:"BadDataError,AuthenticationRequired,NoAccessError,NotFoundError,ContentTooLarge,ContentTypeError,InternalError,ServiceUnavailable" doc:"The kind of error."`
+	Message string              `json:"message" doc:"What went wrong, for humans; not a fixed value."`
+	Details []errorDetailSchema `json:"details,omitempty" doc:"On 400: every offending parameter or field."`
+}
+
+// errorDetailSchema documents errorDetail.
+type errorDetailSchema struct {
+	Message string `json:"message" doc:"What is wrong and what is allowed."`
+	Path    string `json:"path,omitempty" doc:"The offending parameter or body field, such as limit or status." example:"limit"`
+}
+
+// errorDescriptions describe each error status in the OpenAPI document.
+var errorDescriptions = map[int]string{
+	http.StatusBadRequest:            "BadDataError: a parameter or the body is malformed; details name each offending parameter or field.",
+	http.StatusUnauthorized:          "AuthenticationRequired: the Authorization header is missing, or its token is unknown, expired or belongs to a deleted account.",
+	http.StatusForbidden:             "NoAccessError: valid credentials without the permission the operation needs. Client and frontend tokens are always refused.",
+	http.StatusNotFound:              "NotFoundError: the resource does not exist or is not visible to the caller.",
+	http.StatusRequestEntityTooLarge: "ContentTooLarge: the request body is larger than the limit (%d bytes).",
+	http.StatusUnsupportedMediaType:  "ContentTypeError: the body has a Content-Type other than JSON.",
+	http.StatusInternalServerError:   "InternalError: an unexpected error. The message never shows its cause; the server logs it with the error id.",
+	http.StatusServiceUnavailable:    "ServiceUnavailable: the storage is unreachable or did not answer in time. Retry after Retry-After seconds.",
+}
+
+// operation returns an operation with its id, tag, the API key security
+// requirement, a description of its success response and the documented
+// error responses of statuses (400, 401, ...), each with the error schema.
+func (s *Server) operation(id, method, path, tag, summary, description, success string, statuses ...int) huma.Operation {
+	registry := s.api.OpenAPI().Components.Schemas
+	errSchema := registry.Schema(reflect.TypeFor[errorSchema](), true, "errorSchema")
+	responses := map[string]*huma.Response{"200": {Description: success}}
+	for _, status := range statuses {
+		desc := errorDescriptions[status]
+		if status == http.StatusRequestEntityTooLarge {
+			desc = fmt.Sprintf(desc, s.maxBody)
+		}
+		resp := &huma.Response{
+			Description: desc,
+			Content:     map[string]*huma.MediaType{"application/json": {Schema: errSchema}},
+		}
+		if status == http.StatusServiceUnavailable {
+			resp.Headers = map[string]*huma.Param{"Retry-After": {
+				Description: "Seconds to wait before retrying.",
+				Schema:      &huma.Schema{Type: huma.TypeInteger},
+			}}
+		}
+		responses[strconv.Itoa(status)] = resp
+	}
+	return huma.Operation{
+		OperationID:   id,
+		Method:        method,
+		Path:          path,
+		Tags:          []string{tag},
+		Summary:       summary,
+		Description:   description,
+		Security:      []map[string][]string{{securityScheme: {}}},
+		Responses:     responses,
+		DefaultStatus: http.StatusOK,
+		MaxBodyBytes:  -1, // limitBody caps every body at s.maxBody
+	}
+}

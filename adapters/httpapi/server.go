@@ -1,0 +1,142 @@
+// Package httpapi serves the admin API of flagadmin over HTTP with Huma v2
+// on the standard library's ServeMux: the five operations of admin-api.md
+// with the errors, authentication and limits of decisions.md, the OpenAPI
+// 3.1 document at /openapi.json and /openapi.yaml, and the operational
+// endpoints /health and /ready.
+//
+// The package is a transport only: handlers authenticate through the
+// Service, call it with the raw parameters, and map its error kinds to
+// responses in one place (toAPIError). Every rule lives in flagadmin.
+//
+// Huma keeps its error constructor in a package variable (huma.NewError);
+// New replaces it, once per process, so Huma's own errors have this API's
+// error body. Other Huma APIs in the same process get that body too.
+package httpapi
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/danielgtaylor/huma/v2"
+	"github.com/danielgtaylor/huma/v2/adapters/humago"
+
+	"github.com/flagadmin/flagadmin/flagadmin"
+)
+
+// DefaultMaxBodyBytes is the request body limit when Config.MaxBodyBytes is 0.
+const DefaultMaxBodyBytes int64 = 1 << 20
+
+// readyTimeout bounds the store ping of GET /ready.
+const readyTimeout = 2 * time.Second
+
+// Config configures a Server. The zero value is usable.
+type Config struct {
+	// Logger receives the access log (one line per request) and the causes
+	// of server errors. Nil discards them.
+	Logger *slog.Logger
+	// MaxBodyBytes bounds request bodies; larger ones get 413
+	// ContentTooLarge. 0 means DefaultMaxBodyBytes (1 MiB).
+	MaxBodyBytes int64
+	// Version is the version shown in the OpenAPI document; "" means "dev".
+	Version string
+}
+
+// Server is the HTTP transport of a flagadmin.Service.
+type Server struct {
+	svc     *flagadmin.Service
+	log     *slog.Logger
+	maxBody int64
+	mux     *http.ServeMux
+	api     huma.API
+	handler http.Handler
+}
+
+// New returns a Server for svc with every route registered.
+func New(svc *flagadmin.Service, cfg Config) *Server {
+	installErrorModel() // before the first huma.Register
+	s := &Server{svc: svc, log: cfg.Logger, maxBody: cfg.MaxBodyBytes, mux: http.NewServeMux()}
+	if s.log == nil {
+		s.log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if s.maxBody <= 0 {
+		s.maxBody = DefaultMaxBodyBytes
+	}
+	version := cfg.Version
+	if version == "" {
+		version = "dev"
+	}
+	s.api = humago.New(s.mux, apiConfig(version, newRegistry()))
+
+	s.registerLifecycle()
+	s.registerEvents()
+	s.registerProjects()
+	s.registerServiceAccounts()
+
+	s.mux.HandleFunc("GET /health", s.health)
+	s.mux.HandleFunc("GET /ready", s.ready)
+	s.mux.HandleFunc("/", s.notFound)
+
+	s.handler = s.observe(s.recoverPanics(s.authenticate(s.limitBody(s.mux))))
+	return s
+}
+
+// Handler returns the complete HTTP handler: the admin API under
+// /api/admin/, the OpenAPI document, /health and /ready, wrapped in the
+// access log, request id, panic recovery, authentication and body limit.
+func (s *Server) Handler() http.Handler { return s.handler }
+
+// API returns the Huma API, for its OpenAPI document
+// (API().OpenAPI()). Its adapter serves the routes without the middleware
+// of Handler, so operations reached through it answer 401.
+func (s *Server) API() huma.API { return s.api }
+
+// health answers 200 while the process is up.
+func (s *Server) health(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+}
+
+// ready answers 200 when the store answers a ping, else 503 ServiceUnavailable.
+func (s *Server) ready(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := context.WithTimeout(r.Context(), readyTimeout)
+	defer cancel()
+	if err := s.svc.Ping(ctx); err != nil {
+		s.writeError(w, r, unavailable{err})
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
+}
+
+// unavailable marks any failed ping as ErrUnavailable, keeping its cause.
+type unavailable struct{ cause error }
+
+func (u unavailable) Error() string   { return "ping: " + u.cause.Error() }
+func (u unavailable) Unwrap() []error { return []error{flagadmin.ErrUnavailable, u.cause} }
+
+// notFound answers every path no route matches with 404 NotFoundError,
+// naming the methods the path supports when it exists under another one.
+func (s *Server) notFound(w http.ResponseWriter, r *http.Request) {
+	msg := "The path " + r.URL.Path + " does not exist."
+	if allowed := s.allowedMethods(r); len(allowed) > 0 {
+		msg = "The path " + r.URL.Path + " does not support " + r.Method + "; use " + strings.Join(allowed, " or ") + "."
+	}
+	s.writeError(w, r, newAPIError(http.StatusNotFound, nameNotFound, msg))
+}
+
+// allowedMethods returns the methods a route serves for r's path.
+func (s *Server) allowedMethods(r *http.Request) []string {
+	var out []string
+	for _, m := range []string{http.MethodGet, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete} {
+		if m == r.Method {
+			continue
+		}
+		probe := &http.Request{Method: m, URL: r.URL, Host: r.Host, Header: http.Header{}}
+		if _, pattern := s.mux.Handler(probe); pattern != "" && pattern != "/" {
+			out = append(out, m)
+		}
+	}
+	return out
+}
