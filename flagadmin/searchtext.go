@@ -4,15 +4,20 @@ import (
 	"bytes"
 	"encoding/json"
 	"slices"
+	"strconv"
 	"strings"
+	"unicode"
+	"unicode/utf16"
+	"unicode/utf8"
 )
 
 // SearchTexts returns the lower-cased texts a free-text query is matched
 // against, computed once when an event is written:
 //
 //   - payload: the compact JSON of data, preData and tags (each when present,
-//     tags when non-empty), joined by newlines. The query-string search
-//     matches only this.
+//     tags when non-empty), joined by newlines, with \uXXXX escapes written
+//     as the characters they stand for (see unescapeJSON). The query-string
+//     search matches only this.
 //   - meta: the type and createdBy, joined by a newline. The deprecated
 //     search matches this too.
 //
@@ -30,13 +35,70 @@ func SearchTexts(e Event) (payload, meta string) {
 		}
 		b.Write(raw)
 	}
-	add(compactJSON(e.Data))
-	add(compactJSON(e.PreData))
+	add(unescapeJSON(compactJSON(e.Data)))
+	add(unescapeJSON(compactJSON(e.PreData)))
 	if len(e.Tags) > 0 {
 		tags, _ := json.Marshal(e.Tags)
-		add(tags)
+		add(unescapeJSON(tags))
 	}
 	return strings.ToLower(b.String()), strings.ToLower(e.Type + "\n" + e.CreatedBy)
+}
+
+// unescapeJSON writes the \uXXXX escapes in the strings of JSON text as the
+// characters they stand for (except quotes, backslashes and control
+// characters, which stay escaped), so that a query finds "r&d" however the
+// JSON was escaped: encoding/json writes & < > as \u0026 \u003c \u003e.
+func unescapeJSON(raw []byte) []byte {
+	if !bytes.Contains(raw, []byte(`\u`)) {
+		return raw
+	}
+	out := make([]byte, 0, len(raw))
+	for i := 0; i < len(raw); i++ {
+		if raw[i] != '\\' || i+1 == len(raw) {
+			out = append(out, raw[i])
+			continue
+		}
+		if raw[i+1] != 'u' {
+			out = append(out, raw[i], raw[i+1]) // \" \\ \n ...: keep as written
+			i++
+			continue
+		}
+		r, n := jsonEscapedRune(raw[i:])
+		if n == 0 || r == '"' || r == '\\' || unicode.IsControl(r) {
+			out = append(out, raw[i])
+			continue
+		}
+		out = utf8.AppendRune(out, r)
+		i += n - 1
+	}
+	return out
+}
+
+// jsonEscapedRune decodes the \uXXXX escape (or surrogate pair of escapes)
+// at the start of s and returns the rune and the bytes it took; n is 0 when
+// s does not start with a valid escape of a character.
+func jsonEscapedRune(s []byte) (r rune, n int) {
+	hex4 := func(s []byte) rune {
+		if len(s) < 6 || s[0] != '\\' || s[1] != 'u' {
+			return -1
+		}
+		v, err := strconv.ParseUint(string(s[2:6]), 16, 32)
+		if err != nil {
+			return -1
+		}
+		return rune(v)
+	}
+	r = hex4(s)
+	switch {
+	case r < 0:
+		return 0, 0
+	case utf16.IsSurrogate(r):
+		if r = utf16.DecodeRune(r, hex4(s[6:])); r == utf8.RuneError {
+			return 0, 0
+		}
+		return r, 12
+	}
+	return r, 6
 }
 
 // compactJSON returns raw without insignificant white space; nil for null or empty.

@@ -7,6 +7,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
+	"strings"
 	"time"
 )
 
@@ -55,7 +58,8 @@ func ParseSeed(r io.Reader) (*Seed, error) {
 		"events":          entryDecoder(&seed.Events),
 	}
 	var f fieldErrors
-	for key, raw := range sections {
+	for _, key := range slices.Sorted(maps.Keys(sections)) {
+		raw := sections[key]
 		decode, ok := targets[key]
 		if !ok {
 			f.add(key, "unknown key; the seed file has users, serviceAccounts, groups, projects, features, apiTokens, events")
@@ -68,7 +72,8 @@ func ParseSeed(r io.Reader) (*Seed, error) {
 		}
 		for i, e := range entries {
 			if err := decode(i, e); err != nil {
-				f.add(fmt.Sprintf("%s[%d]", key, i), "%s", decodeMessage(err))
+				field, msg := decodeFailure(err)
+				f.add(fmt.Sprintf("%s[%d]%s", key, i, field), "%s", msg)
 			}
 		}
 	}
@@ -79,30 +84,76 @@ func ParseSeed(r io.Reader) (*Seed, error) {
 }
 
 // entryDecoder appends each decoded entry to *dst, rejecting unknown fields.
+// A failure is an *entryFieldError when the offending field can be told.
 func entryDecoder[T any](dst *[]T) func(int, json.RawMessage) error {
 	return func(_ int, raw json.RawMessage) error {
-		var v T
-		dec := json.NewDecoder(bytes.NewReader(raw))
-		dec.DisallowUnknownFields()
-		if err := dec.Decode(&v); err != nil {
-			return err
+		v, err := decodeStrict[T](raw)
+		if err != nil {
+			return locateField[T](raw, err)
 		}
 		*dst = append(*dst, v)
 		return nil
 	}
 }
 
-// decodeMessage makes a JSON decoding error readable without Go type names.
-func decodeMessage(err error) string {
+func decodeStrict[T any](raw []byte) (T, error) {
+	var v T
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	err := dec.Decode(&v)
+	return v, err
+}
+
+// entryFieldError is the decoding error of one field of an entry.
+type entryFieldError struct {
+	field string
+	err   error
+}
+
+func (e *entryFieldError) Error() string { return e.field + ": " + e.err.Error() }
+func (e *entryFieldError) Unwrap() error { return e.err }
+
+// locateField names the field of the object raw that err, its decoding
+// error, is about: from a type error, else by decoding the fields one at a
+// time (an unknown field or a malformed date says nothing of where it is).
+func locateField[T any](raw json.RawMessage, err error) error {
 	var te *json.UnmarshalTypeError
-	if errors.As(err, &te) {
-		return fmt.Sprintf("%s: wrong type (got JSON %s)", te.Field, te.Value)
+	if errors.As(err, &te) && te.Field != "" {
+		return &entryFieldError{field: te.Field, err: err}
 	}
+	var fields map[string]json.RawMessage
+	if json.Unmarshal(raw, &fields) != nil {
+		return err
+	}
+	for _, k := range slices.Sorted(maps.Keys(fields)) {
+		one, _ := json.Marshal(map[string]json.RawMessage{k: fields[k]})
+		if _, ferr := decodeStrict[T](one); ferr != nil {
+			return &entryFieldError{field: k, err: ferr}
+		}
+	}
+	return err
+}
+
+// decodeFailure turns a JSON decoding error into the path suffix of the
+// offending field (".mode", or empty) and a message without Go type names.
+func decodeFailure(err error) (field, msg string) {
+	var fe *entryFieldError
+	if errors.As(err, &fe) {
+		field = "." + fe.field
+	}
+	var te *json.UnmarshalTypeError
 	var pe *time.ParseError
-	if errors.As(err, &pe) {
-		return fmt.Sprintf("%q is not an RFC 3339 date", pe.Value)
+	switch {
+	case errors.As(err, &te):
+		return field, fmt.Sprintf("wrong type (got JSON %s)", te.Value)
+	case errors.As(err, &pe):
+		return field, fmt.Sprintf("%q is not an RFC 3339 date", pe.Value)
+	case fe != nil && strings.HasPrefix(fe.err.Error(), "json: unknown field "):
+		return field, "unknown field"
+	case fe != nil:
+		return field, strings.TrimPrefix(fe.err.Error(), "json: ")
 	}
-	return err.Error()
+	return field, strings.TrimPrefix(err.Error(), "json: ")
 }
 
 // LoadSeed parses a seed file and applies it (see ApplySeed).
@@ -126,12 +177,18 @@ func (s *Service) ApplySeed(ctx context.Context, seed *Seed) error {
 	b := &Batch{}
 	c := &seedChecker{s: s, ctx: ctx, f: &f, users: map[int64]bool{}, groups: map[int64]bool{}, projects: map[string]bool{}, features: map[string]bool{}}
 
-	for key, list := range map[string][]User{"users": seed.Users, "serviceAccounts": seed.ServiceAccounts} {
+	// users before serviceAccounts, in file order: a map would make the
+	// entry named by a duplicate id, and the write order, random.
+	for _, sec := range []struct {
+		key  string
+		list []User
+	}{{"users", seed.Users}, {"serviceAccounts", seed.ServiceAccounts}} {
+		key, list := sec.key, sec.list
 		for i, u := range list {
 			path := fmt.Sprintf("%s[%d]", key, i)
 			u.IsService = key == "serviceAccounts"
 			f.merge(path, normalizeUser(&u))
-			if u.ID <= 0 {
+			if u.ID == 0 { // a negative id is reported by normalizeUser
 				f.add(path+".id", "is required and must be a positive integer")
 			} else if err := fresh(c, path+".id", "user", u.ID, c.users, func() error { _, err := s.store.User(ctx, u.ID); return err }); err != nil {
 				return err
@@ -142,7 +199,7 @@ func (s *Service) ApplySeed(ctx context.Context, seed *Seed) error {
 	for i, g := range seed.Groups {
 		path := fmt.Sprintf("groups[%d]", i)
 		f.merge(path, normalizeGroup(&g))
-		if g.ID <= 0 {
+		if g.ID == 0 { // a negative id is reported by normalizeGroup
 			f.add(path+".id", "is required and must be a positive integer")
 		} else if err := fresh(c, path+".id", "group", g.ID, c.groups, func() error { _, err := s.store.Group(ctx, g.ID); return err }); err != nil {
 			return err

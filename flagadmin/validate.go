@@ -91,7 +91,7 @@ func normalizeProject(p *Project, now time.Time) *ValidationError {
 func validateMembership(m ProjectMembership) *ValidationError {
 	var f fieldErrors
 	if (m.UserID == nil) == (m.GroupID == nil) {
-		f.add("", "exactly one of userId and groupId is required")
+		f.add("userId", "exactly one of userId and groupId is required")
 	}
 	if !m.Role.valid() {
 		f.add("role", "must be Owner or Member, got %q", m.Role)

@@ -93,11 +93,15 @@ func (s *Service) AddGroupMember(ctx context.Context, p Principal, groupID, user
 	if err := requireRootAdmin(p); err != nil {
 		return err
 	}
-	if _, err := s.store.Group(ctx, groupID); err != nil {
+	g, err := s.store.Group(ctx, groupID)
+	if err != nil {
 		return refError(err, "groupId", "group %d does not exist", groupID)
 	}
 	if _, err := s.store.User(ctx, userID); err != nil {
 		return refError(err, "userId", "user %d does not exist", userID)
+	}
+	if slices.Contains(g.Users, userID) {
+		return nil // already a member: no change, so no event (decisions §9)
 	}
 	e, err := actorEvent(p, EventGroupUserAdded, s.now(), map[string]any{"groupId": groupID, "userId": userID})
 	if err != nil {
@@ -208,7 +212,8 @@ type NewAPIToken struct {
 	// Type is admin, client, frontend or user; user needs UserID.
 	Type   TokenType
 	UserID *int64
-	// Project and Environment scope client and frontend tokens; "*" (or empty) for all.
+	// Project and Environment scope client and frontend tokens; "*" (or
+	// empty) for all, but not both: "*:*" is the scope of admin tokens.
 	Project, Environment string
 	ExpiresAt            *time.Time
 }
@@ -228,10 +233,21 @@ func (s *Service) CreateAPIToken(ctx context.Context, p Principal, n NewAPIToken
 		env = "*"
 	}
 	if n.Type == TokenClient || n.Type == TokenFrontend {
-		for param, v := range map[string]string{"project": project, "environment": env} {
-			if v != "*" && !urlFriendly.MatchString(v) {
-				return "", APIToken{}, invalid(param, "must be * or 1 to 100 letters, digits, or _ . ~ -")
+		var f fieldErrors
+		for _, scope := range []struct{ param, v string }{{"project", project}, {"environment", env}} {
+			if scope.v != "*" && !urlFriendly.MatchString(scope.v) {
+				f.add(scope.param, "must be * or 1 to 100 letters, digits, or _ . ~ -")
 			}
+		}
+		// The secret's shape must not read as another kind of token.
+		switch {
+		case project == "*" && env == "*":
+			f.add("environment", "a %s token for every project needs one environment: *:* is the scope of admin tokens", n.Type)
+		case project == "user":
+			f.add("project", "a %s token cannot be scoped to a project named user: user: starts personal tokens", n.Type)
+		}
+		if v := f.err(); v != nil {
+			return "", APIToken{}, v
 		}
 	}
 	secret, err := newSecret(s.random, n.Type, project, env)

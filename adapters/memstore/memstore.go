@@ -73,6 +73,7 @@ func (s *Store) LookupToken(ctx context.Context, hash string) (flagadmin.APIToke
 	if !ok {
 		return flagadmin.APIToken{}, nil, flagadmin.ErrNotFound
 	}
+	t = cloneToken(t)
 	if t.UserID == nil {
 		return t, nil, nil
 	}
@@ -110,7 +111,30 @@ func (s *Store) Project(ctx context.Context, id string) (flagadmin.Project, erro
 func bareProject(p *project) flagadmin.Project {
 	out := p.Project
 	out.Members, out.FavoritedBy = nil, nil
+	out.ArchivedAt = clonePtr(out.ArchivedAt)
 	return out
+}
+
+// clonePtr returns a copy of *p in memory of its own, or nil. Everything the
+// store hands out or takes in is copied, so no caller can change stored rows
+// through a pointer it holds.
+func clonePtr[T any](p *T) *T {
+	if p == nil {
+		return nil
+	}
+	v := *p
+	return &v
+}
+
+func cloneFeature(f flagadmin.Feature) flagadmin.Feature {
+	f.ArchivedAt, f.LastSeenAt = clonePtr(f.ArchivedAt), clonePtr(f.LastSeenAt)
+	f.Tags = slices.Clone(f.Tags)
+	return f
+}
+
+func cloneToken(t flagadmin.APIToken) flagadmin.APIToken {
+	t.UserID, t.ExpiresAt = clonePtr(t.UserID), clonePtr(t.ExpiresAt)
+	return t
 }
 
 // Feature implements flagadmin.Store.
@@ -121,8 +145,7 @@ func (s *Store) Feature(ctx context.Context, name string) (flagadmin.Feature, er
 	if !ok {
 		return flagadmin.Feature{}, flagadmin.ErrNotFound
 	}
-	f.Tags = slices.Clone(f.Tags)
-	return f, nil
+	return cloneFeature(f), nil
 }
 
 // User implements flagadmin.Store.
@@ -217,6 +240,8 @@ func cloneEvent(e flagadmin.Event) flagadmin.Event {
 	e.Data = slices.Clone(e.Data)
 	e.PreData = slices.Clone(e.PreData)
 	e.Tags = slices.Clone(e.Tags)
+	e.CreatedByUserID, e.GroupID = clonePtr(e.CreatedByUserID), clonePtr(e.GroupID)
+	e.Environment, e.Project, e.FeatureName = clonePtr(e.Environment), clonePtr(e.Project), clonePtr(e.FeatureName)
 	return e
 }
 
@@ -298,11 +323,12 @@ func (s *Store) UpdateFeature(ctx context.Context, name string, fn func(*flagadm
 	if !ok {
 		return flagadmin.ErrNotFound
 	}
-	f.Tags = slices.Clone(f.Tags)
+	f = cloneFeature(f)
 	e, err := fn(&f)
 	if err != nil || e == nil {
 		return err
 	}
+	f = cloneFeature(f)
 	f.Name, f.Project, f.CreatedAt, f.Tags = name, s.w.features[name].Project, s.w.features[name].CreatedAt, s.w.features[name].Tags
 	s.w.features[name] = f
 	s.w.appendEvent(*e)
@@ -338,12 +364,12 @@ func (s *Store) DeleteUser(ctx context.Context, id int64, fn func(flagadmin.User
 	return nil
 }
 
-// appendEvent stores e with the next id and returns it with that id.
+// appendEvent stores a copy of e with the next id and returns another copy with that id.
 func (w *world) appendEvent(e flagadmin.Event) flagadmin.Event {
 	e = cloneEvent(e)
 	e.ID = w.nextEventID
 	w.nextEventID++
 	payload, meta := flagadmin.SearchTexts(e)
 	w.events = append(w.events, storedEvent{Event: e, payload: payload, meta: meta})
-	return e
+	return cloneEvent(e)
 }

@@ -3,7 +3,6 @@ package memstore
 import (
 	"context"
 	"fmt"
-	"slices"
 
 	"github.com/flagadmin/flagadmin/flagadmin"
 )
@@ -133,6 +132,7 @@ func (s *Store) Write(ctx context.Context, b *flagadmin.Batch) error {
 	for _, p := range b.Projects {
 		np := &project{Project: p, userRoles: map[int64]flagadmin.ProjectRole{}, groupRoles: map[int64]flagadmin.ProjectRole{}, favorites: map[int64]bool{}}
 		np.Members, np.FavoritedBy = nil, nil
+		np.ArchivedAt = clonePtr(np.ArchivedAt)
 		for _, m := range p.Members {
 			np.grant(m)
 		}
@@ -148,11 +148,10 @@ func (s *Store) Write(ctx context.Context, b *flagadmin.Batch) error {
 		w.projects[pm.ProjectID].grant(pm.ProjectMembership)
 	}
 	for _, f := range b.Features {
-		f.Tags = slices.Clone(f.Tags)
-		w.features[f.Name] = f
+		w.features[f.Name] = cloneFeature(f)
 	}
 	for _, t := range b.Tokens {
-		w.tokens[t.SecretHash] = t
+		w.tokens[t.SecretHash] = cloneToken(t)
 	}
 	for i, e := range b.Events {
 		b.Events[i] = w.appendEvent(e)
