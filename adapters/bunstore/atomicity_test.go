@@ -1,0 +1,94 @@
+package bunstore_test
+
+import (
+	"context"
+	"errors"
+	"reflect"
+	"strconv"
+	"testing"
+
+	"github.com/flagadmin/flagadmin/adapters/bunstore"
+	"github.com/flagadmin/flagadmin/flagadmin"
+)
+
+// TestAtomicity injects a failure between each state change and the insert
+// of its event, and checks that neither the change nor the event is stored.
+func TestAtomicity(t *testing.T) {
+	injected := errors.New("injected failure")
+	cases := []struct {
+		name string
+		op   string
+		run  func(ctx context.Context, f fixture) error
+		// unchanged checks the state the failed operation would have changed.
+		unchanged func(t *testing.T, f fixture)
+	}{
+		{"UpdateFeature", "update feature",
+			func(ctx context.Context, f fixture) error {
+				return f.svc.CompleteLifecycle(ctx, flagadmin.System, "web", "checkout", flagadmin.CompleteRequest{Status: flagadmin.StatusKept})
+			},
+			func(t *testing.T, f fixture) {
+				ft, err := f.store.Feature(context.Background(), "checkout")
+				must(t, "Feature", err)
+				if got, want := ft.Lifecycle, (flagadmin.Lifecycle{Stage: flagadmin.StageInitial}); got != want {
+					t.Errorf("lifecycle: got %+v, want %+v", got, want)
+				}
+			}},
+		{"DeleteUser", "delete user",
+			func(ctx context.Context, f fixture) error {
+				return f.svc.DeleteServiceAccount(ctx, flagadmin.System, strconv.FormatInt(f.account.ID, 10))
+			},
+			func(t *testing.T, f fixture) {
+				ctx := context.Background()
+				if _, err := f.store.User(ctx, f.account.ID); err != nil {
+					t.Errorf("User(%d): got %v, want the account", f.account.ID, err)
+				}
+				_, owner, err := f.store.LookupToken(ctx, flagadmin.HashSecret(f.secret))
+				if err != nil || owner == nil || owner.ID != f.account.ID {
+					t.Errorf("LookupToken: got owner %v, error %v; want the account's token", owner, err)
+				}
+			}},
+		{"Write", "write",
+			func(ctx context.Context, f fixture) error {
+				_, err := f.svc.CreateUser(ctx, flagadmin.System, flagadmin.User{Name: "Nina"})
+				return err
+			},
+			func(t *testing.T, f fixture) {
+				if _, err := f.store.User(context.Background(), f.account.ID+1); !errors.Is(err, flagadmin.ErrNotFound) {
+					t.Errorf("User(%d): got %v, want ErrNotFound", f.account.ID+1, err)
+				}
+			}},
+	}
+	for _, e := range engines {
+		for _, c := range cases {
+			t.Run(e.name+"/"+c.name, func(t *testing.T) {
+				s := open(t, e.url(t))
+				f := newFixture(t, s)
+				before := events(t, s)
+				var ops []string
+				bunstore.SetAfterChange(s, func(op string) error {
+					ops = append(ops, op)
+					return injected
+				})
+				err := c.run(context.Background(), f)
+				if !errors.Is(err, injected) {
+					t.Fatalf("got error %v, want the injected failure", err)
+				}
+				if want := []string{c.op}; !reflect.DeepEqual(ops, want) {
+					t.Errorf("hook ran for %q, want %q", ops, want)
+				}
+				bunstore.SetAfterChange(s, nil)
+				c.unchanged(t, f)
+				if after := events(t, s); !reflect.DeepEqual(after, before) {
+					t.Errorf("events changed: got %d events, want the %d from before", len(after), len(before))
+				}
+				// Without the failure the same operation goes through.
+				if err := c.run(context.Background(), f); err != nil {
+					t.Fatalf("without the failure: %v", err)
+				}
+				if got, want := len(events(t, s)), len(before)+1; got != want {
+					t.Errorf("got %d events, want %d", got, want)
+				}
+			})
+		}
+	}
+}

@@ -1,0 +1,66 @@
+// Package bunstore is the SQL flagadmin.Store, built on Bun for PostgreSQL,
+// MySQL/MariaDB and SQLite with one implementation. It passes the same
+// contract suite (internal/storetest) as the in-memory store.
+//
+// Open takes a URL: postgres://… (pgx), mysql://user:pass@host:port/db
+// (go-sql-driver/mysql) or sqlite:PATH and sqlite::memory: (pure Go SQLite
+// through sqliteshim). The schema is applied by embedded bun/migrate
+// migrations when the store opens (unless WithoutMigrate) or by Migrate;
+// replicas that start at once serialize on a lock that dies with its
+// connection (PostgreSQL pg_advisory_lock, MySQL GET_LOCK, SQLite a write
+// transaction), so a crash never leaves it held.
+//
+// # Storage layout
+//
+// Times are BIGINT Unix milliseconds in UTC, the precision the domain keeps,
+// so they round-trip exactly on every database. Event data, preData and tags
+// are JSON text (not JSONB: the bytes and key order come back as written).
+// Each event row also keeps the two texts flagadmin.SearchTexts computes when
+// it is written: search_payload (lower-cased JSON of data, preData and tags)
+// and search_meta (lower-cased type and createdBy).
+//
+// # Event search
+//
+// Every filter of EventQuery is an indexed column: events has one composite
+// index (column, created_at, id) per filter column and one on (created_at,
+// id), so a page in the order created_at DESC, id DESC is read from an index
+// without sorting, and the exact total is counted from the same index. On
+// PostgreSQL and SQLite the indexes of nullable columns leave out the rows
+// where the column is null, which no filter matches.
+//
+// The free-text query is a literal substring of the precomputed lower-cased
+// texts:
+//
+//   - PostgreSQL: LIKE '%…%' ESCAPE '!' with !, % and _ of the query escaped,
+//     on search_payload || E'\n' || search_meta (both texts joined, served by
+//     one pg_trgm GIN index), rechecked on search_payload alone for the
+//     query-string search. When the pg_trgm extension cannot be created (the
+//     role may not), Migrate logs it once and the store works without the
+//     index.
+//   - MySQL/MariaDB: the same LIKE, on columns with a binary collation
+//     (utf8mb4_0900_bin, utf8mb4_nopad_bin or utf8mb4_bin), so matching is
+//     byte-exact: case-sensitive on the already lower-cased text and never
+//     folding accents. There is no substring index; the query is a scan of
+//     the rows the other filters leave, in index order, stopping once the
+//     page is full (the total still counts every match).
+//   - SQLite: instr(search_payload, ?) > 0, an exact substring test (LIKE in
+//     SQLite folds ASCII case), scanned the same way.
+//
+// Both texts are computed in Go with strings.ToLower, the same function that
+// lower-cases the query, and queries cannot contain control characters, so a
+// match never spans the newline between two texts: the SQL test is exactly
+// strings.Contains, the reference semantics of EventQuery.Matches.
+//
+// # Writes
+//
+// A state change and its event are one transaction. UpdateFeature and
+// DeleteUser lock the row (SELECT … FOR UPDATE on PostgreSQL and MySQL;
+// SQLite has one writer connection whose transactions begin IMMEDIATE), so
+// concurrent calls run one after another. Deadlocks and serialization
+// failures are retried a bounded number of times. SQLite uses one writer
+// connection and, for a file, a separate pool of readers (WAL mode).
+//
+// Driver errors are mapped to flagadmin.ErrNotFound, ErrConflict and
+// ErrUnavailable in one function (errors.go); the error text never contains
+// driver messages or SQL.
+package bunstore

@@ -1,0 +1,14 @@
+package bunstore
+
+import "github.com/uptrace/bun"
+
+// SetAfterChange installs a hook that runs inside the transaction of
+// UpdateFeature, DeleteUser and Write, after the state change and before
+// the event is inserted; an error from it aborts the transaction.
+func SetAfterChange(s *Store, hook func(op string) error) { s.afterChange = hook }
+
+// DB returns the store's writer database, for tests that inspect the schema.
+func DB(s *Store) *bun.DB { return s.db }
+
+// MigrationCount is the number of migrations the package defines.
+func MigrationCount() int { return len(newMigrations().Sorted()) }

@@ -1,0 +1,66 @@
+package bunstore_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/flagadmin/flagadmin/flagadmin"
+	"github.com/flagadmin/flagadmin/internal/dbtest"
+)
+
+// engines are the databases the tests run on; PostgreSQL and MySQL skip
+// without a server (see internal/dbtest).
+var engines = []struct {
+	name string
+	url  func(testing.TB) string
+}{
+	{"SQLite", dbtest.SQLite},
+	{"Postgres", dbtest.Postgres},
+	{"MySQL", dbtest.MySQL},
+}
+
+// forEachEngine runs test on a fresh database of every engine.
+func forEachEngine(t *testing.T, test func(t *testing.T, url string)) {
+	for _, e := range engines {
+		t.Run(e.name, func(t *testing.T) { test(t, e.url(t)) })
+	}
+}
+
+// fixture is a small world: a service account with a token, a project and a
+// feature, created through the Service.
+type fixture struct {
+	svc     *flagadmin.Service
+	store   flagadmin.Store
+	account flagadmin.User
+	secret  string
+}
+
+func newFixture(t *testing.T, store flagadmin.Store) fixture {
+	t.Helper()
+	ctx := context.Background()
+	svc := flagadmin.NewService(store)
+	account, err := svc.CreateUser(ctx, flagadmin.System, flagadmin.User{Name: "CI bot", Username: "ci-bot", RootRole: flagadmin.RoleEditor, IsService: true})
+	must(t, "CreateUser", err)
+	secret, _, err := svc.CreateAPIToken(ctx, flagadmin.System, flagadmin.NewAPIToken{Name: "ci", Type: flagadmin.TokenUser, UserID: &account.ID})
+	must(t, "CreateAPIToken", err)
+	_, err = svc.CreateProject(ctx, flagadmin.System, flagadmin.Project{ID: "web", Name: "Web"})
+	must(t, "CreateProject", err)
+	_, err = svc.CreateFeature(ctx, flagadmin.System, flagadmin.Feature{Name: "checkout", Project: "web", Tags: []flagadmin.Tag{{Type: "simple", Value: "shop"}}})
+	must(t, "CreateFeature", err)
+	return fixture{svc: svc, store: store, account: account, secret: secret}
+}
+
+// events returns every stored event, newest first.
+func events(t *testing.T, s flagadmin.Store) []flagadmin.Event {
+	t.Helper()
+	page, err := s.SearchEvents(context.Background(), flagadmin.EventQuery{Limit: flagadmin.SearchMaxLimit})
+	must(t, "SearchEvents", err)
+	return page.Events
+}
+
+func must(t *testing.T, what string, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
+}

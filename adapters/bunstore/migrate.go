@@ -1,0 +1,244 @@
+package bunstore
+
+import (
+	"context"
+	"database/sql"
+	"database/sql/driver"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/uptrace/bun"
+	"github.com/uptrace/bun/dialect"
+	"github.com/uptrace/bun/dialect/sqlitedialect"
+	"github.com/uptrace/bun/migrate"
+)
+
+// Migrate applies the migrations the database lacks. It is safe to call
+// from several processes at once: they take turns on a lock held by a
+// database session, which the database releases if the process dies:
+//
+//   - PostgreSQL: pg_advisory_lock on a dedicated connection, keyed by the
+//     current schema;
+//   - MySQL: GET_LOCK on a dedicated connection, named after the database;
+//   - SQLite: the database write lock, taken by BEGIN IMMEDIATE on the
+//     store's writer connection; the migrations run in that transaction.
+//
+// A migration is recorded as applied only once it succeeded. On PostgreSQL,
+// Migrate then makes sure the pg_trgm index for free-text search exists
+// when the extension is available.
+func (s *Store) Migrate(ctx context.Context) error {
+	var err error
+	switch s.dialect {
+	case dialect.PG:
+		err = s.withSessionLock(ctx,
+			"SELECT pg_advisory_lock(hashtext('flagadmin.migrate:' || COALESCE(current_schema(), '')))",
+			"SELECT pg_advisory_unlock(hashtext('flagadmin.migrate:' || COALESCE(current_schema(), '')))",
+			func() error {
+				if err := runMigrations(ctx, s.db); err != nil {
+					return err
+				}
+				return s.ensureTrigramIndexes(ctx)
+			})
+	case dialect.MySQL:
+		err = s.withSessionLock(ctx,
+			"SELECT GET_LOCK(CONCAT('flagadmin_migrate_', SHA1(DATABASE())), 5)",
+			"SELECT RELEASE_LOCK(CONCAT('flagadmin_migrate_', SHA1(DATABASE())))",
+			func() error { return runMigrations(ctx, s.db) })
+	default:
+		err = s.migrateSQLite(ctx)
+	}
+	if err != nil {
+		return withDetail(s.fail("migrate", err))
+	}
+	return nil
+}
+
+func runMigrations(ctx context.Context, db *bun.DB) error {
+	m := migrate.NewMigrator(db, newMigrations(), migrate.WithMarkAppliedOnSuccess(true))
+	if err := m.Init(ctx); err != nil {
+		return err
+	}
+	_, err := m.Migrate(ctx)
+	return err
+}
+
+// withSessionLock runs fn while holding a lock taken by lockSQL on a
+// dedicated connection. The lock belongs to that connection's session: if
+// the process dies, the database ends the session and frees the lock. A
+// lock query returning 0 (MySQL's GET_LOCK timing out) is tried again until
+// ctx ends.
+func (s *Store) withSessionLock(ctx context.Context, lockSQL, unlockSQL string, fn func() error) error {
+	conn, err := s.db.DB.Conn(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	for {
+		var got sql.NullInt64
+		if s.dialect == dialect.PG {
+			// pg_advisory_lock returns void: waiting is all it does.
+			_, err = conn.ExecContext(ctx, lockSQL)
+			got = sql.NullInt64{Int64: 1, Valid: true}
+		} else {
+			err = conn.QueryRowContext(ctx, lockSQL).Scan(&got)
+		}
+		if err != nil {
+			return err
+		}
+		if !got.Valid {
+			return errors.New("migration lock: the database refused the lock")
+		}
+		if got.Int64 == 1 {
+			break
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+	}
+	defer func() {
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		defer cancel()
+		if _, err := conn.ExecContext(ctx, unlockSQL); err != nil {
+			// Ending the session is the sure way to free the lock.
+			s.log.Warn("bunstore: releasing the migration lock failed; closing its connection", "cause", err.Error())
+			_ = conn.Raw(func(any) error { return driver.ErrBadConn })
+		}
+	}()
+	return fn()
+}
+
+// migrateSQLite runs the migrations in one transaction on the writer
+// connection. BEGIN IMMEDIATE takes the database write lock, which other
+// connections and processes wait for (busy_timeout) and which SQLite frees
+// if the process dies; the store's own writes wait for the connection.
+//
+// The migrator needs a *bun.DB. To keep it on the one connection that holds
+// the transaction, it gets a database/sql pool whose single connection is
+// the writer's driver connection, borrowed for the duration.
+func (s *Store) migrateSQLite(ctx context.Context) error {
+	conn, err := s.db.DB.Conn(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	return conn.Raw(func(dc any) error {
+		c, ok := dc.(borrowableConn)
+		if !ok {
+			return fmt.Errorf("sqlite driver connection %T cannot be borrowed", dc)
+		}
+		pool := sql.OpenDB(&borrowedConnector{conn: c})
+		pool.SetMaxOpenConns(1)
+		pool.SetMaxIdleConns(1)
+		defer pool.Close()
+		db := bun.NewDB(pool, sqlitedialect.New())
+		if _, err := db.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
+			return err
+		}
+		if err := runMigrations(ctx, db); err != nil {
+			_, _ = db.ExecContext(context.WithoutCancel(ctx), "ROLLBACK")
+			return err
+		}
+		if _, err := db.ExecContext(ctx, "COMMIT"); err != nil {
+			_, _ = db.ExecContext(context.WithoutCancel(ctx), "ROLLBACK")
+			return err
+		}
+		return nil
+	})
+}
+
+// borrowableConn is what a driver connection must implement to be lent to a
+// temporary pool (modernc's and mattn's SQLite connections do).
+type borrowableConn interface {
+	driver.Conn
+	driver.ConnBeginTx
+	driver.ConnPrepareContext
+	driver.ExecerContext
+	driver.QueryerContext
+}
+
+// borrowedConnector hands out one existing driver connection, once. The
+// connection stays owned by the pool it came from: closing it here does
+// nothing.
+type borrowedConnector struct {
+	conn borrowableConn
+	used bool
+}
+
+func (b *borrowedConnector) Connect(context.Context) (driver.Conn, error) {
+	if b.used {
+		return nil, errors.New("borrowed connection already handed out")
+	}
+	b.used = true
+	return borrowedConn{b.conn}, nil
+}
+
+func (b *borrowedConnector) Driver() driver.Driver { return borrowedDriver{} }
+
+type borrowedDriver struct{}
+
+func (borrowedDriver) Open(string) (driver.Conn, error) {
+	return nil, errors.New("a borrowed connection cannot be opened by name")
+}
+
+// borrowedConn forwards everything but Close.
+type borrowedConn struct{ borrowableConn }
+
+func (borrowedConn) Close() error { return nil }
+
+// searchTextSQL is the text a PostgreSQL free-text query reads: both search
+// texts joined by a newline, which no query can contain, so a substring of
+// it is a substring of one of them. One trigram index over it serves both
+// scopes (events.go), at little more than the cost of indexing the payload.
+const searchTextSQL = `(search_payload || E'\n' || search_meta)`
+
+// trigramIndex is the name of the pg_trgm GIN index over searchTextSQL.
+const trigramIndex = "events_search_trgm"
+
+// ensureTrigramIndexes creates the pg_trgm GIN index over the search texts
+// unless it exists. It creates the extension if it is missing and the role
+// may; if it cannot, it logs that once and the store works without the
+// index (free-text queries then scan). It runs under the migration lock.
+func (s *Store) ensureTrigramIndexes(ctx context.Context) error {
+	var exists bool
+	if err := s.db.QueryRowContext(ctx, "SELECT to_regclass(quote_ident(current_schema()) || '.' || ?) IS NOT NULL", trigramIndex).Scan(&exists); err != nil {
+		return err
+	}
+	if exists {
+		return nil
+	}
+	schema, err := s.trigramSchema(ctx)
+	if err != nil {
+		return err
+	}
+	if schema == "" {
+		if _, createErr := s.db.ExecContext(ctx, "CREATE EXTENSION IF NOT EXISTS pg_trgm"); createErr != nil {
+			// Another session may have created it meanwhile.
+			if schema, err = s.trigramSchema(ctx); err != nil {
+				return err
+			}
+			if schema == "" {
+				s.trgmWarn.Do(func() {
+					s.log.Warn("bunstore: the pg_trgm extension is not available, so free-text event queries scan the events table; "+
+						"have a superuser run CREATE EXTENSION pg_trgm, then run the migrations again", "cause", createErr.Error())
+				})
+				return nil
+			}
+		} else if schema, err = s.trigramSchema(ctx); err != nil {
+			return err
+		}
+	}
+	_, err = s.db.ExecContext(ctx, "CREATE INDEX IF NOT EXISTS ? ON events USING gin ("+searchTextSQL+" ?.gin_trgm_ops)",
+		bun.Ident(trigramIndex), bun.Ident(schema))
+	return err
+}
+
+// trigramSchema returns the schema pg_trgm is installed in, or "" if it is not.
+func (s *Store) trigramSchema(ctx context.Context) (string, error) {
+	var schema string
+	err := s.db.QueryRowContext(ctx, "SELECT n.nspname FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace WHERE e.extname = 'pg_trgm'").Scan(&schema)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", nil
+	}
+	return schema, err
+}

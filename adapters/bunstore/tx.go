@@ -1,0 +1,68 @@
+package bunstore
+
+import (
+	"context"
+	"database/sql"
+	"math/rand/v2"
+	"time"
+
+	"github.com/uptrace/bun"
+	"github.com/uptrace/bun/dialect"
+)
+
+// maxAttempts bounds how often a transaction runs when it loses a deadlock
+// or serialization conflict (or, for writes that pick ids, a key race).
+const maxAttempts = 8
+
+// inTx runs fn in a write transaction and commits it. A transaction that
+// loses a deadlock or serialization conflict runs again, at most
+// maxAttempts times in all; so does one that hits a duplicate key when
+// retryDuplicate is set (and another writer can have raced it: not on
+// SQLite, whose writers take turns). Errors fn wraps in callbackError are returned as
+// they are; others are mapped by fail.
+func (s *Store) inTx(ctx context.Context, op string, retryDuplicate bool, fn func(ctx context.Context, tx bun.Tx) error) error {
+	for attempt := 1; ; attempt++ {
+		err := s.db.RunInTx(ctx, nil, fn)
+		if err == nil {
+			return nil
+		}
+		again := retryable(err) || (retryDuplicate && s.dialect != dialect.SQLite && isDuplicateKey(err))
+		if !again || attempt >= maxAttempts || ctx.Err() != nil {
+			return s.fail(op, err)
+		}
+		s.log.Debug("bunstore: retrying transaction", "op", op, "attempt", attempt, "cause", err.Error())
+		backoff := time.Duration(attempt) * time.Millisecond * time.Duration(1+rand.IntN(5))
+		select {
+		case <-time.After(backoff):
+		case <-ctx.Done():
+			return s.fail(op, ctx.Err())
+		}
+	}
+}
+
+// inReadTx runs fn in a read-only transaction that sees one snapshot of the
+// database, so that several queries agree with each other (a page and its
+// total, the figures of the project list).
+func (s *Store) inReadTx(ctx context.Context, op string, fn func(ctx context.Context, tx bun.Tx) error) error {
+	var opts *sql.TxOptions
+	switch s.dialect {
+	case dialect.PG, dialect.MySQL:
+		opts = &sql.TxOptions{Isolation: sql.LevelRepeatableRead, ReadOnly: true}
+	}
+	// SQLite: a deferred transaction takes its snapshot at the first read
+	// (WAL); the in-memory database has a single connection anyway.
+	if err := s.rdb.RunInTx(ctx, opts, fn); err != nil {
+		return s.fail(op, err)
+	}
+	return nil
+}
+
+// forUpdate locks the selected rows until the transaction ends. SQLite has
+// no row locks and needs none: its single writer connection runs one
+// transaction at a time, each holding the database write lock from BEGIN.
+func (s *Store) forUpdate(q *bun.SelectQuery) *bun.SelectQuery {
+	if s.dialect == dialect.SQLite {
+		return q
+	}
+	return q.For("UPDATE")
+}

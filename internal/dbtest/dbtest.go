@@ -1,0 +1,234 @@
+// Package dbtest gives tests a fresh, empty database for each SQL engine
+// bunstore supports, as a URL for bunstore.Open:
+//
+//   - SQLite: a file in the test's temporary directory, always available.
+//   - PostgreSQL: a new schema in the database FLAGADMIN_TEST_POSTGRES_DSN
+//     names (for example postgres://postgres@127.0.0.1:5432/test?sslmode=disable).
+//   - MySQL/MariaDB: a new database on the server FLAGADMIN_TEST_MYSQL_DSN
+//     names (for example mysql://root@127.0.0.1:3306/test).
+//
+// Without the variable, a container is started with testcontainers-go when a
+// Docker provider is healthy (one per engine for the test binary, reaped when
+// it exits); otherwise the test is skipped with a message saying how to enable
+// it. Schemas and databases are dropped when the test ends.
+package dbtest
+
+import (
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"encoding/hex"
+	"fmt"
+	"net"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-sql-driver/mysql"
+	_ "github.com/jackc/pgx/v5/stdlib" // registers the "pgx" driver
+	"github.com/testcontainers/testcontainers-go"
+	tcmysql "github.com/testcontainers/testcontainers-go/modules/mysql"
+	tcpostgres "github.com/testcontainers/testcontainers-go/modules/postgres"
+)
+
+// Environment variables naming the servers tests use.
+const (
+	PostgresEnv = "FLAGADMIN_TEST_POSTGRES_DSN"
+	MySQLEnv    = "FLAGADMIN_TEST_MYSQL_DSN"
+)
+
+// Container images used when no server is configured.
+const (
+	postgresImage = "postgres:16-alpine"
+	mysqlImage    = "mysql:8.4"
+)
+
+// SQLite returns the URL of a new SQLite database file in t's temporary directory.
+func SQLite(t testing.TB) string {
+	t.Helper()
+	return "sqlite:" + filepath.Join(t.TempDir(), "flagadmin.db")
+}
+
+// Postgres returns the URL of a new, empty schema (first on the search_path)
+// in the PostgreSQL database of FLAGADMIN_TEST_POSTGRES_DSN, or of a
+// container; the schema is dropped when t ends. It skips t when neither is
+// available.
+func Postgres(t testing.TB) string {
+	t.Helper()
+	dsn := os.Getenv(PostgresEnv)
+	if dsn == "" {
+		dsn = postgresContainer.get(t, PostgresEnv, "postgres://postgres@127.0.0.1:5432/test?sslmode=disable", startPostgres)
+	}
+	admin := openAdmin(t, "pgx", dsn, PostgresEnv)
+	ctx := context.Background()
+	// pg_trgm goes in public once for the database, so that no test schema
+	// owns it (dropping that schema would drop it for everyone). A
+	// concurrent creation may fail; the extension then exists all the same.
+	_, _ = admin.ExecContext(ctx, "CREATE EXTENSION IF NOT EXISTS pg_trgm SCHEMA public")
+	schema := "t_" + randomHex(t)
+	if _, err := admin.ExecContext(ctx, "CREATE SCHEMA "+schema); err != nil {
+		t.Fatalf("dbtest: create schema %s: %v", schema, err)
+	}
+	t.Cleanup(func() {
+		if _, err := admin.ExecContext(context.Background(), "DROP SCHEMA "+schema+" CASCADE"); err != nil {
+			t.Errorf("dbtest: drop schema %s: %v", schema, err)
+		}
+		admin.Close()
+	})
+	u, err := url.Parse(dsn)
+	if err != nil {
+		t.Fatalf("dbtest: %s is not a URL: %v", PostgresEnv, err)
+	}
+	q := u.Query()
+	q.Set("search_path", schema)
+	u.RawQuery = q.Encode()
+	return u.String()
+}
+
+// MySQL returns the URL of a new, empty database on the MySQL or MariaDB
+// server of FLAGADMIN_TEST_MYSQL_DSN, or of a container; the database is
+// dropped when t ends. It skips t when neither is available.
+func MySQL(t testing.TB) string {
+	t.Helper()
+	rawURL := os.Getenv(MySQLEnv)
+	if rawURL == "" {
+		rawURL = mysqlContainer.get(t, MySQLEnv, "mysql://root@127.0.0.1:3306/test", startMySQL)
+	}
+	u, err := url.Parse(rawURL)
+	if err != nil || u.Scheme != "mysql" {
+		t.Fatalf("dbtest: %s must be a URL like mysql://user:pass@host:3306/db", MySQLEnv)
+	}
+	admin := openAdmin(t, "mysql", mysqlDSN(u), MySQLEnv)
+	name := "t_" + randomHex(t)
+	if _, err := admin.ExecContext(context.Background(), "CREATE DATABASE "+name+" CHARACTER SET utf8mb4"); err != nil {
+		t.Fatalf("dbtest: create database %s: %v", name, err)
+	}
+	t.Cleanup(func() {
+		if _, err := admin.ExecContext(context.Background(), "DROP DATABASE IF EXISTS "+name); err != nil {
+			t.Errorf("dbtest: drop database %s: %v", name, err)
+		}
+		admin.Close()
+	})
+	u.Path = "/" + name
+	return u.String()
+}
+
+// mysqlDSN turns mysql://user:pass@host:port/db into the driver's DSN.
+func mysqlDSN(u *url.URL) string {
+	cfg := mysql.NewConfig()
+	cfg.User = u.User.Username()
+	cfg.Passwd, _ = u.User.Password()
+	cfg.Net = "tcp"
+	cfg.Addr = u.Host
+	if u.Port() == "" {
+		cfg.Addr = net.JoinHostPort(u.Hostname(), "3306")
+	}
+	cfg.DBName = strings.TrimPrefix(u.Path, "/")
+	return cfg.FormatDSN()
+}
+
+// openAdmin connects to the server tests create their databases on. A
+// server configured by env that cannot be reached fails the test: it was
+// asked for.
+func openAdmin(t testing.TB, driverName, dsn, env string) *sql.DB {
+	t.Helper()
+	db, err := sql.Open(driverName, dsn)
+	if err != nil {
+		t.Fatalf("dbtest: %s: %v", env, err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := db.PingContext(ctx); err != nil {
+		db.Close()
+		t.Fatalf("dbtest: cannot reach the server of %s: %v", env, err)
+	}
+	return db
+}
+
+func randomHex(t testing.TB) string {
+	b := make([]byte, 6)
+	if _, err := rand.Read(b); err != nil {
+		t.Fatal(err)
+	}
+	return hex.EncodeToString(b)
+}
+
+// container starts one database container for the test binary, on first use.
+type container struct {
+	once sync.Once
+	url  string
+	skip string
+	err  error
+}
+
+var (
+	postgresContainer container
+	mysqlContainer    container
+)
+
+// get returns the URL of the container start creates, or skips t with how
+// to enable the tests when there is no Docker provider.
+func (c *container) get(t testing.TB, env, example string, start func(context.Context) (string, error)) string {
+	t.Helper()
+	c.once.Do(func() {
+		if err := dockerHealthy(); err != nil {
+			c.skip = fmt.Sprintf("no database for this test: set %s (for example %s) or start a Docker engine for testcontainers (%v)", env, example, err)
+			return
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+		defer cancel()
+		c.url, c.err = start(ctx)
+	})
+	switch {
+	case c.skip != "":
+		t.Skip(c.skip)
+	case c.err != nil:
+		t.Fatalf("dbtest: starting a container: %v", c.err)
+	}
+	return c.url
+}
+
+// dockerHealthy reports whether testcontainers can reach a Docker provider
+// (the check of testcontainers.SkipIfProviderIsNotHealthy, with our message).
+func dockerHealthy() (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("docker provider: %v", r)
+		}
+	}()
+	provider, err := testcontainers.ProviderDocker.GetProvider()
+	if err != nil {
+		return err
+	}
+	defer provider.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	return provider.Health(ctx)
+}
+
+func startPostgres(ctx context.Context) (string, error) {
+	c, err := tcpostgres.Run(ctx, postgresImage,
+		tcpostgres.WithDatabase("test"), tcpostgres.WithUsername("postgres"), tcpostgres.WithPassword("postgres"),
+		tcpostgres.BasicWaitStrategies())
+	if err != nil {
+		return "", err
+	}
+	return c.ConnectionString(ctx, "sslmode=disable")
+}
+
+func startMySQL(ctx context.Context) (string, error) {
+	c, err := tcmysql.Run(ctx, mysqlImage,
+		tcmysql.WithDatabase("test"), tcmysql.WithUsername("root"), tcmysql.WithPassword("test"))
+	if err != nil {
+		return "", err
+	}
+	endpoint, err := c.PortEndpoint(ctx, "3306/tcp", "")
+	if err != nil {
+		return "", err
+	}
+	return "mysql://root:test@" + endpoint + "/test", nil
+}
