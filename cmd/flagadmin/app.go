@@ -1,0 +1,192 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	"go.uber.org/fx"
+	"go.uber.org/fx/fxevent"
+
+	"github.com/flagadmin/flagadmin/adapters/httpapi"
+	"github.com/flagadmin/flagadmin/flagadmin"
+)
+
+// Timeouts of the server.
+const (
+	// startTimeout bounds start-up: opening the store, loading a seed, listening.
+	startTimeout = 2 * time.Minute
+	// stopTimeout bounds the graceful stop: in-flight requests get this long to finish.
+	stopTimeout = 30 * time.Second
+	// openTimeout bounds opening (and migrating) the database.
+	openTimeout = time.Minute
+
+	readHeaderTimeout = 10 * time.Second
+	readTimeout       = 30 * time.Second
+	writeTimeout      = 60 * time.Second
+	idleTimeout       = 2 * time.Minute
+)
+
+// console is where the logs and the shown-once secrets go (stderr).
+type console struct{ io.Writer }
+
+// serveOptions wires the server: configuration, logger, store, service,
+// API handler and HTTP server. fx's own log is quiet unless the log level
+// is debug.
+func serveOptions(cfg Config, stderr io.Writer) fx.Option {
+	return fx.Options(
+		fx.Module("config", fx.Supply(cfg, console{stderr})),
+		loggerModule,
+		storeModule,
+		serviceModule,
+		httpModule,
+		fx.WithLogger(newFxLogger),
+	)
+}
+
+// loggerModule provides the *slog.Logger of the configuration.
+var loggerModule = fx.Module("logger", fx.Provide(newLogger))
+
+// storeModule provides the flagadmin.Store the database URL names, closed on stop.
+var storeModule = fx.Module("store", fx.Provide(newStore))
+
+// serviceModule provides the flagadmin.Service and the start-up work on its
+// store (seed or demo world, admin tokens) that the server runs before serving.
+var serviceModule = fx.Module("service", fx.Provide(newService, newBootstrap))
+
+// httpModule provides the httpapi handler, the *http.Server and the
+// *Listener that serves it from start to stop.
+var httpModule = fx.Module("http",
+	fx.Provide(newAPIServer, newHTTPServer, newListener),
+	fx.Invoke(func(*Listener) {}),
+)
+
+// newLogger returns the logger the configuration asks for, on stderr.
+func newLogger(cfg Config, out console) *slog.Logger {
+	return buildLogger(cfg, out)
+}
+
+func buildLogger(cfg Config, w io.Writer) *slog.Logger {
+	opts := &slog.HandlerOptions{Level: cfg.LogLevel}
+	if cfg.LogFormat == "json" {
+		return slog.New(slog.NewJSONHandler(w, opts))
+	}
+	return slog.New(slog.NewTextHandler(w, opts))
+}
+
+// newFxLogger keeps fx's own events out of the log unless the level is debug.
+func newFxLogger(cfg Config, log *slog.Logger) fxevent.Logger {
+	if cfg.LogLevel > slog.LevelDebug {
+		return fxevent.NopLogger
+	}
+	l := &fxevent.SlogLogger{Logger: log.With("component", "fx")}
+	l.UseLogLevel(slog.LevelDebug)
+	return l
+}
+
+// newStore opens the store of cfg.DB and closes it when the app stops.
+func newStore(lc fx.Lifecycle, cfg Config, log *slog.Logger) (flagadmin.Store, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), openTimeout)
+	defer cancel()
+	store, closeStore, err := openStore(ctx, cfg.DB, log, true)
+	if err != nil {
+		return nil, err
+	}
+	lc.Append(fx.StopHook(closeStore))
+	return store, nil
+}
+
+// newService returns the Service over the store.
+func newService(store flagadmin.Store) *flagadmin.Service {
+	return flagadmin.NewService(store)
+}
+
+// newAPIServer returns the HTTP transport of the service.
+func newAPIServer(svc *flagadmin.Service, log *slog.Logger) *httpapi.Server {
+	return httpapi.New(svc, httpapi.Config{Logger: log, Version: versionString()})
+}
+
+// newHTTPServer returns the net/http server of the API, with timeouts.
+func newHTTPServer(cfg Config, api *httpapi.Server, log *slog.Logger) *http.Server {
+	return &http.Server{
+		Addr:              cfg.Addr,
+		Handler:           api.Handler(),
+		ReadHeaderTimeout: readHeaderTimeout,
+		ReadTimeout:       readTimeout,
+		WriteTimeout:      writeTimeout,
+		IdleTimeout:       idleTimeout,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
+}
+
+// Listener serves the HTTP server from the app's start to its stop.
+type Listener struct {
+	mu   sync.Mutex
+	addr net.Addr
+}
+
+// Addr returns the address the server listens on, nil before start.
+func (l *Listener) Addr() net.Addr {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.addr
+}
+
+// newListener registers the hooks that serve srv. On start: listen on its
+// address first, so a busy port fails start-up before the store is touched;
+// then prepare the store (seed, demo world, admin tokens); then serve in a
+// goroutine. On stop: shut down gracefully, letting in-flight requests
+// finish.
+func newListener(lc fx.Lifecycle, srv *http.Server, boot *bootstrap, log *slog.Logger, sd fx.Shutdowner) *Listener {
+	l := &Listener{}
+	lc.Append(fx.Hook{
+		OnStart: func(ctx context.Context) error {
+			ln, err := net.Listen("tcp", srv.Addr)
+			if err != nil {
+				return cliErrorf("cannot listen on %s: %v", srv.Addr, listenReason(err))
+			}
+			if err := boot.run(ctx); err != nil {
+				ln.Close()
+				return err
+			}
+			l.mu.Lock()
+			l.addr = ln.Addr()
+			l.mu.Unlock()
+			log.Info("listening", "addr", "http://"+ln.Addr().String(), "version", versionString())
+			go func() {
+				if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+					log.Error("server stopped", "err", err)
+					if err := sd.Shutdown(fx.ExitCode(1)); err != nil {
+						log.Error("shutdown", "err", err)
+					}
+				}
+			}()
+			return nil
+		},
+		OnStop: func(ctx context.Context) error {
+			log.Info("shutting down; waiting for in-flight requests")
+			if err := srv.Shutdown(ctx); err != nil {
+				srv.Close()
+				return fmt.Errorf("graceful shutdown: %w", err)
+			}
+			log.Info("stopped")
+			return nil
+		},
+	})
+	return l
+}
+
+// listenReason strips "listen tcp ADDR:" from a listen error.
+func listenReason(err error) error {
+	var op *net.OpError
+	if errors.As(err, &op) && op.Err != nil {
+		return op.Err
+	}
+	return err
+}

@@ -1,0 +1,244 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/url"
+	"strconv"
+	"strings"
+
+	"github.com/flagadmin/flagadmin/flagadmin"
+)
+
+// Environment variables read by the commands. A flag given on the command
+// line overrides its variable.
+const (
+	envAddr        = "FLAGADMIN_ADDR"
+	envDB          = "FLAGADMIN_DB"
+	envSeed        = "FLAGADMIN_SEED"
+	envAdminTokens = "FLAGADMIN_ADMIN_TOKENS"
+	envLogLevel    = "FLAGADMIN_LOG_LEVEL"
+	envLogFormat   = "FLAGADMIN_LOG_FORMAT"
+)
+
+// Defaults of the configuration.
+const (
+	defaultAddr      = "127.0.0.1:4242"
+	defaultDB        = "sqlite:flagadmin.db"
+	defaultLogLevel  = "info"
+	defaultLogFormat = "text"
+)
+
+// Config is the configuration of the server and the commands, from flags
+// and environment variables.
+type Config struct {
+	// Addr is the host:port the server listens on.
+	Addr string
+	// DB is the database URL: sqlite:PATH, postgres://..., mysql://... or memory:.
+	DB string
+	// Seed is a seed file to load at start into an empty store; empty for none.
+	Seed string
+	// AdminTokens are admin secrets to create at start if missing.
+	AdminTokens []string
+	// Demo loads the built-in demo world into an empty store at start.
+	Demo bool
+	// LogLevel is the minimum level of the log.
+	LogLevel slog.Level
+	// LogFormat is text or json.
+	LogFormat string
+}
+
+// setting is one configuration value that a flag and an environment
+// variable can both set: the flag if given, else the variable if not
+// empty, else the default.
+type setting struct {
+	flag, env string
+	// value holds the flag's value (its default if not given) until
+	// resolve picks the value in effect.
+	value  string
+	envVal string
+}
+
+// resolve sets value to the one in effect.
+func (s *setting) resolve(setFlags map[string]bool) {
+	if !setFlags[s.flag] && s.envVal != "" {
+		s.value = s.envVal
+	}
+}
+
+// source names where the value of s came from, for error messages.
+func (s *setting) source(setFlags map[string]bool) string {
+	if setFlags[s.flag] {
+		return "--" + s.flag
+	}
+	return s.env
+}
+
+// settings binds configuration flags to a flag set and turns the parsed
+// values, or those of the environment, into a Config.
+type settings struct {
+	addr, db, seed, adminTokens, logLevel, logFormat *setting
+	demo                                             *bool
+}
+
+// Flag sets of the commands that need them.
+const (
+	withDB = 1 << iota
+	withServe
+)
+
+// newSettings registers the configuration flags of a command on fs: the
+// database and log flags, and with withServe the server's own flags.
+func newSettings(fs *flag.FlagSet, getenv func(string) string, which int) *settings {
+	s := &settings{}
+	bind := func(name, env, def, usage string) *setting {
+		// The help shows the real default, never a value of the
+		// environment (which may hold a password or a token).
+		st := &setting{flag: name, env: env, envVal: getenv(env)}
+		fs.StringVar(&st.value, name, def, usage+" (env "+env+")")
+		return st
+	}
+	s.db = bind("db", envDB, defaultDB, "database URL: sqlite:PATH, postgres://..., mysql://user:pass@host:port/db or memory:")
+	s.logLevel = bind("log-level", envLogLevel, defaultLogLevel, "log level: debug, info, warn or error")
+	s.logFormat = bind("log-format", envLogFormat, defaultLogFormat, "log format: text or json")
+	if which&withServe != 0 {
+		s.addr = bind("addr", envAddr, defaultAddr, "address to listen on, host:port")
+		s.seed = bind("seed", envSeed, "", "seed file to load at start when the store is empty")
+		s.adminTokens = bind("admin-tokens", envAdminTokens, "", "comma-separated admin tokens (*:*.<secret>) to create at start if missing")
+		s.demo = fs.Bool("demo", false, "load the built-in demo world at start when the store is empty")
+	}
+	return s
+}
+
+// config validates the parsed values. Errors name the flag or environment
+// variable of the bad value.
+func (s *settings) config(fs *flag.FlagSet) (Config, error) {
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	for _, st := range []*setting{s.addr, s.db, s.seed, s.adminTokens, s.logLevel, s.logFormat} {
+		if st != nil {
+			st.resolve(set)
+		}
+	}
+	var cfg Config
+	var err error
+	if cfg.DB, err = parseDBURL(s.db.value); err != nil {
+		return Config{}, cliErrorf("%s: %v", s.db.source(set), err)
+	}
+	if cfg.LogLevel, err = parseLogLevel(s.logLevel.value); err != nil {
+		return Config{}, cliErrorf("%s: %v", s.logLevel.source(set), err)
+	}
+	if cfg.LogFormat, err = parseLogFormat(s.logFormat.value); err != nil {
+		return Config{}, cliErrorf("%s: %v", s.logFormat.source(set), err)
+	}
+	if s.addr == nil {
+		return cfg, nil
+	}
+	if cfg.Addr, err = parseAddr(s.addr.value); err != nil {
+		return Config{}, cliErrorf("%s: %v", s.addr.source(set), err)
+	}
+	cfg.Seed = strings.TrimSpace(s.seed.value)
+	if cfg.AdminTokens, err = parseAdminTokens(s.adminTokens.value); err != nil {
+		return Config{}, cliErrorf("%s: %v", s.adminTokens.source(set), err)
+	}
+	cfg.Demo = *s.demo
+	if cfg.Demo && cfg.Seed != "" {
+		return Config{}, cliErrorf("--demo and %s both ask for a world to load; give only one", s.seed.source(set))
+	}
+	return cfg, nil
+}
+
+// parseDBURL checks that a database URL has a scheme flagadmin supports.
+func parseDBURL(raw string) (string, error) {
+	raw = strings.TrimSpace(raw)
+	switch {
+	case raw == "memory:":
+		return raw, nil
+	case strings.HasPrefix(raw, "sqlite:"):
+		if strings.TrimPrefix(raw, "sqlite:") == "" {
+			return "", errors.New(`"sqlite:" needs a file path, such as sqlite:flagadmin.db (or sqlite::memory:)`)
+		}
+		return raw, nil
+	case strings.HasPrefix(raw, "postgres://"), strings.HasPrefix(raw, "postgresql://"), strings.HasPrefix(raw, "mysql://"):
+		if _, err := url.Parse(raw); err != nil {
+			return "", fmt.Errorf("%q is not a valid URL", redactURL(raw))
+		}
+		return raw, nil
+	case raw == "":
+		return "", errors.New("is empty; use sqlite:PATH, postgres://..., mysql://... or memory:")
+	}
+	return "", fmt.Errorf("unsupported database URL %q; use sqlite:PATH, postgres://..., mysql://user:pass@host:port/db or memory:", redactURL(raw))
+}
+
+// redactURL hides the password of a database URL for messages.
+func redactURL(raw string) string {
+	if !strings.Contains(raw, "://") {
+		return raw
+	}
+	u, err := url.Parse(raw)
+	if err != nil {
+		// An unparsable URL may still hold a password: keep only the scheme.
+		scheme, _, _ := strings.Cut(raw, "://")
+		return scheme + "://..."
+	}
+	return u.Redacted()
+}
+
+// parseLogLevel accepts debug, info, warn and error, in any case.
+func parseLogLevel(raw string) (slog.Level, error) {
+	switch strings.ToLower(strings.TrimSpace(raw)) {
+	case "debug":
+		return slog.LevelDebug, nil
+	case "info", "":
+		return slog.LevelInfo, nil
+	case "warn", "warning":
+		return slog.LevelWarn, nil
+	case "error":
+		return slog.LevelError, nil
+	}
+	return 0, fmt.Errorf("unknown log level %q; use debug, info, warn or error", raw)
+}
+
+// parseLogFormat accepts text and json.
+func parseLogFormat(raw string) (string, error) {
+	switch f := strings.ToLower(strings.TrimSpace(raw)); f {
+	case "text", "json":
+		return f, nil
+	case "":
+		return defaultLogFormat, nil
+	}
+	return "", fmt.Errorf("unknown log format %q; use text or json", raw)
+}
+
+// parseAddr checks a host:port listen address.
+func parseAddr(raw string) (string, error) {
+	raw = strings.TrimSpace(raw)
+	_, port, err := net.SplitHostPort(raw)
+	if err != nil {
+		return "", fmt.Errorf("%q is not a host:port address, such as 127.0.0.1:4242 or :4242", raw)
+	}
+	if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
+		return "", fmt.Errorf("%q has no valid port number (0 to 65535)", raw)
+	}
+	return raw, nil
+}
+
+// parseAdminTokens splits a comma-separated list of admin secrets. Each must
+// look like *:*.<secret>; the message never repeats a secret.
+func parseAdminTokens(raw string) ([]string, error) {
+	var out []string
+	for i, item := range strings.Split(raw, ",") {
+		item = strings.TrimSpace(item)
+		if item == "" {
+			continue
+		}
+		if t, ok := flagadmin.TokenShape(item); !ok || t != flagadmin.TokenAdmin {
+			return nil, fmt.Errorf("item %d is not an admin token; admin tokens look like *:*.<secret>", i+1)
+		}
+		out = append(out, item)
+	}
+	return out, nil
+}

@@ -1,0 +1,212 @@
+package main
+
+import (
+	"errors"
+	"log/slog"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/flagadmin/flagadmin/flagadmin"
+)
+
+// parseServe parses serve's flags with the environment env.
+func parseServe(t *testing.T, env map[string]string, args ...string) (Config, error) {
+	t.Helper()
+	fs := newFlagSet("flagadmin serve")
+	s := newSettings(fs, func(k string) string { return env[k] }, withServe)
+	if err := fs.Parse(args); err != nil {
+		t.Fatalf("parse %q: %v", args, err)
+	}
+	return s.config(fs)
+}
+
+func TestConfigDefaults(t *testing.T) {
+	got, err := parseServe(t, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := Config{Addr: "127.0.0.1:4242", DB: "sqlite:flagadmin.db", LogLevel: slog.LevelInfo, LogFormat: "text"}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("got %+v, want %+v", got, want)
+	}
+}
+
+func TestConfigFromEnvironment(t *testing.T) {
+	env := map[string]string{
+		envAddr:        ":8080",
+		envDB:          "postgres://u:p@db:5432/flags",
+		envSeed:        "world.json",
+		envAdminTokens: "*:*.one, *:*.two,",
+		envLogLevel:    "DEBUG",
+		envLogFormat:   "json",
+	}
+	got, err := parseServe(t, env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := Config{Addr: ":8080", DB: "postgres://u:p@db:5432/flags", Seed: "world.json",
+		AdminTokens: []string{"*:*.one", "*:*.two"}, LogLevel: slog.LevelDebug, LogFormat: "json"}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("got %+v, want %+v", got, want)
+	}
+}
+
+func TestConfigFlagsOverrideEnvironment(t *testing.T) {
+	env := map[string]string{
+		envAddr:        ":8080",
+		envDB:          "nosuch://x",  // bad, but overridden
+		envLogLevel:    "chatty",      // bad, but overridden
+		envAdminTokens: "not-a-token", // bad, but overridden
+		envLogFormat:   "json",
+	}
+	got, err := parseServe(t, env, "--addr", "127.0.0.1:9999", "--db", "memory:", "--log-level", "warn",
+		"--admin-tokens", "*:*.flag", "--log-format=text", "--demo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := Config{Addr: "127.0.0.1:9999", DB: "memory:", AdminTokens: []string{"*:*.flag"},
+		LogLevel: slog.LevelWarn, LogFormat: "text", Demo: true}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("got %+v, want %+v", got, want)
+	}
+}
+
+func TestConfigBadValues(t *testing.T) {
+	tests := []struct {
+		name string
+		env  map[string]string
+		args []string
+		want string // substring of the error, naming its source
+	}{
+		{"db scheme from env", map[string]string{envDB: "redis://localhost"}, nil, `FLAGADMIN_DB: unsupported database URL "redis://localhost"`},
+		{"db scheme from flag", nil, []string{"--db", "oracle://x"}, `--db: unsupported database URL`},
+		{"db password redacted", nil, []string{"--db", "mongodb://u:secret@h/db"}, `mongodb://u:xxxxx@h/db`},
+		{"sqlite without path", nil, []string{"--db", "sqlite:"}, `--db: "sqlite:" needs a file path`},
+		{"log level", map[string]string{envLogLevel: "verbose"}, nil, `FLAGADMIN_LOG_LEVEL: unknown log level "verbose"`},
+		{"log level flag", nil, []string{"--log-level", "trace"}, `--log-level: unknown log level "trace"`},
+		{"log format", map[string]string{envLogFormat: "xml"}, nil, `FLAGADMIN_LOG_FORMAT: unknown log format "xml"`},
+		{"addr without port", map[string]string{envAddr: "localhost"}, nil, `FLAGADMIN_ADDR: "localhost" is not a host:port address`},
+		{"addr bad port", nil, []string{"--addr", "127.0.0.1:99999"}, `--addr: "127.0.0.1:99999" has no valid port`},
+		{"admin token shape", map[string]string{envAdminTokens: "*:*.ok,user:abc"}, nil, `FLAGADMIN_ADMIN_TOKENS: item 2 is not an admin token`},
+		{"demo and seed", map[string]string{envSeed: "world.json"}, []string{"--demo"}, `--demo and FLAGADMIN_SEED both`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := parseServe(t, tt.env, tt.args...)
+			var ce *cliError
+			if !errors.As(err, &ce) {
+				t.Fatalf("got error %v, want a *cliError", err)
+			}
+			if !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("got %q, want it to contain %q", err, tt.want)
+			}
+			if strings.Contains(err.Error(), "u:secret@") || strings.Contains(err.Error(), "user:abc") {
+				t.Errorf("the error %q repeats a secret", err)
+			}
+		})
+	}
+}
+
+func TestConfigDatabaseURLs(t *testing.T) {
+	for _, url := range []string{"memory:", "sqlite:flagadmin.db", "sqlite::memory:", "sqlite:/tmp/x.db",
+		"postgres://postgres@127.0.0.1:5432/test?sslmode=disable", "postgresql://h/db", "mysql://root:@127.0.0.1:3306/test"} {
+		got, err := parseDBURL(url)
+		if err != nil || got != url {
+			t.Errorf("parseDBURL(%q) = %q, %v; want it accepted as is", url, got, err)
+		}
+	}
+}
+
+func TestDBCommandsHaveNoServerFlags(t *testing.T) {
+	fs := newFlagSet("flagadmin migrate")
+	newSettings(fs, func(string) string { return "" }, withDB)
+	for _, name := range []string{"addr", "seed", "demo", "admin-tokens"} {
+		if fs.Lookup(name) != nil {
+			t.Errorf("migrate has flag --%s, want only database and log flags", name)
+		}
+	}
+	for _, name := range []string{"db", "log-level", "log-format"} {
+		if fs.Lookup(name) == nil {
+			t.Errorf("migrate has no flag --%s", name)
+		}
+	}
+}
+
+func TestParseExpiry(t *testing.T) {
+	now := time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
+	tests := []struct {
+		raw  string
+		want time.Time
+	}{
+		{"2027-01-02T03:04:05Z", time.Date(2027, 1, 2, 3, 4, 5, 0, time.UTC)},
+		{"2027-01-02T03:04:05+02:00", time.Date(2027, 1, 2, 1, 4, 5, 0, time.UTC)},
+		{"2027-01-02", time.Date(2027, 1, 2, 0, 0, 0, 0, time.UTC)},
+		{"90d", now.AddDate(0, 0, 90)},
+		{"12h", now.Add(12 * time.Hour)},
+	}
+	for _, tt := range tests {
+		got, err := parseExpiry(tt.raw, now)
+		if err != nil || !got.Equal(tt.want) {
+			t.Errorf("parseExpiry(%q) = %v, %v; want %v", tt.raw, got, err, tt.want)
+		}
+	}
+	for _, bad := range []string{"", "soon", "-5d", "0d", "-1h", "2027-13-01"} {
+		if got, err := parseExpiry(bad, now); err == nil {
+			t.Errorf("parseExpiry(%q) = %v, want an error", bad, got)
+		}
+	}
+}
+
+func TestNewTokenRequest(t *testing.T) {
+	now := time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
+	parse := func(args ...string) (flagadmin.NewAPIToken, error) {
+		fs := newFlagSet("flagadmin token create")
+		name := fs.String("name", "", "")
+		typ := fs.String("type", "admin", "")
+		userID := fs.Int64("user-id", 0, "")
+		project := fs.String("project", "*", "")
+		env := fs.String("environment", "*", "")
+		expires := fs.String("expires", "", "")
+		if err := fs.Parse(args); err != nil {
+			t.Fatal(err)
+		}
+		return newTokenRequest(fs, *name, *typ, *userID, *project, *env, *expires, now)
+	}
+	uid := int64(7)
+	exp := time.Date(2027, 1, 1, 0, 0, 0, 0, time.UTC)
+	good := []struct {
+		args []string
+		want flagadmin.NewAPIToken
+	}{
+		{nil, flagadmin.NewAPIToken{Type: flagadmin.TokenAdmin}},
+		{[]string{"--name", "ops", "--expires", "2027-01-01"}, flagadmin.NewAPIToken{Name: "ops", Type: flagadmin.TokenAdmin, ExpiresAt: &exp}},
+		{[]string{"--type", "user", "--user-id", "7"}, flagadmin.NewAPIToken{Type: flagadmin.TokenUser, UserID: &uid}},
+		{[]string{"--type", "client", "--project", "default", "--environment", "production"}, flagadmin.NewAPIToken{Type: flagadmin.TokenClient, Project: "default", Environment: "production"}},
+		{[]string{"--type", "frontend"}, flagadmin.NewAPIToken{Type: flagadmin.TokenFrontend, Project: "*", Environment: "*"}},
+	}
+	for _, tt := range good {
+		got, err := parse(tt.args...)
+		if err != nil || !reflect.DeepEqual(got, tt.want) {
+			t.Errorf("%q: got %+v, %v; want %+v", tt.args, got, err, tt.want)
+		}
+	}
+	bad := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--type", "root"}, "--type: unknown token type"},
+		{[]string{"--type", "user"}, "--user-id: a user token needs"},
+		{[]string{"--user-id", "3"}, "--user-id: only user tokens"},
+		{[]string{"--project", "default"}, "--project and --environment scope client and frontend tokens only"},
+		{[]string{"--expires", "2020-01-01"}, "--expires: 2020-01-01T00:00:00Z is in the past"},
+		{[]string{"--expires", "tomorrow"}, "--expires: \"tomorrow\" is not"},
+	}
+	for _, tt := range bad {
+		_, err := parse(tt.args...)
+		if err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%q: got error %v, want one containing %q", tt.args, err, tt.want)
+		}
+	}
+}

@@ -1,0 +1,105 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"go.uber.org/fx"
+)
+
+var serveCommand = command{
+	usage: "flagadmin [serve] [flags]",
+	about: `Runs the HTTP server of the admin API until SIGINT or SIGTERM, then stops
+gracefully: in-flight requests finish, the database is closed, the exit code is 0.
+
+At start, before listening: the database schema is created or updated; with
+--demo, the built-in demo world is loaded into an empty store and its tokens are
+printed; with a seed file, that file is loaded into an empty store; the admin
+tokens of FLAGADMIN_ADMIN_TOKENS are created if missing. When the store then has
+no admin token, one is generated and printed once on stderr as
+"admin token (shown once): ...".
+
+Besides the API under /api/admin/, the server answers GET /health (the process
+is up), GET /ready (the store is reachable), /openapi.json and /openapi.yaml.
+
+A bad configuration, an unreachable database or a busy port ends start-up with
+one line on stderr and exit code 1.`,
+	env: []string{envAddr, envDB, envSeed, envAdminTokens, envLogLevel, envLogFormat},
+}
+
+// serve parses the serve command's flags and runs the server.
+func (c *cli) serve(ctx context.Context, args []string) error {
+	fs := newFlagSet("flagadmin serve")
+	s := newSettings(fs, c.getenv, withServe)
+	rest, err := c.parse(fs, serveCommand, args)
+	if err != nil {
+		return err
+	}
+	if err := noArgs(fs, rest); err != nil {
+		return err
+	}
+	cfg, err := s.config(fs)
+	if err != nil {
+		return err
+	}
+	return c.runServer(ctx, cfg)
+}
+
+// runServer starts the fx app of cfg, waits for SIGINT or SIGTERM (or a
+// failure of the server) and stops it gracefully.
+func (c *cli) runServer(ctx context.Context, cfg Config) error {
+	app := fx.New(serveOptions(cfg, c.stderr))
+	if err := app.Err(); err != nil {
+		return startupError(err)
+	}
+	// Catch the signals before starting: one that arrives during start-up
+	// cancels it, one that arrives later stops the server gracefully.
+	sigCtx, stopSignals := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stopSignals()
+	startCtx, cancel := context.WithTimeout(sigCtx, startTimeout)
+	defer cancel()
+	if err := app.Start(startCtx); err != nil {
+		if sigCtx.Err() != nil {
+			return cliErrorf("interrupted during start-up")
+		}
+		return startupError(err)
+	}
+	failed := false
+	select {
+	case <-sigCtx.Done():
+	case sig := <-app.Wait(): // the server failed and asked fx to shut down
+		failed = sig.ExitCode != 0
+	}
+	stopCtx, cancelStop := context.WithTimeout(context.WithoutCancel(ctx), stopTimeout)
+	defer cancelStop()
+	if err := app.Stop(stopCtx); err != nil {
+		return cliErrorf("stop: %s", flat(err))
+	}
+	if failed {
+		return cliErrorf("the server stopped unexpectedly (see the log above)")
+	}
+	return nil
+}
+
+// startupError reduces an fx start-up error to the message of its cause:
+// the *cliError a constructor or hook returned, or else the innermost error.
+func startupError(err error) error {
+	var ce *cliError
+	if errors.As(err, &ce) {
+		return ce
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		return cliErrorf("start-up took longer than %v", startTimeout)
+	}
+	for {
+		inner := errors.Unwrap(err)
+		if inner == nil {
+			return fmt.Errorf("start-up failed: %w", err)
+		}
+		err = inner
+	}
+}

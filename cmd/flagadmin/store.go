@@ -1,0 +1,100 @@
+package main
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+
+	"github.com/flagadmin/flagadmin/adapters/bunstore"
+	"github.com/flagadmin/flagadmin/adapters/memstore"
+	"github.com/flagadmin/flagadmin/flagadmin"
+)
+
+// memoryURL is the database URL of the in-memory store.
+const memoryURL = "memory:"
+
+// openStore opens the store of a database URL checked by parseDBURL:
+// memory: is a new memstore, anything else a bunstore (which checks that the
+// database is reachable), migrated to the current schema when migrate is
+// set. The returned function closes it.
+func openStore(ctx context.Context, dbURL string, log *slog.Logger, migrate bool) (flagadmin.Store, func() error, error) {
+	if dbURL == memoryURL {
+		log.Debug("using the in-memory store; nothing is kept after the process ends")
+		return memstore.New(), func() error { return nil }, nil
+	}
+	store, err := openBunstore(ctx, dbURL, log, migrate)
+	if err != nil {
+		return nil, nil, err
+	}
+	return store, store.Close, nil
+}
+
+// openBunstore opens a bunstore with log as its logger. A failure to open is
+// reported once, as the returned error: what the store logs while it opens is
+// held back, written after a successful open and dropped after a failed one.
+func openBunstore(ctx context.Context, dbURL string, log *slog.Logger, migrate bool) (*bunstore.Store, error) {
+	gate := &openGate{Handler: log.Handler(), state: &gateState{}}
+	opts := []bunstore.Option{bunstore.WithLogger(slog.New(gate))}
+	if !migrate {
+		opts = append(opts, bunstore.WithoutMigrate())
+	}
+	store, err := bunstore.Open(ctx, dbURL, opts...)
+	if err != nil {
+		gate.state.release(ctx, false)
+		return nil, cliErrorf("cannot open database %s: %s", redactURL(dbURL), flat(err))
+	}
+	gate.state.release(ctx, true)
+	log.Debug("database open", "db", redactURL(dbURL))
+	return store, nil
+}
+
+// openGate is a slog.Handler that holds records back until its state is released.
+type openGate struct {
+	slog.Handler
+	state *gateState
+}
+
+// gateState is shared by an openGate and the handlers derived from it.
+type gateState struct {
+	mu       sync.Mutex
+	released bool
+	held     []heldRecord
+}
+
+type heldRecord struct {
+	h slog.Handler
+	r slog.Record
+}
+
+// release writes the held records when keep is set, drops them otherwise,
+// and lets later records through.
+func (s *gateState) release(ctx context.Context, keep bool) {
+	s.mu.Lock()
+	held := s.held
+	s.held, s.released = nil, true
+	s.mu.Unlock()
+	if keep {
+		for _, h := range held {
+			_ = h.h.Handle(ctx, h.r)
+		}
+	}
+}
+
+func (g *openGate) Handle(ctx context.Context, r slog.Record) error {
+	g.state.mu.Lock()
+	if !g.state.released {
+		g.state.held = append(g.state.held, heldRecord{h: g.Handler, r: r.Clone()})
+		g.state.mu.Unlock()
+		return nil
+	}
+	g.state.mu.Unlock()
+	return g.Handler.Handle(ctx, r)
+}
+
+func (g *openGate) WithAttrs(attrs []slog.Attr) slog.Handler {
+	return &openGate{Handler: g.Handler.WithAttrs(attrs), state: g.state}
+}
+
+func (g *openGate) WithGroup(name string) slog.Handler {
+	return &openGate{Handler: g.Handler.WithGroup(name), state: g.state}
+}
