@@ -9,6 +9,6 @@ import (
 )
 
 // TestContract runs the storage contract suite on the in-memory store.
-func TestContract(t *testing.T) {
+func TestContractMemory(t *testing.T) {
 	storetest.Run(t, func(t *testing.T) flagadmin.Store { return memstore.New() })
 }
