@@ -26,7 +26,11 @@
 // id), so a page in the order created_at DESC, id DESC is read from an index
 // without sorting, and the exact total is counted from the same index. On
 // PostgreSQL and SQLite the indexes of nullable columns leave out the rows
-// where the column is null, which no filter matches.
+// where the column is null, which no filter matches. The page's ids are read
+// from the index first and only those rows fetched (a deferred join), so a
+// large offset skips index entries, not table rows. A free-text query reads
+// its candidate rows once: the page's ids come with the count of all
+// matches (COUNT(*) OVER ()).
 //
 // The free-text query is a literal substring of the precomputed lower-cased
 // texts:
@@ -41,10 +45,13 @@
 //     (utf8mb4_0900_bin, utf8mb4_nopad_bin or utf8mb4_bin), so matching is
 //     byte-exact: case-sensitive on the already lower-cased text and never
 //     folding accents. There is no substring index; the query is a scan of
-//     the rows the other filters leave, in index order, stopping once the
-//     page is full (the total still counts every match).
+//     the rows the other filters leave.
 //   - SQLite: instr(search_payload, ?) > 0, an exact substring test (LIKE in
-//     SQLite folds ASCII case), scanned the same way.
+//     SQLite folds ASCII case). For the query-string search with a query of
+//     3 or more characters, an FTS5 table with the trigram tokenizer
+//     (events_fts, external content, kept current by triggers) finds the
+//     candidates first: search_payload GLOB '*…*' with * ? [ escaped. The
+//     deprecated search's wider scope (search_meta too) scans.
 //
 // Both texts are computed in Go with strings.ToLower, the same function that
 // lower-cases the query, and queries cannot contain control characters, so a

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/stdlib"
@@ -16,38 +17,82 @@ import (
 
 // SearchEvents implements flagadmin.Store. The page and the total are read in
 // one read-only transaction, so they describe the same snapshot.
+//
+// Without a free-text query, the total is counted from an index and the
+// page's ids are read from one too (a deferred join), so only the page's
+// own rows are fetched, however large the offset. With a free-text query,
+// whose every candidate row must be read to be checked anyway, one pass
+// returns the page's ids with the count of all matches (a window count)
+// instead of checking every row twice.
 func (s *Store) SearchEvents(ctx context.Context, q flagadmin.EventQuery) (flagadmin.EventPage, error) {
 	page := flagadmin.EventPage{Events: []flagadmin.Event{}}
 	err := s.inReadTx(ctx, "search events", func(ctx context.Context, tx bun.Tx) error {
+		var ids []int64
+		if q.Text != "" && q.Limit > 0 {
+			var hits []struct {
+				ID    int64 `bun:"id"`
+				Total int   `bun:"total"`
+			}
+			err := s.eventFilter(tx.NewSelect().Model((*eventRow)(nil)).Column("id").ColumnExpr("COUNT(*) OVER () AS total"), q).
+				OrderExpr("created_at DESC, id DESC").
+				Limit(int64(q.Limit)).Offset(int64(q.Offset)).
+				Scan(ctx, &hits)
+			if err != nil {
+				return err
+			}
+			if len(hits) > 0 || q.Offset == 0 {
+				for _, h := range hits {
+					ids = append(ids, h.ID)
+					page.Total = h.Total
+				}
+				return s.fetchEvents(ctx, tx, ids, &page)
+			}
+			// The offset is past the last match: count them apart.
+		}
 		total, err := s.eventFilter(tx.NewSelect().Model((*eventRow)(nil)), q).Count(ctx)
 		if err != nil {
 			return err
 		}
 		page.Total = int(total)
-		if q.Limit <= 0 || q.Offset >= page.Total {
+		if q.Limit <= 0 || q.Offset >= page.Total || q.Text != "" {
 			return nil
 		}
-		var rows []eventRow
-		err = s.eventFilter(tx.NewSelect().Model(&rows).Column(eventColumns...), q).
+		err = s.eventFilter(tx.NewSelect().Model((*eventRow)(nil)).Column("id"), q).
 			OrderExpr("created_at DESC, id DESC").
 			Limit(int64(q.Limit)).Offset(int64(q.Offset)).
-			Scan(ctx)
+			Scan(ctx, &ids)
 		if err != nil {
 			return err
 		}
-		for _, r := range rows {
-			e, err := r.event()
-			if err != nil {
-				return err
-			}
-			page.Events = append(page.Events, e)
-		}
-		return nil
+		return s.fetchEvents(ctx, tx, ids, &page)
 	})
 	if err != nil {
 		return flagadmin.EventPage{}, err
 	}
 	return page, nil
+}
+
+// fetchEvents appends the events with these ids to page, in page order.
+func (s *Store) fetchEvents(ctx context.Context, tx bun.Tx, ids []int64, page *flagadmin.EventPage) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	var rows []eventRow
+	err := tx.NewSelect().Model(&rows).Column(eventColumns...).
+		Where("id IN (?)", bun.In(ids)).
+		OrderExpr("created_at DESC, id DESC").
+		Scan(ctx)
+	if err != nil {
+		return err
+	}
+	for _, r := range rows {
+		e, err := r.event()
+		if err != nil {
+			return err
+		}
+		page.Events = append(page.Events, e)
+	}
+	return nil
 }
 
 // eventFilter adds the WHERE clause of q: the SQL form of EventQuery.Matches.
@@ -110,11 +155,21 @@ func (s *Store) textFilter(sel *bun.SelectQuery, text string, scope flagadmin.Te
 	default:
 		// SQLite's LIKE folds ASCII case; instr is an exact substring test.
 		if scope == flagadmin.TextPayload {
+			if utf8.RuneCountInString(text) >= 3 {
+				// The FTS5 trigram index (sqliteFTS) finds the candidates:
+				// GLOB on a case-sensitive trigram table is a substring test
+				// the index serves when the text has at least 3 characters.
+				sel = sel.Where("id IN (SELECT rowid FROM events_fts WHERE search_payload GLOB ?)", "*"+globEscaper.Replace(text)+"*")
+			}
 			return sel.Where("instr(search_payload, ?) > 0", text)
 		}
 		return sel.Where("(instr(search_payload, ?) > 0 OR instr(search_meta, ?) > 0)", text, text)
 	}
 }
+
+// globEscaper makes a text a literal GLOB pattern: each of * ? [ becomes
+// a bracket expression matching just that character.
+var globEscaper = strings.NewReplacer("*", "[*]", "?", "[?]", "[", "[[]")
 
 // likeEscaper makes a text a literal LIKE pattern with ESCAPE '!'.
 var likeEscaper = strings.NewReplacer("!", "!!", "%", "!%", "_", "!_")

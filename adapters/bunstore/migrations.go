@@ -27,7 +27,47 @@ func newMigrations() *migrate.Migrations {
 			return dropSchema(ctx, m.DB(), initialSchema)
 		},
 	})
+	ms.Add(migrate.Migration{
+		Name:    "20250601000002",
+		Comment: "sqlite_fts",
+		Up: func(ctx context.Context, m *migrate.Migrator, _ *migrate.Migration) error {
+			if m.DB().Dialect().Name() != dialect.SQLite {
+				return nil
+			}
+			return execAll(ctx, m.DB(), sqliteFTS)
+		},
+		Down: func(ctx context.Context, m *migrate.Migrator, _ *migrate.Migration) error {
+			if m.DB().Dialect().Name() != dialect.SQLite {
+				return nil
+			}
+			return execAll(ctx, m.DB(), []string{
+				"DROP TRIGGER IF EXISTS events_fts_insert", "DROP TRIGGER IF EXISTS events_fts_delete",
+				"DROP TRIGGER IF EXISTS events_fts_update", "DROP TABLE IF EXISTS events_fts",
+			})
+		},
+	})
 	return ms
+}
+
+// sqliteFTS is SQLite's index for free-text queries, the counterpart of
+// PostgreSQL's pg_trgm index: an FTS5 table with the trigram tokenizer over
+// events.search_payload (external content, so the text is not stored
+// twice; detail=none, as only substring tests are asked of it), kept up to
+// date by triggers, and filled from the events already there.
+var sqliteFTS = []string{
+	`CREATE VIRTUAL TABLE IF NOT EXISTS events_fts USING fts5(search_payload, content='events', content_rowid='id',
+		tokenize='trigram case_sensitive 1', detail='none')`,
+	`CREATE TRIGGER IF NOT EXISTS events_fts_insert AFTER INSERT ON events BEGIN
+		INSERT INTO events_fts (rowid, search_payload) VALUES (new.id, new.search_payload);
+	END`,
+	`CREATE TRIGGER IF NOT EXISTS events_fts_delete AFTER DELETE ON events BEGIN
+		INSERT INTO events_fts (events_fts, rowid, search_payload) VALUES ('delete', old.id, old.search_payload);
+	END`,
+	`CREATE TRIGGER IF NOT EXISTS events_fts_update AFTER UPDATE OF search_payload ON events BEGIN
+		INSERT INTO events_fts (events_fts, rowid, search_payload) VALUES ('delete', old.id, old.search_payload);
+		INSERT INTO events_fts (rowid, search_payload) VALUES (new.id, new.search_payload);
+	END`,
+	`INSERT INTO events_fts (events_fts) VALUES ('rebuild')`,
 }
 
 // table is a table of the schema. Column types are written as placeholders
