@@ -49,11 +49,18 @@ func (s *Store) SearchEvents(ctx context.Context, q flagadmin.EventQuery) (flaga
 			}
 			// The offset is past the last match: count them apart.
 		}
-		total, err := s.eventFilter(tx.NewSelect().Model((*eventRow)(nil)), q).Count(ctx)
+		total, counted, err := s.countedTotal(ctx, tx, q)
 		if err != nil {
 			return err
 		}
-		page.Total = int(total)
+		if !counted {
+			n, err := s.eventFilter(tx.NewSelect().Model((*eventRow)(nil)), q).Count(ctx)
+			if err != nil {
+				return err
+			}
+			total = int(n)
+		}
+		page.Total = total
 		if q.Limit <= 0 || q.Offset >= page.Total || q.Text != "" {
 			return nil
 		}
@@ -187,6 +194,9 @@ func (s *Store) insertEvents(ctx context.Context, db bun.IDB, events []flagadmin
 		}
 		rows[i] = r
 	}
+	if err := s.addCountsBun(ctx, db, events); err != nil {
+		return err
+	}
 	if writeBack && s.dialect == dialect.MySQL {
 		// MySQL has no RETURNING and a multi-row insert's ids need not be
 		// consecutive: insert one by one and read each LAST_INSERT_ID.
@@ -285,8 +295,10 @@ func (s *Store) copyEvents(ctx context.Context, events []flagadmin.Event) error 
 				r.Data, r.PreData, r.Tags, r.GroupID, r.SearchPayload, r.SearchMeta}, err
 		})
 		return pgx.BeginFunc(ctx, sc.Conn(), func(tx pgx.Tx) error {
-			_, err := tx.CopyFrom(ctx, pgx.Identifier{"events"}, copyColumns, rows)
-			return err
+			if _, err := tx.CopyFrom(ctx, pgx.Identifier{"events"}, copyColumns, rows); err != nil {
+				return err
+			}
+			return addCountsPgx(ctx, tx, events)
 		})
 	})
 	return s.fail("insert events", err)

@@ -1,6 +1,10 @@
 package bunstore
 
-import "github.com/uptrace/bun"
+import (
+	"context"
+
+	"github.com/uptrace/bun"
+)
 
 // SetAfterChange installs a hook that runs inside the transaction of
 // UpdateFeature, DeleteUser and Write, after the state change and before
@@ -12,3 +16,9 @@ func DB(s *Store) *bun.DB { return s.db }
 
 // MigrationCount is the number of migrations the package defines.
 func MigrationCount() int { return len(newMigrations().Sorted()) }
+
+// Recount rebuilds event_counts from the events table, as the migration
+// that introduced it does for an existing database.
+func Recount(s *Store) error {
+	return execAll(context.Background(), s.db, backfillCounts(s.dialect))
+}

@@ -46,6 +46,19 @@ func newMigrations() *migrate.Migrations {
 			})
 		},
 	})
+	ms.Add(migrate.Migration{
+		Name:    "20250601000003",
+		Comment: "event_counts",
+		Up: func(ctx context.Context, m *migrate.Migrator, _ *migrate.Migration) error {
+			if err := createSchema(ctx, m.DB(), eventCountsSchema); err != nil {
+				return err
+			}
+			return execAll(ctx, m.DB(), backfillCounts(m.DB().Dialect().Name()))
+		},
+		Down: func(ctx context.Context, m *migrate.Migrator, _ *migrate.Migration) error {
+			return dropSchema(ctx, m.DB(), eventCountsSchema)
+		},
+	})
 	return ms
 }
 
