@@ -7,7 +7,6 @@ import (
 	"github.com/flagadmin/flagadmin/adapters/bunstore"
 	"github.com/flagadmin/flagadmin/adapters/memstore"
 	"github.com/flagadmin/flagadmin/flagadmin"
-	"github.com/flagadmin/flagadmin/internal/dbtest"
 	"github.com/flagadmin/flagadmin/internal/worldgen"
 )
 
@@ -18,93 +17,88 @@ import (
 // the bulk path (COPY on PostgreSQL) and again after rebuilding the counts
 // from the events table (the migration's backfill).
 func TestCountedTotals(t *testing.T) {
-	for _, db := range []struct {
-		name string
-		url  func(testing.TB) string
-	}{{"sqlite", dbtest.SQLite}, {"postgres", dbtest.Postgres}, {"mysql", dbtest.MySQL}} {
-		t.Run(db.name, func(t *testing.T) {
-			ctx := context.Background()
-			store, err := bunstore.Open(ctx, db.url(t))
-			if err != nil {
+	forEachEngine(t, func(t *testing.T, url string) {
+		ctx := context.Background()
+		store, err := bunstore.Open(ctx, url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { store.Close() })
+		mem := memstore.New()
+		w := worldgen.MustNew(worldgen.Config{Events: 4000, Projects: 8, Features: 60, Users: 20, Groups: 3, Seed: 7})
+		for _, s := range []flagadmin.Store{store, mem} {
+			if err := s.Write(ctx, w.Batch()); err != nil {
 				t.Fatal(err)
 			}
-			t.Cleanup(func() { store.Close() })
-			mem := memstore.New()
-			w := worldgen.MustNew(worldgen.Config{Events: 4000, Projects: 8, Features: 60, Users: 20, Groups: 3, Seed: 7})
-			for _, s := range []flagadmin.Store{store, mem} {
-				if err := s.Write(ctx, w.Batch()); err != nil {
-					t.Fatal(err)
-				}
-			}
-			for b := range w.Events(700) {
-				if err := store.InsertEvents(ctx, b, 300); err != nil {
-					t.Fatal(err)
-				}
-				if err := mem.Write(ctx, &flagadmin.Batch{Events: b}); err != nil {
-					t.Fatal(err)
-				}
-			}
-			// A few project-less events written through the transactional path.
-			extra := []flagadmin.Event{
-				{CreatedAt: w.Config().End, Type: flagadmin.EventUserCreated, CreatedBy: "system"},
-				{CreatedAt: w.Config().End, Type: flagadmin.EventUserCreated, CreatedBy: "system"},
-			}
-			for _, s := range []flagadmin.Store{store, mem} {
-				if err := s.Write(ctx, &flagadmin.Batch{Events: append([]flagadmin.Event(nil), extra...)}); err != nil {
-					t.Fatal(err)
-				}
-			}
-			p0, p1, p2 := w.Projects()[0].ID, w.Projects()[1].ID, w.Projects()[2].ID
-			page, err := mem.SearchEvents(ctx, flagadmin.EventQuery{Limit: 1, Projects: []string{p0}})
-			if err != nil || len(page.Events) == 0 {
-				t.Fatalf("no events in project %s: %v", p0, err)
-			}
-			e := page.Events[0]
-			uid := int64(-42)
-			if e.CreatedByUserID != nil {
-				uid = *e.CreatedByUserID
-			}
-			env := "production"
-			queries := []flagadmin.EventQuery{
-				{},
-				{Projects: []string{p0}},
-				{Projects: []string{p0, p1, p0, "no-such-project"}},
-				{Features: []string{*e.FeatureName, *e.FeatureName}},
-				{Types: []string{e.Type, flagadmin.EventFeatureCreated}},
-				{CreatedByUserIDs: []int64{uid, -42}},
-				{Environments: []string{env}},
-				{RequireProject: true},
-				{RequireProject: true, HiddenProjects: []string{p1, p2, p1}},
-				{RequireProject: true, HiddenProjects: []string{p1}, Projects: []string{p0, p1}},
-				{RequireProject: true, HiddenProjects: []string{p1}, Types: []string{e.Type}},
-				{Projects: []string{p0}, Types: []string{e.Type}},
-				{Types: []string{flagadmin.EventUserCreated}},
-			}
-			check := func(stage string) {
-				t.Helper()
-				for _, q := range queries {
-					q.Limit = 5
-					want, err := mem.SearchEvents(ctx, q)
-					if err != nil {
-						t.Fatal(err)
-					}
-					got, err := store.SearchEvents(ctx, q)
-					if err != nil {
-						t.Fatalf("%s %+v: %v", stage, q, err)
-					}
-					if got.Total != want.Total {
-						t.Errorf("%s: query %+v: got total %d, want %d", stage, q, got.Total, want.Total)
-					}
-					if len(got.Events) != len(want.Events) {
-						t.Errorf("%s: query %+v: got %d events, want %d", stage, q, len(got.Events), len(want.Events))
-					}
-				}
-			}
-			check("after bulk insert")
-			if err := bunstore.Recount(store); err != nil {
+		}
+		for b := range w.Events(700) {
+			if err := store.InsertEvents(ctx, b, 300); err != nil {
 				t.Fatal(err)
 			}
-			check("after recount")
-		})
-	}
+			if err := mem.Write(ctx, &flagadmin.Batch{Events: b}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		// A few project-less events written through the transactional path.
+		extra := []flagadmin.Event{
+			{CreatedAt: w.Config().End, Type: flagadmin.EventUserCreated, CreatedBy: "system"},
+			{CreatedAt: w.Config().End, Type: flagadmin.EventUserCreated, CreatedBy: "system"},
+		}
+		for _, s := range []flagadmin.Store{store, mem} {
+			if err := s.Write(ctx, &flagadmin.Batch{Events: append([]flagadmin.Event(nil), extra...)}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		p0, p1, p2 := w.Projects()[0].ID, w.Projects()[1].ID, w.Projects()[2].ID
+		page, err := mem.SearchEvents(ctx, flagadmin.EventQuery{Limit: 1, Projects: []string{p0}})
+		if err != nil || len(page.Events) == 0 {
+			t.Fatalf("no events in project %s: %v", p0, err)
+		}
+		e := page.Events[0]
+		uid := int64(-42)
+		if e.CreatedByUserID != nil {
+			uid = *e.CreatedByUserID
+		}
+		env := "production"
+		queries := []flagadmin.EventQuery{
+			{},
+			{Projects: []string{p0}},
+			{Projects: []string{p0, p1, p0, "no-such-project"}},
+			{Features: []string{*e.FeatureName, *e.FeatureName}},
+			{Types: []string{e.Type, flagadmin.EventFeatureCreated}},
+			{CreatedByUserIDs: []int64{uid, -42}},
+			{Environments: []string{env}},
+			{RequireProject: true},
+			{RequireProject: true, HiddenProjects: []string{p1, p2, p1}},
+			{RequireProject: true, HiddenProjects: []string{p1}, Projects: []string{p0, p1}},
+			{RequireProject: true, HiddenProjects: []string{p1}, Types: []string{e.Type}},
+			{Projects: []string{p0}, Types: []string{e.Type}},
+			{Types: []string{flagadmin.EventUserCreated}},
+		}
+		check := func(stage string) {
+			t.Helper()
+			for _, q := range queries {
+				q.Limit = 5
+				want, err := mem.SearchEvents(ctx, q)
+				if err != nil {
+					t.Fatal(err)
+				}
+				got, err := store.SearchEvents(ctx, q)
+				if err != nil {
+					t.Fatalf("%s %+v: %v", stage, q, err)
+				}
+				if got.Total != want.Total {
+					t.Errorf("%s: query %+v: got total %d, want %d", stage, q, got.Total, want.Total)
+				}
+				if len(got.Events) != len(want.Events) {
+					t.Errorf("%s: query %+v: got %d events, want %d", stage, q, len(got.Events), len(want.Events))
+				}
+			}
+		}
+		check("after bulk insert")
+		if err := bunstore.Recount(store); err != nil {
+			t.Fatal(err)
+		}
+		check("after recount")
+	})
 }
