@@ -111,7 +111,11 @@ func prepareWorld(ctx context.Context, d *database, w *worldgen.World, rebuild b
 			return store, closeStore, info, nil
 		}
 		closeStore()
-		fmt.Fprintf(progress, "the database's marker names this world but it holds %d events (%v): rebuilding\n", n, err)
+		if err != nil {
+			fmt.Fprintf(progress, "the database's marker names this world but its events cannot be counted (%v): rebuilding\n", err)
+		} else {
+			fmt.Fprintf(progress, "the database's marker names this world but it holds %d events: rebuilding\n", n)
+		}
 		if err := d.recreate(ctx); err != nil {
 			return fail(fmt.Errorf("recreate the database %s: %w", redact(d.URL), err))
 		}
