@@ -104,32 +104,14 @@ type Event struct {
 }
 
 // MarshalJSON writes the event with the contract's field names in the
-// contract's order, createdAt in TimeLayout and tags as [] when empty.
+// contract's order, createdAt in TimeLayout and tags as [] when empty; see
+// AppendJSON.
 func (e Event) MarshalJSON() ([]byte, error) {
-	tags := e.Tags
-	if tags == nil {
-		tags = []Tag{}
+	b, err := e.AppendJSON(make([]byte, 0, e.jsonSizeHint()))
+	if err != nil {
+		return nil, err
 	}
-	return marshalJSON(eventJSON{
-		ID: e.ID, CreatedAt: jsonTime(e.CreatedAt), Type: e.Type, CreatedBy: e.CreatedBy,
-		CreatedByUserID: e.CreatedByUserID, Environment: e.Environment, Project: e.Project,
-		FeatureName: e.FeatureName, Data: e.Data, PreData: e.PreData, Tags: tags,
-	})
-}
-
-// eventJSON is the wire form of Event.
-type eventJSON struct {
-	ID              int64           `json:"id"`
-	CreatedAt       jsonTime        `json:"createdAt"`
-	Type            string          `json:"type"`
-	CreatedBy       string          `json:"createdBy"`
-	CreatedByUserID *int64          `json:"createdByUserId"`
-	Environment     *string         `json:"environment"`
-	Project         *string         `json:"project"`
-	FeatureName     *string         `json:"featureName"`
-	Data            json.RawMessage `json:"data"`
-	PreData         json.RawMessage `json:"preData"`
-	Tags            []Tag           `json:"tags"`
+	return b, nil
 }
 
 // RootRole is a user's instance-wide role.

@@ -28,14 +28,16 @@ type searchEventsInput struct {
 	Limit       string `query:"limit" doc:"The page size: an integer from 1 to 1000; default 50." example:"50"`
 }
 
-// eventSearchResponseSchema is the response of the query-string search.
+// eventSearchResponseSchema documents the response of the query-string
+// search; appendSearchEventsBody writes it.
 type eventSearchResponseSchema struct {
 	Events []flagadmin.Event `json:"events" nullable:"false" doc:"The page of matching events, newest first (createdAt, then id, descending)."`
 	Total  int               `json:"total" minimum:"0" doc:"The number of all matching events, ignoring offset and limit."`
 }
 
 type searchEventsOutput struct {
-	Body eventSearchResponseSchema
+	// Body writes an eventSearchResponseSchema encoded beforehand.
+	Body func(huma.Context)
 }
 
 // deprecatedSearchEventsSchema is the body of the deprecated search
@@ -66,7 +68,8 @@ type deprecatedSearchEventsInput struct {
 	Body *deprecatedSearchEventsSchema `required:"false"`
 }
 
-// eventsSchema is the response of the deprecated search.
+// eventsSchema documents the response of the deprecated search;
+// appendDeprecatedSearchBody writes it.
 type eventsSchema struct {
 	Version     int               `json:"version" minimum:"1" enum:"1" doc:"The version of this format; increases only when it changes."`
 	Events      []flagadmin.Event `json:"events" nullable:"false" doc:"The page of matching events, newest first (createdAt, then id, descending)."`
@@ -76,7 +79,8 @@ type eventsSchema struct {
 type deprecatedSearchEventsOutput struct {
 	Deprecation string `header:"Deprecation" doc:"Always true: the operation is deprecated."`
 	Link        string `header:"Link" doc:"The successor of this operation: </api/admin/search/events>; rel=\"successor-version\"."`
-	Body        eventsSchema
+	// Body writes an eventsSchema encoded beforehand.
+	Body func(huma.Context)
 }
 
 func (s *Server) registerEvents() {
@@ -92,6 +96,7 @@ func (s *Server) registerEvents() {
 		http.StatusBadRequest, http.StatusUnauthorized, http.StatusForbidden,
 		http.StatusInternalServerError, http.StatusServiceUnavailable)
 	search.SkipValidateParams = true // the domain validates, naming each parameter
+	documentJSONBody[eventSearchResponseSchema](s, &search)
 	huma.Register(s.api, search, s.searchEvents)
 
 	deprecated := s.operation("deprecatedSearchEvents", http.MethodPost, "/api/admin/events/search", tagEvents,
@@ -108,6 +113,7 @@ func (s *Server) registerEvents() {
 		http.StatusRequestEntityTooLarge, http.StatusUnsupportedMediaType,
 		http.StatusInternalServerError, http.StatusServiceUnavailable)
 	deprecated.Deprecated = true
+	documentJSONBody[eventsSchema](s, &deprecated)
 	huma.Register(s.api, deprecated, s.deprecatedSearchEvents)
 }
 
@@ -133,7 +139,11 @@ func (s *Server) searchEvents(ctx context.Context, in *searchEventsInput) (*sear
 	if err != nil {
 		return nil, s.fail(ctx, err)
 	}
-	return &searchEventsOutput{Body: eventSearchResponseSchema{Events: page.Events, Total: page.Total}}, nil
+	body, err := s.encodedBody(page, appendSearchEventsBody)
+	if err != nil {
+		return nil, s.fail(ctx, err)
+	}
+	return &searchEventsOutput{Body: body}, nil
 }
 
 func (s *Server) deprecatedSearchEvents(ctx context.Context, in *deprecatedSearchEventsInput) (*deprecatedSearchEventsOutput, error) {
@@ -149,9 +159,13 @@ func (s *Server) deprecatedSearchEvents(ctx context.Context, in *deprecatedSearc
 	if err != nil {
 		return nil, s.fail(ctx, err)
 	}
+	body, err := s.encodedBody(page, appendDeprecatedSearchBody)
+	if err != nil {
+		return nil, s.fail(ctx, err)
+	}
 	return &deprecatedSearchEventsOutput{
 		Deprecation: "true",
 		Link:        `</api/admin/search/events>; rel="successor-version"`,
-		Body:        eventsSchema{Version: flagadmin.DeprecatedSearchVersion, Events: page.Events, TotalEvents: page.Total},
+		Body:        body,
 	}, nil
 }
