@@ -12,6 +12,8 @@ type Service struct {
 	store  Store
 	clock  func() time.Time
 	random io.Reader
+	// tokens caches successful authentications; nil when disabled.
+	tokens *tokenCache
 }
 
 // Option configures a Service.

@@ -75,12 +75,15 @@ func peakRSS(pid int) (int64, error) {
 // apiHandler returns the flagadmin HTTP handler over store, with the access
 // log formatted and thrown away when accessLog is set (the cost a deployed
 // server pays for its log, without the terminal), else not produced at all.
+// Its token cache is flagadmin serve's default, so the bench measures what
+// deployers run.
 func apiHandler(store flagadmin.Store, accessLog bool) http.Handler {
 	logger := slog.New(slog.DiscardHandler)
 	if accessLog {
 		logger = slog.New(slog.NewJSONHandler(io.Discard, nil))
 	}
-	return httpapi.New(flagadmin.NewService(store), httpapi.Config{Logger: logger}).Handler()
+	svc := flagadmin.NewService(store, flagadmin.WithTokenCache(flagadmin.DefaultTokenCacheTTL))
+	return httpapi.New(svc, httpapi.Config{Logger: logger}).Handler()
 }
 
 // ceilingHandler answers every request with body, as JSON: the fastest a

@@ -102,9 +102,10 @@ func newStore(lc fx.Lifecycle, cfg Config, log *slog.Logger) (flagadmin.Store, e
 	return store, nil
 }
 
-// newService returns the Service over the store.
-func newService(store flagadmin.Store) *flagadmin.Service {
-	return flagadmin.NewService(store)
+// newService returns the Service over the store, with the configured
+// token cache.
+func newService(store flagadmin.Store, cfg Config) *flagadmin.Service {
+	return flagadmin.NewService(store, flagadmin.WithTokenCache(cfg.TokenCacheTTL))
 }
 
 // newAPIServer returns the HTTP transport of the service.

@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/flagadmin/flagadmin/flagadmin"
 )
@@ -22,6 +23,7 @@ const (
 	envAdminTokens = "FLAGADMIN_ADMIN_TOKENS"
 	envLogLevel    = "FLAGADMIN_LOG_LEVEL"
 	envLogFormat   = "FLAGADMIN_LOG_FORMAT"
+	envTokenCache  = "FLAGADMIN_TOKEN_CACHE_TTL"
 )
 
 // Defaults of the configuration.
@@ -30,6 +32,9 @@ const (
 	defaultDB        = "sqlite:flagadmin.db"
 	defaultLogLevel  = "info"
 	defaultLogFormat = "text"
+	// defaultTokenCacheTTL is the library's recommendation, which
+	// cmd/flagadmin-bench's server uses too.
+	defaultTokenCacheTTL = flagadmin.DefaultTokenCacheTTL
 )
 
 // Config is the configuration of the server and the commands, from flags
@@ -49,6 +54,9 @@ type Config struct {
 	LogLevel slog.Level
 	// LogFormat is text or json.
 	LogFormat string
+	// TokenCacheTTL is how long a successful authentication is trusted
+	// without asking the database again; 0 disables the cache.
+	TokenCacheTTL time.Duration
 }
 
 // setting is one configuration value that a flag and an environment
@@ -80,8 +88,8 @@ func (s *setting) source(setFlags map[string]bool) string {
 // settings binds configuration flags to a flag set and turns the parsed
 // values, or those of the environment, into a Config.
 type settings struct {
-	addr, db, seed, adminTokens, logLevel, logFormat *setting
-	demo                                             *bool
+	addr, db, seed, adminTokens, logLevel, logFormat, tokenCache *setting
+	demo                                                         *bool
 }
 
 // Flag sets of the commands that need them.
@@ -109,6 +117,11 @@ func newSettings(fs *flag.FlagSet, getenv func(string) string, which int) *setti
 		s.seed = bind("seed", envSeed, "", "seed file to load at start when the store is empty")
 		s.adminTokens = bind("admin-tokens", envAdminTokens, "", "comma-separated admin tokens (*:*.<secret>) to create at start if missing")
 		s.demo = fs.Bool("demo", false, "load the built-in demo world at start when the store is empty")
+		s.tokenCache = bind("token-cache-ttl", envTokenCache, defaultTokenCacheTTL.String(),
+			"how long a successful authentication is trusted without asking the database again,\n"+
+				"such as 1s or 500ms; 0 disables the cache. With several servers on one database, a\n"+
+				"deleted token or service account is refused at once by the server that deleted it,\n"+
+				"but the others may accept it for up to this long")
 	}
 	return s
 }
@@ -118,7 +131,7 @@ func newSettings(fs *flag.FlagSet, getenv func(string) string, which int) *setti
 func (s *settings) config(fs *flag.FlagSet) (Config, error) {
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-	for _, st := range []*setting{s.addr, s.db, s.seed, s.adminTokens, s.logLevel, s.logFormat} {
+	for _, st := range []*setting{s.addr, s.db, s.seed, s.adminTokens, s.logLevel, s.logFormat, s.tokenCache} {
 		if st != nil {
 			st.resolve(set)
 		}
@@ -143,6 +156,9 @@ func (s *settings) config(fs *flag.FlagSet) (Config, error) {
 	cfg.Seed = strings.TrimSpace(s.seed.value)
 	if cfg.AdminTokens, err = parseAdminTokens(s.adminTokens.value); err != nil {
 		return Config{}, cliErrorf("%s: %v", s.adminTokens.source(set), err)
+	}
+	if cfg.TokenCacheTTL, err = parseTokenCacheTTL(s.tokenCache.value); err != nil {
+		return Config{}, cliErrorf("%s: %v", s.tokenCache.source(set), err)
 	}
 	cfg.Demo = *s.demo
 	if cfg.Demo && cfg.Seed != "" {
@@ -224,6 +240,19 @@ func parseAddr(raw string) (string, error) {
 		return "", fmt.Errorf("%q has no valid port number (0 to 65535)", raw)
 	}
 	return raw, nil
+}
+
+// parseTokenCacheTTL accepts a non-negative Go duration (1s, 500ms, 0).
+func parseTokenCacheTTL(raw string) (time.Duration, error) {
+	raw = strings.TrimSpace(raw)
+	d, err := time.ParseDuration(raw)
+	if err != nil {
+		return 0, fmt.Errorf("%q is not a duration; use a number with a unit, such as 1s or 500ms, or 0 to disable the cache", raw)
+	}
+	if d < 0 {
+		return 0, fmt.Errorf("%q is negative; use 0 to disable the cache", raw)
+	}
+	return d, nil
 }
 
 // parseAdminTokens splits a comma-separated list of admin secrets. Each must

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"log/slog"
 	"reflect"
@@ -8,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flagadmin/flagadmin/adapters/memstore"
 	"github.com/flagadmin/flagadmin/flagadmin"
 )
 
@@ -27,7 +29,8 @@ func TestConfigDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := Config{Addr: "127.0.0.1:4242", DB: "sqlite:flagadmin.db", LogLevel: slog.LevelInfo, LogFormat: "text"}
+	want := Config{Addr: "127.0.0.1:4242", DB: "sqlite:flagadmin.db", LogLevel: slog.LevelInfo, LogFormat: "text",
+		TokenCacheTTL: flagadmin.DefaultTokenCacheTTL}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("got %+v, want %+v", got, want)
 	}
@@ -41,13 +44,14 @@ func TestConfigFromEnvironment(t *testing.T) {
 		envAdminTokens: "*:*.one, *:*.two,",
 		envLogLevel:    "DEBUG",
 		envLogFormat:   "json",
+		envTokenCache:  "250ms",
 	}
 	got, err := parseServe(t, env)
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := Config{Addr: ":8080", DB: "postgres://u:p@db:5432/flags", Seed: "world.json",
-		AdminTokens: []string{"*:*.one", "*:*.two"}, LogLevel: slog.LevelDebug, LogFormat: "json"}
+		AdminTokens: []string{"*:*.one", "*:*.two"}, LogLevel: slog.LevelDebug, LogFormat: "json", TokenCacheTTL: 250 * time.Millisecond}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("got %+v, want %+v", got, want)
 	}
@@ -60,9 +64,10 @@ func TestConfigFlagsOverrideEnvironment(t *testing.T) {
 		envLogLevel:    "chatty",      // bad, but overridden
 		envAdminTokens: "not-a-token", // bad, but overridden
 		envLogFormat:   "json",
+		envTokenCache:  "forever", // bad, but overridden
 	}
 	got, err := parseServe(t, env, "--addr", "127.0.0.1:9999", "--db", "memory:", "--log-level", "warn",
-		"--admin-tokens", "*:*.flag", "--log-format=text", "--demo")
+		"--admin-tokens", "*:*.flag", "--log-format=text", "--demo", "--token-cache-ttl", "0")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,6 +96,8 @@ func TestConfigBadValues(t *testing.T) {
 		{"addr bad port", nil, []string{"--addr", "127.0.0.1:99999"}, `--addr: "127.0.0.1:99999" has no valid port`},
 		{"admin token shape", map[string]string{envAdminTokens: "*:*.ok,user:abc"}, nil, `FLAGADMIN_ADMIN_TOKENS: item 2 is not an admin token`},
 		{"demo and seed", map[string]string{envSeed: "world.json"}, []string{"--demo"}, `--demo and FLAGADMIN_SEED both`},
+		{"token cache ttl without unit", map[string]string{envTokenCache: "5"}, nil, `FLAGADMIN_TOKEN_CACHE_TTL: "5" is not a duration`},
+		{"token cache ttl negative", nil, []string{"--token-cache-ttl", "-1s"}, `--token-cache-ttl: "-1s" is negative`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -122,7 +129,7 @@ func TestConfigDatabaseURLs(t *testing.T) {
 func TestDBCommandsHaveNoServerFlags(t *testing.T) {
 	fs := newFlagSet("flagadmin migrate")
 	newSettings(fs, func(string) string { return "" }, withDB)
-	for _, name := range []string{"addr", "seed", "demo", "admin-tokens"} {
+	for _, name := range []string{"addr", "seed", "demo", "admin-tokens", "token-cache-ttl"} {
 		if fs.Lookup(name) != nil {
 			t.Errorf("migrate has flag --%s, want only database and log flags", name)
 		}
@@ -207,6 +214,41 @@ func TestNewTokenRequest(t *testing.T) {
 		_, err := parse(tt.args...)
 		if err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("%q: got error %v, want one containing %q", tt.args, err, tt.want)
+		}
+	}
+}
+
+// countingStore counts the token lookups that reach the store.
+type countingStore struct {
+	flagadmin.Store
+	lookups int
+}
+
+func (s *countingStore) LookupToken(ctx context.Context, hash string) (flagadmin.APIToken, *flagadmin.User, error) {
+	s.lookups++
+	return s.Store.LookupToken(ctx, hash)
+}
+
+func TestServiceGetsTheConfiguredTokenCache(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		ttl     time.Duration
+		lookups int
+	}{{flagadmin.DefaultTokenCacheTTL, 1}, {time.Minute, 1}, {0, 3}} {
+		store := &countingStore{Store: memstore.New()}
+		svc := newService(store, Config{TokenCacheTTL: tc.ttl})
+		secret, _, err := svc.EnsureAdminToken(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		store.lookups = 0
+		for range 3 {
+			if _, err := svc.Authenticate(ctx, secret); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if store.lookups != tc.lookups {
+			t.Errorf("TokenCacheTTL %v: %d token lookups for 3 requests, want %d", tc.ttl, store.lookups, tc.lookups)
 		}
 	}
 }

@@ -147,6 +147,7 @@ var envHelp = map[string]string{
 	envAdminTokens: "comma-separated admin tokens (*:*.<secret>) to create at start if missing",
 	envLogLevel:    "debug, info, warn or error (default " + defaultLogLevel + ")",
 	envLogFormat:   "text or json (default " + defaultLogFormat + ")",
+	envTokenCache:  "how long a successful authentication is trusted without asking the database (default " + defaultTokenCacheTTL.String() + "; 0 disables); other servers on the same database may accept a deleted token for that long",
 }
 
 // newFlagSet returns a flag set that reports errors to the caller instead
@@ -194,7 +195,7 @@ func (c *cli) printHelp(fs *flag.FlagSet, cmd command) {
 	if len(cmd.env) > 0 {
 		fmt.Fprint(w, "\nEnvironment (a flag overrides its variable):\n")
 		for _, name := range cmd.env {
-			fmt.Fprintf(w, "  %-23s %s\n", name, envHelp[name])
+			fmt.Fprintf(w, "  %-25s %s\n", name, envHelp[name])
 		}
 	}
 }
