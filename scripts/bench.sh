@@ -27,7 +27,8 @@
 #   EXTRA                         more flags for flagadmin-bench, such as --access-log
 #
 # The first run loads each world (minutes per database); later runs reuse it
-# while its marker names the same world and the store's schema is unchanged.
+# while its marker names the same world; a world loaded under an older schema
+# is migrated in place first (the store's migrations, as in an upgrade).
 # Each run works on a fresh copy of the world (CREATE DATABASE ... TEMPLATE,
 # or a copy of the SQLite file), dropped afterwards, so the lifecycle phase's
 # writes never change the world: budget twice the world's disk space.

@@ -103,7 +103,10 @@ Measures flagadmin end to end, over real HTTP, the way a deployer would:
     event-type mix, payloads of a few hundred bytes and two years of
     timestamps) into --db through the bulk path, showing progress on stderr.
     A database whose marker names the same world is reused (--rebuild
-    forces a new load); an empty one is loaded; one holding anything else is
+    forces a new load), after running the store's newer migrations on it
+    in place when it was loaded under an older schema (it is loaded again
+    if its schema then still differs from a fresh database's); an empty
+    one is loaded; one holding anything else is
     left alone unless --rebuild. PostgreSQL and MySQL databases are created
     when missing.
  2. Starts the server on a fresh copy of that database (PostgreSQL:

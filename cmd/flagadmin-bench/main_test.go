@@ -149,7 +149,8 @@ func TestBenchSQLiteChildAndReuse(t *testing.T) {
 		t.Errorf("run after one in place: world %+v; want it reused, with the lifecycle events of the run in place", afterInPlace.World)
 	}
 
-	// A world loaded under another schema of the store is stale.
+	// A world loaded under an older schema is migrated in place, as a
+	// deployer's upgrade would, and reused when it then matches a fresh one.
 	db, err := sql.Open(sqliteshim.ShimName, path)
 	if err != nil {
 		t.Fatal(err)
@@ -158,6 +159,31 @@ func TestBenchSQLiteChildAndReuse(t *testing.T) {
 		t.Fatal(err)
 	}
 	db.Close()
+	stderr.Reset()
+	afterMigration, err := bench(ctx, o, &stdout, &stderr)
+	if err != nil {
+		t.Fatalf("run after a schema change: %v\n%s", err, stderr.String())
+	}
+	if !afterMigration.World.Reused || afterMigration.World.SchemaHash != first.World.SchemaHash {
+		t.Errorf("run after a schema change: world %+v; want the world migrated and reused", afterMigration.World)
+	}
+	if !strings.Contains(stderr.String(), "migrating the world in place") {
+		t.Errorf("no word of the migration on stderr:\n%s", stderr.String())
+	}
+
+	// One whose migrated schema still differs from a fresh database's is
+	// loaded again.
+	db, err = sql.Open(sqliteshim.ShimName, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, stmt := range []string{"UPDATE " + markerTable + " SET schema_hash = 'older'", "CREATE TABLE stray (x INTEGER)"} {
+		if _, err := db.Exec(stmt); err != nil {
+			t.Fatal(err)
+		}
+	}
+	db.Close()
+	stderr.Reset()
 	afterSchemaChange, err := bench(ctx, o, &stdout, &stderr)
 	if err != nil {
 		t.Fatalf("run after a schema change: %v\n%s", err, stderr.String())
@@ -165,8 +191,8 @@ func TestBenchSQLiteChildAndReuse(t *testing.T) {
 	if afterSchemaChange.World.Reused || afterSchemaChange.World.EventsInDatabase != tiny.Events || afterSchemaChange.World.SchemaHash == "" {
 		t.Errorf("run after a schema change: world %+v; want a fresh load of %d events", afterSchemaChange.World, tiny.Events)
 	}
-	if !strings.Contains(stderr.String(), "schema changed") {
-		t.Errorf("no word of the schema change on stderr:\n%s", stderr.String())
+	if !strings.Contains(stderr.String(), "differs from a fresh database's: rebuilding") {
+		t.Errorf("no word of the rebuild on stderr:\n%s", stderr.String())
 	}
 
 	o.Rebuild = true

@@ -85,11 +85,13 @@ func prepareWorld(ctx context.Context, d *database, w *worldgen.World, rebuild b
 			if err != nil {
 				return fail(fmt.Errorf("probe the store's current schema: %w", err))
 			}
-			if fresh == st.Schema {
+			switch migrated, err := d.migrateWorld(ctx, fresh, st.Schema, progress); {
+			case err != nil:
+				return fail(err)
+			case migrated:
 				build = false
-				info.SchemaHash = st.Schema
-			} else {
-				fmt.Fprintln(progress, "the store's schema changed since the world was loaded: rebuilding")
+				info.SchemaHash = fresh
+			default:
 				rebuild = true
 			}
 		}
@@ -141,6 +143,47 @@ func prepareWorld(ctx context.Context, d *database, w *worldgen.World, rebuild b
 		return fail(err)
 	}
 	return store, closeStore, info, nil
+}
+
+// migrateWorld brings a world loaded under an older schema up to date the
+// way a deployer upgrades: by opening the store, which runs the new
+// migrations (with their backfills) on the data in place. It reports true
+// when the migrated schema is exactly the one a fresh database gets
+// (fresh), recording it in the marker; false (rebuild instead) when it is
+// not, which would also mean the migrations and a fresh install disagree.
+func (d *database) migrateWorld(ctx context.Context, fresh, loaded string, progress io.Writer) (bool, error) {
+	if fresh == loaded {
+		return true, nil
+	}
+	fmt.Fprintln(progress, "the store's schema changed since the world was loaded: migrating the world in place")
+	start := time.Now()
+	_, closeStore, err := openStore(ctx, d.URL)
+	if err != nil {
+		return false, fmt.Errorf("migrate the world in %s: %w", redact(d.URL), err)
+	}
+	if err := closeStore(); err != nil {
+		return false, fmt.Errorf("migrate the world in %s: %w", redact(d.URL), err)
+	}
+	got, err := d.schemaHash(ctx)
+	if err != nil {
+		return false, err
+	}
+	if got != fresh {
+		fmt.Fprintln(progress, "the migrated schema differs from a fresh database's: rebuilding")
+		return false, nil
+	}
+	st, err := d.inspect(ctx)
+	if err != nil {
+		return false, err
+	}
+	if err := d.setMarker(ctx, st.Fingerprint, markerReady, got); err != nil {
+		return false, err
+	}
+	if err := d.analyze(ctx); err != nil {
+		return false, err
+	}
+	fmt.Fprintf(progress, "migrated the world in %s\n", time.Since(start).Round(time.Second))
+	return true, nil
 }
 
 // countEvents returns the number of events in the store.
