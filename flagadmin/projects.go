@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -51,23 +52,31 @@ func UserOwner(u User) ProjectOwner {
 }
 
 // MarshalJSON writes user owners with email and imageUrl (null when absent)
-// and group and system owners without them.
+// and group and system owners without them; see AppendJSON.
 func (o ProjectOwner) MarshalJSON() ([]byte, error) {
+	return o.AppendJSON(nil), nil
+}
+
+// AppendJSON appends the owner's JSON (the bytes MarshalJSON returns) to b:
+// {"ownerType":"user","name":...,"email":...,"imageUrl":...} for a user,
+// {"ownerType":"group","name":...} for a group, {"ownerType":"system"}
+// for any other owner type.
+func (o ProjectOwner) AppendJSON(b []byte) []byte {
 	switch o.OwnerType {
 	case OwnerUser:
-		return marshalJSON(struct {
-			OwnerType string  `json:"ownerType"`
-			Name      string  `json:"name"`
-			Email     *string `json:"email"`
-			ImageURL  *string `json:"imageUrl"`
-		}{o.OwnerType, o.Name, o.Email, o.ImageURL})
+		b = append(b, `{"ownerType":"user","name":`...)
+		b = appendJSONString(b, o.Name)
+		b = append(b, `,"email":`...)
+		b = appendJSONStringPtr(b, o.Email)
+		b = append(b, `,"imageUrl":`...)
+		b = appendJSONStringPtr(b, o.ImageURL)
+		return append(b, '}')
 	case OwnerGroup:
-		return marshalJSON(struct {
-			OwnerType string `json:"ownerType"`
-			Name      string `json:"name"`
-		}{o.OwnerType, o.Name})
+		b = append(b, `{"ownerType":"group","name":`...)
+		b = appendJSONString(b, o.Name)
+		return append(b, '}')
 	default:
-		return []byte(`{"ownerType":"system"}`), nil
+		return append(b, `{"ownerType":"system"}`...)
 	}
 }
 
@@ -90,16 +99,63 @@ type ProjectListEntry struct {
 	Owners                []ProjectOwner `json:"owners"`
 }
 
-// MarshalJSON writes dates in TimeLayout.
+// MarshalJSON writes dates in TimeLayout; see AppendJSON.
 func (p ProjectListEntry) MarshalJSON() ([]byte, error) {
-	type plain ProjectListEntry
-	return marshalJSON(struct {
-		plain
-		CreatedAt             jsonTime  `json:"createdAt"`
-		LastUpdatedAt         *jsonTime `json:"lastUpdatedAt"`
-		ArchivedAt            *jsonTime `json:"archivedAt"`
-		LastReportedFlagUsage *jsonTime `json:"lastReportedFlagUsage"`
-	}{plain(p), jsonTime(p.CreatedAt), jsonTimePtr(p.LastUpdatedAt), jsonTimePtr(p.ArchivedAt), jsonTimePtr(p.LastReportedFlagUsage)})
+	return p.AppendJSON(make([]byte, 0, 512)), nil
+}
+
+// AppendJSON appends the entry's JSON (the bytes MarshalJSON returns) to b,
+// without reflection: the fields in the order encoding/json wrote them
+// (the dates last), dates in TimeLayout, owners null when nil.
+func (p ProjectListEntry) AppendJSON(b []byte) []byte {
+	b = append(b, `{"id":`...)
+	b = appendJSONString(b, p.ID)
+	b = append(b, `,"name":`...)
+	b = appendJSONString(b, p.Name)
+	b = append(b, `,"description":`...)
+	b = appendJSONString(b, p.Description)
+	b = append(b, `,"health":`...)
+	b = strconv.AppendInt(b, int64(p.Health), 10)
+	b = append(b, `,"technicalDebt":`...)
+	b = strconv.AppendInt(b, int64(p.TechnicalDebt), 10)
+	b = append(b, `,"featureCount":`...)
+	b = strconv.AppendInt(b, int64(p.FeatureCount), 10)
+	b = append(b, `,"memberCount":`...)
+	b = strconv.AppendInt(b, int64(p.MemberCount), 10)
+	b = append(b, `,"favorite":`...)
+	b = strconv.AppendBool(b, p.Favorite)
+	b = append(b, `,"mode":`...)
+	b = appendJSONString(b, string(p.Mode))
+	b = append(b, `,"owners":`...)
+	if p.Owners == nil {
+		b = append(b, "null"...)
+	} else {
+		b = append(b, '[')
+		for i, o := range p.Owners {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = o.AppendJSON(b)
+		}
+		b = append(b, ']')
+	}
+	b = append(b, `,"createdAt":`...)
+	b = appendJSONTime(b, p.CreatedAt)
+	b = append(b, `,"lastUpdatedAt":`...)
+	b = appendJSONTimePtr(b, p.LastUpdatedAt)
+	b = append(b, `,"archivedAt":`...)
+	b = appendJSONTimePtr(b, p.ArchivedAt)
+	b = append(b, `,"lastReportedFlagUsage":`...)
+	b = appendJSONTimePtr(b, p.LastReportedFlagUsage)
+	return append(b, '}')
+}
+
+// appendJSONTimePtr appends t in TimeLayout as a JSON string, null when nil.
+func appendJSONTimePtr(b []byte, t *time.Time) []byte {
+	if t == nil {
+		return append(b, "null"...)
+	}
+	return appendJSONTime(b, *t)
 }
 
 // ProjectListOptions are the parameters of the project list.
@@ -149,9 +205,13 @@ func (s *Service) ListProjects(ctx context.Context, p Principal, opts ProjectLis
 	if err != nil {
 		return nil, err
 	}
+	isHidden := make(map[string]bool, len(hidden))
+	for _, id := range hidden {
+		isHidden[id] = true
+	}
 	out := make([]ProjectListEntry, 0, len(stats))
 	for _, st := range stats {
-		if slices.Contains(hidden, st.Project.ID) {
+		if isHidden[st.Project.ID] {
 			continue
 		}
 		out = append(out, projectListEntry(st))

@@ -37,6 +37,7 @@ const (
 	envBenchMySQL    = "FLAGADMIN_BENCH_MYSQL_DSN"    // mysql://... likewise
 	envBenchSQLite   = "FLAGADMIN_BENCH_SQLITE"       // path of the SQLite benchmark file
 	envBenchRebuild  = "FLAGADMIN_BENCH_REBUILD"      // "1": rebuild even when the marker matches
+	envBenchDatabase = "FLAGADMIN_BENCH_DATABASE"     // name of the search benchmarks' database (PostgreSQL, MySQL), default benchDatabase
 )
 
 // benchDatabase is the database the search benchmarks read and the one the
@@ -115,7 +116,11 @@ func loadedWorld(b *testing.B, t benchTarget) *benchWorld {
 	if err != nil {
 		b.Fatal(err)
 	}
-	db, err := openBenchDB(ctx, t.name, setting, benchDatabase)
+	dbName := benchDatabase
+	if v := os.Getenv(envBenchDatabase); v != "" && t.name != "sqlite" {
+		dbName = v
+	}
+	db, err := openBenchDB(ctx, t.name, setting, dbName)
 	if err != nil {
 		b.Fatalf("%s: %v", t.name, err)
 	}

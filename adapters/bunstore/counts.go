@@ -4,10 +4,11 @@ import (
 	"cmp"
 	"context"
 	"fmt"
-	"maps"
+	"math/rand/v2"
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/uptrace/bun"
@@ -18,24 +19,68 @@ import (
 
 // Event counts kept at write time. Every path that appends events also adds
 // them to event_counts in the same transaction: one row for all events, one
-// for the events without a project, and one per value of each filtered
-// column (project, feature, type, creator, environment). Events are never
+// for the events without a project, one per value of each filtered column
+// (project, feature, type, creator, environment), and one per UTC day for
+// all events and for those without a project (dayVal). Events are never
 // deleted, so the counts only grow. A search whose total is the count of
-// "all events" or of "events with one of these values in one column" (the
-// common pages: no filter, or one IS / IS_ANY_OF filter, with the
-// visibility of any caller for the project filter and no filter) reads its
-// total from a few rows instead of counting up to millions of index entries.
+// "all events", of "events with one of these values in one column" or of
+// "events of these whole days" (the common pages: no filter, one IS /
+// IS_ANY_OF filter, a date range, with the visibility of any caller) reads
+// its total from a few rows instead of counting up to millions of index
+// entries, and a large offset with no column filter skips whole days by
+// their counts (daySeek).
+//
+// Sharding: the rows every writer touches (all events, today, the common
+// types and creators) would make concurrent writers queue on one row lock
+// each. So each row is split into countShards shards, the shard being part
+// of the dim: shard 0 is the dim itself ("all"), shard k > 0 is
+// "all/k" (shardDims). A transaction adds all its deltas to the shard it
+// drew at random, and readers sum every shard. Two writers that drew
+// different shards touch disjoint rows; two that drew the same one lock
+// its rows in the same (sorted) order, so they cannot deadlock.
 
-// Dimensions of event_counts.
+// Dimensions of event_counts (shard 0; see shardDims).
 const (
-	countAll         = "all"
-	countNoProject   = "no-project"
-	countProject     = "project"
-	countFeature     = "feature"
-	countType        = "type"
-	countCreator     = "creator"
-	countEnvironment = "environment"
+	countAll          = "all"
+	countNoProject    = "no-project"
+	countProject      = "project"
+	countFeature      = "feature"
+	countType         = "type"
+	countCreator      = "creator"
+	countEnvironment  = "environment"
+	countDay          = "day"            // val: dayVal of created_at
+	countDayNoProject = "day-no-project" // likewise, events without a project
 )
+
+// countShards is the number of shards of every row of event_counts.
+const countShards = 8
+
+// shardDims returns the dims of every shard of dim: dim, dim/1, dim/2, ...
+func shardDims(dim string) []string {
+	out := make([]string, countShards)
+	out[0] = dim
+	for k := 1; k < countShards; k++ {
+		out[k] = dim + "/" + strconv.Itoa(k)
+	}
+	return out
+}
+
+// shardDim is dim's name in shard k.
+func shardDim(dim string, k int) string {
+	if k == 0 {
+		return dim
+	}
+	return dim + "/" + strconv.Itoa(k)
+}
+
+// pickShard draws the shard of a transaction's deltas. SQLite's writers take
+// turns anyway: shard 0 keeps its table small.
+func (s *Store) pickShard() int {
+	if s.dialect == dialect.SQLite {
+		return 0
+	}
+	return rand.IntN(countShards)
+}
 
 // eventCountsSchema is the table of counts: (dim, val) → n.
 var eventCountsSchema = []table{{name: "event_counts", body: `
@@ -44,7 +89,8 @@ var eventCountsSchema = []table{{name: "event_counts", body: `
 		n BIGINT NOT NULL,
 		PRIMARY KEY (dim, val)`}}
 
-// backfillCounts recomputes event_counts from the events table.
+// backfillCounts recomputes event_counts from the events table, all in
+// shard 0: the rows of migration 3 (every dim but the days).
 func backfillCounts(name dialect.Name) []string {
 	text := "CAST(created_by_user_id AS TEXT)"
 	if name == dialect.MySQL {
@@ -66,6 +112,93 @@ func backfillCounts(name dialect.Name) []string {
 	}
 }
 
+// Day values. Days are UTC calendar days written YYYY-MM-DD, which sort
+// as the days do for years 1000 to 9999. Times outside those years fall
+// in two buckets that sort before and after every day: dayBefore1000 and
+// dayAfter9999 (no real day, so no date range of whole days names them).
+const (
+	dayBefore1000 = "0000-00-00"
+	dayAfter9999  = "9999-99-99"
+	msPerDay      = 24 * 60 * 60 * 1000
+)
+
+// dayMinMs and dayMaxMs bound the times that have a day of their own:
+// 1000-01-01T00:00Z (inclusive) and 10000-01-01T00:00Z (exclusive).
+var (
+	dayMinMs = time.Date(1000, 1, 1, 0, 0, 0, 0, time.UTC).UnixMilli()
+	dayMaxMs = time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC).UnixMilli()
+)
+
+// dayVal is the day value of a stored time (Unix milliseconds).
+func dayVal(ms int64) string {
+	switch {
+	case ms < dayMinMs:
+		return dayBefore1000
+	case ms >= dayMaxMs:
+		return dayAfter9999
+	}
+	return time.UnixMilli(ms).UTC().Format(time.DateOnly)
+}
+
+// dayBound returns the day value of a bound of a date filter, and whether t
+// is one: 00:00Z of a day from 1000-01-01 to 10000-01-01. Events at or after
+// t are exactly those whose day value is at least the result.
+func dayBound(t time.Time) (string, bool) {
+	ms := t.UnixMilli()
+	if !t.Equal(time.UnixMilli(ms)) || ms%msPerDay != 0 || ms < dayMinMs || ms > dayMaxMs {
+		return "", false
+	}
+	return dayVal(ms), true
+}
+
+// dayStartMs returns the first stored time of the day of value val. It is
+// an error for dayBefore1000, which has no first time, and for a value that
+// is no day.
+func dayStartMs(val string) (int64, error) {
+	if val == dayAfter9999 {
+		return dayMaxMs, nil
+	}
+	d, err := time.Parse(time.DateOnly, val)
+	if err != nil || val == dayBefore1000 {
+		return 0, fmt.Errorf("event_counts: day %q has no start", val)
+	}
+	return d.UnixMilli(), nil
+}
+
+// backfillDays recomputes the day rows of event_counts (every shard) from
+// the events table, into shard 0. The day is the floor of created_at in
+// days since the epoch (exact integer arithmetic on every database: % takes
+// the dividend's sign everywhere), formatted by the database.
+func backfillDays(name dialect.Name) []string {
+	dayNum := fmt.Sprintf("(created_at - ((created_at %% %[1]d) + %[1]d) %% %[1]d) / %[1]d", msPerDay)
+	var format string
+	switch name {
+	case dialect.PG:
+		format = "to_char(DATE '1970-01-01' + CAST(d AS INTEGER), 'YYYY-MM-DD')"
+	case dialect.MySQL:
+		format = "DATE_FORMAT(DATE_ADD('1970-01-01', INTERVAL d DAY), '%Y-%m-%d')"
+	default:
+		format = "date(d * 86400, 'unixepoch')"
+	}
+	val := fmt.Sprintf("CASE WHEN d < %d THEN '%s' WHEN d >= %d THEN '%s' ELSE %s END",
+		dayMinMs/msPerDay, dayBefore1000, dayMaxMs/msPerDay, dayAfter9999, format)
+	insert := func(dim, where string) string {
+		return fmt.Sprintf("INSERT INTO event_counts (dim, val, n) SELECT '%s', %s, SUM(c) FROM (SELECT %s AS d, COUNT(*) AS c FROM events%s GROUP BY %s) days GROUP BY %s",
+			dim, val, dayNum, where, dayNum, val)
+	}
+	var dims []string
+	for _, dim := range []string{countDay, countDayNoProject} {
+		for _, d := range shardDims(dim) {
+			dims = append(dims, "'"+d+"'")
+		}
+	}
+	return []string{
+		"DELETE FROM event_counts WHERE dim IN (" + strings.Join(dims, ", ") + ")",
+		insert(countDay, ""),
+		insert(countDayNoProject, " WHERE project IS NULL"),
+	}
+}
+
 // countKey is one row of event_counts.
 type countKey struct{ dim, val string }
 
@@ -75,9 +208,9 @@ type countDelta struct {
 	n int64
 }
 
-// countDeltas returns what events add to event_counts, ordered by key so
-// that concurrent writers lock the rows in one order (no deadlocks).
-func countDeltas(events []flagadmin.Event) []countDelta {
+// countDeltas returns what events add to the rows of shard, ordered by key
+// so that concurrent writers lock the rows in one order (no deadlocks).
+func countDeltas(events []flagadmin.Event, shard int) []countDelta {
 	m := map[countKey]int64{{countAll, ""}: int64(len(events))}
 	add := func(dim string, v *string) {
 		if v != nil {
@@ -85,8 +218,11 @@ func countDeltas(events []flagadmin.Event) []countDelta {
 		}
 	}
 	for _, e := range events {
+		day := dayVal(millis(e.CreatedAt))
+		m[countKey{countDay, day}]++
 		if e.Project == nil {
 			m[countKey{countNoProject, ""}]++
+			m[countKey{countDayNoProject, day}]++
 		}
 		add(countProject, e.Project)
 		add(countFeature, e.FeatureName)
@@ -98,7 +234,7 @@ func countDeltas(events []flagadmin.Event) []countDelta {
 	}
 	out := make([]countDelta, 0, len(m))
 	for k, n := range m {
-		out = append(out, countDelta{k, n})
+		out = append(out, countDelta{countKey{shardDim(k.dim, shard), k.val}, n})
 	}
 	slices.SortFunc(out, func(a, b countDelta) int { return cmp.Or(cmp.Compare(a.dim, b.dim), cmp.Compare(a.val, b.val)) })
 	return out
@@ -133,12 +269,13 @@ func upsertCountsSQL(name dialect.Name, rows int, dollar bool) string {
 	return b.String()
 }
 
-// addCounts adds events to event_counts through exec, in the caller's transaction.
-func addCounts(ctx context.Context, name dialect.Name, dollar bool, events []flagadmin.Event, exec func(ctx context.Context, query string, args ...any) error) error {
+// addCounts adds events to event_counts, in shard, through exec, in the
+// caller's transaction.
+func addCounts(ctx context.Context, name dialect.Name, dollar bool, shard int, events []flagadmin.Event, exec func(ctx context.Context, query string, args ...any) error) error {
 	if len(events) == 0 {
 		return nil
 	}
-	deltas := countDeltas(events)
+	deltas := countDeltas(events, shard)
 	for start := 0; start < len(deltas); start += countChunk {
 		part := deltas[start:min(len(deltas), start+countChunk)]
 		args := make([]any, 0, 3*len(part))
@@ -154,101 +291,45 @@ func addCounts(ctx context.Context, name dialect.Name, dollar bool, events []fla
 
 // addCountsBun adds events to event_counts in a bun transaction.
 func (s *Store) addCountsBun(ctx context.Context, db bun.IDB, events []flagadmin.Event) error {
-	return addCounts(ctx, s.dialect, false, events, func(ctx context.Context, query string, args ...any) error {
+	return addCounts(ctx, s.dialect, false, s.pickShard(), events, func(ctx context.Context, query string, args ...any) error {
 		_, err := db.ExecContext(ctx, query, args...)
 		return err
 	})
 }
 
 // addCountsPgx adds events to event_counts in a pgx transaction (the COPY path).
-func addCountsPgx(ctx context.Context, tx pgx.Tx, events []flagadmin.Event) error {
-	return addCounts(ctx, dialect.PG, true, events, func(ctx context.Context, query string, args ...any) error {
+func (s *Store) addCountsPgx(ctx context.Context, tx pgx.Tx, events []flagadmin.Event) error {
+	return addCounts(ctx, dialect.PG, true, s.pickShard(), events, func(ctx context.Context, query string, args ...any) error {
 		_, err := tx.Exec(ctx, query, args...)
 		return err
 	})
 }
 
-// countedTotal returns the total of q from event_counts when q's matches are
-// a sum of counted rows: no free text, no dates, no id or group filter, at
-// most one column filter, and a visibility restriction only together with no
-// filter or a project filter. ok is false otherwise.
-func (s *Store) countedTotal(ctx context.Context, tx bun.Tx, q flagadmin.EventQuery) (total int, ok bool, err error) {
-	if q.Text != "" || q.From != nil || q.Before != nil || len(q.IDs) > 0 || len(q.GroupIDs) > 0 {
-		return 0, false, nil
+// migrateCountDays is migration 4: the day rows of every event already
+// stored, in one transaction (the SQLite migration's own, on SQLite).
+func migrateCountDays(ctx context.Context, db *bun.DB) error {
+	return execAllTx(ctx, db, backfillDays(db.Dialect().Name()))
+}
+
+// unmigrateCountDays undoes migration 4: the counts of migration 3 alone,
+// recomputed from the events (which also folds the shards into shard 0).
+func unmigrateCountDays(ctx context.Context, db *bun.DB) error {
+	return execAllTx(ctx, db, backfillCounts(db.Dialect().Name()))
+}
+
+// execAllTx runs statements in order in one transaction: execAll's on
+// PostgreSQL, one of its own on MySQL (whose data statements, unlike its
+// DDL, roll back); SQLite's migrations already run in one.
+func execAllTx(ctx context.Context, db *bun.DB, stmts []string) error {
+	if db.Dialect().Name() != dialect.MySQL {
+		return execAll(ctx, db, stmts)
 	}
-	var filters []countKey
-	set := 0
-	for _, f := range []struct {
-		dim    string
-		values []string
-	}{{countProject, q.Projects}, {countFeature, q.Features}, {countType, q.Types}, {countEnvironment, q.Environments}} {
-		if len(f.values) > 0 {
-			set++
-			for _, v := range f.values {
-				filters = append(filters, countKey{f.dim, v})
+	return db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+		for _, stmt := range stmts {
+			if _, err := tx.ExecContext(ctx, stmt); err != nil {
+				return err
 			}
 		}
-	}
-	if len(q.CreatedByUserIDs) > 0 {
-		set++
-		for _, id := range q.CreatedByUserIDs {
-			filters = append(filters, countKey{countCreator, strconv.FormatInt(id, 10)})
-		}
-	}
-	restricted := q.RequireProject || len(q.HiddenProjects) > 0
-	switch {
-	case set > 1:
-		return 0, false, nil
-	case set == 1 && restricted && filters[0].dim != countProject:
-		return 0, false, nil
-	}
-	hidden := map[string]bool{}
-	for _, p := range q.HiddenProjects {
-		hidden[p] = true
-	}
-	// want: the rows to add (+1) or subtract (-1), each counted once.
-	want := map[countKey]int{}
-	if set == 0 {
-		want[countKey{countAll, ""}] = 1
-		if q.RequireProject {
-			want[countKey{countNoProject, ""}] = -1
-		}
-		for p := range hidden {
-			want[countKey{countProject, p}] = -1
-		}
-	} else {
-		for _, k := range filters {
-			if k.dim == countProject && hidden[k.val] {
-				continue
-			}
-			want[k] = 1
-		}
-	}
-	if len(want) == 0 {
-		return 0, true, nil
-	}
-	byDim := map[string][]string{}
-	for k := range want {
-		byDim[k.dim] = append(byDim[k.dim], k.val)
-	}
-	sel := tx.NewSelect().Table("event_counts").Column("dim", "val", "n")
-	sel = sel.WhereGroup(" AND ", func(g *bun.SelectQuery) *bun.SelectQuery {
-		for _, dim := range slices.Sorted(maps.Keys(byDim)) {
-			g = g.WhereOr("(dim = ? AND val IN (?))", dim, bun.In(byDim[dim]))
-		}
-		return g
+		return nil
 	})
-	var rows []struct {
-		Dim string `bun:"dim"`
-		Val string `bun:"val"`
-		N   int64  `bun:"n"`
-	}
-	if err := sel.Scan(ctx, &rows); err != nil {
-		return 0, false, err
-	}
-	var n int64
-	for _, r := range rows {
-		n += int64(want[countKey{r.Dim, r.Val}]) * r.N
-	}
-	return int(n), true, nil
 }

@@ -35,23 +35,25 @@
 // The free-text query is a literal substring of the precomputed lower-cased
 // texts:
 //
-//   - PostgreSQL: LIKE '%…%' ESCAPE '!' with !, % and _ of the query escaped,
-//     on search_payload || E'\n' || search_meta (both texts joined, served by
-//     one pg_trgm GIN index), rechecked on search_payload alone for the
-//     query-string search. When the pg_trgm extension cannot be created (the
-//     role may not), Migrate logs it once and the store works without the
-//     index.
+//   - PostgreSQL: LIKE '%…%' ESCAPE '!' with !, % and _ of the query
+//     escaped, on search_payload (query-string search) or on search_payload
+//     OR search_meta (deprecated search), each served by its own pg_trgm GIN
+//     index (a bitmap scan whose candidates are rechecked by the LIKE). When
+//     the pg_trgm extension cannot be created (the role may not), Migrate
+//     logs it once and the store works without the indexes.
 //   - MySQL/MariaDB: the same LIKE, on columns with a binary collation
 //     (utf8mb4_0900_bin, utf8mb4_nopad_bin or utf8mb4_bin), so matching is
 //     byte-exact: case-sensitive on the already lower-cased text and never
 //     folding accents. There is no substring index; the query is a scan of
 //     the rows the other filters leave.
-//   - SQLite: instr(search_payload, ?) > 0, an exact substring test (LIKE in
-//     SQLite folds ASCII case). For the query-string search with a query of
-//     3 or more characters, an FTS5 table with the trigram tokenizer
-//     (events_fts, external content, kept current by triggers) finds the
-//     candidates first: search_payload GLOB '*…*' with * ? [ escaped. The
-//     deprecated search's wider scope (search_meta too) scans.
+//   - SQLite: a query of 3 or more characters is a phrase query on
+//     events_text, a contentless FTS5 table with the trigram tokenizer over
+//     both texts (full detail, kept current by triggers): the query's
+//     trigrams at consecutive positions, in search_payload alone for the
+//     query-string search, so exact without reading the texts. Shorter
+//     queries, and the rare ones with characters the tokenizer alters
+//     (ftsUsable), scan with instr(text, ?) > 0, an exact substring test
+//     (LIKE in SQLite folds ASCII case).
 //
 // Both texts are computed in Go with strings.ToLower, the same function that
 // lower-cases the query, and queries cannot contain control characters, so a

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/stdlib"
@@ -13,25 +14,123 @@ import (
 	"github.com/flagadmin/flagadmin/flagadmin"
 )
 
-// SearchEvents implements flagadmin.Store. The page and the total are read in
-// one read-only transaction, so they describe the same snapshot.
+// SearchEvents implements flagadmin.Store. The page and the total always
+// describe one snapshot of the database.
 //
-// Without a free-text query, the total is counted from an index and the
-// page's ids are read from one too (a deferred join), so only the page's
-// own rows are fetched, however large the offset. With a free-text query,
-// whose every candidate row must be read to be checked anyway, one pass
-// returns the page's ids with the count of all matches (a window count)
-// instead of checking every row twice.
+// Without a free-text query, the total is read from event_counts when it
+// is a sum of counted rows (planTotal), else counted from an index, and the
+// page's ids are read from an index too (a deferred join), so only the
+// page's own rows are fetched. On PostgreSQL that is one statement (a
+// statement sees one snapshot); MySQL and SQLite run the total and the page
+// in one read-only transaction, as does a large offset with no column
+// filter, which first skips whole days by their counts (daySeek). With a
+// free-text query, whose every candidate row must be read to be checked
+// anyway, one pass returns the page's ids with the count of all matches (a
+// window count) instead of checking every row twice.
 func (s *Store) SearchEvents(ctx context.Context, q flagadmin.EventQuery) (flagadmin.EventPage, error) {
+	if q.Text != "" {
+		return s.searchText(ctx, q)
+	}
+	plan := planTotal(q)
+	if s.dialect == dialect.PG && !plan.seekable(q) {
+		page, err := s.searchOneStatement(ctx, q, plan)
+		if err != nil {
+			return flagadmin.EventPage{}, s.fail("search events", err)
+		}
+		return page, nil
+	}
 	page := flagadmin.EventPage{Events: []flagadmin.Event{}}
 	err := s.inReadTx(ctx, "search events", func(ctx context.Context, tx bun.Tx) error {
-		var ids []int64
-		if q.Text != "" && q.Limit > 0 {
+		var before int64
+		hasBefore := false
+		offset := q.Offset
+		var err error
+		if plan.seekable(q) {
+			page.Total, before, hasBefore, offset, err = s.daySeek(ctx, tx, q, plan)
+		} else {
+			page.Total, err = s.readTotal(ctx, tx, q, plan)
+		}
+		if err != nil || q.Limit <= 0 || q.Offset >= page.Total {
+			return err
+		}
+		ids := s.pageIDs(tx, q, before, hasBefore, offset)
+		var rows []eventRow
+		err = tx.NewRaw("SELECT ? FROM (?) AS p JOIN events AS e ON e.id = p.id ORDER BY e.created_at DESC, e.id DESC",
+			bun.Safe(pageColumns), ids).Scan(ctx, &rows)
+		if err != nil {
+			return err
+		}
+		return appendEvents(&page, rows)
+	})
+	if err != nil {
+		return flagadmin.EventPage{}, err
+	}
+	return page, nil
+}
+
+// pageColumns are the columns of a page's events, from events AS e.
+var pageColumns = "e." + strings.Join(eventColumns, ", e.")
+
+// pageIDs selects the ids of q's page: q's matches, created before before
+// when hasBefore, from offset on.
+func (s *Store) pageIDs(db bun.IDB, q flagadmin.EventQuery, before int64, hasBefore bool, offset int) *bun.SelectQuery {
+	sel := s.eventFilter(db.NewSelect().Model((*eventRow)(nil)).Column("id"), q)
+	if hasBefore {
+		sel = sel.Where("created_at < ?", before)
+	}
+	return sel.OrderExpr("created_at DESC, id DESC").Limit(int64(q.Limit)).Offset(int64(offset))
+}
+
+// searchOneStatement answers q (no free text, no day seek) in one
+// statement: the total (t), the page's ids from an index (p, skipped when
+// the offset is past the total), and their rows; with an empty page, one
+// row with the total and null event columns.
+func (s *Store) searchOneStatement(ctx context.Context, q flagadmin.EventQuery, plan totalPlan) (flagadmin.EventPage, error) {
+	page := flagadmin.EventPage{Events: []flagadmin.Event{}}
+	if q.Limit <= 0 {
+		var err error
+		page.Total, err = s.readTotal(ctx, s.rdb, q, plan)
+		return page, err
+	}
+	ids := s.pageIDs(s.rdb, q, 0, false, q.Offset).Where("(SELECT total FROM t) > ?", q.Offset)
+	var rows []struct {
+		Total int64 `bun:"total"`
+		eventRow
+	}
+	err := s.rdb.NewRaw("WITH t AS (SELECT ? AS total), p AS (?) SELECT t.total, ? FROM t LEFT JOIN (p JOIN events AS e ON e.id = p.id) ON TRUE ORDER BY e.created_at DESC, e.id DESC",
+		s.totalExpr(s.rdb, q, plan), ids, bun.Safe(pageColumns)).Scan(ctx, &rows)
+	if err != nil {
+		return page, err
+	}
+	for _, r := range rows {
+		page.Total = int(r.Total)
+		if r.ID == 0 {
+			continue // no event: the row of an empty page
+		}
+		e, err := r.event()
+		if err != nil {
+			return page, err
+		}
+		page.Events = append(page.Events, e)
+	}
+	return page, nil
+}
+
+// searchText answers a query with free text, in one read-only transaction.
+func (s *Store) searchText(ctx context.Context, q flagadmin.EventQuery) (flagadmin.EventPage, error) {
+	page := flagadmin.EventPage{Events: []flagadmin.Event{}}
+	err := s.inReadTx(ctx, "search events", func(ctx context.Context, tx bun.Tx) error {
+		if q.Limit > 0 {
 			var hits []struct {
 				ID    int64 `bun:"id"`
 				Total int   `bun:"total"`
 			}
-			err := s.eventFilter(tx.NewSelect().Model((*eventRow)(nil)).Column("id").ColumnExpr("COUNT(*) OVER () AS total"), q).
+			// The window runs over the matches in a subquery, sorted after:
+			// with ORDER BY next to the window, PostgreSQL may walk the
+			// events_created index and check every event, believing that a
+			// LIMIT stops a window count early.
+			matches := s.eventFilter(tx.NewSelect().Model((*eventRow)(nil)).Column("id", "created_at").ColumnExpr("COUNT(*) OVER () AS total"), q)
+			err := tx.NewSelect().TableExpr("(?) AS m", matches).Column("id", "total").
 				OrderExpr("created_at DESC, id DESC").
 				Limit(int64(q.Limit)).Offset(int64(q.Offset)).
 				Scan(ctx, &hits)
@@ -39,6 +138,7 @@ func (s *Store) SearchEvents(ctx context.Context, q flagadmin.EventQuery) (flaga
 				return err
 			}
 			if len(hits) > 0 || q.Offset == 0 {
+				ids := make([]int64, 0, len(hits))
 				for _, h := range hits {
 					ids = append(ids, h.ID)
 					page.Total = h.Total
@@ -47,29 +147,9 @@ func (s *Store) SearchEvents(ctx context.Context, q flagadmin.EventQuery) (flaga
 			}
 			// The offset is past the last match: count them apart.
 		}
-		total, counted, err := s.countedTotal(ctx, tx, q)
-		if err != nil {
-			return err
-		}
-		if !counted {
-			n, err := s.eventFilter(tx.NewSelect().Model((*eventRow)(nil)), q).Count(ctx)
-			if err != nil {
-				return err
-			}
-			total = int(n)
-		}
-		page.Total = total
-		if q.Limit <= 0 || q.Offset >= page.Total || q.Text != "" {
-			return nil
-		}
-		err = s.eventFilter(tx.NewSelect().Model((*eventRow)(nil)).Column("id"), q).
-			OrderExpr("created_at DESC, id DESC").
-			Limit(int64(q.Limit)).Offset(int64(q.Offset)).
-			Scan(ctx, &ids)
-		if err != nil {
-			return err
-		}
-		return s.fetchEvents(ctx, tx, ids, &page)
+		var err error
+		page.Total, err = s.readTotal(ctx, tx, q, totalPlan{kind: totalCount})
+		return err
 	})
 	if err != nil {
 		return flagadmin.EventPage{}, err
@@ -90,6 +170,11 @@ func (s *Store) fetchEvents(ctx context.Context, tx bun.Tx, ids []int64, page *f
 	if err != nil {
 		return err
 	}
+	return appendEvents(page, rows)
+}
+
+// appendEvents appends the events of rows to page.
+func appendEvents(page *flagadmin.EventPage, rows []eventRow) error {
 	for _, r := range rows {
 		e, err := r.event()
 		if err != nil {
@@ -150,6 +235,9 @@ func (s *Store) insertEvents(ctx context.Context, db bun.IDB, events []flagadmin
 			return err
 		}
 		rows[i] = r
+	}
+	if err := eventStats(ctx, db, events); err != nil { // project_stats before event_counts (lock order)
+		return err
 	}
 	if err := s.addCountsBun(ctx, db, events); err != nil {
 		return err
@@ -255,7 +343,10 @@ func (s *Store) copyEvents(ctx context.Context, events []flagadmin.Event) error 
 			if _, err := tx.CopyFrom(ctx, pgx.Identifier{"events"}, copyColumns, rows); err != nil {
 				return err
 			}
-			return addCountsPgx(ctx, tx, events)
+			if err := eventStatsPgx(ctx, tx, events); err != nil { // project_stats before event_counts (lock order)
+				return err
+			}
+			return s.addCountsPgx(ctx, tx, events)
 		})
 	})
 	return s.fail("insert events", err)

@@ -20,5 +20,5 @@ func MigrationCount() int { return len(newMigrations().Sorted()) }
 // Recount rebuilds event_counts from the events table, as the migration
 // that introduced it does for an existing database.
 func Recount(s *Store) error {
-	return execAll(context.Background(), s.db, backfillCounts(s.dialect))
+	return execAll(context.Background(), s.db, append(backfillCounts(s.dialect), backfillDays(s.dialect)...))
 }

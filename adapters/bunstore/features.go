@@ -63,6 +63,14 @@ func (s *Store) UpdateFeature(ctx context.Context, name string, fn func(*flagadm
 		if err != nil {
 			return err
 		}
+		newRow, err := featureRowOf(f)
+		if err != nil {
+			return err
+		}
+		newRow.Project = r.Project // the project does not change
+		if err := updateFeatureStats(ctx, tx, r, newRow); err != nil {
+			return err
+		}
 		if err := s.hook("update feature"); err != nil {
 			return err
 		}

@@ -25,7 +25,7 @@ import (
 //     store's writer connection; the migrations run in that transaction.
 //
 // A migration is recorded as applied only once it succeeded. On PostgreSQL,
-// Migrate then makes sure the pg_trgm index for free-text search exists
+// Migrate then makes sure the pg_trgm indexes for free-text search exist
 // when the extension is available.
 func (s *Store) Migrate(ctx context.Context) error {
 	var err error
@@ -185,60 +185,3 @@ func (borrowedDriver) Open(string) (driver.Conn, error) {
 type borrowedConn struct{ borrowableConn }
 
 func (borrowedConn) Close() error { return nil }
-
-// searchTextSQL is the text a PostgreSQL free-text query reads: both search
-// texts joined by a newline, which no query can contain, so a substring of
-// it is a substring of one of them. One trigram index over it serves both
-// scopes (events.go), at little more than the cost of indexing the payload.
-const searchTextSQL = `(search_payload || E'\n' || search_meta)`
-
-// trigramIndex is the name of the pg_trgm GIN index over searchTextSQL.
-const trigramIndex = "events_search_trgm"
-
-// ensureTrigramIndexes creates the pg_trgm GIN index over the search texts
-// unless it exists. It creates the extension if it is missing and the role
-// may; if it cannot, it logs that once and the store works without the
-// index (free-text queries then scan). It runs under the migration lock.
-func (s *Store) ensureTrigramIndexes(ctx context.Context) error {
-	var exists bool
-	if err := s.db.QueryRowContext(ctx, "SELECT to_regclass(quote_ident(current_schema()) || '.' || ?) IS NOT NULL", trigramIndex).Scan(&exists); err != nil {
-		return err
-	}
-	if exists {
-		return nil
-	}
-	schema, err := s.trigramSchema(ctx)
-	if err != nil {
-		return err
-	}
-	if schema == "" {
-		if _, createErr := s.db.ExecContext(ctx, "CREATE EXTENSION IF NOT EXISTS pg_trgm"); createErr != nil {
-			// Another session may have created it meanwhile.
-			if schema, err = s.trigramSchema(ctx); err != nil {
-				return err
-			}
-			if schema == "" {
-				s.trgmWarn.Do(func() {
-					s.log.Warn("bunstore: the pg_trgm extension is not available, so free-text event queries scan the events table; "+
-						"have a superuser run CREATE EXTENSION pg_trgm, then run the migrations again", "cause", createErr.Error())
-				})
-				return nil
-			}
-		} else if schema, err = s.trigramSchema(ctx); err != nil {
-			return err
-		}
-	}
-	_, err = s.db.ExecContext(ctx, "CREATE INDEX IF NOT EXISTS ? ON events USING gin ("+searchTextSQL+" ?.gin_trgm_ops)",
-		bun.Ident(trigramIndex), bun.Ident(schema))
-	return err
-}
-
-// trigramSchema returns the schema pg_trgm is installed in, or "" if it is not.
-func (s *Store) trigramSchema(ctx context.Context) (string, error) {
-	var schema string
-	err := s.db.QueryRowContext(ctx, "SELECT n.nspname FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace WHERE e.extname = 'pg_trgm'").Scan(&schema)
-	if errors.Is(err, sql.ErrNoRows) {
-		return "", nil
-	}
-	return schema, err
-}

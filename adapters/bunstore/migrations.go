@@ -59,6 +59,36 @@ func newMigrations() *migrate.Migrations {
 			return dropSchema(ctx, m.DB(), eventCountsSchema)
 		},
 	})
+	ms.Add(migrate.Migration{
+		Name:    "20250601000004",
+		Comment: "event_counts_days",
+		Up: func(ctx context.Context, m *migrate.Migrator, _ *migrate.Migration) error {
+			return migrateCountDays(ctx, m.DB())
+		},
+		Down: func(ctx context.Context, m *migrate.Migrator, _ *migrate.Migration) error {
+			return unmigrateCountDays(ctx, m.DB())
+		},
+	})
+	ms.Add(migrate.Migration{
+		Name:    "20250601000005",
+		Comment: "project_stats",
+		Up: func(ctx context.Context, m *migrate.Migrator, _ *migrate.Migration) error {
+			return migrateProjectStats(ctx, m.DB())
+		},
+		Down: func(ctx context.Context, m *migrate.Migrator, _ *migrate.Migration) error {
+			return unmigrateProjectStats(ctx, m.DB())
+		},
+	})
+	ms.Add(migrate.Migration{
+		Name:    "20250601000006",
+		Comment: "text_search",
+		Up: func(ctx context.Context, m *migrate.Migrator, _ *migrate.Migration) error {
+			return migrateTextIndex(ctx, m.DB())
+		},
+		Down: func(ctx context.Context, m *migrate.Migrator, _ *migrate.Migration) error {
+			return unmigrateTextIndex(ctx, m.DB())
+		},
+	})
 	return ms
 }
 

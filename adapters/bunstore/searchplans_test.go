@@ -71,6 +71,19 @@ func TestSearchAgreesWithMemstore(t *testing.T) {
 				flagadmin.EventQuery{Limit: 10, Offset: 40, Types: []string{flagadmin.EventFeatureStrategyUpdate}},
 				flagadmin.EventQuery{Limit: 10, RequireProject: true, HiddenProjects: []string{project}},
 			)
+			// Whole days (totals from day rows, large offsets skipping days).
+			from := w.Config().Start.AddDate(0, 6, 0)
+			before := from.AddDate(0, 6, 0)
+			for _, q := range []flagadmin.EventQuery{
+				{Limit: 50, From: &from, Before: &before},
+				{Limit: 50, From: &from},
+				{Limit: 50, Before: &before, Offset: 1200},
+				{Limit: 50, Offset: 1500, RequireProject: true},
+				{Limit: 50, Offset: 1100, From: &from, RequireProject: true, HiddenProjects: []string{project}},
+				{Limit: 50, Offset: 2000, Before: &before, Types: []string{flagadmin.EventFeatureStrategyUpdate}},
+			} {
+				queries = append(queries, q)
+			}
 			for _, q := range queries {
 				want, err := mem.SearchEvents(ctx, q)
 				if err != nil {

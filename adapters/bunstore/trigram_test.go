@@ -7,6 +7,7 @@ import (
 	"database/sql"
 	"encoding/hex"
 	"log/slog"
+	"maps"
 	"net/url"
 	"os"
 	"strings"
@@ -18,14 +19,55 @@ import (
 	"github.com/flagadmin/flagadmin/internal/dbtest"
 )
 
-// TestPostgresTrigramIndex checks that Migrate creates the pg_trgm index.
+// TestPostgresTrigramIndex checks that Migrate creates a pg_trgm index per
+// search text, and replaces the single index of earlier versions (over both
+// texts joined) by them.
 func TestPostgresTrigramIndex(t *testing.T) {
+	ctx := context.Background()
 	s := open(t, dbtest.Postgres(t))
-	var n int
-	err := bunstore.DB(s).QueryRow("SELECT COUNT(*) FROM pg_indexes WHERE schemaname = current_schema() AND indexname = 'events_search_trgm'").Scan(&n)
-	must(t, "pg_indexes", err)
-	if n != 1 {
-		t.Errorf("events_search_trgm: got %d indexes, want 1", n)
+	db := bunstore.DB(s)
+	indexes := func() map[string]bool {
+		t.Helper()
+		var names []string
+		err := db.NewSelect().TableExpr("pg_indexes").Column("indexname").
+			Where("schemaname = current_schema() AND tablename = 'events' AND indexdef LIKE '%gin_trgm_ops%'").Scan(ctx, &names)
+		must(t, "pg_indexes", err)
+		got := map[string]bool{}
+		for _, n := range names {
+			got[n] = true
+		}
+		return got
+	}
+	want := map[string]bool{"events_payload_trgm": true, "events_meta_trgm": true}
+	if got := indexes(); !maps.Equal(got, want) {
+		t.Errorf("trigram indexes: got %v, want %v", got, want)
+	}
+	// An earlier version's index, built before text_search.
+	var schema string
+	err := db.QueryRowContext(ctx, "SELECT n.nspname FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace WHERE e.extname = 'pg_trgm'").Scan(&schema)
+	must(t, "pg_trgm schema", err)
+	for _, stmt := range []string{
+		"DROP INDEX events_payload_trgm", "DROP INDEX events_meta_trgm",
+		"CREATE INDEX events_search_trgm ON events USING gin ((search_payload || E'\\n' || search_meta) " + schema + ".gin_trgm_ops)",
+	} {
+		_, err := db.ExecContext(ctx, stmt)
+		must(t, stmt, err)
+	}
+	must(t, "Migrate", s.Migrate(ctx))
+	if got := indexes(); !maps.Equal(got, want) {
+		t.Errorf("trigram indexes after replacing the old one: got %v, want %v", got, want)
+	}
+	f := newFixture(t, s)
+	for _, q := range []flagadmin.EventQuery{
+		{Text: `"shop"`, Limit: 10},
+		{Text: `"shop"`, Limit: 10, TextScope: flagadmin.TextPayloadTypeCreator},
+		{Text: "feature-created", Limit: 10, TextScope: flagadmin.TextPayloadTypeCreator},
+	} {
+		page, err := f.store.SearchEvents(ctx, q)
+		must(t, "SearchEvents", err)
+		if page.Total != 1 {
+			t.Errorf("query %q scope %d: got %d events, want 1 (feature-created with its tag)", q.Text, q.TextScope, page.Total)
+		}
 	}
 }
 

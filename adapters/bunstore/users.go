@@ -93,12 +93,19 @@ func (s *Store) DeleteUser(ctx context.Context, id int64, fn func(flagadmin.User
 		if err != nil {
 			return &callbackError{err}
 		}
+		projects, err := userProjects(ctx, tx, id)
+		if err != nil {
+			return err
+		}
 		for _, m := range []any{(*tokenRow)(nil), (*projectMemberRow)(nil), (*groupMemberRow)(nil), (*favoriteRow)(nil)} {
 			if _, err := tx.NewDelete().Model(m).Where("user_id = ?", id).Exec(ctx); err != nil {
 				return err
 			}
 		}
 		if _, err := tx.NewDelete().Model((*userRow)(nil)).Where("id = ?", id).Exec(ctx); err != nil {
+			return err
+		}
+		if err := recountMembers(ctx, tx, projects); err != nil {
 			return err
 		}
 		if err := s.hook("delete user"); err != nil {

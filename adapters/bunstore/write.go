@@ -175,6 +175,9 @@ func (s *Store) write(ctx context.Context, tx bun.Tx, b *flagadmin.Batch) error 
 		}
 		b.Events = append(b.Events, more...)
 	}
+	if err := writeProjectStats(ctx, tx, b); err != nil {
+		return err
+	}
 	if err := s.hook("write"); err != nil {
 		return err
 	}

@@ -3,6 +3,8 @@ package httpapi
 import (
 	"context"
 	"net/http"
+	"reflect"
+	"strconv"
 
 	"github.com/danielgtaylor/huma/v2"
 
@@ -29,8 +31,10 @@ type projectsSchema struct {
 	Projects []flagadmin.ProjectListEntry `json:"projects" nullable:"false" doc:"The projects the caller can see, ordered by name, then id."`
 }
 
+// getProjectsOutput streams the list (writeProjects); its schema,
+// projectsSchema, is documented on the operation.
 type getProjectsOutput struct {
-	Body projectsSchema
+	Body func(huma.Context)
 }
 
 func (s *Server) registerProjects() {
@@ -44,7 +48,19 @@ func (s *Server) registerProjects() {
 		http.StatusBadRequest, http.StatusUnauthorized, http.StatusForbidden,
 		http.StatusInternalServerError, http.StatusServiceUnavailable)
 	op.SkipValidateParams = true // the domain parses archived
+	// The body is streamed, so Huma does not see its type: document it.
+	registry := s.api.OpenAPI().Components.Schemas
+	op.Responses["200"].Content = map[string]*huma.MediaType{
+		"application/json": {Schema: huma.SchemaFromField(registry, reflect.TypeFor[getProjectsSchemaOutput]().Field(0), "getProjectsResponse")},
+	}
 	huma.Register(s.api, op, s.getProjects)
+}
+
+// getProjectsSchemaOutput is the output whose body field documents the
+// response, as Huma would document getProjectsOutput's body were it not
+// streamed.
+type getProjectsSchemaOutput struct {
+	Body projectsSchema
 }
 
 func (s *Server) getProjects(ctx context.Context, in *getProjectsInput) (*getProjectsOutput, error) {
@@ -60,5 +76,55 @@ func (s *Server) getProjects(ctx context.Context, in *getProjectsInput) (*getPro
 	if err != nil {
 		return nil, s.fail(ctx, err)
 	}
-	return &getProjectsOutput{Body: projectsSchema{Version: flagadmin.ProjectListVersion, Projects: projects}}, nil
+	return &getProjectsOutput{Body: func(hctx huma.Context) { s.writeProjects(hctx, projects) }}, nil
+}
+
+// projectsChunk is the size of the pieces the project list is written in.
+const projectsChunk = 32 << 10
+
+// writeProjects writes the list as Huma writes projectsSchema in the
+// negotiated JSON format (the same bytes, newline included), encoded by
+// hand (ProjectListEntry.AppendJSON) and sent in pieces of about
+// projectsChunk bytes rather than built whole in memory: at 10,000
+// projects the list is megabytes. A format other than JSON (none is
+// configured today) goes through Huma's marshaling.
+func (s *Server) writeProjects(hctx huma.Context, projects []flagadmin.ProjectListEntry) {
+	ct, err := s.api.Negotiate(hctx.Header("Accept"))
+	if err != nil {
+		ct = "application/json"
+	}
+	hctx.SetHeader("Content-Type", ct)
+	hctx.SetStatus(http.StatusOK)
+	w := hctx.BodyWriter()
+	if ct != "application/json" && ct != "json" {
+		body := projectsSchema{Version: flagadmin.ProjectListVersion, Projects: projects}
+		if err := s.api.Marshal(w, ct, body); err != nil {
+			s.log.ErrorContext(hctx.Context(), "writing the project list", "error", err.Error())
+		}
+		return
+	}
+	buf := make([]byte, 0, projectsChunk+4<<10)
+	buf = append(buf, `{"version":`...)
+	buf = strconv.AppendInt(buf, flagadmin.ProjectListVersion, 10)
+	buf = append(buf, `,"projects":`...)
+	if projects == nil {
+		buf = append(buf, "null"...)
+	} else {
+		buf = append(buf, '[')
+		for i := range projects {
+			if i > 0 {
+				buf = append(buf, ',')
+			}
+			buf = projects[i].AppendJSON(buf)
+			if len(buf) >= projectsChunk {
+				if _, err := w.Write(buf); err != nil {
+					return // the client is gone
+				}
+				buf = buf[:0]
+			}
+		}
+		buf = append(buf, ']')
+	}
+	buf = append(buf, "}\n"...)
+	w.Write(buf)
 }

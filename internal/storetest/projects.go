@@ -294,7 +294,7 @@ func projectCases() []testCase {
 			wantTime(t, "lastUpdatedAt", p.LastUpdatedAt, &suiteNow)
 		}},
 	)
-	return cases
+	return append(cases, projectFigureCases()...)
 }
 
 // archiveFixture has active projects live-a, live-b and archived gone-a, gone-b.

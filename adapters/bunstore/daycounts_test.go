@@ -1,0 +1,220 @@
+package bunstore_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/flagadmin/flagadmin/adapters/bunstore"
+	"github.com/flagadmin/flagadmin/adapters/memstore"
+	"github.com/flagadmin/flagadmin/flagadmin"
+	"github.com/flagadmin/flagadmin/internal/worldgen"
+)
+
+// TestDayCounts checks the searches served by the day rows of event_counts
+// against memstore, page and total: date ranges of whole UTC days (at day
+// boundaries, open on either side, at the ends of the years that have days
+// of their own), with every visibility, next to ranges that are not whole
+// days; and offsets that skip whole days (large offsets, crossing day
+// boundaries, landing exactly on a day's first event, past the end). Events
+// arrive through every write path (Write, and InsertEvents, COPY on
+// PostgreSQL), including events on both sides of midnight, before 1970 and
+// before 1000. It then checks that writers spread over the shards, and that
+// rebuilding the counts from the events (the migrations' backfill, computed
+// by the database) gives the same counts as the writes did, and the same
+// results.
+func TestDayCounts(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, url string) {
+		ctx := context.Background()
+		store, err := bunstore.Open(ctx, url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { store.Close() })
+		mem := memstore.New()
+		w := worldgen.MustNew(worldgen.Config{Events: 3000, Projects: 6, Features: 40, Users: 10, Groups: 2, Seed: 11})
+		both := func(b *flagadmin.Batch) {
+			t.Helper()
+			for _, s := range []flagadmin.Store{store, mem} {
+				c := *b
+				c.Events = slices.Clone(b.Events)
+				if err := s.Write(ctx, &c); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		both(w.Batch())
+		for b := range w.Events(600) {
+			if err := store.InsertEvents(ctx, b, 250); err != nil {
+				t.Fatal(err)
+			}
+			if err := mem.Write(ctx, &flagadmin.Batch{Events: b}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		p0, p1 := w.Projects()[0].ID, w.Projects()[1].ID
+		cfg := w.Config()
+		day := cfg.Start.AddDate(0, 0, 200).Truncate(24 * time.Hour)
+		ms := time.Millisecond
+		edges := []time.Time{
+			day, day.Add(-ms), day.Add(ms), day.Add(24*time.Hour - ms), day.Add(24 * time.Hour),
+			time.Date(999, 12, 31, 23, 59, 59, 999e6, time.UTC), time.Date(1000, 1, 1, 0, 0, 0, 0, time.UTC),
+			time.Date(1969, 12, 31, 23, 59, 59, 999e6, time.UTC), time.Date(1970, 1, 1, 0, 0, 0, 0, time.UTC),
+			time.Date(1900, 3, 1, 12, 0, 0, 0, time.UTC), time.Date(9999, 12, 31, 23, 59, 59, 999e6, time.UTC),
+		}
+		// One event per transaction, so that writers draw several shards.
+		for i, at := range edges {
+			for j, project := range []*string{&p0, &p1, nil} {
+				e := flagadmin.Event{CreatedAt: at, Type: flagadmin.EventFeatureUpdated, CreatedBy: "edge", Project: project}
+				if project == nil {
+					e.Type = flagadmin.EventUserCreated
+				}
+				e.Data = json.RawMessage(fmt.Sprintf(`{"edge":%d}`, 3*i+j))
+				both(&flagadmin.Batch{Events: []flagadmin.Event{e}})
+			}
+		}
+		at := func(t time.Time) *time.Time { return &t }
+		y1000, y10000 := time.Date(1000, 1, 1, 0, 0, 0, 0, time.UTC), time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC)
+		type window struct{ from, before *time.Time }
+		windows := []window{
+			{at(day), at(day.Add(24 * time.Hour))},
+			{at(day.Add(-24 * time.Hour)), at(day)},
+			{at(day), nil},
+			{nil, at(day)},
+			{at(cfg.Start.AddDate(0, 2, 0)), at(cfg.Start.AddDate(0, 3, 0))},
+			{at(y1000), nil},
+			{nil, at(y1000)},
+			{at(time.Date(1969, 12, 31, 0, 0, 0, 0, time.UTC)), at(time.Date(1970, 1, 2, 0, 0, 0, 0, time.UTC))},
+			{at(time.Date(9999, 12, 31, 0, 0, 0, 0, time.UTC)), at(y10000)},
+			{nil, at(y10000)},
+			{at(y10000), nil},
+			{at(day.Add(time.Hour)), at(day.Add(48 * time.Hour))},  // not whole days: counted
+			{at(day), at(day.Add(24*time.Hour + time.Nanosecond))}, // likewise
+		}
+		type visibility struct {
+			require bool
+			hidden  []string
+		}
+		visibilities := []visibility{{}, {require: true}, {hidden: []string{p1}}, {require: true, hidden: []string{p1, p0, p1}}}
+		var queries []flagadmin.EventQuery
+		for _, v := range visibilities {
+			for _, win := range windows {
+				for _, page := range [][2]int{{50, 0}, {7, 3}, {0, 0}, {50, 1_000_000}} {
+					queries = append(queries, flagadmin.EventQuery{From: win.from, Before: win.before, RequireProject: v.require,
+						HiddenProjects: v.hidden, Limit: page[0], Offset: page[1]})
+				}
+			}
+			// Offsets that skip whole days, with and without dates (3033
+			// events in all).
+			for _, offset := range []int{999, 1000, 1001, 1234, 2000, 2500, 2999, 3000, 3010, 3033, 3034, 3100, 100_000} {
+				for _, win := range []window{{}, {at(cfg.Start), at(cfg.End)}, {nil, at(day)}, {at(y1000), nil}} {
+					queries = append(queries, flagadmin.EventQuery{From: win.from, Before: win.before, RequireProject: v.require,
+						HiddenProjects: v.hidden, Limit: 50, Offset: offset})
+				}
+			}
+		}
+		// The offsets at which each day starts: a page there starts exactly
+		// on a day's first event.
+		all, err := mem.SearchEvents(ctx, flagadmin.EventQuery{Limit: 1_000_000})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := 1; i < len(all.Events); i++ {
+			if i >= 1000 && all.Events[i].CreatedAt.Truncate(24*time.Hour) != all.Events[i-1].CreatedAt.Truncate(24*time.Hour) && i%7 == 0 {
+				queries = append(queries, flagadmin.EventQuery{Limit: 3, Offset: i}, flagadmin.EventQuery{Limit: 3, Offset: i - 1})
+			}
+		}
+		check := func(stage string) {
+			t.Helper()
+			for _, q := range queries {
+				want, err := mem.SearchEvents(ctx, q)
+				if err != nil {
+					t.Fatal(err)
+				}
+				got, err := store.SearchEvents(ctx, q)
+				if err != nil {
+					t.Fatalf("%s: %s: %v", stage, describe(q), err)
+				}
+				if g, w := pageKey(t, got), pageKey(t, want); g != w {
+					t.Errorf("%s: %s:\ngot  %.300s\nwant %.300s", stage, describe(q), g, w)
+				}
+			}
+		}
+		check("as written")
+		before := countRows(t, store)
+		if !strings.HasPrefix(url, "sqlite:") {
+			shards := 0
+			for k := range before.raw {
+				if strings.HasPrefix(k, "all/") {
+					shards++
+				}
+			}
+			if shards == 0 {
+				t.Errorf("33 single-event writes all went to shard 0 of the counts")
+			}
+		}
+		if err := bunstore.Recount(store); err != nil {
+			t.Fatal(err)
+		}
+		after := countRows(t, store)
+		if !maps.Equal(before.summed, after.summed) {
+			for k, n := range before.summed {
+				if after.summed[k] != n {
+					t.Errorf("%s: written %d, recounted %d", k, n, after.summed[k])
+				}
+			}
+			for k, n := range after.summed {
+				if _, ok := before.summed[k]; !ok {
+					t.Errorf("%s: not written, recounted %d", k, n)
+				}
+			}
+		}
+		check("after recount")
+	})
+}
+
+// counts are the rows of event_counts: raw by "dim val", and summed over
+// the shards of each dim.
+type counts struct{ raw, summed map[string]int64 }
+
+func countRows(t *testing.T, s *bunstore.Store) counts {
+	t.Helper()
+	rows, err := bunstore.DB(s).QueryContext(context.Background(), "SELECT dim, val, n FROM event_counts")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	c := counts{raw: map[string]int64{}, summed: map[string]int64{}}
+	for rows.Next() {
+		var dim, val string
+		var n int64
+		if err := rows.Scan(&dim, &val, &n); err != nil {
+			t.Fatal(err)
+		}
+		c.raw[dim+" "+val] = n
+		base, _, _ := strings.Cut(dim, "/")
+		c.summed[base+" "+val] += n
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// describe writes q's dates as times, which %+v writes as pointers.
+func describe(q flagadmin.EventQuery) string {
+	var dates string
+	if q.From != nil {
+		dates += " from " + q.From.Format(time.RFC3339Nano)
+	}
+	if q.Before != nil {
+		dates += " before " + q.Before.Format(time.RFC3339Nano)
+	}
+	q.From, q.Before = nil, nil
+	return fmt.Sprintf("%+v%s", q, dates)
+}

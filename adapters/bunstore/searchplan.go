@@ -1,0 +1,272 @@
+package bunstore
+
+import (
+	"context"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/uptrace/bun"
+	"github.com/uptrace/bun/schema"
+
+	"github.com/flagadmin/flagadmin/flagadmin"
+)
+
+// How a search without free text gets its exact total (see counts.go).
+type totalKind int
+
+const (
+	// totalCount counts the matching rows (through an index).
+	totalCount totalKind = iota
+	// totalKeys sums rows of event_counts: plus minus minus.
+	totalKeys
+	// totalDays sums day rows of event_counts over a range of days.
+	totalDays
+)
+
+// totalPlan is how the exact total of a query without free text is read.
+type totalPlan struct {
+	kind totalKind
+	// totalKeys: the rows to add and to subtract, every shard of each.
+	plus, minus []countKey
+	// totalDays: the days from fromDay (inclusive) to beforeDay
+	// (exclusive), "" for no bound; noProject subtracts the days' events
+	// without a project; hidden lists projects whose events in the range
+	// are counted (from the events_project index) and subtracted.
+	fromDay, beforeDay string
+	noProject          bool
+	hidden             []string
+}
+
+// daySeekMinOffset is the smallest offset for which a page skips whole
+// days by their counts (daySeek) rather than index entries.
+const daySeekMinOffset = 1000
+
+// planTotal returns how q's total is read. Counted rows serve q when its
+// matches are a sum of them: no free text, no id or group filter, and
+// either no date and at most one column filter, with a visibility
+// restriction only together with no filter or a project filter; or whole
+// days (dayBound) and no column filter, with any visibility.
+func planTotal(q flagadmin.EventQuery) totalPlan {
+	count := totalPlan{kind: totalCount}
+	if q.Text != "" || len(q.IDs) > 0 || len(q.GroupIDs) > 0 {
+		return count
+	}
+	var filters []countKey
+	set := 0
+	for _, f := range []struct {
+		dim    string
+		values []string
+	}{{countProject, q.Projects}, {countFeature, q.Features}, {countType, q.Types}, {countEnvironment, q.Environments}} {
+		if len(f.values) > 0 {
+			set++
+			for _, v := range f.values {
+				filters = append(filters, countKey{f.dim, v})
+			}
+		}
+	}
+	if len(q.CreatedByUserIDs) > 0 {
+		set++
+		for _, id := range q.CreatedByUserIDs {
+			filters = append(filters, countKey{countCreator, strconv.FormatInt(id, 10)})
+		}
+	}
+	hidden := map[string]bool{}
+	for _, p := range q.HiddenProjects {
+		hidden[p] = true
+	}
+	if q.From != nil || q.Before != nil {
+		if set > 0 {
+			return count
+		}
+		p := totalPlan{kind: totalDays, noProject: q.RequireProject, hidden: slices.Sorted(maps.Keys(hidden))}
+		var ok bool
+		if q.From != nil {
+			if p.fromDay, ok = dayBound(*q.From); !ok {
+				return count
+			}
+		}
+		if q.Before != nil {
+			if p.beforeDay, ok = dayBound(*q.Before); !ok {
+				return count
+			}
+		}
+		return p
+	}
+	restricted := q.RequireProject || len(q.HiddenProjects) > 0
+	switch {
+	case set > 1:
+		return count
+	case set == 1 && restricted && filters[0].dim != countProject:
+		return count
+	}
+	p := totalPlan{kind: totalKeys}
+	seen := map[countKey]bool{}
+	if set == 0 && len(hidden) == 0 && q.Offset >= daySeekMinOffset {
+		// All events (with a project): the days count them too, and let a
+		// large offset skip whole days.
+		return totalPlan{kind: totalDays, noProject: q.RequireProject}
+	}
+	if set == 0 {
+		p.plus = []countKey{{countAll, ""}}
+		if q.RequireProject {
+			p.minus = append(p.minus, countKey{countNoProject, ""})
+		}
+		for _, h := range slices.Sorted(maps.Keys(hidden)) {
+			p.minus = append(p.minus, countKey{countProject, h})
+		}
+		return p
+	}
+	for _, k := range filters {
+		if (k.dim == countProject && hidden[k.val]) || seen[k] {
+			continue
+		}
+		seen[k] = true
+		p.plus = append(p.plus, k)
+	}
+	return p
+}
+
+// seekable reports whether a page of q at offset q.Offset skips whole days:
+// the total comes from day rows that count exactly q's matches per day (no
+// hidden projects), and the offset is large.
+func (p totalPlan) seekable(q flagadmin.EventQuery) bool {
+	return p.kind == totalDays && len(p.hidden) == 0 && q.Offset >= daySeekMinOffset && q.Limit > 0
+}
+
+// countSum is the SQL sum of the rows of keys in event_counts, every shard,
+// 0 when there are none.
+func countSum(keys []countKey) schema.QueryAppender {
+	byDim := map[string][]string{}
+	for _, k := range keys {
+		byDim[k.dim] = append(byDim[k.dim], k.val)
+	}
+	var conds []string
+	var args []any
+	for _, dim := range slices.Sorted(maps.Keys(byDim)) {
+		conds = append(conds, "(dim IN (?) AND val IN (?))")
+		args = append(args, bun.In(shardDims(dim)), bun.In(byDim[dim]))
+	}
+	return bun.SafeQuery("COALESCE((SELECT SUM(n) FROM event_counts WHERE "+strings.Join(conds, " OR ")+"), 0)", args...)
+}
+
+// dayRange is the SQL condition on val of the plan's range of days.
+func (p totalPlan) dayRange() (string, []any) {
+	cond, args := "", []any{}
+	if p.fromDay != "" {
+		cond += " AND val >= ?"
+		args = append(args, p.fromDay)
+	}
+	if p.beforeDay != "" {
+		cond += " AND val < ?"
+		args = append(args, p.beforeDay)
+	}
+	return cond, args
+}
+
+// totalExpr is the SQL expression of q's total by plan p, for a SELECT
+// without FROM.
+func (s *Store) totalExpr(db bun.IDB, q flagadmin.EventQuery, p totalPlan) schema.QueryAppender {
+	switch p.kind {
+	case totalKeys:
+		if len(p.plus) == 0 {
+			return bun.SafeQuery("0")
+		}
+		expr, args := "?", []any{countSum(p.plus)}
+		if len(p.minus) > 0 {
+			expr += " - ?"
+			args = append(args, countSum(p.minus))
+		}
+		return bun.SafeQuery(expr, args...)
+	case totalDays:
+		cond, rangeArgs := p.dayRange()
+		expr := "COALESCE((SELECT SUM(n) FROM event_counts WHERE dim IN (?)" + cond + "), 0)"
+		args := append([]any{bun.In(shardDims(countDay))}, rangeArgs...)
+		if p.noProject {
+			expr += " - COALESCE((SELECT SUM(n) FROM event_counts WHERE dim IN (?)" + cond + "), 0)"
+			args = append(args, bun.In(shardDims(countDayNoProject)))
+			args = append(args, rangeArgs...)
+		}
+		if len(p.hidden) > 0 {
+			hid := db.NewSelect().Model((*eventRow)(nil)).ColumnExpr("COUNT(*)").Where("project IN (?)", bun.In(p.hidden))
+			if q.From != nil {
+				hid = hid.Where("created_at >= ?", ceilMillis(*q.From))
+			}
+			if q.Before != nil {
+				hid = hid.Where("created_at < ?", ceilMillis(*q.Before))
+			}
+			expr += " - (?)"
+			args = append(args, hid)
+		}
+		return bun.SafeQuery(expr, args...)
+	default:
+		return bun.SafeQuery("(?)", s.eventFilter(db.NewSelect().Model((*eventRow)(nil)).ColumnExpr("COUNT(*)"), q))
+	}
+}
+
+// readTotal reads q's total by plan p.
+func (s *Store) readTotal(ctx context.Context, db bun.IDB, q flagadmin.EventQuery, p totalPlan) (int, error) {
+	var total int64
+	if err := db.NewSelect().ColumnExpr("? AS total", s.totalExpr(db, q, p)).Scan(ctx, &total); err != nil {
+		return 0, err
+	}
+	return int(total), nil
+}
+
+// dayCount is the number of matches of one day.
+type dayCount struct {
+	Val string `bun:"val"`
+	N   int64  `bun:"n"`
+}
+
+// daySeek reads the day rows of plan p (a seekable totalDays plan) and
+// returns q's total and where the page at q.Offset starts: before is the
+// exclusive upper bound of created_at (none when hasBefore is false) of the
+// newest day that holds the offset's event, and offset the number of
+// matches to skip from there, fewer than that day's.
+func (s *Store) daySeek(ctx context.Context, db bun.IDB, q flagadmin.EventQuery, p totalPlan) (total int, before int64, hasBefore bool, offset int, err error) {
+	cond, rangeArgs := p.dayRange()
+	sign := "n"
+	args := []any{}
+	dims := shardDims(countDay)
+	if p.noProject {
+		sign = "CASE WHEN dim IN (?) THEN -n ELSE n END"
+		args = append(args, bun.In(shardDims(countDayNoProject)))
+		dims = append(dims, shardDims(countDayNoProject)...)
+	}
+	args = append(args, bun.In(dims))
+	args = append(args, rangeArgs...)
+	var days []dayCount
+	err = db.NewRaw("SELECT val, SUM("+sign+") AS n FROM event_counts WHERE dim IN (?)"+cond+" GROUP BY val", args...).
+		Scan(ctx, &days)
+	if err != nil {
+		return 0, 0, false, 0, err
+	}
+	// Newest first. Sorted here: day values are ASCII, whose byte order
+	// is theirs, while the database would sort by its collation, slowly.
+	slices.SortFunc(days, func(a, b dayCount) int { return strings.Compare(b.Val, a.Val) })
+	var sum int64
+	for _, d := range days {
+		sum += d.N
+	}
+	total = int(sum)
+	if q.Offset >= total {
+		return total, 0, false, 0, nil
+	}
+	// Skip the newest days while they hold no more than the offset: the
+	// page then starts in an older day, before the start of the last day
+	// skipped.
+	var newer int64
+	for _, d := range days {
+		if newer+d.N > int64(q.Offset) {
+			break
+		}
+		newer += d.N
+		if before, err = dayStartMs(d.Val); err != nil {
+			return 0, 0, false, 0, err
+		}
+		hasBefore = true
+	}
+	return total, before, hasBefore, q.Offset - int(newer), nil
+}

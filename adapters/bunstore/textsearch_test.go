@@ -1,0 +1,126 @@
+package bunstore_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/flagadmin/flagadmin/adapters/bunstore"
+	"github.com/flagadmin/flagadmin/adapters/memstore"
+	"github.com/flagadmin/flagadmin/flagadmin"
+	"github.com/flagadmin/flagadmin/internal/dbtest"
+)
+
+// textNotes are payload texts with the characters a free-text query must
+// match literally: LIKE, GLOB and FTS5 syntax, quotes, backslashes,
+// characters encoding/json escapes, non-ASCII letters and characters the
+// FTS5 trigram tokenizer reads differently (U+FFFD, U+FFFE, U+FFFF).
+var textNotes = []string{
+	"100% off", "a_b_c", "bang!bang", "wild*card", "what?now", "[bracket]", "x]y", "^caret$",
+	`say "hello"`, "it's o''neil", `back\slash`, `c:\path\to`, "<tag>&amp;", "r&d", "line\u2028sep",
+	"ZÜRICH Straße", "ærø", "İstanbul", "日本語テキスト", "emoji 🚀 launch", "e\u0301clair",
+	"rep\ufffdlacement", "non\uffffchar", "non\ufffechar", "and OR not NEAR(a b)", `col:"x" {a b}`,
+	"ab", "xy", "a", "vandelay-industries", "abcabcabd",
+}
+
+// textEvents are events with each note in their data, and creators with
+// characters of their own (the deprecated search matches them too).
+func textEvents(at time.Time) []flagadmin.Event {
+	var out []flagadmin.Event
+	uid := int64(1)
+	for i, note := range textNotes {
+		data, _ := json.Marshal(map[string]string{"note": note})
+		out = append(out, flagadmin.Event{
+			CreatedAt: at.Add(time.Duration(i) * time.Second), Type: flagadmin.EventFeatureUpdated,
+			CreatedBy: fmt.Sprintf("user-%d", i%3), CreatedByUserID: &uid, Data: data,
+		})
+	}
+	// \u escapes written by hand: the search texts hold the characters.
+	out = append(out,
+		flagadmin.Event{CreatedAt: at.Add(time.Hour), Type: flagadmin.EventFeatureCreated, CreatedBy: `o'brien "the \ admin"`,
+			Data: json.RawMessage(`{"note":"caf\u00e9 \u0026 cr\u00e8me","q":"\"quoted\"","b":"a\\b","nl":"x\ny","nul":"\u0000"}`)},
+		flagadmin.Event{CreatedAt: at.Add(2 * time.Hour), Type: flagadmin.EventFeatureArchived, CreatedBy: "ÆBLE 100%_!",
+			PreData: json.RawMessage(`{"note":"pre \ud83d\ude80 data"}`), Tags: []flagadmin.Tag{{Type: "simple", Value: "Ta[g]*?"}}},
+	)
+	return out
+}
+
+// textQueries are the lower-cased queries run over textEvents.
+var textQueries = []string{
+	"100%", "%", "0%", "_", "a_b", "a_c", "!", "bang!", "*", "wild*", "d*c", "?", "t?n", "[", "[b", "]",
+	"]y", "^", `"`, `"hello"`, `""`, `say "`, "'", "o''", "''n", `\`, `\s`, `c:\path`, `\\`, `\u`, `\n`, `\"`,
+	"<tag>", "&", "r&d", "\u2028", "zürich", "straße", "ß", "ærø", "i̇stanbul", "日本", "本語テ", "🚀", "🚀 l", "e\u0301c",
+	"\ufffd", "p\ufffdl", "n\uffffc", "n\ufffec", "n\ufffdc", "near(", "or not", "and", `col:"x"`, "{a b}", ":",
+	"ab", "a", "b", "xy", "abcabd", "cabd", "abcabcabd", "café", "café & crème", `"quoted"`, `a\\b`, `x\ny`, `\u0000`,
+	"o'brien", "the \\ admin", "æble", "100%_!", "feature-updated", "feature-created", "user-1", "\n", "pre 🚀",
+	"ta[g]*?", `"simple"`, "vandelay", "zz-no-such-text", "updated\nuser", "note\":\"100%",
+}
+
+// TestTextSearchAgreesWithMemstore checks every free-text query of
+// textQueries, in both scopes and at two pages, against memstore.
+func TestTextSearchAgreesWithMemstore(t *testing.T) {
+	at := time.Date(2024, 5, 1, 0, 0, 0, 0, time.UTC)
+	forEachEngine(t, func(t *testing.T, url string) {
+		ctx := context.Background()
+		store := open(t, url)
+		mem := memstore.New()
+		for _, s := range []flagadmin.Store{store, mem} {
+			must(t, "Write", s.Write(ctx, &flagadmin.Batch{Events: textEvents(at)}))
+		}
+		for _, text := range textQueries {
+			for _, q := range []flagadmin.EventQuery{
+				{Text: text, Limit: 50},
+				{Text: text, Limit: 2, Offset: 1},
+				{Text: text, Limit: 50, TextScope: flagadmin.TextPayloadTypeCreator},
+				{Text: text, Limit: 2, Offset: 2, TextScope: flagadmin.TextPayloadTypeCreator},
+			} {
+				want, err := mem.SearchEvents(ctx, q)
+				must(t, "memstore", err)
+				got, err := store.SearchEvents(ctx, q)
+				if err != nil {
+					t.Fatalf("%+q: %v", q.Text, err)
+				}
+				if g, w := pageKey(t, got), pageKey(t, want); g != w {
+					t.Errorf("query %+q scope %d offset %d:\ngot  %s\nwant %s", q.Text, q.TextScope, q.Offset, g, w)
+				}
+			}
+		}
+	})
+}
+
+// TestSQLiteTextIndexMigration removes the text index and its record, as
+// before migration text_search, writes events that the index then misses,
+// and migrates: the migration indexes every event already there.
+func TestSQLiteTextIndexMigration(t *testing.T) {
+	ctx := context.Background()
+	store := open(t, dbtest.SQLite(t))
+	at := time.Date(2024, 5, 1, 0, 0, 0, 0, time.UTC)
+	evs := textEvents(at)
+	must(t, "Write", store.Write(ctx, &flagadmin.Batch{Events: evs[:10]}))
+	db := bunstore.DB(store)
+	for _, stmt := range []string{
+		"DROP TRIGGER events_text_insert", "DROP TRIGGER events_text_delete", "DROP TRIGGER events_text_update",
+		"DROP TABLE events_text", "DELETE FROM bun_migrations WHERE name = '20250601000006'",
+	} {
+		_, err := db.ExecContext(ctx, stmt)
+		must(t, stmt, err)
+	}
+	must(t, "Write", store.Write(ctx, &flagadmin.Batch{Events: evs[10:]}))
+	must(t, "Migrate", store.Migrate(ctx))
+	mem := memstore.New()
+	must(t, "Write", mem.Write(ctx, &flagadmin.Batch{Events: evs}))
+	for _, text := range []string{"note", "100%", "日本語", "vandelay", "user-2", "café"} {
+		for _, scope := range []flagadmin.TextScope{flagadmin.TextPayload, flagadmin.TextPayloadTypeCreator} {
+			q := flagadmin.EventQuery{Text: text, TextScope: scope, Limit: 100}
+			want, err := mem.SearchEvents(ctx, q)
+			must(t, "memstore", err)
+			got, err := store.SearchEvents(ctx, q)
+			must(t, "SearchEvents", err)
+			if g, w := pageKey(t, got), pageKey(t, want); g != w {
+				t.Errorf("after the migration, query %+q scope %d:\ngot  %s\nwant %s", text, scope, g, w)
+			}
+		}
+	}
+}

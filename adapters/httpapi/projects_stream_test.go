@@ -1,0 +1,68 @@
+package httpapi
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/danielgtaylor/huma/v2"
+
+	"github.com/flagadmin/flagadmin/flagadmin"
+)
+
+// TestGetProjectsStreamedBytes: the list written by hand, in pieces, is
+// byte for byte what Huma's JSON format wrote for projectsSchema, with
+// every Accept the API negotiates, for a list of several pieces.
+func TestGetProjectsStreamedBytes(t *testing.T) {
+	e := newEnv(t, Config{}, nil)
+	b := &flagadmin.Batch{}
+	for i := range 400 {
+		uid := int64(1)
+		b.Projects = append(b.Projects, flagadmin.Project{
+			ID: fmt.Sprintf("bulk-%03d", i), Name: fmt.Sprintf("Bulk <%d> & \u2028 \"x\"", i%37),
+			Description: strings.Repeat("a long description é ", 5),
+			Members:     []flagadmin.ProjectMembership{{UserID: &uid, Role: flagadmin.ProjectRoleOwner}},
+		})
+	}
+	if err := e.store.Write(t.Context(), b); err != nil {
+		t.Fatal(err)
+	}
+	list, err := e.svc.ListProjects(t.Context(), flagadmin.AdminToken("admin"), flagadmin.ProjectListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want bytes.Buffer
+	if err := huma.DefaultJSONFormat.Marshal(&want, projectsSchema{Version: flagadmin.ProjectListVersion, Projects: list}); err != nil {
+		t.Fatal(err)
+	}
+	if want.Len() < 3*projectsChunk {
+		t.Fatalf("the list is %d bytes, want several pieces of %d", want.Len(), projectsChunk)
+	}
+	for _, accept := range []string{"", "application/json", "json", "*/*", "text/html", "application/json;q=0.5, json"} {
+		r := request{method: http.MethodGet, path: projectsPath, token: adminToken}
+		if accept != "" {
+			r.header = map[string]string{"Accept": accept}
+		}
+		w := e.do(t, r)
+		if w.Code != http.StatusOK {
+			t.Fatalf("Accept %q: status %d", accept, w.Code)
+		}
+		if !bytes.Equal(w.Body.Bytes(), want.Bytes()) {
+			t.Errorf("Accept %q: the body differs from Huma's encoding (%d vs %d bytes)", accept, w.Body.Len(), want.Len())
+		}
+		wantCT := "application/json"
+		if strings.HasSuffix(accept, "json") && accept != "application/json" {
+			wantCT = "json" // as Huma negotiates the "json" format
+		}
+		if ct := w.Header().Get("Content-Type"); ct != wantCT {
+			t.Errorf("Accept %q: Content-Type %q, want %q", accept, ct, wantCT)
+		}
+	}
+	var decoded projectsResponse
+	if err := json.Unmarshal(want.Bytes(), &decoded); err != nil || len(decoded.Projects) != len(list) {
+		t.Fatalf("decoded %d projects (%v), want %d", len(decoded.Projects), err, len(list))
+	}
+}
