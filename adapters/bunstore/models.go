@@ -2,7 +2,9 @@ package bunstore
 
 import (
 	"encoding/json"
+	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/uptrace/bun"
 
@@ -264,9 +266,76 @@ func tagsOf(s *string) ([]flagadmin.Tag, error) {
 	if s == nil {
 		return nil, nil
 	}
+	if tags, ok := parseCanonicalTags(*s); ok {
+		return tags, nil
+	}
 	tags := []flagadmin.Tag{}
 	if err := json.Unmarshal([]byte(*s), &tags); err != nil {
 		return nil, err
 	}
 	return tags, nil
+}
+
+// parseCanonicalTags reads tags in the exact form the store writes them,
+// [{"value":"...","type":"..."},...] without spaces or escapes, without
+// reflection: decoding tags with encoding/json was a fifth of a search
+// page's server CPU. Anything else (an escape, a space, another order,
+// invalid UTF-8 or a control character) reports false, for
+// encoding/json to decode, so the result is always what it would give.
+func parseCanonicalTags(s string) ([]flagadmin.Tag, bool) {
+	if len(s) < 2 || s[0] != '[' || s[len(s)-1] != ']' {
+		return nil, false
+	}
+	tags := []flagadmin.Tag{}
+	rest := s[1 : len(s)-1]
+	for rest != "" {
+		if len(tags) > 0 {
+			if rest[0] != ',' {
+				return nil, false
+			}
+			rest = rest[1:]
+		}
+		var t flagadmin.Tag
+		var ok bool
+		if rest, ok = strings.CutPrefix(rest, `{"value":`); !ok {
+			return nil, false
+		}
+		if t.Value, rest, ok = plainJSONString(rest); !ok {
+			return nil, false
+		}
+		if rest, ok = strings.CutPrefix(rest, `,"type":`); !ok {
+			return nil, false
+		}
+		if t.Type, rest, ok = plainJSONString(rest); !ok {
+			return nil, false
+		}
+		if rest, ok = strings.CutPrefix(rest, "}"); !ok {
+			return nil, false
+		}
+		tags = append(tags, t)
+	}
+	return tags, true
+}
+
+// plainJSONString reads a JSON string at the start of s that needs no
+// decoding: no backslash, no control character, valid UTF-8. It returns the
+// string's value and what follows it.
+func plainJSONString(s string) (value, rest string, ok bool) {
+	if s == "" || s[0] != '"' {
+		return "", "", false
+	}
+	end := strings.IndexByte(s[1:], '"')
+	if end < 0 {
+		return "", "", false
+	}
+	v := s[1 : 1+end]
+	for i := 0; i < len(v); i++ {
+		if c := v[i]; c < 0x20 || c == '\\' {
+			return "", "", false
+		}
+	}
+	if !utf8.ValidString(v) {
+		return "", "", false
+	}
+	return v, s[2+end:], true
 }

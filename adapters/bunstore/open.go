@@ -117,6 +117,13 @@ func Open(ctx context.Context, rawURL string, opts ...Option) (*Store, error) {
 	return s, nil
 }
 
+// maxConns bounds the connections to a PostgreSQL or MySQL server. All of
+// them may stay idle (until ConnMaxIdleTime): with fewer idle slots than
+// open connections, a burst of concurrent requests closes the surplus on
+// release and opens new ones on the next burst, a server-side fork (or
+// thread) and authentication for every such request.
+const maxConns = 20
+
 func (s *Store) openPostgres(rawURL string) error {
 	cfg, err := pgx.ParseConfig(rawURL)
 	if err != nil {
@@ -126,8 +133,8 @@ func (s *Store) openPostgres(rawURL string) error {
 	// distinct: preparing and caching them would only cost round trips.
 	cfg.DefaultQueryExecMode = pgx.QueryExecModeSimpleProtocol
 	sqldb := stdlib.OpenDB(*cfg)
-	sqldb.SetMaxOpenConns(20)
-	sqldb.SetMaxIdleConns(10)
+	sqldb.SetMaxOpenConns(maxConns)
+	sqldb.SetMaxIdleConns(maxConns)
 	sqldb.SetConnMaxIdleTime(5 * time.Minute)
 	s.dialect = dialect.PG
 	s.db = bun.NewDB(sqldb, pgdialect.New())
@@ -146,8 +153,8 @@ func (s *Store) openMySQL(rawURL string) error {
 		return fmt.Errorf("bunstore: invalid mysql URL: %w", err)
 	}
 	sqldb := sql.OpenDB(connector)
-	sqldb.SetMaxOpenConns(20)
-	sqldb.SetMaxIdleConns(10)
+	sqldb.SetMaxOpenConns(maxConns)
+	sqldb.SetMaxIdleConns(maxConns)
 	sqldb.SetConnMaxIdleTime(5 * time.Minute)
 	// The dialect asks the server for its version when created: check that
 	// it answers first, so a down server is reported by Ping, not logged.

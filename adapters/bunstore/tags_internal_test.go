@@ -1,0 +1,74 @@
+package bunstore
+
+import (
+	"encoding/json"
+	"reflect"
+	"testing"
+
+	"github.com/flagadmin/flagadmin/flagadmin"
+)
+
+// tagsByJSON is the reference: what encoding/json decodes.
+func tagsByJSON(s string) ([]flagadmin.Tag, error) {
+	tags := []flagadmin.Tag{}
+	err := json.Unmarshal([]byte(s), &tags)
+	return tags, err
+}
+
+func checkTags(t *testing.T, s string) {
+	t.Helper()
+	want, wantErr := tagsByJSON(s)
+	got, gotErr := tagsOf(&s)
+	if (gotErr != nil) != (wantErr != nil) {
+		t.Fatalf("tagsOf(%q): error %v, want error %v", s, gotErr, wantErr)
+	}
+	if wantErr == nil && !reflect.DeepEqual(got, want) {
+		t.Fatalf("tagsOf(%q) = %#v, want %#v", s, got, want)
+	}
+	if fast, ok := parseCanonicalTags(s); ok && (wantErr != nil || !reflect.DeepEqual(fast, want)) {
+		t.Fatalf("parseCanonicalTags(%q) = %#v, accepted; encoding/json gives %#v, %v", s, fast, want, wantErr)
+	}
+}
+
+func TestTagsOfAgreesWithEncodingJSON(t *testing.T) {
+	canonical := func(tags []flagadmin.Tag) string {
+		b, err := json.Marshal(tags)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	cases := []string{
+		"[]",
+		canonical([]flagadmin.Tag{{Value: "team-checkout", Type: "team"}}),
+		canonical([]flagadmin.Tag{{Value: "a", Type: "b"}, {Value: "c<&>d", Type: "ünï"}, {Value: `q"uote`, Type: `back\slash`}}),
+		canonical([]flagadmin.Tag{{Value: "tab\there", Type: "\u2028"}}),
+		`[{"type":"t","value":"v"}]`,
+		`[ {"value":"v","type":"t"} ]`,
+		`[{"value":"v","type":"t"},]`,
+		`[{"value":"v","type":"t"}{"value":"v","type":"t"}]`,
+		`[{"value":"v","type":"t","extra":1}]`,
+		`[{"value":"v"}]`,
+		`[{"value":"v","type":"t"`,
+		`[{"value":"v","type":"t"}`,
+		"[{\"value\":\"\xff\",\"type\":\"t\"}]",
+		"[{\"value\":\"a\x01\",\"type\":\"t\"}]",
+		`[{"value":"\u00e9","type":"t"}]`,
+		`[{"value":"","type":""}]`,
+		`[{"value":"v","type":"t"}]x`,
+		`null`,
+		``,
+		`[`,
+		`]`,
+	}
+	for _, s := range cases {
+		checkTags(t, s)
+	}
+}
+
+func FuzzTagsOf(f *testing.F) {
+	for _, s := range []string{"[]", `[{"value":"v","type":"t"}]`, `[{"value":"a","type":"b"},{"value":"c","type":"d"}]`, `[{"value":"\u00e9","type":"t"}]`} {
+		f.Add(s)
+	}
+	f.Fuzz(checkTags)
+}
