@@ -24,13 +24,22 @@
 // Every filter of EventQuery is an indexed column: events has one composite
 // index (column, created_at, id) per filter column and one on (created_at,
 // id), so a page in the order created_at DESC, id DESC is read from an index
-// without sorting, and the exact total is counted from the same index. On
-// PostgreSQL and SQLite the indexes of nullable columns leave out the rows
-// where the column is null, which no filter matches. The page's ids are read
-// from the index first and only those rows fetched (a deferred join), so a
-// large offset skips index entries, not table rows. A free-text query reads
-// its candidate rows once: the page's ids come with the count of all
-// matches (COUNT(*) OVER ()).
+// without sorting. On PostgreSQL and SQLite the indexes of nullable columns
+// leave out the rows where the column is null, which no filter matches.
+//
+// Exact totals are kept at write time, in the same transaction as the
+// events, in event_counts (counts.go): rows for all events, events without
+// a project, each value of each filter column, and each UTC day, every row
+// split into shards that writers pick at random and readers add up. A
+// search with no filter, one column filter, or a range of whole days (with
+// any caller's visibility) reads its total from those rows (searchplan.go);
+// any other search counts from an index. The page's ids are read from the
+// index and only those rows fetched (a deferred join), so a large offset
+// skips index entries, not table rows; an offset of 1,000 or more without a
+// column filter first skips whole days by their counts. On PostgreSQL a
+// page without free text is one statement (total, ids, rows). A free-text
+// query reads its candidate rows once: the page's ids come with the count
+// of all matches (COUNT(*) OVER ()).
 //
 // The free-text query is a literal substring of the precomputed lower-cased
 // texts:
