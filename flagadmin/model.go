@@ -1,7 +1,6 @@
 package flagadmin
 
 import (
-	"bytes"
 	"encoding/json"
 	"time"
 	"unicode/utf8"
@@ -22,33 +21,6 @@ func truncatePtr(t *time.Time) *time.Time {
 	}
 	v := Truncate(*t)
 	return &v
-}
-
-// jsonTime writes a time in TimeLayout.
-type jsonTime time.Time
-
-func (t jsonTime) MarshalJSON() ([]byte, error) {
-	return []byte(`"` + time.Time(t).UTC().Format(TimeLayout) + `"`), nil
-}
-
-func jsonTimePtr(t *time.Time) *jsonTime {
-	if t == nil {
-		return nil
-	}
-	v := jsonTime(*t)
-	return &v
-}
-
-// marshalJSON is json.Marshal without HTML escaping: "&", "<" and ">" are
-// written as themselves, as clients of the admin API expect.
-func marshalJSON(v any) ([]byte, error) {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return nil, err
-	}
-	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
 }
 
 // Tag is a label on a feature or an event (admin-api.md section 2.1).
