@@ -59,37 +59,25 @@ func newMigrations() *migrate.Migrations {
 			return dropSchema(ctx, m.DB(), eventCountsSchema)
 		},
 	})
-	ms.Add(migrate.Migration{
-		Name:    "20250601000004",
-		Comment: "event_counts_days",
-		Up: func(ctx context.Context, m *migrate.Migrator, _ *migrate.Migration) error {
-			return migrateCountDays(ctx, m.DB())
-		},
-		Down: func(ctx context.Context, m *migrate.Migrator, _ *migrate.Migration) error {
-			return unmigrateCountDays(ctx, m.DB())
-		},
-	})
-	ms.Add(migrate.Migration{
-		Name:    "20250601000005",
-		Comment: "project_stats",
-		Up: func(ctx context.Context, m *migrate.Migrator, _ *migrate.Migration) error {
-			return migrateProjectStats(ctx, m.DB())
-		},
-		Down: func(ctx context.Context, m *migrate.Migrator, _ *migrate.Migration) error {
-			return unmigrateProjectStats(ctx, m.DB())
-		},
-	})
-	ms.Add(migrate.Migration{
-		Name:    "20250601000006",
-		Comment: "text_search",
-		Up: func(ctx context.Context, m *migrate.Migrator, _ *migrate.Migration) error {
-			return migrateTextIndex(ctx, m.DB())
-		},
-		Down: func(ctx context.Context, m *migrate.Migrator, _ *migrate.Migration) error {
-			return unmigrateTextIndex(ctx, m.DB())
-		},
-	})
+	addMigration(ms, "20250601000004", "event_counts_days", migrateCountDays, unmigrateCountDays)
+	addMigration(ms, "20250601000005", "project_stats", migrateProjectStats, unmigrateProjectStats)
+	addMigration(ms, "20250601000006", "text_search", migrateTextIndex, unmigrateTextIndex)
 	return ms
+}
+
+// addMigration adds the migration name (comment) whose Up and Down run on
+// the migrator's database.
+func addMigration(ms *migrate.Migrations, name, comment string, up, down func(context.Context, *bun.DB) error) {
+	ms.Add(migrate.Migration{
+		Name:    name,
+		Comment: comment,
+		Up: func(ctx context.Context, m *migrate.Migrator, _ *migrate.Migration) error {
+			return up(ctx, m.DB())
+		},
+		Down: func(ctx context.Context, m *migrate.Migrator, _ *migrate.Migration) error {
+			return down(ctx, m.DB())
+		},
+	})
 }
 
 // sqliteFTS is SQLite's index for free-text queries, the counterpart of
