@@ -139,3 +139,23 @@ type ProjectStats struct {
 	// Owners are the users and groups holding the Owner role, in any order.
 	Owners []ProjectOwner
 }
+
+// VersionedStore is a Store that can tell cheaply whether anything it holds
+// has changed, and when the project list's potentially-stale counts next
+// change with the passing of time. The Service's result cache
+// (WithResultCache) needs it; with a plain Store the cache stays off.
+type VersionedStore interface {
+	Store
+
+	// Version returns the storage's change counter: every committed write
+	// (Write, UpdateFeature, DeleteUser, and any bulk load) raises it, as
+	// seen by every process sharing the storage, and nothing lowers it. Two
+	// equal readings mean nothing was written in between.
+	Version(ctx context.Context) (int64, error)
+
+	// OldestFreshFeatures returns, for each type in notBefore, the earliest
+	// createdAt of the non-archived, non-stale features of that type created
+	// at or after notBefore[type] (those not yet potentially stale at the
+	// cut-off); a type with no such feature is absent from the result.
+	OldestFreshFeatures(ctx context.Context, notBefore map[FeatureType]time.Time) (map[FeatureType]time.Time, error)
+}

@@ -78,6 +78,10 @@
 // failures are retried a bounded number of times. SQLite uses one writer
 // connection and, for a file, a separate pool of readers (WAL mode).
 //
+// Every write transaction ends by adding 1 to one of the rows of
+// store_versions, drawn at random; their sum, read in one statement, is the
+// change counter of flagadmin.VersionedStore (version.go).
+//
 // Driver errors are mapped to flagadmin.ErrNotFound, ErrConflict and
 // ErrUnavailable in one function (errors.go); the error text never contains
 // driver messages or SQL.

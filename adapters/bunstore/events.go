@@ -346,7 +346,10 @@ func (s *Store) copyEvents(ctx context.Context, events []flagadmin.Event) error 
 			if err := eventStatsPgx(ctx, tx, events); err != nil { // project_stats before event_counts (lock order)
 				return err
 			}
-			return s.addCountsPgx(ctx, tx, events)
+			if err := s.addCountsPgx(ctx, tx, events); err != nil {
+				return err
+			}
+			return s.bumpVersionPgx(ctx, tx) // last (see version.go)
 		})
 	})
 	return s.fail("insert events", err)

@@ -48,7 +48,7 @@ func (s *Store) UpdateFeature(ctx context.Context, name string, fn func(*flagadm
 			return &callbackError{err}
 		}
 		if e == nil {
-			return nil
+			return errNothingWritten
 		}
 		_, err = tx.NewUpdate().Model((*featureRow)(nil)).
 			Set("type = ?", string(f.Type)).

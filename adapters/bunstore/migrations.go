@@ -62,6 +62,7 @@ func newMigrations() *migrate.Migrations {
 	addMigration(ms, "20250601000004", "event_counts_days", migrateCountDays, unmigrateCountDays)
 	addMigration(ms, "20250601000005", "project_stats", migrateProjectStats, unmigrateProjectStats)
 	addMigration(ms, "20250601000006", "text_search", migrateTextIndex, unmigrateTextIndex)
+	addMigration(ms, "20250601000007", "store_versions", migrateVersions, unmigrateVersions)
 	return ms
 }
 

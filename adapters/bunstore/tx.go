@@ -3,6 +3,7 @@ package bunstore
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"math/rand/v2"
 	"time"
 
@@ -14,16 +15,26 @@ import (
 // or serialization conflict (or, for writes that pick ids, a key race).
 const maxAttempts = 8
 
-// inTx runs fn in a write transaction and commits it. A transaction that
-// loses a deadlock or serialization conflict runs again, at most
-// maxAttempts times in all; so does one that hits a duplicate key when
-// retryDuplicate is set (and another writer can have raced it: not on
-// SQLite, whose writers take turns). Errors fn wraps in callbackError are returned as
-// they are; others are mapped by fail.
+// inTx runs fn in a write transaction, raises the store's version as the
+// transaction's last statement (bumpVersion, see version.go), and commits.
+// When fn returns errNothingWritten, the transaction is rolled back
+// instead, the version stays, and inTx returns nil.
+//
+// A transaction that loses a deadlock or serialization conflict runs again,
+// at most maxAttempts times in all; so does one that hits a duplicate key
+// when retryDuplicate is set (and another writer can have raced it: not on
+// SQLite, whose writers take turns). Errors fn wraps in callbackError are
+// returned as they are; others are mapped by fail.
 func (s *Store) inTx(ctx context.Context, op string, retryDuplicate bool, fn func(ctx context.Context, tx bun.Tx) error) error {
+	write := func(ctx context.Context, tx bun.Tx) error {
+		if err := fn(ctx, tx); err != nil {
+			return err
+		}
+		return s.bumpVersion(ctx, tx)
+	}
 	for attempt := 1; ; attempt++ {
-		err := s.db.RunInTx(ctx, nil, fn)
-		if err == nil {
+		err := s.db.RunInTx(ctx, nil, write)
+		if err == nil || errors.Is(err, errNothingWritten) {
 			return nil
 		}
 		again := retryable(err) || (retryDuplicate && s.dialect != dialect.SQLite && isDuplicateKey(err))

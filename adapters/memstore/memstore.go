@@ -19,6 +19,8 @@ var _ flagadmin.Store = (*Store)(nil)
 type Store struct {
 	mu sync.RWMutex
 	w  world
+	// version counts the successful writes (see Version).
+	version int64
 }
 
 // world is everything a Store holds. Writes build a changed copy of the
@@ -332,6 +334,7 @@ func (s *Store) UpdateFeature(ctx context.Context, name string, fn func(*flagadm
 	f.Name, f.Project, f.CreatedAt, f.Tags = name, s.w.features[name].Project, s.w.features[name].CreatedAt, s.w.features[name].Tags
 	s.w.features[name] = f
 	s.w.appendEvent(*e)
+	s.version++
 	return nil
 }
 
@@ -361,6 +364,7 @@ func (s *Store) DeleteUser(ctx context.Context, id int64, fn func(flagadmin.User
 		delete(p.favorites, id)
 	}
 	s.w.appendEvent(e)
+	s.version++
 	return nil
 }
 

@@ -156,6 +156,7 @@ func (s *Store) Write(ctx context.Context, b *flagadmin.Batch) error {
 	for i, e := range b.Events {
 		b.Events[i] = w.appendEvent(e)
 	}
+	s.version++
 	return nil
 }
 
