@@ -63,6 +63,7 @@ func newMigrations() *migrate.Migrations {
 	addMigration(ms, "20250601000005", "project_stats", migrateProjectStats, unmigrateProjectStats)
 	addMigration(ms, "20250601000006", "text_search", migrateTextIndex, unmigrateTextIndex)
 	addMigration(ms, "20250601000007", "store_versions", migrateVersions, unmigrateVersions)
+	addMigration(ms, "20250601000008", "project_last_events", migrateLastEvents, unmigrateLastEvents)
 	return ms
 }
 

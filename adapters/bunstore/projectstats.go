@@ -9,7 +9,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/uptrace/bun"
 	"github.com/uptrace/bun/dialect"
 
@@ -30,19 +29,21 @@ import (
 //     index (features_fresh) that holds only non-archived, non-stale
 //     features in (type, created_at) order: the recent ones are few;
 //   - members: distinct users with a role, directly or through a group;
-//   - last_seen_at: the newest lastSeenAt of its features (archived too);
-//   - last_event_at: the newest createdAt of its events.
+//   - last_seen_at: the newest lastSeenAt of its features (archived too).
+//
+// The newest createdAt of its events is kept apart, in project_last_events
+// (lastevent.go), so that event writers do not queue on this row.
 //
 // Writers: Write (new projects get a row computed from the tables; feature
 // inserts add to it; member and group changes recount members), UpdateFeature
-// (the old figures of the feature are taken away and the new ones added),
-// DeleteUser (members recounted), and every event insert (insertEvents, the
-// COPY path) raises last_event_at. A transaction updates the rows of several
-// projects in project id order, and always before event_counts, so writers
-// lock rows in one order. Events naming a project that does not exist change
-// no row; a project created later starts from its events already stored.
+// (the old figures of the feature are taken away and the new ones added) and
+// DeleteUser (members recounted). A transaction updates the rows of several
+// projects in project id order, and always before project_last_events and
+// event_counts, so writers lock rows in one order.
 
-// projectStatsSchema is the table of figures, one row per project.
+// projectStatsSchema is the table of figures, one row per project, as
+// migration project_stats creates it: migration project_last_events then
+// drops its last_event_at.
 var projectStatsSchema = []table{{name: "project_stats", body: `
 		project_id {KEY} NOT NULL PRIMARY KEY,
 		features BIGINT NOT NULL,
@@ -146,7 +147,6 @@ type projectStatsRow struct {
 	FreshPermission  int64  `bun:"fresh_permission"`
 	Members          int64  `bun:"members"`
 	LastSeenAt       *int64 `bun:"last_seen_at"`
-	LastEventAt      *int64 `bun:"last_event_at"`
 }
 
 // fresh returns the fresh_<type> field of column c.
@@ -181,17 +181,12 @@ func inChunks(ids []string, fn func(part []string) error) error {
 func computeProjectStats(ctx context.Context, db bun.IDB, ids []string) ([]projectStatsRow, error) {
 	var rows []projectStatsRow
 	at := map[string]int{}
-	// The newest event: one index probe on events (project, created_at, id) per project.
-	lastEvents := func(where string, args ...any) error {
-		var ps []struct {
-			ID          string `bun:"id"`
-			LastEventAt *int64 `bun:"last_event_at"`
-		}
-		err := db.NewRaw(`SELECT p.id, (SELECT MAX(e.created_at) FROM events e WHERE e.project = p.id) AS last_event_at
-			FROM projects p`+where, args...).Scan(ctx, &ps)
-		for _, p := range ps {
-			at[p.ID] = len(rows)
-			rows = append(rows, projectStatsRow{ProjectID: p.ID, LastEventAt: p.LastEventAt})
+	projects := func(where string, args ...any) error {
+		var ids []string
+		err := db.NewRaw("SELECT p.id FROM projects p"+where, args...).Scan(ctx, &ids)
+		for _, id := range ids {
+			at[id] = len(rows)
+			rows = append(rows, projectStatsRow{ProjectID: id})
 		}
 		return err
 	}
@@ -225,7 +220,6 @@ func computeProjectStats(ctx context.Context, db bun.IDB, ids []string) ([]proje
 				return err
 			}
 			if i, ok := at[r.ProjectID]; ok {
-				r.LastEventAt = rows[i].LastEventAt
 				rows[i] = r
 			}
 		}
@@ -249,7 +243,7 @@ func computeProjectStats(ctx context.Context, db bun.IDB, ids []string) ([]proje
 		return err
 	}
 	if ids == nil {
-		for _, step := range []func(string, ...any) error{lastEvents, features, members} {
+		for _, step := range []func(string, ...any) error{projects, features, members} {
 			if err := step(""); err != nil {
 				return nil, err
 			}
@@ -257,7 +251,7 @@ func computeProjectStats(ctx context.Context, db bun.IDB, ids []string) ([]proje
 		return rows, nil
 	}
 	err := inChunks(ids, func(part []string) error {
-		if err := lastEvents(" WHERE p.id IN (?)", bun.In(part)); err != nil {
+		if err := projects(" WHERE p.id IN (?)", bun.In(part)); err != nil {
 			return err
 		}
 		if err := features(" WHERE project IN (?)", bun.In(part)); err != nil {
@@ -291,7 +285,6 @@ type statsChange struct {
 	lastSeenAt      *int64           // raise last_seen_at to this
 	recountLastSeen bool             // recompute last_seen_at from the features
 	recountMembers  bool
-	lastEventAt     *int64 // raise last_event_at to this
 }
 
 // statsChanges collects the changes of one transaction by project.
@@ -329,20 +322,6 @@ func (c statsChanges) seen(project string, ms *int64) {
 	if ch.lastSeenAt == nil || *ch.lastSeenAt < *ms {
 		v := *ms
 		ch.lastSeenAt = &v
-	}
-}
-
-// events raises last_event_at of the projects of events.
-func (c statsChanges) events(events []flagadmin.Event) {
-	for _, e := range events {
-		if e.Project == nil {
-			continue
-		}
-		ms := millis(e.CreatedAt)
-		ch := c.of(*e.Project)
-		if ch.lastEventAt == nil || *ch.lastEventAt < ms {
-			ch.lastEventAt = &ms
-		}
 	}
 }
 
@@ -406,10 +385,6 @@ func (c statsChanges) apply(ctx context.Context, db bun.IDB) error {
 			sets = append(sets, "last_seen_at = CASE WHEN last_seen_at IS NULL OR last_seen_at < ? THEN ? ELSE last_seen_at END")
 			args = append(args, *ch.lastSeenAt, *ch.lastSeenAt)
 		}
-		if ch.lastEventAt != nil {
-			sets = append(sets, "last_event_at = CASE WHEN last_event_at IS NULL OR last_event_at < ? THEN ? ELSE last_event_at END")
-			args = append(args, *ch.lastEventAt, *ch.lastEventAt)
-		}
 		if len(sets) == 0 {
 			continue
 		}
@@ -422,8 +397,7 @@ func (c statsChanges) apply(ctx context.Context, db bun.IDB) error {
 }
 
 // writeProjectStats keeps project_stats up to date with what write stored
-// of b (before its events, whose times it applies too, so that the rows
-// are locked in id order): rows for new projects, feature inserts, member
+// of b (before its events): rows for new projects, feature inserts, member
 // changes.
 func writeProjectStats(ctx context.Context, tx bun.IDB, b *flagadmin.Batch) error {
 	created := map[string]bool{}
@@ -472,7 +446,6 @@ func writeProjectStats(ctx context.Context, tx bun.IDB, b *flagadmin.Batch) erro
 			}
 		}
 	}
-	c.events(b.Events)
 	return c.apply(ctx, tx)
 }
 
@@ -511,30 +484,6 @@ func recountMembers(ctx context.Context, tx bun.IDB, projects []string) error {
 	return c.apply(ctx, tx)
 }
 
-// eventStats raises last_event_at of the projects of events, in a bun
-// transaction (before event_counts).
-func eventStats(ctx context.Context, db bun.IDB, events []flagadmin.Event) error {
-	c := statsChanges{}
-	c.events(events)
-	return c.apply(ctx, db)
-}
-
-// eventStatsPgx raises last_event_at of the projects of events in a pgx
-// transaction (the COPY path), in one round trip.
-func eventStatsPgx(ctx context.Context, tx pgx.Tx, events []flagadmin.Event) error {
-	c := statsChanges{}
-	c.events(events)
-	if len(c) == 0 {
-		return nil
-	}
-	batch := &pgx.Batch{}
-	for _, id := range slices.Sorted(maps.Keys(c)) {
-		batch.Queue("UPDATE project_stats SET last_event_at = $1 WHERE project_id = $2 AND (last_event_at IS NULL OR last_event_at < $1)",
-			*c[id].lastEventAt, id)
-	}
-	return tx.SendBatch(ctx, batch).Close()
-}
-
 // projectFigures reads the project list's rows: the projects (archived or
 // active) with their stats, the recent fresh features, owners and favorites.
 // See ProjectStats.
@@ -561,8 +510,8 @@ func projectFigures(ctx context.Context, tx bun.Tx, q flagadmin.ProjectStatsQuer
 		freshExpr = strings.Join(freshSum, " + ")
 	}
 	rs, err := tx.QueryContext(ctx, `SELECT p.id, p.name, p.description, p.mode, p.created_at, p.archived_at,
-		s.project_id, s.features, s.stale, `+freshExpr+`, s.members, s.last_seen_at, s.last_event_at
-		FROM projects p LEFT JOIN project_stats s ON s.project_id = p.id WHERE `+archived)
+		s.project_id, s.features, s.stale, `+freshExpr+`, s.members, s.last_seen_at, l.last_event_at
+		FROM projects p LEFT JOIN project_stats s ON s.project_id = p.id`+lastEventsJoin+` WHERE `+archived)
 	if err != nil {
 		return nil, err
 	}

@@ -194,5 +194,57 @@ func projectFigureCases() []testCase {
 			wantTime(t, "later lastUpdatedAt after a newer event", project(t, list, "later").LastUpdatedAt, atp("2025-06-01T00:00:00.006Z"))
 			wantTime(t, "quiet lastUpdatedAt after a newer event", project(t, list, "quiet").LastUpdatedAt, atp("2025-06-01T00:00:00.006Z"))
 		}},
+		{"projects/lastUpdatedAt is the newest event under concurrent completions", func(t *testing.T, w *world) {
+			seed := accounts()
+			seed.Projects = []flagadmin.Project{{ID: "p"}, {ID: "q"}}
+			for i := range goroutines {
+				seed.Features = append(seed.Features, feat(fmt.Sprintf("f%02d", i), "p", flagadmin.TypeRelease, daysAgo(1, 0)))
+			}
+			seed.Features = append(seed.Features, feat("elsewhere", "q", flagadmin.TypeRelease, daysAgo(1, 0)))
+			w.load(seed, namedEvent{"start", ev(flagadmin.EventFeatureUpdated, "system", nil, "2026-06-01T00:00:00Z", str("p"), nil, nil, "")})
+			start := at("2026-06-01T00:00:00Z")
+			// Each goroutine completes its own feature of p with an event
+			// time of its own, in an order unrelated to the goroutines':
+			// (17 i) mod 50 takes every value in [0, 50) once.
+			complete := func(offset time.Duration) {
+				t.Helper()
+				errs := together(goroutines, func(i int) error {
+					name := fmt.Sprintf("f%02d", i)
+					createdAt := start.Add(offset + time.Duration((17*i)%goroutines)*time.Second + time.Duration(i)*time.Millisecond)
+					return w.store.UpdateFeature(w.ctx, name, func(f *flagadmin.Feature) (*flagadmin.Event, error) {
+						f.Lifecycle = flagadmin.Lifecycle{Stage: flagadmin.StageCompleted, Status: flagadmin.StatusKept, StatusValue: offset.String()}
+						e := ev(flagadmin.EventFeatureCompleted, "system", nil, "2026-01-01T00:00:00Z", str("p"), str(name), nil, "")
+						e.CreatedAt = createdAt
+						return &e, nil
+					})
+				})
+				for i, err := range errs {
+					if err != nil {
+						t.Fatalf("goroutine %d: UpdateFeature: got error %v, want nil", i, err)
+					}
+				}
+			}
+			// newest is the newest createdAt among the stored events of p.
+			newest := func() *time.Time {
+				var out *time.Time
+				for _, e := range w.storeEvents(flagadmin.EventQuery{Projects: []string{"p"}}) {
+					if out == nil || e.CreatedAt.After(*out) {
+						c := e.CreatedAt
+						out = &c
+					}
+				}
+				return out
+			}
+			complete(time.Hour) // every event newer than start
+			list := w.projects(t, w.as(adminSecret), false)
+			wantTime(t, "lastUpdatedAt after concurrent newer events", project(t, list, "p").LastUpdatedAt, newest())
+			// f47's is the newest: second 47 * 17 mod 50 = 49, millisecond 47.
+			wantTime(t, "lastUpdatedAt after concurrent newer events", project(t, list, "p").LastUpdatedAt, atp("2026-06-01T01:00:49.047Z"))
+			wantTime(t, "q lastUpdatedAt", project(t, list, "q").LastUpdatedAt, nil)
+			complete(-time.Hour) // every event older than the newest: lastUpdatedAt stays
+			list = w.projects(t, w.as(adminSecret), false)
+			wantTime(t, "lastUpdatedAt after concurrent older events", project(t, list, "p").LastUpdatedAt, atp("2026-06-01T01:00:49.047Z"))
+			wantTime(t, "lastUpdatedAt after concurrent older events", project(t, list, "p").LastUpdatedAt, newest())
+		}},
 	}
 }
