@@ -95,12 +95,61 @@ func AppendEventsJSON(b []byte, events []Event) ([]byte, error) {
 	return append(b, ']'), nil
 }
 
+// AppendEventsJSON appends the page's events as AppendEventsJSON(b,
+// p.Events) does. A page from a Service with a result cache
+// (WithResultCache) carries its events encoded already, and those bytes
+// are copied instead, as long as Events is still the slice they were
+// encoded from (reassigning or reslicing Events makes the page encode it
+// again; the events themselves must not be changed). On error b is
+// returned unchanged.
+func (p EventPage) AppendEventsJSON(b []byte) ([]byte, error) {
+	if e := p.encoded; e != nil && e.encodes(p.Events) {
+		return append(b, e.json...), nil
+	}
+	return AppendEventsJSON(b, p.Events)
+}
+
+// encodedEvents is a non-empty slice of events and its AppendEventsJSON
+// bytes; both are read-only.
+type encodedEvents struct {
+	json []byte
+	// first and n identify the slice json was written from.
+	first *Event
+	n     int
+}
+
+// encodeEvents returns events with their JSON, or nil when events is empty
+// (nothing worth keeping) or cannot be encoded (the error is reported
+// again when the page is written).
+func encodeEvents(events []Event) *encodedEvents {
+	if len(events) == 0 {
+		return nil
+	}
+	n := 2
+	for i := range events {
+		n += events[i].jsonSizeHint() + 1
+	}
+	b, err := AppendEventsJSON(make([]byte, 0, n), events)
+	if err != nil {
+		return nil
+	}
+	if cap(b)-len(b) > len(b)/16 {
+		b = bytes.Clone(b) // kept for long: do not keep the hint's excess
+	}
+	return &encodedEvents{json: b, first: &events[0], n: len(events)}
+}
+
+// encodes reports whether e holds the JSON of events.
+func (e *encodedEvents) encodes(events []Event) bool {
+	return len(events) == e.n && &events[0] == e.first
+}
+
 // AppendJSON appends the page as encoding/json writes it,
 // {"events":[...],"total":N}, to b. On error b is returned unchanged.
 func (p EventPage) AppendJSON(b []byte) ([]byte, error) {
 	orig := len(b)
 	b = append(b, `{"events":`...)
-	b, err := AppendEventsJSON(b, p.Events)
+	b, err := p.AppendEventsJSON(b)
 	if err != nil {
 		return b[:orig], err
 	}

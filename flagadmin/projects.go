@@ -197,10 +197,16 @@ func (s *Service) ListProjects(ctx context.Context, p Principal, opts ProjectLis
 	if err != nil {
 		return nil, err
 	}
+	return s.listProjects(ctx, p, opts, hidden, s.now())
+}
+
+// listProjects returns the project list of opts for p, who does not see
+// the projects hidden, at the time now.
+func (s *Service) listProjects(ctx context.Context, p Principal, opts ProjectListOptions, hidden []string, now time.Time) ([]ProjectListEntry, error) {
 	stats, err := s.store.ProjectStats(ctx, ProjectStatsQuery{
 		Archived:               opts.Archived,
 		FavoritesOf:            p.userID(),
-		PotentiallyStaleBefore: PotentiallyStaleCutoffs(s.now()),
+		PotentiallyStaleBefore: PotentiallyStaleCutoffs(now),
 	})
 	if err != nil {
 		return nil, err

@@ -14,6 +14,8 @@ type Service struct {
 	random io.Reader
 	// tokens caches successful authentications; nil when disabled.
 	tokens *tokenCache
+	// results caches search results and project lists; nil when disabled.
+	results *resultCache
 }
 
 // Option configures a Service.

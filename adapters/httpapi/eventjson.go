@@ -38,6 +38,9 @@ func putBuffer(b *[]byte) {
 
 // appendSearchEventsBody appends the body of GET /api/admin/search/events,
 // {"events":[...],"total":N} (eventSearchResponseSchema), and a newline.
+// Both searches write the events with EventPage.AppendEventsJSON, which
+// copies the bytes the Service's result cache encoded them into, if any,
+// instead of encoding them again.
 func appendSearchEventsBody(b []byte, page flagadmin.EventPage) ([]byte, error) {
 	b, err := page.AppendJSON(b)
 	if err != nil {
@@ -54,7 +57,7 @@ func appendDeprecatedSearchBody(b []byte, page flagadmin.EventPage) ([]byte, err
 	b = append(b, `{"version":`...)
 	b = strconv.AppendInt(b, flagadmin.DeprecatedSearchVersion, 10)
 	b = append(b, `,"events":`...)
-	b, err := flagadmin.AppendEventsJSON(b, page.Events)
+	b, err := page.AppendEventsJSON(b)
 	if err != nil {
 		return b[:orig], err
 	}

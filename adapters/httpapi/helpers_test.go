@@ -119,8 +119,10 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
-// newEnv seeds a memstore with testSeed and serves it. wrap, when not nil,
-// wraps the store the server's Service uses (for fault injection).
+// newEnv seeds a memstore with testSeed and serves it, with the result
+// cache of the flagadmin server (on when the served store is a
+// flagadmin.VersionedStore). wrap, when not nil, wraps the store the
+// server's Service uses (for fault injection).
 func newEnv(t *testing.T, cfg Config, wrap func(flagadmin.Store) flagadmin.Store) *testEnv {
 	t.Helper()
 	ctx := context.Background()
@@ -132,7 +134,8 @@ func newEnv(t *testing.T, cfg Config, wrap func(flagadmin.Store) flagadmin.Store
 	if wrap != nil {
 		served = wrap(store)
 	}
-	svc := flagadmin.NewService(served, flagadmin.WithClock(func() time.Time { return testNow }))
+	svc := flagadmin.NewService(served, flagadmin.WithClock(func() time.Time { return testNow }),
+		flagadmin.WithResultCache(flagadmin.DefaultResultCacheSize))
 	logs := &syncBuffer{}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))

@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"reflect"
 	"strconv"
@@ -72,23 +73,27 @@ func (s *Server) getProjects(ctx context.Context, in *getProjectsInput) (*getPro
 	if err != nil {
 		return nil, s.fail(ctx, err)
 	}
-	projects, err := s.svc.ListProjects(ctx, p, flagadmin.ProjectListOptions{Archived: archived})
+	projects, err := s.svc.ProjectListJSON(ctx, p, flagadmin.ProjectListOptions{Archived: archived})
 	if err != nil {
 		return nil, s.fail(ctx, err)
 	}
 	return &getProjectsOutput{Body: func(hctx huma.Context) { s.writeProjects(hctx, projects) }}, nil
 }
 
-// projectsChunk is the size of the pieces the project list is written in.
-const projectsChunk = 32 << 10
+// projectsPrefix and projectsSuffix surround the array of projects in the
+// project list's body.
+var (
+	projectsPrefix = []byte(`{"version":` + strconv.Itoa(flagadmin.ProjectListVersion) + `,"projects":`)
+	projectsSuffix = []byte("}\n")
+)
 
-// writeProjects writes the list as Huma writes projectsSchema in the
-// negotiated JSON format (the same bytes, newline included), encoded by
-// hand (ProjectListEntry.AppendJSON) and sent in pieces of about
-// projectsChunk bytes rather than built whole in memory: at 10,000
-// projects the list is megabytes. A format other than JSON (none is
-// configured today) goes through Huma's marshaling.
-func (s *Server) writeProjects(hctx huma.Context, projects []flagadmin.ProjectListEntry) {
+// writeProjects writes the list, the JSON array of the projects the
+// Service encoded (ProjectListJSON: shared, possibly cached bytes, written
+// as they are), as Huma writes projectsSchema in the negotiated JSON
+// format: the same bytes, newline included. A format other than JSON
+// (none is configured today) goes through Huma's marshaling of the
+// decoded list.
+func (s *Server) writeProjects(hctx huma.Context, projects []byte) {
 	ct, err := s.api.Negotiate(hctx.Header("Accept"))
 	if err != nil {
 		ct = "application/json"
@@ -97,34 +102,22 @@ func (s *Server) writeProjects(hctx huma.Context, projects []flagadmin.ProjectLi
 	hctx.SetStatus(http.StatusOK)
 	w := hctx.BodyWriter()
 	if ct != "application/json" && ct != "json" {
-		body := projectsSchema{Version: flagadmin.ProjectListVersion, Projects: projects}
-		if err := s.api.Marshal(w, ct, body); err != nil {
+		body := projectsSchema{Version: flagadmin.ProjectListVersion}
+		err := json.Unmarshal(projects, &body.Projects)
+		if err == nil {
+			err = s.api.Marshal(w, ct, body)
+		}
+		if err != nil {
 			s.log.ErrorContext(hctx.Context(), "writing the project list", "error", err.Error())
 		}
 		return
 	}
-	buf := make([]byte, 0, projectsChunk+4<<10)
-	buf = append(buf, `{"version":`...)
-	buf = strconv.AppendInt(buf, flagadmin.ProjectListVersion, 10)
-	buf = append(buf, `,"projects":`...)
-	if projects == nil {
-		buf = append(buf, "null"...)
-	} else {
-		buf = append(buf, '[')
-		for i := range projects {
-			if i > 0 {
-				buf = append(buf, ',')
-			}
-			buf = projects[i].AppendJSON(buf)
-			if len(buf) >= projectsChunk {
-				if _, err := w.Write(buf); err != nil {
-					return // the client is gone
-				}
-				buf = buf[:0]
-			}
-		}
-		buf = append(buf, ']')
+	// Failed writes mean the client is gone.
+	if _, err := w.Write(projectsPrefix); err != nil {
+		return
 	}
-	buf = append(buf, "}\n"...)
-	w.Write(buf)
+	if _, err := w.Write(projects); err != nil {
+		return
+	}
+	w.Write(projectsSuffix)
 }

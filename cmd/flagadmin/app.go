@@ -103,9 +103,10 @@ func newStore(lc fx.Lifecycle, cfg Config, log *slog.Logger) (flagadmin.Store, e
 }
 
 // newService returns the Service over the store, with the configured
-// token cache.
+// token and result caches.
 func newService(store flagadmin.Store, cfg Config) *flagadmin.Service {
-	return flagadmin.NewService(store, flagadmin.WithTokenCache(cfg.TokenCacheTTL))
+	return flagadmin.NewService(store, flagadmin.WithTokenCache(cfg.TokenCacheTTL),
+		flagadmin.WithResultCache(cfg.ResultCacheSize))
 }
 
 // newAPIServer returns the HTTP transport of the service.

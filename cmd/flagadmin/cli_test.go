@@ -29,7 +29,7 @@ func TestHelp(t *testing.T) {
 		{[]string{"help"}, []string{"flagadmin version"}},
 		{[]string{"serve", "-h"}, []string{"Usage: flagadmin [serve]", "SIGTERM", "-addr", "-db", "-demo", "-seed", "-admin-tokens", "-log-level", "-log-format",
 			envAddr, envDB, envSeed, envAdminTokens, envLogLevel, envLogFormat, "admin token (shown once)",
-			"-token-cache-ttl", envTokenCache, "the others may accept it"}},
+			"-token-cache-ttl", envTokenCache, "the others may accept it", "-result-cache-size", envResultCache, "(default \"64MiB\")"}},
 		{[]string{"--help"}, []string{"Usage:"}},
 		{[]string{"help", "seed"}, []string{"Usage: flagadmin seed [flags] FILE", "-db", envDB}},
 		{[]string{"migrate", "--help"}, []string{"Usage: flagadmin migrate", "schema", "-db", envDB, envLogLevel}},

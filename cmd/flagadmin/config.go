@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
+	"math"
 	"net"
 	"net/url"
 	"strconv"
@@ -24,6 +25,7 @@ const (
 	envLogLevel    = "FLAGADMIN_LOG_LEVEL"
 	envLogFormat   = "FLAGADMIN_LOG_FORMAT"
 	envTokenCache  = "FLAGADMIN_TOKEN_CACHE_TTL"
+	envResultCache = "FLAGADMIN_RESULT_CACHE_SIZE"
 )
 
 // Defaults of the configuration.
@@ -35,6 +37,9 @@ const (
 	// defaultTokenCacheTTL is the library's recommendation, which
 	// cmd/flagadmin-bench's server uses too.
 	defaultTokenCacheTTL = flagadmin.DefaultTokenCacheTTL
+	// defaultResultCacheSize is the library's recommendation, which
+	// cmd/flagadmin-bench's server uses too.
+	defaultResultCacheSize = flagadmin.DefaultResultCacheSize
 )
 
 // Config is the configuration of the server and the commands, from flags
@@ -57,6 +62,9 @@ type Config struct {
 	// TokenCacheTTL is how long a successful authentication is trusted
 	// without asking the database again; 0 disables the cache.
 	TokenCacheTTL time.Duration
+	// ResultCacheSize bounds the memory, in bytes, of the cache of search
+	// results and project lists; 0 disables the cache.
+	ResultCacheSize int64
 }
 
 // setting is one configuration value that a flag and an environment
@@ -88,8 +96,8 @@ func (s *setting) source(setFlags map[string]bool) string {
 // settings binds configuration flags to a flag set and turns the parsed
 // values, or those of the environment, into a Config.
 type settings struct {
-	addr, db, seed, adminTokens, logLevel, logFormat, tokenCache *setting
-	demo                                                         *bool
+	addr, db, seed, adminTokens, logLevel, logFormat, tokenCache, resultCache *setting
+	demo                                                                      *bool
 }
 
 // Flag sets of the commands that need them.
@@ -122,6 +130,11 @@ func newSettings(fs *flag.FlagSet, getenv func(string) string, which int) *setti
 				"such as 1s or 500ms; 0 disables the cache. With several servers on one database, a\n"+
 				"deleted token or service account is refused at once by the server that deleted it,\n"+
 				"but the others may accept it for up to this long")
+		s.resultCache = bind("result-cache-size", envResultCache, formatByteSize(defaultResultCacheSize),
+			"memory for the cache of event search results and project lists, in bytes or with\n"+
+				"a unit, such as 64MiB, 512KiB or 1GiB; 0 disables the cache. Every request still\n"+
+				"reads the database's change counter, so no answer is older than the last write\n"+
+				"made through flagadmin (by any server on the database)")
 	}
 	return s
 }
@@ -131,7 +144,7 @@ func newSettings(fs *flag.FlagSet, getenv func(string) string, which int) *setti
 func (s *settings) config(fs *flag.FlagSet) (Config, error) {
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-	for _, st := range []*setting{s.addr, s.db, s.seed, s.adminTokens, s.logLevel, s.logFormat, s.tokenCache} {
+	for _, st := range []*setting{s.addr, s.db, s.seed, s.adminTokens, s.logLevel, s.logFormat, s.tokenCache, s.resultCache} {
 		if st != nil {
 			st.resolve(set)
 		}
@@ -159,6 +172,9 @@ func (s *settings) config(fs *flag.FlagSet) (Config, error) {
 	}
 	if cfg.TokenCacheTTL, err = parseTokenCacheTTL(s.tokenCache.value); err != nil {
 		return Config{}, cliErrorf("%s: %v", s.tokenCache.source(set), err)
+	}
+	if cfg.ResultCacheSize, err = parseByteSize(s.resultCache.value); err != nil {
+		return Config{}, cliErrorf("%s: %v", s.resultCache.source(set), err)
 	}
 	cfg.Demo = *s.demo
 	if cfg.Demo && cfg.Seed != "" {
@@ -253,6 +269,46 @@ func parseTokenCacheTTL(raw string) (time.Duration, error) {
 		return 0, fmt.Errorf("%q is negative; use 0 to disable the cache", raw)
 	}
 	return d, nil
+}
+
+// byteUnits are the units a size may have, largest first.
+var byteUnits = []struct {
+	name string
+	size int64
+}{{"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}, {"B", 1}}
+
+// parseByteSize accepts a non-negative number of bytes, either plain
+// (67108864) or with a unit of byteUnits in any case (64MiB, 64 mib).
+func parseByteSize(raw string) (int64, error) {
+	s := strings.TrimSpace(raw)
+	unit := int64(1)
+	for _, u := range byteUnits {
+		if len(s) > len(u.name) && strings.EqualFold(s[len(s)-len(u.name):], u.name) {
+			s, unit = strings.TrimSpace(s[:len(s)-len(u.name)]), u.size
+			break
+		}
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	switch {
+	case err != nil && errors.Is(err, strconv.ErrRange), err == nil && n > math.MaxInt64/unit:
+		return 0, fmt.Errorf("%q is too large", raw)
+	case err != nil:
+		return 0, fmt.Errorf("%q is not a size; use a number of bytes, or one with a unit KiB, MiB or GiB, such as 64MiB, or 0 to disable the cache", raw)
+	case n < 0:
+		return 0, fmt.Errorf("%q is negative; use 0 to disable the cache", raw)
+	}
+	return n * unit, nil
+}
+
+// formatByteSize writes n the way parseByteSize reads it, in the largest
+// unit that divides it.
+func formatByteSize(n int64) string {
+	for _, u := range byteUnits {
+		if n != 0 && n%u.size == 0 {
+			return strconv.FormatInt(n/u.size, 10) + u.name
+		}
+	}
+	return strconv.FormatInt(n, 10)
 }
 
 // parseAdminTokens splits a comma-separated list of admin secrets. Each must

@@ -30,7 +30,7 @@ func TestConfigDefaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := Config{Addr: "127.0.0.1:4242", DB: "sqlite:flagadmin.db", LogLevel: slog.LevelInfo, LogFormat: "text",
-		TokenCacheTTL: flagadmin.DefaultTokenCacheTTL}
+		TokenCacheTTL: flagadmin.DefaultTokenCacheTTL, ResultCacheSize: flagadmin.DefaultResultCacheSize}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("got %+v, want %+v", got, want)
 	}
@@ -45,13 +45,15 @@ func TestConfigFromEnvironment(t *testing.T) {
 		envLogLevel:    "DEBUG",
 		envLogFormat:   "json",
 		envTokenCache:  "250ms",
+		envResultCache: "512KiB",
 	}
 	got, err := parseServe(t, env)
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := Config{Addr: ":8080", DB: "postgres://u:p@db:5432/flags", Seed: "world.json",
-		AdminTokens: []string{"*:*.one", "*:*.two"}, LogLevel: slog.LevelDebug, LogFormat: "json", TokenCacheTTL: 250 * time.Millisecond}
+		AdminTokens: []string{"*:*.one", "*:*.two"}, LogLevel: slog.LevelDebug, LogFormat: "json", TokenCacheTTL: 250 * time.Millisecond,
+		ResultCacheSize: 512 << 10}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("got %+v, want %+v", got, want)
 	}
@@ -65,9 +67,10 @@ func TestConfigFlagsOverrideEnvironment(t *testing.T) {
 		envAdminTokens: "not-a-token", // bad, but overridden
 		envLogFormat:   "json",
 		envTokenCache:  "forever", // bad, but overridden
+		envResultCache: "lots",    // bad, but overridden
 	}
 	got, err := parseServe(t, env, "--addr", "127.0.0.1:9999", "--db", "memory:", "--log-level", "warn",
-		"--admin-tokens", "*:*.flag", "--log-format=text", "--demo", "--token-cache-ttl", "0")
+		"--admin-tokens", "*:*.flag", "--log-format=text", "--demo", "--token-cache-ttl", "0", "--result-cache-size", "0")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -98,6 +101,8 @@ func TestConfigBadValues(t *testing.T) {
 		{"demo and seed", map[string]string{envSeed: "world.json"}, []string{"--demo"}, `--demo and FLAGADMIN_SEED both`},
 		{"token cache ttl without unit", map[string]string{envTokenCache: "5"}, nil, `FLAGADMIN_TOKEN_CACHE_TTL: "5" is not a duration`},
 		{"token cache ttl negative", nil, []string{"--token-cache-ttl", "-1s"}, `--token-cache-ttl: "-1s" is negative`},
+		{"result cache size not a size", map[string]string{envResultCache: "64MB"}, nil, `FLAGADMIN_RESULT_CACHE_SIZE: "64MB" is not a size`},
+		{"result cache size negative", nil, []string{"--result-cache-size", "-1"}, `--result-cache-size: "-1" is negative`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -129,7 +134,7 @@ func TestConfigDatabaseURLs(t *testing.T) {
 func TestDBCommandsHaveNoServerFlags(t *testing.T) {
 	fs := newFlagSet("flagadmin migrate")
 	newSettings(fs, func(string) string { return "" }, withDB)
-	for _, name := range []string{"addr", "seed", "demo", "admin-tokens", "token-cache-ttl"} {
+	for _, name := range []string{"addr", "seed", "demo", "admin-tokens", "token-cache-ttl", "result-cache-size"} {
 		if fs.Lookup(name) != nil {
 			t.Errorf("migrate has flag --%s, want only database and log flags", name)
 		}
@@ -249,6 +254,63 @@ func TestServiceGetsTheConfiguredTokenCache(t *testing.T) {
 		}
 		if store.lookups != tc.lookups {
 			t.Errorf("TokenCacheTTL %v: %d token lookups for 3 requests, want %d", tc.ttl, store.lookups, tc.lookups)
+		}
+	}
+}
+
+func TestParseByteSize(t *testing.T) {
+	for _, tt := range []struct {
+		in   string
+		want int64
+	}{
+		{"0", 0}, {"67108864", 64 << 20}, {" 1024 ", 1024}, {"64MiB", 64 << 20}, {"64 MiB", 64 << 20}, {"64mib", 64 << 20},
+		{"512KiB", 512 << 10}, {"2GiB", 2 << 30}, {"100B", 100}, {"0MiB", 0}, {"8589934591GiB", 8589934591 << 30},
+	} {
+		if got, err := parseByteSize(tt.in); err != nil || got != tt.want {
+			t.Errorf("parseByteSize(%q) = %d, %v; want %d", tt.in, got, err, tt.want)
+		}
+	}
+	for _, in := range []string{"", "MiB", "64MB", "64M", "1.5GiB", "-1", "-1KiB", "0x10", "8589934592GiB", "99999999999999999999"} {
+		if got, err := parseByteSize(in); err == nil {
+			t.Errorf("parseByteSize(%q) = %d, want an error", in, got)
+		}
+	}
+	for _, n := range []int64{0, 1, 1000, 1024, 64 << 20, 3 << 30, 1<<20 + 1} {
+		if got, err := parseByteSize(formatByteSize(n)); err != nil || got != n {
+			t.Errorf("parseByteSize(formatByteSize(%d) = %q) = %d, %v", n, formatByteSize(n), got, err)
+		}
+	}
+	if got := formatByteSize(flagadmin.DefaultResultCacheSize); got != "64MiB" {
+		t.Errorf("the default shows as %q, want 64MiB", got)
+	}
+}
+
+// searchCountingStore counts the event searches that reach a store.
+type searchCountingStore struct {
+	flagadmin.VersionedStore
+	searches int
+}
+
+func (s *searchCountingStore) SearchEvents(ctx context.Context, q flagadmin.EventQuery) (flagadmin.EventPage, error) {
+	s.searches++
+	return s.VersionedStore.SearchEvents(ctx, q)
+}
+
+func TestServiceGetsTheConfiguredResultCache(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		size     int64
+		searches int
+	}{{flagadmin.DefaultResultCacheSize, 1}, {1 << 20, 1}, {0, 3}} {
+		store := &searchCountingStore{VersionedStore: memstore.New()}
+		svc := newService(store, Config{ResultCacheSize: tc.size})
+		for range 3 {
+			if _, err := svc.SearchEvents(ctx, flagadmin.System, flagadmin.EventSearchParams{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if store.searches != tc.searches {
+			t.Errorf("ResultCacheSize %d: %d searches reached the store for 3 requests, want %d", tc.size, store.searches, tc.searches)
 		}
 	}
 }

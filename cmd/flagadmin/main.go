@@ -148,6 +148,7 @@ var envHelp = map[string]string{
 	envLogLevel:    "debug, info, warn or error (default " + defaultLogLevel + ")",
 	envLogFormat:   "text or json (default " + defaultLogFormat + ")",
 	envTokenCache:  "how long a successful authentication is trusted without asking the database (default " + defaultTokenCacheTTL.String() + "; 0 disables); other servers on the same database may accept a deleted token for that long",
+	envResultCache: "memory for cached search results and project lists, such as 64MiB (default " + formatByteSize(defaultResultCacheSize) + "; 0 disables)",
 }
 
 // newFlagSet returns a flag set that reports errors to the caller instead
@@ -195,7 +196,7 @@ func (c *cli) printHelp(fs *flag.FlagSet, cmd command) {
 	if len(cmd.env) > 0 {
 		fmt.Fprint(w, "\nEnvironment (a flag overrides its variable):\n")
 		for _, name := range cmd.env {
-			fmt.Fprintf(w, "  %-25s %s\n", name, envHelp[name])
+			fmt.Fprintf(w, "  %-27s %s\n", name, envHelp[name])
 		}
 	}
 }

@@ -28,7 +28,7 @@ is up), GET /ready (the store is reachable), /openapi.json and /openapi.yaml.
 
 A bad configuration, an unreachable database or a busy port ends start-up with
 one line on stderr and exit code 1.`,
-	env: []string{envAddr, envDB, envSeed, envAdminTokens, envLogLevel, envLogFormat, envTokenCache},
+	env: []string{envAddr, envDB, envSeed, envAdminTokens, envLogLevel, envLogFormat, envTokenCache, envResultCache},
 }
 
 // serve parses the serve command's flags and runs the server.
