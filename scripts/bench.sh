@@ -4,9 +4,9 @@
 # (or reuses) a world of 1,000,000 events, 200 projects and 20,000 features,
 # starts the server as a child process, measures the bare net/http ceiling,
 # drives every kind of request for $DURATION each on $CONNECTIONS
-# connections, and prints the table; then the project list alone on a world
-# of 10,000 projects and 200,000 features; then SQLite relative to
-# PostgreSQL. JSON results and the printed tables go to $RESULTS/<time>/.
+# connections, and prints the table; on PostgreSQL again with the server's
+# result cache off; then the project list alone on a world of 10,000
+# projects and 200,000 features; then SQLite relative to PostgreSQL. JSON results and the printed tables go to $RESULTS/<time>/.
 #
 # Usage: scripts/bench.sh
 #
@@ -22,6 +22,9 @@
 #   CONNECTIONS                   default 16
 #   DURATION, WARMUP              per kind of request, default 30s and 2s
 #   LARGE=0                       skip the 10,000-project world
+#   UNCACHED=0                    skip the PostgreSQL run with the server's result cache
+#                                 off (--result-cache-size 0), which measures every
+#                                 request reading its page from the database
 #   REBUILD=1                     reload the worlds even when the databases hold them
 #   RESULTS                       results directory (default bench-results, git-ignored)
 #   EXTRA                         more flags for flagadmin-bench, such as --access-log
@@ -43,6 +46,7 @@ CONNECTIONS="${CONNECTIONS:-16}"
 DURATION="${DURATION:-30s}"
 WARMUP="${WARMUP:-2s}"
 LARGE="${LARGE:-1}"
+UNCACHED="${UNCACHED:-1}"
 RESULTS="${RESULTS:-bench-results}"
 EXTRA="${EXTRA:-}"
 OUT="$RESULTS/$(date -u +%Y%m%dT%H%M%SZ)"
@@ -77,7 +81,12 @@ bench() {
 
 for db in $DBS; do
 	case "$db" in
-	postgres) bench postgres "$(with_db "$PG_DSN" flagadmin_bench_http)" ;;
+	postgres)
+		bench postgres "$(with_db "$PG_DSN" flagadmin_bench_http)"
+		if [ "$UNCACHED" = 1 ]; then
+			bench postgres-uncached "$(with_db "$PG_DSN" flagadmin_bench_http)" --result-cache-size 0
+		fi
+		;;
 	sqlite) bench sqlite "sqlite:$SQLITE_DIR/http.db" ;;
 	*) echo "unknown database $db (use postgres, sqlite)" >&2; exit 2 ;;
 	esac

@@ -27,6 +27,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/flagadmin/flagadmin/flagadmin"
 	"github.com/flagadmin/flagadmin/internal/worldgen"
 )
 
@@ -87,7 +88,9 @@ type options struct {
 	InProcess                  bool
 	InPlace                    bool
 	AccessLog                  bool
-	JSON                       string
+	// ResultCacheSize is the server's result cache, in bytes (0: off).
+	ResultCacheSize int64
+	JSON            string
 	// CPUProfile (hidden flag) makes the server write a CPU profile of the
 	// whole run to this file.
 	CPUProfile string
@@ -174,6 +177,7 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	fs.BoolVar(&o.InProcess, "in-process", false, "run the server in this process (its RSS then includes the load generator)")
 	fs.BoolVar(&o.InPlace, "in-place", false, "run on the world's database itself instead of a fresh copy of it (the lifecycle phase then adds events to the world; MySQL always runs in place)")
 	fs.BoolVar(&o.AccessLog, "access-log", false, "have the server format its access log (written nowhere), as a deployed server would")
+	fs.Int64Var(&o.ResultCacheSize, "result-cache-size", flagadmin.DefaultResultCacheSize, "the server's result cache (flagadmin serve --result-cache-size), in `bytes`; 0 disables it")
 	fs.StringVar(&o.JSON, "json", "", "write the results to this `file` as JSON")
 	fs.StringVar(&o.CPUProfile, "cpuprofile", "", "write a CPU profile of the server to this file")
 	fs.Usage = func() {
@@ -211,6 +215,9 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	}
 	if o.Warmup < 0 {
 		errs = append(errs, "--warmup must not be negative")
+	}
+	if o.ResultCacheSize < 0 {
+		errs = append(errs, "--result-cache-size must not be negative")
 	}
 	if o.Events < 1 || o.Projects < 1 || o.Features < 1 {
 		errs = append(errs, "--events, --projects and --features must be at least 1")
@@ -263,6 +270,9 @@ func bench(ctx context.Context, o options, stdout, stderr io.Writer) (*results, 
 	r := &results{Tool: "flagadmin-bench", StartedAt: time.Now().UTC().Truncate(time.Second), Machine: collectMachine(),
 		Config: runConfig{Connections: o.Connections, DurationSeconds: o.Duration.Seconds(), WarmupSeconds: o.Warmup.Seconds(),
 			Kinds: o.Kinds, AccessLog: o.AccessLog, URL: o.URL}}
+	if o.URL == "" {
+		r.Config.ResultCacheBytes = &o.ResultCacheSize
+	}
 	cfg := w.Config()
 	r.World = worldInfo{Fingerprint: cfg.Fingerprint(), Events: cfg.Events, Projects: cfg.Projects, Features: cfg.Features,
 		Users: cfg.Users, Seed: cfg.Seed}
@@ -293,7 +303,7 @@ func bench(ctx context.Context, o options, stdout, stderr io.Writer) (*results, 
 		}
 		if !d.Persistent {
 			defer closeStore()
-			srv, err = startInProcess(apiHandler(store, o.AccessLog))
+			srv, err = startInProcess(apiHandler(store, o.AccessLog, flagadmin.WithResultCache(o.ResultCacheSize)))
 		} else {
 			if err := closeStore(); err != nil {
 				return nil, err
@@ -402,7 +412,7 @@ func startServer(ctx context.Context, o options, dbURL string, stderr io.Writer)
 	if err != nil {
 		return nil, err
 	}
-	srv, err := startInProcess(apiHandler(store, o.AccessLog))
+	srv, err := startInProcess(apiHandler(store, o.AccessLog, flagadmin.WithResultCache(o.ResultCacheSize)))
 	if err != nil {
 		closeStore()
 		return nil, err

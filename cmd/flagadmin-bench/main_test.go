@@ -56,7 +56,7 @@ func checkAnswered(t *testing.T, r *results, kinds int) {
 // 2xx, and the table and the JSON results are written.
 func TestBenchMemorySmoke(t *testing.T) {
 	if testing.Short() {
-		t.Skip("drives every kind of request for a second each (about 16 s); skipped with -short")
+		t.Skip("drives every kind of request for a second each (about 17 s); skipped with -short")
 	}
 	o := tinyOptions(memoryDB)
 	o.JSON = filepath.Join(t.TempDir(), "results.json")
@@ -65,7 +65,7 @@ func TestBenchMemorySmoke(t *testing.T) {
 	if err != nil {
 		t.Fatalf("bench: %v\n%s", err, stderr.String())
 	}
-	checkAnswered(t, r, 14)
+	checkAnswered(t, r, 15)
 	if r.Ceiling == nil || r.Ceiling.Requests == 0 || r.Ceiling.Errors != 0 {
 		t.Errorf("ceiling: %+v", r.Ceiling)
 	}
@@ -87,7 +87,7 @@ func TestBenchMemorySmoke(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(saved.Kinds) != 14 || saved.Machine.NumCPU == 0 || saved.Database.System != "memory" || saved.Ceiling == nil {
+	if len(saved.Kinds) != 15 || saved.Machine.NumCPU == 0 || saved.Database.System != "memory" || saved.Ceiling == nil {
 		t.Errorf("JSON results incomplete: %d kinds, machine %+v, database %+v", len(saved.Kinds), saved.Machine, saved.Database)
 	}
 }

@@ -18,6 +18,7 @@ const (
 	classProjects   = "projects"   // the project list: p99 < 25 ms (200 projects) or < 100 ms (10,000)
 	classDeprecated = "deprecated" // the deprecated search: no latency target, no errors
 	classWrite      = "write"      // lifecycle completions: no latency target, no errors
+	classMixed      = "mixed"      // reads among writes: no latency target, no errors
 	classCeiling    = "ceiling"    // the bare net/http handler
 )
 
@@ -118,7 +119,39 @@ func buildMix(w *worldgen.World, runID string) []kind {
 			Next: fixed(request{Method: "GET", Path: "/api/admin/projects"})},
 		lifecycleKind(w.Features(), runID),
 	)
+	var none string
+	for _, p := range w.Probes() {
+		if p.Name == "none" {
+			none = searchPath(p.Params)
+		}
+	}
+	if none != "" {
+		out = append(out, mixedKind(none, lifecycleKind(w.Features(), runID+"-mixed")))
+	}
 	return out
+}
+
+// mixedWriteEvery is the share of writes in the mixed kind: one request in
+// mixedWriteEvery is a lifecycle completion.
+const mixedWriteEvery = 10
+
+// mixedKind sends the unfiltered search page (path) with one lifecycle
+// completion of writes in every mixedWriteEvery requests: every write
+// changes the event log, so a server that caches results must recompute
+// the page after each one. The table shows the two together.
+func mixedKind(path string, writes kind) kind {
+	page := request{Method: "GET", Path: path}
+	return kind{
+		Name:  "mixed/search+writes",
+		About: fmt.Sprintf("%s, with 1 request in %d a lifecycle completion", path, mixedWriteEvery),
+		Class: classMixed,
+		Next: func(n uint64) request {
+			if n%mixedWriteEvery == mixedWriteEvery-1 {
+				return writes.Next(n / mixedWriteEvery)
+			}
+			return page
+		},
+	}
 }
 
 // lifecycleKind completes the world's features in turn: request n goes to

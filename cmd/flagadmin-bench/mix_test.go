@@ -34,7 +34,7 @@ func TestBuildMixKinds(t *testing.T) {
 	want := []string{
 		"search/none", "search/feature", "search/project", "search/type-small", "search/type-large",
 		"search/createdBy", "search/project-any-of-5", "search/date-range", "search/query", "search/offset-1000",
-		"deprecated/empty", "deprecated/type", "projects", "lifecycle/complete",
+		"deprecated/empty", "deprecated/type", "projects", "lifecycle/complete", "mixed/search+writes",
 	}
 	if got := kindNames(mix); !slices.Equal(got, want) {
 		t.Fatalf("kinds:\ngot  %v\nwant %v", got, want)
@@ -43,7 +43,7 @@ func TestBuildMixKinds(t *testing.T) {
 		"search/none": classPage, "search/feature": classPage, "search/project-any-of-5": classPage,
 		"search/date-range": classPage, "search/query": classQuery, "search/offset-1000": classOffset,
 		"deprecated/empty": classDeprecated, "deprecated/type": classDeprecated, "projects": classProjects,
-		"lifecycle/complete": classWrite,
+		"lifecycle/complete": classWrite, "mixed/search+writes": classMixed,
 	}
 	for _, k := range mix {
 		if want, ok := classes[k.Name]; ok && k.Class != want {
@@ -241,6 +241,36 @@ func TestSearchPath(t *testing.T) {
 	for _, tc := range tests {
 		if got := searchPath(tc.params); got != tc.want {
 			t.Errorf("searchPath(%+v) = %s, want %s", tc.params, got, tc.want)
+		}
+	}
+}
+
+// The mixed kind sends the page, with every mixedWriteEvery-th request the
+// next completion of its own lifecycle sequence, whose statusValues differ
+// from the lifecycle kind's so they change features that kind left kept.
+func TestMixedKindInterleavesWrites(t *testing.T) {
+	w := tinyWorld()
+	mix := buildMix(w, "run3")
+	i := slices.IndexFunc(mix, func(k kind) bool { return k.Name == "mixed/search+writes" })
+	if i < 0 {
+		t.Fatal("no mixed kind")
+	}
+	writes := lifecycleKind(w.Features(), "run3-mixed")
+	plain := lifecycleKind(w.Features(), "run3")
+	for n := range uint64(3 * mixedWriteEvery) {
+		r := mix[i].Next(n)
+		if n%mixedWriteEvery != mixedWriteEvery-1 {
+			if r.Method != "GET" || !strings.HasPrefix(r.Path, "/api/admin/search/events") || r.Body != nil {
+				t.Errorf("request %d: got %s %s, want the search page", n, r.Method, r.Path)
+			}
+			continue
+		}
+		want := writes.Next(n / mixedWriteEvery)
+		if r.Method != "POST" || r.Path != want.Path || string(r.Body) != string(want.Body) {
+			t.Errorf("request %d: got %s %s %s, want completion %s %s", n, r.Method, r.Path, r.Body, want.Path, want.Body)
+		}
+		if other := plain.Next(n / mixedWriteEvery); string(other.Body) == string(r.Body) && strings.Contains(string(r.Body), "statusValue") {
+			t.Errorf("request %d: same statusValue as the lifecycle kind's: %s", n, r.Body)
 		}
 	}
 }

@@ -36,6 +36,9 @@ type runConfig struct {
 	Kinds           string  `json:"kinds"`
 	AccessLog       bool    `json:"accessLog"`
 	URL             string  `json:"url,omitempty"`
+	// ResultCacheBytes is the result cache of the server the run started
+	// (0: off); nil for a server at --url.
+	ResultCacheBytes *int64 `json:"resultCacheBytes,omitempty"`
 }
 
 // machineInfo describes where the run happened.
@@ -137,7 +140,7 @@ func evaluate(r *results) []targetCheck {
 		out = append(out, targetCheck{Target: target, Got: got, OK: ok})
 	}
 	for _, k := range r.Kinds {
-		if k.Requests == 0 && k.Class != classDeprecated && k.Class != classWrite {
+		if k.Requests == 0 && k.Class != classDeprecated && k.Class != classWrite && k.Class != classMixed {
 			add(k.Kind+" answered within the window", fmt.Sprintf("no answer in %.0fs (%d late)", k.Seconds, k.Late), false)
 			continue
 		}
@@ -188,9 +191,22 @@ func printHeader(w io.Writer, r *results) {
 	}
 	fmt.Fprintf(w, "world:    %s events (%s in the database), %d projects, %d features, %d users, seed %d; %s\n",
 		thousands(int64(wd.Events)), thousands(int64(wd.EventsInDatabase)), wd.Projects, wd.Features, wd.Users, wd.Seed, how)
-	fmt.Fprintf(w, "server:   %s at %s\n", r.Server.Mode, r.Server.BaseURL)
+	fmt.Fprintf(w, "server:   %s at %s, result cache %s\n", r.Server.Mode, r.Server.BaseURL, resultCacheText(r.Config.ResultCacheBytes))
 	fmt.Fprintf(w, "load:     %d connections, each kind alone for %s after a %s warm-up\n",
 		r.Config.Connections, time.Duration(r.Config.DurationSeconds*float64(time.Second)), time.Duration(r.Config.WarmupSeconds*float64(time.Second)))
+}
+
+// resultCacheText describes the server's result cache for the header.
+func resultCacheText(size *int64) string {
+	switch {
+	case size == nil:
+		return "(the server's own)"
+	case *size == 0:
+		return "off"
+	case *size%(1<<20) == 0:
+		return fmt.Sprintf("%d MiB", *size>>20)
+	}
+	return fmt.Sprintf("%s bytes", thousands(*size))
 }
 
 // printTable writes one row per kind (and the ceiling), then the peak RSS.

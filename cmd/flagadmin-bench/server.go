@@ -75,14 +75,17 @@ func peakRSS(pid int) (int64, error) {
 // apiHandler returns the flagadmin HTTP handler over store, with the access
 // log formatted and thrown away when accessLog is set (the cost a deployed
 // server pays for its log, without the terminal), else not produced at all.
-// Its token cache is flagadmin serve's default, so the bench measures what
-// deployers run.
-func apiHandler(store flagadmin.Store, accessLog bool) http.Handler {
+// Its token and result caches are flagadmin serve's defaults, so the bench
+// measures what deployers run; opts come after them (the result cache of
+// --result-cache-size).
+func apiHandler(store flagadmin.Store, accessLog bool, opts ...flagadmin.Option) http.Handler {
 	logger := slog.New(slog.DiscardHandler)
 	if accessLog {
 		logger = slog.New(slog.NewJSONHandler(io.Discard, nil))
 	}
-	svc := flagadmin.NewService(store, flagadmin.WithTokenCache(flagadmin.DefaultTokenCacheTTL))
+	opts = append([]flagadmin.Option{flagadmin.WithTokenCache(flagadmin.DefaultTokenCacheTTL),
+		flagadmin.WithResultCache(flagadmin.DefaultResultCacheSize)}, opts...)
+	svc := flagadmin.NewService(store, opts...)
 	return httpapi.New(svc, httpapi.Config{Logger: logger}).Handler()
 }
 
@@ -187,7 +190,7 @@ func startChild(ctx context.Context, args []string, stderr io.Writer) (*server, 
 
 // childArgs are the arguments of the API server child for options o.
 func childArgs(o options) []string {
-	args := []string{childCommand, "--db", o.DB}
+	args := []string{childCommand, "--db", o.DB, "--result-cache-size", strconv.FormatInt(o.ResultCacheSize, 10)}
 	if o.AccessLog {
 		args = append(args, "--access-log")
 	}
@@ -208,6 +211,7 @@ func serveChild(ctx context.Context, args []string, stdin io.Reader, stdout, std
 	db := fs.String("db", "", "database URL (not memory:)")
 	accessLog := fs.Bool("access-log", false, "format the access log (to nowhere)")
 	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile of the server to this file")
+	resultCache := fs.Int64("result-cache-size", flagadmin.DefaultResultCacheSize, "result cache size in bytes; 0 disables it")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -219,7 +223,7 @@ func serveChild(ctx context.Context, args []string, stdin io.Reader, stdout, std
 		return err
 	}
 	defer closeStore()
-	return serveUntilDone(ctx, apiHandler(store, *accessLog), *cpuprofile, stdin, stdout)
+	return serveUntilDone(ctx, apiHandler(store, *accessLog, flagadmin.WithResultCache(*resultCache)), *cpuprofile, stdin, stdout)
 }
 
 // serveCeiling is the hidden serve-ceiling command: it serves the bytes of
