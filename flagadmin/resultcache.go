@@ -27,8 +27,9 @@ const resultEntryOverhead = 256
 // and answer a repeated request from memory when nothing was written since.
 //
 // Results are exact: every request reads the store's change counter
-// (VersionedStore.Version, one cheap statement), and a result is used only
-// under the counter value read before it was computed. So no request is
+// (VersionedStore.Version, one cheap statement; concurrent requests share
+// one read that began after all of them arrived), and a result is used
+// only under the counter value read before it was computed. So no request is
 // answered with a result older than the last write committed, through any
 // process sharing the storage, before the request began. The project list
 // also depends on the clock (features become potentially stale with
@@ -69,6 +70,8 @@ func WithResultCache(maxBytes int64) Option {
 type resultCache struct {
 	store VersionedStore
 	max   int64
+	// versions shares concurrent requests' reads of store.Version.
+	versions *versionReads
 
 	mu sync.Mutex
 	// version is the newest version seen. Every entry was computed under
@@ -125,11 +128,12 @@ var errFlightAbandoned = errors.New("the computation of a cached result was aban
 
 func newResultCache(store VersionedStore, maxBytes int64) *resultCache {
 	return &resultCache{
-		store:   store,
-		max:     maxBytes,
-		version: math.MinInt64,
-		entries: map[string]*list.Element{},
-		flights: map[flightKey]*flight{},
+		store:    store,
+		versions: &versionReads{read: store.Version},
+		max:      maxBytes,
+		version:  math.MinInt64,
+		entries:  map[string]*list.Element{},
+		flights:  map[flightKey]*flight{},
 	}
 }
 
@@ -260,7 +264,7 @@ func (s *Service) cacheVersion(ctx context.Context) (version int64, cached bool,
 	if s.results == nil {
 		return 0, false, nil
 	}
-	version, err = s.results.store.Version(ctx)
+	version, err = s.results.versions.get(ctx)
 	return version, err == nil, err
 }
 
