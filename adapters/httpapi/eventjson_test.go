@@ -175,7 +175,8 @@ func (f fixedPageStore) SearchEvents(context.Context, flagadmin.EventQuery) (fla
 // BenchmarkSearchHandler serves pages of 50 events of a generated world
 // through the whole handler (middleware, authentication, search,
 // encoding): "memstore" searches a memstore of its first 2,000 events,
-// "fixed" answers with 50 of them without searching.
+// "fixed" answers with 50 of them without searching, "cached" answers from
+// the result cache.
 func BenchmarkSearchHandler(b *testing.B) {
 	w, err := worldgen.New(worldgen.Config{Events: 2000, Projects: 20, Features: 300, Users: 50, Groups: 5, Seed: 11})
 	if err != nil {
@@ -192,8 +193,14 @@ func BenchmarkSearchHandler(b *testing.B) {
 	for _, s := range []struct {
 		name  string
 		store flagadmin.Store
-	}{{"memstore", store}, {"fixed", fixed}} {
-		handler := New(flagadmin.NewService(s.store), Config{}).Handler()
+		opts  []flagadmin.Option
+	}{
+		{"memstore", store, nil},
+		{"fixed", fixed, nil},
+		// cached: the server's defaults, every page a hit of the result cache.
+		{"cached", store, []flagadmin.Option{flagadmin.WithTokenCache(flagadmin.DefaultTokenCacheTTL), flagadmin.WithResultCache(flagadmin.DefaultResultCacheSize)}},
+	} {
+		handler := New(flagadmin.NewService(s.store, s.opts...), Config{}).Handler()
 		for _, c := range []struct{ name, method, target, body string }{
 			{"GET", http.MethodGet, "/api/admin/search/events?limit=50&offset=100", ""},
 			{"POST", http.MethodPost, "/api/admin/events/search", `{"limit":50,"offset":100}`},
