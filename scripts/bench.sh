@@ -4,9 +4,10 @@
 # (or reuses) a world of 1,000,000 events, 200 projects and 20,000 features,
 # starts the server as a child process, measures the bare net/http ceiling,
 # drives every kind of request for $DURATION each on $CONNECTIONS
-# connections, and prints the table; on PostgreSQL again with the server's
-# result cache off; then the project list alone on a world of 10,000
-# projects and 200,000 features; then SQLite relative to PostgreSQL. JSON results and the printed tables go to $RESULTS/<time>/.
+# connections, and prints the table; again with the server's result cache
+# off; then the project list alone on a world of 10,000 projects and
+# 200,000 features; then SQLite relative to PostgreSQL, with and without
+# the cache. JSON results and the printed tables go to $RESULTS/<time>/.
 #
 # Usage: scripts/bench.sh
 #
@@ -22,9 +23,9 @@
 #   CONNECTIONS                   default 16
 #   DURATION, WARMUP              per kind of request, default 30s and 2s
 #   LARGE=0                       skip the 10,000-project world
-#   UNCACHED=0                    skip the PostgreSQL run with the server's result cache
-#                                 off (--result-cache-size 0), which measures every
-#                                 request reading its page from the database
+#   UNCACHED=0                    skip the second run on each database with the server's
+#                                 result cache off (--result-cache-size 0), which
+#                                 measures every request reading from the database
 #   REBUILD=1                     reload the worlds even when the databases hold them
 #   RESULTS                       results directory (default bench-results, git-ignored)
 #   EXTRA                         more flags for flagadmin-bench, such as --access-log
@@ -87,7 +88,12 @@ for db in $DBS; do
 			bench postgres-uncached "$(with_db "$PG_DSN" flagadmin_bench_http)" --result-cache-size 0
 		fi
 		;;
-	sqlite) bench sqlite "sqlite:$SQLITE_DIR/http.db" ;;
+	sqlite)
+		bench sqlite "sqlite:$SQLITE_DIR/http.db"
+		if [ "$UNCACHED" = 1 ]; then
+			bench sqlite-uncached "sqlite:$SQLITE_DIR/http.db" --result-cache-size 0
+		fi
+		;;
 	*) echo "unknown database $db (use postgres, sqlite)" >&2; exit 2 ;;
 	esac
 done
@@ -105,6 +111,11 @@ if [ -f "$OUT/postgres.json" ] && [ -f "$OUT/sqlite.json" ]; then
 	echo
 	echo "== SQLite relative to PostgreSQL (issue 5: every search within 3x)"
 	"$BIN" compare "$OUT/postgres.json" "$OUT/sqlite.json" | tee "$OUT/sqlite-vs-postgres.txt"
+fi
+if [ -f "$OUT/postgres-uncached.json" ] && [ -f "$OUT/sqlite-uncached.json" ]; then
+	echo
+	echo "== SQLite relative to PostgreSQL, both with the result cache off"
+	"$BIN" compare "$OUT/postgres-uncached.json" "$OUT/sqlite-uncached.json" | tee "$OUT/sqlite-vs-postgres-uncached.txt"
 fi
 echo
 echo "results in $OUT"
