@@ -53,7 +53,7 @@ func (s *Store) SearchEvents(ctx context.Context, q flagadmin.EventQuery) (flaga
 		if err != nil || q.Limit <= 0 || q.Offset >= page.Total {
 			return err
 		}
-		ids := s.pageIDs(tx, q, before, hasBefore, offset)
+		ids := s.pageIDs(tx, q, before, hasBefore, offset, nil)
 		var rows []eventRow
 		err = tx.NewRaw("SELECT ? FROM (?) AS p JOIN events AS e ON e.id = p.id ORDER BY e.created_at DESC, e.id DESC",
 			bun.Safe(pageColumns), ids).Scan(ctx, &rows)
@@ -72,11 +72,11 @@ func (s *Store) SearchEvents(ctx context.Context, q flagadmin.EventQuery) (flaga
 var pageColumns = "e." + strings.Join(eventColumns, ", e.")
 
 // pageIDs selects the ids of q's page: q's matches, created before before
-// when hasBefore, from offset on.
-func (s *Store) pageIDs(db bun.IDB, q flagadmin.EventQuery, before int64, hasBefore bool, offset int) *bun.SelectQuery {
-	sel := s.eventFilter(db.NewSelect().Model((*eventRow)(nil)).Column("id"), q)
+// when hasBefore, from offset on. Its values are bound by a (see sqlArgs).
+func (s *Store) pageIDs(db bun.IDB, q flagadmin.EventQuery, before int64, hasBefore bool, offset int, a *sqlArgs) *bun.SelectQuery {
+	sel := s.eventFilter(db.NewSelect().Model((*eventRow)(nil)).Column("id"), q, a)
 	if hasBefore {
-		sel = sel.Where("created_at < ?", before)
+		sel = sel.Where("created_at < ?", a.bind(before))
 	}
 	return sel.OrderExpr("created_at DESC, id DESC").Limit(int64(q.Limit)).Offset(int64(offset))
 }
@@ -84,7 +84,9 @@ func (s *Store) pageIDs(db bun.IDB, q flagadmin.EventQuery, before int64, hasBef
 // searchOneStatement answers q (no free text, no day seek) in one
 // statement: the total (t), the page's ids from an index (p, skipped when
 // the offset is past the total), and their rows; with an empty page, one
-// row with the total and null event columns.
+// row with the total and null event columns. The statement is a cached
+// prepared one when its generic plan is safe (genericPlanSafe): planning
+// it anew costs PostgreSQL more than running it.
 func (s *Store) searchOneStatement(ctx context.Context, q flagadmin.EventQuery, plan totalPlan) (flagadmin.EventPage, error) {
 	page := flagadmin.EventPage{Events: []flagadmin.Event{}}
 	if q.Limit <= 0 {
@@ -92,19 +94,32 @@ func (s *Store) searchOneStatement(ctx context.Context, q flagadmin.EventQuery, 
 		page.Total, err = s.readTotal(ctx, s.rdb, q, plan)
 		return page, err
 	}
-	ids := s.pageIDs(s.rdb, q, 0, false, q.Offset).Where("(SELECT total FROM t) > ?", q.Offset)
-	var rows []struct {
-		Total int64 `bun:"total"`
-		eventRow
+	var a *sqlArgs
+	if genericPlanSafe(q) {
+		a = &sqlArgs{}
 	}
-	err := s.rdb.NewRaw("WITH t AS (SELECT ? AS total), p AS (?) SELECT t.total, ? FROM t LEFT JOIN (p JOIN events AS e ON e.id = p.id) ON TRUE ORDER BY e.created_at DESC, e.id DESC",
-		s.totalExpr(s.rdb, q, plan), ids, bun.Safe(pageColumns)).Scan(ctx, &rows)
+	query, args, err := s.pageStatement(q, plan, a)
 	if err != nil {
 		return page, err
 	}
-	for _, r := range rows {
-		page.Total = int(r.Total)
-		if r.ID == 0 {
+	return s.queryPage(ctx, query, args)
+}
+
+// queryPage runs a page statement (pageStatement) and returns its page.
+func (s *Store) queryPage(ctx context.Context, query string, args []any) (flagadmin.EventPage, error) {
+	page := flagadmin.EventPage{Events: []flagadmin.Event{}}
+	rows, err := s.rdb.DB.QueryContext(ctx, query, args...)
+	if err != nil {
+		return page, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		total, r, ok, err := scanPageRow(rows)
+		if err != nil {
+			return page, err
+		}
+		page.Total = int(total)
+		if !ok {
 			continue // no event: the row of an empty page
 		}
 		e, err := r.event()
@@ -113,7 +128,7 @@ func (s *Store) searchOneStatement(ctx context.Context, q flagadmin.EventQuery, 
 		}
 		page.Events = append(page.Events, e)
 	}
-	return page, nil
+	return page, rows.Err()
 }
 
 // searchText answers a query with free text, in one read-only transaction.
@@ -129,7 +144,7 @@ func (s *Store) searchText(ctx context.Context, q flagadmin.EventQuery) (flagadm
 			// with ORDER BY next to the window, PostgreSQL may walk the
 			// events_created index and check every event, believing that a
 			// LIMIT stops a window count early.
-			matches := s.eventFilter(tx.NewSelect().Model((*eventRow)(nil)).Column("id", "created_at").ColumnExpr("COUNT(*) OVER () AS total"), q)
+			matches := s.eventFilter(tx.NewSelect().Model((*eventRow)(nil)).Column("id", "created_at").ColumnExpr("COUNT(*) OVER () AS total"), q, nil)
 			err := tx.NewSelect().TableExpr("(?) AS m", matches).Column("id", "total").
 				OrderExpr("created_at DESC, id DESC").
 				Limit(int64(q.Limit)).Offset(int64(q.Offset)).
@@ -187,14 +202,15 @@ func appendEvents(page *flagadmin.EventPage, rows []eventRow) error {
 
 // eventFilter adds the WHERE clause of q: the SQL form of EventQuery.Matches.
 // An empty filter list adds nothing (bun.In of an empty list would render
-// IN (NULL), which matches nothing).
-func (s *Store) eventFilter(sel *bun.SelectQuery, q flagadmin.EventQuery) *bun.SelectQuery {
+// IN (NULL), which matches nothing). Values are bound by a (see sqlArgs);
+// free text (textFilter) only ever as literals, with a nil.
+func (s *Store) eventFilter(sel *bun.SelectQuery, q flagadmin.EventQuery, a *sqlArgs) *bun.SelectQuery {
 	for _, f := range []struct {
 		column string
 		values []string
 	}{{"feature_name", q.Features}, {"project", q.Projects}, {"type", q.Types}, {"environment", q.Environments}} {
 		if len(f.values) > 0 {
-			sel = sel.Where("? IN (?)", bun.Ident(f.column), bun.In(f.values))
+			sel = sel.Where("? IN (?)", bun.Ident(f.column), bun.In(bindList(a, f.values)))
 		}
 	}
 	for _, f := range []struct {
@@ -202,20 +218,20 @@ func (s *Store) eventFilter(sel *bun.SelectQuery, q flagadmin.EventQuery) *bun.S
 		values []int64
 	}{{"created_by_user_id", q.CreatedByUserIDs}, {"id", q.IDs}, {"group_id", q.GroupIDs}} {
 		if len(f.values) > 0 {
-			sel = sel.Where("? IN (?)", bun.Ident(f.column), bun.In(f.values))
+			sel = sel.Where("? IN (?)", bun.Ident(f.column), bun.In(bindList(a, f.values)))
 		}
 	}
 	if q.From != nil {
-		sel = sel.Where("created_at >= ?", ceilMillis(*q.From))
+		sel = sel.Where("created_at >= ?", a.bind(ceilMillis(*q.From)))
 	}
 	if q.Before != nil {
-		sel = sel.Where("created_at < ?", ceilMillis(*q.Before))
+		sel = sel.Where("created_at < ?", a.bind(ceilMillis(*q.Before)))
 	}
 	if q.RequireProject {
 		sel = sel.Where("project IS NOT NULL")
 	}
 	if len(q.HiddenProjects) > 0 {
-		sel = sel.Where("(project IS NULL OR project NOT IN (?))", bun.In(q.HiddenProjects))
+		sel = sel.Where("(project IS NULL OR project NOT IN (?))", bun.In(bindList(a, q.HiddenProjects)))
 	}
 	if q.Text != "" {
 		sel = s.textFilter(sel, q.Text, q.TextScope)

@@ -136,8 +136,8 @@ func (p totalPlan) seekable(q flagadmin.EventQuery) bool {
 }
 
 // countSum is the SQL sum of the rows of keys in event_counts, every shard,
-// 0 when there are none.
-func countSum(keys []countKey) schema.QueryAppender {
+// 0 when there are none. The values are bound by a, the dims written.
+func countSum(keys []countKey, a *sqlArgs) schema.QueryAppender {
 	byDim := map[string][]string{}
 	for _, k := range keys {
 		byDim[k.dim] = append(byDim[k.dim], k.val)
@@ -146,41 +146,42 @@ func countSum(keys []countKey) schema.QueryAppender {
 	var args []any
 	for _, dim := range slices.Sorted(maps.Keys(byDim)) {
 		conds = append(conds, "(dim IN (?) AND val IN (?))")
-		args = append(args, bun.In(shardDims(dim)), bun.In(byDim[dim]))
+		args = append(args, bun.In(shardDims(dim)), bun.In(bindList(a, byDim[dim])))
 	}
 	return bun.SafeQuery("COALESCE((SELECT SUM(n) FROM event_counts WHERE "+strings.Join(conds, " OR ")+"), 0)", args...)
 }
 
-// dayRange is the SQL condition on val of the plan's range of days.
-func (p totalPlan) dayRange() (string, []any) {
+// dayRange is the SQL condition on val of the plan's range of days, its
+// values bound by a.
+func (p totalPlan) dayRange(a *sqlArgs) (string, []any) {
 	cond, args := "", []any{}
 	if p.fromDay != "" {
 		cond += " AND val >= ?"
-		args = append(args, p.fromDay)
+		args = append(args, a.bind(p.fromDay))
 	}
 	if p.beforeDay != "" {
 		cond += " AND val < ?"
-		args = append(args, p.beforeDay)
+		args = append(args, a.bind(p.beforeDay))
 	}
 	return cond, args
 }
 
 // totalExpr is the SQL expression of q's total by plan p, for a SELECT
-// without FROM.
-func (s *Store) totalExpr(db bun.IDB, q flagadmin.EventQuery, p totalPlan) schema.QueryAppender {
+// without FROM, its values bound by a.
+func (s *Store) totalExpr(db bun.IDB, q flagadmin.EventQuery, p totalPlan, a *sqlArgs) schema.QueryAppender {
 	switch p.kind {
 	case totalKeys:
 		if len(p.plus) == 0 {
 			return bun.SafeQuery("0")
 		}
-		expr, args := "?", []any{countSum(p.plus)}
+		expr, args := "?", []any{countSum(p.plus, a)}
 		if len(p.minus) > 0 {
 			expr += " - ?"
-			args = append(args, countSum(p.minus))
+			args = append(args, countSum(p.minus, a))
 		}
 		return bun.SafeQuery(expr, args...)
 	case totalDays:
-		cond, rangeArgs := p.dayRange()
+		cond, rangeArgs := p.dayRange(a)
 		expr := "COALESCE((SELECT SUM(n) FROM event_counts WHERE dim IN (?)" + cond + "), 0)"
 		args := append([]any{bun.In(shardDims(countDay))}, rangeArgs...)
 		if p.noProject {
@@ -189,26 +190,26 @@ func (s *Store) totalExpr(db bun.IDB, q flagadmin.EventQuery, p totalPlan) schem
 			args = append(args, rangeArgs...)
 		}
 		if len(p.hidden) > 0 {
-			hid := db.NewSelect().Model((*eventRow)(nil)).ColumnExpr("COUNT(*)").Where("project IN (?)", bun.In(p.hidden))
+			hid := db.NewSelect().Model((*eventRow)(nil)).ColumnExpr("COUNT(*)").Where("project IN (?)", bun.In(bindList(a, p.hidden)))
 			if q.From != nil {
-				hid = hid.Where("created_at >= ?", ceilMillis(*q.From))
+				hid = hid.Where("created_at >= ?", a.bind(ceilMillis(*q.From)))
 			}
 			if q.Before != nil {
-				hid = hid.Where("created_at < ?", ceilMillis(*q.Before))
+				hid = hid.Where("created_at < ?", a.bind(ceilMillis(*q.Before)))
 			}
 			expr += " - (?)"
 			args = append(args, hid)
 		}
 		return bun.SafeQuery(expr, args...)
 	default:
-		return bun.SafeQuery("(?)", s.eventFilter(db.NewSelect().Model((*eventRow)(nil)).ColumnExpr("COUNT(*)"), q))
+		return bun.SafeQuery("(?)", s.eventFilter(db.NewSelect().Model((*eventRow)(nil)).ColumnExpr("COUNT(*)"), q, a))
 	}
 }
 
 // readTotal reads q's total by plan p.
 func (s *Store) readTotal(ctx context.Context, db bun.IDB, q flagadmin.EventQuery, p totalPlan) (int, error) {
 	var total int64
-	if err := db.NewSelect().ColumnExpr("? AS total", s.totalExpr(db, q, p)).Scan(ctx, &total); err != nil {
+	if err := db.NewSelect().ColumnExpr("? AS total", s.totalExpr(db, q, p, nil)).Scan(ctx, &total); err != nil {
 		return 0, err
 	}
 	return int(total), nil
@@ -226,7 +227,7 @@ type dayCount struct {
 // newest day that holds the offset's event, and offset the number of
 // matches to skip from there, fewer than that day's.
 func (s *Store) daySeek(ctx context.Context, db bun.IDB, q flagadmin.EventQuery, p totalPlan) (total int, before int64, hasBefore bool, offset int, err error) {
-	cond, rangeArgs := p.dayRange()
+	cond, rangeArgs := p.dayRange(nil)
 	sign := "n"
 	args := []any{}
 	dims := shardDims(countDay)
