@@ -258,6 +258,10 @@ func (c *resultCache) remove(el *list.Element) {
 	c.size -= e.size
 }
 
+// CachesResults reports whether the Service has a result cache
+// (WithResultCache with a positive size, over a VersionedStore).
+func (s *Service) CachesResults() bool { return s.results != nil }
+
 // cacheVersion reads the store's version when the result cache is on
 // (cached reports whether it is).
 func (s *Service) cacheVersion(ctx context.Context) (version int64, cached bool, err error) {

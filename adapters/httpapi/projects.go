@@ -73,11 +73,73 @@ func (s *Server) getProjects(ctx context.Context, in *getProjectsInput) (*getPro
 	if err != nil {
 		return nil, s.fail(ctx, err)
 	}
-	projects, err := s.svc.ProjectListJSON(ctx, p, flagadmin.ProjectListOptions{Archived: archived})
+	opts := flagadmin.ProjectListOptions{Archived: archived}
+	if !s.svc.CachesResults() {
+		// Nothing to share: encode while writing, never the whole body at once.
+		list, err := s.svc.ListProjects(ctx, p, opts)
+		if err != nil {
+			return nil, s.fail(ctx, err)
+		}
+		return &getProjectsOutput{Body: func(hctx huma.Context) { s.streamProjects(hctx, list) }}, nil
+	}
+	projects, err := s.svc.ProjectListJSON(ctx, p, opts)
 	if err != nil {
 		return nil, s.fail(ctx, err)
 	}
 	return &getProjectsOutput{Body: func(hctx huma.Context) { s.writeProjects(hctx, projects) }}, nil
+}
+
+// projectsChunk is the size of the pieces streamProjects writes.
+const projectsChunk = 32 << 10
+
+// streamProjects writes the list as writeProjects does, encoding the
+// entries (ProjectListEntry.AppendJSON) into pieces of about projectsChunk
+// bytes sent as they fill: at 10,000 projects the body is megabytes, and
+// 16 concurrent requests would otherwise each hold a whole copy.
+func (s *Server) streamProjects(hctx huma.Context, projects []flagadmin.ProjectListEntry) {
+	ct, ok := s.projectsContentType(hctx)
+	w := hctx.BodyWriter()
+	if !ok {
+		s.marshalProjects(hctx, ct, projects)
+		return
+	}
+	buf := append(make([]byte, 0, projectsChunk+4<<10), projectsPrefix...)
+	buf = append(buf, '[')
+	for i := range projects {
+		if i > 0 {
+			buf = append(buf, ',')
+		}
+		buf = projects[i].AppendJSON(buf)
+		if len(buf) >= projectsChunk {
+			if _, err := w.Write(buf); err != nil {
+				return // the client is gone
+			}
+			buf = buf[:0]
+		}
+	}
+	buf = append(append(buf, ']'), projectsSuffix...)
+	w.Write(buf)
+}
+
+// projectsContentType sets the negotiated content type and status 200 of
+// the project list, reporting whether the format is JSON.
+func (s *Server) projectsContentType(hctx huma.Context) (string, bool) {
+	ct, err := s.api.Negotiate(hctx.Header("Accept"))
+	if err != nil {
+		ct = "application/json"
+	}
+	hctx.SetHeader("Content-Type", ct)
+	hctx.SetStatus(http.StatusOK)
+	return ct, ct == "application/json" || ct == "json"
+}
+
+// marshalProjects writes the list in a format other than JSON (none is
+// configured today) through Huma's marshaling.
+func (s *Server) marshalProjects(hctx huma.Context, ct string, projects []flagadmin.ProjectListEntry) {
+	body := projectsSchema{Version: flagadmin.ProjectListVersion, Projects: projects}
+	if err := s.api.Marshal(hctx.BodyWriter(), ct, body); err != nil {
+		s.log.ErrorContext(hctx.Context(), "writing the project list", "error", err.Error())
+	}
 }
 
 // projectsPrefix and projectsSuffix surround the array of projects in the
@@ -94,22 +156,15 @@ var (
 // (none is configured today) goes through Huma's marshaling of the
 // decoded list.
 func (s *Server) writeProjects(hctx huma.Context, projects []byte) {
-	ct, err := s.api.Negotiate(hctx.Header("Accept"))
-	if err != nil {
-		ct = "application/json"
-	}
-	hctx.SetHeader("Content-Type", ct)
-	hctx.SetStatus(http.StatusOK)
+	ct, ok := s.projectsContentType(hctx)
 	w := hctx.BodyWriter()
-	if ct != "application/json" && ct != "json" {
-		body := projectsSchema{Version: flagadmin.ProjectListVersion}
-		err := json.Unmarshal(projects, &body.Projects)
-		if err == nil {
-			err = s.api.Marshal(w, ct, body)
-		}
-		if err != nil {
+	if !ok {
+		var list []flagadmin.ProjectListEntry
+		if err := json.Unmarshal(projects, &list); err != nil {
 			s.log.ErrorContext(hctx.Context(), "writing the project list", "error", err.Error())
+			return
 		}
+		s.marshalProjects(hctx, ct, list)
 		return
 	}
 	// Failed writes mean the client is gone.

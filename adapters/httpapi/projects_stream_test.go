@@ -13,11 +13,32 @@ import (
 	"github.com/flagadmin/flagadmin/flagadmin"
 )
 
+// unversionedStore hides the VersionedStore methods of a store, so a
+// Service over it has no result cache.
+type unversionedStore struct{ flagadmin.Store }
+
 // TestGetProjectsStreamedBytes: the list written by hand is byte for byte
 // what Huma's JSON format wrote for projectsSchema, with every Accept the
-// API negotiates, for a list of a hundred kilobytes.
+// API negotiates, for a list of a hundred kilobytes: from the result
+// cache's shared bytes, and streamed in pieces without a cache.
 func TestGetProjectsStreamedBytes(t *testing.T) {
-	e := newEnv(t, Config{}, nil)
+	t.Run("cached", func(t *testing.T) {
+		e := newEnv(t, Config{}, nil)
+		if !e.svc.CachesResults() {
+			t.Fatal("the test server has no result cache")
+		}
+		checkProjectsBytes(t, e)
+	})
+	t.Run("uncached", func(t *testing.T) {
+		e := newEnv(t, Config{}, func(s flagadmin.Store) flagadmin.Store { return unversionedStore{s} })
+		if e.svc.CachesResults() {
+			t.Fatal("the test server has a result cache")
+		}
+		checkProjectsBytes(t, e)
+	})
+}
+
+func checkProjectsBytes(t *testing.T, e *testEnv) {
 	b := &flagadmin.Batch{}
 	for i := range 400 {
 		uid := int64(1)
