@@ -136,7 +136,9 @@ Measures flagadmin end to end, over real HTTP, the way a deployer would:
       with exact totals), deprecated/empty, deprecated/type (POST
       /api/admin/events/search), projects (GET /api/admin/projects),
       lifecycle/complete (kept and discarded in turn over all features, so
-      every request writes an event).
+      every request writes an event), mixed/search+writes (search/none
+      with one request in 10 a completion: each write makes the server's
+      cached results stale, so the next pages are read again).
  5. Prints one row per kind: requests/s, latency p50/p90/p99/max (exact,
     from every request), errors (transport errors and non-2xx answers),
     mean response size, throughput as a share of the ceiling, and the CPU

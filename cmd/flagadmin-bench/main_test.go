@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/uptrace/bun/driver/sqliteshim"
+
+	"github.com/flagadmin/flagadmin/flagadmin"
 )
 
 // TestMain lets the test binary play the server child: the tool re-executes
@@ -26,7 +28,8 @@ func TestMain(m *testing.M) {
 // to see answers, not to measure anything.
 func tinyOptions(db string) options {
 	return options{DB: db, Events: tiny.Events, Projects: tiny.Projects, Features: tiny.Features, Seed: 7,
-		Connections: 2, Duration: time.Second, Warmup: 100 * time.Millisecond, Kinds: "all", Ceiling: true}
+		Connections: 2, Duration: time.Second, Warmup: 100 * time.Millisecond, Kinds: "all", Ceiling: true,
+		ResultCacheSize: flagadmin.DefaultResultCacheSize} // as the flag's default
 }
 
 // checkAnswered fails unless every kind of the run was answered, and only
