@@ -102,12 +102,16 @@ func (s *Store) searchOneStatement(ctx context.Context, q flagadmin.EventQuery, 
 	if err != nil {
 		return page, err
 	}
-	return s.queryPage(ctx, query, args)
+	return s.queryPage(ctx, query, args, q.Limit)
 }
 
-// queryPage runs a page statement (pageStatement) and returns its page.
-func (s *Store) queryPage(ctx context.Context, query string, args []any) (flagadmin.EventPage, error) {
-	page := flagadmin.EventPage{Events: []flagadmin.Event{}}
+// pageCapacity bounds the events a page's slice is allocated for up front.
+const pageCapacity = 1000
+
+// queryPage runs a page statement (pageStatement) and returns its page of
+// at most limit events.
+func (s *Store) queryPage(ctx context.Context, query string, args []any, limit int) (flagadmin.EventPage, error) {
+	page := flagadmin.EventPage{Events: make([]flagadmin.Event, 0, min(max(limit, 0), pageCapacity))}
 	rows, err := s.rdb.DB.QueryContext(ctx, query, args...)
 	if err != nil {
 		return page, err

@@ -110,7 +110,7 @@ func TestPreparedPagesAgreeWithLiterals(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		want, err := s.queryPage(ctx, literal, nil)
+		want, err := s.queryPage(ctx, literal, nil, q.Limit)
 		if err != nil {
 			t.Fatalf("%+v: literal: %v", q, err)
 		}
@@ -124,7 +124,7 @@ func TestPreparedPagesAgreeWithLiterals(t *testing.T) {
 			}
 		}
 		for i := range 7 { // the 6th execution on a connection may use the generic plan
-			got, err := s.queryPage(ctx, prepared, args)
+			got, err := s.queryPage(ctx, prepared, args, q.Limit)
 			if err != nil {
 				t.Fatalf("%+v: prepared: %v\n%s", q, err, prepared)
 			}
