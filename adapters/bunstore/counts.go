@@ -243,21 +243,27 @@ func countDeltas(events []flagadmin.Event, shard int) []countDelta {
 // countChunk bounds the rows of one upsert statement (3 parameters each).
 const countChunk = 5000
 
-// upsertCountsSQL is the statement adding len(rows) deltas, with ? or $n
-// placeholders.
-func upsertCountsSQL(name dialect.Name, rows int, dollar bool) string {
-	var b strings.Builder
-	b.WriteString("INSERT INTO event_counts (dim, val, n) VALUES ")
+// writeTriples writes the placeholders of rows rows of three values each,
+// comma-separated: (?, ?, ?), ... or ($1, $2, $3), ($4, $5, $6), ...
+func writeTriples(b *strings.Builder, rows int, dollar bool) {
 	for i := range rows {
 		if i > 0 {
 			b.WriteString(", ")
 		}
 		if dollar {
-			fmt.Fprintf(&b, "($%d, $%d, $%d)", 3*i+1, 3*i+2, 3*i+3)
+			fmt.Fprintf(b, "($%d, $%d, $%d)", 3*i+1, 3*i+2, 3*i+3)
 		} else {
 			b.WriteString("(?, ?, ?)")
 		}
 	}
+}
+
+// upsertCountsSQL is the statement adding len(rows) deltas, with ? or $n
+// placeholders.
+func upsertCountsSQL(name dialect.Name, rows int, dollar bool) string {
+	var b strings.Builder
+	b.WriteString("INSERT INTO event_counts (dim, val, n) VALUES ")
+	writeTriples(&b, rows, dollar)
 	switch name {
 	case dialect.MySQL:
 		b.WriteString(" ON DUPLICATE KEY UPDATE n = n + VALUES(n)")

@@ -3,7 +3,6 @@ package bunstore
 import (
 	"cmp"
 	"context"
-	"fmt"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -99,16 +98,7 @@ const lastEventsChunk = 1000
 func upsertLastEventsSQL(name dialect.Name, rows int, dollar bool) string {
 	var b strings.Builder
 	b.WriteString("INSERT INTO project_last_events (project, shard, last_event_at) VALUES ")
-	for i := range rows {
-		if i > 0 {
-			b.WriteString(", ")
-		}
-		if dollar {
-			fmt.Fprintf(&b, "($%d, $%d, $%d)", 3*i+1, 3*i+2, 3*i+3)
-		} else {
-			b.WriteString("(?, ?, ?)")
-		}
-	}
+	writeTriples(&b, rows, dollar)
 	switch name {
 	case dialect.MySQL:
 		b.WriteString(" ON DUPLICATE KEY UPDATE last_event_at = GREATEST(last_event_at, VALUES(last_event_at))")
