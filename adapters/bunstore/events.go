@@ -108,33 +108,6 @@ func (s *Store) searchOneStatement(ctx context.Context, q flagadmin.EventQuery, 
 // pageCapacity bounds the events a page's slice is allocated for up front.
 const pageCapacity = 1000
 
-// queryPage runs a page statement (pageStatement) and returns its page of
-// at most limit events.
-func (s *Store) queryPage(ctx context.Context, query string, args []any, limit int) (flagadmin.EventPage, error) {
-	page := flagadmin.EventPage{Events: make([]flagadmin.Event, 0, min(max(limit, 0), pageCapacity))}
-	rows, err := s.rdb.DB.QueryContext(ctx, query, args...)
-	if err != nil {
-		return page, err
-	}
-	defer rows.Close()
-	for rows.Next() {
-		total, r, ok, err := scanPageRow(rows)
-		if err != nil {
-			return page, err
-		}
-		page.Total = int(total)
-		if !ok {
-			continue // no event: the row of an empty page
-		}
-		e, err := r.event()
-		if err != nil {
-			return page, err
-		}
-		page.Events = append(page.Events, e)
-	}
-	return page, rows.Err()
-}
-
 // searchText answers a query with free text, in one read-only transaction.
 func (s *Store) searchText(ctx context.Context, q flagadmin.EventQuery) (flagadmin.EventPage, error) {
 	page := flagadmin.EventPage{Events: []flagadmin.Event{}}

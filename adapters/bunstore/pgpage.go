@@ -1,7 +1,6 @@
 package bunstore
 
 import (
-	"database/sql"
 	"fmt"
 	"strconv"
 	"strings"
@@ -187,19 +186,4 @@ func (s *Store) pageStatement(q flagadmin.EventQuery, plan totalPlan, a *sqlArgs
 		return string(b), nil, err
 	}
 	return string(b), append([]any{pgx.QueryExecModeCacheStatement}, a.vals...), nil
-}
-
-// scanPageRow reads one row of a page statement: the total, then the
-// columns of pageColumns (eventColumns, in order). ok is false for the row
-// of an empty page, whose event columns are null.
-func scanPageRow(rows *sql.Rows) (total int64, r eventRow, ok bool, err error) {
-	var id, createdAt sql.NullInt64
-	var typ, createdBy sql.NullString
-	err = rows.Scan(&total, &id, &createdAt, &typ, &createdBy, &r.CreatedByUserID, &r.Environment, &r.Project,
-		&r.FeatureName, &r.Data, &r.PreData, &r.Tags, &r.GroupID)
-	if err != nil || !id.Valid {
-		return total, r, false, err
-	}
-	r.ID, r.CreatedAt, r.Type, r.CreatedBy = id.Int64, createdAt.Int64, typ.String, createdBy.String
-	return total, r, true, nil
 }

@@ -1,0 +1,252 @@
+package bunstore
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"fmt"
+	"reflect"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/flagadmin/flagadmin/flagadmin"
+	"github.com/flagadmin/flagadmin/internal/dbtest"
+	"github.com/flagadmin/flagadmin/internal/worldgen"
+)
+
+// TestPgxPagesAgreeWithDatabaseSQL reads page statements of literal and
+// prepared shapes, full and empty pages, with each total plan (whose total
+// is a bigint, an integer or a numeric), through queryPage (pgx's raw
+// values, text format for literal statements and binary for prepared ones)
+// and through database/sql (queryPageSQL, the reader queryPage replaced).
+// The pages must be the same, down to their JSON.
+func TestPgxPagesAgreeWithDatabaseSQL(t *testing.T) {
+	ctx := context.Background()
+	s, err := Open(ctx, dbtest.Postgres(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	w := worldgen.MustNew(worldgen.Config{Events: 3000, Projects: 10, Features: 120, Users: 30, Groups: 4, Seed: 7})
+	if err := s.Write(ctx, w.Batch()); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.InsertEvents(ctx, collect(w), 1000); err != nil {
+		t.Fatal(err)
+	}
+	projects := w.Projects()
+	p1, p2 := projects[1].ID, projects[2].ID
+	user := w.Users()[2].ID
+	from := w.Config().Start.AddDate(0, 6, 0)
+	before := from.AddDate(0, 2, 0)
+	literal, prepared, events := 0, 0, 0
+	for _, offset := range []int{0, 40, 2990, 5000} {
+		for _, q := range []flagadmin.EventQuery{
+			{},
+			{Types: []string{flagadmin.EventFeatureStrategyUpdate}},
+			{Projects: []string{p1}},
+			{Projects: []string{"no-such-project"}},
+			{CreatedByUserIDs: []int64{user}},
+			{From: &from, Before: &before},
+			{RequireProject: true, HiddenProjects: []string{p1, p2}},
+			{Types: []string{flagadmin.EventFeatureArchived, flagadmin.EventFeatureCreated}},
+			{Types: []string{flagadmin.EventFeatureStrategyUpdate}, Projects: []string{p1}},
+			{Projects: []string{p1, p2}, RequireProject: true, HiddenProjects: []string{p2}},
+			{Environments: []string{"production"}, GroupIDs: []int64{1}},
+		} {
+			q.Limit, q.Offset = 50, offset
+			plan := planTotal(q)
+			if plan.seekable(q) {
+				continue
+			}
+			var as []*sqlArgs
+			if genericPlanSafe(q) {
+				as = []*sqlArgs{nil, {}} // both: a literal statement is served too
+			} else {
+				as = []*sqlArgs{nil}
+			}
+			for _, a := range as {
+				query, args, err := s.pageStatement(q, plan, a)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if a == nil {
+					literal++
+				} else {
+					prepared++
+				}
+				want, err := s.queryPageSQL(ctx, query, args, q.Limit)
+				if err != nil {
+					t.Fatalf("%+v: database/sql: %v", q, err)
+				}
+				for i := range 7 { // prepared: the 6th execution may use the generic plan
+					got, err := s.queryPage(ctx, query, args, q.Limit)
+					if err != nil {
+						t.Fatalf("%+v: pgx: %v\n%s", q, err, query)
+					}
+					if !reflect.DeepEqual(got, want) {
+						t.Fatalf("%+v, execution %d: got total %d, %d events, want total %d, %d events\n%s",
+							q, i+1, got.Total, len(got.Events), want.Total, len(want.Events), query)
+					}
+					gotJSON, err := got.AppendJSON(nil)
+					if err != nil {
+						t.Fatal(err)
+					}
+					wantJSON, err := want.AppendJSON(nil)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if !bytes.Equal(gotJSON, wantJSON) {
+						t.Fatalf("%+v: got JSON\n%s\nwant\n%s", q, gotJSON, wantJSON)
+					}
+					if a == nil {
+						break
+					}
+				}
+				events += len(want.Events)
+			}
+		}
+	}
+	if literal < 20 || prepared < 10 || events < 500 {
+		t.Errorf("checked %d literal and %d prepared statements, %d events; want at least 20, 10 and 500", literal, prepared, events)
+	}
+}
+
+func TestParseDecimal(t *testing.T) {
+	tests := []struct {
+		in   string
+		want int64
+		ok   bool
+	}{
+		{"0", 0, true},
+		{"42", 42, true},
+		{"-7", -7, true},
+		{"123456789012345678", 123456789012345678, true},
+		{"1234567890123456789", 0, false}, // 19 digits: left to pgx
+		{"", 0, false},
+		{"-", 0, false},
+		{"1.5", 0, false},
+		{"+1", 0, false},
+	}
+	for _, tc := range tests {
+		got, ok := parseDecimal([]byte(tc.in))
+		if got != tc.want || ok != tc.ok {
+			t.Errorf("parseDecimal(%q): got %d, %v, want %d, %v", tc.in, got, ok, tc.want, tc.ok)
+		}
+	}
+}
+
+// BenchmarkPageRead runs searchOneStatement's page statements on
+// PostgreSQL with 20,000 events, read through pgx (queryPage) and through
+// database/sql (queryPageSQL). cpu-ns/op is this process's CPU time (user
+// and system) per page: the work of the reader, without the database's.
+func BenchmarkPageRead(b *testing.B) {
+	ctx := context.Background()
+	s, err := Open(ctx, dbtest.Postgres(b))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { s.Close() })
+	w := worldgen.MustNew(worldgen.Config{Events: 20000, Projects: 10, Features: 200, Users: 30, Groups: 4, Seed: 9})
+	if err := s.Write(ctx, w.Batch()); err != nil {
+		b.Fatal(err)
+	}
+	if err := s.InsertEvents(ctx, collect(w), 5000); err != nil {
+		b.Fatal(err)
+	}
+	if _, err := s.db.ExecContext(ctx, "ANALYZE"); err != nil {
+		b.Fatal(err)
+	}
+	from := w.Config().Start.AddDate(0, 3, 0)
+	before := from.AddDate(0, 1, 0)
+	p1 := w.Projects()[1].ID
+	for _, shape := range []struct {
+		name string
+		q    flagadmin.EventQuery
+	}{
+		{"none", flagadmin.EventQuery{Limit: 50}},
+		{"date-range", flagadmin.EventQuery{Limit: 50, From: &from, Before: &before}},
+		{"type-and-project", flagadmin.EventQuery{Limit: 50, Types: []string{flagadmin.EventFeatureStrategyUpdate}, Projects: []string{p1}}},
+	} {
+		q := shape.q
+		plan := planTotal(q)
+		var a *sqlArgs
+		if genericPlanSafe(q) {
+			a = &sqlArgs{}
+		}
+		query, args, err := s.pageStatement(q, plan, a)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, reader := range []struct {
+			name string
+			read func(context.Context, string, []any, int) (flagadmin.EventPage, error)
+		}{{"pgx", s.queryPage}, {"database-sql", s.queryPageSQL}} {
+			b.Run(fmt.Sprintf("%s/%s", shape.name, reader.name), func(b *testing.B) {
+				b.ReportAllocs()
+				start := cpuTime(b)
+				for b.Loop() {
+					page, err := reader.read(ctx, query, args, q.Limit)
+					if err != nil || len(page.Events) != q.Limit {
+						b.Fatalf("got %d events, %v; want %d", len(page.Events), err, q.Limit)
+					}
+				}
+				b.ReportMetric(float64(cpuTime(b)-start)/float64(b.N), "cpu-ns/op")
+			})
+		}
+	}
+}
+
+// cpuTime returns the CPU time this process has used.
+func cpuTime(b *testing.B) time.Duration {
+	b.Helper()
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		b.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// queryPageSQL reads a page statement's rows through database/sql, as
+// queryPage did before it read pgx's raw values: the reference the pgx
+// reader is checked and measured against.
+func (s *Store) queryPageSQL(ctx context.Context, query string, args []any, limit int) (flagadmin.EventPage, error) {
+	page := flagadmin.EventPage{Events: make([]flagadmin.Event, 0, min(max(limit, 0), pageCapacity))}
+	rows, err := s.rdb.DB.QueryContext(ctx, query, args...)
+	if err != nil {
+		return page, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		total, r, ok, err := scanPageRow(rows)
+		if err != nil {
+			return page, err
+		}
+		page.Total = int(total)
+		if !ok {
+			continue // no event: the row of an empty page
+		}
+		e, err := r.event()
+		if err != nil {
+			return page, err
+		}
+		page.Events = append(page.Events, e)
+	}
+	return page, rows.Err()
+}
+
+// scanPageRow reads one row of a page statement: the total, then the
+// columns of pageColumns (eventColumns, in order). ok is false for the row
+// of an empty page, whose event columns are null.
+func scanPageRow(rows *sql.Rows) (total int64, r eventRow, ok bool, err error) {
+	var id, createdAt sql.NullInt64
+	var typ, createdBy sql.NullString
+	err = rows.Scan(&total, &id, &createdAt, &typ, &createdBy, &r.CreatedByUserID, &r.Environment, &r.Project,
+		&r.FeatureName, &r.Data, &r.PreData, &r.Tags, &r.GroupID)
+	if err != nil || !id.Valid {
+		return total, r, false, err
+	}
+	r.ID, r.CreatedAt, r.Type, r.CreatedBy = id.Int64, createdAt.Int64, typ.String, createdBy.String
+	return total, r, true, nil
+}
