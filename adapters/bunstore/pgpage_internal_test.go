@@ -42,6 +42,26 @@ func TestGenericPlanSafe(t *testing.T) {
 	}
 }
 
+// postgresPageWorld opens a store on a fresh PostgreSQL database (skipping
+// without one) holding a generated world of 3,000 events of seed.
+func postgresPageWorld(t *testing.T, seed uint64) (*Store, *worldgen.World) {
+	t.Helper()
+	ctx := context.Background()
+	s, err := Open(ctx, dbtest.Postgres(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	w := worldgen.MustNew(worldgen.Config{Events: 3000, Projects: 10, Features: 120, Users: 30, Groups: 4, Seed: seed})
+	if err := s.Write(ctx, w.Batch()); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.InsertEvents(ctx, collect(w), 1000); err != nil {
+		t.Fatal(err)
+	}
+	return s, w
+}
+
 // TestPreparedPagesAgreeWithLiterals runs the page statement of queries of
 // every shape that genericPlanSafe admits both ways on PostgreSQL: with its
 // values written into the text, and prepared with placeholders, often
@@ -49,18 +69,7 @@ func TestGenericPlanSafe(t *testing.T) {
 // the same, and the prepared text must hold no value.
 func TestPreparedPagesAgreeWithLiterals(t *testing.T) {
 	ctx := context.Background()
-	s, err := Open(ctx, dbtest.Postgres(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
-	w := worldgen.MustNew(worldgen.Config{Events: 3000, Projects: 10, Features: 120, Users: 30, Groups: 4, Seed: 5})
-	if err := s.Write(ctx, w.Batch()); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.InsertEvents(ctx, collect(w), 1000); err != nil {
-		t.Fatal(err)
-	}
+	s, w := postgresPageWorld(t, 5)
 	projects := w.Projects()
 	p1, p2 := projects[1].ID, projects[2].ID
 	feature := w.Features()[3].Name

@@ -23,18 +23,7 @@ import (
 // The pages must be the same, down to their JSON.
 func TestPgxPagesAgreeWithDatabaseSQL(t *testing.T) {
 	ctx := context.Background()
-	s, err := Open(ctx, dbtest.Postgres(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
-	w := worldgen.MustNew(worldgen.Config{Events: 3000, Projects: 10, Features: 120, Users: 30, Groups: 4, Seed: 7})
-	if err := s.Write(ctx, w.Batch()); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.InsertEvents(ctx, collect(w), 1000); err != nil {
-		t.Fatal(err)
-	}
+	s, w := postgresPageWorld(t, 7)
 	projects := w.Projects()
 	p1, p2 := projects[1].ID, projects[2].ID
 	user := w.Users()[2].ID
