@@ -92,27 +92,36 @@ func (s *Service) CompleteLifecycle(ctx context.Context, p Principal, projectID,
 // p, ErrNoAccess without UPDATE_FEATURE. CompleteLifecycle runs it before it
 // validates the body; a transport that validates bodies itself runs it first
 // so that 403 comes before 400 (decisions §1).
+//
+// For a caller that is not a root admin, the same store reads happen in the
+// same order whether the project exists or not (its project roles, then the
+// project), so a missing project and a private one the caller cannot see
+// take the same time to answer 404: timing does not tell that it exists.
 func (s *Service) AuthorizeLifecycle(ctx context.Context, p Principal, projectID string) error {
 	if err := requireAdminAPI(p); err != nil {
 		return err
+	}
+	var roles map[string]ProjectRole
+	if !p.IsRootAdmin() {
+		var err error
+		if roles, err = s.store.ProjectRoles(ctx, p.User.ID); err != nil {
+			return err
+		}
 	}
 	project, err := s.store.Project(ctx, projectID)
 	if err != nil {
 		return projectNotFound(err, projectID)
 	}
-	return s.authorizeFeatureUpdate(ctx, p, project)
+	return authorizeFeatureUpdate(p, project, roles)
 }
 
-// authorizeFeatureUpdate checks UPDATE_FEATURE on project: root admins; any
-// project Owner or Member; root Editors on open projects. A private project
-// the caller is not a member of is reported as not found.
-func (s *Service) authorizeFeatureUpdate(ctx context.Context, p Principal, project Project) error {
+// authorizeFeatureUpdate checks UPDATE_FEATURE on project, given p's project
+// roles (unused for root admins): root admins; any project Owner or Member;
+// root Editors on open projects. A private project the caller is not a
+// member of is reported as not found.
+func authorizeFeatureUpdate(p Principal, project Project, roles map[string]ProjectRole) error {
 	if p.IsRootAdmin() {
 		return nil
-	}
-	roles, err := s.store.ProjectRoles(ctx, p.User.ID)
-	if err != nil {
-		return err
 	}
 	if _, member := roles[project.ID]; member {
 		return nil

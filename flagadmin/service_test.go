@@ -3,6 +3,7 @@ package flagadmin_test
 import (
 	"context"
 	"errors"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -339,4 +340,71 @@ func eventIDs(events []flagadmin.Event) string {
 		ids[i] = strconv.FormatInt(e.ID, 10)
 	}
 	return strings.Join(ids, " ")
+}
+
+// recordingStore records the names of the Store methods called through it.
+type recordingStore struct {
+	flagadmin.Store
+	calls []string
+}
+
+func (r *recordingStore) Project(ctx context.Context, id string) (flagadmin.Project, error) {
+	r.calls = append(r.calls, "Project")
+	return r.Store.Project(ctx, id)
+}
+
+func (r *recordingStore) ProjectRoles(ctx context.Context, userID int64) (map[string]flagadmin.ProjectRole, error) {
+	r.calls = append(r.calls, "ProjectRoles")
+	return r.Store.ProjectRoles(ctx, userID)
+}
+
+func (r *recordingStore) Feature(ctx context.Context, name string) (flagadmin.Feature, error) {
+	r.calls = append(r.calls, "Feature")
+	return r.Store.Feature(ctx, name)
+}
+
+func (r *recordingStore) UpdateFeature(ctx context.Context, name string, fn func(*flagadmin.Feature) (*flagadmin.Event, error)) error {
+	r.calls = append(r.calls, "UpdateFeature")
+	return r.Store.UpdateFeature(ctx, name, fn)
+}
+
+// TestLifecycleHiddenProjectSameStoreWork checks that a lifecycle call on a
+// private project the caller cannot see does exactly the store work of a
+// call on a project that does not exist, so the two 404s cannot be told
+// apart by their timing (issue 10, defect 8).
+func TestLifecycleHiddenProjectSameStoreWork(t *testing.T) {
+	for _, user := range []int64{2, 3} { // an Editor and a Viewer, neither a member of priv
+		_, store := serviceWorldService(t)
+		rec := &recordingStore{Store: store}
+		svc := flagadmin.NewService(rec, fixedClock(testNow))
+		p := userPrincipal(t, store, user)
+		req := flagadmin.CompleteRequest{Status: flagadmin.StatusKept}
+
+		rec.calls = nil
+		err := svc.CompleteLifecycle(context.Background(), p, "priv", "f-priv", req)
+		wantKind(t, err, flagadmin.ErrNotFound)
+		hidden := slices.Clone(rec.calls)
+
+		rec.calls = nil
+		err = svc.CompleteLifecycle(context.Background(), p, "no-such-project", "f-priv", req)
+		wantKind(t, err, flagadmin.ErrNotFound)
+		missing := slices.Clone(rec.calls)
+
+		if !slices.Equal(hidden, missing) {
+			t.Errorf("user %d: store calls for a hidden private project %v, for a missing project %v: want the same", user, hidden, missing)
+		}
+		if hiddenMsg, missingMsg := messageOf(t, svc, p, "priv"), messageOf(t, svc, p, "no-such-project"); strings.ReplaceAll(hiddenMsg, "priv", "X") != strings.ReplaceAll(missingMsg, "no-such-project", "X") {
+			t.Errorf("user %d: messages differ beyond the id: %q vs %q", user, hiddenMsg, missingMsg)
+		}
+	}
+}
+
+// messageOf returns the error message of p's completion in project.
+func messageOf(t *testing.T, svc *flagadmin.Service, p flagadmin.Principal, project string) string {
+	t.Helper()
+	err := svc.CompleteLifecycle(context.Background(), p, project, "f-priv", flagadmin.CompleteRequest{Status: flagadmin.StatusKept})
+	if err == nil {
+		t.Fatalf("completion in %s succeeded, want 404", project)
+	}
+	return err.Error()
 }

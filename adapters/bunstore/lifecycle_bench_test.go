@@ -1,0 +1,63 @@
+package bunstore_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/flagadmin/flagadmin/adapters/bunstore"
+	"github.com/flagadmin/flagadmin/flagadmin"
+	"github.com/flagadmin/flagadmin/internal/dbtest"
+)
+
+// hiddenWorld has a private project its Viewer is not a member of.
+const hiddenWorld = `{
+  "users": [{"id": 3, "name": "Vic", "rootRole": "Viewer"}],
+  "projects": [{"id": "secret", "mode": "private"}],
+  "features": [{"name": "f-secret", "project": "secret"}]
+}`
+
+// BenchmarkLifecycleNotFound times a Viewer's lifecycle completion that
+// answers 404, for a private project the Viewer cannot see ("hidden") and for
+// a project that does not exist ("missing"), on SQLite and PostgreSQL
+// (skipped without a server). The two should take the same time: a
+// difference would tell a caller that the private project exists (issue
+// 10, defect 8). Compare with benchstat or by eye:
+//
+//	go test ./adapters/bunstore/ -run '^$' -bench LifecycleNotFound -count 10
+func BenchmarkLifecycleNotFound(b *testing.B) {
+	ctx := context.Background()
+	for _, e := range []struct {
+		name string
+		url  func(testing.TB) string
+	}{{"sqlite", dbtest.SQLite}, {"postgres", dbtest.Postgres}} {
+		b.Run(e.name, func(b *testing.B) {
+			store, err := bunstore.Open(ctx, e.url(b))
+			if err != nil {
+				b.Fatalf("Open: %v", err)
+			}
+			b.Cleanup(func() { store.Close() })
+			svc := flagadmin.NewService(store)
+			if err := svc.LoadSeed(ctx, strings.NewReader(hiddenWorld)); err != nil {
+				b.Fatalf("LoadSeed: %v", err)
+			}
+			viewer, err := store.User(ctx, 3)
+			if err != nil {
+				b.Fatal(err)
+			}
+			p := flagadmin.AsUser(viewer)
+			req := flagadmin.CompleteRequest{Status: flagadmin.StatusKept}
+			for _, project := range []struct{ name, id string }{{"hidden", "secret"}, {"missing", "nothing"}} {
+				b.Run(project.name, func(b *testing.B) {
+					for b.Loop() {
+						err := svc.CompleteLifecycle(ctx, p, project.id, "f-secret", req)
+						if !errors.Is(err, flagadmin.ErrNotFound) {
+							b.Fatalf("CompleteLifecycle: %v, want ErrNotFound", err)
+						}
+					}
+				})
+			}
+		})
+	}
+}
