@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -198,8 +199,8 @@ func send(ctx context.Context, client *http.Client, spec loadSpec, r request) (i
 	if err != nil {
 		return 0, 0, err
 	}
-	if spec.Token != "" {
-		req.Header.Set("Authorization", spec.Token)
+	if token := cmp.Or(r.Token, spec.Token); token != "" {
+		req.Header.Set("Authorization", token)
 	}
 	if r.Body != nil {
 		req.Header.Set("Content-Type", "application/json")
@@ -230,7 +231,7 @@ func fetch(ctx context.Context, client *http.Client, spec loadSpec, r request) (
 	if err != nil {
 		return nil, err
 	}
-	req.Header.Set("Authorization", spec.Token)
+	req.Header.Set("Authorization", cmp.Or(r.Token, spec.Token))
 	resp, err := client.Do(req)
 	if err != nil {
 		return nil, err

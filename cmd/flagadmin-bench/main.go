@@ -129,7 +129,19 @@ Measures flagadmin end to end, over real HTTP, the way a deployer would:
     keep-alive connections, each sending its next request as soon as the
     previous one is answered, for --warmup (not recorded) then --duration.
     A whole run takes about (kinds + 1) x (warmup + duration). The kinds, in
-    order (filter values from worldgen's probes of known selectivity):
+    order. First the varied workload: each request draws its parameters and
+    its caller (the 3 admin tokens and 4 users of each root role, so
+    visibility varies) at random, deterministically from its number, so
+    caches see what users send rather than one request repeated:
+      varied/none (one of the first 10 unfiltered pages), varied/feature,
+      varied/project, varied/type, varied/createdBy (a random value of the
+      world), varied/any-of (IS_ANY_OF of 2 to 8 random projects),
+      varied/month (a random calendar month), varied/offset (a random
+      offset over the whole history), varied/projects (the project list as
+      a random caller), varied/mixed (a random varied read, with one request
+      in 10 a lifecycle completion).
+    Then the fixed kinds, each repeating one request (filter values from
+    worldgen's probes of known selectivity):
       search/none, search/feature, search/project, search/type-small,
       search/type-large, search/createdBy, search/project-any-of-5,
       search/date-range, search/query, search/offset-100000 (pages of 50
@@ -144,7 +156,7 @@ Measures flagadmin end to end, over real HTTP, the way a deployer would:
     mean response size, throughput as a share of the ceiling, and the CPU
     time per request of the server, of the load generator and of the rest
     of the machine (the database); then the server's peak RSS (VmHWM) and
-    issue 5's targets with a verdict.
+    the targets of issues 5 and 11 with a verdict.
     --json writes all of it, with the machine and the database, to a file.
 
 compare prints OTHER's latencies and throughput relative to BASE's, kind by

@@ -59,7 +59,7 @@ func checkAnswered(t *testing.T, r *results, kinds int) {
 // 2xx, and the table and the JSON results are written.
 func TestBenchMemorySmoke(t *testing.T) {
 	if testing.Short() {
-		t.Skip("drives every kind of request for a second each (about 17 s); skipped with -short")
+		t.Skip("drives every kind of request for a second each (about 27 s); skipped with -short")
 	}
 	o := tinyOptions(memoryDB)
 	o.JSON = filepath.Join(t.TempDir(), "results.json")
@@ -68,7 +68,7 @@ func TestBenchMemorySmoke(t *testing.T) {
 	if err != nil {
 		t.Fatalf("bench: %v\n%s", err, stderr.String())
 	}
-	checkAnswered(t, r, 15)
+	checkAnswered(t, r, 25)
 	if r.Ceiling == nil || r.Ceiling.Requests == 0 || r.Ceiling.Errors != 0 {
 		t.Errorf("ceiling: %+v", r.Ceiling)
 	}
@@ -78,7 +78,7 @@ func TestBenchMemorySmoke(t *testing.T) {
 	if r.World.Reused || r.World.EventsInDatabase != tiny.Events {
 		t.Errorf("world: %+v, want %d events, freshly built", r.World, tiny.Events)
 	}
-	for _, want := range []string{"search/query", "p99 ms", "of ceiling", "targets (issue 5)", "peak RSS"} {
+	for _, want := range []string{"search/query", "p99 ms", "of ceiling", "targets (issues 5 and 11)", "varied/offset", "peak RSS"} {
 		if !strings.Contains(stdout.String(), want) {
 			t.Errorf("the report lacks %q:\n%s", want, stdout.String())
 		}
@@ -90,7 +90,7 @@ func TestBenchMemorySmoke(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(saved.Kinds) != 15 || saved.Machine.NumCPU == 0 || saved.Database.System != "memory" || saved.Ceiling == nil {
+	if len(saved.Kinds) != 25 || saved.Machine.NumCPU == 0 || saved.Database.System != "memory" || saved.Ceiling == nil {
 		t.Errorf("JSON results incomplete: %d kinds, machine %+v, database %+v", len(saved.Kinds), saved.Machine, saved.Database)
 	}
 }

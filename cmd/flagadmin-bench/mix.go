@@ -27,6 +27,9 @@ type request struct {
 	Method string
 	Path   string // path and query string
 	Body   []byte // nil for none; sent as application/json
+	// Token is the Authorization value of this request; "" sends the
+	// run's token (--token, else the world's first admin token).
+	Token string
 }
 
 // kind is one kind of request of the mix. Next returns the n-th request of
@@ -77,15 +80,17 @@ func describe(p flagadmin.EventSearchParams) string {
 	return strings.Join(parts, " ")
 }
 
-// buildMix returns the fixed request mix of issue 5 over world w, in the
-// order the phases run: every search probe of the world (no filter, each
+// buildMix returns the request mix over world w, in the order the phases
+// run: first the varied kinds of issue 11 (buildVaried), which measure
+// what users send; then the fixed kinds of issue 5, each repeating one
+// request: every search probe of the world (no filter, each
 // single filter, IS_ANY_OF of 5 projects, a month, the selective query,
 // offset 100000, all pages of 50), the deprecated search with {} and with
 // a type, the project list, and lifecycle completions. runID makes the
 // completions' statusValue unique to the run, so every completion changes
 // the feature and writes an event, even on a world reused from an earlier run.
 func buildMix(w *worldgen.World, runID string) []kind {
-	var out []kind
+	out := buildVaried(w, runID)
 	var typeSmall string
 	for _, p := range w.Probes() {
 		class := classPage

@@ -32,6 +32,8 @@ func kindNames(ks []kind) []string {
 func TestBuildMixKinds(t *testing.T) {
 	mix := buildMix(tinyWorld(), "run1")
 	want := []string{
+		"varied/none", "varied/feature", "varied/project", "varied/type", "varied/createdBy",
+		"varied/any-of", "varied/month", "varied/offset", "varied/projects", "varied/mixed",
 		"search/none", "search/feature", "search/project", "search/type-small", "search/type-large",
 		"search/createdBy", "search/project-any-of-5", "search/date-range", "search/query", "search/offset-1000",
 		"deprecated/empty", "deprecated/type", "projects", "lifecycle/complete", "mixed/search+writes",
@@ -272,5 +274,88 @@ func TestMixedKindInterleavesWrites(t *testing.T) {
 		if other := plain.Next(n / mixedWriteEvery); string(other.Body) == string(r.Body) && strings.Contains(string(r.Body), "statusValue") {
 			t.Errorf("request %d: same statusValue as the lifecycle kind's: %s", n, r.Body)
 		}
+	}
+}
+
+// The varied kinds draw different requests from different callers of every
+// root role, the same ones for the same request number, and every search
+// they send parses.
+func TestVariedKindsVary(t *testing.T) {
+	w := tinyWorld()
+	roles := map[string]flagadmin.RootRole{}
+	for _, id := range w.TokenUsers() {
+		u := slices.IndexFunc(w.Users(), func(u flagadmin.User) bool { return u.ID == id })
+		secret, _ := w.UserSecret(id)
+		roles[secret] = w.Users()[u].RootRole
+	}
+	for _, k := range buildVaried(w, "run4") {
+		if k.Class == classMixed {
+			continue
+		}
+		t.Run(k.Name, func(t *testing.T) {
+			paths, tokens := map[string]bool{}, map[string]bool{}
+			seenRoles := map[flagadmin.RootRole]bool{}
+			admins := 0
+			for n := range uint64(300) {
+				r := k.Next(n)
+				if again := k.Next(n); again.Path != r.Path || again.Token != r.Token {
+					t.Fatalf("request %d drawn twice: %s (%q) then %s (%q)", n, r.Path, r.Token, again.Path, again.Token)
+				}
+				paths[r.Path], tokens[r.Token] = true, true
+				if role, ok := roles[r.Token]; ok {
+					seenRoles[role] = true
+				} else if strings.HasPrefix(r.Token, "*:*.") {
+					admins++
+				} else {
+					t.Fatalf("request %d: token %q is neither an admin token nor a user's", n, r.Token)
+				}
+				path, rawQuery, _ := strings.Cut(r.Path, "?")
+				if path != "/api/admin/search/events" {
+					continue
+				}
+				v, err := url.ParseQuery(rawQuery)
+				if err != nil {
+					t.Fatal(err)
+				}
+				p := flagadmin.EventSearchParams{Feature: v.Get("feature"), Project: v.Get("project"), Type: v.Get("type"),
+					CreatedBy: v.Get("createdBy"), From: v.Get("from"), To: v.Get("to"), Offset: v.Get("offset"), Limit: v.Get("limit")}
+				if _, err := flagadmin.ParseEventSearch(p); err != nil {
+					t.Errorf("request %d (%s) does not parse: %v", n, r.Path, err)
+				}
+			}
+			if want := 10; len(paths) < want && k.Name != "varied/projects" {
+				t.Errorf("%d distinct paths in 300 requests, want at least %d", len(paths), want)
+			}
+			for _, role := range []flagadmin.RootRole{flagadmin.RoleAdmin, flagadmin.RoleEditor, flagadmin.RoleViewer} {
+				if !seenRoles[role] {
+					t.Errorf("no request as a user with root role %s", role)
+				}
+			}
+			if admins == 0 || len(tokens) < 6 {
+				t.Errorf("%d requests with admin tokens, %d distinct tokens: want several callers", admins, len(tokens))
+			}
+		})
+	}
+}
+
+// The varied mixed kind sends a completion as every tenth request and a
+// varied read otherwise.
+func TestVariedMixedKind(t *testing.T) {
+	kinds := buildVaried(tinyWorld(), "run5")
+	mixed := kinds[len(kinds)-1]
+	if mixed.Name != "varied/mixed" {
+		t.Fatalf("last varied kind %s, want varied/mixed", mixed.Name)
+	}
+	paths := map[string]bool{}
+	for n := range uint64(10 * mixedWriteEvery) {
+		r := mixed.Next(n)
+		isWrite := r.Method == "POST" && strings.HasSuffix(r.Path, "/lifecycle/complete")
+		if want := n%mixedWriteEvery == mixedWriteEvery-1; isWrite != want {
+			t.Errorf("request %d: %s %s, write %v, want %v", n, r.Method, r.Path, isWrite, want)
+		}
+		paths[strings.SplitN(r.Path, "?", 2)[0]] = true
+	}
+	if !paths["/api/admin/search/events"] || !paths["/api/admin/projects"] {
+		t.Errorf("paths %v: want searches and project lists among the reads", paths)
 	}
 }
