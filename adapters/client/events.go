@@ -1,0 +1,188 @@
+package client
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+	"time"
+
+	"github.com/flagadmin/flagadmin/flagadmin"
+)
+
+// SearchEvents returns one page of the query-string event search (GET
+// /api/admin/search/events) with the count of all matches. Empty
+// parameters are not sent; the server validates the rest (a bad one is a
+// *flagadmin.ValidationError naming it). Events walks every page.
+func (c *Client) SearchEvents(ctx context.Context, params flagadmin.EventSearchParams) (flagadmin.EventPage, error) {
+	page, _, err := c.searchPage(ctx, c.endpoint(searchPath, searchQuery(params)))
+	return page, err
+}
+
+// searchPath is the path of the query-string event search.
+const searchPath = "/api/admin/search/events"
+
+// searchQuery returns the query string of params; empty ones are left out.
+func searchQuery(p flagadmin.EventSearchParams) url.Values {
+	q := url.Values{}
+	for _, kv := range []struct{ k, v string }{
+		{"query", p.Query}, {"feature", p.Feature}, {"project", p.Project}, {"type", p.Type},
+		{"createdBy", p.CreatedBy}, {"environment", p.Environment}, {"id", p.ID}, {"groupId", p.GroupID},
+		{"from", p.From}, {"to", p.To}, {"offset", p.Offset}, {"limit", p.Limit},
+	} {
+		if kv.v != "" {
+			q.Set(kv.k, kv.v)
+		}
+	}
+	return q
+}
+
+// searchPage fetches the search page at u and returns it with the URL of
+// its Link rel="next", if the server sent one.
+func (c *Client) searchPage(ctx context.Context, u *url.URL) (flagadmin.EventPage, *url.URL, error) {
+	resp, body, err := c.do(ctx, request{method: http.MethodGet, url: u, accept: "application/json", retry: retrySafe})
+	if err != nil {
+		return flagadmin.EventPage{}, nil, err
+	}
+	if err := requireJSON(resp, "search events"); err != nil {
+		return flagadmin.EventPage{}, nil, err
+	}
+	var wire struct {
+		Events *[]json.RawMessage `json:"events"`
+		Total  *int               `json:"total"`
+	}
+	if err := json.Unmarshal(body, &wire); err != nil {
+		return flagadmin.EventPage{}, nil, fmt.Errorf("client: search events: decode the response: %w", err)
+	}
+	if wire.Events == nil || wire.Total == nil || *wire.Total < 0 {
+		return flagadmin.EventPage{}, nil, fmt.Errorf("client: search events: the response lacks an events array or a total")
+	}
+	events, err := decodeEvents(*wire.Events, "search events")
+	if err != nil {
+		return flagadmin.EventPage{}, nil, err
+	}
+	next, err := c.nextLink(resp, u)
+	if err != nil {
+		return flagadmin.EventPage{}, nil, err
+	}
+	return flagadmin.EventPage{Events: events, Total: *wire.Total}, next, nil
+}
+
+// DeprecatedSearchEvents runs the body-based event search (POST
+// /api/admin/events/search). Total is totalEvents, or -1 when the server
+// leaves it out (the field is optional). The request is a read with no
+// effect, so it is retried like a GET. Unleash removed this operation in
+// 7.0: it answers flagadmin.ErrNotFound.
+func (c *Client) DeprecatedSearchEvents(ctx context.Context, req flagadmin.DeprecatedSearchRequest) (flagadmin.EventPage, error) {
+	body, err := json.Marshal(req)
+	if err != nil {
+		return flagadmin.EventPage{}, err
+	}
+	resp, b, err := c.do(ctx, request{method: http.MethodPost, url: c.endpoint("/api/admin/events/search", nil), body: body, accept: "application/json", retry: retrySafe})
+	if err != nil {
+		return flagadmin.EventPage{}, err
+	}
+	if err := requireJSON(resp, "deprecated search events"); err != nil {
+		return flagadmin.EventPage{}, err
+	}
+	var wire struct {
+		Version     *int               `json:"version"`
+		Events      *[]json.RawMessage `json:"events"`
+		TotalEvents *int               `json:"totalEvents"`
+	}
+	if err := json.Unmarshal(b, &wire); err != nil {
+		return flagadmin.EventPage{}, fmt.Errorf("client: deprecated search events: decode the response: %w", err)
+	}
+	if wire.Version == nil || *wire.Version < 1 || wire.Events == nil {
+		return flagadmin.EventPage{}, fmt.Errorf("client: deprecated search events: the response lacks a version of 1 or more or an events array")
+	}
+	events, err := decodeEvents(*wire.Events, "deprecated search events")
+	if err != nil {
+		return flagadmin.EventPage{}, err
+	}
+	total := -1
+	if wire.TotalEvents != nil {
+		total = *wire.TotalEvents
+	}
+	return flagadmin.EventPage{Events: events, Total: total}, nil
+}
+
+// wireEvent is an Event as read from the wire, with the required fields as
+// pointers to tell absent from zero. Extra fields (Unleash's label,
+// summary, groupType, groupId) are ignored.
+type wireEvent struct {
+	ID              *int64          `json:"id"`
+	CreatedAt       *time.Time      `json:"createdAt"`
+	Type            *string         `json:"type"`
+	CreatedBy       *string         `json:"createdBy"`
+	CreatedByUserID *int64          `json:"createdByUserId"`
+	Environment     *string         `json:"environment"`
+	Project         *string         `json:"project"`
+	FeatureName     *string         `json:"featureName"`
+	Data            json.RawMessage `json:"data"`
+	PreData         json.RawMessage `json:"preData"`
+	Tags            []flagadmin.Tag `json:"tags"`
+}
+
+// decodeEvents decodes each element with decodeEvent.
+func decodeEvents(raw []json.RawMessage, what string) ([]flagadmin.Event, error) {
+	out := make([]flagadmin.Event, len(raw))
+	for i, r := range raw {
+		ev, err := decodeEvent(r)
+		if err != nil {
+			return nil, fmt.Errorf("client: %s: events[%d]: %w", what, i, err)
+		}
+		out[i] = ev
+	}
+	return out, nil
+}
+
+// decodeEvent decodes one Event (admin-api.md §2.1): id (1 or more),
+// createdAt, type and createdBy are required; a null data or preData is nil.
+func decodeEvent(raw []byte) (flagadmin.Event, error) {
+	var w wireEvent
+	if err := json.Unmarshal(raw, &w); err != nil {
+		return flagadmin.Event{}, err
+	}
+	switch {
+	case w.ID == nil || *w.ID < 1:
+		return flagadmin.Event{}, fmt.Errorf("no id of 1 or more")
+	case w.CreatedAt == nil:
+		return flagadmin.Event{}, fmt.Errorf("event %d has no createdAt", *w.ID)
+	case w.Type == nil || *w.Type == "":
+		return flagadmin.Event{}, fmt.Errorf("event %d has no type", *w.ID)
+	case w.CreatedBy == nil:
+		return flagadmin.Event{}, fmt.Errorf("event %d has no createdBy", *w.ID)
+	}
+	return flagadmin.Event{
+		ID:              *w.ID,
+		CreatedAt:       w.CreatedAt.UTC(),
+		Type:            *w.Type,
+		CreatedBy:       *w.CreatedBy,
+		CreatedByUserID: w.CreatedByUserID,
+		Environment:     w.Environment,
+		Project:         w.Project,
+		FeatureName:     w.FeatureName,
+		Data:            nullToNil(w.Data),
+		PreData:         nullToNil(w.PreData),
+		Tags:            w.Tags,
+	}, nil
+}
+
+// nullToNil returns nil for an absent or null raw value.
+func nullToNil(raw json.RawMessage) json.RawMessage {
+	if len(raw) == 0 || bytes.Equal(bytes.TrimSpace(raw), []byte("null")) {
+		return nil
+	}
+	return raw
+}
+
+func utcPtr(t *time.Time) *time.Time {
+	if t == nil {
+		return nil
+	}
+	u := t.UTC()
+	return &u
+}
