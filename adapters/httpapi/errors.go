@@ -323,31 +323,45 @@ const (
 )
 
 // bound makes the body fit maxErrorBody: messages and paths are cut to
-// their bounds, then details are dropped from the end (a last one says how
-// many), then the message is cut further, until the encoding fits. The
-// messages quote at most 100 characters of input, so this only acts on
-// errors naming many offending parameters.
+// their bounds; then the details that do not fit are dropped (a last one
+// says how many), then messages are cut further, until the encoding fits.
+// Messages quote at most 100 characters of input, so this only acts on
+// errors naming many offending parameters or values.
 func (e *apiError) bound() {
 	e.Message = cutChars(e.Message, maxMessageChars)
 	for i := range e.Details {
 		e.Details[i].Message = cutChars(e.Details[i].Message, maxMessageChars)
 		e.Details[i].Path = cutChars(e.Details[i].Path, maxPathChars)
 	}
-	dropped := 0
-	for range 64 { // each round shrinks the body; a few rounds always suffice
+	if encodedSize(e) <= maxErrorBody {
+		return
+	}
+	if len(e.Details) > 1 {
+		details := e.Details
+		e.Details = nil
+		budget := maxErrorBody - encodedSize(e) - len(`,"details":[]`) - 80 // 80: the count of dropped ones
+		kept := 0
+		for _, d := range details {
+			b, _ := json.Marshal(d)
+			if budget -= len(b) + 1; budget < 0 && kept > 0 {
+				break
+			}
+			kept++
+		}
+		e.Details = details[:kept]
+		if dropped := len(details) - kept; dropped > 0 {
+			e.Details = append(e.Details, errorDetail{Message: fmt.Sprintf("%d more problems are not shown", dropped)})
+		}
+	}
+	for range 32 { // each round halves a text; a few rounds always suffice
 		if encodedSize(e) <= maxErrorBody {
 			return
 		}
-		shown := len(e.Details) - min(dropped, 1) // details before the count
-		switch {
-		case shown > 1:
-			dropped++
-			e.Details = append(e.Details[:shown-1], errorDetail{Message: fmt.Sprintf("%d more problems are not shown", dropped)})
-		case shown == 1 && utf8.RuneCountInString(e.Details[0].Message) > 80:
+		if len(e.Details) > 0 && utf8.RuneCountInString(e.Details[0].Message) > 80 {
 			e.Details[0].Message = cutChars(e.Details[0].Message, utf8.RuneCountInString(e.Details[0].Message)/2)
-		default:
-			e.Message = cutChars(e.Message, utf8.RuneCountInString(e.Message)/2)
+			continue
 		}
+		e.Message = cutChars(e.Message, utf8.RuneCountInString(e.Message)/2)
 	}
 }
 
