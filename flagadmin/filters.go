@@ -37,9 +37,12 @@ type Filter struct {
 // with "IS:" or "IS_ANY_OF:" (case-sensitive); the rest is split on commas,
 // each item trimmed, empty items dropped. At least one item must remain.
 func ParseFilter(param, raw string) (Filter, error) {
+	if err := checkText(param, raw); err != nil {
+		return Filter{}, err
+	}
 	op, rest, ok := strings.Cut(raw, ":")
 	if !ok || (op != OpIs && op != OpIsAnyOf) {
-		return Filter{}, invalid(param, "must start with IS: or IS_ANY_OF: followed by a comma-separated list of values, got %q", raw)
+		return Filter{}, invalid(param, "must start with IS: or IS_ANY_OF: followed by a comma-separated list of values, got %s", QuoteInput(raw))
 	}
 	var values []string
 	for item := range strings.SplitSeq(rest, ",") {
@@ -66,7 +69,7 @@ func parseIntFilter(param, raw string) ([]int64, error) {
 	for i, v := range f.Values {
 		n, err := strconv.ParseInt(v, 10, 64)
 		if err != nil {
-			return nil, invalid(param, "values must be integers, got %q", v)
+			return nil, invalid(param, "values must be integers, got %s", QuoteInput(v))
 		}
 		out[i] = n
 	}
@@ -76,13 +79,16 @@ func parseIntFilter(param, raw string) ([]int64, error) {
 // ParseDay parses "IS:yyyy-MM-dd", a real calendar date, and returns the
 // start of that day in UTC.
 func ParseDay(param, raw string) (time.Time, error) {
+	if err := checkText(param, raw); err != nil {
+		return time.Time{}, err
+	}
 	rest, ok := strings.CutPrefix(raw, "IS:")
 	if !ok || len(rest) != 10 || rest[4] != '-' || rest[7] != '-' {
-		return time.Time{}, invalid(param, "must be IS:yyyy-MM-dd, got %q", raw)
+		return time.Time{}, invalid(param, "must be IS:yyyy-MM-dd, got %s", QuoteInput(raw))
 	}
 	day, err := time.Parse("2006-01-02", rest)
 	if err != nil {
-		return time.Time{}, invalid(param, "%q is not a calendar date", rest)
+		return time.Time{}, invalid(param, "%s is not a calendar date", QuoteInput(rest))
 	}
 	return day, nil
 }
@@ -92,9 +98,12 @@ func ParseLimit(param, raw string, def, max int) (int, error) {
 	if raw == "" {
 		return def, nil
 	}
+	if err := checkText(param, raw); err != nil {
+		return 0, err
+	}
 	n, err := strconv.Atoi(strings.TrimSpace(raw))
 	if err != nil || n < 1 || n > max {
-		return 0, invalid(param, "must be an integer from 1 to %d, got %q", max, raw)
+		return 0, invalid(param, "must be an integer from 1 to %d, got %s", max, QuoteInput(raw))
 	}
 	return n, nil
 }
@@ -104,9 +113,12 @@ func ParseOffset(param, raw string) (int, error) {
 	if raw == "" {
 		return 0, nil
 	}
+	if err := checkText(param, raw); err != nil {
+		return 0, err
+	}
 	n, err := strconv.Atoi(strings.TrimSpace(raw))
 	if err != nil || n < 0 {
-		return 0, invalid(param, "must be an integer of 0 or more, got %q", raw)
+		return 0, invalid(param, "must be an integer of 0 or more, got %s", QuoteInput(raw))
 	}
 	return n, nil
 }
@@ -114,22 +126,28 @@ func ParseOffset(param, raw string) (int, error) {
 // ParseArchived parses the archived parameter of the project list: "true",
 // "false", or empty (false).
 func ParseArchived(raw string) (bool, error) {
+	if err := checkText("archived", raw); err != nil {
+		return false, err
+	}
 	switch raw {
 	case "", "false":
 		return false, nil
 	case "true":
 		return true, nil
 	}
-	return false, invalid("archived", "must be true or false, got %q", raw)
+	return false, invalid("archived", "must be true or false, got %s", QuoteInput(raw))
 }
 
 // parseQuery checks a free-text query and returns it lower-cased.
 func parseQuery(param, raw string) (string, error) {
+	if err := checkText(param, raw); err != nil {
+		return "", err
+	}
 	if utf8.RuneCountInString(raw) > MaxQueryLength {
 		return "", invalid(param, "must be at most %d characters", MaxQueryLength)
 	}
-	if !utf8.ValidString(raw) || strings.ContainsFunc(raw, unicode.IsControl) {
-		return "", invalid(param, "must be valid UTF-8 text without control characters")
+	if strings.ContainsFunc(raw, unicode.IsControl) {
+		return "", invalid(param, "must be text without control characters")
 	}
 	return strings.ToLower(raw), nil
 }
@@ -228,7 +246,7 @@ func ParseEventSearch(p EventSearchParams) (EventQuery, error) {
 	}
 	for _, t := range q.Types {
 		if !IsKnownEventType(t) {
-			collect(invalid("type", "unknown event type %q", t))
+			collect(invalid("type", "unknown event type %s", QuoteInput(t)))
 		}
 	}
 	intFilters := []struct {
@@ -297,17 +315,25 @@ type DeprecatedSearchRequest struct {
 func ParseDeprecatedSearch(r DeprecatedSearchRequest) (EventQuery, error) {
 	q := EventQuery{TextScope: TextPayloadTypeCreator, Limit: DeprecatedDefaultLimit}
 	v := &ValidationError{}
-	if s := deref(r.Type); s != "" {
-		if !IsKnownEventType(s) {
-			v.Fields = append(v.Fields, FieldError{Path: "type", Message: "unknown event type " + strconv.Quote(s)})
+	for _, f := range []struct {
+		path string
+		raw  *string
+		dst  *[]string
+	}{{"type", r.Type, &q.Types}, {"project", r.Project, &q.Projects}, {"feature", r.Feature, &q.Features}} {
+		s := deref(f.raw)
+		if s == "" {
+			continue
 		}
-		q.Types = []string{s}
+		if err := checkText(f.path, s); err != nil {
+			v.Fields = append(v.Fields, err.Fields...)
+			continue
+		}
+		*f.dst = []string{s}
 	}
-	if s := deref(r.Project); s != "" {
-		q.Projects = []string{s}
-	}
-	if s := deref(r.Feature); s != "" {
-		q.Features = []string{s}
+	for _, t := range q.Types {
+		if !IsKnownEventType(t) {
+			v.Fields = append(v.Fields, FieldError{Path: "type", Message: "unknown event type " + QuoteInput(t)})
+		}
 	}
 	if s := deref(r.Query); s != "" {
 		text, err := parseQuery("query", s)

@@ -29,8 +29,12 @@ func (r CompleteRequest) Validate() error {
 	default:
 		v.Fields = append(v.Fields, FieldError{Path: "status", Message: "must be kept or discarded"})
 	}
-	if r.StatusValue != nil && utf8.RuneCountInString(*r.StatusValue) > MaxStatusValueLength {
-		v.Fields = append(v.Fields, FieldError{Path: "statusValue", Message: "must be at most 255 characters"})
+	if r.StatusValue != nil {
+		if err := checkText("statusValue", *r.StatusValue); err != nil {
+			v.Fields = append(v.Fields, err.Fields...)
+		} else if utf8.RuneCountInString(*r.StatusValue) > MaxStatusValueLength {
+			v.Fields = append(v.Fields, FieldError{Path: "statusValue", Message: "must be at most 255 characters"})
+		}
 	}
 	if len(v.Fields) > 0 {
 		return v
@@ -48,6 +52,9 @@ func (s *Service) CompleteLifecycle(ctx context.Context, p Principal, projectID,
 	if err := s.AuthorizeLifecycle(ctx, p, projectID); err != nil {
 		return err
 	}
+	if err := checkText("featureName", featureName); err != nil {
+		return err
+	}
 	if err := req.Validate(); err != nil {
 		return err
 	}
@@ -63,7 +70,7 @@ func (s *Service) CompleteLifecycle(ctx context.Context, p Principal, projectID,
 	by, byID := p.Actor()
 	err = s.store.UpdateFeature(ctx, featureName, func(f *Feature) (*Event, error) {
 		if f.Project != projectID {
-			return nil, notFound("Feature %q does not exist in project %q.", featureName, projectID)
+			return nil, notFound("Feature %s does not exist in project %s.", QuoteInput(featureName), QuoteInput(projectID))
 		}
 		next := Lifecycle{Stage: StageCompleted, Status: req.Status, StatusValue: value}
 		if f.Lifecycle == next {
@@ -82,16 +89,18 @@ func (s *Service) CompleteLifecycle(ctx context.Context, p Principal, projectID,
 		}, nil
 	})
 	if isKind(err, ErrNotFound) && !isKindWithMessage(err) {
-		return notFound("Feature %q does not exist in project %q.", featureName, projectID)
+		return notFound("Feature %s does not exist in project %s.", QuoteInput(featureName), QuoteInput(projectID))
 	}
 	return err
 }
 
 // AuthorizeLifecycle checks that p may complete lifecycles in the project:
 // ErrNotFound when the project does not exist or is private and invisible to
-// p, ErrNoAccess without UPDATE_FEATURE. CompleteLifecycle runs it before it
-// validates the body; a transport that validates bodies itself runs it first
-// so that 403 comes before 400 (decisions §1).
+// p, ErrNoAccess without UPDATE_FEATURE, ErrValidation when projectID is not
+// valid text (decisions §16: before the lookup, which could not answer).
+// CompleteLifecycle runs it before it validates the body; a transport that
+// validates bodies itself runs it first so that 403 comes before 400
+// (decisions §1).
 //
 // For a caller that is not a root admin, the same store reads happen in the
 // same order whether the project exists or not (its project roles, then the
@@ -99,6 +108,9 @@ func (s *Service) CompleteLifecycle(ctx context.Context, p Principal, projectID,
 // take the same time to answer 404: timing does not tell that it exists.
 func (s *Service) AuthorizeLifecycle(ctx context.Context, p Principal, projectID string) error {
 	if err := requireAdminAPI(p); err != nil {
+		return err
+	}
+	if err := checkText("projectId", projectID); err != nil {
 		return err
 	}
 	var roles map[string]ProjectRole
@@ -127,18 +139,18 @@ func authorizeFeatureUpdate(p Principal, project Project, roles map[string]Proje
 		return nil
 	}
 	if project.Mode == ModePrivate {
-		return notFound("Project %q does not exist.", project.ID)
+		return notFound("Project %s does not exist.", QuoteInput(project.ID))
 	}
 	if project.Mode == ModeOpen && p.User.RootRole == RoleEditor {
 		return nil
 	}
-	return noAccess("You need the UPDATE_FEATURE permission on project %q to do this.", project.ID)
+	return noAccess("You need the UPDATE_FEATURE permission on project %s to do this.", QuoteInput(project.ID))
 }
 
 // projectNotFound gives a caller-facing message to a store's ErrNotFound.
 func projectNotFound(err error, id string) error {
 	if isKind(err, ErrNotFound) {
-		return notFound("Project %q does not exist.", id)
+		return notFound("Project %s does not exist.", QuoteInput(id))
 	}
 	return err
 }

@@ -8,7 +8,8 @@ import (
 
 // DeleteServiceAccount deletes a service account (DELETE
 // /api/admin/service-account/:id). It needs the ADMIN permission. An unknown
-// or non-numeric id, or the id of a normal user, is ErrNotFound. In one
+// or non-numeric id, or the id of a normal user, is ErrNotFound; an id that
+// is not valid text (invalid UTF-8, NUL) is ErrValidation (decisions §16). In one
 // transaction the account and all its tokens are removed and a
 // service-account-deleted event is recorded with the account in preData.
 func (s *Service) DeleteServiceAccount(ctx context.Context, p Principal, id string) error {
@@ -18,7 +19,10 @@ func (s *Service) DeleteServiceAccount(ctx context.Context, p Principal, id stri
 	if err := requireRootAdmin(p); err != nil {
 		return err
 	}
-	missing := notFound("Service account %q does not exist.", id)
+	if err := checkText("id", id); err != nil {
+		return err
+	}
+	missing := notFound("Service account %s does not exist.", QuoteInput(id))
 	uid, err := strconv.ParseInt(id, 10, 64)
 	if err != nil {
 		return missing

@@ -42,7 +42,7 @@ func normalizeUser(u *User) *ValidationError {
 		u.RootRole = RoleViewer
 	}
 	if !u.RootRole.valid() {
-		f.add("rootRole", "must be one of Admin, Editor, Viewer, got %q", u.RootRole)
+		f.add("rootRole", "must be one of Admin, Editor, Viewer, got %s", QuoteInput(string(u.RootRole)))
 	}
 	if u.Name == "" && u.Username == "" && u.Email == "" {
 		f.add("name", "a name, username or email is required")
@@ -66,7 +66,7 @@ func normalizeGroup(g *Group) *ValidationError {
 func normalizeProject(p *Project, now time.Time) *ValidationError {
 	var f fieldErrors
 	if !urlFriendly.MatchString(p.ID) {
-		f.add("id", "must be 1 to 100 letters, digits, or _ . ~ -, got %q", p.ID)
+		f.add("id", "must be 1 to 100 letters, digits, or _ . ~ -, got %s", QuoteInput(p.ID))
 	}
 	if p.Name == "" {
 		p.Name = p.ID
@@ -75,7 +75,7 @@ func normalizeProject(p *Project, now time.Time) *ValidationError {
 		p.Mode = ModeOpen
 	}
 	if !p.Mode.valid() {
-		f.add("mode", "must be one of open, protected, private, got %q", p.Mode)
+		f.add("mode", "must be one of open, protected, private, got %s", QuoteInput(string(p.Mode)))
 	}
 	if p.CreatedAt.IsZero() {
 		p.CreatedAt = now
@@ -94,7 +94,7 @@ func validateMembership(m ProjectMembership) *ValidationError {
 		f.add("userId", "exactly one of userId and groupId is required")
 	}
 	if !m.Role.valid() {
-		f.add("role", "must be Owner or Member, got %q", m.Role)
+		f.add("role", "must be Owner or Member, got %s", QuoteInput(string(m.Role)))
 	}
 	return f.err()
 }
@@ -104,7 +104,7 @@ func validateMembership(m ProjectMembership) *ValidationError {
 func normalizeFeature(ft *Feature, now time.Time) *ValidationError {
 	var f fieldErrors
 	if !urlFriendly.MatchString(ft.Name) {
-		f.add("name", "must be 1 to 100 letters, digits, or _ . ~ -, got %q", ft.Name)
+		f.add("name", "must be 1 to 100 letters, digits, or _ . ~ -, got %s", QuoteInput(ft.Name))
 	}
 	if ft.Project == "" {
 		f.add("project", "is required")
@@ -113,7 +113,7 @@ func normalizeFeature(ft *Feature, now time.Time) *ValidationError {
 		ft.Type = TypeRelease
 	}
 	if !ft.Type.valid() {
-		f.add("type", "must be one of release, experiment, operational, kill-switch, permission, got %q", ft.Type)
+		f.add("type", "must be one of release, experiment, operational, kill-switch, permission, got %s", QuoteInput(string(ft.Type)))
 	}
 	if ft.CreatedAt.IsZero() {
 		ft.CreatedAt = now
@@ -129,7 +129,7 @@ func normalizeFeature(ft *Feature, now time.Time) *ValidationError {
 		lc.Stage = StageInitial
 	}
 	if !validStage(lc.Stage) {
-		f.add("lifecycle.stage", "must be one of initial, pre-live, live, completed, archived, got %q", lc.Stage)
+		f.add("lifecycle.stage", "must be one of initial, pre-live, live, completed, archived, got %s", QuoteInput(lc.Stage))
 	}
 	switch {
 	case lc.Stage == StageCompleted && lc.Status != StatusKept && lc.Status != StatusDiscarded:
@@ -147,7 +147,7 @@ func normalizeEvent(e *Event, now time.Time) *ValidationError {
 		f.add("id", "is assigned by the store and must not be given")
 	}
 	if !IsKnownEventType(e.Type) {
-		f.add("type", "unknown event type %q", e.Type)
+		f.add("type", "unknown event type %s", QuoteInput(e.Type))
 	}
 	if e.CreatedBy == "" {
 		f.add("createdBy", "is required")
@@ -201,7 +201,7 @@ func normalizeToken(t *APIToken, secret string, now time.Time) *ValidationError 
 			t.Project, t.Environment, _ = strings.Cut(scope, ":")
 		}
 	default:
-		f.add("type", "must be admin, client or frontend, or omitted with userId, got %q", t.Type)
+		f.add("type", "must be admin, client or frontend, or omitted with userId, got %s", QuoteInput(string(t.Type)))
 	}
 	if (t.Type == TokenUser) != (t.UserID != nil) {
 		f.add("userId", "is required for personal tokens and allowed only for them")

@@ -158,7 +158,7 @@ func (s *Service) AddProjectMember(ctx context.Context, p Principal, projectID s
 		return v
 	}
 	if _, err := s.store.Project(ctx, projectID); err != nil {
-		return refError(err, "projectId", "project %q does not exist", projectID)
+		return refError(err, "projectId", "project %s does not exist", QuoteInput(projectID))
 	}
 	var f fieldErrors
 	if err := s.checkMemberRefs(ctx, &f, "", m); err != nil {
@@ -190,7 +190,7 @@ func (s *Service) CreateFeature(ctx context.Context, p Principal, ft Feature) (F
 		return Feature{}, v
 	}
 	if _, err := s.store.Project(ctx, ft.Project); err != nil {
-		return Feature{}, refError(err, "project", "project %q does not exist", ft.Project)
+		return Feature{}, refError(err, "project", "project %s does not exist", QuoteInput(ft.Project))
 	}
 	if err := s.mustNotExist(ctx, "name", "feature", ft.Name, func() error { _, err := s.store.Feature(ctx, ft.Name); return err }); err != nil {
 		return Feature{}, err

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"unicode/utf8"
 
 	"github.com/danielgtaylor/huma/v2"
 
@@ -25,6 +26,7 @@ const (
 	nameConflict           = "ConflictError"
 	nameContentTooLarge    = "ContentTooLarge"
 	nameContentType        = "ContentTypeError"
+	nameRequestTimeout     = "RequestTimeout"
 	nameInternal           = "InternalError"
 	nameServiceUnavailable = "ServiceUnavailable"
 )
@@ -38,6 +40,8 @@ const (
 	msgUnavailable = "The storage is unavailable or did not answer in time. Try again later."
 	msgConflict    = "The change conflicts with existing data."
 	msgBadData     = "Request validation failed"
+	msgContentType = "The request body must be JSON (Content-Type application/json)."
+	msgTimeout     = "The request body did not arrive in time."
 )
 
 // apiError is the body of every error response: {id, name, message,
@@ -94,9 +98,16 @@ var installErrorModel = sync.OnceFunc(func() {
 })
 
 // toAPIError is the one mapping from an error to the status and body of the
-// response: domain error kinds, the body limit, and Huma's own errors. The
-// cause of a 5xx never reaches the body; the caller logs it (Server.fail).
+// response: domain error kinds, the body limit and body reading, and Huma's
+// own errors. The cause of a 5xx never reaches the body; the caller logs it
+// (Server.fail). Every body it returns fits maxErrorBody.
 func toAPIError(err error) *apiError {
+	e := mapError(err)
+	e.bound()
+	return e
+}
+
+func mapError(err error) *apiError {
 	var (
 		ae  *apiError
 		mbe *http.MaxBytesError
@@ -111,6 +122,12 @@ func toAPIError(err error) *apiError {
 	case errors.As(err, &mbe):
 		return newAPIError(http.StatusRequestEntityTooLarge, nameContentTooLarge,
 			fmt.Sprintf("The request body is larger than the limit of %d bytes.", mbe.Limit))
+	case errors.Is(err, errBodyFraming):
+		return badData([]errorDetail{{Path: pathBody, Message: "is cut short or badly framed: fewer bytes than Content-Length, or a broken chunked encoding"}})
+	case errors.Is(err, errBodyTimeout):
+		return newAPIError(http.StatusRequestTimeout, nameRequestTimeout, msgTimeout)
+	case errors.Is(err, errHeadersTooLarge):
+		return badData([]errorDetail{{Message: err.Error()}})
 	case errors.As(err, &ve):
 		return badData(fieldDetails(ve.Fields))
 	case errors.Is(err, flagadmin.ErrValidation):
@@ -140,7 +157,9 @@ func fromHuma(he *humaError) *apiError {
 	case http.StatusBadRequest, http.StatusUnprocessableEntity:
 		return badData(humaDetails(he))
 	case http.StatusUnsupportedMediaType:
-		return newAPIError(he.status, nameContentType, "The request body must be JSON (Content-Type application/json).")
+		return newAPIError(he.status, nameContentType, msgContentType)
+	case http.StatusRequestTimeout:
+		return newAPIError(he.status, nameRequestTimeout, msgTimeout)
 	case http.StatusNotFound:
 		return newAPIError(he.status, nameNotFound, "The resource does not exist.")
 	case http.StatusRequestEntityTooLarge:
@@ -151,8 +170,9 @@ func fromHuma(he *humaError) *apiError {
 	if he.status >= 500 {
 		return newAPIError(he.status, nameInternal, msgInternal)
 	}
-	// Any other client error Huma may raise (406, 408): name it after its status.
-	return newAPIError(he.status, strings.ReplaceAll(http.StatusText(he.status), " ", ""), he.msg)
+	// Any other client error Huma may raise is a malformed request: the
+	// names of decisions §3 and §15 are the only ones this API answers.
+	return badData(humaDetails(he))
 }
 
 // humaDetails turns Huma's error details into ours: its locations such as
@@ -171,6 +191,13 @@ func humaDetails(he *humaError) []errorDetail {
 		}
 		detail := d.ErrorDetail()
 		path := plainPath(detail.Location)
+		if strings.HasPrefix(detail.Message, "json: ") || strings.HasPrefix(detail.Message, "unexpected end of JSON") {
+			// A decoder's words (checkJSONBody should have answered first).
+			detail.Message = "does not match the body's schema"
+			if path == "" {
+				path = pathBody
+			}
+		}
 		var missing string
 		if _, err := fmt.Sscanf(detail.Message, "expected required property %s to be present", &missing); err == nil && missing != "" {
 			path = joinPath(path, missing)
@@ -282,4 +309,76 @@ func newUUID() string {
 	b[6] = b[6]&0x0f | 0x40
 	b[8] = b[8]&0x3f | 0x80
 	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
+}
+
+// maxErrorBody bounds the JSON of an error body, newline included, under
+// the 4 KiB of decisions §16.
+const maxErrorBody = 4000
+
+// Bounds of the texts of an error body, in characters, before its encoded
+// size is measured.
+const (
+	maxMessageChars = 600
+	maxPathChars    = 120
+)
+
+// bound makes the body fit maxErrorBody: messages and paths are cut to
+// their bounds; then the details that do not fit are dropped (a last one
+// says how many), then messages are cut further, until the encoding fits.
+// Messages quote at most 100 characters of input, so this only acts on
+// errors naming many offending parameters or values.
+func (e *apiError) bound() {
+	e.Message = cutChars(e.Message, maxMessageChars)
+	for i := range e.Details {
+		e.Details[i].Message = cutChars(e.Details[i].Message, maxMessageChars)
+		e.Details[i].Path = cutChars(e.Details[i].Path, maxPathChars)
+	}
+	if encodedSize(e) <= maxErrorBody {
+		return
+	}
+	if len(e.Details) > 1 {
+		details := e.Details
+		e.Details = nil
+		budget := maxErrorBody - encodedSize(e) - len(`,"details":[]`) - 80 // 80: the count of dropped ones
+		kept := 0
+		for _, d := range details {
+			b, _ := json.Marshal(d)
+			if budget -= len(b) + 1; budget < 0 && kept > 0 {
+				break
+			}
+			kept++
+		}
+		e.Details = details[:kept]
+		if dropped := len(details) - kept; dropped > 0 {
+			e.Details = append(e.Details, errorDetail{Message: fmt.Sprintf("%d more problems are not shown", dropped)})
+		}
+	}
+	for range 32 { // each round halves a text; a few rounds always suffice
+		if encodedSize(e) <= maxErrorBody {
+			return
+		}
+		if len(e.Details) > 0 && utf8.RuneCountInString(e.Details[0].Message) > 80 {
+			e.Details[0].Message = cutChars(e.Details[0].Message, utf8.RuneCountInString(e.Details[0].Message)/2)
+			continue
+		}
+		e.Message = cutChars(e.Message, utf8.RuneCountInString(e.Message)/2)
+	}
+}
+
+// encodedSize is the size of e as writeJSON writes it.
+func encodedSize(e *apiError) int {
+	b, _ := json.Marshal(e)
+	return len(b) + 1
+}
+
+// cutChars keeps the first n characters of s, marking a cut with "…".
+func cutChars(s string, n int) string {
+	count := 0
+	for i := range s {
+		if count == n {
+			return s[:i] + "…"
+		}
+		count++
+	}
+	return s
 }

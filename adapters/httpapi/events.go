@@ -15,17 +15,17 @@ import (
 // which parses and validates them; the patterns document them.
 type searchEventsInput struct {
 	Query       string `query:"query" maxLength:"1000" doc:"Free text, matched case-insensitively as a literal substring (% and _ are not wildcards) of the JSON of the event's data, preData and tags." example:"checkout"`
-	Feature     string `query:"feature" pattern:"^(IS|IS_ANY_OF):(.*?)(,([a-zA-Z0-9_]+))*$" doc:"Filter by feature name: IS:<name> or IS_ANY_OF:<name>,<name>,... Items are trimmed; the match is exact and case-sensitive." example:"IS:new-checkout"`
-	Project     string `query:"project" pattern:"^(IS|IS_ANY_OF):(.*?)(,([a-zA-Z0-9_]+))*$" doc:"Filter by project id: IS:<id> or IS_ANY_OF:<id>,<id>,..." example:"IS_ANY_OF:default,payments"`
-	Type        string `query:"type" pattern:"^(IS|IS_ANY_OF):(.*?)(,([a-zA-Z0-9_]+))*$" doc:"Filter by event type (admin-api.md section 6): IS:<type> or IS_ANY_OF:<type>,<type>,... An unknown type is a 400." example:"IS:feature-created"`
-	CreatedBy   string `query:"createdBy" pattern:"^(IS|IS_ANY_OF):(.*?)(,([a-zA-Z0-9_]+))*$" doc:"Filter by the numeric id of the user who caused the event (createdByUserId; -42 for admin tokens): IS:<id> or IS_ANY_OF:<id>,<id>,..." example:"IS:1"`
-	Environment string `query:"environment" pattern:"^(IS|IS_ANY_OF):(.*?)(,([a-zA-Z0-9_]+))*$" doc:"Filter by environment: IS:<env> or IS_ANY_OF:<env>,<env>,..." example:"IS:production"`
-	ID          string `query:"id" pattern:"^(IS|IS_ANY_OF):(.*?)(,([a-zA-Z0-9_]+))*$" doc:"Filter by numeric event id: IS:<id> or IS_ANY_OF:<id>,<id>,..." example:"IS_ANY_OF:1,2"`
-	GroupID     string `query:"groupId" pattern:"^(IS|IS_ANY_OF):(.*?)(,([a-zA-Z0-9_]+))*$" doc:"Filter by the numeric group id of a transaction's events: IS:<id> or IS_ANY_OF:<id>,<id>,..." example:"IS:7"`
-	From        string `query:"from" pattern:"^(IS):\\d{4}-\\d{2}-\\d{2}$" doc:"Only events created on or after this UTC day (from 00:00:00Z), written IS:yyyy-MM-dd." example:"IS:2025-01-01"`
-	To          string `query:"to" pattern:"^(IS):\\d{4}-\\d{2}-\\d{2}$" doc:"Only events created on or before this UTC day (before 00:00:00Z of the next day), written IS:yyyy-MM-dd." example:"IS:2025-12-31"`
-	Offset      string `query:"offset" doc:"The number of matching events to skip: an integer of 0 or more; default 0." example:"0"`
-	Limit       string `query:"limit" doc:"The page size: an integer from 1 to 1000; default 50." example:"50"`
+	Feature     string `query:"feature" minLength:"1" pattern:"^(IS|IS_ANY_OF):(.*?)(,([a-zA-Z0-9_]+))*$" doc:"Filter by feature name: IS:<name> or IS_ANY_OF:<name>,<name>,... Items are trimmed; the match is exact and case-sensitive." example:"IS:new-checkout"`
+	Project     string `query:"project" minLength:"1" pattern:"^(IS|IS_ANY_OF):(.*?)(,([a-zA-Z0-9_]+))*$" doc:"Filter by project id: IS:<id> or IS_ANY_OF:<id>,<id>,..." example:"IS_ANY_OF:default,payments"`
+	Type        string `query:"type" minLength:"1" pattern:"^(IS|IS_ANY_OF):(.*?)(,([a-zA-Z0-9_]+))*$" doc:"Filter by event type (admin-api.md section 6): IS:<type> or IS_ANY_OF:<type>,<type>,... An unknown type is a 400." example:"IS:feature-created"`
+	CreatedBy   string `query:"createdBy" minLength:"1" pattern:"^(IS|IS_ANY_OF):(.*?)(,([a-zA-Z0-9_]+))*$" doc:"Filter by the numeric id of the user who caused the event (createdByUserId; -42 for admin tokens): IS:<id> or IS_ANY_OF:<id>,<id>,..." example:"IS:1"`
+	Environment string `query:"environment" minLength:"1" pattern:"^(IS|IS_ANY_OF):(.*?)(,([a-zA-Z0-9_]+))*$" doc:"Filter by environment: IS:<env> or IS_ANY_OF:<env>,<env>,..." example:"IS:production"`
+	ID          string `query:"id" minLength:"1" pattern:"^(IS|IS_ANY_OF):(.*?)(,([a-zA-Z0-9_]+))*$" doc:"Filter by numeric event id: IS:<id> or IS_ANY_OF:<id>,<id>,..." example:"IS_ANY_OF:1,2"`
+	GroupID     string `query:"groupId" minLength:"1" pattern:"^(IS|IS_ANY_OF):(.*?)(,([a-zA-Z0-9_]+))*$" doc:"Filter by the numeric group id of a transaction's events: IS:<id> or IS_ANY_OF:<id>,<id>,..." example:"IS:7"`
+	From        string `query:"from" minLength:"1" pattern:"^(IS):\\d{4}-\\d{2}-\\d{2}$" doc:"Only events created on or after this UTC day (from 00:00:00Z), written IS:yyyy-MM-dd." example:"IS:2025-01-01"`
+	To          string `query:"to" minLength:"1" pattern:"^(IS):\\d{4}-\\d{2}-\\d{2}$" doc:"Only events created on or before this UTC day (before 00:00:00Z of the next day), written IS:yyyy-MM-dd." example:"IS:2025-12-31"`
+	Offset      string `query:"offset" minLength:"1" doc:"The number of matching events to skip: an integer of 0 or more; default 0." example:"0"`
+	Limit       string `query:"limit" minLength:"1" doc:"The page size: an integer from 1 to 1000; default 50." example:"50"`
 }
 
 // eventSearchResponseSchema documents the response of the query-string
@@ -42,14 +42,16 @@ type searchEventsOutput struct {
 
 // deprecatedSearchEventsSchema is the body of the deprecated search
 // (admin-api.md §4.3). Every field is optional; unknown fields are ignored.
+// Its schema documents the rules; checkInput checks the JSON types and the
+// domain (flagadmin.ParseDeprecatedSearch) the values.
 type deprecatedSearchEventsSchema struct {
 	_       struct{} `additionalProperties:"true"`
 	Type    *string  `json:"type,omitempty" doc:"Only events of this type (one of the event types of admin-api.md section 6; case-sensitive). An unknown type is a 400." example:"feature-created"`
 	Project *string  `json:"project,omitempty" doc:"Only events of this project (exact, case-sensitive)." example:"default"`
 	Feature *string  `json:"feature,omitempty" doc:"Only events of this feature flag (exact, case-sensitive)." example:"new-checkout"`
 	Query   *string  `json:"query,omitempty" maxLength:"1000" doc:"Free text, matched case-insensitively as a literal substring of the event type, the creator (createdBy) and the JSON of data, preData and tags." example:"checkout"`
-	Limit   *int     `json:"limit,omitempty" doc:"The maximum number of events returned."`
-	Offset  *int     `json:"offset,omitempty" doc:"The number of matching events to skip, in the order of the response (newest first): page with offset += limit. Despite older descriptions of this API, it is not an event id."`
+	Limit   *jsonInt `json:"limit,omitempty" doc:"The maximum number of events returned."`
+	Offset  *jsonInt `json:"offset,omitempty" doc:"The number of matching events to skip, in the order of the response (newest first): page with offset += limit. Despite older descriptions of this API, it is not an event id."`
 }
 
 // TransformSchema sets the bounds of limit and offset from the domain's.
@@ -97,7 +99,7 @@ func (s *Server) registerEvents() {
 		http.StatusInternalServerError, http.StatusServiceUnavailable)
 	search.SkipValidateParams = true // the domain validates, naming each parameter
 	documentJSONBody[eventSearchResponseSchema](s, &search)
-	huma.Register(s.api, search, s.searchEvents)
+	register(s, search, s.searchEvents)
 
 	deprecated := s.operation("deprecatedSearchEvents", http.MethodPost, "/api/admin/events/search", tagEvents,
 		"Search for events (deprecated)",
@@ -113,8 +115,9 @@ func (s *Server) registerEvents() {
 		http.StatusRequestEntityTooLarge, http.StatusUnsupportedMediaType,
 		http.StatusInternalServerError, http.StatusServiceUnavailable)
 	deprecated.Deprecated = true
+	deprecated.SkipValidateBody = true // checkInput checks the JSON, the domain the values
 	documentJSONBody[eventsSchema](s, &deprecated)
-	huma.Register(s.api, deprecated, s.deprecatedSearchEvents)
+	register(s, deprecated, s.deprecatedSearchEvents)
 }
 
 func (s *Server) searchEvents(ctx context.Context, in *searchEventsInput) (*searchEventsOutput, error) {
@@ -153,7 +156,7 @@ func (s *Server) deprecatedSearchEvents(ctx context.Context, in *deprecatedSearc
 	}
 	var req flagadmin.DeprecatedSearchRequest
 	if b := in.Body; b != nil {
-		req = flagadmin.DeprecatedSearchRequest{Type: b.Type, Project: b.Project, Feature: b.Feature, Query: b.Query, Limit: b.Limit, Offset: b.Offset}
+		req = flagadmin.DeprecatedSearchRequest{Type: b.Type, Project: b.Project, Feature: b.Feature, Query: b.Query, Limit: intPtr(b.Limit), Offset: intPtr(b.Offset)}
 	}
 	page, err := s.svc.DeprecatedSearchEvents(ctx, p, req)
 	if err != nil {

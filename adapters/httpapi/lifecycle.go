@@ -11,7 +11,10 @@ import (
 )
 
 // featureLifecycleCompletedSchema is the body of the lifecycle completion
-// (admin-api.md §2.4). Unknown fields are refused.
+// (admin-api.md §2.4). Unknown fields are refused. Its tags document the
+// rules; checkInput refuses unknown fields and wrong JSON types, and the
+// domain (flagadmin.CompleteRequest.Validate) checks the values, so its
+// messages are the ones callers get.
 type featureLifecycleCompletedSchema struct {
 	Status      string  `json:"status" enum:"kept,discarded" doc:"The outcome of the feature after completion: kept or discarded."`
 	StatusValue *string `json:"statusValue,omitempty" maxLength:"255" doc:"Optional metadata passed along with the status, such as the variant that was kept (at most 255 characters)." example:"variant-b"`
@@ -39,7 +42,8 @@ func (s *Server) registerLifecycle() {
 		http.StatusBadRequest, http.StatusUnauthorized, http.StatusForbidden, http.StatusNotFound,
 		http.StatusRequestEntityTooLarge, http.StatusInternalServerError, http.StatusServiceUnavailable)
 	op.Middlewares = huma.Middlewares{s.authorizeLifecycle, readBodyAsJSON}
-	huma.Register(s.api, op, s.complete)
+	op.SkipValidateBody = true // the domain validates (CompleteRequest.Validate)
+	register(s, op, s.complete)
 }
 
 // authorizeLifecycle checks the caller's permission on the path's project

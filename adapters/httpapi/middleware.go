@@ -82,7 +82,7 @@ func (s *Server) observe(next http.Handler) http.Handler {
 		}
 		w.Header().Set(RequestIDHeader, id)
 		rec := &responseRecorder{ResponseWriter: w}
-		_, route := s.mux.Handler(r)
+		route := s.routePattern(r)
 		ctx := context.WithValue(r.Context(), requestIDKey{}, id)
 		defer func() {
 			status := rec.status
@@ -130,11 +130,21 @@ func (s *Server) recoverPanics(next http.Handler) http.Handler {
 	})
 }
 
-// limitBody refuses a body declared larger than the limit with 413 and
-// caps every other body, so reading past the limit fails with
-// *http.MaxBytesError (also 413, see toAPIError).
-func (s *Server) limitBody(next http.Handler) http.Handler {
+// errHeadersTooLarge: the request line and headers exceed the limit.
+var errHeadersTooLarge = errors.New("the request line and headers are larger than the limit")
+
+// limitRequest refuses a request whose request line and headers exceed the
+// header limit with 400 BadDataError (below http.Server.MaxHeaderBytes, so
+// this answer comes before Go's plain-text 431), refuses a body declared
+// larger than the body limit with 413, and caps every other body, so
+// reading past the limit fails with *http.MaxBytesError (also 413, see
+// toAPIError).
+func (s *Server) limitRequest(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if headerBytes(r) > s.maxHeader {
+			s.writeError(w, r, fmt.Errorf("%w of %d bytes", errHeadersTooLarge, s.maxHeader))
+			return
+		}
 		if r.ContentLength > s.maxBody {
 			s.writeError(w, r, &http.MaxBytesError{Limit: s.maxBody})
 			return
@@ -144,4 +154,15 @@ func (s *Server) limitBody(next http.Handler) http.Handler {
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// headerBytes is about the size of r's request line and headers on the wire.
+func headerBytes(r *http.Request) int64 {
+	n := int64(len(r.Method) + len(r.RequestURI) + len(r.Proto) + len(r.Host) + 4)
+	for k, vs := range r.Header {
+		for _, v := range vs {
+			n += int64(len(k) + len(v) + 4)
+		}
+	}
+	return n
 }

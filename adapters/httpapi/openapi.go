@@ -33,8 +33,10 @@ Authentication comes first: 401, then 403, then 400/404/415, then the operation.
 
 Errors are JSON ` + "`{\"id\", \"name\", \"message\", \"details\"?}`" + `: id is a UUID of the error
 instance, name one of BadDataError (400), AuthenticationRequired (401), NoAccessError (403),
-NotFoundError (404), ContentTooLarge (413), ContentTypeError (415), InternalError (500),
-ServiceUnavailable (503). details lists the offending parameters or fields of a 400.`
+NotFoundError (404), RequestTimeout (408), ContentTooLarge (413), ContentTypeError (415),
+InternalError (500), ServiceUnavailable (503). details lists the offending parameters or fields
+of a 400. A message quotes at most 100 characters of the request, and an error body stays under
+4 KiB. Responses are JSON whatever the Accept header says; paths are never redirected.`
 
 // apiConfig is the Huma configuration of the API: OpenAPI 3.1 at
 // /openapi.json and /openapi.yaml, no docs UI (it loads its scripts from a
@@ -43,6 +45,10 @@ ServiceUnavailable (503). details lists the offending parameters or fields of a 
 func apiConfig(version string, registry huma.Registry) huma.Config {
 	cfg := huma.DefaultConfig("flagadmin admin API", version)
 	cfg.CreateHooks = nil
+	// JSON only: every response is application/json whatever Accept says
+	// (Huma falls back to the first format). checkInput hands request
+	// bodies to Huma as application/json once it has checked them.
+	cfg.Formats = map[string]huma.Format{"application/json": huma.DefaultJSONFormat}
 	cfg.DocsPath = ""
 	cfg.SchemasPath = ""
 	cfg.Info.Description = apiDescription
@@ -145,7 +151,7 @@ type projectOwnerSchema struct {
 // (decisions §3).
 type errorSchema struct {
 	ID      string              `json:"id" format:"uuid" doc:"The id of this error instance (a UUID); quote it when reporting a problem."`
-	Name    string              `json:"name" enum:"BadDataError,AuthenticationRequired,NoAccessError,NotFoundError,ContentTooLarge,ContentTypeError,InternalError,ServiceUnavailable" doc:"The kind of error."`
+	Name    string              `json:"name" enum:"BadDataError,AuthenticationRequired,NoAccessError,NotFoundError,RequestTimeout,ContentTooLarge,ContentTypeError,InternalError,ServiceUnavailable" doc:"The kind of error."`
 	Message string              `json:"message" doc:"What went wrong, for humans; not a fixed value."`
 	Details []errorDetailSchema `json:"details,omitempty" doc:"On 400: every offending parameter or field."`
 }
@@ -193,15 +199,16 @@ func (s *Server) operation(id, method, path, tag, summary, description, success 
 		responses[strconv.Itoa(status)] = resp
 	}
 	return huma.Operation{
-		OperationID:   id,
-		Method:        method,
-		Path:          path,
-		Tags:          []string{tag},
-		Summary:       summary,
-		Description:   description,
-		Security:      []map[string][]string{{securityScheme: {}}},
-		Responses:     responses,
-		DefaultStatus: http.StatusOK,
-		MaxBodyBytes:  -1, // limitBody caps every body at s.maxBody
+		OperationID:     id,
+		Method:          method,
+		Path:            path,
+		Tags:            []string{tag},
+		Summary:         summary,
+		Description:     description,
+		Security:        []map[string][]string{{securityScheme: {}}},
+		Responses:       responses,
+		DefaultStatus:   http.StatusOK,
+		MaxBodyBytes:    -1, // limitRequest caps every body at s.maxBody
+		BodyReadTimeout: s.bodyRead,
 	}
 }

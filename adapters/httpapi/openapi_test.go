@@ -98,7 +98,7 @@ func TestOpenAPIOperations(t *testing.T) {
 		{"/api/admin/projects", "get", "getProjects", tagProjects, false,
 			[]string{"200", "400", "401", "403", "500", "503"}},
 		{"/api/admin/service-account/{id}", "delete", "deleteServiceAccount", tagServiceAccounts, false,
-			[]string{"200", "401", "403", "404", "500", "503"}},
+			[]string{"200", "400", "401", "403", "404", "500", "503"}},
 	}
 	count := 0
 	for _, ops := range doc.Paths {

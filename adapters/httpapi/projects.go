@@ -54,7 +54,7 @@ func (s *Server) registerProjects() {
 	op.Responses["200"].Content = map[string]*huma.MediaType{
 		"application/json": {Schema: huma.SchemaFromField(registry, reflect.TypeFor[getProjectsSchemaOutput]().Field(0), "getProjectsResponse")},
 	}
-	huma.Register(s.api, op, s.getProjects)
+	register(s, op, s.getProjects)
 }
 
 // getProjectsSchemaOutput is the output whose body field documents the

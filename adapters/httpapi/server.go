@@ -18,6 +18,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"path"
 	"strings"
 	"time"
 
@@ -30,6 +31,21 @@ import (
 // DefaultMaxBodyBytes is the request body limit when Config.MaxBodyBytes is 0.
 const DefaultMaxBodyBytes int64 = 1 << 20
 
+// DefaultMaxHeaderBytes is the limit of a request's line and headers when
+// Config.MaxHeaderBytes is 0. An http.Server serving Handler should set its
+// MaxHeaderBytes above it (ServerMaxHeaderBytes), so that this API answers
+// a request over it with a JSON 400 before Go's server answers a plain-text 431.
+const DefaultMaxHeaderBytes int64 = 1 << 20
+
+// ServerMaxHeaderBytes is the http.Server.MaxHeaderBytes that goes with
+// DefaultMaxHeaderBytes: twice it, so requests between the two get this
+// API's 400 and only larger ones Go's own 431.
+const ServerMaxHeaderBytes = 2 * int(DefaultMaxHeaderBytes)
+
+// DefaultBodyReadTimeout is the time a request body may take to arrive
+// when Config.BodyReadTimeout is 0 (Huma's default).
+const DefaultBodyReadTimeout = 5 * time.Second
+
 // readyTimeout bounds the store ping of GET /ready.
 const readyTimeout = 2 * time.Second
 
@@ -41,29 +57,44 @@ type Config struct {
 	// MaxBodyBytes bounds request bodies; larger ones get 413
 	// ContentTooLarge. 0 means DefaultMaxBodyBytes (1 MiB).
 	MaxBodyBytes int64
+	// BodyReadTimeout bounds the reading of a request body; one that stops
+	// arriving gets 408 RequestTimeout. 0 means DefaultBodyReadTimeout.
+	BodyReadTimeout time.Duration
+	// MaxHeaderBytes bounds the request line and headers; larger ones get
+	// 400 BadDataError. 0 means DefaultMaxHeaderBytes (1 MiB).
+	MaxHeaderBytes int64
 	// Version is the version shown in the OpenAPI document; "" means "dev".
 	Version string
 }
 
 // Server is the HTTP transport of a flagadmin.Service.
 type Server struct {
-	svc     *flagadmin.Service
-	log     *slog.Logger
-	maxBody int64
-	mux     *http.ServeMux
-	api     huma.API
-	handler http.Handler
+	svc       *flagadmin.Service
+	log       *slog.Logger
+	maxBody   int64
+	maxHeader int64
+	bodyRead  time.Duration
+	mux       *http.ServeMux
+	api       huma.API
+	handler   http.Handler
 }
 
 // New returns a Server for svc with every route registered.
 func New(svc *flagadmin.Service, cfg Config) *Server {
 	installErrorModel() // before the first huma.Register
-	s := &Server{svc: svc, log: cfg.Logger, maxBody: cfg.MaxBodyBytes, mux: http.NewServeMux()}
+	s := &Server{svc: svc, log: cfg.Logger, maxBody: cfg.MaxBodyBytes, maxHeader: cfg.MaxHeaderBytes,
+		bodyRead: cfg.BodyReadTimeout, mux: http.NewServeMux()}
 	if s.log == nil {
 		s.log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
 	if s.maxBody <= 0 {
 		s.maxBody = DefaultMaxBodyBytes
+	}
+	if s.maxHeader <= 0 {
+		s.maxHeader = DefaultMaxHeaderBytes
+	}
+	if s.bodyRead <= 0 {
+		s.bodyRead = DefaultBodyReadTimeout
 	}
 	version := cfg.Version
 	if version == "" {
@@ -80,13 +111,14 @@ func New(svc *flagadmin.Service, cfg Config) *Server {
 	s.mux.HandleFunc("GET /ready", s.ready)
 	s.mux.HandleFunc("/", s.notFound)
 
-	s.handler = s.observe(s.recoverPanics(s.authenticate(s.limitBody(s.mux))))
+	s.handler = s.observe(s.recoverPanics(s.authenticate(s.limitRequest(http.HandlerFunc(s.route)))))
 	return s
 }
 
 // Handler returns the complete HTTP handler: the admin API under
 // /api/admin/, the OpenAPI document, /health and /ready, wrapped in the
-// access log, request id, panic recovery, authentication and body limit.
+// access log, request id, panic recovery, authentication and the limits of
+// headers and body.
 func (s *Server) Handler() http.Handler { return s.handler }
 
 // API returns the Huma API, for its OpenAPI document
@@ -116,12 +148,46 @@ type unavailable struct{ cause error }
 func (u unavailable) Error() string   { return "ping: " + u.cause.Error() }
 func (u unavailable) Unwrap() []error { return []error{flagadmin.ErrUnavailable, u.cause} }
 
+// route serves r with the mux, except a path that is not in canonical
+// form (//, /./, /../, a trailing /.): ServeMux would redirect it with an
+// HTML body; it is no route, so 404 NotFoundError (decisions §16).
+func (s *Server) route(w http.ResponseWriter, r *http.Request) {
+	if !canonicalPath(r.URL.Path) {
+		s.notFound(w, r)
+		return
+	}
+	s.mux.ServeHTTP(w, r)
+}
+
+// canonicalPath reports whether ServeMux serves p without redirecting: p
+// is rooted and path.Clean leaves it unchanged, but for a trailing slash.
+func canonicalPath(p string) bool {
+	if p == "" || p[0] != '/' {
+		return false
+	}
+	clean := path.Clean(p)
+	if strings.HasSuffix(p, "/") && clean != "/" {
+		clean += "/"
+	}
+	return clean == p
+}
+
+// routePattern returns the pattern of the route that serves r, "" for none.
+func (s *Server) routePattern(r *http.Request) string {
+	if !canonicalPath(r.URL.Path) {
+		return ""
+	}
+	_, pattern := s.mux.Handler(r)
+	return pattern
+}
+
 // notFound answers every path no route matches with 404 NotFoundError,
 // naming the methods the path supports when it exists under another one.
 func (s *Server) notFound(w http.ResponseWriter, r *http.Request) {
-	msg := "The path " + r.URL.Path + " does not exist."
+	quoted := flagadmin.QuoteInput(r.URL.Path)
+	msg := "The path " + quoted + " does not exist."
 	if allowed := s.allowedMethods(r); len(allowed) > 0 {
-		msg = "The path " + r.URL.Path + " does not support " + r.Method + "; use " + strings.Join(allowed, " or ") + "."
+		msg = "The path " + quoted + " does not support " + flagadmin.QuoteInput(r.Method) + "; use " + strings.Join(allowed, " or ") + "."
 	}
 	s.writeError(w, r, newAPIError(http.StatusNotFound, nameNotFound, msg))
 }
@@ -134,7 +200,7 @@ func (s *Server) allowedMethods(r *http.Request) []string {
 			continue
 		}
 		probe := &http.Request{Method: m, URL: r.URL, Host: r.Host, Header: http.Header{}}
-		if _, pattern := s.mux.Handler(probe); pattern != "" && pattern != "/" {
+		if pattern := s.routePattern(probe); pattern != "" && pattern != "/" {
 			out = append(out, m)
 		}
 	}

@@ -3,12 +3,10 @@ package httpapi
 import (
 	"context"
 	"net/http"
-
-	"github.com/danielgtaylor/huma/v2"
 )
 
 type deleteServiceAccountInput struct {
-	ID string `path:"id" doc:"The numeric id of the service account. An unknown or non-numeric id, or the id of a normal user, is a 404." example:"10"`
+	ID string `path:"id" doc:"The numeric id of the service account. An unknown or non-numeric id, or the id of a normal user, is a 404; an id with a NUL character or invalid UTF-8 is a 400." example:"10"`
 }
 
 func (s *Server) registerServiceAccounts() {
@@ -18,9 +16,9 @@ func (s *Server) registerServiceAccounts() {
 			"and a service-account-deleted event is recorded with the account in preData. Needs the ADMIN "+
 			"permission (an admin token or a root Admin). Deleting it again is a 404.",
 		"The service account is deleted. The response has no body.",
-		http.StatusUnauthorized, http.StatusForbidden, http.StatusNotFound,
+		http.StatusBadRequest, http.StatusUnauthorized, http.StatusForbidden, http.StatusNotFound,
 		http.StatusInternalServerError, http.StatusServiceUnavailable)
-	huma.Register(s.api, op, s.deleteServiceAccount)
+	register(s, op, s.deleteServiceAccount)
 }
 
 func (s *Server) deleteServiceAccount(ctx context.Context, in *deleteServiceAccountInput) (*emptyOutput, error) {

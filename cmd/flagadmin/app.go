@@ -114,16 +114,21 @@ func newAPIServer(svc *flagadmin.Service, log *slog.Logger) *httpapi.Server {
 	return httpapi.New(svc, httpapi.Config{Logger: log, Version: versionString()})
 }
 
-// newHTTPServer returns the net/http server of the API, with timeouts.
+// newHTTPServer returns the net/http server of the API, with timeouts. Its
+// header limit is above the API's own (httpapi.DefaultMaxHeaderBytes), so
+// the API answers oversized headers with a JSON 400 before Go's server
+// would answer a plain-text 431; "OPTIONS *" reaches the API too (a JSON 404).
 func newHTTPServer(cfg Config, api *httpapi.Server, log *slog.Logger) *http.Server {
 	return &http.Server{
-		Addr:              cfg.Addr,
-		Handler:           api.Handler(),
-		ReadHeaderTimeout: readHeaderTimeout,
-		ReadTimeout:       readTimeout,
-		WriteTimeout:      writeTimeout,
-		IdleTimeout:       idleTimeout,
-		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+		Addr:                         cfg.Addr,
+		Handler:                      api.Handler(),
+		ReadHeaderTimeout:            readHeaderTimeout,
+		ReadTimeout:                  readTimeout,
+		WriteTimeout:                 writeTimeout,
+		IdleTimeout:                  idleTimeout,
+		MaxHeaderBytes:               httpapi.ServerMaxHeaderBytes,
+		DisableGeneralOptionsHandler: true,
+		ErrorLog:                     slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
 }
 
