@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"time"
 )
 
 // Actor ids recorded as createdByUserId (Unleash's conventions).
@@ -145,8 +144,7 @@ func authorizationSecret(header string) string {
 // missing value, an unknown secret, an expired token or a token whose account
 // was deleted gives ErrAuthenticationRequired. Client and frontend tokens
 // authenticate as PrincipalClientToken, which every admin operation refuses
-// with ErrNoAccess. With WithTokenCache, a recent success may be answered
-// without asking the store.
+// with ErrNoAccess.
 func (s *Service) Authenticate(ctx context.Context, authorization string) (Principal, error) {
 	secret := authorizationSecret(authorization)
 	if secret == "" {
@@ -157,56 +155,31 @@ func (s *Service) Authenticate(ctx context.Context, authorization string) (Princ
 		return Principal{}, authRequired("The API token is not valid.")
 	}
 	hash := HashSecret(secret)
-	if s.tokens == nil {
-		p, _, err := s.lookupPrincipal(ctx, shape, hash)
-		return p, err
-	}
-	// The entry's lifetime counts from before the lookup, so it never
-	// outlasts the data it caches by more than the cache's TTL.
-	now := s.now()
-	p, gen, hit, stale := s.tokens.get(hash, now)
-	if hit {
-		return p, nil
-	}
-	p, expiresAt, err := s.lookupPrincipal(ctx, shape, hash)
-	if err != nil {
-		if stale {
-			s.tokens.remove(hash)
-		}
-		return Principal{}, err
-	}
-	s.tokens.put(hash, p, expiresAt, now, gen)
-	return p, nil
-}
-
-// lookupPrincipal resolves the token stored under hash, whose secret has
-// the given shape, to a principal, with the token's expiry.
-func (s *Service) lookupPrincipal(ctx context.Context, shape TokenType, hash string) (Principal, *time.Time, error) {
 	tok, user, err := s.store.LookupToken(ctx, hash)
 	if errors.Is(err, ErrNotFound) {
-		return Principal{}, nil, authRequired("The API token is not valid.")
+		return Principal{}, authRequired("The API token is not valid.")
 	}
 	if err != nil {
-		return Principal{}, nil, err
+		return Principal{}, err
 	}
 	if subtle.ConstantTimeCompare([]byte(tok.SecretHash), []byte(hash)) != 1 {
-		return Principal{}, nil, authRequired("The API token is not valid.")
+		return Principal{}, authRequired("The API token is not valid.")
 	}
 	if tok.ExpiresAt != nil && !s.now().Before(*tok.ExpiresAt) {
-		return Principal{}, nil, authRequired("The API token has expired.")
+		return Principal{}, authRequired("The API token has expired.")
 	}
 	switch {
 	case tok.Type == TokenAdmin && shape == TokenAdmin:
-		return AdminToken(tok.Name), tok.ExpiresAt, nil
+		return AdminToken(tok.Name), nil
 	case tok.Type == TokenUser && shape == TokenUser:
 		if user == nil {
-			return Principal{}, nil, authRequired("The API token's account no longer exists.")
+			return Principal{}, authRequired("The API token's account no longer exists.")
 		}
-		return AsUser(*user), tok.ExpiresAt, nil
+		return AsUser(*user), nil
 	case (tok.Type == TokenClient || tok.Type == TokenFrontend) && shape == TokenClient:
-		return Principal{Kind: PrincipalClientToken, Name: tok.Name}, tok.ExpiresAt, nil
+		return Principal{Kind: PrincipalClientToken, Name: tok.Name}, nil
 	}
-	return Principal{}, nil, authRequired("The API token is not valid.")
+	return Principal{}, authRequired("The API token is not valid.")
 }
 
 // AuthenticateAdmin is Authenticate for a transport of the admin API: it

@@ -10,9 +10,9 @@ const DeprecatedSearchVersion = 1
 
 // SearchEvents runs the query-string event search (GET
 // /api/admin/search/events): parameters are parsed and validated, the
-// caller's visibility applied, and a page returned with the total. With a
-// result cache (WithResultCache) the page's events may be shared with
-// other callers: they must not be changed.
+// caller's visibility applied, and a page returned with the total. The
+// page's events may be shared with other callers (a caching Store shares
+// them): they must not be changed.
 func (s *Service) SearchEvents(ctx context.Context, p Principal, params EventSearchParams) (EventPage, error) {
 	if err := requireAdminAPI(p); err != nil {
 		return EventPage{}, err
@@ -40,11 +40,7 @@ func (s *Service) DeprecatedSearchEvents(ctx context.Context, p Principal, req D
 }
 
 func (s *Service) search(ctx context.Context, p Principal, q EventQuery) (EventPage, error) {
-	version, cacheOn, err := s.cacheVersion(ctx)
-	if err != nil {
-		return EventPage{}, err
-	}
-	hidden, restricted, err := s.hiddenProjects(ctx, p, version)
+	hidden, _, restricted, err := s.visibility(ctx, p)
 	if err != nil {
 		return EventPage{}, err
 	}
@@ -55,9 +51,6 @@ func (s *Service) search(ctx context.Context, p Principal, q EventQuery) (EventP
 		if len(q.Projects) > 0 && !slices.ContainsFunc(q.Projects, func(id string) bool { return !slices.Contains(hidden, id) }) {
 			return EventPage{Events: []Event{}}, nil
 		}
-	}
-	if cacheOn {
-		return s.cachedSearch(ctx, q, version)
 	}
 	page, err := s.store.SearchEvents(ctx, q)
 	if err != nil {

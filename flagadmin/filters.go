@@ -208,10 +208,6 @@ type EventQuery struct {
 type EventPage struct {
 	Events []Event `json:"events"`
 	Total  int     `json:"total"`
-	// encoded holds Events as AppendEventsJSON writes them, when the
-	// Service's result cache encoded them (see AppendEventsJSON); nil
-	// otherwise. It is set before the page is shared and never changed.
-	encoded *encodedEvents
 }
 
 // ParseEventSearch turns query-string parameters into an EventQuery, or a

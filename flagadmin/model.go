@@ -1,6 +1,7 @@
 package flagadmin
 
 import (
+	"bytes"
 	"encoding/json"
 	"time"
 	"unicode/utf8"
@@ -76,14 +77,53 @@ type Event struct {
 }
 
 // MarshalJSON writes the event with the contract's field names in the
-// contract's order, createdAt in TimeLayout and tags as [] when empty; see
-// AppendJSON.
+// contract's order, createdAt in TimeLayout and tags as [] when empty, with
+// encoding/json (strings escaped as it escapes them with HTML escaping off;
+// data and preData compacted, an error when not valid JSON).
 func (e Event) MarshalJSON() ([]byte, error) {
-	b, err := e.AppendJSON(make([]byte, 0, e.jsonSizeHint()))
-	if err != nil {
+	tags := e.Tags
+	if tags == nil {
+		tags = []Tag{}
+	}
+	return marshalJSON(struct {
+		ID              int64           `json:"id"`
+		CreatedAt       string          `json:"createdAt"`
+		Type            string          `json:"type"`
+		CreatedBy       string          `json:"createdBy"`
+		CreatedByUserID *int64          `json:"createdByUserId"`
+		Environment     *string         `json:"environment"`
+		Project         *string         `json:"project"`
+		FeatureName     *string         `json:"featureName"`
+		Data            json.RawMessage `json:"data"`
+		PreData         json.RawMessage `json:"preData"`
+		Tags            []Tag           `json:"tags"`
+	}{e.ID, formatTime(e.CreatedAt), e.Type, e.CreatedBy, e.CreatedByUserID, e.Environment, e.Project,
+		e.FeatureName, e.Data, e.PreData, tags})
+}
+
+// marshalJSON is json.Marshal without HTML escaping (an encoder that
+// escapes, such as json.Marshal of a value holding this one, escapes it
+// again when it copies the bytes).
+func marshalJSON(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
 		return nil, err
 	}
-	return b, nil
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+}
+
+// formatTime formats t in TimeLayout, in UTC.
+func formatTime(t time.Time) string { return t.UTC().Format(TimeLayout) }
+
+// formatTimePtr formats t in TimeLayout, in UTC; nil stays nil.
+func formatTimePtr(t *time.Time) *string {
+	if t == nil {
+		return nil
+	}
+	s := formatTime(*t)
+	return &s
 }
 
 // RootRole is a user's instance-wide role.

@@ -7,7 +7,6 @@ import (
 	"encoding/hex"
 	"math"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 )
@@ -51,32 +50,26 @@ func UserOwner(u User) ProjectOwner {
 	return o
 }
 
-// MarshalJSON writes user owners with email and imageUrl (null when absent)
-// and group and system owners without them; see AppendJSON.
+// MarshalJSON writes user owners with email and imageUrl (null when
+// absent), {"ownerType":"user","name":...,"email":...,"imageUrl":...};
+// group owners as {"ownerType":"group","name":...}; any other owner type
+// as {"ownerType":"system"}.
 func (o ProjectOwner) MarshalJSON() ([]byte, error) {
-	return o.AppendJSON(nil), nil
-}
-
-// AppendJSON appends the owner's JSON (the bytes MarshalJSON returns) to b:
-// {"ownerType":"user","name":...,"email":...,"imageUrl":...} for a user,
-// {"ownerType":"group","name":...} for a group, {"ownerType":"system"}
-// for any other owner type.
-func (o ProjectOwner) AppendJSON(b []byte) []byte {
 	switch o.OwnerType {
 	case OwnerUser:
-		b = append(b, `{"ownerType":"user","name":`...)
-		b = appendJSONString(b, o.Name)
-		b = append(b, `,"email":`...)
-		b = appendJSONStringPtr(b, o.Email)
-		b = append(b, `,"imageUrl":`...)
-		b = appendJSONStringPtr(b, o.ImageURL)
-		return append(b, '}')
+		return marshalJSON(struct {
+			OwnerType string  `json:"ownerType"`
+			Name      string  `json:"name"`
+			Email     *string `json:"email"`
+			ImageURL  *string `json:"imageUrl"`
+		}{OwnerUser, o.Name, o.Email, o.ImageURL})
 	case OwnerGroup:
-		b = append(b, `{"ownerType":"group","name":`...)
-		b = appendJSONString(b, o.Name)
-		return append(b, '}')
+		return marshalJSON(struct {
+			OwnerType string `json:"ownerType"`
+			Name      string `json:"name"`
+		}{OwnerGroup, o.Name})
 	default:
-		return append(b, `{"ownerType":"system"}`...)
+		return []byte(`{"ownerType":"system"}`), nil
 	}
 }
 
@@ -99,63 +92,27 @@ type ProjectListEntry struct {
 	Owners                []ProjectOwner `json:"owners"`
 }
 
-// MarshalJSON writes dates in TimeLayout; see AppendJSON.
+// MarshalJSON writes the entry's fields in the order of the struct with
+// the dates last, dates in TimeLayout, owners null when nil.
 func (p ProjectListEntry) MarshalJSON() ([]byte, error) {
-	return p.AppendJSON(make([]byte, 0, 512)), nil
-}
-
-// AppendJSON appends the entry's JSON (the bytes MarshalJSON returns) to b,
-// without reflection: the fields in the order encoding/json wrote them
-// (the dates last), dates in TimeLayout, owners null when nil.
-func (p ProjectListEntry) AppendJSON(b []byte) []byte {
-	b = append(b, `{"id":`...)
-	b = appendJSONString(b, p.ID)
-	b = append(b, `,"name":`...)
-	b = appendJSONString(b, p.Name)
-	b = append(b, `,"description":`...)
-	b = appendJSONString(b, p.Description)
-	b = append(b, `,"health":`...)
-	b = strconv.AppendInt(b, int64(p.Health), 10)
-	b = append(b, `,"technicalDebt":`...)
-	b = strconv.AppendInt(b, int64(p.TechnicalDebt), 10)
-	b = append(b, `,"featureCount":`...)
-	b = strconv.AppendInt(b, int64(p.FeatureCount), 10)
-	b = append(b, `,"memberCount":`...)
-	b = strconv.AppendInt(b, int64(p.MemberCount), 10)
-	b = append(b, `,"favorite":`...)
-	b = strconv.AppendBool(b, p.Favorite)
-	b = append(b, `,"mode":`...)
-	b = appendJSONString(b, string(p.Mode))
-	b = append(b, `,"owners":`...)
-	if p.Owners == nil {
-		b = append(b, "null"...)
-	} else {
-		b = append(b, '[')
-		for i, o := range p.Owners {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = o.AppendJSON(b)
-		}
-		b = append(b, ']')
-	}
-	b = append(b, `,"createdAt":`...)
-	b = appendJSONTime(b, p.CreatedAt)
-	b = append(b, `,"lastUpdatedAt":`...)
-	b = appendJSONTimePtr(b, p.LastUpdatedAt)
-	b = append(b, `,"archivedAt":`...)
-	b = appendJSONTimePtr(b, p.ArchivedAt)
-	b = append(b, `,"lastReportedFlagUsage":`...)
-	b = appendJSONTimePtr(b, p.LastReportedFlagUsage)
-	return append(b, '}')
-}
-
-// appendJSONTimePtr appends t in TimeLayout as a JSON string, null when nil.
-func appendJSONTimePtr(b []byte, t *time.Time) []byte {
-	if t == nil {
-		return append(b, "null"...)
-	}
-	return appendJSONTime(b, *t)
+	return marshalJSON(struct {
+		ID                    string         `json:"id"`
+		Name                  string         `json:"name"`
+		Description           string         `json:"description"`
+		Health                int            `json:"health"`
+		TechnicalDebt         int            `json:"technicalDebt"`
+		FeatureCount          int            `json:"featureCount"`
+		MemberCount           int            `json:"memberCount"`
+		Favorite              bool           `json:"favorite"`
+		Mode                  ProjectMode    `json:"mode"`
+		Owners                []ProjectOwner `json:"owners"`
+		CreatedAt             string         `json:"createdAt"`
+		LastUpdatedAt         *string        `json:"lastUpdatedAt"`
+		ArchivedAt            *string        `json:"archivedAt"`
+		LastReportedFlagUsage *string        `json:"lastReportedFlagUsage"`
+	}{p.ID, p.Name, p.Description, p.Health, p.TechnicalDebt, p.FeatureCount, p.MemberCount, p.Favorite,
+		p.Mode, p.Owners, formatTime(p.CreatedAt), formatTimePtr(p.LastUpdatedAt), formatTimePtr(p.ArchivedAt),
+		formatTimePtr(p.LastReportedFlagUsage)})
 }
 
 // ProjectListOptions are the parameters of the project list.

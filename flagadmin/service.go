@@ -12,10 +12,6 @@ type Service struct {
 	store  Store
 	clock  func() time.Time
 	random io.Reader
-	// tokens caches successful authentications; nil when disabled.
-	tokens *tokenCache
-	// results caches search results and project lists; nil when disabled.
-	results *resultCache
 }
 
 // Option configures a Service.

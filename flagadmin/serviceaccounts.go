@@ -44,9 +44,6 @@ func (s *Service) DeleteServiceAccount(ctx context.Context, p Principal, id stri
 			PreData:         pre,
 		}, nil
 	})
-	// Whatever the outcome (a failed commit may still have deleted), no
-	// authentication cached here may outlive the account.
-	s.tokens.forgetUser(uid)
 	if isKind(err, ErrNotFound) {
 		return missing
 	}

@@ -142,8 +142,8 @@ type ProjectStats struct {
 
 // VersionedStore is a Store that can tell cheaply whether anything it holds
 // has changed, and when the project list's potentially-stale counts next
-// change with the passing of time. The Service's result cache
-// (WithResultCache) needs it; with a plain Store the cache stays off.
+// change with the passing of time. Caches of store results need it (such
+// as adapters/storecache, a Store over a VersionedStore).
 type VersionedStore interface {
 	Store
 

@@ -10,6 +10,7 @@ import (
 	"github.com/uptrace/bun"
 
 	"github.com/flagadmin/flagadmin/adapters/bunstore"
+	"github.com/flagadmin/flagadmin/adapters/storecache"
 	"github.com/flagadmin/flagadmin/flagadmin"
 	"github.com/flagadmin/flagadmin/internal/dbtest"
 )
@@ -26,13 +27,13 @@ const authWorld = `{
 
 // countingStore counts the token lookups that reach the store.
 type countingStore struct {
-	flagadmin.Store
+	flagadmin.VersionedStore
 	lookups atomic.Int64
 }
 
 func (s *countingStore) LookupToken(ctx context.Context, hash string) (flagadmin.APIToken, *flagadmin.User, error) {
 	s.lookups.Add(1)
-	return s.Store.LookupToken(ctx, hash)
+	return s.VersionedStore.LookupToken(ctx, hash)
 }
 
 // statementCounter is a bun query hook that counts the statements run.
@@ -78,11 +79,11 @@ func BenchmarkAuthenticate(b *testing.B) {
 			for _, cache := range []struct {
 				name string
 				ttl  time.Duration
-			}{{"nocache", 0}, {"cache", flagadmin.DefaultTokenCacheTTL}} {
+			}{{"nocache", 0}, {"cache", storecache.DefaultTokenTTL}} {
 				for _, tok := range tokens {
 					b.Run(cache.name+"/"+tok.name, func(b *testing.B) {
-						counted := &countingStore{Store: store}
-						svc := flagadmin.NewService(counted, flagadmin.WithTokenCache(cache.ttl))
+						counted := &countingStore{VersionedStore: store}
+						svc := flagadmin.NewService(storecache.New(counted, storecache.Options{TokenTTL: cache.ttl}))
 						stmts.n.Store(0)
 						b.ReportAllocs()
 						b.ResetTimer()

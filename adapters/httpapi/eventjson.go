@@ -11,10 +11,10 @@ import (
 	"github.com/flagadmin/flagadmin/flagadmin"
 )
 
-// The two event searches write their bodies from bytes encoded by
-// flagadmin's hand-written encoder, not through Huma's reflection: a page
-// of events is most of the server's output, and encoding/json re-encoded
-// and re-compacted every event. The bytes are those Huma wrote before:
+// The two event searches write their bodies with the hand-written encoder
+// of eventencode.go, not through Huma's reflection: a page of events is
+// most of the server's output, and encoding/json re-encoded and
+// re-compacted every event. The bytes are those Huma wrote before:
 // encoding/json with HTML escaping off, ending in a newline.
 
 // maxPooledBuffer bounds the buffers kept for reuse; a larger one (a page
@@ -38,44 +38,32 @@ func putBuffer(b *[]byte) {
 
 // appendSearchEventsBody appends the body of GET /api/admin/search/events,
 // {"events":[...],"total":N} (eventSearchResponseSchema), and a newline.
-// Both searches write the events with EventPage.AppendEventsJSON, which
-// copies the bytes the Service's result cache encoded them into, if any,
-// instead of encoding them again.
-func appendSearchEventsBody(b []byte, page flagadmin.EventPage) ([]byte, error) {
-	b, err := page.AppendJSON(b)
-	if err != nil {
-		return b, err
-	}
-	return append(b, '\n'), nil
+func appendSearchEventsBody(b []byte, page flagadmin.EventPage) []byte {
+	b = append(b, `{"events":`...)
+	b = appendEvents(b, page.Events)
+	b = append(b, `,"total":`...)
+	b = strconv.AppendInt(b, int64(page.Total), 10)
+	return append(b, "}\n"...)
 }
 
 // appendDeprecatedSearchBody appends the body of POST
 // /api/admin/events/search, {"version":1,"events":[...],"totalEvents":N}
 // (eventsSchema), and a newline.
-func appendDeprecatedSearchBody(b []byte, page flagadmin.EventPage) ([]byte, error) {
-	orig := len(b)
+func appendDeprecatedSearchBody(b []byte, page flagadmin.EventPage) []byte {
 	b = append(b, `{"version":`...)
 	b = strconv.AppendInt(b, flagadmin.DeprecatedSearchVersion, 10)
 	b = append(b, `,"events":`...)
-	b, err := page.AppendEventsJSON(b)
-	if err != nil {
-		return b[:orig], err
-	}
+	b = appendEvents(b, page.Events)
 	b = append(b, `,"totalEvents":`...)
 	b = strconv.AppendInt(b, int64(page.Total), 10)
-	return append(b, "}\n"...), nil
+	return append(b, "}\n"...)
 }
 
 // encodedBody encodes page with appendBody into a pooled buffer and returns
-// the Huma body that writes it with status 200, or the encoding error.
-func (s *Server) encodedBody(page flagadmin.EventPage, appendBody func([]byte, flagadmin.EventPage) ([]byte, error)) (func(huma.Context), error) {
+// the Huma body that writes it with status 200.
+func (s *Server) encodedBody(page flagadmin.EventPage, appendBody func([]byte, flagadmin.EventPage) []byte) func(huma.Context) {
 	buf := getBuffer()
-	b, err := appendBody(*buf, page)
-	*buf = b
-	if err != nil {
-		putBuffer(buf)
-		return nil, err
-	}
+	*buf = appendBody(*buf, page)
 	return func(ctx huma.Context) {
 		defer putBuffer(buf)
 		// The same content negotiation as Huma's: this API has only JSON
@@ -90,7 +78,7 @@ func (s *Server) encodedBody(page flagadmin.EventPage, appendBody func([]byte, f
 		// A failed write means the client went away; the access log shows
 		// the bytes written.
 		_, _ = ctx.BodyWriter().Write(*buf)
-	}, nil
+	}
 }
 
 // documentJSONBody documents the 200 response of op as JSON of type T, the

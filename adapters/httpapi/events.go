@@ -142,10 +142,7 @@ func (s *Server) searchEvents(ctx context.Context, in *searchEventsInput) (*sear
 	if err != nil {
 		return nil, s.fail(ctx, err)
 	}
-	body, err := s.encodedBody(page, appendSearchEventsBody)
-	if err != nil {
-		return nil, s.fail(ctx, err)
-	}
+	body := s.encodedBody(page, appendSearchEventsBody)
 	return &searchEventsOutput{Body: body}, nil
 }
 
@@ -162,10 +159,7 @@ func (s *Server) deprecatedSearchEvents(ctx context.Context, in *deprecatedSearc
 	if err != nil {
 		return nil, s.fail(ctx, err)
 	}
-	body, err := s.encodedBody(page, appendDeprecatedSearchBody)
-	if err != nil {
-		return nil, s.fail(ctx, err)
-	}
+	body := s.encodedBody(page, appendDeprecatedSearchBody)
 	return &deprecatedSearchEventsOutput{
 		Deprecation: "true",
 		Link:        `</api/admin/search/events>; rel="successor-version"`,

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/flagadmin/flagadmin/adapters/memstore"
+	"github.com/flagadmin/flagadmin/adapters/storecache"
 	"github.com/flagadmin/flagadmin/flagadmin"
 )
 
@@ -120,9 +121,10 @@ func (s *syncBuffer) String() string {
 }
 
 // newEnv seeds a memstore with testSeed and serves it, with the result
-// cache of the flagadmin server (on when the served store is a
-// flagadmin.VersionedStore). wrap, when not nil, wraps the store the
-// server's Service uses (for fault injection).
+// cache of the flagadmin server when the served store is a
+// flagadmin.VersionedStore (a storecache.Store over it, each request in its
+// own scope). wrap, when not nil, wraps the store the server's Service
+// uses (for fault injection).
 func newEnv(t *testing.T, cfg Config, wrap func(flagadmin.Store) flagadmin.Store) *testEnv {
 	t.Helper()
 	ctx := context.Background()
@@ -134,14 +136,16 @@ func newEnv(t *testing.T, cfg Config, wrap func(flagadmin.Store) flagadmin.Store
 	if wrap != nil {
 		served = wrap(store)
 	}
-	svc := flagadmin.NewService(served, flagadmin.WithClock(func() time.Time { return testNow }),
-		flagadmin.WithResultCache(flagadmin.DefaultResultCacheSize))
+	if vs, ok := served.(flagadmin.VersionedStore); ok {
+		served = storecache.New(vs, storecache.Options{ResultCacheSize: storecache.DefaultResultCacheSize})
+	}
+	svc := flagadmin.NewService(served, flagadmin.WithClock(func() time.Time { return testNow }))
 	logs := &syncBuffer{}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
 	s := New(svc, cfg)
-	return &testEnv{svc: svc, store: store, server: s, handler: s.Handler(), logs: logs}
+	return &testEnv{svc: svc, store: store, server: s, handler: storecache.Scope(s.Handler()), logs: logs}
 }
 
 // request describes one call.

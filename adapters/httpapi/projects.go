@@ -2,7 +2,6 @@ package httpapi
 
 import (
 	"context"
-	"encoding/json"
 	"net/http"
 	"reflect"
 	"strconv"
@@ -73,29 +72,23 @@ func (s *Server) getProjects(ctx context.Context, in *getProjectsInput) (*getPro
 	if err != nil {
 		return nil, s.fail(ctx, err)
 	}
-	opts := flagadmin.ProjectListOptions{Archived: archived}
-	if !s.svc.CachesResults() {
-		// Nothing to share: encode while writing, never the whole body at once.
-		list, err := s.svc.ListProjects(ctx, p, opts)
-		if err != nil {
-			return nil, s.fail(ctx, err)
-		}
-		return &getProjectsOutput{Body: func(hctx huma.Context) { s.streamProjects(hctx, list) }}, nil
-	}
-	projects, err := s.svc.ProjectListJSON(ctx, p, opts)
+	list, err := s.svc.ListProjects(ctx, p, flagadmin.ProjectListOptions{Archived: archived})
 	if err != nil {
 		return nil, s.fail(ctx, err)
 	}
-	return &getProjectsOutput{Body: func(hctx huma.Context) { s.writeProjects(hctx, projects) }}, nil
+	return &getProjectsOutput{Body: func(hctx huma.Context) { s.streamProjects(hctx, list) }}, nil
 }
 
 // projectsChunk is the size of the pieces streamProjects writes.
 const projectsChunk = 32 << 10
 
-// streamProjects writes the list as writeProjects does, encoding the
-// entries (ProjectListEntry.AppendJSON) into pieces of about projectsChunk
+// streamProjects writes the list as Huma writes projectsSchema in the
+// negotiated JSON format, the same bytes, newline included, encoding the
+// entries (appendProjectListEntry) into pieces of about projectsChunk
 // bytes sent as they fill: at 10,000 projects the body is megabytes, and
-// 16 concurrent requests would otherwise each hold a whole copy.
+// 16 concurrent requests would otherwise each hold a whole copy. A format
+// other than JSON (none is configured today) goes through Huma's
+// marshaling.
 func (s *Server) streamProjects(hctx huma.Context, projects []flagadmin.ProjectListEntry) {
 	ct, ok := s.projectsContentType(hctx)
 	w := hctx.BodyWriter()
@@ -109,7 +102,7 @@ func (s *Server) streamProjects(hctx huma.Context, projects []flagadmin.ProjectL
 		if i > 0 {
 			buf = append(buf, ',')
 		}
-		buf = projects[i].AppendJSON(buf)
+		buf = appendProjectListEntry(buf, &projects[i])
 		if len(buf) >= projectsChunk {
 			if _, err := w.Write(buf); err != nil {
 				return // the client is gone
@@ -148,31 +141,3 @@ var (
 	projectsPrefix = []byte(`{"version":` + strconv.Itoa(flagadmin.ProjectListVersion) + `,"projects":`)
 	projectsSuffix = []byte("}\n")
 )
-
-// writeProjects writes the list, the JSON array of the projects the
-// Service encoded (ProjectListJSON: shared, possibly cached bytes, written
-// as they are), as Huma writes projectsSchema in the negotiated JSON
-// format: the same bytes, newline included. A format other than JSON
-// (none is configured today) goes through Huma's marshaling of the
-// decoded list.
-func (s *Server) writeProjects(hctx huma.Context, projects []byte) {
-	ct, ok := s.projectsContentType(hctx)
-	w := hctx.BodyWriter()
-	if !ok {
-		var list []flagadmin.ProjectListEntry
-		if err := json.Unmarshal(projects, &list); err != nil {
-			s.log.ErrorContext(hctx.Context(), "writing the project list", "error", err.Error())
-			return
-		}
-		s.marshalProjects(hctx, ct, list)
-		return
-	}
-	// Failed writes mean the client is gone.
-	if _, err := w.Write(projectsPrefix); err != nil {
-		return
-	}
-	if _, err := w.Write(projects); err != nil {
-		return
-	}
-	w.Write(projectsSuffix)
-}

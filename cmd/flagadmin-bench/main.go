@@ -27,7 +27,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/flagadmin/flagadmin/flagadmin"
+	"github.com/flagadmin/flagadmin/adapters/storecache"
 	"github.com/flagadmin/flagadmin/internal/worldgen"
 )
 
@@ -191,7 +191,7 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	fs.BoolVar(&o.InProcess, "in-process", false, "run the server in this process (its RSS then includes the load generator)")
 	fs.BoolVar(&o.InPlace, "in-place", false, "run on the world's database itself instead of a fresh copy of it (the lifecycle phase then adds events to the world; MySQL always runs in place)")
 	fs.BoolVar(&o.AccessLog, "access-log", false, "have the server format its access log (written nowhere), as a deployed server would")
-	fs.Int64Var(&o.ResultCacheSize, "result-cache-size", flagadmin.DefaultResultCacheSize, "the server's result cache (flagadmin serve --result-cache-size), in `bytes`; 0 disables it")
+	fs.Int64Var(&o.ResultCacheSize, "result-cache-size", storecache.DefaultResultCacheSize, "the server's result cache (flagadmin serve --result-cache-size), in `bytes`; 0 disables it")
 	fs.StringVar(&o.JSON, "json", "", "write the results to this `file` as JSON")
 	fs.StringVar(&o.CPUProfile, "cpuprofile", "", "write a CPU profile of the server to this file")
 	fs.Usage = func() {
@@ -317,7 +317,7 @@ func bench(ctx context.Context, o options, stdout, stderr io.Writer) (*results, 
 		}
 		if !d.Persistent {
 			defer closeStore()
-			srv, err = startInProcess(apiHandler(store, o.AccessLog, flagadmin.WithResultCache(o.ResultCacheSize)))
+			srv, err = startInProcess(apiHandler(store, o.AccessLog, o.ResultCacheSize))
 		} else {
 			if err := closeStore(); err != nil {
 				return nil, err
@@ -426,7 +426,7 @@ func startServer(ctx context.Context, o options, dbURL string, stderr io.Writer)
 	if err != nil {
 		return nil, err
 	}
-	srv, err := startInProcess(apiHandler(store, o.AccessLog, flagadmin.WithResultCache(o.ResultCacheSize)))
+	srv, err := startInProcess(apiHandler(store, o.AccessLog, o.ResultCacheSize))
 	if err != nil {
 		closeStore()
 		return nil, err

@@ -12,7 +12,7 @@ import (
 
 	"github.com/uptrace/bun/driver/sqliteshim"
 
-	"github.com/flagadmin/flagadmin/flagadmin"
+	"github.com/flagadmin/flagadmin/adapters/storecache"
 )
 
 // TestMain lets the test binary play the server child: the tool re-executes
@@ -29,7 +29,7 @@ func TestMain(m *testing.M) {
 func tinyOptions(db string) options {
 	return options{DB: db, Events: tiny.Events, Projects: tiny.Projects, Features: tiny.Features, Seed: 7,
 		Connections: 2, Duration: time.Second, Warmup: 100 * time.Millisecond, Kinds: "all", Ceiling: true,
-		ResultCacheSize: flagadmin.DefaultResultCacheSize} // as the flag's default
+		ResultCacheSize: storecache.DefaultResultCacheSize} // as the flag's default
 }
 
 // checkAnswered fails unless every kind of the run was answered, and only

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/flagadmin/flagadmin/adapters/memstore"
+	"github.com/flagadmin/flagadmin/adapters/storecache"
 	"github.com/flagadmin/flagadmin/flagadmin"
 	"github.com/flagadmin/flagadmin/internal/worldgen"
 )
@@ -182,7 +183,7 @@ func TestLifecycleKindWritesEveryTime(t *testing.T) {
 	if err := store.Write(ctx, w.Batch()); err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(apiHandler(store, false))
+	srv := httptest.NewServer(apiHandler(store, false, storecache.DefaultResultCacheSize))
 	defer srv.Close()
 	k := lifecycleKind(w.Features(), "runX")
 	spec := loadSpec{BaseURL: srv.URL, Token: w.AdminSecret(0)}

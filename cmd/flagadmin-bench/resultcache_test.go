@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/flagadmin/flagadmin/flagadmin"
+	"github.com/flagadmin/flagadmin/adapters/storecache"
 )
 
 // --result-cache-size defaults to flagadmin serve's size, reaches the
@@ -15,8 +15,8 @@ import (
 func TestResultCacheSizeOption(t *testing.T) {
 	var stderr bytes.Buffer
 	o, err := parseOptions(nil, &stderr)
-	if err != nil || o.ResultCacheSize != flagadmin.DefaultResultCacheSize {
-		t.Fatalf("default: %d, %v; want %d", o.ResultCacheSize, err, flagadmin.DefaultResultCacheSize)
+	if err != nil || o.ResultCacheSize != storecache.DefaultResultCacheSize {
+		t.Fatalf("default: %d, %v; want %d", o.ResultCacheSize, err, storecache.DefaultResultCacheSize)
 	}
 	if o, err = parseOptions([]string{"--result-cache-size", "0"}, &stderr); err != nil || o.ResultCacheSize != 0 {
 		t.Errorf("--result-cache-size 0: %d, %v", o.ResultCacheSize, err)

@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/flagadmin/flagadmin/adapters/httpapi"
+	"github.com/flagadmin/flagadmin/adapters/storecache"
 	"github.com/flagadmin/flagadmin/flagadmin"
 )
 
@@ -75,18 +76,20 @@ func peakRSS(pid int) (int64, error) {
 // apiHandler returns the flagadmin HTTP handler over store, with the access
 // log formatted and thrown away when accessLog is set (the cost a deployed
 // server pays for its log, without the terminal), else not produced at all.
-// Its token and result caches are flagadmin serve's defaults, so the bench
-// measures what deployers run; opts come after them (the result cache of
-// --result-cache-size).
-func apiHandler(store flagadmin.Store, accessLog bool, opts ...flagadmin.Option) http.Handler {
+// It serves store as flagadmin serve does, through a storecache.Store with
+// serve's default token cache and a result cache of resultCacheSize bytes
+// (--result-cache-size; 0 turns it off), each request in its own scope, so
+// the bench measures what deployers run.
+func apiHandler(store flagadmin.Store, accessLog bool, resultCacheSize int64) http.Handler {
 	logger := slog.New(slog.DiscardHandler)
 	if accessLog {
 		logger = slog.New(slog.NewJSONHandler(io.Discard, nil))
 	}
-	opts = append([]flagadmin.Option{flagadmin.WithTokenCache(flagadmin.DefaultTokenCacheTTL),
-		flagadmin.WithResultCache(flagadmin.DefaultResultCacheSize)}, opts...)
-	svc := flagadmin.NewService(store, opts...)
-	return httpapi.New(svc, httpapi.Config{Logger: logger}).Handler()
+	if vs, ok := store.(flagadmin.VersionedStore); ok {
+		store = storecache.New(vs, storecache.Options{ResultCacheSize: resultCacheSize, TokenTTL: storecache.DefaultTokenTTL})
+	}
+	svc := flagadmin.NewService(store)
+	return storecache.Scope(httpapi.New(svc, httpapi.Config{Logger: logger}).Handler())
 }
 
 // ceilingHandler answers every request with body, as JSON: the fastest a
@@ -211,7 +214,7 @@ func serveChild(ctx context.Context, args []string, stdin io.Reader, stdout, std
 	db := fs.String("db", "", "database URL (not memory:)")
 	accessLog := fs.Bool("access-log", false, "format the access log (to nowhere)")
 	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile of the server to this file")
-	resultCache := fs.Int64("result-cache-size", flagadmin.DefaultResultCacheSize, "result cache size in bytes; 0 disables it")
+	resultCache := fs.Int64("result-cache-size", storecache.DefaultResultCacheSize, "result cache size in bytes; 0 disables it")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -223,7 +226,7 @@ func serveChild(ctx context.Context, args []string, stdin io.Reader, stdout, std
 		return err
 	}
 	defer closeStore()
-	return serveUntilDone(ctx, apiHandler(store, *accessLog, flagadmin.WithResultCache(*resultCache)), *cpuprofile, stdin, stdout)
+	return serveUntilDone(ctx, apiHandler(store, *accessLog, *resultCache), *cpuprofile, stdin, stdout)
 }
 
 // serveCeiling is the hidden serve-ceiling command: it serves the bytes of

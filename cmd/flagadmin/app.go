@@ -15,6 +15,7 @@ import (
 	"go.uber.org/fx/fxevent"
 
 	"github.com/flagadmin/flagadmin/adapters/httpapi"
+	"github.com/flagadmin/flagadmin/adapters/storecache"
 	"github.com/flagadmin/flagadmin/flagadmin"
 )
 
@@ -102,11 +103,22 @@ func newStore(lc fx.Lifecycle, cfg Config, log *slog.Logger) (flagadmin.Store, e
 	return store, nil
 }
 
-// newService returns the Service over the store, with the configured
-// token and result caches.
+// newService returns the Service over the store, through a storecache.Store
+// with the configured token and result caches when the store is a
+// flagadmin.VersionedStore (every store openStore opens is).
 func newService(store flagadmin.Store, cfg Config) *flagadmin.Service {
-	return flagadmin.NewService(store, flagadmin.WithTokenCache(cfg.TokenCacheTTL),
-		flagadmin.WithResultCache(cfg.ResultCacheSize))
+	return flagadmin.NewService(cachedStore(store, cfg.TokenCacheTTL, cfg.ResultCacheSize))
+}
+
+// cachedStore returns store behind a storecache.Store with a token cache
+// of tokenTTL and a result cache of resultBytes, or store itself when it
+// cannot be cached (not a flagadmin.VersionedStore) or both are off.
+func cachedStore(store flagadmin.Store, tokenTTL time.Duration, resultBytes int64) flagadmin.Store {
+	vs, ok := store.(flagadmin.VersionedStore)
+	if !ok || tokenTTL <= 0 && resultBytes <= 0 {
+		return store
+	}
+	return storecache.New(vs, storecache.Options{ResultCacheSize: resultBytes, TokenTTL: tokenTTL})
 }
 
 // newAPIServer returns the HTTP transport of the service.
@@ -121,7 +133,7 @@ func newAPIServer(svc *flagadmin.Service, log *slog.Logger) *httpapi.Server {
 func newHTTPServer(cfg Config, api *httpapi.Server, log *slog.Logger) *http.Server {
 	return &http.Server{
 		Addr:                         cfg.Addr,
-		Handler:                      api.Handler(),
+		Handler:                      storecache.Scope(api.Handler()), // one reading of the store version per request
 		ReadHeaderTimeout:            readHeaderTimeout,
 		ReadTimeout:                  readTimeout,
 		WriteTimeout:                 writeTimeout,

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/flagadmin/flagadmin/adapters/storecache"
 	"github.com/flagadmin/flagadmin/flagadmin"
 )
 
@@ -34,12 +35,12 @@ const (
 	defaultDB        = "sqlite:flagadmin.db"
 	defaultLogLevel  = "info"
 	defaultLogFormat = "text"
-	// defaultTokenCacheTTL is the library's recommendation, which
+	// defaultTokenCacheTTL is storecache's recommendation, which
 	// cmd/flagadmin-bench's server uses too.
-	defaultTokenCacheTTL = flagadmin.DefaultTokenCacheTTL
-	// defaultResultCacheSize is the library's recommendation, which
+	defaultTokenCacheTTL = storecache.DefaultTokenTTL
+	// defaultResultCacheSize is storecache's recommendation, which
 	// cmd/flagadmin-bench's server uses too.
-	defaultResultCacheSize = flagadmin.DefaultResultCacheSize
+	defaultResultCacheSize = storecache.DefaultResultCacheSize
 )
 
 // Config is the configuration of the server and the commands, from flags

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/flagadmin/flagadmin/adapters/memstore"
+	"github.com/flagadmin/flagadmin/adapters/storecache"
 	"github.com/flagadmin/flagadmin/flagadmin"
 )
 
@@ -30,7 +31,7 @@ func TestConfigDefaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := Config{Addr: "127.0.0.1:4242", DB: "sqlite:flagadmin.db", LogLevel: slog.LevelInfo, LogFormat: "text",
-		TokenCacheTTL: flagadmin.DefaultTokenCacheTTL, ResultCacheSize: flagadmin.DefaultResultCacheSize}
+		TokenCacheTTL: storecache.DefaultTokenTTL, ResultCacheSize: storecache.DefaultResultCacheSize}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("got %+v, want %+v", got, want)
 	}
@@ -225,13 +226,13 @@ func TestNewTokenRequest(t *testing.T) {
 
 // countingStore counts the token lookups that reach the store.
 type countingStore struct {
-	flagadmin.Store
+	flagadmin.VersionedStore
 	lookups int
 }
 
 func (s *countingStore) LookupToken(ctx context.Context, hash string) (flagadmin.APIToken, *flagadmin.User, error) {
 	s.lookups++
-	return s.Store.LookupToken(ctx, hash)
+	return s.VersionedStore.LookupToken(ctx, hash)
 }
 
 func TestServiceGetsTheConfiguredTokenCache(t *testing.T) {
@@ -239,8 +240,8 @@ func TestServiceGetsTheConfiguredTokenCache(t *testing.T) {
 	for _, tc := range []struct {
 		ttl     time.Duration
 		lookups int
-	}{{flagadmin.DefaultTokenCacheTTL, 1}, {time.Minute, 1}, {0, 3}} {
-		store := &countingStore{Store: memstore.New()}
+	}{{storecache.DefaultTokenTTL, 1}, {time.Minute, 1}, {0, 3}} {
+		store := &countingStore{VersionedStore: memstore.New()}
 		svc := newService(store, Config{TokenCacheTTL: tc.ttl})
 		secret, _, err := svc.EnsureAdminToken(ctx)
 		if err != nil {
@@ -280,7 +281,7 @@ func TestParseByteSize(t *testing.T) {
 			t.Errorf("parseByteSize(formatByteSize(%d) = %q) = %d, %v", n, formatByteSize(n), got, err)
 		}
 	}
-	if got := formatByteSize(flagadmin.DefaultResultCacheSize); got != "64MiB" {
+	if got := formatByteSize(storecache.DefaultResultCacheSize); got != "64MiB" {
 		t.Errorf("the default shows as %q, want 64MiB", got)
 	}
 }
@@ -301,7 +302,7 @@ func TestServiceGetsTheConfiguredResultCache(t *testing.T) {
 	for _, tc := range []struct {
 		size     int64
 		searches int
-	}{{flagadmin.DefaultResultCacheSize, 1}, {1 << 20, 1}, {0, 3}} {
+	}{{storecache.DefaultResultCacheSize, 1}, {1 << 20, 1}, {0, 3}} {
 		store := &searchCountingStore{VersionedStore: memstore.New()}
 		svc := newService(store, Config{ResultCacheSize: tc.size})
 		for range 3 {

@@ -14,6 +14,7 @@ import (
 	"github.com/flagadmin/flagadmin/adapters/bunstore"
 	"github.com/flagadmin/flagadmin/adapters/httpapi"
 	"github.com/flagadmin/flagadmin/adapters/memstore"
+	"github.com/flagadmin/flagadmin/adapters/storecache"
 	"github.com/flagadmin/flagadmin/flagadmin"
 	"github.com/flagadmin/flagadmin/internal/dbtest"
 	"github.com/flagadmin/flagadmin/internal/httpfuzz"
@@ -63,11 +64,16 @@ func serve(t *testing.T, store flagadmin.Store) http.Handler {
 	if err != nil {
 		t.Fatal(err)
 	}
-	svc := flagadmin.NewService(store, flagadmin.WithTokenCache(time.Second), flagadmin.WithResultCache(flagadmin.DefaultResultCacheSize))
+	vs, ok := store.(flagadmin.VersionedStore)
+	if !ok {
+		t.Fatalf("%T is not a flagadmin.VersionedStore", store)
+	}
+	cached := storecache.New(vs, storecache.Options{ResultCacheSize: storecache.DefaultResultCacheSize, TokenTTL: storecache.DefaultTokenTTL})
+	svc := flagadmin.NewService(cached)
 	if err := svc.LoadSeed(context.Background(), bytes.NewReader(seed)); err != nil {
 		t.Fatalf("load the demo world: %v", err)
 	}
-	return httpapi.New(svc, httpapi.Config{BodyReadTimeout: time.Second}).Handler()
+	return storecache.Scope(httpapi.New(svc, httpapi.Config{BodyReadTimeout: time.Second}).Handler())
 }
 
 // fuzzRequests is how many generated requests TestGeneratedRequests sends

@@ -1,18 +1,20 @@
-package flagadmin
+package storecache
 
 import (
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/flagadmin/flagadmin/flagadmin"
 )
 
 func TestTokenCacheStaysBounded(t *testing.T) {
 	now := time.Date(2025, 3, 15, 12, 0, 0, 0, time.UTC)
 	c := newTokenCache(time.Second, 3)
-	p := AdminToken("a")
+	l := tokenLookup{token: flagadmin.APIToken{Name: "a", Type: flagadmin.TokenAdmin}}
 	put := func(hash string, at time.Time) {
 		_, gen, _, _ := c.get(hash, at)
-		c.put(hash, p, nil, at, gen)
+		c.put(hash, l, at, gen)
 	}
 	put("old", now)
 	put("b", now.Add(600*time.Millisecond))
@@ -50,16 +52,39 @@ func TestTokenCacheGeneration(t *testing.T) {
 	c := newTokenCache(time.Second, 10)
 	_, gen, _, _ := c.get("h", now)
 	c.forgetUser(7) // an invalidation while the lookup of h was in flight
-	c.put("h", AsUser(User{ID: 1}), nil, now, gen)
+	c.put("h", tokenLookup{user: &flagadmin.User{ID: 1}}, now, gen)
 	if _, _, hit, _ := c.get("h", now); hit {
 		t.Error("a lookup begun before an invalidation was cached")
 	}
 	expires := now.Add(-time.Millisecond)
 	_, gen, _, _ = c.get("h", now)
-	c.put("h", AdminToken("x"), &expires, now, gen)
+	c.put("h", tokenLookup{token: flagadmin.APIToken{ExpiresAt: &expires}}, now, gen)
 	if len(c.entries) != 0 {
 		t.Error("an already expired token was cached")
 	}
 	var none *tokenCache
 	none.forgetUser(1) // a disabled cache ignores invalidations
+}
+
+// TestTokenCacheForgetsOwnedTokens: forgetting a user drops the lookups
+// whose user is it and those of tokens it owns, and no other.
+func TestTokenCacheForgetsOwnedTokens(t *testing.T) {
+	now := time.Date(2025, 3, 15, 12, 0, 0, 0, time.UTC)
+	c := newTokenCache(time.Second, 10)
+	seven, eight := int64(7), int64(8)
+	for hash, l := range map[string]tokenLookup{
+		"as 7":     {user: &flagadmin.User{ID: 7}},
+		"owned":    {token: flagadmin.APIToken{UserID: &seven}},
+		"as 8":     {token: flagadmin.APIToken{UserID: &eight}, user: &flagadmin.User{ID: 8}},
+		"no owner": {token: flagadmin.APIToken{Type: flagadmin.TokenAdmin}},
+	} {
+		_, gen, _, _ := c.get(hash, now)
+		c.put(hash, l, now, gen)
+	}
+	c.forgetUser(7)
+	for hash, want := range map[string]bool{"as 7": false, "owned": false, "as 8": true, "no owner": true} {
+		if _, _, hit, _ := c.get(hash, now); hit != want {
+			t.Errorf("%s: cached %v, want %v", hash, hit, want)
+		}
+	}
 }

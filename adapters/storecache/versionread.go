@@ -1,4 +1,4 @@
-package flagadmin
+package storecache
 
 import (
 	"context"
@@ -14,12 +14,18 @@ var errVersionReadAbandoned = errors.New("the shared read of the store version w
 //
 // A request must be given a version read that began after the request
 // did: only then does it reflect every write committed before the request
-// began (see WithResultCache). So a request never joins a read already in
+// began (see Store). So a request never joins a read already in
 // flight. It joins the next one, which starts when the one in flight ends;
 // every request that arrives meanwhile joins that same next read. Under
 // load, one statement then answers all the requests that arrived during
 // the previous one, instead of one statement each; a request waits at most
 // for the read in flight and its own.
+//
+// This stays hand-written because no library coalesces this way:
+// golang.org/x/sync/singleflight (and the coalescing of caches such as
+// otter or golang-lru) lets a caller join the call in flight, which may
+// have begun before the caller arrived and so miss a write committed in
+// between. Here a caller only ever joins the next call.
 type versionReads struct {
 	read func(context.Context) (int64, error)
 

@@ -1,4 +1,4 @@
-package flagadmin
+package storecache
 
 import (
 	"context"

@@ -1,10 +1,12 @@
-package flagadmin_test
+package storecache_test
 
 import (
-	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"maps"
+	"net/http"
+	"net/http/httptest"
 	"runtime"
 	"strings"
 	"sync"
@@ -12,6 +14,7 @@ import (
 	"time"
 
 	"github.com/flagadmin/flagadmin/adapters/memstore"
+	"github.com/flagadmin/flagadmin/adapters/storecache"
 	"github.com/flagadmin/flagadmin/flagadmin"
 	"github.com/flagadmin/flagadmin/internal/worldgen"
 )
@@ -105,9 +108,6 @@ func (s *versionedStore) PrivateProjects(ctx context.Context) ([]string, error) 
 	return s.VersionedStore.PrivateProjects(ctx)
 }
 
-// plainStore hides every method but those of flagadmin.Store.
-type plainStore struct{ flagadmin.Store }
-
 // resultWorld is a store loaded with world through a versionedStore.
 type resultWorld struct {
 	store *versionedStore
@@ -128,10 +128,24 @@ func newResultWorld(t *testing.T, world string, at time.Time) *resultWorld {
 	return &resultWorld{store: st, clock: clock, ref: ref}
 }
 
-// service returns a Service over the world's store with a result cache of
-// maxBytes.
+// service returns a Service over a Store with a result cache of maxBytes
+// over the world's store.
 func (w *resultWorld) service(maxBytes int64) *flagadmin.Service {
-	return flagadmin.NewService(w.store, flagadmin.WithClock(w.clock.now), flagadmin.WithResultCache(maxBytes))
+	cache := storecache.New(w.store, storecache.Options{ResultCacheSize: maxBytes, Clock: w.clock.now})
+	return flagadmin.NewService(cache, flagadmin.WithClock(w.clock.now))
+}
+
+// req returns the context of one request: a scope (storecache.WithScope),
+// as the server gives each request.
+func req(ctx context.Context) context.Context { return storecache.WithScope(ctx) }
+
+// projectListJSON is the project list of p, in one request, as JSON.
+func projectListJSON(ctx context.Context, svc *flagadmin.Service, p flagadmin.Principal, opts flagadmin.ProjectListOptions) ([]byte, error) {
+	list, err := svc.ListProjects(req(ctx), p, opts)
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(list)
 }
 
 // wantCalls checks that the store calls made since before are exactly want.
@@ -148,34 +162,23 @@ func (w *resultWorld) wantCalls(t *testing.T, what string, before map[string]int
 	}
 }
 
-// pageJSON is the page as the HTTP API writes it.
+// pageJSON is the page as encoding/json writes it.
 func pageJSON(t *testing.T, p flagadmin.EventPage) string {
 	t.Helper()
-	b, err := p.AppendJSON(nil)
+	b, err := json.Marshal(p)
 	if err != nil {
 		t.Fatal(err)
-	}
-	events, err := p.AppendEventsJSON(nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	plain, err := flagadmin.AppendEventsJSON(nil, p.Events)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Equal(events, plain) {
-		t.Errorf("EventPage.AppendEventsJSON:\n%s\nwant AppendEventsJSON's\n%s", events, plain)
 	}
 	return string(b)
 }
 
 // listJSON is the JSON array of the list's entries.
 func listJSON(list []flagadmin.ProjectListEntry) string {
-	parts := make([]string, len(list))
-	for i, e := range list {
-		parts[i] = string(e.AppendJSON(nil))
+	b, err := json.Marshal(list)
+	if err != nil {
+		panic(err)
 	}
-	return "[" + strings.Join(parts, ",") + "]"
+	return string(b)
 }
 
 // search runs one of the two searches: a query string, or with a "POST "
@@ -187,10 +190,11 @@ type search struct {
 }
 
 func (s search) run(ctx context.Context, svc *flagadmin.Service, p flagadmin.Principal) (flagadmin.EventPage, error) {
+	ctx = req(ctx)
 	if s.req != nil {
-		return svc.DeprecatedSearchEvents(ctx, p, *s.req)
+		return svc.DeprecatedSearchEvents(req(ctx), p, *s.req)
 	}
-	return svc.SearchEvents(ctx, p, s.params)
+	return svc.SearchEvents(req(ctx), p, s.params)
 }
 
 var cacheSearches = []search{
@@ -246,12 +250,12 @@ func TestResultCacheHits(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				first, err := svc.ProjectListJSON(ctx, who.p, opts)
+				first, err := projectListJSON(ctx, svc, who.p, opts)
 				if err != nil {
 					t.Fatal(err)
 				}
 				before := w.store.counts()
-				second, err := svc.ProjectListJSON(ctx, who.p, opts)
+				second, err := projectListJSON(ctx, svc, who.p, opts)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -265,7 +269,7 @@ func TestResultCacheHits(t *testing.T) {
 	}
 }
 
-// TestResultCacheWithoutCache: with the cache off, ProjectListJSON is the
+// TestResultCacheWithoutCache: with the cache off, the project list is the
 // list ListProjects returns, and Version is never read.
 func TestResultCacheWithoutCache(t *testing.T) {
 	ctx := context.Background()
@@ -276,15 +280,14 @@ func TestResultCacheWithoutCache(t *testing.T) {
 	}{
 		{"size 0", w.service(0)},
 		{"negative size", w.service(-1)},
-		{"not a VersionedStore", flagadmin.NewService(plainStore{w.store}, flagadmin.WithClock(w.clock.now), flagadmin.WithResultCache(1<<20))},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			before := w.store.counts()
 			for range 2 {
-				if _, err := tc.svc.SearchEvents(ctx, flagadmin.AdminToken("admin"), flagadmin.EventSearchParams{}); err != nil {
+				if _, err := tc.svc.SearchEvents(req(ctx), flagadmin.AdminToken("admin"), flagadmin.EventSearchParams{}); err != nil {
 					t.Fatal(err)
 				}
-				list, err := tc.svc.ProjectListJSON(ctx, flagadmin.AdminToken("admin"), flagadmin.ProjectListOptions{})
+				list, err := projectListJSON(ctx, tc.svc, flagadmin.AdminToken("admin"), flagadmin.ProjectListOptions{})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -300,7 +303,7 @@ func TestResultCacheWithoutCache(t *testing.T) {
 		})
 	}
 	// The empty list is an empty array.
-	empty, err := w.ref.ProjectListJSON(ctx, userPrincipal(t, w.store, 2), flagadmin.ProjectListOptions{Archived: true})
+	empty, err := projectListJSON(ctx, w.ref, userPrincipal(t, w.store, 2), flagadmin.ProjectListOptions{Archived: true})
 	if err != nil || string(empty) != "[]" {
 		t.Errorf("empty list: %q, %v; want []", empty, err)
 	}
@@ -320,9 +323,9 @@ func TestResultCacheWritesInvalidate(t *testing.T) {
 		wantFirst string
 	}{
 		{"lifecycle completion", func() error {
-			return svc.CompleteLifecycle(ctx, admin, "open", "f-open", flagadmin.CompleteRequest{Status: flagadmin.StatusKept})
+			return svc.CompleteLifecycle(req(ctx), admin, "open", "f-open", flagadmin.CompleteRequest{Status: flagadmin.StatusKept})
 		}, "feature-completed"},
-		{"service account deletion", func() error { return svc.DeleteServiceAccount(ctx, admin, "10") }, "service-account-deleted"},
+		{"service account deletion", func() error { return svc.DeleteServiceAccount(req(ctx), admin, "10") }, "service-account-deleted"},
 		{"store.Write", func() error {
 			return w.store.Write(ctx, &flagadmin.Batch{Events: []flagadmin.Event{{Type: "feature-updated", CreatedBy: "sql", CreatedAt: testNow, Project: ptr("open")}}})
 		}, "feature-updated"},
@@ -330,10 +333,10 @@ func TestResultCacheWritesInvalidate(t *testing.T) {
 	for _, wr := range writes {
 		t.Run(wr.name, func(t *testing.T) {
 			for range 2 { // the second one from the cache
-				if _, err := svc.SearchEvents(ctx, admin, flagadmin.EventSearchParams{}); err != nil {
+				if _, err := svc.SearchEvents(req(ctx), admin, flagadmin.EventSearchParams{}); err != nil {
 					t.Fatal(err)
 				}
-				if _, err := svc.ProjectListJSON(ctx, admin, flagadmin.ProjectListOptions{}); err != nil {
+				if _, err := projectListJSON(ctx, svc, admin, flagadmin.ProjectListOptions{}); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -341,11 +344,11 @@ func TestResultCacheWritesInvalidate(t *testing.T) {
 				t.Fatal(err)
 			}
 			before := w.store.counts()
-			page, err := svc.SearchEvents(ctx, admin, flagadmin.EventSearchParams{})
+			page, err := svc.SearchEvents(req(ctx), admin, flagadmin.EventSearchParams{})
 			if err != nil {
 				t.Fatal(err)
 			}
-			list, err := svc.ProjectListJSON(ctx, admin, flagadmin.ProjectListOptions{})
+			list, err := projectListJSON(ctx, svc, admin, flagadmin.ProjectListOptions{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -378,14 +381,14 @@ func TestResultCacheVisibility(t *testing.T) {
 	check := func(t *testing.T, p flagadmin.Principal, params flagadmin.EventSearchParams, wantIDs, wantProjects string) {
 		t.Helper()
 		for range 2 {
-			page, err := svc.SearchEvents(ctx, p, params)
+			page, err := svc.SearchEvents(req(ctx), p, params)
 			if err != nil {
 				t.Fatal(err)
 			}
 			if got := eventIDs(page.Events); got != wantIDs {
 				t.Errorf("events %q, want %q", got, wantIDs)
 			}
-			list, err := svc.ProjectListJSON(ctx, p, flagadmin.ProjectListOptions{})
+			list, err := projectListJSON(ctx, svc, p, flagadmin.ProjectListOptions{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -458,7 +461,7 @@ func TestResultCacheProjectListExpiry(t *testing.T) {
 		w.clock.t = st.at
 		w.clock.mu.Unlock()
 		before := w.store.counts()
-		got, err := svc.ProjectListJSON(ctx, flagadmin.System, flagadmin.ProjectListOptions{})
+		got, err := projectListJSON(ctx, svc, flagadmin.System, flagadmin.ProjectListOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -493,14 +496,14 @@ func TestResultCacheBound(t *testing.T) {
 	cost := map[string]int64{}
 	var total int64
 	for name, params := range map[string]flagadmin.EventSearchParams{"a": a, "b": b, "c": c} {
-		if _, err := big.SearchEvents(ctx, admin, params); err != nil {
+		if _, err := big.SearchEvents(req(ctx), admin, params); err != nil {
 			t.Fatal(err)
 		}
-		_, size := flagadmin.ResultCacheSize(big)
+		_, size := storecache.ResultCacheSize(big.Store())
 		cost[name] = size - total
 		total = size
 	}
-	if n, _ := flagadmin.ResultCacheSize(big); n != 3 || cost["a"] <= 0 || cost["b"] <= 0 {
+	if n, _ := storecache.ResultCacheSize(big.Store()); n != 3 || cost["a"] <= 0 || cost["b"] <= 0 {
 		t.Fatalf("%d entries costing %v, want 3 of positive cost", n, cost)
 	}
 
@@ -508,7 +511,7 @@ func TestResultCacheBound(t *testing.T) {
 		t.Helper()
 		before := w.store.counts()["SearchEvents"]
 		for _, params := range order {
-			if _, err := svc.SearchEvents(ctx, admin, params); err != nil {
+			if _, err := svc.SearchEvents(req(ctx), admin, params); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -526,7 +529,7 @@ func TestResultCacheBound(t *testing.T) {
 		if n := searches(t, svc, a); n != 1 {
 			t.Errorf("%d searches reached the store, want 1 (a was evicted)", n)
 		}
-		if n, size := flagadmin.ResultCacheSize(svc); size > cost["a"]+cost["b"] || n < 1 {
+		if n, size := storecache.ResultCacheSize(svc.Store()); size > cost["a"]+cost["b"] || n < 1 {
 			t.Errorf("%d entries of %d bytes, bound %d", n, size, cost["a"]+cost["b"])
 		}
 	})
@@ -535,7 +538,7 @@ func TestResultCacheBound(t *testing.T) {
 		if n := searches(t, svc, a, a, c, c); n != 3 {
 			t.Errorf("%d searches reached the store, want 3 (a never cached, c cached)", n)
 		}
-		if n, size := flagadmin.ResultCacheSize(svc); n != 1 || size != cost["c"] {
+		if n, size := storecache.ResultCacheSize(svc.Store()); n != 1 || size != cost["c"] {
 			t.Errorf("%d entries of %d bytes, want c alone (%d bytes)", n, size, cost["c"])
 		}
 	})
@@ -559,10 +562,10 @@ func TestResultCacheErrors(t *testing.T) {
 			}
 			read := func() error {
 				if method == "ProjectStats" || method == "OldestFreshFeatures" {
-					_, err := svc.ProjectListJSON(ctx, p, flagadmin.ProjectListOptions{})
+					_, err := projectListJSON(ctx, svc, p, flagadmin.ProjectListOptions{})
 					return err
 				}
-				_, err := svc.SearchEvents(ctx, p, flagadmin.EventSearchParams{})
+				_, err := svc.SearchEvents(req(ctx), p, flagadmin.EventSearchParams{})
 				return err
 			}
 			w.store.failNext(method, down)
@@ -600,7 +603,7 @@ func TestResultCacheCoalesces(t *testing.T) {
 	var wg sync.WaitGroup
 	for i := range n {
 		wg.Go(func() {
-			pages[i], errs[i] = svc.SearchEvents(ctx, flagadmin.AdminToken("admin"), flagadmin.EventSearchParams{Limit: "3"})
+			pages[i], errs[i] = svc.SearchEvents(req(ctx), flagadmin.AdminToken("admin"), flagadmin.EventSearchParams{Limit: "3"})
 		})
 		if i == 0 {
 			<-w.store.searchEntered // the first one is in the store
@@ -608,7 +611,7 @@ func TestResultCacheCoalesces(t *testing.T) {
 	}
 	// Wait until each of the others waits for the first, or (a failure)
 	// reached the store itself.
-	for flagadmin.ResultCacheWaiters(svc)+w.store.counts()["SearchEvents"]-1 < n-1 {
+	for storecache.ResultCacheWaiters(svc.Store())+w.store.counts()["SearchEvents"]-1 < n {
 		runtime.Gosched()
 	}
 	close(w.store.searchRelease)
@@ -624,7 +627,8 @@ func TestResultCacheCoalesces(t *testing.T) {
 }
 
 // BenchmarkSearchEventsCacheHit is a page of 50 events from the result
-// cache through Service.SearchEvents, over memstore.
+// cache through Service.SearchEvents, over memstore, each search in its
+// own scope as the server runs it.
 func BenchmarkSearchEventsCacheHit(b *testing.B) {
 	wld, err := worldgen.New(worldgen.Config{Events: 2000, Projects: 20, Features: 300, Users: 50, Groups: 5, Seed: 11})
 	if err != nil {
@@ -636,18 +640,69 @@ func BenchmarkSearchEventsCacheHit(b *testing.B) {
 	if err := store.Write(context.Background(), batch); err != nil {
 		b.Fatal(err)
 	}
-	svc := flagadmin.NewService(store, flagadmin.WithResultCache(flagadmin.DefaultResultCacheSize))
+	svc := flagadmin.NewService(storecache.New(store, storecache.Options{ResultCacheSize: storecache.DefaultResultCacheSize}))
 	ctx := context.Background()
 	admin := flagadmin.AdminToken("admin")
 	params := flagadmin.EventSearchParams{Limit: "50", Offset: "100"}
-	if _, err := svc.SearchEvents(ctx, admin, params); err != nil {
+	if _, err := svc.SearchEvents(req(ctx), admin, params); err != nil {
 		b.Fatal(err)
 	}
 	b.ReportAllocs()
 	for b.Loop() {
-		page, err := svc.SearchEvents(ctx, admin, params)
+		page, err := svc.SearchEvents(req(ctx), admin, params)
 		if err != nil || len(page.Events) != 50 {
 			b.Fatal(len(page.Events), err)
 		}
+	}
+}
+
+// TestScopeReadsTheVersionOnce: a search by a caller who is not a root
+// admin makes three cached reads (roles, private projects, page): without
+// a scope each reads the change counter, in a scope (WithScope, or the
+// Scope middleware) one reading serves them all, and a write through the
+// Store makes the scope read it again, so that the request sees its own
+// write.
+func TestScopeReadsTheVersionOnce(t *testing.T) {
+	ctx := context.Background()
+	w := newResultWorld(t, serviceWorld, testNow)
+	svc := w.service(1 << 20)
+	editor := userPrincipal(t, w.store, 2)
+	search := func(ctx context.Context) {
+		t.Helper()
+		if _, err := svc.SearchEvents(ctx, editor, flagadmin.EventSearchParams{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	search(ctx) // fill the cache
+
+	before := w.store.counts()
+	search(ctx)
+	w.wantCalls(t, "without a scope", before, map[string]int{"Version": 3})
+
+	before = w.store.counts()
+	scoped := storecache.WithScope(ctx)
+	search(scoped)
+	search(scoped)
+	w.wantCalls(t, "two searches in one scope", before, map[string]int{"Version": 1})
+
+	before = w.store.counts()
+	storecache.Scope(http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) {
+		search(r.Context())
+		search(r.Context())
+	})).ServeHTTP(httptest.NewRecorder(), httptest.NewRequest(http.MethodGet, "/", nil))
+	w.wantCalls(t, "two searches in one request of the middleware", before, map[string]int{"Version": 1})
+
+	// A write through the Store in the scope: the next read sees it.
+	if err := svc.Store().Write(scoped, &flagadmin.Batch{Events: []flagadmin.Event{{Type: "feature-updated", CreatedBy: "x", CreatedAt: testNow, Project: ptr("open")}}}); err != nil {
+		t.Fatal(err)
+	}
+	before = w.store.counts()
+	page, err := svc.SearchEvents(scoped, editor, flagadmin.EventSearchParams{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.wantCalls(t, "a search after a write in the scope", before, map[string]int{"Version": 1, "ProjectRoles": 1, "PrivateProjects": 1, "SearchEvents": 1})
+	if len(page.Events) == 0 || page.Events[0].Type != "feature-updated" {
+		t.Errorf("the scope's search after its write: %s, want the new event first", eventIDs(page.Events))
 	}
 }

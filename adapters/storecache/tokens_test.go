@@ -1,4 +1,4 @@
-package flagadmin_test
+package storecache_test
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/flagadmin/flagadmin/adapters/memstore"
+	"github.com/flagadmin/flagadmin/adapters/storecache"
 	"github.com/flagadmin/flagadmin/flagadmin"
 )
 
@@ -21,49 +22,39 @@ const (
 	cacheClientSecret = "default:development.client-secret"
 )
 
-// fakeClock is a settable clock, safe for concurrent use.
-type fakeClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *fakeClock) now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *fakeClock) advance(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
-}
-
 // countingStore counts the token lookups that reach the store, and runs
 // afterLookup (when set) after each.
 type countingStore struct {
-	flagadmin.Store
+	flagadmin.VersionedStore
 	lookups     atomic.Int64
 	afterLookup func()
 }
 
 func (s *countingStore) LookupToken(ctx context.Context, hash string) (flagadmin.APIToken, *flagadmin.User, error) {
 	s.lookups.Add(1)
-	tok, u, err := s.Store.LookupToken(ctx, hash)
+	tok, u, err := s.VersionedStore.LookupToken(ctx, hash)
 	if s.afterLookup != nil {
 		s.afterLookup()
 	}
 	return tok, u, err
 }
 
-// cachedService returns a service with a token cache of ttl over a counting
-// wrapper of the example world's store, and the clock it reads.
+// cachedService returns a service over a Store with a token cache of ttl
+// over a counting wrapper of the example world's store, and the clock both
+// read.
 func cachedService(t *testing.T, ttl time.Duration) (*flagadmin.Service, *countingStore, *fakeClock) {
 	t.Helper()
 	_, store := exampleService(t)
 	clock := &fakeClock{t: testNow}
-	counted := &countingStore{Store: store}
-	return flagadmin.NewService(counted, flagadmin.WithClock(clock.now), flagadmin.WithTokenCache(ttl)), counted, clock
+	counted := &countingStore{VersionedStore: store}
+	return tokenCachingService(counted, clock, ttl), counted, clock
+}
+
+// tokenCachingService returns a service over a Store over store with a
+// token cache of ttl, both reading clock.
+func tokenCachingService(store flagadmin.VersionedStore, clock *fakeClock, ttl time.Duration) *flagadmin.Service {
+	cache := storecache.New(store, storecache.Options{TokenTTL: ttl, Clock: clock.now})
+	return flagadmin.NewService(cache, flagadmin.WithClock(clock.now))
 }
 
 // wantLookups checks how many token lookups reached the store.
@@ -183,7 +174,7 @@ func TestTokenCacheForgetsDeletedServiceAccount(t *testing.T) {
 	ctx := context.Background()
 	svc, counted, clock := cachedService(t, 2*time.Second)
 	// Another replica over the same store, with its own cache.
-	other := flagadmin.NewService(counted.Store, flagadmin.WithClock(clock.now), flagadmin.WithTokenCache(2*time.Second))
+	other := tokenCachingService(counted.VersionedStore, clock, 2*time.Second)
 	for _, s := range []*flagadmin.Service{svc, other} {
 		if _, err := s.Authenticate(ctx, cacheCISecret); err != nil {
 			t.Fatalf("Authenticate before the delete: %v", err)
@@ -253,7 +244,7 @@ func TestTokenCacheDoesNotRememberFailures(t *testing.T) {
 	wantLookups(t, counted, 2)
 
 	// A token created after a failed attempt with its secret works at once.
-	store := counted.Store.(*memstore.Store)
+	store := counted.VersionedStore.(*memstore.Store)
 	tok := flagadmin.APIToken{SecretHash: flagadmin.HashSecret("*:*.late"), Name: "late", Type: flagadmin.TokenAdmin, Project: "*", Environment: "*", CreatedAt: testNow}
 	_, err = svc.Authenticate(ctx, "*:*.late")
 	wantAuthRequired(t, err, "not valid")
@@ -269,17 +260,15 @@ func TestTokenCacheDisabled(t *testing.T) {
 	ctx := context.Background()
 	for _, tc := range []struct {
 		name string
-		opts []flagadmin.Option
+		ttl  time.Duration
 	}{
-		{"no option", nil},
-		{"ttl 0", []flagadmin.Option{flagadmin.WithTokenCache(0)}},
-		{"negative ttl", []flagadmin.Option{flagadmin.WithTokenCache(-time.Second)}},
-		{"turned off again", []flagadmin.Option{flagadmin.WithTokenCache(time.Second), flagadmin.WithTokenCache(0)}},
+		{"ttl 0", 0},
+		{"negative ttl", -time.Second},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, store := exampleService(t)
-			counted := &countingStore{Store: store}
-			svc := flagadmin.NewService(counted, append([]flagadmin.Option{fixedClock(testNow)}, tc.opts...)...)
+			counted := &countingStore{VersionedStore: store}
+			svc := tokenCachingService(counted, &fakeClock{t: testNow}, tc.ttl)
 			for range 3 {
 				if _, err := svc.Authenticate(ctx, cacheAdminSecret); err != nil {
 					t.Fatal(err)

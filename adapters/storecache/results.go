@@ -1,0 +1,316 @@
+package storecache
+
+import (
+	"context"
+	"errors"
+	"maps"
+	"math"
+	"slices"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/golang-lru/v2/simplelru"
+	"golang.org/x/sync/singleflight"
+
+	"github.com/flagadmin/flagadmin/flagadmin"
+)
+
+// Why a result stored under the version read before computing it is exact:
+// Version is read first, then the store is queried. A write that commits
+// before the Version read is seen by the query. A write that commits
+// between the two may or may not be seen by the query, but it raised the
+// counter: every read that begins after that commit reads a newer
+// version, so the entry (tagged with the older one) never matches it; only
+// reads that got the older version, and so began before that commit, can
+// be given it, and a result newer than their start is correct for them
+// too. This needs each store read to see at least what the Version read
+// before it saw, which holds for one database (not for a lagging replica).
+
+// resultEntryOverhead is what an entry costs besides its key and value: the
+// map slot, the list element, the entry and the boxed value.
+const resultEntryOverhead = 256
+
+// resultCache holds results of store reads, each valid for one version of
+// the store, in at most max bytes (as estimated), least recently used out
+// first (golang-lru's simplelru keeps the order; the bytes are counted
+// here). Concurrent identical misses share one computation
+// (golang.org/x/sync/singleflight). It starts no goroutine.
+type resultCache struct {
+	max int64
+	// versions shares concurrent reads of the store version.
+	versions *versionReads
+	flights  singleflight.Group
+	// waiting counts callers waiting for a computation (for tests).
+	waiting atomic.Int64
+
+	mu sync.Mutex
+	// version is the newest version seen. Every entry was computed under
+	// it: when a newer one is seen, every entry is dropped, since versions
+	// never go down and so none of them can be used again.
+	version int64
+	size    int64
+	lru     *simplelru.LRU[string, *cached]
+}
+
+// cached is a computed result with what it takes to cache it.
+type cached struct {
+	value any
+	// size estimates the bytes of value, then (once cached) of the entry.
+	size int64
+	// keep is false for a result that must not be cached.
+	keep bool
+}
+
+// errFlightAbandoned is the error of a computation that panicked.
+var errFlightAbandoned = errors.New("storecache: the computation of a cached result was abandoned")
+
+func newResultCache(version func(context.Context) (int64, error), maxBytes int64) *resultCache {
+	c := &resultCache{max: maxBytes, versions: &versionReads{read: version}, version: math.MinInt64}
+	// The LRU is bounded by bytes below, not by its length.
+	c.lru, _ = simplelru.NewLRU(math.MaxInt, func(_ string, e *cached) { c.size -= e.size })
+	return c
+}
+
+// load returns the result cached under key for version if holds accepts
+// it (holds nil accepts any); else it computes the result with compute and
+// caches it. Concurrent loads of one key and version wait for the first
+// one's computation instead of repeating it; if that fails, or its result
+// does not hold for a waiter, the waiter computes its own (the failure may
+// be the first caller's own, such as its cancelled context). Errors are
+// never cached.
+func (c *resultCache) load(ctx context.Context, key []byte, version int64, holds func(any) bool, compute func() (cached, error)) (any, error) {
+	if v, ok := c.lookup(key, version, holds); ok {
+		return v, nil
+	}
+	var ran bool
+	var panicked any
+	ch := c.flights.DoChan(string(key)+"@"+strconv.FormatInt(version, 10), func() (v any, err error) {
+		ran = true
+		defer func() {
+			if p := recover(); p != nil {
+				panicked, v, err = p, nil, errFlightAbandoned
+			}
+		}()
+		// A flight that ended just before this one began may have cached it.
+		if v, ok := c.lookup(key, version, holds); ok {
+			return v, nil
+		}
+		r, err := compute()
+		if err != nil {
+			return nil, err
+		}
+		c.put(string(key), version, r) // before the flight ends, so that no caller misses both
+		return r.value, nil
+	})
+	c.waiting.Add(1)
+	defer c.waiting.Add(-1)
+	select {
+	case res := <-ch:
+		if ran {
+			if panicked != nil {
+				panic(panicked)
+			}
+			return res.Val, res.Err
+		}
+		if res.Err == nil && (holds == nil || holds(res.Val)) {
+			return res.Val, nil
+		}
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	r, err := compute()
+	if err != nil {
+		return nil, err
+	}
+	c.put(string(key), version, r)
+	return r.value, nil
+}
+
+// lookup returns the value cached under key for version if holds accepts
+// it, and marks it used.
+func (c *resultCache) lookup(key []byte, version int64, holds func(any) bool) (any, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.observe(version)
+	if version != c.version {
+		return nil, false
+	}
+	e, ok := c.lru.Get(string(key))
+	if !ok {
+		return nil, false
+	}
+	if holds != nil && !holds(e.value) {
+		c.lru.Remove(string(key))
+		return nil, false
+	}
+	return e.value, true
+}
+
+// put caches r under key for version, evicting the least recently used
+// entries to make room. A result larger than the whole cache, one computed
+// under a version older than the newest seen, and one not to keep are not
+// cached.
+func (c *resultCache) put(key string, version int64, r cached) {
+	if !r.keep {
+		return
+	}
+	r.size += int64(len(key)) + resultEntryOverhead
+	if r.size > c.max {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.observe(version)
+	if version != c.version {
+		return
+	}
+	c.lru.Remove(key)
+	for c.size+r.size > c.max {
+		c.lru.RemoveOldest()
+	}
+	c.lru.Add(key, &r)
+	c.size += r.size
+}
+
+// observe records version as seen, dropping every entry when it is newer
+// than the newest seen so far. c.mu is held.
+func (c *resultCache) observe(version int64) {
+	if version <= c.version {
+		return
+	}
+	c.version = version
+	c.lru.Purge()
+	c.size = 0
+}
+
+// SearchEvents answers a query from the result cache when it can.
+func (s *Store) SearchEvents(ctx context.Context, q flagadmin.EventQuery) (flagadmin.EventPage, error) {
+	if s.results == nil {
+		return s.VersionedStore.SearchEvents(ctx, q)
+	}
+	version, err := s.version(ctx)
+	if err != nil {
+		return flagadmin.EventPage{}, err
+	}
+	var buf [256]byte
+	v, err := s.results.load(ctx, appendEventQueryKey(buf[:0], &q), version, nil, func() (cached, error) {
+		page, err := s.VersionedStore.SearchEvents(ctx, q)
+		if err != nil {
+			return cached{}, err
+		}
+		return cached{value: &page, size: pageSize(&page), keep: true}, nil
+	})
+	if err != nil {
+		return flagadmin.EventPage{}, err
+	}
+	return *v.(*flagadmin.EventPage), nil
+}
+
+// ProjectRoles answers from the result cache when it can; the map
+// returned is the caller's.
+func (s *Store) ProjectRoles(ctx context.Context, userID int64) (map[string]flagadmin.ProjectRole, error) {
+	if s.results == nil {
+		return s.VersionedStore.ProjectRoles(ctx, userID)
+	}
+	version, err := s.version(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var buf [16]byte
+	v, err := s.results.load(ctx, appendRolesKey(buf[:0], userID), version, nil, func() (cached, error) {
+		roles, err := s.VersionedStore.ProjectRoles(ctx, userID)
+		if err != nil {
+			return cached{}, err
+		}
+		return cached{value: roles, size: rolesSize(roles), keep: true}, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return maps.Clone(v.(map[string]flagadmin.ProjectRole)), nil
+}
+
+// PrivateProjects answers from the result cache when it can; the slice
+// returned is the caller's.
+func (s *Store) PrivateProjects(ctx context.Context) ([]string, error) {
+	if s.results == nil {
+		return s.VersionedStore.PrivateProjects(ctx)
+	}
+	version, err := s.version(ctx)
+	if err != nil {
+		return nil, err
+	}
+	v, err := s.results.load(ctx, []byte{'x'}, version, nil, func() (cached, error) {
+		ids, err := s.VersionedStore.PrivateProjects(ctx)
+		if err != nil {
+			return cached{}, err
+		}
+		return cached{value: ids, size: stringsSize(ids), keep: true}, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return slices.Clone(v.([]string)), nil
+}
+
+// projectStats is a cached ProjectStats result with the cut-offs it was
+// computed for and, for each of their feature types, the oldest feature
+// that was not potentially stale at its cut-off (absent when none).
+type projectStats struct {
+	stats   []flagadmin.ProjectStats
+	cutoffs map[flagadmin.FeatureType]time.Time
+	oldest  map[flagadmin.FeatureType]time.Time
+}
+
+// holdsFor reports whether the statistics answer q too, whose Archived,
+// FavoritesOf and cut-off types are those of the statistics' query (the
+// key says so): when no cut-off of q is earlier than the statistics' own
+// (time went back) or later than the oldest feature the statistics count
+// as not potentially stale (it is potentially stale at q's cut-off).
+func (p *projectStats) holdsFor(q *flagadmin.ProjectStatsQuery) bool {
+	for t, cut := range q.PotentiallyStaleBefore {
+		if cut.Before(p.cutoffs[t]) {
+			return false
+		}
+		if oldest, ok := p.oldest[t]; ok && oldest.Before(cut) {
+			return false
+		}
+	}
+	return true
+}
+
+// ProjectStats answers from the result cache when it can. Besides the
+// writes, the potentially stale counts change with the cut-offs, which
+// move with the clock: a cached result answers a later query while no
+// feature it counts as not potentially stale is older than the query's
+// cut-off of its type (so the project list also expires when a feature
+// becomes potentially stale with time).
+func (s *Store) ProjectStats(ctx context.Context, q flagadmin.ProjectStatsQuery) ([]flagadmin.ProjectStats, error) {
+	if s.results == nil {
+		return s.VersionedStore.ProjectStats(ctx, q)
+	}
+	version, err := s.version(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var buf [64]byte
+	holds := func(v any) bool { return v.(*projectStats).holdsFor(&q) }
+	v, err := s.results.load(ctx, appendStatsKey(buf[:0], &q), version, holds, func() (cached, error) {
+		stats, err := s.VersionedStore.ProjectStats(ctx, q)
+		if err != nil {
+			return cached{}, err
+		}
+		oldest, err := s.VersionedStore.OldestFreshFeatures(ctx, q.PotentiallyStaleBefore)
+		if err != nil {
+			return cached{}, err
+		}
+		p := &projectStats{stats: stats, cutoffs: maps.Clone(q.PotentiallyStaleBefore), oldest: oldest}
+		return cached{value: p, size: statsSize(stats), keep: true}, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return v.(*projectStats).stats, nil
+}

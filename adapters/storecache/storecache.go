@@ -1,0 +1,179 @@
+// Package storecache is a caching flagadmin.Store: it wraps a
+// flagadmin.VersionedStore and answers repeated reads from memory.
+//
+// Two caches, each off unless configured (Options):
+//
+//   - The result cache keeps the results of the reads behind the event
+//     searches and the project list (SearchEvents, ProjectStats,
+//     ProjectRoles, PrivateProjects) in a bounded number of bytes, least
+//     recently used first out. Its results are exact: each is used only
+//     under the store's change counter (VersionedStore.Version) read before
+//     it was computed, so no read is answered with a result older than the
+//     last write committed, through any process sharing the storage, before
+//     the read (or its request scope, see WithScope) began.
+//   - The token cache keeps successful token lookups (LookupToken) for a
+//     short time, so that requests repeating a token skip the store.
+//
+// Writes pass through. The package starts no goroutine.
+package storecache
+
+import (
+	"context"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/flagadmin/flagadmin/flagadmin"
+)
+
+// DefaultResultCacheSize is the result cache size, in bytes, of the
+// flagadmin server (cmd/flagadmin) unless configured otherwise.
+const DefaultResultCacheSize = 64 << 20
+
+// DefaultTokenTTL is how long the flagadmin server (cmd/flagadmin) trusts
+// a successful token lookup before it asks the store again, unless
+// configured otherwise.
+//
+// The trade-off: with several replicas over one database, a token or
+// service account deleted through one replica is refused there at once
+// but may still be accepted by the others for up to this long. At a second
+// the store sees at most about one token lookup per second per busy token
+// and replica, instead of one per request.
+const DefaultTokenTTL = time.Second
+
+// Options configure a Store. The zero value caches nothing.
+type Options struct {
+	// ResultCacheSize bounds the memory of the result cache, in bytes
+	// (estimated); zero or less turns the result cache off.
+	ResultCacheSize int64
+	// TokenTTL is how long a successful token lookup is remembered (never
+	// past the token's expiresAt); zero or less turns the token cache off.
+	TokenTTL time.Duration
+	// Clock is the source of the current time of the token cache and of
+	// the project statistics' expiry (default time.Now).
+	Clock func() time.Time
+}
+
+// Store is a flagadmin.Store over a flagadmin.VersionedStore that answers
+// repeated reads from its caches (see the package comment). Methods it does
+// not cache are those of the wrapped store. It is safe for concurrent use.
+//
+// Results the cache returns are shared with other callers: the pages,
+// statistics, roles and project ids it returns must not be changed.
+type Store struct {
+	flagadmin.VersionedStore
+	clock   func() time.Time
+	results *resultCache // nil when off
+	tokens  *tokenCache  // nil when off
+}
+
+var (
+	_ flagadmin.Store          = (*Store)(nil)
+	_ flagadmin.VersionedStore = (*Store)(nil)
+)
+
+// New returns a Store over store with the caches opts configure.
+func New(store flagadmin.VersionedStore, opts Options) *Store {
+	s := &Store{VersionedStore: store, clock: opts.Clock}
+	if s.clock == nil {
+		s.clock = time.Now
+	}
+	if opts.ResultCacheSize > 0 {
+		s.results = newResultCache(store.Version, opts.ResultCacheSize)
+	}
+	if opts.TokenTTL > 0 {
+		s.tokens = newTokenCache(opts.TokenTTL, tokenCacheSize)
+	}
+	return s
+}
+
+// scopeKey is the context key of a *scope.
+type scopeKey struct{}
+
+// scope remembers, for one request, the version each Store read, so that
+// one reading serves every cached read of the request.
+type scope struct {
+	mu       sync.Mutex
+	versions map[*Store]int64
+}
+
+// WithScope returns a context in which the Store reads the change counter
+// once, at the first cached read, and uses that reading for every later
+// cached read in the context (until a write through the Store, after which
+// it reads it again). Results stay exact for the scope: no read in it is
+// answered with a result older than the last write committed before the
+// first read of the scope. Without a scope every cached read reads the
+// counter (for a caller who is not a root admin, an event search makes
+// three). A scope must be short-lived, such as one request: a long one
+// keeps answering from the version it read first.
+func WithScope(ctx context.Context) context.Context {
+	return context.WithValue(ctx, scopeKey{}, &scope{})
+}
+
+// Scope is an http.Handler middleware that serves each request in its own
+// scope (WithScope).
+func Scope(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		next.ServeHTTP(w, r.WithContext(WithScope(r.Context())))
+	})
+}
+
+// version returns the change counter for a cached read in ctx: the one
+// ctx's scope read, or a new reading (shared with concurrent reads, see
+// versionReads) that the scope then keeps.
+func (s *Store) version(ctx context.Context) (int64, error) {
+	sc, _ := ctx.Value(scopeKey{}).(*scope)
+	if sc != nil {
+		sc.mu.Lock()
+		v, ok := sc.versions[s]
+		sc.mu.Unlock()
+		if ok {
+			return v, nil
+		}
+	}
+	v, err := s.results.versions.get(ctx)
+	if err != nil || sc == nil {
+		return v, err
+	}
+	sc.mu.Lock()
+	if sc.versions == nil {
+		sc.versions = map[*Store]int64{}
+	}
+	sc.versions[s] = v
+	sc.mu.Unlock()
+	return v, nil
+}
+
+// wrote makes the scope of ctx, if any, read the counter again: a write
+// through s raised it.
+func (s *Store) wrote(ctx context.Context) {
+	if sc, _ := ctx.Value(scopeKey{}).(*scope); sc != nil {
+		sc.mu.Lock()
+		delete(sc.versions, s)
+		sc.mu.Unlock()
+	}
+}
+
+// UpdateFeature is the wrapped store's.
+func (s *Store) UpdateFeature(ctx context.Context, name string, fn func(*flagadmin.Feature) (*flagadmin.Event, error)) error {
+	defer s.wrote(ctx)
+	return s.VersionedStore.UpdateFeature(ctx, name, fn)
+}
+
+// Write is the wrapped store's.
+func (s *Store) Write(ctx context.Context, b *flagadmin.Batch) error {
+	defer s.wrote(ctx)
+	return s.VersionedStore.Write(ctx, b)
+}
+
+// DeleteUser is the wrapped store's; then, whatever the outcome (a failed
+// commit may still have deleted), the token cache forgets every lookup of
+// a token acting as the user, and lookups in flight do not cache what
+// they read. Other processes sharing the storage keep accepting its tokens
+// until their entries expire (Options.TokenTTL).
+func (s *Store) DeleteUser(ctx context.Context, id int64, fn func(flagadmin.User) (flagadmin.Event, error)) error {
+	defer s.wrote(ctx)
+	err := s.VersionedStore.DeleteUser(ctx, id, fn)
+	s.tokens.forgetUser(id)
+	return err
+}
