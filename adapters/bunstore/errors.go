@@ -6,6 +6,7 @@ import (
 	"database/sql/driver"
 	"errors"
 	"io"
+	"log/slog"
 	"net"
 	"strings"
 	"syscall"
@@ -18,8 +19,10 @@ import (
 
 // storeError is what the store returns for a failed database operation: a
 // domain kind (or none, for an unexpected failure) and the driver error it
-// came from. Its message names only the operation and the kind; the cause
-// is logged and reachable with errors.As for diagnostics.
+// came from. Its message names only the operation and the kind, so that it
+// may reach a caller; the cause is for the log: reachable with errors.As,
+// and shown by LogValue, which a transport logs once per failure with its
+// request id (the store itself does not log failures).
 type storeError struct {
 	op    string
 	kind  error
@@ -38,6 +41,12 @@ func (e *storeError) Error() string {
 		msg += ": " + e.cause.Error()
 	}
 	return msg
+}
+
+// LogValue is what a log shows of the error: its message and the driver's
+// explanation, which may quote SQL and must never reach an API caller.
+func (e *storeError) LogValue() slog.Value {
+	return slog.StringValue(e.op + ": " + e.cause.Error())
 }
 
 // withDetail returns err with its cause in the message, for the operator.
@@ -66,8 +75,9 @@ func (e *callbackError) Error() string { return e.err.Error() }
 func (e *callbackError) Unwrap() error { return e.err }
 
 // fail turns an error of operation op into what the store returns: a
-// caller's own error as it is, anything else mapped by classify. Failures
-// are logged with their cause.
+// caller's own error as it is, anything else mapped by classify, with the
+// driver error as its cause. It logs nothing: the caller that answers the
+// failure logs it once, with what it knows of the request (see LogValue).
 func (s *Store) fail(op string, err error) error {
 	if err == nil {
 		return nil
@@ -81,14 +91,6 @@ func (s *Store) fail(op string, err error) error {
 		return err
 	}
 	kind, _ := classify(err)
-	switch kind {
-	case flagadmin.ErrNotFound, flagadmin.ErrConflict:
-		s.log.Debug("bunstore: "+op, "kind", kind.Error(), "cause", err.Error())
-	case flagadmin.ErrUnavailable:
-		s.log.Warn("bunstore: "+op+" failed", "kind", kind.Error(), "cause", err.Error())
-	default:
-		s.log.Error("bunstore: "+op+" failed", "kind", "internal", "cause", err.Error())
-	}
 	return &storeError{op: op, kind: kind, cause: err}
 }
 

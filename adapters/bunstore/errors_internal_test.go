@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"strings"
 	"syscall"
 	"testing"
 
@@ -91,6 +92,28 @@ func TestFailKeepsDriverTextOutOfTheMessage(t *testing.T) {
 	caller := errors.New("the caller's own error")
 	if got := s.fail("update feature", &callbackError{caller}); got != caller {
 		t.Errorf("callback error: got %v, want it returned as it is", got)
+	}
+}
+
+// TestFailLogsNothing checks that a failure is left for the caller to log
+// once (with its request id): the store logs nothing, and the driver's
+// text is in the error's LogValue.
+func TestFailLogsNothing(t *testing.T) {
+	var logs strings.Builder
+	s := &Store{log: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))}
+	for _, cause := range []error{
+		&pgconn.PgError{Code: "57014", Message: "canceling statement due to statement timeout"},
+		&pgconn.PgError{Code: "23505", Message: "duplicate key value"},
+		errors.New("syntax error at or near SELECT"),
+	} {
+		err := s.fail("search events", cause)
+		var lv slog.LogValuer
+		if !errors.As(err, &lv) || !strings.Contains(lv.LogValue().String(), cause.Error()) {
+			t.Errorf("%v: the error's LogValue does not show the driver's text", cause)
+		}
+	}
+	if logs.Len() != 0 {
+		t.Errorf("fail logged:\n%s", logs.String())
 	}
 }
 
