@@ -35,11 +35,16 @@ func (s *Store) queryPage(ctx context.Context, query string, args []any, limit i
 	var page flagadmin.EventPage
 	var err error
 	// As database/sql does, retry on another connection when the statement
-	// failed before the server could have run it (a broken connection).
+	// failed before the server could have run it (a broken connection), but
+	// never once ctx has ended: pgx reports a statement it did not send
+	// because ctx had ended as safe to retry too.
 	for range 3 {
 		page, err = s.queryPageOnce(ctx, query, args, limit)
 		if !errors.Is(err, driver.ErrBadConn) {
 			break
+		}
+		if ctx.Err() != nil {
+			return page, ctx.Err()
 		}
 	}
 	return page, err
