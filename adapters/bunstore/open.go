@@ -79,7 +79,11 @@ func WithoutMigrate() Option { return func(o *options) { o.migrate = false } }
 //     idle_in_transaction_session_timeout of d on every connection;
 //   - MySQL/MariaDB: innodb_lock_wait_timeout of d (rounded up to seconds),
 //     and max_statement_time (MariaDB, every statement) or
-//     max_execution_time (MySQL, SELECT only) of d;
+//     max_execution_time (MySQL, SELECT only) of d. The driver's COMMIT
+//     and ROLLBACK ignore the context, so every read and write on the
+//     connection also gets an I/O deadline of d: a COMMIT the server never
+//     answers ends at most d after it began (so up to 2d after the
+//     operation did);
 //   - SQLite: a busy_timeout of d instead of 10 s. SQLite does not give up
 //     waiting for another process's write lock when the context ends, so
 //     this is what bounds that wait.
@@ -238,6 +242,11 @@ func (s *Store) openMySQL(rawURL string) error {
 			bounded.Params = map[string]string{}
 		}
 		maps.Copy(bounded.Params, mysqlLimits(version, s.timeout))
+		// The driver's Commit and Rollback take no context: a server that
+		// stops answering then would hold them forever. An I/O deadline
+		// of d on every read and write bounds them (no read legitimately
+		// waits longer: the statement's context ends by then).
+		bounded.ReadTimeout, bounded.WriteTimeout = s.timeout, s.timeout
 		sqldb.Close()
 		if sqldb, err = open(bounded); err != nil {
 			return err
