@@ -120,6 +120,7 @@ func classify(err error) (kind error, retry bool) {
 			strings.HasPrefix(code, "53"),                                      // insufficient resources, too many connections
 			strings.HasPrefix(code, "28"),                                      // invalid authorization
 			code == "3D000",                                                    // database does not exist
+			code == "25006",                                                    // read_only_sql_transaction (a standby, default_transaction_read_only)
 			code == "55P03",                                                    // lock_not_available
 			code == "57014",                                                    // query_canceled (statement_timeout)
 			code == "57P01", code == "57P02", code == "57P03", code == "57P05": // shutdown, cannot connect now
@@ -147,7 +148,8 @@ func classify(err error) (kind error, retry bool) {
 			1045, 1044, 1049, // access denied, unknown database
 			1053, 1077, 1927, 2013, // server shutdown, connection killed or lost
 			1317, 3024, 1969, // query interrupted, execution time exceeded
-			1021, 1041: // disk full, out of memory
+			1021, 1041, // disk full, out of memory
+			1290, 1792: // running with --read-only, read-only transaction
 			return flagadmin.ErrUnavailable, false
 		}
 		return nil, false
@@ -159,7 +161,7 @@ func classify(err error) (kind error, retry bool) {
 		case 19: // SQLITE_CONSTRAINT: primary key, unique, foreign key
 			return flagadmin.ErrConflict, false
 		case 5, 6, // SQLITE_BUSY, SQLITE_LOCKED
-			7, 9, 10, 13, 14: // NOMEM, INTERRUPT, IOERR, FULL, CANTOPEN
+			7, 8, 9, 10, 13, 14: // NOMEM, READONLY, INTERRUPT, IOERR, FULL, CANTOPEN
 			return flagadmin.ErrUnavailable, false
 		}
 		return nil, false

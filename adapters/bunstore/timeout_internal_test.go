@@ -146,3 +146,50 @@ func TestTimeoutBoundsSQLiteBusyWaits(t *testing.T) {
 		t.Errorf("read while locked: got %v, want ErrNotFound", err)
 	}
 }
+
+// TestReadOnlyDatabase checks a SQLite database that refuses writes (here
+// with the query_only pragma on the store's one writer connection: file
+// permissions do not stop root): writes are ErrUnavailable (503) and
+// change nothing, reads keep working.
+func TestReadOnlyDatabase(t *testing.T) {
+	ctx := context.Background()
+	s, err := Open(ctx, dbtest.SQLite(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	seed := &flagadmin.Batch{
+		Projects: []flagadmin.Project{{ID: "web", Name: "Web", Mode: flagadmin.ModeOpen}},
+		Features: []flagadmin.Feature{{Name: "checkout", Project: "web", Type: flagadmin.TypeRelease}},
+	}
+	if err := s.Write(ctx, seed); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.db.ExecContext(ctx, "PRAGMA query_only = 1"); err != nil {
+		t.Fatal(err)
+	}
+	err = s.UpdateFeature(ctx, "checkout", func(f *flagadmin.Feature) (*flagadmin.Event, error) {
+		f.Lifecycle = flagadmin.Lifecycle{Stage: "completed", Status: "kept"}
+		return &flagadmin.Event{Type: "feature-completed", FeatureName: &f.Name, Project: &f.Project}, nil
+	})
+	if !errors.Is(err, flagadmin.ErrUnavailable) {
+		t.Errorf("update on a read-only database: got %v, want ErrUnavailable", err)
+	}
+	if err := s.Write(ctx, &flagadmin.Batch{Projects: []flagadmin.Project{{ID: "new", Name: "New", Mode: flagadmin.ModeOpen}}}); !errors.Is(err, flagadmin.ErrUnavailable) {
+		t.Errorf("write on a read-only database: got %v, want ErrUnavailable", err)
+	}
+	f, err := s.Feature(ctx, "checkout")
+	if err != nil {
+		t.Fatalf("read on a read-only database: %v", err)
+	}
+	if f.Lifecycle.Stage == "completed" {
+		t.Errorf("the refused update changed the feature: %+v", f.Lifecycle)
+	}
+	page, err := s.SearchEvents(ctx, flagadmin.EventQuery{Limit: 10})
+	if err != nil || page.Total != 0 {
+		t.Errorf("events after the refused writes: %d, %v; want none", page.Total, err)
+	}
+	if _, err := s.Project(ctx, "new"); !errors.Is(err, flagadmin.ErrNotFound) {
+		t.Errorf("the refused write stored its project: %v", err)
+	}
+}
