@@ -77,6 +77,12 @@ func (s *Store) queryPageOnce(ctx context.Context, query string, args []any, lim
 		defer rows.Close()
 		r := pageReader{types: pc.TypeMap(), fields: rows.FieldDescriptions(), chunk: min(max(limit, 1), pageCapacity)}
 		if len(r.fields) != pageColumnCount {
+			// A statement that failed before its row description (such as
+			// one whose context ended) reports no columns: its error says why.
+			rows.Close()
+			if err := rows.Err(); err != nil {
+				return err
+			}
 			return fmt.Errorf("page statement returned %d columns, want %d", len(r.fields), pageColumnCount)
 		}
 		first := true

@@ -5,14 +5,17 @@ import (
 	"database/sql"
 	"errors"
 	"maps"
+	"net/url"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/uptrace/bun"
 	"github.com/uptrace/bun/driver/sqliteshim"
 
 	"github.com/flagadmin/flagadmin/flagadmin"
 	"github.com/flagadmin/flagadmin/internal/dbtest"
+	"github.com/flagadmin/flagadmin/internal/faultproxy"
 )
 
 func TestMySQLLimits(t *testing.T) {
@@ -191,5 +194,45 @@ func TestReadOnlyDatabase(t *testing.T) {
 	}
 	if _, err := s.Project(ctx, "new"); !errors.Is(err, flagadmin.ErrNotFound) {
 		t.Errorf("the refused write stored its project: %v", err)
+	}
+}
+
+// TestPageStatementEndedByItsContext checks that a page statement whose
+// context ends before a frozen server answers reports the context's end
+// (ErrUnavailable, 503), not a malformed answer (an internal error): pgx
+// then returns rows with no columns, and the error in rows.Err.
+func TestPageStatementEndedByItsContext(t *testing.T) {
+	u, err := url.Parse(dbtest.Postgres(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy, err := faultproxy.New(u.Host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer proxy.Close()
+	u.Host = proxy.Addr()
+	s, err := Open(context.Background(), u.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	// A prepared statement, as the page statements whose plan is generic,
+	// already in the connection's cache.
+	args := []any{pgx.QueryExecModeCacheStatement}
+	if _, err := s.queryPage(context.Background(), "SELECT 1", args, 10); err == nil {
+		t.Fatal("SELECT 1 passed for a page statement")
+	}
+	proxy.Set(faultproxy.Stall)
+	defer proxy.Set(faultproxy.Pass)
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	_, err = s.queryPage(ctx, "SELECT 1", args, 10)
+	if took := time.Since(start); took > time.Second {
+		t.Errorf("the statement ran %v past its context's deadline of 100ms", took)
+	}
+	if kind, _ := classify(err); kind != flagadmin.ErrUnavailable {
+		t.Errorf("got %v, want ErrUnavailable (the context's end)", err)
 	}
 }
