@@ -260,7 +260,7 @@ func TestFaults(t *testing.T) {
 			for _, r := range results {
 				longest = max(longest, r.took)
 				if r.err != nil {
-					t.Errorf("%s %s after %v: %v", r.kind, r.feature, r.took, r.err)
+					t.Errorf("%s %s after %v: %v; its log: %s", r.kind, r.feature, r.took, r.err, logOf(e.logs.String(), r.requestID))
 					continue
 				}
 				counts[fmt.Sprintf("%s %d", r.kind, r.code)]++
@@ -308,6 +308,17 @@ func TestFaults(t *testing.T) {
 			checkLog(t, e.logs.String(), results)
 		})
 	}
+}
+
+// logOf returns the log lines of the request with id.
+func logOf(logs, id string) string {
+	var out []string
+	for _, l := range strings.Split(logs, "\n") {
+		if id != "" && strings.Contains(l, id) {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
 }
 
 // checkData checks that every acknowledged completion has its event, and
