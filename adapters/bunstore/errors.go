@@ -6,6 +6,7 @@ import (
 	"database/sql/driver"
 	"errors"
 	"io"
+	"log/slog"
 	"net"
 	"strings"
 	"syscall"
@@ -18,8 +19,10 @@ import (
 
 // storeError is what the store returns for a failed database operation: a
 // domain kind (or none, for an unexpected failure) and the driver error it
-// came from. Its message names only the operation and the kind; the cause
-// is logged and reachable with errors.As for diagnostics.
+// came from. Its message names only the operation and the kind, so that it
+// may reach a caller; the cause is for the log: reachable with errors.As,
+// and shown by LogValue, which a transport logs once per failure with its
+// request id (the store itself does not log failures).
 type storeError struct {
 	op    string
 	kind  error
@@ -38,6 +41,12 @@ func (e *storeError) Error() string {
 		msg += ": " + e.cause.Error()
 	}
 	return msg
+}
+
+// LogValue is what a log shows of the error: its message and the driver's
+// explanation, which may quote SQL and must never reach an API caller.
+func (e *storeError) LogValue() slog.Value {
+	return slog.StringValue(e.op + ": " + e.cause.Error())
 }
 
 // withDetail returns err with its cause in the message, for the operator.
@@ -66,8 +75,9 @@ func (e *callbackError) Error() string { return e.err.Error() }
 func (e *callbackError) Unwrap() error { return e.err }
 
 // fail turns an error of operation op into what the store returns: a
-// caller's own error as it is, anything else mapped by classify. Failures
-// are logged with their cause.
+// caller's own error as it is, anything else mapped by classify, with the
+// driver error as its cause. It logs nothing: the caller that answers the
+// failure logs it once, with what it knows of the request (see LogValue).
 func (s *Store) fail(op string, err error) error {
 	if err == nil {
 		return nil
@@ -81,14 +91,6 @@ func (s *Store) fail(op string, err error) error {
 		return err
 	}
 	kind, _ := classify(err)
-	switch kind {
-	case flagadmin.ErrNotFound, flagadmin.ErrConflict:
-		s.log.Debug("bunstore: "+op, "kind", kind.Error(), "cause", err.Error())
-	case flagadmin.ErrUnavailable:
-		s.log.Warn("bunstore: "+op+" failed", "kind", kind.Error(), "cause", err.Error())
-	default:
-		s.log.Error("bunstore: "+op+" failed", "kind", "internal", "cause", err.Error())
-	}
 	return &storeError{op: op, kind: kind, cause: err}
 }
 
@@ -118,6 +120,7 @@ func classify(err error) (kind error, retry bool) {
 			strings.HasPrefix(code, "53"),                                      // insufficient resources, too many connections
 			strings.HasPrefix(code, "28"),                                      // invalid authorization
 			code == "3D000",                                                    // database does not exist
+			code == "25006",                                                    // read_only_sql_transaction (a standby, default_transaction_read_only)
 			code == "55P03",                                                    // lock_not_available
 			code == "57014",                                                    // query_canceled (statement_timeout)
 			code == "57P01", code == "57P02", code == "57P03", code == "57P05": // shutdown, cannot connect now
@@ -145,7 +148,8 @@ func classify(err error) (kind error, retry bool) {
 			1045, 1044, 1049, // access denied, unknown database
 			1053, 1077, 1927, 2013, // server shutdown, connection killed or lost
 			1317, 3024, 1969, // query interrupted, execution time exceeded
-			1021, 1041: // disk full, out of memory
+			1021, 1041, // disk full, out of memory
+			1290, 1792: // running with --read-only, read-only transaction
 			return flagadmin.ErrUnavailable, false
 		}
 		return nil, false
@@ -157,7 +161,7 @@ func classify(err error) (kind error, retry bool) {
 		case 19: // SQLITE_CONSTRAINT: primary key, unique, foreign key
 			return flagadmin.ErrConflict, false
 		case 5, 6, // SQLITE_BUSY, SQLITE_LOCKED
-			7, 9, 10, 13, 14: // NOMEM, INTERRUPT, IOERR, FULL, CANTOPEN
+			7, 8, 9, 10, 13, 14: // NOMEM, READONLY, INTERRUPT, IOERR, FULL, CANTOPEN
 			return flagadmin.ErrUnavailable, false
 		}
 		return nil, false

@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"strings"
 	"syscall"
 	"testing"
 
@@ -57,6 +58,13 @@ func TestClassify(t *testing.T) {
 		{"sqlite locked", sqliteError(6), flagadmin.ErrUnavailable, false},
 		{"sqlite cannot open", sqliteError(14), flagadmin.ErrUnavailable, false},
 		{"sqlite syntax error", sqliteError(1), nil, false},
+		{"pg read-only transaction", &pgconn.PgError{Code: "25006"}, flagadmin.ErrUnavailable, false},
+		{"pg disk full", &pgconn.PgError{Code: "53100"}, flagadmin.ErrUnavailable, false},
+		{"mysql read-only server", &mysql.MySQLError{Number: 1290}, flagadmin.ErrUnavailable, false},
+		{"mysql disk full", &mysql.MySQLError{Number: 1021}, flagadmin.ErrUnavailable, false},
+		{"sqlite read-only", sqliteError(8), flagadmin.ErrUnavailable, false},
+		{"sqlite read-only database moved", sqliteError(1032), flagadmin.ErrUnavailable, false},
+		{"sqlite disk full", sqliteError(13), flagadmin.ErrUnavailable, false},
 		{"connection refused", &net.OpError{Op: "dial", Err: syscall.ECONNREFUSED}, flagadmin.ErrUnavailable, false},
 		{"connection reset", fmt.Errorf("read: %w", syscall.ECONNRESET), flagadmin.ErrUnavailable, false},
 		{"unexpected EOF", io.ErrUnexpectedEOF, flagadmin.ErrUnavailable, false},
@@ -91,6 +99,28 @@ func TestFailKeepsDriverTextOutOfTheMessage(t *testing.T) {
 	caller := errors.New("the caller's own error")
 	if got := s.fail("update feature", &callbackError{caller}); got != caller {
 		t.Errorf("callback error: got %v, want it returned as it is", got)
+	}
+}
+
+// TestFailLogsNothing checks that a failure is left for the caller to log
+// once (with its request id): the store logs nothing, and the driver's
+// text is in the error's LogValue.
+func TestFailLogsNothing(t *testing.T) {
+	var logs strings.Builder
+	s := &Store{log: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))}
+	for _, cause := range []error{
+		&pgconn.PgError{Code: "57014", Message: "canceling statement due to statement timeout"},
+		&pgconn.PgError{Code: "23505", Message: "duplicate key value"},
+		errors.New("syntax error at or near SELECT"),
+	} {
+		err := s.fail("search events", cause)
+		var lv slog.LogValuer
+		if !errors.As(err, &lv) || !strings.Contains(lv.LogValue().String(), cause.Error()) {
+			t.Errorf("%v: the error's LogValue does not show the driver's text", cause)
+		}
+	}
+	if logs.Len() != 0 {
+		t.Errorf("fail logged:\n%s", logs.String())
 	}
 }
 

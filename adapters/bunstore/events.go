@@ -28,6 +28,8 @@ import (
 // anyway, one pass returns the page's ids with the count of all matches (a
 // window count) instead of checking every row twice.
 func (s *Store) SearchEvents(ctx context.Context, q flagadmin.EventQuery) (flagadmin.EventPage, error) {
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
 	if q.Text != "" {
 		return s.searchText(ctx, q)
 	}
@@ -282,27 +284,30 @@ func (s *Store) insertEvents(ctx context.Context, db bun.IDB, events []flagadmin
 // histories. PostgreSQL receives each batch with COPY, MySQL and SQLite with
 // multi-row INSERTs. Each event's search texts are computed as in every
 // write. Ids are assigned in order but not written back into events. A
-// failed batch is rolled back; the batches before it stay.
+// failed batch is rolled back; the batches before it stay. The storage
+// deadline (WithTimeout) applies to each batch.
 func (s *Store) InsertEvents(ctx context.Context, events []flagadmin.Event, batchSize int) error {
 	if batchSize < 1 {
 		batchSize = 1000
 	}
 	for start := 0; start < len(events); start += batchSize {
-		batch := events[start:min(len(events), start+batchSize)]
-		if s.dialect == dialect.PG {
-			if err := s.copyEvents(ctx, batch); err != nil {
-				return err
-			}
-			continue
-		}
-		err := s.inTx(ctx, "insert events", false, func(ctx context.Context, tx bun.Tx) error {
-			return s.insertEvents(ctx, tx, batch, false)
-		})
-		if err != nil {
+		if err := s.insertBatch(ctx, events[start:min(len(events), start+batchSize)]); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// insertBatch is one batch of InsertEvents, under the storage deadline.
+func (s *Store) insertBatch(ctx context.Context, batch []flagadmin.Event) error {
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
+	if s.dialect == dialect.PG {
+		return s.copyEvents(ctx, batch)
+	}
+	return s.inTx(ctx, "insert events", false, func(ctx context.Context, tx bun.Tx) error {
+		return s.insertEvents(ctx, tx, batch, false)
+	})
 }
 
 // copyColumns are the columns COPY fills, in eventRow's order.

@@ -12,6 +12,8 @@ import (
 
 // Feature implements flagadmin.Store.
 func (s *Store) Feature(ctx context.Context, name string) (flagadmin.Feature, error) {
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
 	var r featureRow
 	if err := s.rdb.NewSelect().Model(&r).Where("name = ?", name).Scan(ctx); err != nil {
 		if errors.Is(err, sql.ErrNoRows) {
@@ -31,6 +33,8 @@ func (s *Store) Feature(ctx context.Context, name string) (flagadmin.Feature, er
 // the read to the commit, so concurrent updates of one feature run one after
 // another and each sees the previous one's write.
 func (s *Store) UpdateFeature(ctx context.Context, name string, fn func(*flagadmin.Feature) (*flagadmin.Event, error)) error {
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
 	return s.inTx(ctx, "update feature", false, func(ctx context.Context, tx bun.Tx) error {
 		var r featureRow
 		if err := s.forUpdate(tx.NewSelect().Model(&r).Where("name = ?", name)).Scan(ctx); err != nil {

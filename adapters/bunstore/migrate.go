@@ -27,7 +27,25 @@ import (
 // A migration is recorded as applied only once it succeeded. On PostgreSQL,
 // Migrate then makes sure the pg_trgm indexes for free-text search exist
 // when the extension is available.
+//
+// The storage deadline (WithTimeout) does not apply: on PostgreSQL and
+// MySQL, Migrate runs on connections of its own, without the server-side
+// limits; ctx alone bounds it.
 func (s *Store) Migrate(ctx context.Context) error {
+	if s.openUnbounded == nil {
+		return s.migrate(ctx)
+	}
+	db, err := s.openUnbounded()
+	if err != nil {
+		return withDetail(s.fail("migrate", err))
+	}
+	defer db.Close()
+	m := &Store{db: db, rdb: db, dialect: s.dialect, log: s.log}
+	return m.migrate(ctx)
+}
+
+// migrate is Migrate on the store's own connections.
+func (s *Store) migrate(ctx context.Context) error {
 	var err error
 	switch s.dialect {
 	case dialect.PG:

@@ -6,9 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net"
 	"net/url"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -44,6 +46,11 @@ type Store struct {
 	// afterChange, when set (by tests), runs between a state change and the
 	// insert of its event, inside the transaction; an error aborts it.
 	afterChange func(op string) error
+	// timeout bounds each operation (WithTimeout); 0 for none.
+	timeout time.Duration
+	// openUnbounded, when set, opens a pool on the same database without the
+	// server-side limits of the timeout, for Migrate.
+	openUnbounded func() (*bun.DB, error)
 }
 
 // Option configures Open.
@@ -52,15 +59,46 @@ type Option func(*options)
 type options struct {
 	migrate bool
 	logger  *slog.Logger
+	timeout time.Duration
 }
 
 // WithoutMigrate makes Open leave the schema alone; call Migrate yourself
 // (for instance from a separate migrate command).
 func WithoutMigrate() Option { return func(o *options) { o.migrate = false } }
 
-// WithLogger sets where the store logs storage failures (with their driver
-// detail, which never reaches callers) and notices such as a missing
-// pg_trgm. The default discards everything.
+// WithTimeout bounds the time each operation of the store may take (the
+// storage deadline): every method runs under a context deadline of d (or
+// the caller's, when earlier), which covers the wait for a pooled
+// connection, connecting, every statement, and the transaction with its
+// retries after a deadlock. When it passes, the database driver abandons
+// the statement and its connection, and the method returns an error of kind
+// flagadmin.ErrUnavailable. InsertEvents gets d per batch. The database is
+// told too, as a backstop for the work the client can no longer stop:
+//
+//   - PostgreSQL: statement_timeout, lock_timeout and
+//     idle_in_transaction_session_timeout of d on every connection;
+//   - MySQL/MariaDB: innodb_lock_wait_timeout of d (rounded up to seconds),
+//     and max_statement_time (MariaDB, every statement) or
+//     max_execution_time (MySQL, SELECT only) of d. The driver's COMMIT
+//     and ROLLBACK ignore the context, so every read and write on the
+//     connection also gets an I/O deadline of d: a COMMIT the server never
+//     answers ends at most d after it began (so up to 2d after the
+//     operation did);
+//   - SQLite: a busy_timeout of d instead of 10 s. SQLite does not give up
+//     waiting for another process's write lock when the context ends, so
+//     this is what bounds that wait.
+//
+// Migrate, and so Open, runs without these limits (on connections of its
+// own): a migration may take longer. d <= 0 means no deadline (the default).
+func WithTimeout(d time.Duration) Option {
+	return func(o *options) { o.timeout = max(d, 0) }
+}
+
+// WithLogger sets where the store logs notices such as a missing pg_trgm
+// or a transaction run again after a deadlock. Failures are not logged
+// here: they are returned, with the driver's explanation kept out of their
+// message and shown by their LogValue (log/slog), for the caller to log
+// once. The default discards everything.
 func WithLogger(l *slog.Logger) Option {
 	return func(o *options) {
 		if l != nil {
@@ -88,7 +126,7 @@ func Open(ctx context.Context, rawURL string, opts ...Option) (*Store, error) {
 	for _, opt := range opts {
 		opt(&o)
 	}
-	s := &Store{log: o.logger}
+	s := &Store{log: o.logger, timeout: o.timeout}
 	var err error
 	scheme, _, _ := strings.Cut(rawURL, ":")
 	switch strings.ToLower(scheme) {
@@ -104,7 +142,7 @@ func Open(ctx context.Context, rawURL string, opts ...Option) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := s.Ping(ctx); err != nil {
+	if err := s.ping(ctx); err != nil {
 		s.Close()
 		return nil, withDetail(err)
 	}
@@ -132,12 +170,23 @@ func (s *Store) openPostgres(rawURL string) error {
 	// Bun writes arguments into the SQL text itself, so every statement is
 	// distinct: preparing and caching them would only cost round trips.
 	cfg.DefaultQueryExecMode = pgx.QueryExecModeSimpleProtocol
-	sqldb := stdlib.OpenDB(*cfg)
-	sqldb.SetMaxOpenConns(maxConns)
-	sqldb.SetMaxIdleConns(maxConns)
-	sqldb.SetConnMaxIdleTime(5 * time.Minute)
+	open := func(cfg *pgx.ConnConfig) *bun.DB {
+		sqldb := stdlib.OpenDB(*cfg)
+		sqldb.SetMaxOpenConns(maxConns)
+		sqldb.SetMaxIdleConns(maxConns)
+		sqldb.SetConnMaxIdleTime(5 * time.Minute)
+		return bun.NewDB(sqldb, pgdialect.New())
+	}
 	s.dialect = dialect.PG
-	s.db = bun.NewDB(sqldb, pgdialect.New())
+	if s.timeout > 0 {
+		unbounded := cfg.Copy()
+		s.openUnbounded = func() (*bun.DB, error) { return open(unbounded), nil }
+		ms := strconv.FormatInt(max(s.timeout.Milliseconds(), 1), 10)
+		for _, name := range []string{"statement_timeout", "lock_timeout", "idle_in_transaction_session_timeout"} {
+			cfg.RuntimeParams[name] = ms
+		}
+	}
+	s.db = open(cfg)
 	s.rdb = s.db
 	return nil
 }
@@ -148,24 +197,80 @@ func (s *Store) openMySQL(rawURL string) error {
 		return err
 	}
 	cfg.Logger = mysqlLogger{s.log}
-	connector, err := mysql.NewConnector(cfg)
-	if err != nil {
-		return fmt.Errorf("bunstore: invalid mysql URL: %w", err)
+	open := func(cfg *mysql.Config) (*sql.DB, error) {
+		connector, err := mysql.NewConnector(cfg)
+		if err != nil {
+			return nil, fmt.Errorf("bunstore: invalid mysql URL: %w", err)
+		}
+		sqldb := sql.OpenDB(connector)
+		sqldb.SetMaxOpenConns(maxConns)
+		sqldb.SetMaxIdleConns(maxConns)
+		sqldb.SetConnMaxIdleTime(5 * time.Minute)
+		return sqldb, nil
 	}
-	sqldb := sql.OpenDB(connector)
-	sqldb.SetMaxOpenConns(maxConns)
-	sqldb.SetMaxIdleConns(maxConns)
-	sqldb.SetConnMaxIdleTime(5 * time.Minute)
+	sqldb, err := open(cfg)
+	if err != nil {
+		return err
+	}
 	// The dialect asks the server for its version when created: check that
 	// it answers first, so a down server is reported by Ping, not logged.
-	if err := sqldb.Ping(); err != nil {
+	ctx, cancel := s.bound(context.Background())
+	defer cancel()
+	if err := sqldb.PingContext(ctx); err != nil {
 		sqldb.Close()
 		return withDetail(s.fail("open", err))
 	}
 	s.dialect = dialect.MySQL
+	if s.timeout > 0 {
+		// The statement limit's variable depends on the server: ask it,
+		// then open the pool whose connections set the limits.
+		var version string
+		if err := sqldb.QueryRowContext(ctx, "SELECT VERSION()").Scan(&version); err != nil {
+			sqldb.Close()
+			return withDetail(s.fail("open", err))
+		}
+		unbounded := cfg.Clone()
+		s.openUnbounded = func() (*bun.DB, error) {
+			db, err := open(unbounded)
+			if err != nil {
+				return nil, err
+			}
+			return bun.NewDB(db, mysqldialect.New()), nil
+		}
+		bounded := cfg.Clone()
+		if bounded.Params == nil {
+			bounded.Params = map[string]string{}
+		}
+		maps.Copy(bounded.Params, mysqlLimits(version, s.timeout))
+		// The driver's Commit and Rollback take no context: a server that
+		// stops answering then would hold them forever. An I/O deadline
+		// of d on every read and write bounds them (no read legitimately
+		// waits longer: the statement's context ends by then).
+		bounded.ReadTimeout, bounded.WriteTimeout = s.timeout, s.timeout
+		sqldb.Close()
+		if sqldb, err = open(bounded); err != nil {
+			return err
+		}
+	}
 	s.db = bun.NewDB(sqldb, mysqldialect.New())
 	s.rdb = s.db
 	return nil
+}
+
+// mysqlLimits are the session variables that make a MySQL or MariaDB
+// server (as its VERSION() names it) give up on a statement after d: the
+// wait for a row lock, and the statement's run time (MariaDB's
+// max_statement_time covers every statement, MySQL's max_execution_time
+// only SELECTs).
+func mysqlLimits(version string, d time.Duration) map[string]string {
+	secs := (d + time.Second - 1) / time.Second
+	limits := map[string]string{"innodb_lock_wait_timeout": strconv.FormatInt(int64(secs), 10)}
+	if strings.Contains(strings.ToLower(version), "mariadb") {
+		limits["max_statement_time"] = strconv.FormatFloat(d.Seconds(), 'f', 3, 64)
+	} else {
+		limits["max_execution_time"] = strconv.FormatInt(max(d.Milliseconds(), 1), 10)
+	}
+	return limits
 }
 
 // mysqlConfig turns mysql://user:pass@host:port/db?params into a driver config.
@@ -214,11 +319,21 @@ type mysqlLogger struct{ l *slog.Logger }
 
 func (m mysqlLogger) Print(v ...any) { m.l.Debug("mysql driver", "message", fmt.Sprint(v...)) }
 
-// sqliteParams are set on every SQLite connection.
-const sqliteParams = "_pragma=busy_timeout(10000)&_pragma=foreign_keys(1)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)"
+// sqliteParams are set on every SQLite connection, after the busy timeout
+// (sqliteBusyTimeout).
+const sqliteParams = "_pragma=foreign_keys(1)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)"
+
+// sqliteBusyTimeout is how long a SQLite statement waits for a lock another
+// connection holds without a storage deadline.
+const sqliteBusyTimeout = 10 * time.Second
 
 func (s *Store) openSQLite(path string) error {
 	s.dialect = dialect.SQLite
+	busy := sqliteBusyTimeout
+	if s.timeout > 0 {
+		busy = s.timeout
+	}
+	sqliteParams := "_pragma=busy_timeout(" + strconv.FormatInt(max(busy.Milliseconds(), 1), 10) + ")&" + sqliteParams
 	if path == ":memory:" {
 		// An in-memory database lives in its connection: keep exactly one,
 		// forever, and run everything on it.
@@ -263,6 +378,15 @@ func (s *Store) openSQLite(path string) error {
 	return nil
 }
 
+// bound returns ctx with the store's deadline for one operation
+// (WithTimeout), or ctx itself when there is none.
+func (s *Store) bound(ctx context.Context) (context.Context, context.CancelFunc) {
+	if s.timeout <= 0 {
+		return ctx, func() {}
+	}
+	return context.WithTimeout(ctx, s.timeout)
+}
+
 // redact removes the URL, which may hold a password, from a message.
 func redact(msg, rawURL string) string {
 	return strings.ReplaceAll(msg, rawURL, "<url>")
@@ -270,6 +394,12 @@ func redact(msg, rawURL string) string {
 
 // Ping reports whether the database is reachable (ErrUnavailable if not).
 func (s *Store) Ping(ctx context.Context) error {
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
+	return s.ping(ctx)
+}
+
+func (s *Store) ping(ctx context.Context) error {
 	if err := s.db.PingContext(ctx); err != nil {
 		return s.fail("ping", err)
 	}

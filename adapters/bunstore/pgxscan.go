@@ -35,11 +35,16 @@ func (s *Store) queryPage(ctx context.Context, query string, args []any, limit i
 	var page flagadmin.EventPage
 	var err error
 	// As database/sql does, retry on another connection when the statement
-	// failed before the server could have run it (a broken connection).
+	// failed before the server could have run it (a broken connection), but
+	// never once ctx has ended: pgx reports a statement it did not send
+	// because ctx had ended as safe to retry too.
 	for range 3 {
 		page, err = s.queryPageOnce(ctx, query, args, limit)
 		if !errors.Is(err, driver.ErrBadConn) {
 			break
+		}
+		if ctx.Err() != nil {
+			return page, ctx.Err()
 		}
 	}
 	return page, err
@@ -72,6 +77,12 @@ func (s *Store) queryPageOnce(ctx context.Context, query string, args []any, lim
 		defer rows.Close()
 		r := pageReader{types: pc.TypeMap(), fields: rows.FieldDescriptions(), chunk: min(max(limit, 1), pageCapacity)}
 		if len(r.fields) != pageColumnCount {
+			// A statement that failed before its row description (such as
+			// one whose context ended) reports no columns: its error says why.
+			rows.Close()
+			if err := rows.Err(); err != nil {
+				return err
+			}
 			return fmt.Errorf("page statement returned %d columns, want %d", len(r.fields), pageColumnCount)
 		}
 		first := true

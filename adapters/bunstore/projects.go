@@ -12,6 +12,8 @@ import (
 
 // Project implements flagadmin.Store.
 func (s *Store) Project(ctx context.Context, id string) (flagadmin.Project, error) {
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
 	var r projectRow
 	if err := s.rdb.NewSelect().Model(&r).Where("id = ?", id).Scan(ctx); err != nil {
 		if errors.Is(err, sql.ErrNoRows) {
@@ -24,6 +26,8 @@ func (s *Store) Project(ctx context.Context, id string) (flagadmin.Project, erro
 
 // PrivateProjects implements flagadmin.Store.
 func (s *Store) PrivateProjects(ctx context.Context) ([]string, error) {
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
 	var ids []string
 	err := s.rdb.NewSelect().Model((*projectRow)(nil)).Column("id").
 		Where("mode = ?", string(flagadmin.ModePrivate)).Order("id").Scan(ctx, &ids)
@@ -38,6 +42,8 @@ func (s *Store) PrivateProjects(ctx context.Context) ([]string, error) {
 
 // ProjectRoles implements flagadmin.Store in one query.
 func (s *Store) ProjectRoles(ctx context.Context, userID int64) (map[string]flagadmin.ProjectRole, error) {
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
 	var rows []struct {
 		ProjectID string `bun:"project_id"`
 		Role      string `bun:"role"`
@@ -64,6 +70,8 @@ func (s *Store) ProjectRoles(ctx context.Context, userID int64) (map[string]flag
 // features that became fresh since their type's cut-off, the owners, and the
 // caller's favorites.
 func (s *Store) ProjectStats(ctx context.Context, q flagadmin.ProjectStatsQuery) ([]flagadmin.ProjectStats, error) {
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
 	var out []flagadmin.ProjectStats
 	err := s.inReadTx(ctx, "project stats", func(ctx context.Context, tx bun.Tx) error {
 		var err error

@@ -12,6 +12,8 @@ import (
 
 // LookupToken implements flagadmin.Store.
 func (s *Store) LookupToken(ctx context.Context, hash string) (flagadmin.APIToken, *flagadmin.User, error) {
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
 	var t tokenRow
 	if err := s.rdb.NewSelect().Model(&t).Where("secret_hash = ?", hash).Scan(ctx); err != nil {
 		if errors.Is(err, sql.ErrNoRows) {
@@ -34,6 +36,8 @@ func (s *Store) LookupToken(ctx context.Context, hash string) (flagadmin.APIToke
 
 // CountTokens implements flagadmin.Store.
 func (s *Store) CountTokens(ctx context.Context, t flagadmin.TokenType) (int, error) {
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
 	n, err := s.rdb.NewSelect().Model((*tokenRow)(nil)).Where("type = ?", string(t)).Count(ctx)
 	if err != nil {
 		return 0, s.fail("count tokens", err)
@@ -43,6 +47,8 @@ func (s *Store) CountTokens(ctx context.Context, t flagadmin.TokenType) (int, er
 
 // User implements flagadmin.Store.
 func (s *Store) User(ctx context.Context, id int64) (flagadmin.User, error) {
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
 	var r userRow
 	if err := s.rdb.NewSelect().Model(&r).Where("id = ?", id).Scan(ctx); err != nil {
 		if errors.Is(err, sql.ErrNoRows) {
@@ -55,6 +61,8 @@ func (s *Store) User(ctx context.Context, id int64) (flagadmin.User, error) {
 
 // Group implements flagadmin.Store. Users are in ascending id order.
 func (s *Store) Group(ctx context.Context, id int64) (flagadmin.Group, error) {
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
 	var g flagadmin.Group
 	err := s.inReadTx(ctx, "group", func(ctx context.Context, tx bun.Tx) error {
 		var r groupRow
@@ -81,6 +89,8 @@ func (s *Store) Group(ctx context.Context, id int64) (flagadmin.Group, error) {
 // read to the commit, so of concurrent deletes of one id exactly one finds
 // the user; the others find it gone (ErrNotFound).
 func (s *Store) DeleteUser(ctx context.Context, id int64, fn func(flagadmin.User) (flagadmin.Event, error)) error {
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
 	return s.inTx(ctx, "delete user", false, func(ctx context.Context, tx bun.Tx) error {
 		var r userRow
 		if err := s.forUpdate(tx.NewSelect().Model(&r).Where("id = ?", id)).Scan(ctx); err != nil {

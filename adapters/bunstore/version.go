@@ -50,6 +50,8 @@ var errNothingWritten = errors.New("bunstore: nothing written")
 
 // Version implements flagadmin.VersionedStore.
 func (s *Store) Version(ctx context.Context) (int64, error) {
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
 	var v int64
 	if err := s.rdb.DB.QueryRowContext(ctx, versionSQL).Scan(&v); err != nil {
 		return 0, s.fail("version", err)
@@ -130,6 +132,8 @@ const freshFeatureSQL = `SELECT ? AS type, (SELECT created_at FROM features
 // MySQL, which indexes every feature, the walk also skips the archived and
 // stale features created since the cut-off).
 func (s *Store) OldestFreshFeatures(ctx context.Context, notBefore map[flagadmin.FeatureType]time.Time) (map[flagadmin.FeatureType]time.Time, error) {
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
 	out := map[flagadmin.FeatureType]time.Time{}
 	if len(notBefore) == 0 {
 		return out, nil

@@ -20,6 +20,8 @@ import (
 // insert hits the primary key and its whole write runs again (bounded),
 // this time seeing the first one's rows.
 func (s *Store) Write(ctx context.Context, b *flagadmin.Batch) error {
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
 	userIDs := make([]int64, len(b.Users))
 	for i, u := range b.Users {
 		userIDs[i] = u.ID

@@ -140,7 +140,9 @@ func mapError(err error) *apiError {
 		return newAPIError(http.StatusNotFound, nameNotFound, err.Error())
 	case errors.Is(err, flagadmin.ErrConflict):
 		return newAPIError(http.StatusConflict, nameConflict, msgConflict)
-	case errors.Is(err, flagadmin.ErrUnavailable), errors.Is(err, context.DeadlineExceeded):
+	case errors.Is(err, flagadmin.ErrUnavailable), errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
+		// The storage did not answer in time, or the request's context
+		// ended while it waited (the client went away: the log says so).
 		e := newAPIError(http.StatusServiceUnavailable, nameServiceUnavailable, msgUnavailable)
 		e.headers = http.Header{"Retry-After": {retryAfterSeconds}}
 		return e
@@ -266,14 +268,23 @@ func newAPIError(status int, name, message string) *apiError {
 
 // fail maps err to its response (toAPIError) and logs the cause of every
 // 5xx with the request id and the error id, since the body never shows it.
+// This is the one log line of a failure: stores return their driver detail
+// in the error, shown by a slog.LogValuer in its chain (as "cause"), and
+// do not log it themselves.
 func (s *Server) fail(ctx context.Context, err error) *apiError {
 	e := toAPIError(err)
 	if e.status < 500 {
 		return e
 	}
-	attrs := []any{slog.String("request_id", requestID(ctx)), slog.String("error_id", e.ID), slog.Int("status", e.status), slog.Any("error", err)}
+	attrs := []any{slog.String("request_id", requestID(ctx)), slog.String("error_id", e.ID), slog.Int("status", e.status), slog.String("error", err.Error())}
+	var detail slog.LogValuer
+	if errors.As(err, &detail) {
+		attrs = append(attrs, slog.Any("cause", detail))
+	}
 	switch {
-	case errors.Is(err, context.Canceled) && ctx.Err() != nil:
+	case errors.Is(ctx.Err(), context.Canceled):
+		// The client went away (the server cancels the request's context
+		// when its connection closes): nothing failed on our side.
 		s.log.InfoContext(ctx, "request canceled by the client", attrs...)
 	case e.status == http.StatusServiceUnavailable:
 		s.log.WarnContext(ctx, "storage unavailable", attrs...)

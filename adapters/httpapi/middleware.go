@@ -130,6 +130,22 @@ func (s *Server) recoverPanics(next http.Handler) http.Handler {
 	})
 }
 
+// storageDeadline gives every request's context the storage deadline
+// (Config.StorageTimeout), before authentication: the store calls of the
+// request, the token check among them, end by then. A context that ends
+// makes the store give up (ErrUnavailable) or the Service return the
+// context's error; both answer 503 (toAPIError).
+func (s *Server) storageDeadline(next http.Handler) http.Handler {
+	if s.storageTimeout <= 0 {
+		return next
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ctx, cancel := context.WithTimeout(r.Context(), s.storageTimeout)
+		defer cancel()
+		next.ServeHTTP(w, r.WithContext(ctx))
+	})
+}
+
 // errHeadersTooLarge: the request line and headers exceed the limit.
 var errHeadersTooLarge = errors.New("the request line and headers are larger than the limit")
 

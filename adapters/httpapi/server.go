@@ -65,6 +65,14 @@ type Config struct {
 	MaxHeaderBytes int64
 	// Version is the version shown in the OpenAPI document; "" means "dev".
 	Version string
+	// StorageTimeout is the storage deadline of a request: its context
+	// ends this long after the request arrives, before authentication, so
+	// that every store call the request makes (the token check included,
+	// and the shared reads it waits for) ends by then; the request then
+	// gets 503 ServiceUnavailable with Retry-After. 0 means no deadline.
+	// A store may bound each of its operations too (bunstore.WithTimeout);
+	// this bounds them all together.
+	StorageTimeout time.Duration
 }
 
 // Server is the HTTP transport of a flagadmin.Service.
@@ -74,16 +82,18 @@ type Server struct {
 	maxBody   int64
 	maxHeader int64
 	bodyRead  time.Duration
-	mux       *http.ServeMux
-	api       huma.API
-	handler   http.Handler
+	// storageTimeout is Config.StorageTimeout.
+	storageTimeout time.Duration
+	mux            *http.ServeMux
+	api            huma.API
+	handler        http.Handler
 }
 
 // New returns a Server for svc with every route registered.
 func New(svc *flagadmin.Service, cfg Config) *Server {
 	installErrorModel() // before the first huma.Register
 	s := &Server{svc: svc, log: cfg.Logger, maxBody: cfg.MaxBodyBytes, maxHeader: cfg.MaxHeaderBytes,
-		bodyRead: cfg.BodyReadTimeout, mux: http.NewServeMux()}
+		bodyRead: cfg.BodyReadTimeout, storageTimeout: max(cfg.StorageTimeout, 0), mux: http.NewServeMux()}
 	if s.log == nil {
 		s.log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
@@ -111,14 +121,14 @@ func New(svc *flagadmin.Service, cfg Config) *Server {
 	s.mux.HandleFunc("GET /ready", s.ready)
 	s.mux.HandleFunc("/", s.notFound)
 
-	s.handler = s.observe(s.recoverPanics(s.authenticate(s.limitRequest(http.HandlerFunc(s.route)))))
+	s.handler = s.observe(s.recoverPanics(s.storageDeadline(s.authenticate(s.limitRequest(http.HandlerFunc(s.route))))))
 	return s
 }
 
 // Handler returns the complete HTTP handler: the admin API under
 // /api/admin/, the OpenAPI document, /health and /ready, wrapped in the
-// access log, request id, panic recovery, authentication and the limits of
-// headers and body.
+// access log, request id, panic recovery, storage deadline, authentication
+// and the limits of headers and body.
 func (s *Server) Handler() http.Handler { return s.handler }
 
 // API returns the Huma API, for its OpenAPI document

@@ -2,8 +2,10 @@ package httpapi
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -219,6 +221,9 @@ func TestToAPIError(t *testing.T) {
 		{&http.MaxBytesError{Limit: 10}, 413, nameContentTooLarge},
 		{errors.New(fakeSQL), 500, nameInternal},
 		{unavailableErr, 503, nameServiceUnavailable},
+		{context.DeadlineExceeded, 503, nameServiceUnavailable},
+		{fmt.Errorf("search events: %w", context.DeadlineExceeded), 503, nameServiceUnavailable},
+		{context.Canceled, 503, nameServiceUnavailable},
 		{&humaError{status: 422, msg: "validation failed"}, 400, nameBadData},
 		{&humaError{status: 415, msg: "unknown content type"}, 415, nameContentType},
 		{&humaError{status: 500, msg: "unexpected", errs: []error{flagadmin.ErrNotFound}}, 404, nameNotFound},
@@ -228,6 +233,9 @@ func TestToAPIError(t *testing.T) {
 		got := toAPIError(c.err)
 		if got.status != c.status || got.Name != c.name {
 			t.Errorf("%v: got %d %s, want %d %s", c.err, got.status, got.Name, c.status, c.name)
+		}
+		if got.status == 503 && got.GetHeaders().Get("Retry-After") == "" {
+			t.Errorf("%v: 503 without Retry-After", c.err)
 		}
 		if strings.Contains(got.Message, "SELECT") {
 			t.Errorf("%v: message leaks the cause: %q", c.err, got.Message)

@@ -91,11 +91,15 @@ func newFxLogger(cfg Config, log *slog.Logger) fxevent.Logger {
 	return l
 }
 
-// newStore opens the store of cfg.DB and closes it when the app stops.
+// newStore opens the store of cfg.DB, with the storage deadline of
+// cfg.DBTimeout on each operation, and closes it when the app stops: after
+// the HTTP server's stop hook, which waits for the requests in flight (fx
+// runs stop hooks in the reverse order of their constructors, and the
+// server depends on the store).
 func newStore(lc fx.Lifecycle, cfg Config, log *slog.Logger) (flagadmin.Store, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), openTimeout)
 	defer cancel()
-	store, closeStore, err := openStore(ctx, cfg.DB, log, true)
+	store, closeStore, err := openStore(ctx, cfg.DB, log, true, cfg.DBTimeout)
 	if err != nil {
 		return nil, err
 	}
@@ -121,9 +125,10 @@ func cachedStore(store flagadmin.Store, tokenTTL time.Duration, resultBytes int6
 	return storecache.New(vs, storecache.Options{ResultCacheSize: resultBytes, TokenTTL: tokenTTL})
 }
 
-// newAPIServer returns the HTTP transport of the service.
-func newAPIServer(svc *flagadmin.Service, log *slog.Logger) *httpapi.Server {
-	return httpapi.New(svc, httpapi.Config{Logger: log, Version: versionString()})
+// newAPIServer returns the HTTP transport of the service, with the storage
+// deadline of cfg.DBTimeout on every request.
+func newAPIServer(svc *flagadmin.Service, cfg Config, log *slog.Logger) *httpapi.Server {
+	return httpapi.New(svc, httpapi.Config{Logger: log, Version: versionString(), StorageTimeout: cfg.DBTimeout})
 }
 
 // newHTTPServer returns the net/http server of the API, with timeouts. Its

@@ -53,7 +53,7 @@ func (b *bootstrap) run(ctx context.Context) error {
 func (b *bootstrap) loadWorld(ctx context.Context, what string, data []byte) error {
 	empty, err := storeIsEmpty(ctx, b.svc)
 	if err != nil {
-		return cliErrorf("cannot read the store: %s", flat(err))
+		return cliErrorf("cannot read the store: %s", withCause(err))
 	}
 	if !empty {
 		b.log.Info("the store already has data; not loading " + what)
@@ -131,7 +131,7 @@ func (b *bootstrap) adminTokens(ctx context.Context) error {
 	}
 	secret, created, err := b.svc.EnsureAdminToken(ctx)
 	if err != nil {
-		return cliErrorf("cannot create the first admin token: %v", err)
+		return cliErrorf("cannot create the first admin token: %s", withCause(err))
 	}
 	if created {
 		b.notice("admin token (shown once)", "token", secret)
@@ -180,7 +180,7 @@ func storeIsEmpty(ctx context.Context, svc *flagadmin.Service) (bool, error) {
 func seedError(what string, err error) error {
 	var v *flagadmin.ValidationError
 	if !errors.As(err, &v) {
-		return cliErrorf("cannot load %s: %v", what, err)
+		return cliErrorf("cannot load %s: %s", what, withCause(err))
 	}
 	var sb strings.Builder
 	fmt.Fprintf(&sb, "%s is invalid; nothing was loaded:", what)

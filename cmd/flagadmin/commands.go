@@ -149,7 +149,7 @@ func (c *cli) seed(ctx context.Context, args []string) error {
 func (c *cli) openService(ctx context.Context, cfg Config) (*flagadmin.Service, func() error, error) {
 	ctx, cancel := context.WithTimeout(ctx, openTimeout)
 	defer cancel()
-	store, closeStore, err := openStore(ctx, cfg.DB, buildLogger(cfg, c.stderr), true)
+	store, closeStore, err := openStore(ctx, cfg.DB, buildLogger(cfg, c.stderr), true, 0)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -281,7 +281,7 @@ func parseExpiry(raw string, now time.Time) (time.Time, error) {
 func tokenError(err error) error {
 	var v *flagadmin.ValidationError
 	if !errors.As(err, &v) {
-		return cliErrorf("cannot create the token: %v", err)
+		return cliErrorf("cannot create the token: %s", withCause(err))
 	}
 	flags := map[string]string{"userId": "--user-id", "project": "--project", "environment": "--environment", "name": "--name", "type": "--type", "expiresAt": "--expires"}
 	parts := make([]string, len(v.Fields))

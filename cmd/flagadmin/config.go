@@ -27,6 +27,7 @@ const (
 	envLogFormat   = "FLAGADMIN_LOG_FORMAT"
 	envTokenCache  = "FLAGADMIN_TOKEN_CACHE_TTL"
 	envResultCache = "FLAGADMIN_RESULT_CACHE_SIZE"
+	envDBTimeout   = "FLAGADMIN_DB_TIMEOUT"
 )
 
 // Defaults of the configuration.
@@ -41,6 +42,8 @@ const (
 	// defaultResultCacheSize is storecache's recommendation, which
 	// cmd/flagadmin-bench's server uses too.
 	defaultResultCacheSize = storecache.DefaultResultCacheSize
+	// defaultDBTimeout is the storage deadline of a request (decisions §16).
+	defaultDBTimeout = 5 * time.Second
 )
 
 // Config is the configuration of the server and the commands, from flags
@@ -66,6 +69,10 @@ type Config struct {
 	// ResultCacheSize bounds the memory, in bytes, of the cache of search
 	// results and project lists; 0 disables the cache.
 	ResultCacheSize int64
+	// DBTimeout is the storage deadline: how long a request's storage
+	// work, and each store operation, may take before the request is
+	// answered 503; 0 means none.
+	DBTimeout time.Duration
 }
 
 // setting is one configuration value that a flag and an environment
@@ -97,8 +104,8 @@ func (s *setting) source(setFlags map[string]bool) string {
 // settings binds configuration flags to a flag set and turns the parsed
 // values, or those of the environment, into a Config.
 type settings struct {
-	addr, db, seed, adminTokens, logLevel, logFormat, tokenCache, resultCache *setting
-	demo                                                                      *bool
+	addr, db, seed, adminTokens, logLevel, logFormat, tokenCache, resultCache, dbTimeout *setting
+	demo                                                                                 *bool
 }
 
 // Flag sets of the commands that need them.
@@ -136,6 +143,12 @@ func newSettings(fs *flag.FlagSet, getenv func(string) string, which int) *setti
 				"a unit, such as 64MiB, 512KiB or 1GiB; 0 disables the cache. Every request still\n"+
 				"reads the database's change counter, so no answer is older than the last write\n"+
 				"made through flagadmin (by any server on the database)")
+		s.dbTimeout = bind("db-timeout", envDBTimeout, defaultDBTimeout.String(),
+			"storage deadline: how long a request may wait for the database (for a connection,\n"+
+				"its statements, a lock) before it is answered 503 ServiceUnavailable with\n"+
+				"Retry-After, such as 5s or 500ms; 0 disables it. The database is told too\n"+
+				"(statement_timeout and lock_timeout on PostgreSQL, their equivalents on MySQL,\n"+
+				"busy_timeout on SQLite)")
 	}
 	return s
 }
@@ -145,7 +158,7 @@ func newSettings(fs *flag.FlagSet, getenv func(string) string, which int) *setti
 func (s *settings) config(fs *flag.FlagSet) (Config, error) {
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-	for _, st := range []*setting{s.addr, s.db, s.seed, s.adminTokens, s.logLevel, s.logFormat, s.tokenCache, s.resultCache} {
+	for _, st := range []*setting{s.addr, s.db, s.seed, s.adminTokens, s.logLevel, s.logFormat, s.tokenCache, s.resultCache, s.dbTimeout} {
 		if st != nil {
 			st.resolve(set)
 		}
@@ -176,6 +189,9 @@ func (s *settings) config(fs *flag.FlagSet) (Config, error) {
 	}
 	if cfg.ResultCacheSize, err = parseByteSize(s.resultCache.value); err != nil {
 		return Config{}, cliErrorf("%s: %v", s.resultCache.source(set), err)
+	}
+	if cfg.DBTimeout, err = parseDBTimeout(s.dbTimeout.value); err != nil {
+		return Config{}, cliErrorf("%s: %v", s.dbTimeout.source(set), err)
 	}
 	cfg.Demo = *s.demo
 	if cfg.Demo && cfg.Seed != "" {
@@ -268,6 +284,19 @@ func parseTokenCacheTTL(raw string) (time.Duration, error) {
 	}
 	if d < 0 {
 		return 0, fmt.Errorf("%q is negative; use 0 to disable the cache", raw)
+	}
+	return d, nil
+}
+
+// parseDBTimeout accepts a non-negative Go duration (5s, 500ms, 0).
+func parseDBTimeout(raw string) (time.Duration, error) {
+	raw = strings.TrimSpace(raw)
+	d, err := time.ParseDuration(raw)
+	if err != nil {
+		return 0, fmt.Errorf("%q is not a duration; use a number with a unit, such as 5s or 500ms, or 0 for no deadline", raw)
+	}
+	if d < 0 {
+		return 0, fmt.Errorf("%q is negative; use 0 for no deadline", raw)
 	}
 	return d, nil
 }

@@ -31,7 +31,7 @@ func TestConfigDefaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := Config{Addr: "127.0.0.1:4242", DB: "sqlite:flagadmin.db", LogLevel: slog.LevelInfo, LogFormat: "text",
-		TokenCacheTTL: storecache.DefaultTokenTTL, ResultCacheSize: storecache.DefaultResultCacheSize}
+		TokenCacheTTL: storecache.DefaultTokenTTL, ResultCacheSize: storecache.DefaultResultCacheSize, DBTimeout: 5 * time.Second}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("got %+v, want %+v", got, want)
 	}
@@ -47,6 +47,7 @@ func TestConfigFromEnvironment(t *testing.T) {
 		envLogFormat:   "json",
 		envTokenCache:  "250ms",
 		envResultCache: "512KiB",
+		envDBTimeout:   "750ms",
 	}
 	got, err := parseServe(t, env)
 	if err != nil {
@@ -54,7 +55,7 @@ func TestConfigFromEnvironment(t *testing.T) {
 	}
 	want := Config{Addr: ":8080", DB: "postgres://u:p@db:5432/flags", Seed: "world.json",
 		AdminTokens: []string{"*:*.one", "*:*.two"}, LogLevel: slog.LevelDebug, LogFormat: "json", TokenCacheTTL: 250 * time.Millisecond,
-		ResultCacheSize: 512 << 10}
+		ResultCacheSize: 512 << 10, DBTimeout: 750 * time.Millisecond}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("got %+v, want %+v", got, want)
 	}
@@ -69,9 +70,10 @@ func TestConfigFlagsOverrideEnvironment(t *testing.T) {
 		envLogFormat:   "json",
 		envTokenCache:  "forever", // bad, but overridden
 		envResultCache: "lots",    // bad, but overridden
+		envDBTimeout:   "soon",    // bad, but overridden
 	}
 	got, err := parseServe(t, env, "--addr", "127.0.0.1:9999", "--db", "memory:", "--log-level", "warn",
-		"--admin-tokens", "*:*.flag", "--log-format=text", "--demo", "--token-cache-ttl", "0", "--result-cache-size", "0")
+		"--admin-tokens", "*:*.flag", "--log-format=text", "--demo", "--token-cache-ttl", "0", "--result-cache-size", "0", "--db-timeout", "0")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,6 +106,10 @@ func TestConfigBadValues(t *testing.T) {
 		{"token cache ttl negative", nil, []string{"--token-cache-ttl", "-1s"}, `--token-cache-ttl: "-1s" is negative`},
 		{"result cache size not a size", map[string]string{envResultCache: "64MB"}, nil, `FLAGADMIN_RESULT_CACHE_SIZE: "64MB" is not a size`},
 		{"result cache size negative", nil, []string{"--result-cache-size", "-1"}, `--result-cache-size: "-1" is negative`},
+		{"db timeout without unit", map[string]string{envDBTimeout: "5"}, nil, `FLAGADMIN_DB_TIMEOUT: "5" is not a duration`},
+		{"db timeout not a duration", nil, []string{"--db-timeout", "soon"}, `--db-timeout: "soon" is not a duration`},
+		{"db timeout negative", nil, []string{"--db-timeout", "-5s"}, `--db-timeout: "-5s" is negative`},
+		{"db timeout flag wins over a good env", map[string]string{envDBTimeout: "1s"}, []string{"--db-timeout", "1x"}, `--db-timeout: "1x" is not a duration`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -135,7 +141,7 @@ func TestConfigDatabaseURLs(t *testing.T) {
 func TestDBCommandsHaveNoServerFlags(t *testing.T) {
 	fs := newFlagSet("flagadmin migrate")
 	newSettings(fs, func(string) string { return "" }, withDB)
-	for _, name := range []string{"addr", "seed", "demo", "admin-tokens", "token-cache-ttl", "result-cache-size"} {
+	for _, name := range []string{"addr", "seed", "demo", "admin-tokens", "token-cache-ttl", "result-cache-size", "db-timeout"} {
 		if fs.Lookup(name) != nil {
 			t.Errorf("migrate has flag --%s, want only database and log flags", name)
 		}

@@ -9,7 +9,8 @@
 //
 // Configuration comes from flags and environment variables (a flag wins):
 // FLAGADMIN_ADDR, FLAGADMIN_DB, FLAGADMIN_SEED, FLAGADMIN_ADMIN_TOKENS,
-// FLAGADMIN_LOG_LEVEL and FLAGADMIN_LOG_FORMAT. Run "flagadmin COMMAND -h"
+// FLAGADMIN_LOG_LEVEL, FLAGADMIN_LOG_FORMAT, FLAGADMIN_DB_TIMEOUT and the
+// cache settings of serve. Run "flagadmin COMMAND -h"
 // for the flags of a command.
 //
 // This is the only package of the module that uses go.uber.org/fx: it wires
@@ -23,6 +24,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"strings"
 )
@@ -77,6 +79,18 @@ func oneLine(err error) string {
 
 // flat returns the message of err on one line.
 func flat(err error) string { return strings.Join(strings.Fields(err.Error()), " ") }
+
+// withCause returns the message of err on one line, followed by the
+// diagnostic detail a store keeps out of its errors' messages (a
+// slog.LogValuer in the chain, such as the driver's explanation): for the
+// operator, who has no other log of it.
+func withCause(err error) string {
+	var detail slog.LogValuer
+	if errors.As(err, &detail) {
+		return flat(err) + " (" + strings.Join(strings.Fields(detail.LogValue().Resolve().String()), " ") + ")"
+	}
+	return flat(err)
+}
 
 func (c *cli) dispatch(ctx context.Context, args []string) error {
 	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
@@ -149,6 +163,7 @@ var envHelp = map[string]string{
 	envLogFormat:   "text or json (default " + defaultLogFormat + ")",
 	envTokenCache:  "how long a successful authentication is trusted without asking the database (default " + defaultTokenCacheTTL.String() + "; 0 disables); other servers on the same database may accept a deleted token for that long",
 	envResultCache: "memory for cached search results and project lists, such as 64MiB (default " + formatByteSize(defaultResultCacheSize) + "; 0 disables)",
+	envDBTimeout:   "storage deadline of a request, such as 5s (default " + defaultDBTimeout.String() + "; 0 disables): a database that does not answer in time gives 503",
 }
 
 // newFlagSet returns a flag set that reports errors to the caller instead

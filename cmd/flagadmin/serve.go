@@ -15,6 +15,9 @@ var serveCommand = command{
 	usage: "flagadmin [serve] [flags]",
 	about: `Runs the HTTP server of the admin API until SIGINT or SIGTERM, then stops
 gracefully: in-flight requests finish, the database is closed, the exit code is 0.
+A request waits for the database at most --db-timeout, then gets 503
+ServiceUnavailable with Retry-After; so with a database that stopped answering,
+a stop still answers every request it holds and ends within that time.
 
 At start, before listening: the database schema is created or updated; with
 --demo, the built-in demo world is loaded into an empty store and its tokens are
@@ -28,7 +31,7 @@ is up), GET /ready (the store is reachable), /openapi.json and /openapi.yaml.
 
 A bad configuration, an unreachable database or a busy port ends start-up with
 one line on stderr and exit code 1.`,
-	env: []string{envAddr, envDB, envSeed, envAdminTokens, envLogLevel, envLogFormat, envTokenCache, envResultCache},
+	env: []string{envAddr, envDB, envSeed, envAdminTokens, envLogLevel, envLogFormat, envTokenCache, envResultCache, envDBTimeout},
 }
 
 // serve parses the serve command's flags and runs the server.

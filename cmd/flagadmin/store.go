@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"sync"
+	"time"
 
 	"github.com/flagadmin/flagadmin/adapters/bunstore"
 	"github.com/flagadmin/flagadmin/adapters/memstore"
@@ -16,25 +17,27 @@ const memoryURL = "memory:"
 // openStore opens the store of a database URL checked by parseDBURL:
 // memory: is a new memstore, anything else a bunstore (which checks that the
 // database is reachable), migrated to the current schema when migrate is
-// set. The returned function closes it.
-func openStore(ctx context.Context, dbURL string, log *slog.Logger, migrate bool) (flagadmin.Store, func() error, error) {
+// set. timeout is the storage deadline of each operation
+// (bunstore.WithTimeout), 0 for none. The returned function closes it.
+func openStore(ctx context.Context, dbURL string, log *slog.Logger, migrate bool, timeout time.Duration) (flagadmin.Store, func() error, error) {
 	if dbURL == memoryURL {
 		log.Debug("using the in-memory store; nothing is kept after the process ends")
 		return memstore.New(), func() error { return nil }, nil
 	}
-	store, err := openBunstore(ctx, dbURL, log, migrate)
+	store, err := openBunstore(ctx, dbURL, log, migrate, bunstore.WithTimeout(timeout))
 	if err != nil {
 		return nil, nil, err
 	}
 	return store, store.Close, nil
 }
 
-// openBunstore opens a bunstore with log as its logger. A failure to open is
+// openBunstore opens a bunstore with log as its logger and the options
+// opts. A failure to open is
 // reported once, as the returned error: what the store logs while it opens is
 // held back, written after a successful open and dropped after a failed one.
-func openBunstore(ctx context.Context, dbURL string, log *slog.Logger, migrate bool) (*bunstore.Store, error) {
+func openBunstore(ctx context.Context, dbURL string, log *slog.Logger, migrate bool, opts ...bunstore.Option) (*bunstore.Store, error) {
 	gate := &openGate{Handler: log.Handler(), state: &gateState{}}
-	opts := []bunstore.Option{bunstore.WithLogger(slog.New(gate))}
+	opts = append(opts, bunstore.WithLogger(slog.New(gate)))
 	if !migrate {
 		opts = append(opts, bunstore.WithoutMigrate())
 	}

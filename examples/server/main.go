@@ -35,12 +35,16 @@ func main() {
 	}
 }
 
+// dbTimeout is the storage deadline of a request.
+const dbTimeout = 5 * time.Second
+
 func run(addr, db string, log *slog.Logger) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
-	// The store: opened and migrated to the current schema.
-	store, err := bunstore.Open(ctx, db, bunstore.WithLogger(log))
+	// The store: opened and migrated to the current schema. Each of its
+	// operations may take at most dbTimeout (pool wait, statements, locks).
+	store, err := bunstore.Open(ctx, db, bunstore.WithLogger(log), bunstore.WithTimeout(dbTimeout))
 	if err != nil {
 		return fmt.Errorf("open database: %w", err)
 	}
@@ -57,7 +61,10 @@ func run(addr, db string, log *slog.Logger) error {
 	}
 
 	// The HTTP server: listen first, so a busy port is an error right away.
-	api := httpapi.New(svc, httpapi.Config{Logger: log, Version: "example"})
+	// Each request's storage work ends within dbTimeout, answered 503 if
+	// the database did not answer: a stalled database never holds a
+	// request, nor the graceful stop below.
+	api := httpapi.New(svc, httpapi.Config{Logger: log, Version: "example", StorageTimeout: dbTimeout})
 	srv := &http.Server{
 		Handler:           api.Handler(),
 		ReadHeaderTimeout: 10 * time.Second,
