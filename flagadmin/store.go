@@ -2,6 +2,7 @@ package flagadmin
 
 import (
 	"context"
+	"slices"
 	"time"
 )
 
@@ -66,11 +67,18 @@ type Store interface {
 	DeleteUser(ctx context.Context, id int64, fn func(User) (Event, error)) error
 
 	// Write stores everything in b in one transaction: all of it or, on any
-	// error, none of it. Users and groups with ID 0 get the next free id
-	// (one more than the largest in use), written back into b. Then, if
-	// b.Then is set, it is called inside the transaction and the events it
-	// returns are added after b.Events. Events get increasing ids in order,
-	// written back into b.Events.
+	// error, none of it.
+	//
+	// Ids: a user or group with a non-zero ID keeps it. One with ID 0 gets
+	// an id the store assigns: unused, and larger than every id of its kind
+	// the store has held or assigned before (ids in b included), so ids
+	// assigned one after another increase. Then, if b.Then is set, it is
+	// called inside the transaction, with the assigned ids in place, and
+	// the events it returns are added after b.Events. Events get increasing
+	// ids in order.
+	//
+	// On success the ids are written back into b (Users, Groups, Events,
+	// with Then's events appended). On failure b is left exactly as it was.
 	Write(ctx context.Context, b *Batch) error
 
 	// Ping reports whether the storage is reachable (ErrUnavailable if not).
@@ -93,6 +101,18 @@ type Batch struct {
 	// Groups; it runs inside the write's transaction, and an error from it
 	// aborts the write.
 	Then func(b *Batch) ([]Event, error)
+}
+
+// Clone returns a copy of b whose Users, Groups and Events are copies too:
+// a store assigns ids in the clone and gives it to Then, and on success
+// replaces the caller's batch with it, so a failed Write leaves the
+// caller's batch unchanged.
+func (b *Batch) Clone() *Batch {
+	c := *b
+	c.Users = slices.Clone(b.Users)
+	c.Groups = slices.Clone(b.Groups)
+	c.Events = slices.Clone(b.Events)
+	return &c
 }
 
 // GroupMember adds a user to an existing group.

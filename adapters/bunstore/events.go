@@ -295,7 +295,7 @@ func (s *Store) InsertEvents(ctx context.Context, events []flagadmin.Event, batc
 			}
 			continue
 		}
-		err := s.inTx(ctx, "insert events", false, func(ctx context.Context, tx bun.Tx) error {
+		err := s.inTx(ctx, "insert events", func(ctx context.Context, tx bun.Tx) error {
 			return s.insertEvents(ctx, tx, batch, false)
 		})
 		if err != nil {

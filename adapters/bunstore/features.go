@@ -31,7 +31,7 @@ func (s *Store) Feature(ctx context.Context, name string) (flagadmin.Feature, er
 // the read to the commit, so concurrent updates of one feature run one after
 // another and each sees the previous one's write.
 func (s *Store) UpdateFeature(ctx context.Context, name string, fn func(*flagadmin.Feature) (*flagadmin.Event, error)) error {
-	return s.inTx(ctx, "update feature", false, func(ctx context.Context, tx bun.Tx) error {
+	return s.inTx(ctx, "update feature", func(ctx context.Context, tx bun.Tx) error {
 		var r featureRow
 		if err := s.forUpdate(tx.NewSelect().Model(&r).Where("name = ?", name)).Scan(ctx); err != nil {
 			if errors.Is(err, sql.ErrNoRows) {

@@ -37,8 +37,6 @@ type Store struct {
 	rdb     *bun.DB
 	dialect dialect.Name
 	log     *slog.Logger
-	// idMu makes the writes that pick user and group ids take turns.
-	idMu sync.Mutex
 	// trgmWarn logs once that pg_trgm is unavailable.
 	trgmWarn sync.Once
 	// afterChange, when set (by tests), runs between a state change and the

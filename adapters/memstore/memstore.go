@@ -33,6 +33,9 @@ type world struct {
 	tokens      map[string]flagadmin.APIToken // by SecretHash
 	events      []storedEvent                 // in id order
 	nextEventID int64
+	// nextUserID and nextGroupID are past every id the world has held:
+	// the smallest ids Write may assign.
+	nextUserID, nextGroupID int64
 }
 
 type group struct {
@@ -61,6 +64,8 @@ func New() *Store {
 		features:    map[string]flagadmin.Feature{},
 		tokens:      map[string]flagadmin.APIToken{},
 		nextEventID: 1,
+		nextUserID:  1,
+		nextGroupID: 1,
 	}}
 }
 
