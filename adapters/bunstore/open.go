@@ -261,9 +261,9 @@ func (s *Store) openSQLite(path string) error {
 	return nil
 }
 
-// redact removes the URL, which may hold a password, from a message.
+// redact replaces the URL in a message by its RedactURL form.
 func redact(msg, rawURL string) string {
-	return strings.ReplaceAll(msg, rawURL, "<url>")
+	return strings.ReplaceAll(msg, rawURL, RedactURL(rawURL))
 }
 
 // Ping reports whether the database is reachable (ErrUnavailable if not).

@@ -1,7 +1,6 @@
 package httpapi
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -12,12 +11,12 @@ import (
 	"regexp"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/flagadmin/flagadmin/adapters/memstore"
 	"github.com/flagadmin/flagadmin/flagadmin"
+	"github.com/flagadmin/flagadmin/internal/syncbuffer"
 )
 
 // Tokens of the test world.
@@ -98,25 +97,7 @@ type testEnv struct {
 	store   *memstore.Store
 	server  *Server
 	handler http.Handler
-	logs    *syncBuffer
-}
-
-// syncBuffer is a bytes.Buffer safe for the logger's concurrent writes.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
+	logs    *syncbuffer.Buffer
 }
 
 // newEnv seeds a memstore with testSeed and serves it, with the result
@@ -136,7 +117,7 @@ func newEnv(t *testing.T, cfg Config, wrap func(flagadmin.Store) flagadmin.Store
 	}
 	svc := flagadmin.NewService(served, flagadmin.WithClock(func() time.Time { return testNow }),
 		flagadmin.WithResultCache(flagadmin.DefaultResultCacheSize))
-	logs := &syncBuffer{}
+	logs := &syncbuffer.Buffer{}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
