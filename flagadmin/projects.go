@@ -51,6 +51,11 @@ func UserOwner(u User) ProjectOwner {
 	return o
 }
 
+// GroupOwner returns the owner entry of group g.
+func GroupOwner(g Group) ProjectOwner {
+	return ProjectOwner{OwnerType: OwnerGroup, ID: g.ID, Name: g.Name}
+}
+
 // MarshalJSON writes user owners with email and imageUrl (null when absent)
 // and group and system owners without them; see AppendJSON.
 func (o ProjectOwner) MarshalJSON() ([]byte, error) {

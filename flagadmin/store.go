@@ -134,19 +134,57 @@ type ProjectStatsQuery struct {
 	// FavoritesOf is the user whose favorite markers to report; nil for none.
 	FavoritesOf *int64
 	// PotentiallyStaleBefore: a non-archived, non-stale feature whose type is
-	// a key and whose createdAt is before the value is potentially stale.
+	// a key and whose createdAt is before the value is potentially stale
+	// (see Standing). The Service sets it with PotentiallyStaleCutoffs.
 	PotentiallyStaleBefore map[FeatureType]time.Time
+}
+
+// FeatureStanding is how a feature counts in its project's figures
+// (ProjectStats; decisions §6).
+type FeatureStanding int
+
+// The standings of a feature. Each counted feature has exactly one of
+// Fresh, Stale and PotentiallyStale: stale wins over potentially stale.
+const (
+	// NotCounted: an archived feature is in none of the counts (its
+	// lastSeenAt still makes the project's LastReportedFlagUsage).
+	NotCounted FeatureStanding = iota
+	// Fresh: counted, neither stale nor potentially stale.
+	Fresh
+	// Stale: counted and marked stale.
+	Stale
+	// PotentiallyStale: counted, not stale, of a type with a cut-off and
+	// created before it.
+	PotentiallyStale
+)
+
+// Standing returns how f counts in its project's figures under q's
+// cut-offs. It is the one statement of the rule: memstore applies it as
+// it is; a SQL store that counts in its queries (bunstore's project_stats)
+// writes the same rule in SQL, and takes its only parameters, the cut-offs
+// (from FeatureType.Lifetime through PotentiallyStaleCutoffs), from q.
+func (q ProjectStatsQuery) Standing(f Feature) FeatureStanding {
+	switch cut, ok := q.PotentiallyStaleBefore[f.Type]; {
+	case f.ArchivedAt != nil:
+		return NotCounted
+	case f.Stale:
+		return Stale
+	case ok && f.CreatedAt.Before(cut):
+		return PotentiallyStale
+	default:
+		return Fresh
+	}
 }
 
 // ProjectStats is a project with the figures the project list derives from.
 type ProjectStats struct {
 	// Project is the project without Members and FavoritedBy.
 	Project Project
-	// FeatureCount counts non-archived features.
+	// FeatureCount counts the project's features not NotCounted (Standing).
 	FeatureCount int
-	// StaleCount counts non-archived stale features.
+	// StaleCount counts its Stale features.
 	StaleCount int
-	// PotentiallyStaleCount counts features potentially stale by the query's cut-offs.
+	// PotentiallyStaleCount counts its PotentiallyStale features.
 	PotentiallyStaleCount int
 	// MemberCount counts distinct users with a role, directly or through a group.
 	MemberCount int
@@ -156,7 +194,9 @@ type ProjectStats struct {
 	LastReportedFlagUsage *time.Time
 	// Favorite: FavoritesOf favorited the project.
 	Favorite bool
-	// Owners are the users and groups holding the Owner role, in any order.
+	// Owners are the users and groups holding the Owner role (UserOwner,
+	// GroupOwner), in any order: the Service orders them and stands the
+	// system owner in for none.
 	Owners []ProjectOwner
 }
 

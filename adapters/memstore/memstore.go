@@ -279,7 +279,7 @@ func (s *Store) ProjectStats(ctx context.Context, q flagadmin.ProjectStatsQuery)
 				members[uid] = true
 			}
 			if r == flagadmin.ProjectRoleOwner {
-				st.Owners = append(st.Owners, flagadmin.ProjectOwner{OwnerType: flagadmin.OwnerGroup, ID: gid, Name: g.Name})
+				st.Owners = append(st.Owners, flagadmin.GroupOwner(g.Group))
 			}
 		}
 		st.MemberCount = len(members)
@@ -295,15 +295,15 @@ func (s *Store) ProjectStats(ctx context.Context, q flagadmin.ProjectStatsQuery)
 			t := *f.LastSeenAt
 			st.LastReportedFlagUsage = &t
 		}
-		if f.ArchivedAt != nil {
+		switch q.Standing(f) {
+		case flagadmin.NotCounted:
 			continue
-		}
-		st.FeatureCount++
-		if f.Stale {
+		case flagadmin.Stale:
 			st.StaleCount++
-		} else if cut, ok := q.PotentiallyStaleBefore[f.Type]; ok && f.CreatedAt.Before(cut) {
+		case flagadmin.PotentiallyStale:
 			st.PotentiallyStaleCount++
 		}
+		st.FeatureCount++
 	}
 	for _, e := range s.w.events {
 		if e.Project == nil {
