@@ -23,8 +23,8 @@ type Store struct {
 	version int64
 }
 
-// world is everything a Store holds. Writes build a changed copy of the
-// parts they touch and swap it in only when all of them succeeded.
+// world is everything a Store holds. Writes check everything they would
+// change before changing anything, so a failed write changes nothing.
 type world struct {
 	users       map[int64]flagadmin.User
 	groups      map[int64]*group
