@@ -248,3 +248,30 @@ func gravatar(email string) string {
 	sum := md5.Sum([]byte(email))
 	return hex.EncodeToString(sum[:])
 }
+
+func TestStanding(t *testing.T) {
+	now := time.Date(2026, 6, 15, 12, 0, 0, 0, time.UTC)
+	q := flagadmin.ProjectStatsQuery{PotentiallyStaleBefore: flagadmin.PotentiallyStaleCutoffs(now)}
+	old, recent := now.AddDate(0, 0, -41), now.AddDate(0, 0, -39)
+	cut := now.AddDate(0, 0, -40)
+	archived := now
+	for _, c := range []struct {
+		name string
+		f    flagadmin.Feature
+		want flagadmin.FeatureStanding
+	}{
+		{"archived", flagadmin.Feature{Type: flagadmin.TypeRelease, CreatedAt: old, ArchivedAt: &archived}, flagadmin.NotCounted},
+		{"archived and stale", flagadmin.Feature{Type: flagadmin.TypeRelease, Stale: true, CreatedAt: old, ArchivedAt: &archived}, flagadmin.NotCounted},
+		{"stale beats potentially stale", flagadmin.Feature{Type: flagadmin.TypeRelease, Stale: true, CreatedAt: old}, flagadmin.Stale},
+		{"release past its lifetime", flagadmin.Feature{Type: flagadmin.TypeRelease, CreatedAt: old}, flagadmin.PotentiallyStale},
+		{"release within its lifetime", flagadmin.Feature{Type: flagadmin.TypeRelease, CreatedAt: recent}, flagadmin.Fresh},
+		{"release created at the cut-off", flagadmin.Feature{Type: flagadmin.TypeRelease, CreatedAt: cut}, flagadmin.Fresh},
+		{"operational past 7 days", flagadmin.Feature{Type: flagadmin.TypeOperational, CreatedAt: now.AddDate(0, 0, -8)}, flagadmin.PotentiallyStale},
+		{"kill switch never", flagadmin.Feature{Type: flagadmin.TypeKillSwitch, CreatedAt: old.AddDate(-5, 0, 0)}, flagadmin.Fresh},
+		{"permission never", flagadmin.Feature{Type: flagadmin.TypePermission, CreatedAt: old.AddDate(-5, 0, 0)}, flagadmin.Fresh},
+	} {
+		if got := q.Standing(c.f); got != c.want {
+			t.Errorf("%s: got standing %d, want %d", c.name, got, c.want)
+		}
+	}
+}

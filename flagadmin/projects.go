@@ -50,6 +50,11 @@ func UserOwner(u User) ProjectOwner {
 	return o
 }
 
+// GroupOwner returns the owner entry of group g.
+func GroupOwner(g Group) ProjectOwner {
+	return ProjectOwner{OwnerType: OwnerGroup, ID: g.ID, Name: g.Name}
+}
+
 // MarshalJSON writes user owners with email and imageUrl (null when
 // absent), {"ownerType":"user","name":...,"email":...,"imageUrl":...};
 // group owners as {"ownerType":"group","name":...}; any other owner type

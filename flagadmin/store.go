@@ -2,6 +2,7 @@ package flagadmin
 
 import (
 	"context"
+	"slices"
 	"time"
 )
 
@@ -66,11 +67,18 @@ type Store interface {
 	DeleteUser(ctx context.Context, id int64, fn func(User) (Event, error)) error
 
 	// Write stores everything in b in one transaction: all of it or, on any
-	// error, none of it. Users and groups with ID 0 get the next free id
-	// (one more than the largest in use), written back into b. Then, if
-	// b.Then is set, it is called inside the transaction and the events it
-	// returns are added after b.Events. Events get increasing ids in order,
-	// written back into b.Events.
+	// error, none of it.
+	//
+	// Ids: a user or group with a non-zero ID keeps it. One with ID 0 gets
+	// an id the store assigns: unused, and larger than every id of its kind
+	// the store has held or assigned before (ids in b included), so ids
+	// assigned one after another increase. Then, if b.Then is set, it is
+	// called inside the transaction, with the assigned ids in place, and
+	// the events it returns are added after b.Events. Events get increasing
+	// ids in order.
+	//
+	// On success the ids are written back into b (Users, Groups, Events,
+	// with Then's events appended). On failure b is left exactly as it was.
 	Write(ctx context.Context, b *Batch) error
 
 	// Ping reports whether the storage is reachable (ErrUnavailable if not).
@@ -95,6 +103,18 @@ type Batch struct {
 	Then func(b *Batch) ([]Event, error)
 }
 
+// Clone returns a copy of b whose Users, Groups and Events are copies too:
+// a store assigns ids in the clone and gives it to Then, and on success
+// replaces the caller's batch with it, so a failed Write leaves the
+// caller's batch unchanged.
+func (b *Batch) Clone() *Batch {
+	c := *b
+	c.Users = slices.Clone(b.Users)
+	c.Groups = slices.Clone(b.Groups)
+	c.Events = slices.Clone(b.Events)
+	return &c
+}
+
 // GroupMember adds a user to an existing group.
 type GroupMember struct {
 	GroupID int64
@@ -114,19 +134,57 @@ type ProjectStatsQuery struct {
 	// FavoritesOf is the user whose favorite markers to report; nil for none.
 	FavoritesOf *int64
 	// PotentiallyStaleBefore: a non-archived, non-stale feature whose type is
-	// a key and whose createdAt is before the value is potentially stale.
+	// a key and whose createdAt is before the value is potentially stale
+	// (see Standing). The Service sets it with PotentiallyStaleCutoffs.
 	PotentiallyStaleBefore map[FeatureType]time.Time
+}
+
+// FeatureStanding is how a feature counts in its project's figures
+// (ProjectStats; decisions §6).
+type FeatureStanding int
+
+// The standings of a feature. Each counted feature has exactly one of
+// Fresh, Stale and PotentiallyStale: stale wins over potentially stale.
+const (
+	// NotCounted: an archived feature is in none of the counts (its
+	// lastSeenAt still makes the project's LastReportedFlagUsage).
+	NotCounted FeatureStanding = iota
+	// Fresh: counted, neither stale nor potentially stale.
+	Fresh
+	// Stale: counted and marked stale.
+	Stale
+	// PotentiallyStale: counted, not stale, of a type with a cut-off and
+	// created before it.
+	PotentiallyStale
+)
+
+// Standing returns how f counts in its project's figures under q's
+// cut-offs. It is the one statement of the rule: memstore applies it as
+// it is; a SQL store that counts in its queries (bunstore's project_stats)
+// writes the same rule in SQL, and takes its only parameters, the cut-offs
+// (from FeatureType.Lifetime through PotentiallyStaleCutoffs), from q.
+func (q ProjectStatsQuery) Standing(f Feature) FeatureStanding {
+	switch cut, ok := q.PotentiallyStaleBefore[f.Type]; {
+	case f.ArchivedAt != nil:
+		return NotCounted
+	case f.Stale:
+		return Stale
+	case ok && f.CreatedAt.Before(cut):
+		return PotentiallyStale
+	default:
+		return Fresh
+	}
 }
 
 // ProjectStats is a project with the figures the project list derives from.
 type ProjectStats struct {
 	// Project is the project without Members and FavoritedBy.
 	Project Project
-	// FeatureCount counts non-archived features.
+	// FeatureCount counts the project's features not NotCounted (Standing).
 	FeatureCount int
-	// StaleCount counts non-archived stale features.
+	// StaleCount counts its Stale features.
 	StaleCount int
-	// PotentiallyStaleCount counts features potentially stale by the query's cut-offs.
+	// PotentiallyStaleCount counts its PotentiallyStale features.
 	PotentiallyStaleCount int
 	// MemberCount counts distinct users with a role, directly or through a group.
 	MemberCount int
@@ -136,7 +194,9 @@ type ProjectStats struct {
 	LastReportedFlagUsage *time.Time
 	// Favorite: FavoritesOf favorited the project.
 	Favorite bool
-	// Owners are the users and groups holding the Owner role, in any order.
+	// Owners are the users and groups holding the Owner role (UserOwner,
+	// GroupOwner), in any order: the Service orders them and stands the
+	// system owner in for none.
 	Owners []ProjectOwner
 }
 

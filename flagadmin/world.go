@@ -26,7 +26,7 @@ func actorEvent(p Principal, t string, now time.Time, data any) (Event, error) {
 
 // CreateUser creates a user account, or a service account when u.IsService is
 // set, and records user-created or service-account-created. An ID of 0 gets
-// the next free id. The created account is returned.
+// an id from the store (see Store.Write). The created account is returned.
 func (s *Service) CreateUser(ctx context.Context, p Principal, u User) (User, error) {
 	if err := requireRootAdmin(p); err != nil {
 		return User{}, err
@@ -56,7 +56,7 @@ func (s *Service) CreateUser(ctx context.Context, p Principal, u User) (User, er
 }
 
 // CreateGroup creates a group with its users and records group-created. An
-// ID of 0 gets the next free id.
+// ID of 0 gets an id from the store (see Store.Write).
 func (s *Service) CreateGroup(ctx context.Context, p Principal, g Group) (Group, error) {
 	if err := requireRootAdmin(p); err != nil {
 		return Group{}, err

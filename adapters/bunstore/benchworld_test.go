@@ -27,6 +27,7 @@ import (
 
 	"github.com/flagadmin/flagadmin/adapters/bunstore"
 	"github.com/flagadmin/flagadmin/flagadmin"
+	"github.com/flagadmin/flagadmin/internal/dbstats"
 	"github.com/flagadmin/flagadmin/internal/worldgen"
 )
 
@@ -389,42 +390,15 @@ func (d *benchDB) drop(ctx context.Context) error {
 	}
 }
 
-// analyze brings the planner's statistics up to date after the load, as
-// autovacuum (PostgreSQL) or a periodic ANALYZE would in a running system.
-// On PostgreSQL it also VACUUMs, which sets the visibility map that
-// index-only scans rely on.
+// analyze brings the planner's statistics up to date after the load (see
+// dbstats.Analyze).
 func (d *benchDB) analyze(ctx context.Context) error {
 	db, err := d.open()
 	if err != nil {
 		return err
 	}
 	defer db.Close()
-	switch d.name {
-	case "postgres":
-		_, err = db.ExecContext(ctx, "VACUUM ANALYZE")
-	case "mysql":
-		var rows *sql.Rows
-		rows, err = db.QueryContext(ctx, "SELECT table_name FROM information_schema.tables WHERE table_schema = DATABASE()")
-		if err != nil {
-			return err
-		}
-		var tables []string
-		for rows.Next() {
-			var t string
-			if err := rows.Scan(&t); err != nil {
-				rows.Close()
-				return err
-			}
-			tables = append(tables, "`"+t+"`")
-		}
-		rows.Close()
-		if len(tables) > 0 {
-			_, err = db.ExecContext(ctx, "ANALYZE TABLE "+strings.Join(tables, ", "))
-		}
-	default:
-		_, err = db.ExecContext(ctx, "ANALYZE")
-	}
-	return err
+	return dbstats.Analyze(ctx, db, d.name)
 }
 
 // setMarker records that the database holds the world of fingerprint, with

@@ -240,40 +240,8 @@ func countDeltas(events []flagadmin.Event, shard int) []countDelta {
 	return out
 }
 
-// countChunk bounds the rows of one upsert statement (3 parameters each).
-const countChunk = 5000
-
-// writeTriples writes the placeholders of rows rows of three values each,
-// comma-separated: (?, ?, ?), ... or ($1, $2, $3), ($4, $5, $6), ...
-func writeTriples(b *strings.Builder, rows int, dollar bool) {
-	for i := range rows {
-		if i > 0 {
-			b.WriteString(", ")
-		}
-		if dollar {
-			fmt.Fprintf(b, "($%d, $%d, $%d)", 3*i+1, 3*i+2, 3*i+3)
-		} else {
-			b.WriteString("(?, ?, ?)")
-		}
-	}
-}
-
-// upsertCountsSQL is the statement adding len(rows) deltas, with ? or $n
-// placeholders.
-func upsertCountsSQL(name dialect.Name, rows int, dollar bool) string {
-	var b strings.Builder
-	b.WriteString("INSERT INTO event_counts (dim, val, n) VALUES ")
-	writeTriples(&b, rows, dollar)
-	switch name {
-	case dialect.MySQL:
-		b.WriteString(" ON DUPLICATE KEY UPDATE n = n + VALUES(n)")
-	case dialect.PG:
-		b.WriteString(" ON CONFLICT (dim, val) DO UPDATE SET n = event_counts.n + EXCLUDED.n")
-	default:
-		b.WriteString(" ON CONFLICT (dim, val) DO UPDATE SET n = n + excluded.n")
-	}
-	return b.String()
-}
+// countsUpsert adds deltas to event_counts.
+var countsUpsert = upsert{table: "event_counts", columns: [3]string{"dim", "val", "n"}, merge: mergeSum, chunk: 5000}
 
 // addCounts adds events to event_counts, in shard, through exec, in the
 // caller's transaction.
@@ -282,17 +250,11 @@ func addCounts(ctx context.Context, name dialect.Name, dollar bool, shard int, e
 		return nil
 	}
 	deltas := countDeltas(events, shard)
-	for start := 0; start < len(deltas); start += countChunk {
-		part := deltas[start:min(len(deltas), start+countChunk)]
-		args := make([]any, 0, 3*len(part))
-		for _, d := range part {
-			args = append(args, d.dim, d.val, d.n)
-		}
-		if err := exec(ctx, upsertCountsSQL(name, len(part), dollar), args...); err != nil {
-			return err
-		}
+	rows := make([][3]any, len(deltas))
+	for i, d := range deltas {
+		rows[i] = [3]any{d.dim, d.val, d.n}
 	}
-	return nil
+	return countsUpsert.write(ctx, name, dollar, rows, exec)
 }
 
 // addCountsBun adds events to event_counts in a bun transaction.

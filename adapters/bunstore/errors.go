@@ -189,23 +189,3 @@ func retryable(err error) bool {
 	_, retry := classify(err)
 	return retry
 }
-
-// isDuplicateKey reports whether err is a primary key or unique violation.
-func isDuplicateKey(err error) bool {
-	var cb *callbackError
-	if errors.As(err, &cb) {
-		return false
-	}
-	var pgErr *pgconn.PgError
-	var myErr *mysql.MySQLError
-	var sqliteErr interface{ Code() int }
-	switch {
-	case errors.As(err, &pgErr):
-		return pgErr.Code == "23505"
-	case errors.As(err, &myErr):
-		return myErr.Number == 1062 || myErr.Number == 1022 || myErr.Number == 1586
-	case errors.As(err, &sqliteErr):
-		return sqliteErr.Code() == 1555 || sqliteErr.Code() == 2067 // SQLITE_CONSTRAINT_PRIMARYKEY, _UNIQUE
-	}
-	return false
-}

@@ -305,7 +305,7 @@ func (s *Store) insertBatch(ctx context.Context, batch []flagadmin.Event) error 
 	if s.dialect == dialect.PG {
 		return s.copyEvents(ctx, batch)
 	}
-	return s.inTx(ctx, "insert events", false, func(ctx context.Context, tx bun.Tx) error {
+	return s.inTx(ctx, "insert events", func(ctx context.Context, tx bun.Tx) error {
 		return s.insertEvents(ctx, tx, batch, false)
 	})
 }

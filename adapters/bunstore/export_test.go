@@ -22,3 +22,6 @@ func MigrationCount() int { return len(newMigrations().Sorted()) }
 func Recount(s *Store) error {
 	return execAll(context.Background(), s.db, append(backfillCounts(s.dialect), backfillDays(s.dialect)...))
 }
+
+// IDsMigration is the name of migration generated_ids.
+const IDsMigration = "20250601000009"

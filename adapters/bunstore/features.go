@@ -35,7 +35,7 @@ func (s *Store) Feature(ctx context.Context, name string) (flagadmin.Feature, er
 func (s *Store) UpdateFeature(ctx context.Context, name string, fn func(*flagadmin.Feature) (*flagadmin.Event, error)) error {
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
-	return s.inTx(ctx, "update feature", false, func(ctx context.Context, tx bun.Tx) error {
+	return s.inTx(ctx, "update feature", func(ctx context.Context, tx bun.Tx) error {
 		var r featureRow
 		if err := s.forUpdate(tx.NewSelect().Model(&r).Where("name = ?", name)).Scan(ctx); err != nil {
 			if errors.Is(err, sql.ErrNoRows) {

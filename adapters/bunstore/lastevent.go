@@ -5,7 +5,6 @@ import (
 	"context"
 	"math/rand/v2"
 	"slices"
-	"strings"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/uptrace/bun"
@@ -89,43 +88,19 @@ func lastEvents(events []flagadmin.Event) []lastEvent {
 	return out
 }
 
-// lastEventsChunk bounds the rows of one upsert statement (3 parameters each).
-const lastEventsChunk = 1000
-
-// upsertLastEventsSQL is the statement raising rows rows of
-// project_last_events, with ? or $n placeholders. A row is only rewritten
-// when the new time is newer (MySQL leaves a row whose value is unchanged).
-func upsertLastEventsSQL(name dialect.Name, rows int, dollar bool) string {
-	var b strings.Builder
-	b.WriteString("INSERT INTO project_last_events (project, shard, last_event_at) VALUES ")
-	writeTriples(&b, rows, dollar)
-	switch name {
-	case dialect.MySQL:
-		b.WriteString(" ON DUPLICATE KEY UPDATE last_event_at = GREATEST(last_event_at, VALUES(last_event_at))")
-	case dialect.PG:
-		b.WriteString(" ON CONFLICT (project, shard) DO UPDATE SET last_event_at = EXCLUDED.last_event_at" +
-			" WHERE project_last_events.last_event_at < EXCLUDED.last_event_at")
-	default:
-		b.WriteString(" ON CONFLICT (project, shard) DO UPDATE SET last_event_at = excluded.last_event_at" +
-			" WHERE last_event_at < excluded.last_event_at")
-	}
-	return b.String()
-}
+// lastEventsUpsert raises rows of project_last_events. A row is only
+// rewritten when the new time is newer (MySQL leaves a row whose value is
+// unchanged).
+var lastEventsUpsert = upsert{table: "project_last_events", columns: [3]string{"project", "shard", "last_event_at"}, merge: mergeMax, chunk: 1000}
 
 // raiseLastEvents raises the rows of the projects of events in shard,
 // through exec, in the caller's transaction.
 func raiseLastEvents(ctx context.Context, name dialect.Name, dollar bool, rows []lastEvent, shard int, exec func(ctx context.Context, query string, args ...any) error) error {
-	for start := 0; start < len(rows); start += lastEventsChunk {
-		part := rows[start:min(len(rows), start+lastEventsChunk)]
-		args := make([]any, 0, 3*len(part))
-		for _, r := range part {
-			args = append(args, r.project, shard, r.at)
-		}
-		if err := exec(ctx, upsertLastEventsSQL(name, len(part), dollar), args...); err != nil {
-			return err
-		}
+	triples := make([][3]any, len(rows))
+	for i, r := range rows {
+		triples[i] = [3]any{r.project, shard, r.at}
 	}
-	return nil
+	return lastEventsUpsert.write(ctx, name, dollar, triples, exec)
 }
 
 // raiseFreeRowSQL raises the first row of a project that no other

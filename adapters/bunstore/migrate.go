@@ -127,7 +127,7 @@ func (s *Store) withSessionLock(ctx context.Context, lockSQL, unlockSQL string, 
 }
 
 // migrateSQLite runs the migrations in one transaction on the writer
-// connection. BEGIN IMMEDIATE takes the database write lock, which other
+// connection, with foreign keys off. BEGIN IMMEDIATE takes the database write lock, which other
 // connections and processes wait for (busy_timeout) and which SQLite frees
 // if the process dies; the store's own writes wait for the connection.
 //
@@ -140,7 +140,7 @@ func (s *Store) migrateSQLite(ctx context.Context) error {
 		return err
 	}
 	defer conn.Close()
-	return conn.Raw(func(dc any) error {
+	return conn.Raw(func(dc any) (err error) {
 		c, ok := dc.(borrowableConn)
 		if !ok {
 			return fmt.Errorf("sqlite driver connection %T cannot be borrowed", dc)
@@ -150,6 +150,16 @@ func (s *Store) migrateSQLite(ctx context.Context) error {
 		pool.SetMaxIdleConns(1)
 		defer pool.Close()
 		db := bun.NewDB(pool, sqlitedialect.New())
+		// Off for the migrations, which may rebuild a table (ids.go); the
+		// pragma does nothing inside a transaction, so it comes first.
+		if _, err := db.ExecContext(ctx, "PRAGMA foreign_keys = OFF"); err != nil {
+			return err
+		}
+		defer func() {
+			if _, on := db.ExecContext(context.WithoutCancel(ctx), "PRAGMA foreign_keys = ON"); err == nil {
+				err = on
+			}
+		}()
 		if _, err := db.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
 			return err
 		}

@@ -64,6 +64,7 @@ func newMigrations() *migrate.Migrations {
 	addMigration(ms, "20250601000006", "text_search", migrateTextIndex, unmigrateTextIndex)
 	addMigration(ms, "20250601000007", "store_versions", migrateVersions, unmigrateVersions)
 	addMigration(ms, "20250601000008", "project_last_events", migrateLastEvents, unmigrateLastEvents)
+	addMigration(ms, "20250601000009", "generated_ids", migrateIDs, unmigrateIDs)
 	return ms
 }
 

@@ -17,7 +17,7 @@ import (
 type userRow struct {
 	bun.BaseModel `bun:"table:users"`
 
-	ID        int64  `bun:"id,pk"`
+	ID        int64  `bun:"id,pk,autoincrement"`
 	Name      string `bun:"name"`
 	Username  string `bun:"username"`
 	Email     string `bun:"email"`
@@ -36,7 +36,7 @@ func (r userRow) user() flagadmin.User {
 type groupRow struct {
 	bun.BaseModel `bun:"table:user_groups"`
 
-	ID   int64  `bun:"id,pk"`
+	ID   int64  `bun:"id,pk,autoincrement"`
 	Name string `bun:"name"`
 }
 

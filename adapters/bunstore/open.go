@@ -39,8 +39,6 @@ type Store struct {
 	rdb     *bun.DB
 	dialect dialect.Name
 	log     *slog.Logger
-	// idMu makes the writes that pick user and group ids take turns.
-	idMu sync.Mutex
 	// trgmWarn logs once that pg_trgm is unavailable.
 	trgmWarn sync.Once
 	// afterChange, when set (by tests), runs between a state change and the
@@ -387,9 +385,9 @@ func (s *Store) bound(ctx context.Context) (context.Context, context.CancelFunc)
 	return context.WithTimeout(ctx, s.timeout)
 }
 
-// redact removes the URL, which may hold a password, from a message.
+// redact replaces the URL in a message by its RedactURL form.
 func redact(msg, rawURL string) string {
-	return strings.ReplaceAll(msg, rawURL, "<url>")
+	return strings.ReplaceAll(msg, rawURL, RedactURL(rawURL))
 }
 
 // Ping reports whether the database is reachable (ErrUnavailable if not).

@@ -31,6 +31,13 @@ import (
 //   - members: distinct users with a role, directly or through a group;
 //   - last_seen_at: the newest lastSeenAt of its features (archived too).
 //
+// What counts is the domain's: ProjectStatsQuery.Standing for features,
+// the ProjectStats docs for members and owners (health, technical debt and
+// the owners' order are the Service's, from the raw figures returned
+// here). The statements here write the same rules in SQL, for speed at
+// many projects; their only parameters, the potentially-stale cut-offs,
+// come from the query (the domain's type lifetimes).
+//
 // The newest createdAt of its events is kept apart, in project_last_events
 // (lastevent.go), so that event writers do not queue on this row.
 //
@@ -657,7 +664,7 @@ func projectOwners(ctx context.Context, tx bun.Tx, out []flagadmin.ProjectStats,
 		case groupID.Valid:
 			o, ok := groups[groupID.Int64]
 			if !ok {
-				o = flagadmin.ProjectOwner{OwnerType: flagadmin.OwnerGroup, ID: groupID.Int64, Name: string(grp)}
+				o = flagadmin.GroupOwner(flagadmin.Group{ID: groupID.Int64, Name: string(grp)})
 				groups[groupID.Int64] = o
 			}
 			out[i].Owners = append(out[i].Owners, o)

@@ -205,7 +205,7 @@ func TestLastEventsMigrationDownAndUp(t *testing.T) {
 			ctx := context.Background()
 			s := open(t, e.url(t), bunstore.WithoutMigrate())
 			must(t, "migrate before project_last_events", bunstore.MigrateBefore(s, bunstore.LastEventsMigration))
-			must(t, "Migrate", s.Migrate(ctx)) // project_last_events alone, a group of its own
+			must(t, "Migrate", s.Migrate(ctx)) // project_last_events and the later migrations, one group
 			b, events := statsWorld()
 			must(t, "Write", s.Write(ctx, b))
 			must(t, "InsertEvents", s.InsertEvents(ctx, events, 1000))

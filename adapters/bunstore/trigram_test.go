@@ -1,7 +1,6 @@
 package bunstore_test
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"database/sql"
@@ -11,12 +10,12 @@ import (
 	"net/url"
 	"os"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/flagadmin/flagadmin/adapters/bunstore"
 	"github.com/flagadmin/flagadmin/flagadmin"
 	"github.com/flagadmin/flagadmin/internal/dbtest"
+	"github.com/flagadmin/flagadmin/internal/syncbuffer"
 )
 
 // TestPostgresTrigramIndex checks that Migrate creates a pg_trgm index per
@@ -110,7 +109,7 @@ func TestPostgresWithoutTrigram(t *testing.T) {
 	q := u.Query()
 	q.Set("search_path", "app")
 	u.RawQuery = q.Encode()
-	var logs lockedBuffer
+	var logs syncbuffer.Buffer
 	s := open(t, u.String(), bunstore.WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
 	must(t, "Migrate again", s.Migrate(ctx))
 	if got := strings.Count(logs.String(), "pg_trgm extension is not available"); got != 1 {
@@ -122,22 +121,4 @@ func TestPostgresWithoutTrigram(t *testing.T) {
 	if page.Total != 1 {
 		t.Errorf("query without the index: got %d events, want 1 (feature-created with its tag)", page.Total)
 	}
-}
-
-// lockedBuffer is a bytes.Buffer safe for concurrent writes.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }

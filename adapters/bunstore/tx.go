@@ -12,7 +12,7 @@ import (
 )
 
 // maxAttempts bounds how often a transaction runs when it loses a deadlock
-// or serialization conflict (or, for writes that pick ids, a key race).
+// or serialization conflict.
 const maxAttempts = 8
 
 // inTx runs fn in a write transaction, raises the store's version as the
@@ -21,11 +21,9 @@ const maxAttempts = 8
 // instead, the version stays, and inTx returns nil.
 //
 // A transaction that loses a deadlock or serialization conflict runs again,
-// at most maxAttempts times in all; so does one that hits a duplicate key
-// when retryDuplicate is set (and another writer can have raced it: not on
-// SQLite, whose writers take turns). Errors fn wraps in callbackError are
+// at most maxAttempts times in all. Errors fn wraps in callbackError are
 // returned as they are; others are mapped by fail.
-func (s *Store) inTx(ctx context.Context, op string, retryDuplicate bool, fn func(ctx context.Context, tx bun.Tx) error) error {
+func (s *Store) inTx(ctx context.Context, op string, fn func(ctx context.Context, tx bun.Tx) error) error {
 	write := func(ctx context.Context, tx bun.Tx) error {
 		if err := fn(ctx, tx); err != nil {
 			return err
@@ -37,8 +35,7 @@ func (s *Store) inTx(ctx context.Context, op string, retryDuplicate bool, fn fun
 		if err == nil || errors.Is(err, errNothingWritten) {
 			return nil
 		}
-		again := retryable(err) || (retryDuplicate && s.dialect != dialect.SQLite && isDuplicateKey(err))
-		if !again || attempt >= maxAttempts || ctx.Err() != nil {
+		if !retryable(err) || attempt >= maxAttempts || ctx.Err() != nil {
 			return s.fail(op, err)
 		}
 		s.log.Debug("bunstore: retrying transaction", "op", op, "attempt", attempt, "cause", err.Error())

@@ -91,7 +91,7 @@ func (s *Store) Group(ctx context.Context, id int64) (flagadmin.Group, error) {
 func (s *Store) DeleteUser(ctx context.Context, id int64, fn func(flagadmin.User) (flagadmin.Event, error)) error {
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
-	return s.inTx(ctx, "delete user", false, func(ctx context.Context, tx bun.Tx) error {
+	return s.inTx(ctx, "delete user", func(ctx context.Context, tx bun.Tx) error {
 		var r userRow
 		if err := s.forUpdate(tx.NewSelect().Model(&r).Where("id = ?", id)).Scan(ctx); err != nil {
 			if errors.Is(err, sql.ErrNoRows) {

@@ -3,92 +3,44 @@ package bunstore
 import (
 	"context"
 	"fmt"
-	"slices"
+	"reflect"
 
 	"github.com/uptrace/bun"
+	"github.com/uptrace/bun/dialect"
 
 	"github.com/flagadmin/flagadmin/flagadmin"
 )
 
 // Write implements flagadmin.Store in one transaction. The database checks
 // the references (foreign keys) and uniqueness (primary keys): a violation
-// is ErrConflict and nothing is stored.
-//
-// Users and groups with ID 0 get one more than the largest id in use, read
-// inside the transaction. Such writes take turns within the process; two
-// processes may still read the same largest id, and then the second to
-// insert hits the primary key and its whole write runs again (bounded),
-// this time seeing the first one's rows.
+// is ErrConflict and nothing is stored. It also generates the ids of users
+// and groups with ID 0 (ids.go). Each attempt of the transaction works on
+// its own clone of b, which replaces b once committed.
 func (s *Store) Write(ctx context.Context, b *flagadmin.Batch) error {
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
-	userIDs := make([]int64, len(b.Users))
-	for i, u := range b.Users {
-		userIDs[i] = u.ID
-	}
-	groupIDs := make([]int64, len(b.Groups))
-	for i, g := range b.Groups {
-		groupIDs[i] = g.ID
-	}
-	events := b.Events
-	assignsIDs := slices.Contains(userIDs, 0) || slices.Contains(groupIDs, 0)
-	if assignsIDs {
-		s.idMu.Lock()
-		defer s.idMu.Unlock()
-	}
-	restore := func() {
-		for i := range b.Users {
-			b.Users[i].ID = userIDs[i]
+	var done *flagadmin.Batch
+	err := s.inTx(ctx, "write", func(ctx context.Context, tx bun.Tx) error {
+		work := b.Clone()
+		if err := s.write(ctx, tx, work); err != nil {
+			return err
 		}
-		for i := range b.Groups {
-			b.Groups[i].ID = groupIDs[i]
-		}
-		b.Events = events
-	}
-	err := s.inTx(ctx, "write", assignsIDs, func(ctx context.Context, tx bun.Tx) error {
-		restore()
-		b.Events = append([]flagadmin.Event(nil), events...)
-		return s.write(ctx, tx, b)
+		done = work
+		return nil
 	})
 	if err != nil {
-		restore()
 		return err
 	}
+	*b = *done
 	return nil
 }
 
 func (s *Store) write(ctx context.Context, tx bun.Tx, b *flagadmin.Batch) error {
-	if err := s.assignIDs(ctx, tx, b); err != nil {
+	if err := insertUsers(ctx, tx, b.Users); err != nil {
 		return err
 	}
-	if len(b.Users) > 0 {
-		rows := make([]userRow, len(b.Users))
-		for i, u := range b.Users {
-			rows[i] = userRowOf(u)
-		}
-		if _, err := tx.NewInsert().Model(&rows).Exec(ctx); err != nil {
-			return err
-		}
-	}
-	if len(b.Groups) > 0 {
-		rows := make([]groupRow, len(b.Groups))
-		var members []groupMemberRow
-		for i, g := range b.Groups {
-			rows[i] = groupRow{ID: g.ID, Name: g.Name}
-			seen := map[int64]bool{}
-			for _, uid := range g.Users {
-				if !seen[uid] {
-					seen[uid] = true
-					members = append(members, groupMemberRow{GroupID: g.ID, UserID: uid})
-				}
-			}
-		}
-		if _, err := tx.NewInsert().Model(&rows).Exec(ctx); err != nil {
-			return err
-		}
-		if err := insertRows(ctx, tx, members); err != nil {
-			return err
-		}
+	if err := insertGroups(ctx, tx, b.Groups); err != nil {
+		return err
 	}
 	if len(b.Projects) > 0 {
 		rows := make([]projectRow, len(b.Projects))
@@ -186,43 +138,83 @@ func (s *Store) write(ctx context.Context, tx bun.Tx, b *flagadmin.Batch) error 
 	return s.insertEvents(ctx, tx, b.Events, true)
 }
 
-// assignIDs gives users and groups with ID 0 the next free ids: one more
-// than the largest in the table or in the batch.
-func (s *Store) assignIDs(ctx context.Context, tx bun.Tx, b *flagadmin.Batch) error {
-	assign := func(table string, ids []*int64) error {
-		next, need := int64(0), false
-		for _, id := range ids {
-			next = max(next, *id)
-			need = need || *id == 0
-		}
-		if !need {
-			return nil
-		}
-		var largest int64
-		if err := tx.NewRaw("SELECT COALESCE(MAX(id), 0) FROM ?", bun.Ident(table)).Scan(ctx, &largest); err != nil {
-			return err
-		}
-		next = max(next, largest) + 1
-		for _, id := range ids {
-			if *id == 0 {
-				*id = next
-				next++
-			}
-		}
-		return nil
+// insertUsers inserts users: those with an id in one statement, then each
+// of the others, the database setting its id.
+func insertUsers(ctx context.Context, tx bun.Tx, users []flagadmin.User) error {
+	rows := make([]userRow, len(users))
+	for i, u := range users {
+		rows[i] = userRowOf(u)
 	}
-	users := make([]*int64, len(b.Users))
-	for i := range b.Users {
-		users[i] = &b.Users[i].ID
-	}
-	groups := make([]*int64, len(b.Groups))
-	for i := range b.Groups {
-		groups[i] = &b.Groups[i].ID
-	}
-	if err := assign("users", users); err != nil {
+	if err := insertWithIDs(ctx, tx, rows, func(r userRow) int64 { return r.ID }); err != nil {
 		return err
 	}
-	return assign("user_groups", groups)
+	for i := range users {
+		users[i].ID = rows[i].ID
+	}
+	return nil
+}
+
+// insertGroups inserts groups like insertUsers, then their members.
+func insertGroups(ctx context.Context, tx bun.Tx, groups []flagadmin.Group) error {
+	rows := make([]groupRow, len(groups))
+	for i, g := range groups {
+		rows[i] = groupRow{ID: g.ID, Name: g.Name}
+	}
+	if err := insertWithIDs(ctx, tx, rows, func(r groupRow) int64 { return r.ID }); err != nil {
+		return err
+	}
+	var members []groupMemberRow
+	for i := range groups {
+		groups[i].ID = rows[i].ID
+		seen := map[int64]bool{}
+		for _, uid := range groups[i].Users {
+			if !seen[uid] {
+				seen[uid] = true
+				members = append(members, groupMemberRow{GroupID: rows[i].ID, UserID: uid})
+			}
+		}
+	}
+	return insertRows(ctx, tx, members)
+}
+
+// insertWithIDs inserts rows of a table whose ids the database generates:
+// first those with an id, in one statement (on PostgreSQL under
+// lockExplicitIDs, then raising the sequence past them), then one by one
+// the rows with id 0, whose generated id is set in rows.
+func insertWithIDs[T any](ctx context.Context, tx bun.Tx, rows []T, id func(T) int64) error {
+	var given []T
+	var largest int64
+	for _, r := range rows {
+		if id(r) != 0 {
+			given = append(given, r)
+			largest = max(largest, id(r))
+		}
+	}
+	if len(given) > 0 {
+		pg := tx.Dialect().Name() == dialect.PG
+		table := tx.Dialect().Tables().Get(reflect.TypeFor[T]()).Name
+		if pg {
+			if err := lockExplicitIDs(ctx, tx, table); err != nil {
+				return err
+			}
+		}
+		if err := insertRows(ctx, tx, given); err != nil {
+			return err
+		}
+		if pg {
+			if err := raiseSequence(ctx, tx, table, largest); err != nil {
+				return err
+			}
+		}
+	}
+	for i := range rows {
+		if id(rows[i]) == 0 {
+			if _, err := tx.NewInsert().Model(&rows[i]).Exec(ctx); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // memberRows are the rows granting project roles: one per user or group, the

@@ -1,7 +1,6 @@
 package httpapi
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -12,13 +11,13 @@ import (
 	"regexp"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/flagadmin/flagadmin/adapters/memstore"
 	"github.com/flagadmin/flagadmin/adapters/storecache"
 	"github.com/flagadmin/flagadmin/flagadmin"
+	"github.com/flagadmin/flagadmin/internal/syncbuffer"
 )
 
 // Tokens of the test world.
@@ -99,25 +98,7 @@ type testEnv struct {
 	store   *memstore.Store
 	server  *Server
 	handler http.Handler
-	logs    *syncBuffer
-}
-
-// syncBuffer is a bytes.Buffer safe for the logger's concurrent writes.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
+	logs    *syncbuffer.Buffer
 }
 
 // newEnv seeds a memstore with testSeed and serves it, with the result
@@ -140,7 +121,7 @@ func newEnv(t *testing.T, cfg Config, wrap func(flagadmin.Store) flagadmin.Store
 		served = storecache.New(vs, storecache.Options{ResultCacheSize: storecache.DefaultResultCacheSize})
 	}
 	svc := flagadmin.NewService(served, flagadmin.WithClock(func() time.Time { return testNow }))
-	logs := &syncBuffer{}
+	logs := &syncbuffer.Buffer{}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}

@@ -23,8 +23,8 @@ type Store struct {
 	version int64
 }
 
-// world is everything a Store holds. Writes build a changed copy of the
-// parts they touch and swap it in only when all of them succeeded.
+// world is everything a Store holds. Writes check everything they would
+// change before changing anything, so a failed write changes nothing.
 type world struct {
 	users       map[int64]flagadmin.User
 	groups      map[int64]*group
@@ -33,6 +33,9 @@ type world struct {
 	tokens      map[string]flagadmin.APIToken // by SecretHash
 	events      []storedEvent                 // in id order
 	nextEventID int64
+	// nextUserID and nextGroupID are past every id the world has held:
+	// the smallest ids Write may assign.
+	nextUserID, nextGroupID int64
 }
 
 type group struct {
@@ -61,6 +64,8 @@ func New() *Store {
 		features:    map[string]flagadmin.Feature{},
 		tokens:      map[string]flagadmin.APIToken{},
 		nextEventID: 1,
+		nextUserID:  1,
+		nextGroupID: 1,
 	}}
 }
 
@@ -274,7 +279,7 @@ func (s *Store) ProjectStats(ctx context.Context, q flagadmin.ProjectStatsQuery)
 				members[uid] = true
 			}
 			if r == flagadmin.ProjectRoleOwner {
-				st.Owners = append(st.Owners, flagadmin.ProjectOwner{OwnerType: flagadmin.OwnerGroup, ID: gid, Name: g.Name})
+				st.Owners = append(st.Owners, flagadmin.GroupOwner(g.Group))
 			}
 		}
 		st.MemberCount = len(members)
@@ -290,15 +295,15 @@ func (s *Store) ProjectStats(ctx context.Context, q flagadmin.ProjectStatsQuery)
 			t := *f.LastSeenAt
 			st.LastReportedFlagUsage = &t
 		}
-		if f.ArchivedAt != nil {
+		switch q.Standing(f) {
+		case flagadmin.NotCounted:
 			continue
-		}
-		st.FeatureCount++
-		if f.Stale {
+		case flagadmin.Stale:
 			st.StaleCount++
-		} else if cut, ok := q.PotentiallyStaleBefore[f.Type]; ok && f.CreatedAt.Before(cut) {
+		case flagadmin.PotentiallyStale:
 			st.PotentiallyStaleCount++
 		}
+		st.FeatureCount++
 	}
 	for _, e := range s.w.events {
 		if e.Project == nil {

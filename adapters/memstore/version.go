@@ -24,8 +24,9 @@ func (s *Store) OldestFreshFeatures(ctx context.Context, notBefore map[flagadmin
 	defer s.mu.RUnlock()
 	out := map[flagadmin.FeatureType]time.Time{}
 	for _, f := range s.w.features {
-		cut, ok := notBefore[f.Type]
-		if !ok || f.ArchivedAt != nil || f.Stale || f.CreatedAt.Before(cut) {
+		// Fresh at the cut-offs, of a type that has one.
+		q := flagadmin.ProjectStatsQuery{PotentiallyStaleBefore: notBefore}
+		if _, ok := notBefore[f.Type]; !ok || q.Standing(f) != flagadmin.Fresh {
 			continue
 		}
 		if oldest, seen := out[f.Type]; !seen || f.CreatedAt.Before(oldest) {

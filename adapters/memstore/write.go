@@ -7,23 +7,37 @@ import (
 	"github.com/flagadmin/flagadmin/flagadmin"
 )
 
-// Write implements flagadmin.Store. Everything is checked before anything
-// is changed, so a failing batch leaves the store as it was.
+// Write implements flagadmin.Store. It works on a clone of b: ids are
+// assigned and everything is checked before anything is changed, so a
+// failing batch leaves the store, and b, as they were.
 func (s *Store) Write(ctx context.Context, b *flagadmin.Batch) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	w := &s.w
-	users, groups := map[int64]bool{}, map[int64]bool{}
-	nextUser, nextGroup := int64(1), int64(1)
-	for id := range w.users {
-		nextUser = max(nextUser, id+1)
+	work := b.Clone()
+	s.w.assignIDs(work)
+	if err := s.w.check(work); err != nil {
+		return err
 	}
-	for id := range w.groups {
-		nextGroup = max(nextGroup, id+1)
+	if work.Then != nil {
+		more, err := work.Then(work)
+		if err != nil {
+			return err
+		}
+		work.Events = append(work.Events, more...)
 	}
+	s.w.apply(work)
+	s.version++
+	*b = *work
+	return nil
+}
+
+// assignIDs gives the users and groups of b with ID 0 ids past every id
+// the world has held and every id in b.
+func (w *world) assignIDs(b *flagadmin.Batch) {
+	nextUser, nextGroup := w.nextUserID, w.nextGroupID
 	for _, u := range b.Users {
 		nextUser = max(nextUser, u.ID+1)
 	}
@@ -31,96 +45,167 @@ func (s *Store) Write(ctx context.Context, b *flagadmin.Batch) error {
 		nextGroup = max(nextGroup, g.ID+1)
 	}
 	for i := range b.Users {
-		u := &b.Users[i]
-		if u.ID == 0 {
-			u.ID = nextUser
+		if b.Users[i].ID == 0 {
+			b.Users[i].ID = nextUser
 			nextUser++
 		}
-		if _, ok := w.users[u.ID]; ok || users[u.ID] {
-			return conflict("user %d already exists", u.ID)
-		}
-		users[u.ID] = true
 	}
-	userExists := func(id int64) bool { _, ok := w.users[id]; return ok || users[id] }
 	for i := range b.Groups {
-		g := &b.Groups[i]
-		if g.ID == 0 {
-			g.ID = nextGroup
+		if b.Groups[i].ID == 0 {
+			b.Groups[i].ID = nextGroup
 			nextGroup++
 		}
-		if _, ok := w.groups[g.ID]; ok || groups[g.ID] {
+	}
+}
+
+// pending is what a batch adds to the world, so that its rows can refer to
+// each other.
+type pending struct {
+	w                          *world
+	users, groups              map[int64]bool
+	projects, features, tokens map[string]bool
+}
+
+func (p *pending) userExists(id int64) bool {
+	_, ok := p.w.users[id]
+	return ok || p.users[id]
+}
+
+func (p *pending) groupExists(id int64) bool {
+	_, ok := p.w.groups[id]
+	return ok || p.groups[id]
+}
+
+func (p *pending) projectExists(id string) bool {
+	_, ok := p.w.projects[id]
+	return ok || p.projects[id]
+}
+
+func (p *pending) memberExists(m flagadmin.ProjectMembership) bool {
+	return (m.UserID != nil && p.userExists(*m.UserID)) || (m.GroupID != nil && p.groupExists(*m.GroupID))
+}
+
+// check reports the first row of b that is already stored or refers to
+// nothing, in the order Write stores them, as ErrConflict.
+func (w *world) check(b *flagadmin.Batch) error {
+	p := &pending{w: w, users: map[int64]bool{}, groups: map[int64]bool{},
+		projects: map[string]bool{}, features: map[string]bool{}, tokens: map[string]bool{}}
+	for _, check := range []func(*flagadmin.Batch) error{
+		p.checkUsers, p.checkGroups, p.checkProjects, p.checkMembers, p.checkFeatures, p.checkTokens,
+	} {
+		if err := check(b); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (p *pending) checkUsers(b *flagadmin.Batch) error {
+	for _, u := range b.Users {
+		if p.userExists(u.ID) {
+			return conflict("user %d already exists", u.ID)
+		}
+		p.users[u.ID] = true
+	}
+	return nil
+}
+
+func (p *pending) checkGroups(b *flagadmin.Batch) error {
+	for _, g := range b.Groups {
+		if p.groupExists(g.ID) {
 			return conflict("group %d already exists", g.ID)
 		}
-		groups[g.ID] = true
+		p.groups[g.ID] = true
 		for _, uid := range g.Users {
-			if !userExists(uid) {
+			if !p.userExists(uid) {
 				return conflict("group %d: user %d does not exist", g.ID, uid)
 			}
 		}
 	}
-	groupExists := func(id int64) bool { _, ok := w.groups[id]; return ok || groups[id] }
-	memberOK := func(m flagadmin.ProjectMembership) bool {
-		return (m.UserID != nil && userExists(*m.UserID)) || (m.GroupID != nil && groupExists(*m.GroupID))
-	}
-	projects := map[string]bool{}
-	for _, p := range b.Projects {
-		if _, ok := w.projects[p.ID]; ok || projects[p.ID] {
-			return conflict("project %q already exists", p.ID)
+	return nil
+}
+
+func (p *pending) checkProjects(b *flagadmin.Batch) error {
+	for _, pr := range b.Projects {
+		if p.projectExists(pr.ID) {
+			return conflict("project %q already exists", pr.ID)
 		}
-		projects[p.ID] = true
-		for _, m := range p.Members {
-			if !memberOK(m) {
-				return conflict("project %q: member does not exist", p.ID)
+		p.projects[pr.ID] = true
+		for _, m := range pr.Members {
+			if !p.memberExists(m) {
+				return conflict("project %q: member does not exist", pr.ID)
 			}
 		}
-		for _, uid := range p.FavoritedBy {
-			if !userExists(uid) {
-				return conflict("project %q: user %d does not exist", p.ID, uid)
+		for _, uid := range pr.FavoritedBy {
+			if !p.userExists(uid) {
+				return conflict("project %q: user %d does not exist", pr.ID, uid)
 			}
 		}
 	}
-	projectExists := func(id string) bool { _, ok := w.projects[id]; return ok || projects[id] }
+	return nil
+}
+
+func (p *pending) checkMembers(b *flagadmin.Batch) error {
 	for _, gm := range b.GroupMembers {
-		if !groupExists(gm.GroupID) || !userExists(gm.UserID) {
+		if !p.groupExists(gm.GroupID) || !p.userExists(gm.UserID) {
 			return conflict("group member %d/%d does not resolve", gm.GroupID, gm.UserID)
 		}
 	}
 	for _, pm := range b.ProjectMembers {
-		if !projectExists(pm.ProjectID) || !memberOK(pm.ProjectMembership) {
+		if !p.projectExists(pm.ProjectID) || !p.memberExists(pm.ProjectMembership) {
 			return conflict("project member of %q does not resolve", pm.ProjectID)
 		}
 	}
-	features := map[string]bool{}
+	return nil
+}
+
+func (p *pending) checkFeatures(b *flagadmin.Batch) error {
 	for _, f := range b.Features {
-		if _, ok := w.features[f.Name]; ok || features[f.Name] {
+		if _, ok := p.w.features[f.Name]; ok || p.features[f.Name] {
 			return conflict("feature %q already exists", f.Name)
 		}
-		features[f.Name] = true
-		if !projectExists(f.Project) {
+		p.features[f.Name] = true
+		if !p.projectExists(f.Project) {
 			return conflict("feature %q: project %q does not exist", f.Name, f.Project)
 		}
 	}
-	tokens := map[string]bool{}
+	return nil
+}
+
+func (p *pending) checkTokens(b *flagadmin.Batch) error {
 	for _, t := range b.Tokens {
-		if _, ok := w.tokens[t.SecretHash]; ok || tokens[t.SecretHash] {
+		if _, ok := p.w.tokens[t.SecretHash]; ok || p.tokens[t.SecretHash] {
 			return conflict("token already exists")
 		}
-		tokens[t.SecretHash] = true
-		if t.UserID != nil && !userExists(*t.UserID) {
+		p.tokens[t.SecretHash] = true
+		if t.UserID != nil && !p.userExists(*t.UserID) {
 			return conflict("token %q: user %d does not exist", t.Name, *t.UserID)
 		}
 	}
-	if b.Then != nil {
-		more, err := b.Then(b)
-		if err != nil {
-			return err
-		}
-		b.Events = append(b.Events, more...)
-	}
+	return nil
+}
 
-	// Everything resolves: apply.
+// apply stores a checked batch; its events get their ids.
+func (w *world) apply(b *flagadmin.Batch) {
+	w.applyAccounts(b)
+	w.applyProjects(b)
+	for _, f := range b.Features {
+		w.features[f.Name] = cloneFeature(f)
+	}
+	for _, t := range b.Tokens {
+		w.tokens[t.SecretHash] = cloneToken(t)
+	}
+	for i, e := range b.Events {
+		b.Events[i] = w.appendEvent(e)
+	}
+}
+
+// applyAccounts stores users, groups and group members, and moves the id
+// counters past them.
+func (w *world) applyAccounts(b *flagadmin.Batch) {
 	for _, u := range b.Users {
 		w.users[u.ID] = u
+		w.nextUserID = max(w.nextUserID, u.ID+1)
 	}
 	for _, g := range b.Groups {
 		ng := &group{Group: flagadmin.Group{ID: g.ID, Name: g.Name}, members: map[int64]bool{}}
@@ -128,7 +213,16 @@ func (s *Store) Write(ctx context.Context, b *flagadmin.Batch) error {
 			ng.members[uid] = true
 		}
 		w.groups[g.ID] = ng
+		w.nextGroupID = max(w.nextGroupID, g.ID+1)
 	}
+	for _, gm := range b.GroupMembers {
+		w.groups[gm.GroupID].members[gm.UserID] = true
+	}
+}
+
+// applyProjects stores projects, their members and favorites, and project
+// members.
+func (w *world) applyProjects(b *flagadmin.Batch) {
 	for _, p := range b.Projects {
 		np := &project{Project: p, userRoles: map[int64]flagadmin.ProjectRole{}, groupRoles: map[int64]flagadmin.ProjectRole{}, favorites: map[int64]bool{}}
 		np.Members, np.FavoritedBy = nil, nil
@@ -141,23 +235,9 @@ func (s *Store) Write(ctx context.Context, b *flagadmin.Batch) error {
 		}
 		w.projects[p.ID] = np
 	}
-	for _, gm := range b.GroupMembers {
-		w.groups[gm.GroupID].members[gm.UserID] = true
-	}
 	for _, pm := range b.ProjectMembers {
 		w.projects[pm.ProjectID].grant(pm.ProjectMembership)
 	}
-	for _, f := range b.Features {
-		w.features[f.Name] = cloneFeature(f)
-	}
-	for _, t := range b.Tokens {
-		w.tokens[t.SecretHash] = cloneToken(t)
-	}
-	for i, e := range b.Events {
-		b.Events[i] = w.appendEvent(e)
-	}
-	s.version++
-	return nil
 }
 
 // grant gives a user or group a role, replacing an earlier one.

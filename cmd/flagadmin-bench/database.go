@@ -25,6 +25,7 @@ import (
 	"github.com/flagadmin/flagadmin/adapters/bunstore"
 	"github.com/flagadmin/flagadmin/adapters/memstore"
 	"github.com/flagadmin/flagadmin/flagadmin"
+	"github.com/flagadmin/flagadmin/internal/dbstats"
 )
 
 // memoryDB is the --db value of the in-memory store.
@@ -84,11 +85,11 @@ func parseDatabase(raw string) (*database, error) {
 	case "postgres", "postgresql":
 		u, err := url.Parse(raw)
 		if err != nil {
-			return nil, fmt.Errorf("--db: invalid postgres URL %s", redact(raw))
+			return nil, fmt.Errorf("--db: invalid postgres URL %s", bunstore.RedactURL(raw))
 		}
 		name := strings.TrimPrefix(u.Path, "/")
 		if name == "" || strings.Contains(name, "/") {
-			return nil, fmt.Errorf("--db: the postgres URL %s must name a database (postgres://user@host:port/NAME)", redact(raw))
+			return nil, fmt.Errorf("--db: the postgres URL %s must name a database (postgres://user@host:port/NAME)", bunstore.RedactURL(raw))
 		}
 		server := *u
 		server.Path = "/postgres"
@@ -106,14 +107,14 @@ func parseDatabase(raw string) (*database, error) {
 			openSelf:   func() (*sql.DB, error) { return sql.Open("mysql", cfg.FormatDSN()) },
 			openServer: func() (*sql.DB, error) { return sql.Open("mysql", server.FormatDSN()) }}, nil
 	}
-	return nil, fmt.Errorf("--db: unsupported URL %s; use postgres://..., mysql://..., sqlite:PATH or memory:", redact(raw))
+	return nil, fmt.Errorf("--db: unsupported URL %s; use postgres://..., mysql://..., sqlite:PATH or memory:", bunstore.RedactURL(raw))
 }
 
 // mysqlConfig turns mysql://user:pass@host:port/db?params into a driver config.
 func mysqlConfig(raw string) (*mysql.Config, error) {
 	u, err := url.Parse(raw)
 	if err != nil || u.Host == "" {
-		return nil, fmt.Errorf("--db: invalid mysql URL %s", redact(raw))
+		return nil, fmt.Errorf("--db: invalid mysql URL %s", bunstore.RedactURL(raw))
 	}
 	host := u.Host
 	if u.Port() == "" {
@@ -128,24 +129,11 @@ func mysqlConfig(raw string) (*mysql.Config, error) {
 		return nil, fmt.Errorf("--db: invalid mysql URL parameters: %w", err)
 	}
 	if cfg.DBName == "" {
-		return nil, fmt.Errorf("--db: the mysql URL %s must name a database", redact(raw))
+		return nil, fmt.Errorf("--db: the mysql URL %s must name a database", bunstore.RedactURL(raw))
 	}
 	cfg.User = u.User.Username()
 	cfg.Passwd, _ = u.User.Password()
 	return cfg, nil
-}
-
-// redact hides the password of a URL for messages and results.
-func redact(raw string) string {
-	if !strings.Contains(raw, "://") {
-		return raw
-	}
-	u, err := url.Parse(raw)
-	if err != nil {
-		scheme, _, _ := strings.Cut(raw, "://")
-		return scheme + "://..."
-	}
-	return u.Redacted()
 }
 
 // openStore opens the store of a --db URL: a new memstore for memory:,
@@ -458,38 +446,7 @@ func (d *database) analyze(ctx context.Context) error {
 		return err
 	}
 	defer db.Close()
-	var stmts []string
-	switch d.System {
-	case "postgres":
-		stmts = []string{"VACUUM ANALYZE"}
-	case "sqlite":
-		stmts = []string{"ANALYZE", "PRAGMA wal_checkpoint(TRUNCATE)"}
-	case "mysql":
-		rows, err := db.QueryContext(ctx, "SELECT table_name FROM information_schema.tables WHERE table_schema = DATABASE()")
-		if err != nil {
-			return err
-		}
-		var tables []string
-		for rows.Next() {
-			var t string
-			if err := rows.Scan(&t); err != nil {
-				rows.Close()
-				return err
-			}
-			tables = append(tables, "`"+t+"`")
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return err
-		}
-		stmts = []string{"ANALYZE TABLE " + strings.Join(tables, ", ")}
-	}
-	for _, s := range stmts {
-		if _, err := db.ExecContext(ctx, s); err != nil {
-			return fmt.Errorf("%s: %w", s, err)
-		}
-	}
-	return nil
+	return dbstats.Analyze(ctx, db, d.System)
 }
 
 // version returns the database server's version, "" when unknown.

@@ -27,6 +27,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/flagadmin/flagadmin/adapters/bunstore"
 	"github.com/flagadmin/flagadmin/adapters/storecache"
 	"github.com/flagadmin/flagadmin/internal/worldgen"
 )
@@ -309,10 +310,10 @@ func bench(ctx context.Context, o options, stdout, stderr io.Writer) (*results, 
 			return nil, err
 		}
 		r.World = info
-		r.Database = dbInfo{URL: redact(d.URL), System: d.System, Version: d.version(ctx)}
+		r.Database = dbInfo{URL: bunstore.RedactURL(d.URL), System: d.System, Version: d.version(ctx)}
 		if o.BuildOnly {
 			closeStore()
-			fmt.Fprintf(stdout, "world ready in %s\nadmin token: %s\n", redact(d.URL), w.AdminSecret(0))
+			fmt.Fprintf(stdout, "world ready in %s\nadmin token: %s\n", bunstore.RedactURL(d.URL), w.AdminSecret(0))
 			return r, nil
 		}
 		if !d.Persistent {
@@ -331,7 +332,7 @@ func bench(ctx context.Context, o options, stdout, stderr io.Writer) (*results, 
 				if ok {
 					target = cp
 					defer cp.drop(context.WithoutCancel(ctx))
-					r.Database.RunCopy = redact(cp.URL)
+					r.Database.RunCopy = bunstore.RedactURL(cp.URL)
 				}
 			}
 			srv, err = startServer(ctx, o, target.URL, stderr)

@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/flagadmin/flagadmin/adapters/bunstore"
 	"github.com/flagadmin/flagadmin/flagadmin"
 	"github.com/flagadmin/flagadmin/internal/worldgen"
 )
@@ -62,18 +63,18 @@ func prepareWorld(ctx context.Context, d *database, w *worldgen.World, rebuild b
 	build := true
 	if d.Persistent {
 		if err := d.ensureExists(ctx); err != nil {
-			return fail(fmt.Errorf("create the database %s: %w", redact(d.URL), err))
+			return fail(fmt.Errorf("create the database %s: %w", bunstore.RedactURL(d.URL), err))
 		}
 		st, err := d.inspect(ctx)
 		if err != nil {
-			return fail(fmt.Errorf("inspect the database %s: %w", redact(d.URL), err))
+			return fail(fmt.Errorf("inspect the database %s: %w", bunstore.RedactURL(d.URL), err))
 		}
 		switch {
 		case rebuild:
-			fmt.Fprintf(progress, "--rebuild: dropping %s\n", redact(d.URL))
+			fmt.Fprintf(progress, "--rebuild: dropping %s\n", bunstore.RedactURL(d.URL))
 		case st.Tables == 0:
 		case st.Fingerprint == "":
-			return fail(fmt.Errorf("the database %s holds %d tables but no flagadmin-bench world; pass --rebuild to drop everything in it and load the world", redact(d.URL), st.Tables))
+			return fail(fmt.Errorf("the database %s holds %d tables but no flagadmin-bench world; pass --rebuild to drop everything in it and load the world", bunstore.RedactURL(d.URL), st.Tables))
 		case st.Fingerprint != info.Fingerprint:
 			fmt.Fprintf(progress, "the database holds another world (%s): rebuilding\n", st.Fingerprint)
 			rebuild = true
@@ -97,7 +98,7 @@ func prepareWorld(ctx context.Context, d *database, w *worldgen.World, rebuild b
 		}
 		if rebuild {
 			if err := d.recreate(ctx); err != nil {
-				return fail(fmt.Errorf("recreate the database %s: %w", redact(d.URL), err))
+				return fail(fmt.Errorf("recreate the database %s: %w", bunstore.RedactURL(d.URL), err))
 			}
 		}
 	}
@@ -109,7 +110,7 @@ func prepareWorld(ctx context.Context, d *database, w *worldgen.World, rebuild b
 		n, err := countEvents(ctx, store)
 		if err == nil && n >= cfg.Events && n <= cfg.Events+reuseSlack(cfg.Events) {
 			info.Reused, info.EventsInDatabase = true, n
-			fmt.Fprintf(progress, "reusing the world in %s (%d events)\n", redact(d.URL), n)
+			fmt.Fprintf(progress, "reusing the world in %s (%d events)\n", bunstore.RedactURL(d.URL), n)
 			return store, closeStore, info, nil
 		}
 		closeStore()
@@ -119,7 +120,7 @@ func prepareWorld(ctx context.Context, d *database, w *worldgen.World, rebuild b
 			fmt.Fprintf(progress, "the database's marker names this world but it holds %d events: rebuilding\n", n)
 		}
 		if err := d.recreate(ctx); err != nil {
-			return fail(fmt.Errorf("recreate the database %s: %w", redact(d.URL), err))
+			return fail(fmt.Errorf("recreate the database %s: %w", bunstore.RedactURL(d.URL), err))
 		}
 		if store, closeStore, err = openStore(ctx, d.URL); err != nil {
 			return fail(err)
@@ -128,7 +129,7 @@ func prepareWorld(ctx context.Context, d *database, w *worldgen.World, rebuild b
 	start := time.Now()
 	if err := loadWorld(ctx, d, store, w, progress); err != nil {
 		closeStore()
-		return fail(fmt.Errorf("load the world into %s: %w", redact(d.URL), err))
+		return fail(fmt.Errorf("load the world into %s: %w", bunstore.RedactURL(d.URL), err))
 	}
 	if d.Persistent {
 		if info.SchemaHash, err = d.schemaHash(ctx); err != nil {
@@ -159,10 +160,10 @@ func (d *database) migrateWorld(ctx context.Context, fresh, loaded string, progr
 	start := time.Now()
 	_, closeStore, err := openStore(ctx, d.URL)
 	if err != nil {
-		return false, fmt.Errorf("migrate the world in %s: %w", redact(d.URL), err)
+		return false, fmt.Errorf("migrate the world in %s: %w", bunstore.RedactURL(d.URL), err)
 	}
 	if err := closeStore(); err != nil {
-		return false, fmt.Errorf("migrate the world in %s: %w", redact(d.URL), err)
+		return false, fmt.Errorf("migrate the world in %s: %w", bunstore.RedactURL(d.URL), err)
 	}
 	got, err := d.schemaHash(ctx)
 	if err != nil {

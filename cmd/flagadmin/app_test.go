@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"io"
@@ -10,31 +9,14 @@ import (
 	"net/http"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"go.uber.org/fx"
 	"go.uber.org/fx/fxtest"
+
+	"github.com/flagadmin/flagadmin/internal/syncbuffer"
 )
-
-// syncBuffer is a bytes.Buffer safe for the server's goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 func memoryConfig() Config {
 	return Config{Addr: "127.0.0.1:0", DB: memoryURL, LogLevel: slog.LevelInfo, LogFormat: "text"}
@@ -50,9 +32,9 @@ func TestServeWiringIsValid(t *testing.T) {
 
 // startApp starts the server of cfg with fxtest and returns its base URL
 // and its stderr; it stops at the end of the test.
-func startApp(t *testing.T, cfg Config) (string, *syncBuffer) {
+func startApp(t *testing.T, cfg Config) (string, *syncbuffer.Buffer) {
 	t.Helper()
-	stderr := &syncBuffer{}
+	stderr := &syncbuffer.Buffer{}
 	var l *Listener
 	app := fxtest.New(t, serveOptions(cfg, stderr), fx.Populate(&l))
 	app.RequireStart()

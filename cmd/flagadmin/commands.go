@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/flagadmin/flagadmin/adapters/bunstore"
 	"github.com/flagadmin/flagadmin/flagadmin"
 )
 
@@ -92,9 +93,9 @@ func (c *cli) migrate(ctx context.Context, args []string) error {
 	}
 	defer store.Close()
 	if err := store.Migrate(ctx); err != nil {
-		return cliErrorf("migrate %s: %s", redactURL(cfg.DB), flat(err))
+		return cliErrorf("migrate %s: %s", bunstore.RedactURL(cfg.DB), flat(err))
 	}
-	fmt.Fprintf(c.stdout, "migrated %s: the schema is up to date\n", redactURL(cfg.DB))
+	fmt.Fprintf(c.stdout, "migrated %s: the schema is up to date\n", bunstore.RedactURL(cfg.DB))
 	return nil
 }
 
@@ -141,7 +142,7 @@ func (c *cli) seed(ctx context.Context, args []string) error {
 	if err := svc.ApplySeed(ctx, seed); err != nil {
 		return seedError("seed file "+file, err)
 	}
-	fmt.Fprintf(c.stdout, "loaded %s into %s: %s\n", file, redactURL(cfg.DB), seedSummary(seed))
+	fmt.Fprintf(c.stdout, "loaded %s into %s: %s\n", file, bunstore.RedactURL(cfg.DB), seedSummary(seed))
 	return nil
 }
 
@@ -216,7 +217,7 @@ func (c *cli) token(ctx context.Context, args []string) error {
 		return tokenError(err)
 	}
 	fmt.Fprintln(c.stdout, secret)
-	fmt.Fprintf(c.stderr, "created %s token %q in %s; the secret above is shown once and cannot be shown again\n", tok.Type, tok.Name, redactURL(cfg.DB))
+	fmt.Fprintf(c.stderr, "created %s token %q in %s; the secret above is shown once and cannot be shown again\n", tok.Type, tok.Name, bunstore.RedactURL(cfg.DB))
 	return nil
 }
 

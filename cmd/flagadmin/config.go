@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/flagadmin/flagadmin/adapters/bunstore"
 	"github.com/flagadmin/flagadmin/adapters/storecache"
 	"github.com/flagadmin/flagadmin/flagadmin"
 )
@@ -213,27 +214,13 @@ func parseDBURL(raw string) (string, error) {
 		return raw, nil
 	case strings.HasPrefix(raw, "postgres://"), strings.HasPrefix(raw, "postgresql://"), strings.HasPrefix(raw, "mysql://"):
 		if _, err := url.Parse(raw); err != nil {
-			return "", fmt.Errorf("%q is not a valid URL", redactURL(raw))
+			return "", fmt.Errorf("%q is not a valid URL", bunstore.RedactURL(raw))
 		}
 		return raw, nil
 	case raw == "":
 		return "", errors.New("is empty; use sqlite:PATH, postgres://..., mysql://... or memory:")
 	}
-	return "", fmt.Errorf("unsupported database URL %q; use sqlite:PATH, postgres://..., mysql://user:pass@host:port/db or memory:", redactURL(raw))
-}
-
-// redactURL hides the password of a database URL for messages.
-func redactURL(raw string) string {
-	if !strings.Contains(raw, "://") {
-		return raw
-	}
-	u, err := url.Parse(raw)
-	if err != nil {
-		// An unparsable URL may still hold a password: keep only the scheme.
-		scheme, _, _ := strings.Cut(raw, "://")
-		return scheme + "://..."
-	}
-	return u.Redacted()
+	return "", fmt.Errorf("unsupported database URL %q; use sqlite:PATH, postgres://..., mysql://user:pass@host:port/db or memory:", bunstore.RedactURL(raw))
 }
 
 // parseLogLevel accepts debug, info, warn and error, in any case.

@@ -14,6 +14,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/flagadmin/flagadmin/internal/syncbuffer"
 )
 
 // binary is the flagadmin binary the end-to-end tests run, built once.
@@ -69,7 +71,7 @@ func freeAddr(t *testing.T) string {
 // process is a running flagadmin binary.
 type process struct {
 	cmd    *exec.Cmd
-	stderr *syncBuffer
+	stderr *syncbuffer.Buffer
 	done   chan struct{}
 	err    error
 }
@@ -77,7 +79,7 @@ type process struct {
 // startBinary runs bin serve with the environment env (added to this process's).
 func startBinary(t *testing.T, bin string, env ...string) *process {
 	t.Helper()
-	p := &process{cmd: exec.Command(bin, "serve"), stderr: &syncBuffer{}, done: make(chan struct{})}
+	p := &process{cmd: exec.Command(bin, "serve"), stderr: &syncbuffer.Buffer{}, done: make(chan struct{})}
 	p.cmd.Env = append(os.Environ(), env...)
 	p.cmd.Stderr = p.stderr
 	if err := p.cmd.Start(); err != nil {
@@ -352,7 +354,7 @@ func TestEndToEndBusyPort(t *testing.T) {
 func TestEndToEndDemo(t *testing.T) {
 	bin := buildBinary(t)
 	addr := freeAddr(t)
-	p := &process{cmd: exec.Command(bin, "serve", "--demo", "--db", "memory:", "--addr", addr), stderr: &syncBuffer{}, done: make(chan struct{})}
+	p := &process{cmd: exec.Command(bin, "serve", "--demo", "--db", "memory:", "--addr", addr), stderr: &syncbuffer.Buffer{}, done: make(chan struct{})}
 	p.cmd.Env = append(os.Environ(), "FLAGADMIN_SEED=", "FLAGADMIN_ADMIN_TOKENS=")
 	p.cmd.Stderr = p.stderr
 	if err := p.cmd.Start(); err != nil {

@@ -44,10 +44,10 @@ func openBunstore(ctx context.Context, dbURL string, log *slog.Logger, migrate b
 	store, err := bunstore.Open(ctx, dbURL, opts...)
 	if err != nil {
 		gate.state.release(ctx, false)
-		return nil, cliErrorf("cannot open database %s: %s", redactURL(dbURL), flat(err))
+		return nil, cliErrorf("cannot open database %s: %s", bunstore.RedactURL(dbURL), flat(err))
 	}
 	gate.state.release(ctx, true)
-	log.Debug("database open", "db", redactURL(dbURL))
+	log.Debug("database open", "db", bunstore.RedactURL(dbURL))
 	return store, nil
 }
 

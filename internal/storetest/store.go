@@ -14,7 +14,7 @@ import (
 var errCallback = errors.New("storetest: callback refused")
 
 // newRows returns a batch of rows that do not exist in lifecycleFixture: a
-// user (id 0, so the next free one), a project "fresh", a token and an event.
+// user (id 0, so one the store assigns), a project "fresh", a token and an event.
 func newRows() *flagadmin.Batch {
 	return &flagadmin.Batch{
 		Users:    []flagadmin.User{{Name: "Newcomer", Email: "new@example.com", RootRole: flagadmin.RoleViewer}},
@@ -80,7 +80,70 @@ func storeCases() []testCase {
 			wantEqual(t, "Platform users", fmt.Sprint(g.Users), fmt.Sprint([]int64{gusID}))
 		}})
 	}
+	for _, c := range conflicts {
+		cases = append(cases, testCase{"store/Write leaves the batch as it was on " + c.name, func(t *testing.T, w *world) {
+			w.load(lifecycleFixture())
+			b := newRows()
+			b.Groups = []flagadmin.Group{{Name: "Newgroup"}}
+			c.add(b)
+			before := batchIDs(b)
+			wantKind(t, "Store.Write", w.store.Write(w.ctx, b), flagadmin.ErrConflict)
+			wantEqual(t, "the batch's ids after the failed write", batchIDs(b), before)
+		}})
+	}
 	cases = append(cases,
+		testCase{"store/Write leaves the batch as it was when Then fails", func(t *testing.T, w *world) {
+			w.load(lifecycleFixture())
+			b := newRows()
+			b.Groups = []flagadmin.Group{{Name: "Newgroup"}}
+			var seen string
+			b.Then = func(b *flagadmin.Batch) ([]flagadmin.Event, error) {
+				seen = batchIDs(b)
+				return []flagadmin.Event{ev(flagadmin.EventGroupCreated, "system", nil, "2026-06-15T12:00:00Z", nil, nil, nil, "")}, errCallback
+			}
+			before := batchIDs(b)
+			if err := w.store.Write(w.ctx, b); !errors.Is(err, errCallback) {
+				t.Errorf("Store.Write: got error %v, want the callback's error", err)
+			}
+			if seen == before {
+				t.Errorf("ids seen by Then: got %s, want the user and group ids assigned", seen)
+			}
+			wantEqual(t, "the batch's ids after the failed write", batchIDs(b), before)
+		}},
+		testCase{"store/Write keeps given ids and assigns larger ones after them", func(t *testing.T, w *world) {
+			w.load(accounts())
+			given := &flagadmin.Batch{
+				Users:  []flagadmin.User{{ID: 500, Name: "Given", RootRole: flagadmin.RoleViewer}},
+				Groups: []flagadmin.Group{{ID: 70, Name: "Given group"}},
+			}
+			wantNoError(t, "Store.Write with given ids", w.store.Write(w.ctx, given))
+			wantEqual(t, "given ids kept", batchIDs(given), "users [500] groups [70] events []")
+			b := &flagadmin.Batch{
+				Users:  []flagadmin.User{{Name: "After", RootRole: flagadmin.RoleViewer}},
+				Groups: []flagadmin.Group{{Name: "After group"}},
+			}
+			wantNoError(t, "Store.Write", w.store.Write(w.ctx, b))
+			if b.Users[0].ID <= 500 || b.Groups[0].ID <= 70 {
+				t.Errorf("assigned ids: got user %d and group %d, want above the given 500 and 70", b.Users[0].ID, b.Groups[0].ID)
+			}
+			u, err := w.store.User(w.ctx, b.Users[0].ID)
+			wantNoError(t, "Store.User of the assigned id", err)
+			wantEqual(t, "user of the assigned id", u.Name, "After")
+		}},
+		testCase{"store/Write does not assign the id of a deleted user again", func(t *testing.T, w *world) {
+			w.load(accounts())
+			b := &flagadmin.Batch{Users: []flagadmin.User{{Name: "Short-lived", RootRole: flagadmin.RoleViewer}}}
+			wantNoError(t, "Store.Write", w.store.Write(w.ctx, b))
+			gone := b.Users[0].ID
+			wantNoError(t, "Store.DeleteUser", w.store.DeleteUser(w.ctx, gone, func(u flagadmin.User) (flagadmin.Event, error) {
+				return ev(flagadmin.EventUserDeleted, "system", nil, "2026-06-15T12:00:00Z", nil, nil, nil, ""), nil
+			}))
+			b = &flagadmin.Batch{Users: []flagadmin.User{{Name: "Next", RootRole: flagadmin.RoleViewer}}}
+			wantNoError(t, "Store.Write", w.store.Write(w.ctx, b))
+			if b.Users[0].ID <= gone {
+				t.Errorf("id after deleting user %d: got %d, want a larger one", gone, b.Users[0].ID)
+			}
+		}},
 		testCase{"store/Write stores nothing when Then fails", func(t *testing.T, w *world) {
 			w.load(lifecycleFixture())
 			b := newRows()
@@ -374,4 +437,19 @@ func storeCases() []testCase {
 		}},
 	)
 	return cases
+}
+
+// batchIDs lists the ids of b's users, groups and events, and so their counts.
+func batchIDs(b *flagadmin.Batch) string {
+	var users, groups, events []int64
+	for _, u := range b.Users {
+		users = append(users, u.ID)
+	}
+	for _, g := range b.Groups {
+		groups = append(groups, g.ID)
+	}
+	for _, e := range b.Events {
+		events = append(events, e.ID)
+	}
+	return fmt.Sprintf("users %v groups %v events %v", users, groups, events)
 }
