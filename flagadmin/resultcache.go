@@ -431,7 +431,12 @@ func appendEventQueryKey(b []byte, q *EventQuery) []byte {
 	b = appendBoolKey(b, q.RequireProject)
 	b = appendStringsKey(b, q.HiddenProjects)
 	b = binary.AppendVarint(b, int64(q.Limit))
-	return binary.AppendVarint(b, int64(q.Offset))
+	b = binary.AppendVarint(b, int64(q.Offset))
+	if q.After == nil {
+		return append(b, 0)
+	}
+	b = binary.AppendVarint(append(b, 1), q.After.CreatedAt.UnixMilli())
+	return binary.AppendVarint(b, q.After.ID)
 }
 
 // appendProjectListKey appends the key of the project list of opts for p,

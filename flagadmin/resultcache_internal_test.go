@@ -26,6 +26,8 @@ func TestEventQueryKeyHasEveryField(t *testing.T) {
 			v.Set(reflect.ValueOf([]int64{1}))
 		case f.Type == reflect.TypeFor[*time.Time]():
 			v.Set(reflect.ValueOf(&day))
+		case f.Type == reflect.TypeFor[*EventPosition]():
+			v.Set(reflect.ValueOf(&EventPosition{CreatedAt: day, ID: 1}))
 		case f.Type.Kind() == reflect.String:
 			v.SetString("x")
 		case f.Type.Kind() == reflect.Bool:
