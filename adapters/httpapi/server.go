@@ -73,6 +73,7 @@ func New(svc *flagadmin.Service, cfg Config) *Server {
 
 	s.registerLifecycle()
 	s.registerEvents()
+	s.registerExport()
 	s.registerProjects()
 	s.registerServiceAccounts()
 
