@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"regexp"
 	"strconv"
@@ -133,7 +134,9 @@ func runKind(ctx context.Context, c *http.Client, spec loadSpec, k kind) phaseRe
 // adapters/client, once, and measures events/s.
 func runWalk(ctx context.Context, spec loadSpec, k kind) phaseResult {
 	res := phaseResult{Kind: k.Name, About: k.About, Class: k.Class, Connections: 1, Statuses: map[int]int{}}
-	api, err := client.New(spec.BaseURL, spec.Token, client.WithWalkPageSize(flagadmin.SearchMaxLimit))
+	counted := &countingTransport{next: http.DefaultTransport}
+	api, err := client.New(spec.BaseURL, spec.Token, client.WithWalkPageSize(flagadmin.SearchMaxLimit),
+		client.WithHTTPClient(&http.Client{Transport: counted}))
 	if err != nil {
 		res.Errors, res.FirstError = 1, err.Error()
 		return res
@@ -149,7 +152,10 @@ func runWalk(ctx context.Context, spec loadSpec, k kind) phaseResult {
 	}
 	elapsed := time.Since(start)
 	res.Seconds = elapsed.Seconds()
-	res.Requests = (n + flagadmin.SearchMaxLimit - 1) / flagadmin.SearchMaxLimit
+	res.Requests = int(counted.requests.Load())
+	res.Statuses[http.StatusOK] = res.Requests - res.Errors
+	res.Bytes = counted.bytes.Load()
+	res.BytesPerRequest = float64(res.Bytes) / float64(max(res.Requests, 1))
 	res.RPS = float64(res.Requests) / max(res.Seconds, 1e-9)
 	res.MeanMs = res.Seconds * 1000 / float64(max(res.Requests, 1))
 	res.EventsPerSecond = float64(n) / max(res.Seconds, 1e-9)
@@ -190,4 +196,35 @@ func evaluateKeyset(r *results, add func(target, got string, ok bool)) {
 	if walk, ok := byClass["walk/cursor"]; ok {
 		add(fmt.Sprintf("walk/cursor >= %s events/s", thousands(int64(walkRate))), fmt.Sprintf("%.0f events/s", walk.EventsPerSecond), walk.EventsPerSecond >= walkRate)
 	}
+}
+
+// countingTransport counts the requests and response body bytes that go
+// through it.
+type countingTransport struct {
+	next     http.RoundTripper
+	requests atomic.Int64
+	bytes    atomic.Int64
+}
+
+// RoundTrip implements http.RoundTripper.
+func (t *countingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	resp, err := t.next.RoundTrip(r)
+	if err != nil {
+		return nil, err
+	}
+	t.requests.Add(1)
+	resp.Body = &countingBody{ReadCloser: resp.Body, n: &t.bytes}
+	return resp, nil
+}
+
+// countingBody adds the bytes read to n.
+type countingBody struct {
+	io.ReadCloser
+	n *atomic.Int64
+}
+
+func (b *countingBody) Read(p []byte) (int, error) {
+	k, err := b.ReadCloser.Read(p)
+	b.n.Add(int64(k))
+	return k, err
 }
