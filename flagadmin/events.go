@@ -12,7 +12,8 @@ const DeprecatedSearchVersion = 1
 // /api/admin/search/events): parameters are parsed and validated, the
 // caller's visibility applied, and a page returned with the total. The
 // page's events may be shared with other callers (a caching Store shares
-// them): they must not be changed.
+// them): they must not be changed. page.Next is the cursor of the next page
+// (decisions §10), "" on the last one.
 func (s *Service) SearchEvents(ctx context.Context, p Principal, params EventSearchParams) (EventPage, error) {
 	if err := requireAdminAPI(p); err != nil {
 		return EventPage{}, err
@@ -21,7 +22,17 @@ func (s *Service) SearchEvents(ctx context.Context, p Principal, params EventSea
 	if err != nil {
 		return EventPage{}, err
 	}
-	return s.search(ctx, p, q)
+	// A page by cursor reads one event more, to tell whether it is the last.
+	read := q
+	if q.After != nil {
+		read.Limit++
+	}
+	page, err := s.search(ctx, p, read)
+	if err != nil {
+		return EventPage{}, err
+	}
+	nextPage(q, &page)
+	return page, nil
 }
 
 // DeprecatedSearchEvents runs the body-based event search (POST

@@ -167,6 +167,9 @@ type EventSearchParams struct {
 	To          string
 	Offset      string
 	Limit       string
+	// After is the cursor of a Link rel="next" (keyset paging, decisions
+	// §10): the page starts after the event it names. Offset must be 0.
+	After string
 }
 
 // TextScope says which texts of an event a free-text query matches.
@@ -202,12 +205,20 @@ type EventQuery struct {
 	HiddenProjects []string
 	// Limit and Offset page the result, ordered by createdAt then id, both descending.
 	Limit, Offset int
+	// After, when set, starts the page after this position (keyset paging,
+	// see AfterCursor); Offset is then 0. Like Limit and Offset it does not
+	// change the total.
+	After *EventPosition
 }
 
 // EventPage is a page of events with the count of all matches.
 type EventPage struct {
 	Events []Event `json:"events"`
 	Total  int     `json:"total"`
+	// Next is the cursor of the next page (EventSearchParams.After) when
+	// this page of the query-string search is not the last one, else "".
+	// It is not part of the body: the transport sends it as a Link header.
+	Next string `json:"-"`
 }
 
 // ParseEventSearch turns query-string parameters into an EventQuery, or a
@@ -289,6 +300,7 @@ func ParseEventSearch(p EventSearchParams) (EventQuery, error) {
 	if q.Offset, err = ParseOffset("offset", p.Offset); err != nil {
 		collect(err)
 	}
+	collect(parseAfter(p.After, &q))
 	if len(v.Fields) > 0 {
 		return EventQuery{}, v
 	}

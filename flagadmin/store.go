@@ -46,6 +46,16 @@ type Store interface {
 	// are those of EventQuery.Matches.
 	SearchEvents(ctx context.Context, q EventQuery) (EventPage, error)
 
+	// ExportEvents calls fn with every event that q matches (its filters and
+	// visibility; Limit, Offset and After are ignored) whose id is greater
+	// than afterID, id ascending. It reads them in batches of at most
+	// ExportBatchSize, each batch by its own statement seeking past the last
+	// id of the one before, so it never holds more than one batch, nor a
+	// transaction or lock while fn runs between statements. Events written
+	// meanwhile may be included when their id is greater than the last one
+	// read. An error of fn, or ctx's, ends it and is returned as it is.
+	ExportEvents(ctx context.Context, q EventQuery, afterID int64, fn func(Event) error) error
+
 	// ProjectStats returns the projects q selects with their figures, in any order.
 	ProjectStats(ctx context.Context, q ProjectStatsQuery) ([]ProjectStats, error)
 

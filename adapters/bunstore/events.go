@@ -80,6 +80,7 @@ func (s *Store) pageIDs(db bun.IDB, q flagadmin.EventQuery, before int64, hasBef
 	if hasBefore {
 		sel = sel.Where("created_at < ?", a.bind(before))
 	}
+	sel = s.seekAfter(sel, q, a)
 	return sel.OrderExpr("created_at DESC, id DESC").Limit(int64(q.Limit)).Offset(int64(offset))
 }
 
@@ -124,14 +125,17 @@ func (s *Store) searchText(ctx context.Context, q flagadmin.EventQuery) (flagadm
 			// events_created index and check every event, believing that a
 			// LIMIT stops a window count early.
 			matches := s.eventFilter(tx.NewSelect().Model((*eventRow)(nil)).Column("id", "created_at").ColumnExpr("COUNT(*) OVER () AS total"), q, nil)
-			err := tx.NewSelect().TableExpr("(?) AS m", matches).Column("id", "total").
-				OrderExpr("created_at DESC, id DESC").
+			sel := tx.NewSelect().TableExpr("(?) AS m", matches).Column("id", "total")
+			if q.After != nil { // the count stays over every match
+				sel = s.seekAfter(sel, q, nil)
+			}
+			err := sel.OrderExpr("created_at DESC, id DESC").
 				Limit(int64(q.Limit)).Offset(int64(q.Offset)).
 				Scan(ctx, &hits)
 			if err != nil {
 				return err
 			}
-			if len(hits) > 0 || q.Offset == 0 {
+			if len(hits) > 0 || (q.Offset == 0 && q.After == nil) {
 				ids := make([]int64, 0, len(hits))
 				for _, h := range hits {
 					ids = append(ids, h.ID)

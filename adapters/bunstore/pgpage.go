@@ -161,7 +161,7 @@ func (s *Store) pageStatement(q flagadmin.EventQuery, plan totalPlan, a *sqlArgs
 		args := make([]any, len(split))
 		for i, one := range split {
 			parts[i] = "(?)"
-			args[i] = s.eventFilter(s.rdb.NewSelect().Model((*eventRow)(nil)).Column("id", "created_at"), one, a).
+			args[i] = s.seekAfter(s.eventFilter(s.rdb.NewSelect().Model((*eventRow)(nil)).Column("id", "created_at"), one, a), q, a).
 				Where("(SELECT total FROM t) > ?", notPast).
 				OrderExpr("created_at DESC, id DESC").Limit(int64(q.Offset + q.Limit))
 		}

@@ -185,7 +185,7 @@ func TestOperationsAgainstServer(t *testing.T) {
 }
 
 // TestEventsWalkAgainstServer walks the whole log of the real server, which
-// sends no Link yet (offset paging), and checks the requests it took.
+// links each page to the next (keyset paging), and checks the requests it took.
 func TestEventsWalkAgainstServer(t *testing.T) {
 	for _, b := range backends {
 		t.Run(b.name, func(t *testing.T) {

@@ -26,6 +26,9 @@ type searchEventsInput struct {
 	To          string `query:"to" minLength:"1" pattern:"^(IS):\\d{4}-\\d{2}-\\d{2}$" doc:"Only events created on or before this UTC day (before 00:00:00Z of the next day), written IS:yyyy-MM-dd." example:"IS:2025-12-31"`
 	Offset      string `query:"offset" minLength:"1" doc:"The number of matching events to skip: an integer of 0 or more; default 0." example:"0"`
 	Limit       string `query:"limit" minLength:"1" doc:"The page size: an integer from 1 to 1000; default 50." example:"50"`
+	After       string `query:"after" minLength:"1" doc:"The cursor of the next page, from the Link rel=\"next\" header of the previous one (keyset paging): the page starts right after the last event of that page. Opaque: use the link as it is. offset must be absent or 0." example:"AQAAAZVJqvp7AAAAAAAAAAfM0yGD"`
+
+	path, rawQuery string // of the request, for the next link (see Resolve)
 }
 
 // eventSearchResponseSchema documents the response of the query-string
@@ -36,6 +39,7 @@ type eventSearchResponseSchema struct {
 }
 
 type searchEventsOutput struct {
+	Link string `header:"Link" doc:"On every page but the last: <URL>; rel=\"next\", the relative URL of the next page (this request with offset removed and after set)."`
 	// Body writes an eventSearchResponseSchema encoded beforehand.
 	Body func(huma.Context)
 }
@@ -138,12 +142,17 @@ func (s *Server) searchEvents(ctx context.Context, in *searchEventsInput) (*sear
 		To:          in.To,
 		Offset:      in.Offset,
 		Limit:       in.Limit,
+		After:       in.After,
 	})
 	if err != nil {
 		return nil, s.fail(ctx, err)
 	}
 	body := s.encodedBody(page, appendSearchEventsBody)
-	return &searchEventsOutput{Body: body}, nil
+	out := &searchEventsOutput{Body: body}
+	if page.Next != "" {
+		out.Link = nextLink(in.path, in.rawQuery, page.Next)
+	}
+	return out, nil
 }
 
 func (s *Server) deprecatedSearchEvents(ctx context.Context, in *deprecatedSearchEventsInput) (*deprecatedSearchEventsOutput, error) {

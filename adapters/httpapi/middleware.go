@@ -140,10 +140,31 @@ func (s *Server) storageDeadline(next http.Handler) http.Handler {
 		return next
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		ctx, cancel := context.WithTimeout(r.Context(), s.storageTimeout)
+		ctx := context.WithValue(r.Context(), undeadlinedKey{}, r.Context())
+		ctx, cancel := context.WithTimeout(ctx, s.storageTimeout)
 		defer cancel()
 		next.ServeHTTP(w, r.WithContext(ctx))
 	})
+}
+
+// undeadlinedKey holds the request's context as it was before
+// storageDeadline gave it the storage deadline.
+type undeadlinedKey struct{}
+
+// streamContext returns the context of a streaming answer's storage work
+// (the export): ctx's values without the request's storage deadline, which
+// bounds a whole request and so would cut every export short; canceled
+// when the client goes away. The store still bounds each of its
+// operations (bunstore.WithTimeout: each batch of an export), so a stalled
+// database still ends the stream. Call the cancel function when done.
+func streamContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	request, ok := ctx.Value(undeadlinedKey{}).(context.Context)
+	if !ok {
+		return context.WithCancel(ctx)
+	}
+	out, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	stop := context.AfterFunc(request, cancel)
+	return out, func() { stop(); cancel() }
 }
 
 // errHeadersTooLarge: the request line and headers exceed the limit.

@@ -93,6 +93,8 @@ func TestOpenAPIOperations(t *testing.T) {
 			[]string{"200", "400", "401", "403", "404", "413", "500", "503"}},
 		{"/api/admin/search/events", "get", "searchEvents", tagEvents, false,
 			[]string{"200", "400", "401", "403", "500", "503"}},
+		{"/api/admin/events/export", "get", "exportEvents", tagEvents, false,
+			[]string{"200", "400", "401", "403", "500", "503"}},
 		{"/api/admin/events/search", "post", "deprecatedSearchEvents", tagEvents, true,
 			[]string{"200", "400", "401", "403", "413", "415", "500", "503"}},
 		{"/api/admin/projects", "get", "getProjects", tagProjects, false,

@@ -114,6 +114,7 @@ func New(svc *flagadmin.Service, cfg Config) *Server {
 
 	s.registerLifecycle()
 	s.registerEvents()
+	s.registerExport()
 	s.registerProjects()
 	s.registerServiceAccounts()
 

@@ -8,6 +8,7 @@ import (
 	"context"
 	"maps"
 	"slices"
+	"sort"
 	"sync"
 
 	"github.com/flagadmin/flagadmin/flagadmin"
@@ -234,9 +235,13 @@ func (s *Store) SearchEvents(ctx context.Context, q flagadmin.EventQuery) (flaga
 	s.mu.RUnlock()
 	slices.SortFunc(matches, flagadmin.CompareEvents)
 	page := flagadmin.EventPage{Total: len(matches), Events: []flagadmin.Event{}}
-	if q.Offset < len(matches) {
-		end := min(len(matches), q.Offset+q.Limit)
-		for _, e := range matches[q.Offset:end] {
+	start := q.Offset
+	if q.After != nil { // the first match after the cursor (see EventQuery.AfterCursor)
+		start = sort.Search(len(matches), func(i int) bool { return q.AfterCursor(matches[i]) })
+	}
+	if start < len(matches) {
+		end := min(len(matches), start+q.Limit)
+		for _, e := range matches[start:end] {
 			page.Events = append(page.Events, cloneEvent(e))
 		}
 	}

@@ -33,7 +33,12 @@ func appendEventQueryKey(b []byte, q *flagadmin.EventQuery) []byte {
 	b = appendBoolKey(b, q.RequireProject)
 	b = appendStringsKey(b, q.HiddenProjects)
 	b = binary.AppendVarint(b, int64(q.Limit))
-	return binary.AppendVarint(b, int64(q.Offset))
+	b = binary.AppendVarint(b, int64(q.Offset))
+	if q.After == nil {
+		return append(b, 0)
+	}
+	b = binary.AppendVarint(append(b, 1), q.After.CreatedAt.UnixMilli())
+	return binary.AppendVarint(b, q.After.ID)
 }
 
 // appendStatsKey appends the key of the project statistics q selects:

@@ -29,6 +29,8 @@ func TestEventQueryKeyHasEveryField(t *testing.T) {
 			v.Set(reflect.ValueOf([]int64{1}))
 		case f.Type == reflect.TypeFor[*time.Time]():
 			v.Set(reflect.ValueOf(&day))
+		case f.Type == reflect.TypeFor[*flagadmin.EventPosition]():
+			v.Set(reflect.ValueOf(&flagadmin.EventPosition{CreatedAt: day, ID: 1}))
 		case f.Type.Kind() == reflect.String:
 			v.SetString("x")
 		case f.Type.Kind() == reflect.Bool:

@@ -62,6 +62,9 @@ type phaseResult struct {
 	FirstError string `json:"firstError,omitempty"`
 	// CeilingFraction is RPS over the ceiling's requests/s (0 when not measured).
 	CeilingFraction float64 `json:"ceilingFraction,omitempty"`
+	// EventsPerSecond is the events read per second by a kind that counts
+	// them (the export and the cursor walk, see keyset.go); 0 otherwise.
+	EventsPerSecond float64 `json:"eventsPerSecond,omitempty"`
 	// ServerPeakRSSBytes is the server's peak resident set (VmHWM) at the
 	// end of the phase; 0 when unknown.
 	ServerPeakRSSBytes int64 `json:"serverPeakRssBytes,omitempty"`

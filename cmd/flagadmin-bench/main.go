@@ -152,6 +152,11 @@ Measures flagadmin end to end, over real HTTP, the way a deployer would:
       every request writes an event), mixed/search+writes (search/none
       with one request in 10 a completion: each write makes the server's
       cached results stale, so the next pages are read again).
+    Then the kinds of issue 12: cursor/first (the first page of 50),
+    cursor/deep (the page of 50 after a cursor 90% deep into the history),
+    export/ndjson and export/csv (the whole export, one connection; run
+    --kinds export/ alone for the server's peak RSS to be the export's), and
+    walk/cursor (adapters/client walking every event by next links).
  5. Prints one row per kind: requests/s, latency p50/p90/p99/max (exact,
     from every request), errors (transport errors and non-2xx answers),
     mean response size, throughput as a share of the ceiling, and the CPU
@@ -376,7 +381,7 @@ func bench(ctx context.Context, o options, stdout, stderr io.Writer) (*results, 
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		p := runPhase(ctx, client, spec, k)
+		p := runKind(ctx, client, spec, k)
 		client.CloseIdleConnections()
 		if r.Ceiling != nil && r.Ceiling.RPS > 0 {
 			p.CeilingFraction = p.RPS / r.Ceiling.RPS

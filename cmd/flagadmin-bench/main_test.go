@@ -68,7 +68,7 @@ func TestBenchMemorySmoke(t *testing.T) {
 	if err != nil {
 		t.Fatalf("bench: %v\n%s", err, stderr.String())
 	}
-	checkAnswered(t, r, 25)
+	checkAnswered(t, r, 30)
 	if r.Ceiling == nil || r.Ceiling.Requests == 0 || r.Ceiling.Errors != 0 {
 		t.Errorf("ceiling: %+v", r.Ceiling)
 	}
@@ -90,7 +90,7 @@ func TestBenchMemorySmoke(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(saved.Kinds) != 25 || saved.Machine.NumCPU == 0 || saved.Database.System != "memory" || saved.Ceiling == nil {
+	if len(saved.Kinds) != 30 || saved.Machine.NumCPU == 0 || saved.Database.System != "memory" || saved.Ceiling == nil {
 		t.Errorf("JSON results incomplete: %d kinds, machine %+v, database %+v", len(saved.Kinds), saved.Machine, saved.Database)
 	}
 }

@@ -1,8 +1,10 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"net/url"
 	"strings"
 
@@ -40,6 +42,16 @@ type kind struct {
 	About string
 	Class string
 	Next  func(n uint64) request
+	// Connections, when not 0, replaces the run's --connections for this
+	// kind (the export runs alone on one); Events is how many events one
+	// request (or Run) reads, for events/s; Prepare runs before the phase
+	// (it may build the requests from the server's answers); Run, when
+	// set, measures the kind instead of the phase of Next's requests.
+	// See keyset.go.
+	Connections int
+	Events      int
+	Prepare     func(ctx context.Context, c *http.Client, spec loadSpec) error
+	Run         func(ctx context.Context, spec loadSpec, k kind) phaseResult
 }
 
 // fixed returns a Next that always sends r.
@@ -133,7 +145,7 @@ func buildMix(w *worldgen.World, runID string) []kind {
 	if none != "" {
 		out = append(out, mixedKind(none, lifecycleKind(w.Features(), runID+"-mixed")))
 	}
-	return out
+	return append(out, keysetKinds(w)...)
 }
 
 // mixedWriteEvery is the share of writes in the mixed kind: one request in

@@ -38,6 +38,7 @@ func TestBuildMixKinds(t *testing.T) {
 		"search/none", "search/feature", "search/project", "search/type-small", "search/type-large",
 		"search/createdBy", "search/project-any-of-5", "search/date-range", "search/query", "search/offset-1000",
 		"deprecated/empty", "deprecated/type", "projects", "lifecycle/complete", "mixed/search+writes",
+		"cursor/first", "cursor/deep", "export/ndjson", "export/csv", "walk/cursor",
 	}
 	if got := kindNames(mix); !slices.Equal(got, want) {
 		t.Fatalf("kinds:\ngot  %v\nwant %v", got, want)

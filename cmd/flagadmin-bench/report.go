@@ -181,6 +181,7 @@ func evaluate(r *results) []targetCheck {
 			add(fmt.Sprintf("%s (%d projects) p99 < %.0f ms", k.Kind, r.World.Projects, limit), fmt.Sprintf("%.1f ms", k.P99Ms), k.P99Ms < limit)
 		}
 	}
+	evaluateKeyset(r, add)
 	errs := 0
 	for _, k := range r.Kinds {
 		errs += k.Errors

@@ -112,3 +112,31 @@ func TestCompareResults(t *testing.T) {
 		t.Errorf("every search within 3x (projects is no search) failed the check:\n%s", out.String())
 	}
 }
+
+func TestEvaluateKeyset(t *testing.T) {
+	r := &results{Server: serverInfo{Mode: "child"}, Kinds: []phaseResult{
+		{Kind: "cursor/first", Requests: 10, P99Ms: 4},
+		{Kind: "cursor/deep", Requests: 10, P99Ms: 9},
+		{Kind: "export/ndjson", Requests: 2, EventsPerSecond: 120000, ServerPeakRSSBytes: 80 << 20},
+		{Kind: "export/csv", Requests: 2, EventsPerSecond: 70000, ServerPeakRSSBytes: 120 << 20},
+		{Kind: "walk/cursor", Requests: 1000, EventsPerSecond: 31000},
+	}}
+	got := map[string]bool{}
+	evaluateKeyset(r, func(target, _ string, ok bool) { got[target] = ok })
+	want := map[string]bool{
+		"cursor/deep p99 <= 2x cursor/first's (4.0 ms)":                     false,
+		"export/ndjson >= 100,000 events/s":                                 true,
+		"export/csv within 1.5x export/ndjson's time":                       false,
+		"server peak RSS after export/ndjson < 100 MiB (run export/ alone)": true,
+		"server peak RSS after export/csv < 100 MiB (run export/ alone)":    false,
+		"walk/cursor >= 30,000 events/s":                                    true,
+	}
+	for target, ok := range want {
+		if g, found := got[target]; !found || g != ok {
+			t.Errorf("%s: got %v (found %v), want %v; all: %v", target, g, found, ok, got)
+		}
+	}
+	if len(got) != len(want) {
+		t.Errorf("got %d targets, want %d: %v", len(got), len(want), got)
+	}
+}

@@ -5,6 +5,7 @@
 //	flagadmin migrate           create or update the database schema
 //	flagadmin seed FILE         load a seed file into the database
 //	flagadmin token create      create an API token and print its secret
+//	flagadmin events export     export events from a running server
 //	flagadmin version           print the version
 //
 // Configuration comes from flags and environment variables (a flag wins):
@@ -111,6 +112,8 @@ func (c *cli) dispatch(ctx context.Context, args []string) error {
 		return c.token(ctx, rest)
 	case "version":
 		return c.version(rest)
+	case "events":
+		return c.events(ctx, rest)
 	case "help":
 		if len(rest) > 0 {
 			return c.dispatch(ctx, []string{rest[0], "-h"})
@@ -118,7 +121,7 @@ func (c *cli) dispatch(ctx context.Context, args []string) error {
 		fmt.Fprint(c.stdout, mainHelp)
 		return errHelpShown
 	default:
-		return cliErrorf("unknown command %q; the commands are serve, migrate, seed, token create and version (flagadmin -h)", cmd)
+		return cliErrorf("unknown command %q; the commands are serve, migrate, seed, token create, events export and version (flagadmin -h)", cmd)
 	}
 }
 
@@ -139,6 +142,7 @@ Usage:
   flagadmin migrate [flags]        create or update the database schema
   flagadmin seed [flags] FILE      load a seed file into the database
   flagadmin token create [flags]   create an API token and print its secret
+  flagadmin events export [flags]  export events from a running server (NDJSON or CSV)
   flagadmin version                print the version
 
 Try it:
@@ -162,6 +166,8 @@ var envHelp = map[string]string{
 	envLogLevel:    "debug, info, warn or error (default " + defaultLogLevel + ")",
 	envLogFormat:   "text or json (default " + defaultLogFormat + ")",
 	envTokenCache:  "how long a successful authentication is trusted without asking the database (default " + defaultTokenCacheTTL.String() + "; 0 disables); other servers on the same database may accept a deleted token for that long",
+	envURL:         "base URL of the server the client commands talk to (default http://" + defaultAddr + ")",
+	envToken:       "API token of the client commands (an admin token or a personal access token)",
 	envResultCache: "memory for cached search results and project lists, such as 64MiB (default " + formatByteSize(defaultResultCacheSize) + "; 0 disables)",
 	envDBTimeout:   "storage deadline of a request, such as 5s (default " + defaultDBTimeout.String() + "; 0 disables): a database that does not answer in time gives 503",
 }

@@ -1,0 +1,309 @@
+package httpapi
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"net/http"
+	"reflect"
+	"strconv"
+	"time"
+
+	"github.com/danielgtaylor/huma/v2"
+	"github.com/danielgtaylor/huma/v2/adapters/humago"
+
+	"github.com/flagadmin/flagadmin/flagadmin"
+)
+
+// The export (decisions §11) streams every matching event as it is read:
+// the store hands over one batch at a time, the events go through a
+// buffered writer to the connection, and a client that reads slowly blocks
+// the writes and so the next batch. The status and headers are sent with
+// the first bytes: a failure before them is a normal JSON error, one after
+// them aborts the response, so the chunked body lacks its final chunk and
+// no client can take a cut-off export for a complete one.
+
+const (
+	// exportBufferSize is the buffer between the encoder and the connection.
+	exportBufferSize = 64 << 10
+	// exportFlushEvery flushes the response after this many events, so the
+	// client gets data as it is read even when events are small.
+	exportFlushEvery = flagadmin.ExportBatchSize
+	// exportStallTimeout ends an export whose client has not taken any
+	// bytes for this long (the write deadline moves on with every flush):
+	// a client that stops reading does not hold the server forever.
+	exportStallTimeout = time.Minute
+)
+
+// csvHeader is the header row of a CSV export.
+const csvHeader = "id,createdAt,type,createdBy,createdByUserId,environment,project,featureName,data,preData,tags\n"
+
+// exportEventsInput are the query parameters of GET
+// /api/admin/events/export: the search's filters, the format and the
+// resume point. limit, offset and after are declared so that the domain
+// sees them and refuses them by name.
+type exportEventsInput struct {
+	Query       string `query:"query" maxLength:"1000" doc:"Free text, as in the search: a case-insensitive literal substring of the JSON of data, preData and tags."`
+	Feature     string `query:"feature" doc:"Filter by feature name: IS:<name> or IS_ANY_OF:<name>,<name>,..."`
+	Project     string `query:"project" doc:"Filter by project id: IS:<id> or IS_ANY_OF:<id>,<id>,..."`
+	Type        string `query:"type" doc:"Filter by event type: IS:<type> or IS_ANY_OF:<type>,<type>,..."`
+	CreatedBy   string `query:"createdBy" doc:"Filter by the numeric id of the user who caused the event: IS:<id> or IS_ANY_OF:<id>,..."`
+	Environment string `query:"environment" doc:"Filter by environment: IS:<env> or IS_ANY_OF:<env>,<env>,..."`
+	ID          string `query:"id" doc:"Filter by numeric event id: IS:<id> or IS_ANY_OF:<id>,<id>,..."`
+	GroupID     string `query:"groupId" doc:"Filter by the numeric group id of a transaction's events: IS:<id> or IS_ANY_OF:<id>,..."`
+	From        string `query:"from" doc:"Only events created on or after this UTC day, written IS:yyyy-MM-dd."`
+	To          string `query:"to" doc:"Only events created on or before this UTC day, written IS:yyyy-MM-dd."`
+	Format      string `query:"format" enum:"ndjson,csv" doc:"ndjson (the default): one event JSON per line, exactly as in the search's pages; csv: a table with a header row."`
+	AfterID     string `query:"afterId" doc:"Resume an export: only events whose id is greater than this non-negative integer (the id of the last event received)." example:"1000"`
+	Limit       string `query:"limit" doc:"Not allowed (400): an export has no pages."`
+	Offset      string `query:"offset" doc:"Not allowed (400): an export has no pages; resume with afterId."`
+	After       string `query:"after" doc:"Not allowed (400): cursors are for the search's pages; resume an export with afterId."`
+}
+
+type exportEventsOutput struct {
+	// Body streams the export (see streamExport).
+	Body func(huma.Context)
+}
+
+func (s *Server) registerExport() {
+	op := s.operation("exportEvents", http.MethodGet, "/api/admin/events/export", tagEvents,
+		"Export events",
+		"Streams every event matching the filters that the caller may see (the same filters, validation "+
+			"and visibility as the search), in id order (the order events were recorded), with no page cap, "+
+			"as NDJSON (one event JSON per line, exactly as in the search's pages) or CSV (RFC 4180, a header "+
+			"row, records ending with LF, null as an empty cell, data/preData/tags as compact JSON, and a "+
+			"text cell starting with = + - @ tab or CR prefixed with ' against spreadsheet formulas). "+
+			"Errors found before the first byte are JSON errors; a failure after it aborts the transfer (the "+
+			"response ends without its final chunk), so a cut-off export never looks complete: resume it with "+
+			"afterId=<last id received>. limit, offset and after are 400.",
+		"The export, streamed.",
+		http.StatusBadRequest, http.StatusUnauthorized, http.StatusForbidden,
+		http.StatusInternalServerError, http.StatusServiceUnavailable)
+	op.SkipValidateParams = true // the domain validates, naming each parameter
+	registry := s.api.OpenAPI().Components.Schemas
+	op.Responses["200"].Content = map[string]*huma.MediaType{
+		// Each line is one event; the schema describes a line.
+		"application/x-ndjson": {Schema: registry.Schema(reflect.TypeFor[flagadmin.Event](), true, "")},
+		"text/csv": {Schema: &huma.Schema{Type: huma.TypeString,
+			Description: "A header row " + csvHeader[:len(csvHeader)-1] + ", then one record per event, each ending with LF."}},
+	}
+	op.Responses["200"].Headers = map[string]*huma.Param{"Content-Disposition": {
+		Description: `attachment; filename="events-<UTC time as 20261123T214500Z>.<ndjson|csv>"`,
+		Schema:      &huma.Schema{Type: huma.TypeString},
+	}}
+	huma.Register(s.api, op, s.exportEvents)
+}
+
+func (s *Server) exportEvents(ctx context.Context, in *exportEventsInput) (*exportEventsOutput, error) {
+	p, err := principal(ctx)
+	if err != nil {
+		return nil, err
+	}
+	exp, err := s.svc.ExportEvents(ctx, p, flagadmin.EventExportParams{
+		EventSearchParams: flagadmin.EventSearchParams{
+			Query: in.Query, Feature: in.Feature, Project: in.Project, Type: in.Type, CreatedBy: in.CreatedBy,
+			Environment: in.Environment, ID: in.ID, GroupID: in.GroupID, From: in.From, To: in.To,
+			Limit: in.Limit, Offset: in.Offset, After: in.After,
+		},
+		Format:  in.Format,
+		AfterID: in.AfterID,
+	})
+	if err != nil {
+		return nil, s.fail(ctx, err)
+	}
+	return &exportEventsOutput{Body: func(hctx huma.Context) {
+		r, w := humago.Unwrap(hctx)
+		s.streamExport(w, r, exp)
+	}}, nil
+}
+
+// exportWriter writes an export's bytes, sending the status and headers
+// with the first of them.
+type exportWriter struct {
+	w       http.ResponseWriter
+	rc      *http.ResponseController
+	buf     *bufio.Writer
+	started bool
+	// pending counts the events since the last flush.
+	pending int
+	// scratch is reused for each event's bytes.
+	scratch []byte
+	start   func()
+}
+
+// write buffers b, starting the response first when it has not begun.
+func (x *exportWriter) write(b []byte) error {
+	if !x.started {
+		x.started = true
+		x.start()
+	}
+	_, err := x.buf.Write(b)
+	return err
+}
+
+// flush sends the buffered bytes to the client, moving the write deadline.
+func (x *exportWriter) flush() error {
+	x.pending = 0
+	_ = x.rc.SetWriteDeadline(time.Now().Add(exportStallTimeout))
+	if err := x.buf.Flush(); err != nil {
+		return err
+	}
+	return x.rc.Flush()
+}
+
+// streamExport runs exp and writes its events to w. See the comment at the
+// top of this file for what happens on failure.
+func (s *Server) streamExport(w http.ResponseWriter, r *http.Request, exp *flagadmin.EventExport) {
+	contentType, ext := "application/x-ndjson", "ndjson"
+	if exp.Format == flagadmin.ExportCSV {
+		contentType, ext = "text/csv; charset=utf-8", "csv"
+	}
+	filename := "events-" + time.Now().UTC().Format("20060102T150405Z") + "." + ext
+	x := &exportWriter{w: w, rc: http.NewResponseController(w), buf: bufio.NewWriterSize(w, exportBufferSize)}
+	x.start = func() {
+		// The server's write timeout is for answers of a known size; an
+		// export takes as long as it takes, bounded by exportStallTimeout.
+		_ = x.rc.SetWriteDeadline(time.Now().Add(exportStallTimeout))
+		h := w.Header()
+		h.Set("Content-Type", contentType)
+		h.Set("Content-Disposition", `attachment; filename="`+filename+`"`)
+		h.Set("Cache-Control", "no-store")
+		h.Set("X-Content-Type-Options", "nosniff")
+		w.WriteHeader(http.StatusOK)
+	}
+	var tags bytes.Buffer
+	ctx, cancel := streamContext(r.Context())
+	defer cancel()
+	err := exp.Run(ctx, func(e flagadmin.Event) error {
+		var err error
+		if exp.Format == flagadmin.ExportCSV {
+			if !x.started {
+				if err := x.write([]byte(csvHeader)); err != nil {
+					return err
+				}
+			}
+			x.scratch, err = appendCSVRecord(x.scratch[:0], e, &tags)
+		} else {
+			x.scratch, err = appendExportEventJSON(x.scratch[:0], e)
+		}
+		if err != nil {
+			return err
+		}
+		if err := x.write(x.scratch); err != nil {
+			return err
+		}
+		if x.pending++; x.pending >= exportFlushEvery {
+			return x.flush()
+		}
+		return nil
+	})
+	if err == nil && !x.started && exp.Format == flagadmin.ExportCSV {
+		err = x.write([]byte(csvHeader)) // no events: the header row alone
+	}
+	if err == nil {
+		if !x.started {
+			x.started = true
+			x.start()
+		}
+		err = x.flush()
+	}
+	if err == nil {
+		return
+	}
+	if !x.started {
+		s.writeError(w, r, err)
+		return
+	}
+	// After the first byte nothing can be said in the body: abort, so the
+	// transfer ends without its final chunk. The cause is logged unless the
+	// client went away (then it is a write or context error).
+	if r.Context().Err() == nil {
+		_ = s.fail(r.Context(), err)
+	}
+	panic(http.ErrAbortHandler)
+}
+
+// appendExportEventJSON appends one NDJSON line of e: the Event JSON of the
+// search's pages, then LF.
+func appendExportEventJSON(b []byte, e flagadmin.Event) ([]byte, error) {
+	return append(appendEvent(b, &e), '\n'), nil
+}
+
+// appendCSVRecord appends the CSV record of e (decisions §11), ending with
+// LF; tags is scratch space for the tags' JSON.
+func appendCSVRecord(b []byte, e flagadmin.Event, tags *bytes.Buffer) ([]byte, error) {
+	b = strconv.AppendInt(b, e.ID, 10)
+	b = append(b, ',')
+	b = appendCSVText(b, e.CreatedAt.UTC().Format(flagadmin.TimeLayout))
+	b = append(b, ',')
+	b = appendCSVText(b, e.Type)
+	b = append(b, ',')
+	b = appendCSVText(b, e.CreatedBy)
+	b = append(b, ',')
+	if e.CreatedByUserID != nil {
+		b = strconv.AppendInt(b, *e.CreatedByUserID, 10)
+	}
+	for _, s := range []*string{e.Environment, e.Project, e.FeatureName} {
+		b = append(b, ',')
+		if s != nil {
+			b = appendCSVText(b, *s)
+		}
+	}
+	for _, raw := range []json.RawMessage{e.Data, e.PreData} {
+		b = append(b, ',')
+		if len(raw) == 0 || string(raw) == "null" {
+			continue
+		}
+		tags.Reset()
+		if err := json.Compact(tags, raw); err != nil {
+			return b, err
+		}
+		b = appendCSVText(b, tags.String())
+	}
+	b = append(b, ',')
+	tags.Reset()
+	if len(e.Tags) == 0 {
+		tags.WriteString("[]")
+	} else {
+		enc := json.NewEncoder(tags)
+		enc.SetEscapeHTML(false) // as the pages write JSON
+		if err := enc.Encode(e.Tags); err != nil {
+			return b, err
+		}
+		tags.Truncate(tags.Len() - 1) // Encode's newline
+	}
+	b = appendCSVText(b, tags.String())
+	return append(b, '\n'), nil
+}
+
+// appendCSVText appends a text cell: prefixed with ' when it begins with
+// = + - @ tab or CR (a spreadsheet would take it for a formula), then
+// quoted as RFC 4180 when it holds a comma, quote, CR or LF, quotes
+// doubled. Its bytes are otherwise kept as they are.
+func appendCSVText(b []byte, s string) []byte {
+	guard := len(s) > 0 && (s[0] == '=' || s[0] == '+' || s[0] == '-' || s[0] == '@' || s[0] == '\t' || s[0] == '\r')
+	quote := false
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c == ',' || c == '"' || c == '\r' || c == '\n' {
+			quote = true
+			break
+		}
+	}
+	if quote {
+		b = append(b, '"')
+	}
+	if guard {
+		b = append(b, '\'')
+	}
+	if !quote {
+		return append(b, s...)
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] == '"' {
+			b = append(b, '"')
+		}
+		b = append(b, s[i])
+	}
+	return append(b, '"')
+}

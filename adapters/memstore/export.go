@@ -1,0 +1,44 @@
+package memstore
+
+import (
+	"context"
+	"sort"
+
+	"github.com/flagadmin/flagadmin/flagadmin"
+)
+
+// ExportEvents implements flagadmin.Store with flagadmin.EventQuery.Matches.
+// Events are kept in id order: each batch finds where it starts by binary
+// search, copies up to flagadmin.ExportBatchSize matches under the read
+// lock, and hands them to fn with the lock released, so writers are never
+// held up by a slow fn.
+func (s *Store) ExportEvents(ctx context.Context, q flagadmin.EventQuery, afterID int64, fn func(flagadmin.Event) error) error {
+	batch := make([]flagadmin.Event, 0, flagadmin.ExportBatchSize)
+	for {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		batch = batch[:0]
+		s.mu.RLock()
+		events := s.w.events
+		i := sort.Search(len(events), func(i int) bool { return events[i].ID > afterID })
+		for ; i < len(events) && len(batch) < cap(batch); i++ {
+			if e := events[i]; q.Matches(e.Event, e.payload, e.meta) {
+				batch = append(batch, cloneEvent(e.Event))
+			}
+		}
+		if i < len(events) {
+			afterID = events[i-1].ID // the scan stopped with a full batch
+		}
+		done := i == len(events)
+		s.mu.RUnlock()
+		for _, e := range batch {
+			if err := fn(e); err != nil {
+				return err
+			}
+		}
+		if done {
+			return nil
+		}
+	}
+}

@@ -1,0 +1,321 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/flagadmin/flagadmin/adapters/client"
+	"github.com/flagadmin/flagadmin/flagadmin"
+)
+
+// Environment of the client commands.
+const (
+	envURL   = "FLAGADMIN_URL"
+	envToken = "FLAGADMIN_TOKEN"
+)
+
+// exportMaxBreaks is how many transfers in a row may break without
+// bringing a new event before events export gives up.
+const exportMaxBreaks = 5
+
+var eventsExportCommand = command{
+	usage: "flagadmin events export [flags]",
+	about: `Exports every event matching the filters that the token may see, id ascending,
+from a running server (GET /api/admin/events/export), as NDJSON (one event JSON
+per line, the default) or CSV, to --out or stdout. Progress (events written,
+events/s) goes to stderr.
+
+Filters take the API's values (IS:a or IS_ANY_OF:a,b); a value without an
+operator means IS_ANY_OF (--project default,payments), and --from/--to take a
+bare date (2025-01-31) too.
+
+Only whole records are written. A transfer the server or the network cuts off is
+resumed where it broke, by itself. When the command itself stops (Ctrl-C, an
+error), it prints the id of the last event written: run it again with
+--after-id ID and the same --out, which is then appended to, to get the rest.`,
+	env: []string{envURL, envToken},
+}
+
+func (c *cli) events(ctx context.Context, args []string) error {
+	if len(args) == 0 {
+		return cliErrorf("flagadmin events needs a subcommand: export (see flagadmin events -h)")
+	}
+	if isHelpFlag(args[0]) {
+		args = []string{"export", "-h"}
+	}
+	if args[0] != "export" {
+		return cliErrorf("unknown subcommand %q of flagadmin events; the only one is export", args[0])
+	}
+	fs := newFlagSet("flagadmin events export")
+	baseURL := fs.String("url", "", "base URL of the server (env "+envURL+", default http://"+defaultAddr+")")
+	token := fs.String("token", "", "API token: an admin token or a personal access token (env "+envToken+")")
+	format := fs.String("format", "ndjson", "ndjson or csv")
+	out := fs.String("out", "", "write to this file instead of stdout (appended to with --after-id)")
+	afterID := fs.Int64("after-id", 0, "export only events with a greater id: resume after the last one written")
+	progress := fs.Duration("progress", time.Second, "how often to report progress on stderr (0: only at the end)")
+	var p flagadmin.EventSearchParams
+	for _, f := range []struct {
+		name, help string
+		dst        *string
+	}{
+		{"query", "free text in data, preData or tags", &p.Query},
+		{"feature", "feature names", &p.Feature},
+		{"project", "project ids", &p.Project},
+		{"type", "event types", &p.Type},
+		{"created-by", "ids of the users who caused the events", &p.CreatedBy},
+		{"environment", "environments", &p.Environment},
+		{"id", "event ids", &p.ID},
+		{"group-id", "group ids", &p.GroupID},
+		{"from", "first UTC day, yyyy-mm-dd", &p.From},
+		{"to", "last UTC day, yyyy-mm-dd", &p.To},
+	} {
+		fs.StringVar(f.dst, f.name, "", f.help)
+	}
+	rest, err := c.parse(fs, eventsExportCommand, args[1:])
+	if err != nil {
+		return err
+	}
+	if err := noArgs(fs, rest); err != nil {
+		return err
+	}
+	exportFormat := client.ExportFormat(*format)
+	if exportFormat != client.ExportNDJSON && exportFormat != client.ExportCSV {
+		return cliErrorf("flagadmin events export: --format must be ndjson or csv, got %q", *format)
+	}
+	if *afterID < 0 {
+		return cliErrorf("flagadmin events export: --after-id must be 0 or more, got %d", *afterID)
+	}
+	for _, f := range []*string{&p.Feature, &p.Project, &p.Type, &p.CreatedBy, &p.Environment, &p.ID, &p.GroupID} {
+		if *f != "" && !strings.HasPrefix(*f, flagadmin.OpIs+":") && !strings.HasPrefix(*f, flagadmin.OpIsAnyOf+":") {
+			*f = flagadmin.OpIsAnyOf + ":" + *f
+		}
+	}
+	for _, f := range []*string{&p.From, &p.To} {
+		if *f != "" && !strings.HasPrefix(*f, "IS:") {
+			*f = "IS:" + *f
+		}
+	}
+	if *baseURL == "" {
+		*baseURL = c.getenv(envURL)
+	}
+	if *baseURL == "" {
+		*baseURL = "http://" + defaultAddr
+	}
+	if *token == "" {
+		*token = c.getenv(envToken)
+	}
+	if *token == "" {
+		return cliErrorf("flagadmin events export needs a token: --token or %s", envToken)
+	}
+	api, err := client.New(*baseURL, *token)
+	if err != nil {
+		return cliErrorf("flagadmin events export: --url: %s", flat(err))
+	}
+
+	w := c.stdout
+	dest := "stdout"
+	if *out != "" {
+		flags := os.O_WRONLY | os.O_CREATE | os.O_TRUNC
+		if *afterID > 0 {
+			flags = os.O_WRONLY | os.O_CREATE | os.O_APPEND
+		}
+		f, err := os.OpenFile(*out, flags, 0o644)
+		if err != nil {
+			return cliErrorf("flagadmin events export: %s", flat(err))
+		}
+		defer f.Close()
+		w, dest = f, *out
+		if info, err := f.Stat(); err == nil && info.Size() > 0 && *afterID > 0 {
+			dest += " (appended)"
+		}
+	}
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	x := &exporter{api: api, params: p, format: exportFormat, lastID: *afterID, out: bufio.NewWriterSize(w, 256<<10), header: *afterID == 0}
+	start := time.Now()
+	report := func(final bool) {
+		elapsed := time.Since(start)
+		rate := float64(x.written.Load()) / max(elapsed.Seconds(), 1e-9)
+		if final {
+			fmt.Fprintf(c.stderr, "exported %d events in %s (%.0f events/s) to %s; last id %d\n", x.written.Load(), elapsed.Round(time.Millisecond), rate, dest, x.lastID)
+			return
+		}
+		fmt.Fprintf(c.stderr, "exported %d events (%.0f events/s)\n", x.written.Load(), rate)
+	}
+	done := make(chan struct{})
+	if *progress > 0 {
+		go func() {
+			tick := time.NewTicker(*progress)
+			defer tick.Stop()
+			for {
+				select {
+				case <-done:
+					return
+				case <-tick.C:
+					report(false)
+				}
+			}
+		}()
+	}
+	err = x.run(ctx)
+	close(done)
+	if ferr := x.out.Flush(); err == nil && ferr != nil {
+		err = ferr
+	}
+	if err != nil {
+		resume := fmt.Sprintf("; %d events written, the last id %d: resume with --after-id %d", x.written.Load(), x.lastID, x.lastID)
+		if errors.Is(err, context.Canceled) {
+			return cliErrorf("flagadmin events export: interrupted%s", resume)
+		}
+		return cliErrorf("flagadmin events export: %s%s", flat(err), resume)
+	}
+	report(true)
+	return nil
+}
+
+// exporter copies an export to out record by record, as the server sent
+// them, so out only ever ends with whole records, and resumes a broken
+// transfer after the last record written.
+type exporter struct {
+	api    *client.Client
+	params flagadmin.EventSearchParams
+	format client.ExportFormat
+	out    *bufio.Writer
+	// header: the CSV header row of the first transfer is written
+	// (resumed transfers and --after-id skip theirs).
+	header bool
+	lastID int64
+	// written counts the events written (read by the progress reporter).
+	written atomic.Int64
+}
+
+// run exports until the end, resuming broken transfers.
+func (x *exporter) run(ctx context.Context) error {
+	breaks := 0
+	for {
+		body, err := x.api.Export(ctx, x.params, x.format, x.lastID)
+		if err != nil {
+			return err
+		}
+		before := x.lastID
+		err = x.copy(body)
+		body.Close()
+		if err == nil {
+			return nil
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if x.lastID > before {
+			breaks = 0
+		}
+		if breaks++; breaks >= exportMaxBreaks {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(time.Duration(breaks) * 200 * time.Millisecond):
+		}
+	}
+}
+
+// copy writes the whole records of one transfer's body. It returns nil at
+// a clean end, or the error that broke the transfer.
+func (x *exporter) copy(body io.Reader) error {
+	r := bufio.NewReaderSize(body, 256<<10)
+	var rec []byte
+	first := true // the first record: CSV's header row
+	for {
+		var err error
+		rec, err = x.readRecord(r, rec[:0])
+		if err == io.EOF && len(rec) == 0 {
+			return nil
+		}
+		if err != nil {
+			if err == io.EOF {
+				return fmt.Errorf("the export ends in the middle of a record after event %d", x.lastID)
+			}
+			return err
+		}
+		if x.format == client.ExportCSV && first {
+			first = false
+			if x.header {
+				x.header = false
+				if _, err := x.out.Write(rec); err != nil {
+					return writeError{err}
+				}
+			}
+			continue
+		}
+		first = false
+		id, err := x.recordID(rec)
+		if err != nil {
+			return err
+		}
+		if id <= x.lastID {
+			return fmt.Errorf("event %d follows event %d: the server broke id order", id, x.lastID)
+		}
+		if _, err := x.out.Write(rec); err != nil {
+			return writeError{err}
+		}
+		x.lastID = id
+		x.written.Add(1)
+	}
+}
+
+// writeError is a failure to write the output: not a transfer to resume.
+type writeError struct{ err error }
+
+func (e writeError) Error() string { return "write: " + e.err.Error() }
+
+// readRecord appends the next record, with its LF, to rec. A CSV record
+// ends at an LF outside quotes; an NDJSON one at any LF (JSON escapes its
+// line breaks).
+func (x *exporter) readRecord(r *bufio.Reader, rec []byte) ([]byte, error) {
+	for {
+		line, err := r.ReadSlice('\n')
+		rec = append(rec, line...)
+		if err == bufio.ErrBufferFull {
+			continue
+		}
+		if err != nil {
+			return rec, err
+		}
+		if x.format != client.ExportCSV || bytes.Count(rec, []byte{'"'})%2 == 0 {
+			return rec, nil
+		}
+	}
+}
+
+// recordID returns the event id a record starts with: {"id":N, in NDJSON,
+// N, in CSV.
+func (x *exporter) recordID(rec []byte) (int64, error) {
+	s := rec
+	if x.format == client.ExportNDJSON {
+		var ok bool
+		if s, ok = bytes.CutPrefix(rec, []byte(`{"id":`)); !ok {
+			return 0, fmt.Errorf("a line after event %d does not start with an id", x.lastID)
+		}
+	}
+	end := bytes.IndexAny(s, ",}")
+	if end < 0 {
+		return 0, fmt.Errorf("a record after event %d has no id", x.lastID)
+	}
+	id, err := strconv.ParseInt(string(s[:end]), 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("a record after event %d has no id", x.lastID)
+	}
+	return id, nil
+}
