@@ -315,3 +315,25 @@ func TestServiceGetsTheConfiguredResultCache(t *testing.T) {
 		}
 	}
 }
+
+// TestAPIGetsTheBodyCache: the API keeps encoded project lists in the
+// result cache when it is on, and streams them when it is off.
+func TestAPIGetsTheBodyCache(t *testing.T) {
+	for _, tc := range []struct {
+		cfg  Config
+		want bool
+	}{
+		{Config{ResultCacheSize: storecache.DefaultResultCacheSize, TokenCacheTTL: storecache.DefaultTokenTTL}, true},
+		{Config{ResultCacheSize: 1 << 20}, true},
+		{Config{TokenCacheTTL: storecache.DefaultTokenTTL}, false},
+		{Config{}, false},
+	} {
+		served := newServedStore(memstore.New(), tc.cfg)
+		if got := served.bodies != nil; got != tc.want {
+			t.Errorf("ResultCacheSize %d, TokenCacheTTL %v: body cache %v, want %v", tc.cfg.ResultCacheSize, tc.cfg.TokenCacheTTL, got, tc.want)
+		}
+		if b, ok := served.bodies.(*storecache.Bodies); ok && b == nil {
+			t.Errorf("ResultCacheSize %d: a nil *storecache.Bodies in the interface", tc.cfg.ResultCacheSize)
+		}
+	}
+}
