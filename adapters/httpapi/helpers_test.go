@@ -103,9 +103,9 @@ type testEnv struct {
 
 // newEnv seeds a memstore with testSeed and serves it, with the result
 // cache of the flagadmin server when the served store is a
-// flagadmin.VersionedStore (a storecache.Store over it, each request in its
-// own scope). wrap, when not nil, wraps the store the server's Service
-// uses (for fault injection).
+// flagadmin.VersionedStore (a storecache.Store over it, with its body
+// cache, each request in its own scope). wrap, when not nil, wraps the
+// store the server's Service uses (for fault injection).
 func newEnv(t *testing.T, cfg Config, wrap func(flagadmin.Store) flagadmin.Store) *testEnv {
 	t.Helper()
 	ctx := context.Background()
@@ -117,10 +117,12 @@ func newEnv(t *testing.T, cfg Config, wrap func(flagadmin.Store) flagadmin.Store
 	if wrap != nil {
 		served = wrap(store)
 	}
+	clock := func() time.Time { return testNow }
 	if vs, ok := served.(flagadmin.VersionedStore); ok {
-		served = storecache.New(vs, storecache.Options{ResultCacheSize: storecache.DefaultResultCacheSize})
+		cs := storecache.New(vs, storecache.Options{ResultCacheSize: storecache.DefaultResultCacheSize, Clock: clock})
+		served, cfg.BodyCache = cs, cs.Bodies()
 	}
-	svc := flagadmin.NewService(served, flagadmin.WithClock(func() time.Time { return testNow }))
+	svc := flagadmin.NewService(served, flagadmin.WithClock(clock))
 	logs := &syncbuffer.Buffer{}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))

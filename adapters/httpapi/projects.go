@@ -1,7 +1,9 @@
 package httpapi
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"net/http"
 	"reflect"
 	"strconv"
@@ -72,11 +74,49 @@ func (s *Server) getProjects(ctx context.Context, in *getProjectsInput) (*getPro
 	if err != nil {
 		return nil, s.fail(ctx, err)
 	}
-	list, err := s.svc.ListProjects(ctx, p, flagadmin.ProjectListOptions{Archived: archived})
+	opts := flagadmin.ProjectListOptions{Archived: archived}
+	if key, ok := projectListKey(p, opts); ok && s.bodies != nil {
+		body, err := s.bodies.Load(ctx, key, func(ctx context.Context) ([]byte, error) {
+			list, err := s.svc.ListProjects(ctx, p, opts)
+			if err != nil {
+				return nil, err
+			}
+			return appendProjectsBody(nil, list), nil
+		})
+		if err != nil {
+			return nil, s.fail(ctx, err)
+		}
+		return &getProjectsOutput{Body: func(hctx huma.Context) { s.writeProjects(hctx, body) }}, nil
+	}
+	list, err := s.svc.ListProjects(ctx, p, opts)
 	if err != nil {
 		return nil, s.fail(ctx, err)
 	}
 	return &getProjectsOutput{Body: func(hctx huma.Context) { s.streamProjects(hctx, list) }}, nil
+}
+
+// projectListKey returns the body cache key of the project list of opts
+// for p: besides the data and the time, the answer of ListProjects
+// depends on opts (every field), on whose favorites it marks (a user's
+// own, none for a token) and on what p sees (everything for a root admin,
+// else what the user's project roles allow). So every admin token shares
+// one key, and each user has their own, which says whether they are a
+// root admin (the root role comes with the principal, which a token cache
+// may have kept). ok is false for a principal that cannot list projects
+// (ListProjects answers its error).
+func projectListKey(p flagadmin.Principal, opts flagadmin.ProjectListOptions) (key string, ok bool) {
+	key = "GET /api/admin/projects?archived=" + strconv.FormatBool(opts.Archived)
+	switch {
+	case p.Kind == flagadmin.PrincipalAdminToken || p.Kind == flagadmin.PrincipalSystem:
+		return key + " root", true
+	case p.Kind == flagadmin.PrincipalUser && p.User != nil:
+		who := " user "
+		if p.IsRootAdmin() {
+			who = " root-user "
+		}
+		return key + who + strconv.FormatInt(p.User.ID, 10), true
+	}
+	return "", false
 }
 
 // projectsChunk is the size of the pieces streamProjects writes.
@@ -112,6 +152,46 @@ func (s *Server) streamProjects(hctx huma.Context, projects []flagadmin.ProjectL
 	}
 	buf = append(append(buf, ']'), projectsSuffix...)
 	w.Write(buf)
+}
+
+// appendProjectsBody appends the body streamProjects writes for projects
+// in JSON, whole, to b; b nil gets a buffer of the body's size (the body
+// may be kept in a cache, whose budget counts its capacity).
+func appendProjectsBody(b []byte, projects []flagadmin.ProjectListEntry) []byte {
+	keep := b == nil
+	if keep {
+		b = make([]byte, 0, len(projectsPrefix)+len(projectsSuffix)+2+512*len(projects))
+	}
+	b = append(append(b, projectsPrefix...), '[')
+	for i := range projects {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = appendProjectListEntry(b, &projects[i])
+	}
+	b = append(append(b, ']'), projectsSuffix...)
+	if keep && cap(b)-len(b) > len(b)/16 {
+		b = bytes.Clone(b)
+	}
+	return b
+}
+
+// writeProjects writes body, the project list appendProjectsBody encoded
+// (possibly shared with other requests), in the negotiated JSON format: the
+// bytes streamProjects writes. A format other than JSON (none is
+// configured today) goes through Huma's marshaling of the decoded list.
+func (s *Server) writeProjects(hctx huma.Context, body []byte) {
+	ct, ok := s.projectsContentType(hctx)
+	if !ok {
+		var list projectsSchema
+		if err := json.Unmarshal(body, &list); err != nil {
+			s.log.ErrorContext(hctx.Context(), "writing the project list", "error", err.Error())
+			return
+		}
+		s.marshalProjects(hctx, ct, list.Projects)
+		return
+	}
+	hctx.BodyWriter().Write(body) // a failure means the client is gone
 }
 
 // projectsContentType sets the negotiated content type and status 200 of

@@ -73,6 +73,23 @@ type Config struct {
 	// A store may bound each of its operations too (bunstore.WithTimeout);
 	// this bounds them all together.
 	StorageTimeout time.Duration
+	// BodyCache, when not nil, keeps the encoded project list (whose body
+	// is megabytes at 10,000 projects) between requests; see BodyCache.
+	// Nil streams the list as it encodes it, in bounded memory.
+	BodyCache BodyCache
+}
+
+// BodyCache keeps encoded response bodies between requests. It is the
+// port of a cache at the edge, such as storecache.Bodies.
+type BodyCache interface {
+	// Load returns the body stored under key if it is still the answer
+	// build would give for ctx, else build's answer, which it may store.
+	// key names the route, its parameters and who is asking as far as the
+	// answer depends on it; the cache is responsible for the rest (the
+	// data read and the time), so build must read through ctx, the context
+	// it is given. The bytes returned may be shared and must not be
+	// changed.
+	Load(ctx context.Context, key string, build func(ctx context.Context) ([]byte, error)) ([]byte, error)
 }
 
 // Server is the HTTP transport of a flagadmin.Service.
@@ -87,13 +104,14 @@ type Server struct {
 	mux            *http.ServeMux
 	api            huma.API
 	handler        http.Handler
+	bodies         BodyCache // nil when off
 }
 
 // New returns a Server for svc with every route registered.
 func New(svc *flagadmin.Service, cfg Config) *Server {
 	installErrorModel() // before the first huma.Register
 	s := &Server{svc: svc, log: cfg.Logger, maxBody: cfg.MaxBodyBytes, maxHeader: cfg.MaxHeaderBytes,
-		bodyRead: cfg.BodyReadTimeout, storageTimeout: max(cfg.StorageTimeout, 0), mux: http.NewServeMux()}
+		bodyRead: cfg.BodyReadTimeout, storageTimeout: max(cfg.StorageTimeout, 0), mux: http.NewServeMux(), bodies: cfg.BodyCache}
 	if s.log == nil {
 		s.log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}

@@ -205,6 +205,7 @@ func (s *Store) SearchEvents(ctx context.Context, q flagadmin.EventQuery) (flaga
 	if err != nil {
 		return flagadmin.EventPage{}, err
 	}
+	s.bodyRead(ctx, nil)
 	return *v.(*flagadmin.EventPage), nil
 }
 
@@ -229,6 +230,7 @@ func (s *Store) ProjectRoles(ctx context.Context, userID int64) (map[string]flag
 	if err != nil {
 		return nil, err
 	}
+	s.bodyRead(ctx, nil)
 	return maps.Clone(v.(map[string]flagadmin.ProjectRole)), nil
 }
 
@@ -252,29 +254,38 @@ func (s *Store) PrivateProjects(ctx context.Context) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
+	s.bodyRead(ctx, nil)
 	return slices.Clone(v.([]string)), nil
 }
 
-// projectStats is a cached ProjectStats result with the cut-offs it was
-// computed for and, for each of their feature types, the oldest feature
-// that was not potentially stale at its cut-off (absent when none).
+// projectStats is a cached ProjectStats result with the time window in
+// which it holds.
 type projectStats struct {
-	stats   []flagadmin.ProjectStats
+	stats []flagadmin.ProjectStats
+	staleWindow
+}
+
+// staleWindow is when the potentially stale counts of a ProjectStats
+// result hold: the cut-offs it was computed for and, for each of their
+// feature types, the oldest feature that was not potentially stale at its
+// cut-off (absent when none). Its maps are never changed once made.
+type staleWindow struct {
 	cutoffs map[flagadmin.FeatureType]time.Time
 	oldest  map[flagadmin.FeatureType]time.Time
 }
 
-// holdsFor reports whether the statistics answer q too, whose Archived,
-// FavoritesOf and cut-off types are those of the statistics' query (the
-// key says so): when no cut-off of q is earlier than the statistics' own
-// (time went back) or later than the oldest feature the statistics count
-// as not potentially stale (it is potentially stale at q's cut-off).
-func (p *projectStats) holdsFor(q *flagadmin.ProjectStatsQuery) bool {
-	for t, cut := range q.PotentiallyStaleBefore {
-		if cut.Before(p.cutoffs[t]) {
+// holdsFor reports whether the statistics answer the cut-offs of a query
+// whose Archived, FavoritesOf and cut-off types are those of the
+// statistics' query (the key says so): when no cut-off is earlier than the
+// statistics' own (time went back) or later than the oldest feature the
+// statistics count as not potentially stale (it is potentially stale at
+// that cut-off).
+func (w *staleWindow) holdsFor(cutoffs map[flagadmin.FeatureType]time.Time) bool {
+	for t, cut := range cutoffs {
+		if cut.Before(w.cutoffs[t]) {
 			return false
 		}
-		if oldest, ok := p.oldest[t]; ok && oldest.Before(cut) {
+		if oldest, ok := w.oldest[t]; ok && oldest.Before(cut) {
 			return false
 		}
 	}
@@ -296,7 +307,7 @@ func (s *Store) ProjectStats(ctx context.Context, q flagadmin.ProjectStatsQuery)
 		return nil, err
 	}
 	var buf [64]byte
-	holds := func(v any) bool { return v.(*projectStats).holdsFor(&q) }
+	holds := func(v any) bool { return v.(*projectStats).holdsFor(q.PotentiallyStaleBefore) }
 	v, err := s.results.load(ctx, appendStatsKey(buf[:0], &q), version, holds, func() (cached, error) {
 		stats, err := s.VersionedStore.ProjectStats(ctx, q)
 		if err != nil {
@@ -306,11 +317,13 @@ func (s *Store) ProjectStats(ctx context.Context, q flagadmin.ProjectStatsQuery)
 		if err != nil {
 			return cached{}, err
 		}
-		p := &projectStats{stats: stats, cutoffs: maps.Clone(q.PotentiallyStaleBefore), oldest: oldest}
+		p := &projectStats{stats: stats, staleWindow: staleWindow{cutoffs: maps.Clone(q.PotentiallyStaleBefore), oldest: oldest}}
 		return cached{value: p, size: statsSize(stats), keep: true}, nil
 	})
 	if err != nil {
 		return nil, err
 	}
-	return v.(*projectStats).stats, nil
+	p := v.(*projectStats)
+	s.bodyRead(ctx, &p.staleWindow)
+	return p.stats, nil
 }

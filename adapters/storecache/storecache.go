@@ -14,6 +14,11 @@
 //   - The token cache keeps successful token lookups (LookupToken) for a
 //     short time, so that requests repeating a token skip the store.
 //
+// The result cache also keeps encoded answers for a transport (Bodies),
+// such as the bytes of the project list, each valid under the version its
+// reads were made under and in the time window of the project statistics
+// it was built from.
+//
 // Writes pass through. The package starts no goroutine.
 package storecache
 
@@ -50,7 +55,9 @@ type Options struct {
 	// past the token's expiresAt); zero or less turns the token cache off.
 	TokenTTL time.Duration
 	// Clock is the source of the current time of the token cache and of
-	// the project statistics' expiry (default time.Now).
+	// the expiry of cached bodies built from project statistics (Bodies);
+	// it must be the clock of the flagadmin.Service over the Store
+	// (default time.Now, as the Service's).
 	Clock func() time.Time
 }
 

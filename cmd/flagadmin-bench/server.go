@@ -78,18 +78,23 @@ func peakRSS(pid int) (int64, error) {
 // server pays for its log, without the terminal), else not produced at all.
 // It serves store as flagadmin serve does, through a storecache.Store with
 // serve's default token cache and a result cache of resultCacheSize bytes
-// (--result-cache-size; 0 turns it off), each request in its own scope, so
-// the bench measures what deployers run.
+// (--result-cache-size; 0 turns it off) that also keeps the encoded
+// project lists, each request in its own scope, so the bench measures what
+// deployers run.
 func apiHandler(store flagadmin.Store, accessLog bool, resultCacheSize int64) http.Handler {
-	logger := slog.New(slog.DiscardHandler)
+	cfg := httpapi.Config{Logger: slog.New(slog.DiscardHandler)}
 	if accessLog {
-		logger = slog.New(slog.NewJSONHandler(io.Discard, nil))
+		cfg.Logger = slog.New(slog.NewJSONHandler(io.Discard, nil))
 	}
 	if vs, ok := store.(flagadmin.VersionedStore); ok {
-		store = storecache.New(vs, storecache.Options{ResultCacheSize: resultCacheSize, TokenTTL: storecache.DefaultTokenTTL})
+		cs := storecache.New(vs, storecache.Options{ResultCacheSize: resultCacheSize, TokenTTL: storecache.DefaultTokenTTL})
+		if bodies := cs.Bodies(); bodies != nil { // never a nil *Bodies in the interface
+			cfg.BodyCache = bodies
+		}
+		store = cs
 	}
 	svc := flagadmin.NewService(store)
-	return storecache.Scope(httpapi.New(svc, httpapi.Config{Logger: logger}).Handler())
+	return storecache.Scope(httpapi.New(svc, cfg).Handler())
 }
 
 // ceilingHandler answers every request with body, as JSON: the fastest a

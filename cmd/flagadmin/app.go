@@ -57,9 +57,10 @@ var loggerModule = fx.Module("logger", fx.Provide(newLogger))
 // storeModule provides the flagadmin.Store the database URL names, closed on stop.
 var storeModule = fx.Module("store", fx.Provide(newStore))
 
-// serviceModule provides the flagadmin.Service and the start-up work on its
-// store (seed or demo world, admin tokens) that the server runs before serving.
-var serviceModule = fx.Module("service", fx.Provide(newService, newBootstrap))
+// serviceModule provides the flagadmin.Service over the store behind the
+// configured caches, and the start-up work on its store (seed or demo
+// world, admin tokens) that the server runs before serving.
+var serviceModule = fx.Module("service", fx.Provide(newServedStore, newService, newBootstrap))
 
 // httpModule provides the httpapi handler, the *http.Server and the
 // *Listener that serves it from start to stop.
@@ -107,28 +108,42 @@ func newStore(lc fx.Lifecycle, cfg Config, log *slog.Logger) (flagadmin.Store, e
 	return store, nil
 }
 
-// newService returns the Service over the store, through a storecache.Store
-// with the configured token and result caches when the store is a
-// flagadmin.VersionedStore (every store openStore opens is).
-func newService(store flagadmin.Store, cfg Config) *flagadmin.Service {
-	return flagadmin.NewService(cachedStore(store, cfg.TokenCacheTTL, cfg.ResultCacheSize))
+// servedStore is the store the Service uses: the opened store behind the
+// configured token and result caches, with the cache of encoded answers
+// the API keeps in the result cache (nil when it is off).
+type servedStore struct {
+	flagadmin.Store
+	bodies httpapi.BodyCache
 }
 
-// cachedStore returns store behind a storecache.Store with a token cache
-// of tokenTTL and a result cache of resultBytes, or store itself when it
-// cannot be cached (not a flagadmin.VersionedStore) or both are off.
-func cachedStore(store flagadmin.Store, tokenTTL time.Duration, resultBytes int64) flagadmin.Store {
+// newServedStore returns store behind a storecache.Store with the
+// configured token and result caches, the result cache also keeping the
+// API's encoded project lists; or store itself when it cannot be cached
+// (not a flagadmin.VersionedStore; every store openStore opens is one) or
+// both caches are off.
+func newServedStore(store flagadmin.Store, cfg Config) servedStore {
 	vs, ok := store.(flagadmin.VersionedStore)
-	if !ok || tokenTTL <= 0 && resultBytes <= 0 {
-		return store
+	if !ok || cfg.TokenCacheTTL <= 0 && cfg.ResultCacheSize <= 0 {
+		return servedStore{Store: store}
 	}
-	return storecache.New(vs, storecache.Options{ResultCacheSize: resultBytes, TokenTTL: tokenTTL})
+	cs := storecache.New(vs, storecache.Options{ResultCacheSize: cfg.ResultCacheSize, TokenTTL: cfg.TokenCacheTTL})
+	served := servedStore{Store: cs}
+	if bodies := cs.Bodies(); bodies != nil { // never a nil *Bodies in the interface
+		served.bodies = bodies
+	}
+	return served
+}
+
+// newService returns the Service over the served store.
+func newService(store servedStore) *flagadmin.Service {
+	return flagadmin.NewService(store.Store)
 }
 
 // newAPIServer returns the HTTP transport of the service, with the storage
-// deadline of cfg.DBTimeout on every request.
-func newAPIServer(svc *flagadmin.Service, cfg Config, log *slog.Logger) *httpapi.Server {
-	return httpapi.New(svc, httpapi.Config{Logger: log, Version: versionString(), StorageTimeout: cfg.DBTimeout})
+// deadline of cfg.DBTimeout on every request and the body cache of the
+// served store.
+func newAPIServer(svc *flagadmin.Service, store servedStore, cfg Config, log *slog.Logger) *httpapi.Server {
+	return httpapi.New(svc, httpapi.Config{Logger: log, Version: versionString(), StorageTimeout: cfg.DBTimeout, BodyCache: store.bodies})
 }
 
 // newHTTPServer returns the net/http server of the API, with timeouts. Its

@@ -248,7 +248,7 @@ func TestServiceGetsTheConfiguredTokenCache(t *testing.T) {
 		lookups int
 	}{{storecache.DefaultTokenTTL, 1}, {time.Minute, 1}, {0, 3}} {
 		store := &countingStore{VersionedStore: memstore.New()}
-		svc := newService(store, Config{TokenCacheTTL: tc.ttl})
+		svc := newService(newServedStore(store, Config{TokenCacheTTL: tc.ttl}))
 		secret, _, err := svc.EnsureAdminToken(ctx)
 		if err != nil {
 			t.Fatal(err)
@@ -310,7 +310,7 @@ func TestServiceGetsTheConfiguredResultCache(t *testing.T) {
 		searches int
 	}{{storecache.DefaultResultCacheSize, 1}, {1 << 20, 1}, {0, 3}} {
 		store := &searchCountingStore{VersionedStore: memstore.New()}
-		svc := newService(store, Config{ResultCacheSize: tc.size})
+		svc := newService(newServedStore(store, Config{ResultCacheSize: tc.size}))
 		for range 3 {
 			if _, err := svc.SearchEvents(ctx, flagadmin.System, flagadmin.EventSearchParams{}); err != nil {
 				t.Fatal(err)
@@ -318,6 +318,28 @@ func TestServiceGetsTheConfiguredResultCache(t *testing.T) {
 		}
 		if store.searches != tc.searches {
 			t.Errorf("ResultCacheSize %d: %d searches reached the store for 3 requests, want %d", tc.size, store.searches, tc.searches)
+		}
+	}
+}
+
+// TestAPIGetsTheBodyCache: the API keeps encoded project lists in the
+// result cache when it is on, and streams them when it is off.
+func TestAPIGetsTheBodyCache(t *testing.T) {
+	for _, tc := range []struct {
+		cfg  Config
+		want bool
+	}{
+		{Config{ResultCacheSize: storecache.DefaultResultCacheSize, TokenCacheTTL: storecache.DefaultTokenTTL}, true},
+		{Config{ResultCacheSize: 1 << 20}, true},
+		{Config{TokenCacheTTL: storecache.DefaultTokenTTL}, false},
+		{Config{}, false},
+	} {
+		served := newServedStore(memstore.New(), tc.cfg)
+		if got := served.bodies != nil; got != tc.want {
+			t.Errorf("ResultCacheSize %d, TokenCacheTTL %v: body cache %v, want %v", tc.cfg.ResultCacheSize, tc.cfg.TokenCacheTTL, got, tc.want)
+		}
+		if b, ok := served.bodies.(*storecache.Bodies); ok && b == nil {
+			t.Errorf("ResultCacheSize %d: a nil *storecache.Bodies in the interface", tc.cfg.ResultCacheSize)
 		}
 	}
 }

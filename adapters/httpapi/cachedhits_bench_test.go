@@ -1,0 +1,75 @@
+package httpapi
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/flagadmin/flagadmin/adapters/memstore"
+	"github.com/flagadmin/flagadmin/adapters/storecache"
+	"github.com/flagadmin/flagadmin/flagadmin"
+	"github.com/flagadmin/flagadmin/internal/worldgen"
+)
+
+// BenchmarkCachedHits serves, through the whole handler, answers the
+// default caches of the flagadmin server hold, over a memstore of 10,000
+// projects (the large benchmark world's project count): the project list
+// for an admin token ("projects/admin") and for a user who is not a root
+// admin ("projects/user"), and a page of 50 events of each search. Every
+// iteration after the first is a cache hit; the store is not written.
+func BenchmarkCachedHits(b *testing.B) {
+	w, err := worldgen.New(worldgen.Config{Events: 2000, Projects: 10_000, Features: 20_000, Users: 500, Groups: 40, Seed: 11})
+	if err != nil {
+		b.Fatal(err)
+	}
+	store := memstore.New()
+	batch := w.Batch()
+	batch.Events = w.FirstEvents(2000)
+	if err := store.Write(context.Background(), batch); err != nil {
+		b.Fatal(err)
+	}
+	user := ""
+	byID := map[int64]flagadmin.User{}
+	for _, u := range w.Users() {
+		byID[u.ID] = u
+	}
+	for _, id := range w.TokenUsers() {
+		if byID[id].RootRole != flagadmin.RoleAdmin {
+			user, _ = w.UserSecret(id)
+			break
+		}
+	}
+	if user == "" {
+		b.Fatal("no token of a user who is not a root admin in the world")
+	}
+	// The wiring of cmd/flagadmin: the store behind storecache, its body
+	// cache in the API, each request in its own scope.
+	cached := storecache.New(store, storecache.Options{ResultCacheSize: storecache.DefaultResultCacheSize, TokenTTL: storecache.DefaultTokenTTL})
+	handler := storecache.Scope(New(flagadmin.NewService(cached), Config{BodyCache: cached.Bodies()}).Handler())
+	for _, c := range []struct{ name, token, method, target, body string }{
+		{"projects/admin", w.AdminSecret(0), http.MethodGet, "/api/admin/projects", ""},
+		{"projects/user", user, http.MethodGet, "/api/admin/projects", ""},
+		{"search/GET", w.AdminSecret(0), http.MethodGet, "/api/admin/search/events?limit=50&offset=100", ""},
+		{"search/POST", w.AdminSecret(0), http.MethodPost, "/api/admin/events/search", `{"limit":50,"offset":100}`},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			size := 0
+			for b.Loop() {
+				req := httptest.NewRequest(c.method, c.target, strings.NewReader(c.body))
+				req.Header.Set("Authorization", c.token)
+				if c.body != "" {
+					req.Header.Set("Content-Type", "application/json")
+				}
+				rec := httptest.NewRecorder()
+				handler.ServeHTTP(rec, req)
+				if rec.Code != http.StatusOK {
+					b.Fatalf("got %d %s", rec.Code, rec.Body)
+				}
+				size = rec.Body.Len()
+			}
+			b.SetBytes(int64(size))
+		})
+	}
+}
