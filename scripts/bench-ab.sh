@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# bench-ab.sh compares two versions of flagadmin end to end on PostgreSQL:
+# the load tool (cmd/flagadmin-bench) of revision BEFORE and of the working
+# tree (AFTER), each with its own copy of the world, run in turns on one
+# machine in one session, with the server's result cache on and then off:
+#
+#   before (cache on), after (cache on), before (cache off), after (cache off)
+#
+# so that drift of a shared machine affects both alike. Each run prints its
+# table (requests/s, latency percentiles, share of the bare net/http ceiling
+# measured in the same run); then flagadmin-bench compare prints AFTER
+# relative to BEFORE kind by kind, for each cache setting.
+#
+# Usage: scripts/bench-ab.sh BEFORE_REV
+#
+# Settings (environment):
+#   FLAGADMIN_BENCH_POSTGRES_DSN  PostgreSQL server (default
+#                                 postgres://postgres@127.0.0.1:5432/test?sslmode=disable);
+#                                 the worlds are databases flagadmin_bench_ab_before and
+#                                 flagadmin_bench_ab_after there, loaded when missing (minutes)
+#                                 and migrated in place by each version's own migrations
+#   EVENTS                        events in the world (default 1000000)
+#   CONNECTIONS                   default 16
+#   DURATION, WARMUP              per kind, default 8s and 2s
+#   KINDS                         --kinds of flagadmin-bench (default: every kind both
+#                                 versions have: varied/,search/,deprecated/,projects,lifecycle/,mixed/)
+#   RESULTS                       results directory (default bench-results, git-ignored)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+BEFORE="${1:?usage: scripts/bench-ab.sh BEFORE_REV}"
+PG_DSN="${FLAGADMIN_BENCH_POSTGRES_DSN:-postgres://postgres@127.0.0.1:5432/test?sslmode=disable}"
+EVENTS="${EVENTS:-1000000}"
+CONNECTIONS="${CONNECTIONS:-16}"
+DURATION="${DURATION:-8s}"
+WARMUP="${WARMUP:-2s}"
+KINDS="${KINDS:-varied/,search/,deprecated/,projects,lifecycle/,mixed/}"
+RESULTS="${RESULTS:-bench-results}"
+OUT="$RESULTS/ab-$(date -u +%Y%m%dT%H%M%SZ)"
+mkdir -p "$OUT"
+
+# with_db URL NAME prints URL with its database (the path) replaced by NAME.
+with_db() {
+	local url="$1" name="$2" query="" rest
+	case "$url" in *\?*) query="?${url#*\?}"; url="${url%%\?*}" ;; esac
+	rest="${url#*://}"
+	case "$rest" in */*) url="${url%/"${rest#*/}"}"; url="${url%/}" ;; esac
+	echo "$url/$name$query"
+}
+
+tmp="$(mktemp -d)"
+trap 'git worktree remove --force "$tmp/before" >/dev/null 2>&1 || true; rm -rf "$tmp"' EXIT
+echo "building flagadmin-bench at $BEFORE and at the working tree"
+git worktree add --detach -q "$tmp/before" "$BEFORE"
+(cd "$tmp/before" && go build -o "$tmp/bench-before" ./cmd/flagadmin-bench)
+go build -o "$tmp/bench-after" ./cmd/flagadmin-bench
+git rev-parse "$BEFORE" > "$OUT/before-rev"
+git rev-parse HEAD > "$OUT/after-rev"
+
+# run VERSION CACHE-FLAGS...: one run, its table and JSON to $OUT.
+run() {
+	local version="$1" name="$1-$2"
+	shift 2
+	echo
+	echo "== $name"
+	"$tmp/bench-$version" --db "$(with_db "$PG_DSN" "flagadmin_bench_ab_$version")" --events "$EVENTS" \
+		--connections "$CONNECTIONS" --duration "$DURATION" --warmup "$WARMUP" --kinds "$KINDS" \
+		--json "$OUT/$name.json" "$@" | tee "$OUT/$name.txt"
+}
+
+run before cached
+run after cached
+run before uncached --result-cache-size 0
+run after uncached --result-cache-size 0
+
+for c in cached uncached; do
+	echo
+	echo "== after relative to before, result cache $c"
+	"$tmp/bench-after" compare "$OUT/before-$c.json" "$OUT/after-$c.json" | tee "$OUT/after-vs-before-$c.txt"
+done
+echo
+echo "results in $OUT"
