@@ -46,8 +46,16 @@ func appendEvent(b []byte, e *flagadmin.Event) []byte {
 	b = appendRaw(b, e.Data)
 	b = append(b, `,"preData":`...)
 	b = appendRaw(b, e.PreData)
-	b = append(b, `,"tags":[`...)
-	for i, t := range e.Tags {
+	b = append(b, `,"tags":`...)
+	b = appendTags(b, e.Tags)
+	return append(b, '}')
+}
+
+// appendTags appends tags as a JSON array, [] when there are none (an
+// event's tags are never null on the wire).
+func appendTags(b []byte, tags []flagadmin.Tag) []byte {
+	b = append(b, '[')
+	for i, t := range tags {
 		if i > 0 {
 			b = append(b, ',')
 		}
@@ -57,7 +65,7 @@ func appendEvent(b []byte, e *flagadmin.Event) []byte {
 		b = appendJSONString(b, t.Type)
 		b = append(b, '}')
 	}
-	return append(b, "]}"...)
+	return append(b, ']')
 }
 
 // appendRaw appends stored JSON as it is, null when nil.

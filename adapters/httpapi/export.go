@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"reflect"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/danielgtaylor/huma/v2"
@@ -232,10 +233,14 @@ func appendExportEventJSON(b []byte, e flagadmin.Event) ([]byte, error) {
 
 // appendCSVRecord appends the CSV record of e (decisions §11), ending with
 // LF; tags is scratch space for the tags' JSON.
-func appendCSVRecord(b []byte, e flagadmin.Event, tags *bytes.Buffer) ([]byte, error) {
+func appendCSVRecord(b []byte, e flagadmin.Event, scratch *bytes.Buffer) ([]byte, error) {
 	b = strconv.AppendInt(b, e.ID, 10)
 	b = append(b, ',')
-	b = appendCSVText(b, e.CreatedAt.UTC().Format(flagadmin.TimeLayout))
+	// The time as the JSON pages write it, without its quotes: digits,
+	// dashes, colons and a dot, never quoted nor guarded.
+	var at [40]byte
+	t := appendJSONTime(at[:0], e.CreatedAt)
+	b = append(b, t[1:len(t)-1]...)
 	b = append(b, ',')
 	b = appendCSVText(b, e.Type)
 	b = append(b, ',')
@@ -250,30 +255,19 @@ func appendCSVRecord(b []byte, e flagadmin.Event, tags *bytes.Buffer) ([]byte, e
 			b = appendCSVText(b, *s)
 		}
 	}
+	// data and preData are stored compact (normalized on write), so they
+	// are written as they are, like the JSON pages do (appendRaw).
 	for _, raw := range []json.RawMessage{e.Data, e.PreData} {
 		b = append(b, ',')
 		if len(raw) == 0 || string(raw) == "null" {
 			continue
 		}
-		tags.Reset()
-		if err := json.Compact(tags, raw); err != nil {
-			return b, err
-		}
-		b = appendCSVText(b, tags.String())
+		b = appendCSVText(b, string(raw))
 	}
 	b = append(b, ',')
-	tags.Reset()
-	if len(e.Tags) == 0 {
-		tags.WriteString("[]")
-	} else {
-		enc := json.NewEncoder(tags)
-		enc.SetEscapeHTML(false) // as the pages write JSON
-		if err := enc.Encode(e.Tags); err != nil {
-			return b, err
-		}
-		tags.Truncate(tags.Len() - 1) // Encode's newline
-	}
-	b = appendCSVText(b, tags.String())
+	scratch.Reset()
+	tags := appendTags(scratch.AvailableBuffer(), e.Tags)
+	b = appendCSVText(b, string(tags))
 	return append(b, '\n'), nil
 }
 
@@ -283,13 +277,7 @@ func appendCSVRecord(b []byte, e flagadmin.Event, tags *bytes.Buffer) ([]byte, e
 // doubled. Its bytes are otherwise kept as they are.
 func appendCSVText(b []byte, s string) []byte {
 	guard := len(s) > 0 && (s[0] == '=' || s[0] == '+' || s[0] == '-' || s[0] == '@' || s[0] == '\t' || s[0] == '\r')
-	quote := false
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; c == ',' || c == '"' || c == '\r' || c == '\n' {
-			quote = true
-			break
-		}
-	}
+	quote := strings.ContainsAny(s, ",\"\r\n")
 	if quote {
 		b = append(b, '"')
 	}
@@ -299,11 +287,13 @@ func appendCSVText(b []byte, s string) []byte {
 	if !quote {
 		return append(b, s...)
 	}
-	for i := 0; i < len(s); i++ {
-		if s[i] == '"' {
-			b = append(b, '"')
+	for {
+		i := strings.IndexByte(s, '"')
+		if i < 0 {
+			break
 		}
-		b = append(b, s[i])
+		b = append(append(b, s[:i+1]...), '"')
+		s = s[i+1:]
 	}
-	return append(b, '"')
+	return append(append(b, s...), '"')
 }
