@@ -76,35 +76,19 @@ type Config struct {
 	DBTimeout time.Duration
 }
 
-// setting is one configuration value that a flag and an environment
-// variable can both set: the flag if given, else the variable if not
-// empty, else the default.
+// setting is one configuration value. It comes from its flag if given,
+// else from its FLAGADMIN_ variable if not empty, else it is the flag's
+// default.
 type setting struct {
 	flag, env string
-	// value holds the flag's value (its default if not given) until
-	// resolve picks the value in effect.
-	value  string
-	envVal string
-}
-
-// resolve sets value to the one in effect.
-func (s *setting) resolve(setFlags map[string]bool) {
-	if !setFlags[s.flag] && s.envVal != "" {
-		s.value = s.envVal
-	}
-}
-
-// source names where the value of s came from, for error messages.
-func (s *setting) source(setFlags map[string]bool) string {
-	if setFlags[s.flag] {
-		return "--" + s.flag
-	}
-	return s.env
+	// value holds the flag's value, its default when not given.
+	value string
 }
 
 // settings binds configuration flags to a flag set and turns the parsed
 // values, or those of the environment, into a Config.
 type settings struct {
+	getenv                                                                               func(string) string
 	addr, db, seed, adminTokens, logLevel, logFormat, tokenCache, resultCache, dbTimeout *setting
 	demo                                                                                 *bool
 }
@@ -118,87 +102,102 @@ const (
 // newSettings registers the configuration flags of a command on fs: the
 // database and log flags, and with withServe the server's own flags.
 func newSettings(fs *flag.FlagSet, getenv func(string) string, which int) *settings {
-	s := &settings{}
+	s := &settings{getenv: getenv}
 	bind := func(name, env, def, usage string) *setting {
 		// The help shows the real default, never a value of the
 		// environment (which may hold a password or a token).
-		st := &setting{flag: name, env: env, envVal: getenv(env)}
+		st := &setting{flag: name, env: env}
 		fs.StringVar(&st.value, name, def, usage+" (env "+env+")")
 		return st
 	}
 	s.db = bind("db", envDB, defaultDB, "database URL: sqlite:PATH, postgres://..., mysql://user:pass@host:port/db or memory:")
 	s.logLevel = bind("log-level", envLogLevel, defaultLogLevel, "log level: debug, info, warn or error")
 	s.logFormat = bind("log-format", envLogFormat, defaultLogFormat, "log format: text or json")
-	if which&withServe != 0 {
-		s.addr = bind("addr", envAddr, defaultAddr, "address to listen on, host:port")
-		s.seed = bind("seed", envSeed, "", "seed file to load at start when the store is empty")
-		s.adminTokens = bind("admin-tokens", envAdminTokens, "", "comma-separated admin tokens (*:*.<secret>) to create at start if missing")
-		s.demo = fs.Bool("demo", false, "load the built-in demo world at start when the store is empty")
-		s.tokenCache = bind("token-cache-ttl", envTokenCache, defaultTokenCacheTTL.String(),
-			"how long a successful authentication is trusted without asking the database again,\n"+
-				"such as 1s or 500ms; 0 disables the cache. With several servers on one database, a\n"+
-				"deleted token or service account is refused at once by the server that deleted it,\n"+
-				"but the others may accept it for up to this long")
-		s.resultCache = bind("result-cache-size", envResultCache, formatByteSize(defaultResultCacheSize),
-			"memory for the cache of event search results and project lists, in bytes or with\n"+
-				"a unit, such as 64MiB, 512KiB or 1GiB; 0 disables the cache. Every request still\n"+
-				"reads the database's change counter, so no answer is older than the last write\n"+
-				"made through flagadmin (by any server on the database)")
-		s.dbTimeout = bind("db-timeout", envDBTimeout, defaultDBTimeout.String(),
-			"storage deadline: how long a request may wait for the database (for a connection,\n"+
-				"its statements, a lock) before it is answered 503 ServiceUnavailable with\n"+
-				"Retry-After, such as 5s or 500ms; 0 disables it. The database is told too\n"+
-				"(statement_timeout and lock_timeout on PostgreSQL, their equivalents on MySQL,\n"+
-				"busy_timeout on SQLite)")
+	if which&withServe == 0 {
+		return s
 	}
+	s.addr = bind("addr", envAddr, defaultAddr, "address to listen on, host:port")
+	s.seed = bind("seed", envSeed, "", "seed file to load at start when the store is empty")
+	s.adminTokens = bind("admin-tokens", envAdminTokens, "", "comma-separated admin tokens (*:*.<secret>) to create at start if missing")
+	s.demo = fs.Bool("demo", false, "load the built-in demo world at start when the store is empty")
+	s.tokenCache = bind("token-cache-ttl", envTokenCache, defaultTokenCacheTTL.String(),
+		"how long a successful authentication is trusted without asking the database again,\n"+
+			"such as 1s or 500ms; 0 disables the cache. With several servers on one database, a\n"+
+			"deleted token or service account is refused at once by the server that deleted it,\n"+
+			"but the others may accept it for up to this long")
+	s.resultCache = bind("result-cache-size", envResultCache, formatByteSize(defaultResultCacheSize),
+		"memory for the cache of event search results and project lists, in bytes or with\n"+
+			"a unit, such as 64MiB, 512KiB or 1GiB; 0 disables the cache. Every request still\n"+
+			"reads the database's change counter, so no answer is older than the last write\n"+
+			"made through flagadmin (by any server on the database)")
+	s.dbTimeout = bind("db-timeout", envDBTimeout, defaultDBTimeout.String(),
+		"storage deadline: how long a request may wait for the database (for a connection,\n"+
+			"its statements, a lock) before it is answered 503 ServiceUnavailable with\n"+
+			"Retry-After, such as 5s or 500ms; 0 disables it. The database is told too\n"+
+			"(statement_timeout and lock_timeout on PostgreSQL, their equivalents on MySQL,\n"+
+			"busy_timeout on SQLite)")
 	return s
 }
 
-// config validates the parsed values. Errors name the flag or environment
-// variable of the bad value.
+// lookup returns the value of st in effect and the name of its source for
+// error messages: --flag or a variable.
+func (s *settings) lookup(st *setting, set map[string]bool) (raw, source string, err error) {
+	if set[st.flag] {
+		return st.value, "--" + st.flag, nil
+	}
+	if v := s.getenv(st.env); v != "" {
+		return v, st.env, nil
+	}
+	return st.value, st.env, nil
+}
+
+// config validates the values in effect. Errors name the flag or
+// environment variable of the bad value.
 func (s *settings) config(fs *flag.FlagSet) (Config, error) {
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-	for _, st := range []*setting{s.addr, s.db, s.seed, s.adminTokens, s.logLevel, s.logFormat, s.tokenCache, s.resultCache, s.dbTimeout} {
-		if st != nil {
-			st.resolve(set)
+	var cfg Config
+	steps := []struct {
+		st    *setting
+		parse func(raw string) error
+	}{
+		{s.db, into(&cfg.DB, parseDBURL)},
+		{s.logLevel, into(&cfg.LogLevel, parseLogLevel)},
+		{s.logFormat, into(&cfg.LogFormat, parseLogFormat)},
+		{s.addr, into(&cfg.Addr, parseAddr)},
+		{s.seed, into(&cfg.Seed, func(raw string) (string, error) { return strings.TrimSpace(raw), nil })},
+		{s.adminTokens, into(&cfg.AdminTokens, parseAdminTokens)},
+		{s.tokenCache, into(&cfg.TokenCacheTTL, func(raw string) (time.Duration, error) { return parseDuration(raw, "to disable the cache") })},
+		{s.resultCache, into(&cfg.ResultCacheSize, parseByteSize)},
+		{s.dbTimeout, into(&cfg.DBTimeout, func(raw string) (time.Duration, error) { return parseDuration(raw, "for no deadline") })},
+	}
+	for _, step := range steps {
+		if step.st == nil { // a server setting of a database command
+			continue
+		}
+		raw, source, err := s.lookup(step.st, set)
+		if err == nil {
+			err = step.parse(raw)
+		}
+		if err != nil {
+			return Config{}, cliErrorf("%s: %v", source, err)
 		}
 	}
-	var cfg Config
-	var err error
-	if cfg.DB, err = parseDBURL(s.db.value); err != nil {
-		return Config{}, cliErrorf("%s: %v", s.db.source(set), err)
-	}
-	if cfg.LogLevel, err = parseLogLevel(s.logLevel.value); err != nil {
-		return Config{}, cliErrorf("%s: %v", s.logLevel.source(set), err)
-	}
-	if cfg.LogFormat, err = parseLogFormat(s.logFormat.value); err != nil {
-		return Config{}, cliErrorf("%s: %v", s.logFormat.source(set), err)
-	}
-	if s.addr == nil {
-		return cfg, nil
-	}
-	if cfg.Addr, err = parseAddr(s.addr.value); err != nil {
-		return Config{}, cliErrorf("%s: %v", s.addr.source(set), err)
-	}
-	cfg.Seed = strings.TrimSpace(s.seed.value)
-	if cfg.AdminTokens, err = parseAdminTokens(s.adminTokens.value); err != nil {
-		return Config{}, cliErrorf("%s: %v", s.adminTokens.source(set), err)
-	}
-	if cfg.TokenCacheTTL, err = parseTokenCacheTTL(s.tokenCache.value); err != nil {
-		return Config{}, cliErrorf("%s: %v", s.tokenCache.source(set), err)
-	}
-	if cfg.ResultCacheSize, err = parseByteSize(s.resultCache.value); err != nil {
-		return Config{}, cliErrorf("%s: %v", s.resultCache.source(set), err)
-	}
-	if cfg.DBTimeout, err = parseDBTimeout(s.dbTimeout.value); err != nil {
-		return Config{}, cliErrorf("%s: %v", s.dbTimeout.source(set), err)
-	}
-	cfg.Demo = *s.demo
-	if cfg.Demo && cfg.Seed != "" {
-		return Config{}, cliErrorf("--demo and %s both ask for a world to load; give only one", s.seed.source(set))
+	if s.demo != nil && *s.demo {
+		cfg.Demo = true
+		if _, source, _ := s.lookup(s.seed, set); cfg.Seed != "" {
+			return Config{}, cliErrorf("--demo and %s both ask for a world to load; give only one", source)
+		}
 	}
 	return cfg, nil
+}
+
+// into returns a function that parses a raw value into *dst.
+func into[T any](dst *T, parse func(raw string) (T, error)) func(string) error {
+	return func(raw string) (err error) {
+		*dst, err = parse(raw)
+		return err
+	}
 }
 
 // parseDBURL checks that a database URL has a scheme flagadmin supports.
@@ -256,34 +255,31 @@ func parseAddr(raw string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("%q is not a host:port address, such as 127.0.0.1:4242 or :4242", raw)
 	}
-	if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
+	if _, err := parsePort(port); err != nil {
 		return "", fmt.Errorf("%q has no valid port number (0 to 65535)", raw)
 	}
 	return raw, nil
 }
 
-// parseTokenCacheTTL accepts a non-negative Go duration (1s, 500ms, 0).
-func parseTokenCacheTTL(raw string) (time.Duration, error) {
+// parsePort accepts a port number from 0 to 65535.
+func parsePort(raw string) (string, error) {
 	raw = strings.TrimSpace(raw)
-	d, err := time.ParseDuration(raw)
-	if err != nil {
-		return 0, fmt.Errorf("%q is not a duration; use a number with a unit, such as 1s or 500ms, or 0 to disable the cache", raw)
+	if n, err := strconv.Atoi(raw); err != nil || n < 0 || n > 65535 {
+		return "", fmt.Errorf("%q is not a port number (0 to 65535)", raw)
 	}
-	if d < 0 {
-		return 0, fmt.Errorf("%q is negative; use 0 to disable the cache", raw)
-	}
-	return d, nil
+	return raw, nil
 }
 
-// parseDBTimeout accepts a non-negative Go duration (5s, 500ms, 0).
-func parseDBTimeout(raw string) (time.Duration, error) {
+// parseDuration accepts a non-negative Go duration (1s, 500ms, 0); zero
+// says what 0 means, for the messages.
+func parseDuration(raw, zero string) (time.Duration, error) {
 	raw = strings.TrimSpace(raw)
 	d, err := time.ParseDuration(raw)
 	if err != nil {
-		return 0, fmt.Errorf("%q is not a duration; use a number with a unit, such as 5s or 500ms, or 0 for no deadline", raw)
+		return 0, fmt.Errorf("%q is not a duration; use a number with a unit, such as 1s or 500ms, or 0 %s", raw, zero)
 	}
 	if d < 0 {
-		return 0, fmt.Errorf("%q is negative; use 0 for no deadline", raw)
+		return 0, fmt.Errorf("%q is negative; use 0 %s", raw, zero)
 	}
 	return d, nil
 }
@@ -296,6 +292,8 @@ var byteUnits = []struct {
 
 // parseByteSize accepts a non-negative number of bytes, either plain
 // (67108864) or with a unit of byteUnits in any case (64MiB, 64 mib).
+// Decimal units (MB, M) are refused rather than guessed: 64MB is
+// 64,000,000 bytes to some tools and 64MiB to others.
 func parseByteSize(raw string) (int64, error) {
 	s := strings.TrimSpace(raw)
 	unit := int64(1)
