@@ -120,7 +120,7 @@ func (b *bootstrap) adminTokens(ctx context.Context) error {
 	for i, secret := range b.cfg.AdminTokens {
 		created, err := b.svc.ImportAdminToken(ctx, secret, "admin")
 		if err != nil {
-			return cliErrorf("%s: item %d: %v", envAdminTokens, i+1, err)
+			return cliErrorf("configured admin token %d: %v", i+1, err)
 		}
 		if created {
 			b.log.Info("created a configured admin token", "item", i+1)

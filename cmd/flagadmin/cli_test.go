@@ -30,10 +30,16 @@ func TestHelp(t *testing.T) {
 		{[]string{"serve", "-h"}, []string{"Usage: flagadmin [serve]", "SIGTERM", "-addr", "-db", "-demo", "-seed", "-admin-tokens", "-log-level", "-log-format",
 			envAddr, envDB, envSeed, envAdminTokens, envLogLevel, envLogFormat, "admin token (shown once)",
 			"-token-cache-ttl", envTokenCache, "the others may accept it", "-result-cache-size", envResultCache, "(default \"64MiB\")",
-			"-db-timeout", envDBTimeout, "(default \"5s\")", "503 ServiceUnavailable"}},
+			"-db-timeout", envDBTimeout, "(default \"5s\")", "503 ServiceUnavailable",
+			// Unleash's variables, in the flags' lines and in the environment list
+			"(env FLAGADMIN_DB; Unleash's DATABASE_URL, DATABASE_HOST, DATABASE_PORT, DATABASE_NAME, DATABASE_USERNAME, DATABASE_PASSWORD, DATABASE_SSL)",
+			"(env FLAGADMIN_ADDR; Unleash's HTTP_HOST, HTTP_PORT)", "(env FLAGADMIN_ADMIN_TOKENS; Unleash's INIT_ADMIN_API_TOKENS)",
+			"(env FLAGADMIN_LOG_LEVEL; Unleash's LOG_LEVEL)", "\n    DATABASE_URL ", "\n    DATABASE_HOST ", "\n    DATABASE_PORT ",
+			"\n    DATABASE_NAME ", "\n    DATABASE_USERNAME ", "\n    DATABASE_PASSWORD ", "\n    DATABASE_SSL ", "\n    INIT_ADMIN_API_TOKENS ",
+			"\n    HTTP_HOST ", "\n    HTTP_PORT ", "\n    LOG_LEVEL ", "fatal (read as error"}},
 		{[]string{"--help"}, []string{"Usage:"}},
 		{[]string{"help", "seed"}, []string{"Usage: flagadmin seed [flags] FILE", "-db", envDB}},
-		{[]string{"migrate", "--help"}, []string{"Usage: flagadmin migrate", "schema", "-db", envDB, envLogLevel}},
+		{[]string{"migrate", "--help"}, []string{"Usage: flagadmin migrate", "schema", "-db", envDB, envLogLevel, "\n    DATABASE_URL ", "\n    LOG_LEVEL "}},
 		{[]string{"seed", "-h"}, []string{"Usage: flagadmin seed", "projects[2].mode", "-db", envDB}},
 		{[]string{"token", "create", "-h"}, []string{"Usage: flagadmin token create", "-name", "-type", "-user-id", "-project", "-environment", "-expires", envDB}},
 		{[]string{"token", "-h"}, []string{"Usage: flagadmin token create", "-user-id"}},
@@ -48,6 +54,17 @@ func TestHelp(t *testing.T) {
 			if !strings.Contains(stdout, w) {
 				t.Errorf("%q: the help does not mention %q:\n%s", tt.args, w, stdout)
 			}
+		}
+	}
+}
+
+// TestHelpListsOnlyTheVariablesACommandReads checks that a database
+// command's help leaves out the server's variables, Unleash's too.
+func TestHelpListsOnlyTheVariablesACommandReads(t *testing.T) {
+	_, stdout, _ := runCLI(t, nil, "migrate", "-h")
+	for _, name := range []string{envAddr, envAdminTokens, "HTTP_HOST", "HTTP_PORT", "INIT_ADMIN_API_TOKENS"} {
+		if strings.Contains(stdout, name) {
+			t.Errorf("the help of migrate lists %s, which it does not read:\n%s", name, stdout)
 		}
 	}
 }
@@ -70,6 +87,8 @@ func TestBadConfigurationIsOneLine(t *testing.T) {
 	}{
 		{"bad scheme", map[string]string{envDB: "redis://x"}, nil, "flagadmin: FLAGADMIN_DB: unsupported database URL"},
 		{"bad log level", nil, []string{"serve", "--log-level", "loud"}, "flagadmin: --log-level: unknown log level"},
+		{"bad Unleash variable", map[string]string{"DATABASE_HOST": "db", "DATABASE_SSL": "maybe"}, nil, "flagadmin: DATABASE_SSL: flagadmin reads only true"},
+		{"bad Unleash variable of migrate", map[string]string{"DATABASE_URL": "mysql://db/x"}, []string{"migrate"}, "flagadmin: DATABASE_URL: "},
 		{"unknown flag", nil, []string{"serve", "--port", "1"}, "flagadmin: flagadmin serve: flag provided but not defined: -port"},
 		{"unknown command", nil, []string{"start"}, `flagadmin: unknown command "start"`},
 		{"serve argument", nil, []string{"serve", "extra"}, `flagadmin: flagadmin serve takes no arguments, got "extra"`},
@@ -228,7 +247,8 @@ func TestMigrateCommand(t *testing.T) {
 }
 
 func TestHelpHidesEnvironmentValues(t *testing.T) {
-	env := map[string]string{envAdminTokens: "*:*.very-secret", envDB: "postgres://u:hunter2@db/flags"}
+	env := map[string]string{envAdminTokens: "*:*.very-secret", envDB: "postgres://u:hunter2@db/flags",
+		"INIT_ADMIN_API_TOKENS": "*:*.very-secret", "DATABASE_URL": "postgres://u:hunter2@db/flags", "DATABASE_PASSWORD": "hunter2"}
 	_, stdout, _ := runCLI(t, env, "serve", "-h")
 	if strings.Contains(stdout, "very-secret") || strings.Contains(stdout, "hunter2") {
 		t.Errorf("the help shows values of the environment:\n%s", stdout)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"errors"
 	"flag"
 	"fmt"
@@ -18,7 +19,7 @@ import (
 )
 
 // Environment variables read by the commands. A flag given on the command
-// line overrides its variable.
+// line overrides its variable; a variable overrides Unleash's (unleashEnv).
 const (
 	envAddr        = "FLAGADMIN_ADDR"
 	envDB          = "FLAGADMIN_DB"
@@ -76,35 +77,27 @@ type Config struct {
 	DBTimeout time.Duration
 }
 
-// setting is one configuration value that a flag and an environment
-// variable can both set: the flag if given, else the variable if not
-// empty, else the default.
+// setting is one configuration value. It comes from its flag if given,
+// else from its FLAGADMIN_ variable if not empty, else from Unleash's
+// variables if it has some and one is set, else it is the flag's default.
 type setting struct {
 	flag, env string
-	// value holds the flag's value (its default if not given) until
-	// resolve picks the value in effect.
-	value  string
-	envVal string
+	// unleash reads the value from Unleash's variables; nil when the
+	// setting has none.
+	unleash unleashReader
+	// value holds the flag's value, its default when not given.
+	value string
 }
 
-// resolve sets value to the one in effect.
-func (s *setting) resolve(setFlags map[string]bool) {
-	if !setFlags[s.flag] && s.envVal != "" {
-		s.value = s.envVal
-	}
-}
-
-// source names where the value of s came from, for error messages.
-func (s *setting) source(setFlags map[string]bool) string {
-	if setFlags[s.flag] {
-		return "--" + s.flag
-	}
-	return s.env
-}
+// unleashReader reads a setting from Unleash's variables. It returns the
+// value and the variables it came from; source is empty when none of them
+// is set, and names the bad variable with err.
+type unleashReader func(getenv func(string) string) (raw, source string, err error)
 
 // settings binds configuration flags to a flag set and turns the parsed
 // values, or those of the environment, into a Config.
 type settings struct {
+	getenv                                                                               func(string) string
 	addr, db, seed, adminTokens, logLevel, logFormat, tokenCache, resultCache, dbTimeout *setting
 	demo                                                                                 *bool
 }
@@ -118,87 +111,229 @@ const (
 // newSettings registers the configuration flags of a command on fs: the
 // database and log flags, and with withServe the server's own flags.
 func newSettings(fs *flag.FlagSet, getenv func(string) string, which int) *settings {
-	s := &settings{}
-	bind := func(name, env, def, usage string) *setting {
+	s := &settings{getenv: getenv}
+	bind := func(name, env, def, usage string, unleash unleashReader) *setting {
 		// The help shows the real default, never a value of the
 		// environment (which may hold a password or a token).
-		st := &setting{flag: name, env: env, envVal: getenv(env)}
-		fs.StringVar(&st.value, name, def, usage+" (env "+env+")")
+		st := &setting{flag: name, env: env, unleash: unleash}
+		usage += " (env " + env
+		if names := unleashNames(env); len(names) > 0 {
+			usage += "; Unleash's " + strings.Join(names, ", ")
+		}
+		fs.StringVar(&st.value, name, def, usage+")")
 		return st
 	}
-	s.db = bind("db", envDB, defaultDB, "database URL: sqlite:PATH, postgres://..., mysql://user:pass@host:port/db or memory:")
-	s.logLevel = bind("log-level", envLogLevel, defaultLogLevel, "log level: debug, info, warn or error")
-	s.logFormat = bind("log-format", envLogFormat, defaultLogFormat, "log format: text or json")
-	if which&withServe != 0 {
-		s.addr = bind("addr", envAddr, defaultAddr, "address to listen on, host:port")
-		s.seed = bind("seed", envSeed, "", "seed file to load at start when the store is empty")
-		s.adminTokens = bind("admin-tokens", envAdminTokens, "", "comma-separated admin tokens (*:*.<secret>) to create at start if missing")
-		s.demo = fs.Bool("demo", false, "load the built-in demo world at start when the store is empty")
-		s.tokenCache = bind("token-cache-ttl", envTokenCache, defaultTokenCacheTTL.String(),
-			"how long a successful authentication is trusted without asking the database again,\n"+
-				"such as 1s or 500ms; 0 disables the cache. With several servers on one database, a\n"+
-				"deleted token or service account is refused at once by the server that deleted it,\n"+
-				"but the others may accept it for up to this long")
-		s.resultCache = bind("result-cache-size", envResultCache, formatByteSize(defaultResultCacheSize),
-			"memory for the cache of event search results and project lists, in bytes or with\n"+
-				"a unit, such as 64MiB, 512KiB or 1GiB; 0 disables the cache. Every request still\n"+
-				"reads the database's change counter, so no answer is older than the last write\n"+
-				"made through flagadmin (by any server on the database)")
-		s.dbTimeout = bind("db-timeout", envDBTimeout, defaultDBTimeout.String(),
-			"storage deadline: how long a request may wait for the database (for a connection,\n"+
-				"its statements, a lock) before it is answered 503 ServiceUnavailable with\n"+
-				"Retry-After, such as 5s or 500ms; 0 disables it. The database is told too\n"+
-				"(statement_timeout and lock_timeout on PostgreSQL, their equivalents on MySQL,\n"+
-				"busy_timeout on SQLite)")
+	s.db = bind("db", envDB, defaultDB, "database URL: sqlite:PATH, postgres://..., mysql://user:pass@host:port/db or memory:", unleashDB)
+	s.logLevel = bind("log-level", envLogLevel, defaultLogLevel, "log level: debug, info, warn or error", unleashLogLevel)
+	s.logFormat = bind("log-format", envLogFormat, defaultLogFormat, "log format: text or json", nil)
+	if which&withServe == 0 {
+		return s
 	}
+	s.addr = bind("addr", envAddr, defaultAddr, "address to listen on, host:port", unleashAddr)
+	s.seed = bind("seed", envSeed, "", "seed file to load at start when the store is empty", nil)
+	s.adminTokens = bind("admin-tokens", envAdminTokens, "", "comma-separated admin tokens (*:*.<secret>) to create at start if missing", unleashAdminTokens)
+	s.demo = fs.Bool("demo", false, "load the built-in demo world at start when the store is empty")
+	s.tokenCache = bind("token-cache-ttl", envTokenCache, defaultTokenCacheTTL.String(),
+		"how long a successful authentication is trusted without asking the database again,\n"+
+			"such as 1s or 500ms; 0 disables the cache. With several servers on one database, a\n"+
+			"deleted token or service account is refused at once by the server that deleted it,\n"+
+			"but the others may accept it for up to this long", nil)
+	s.resultCache = bind("result-cache-size", envResultCache, formatByteSize(defaultResultCacheSize),
+		"memory for the cache of event search results and project lists, in bytes or with\n"+
+			"a unit, such as 64MiB, 512KiB or 1GiB; 0 disables the cache. Every request still\n"+
+			"reads the database's change counter, so no answer is older than the last write\n"+
+			"made through flagadmin (by any server on the database)", nil)
+	s.dbTimeout = bind("db-timeout", envDBTimeout, defaultDBTimeout.String(),
+		"storage deadline: how long a request may wait for the database (for a connection,\n"+
+			"its statements, a lock) before it is answered 503 ServiceUnavailable with\n"+
+			"Retry-After, such as 5s or 500ms; 0 disables it. The database is told too\n"+
+			"(statement_timeout and lock_timeout on PostgreSQL, their equivalents on MySQL,\n"+
+			"busy_timeout on SQLite)", nil)
 	return s
 }
 
-// config validates the parsed values. Errors name the flag or environment
-// variable of the bad value.
+// lookup returns the value of st in effect and the name of its source for
+// error messages: --flag, a variable, or Unleash's variables.
+func (s *settings) lookup(st *setting, set map[string]bool) (raw, source string, err error) {
+	if set[st.flag] {
+		return st.value, "--" + st.flag, nil
+	}
+	if v := s.getenv(st.env); v != "" {
+		return v, st.env, nil
+	}
+	if st.unleash != nil {
+		if raw, source, err := st.unleash(s.getenv); err != nil || source != "" {
+			return raw, source, err
+		}
+	}
+	return st.value, st.env, nil
+}
+
+// config validates the values in effect. Errors name the flag or
+// environment variable of the bad value.
 func (s *settings) config(fs *flag.FlagSet) (Config, error) {
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-	for _, st := range []*setting{s.addr, s.db, s.seed, s.adminTokens, s.logLevel, s.logFormat, s.tokenCache, s.resultCache, s.dbTimeout} {
-		if st != nil {
-			st.resolve(set)
+	var cfg Config
+	steps := []struct {
+		st    *setting
+		parse func(raw string) error
+	}{
+		{s.db, into(&cfg.DB, parseDBURL)},
+		{s.logLevel, into(&cfg.LogLevel, parseLogLevel)},
+		{s.logFormat, into(&cfg.LogFormat, parseLogFormat)},
+		{s.addr, into(&cfg.Addr, parseAddr)},
+		{s.seed, into(&cfg.Seed, func(raw string) (string, error) { return strings.TrimSpace(raw), nil })},
+		{s.adminTokens, into(&cfg.AdminTokens, parseAdminTokens)},
+		{s.tokenCache, into(&cfg.TokenCacheTTL, func(raw string) (time.Duration, error) { return parseDuration(raw, "to disable the cache") })},
+		{s.resultCache, into(&cfg.ResultCacheSize, parseByteSize)},
+		{s.dbTimeout, into(&cfg.DBTimeout, func(raw string) (time.Duration, error) { return parseDuration(raw, "for no deadline") })},
+	}
+	for _, step := range steps {
+		if step.st == nil { // a server setting of a database command
+			continue
+		}
+		raw, source, err := s.lookup(step.st, set)
+		if err == nil {
+			err = step.parse(raw)
+		}
+		if err != nil {
+			return Config{}, cliErrorf("%s: %v", source, err)
 		}
 	}
-	var cfg Config
-	var err error
-	if cfg.DB, err = parseDBURL(s.db.value); err != nil {
-		return Config{}, cliErrorf("%s: %v", s.db.source(set), err)
-	}
-	if cfg.LogLevel, err = parseLogLevel(s.logLevel.value); err != nil {
-		return Config{}, cliErrorf("%s: %v", s.logLevel.source(set), err)
-	}
-	if cfg.LogFormat, err = parseLogFormat(s.logFormat.value); err != nil {
-		return Config{}, cliErrorf("%s: %v", s.logFormat.source(set), err)
-	}
-	if s.addr == nil {
-		return cfg, nil
-	}
-	if cfg.Addr, err = parseAddr(s.addr.value); err != nil {
-		return Config{}, cliErrorf("%s: %v", s.addr.source(set), err)
-	}
-	cfg.Seed = strings.TrimSpace(s.seed.value)
-	if cfg.AdminTokens, err = parseAdminTokens(s.adminTokens.value); err != nil {
-		return Config{}, cliErrorf("%s: %v", s.adminTokens.source(set), err)
-	}
-	if cfg.TokenCacheTTL, err = parseTokenCacheTTL(s.tokenCache.value); err != nil {
-		return Config{}, cliErrorf("%s: %v", s.tokenCache.source(set), err)
-	}
-	if cfg.ResultCacheSize, err = parseByteSize(s.resultCache.value); err != nil {
-		return Config{}, cliErrorf("%s: %v", s.resultCache.source(set), err)
-	}
-	if cfg.DBTimeout, err = parseDBTimeout(s.dbTimeout.value); err != nil {
-		return Config{}, cliErrorf("%s: %v", s.dbTimeout.source(set), err)
-	}
-	cfg.Demo = *s.demo
-	if cfg.Demo && cfg.Seed != "" {
-		return Config{}, cliErrorf("--demo and %s both ask for a world to load; give only one", s.seed.source(set))
+	if s.demo != nil && *s.demo {
+		cfg.Demo = true
+		if _, source, _ := s.lookup(s.seed, set); cfg.Seed != "" {
+			return Config{}, cliErrorf("--demo and %s both ask for a world to load; give only one", source)
+		}
 	}
 	return cfg, nil
+}
+
+// unleashEnv are Unleash's environment variables that flagadmin reads where
+// they mean the same thing as its own, so that an Unleash deployment's
+// configuration starts flagadmin unchanged. Each stands in for the
+// FLAGADMIN_ variable of, when neither that variable nor its flag is given.
+var unleashEnv = []struct{ name, of, help string }{
+	{"DATABASE_URL", envDB, "Unleash's: PostgreSQL URL, postgres://user:pass@host:5432/db; wins over the DATABASE_ parts below"},
+	{"DATABASE_HOST", envDB, "Unleash's: with the four below, a PostgreSQL database: host (default localhost)"},
+	{"DATABASE_PORT", envDB, "Unleash's: database port (default 5432)"},
+	{"DATABASE_NAME", envDB, "Unleash's: database name (default unleash)"},
+	{"DATABASE_USERNAME", envDB, "Unleash's: database user"},
+	{"DATABASE_PASSWORD", envDB, "Unleash's: database password"},
+	{"DATABASE_SSL", envDB, "Unleash's: true (TLS with a verified certificate, sslmode=verify-full) or false (sslmode=disable), for DATABASE_URL (unless it has an sslmode) or the parts"},
+	{"INIT_ADMIN_API_TOKENS", envAdminTokens, "Unleash's: comma-separated admin tokens (*:*.<secret>) to create at start if missing"},
+	{"HTTP_HOST", envAddr, "Unleash's: host to listen on (default all interfaces, as in Unleash)"},
+	{"HTTP_PORT", envAddr, "Unleash's: port to listen on (default 4242)"},
+	{"LOG_LEVEL", envLogLevel, "Unleash's: debug, info, warn, error, or fatal (read as error: flagadmin logs nothing above error)"},
+}
+
+// unleashNames lists the names of Unleash's variables that stand in for
+// the FLAGADMIN_ variable env.
+func unleashNames(env string) []string {
+	var names []string
+	for _, v := range unleashEnv {
+		if v.of == env {
+			names = append(names, v.name)
+		}
+	}
+	return names
+}
+
+// unleashDB reads Unleash's database variables: DATABASE_URL, a postgres://
+// URL, else one composed of DATABASE_HOST, DATABASE_PORT, DATABASE_NAME,
+// DATABASE_USERNAME and DATABASE_PASSWORD with Unleash's defaults (as in
+// Unleash, DATABASE_URL wins over the parts). DATABASE_SSL, Unleash's JSON
+// switch, gives the sslmode of either unless the URL has its own: with
+// true, node-postgres (Unleash's driver, since its version 8) verifies the
+// certificate and host name, which is sslmode=verify-full.
+func unleashDB(getenv func(string) string) (raw, source string, err error) {
+	var u *url.URL
+	if raw := strings.TrimSpace(getenv("DATABASE_URL")); raw != "" {
+		source = "DATABASE_URL"
+		if u, err = url.Parse(raw); err != nil {
+			return "", source, fmt.Errorf("%q is not a valid URL", bunstore.RedactURL(raw))
+		}
+		if u.Scheme != "postgres" && u.Scheme != "postgresql" {
+			return "", source, fmt.Errorf("%q is not a postgres:// URL; Unleash uses PostgreSQL only (for another database set %s)", bunstore.RedactURL(raw), envDB)
+		}
+	} else {
+		host, port, name := getenv("DATABASE_HOST"), getenv("DATABASE_PORT"), getenv("DATABASE_NAME")
+		user, password := getenv("DATABASE_USERNAME"), getenv("DATABASE_PASSWORD")
+		if host+port+name+user+password == "" {
+			return "", "", nil // DATABASE_SSL alone chooses no database
+		}
+		source = "DATABASE_HOST, DATABASE_PORT, DATABASE_NAME, DATABASE_USERNAME and DATABASE_PASSWORD"
+		if port == "" {
+			port = "5432"
+		} else if port, err = parsePort(port); err != nil {
+			return "", "DATABASE_PORT", err
+		}
+		host, name = cmp.Or(strings.TrimSpace(host), "localhost"), cmp.Or(strings.TrimSpace(name), "unleash")
+		u = &url.URL{Scheme: "postgres", Host: net.JoinHostPort(host, port), Path: "/" + name}
+		if password != "" {
+			u.User = url.UserPassword(user, password)
+		} else if user != "" {
+			u.User = url.User(user)
+		}
+	}
+	if ssl := getenv("DATABASE_SSL"); ssl != "" && !u.Query().Has("sslmode") {
+		mode, ok := map[string]string{"true": "verify-full", "false": "disable"}[strings.TrimSpace(ssl)]
+		if !ok {
+			// The value is not repeated: Unleash's JSON form may hold a key.
+			return "", "DATABASE_SSL", fmt.Errorf("flagadmin reads only true (sslmode=verify-full) or false (sslmode=disable); "+
+				"for other TLS settings give %s a postgres:// URL with sslmode, sslrootcert, sslcert and sslkey", envDB)
+		}
+		q := u.Query()
+		q.Set("sslmode", mode)
+		u.RawQuery = q.Encode()
+	}
+	return u.String(), source, nil
+}
+
+// unleashAddr composes the listen address of Unleash's HTTP_HOST and
+// HTTP_PORT with Unleash's defaults: all interfaces, port 4242.
+func unleashAddr(getenv func(string) string) (raw, source string, err error) {
+	host, port := strings.TrimSpace(getenv("HTTP_HOST")), getenv("HTTP_PORT")
+	switch {
+	case host == "" && port == "":
+		return "", "", nil
+	case port == "":
+		return net.JoinHostPort(host, "4242"), "HTTP_HOST", nil
+	}
+	if port, err = parsePort(port); err != nil {
+		return "", "HTTP_PORT", err
+	}
+	return net.JoinHostPort(host, port), "HTTP_HOST and HTTP_PORT", nil
+}
+
+// unleashAdminTokens reads Unleash's INIT_ADMIN_API_TOKENS, a
+// comma-separated list of admin secrets like FLAGADMIN_ADMIN_TOKENS.
+func unleashAdminTokens(getenv func(string) string) (raw, source string, err error) {
+	if raw = getenv("INIT_ADMIN_API_TOKENS"); raw != "" {
+		return raw, "INIT_ADMIN_API_TOKENS", nil
+	}
+	return "", "", nil
+}
+
+// unleashLogLevel reads Unleash's LOG_LEVEL. Unleash's fatal, above
+// error, becomes error: the highest level flagadmin logs at.
+func unleashLogLevel(getenv func(string) string) (raw, source string, err error) {
+	if raw = getenv("LOG_LEVEL"); raw == "" {
+		return "", "", nil
+	}
+	if strings.EqualFold(strings.TrimSpace(raw), "fatal") {
+		raw = "error"
+	}
+	return raw, "LOG_LEVEL", nil
+}
+
+// into returns a function that parses a raw value into *dst.
+func into[T any](dst *T, parse func(raw string) (T, error)) func(string) error {
+	return func(raw string) (err error) {
+		*dst, err = parse(raw)
+		return err
+	}
 }
 
 // parseDBURL checks that a database URL has a scheme flagadmin supports.
@@ -256,34 +391,31 @@ func parseAddr(raw string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("%q is not a host:port address, such as 127.0.0.1:4242 or :4242", raw)
 	}
-	if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
+	if _, err := parsePort(port); err != nil {
 		return "", fmt.Errorf("%q has no valid port number (0 to 65535)", raw)
 	}
 	return raw, nil
 }
 
-// parseTokenCacheTTL accepts a non-negative Go duration (1s, 500ms, 0).
-func parseTokenCacheTTL(raw string) (time.Duration, error) {
+// parsePort accepts a port number from 0 to 65535.
+func parsePort(raw string) (string, error) {
 	raw = strings.TrimSpace(raw)
-	d, err := time.ParseDuration(raw)
-	if err != nil {
-		return 0, fmt.Errorf("%q is not a duration; use a number with a unit, such as 1s or 500ms, or 0 to disable the cache", raw)
+	if n, err := strconv.Atoi(raw); err != nil || n < 0 || n > 65535 {
+		return "", fmt.Errorf("%q is not a port number (0 to 65535)", raw)
 	}
-	if d < 0 {
-		return 0, fmt.Errorf("%q is negative; use 0 to disable the cache", raw)
-	}
-	return d, nil
+	return raw, nil
 }
 
-// parseDBTimeout accepts a non-negative Go duration (5s, 500ms, 0).
-func parseDBTimeout(raw string) (time.Duration, error) {
+// parseDuration accepts a non-negative Go duration (1s, 500ms, 0); zero
+// says what 0 means, for the messages.
+func parseDuration(raw, zero string) (time.Duration, error) {
 	raw = strings.TrimSpace(raw)
 	d, err := time.ParseDuration(raw)
 	if err != nil {
-		return 0, fmt.Errorf("%q is not a duration; use a number with a unit, such as 5s or 500ms, or 0 for no deadline", raw)
+		return 0, fmt.Errorf("%q is not a duration; use a number with a unit, such as 1s or 500ms, or 0 %s", raw, zero)
 	}
 	if d < 0 {
-		return 0, fmt.Errorf("%q is negative; use 0 for no deadline", raw)
+		return 0, fmt.Errorf("%q is negative; use 0 %s", raw, zero)
 	}
 	return d, nil
 }
@@ -296,6 +428,8 @@ var byteUnits = []struct {
 
 // parseByteSize accepts a non-negative number of bytes, either plain
 // (67108864) or with a unit of byteUnits in any case (64MiB, 64 mib).
+// Decimal units (MB, M) are refused rather than guessed: 64MB is
+// 64,000,000 bytes to some tools and 64MiB to others.
 func parseByteSize(raw string) (int64, error) {
 	s := strings.TrimSpace(raw)
 	unit := int64(1)
@@ -337,7 +471,11 @@ func parseAdminTokens(raw string) ([]string, error) {
 		if item == "" {
 			continue
 		}
-		if t, ok := flagadmin.TokenShape(item); !ok || t != flagadmin.TokenAdmin {
+		switch t, ok := flagadmin.TokenShape(item); {
+		case ok && t == flagadmin.TokenClient:
+			return nil, fmt.Errorf("item %d is scoped to a project and environment ([project]:[environment].<secret>), "+
+				"which an admin token cannot be (Unleash refuses it too); admin tokens look like *:*.<secret>", i+1)
+		case !ok || t != flagadmin.TokenAdmin:
 			return nil, fmt.Errorf("item %d is not an admin token; admin tokens look like *:*.<secret>", i+1)
 		}
 		out = append(out, item)

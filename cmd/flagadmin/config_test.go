@@ -4,10 +4,13 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"maps"
 	"reflect"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/flagadmin/flagadmin/adapters/memstore"
 	"github.com/flagadmin/flagadmin/adapters/storecache"
@@ -341,5 +344,217 @@ func TestAPIGetsTheBodyCache(t *testing.T) {
 		if b, ok := served.bodies.(*storecache.Bodies); ok && b == nil {
 			t.Errorf("ResultCacheSize %d: a nil *storecache.Bodies in the interface", tc.cfg.ResultCacheSize)
 		}
+	}
+}
+
+// TestConfigUnleashVariables checks each of Unleash's variables that
+// flagadmin reads in place of its own, alone in the environment.
+func TestConfigUnleashVariables(t *testing.T) {
+	defaults, err := parseServe(t, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name string
+		env  map[string]string
+		want func(*Config) // the changes to the defaults
+	}{
+		{"DATABASE_URL", map[string]string{"DATABASE_URL": "postgres://u:p@db:5432/unleash"},
+			func(c *Config) { c.DB = "postgres://u:p@db:5432/unleash" }},
+		{"DATABASE_URL postgresql", map[string]string{"DATABASE_URL": " postgresql://db/unleash?sslmode=require "},
+			func(c *Config) { c.DB = "postgresql://db/unleash?sslmode=require" }},
+		{"DATABASE_URL with DATABASE_SSL false", map[string]string{"DATABASE_URL": "postgres://u:p@db/unleash", "DATABASE_SSL": "false"},
+			func(c *Config) { c.DB = "postgres://u:p@db/unleash?sslmode=disable" }},
+		{"DATABASE_URL with DATABASE_SSL true", map[string]string{"DATABASE_URL": "postgres://db/unleash?application_name=x", "DATABASE_SSL": "true"},
+			func(c *Config) { c.DB = "postgres://db/unleash?application_name=x&sslmode=verify-full" }},
+		{"DATABASE_URL's own sslmode wins over DATABASE_SSL", map[string]string{"DATABASE_URL": "postgres://db/unleash?sslmode=require", "DATABASE_SSL": "false"},
+			func(c *Config) { c.DB = "postgres://db/unleash?sslmode=require" }},
+		{"DATABASE_URL wins over the parts", map[string]string{"DATABASE_URL": "postgres://url-host/a", "DATABASE_HOST": "part-host", "DATABASE_NAME": "b"},
+			func(c *Config) { c.DB = "postgres://url-host/a" }},
+		{"DATABASE_HOST alone: Unleash's defaults", map[string]string{"DATABASE_HOST": "db.internal"},
+			func(c *Config) { c.DB = "postgres://db.internal:5432/unleash" }},
+		{"DATABASE_PORT alone", map[string]string{"DATABASE_PORT": "6543"},
+			func(c *Config) { c.DB = "postgres://localhost:6543/unleash" }},
+		{"DATABASE_NAME alone", map[string]string{"DATABASE_NAME": "flags"},
+			func(c *Config) { c.DB = "postgres://localhost:5432/flags" }},
+		{"DATABASE_USERNAME alone", map[string]string{"DATABASE_USERNAME": "unleash_user"},
+			func(c *Config) { c.DB = "postgres://unleash_user@localhost:5432/unleash" }},
+		{"DATABASE_PASSWORD alone", map[string]string{"DATABASE_PASSWORD": "pw"},
+			func(c *Config) { c.DB = "postgres://:pw@localhost:5432/unleash" }},
+		{"all parts", map[string]string{"DATABASE_HOST": "db", "DATABASE_PORT": "5433", "DATABASE_NAME": "flags",
+			"DATABASE_USERNAME": "ada", "DATABASE_PASSWORD": "pw", "DATABASE_SSL": "false"},
+			func(c *Config) { c.DB = "postgres://ada:pw@db:5433/flags?sslmode=disable" }},
+		{"parts with DATABASE_SSL true", map[string]string{"DATABASE_HOST": "db", "DATABASE_SSL": " true "},
+			func(c *Config) { c.DB = "postgres://db:5432/unleash?sslmode=verify-full" }},
+		{"parts escaped", map[string]string{"DATABASE_HOST": "db", "DATABASE_USERNAME": "a da", "DATABASE_PASSWORD": "p@ss:w/rd?#%"},
+			func(c *Config) { c.DB = "postgres://a%20da:p%40ss%3Aw%2Frd%3F%23%25@db:5432/unleash" }},
+		{"IPv6 DATABASE_HOST", map[string]string{"DATABASE_HOST": "::1"},
+			func(c *Config) { c.DB = "postgres://[::1]:5432/unleash" }},
+		{"DATABASE_SSL alone chooses no database", map[string]string{"DATABASE_SSL": "true"}, func(c *Config) {}},
+		{"INIT_ADMIN_API_TOKENS", map[string]string{"INIT_ADMIN_API_TOKENS": "*:*.one, *:*.two"},
+			func(c *Config) { c.AdminTokens = []string{"*:*.one", "*:*.two"} }},
+		{"HTTP_HOST alone: Unleash's port", map[string]string{"HTTP_HOST": "0.0.0.0"}, func(c *Config) { c.Addr = "0.0.0.0:4242" }},
+		{"HTTP_PORT alone: all interfaces, as in Unleash", map[string]string{"HTTP_PORT": "8080"}, func(c *Config) { c.Addr = ":8080" }},
+		{"HTTP_HOST and HTTP_PORT", map[string]string{"HTTP_HOST": "10.0.0.7", "HTTP_PORT": " 3000 "}, func(c *Config) { c.Addr = "10.0.0.7:3000" }},
+		{"IPv6 HTTP_HOST", map[string]string{"HTTP_HOST": "::"}, func(c *Config) { c.Addr = "[::]:4242" }},
+		{"LOG_LEVEL debug", map[string]string{"LOG_LEVEL": "debug"}, func(c *Config) { c.LogLevel = slog.LevelDebug }},
+		{"LOG_LEVEL warn", map[string]string{"LOG_LEVEL": "warn"}, func(c *Config) { c.LogLevel = slog.LevelWarn }},
+		{"LOG_LEVEL error", map[string]string{"LOG_LEVEL": "error"}, func(c *Config) { c.LogLevel = slog.LevelError }},
+		{"LOG_LEVEL fatal is error", map[string]string{"LOG_LEVEL": "fatal"}, func(c *Config) { c.LogLevel = slog.LevelError }},
+		{"LOG_LEVEL FATAL is error", map[string]string{"LOG_LEVEL": "FATAL"}, func(c *Config) { c.LogLevel = slog.LevelError }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := parseServe(t, tt.env)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := defaults
+			tt.want(&want)
+			if !reflect.DeepEqual(got, want) {
+				t.Errorf("got %+v, want %+v", got, want)
+			}
+		})
+	}
+}
+
+// TestConfigUnleashDatabaseURLReachesTheDriver checks that pgx reads a URL
+// composed of Unleash's variables as Unleash means them.
+func TestConfigUnleashDatabaseURLReachesTheDriver(t *testing.T) {
+	cfg, err := parseServe(t, map[string]string{"DATABASE_HOST": "db.internal", "DATABASE_PORT": "5433", "DATABASE_NAME": "my flags",
+		"DATABASE_USERNAME": "a:da", "DATABASE_PASSWORD": "p@ss:w/rd?#%&=", "DATABASE_SSL": "false"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pc, err := pgconn.ParseConfig(cfg.DB)
+	if err != nil {
+		t.Fatalf("pgx cannot read %q: %v", cfg.DB, err)
+	}
+	got := []any{pc.Host, pc.Port, pc.Database, pc.User, pc.Password, pc.TLSConfig == nil}
+	want := []any{"db.internal", uint16(5433), "my flags", "a:da", "p@ss:w/rd?#%&=", true}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("pgx reads %q as host, port, database, user, password, no TLS = %v, want %v", cfg.DB, got, want)
+	}
+}
+
+// TestConfigUnleashPrecedence checks flag > FLAGADMIN_ variable > Unleash's
+// variables > default for each setting Unleash's variables can give.
+func TestConfigUnleashPrecedence(t *testing.T) {
+	type sources struct {
+		flag, own string            // the flag's and the FLAGADMIN_ variable's value, "" for not given
+		unleash   map[string]string // Unleash's variables
+	}
+	tests := []struct {
+		name  string
+		flag  string // the flag of the setting
+		own   string // its FLAGADMIN_ variable
+		src   sources
+		field func(Config) any
+		want  any
+	}{
+		{"db default", "db", envDB, sources{}, func(c Config) any { return c.DB }, defaultDB},
+		{"db Unleash", "db", envDB, sources{unleash: map[string]string{"DATABASE_URL": "postgres://u/x"}}, func(c Config) any { return c.DB }, "postgres://u/x"},
+		{"db Unleash parts", "db", envDB, sources{unleash: map[string]string{"DATABASE_HOST": "u"}}, func(c Config) any { return c.DB }, "postgres://u:5432/unleash"},
+		{"db FLAGADMIN over Unleash", "db", envDB, sources{own: "memory:", unleash: map[string]string{"DATABASE_URL": "postgres://u/x", "DATABASE_HOST": "u"}},
+			func(c Config) any { return c.DB }, "memory:"},
+		{"db flag over both", "db", envDB, sources{flag: "sqlite:f.db", own: "memory:", unleash: map[string]string{"DATABASE_URL": "postgres://u/x"}},
+			func(c Config) any { return c.DB }, "sqlite:f.db"},
+		{"db FLAGADMIN over bad Unleash values", "db", envDB, sources{own: "memory:", unleash: map[string]string{"DATABASE_URL": "mysql://x", "DATABASE_SSL": "{}", "DATABASE_PORT": "x"}},
+			func(c Config) any { return c.DB }, "memory:"},
+		{"addr default", "addr", envAddr, sources{}, func(c Config) any { return c.Addr }, defaultAddr},
+		{"addr Unleash", "addr", envAddr, sources{unleash: map[string]string{"HTTP_PORT": "1"}}, func(c Config) any { return c.Addr }, ":1"},
+		{"addr FLAGADMIN over Unleash", "addr", envAddr, sources{own: ":2", unleash: map[string]string{"HTTP_HOST": "h", "HTTP_PORT": "1"}},
+			func(c Config) any { return c.Addr }, ":2"},
+		{"addr flag over both", "addr", envAddr, sources{flag: ":3", own: ":2", unleash: map[string]string{"HTTP_PORT": "1"}}, func(c Config) any { return c.Addr }, ":3"},
+		{"addr FLAGADMIN over a bad Unleash port", "addr", envAddr, sources{own: ":2", unleash: map[string]string{"HTTP_PORT": "http"}},
+			func(c Config) any { return c.Addr }, ":2"},
+		{"tokens default", "admin-tokens", envAdminTokens, sources{}, func(c Config) any { return c.AdminTokens }, []string(nil)},
+		{"tokens Unleash", "admin-tokens", envAdminTokens, sources{unleash: map[string]string{"INIT_ADMIN_API_TOKENS": "*:*.u"}},
+			func(c Config) any { return c.AdminTokens }, []string{"*:*.u"}},
+		{"tokens FLAGADMIN over Unleash", "admin-tokens", envAdminTokens, sources{own: "*:*.o", unleash: map[string]string{"INIT_ADMIN_API_TOKENS": "bad"}},
+			func(c Config) any { return c.AdminTokens }, []string{"*:*.o"}},
+		{"tokens flag over both", "admin-tokens", envAdminTokens, sources{flag: "*:*.f", own: "*:*.o", unleash: map[string]string{"INIT_ADMIN_API_TOKENS": "*:*.u"}},
+			func(c Config) any { return c.AdminTokens }, []string{"*:*.f"}},
+		{"log level default", "log-level", envLogLevel, sources{}, func(c Config) any { return c.LogLevel }, slog.LevelInfo},
+		{"log level Unleash", "log-level", envLogLevel, sources{unleash: map[string]string{"LOG_LEVEL": "warn"}}, func(c Config) any { return c.LogLevel }, slog.LevelWarn},
+		{"log level FLAGADMIN over Unleash", "log-level", envLogLevel, sources{own: "debug", unleash: map[string]string{"LOG_LEVEL": "chatty"}},
+			func(c Config) any { return c.LogLevel }, slog.LevelDebug},
+		{"log level flag over both", "log-level", envLogLevel, sources{flag: "error", own: "debug", unleash: map[string]string{"LOG_LEVEL": "warn"}},
+			func(c Config) any { return c.LogLevel }, slog.LevelError},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			env := map[string]string{}
+			maps.Copy(env, tt.src.unleash)
+			if tt.src.own != "" {
+				env[tt.own] = tt.src.own
+			}
+			var args []string
+			if tt.src.flag != "" {
+				args = []string{"--" + tt.flag, tt.src.flag}
+			}
+			got, err := parseServe(t, env, args...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(tt.field(got), tt.want) {
+				t.Errorf("got %v, want %v", tt.field(got), tt.want)
+			}
+		})
+	}
+}
+
+// TestConfigBadUnleashValues checks that a bad value of one of Unleash's
+// variables is an error naming that variable, without repeating a secret.
+func TestConfigBadUnleashValues(t *testing.T) {
+	tests := []struct {
+		name string
+		env  map[string]string
+		want string // the start of the error, naming the variable
+	}{
+		{"DATABASE_URL not PostgreSQL", map[string]string{"DATABASE_URL": "mysql://u:hunter2@db/unleash"},
+			`DATABASE_URL: "mysql://u:xxxxx@db/unleash" is not a postgres:// URL; Unleash uses PostgreSQL only (for another database set FLAGADMIN_DB)`},
+		{"DATABASE_URL not a URL", map[string]string{"DATABASE_URL": "postgres://db:port/x"}, `DATABASE_URL: "postgres://..." is not a valid URL`},
+		{"DATABASE_PORT", map[string]string{"DATABASE_HOST": "db", "DATABASE_PORT": "fivefour"}, `DATABASE_PORT: "fivefour" is not a port number`},
+		{"DATABASE_PORT range", map[string]string{"DATABASE_PORT": "70000"}, `DATABASE_PORT: "70000" is not a port number`},
+		{"DATABASE_SSL object", map[string]string{"DATABASE_HOST": "db", "DATABASE_SSL": `{"rejectUnauthorized":false,"key":"hunter2"}`},
+			"DATABASE_SSL: flagadmin reads only true (sslmode=verify-full) or false (sslmode=disable)"},
+		{"DATABASE_SSL with DATABASE_URL", map[string]string{"DATABASE_URL": "postgres://db/x", "DATABASE_SSL": "yes"}, "DATABASE_SSL: flagadmin reads only true"},
+		{"INIT_ADMIN_API_TOKENS scoped", map[string]string{"INIT_ADMIN_API_TOKENS": "*:*.ok, default:development.hunter2"},
+			"INIT_ADMIN_API_TOKENS: item 2 is scoped to a project and environment"},
+		{"INIT_ADMIN_API_TOKENS user token", map[string]string{"INIT_ADMIN_API_TOKENS": "user:hunter2"}, "INIT_ADMIN_API_TOKENS: item 1 is not an admin token"},
+		{"INIT_ADMIN_API_TOKENS bare secret", map[string]string{"INIT_ADMIN_API_TOKENS": "hunter2"}, "INIT_ADMIN_API_TOKENS: item 1 is not an admin token"},
+		{"HTTP_PORT", map[string]string{"HTTP_HOST": "0.0.0.0", "HTTP_PORT": "http"}, `HTTP_PORT: "http" is not a port number`},
+		{"HTTP_PORT range", map[string]string{"HTTP_PORT": "-1"}, `HTTP_PORT: "-1" is not a port number`},
+		{"HTTP_HOST", map[string]string{"HTTP_HOST": "[bad"}, `HTTP_HOST: "[bad:4242" is not a host:port address`},
+		{"LOG_LEVEL", map[string]string{"LOG_LEVEL": "trace"}, `LOG_LEVEL: unknown log level "trace"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := parseServe(t, tt.env)
+			var ce *cliError
+			if !errors.As(err, &ce) {
+				t.Fatalf("got error %v, want a *cliError", err)
+			}
+			if !strings.HasPrefix(err.Error(), tt.want) {
+				t.Errorf("got %q, want it to start with %q", err, tt.want)
+			}
+			if strings.Contains(err.Error(), "hunter2") {
+				t.Errorf("the error %q repeats a secret", err)
+			}
+		})
+	}
+}
+
+// TestDBCommandsReadUnleashDatabaseVariables checks that the database
+// commands take the database and log level from Unleash's variables too.
+func TestDBCommandsReadUnleashDatabaseVariables(t *testing.T) {
+	fs := newFlagSet("flagadmin migrate")
+	env := map[string]string{"DATABASE_HOST": "db", "LOG_LEVEL": "fatal", "HTTP_PORT": "not read"}
+	s := newSettings(fs, func(k string) string { return env[k] }, withDB)
+	got, err := s.config(fs)
+	want := Config{DB: "postgres://db:5432/unleash", LogLevel: slog.LevelError, LogFormat: "text"}
+	if err != nil || !reflect.DeepEqual(got, want) {
+		t.Errorf("got %+v, %v; want %+v", got, err, want)
 	}
 }

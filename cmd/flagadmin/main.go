@@ -11,8 +11,10 @@
 // Configuration comes from flags and environment variables (a flag wins):
 // FLAGADMIN_ADDR, FLAGADMIN_DB, FLAGADMIN_SEED, FLAGADMIN_ADMIN_TOKENS,
 // FLAGADMIN_LOG_LEVEL, FLAGADMIN_LOG_FORMAT, FLAGADMIN_DB_TIMEOUT and the
-// cache settings of serve. Run "flagadmin COMMAND -h"
-// for the flags of a command.
+// cache settings of serve, then Unleash's variables where they mean the
+// same (DATABASE_URL, DATABASE_HOST, ..., INIT_ADMIN_API_TOKENS, HTTP_HOST,
+// HTTP_PORT, LOG_LEVEL). Run "flagadmin COMMAND -h" for the flags of a
+// command.
 //
 // This is the only package of the module that uses go.uber.org/fx: it wires
 // the store, the flagadmin.Service, the httpapi handler and the net/http
@@ -215,9 +217,14 @@ func (c *cli) printHelp(fs *flag.FlagSet, cmd command) {
 		fs.SetOutput(io.Discard)
 	}
 	if len(cmd.env) > 0 {
-		fmt.Fprint(w, "\nEnvironment (a flag overrides its variable):\n")
+		fmt.Fprint(w, "\nEnvironment (a flag overrides its variable, which overrides Unleash's indented under it):\n")
 		for _, name := range cmd.env {
 			fmt.Fprintf(w, "  %-27s %s\n", name, envHelp[name])
+			for _, v := range unleashEnv {
+				if v.of == name {
+					fmt.Fprintf(w, "    %-25s %s\n", v.name, v.help)
+				}
+			}
 		}
 	}
 }

@@ -22,9 +22,9 @@ a stop still answers every request it holds and ends within that time.
 At start, before listening: the database schema is created or updated; with
 --demo, the built-in demo world is loaded into an empty store and its tokens are
 printed; with a seed file, that file is loaded into an empty store; the admin
-tokens of FLAGADMIN_ADMIN_TOKENS are created if missing. When the store then has
-no admin token, one is generated and printed once on stderr as
-"admin token (shown once): ...".
+tokens of FLAGADMIN_ADMIN_TOKENS (or INIT_ADMIN_API_TOKENS) are created if
+missing. When the store then has no admin token, one is generated and printed
+once on stderr as "admin token (shown once): ...".
 
 Besides the API under /api/admin/, the server answers GET /health (the process
 is up), GET /ready (the store is reachable), /openapi.json and /openapi.yaml.
