@@ -155,9 +155,11 @@ func (s *Server) Handler() http.Handler { return s.handler }
 // of Handler, so operations reached through it answer 401.
 func (s *Server) API() huma.API { return s.api }
 
-// health answers 200 while the process is up.
+// health answers 200 while the process is up, with Unleash's body field
+// ("health":"GOOD", what its /health answers) beside flagadmin's own, so
+// probes written for an Unleash deployment keep working.
 func (s *Server) health(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+	writeJSON(w, http.StatusOK, map[string]string{"health": "GOOD", "status": "ok"})
 }
 
 // ready answers 200 when the store answers a ping, else 503 ServiceUnavailable.

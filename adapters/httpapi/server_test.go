@@ -160,7 +160,7 @@ func TestAccessLog(t *testing.T) {
 
 func TestHealthAndReady(t *testing.T) {
 	e := newEnv(t, Config{}, nil)
-	for path, want := range map[string]string{"/health": `{"status":"ok"}`, "/ready": `{"status":"ready"}`} {
+	for path, want := range map[string]string{"/health": `{"health":"GOOD","status":"ok"}`, "/ready": `{"status":"ready"}`} {
 		w := e.do(t, request{method: http.MethodGet, path: path})
 		if w.Code != http.StatusOK || strings.TrimSpace(w.Body.String()) != want {
 			t.Errorf("%s: got %d %s, want 200 %s", path, w.Code, w.Body, want)
