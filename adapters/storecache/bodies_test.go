@@ -130,20 +130,9 @@ func TestBodiesProjectList(t *testing.T) {
 // potentially stale becomes so with the clock (Options.Clock), or when the
 // clock goes back.
 func TestBodiesExpireWithTime(t *testing.T) {
-	const world = `{
-  "projects": [{"id": "p", "mode": "open"}],
-  "features": [
-    {"name": "rel", "project": "p", "type": "release", "createdAt": "2025-01-01T00:00:00Z"},
-    {"name": "ops", "project": "p", "type": "operational", "createdAt": "2025-02-05T00:00:00Z"},
-    {"name": "kill", "project": "p", "type": "kill-switch", "createdAt": "2020-01-01T00:00:00Z"},
-    {"name": "old", "project": "p", "type": "release", "createdAt": "2020-01-01T00:00:00Z", "stale": true}
-  ]
-}`
 	ctx := context.Background()
-	created := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
-	relStale := created.Add(40 * 24 * time.Hour)                         // rel is potentially stale after this
-	opsStale := created.Add(35 * 24 * time.Hour).Add(7 * 24 * time.Hour) // ops is potentially stale after this
-	w := newResultWorld(t, world, relStale)
+	relStale, opsStale := expiryTimes()
+	w := newResultWorld(t, expiryWorld, relStale)
 	svc := w.service(1 << 20)
 	bodies := bodiesOf(t, svc)
 	b := &listBuilder{svc: svc, p: flagadmin.System}

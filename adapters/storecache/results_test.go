@@ -421,12 +421,10 @@ func TestResultCacheVisibility(t *testing.T) {
 	check(t, editor, flagadmin.EventSearchParams{}, "3 2 1", "open priv prot")
 }
 
-// TestResultCacheProjectListExpiry: a cached project list is used until,
-// and not from, the millisecond at which a feature it counts as fresh
-// becomes potentially stale; and not at an earlier time than it was
-// computed at.
-func TestResultCacheProjectListExpiry(t *testing.T) {
-	const world = `{
+// expiryWorld is the world of the expiry tests: a release feature and an
+// operational one that become potentially stale at known times
+// (expiryTimes), a kill switch that never does, and a stale feature.
+const expiryWorld = `{
   "projects": [{"id": "p", "mode": "open"}],
   "features": [
     {"name": "rel", "project": "p", "type": "release", "createdAt": "2025-01-01T00:00:00Z"},
@@ -435,11 +433,23 @@ func TestResultCacheProjectListExpiry(t *testing.T) {
     {"name": "old", "project": "p", "type": "release", "createdAt": "2020-01-01T00:00:00Z", "stale": true}
   ]
 }`
-	ctx := context.Background()
+
+// expiryTimes returns when the features rel and ops of expiryWorld become
+// potentially stale (40 days after creation for a release, 7 for an
+// operational feature).
+func expiryTimes() (relStale, opsStale time.Time) {
 	created := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
-	relStale := created.Add(40 * 24 * time.Hour)                         // rel is potentially stale after this
-	opsStale := created.Add(35 * 24 * time.Hour).Add(7 * 24 * time.Hour) // ops is potentially stale after this
-	w := newResultWorld(t, world, relStale)
+	return created.Add(40 * 24 * time.Hour), created.Add(35 * 24 * time.Hour).Add(7 * 24 * time.Hour)
+}
+
+// TestResultCacheProjectListExpiry: a cached project list is used until,
+// and not from, the millisecond at which a feature it counts as fresh
+// becomes potentially stale; and not at an earlier time than it was
+// computed at.
+func TestResultCacheProjectListExpiry(t *testing.T) {
+	ctx := context.Background()
+	relStale, opsStale := expiryTimes()
+	w := newResultWorld(t, expiryWorld, relStale)
 	svc := w.service(1 << 20)
 	steps := []struct {
 		name       string
