@@ -104,14 +104,6 @@ func allEvents(t *testing.T, store flagadmin.Store) []flagadmin.Event {
 
 func ptr[T any](v T) *T { return &v }
 
-func day(s string) time.Time {
-	d, err := time.Parse("2006-01-02", s)
-	if err != nil {
-		panic(err)
-	}
-	return d
-}
-
 // repeat returns n copies of s joined by sep.
 func repeat(s, sep string, n int) string {
 	return strings.TrimSuffix(strings.Repeat(s+sep, n), sep)

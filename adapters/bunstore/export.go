@@ -46,7 +46,7 @@ func (s *Store) ExportEvents(ctx context.Context, q flagadmin.EventQuery, afterI
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		events, err := s.exportBatchBounded(ctx, q, afterID)
+		events, err := s.exportBatch(ctx, q, afterID)
 		if err != nil {
 			if ctx.Err() != nil {
 				return ctx.Err()
@@ -65,18 +65,14 @@ func (s *Store) ExportEvents(ctx context.Context, q flagadmin.EventQuery, afterI
 	}
 }
 
-// exportBatchBounded reads the next batch of an export within the store's
-// deadline for one operation (WithTimeout): each batch is bounded, not the
-// whole export, which takes as long as its size and its reader need.
-func (s *Store) exportBatchBounded(ctx context.Context, q flagadmin.EventQuery, afterID int64) ([]flagadmin.Event, error) {
-	ctx, cancel := s.bound(ctx)
-	defer cancel()
-	return s.exportBatch(ctx, q, afterID)
-}
-
 // exportBatch reads the next batch of an export: q's matches with an id
 // greater than afterID, the first flagadmin.ExportBatchSize of them by id.
 func (s *Store) exportBatch(ctx context.Context, q flagadmin.EventQuery, afterID int64) ([]flagadmin.Event, error) {
+	// The store's deadline for one operation (WithTimeout) bounds each
+	// batch, not the whole export, which takes as long as its size and its
+	// reader need.
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
 	if s.dialect == dialect.PG {
 		sel := s.rdb.NewSelect().TableExpr("events AS e").
 			ColumnExpr("CAST(0 AS bigint) AS total, ?", bun.Safe(pageColumns))
