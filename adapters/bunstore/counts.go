@@ -165,26 +165,44 @@ func dayStartMs(val string) (int64, error) {
 	return d.UnixMilli(), nil
 }
 
-// backfillDays recomputes the day rows of event_counts (every shard) from
-// the events table, into shard 0. The day is the floor of created_at in
-// days since the epoch (exact integer arithmetic on every database: % takes
-// the dividend's sign everywhere), formatted by the database.
-func backfillDays(name dialect.Name) []string {
-	dayNum := fmt.Sprintf("(created_at - ((created_at %% %[1]d) + %[1]d) %% %[1]d) / %[1]d", msPerDay)
+// dayNumSQL is the SQL of the day number of an event's created_at: the
+// floor of it in days since the epoch (exact integer arithmetic on every
+// database: % takes the dividend's sign everywhere).
+var dayNumSQL = fmt.Sprintf("(created_at - ((created_at %% %[1]d) + %[1]d) %% %[1]d) / %[1]d", msPerDay)
+
+// dayValSQL is the SQL of dayVal on database name for the day number d (a
+// column or expression), formatted by the database.
+func dayValSQL(name dialect.Name, d string) string {
 	var format string
 	switch name {
 	case dialect.PG:
-		format = "to_char(DATE '1970-01-01' + CAST(d AS INTEGER), 'YYYY-MM-DD')"
+		format = "to_char(DATE '1970-01-01' + CAST({d} AS INTEGER), 'YYYY-MM-DD')"
 	case dialect.MySQL:
-		format = "DATE_FORMAT(DATE_ADD('1970-01-01', INTERVAL d DAY), '%Y-%m-%d')"
+		format = "DATE_FORMAT(DATE_ADD('1970-01-01', INTERVAL {d} DAY), '%Y-%m-%d')"
 	default:
-		format = "date(d * 86400, 'unixepoch')"
+		format = "date({d} * 86400, 'unixepoch')"
 	}
-	val := fmt.Sprintf("CASE WHEN d < %d THEN '%s' WHEN d >= %d THEN '%s' ELSE %s END",
+	val := fmt.Sprintf("CASE WHEN {d} < %d THEN '%s' WHEN {d} >= %d THEN '%s' ELSE %s END",
 		dayMinMs/msPerDay, dayBefore1000, dayMaxMs/msPerDay, dayAfter9999, format)
+	return strings.ReplaceAll(val, "{d}", d)
+}
+
+// daysOfEvents is a SELECT of (val, n): the number of events per day value
+// among those where selects (a condition on events, "" for all), counted
+// per day number first so that the database formats one value per day.
+func daysOfEvents(name dialect.Name, where string) string {
+	if where != "" {
+		where = " WHERE " + where
+	}
+	return fmt.Sprintf("SELECT %s AS val, SUM(c) AS n FROM (SELECT %s AS d, COUNT(*) AS c FROM events%s GROUP BY %[2]s) days GROUP BY %[1]s",
+		dayValSQL(name, "d"), dayNumSQL, where)
+}
+
+// backfillDays recomputes the day rows of event_counts (every shard) from
+// the events table, into shard 0.
+func backfillDays(name dialect.Name) []string {
 	insert := func(dim, where string) string {
-		return fmt.Sprintf("INSERT INTO event_counts (dim, val, n) SELECT '%s', %s, SUM(c) FROM (SELECT %s AS d, COUNT(*) AS c FROM events%s GROUP BY %s) days GROUP BY %s",
-			dim, val, dayNum, where, dayNum, val)
+		return fmt.Sprintf("INSERT INTO event_counts (dim, val, n) SELECT '%s', val, n FROM (%s) d", dim, daysOfEvents(name, where))
 	}
 	var dims []string
 	for _, dim := range []string{countDay, countDayNoProject} {
@@ -195,7 +213,7 @@ func backfillDays(name dialect.Name) []string {
 	return []string{
 		"DELETE FROM event_counts WHERE dim IN (" + strings.Join(dims, ", ") + ")",
 		insert(countDay, ""),
-		insert(countDayNoProject, " WHERE project IS NULL"),
+		insert(countDayNoProject, "project IS NULL"),
 	}
 }
 

@@ -103,10 +103,10 @@ func planTotal(q flagadmin.EventQuery) totalPlan {
 	}
 	p := totalPlan{kind: totalKeys}
 	seen := map[countKey]bool{}
-	if set == 0 && len(hidden) == 0 && q.Offset >= daySeekMinOffset {
-		// All events (with a project): the days count them too, and let a
-		// large offset skip whole days.
-		return totalPlan{kind: totalDays, noProject: q.RequireProject}
+	if set == 0 && q.Offset >= daySeekMinOffset {
+		// All events (with a project, outside hidden projects): the days
+		// count them too, and let a large offset skip whole days.
+		return totalPlan{kind: totalDays, noProject: q.RequireProject, hidden: slices.Sorted(maps.Keys(hidden))}
 	}
 	if set == 0 {
 		p.plus = []countKey{{countAll, ""}}
@@ -129,10 +129,10 @@ func planTotal(q flagadmin.EventQuery) totalPlan {
 }
 
 // seekable reports whether a page of q at offset q.Offset skips whole days:
-// the total comes from day rows that count exactly q's matches per day (no
-// hidden projects), and the offset is large.
+// the total comes from day rows (less the hidden projects' events of each
+// day), and the offset is large.
 func (p totalPlan) seekable(q flagadmin.EventQuery) bool {
-	return p.kind == totalDays && len(p.hidden) == 0 && q.Offset >= daySeekMinOffset && q.Limit > 0
+	return p.kind == totalDays && q.Offset >= daySeekMinOffset && q.Limit > 0
 }
 
 // countSum is the SQL sum of the rows of keys in event_counts, every shard,
@@ -225,7 +225,11 @@ type dayCount struct {
 // returns q's total and where the page at q.Offset starts: before is the
 // exclusive upper bound of created_at (none when hasBefore is false) of the
 // newest day that holds the offset's event, and offset the number of
-// matches to skip from there, fewer than that day's.
+// matches to skip from there, fewer than that day's. The events of hidden
+// projects are counted per day from the events_project index and taken
+// off their days: a caller's hidden projects are private ones, a small
+// share of the history, so that reads far fewer entries than an offset
+// would skip.
 func (s *Store) daySeek(ctx context.Context, db bun.IDB, q flagadmin.EventQuery, p totalPlan) (total int, before int64, hasBefore bool, offset int, err error) {
 	cond, rangeArgs := p.dayRange(nil)
 	sign := "n"
@@ -243,6 +247,28 @@ func (s *Store) daySeek(ctx context.Context, db bun.IDB, q flagadmin.EventQuery,
 		Scan(ctx, &days)
 	if err != nil {
 		return 0, 0, false, 0, err
+	}
+	if len(p.hidden) > 0 {
+		where, hargs := "project IN (?)", []any{bun.In(p.hidden)}
+		if q.From != nil {
+			where += " AND created_at >= ?"
+			hargs = append(hargs, ceilMillis(*q.From))
+		}
+		if q.Before != nil {
+			where += " AND created_at < ?"
+			hargs = append(hargs, ceilMillis(*q.Before))
+		}
+		var hid []dayCount
+		if err = db.NewRaw(daysOfEvents(s.dialect, where), hargs...).Scan(ctx, &hid); err != nil {
+			return 0, 0, false, 0, err
+		}
+		less := make(map[string]int64, len(hid))
+		for _, h := range hid {
+			less[h.Val] = h.N
+		}
+		for i := range days {
+			days[i].N -= less[days[i].Val]
+		}
 	}
 	// Newest first. Sorted here: day values are ASCII, whose byte order
 	// is theirs, while the database would sort by its collation, slowly.
