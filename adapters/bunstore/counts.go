@@ -3,12 +3,16 @@ package bunstore
 import (
 	"cmp"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/uptrace/bun"
@@ -52,6 +56,35 @@ const (
 	countDayNoProject = "day-no-project" // likewise, events without a project
 )
 
+// The column dims counted again per project (val: inProjectVal) and for
+// the events without a project, so that a caller who cannot see some
+// projects, or only events with a project, still reads a filtered total
+// from a few rows: the value's count less its count in each hidden
+// project and without a project.
+var countsByProject = map[string]struct{ inProject, noProject string }{
+	countFeature:     {"feature-in-project", "feature-no-project"},
+	countType:        {"type-in-project", "type-no-project"},
+	countCreator:     {"creator-in-project", "creator-no-project"},
+	countEnvironment: {"environment-in-project", "environment-no-project"},
+}
+
+// maxCountVal is the longest val of event_counts, in characters
+// ({EVENTKEY} on MySQL).
+const maxCountVal = 700
+
+// inProjectVal is the val of the count of the events of project with val
+// in a column dim: the project's length in characters, ":", the project
+// and the value, which no other pair gives; or, when that is longer than
+// a val may be, "#" and its SHA-256 in hex.
+func inProjectVal(project, val string) string {
+	v := strconv.Itoa(utf8.RuneCountInString(project)) + ":" + project + val
+	if utf8.RuneCountInString(v) <= maxCountVal {
+		return v
+	}
+	sum := sha256.Sum256([]byte(v))
+	return "#" + hex.EncodeToString(sum[:])
+}
+
 // countShards is the number of shards of every row of event_counts.
 const countShards = 8
 
@@ -89,13 +122,18 @@ var eventCountsSchema = []table{{name: "event_counts", body: `
 		n BIGINT NOT NULL,
 		PRIMARY KEY (dim, val)`}}
 
+// creatorText is the SQL of created_by_user_id as text on database name.
+func creatorText(name dialect.Name) string {
+	if name == dialect.MySQL {
+		return "CAST(created_by_user_id AS CHAR)"
+	}
+	return "CAST(created_by_user_id AS TEXT)"
+}
+
 // backfillCounts recomputes event_counts from the events table, all in
 // shard 0: the rows of migration 3 (every dim but the days).
 func backfillCounts(name dialect.Name) []string {
-	text := "CAST(created_by_user_id AS TEXT)"
-	if name == dialect.MySQL {
-		text = "CAST(created_by_user_id AS CHAR)"
-	}
+	text := creatorText(name)
 	group := func(dim, col string) string {
 		return fmt.Sprintf("INSERT INTO event_counts (dim, val, n) SELECT '%s', %s, COUNT(*) FROM events WHERE %s IS NOT NULL GROUP BY %s",
 			dim, col, col, col)
@@ -243,12 +281,25 @@ func countDeltas(events []flagadmin.Event, shard int) []countDelta {
 			m[countKey{countDayNoProject, day}]++
 		}
 		add(countProject, e.Project)
-		add(countFeature, e.FeatureName)
-		m[countKey{countType, e.Type}]++
+		var creator *string
 		if e.CreatedByUserID != nil {
-			m[countKey{countCreator, strconv.FormatInt(*e.CreatedByUserID, 10)}]++
+			id := strconv.FormatInt(*e.CreatedByUserID, 10)
+			creator = &id
 		}
-		add(countEnvironment, e.Environment)
+		for _, c := range [...]struct {
+			dim string
+			v   *string
+		}{{countFeature, e.FeatureName}, {countType, &e.Type}, {countCreator, creator}, {countEnvironment, e.Environment}} {
+			if c.v == nil {
+				continue
+			}
+			m[countKey{c.dim, *c.v}]++
+			if e.Project == nil {
+				m[countKey{countsByProject[c.dim].noProject, *c.v}]++
+			} else {
+				m[countKey{countsByProject[c.dim].inProject, inProjectVal(*e.Project, *c.v)}]++
+			}
+		}
 	}
 	out := make([]countDelta, 0, len(m))
 	for k, n := range m {
@@ -318,4 +369,79 @@ func execAllTx(ctx context.Context, db *bun.DB, stmts []string) error {
 		}
 		return nil
 	})
+}
+
+// countByProjectColumns are the events columns of the dims of
+// countsByProject.
+var countByProjectColumns = map[string]string{
+	countFeature: "feature_name", countType: "type", countCreator: "created_by_user_id", countEnvironment: "environment",
+}
+
+// backfillCountsByProject recomputes the rows of countsByProject from the
+// events table, into shard 0: per column, the events grouped by project
+// and value, their vals computed here (inProjectVal) as writes compute
+// them.
+func backfillCountsByProject(ctx context.Context, db bun.IDB) error {
+	name := db.Dialect().Name()
+	var dims []string
+	for _, d := range countsByProject {
+		dims = append(dims, shardDims(d.inProject)...)
+		dims = append(dims, shardDims(d.noProject)...)
+	}
+	if _, err := db.NewRaw("DELETE FROM event_counts WHERE dim IN (?)", bun.In(dims)).Exec(ctx); err != nil {
+		return err
+	}
+	exec := func(ctx context.Context, query string, args ...any) error {
+		_, err := db.ExecContext(ctx, query, args...)
+		return err
+	}
+	for _, dim := range slices.Sorted(maps.Keys(countByProjectColumns)) {
+		col := bun.Safe(countByProjectColumns[dim])
+		if dim == countCreator {
+			col = bun.Safe(creatorText(name))
+		}
+		var groups []struct {
+			Project *string `bun:"project"`
+			Val     string  `bun:"v"`
+			N       int64   `bun:"n"`
+		}
+		err := db.NewRaw("SELECT project, ? AS v, COUNT(*) AS n FROM events WHERE ? IS NOT NULL GROUP BY project, ?",
+			col, bun.Safe(countByProjectColumns[dim]), col).Scan(ctx, &groups)
+		if err != nil {
+			return err
+		}
+		rows := make([][3]any, 0, len(groups))
+		for _, g := range groups {
+			if g.Project == nil {
+				rows = append(rows, [3]any{countsByProject[dim].noProject, g.Val, g.N})
+			} else {
+				rows = append(rows, [3]any{countsByProject[dim].inProject, inProjectVal(*g.Project, g.Val), g.N})
+			}
+		}
+		if err := countsUpsert.write(ctx, name, false, rows, exec); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// migrateCountsByProject is the Up of migration event_counts_by_project.
+// Like execAll, a transaction of its own on PostgreSQL; the others run
+// migrations in one.
+func migrateCountsByProject(ctx context.Context, db *bun.DB) error {
+	if db.Dialect().Name() == dialect.PG {
+		return db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error { return backfillCountsByProject(ctx, tx) })
+	}
+	return backfillCountsByProject(ctx, db)
+}
+
+// unmigrateCountsByProject is its Down: the rows of countsByProject removed.
+func unmigrateCountsByProject(ctx context.Context, db *bun.DB) error {
+	var dims []string
+	for _, d := range countsByProject {
+		dims = append(dims, shardDims(d.inProject)...)
+		dims = append(dims, shardDims(d.noProject)...)
+	}
+	_, err := db.NewRaw("DELETE FROM event_counts WHERE dim IN (?)", bun.In(dims)).Exec(ctx)
+	return err
 }

@@ -129,6 +129,36 @@ func TestDayCounts(t *testing.T) {
 				queries = append(queries, flagadmin.EventQuery{Limit: 3, Offset: i}, flagadmin.EventQuery{Limit: 3, Offset: i - 1})
 			}
 		}
+		// One column filter (IS and IS_ANY_OF) with each visibility: the
+		// totals then take off the values' counts in hidden projects and
+		// without a project.
+		var types, features, envs []string
+		var creators []int64
+		for _, e := range all.Events {
+			if len(types) < 2 && !slices.Contains(types, e.Type) {
+				types = append(types, e.Type)
+			}
+			if e.FeatureName != nil && len(features) < 2 && !slices.Contains(features, *e.FeatureName) {
+				features = append(features, *e.FeatureName)
+			}
+			if e.Environment != nil && len(envs) < 2 && !slices.Contains(envs, *e.Environment) {
+				envs = append(envs, *e.Environment)
+			}
+			if e.CreatedByUserID != nil && len(creators) < 2 && !slices.Contains(creators, *e.CreatedByUserID) {
+				creators = append(creators, *e.CreatedByUserID)
+			}
+		}
+		for _, v := range visibilities {
+			for _, f := range []flagadmin.EventQuery{
+				{Types: types[:1]}, {Types: types}, {Types: []string{flagadmin.EventUserCreated}}, {Features: features[:1]}, {Features: features},
+				{Environments: envs[:1]}, {Environments: envs}, {CreatedByUserIDs: creators[:1]}, {CreatedByUserIDs: creators},
+			} {
+				for _, page := range [][2]int{{20, 0}, {5, 40}} {
+					f.RequireProject, f.HiddenProjects, f.Limit, f.Offset = v.require, v.hidden, page[0], page[1]
+					queries = append(queries, f)
+				}
+			}
+		}
 		check := func(stage string) {
 			t.Helper()
 			for _, q := range queries {

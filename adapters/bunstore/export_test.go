@@ -20,7 +20,10 @@ func MigrationCount() int { return len(newMigrations().Sorted()) }
 // Recount rebuilds event_counts from the events table, as the migration
 // that introduced it does for an existing database.
 func Recount(s *Store) error {
-	return execAll(context.Background(), s.db, append(backfillCounts(s.dialect), backfillDays(s.dialect)...))
+	if err := execAll(context.Background(), s.db, append(backfillCounts(s.dialect), backfillDays(s.dialect)...)); err != nil {
+		return err
+	}
+	return backfillCountsByProject(context.Background(), s.db)
 }
 
 // IDsMigration is the name of migration generated_ids.

@@ -45,9 +45,10 @@ const daySeekMinOffset = 1000
 
 // planTotal returns how q's total is read. Counted rows serve q when its
 // matches are a sum of them: no free text, no id or group filter, and
-// either no date and at most one column filter, with a visibility
-// restriction only together with no filter or a project filter; or whole
-// days (dayBound) and no column filter, with any visibility.
+// either no date and at most one column filter, with any visibility (the
+// counts per project and without a project take off what the caller
+// cannot see); or whole days (dayBound) and no column filter, with any
+// visibility.
 func planTotal(q flagadmin.EventQuery) totalPlan {
 	count := totalPlan{kind: totalCount}
 	if q.Text != "" || len(q.IDs) > 0 || len(q.GroupIDs) > 0 {
@@ -94,11 +95,7 @@ func planTotal(q flagadmin.EventQuery) totalPlan {
 		}
 		return p
 	}
-	restricted := q.RequireProject || len(q.HiddenProjects) > 0
-	switch {
-	case set > 1:
-		return count
-	case set == 1 && restricted && filters[0].dim != countProject:
+	if set > 1 {
 		return count
 	}
 	p := totalPlan{kind: totalKeys}
@@ -124,6 +121,17 @@ func planTotal(q flagadmin.EventQuery) totalPlan {
 		}
 		seen[k] = true
 		p.plus = append(p.plus, k)
+		// A value of another column: less its events in hidden projects
+		// and, for callers who see only events with a project, those
+		// without one.
+		if by, ok := countsByProject[k.dim]; ok {
+			for _, h := range slices.Sorted(maps.Keys(hidden)) {
+				p.minus = append(p.minus, countKey{by.inProject, inProjectVal(h, k.val)})
+			}
+			if q.RequireProject {
+				p.minus = append(p.minus, countKey{by.noProject, k.val})
+			}
+		}
 	}
 	return p
 }
