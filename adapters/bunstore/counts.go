@@ -68,6 +68,15 @@ var countsByProject = map[string]struct{ inProject, noProject string }{
 	countEnvironment: {"environment-in-project", "environment-no-project"},
 }
 
+// countMonthInProject counts the events of a project per month (val:
+// inProjectVal of the project and monthOf the day), so that a deep offset
+// skips whole months of a caller's hidden projects (monthSeek).
+const countMonthInProject = "month-in-project"
+
+// monthOf is the month of a day value: its first seven characters
+// ("0000-00" and "9999-99" for the days before 1000 and after 9999).
+func monthOf(day string) string { return day[:7] }
+
 // maxCountVal is the longest val of event_counts, in characters
 // ({EVENTKEY} on MySQL).
 const maxCountVal = 700
@@ -203,10 +212,18 @@ func dayStartMs(val string) (int64, error) {
 	return d.UnixMilli(), nil
 }
 
-// dayNumSQL is the SQL of the day number of an event's created_at: the
-// floor of it in days since the epoch (exact integer arithmetic on every
-// database: % takes the dividend's sign everywhere).
-var dayNumSQL = fmt.Sprintf("(created_at - ((created_at %% %[1]d) + %[1]d) %% %[1]d) / %[1]d", msPerDay)
+// dayNumSQL is the SQL of the day number of an event's created_at on
+// database name: the floor of it in days since the epoch, an integer
+// (exact integer arithmetic on every database: % takes the dividend's sign
+// everywhere, and the dividend is a multiple of a day; MySQL's / would
+// give a decimal, DIV an integer).
+func dayNumSQL(name dialect.Name) string {
+	div := "/"
+	if name == dialect.MySQL {
+		div = "DIV"
+	}
+	return fmt.Sprintf("(created_at - ((created_at %% %[1]d) + %[1]d) %% %[1]d) %[2]s %[1]d", msPerDay, div)
+}
 
 // dayValSQL is the SQL of dayVal on database name for the day number d (a
 // column or expression), formatted by the database.
@@ -233,7 +250,7 @@ func daysOfEvents(name dialect.Name, where string) string {
 		where = " WHERE " + where
 	}
 	return fmt.Sprintf("SELECT %s AS val, SUM(c) AS n FROM (SELECT %s AS d, COUNT(*) AS c FROM events%s GROUP BY %[2]s) days GROUP BY %[1]s",
-		dayValSQL(name, "d"), dayNumSQL, where)
+		dayValSQL(name, "d"), dayNumSQL(name), where)
 }
 
 // backfillDays recomputes the day rows of event_counts (every shard) from
@@ -276,6 +293,9 @@ func countDeltas(events []flagadmin.Event, shard int) []countDelta {
 	for _, e := range events {
 		day := dayVal(millis(e.CreatedAt))
 		m[countKey{countDay, day}]++
+		if e.Project != nil {
+			m[countKey{countMonthInProject, inProjectVal(*e.Project, monthOf(day))}]++
+		}
 		if e.Project == nil {
 			m[countKey{countNoProject, ""}]++
 			m[countKey{countDayNoProject, day}]++
@@ -383,12 +403,7 @@ var countByProjectColumns = map[string]string{
 // them.
 func backfillCountsByProject(ctx context.Context, db bun.IDB) error {
 	name := db.Dialect().Name()
-	var dims []string
-	for _, d := range countsByProject {
-		dims = append(dims, shardDims(d.inProject)...)
-		dims = append(dims, shardDims(d.noProject)...)
-	}
-	if _, err := db.NewRaw("DELETE FROM event_counts WHERE dim IN (?)", bun.In(dims)).Exec(ctx); err != nil {
+	if _, err := db.NewRaw("DELETE FROM event_counts WHERE dim IN (?)", bun.In(byProjectDims())).Exec(ctx); err != nil {
 		return err
 	}
 	exec := func(ctx context.Context, query string, args ...any) error {
@@ -422,7 +437,26 @@ func backfillCountsByProject(ctx context.Context, db bun.IDB) error {
 			return err
 		}
 	}
-	return nil
+	// Months per project: grouped by day number there, by month here.
+	var days []struct {
+		Project string `bun:"project"`
+		D       int64  `bun:"d"`
+		N       int64  `bun:"n"`
+	}
+	err := db.NewRaw("SELECT project, "+dayNumSQL(name)+" AS d, COUNT(*) AS n FROM events WHERE project IS NOT NULL GROUP BY project, "+dayNumSQL(name)).
+		Scan(ctx, &days)
+	if err != nil {
+		return err
+	}
+	months := map[string]int64{}
+	for _, d := range days {
+		months[inProjectVal(d.Project, monthOf(dayVal(d.D*msPerDay)))] += d.N
+	}
+	rows := make([][3]any, 0, len(months))
+	for _, v := range slices.Sorted(maps.Keys(months)) {
+		rows = append(rows, [3]any{countMonthInProject, v, months[v]})
+	}
+	return countsUpsert.write(ctx, name, false, rows, exec)
 }
 
 // migrateCountsByProject is the Up of migration event_counts_by_project.
@@ -437,11 +471,17 @@ func migrateCountsByProject(ctx context.Context, db *bun.DB) error {
 
 // unmigrateCountsByProject is its Down: the rows of countsByProject removed.
 func unmigrateCountsByProject(ctx context.Context, db *bun.DB) error {
-	var dims []string
+	_, err := db.NewRaw("DELETE FROM event_counts WHERE dim IN (?)", bun.In(byProjectDims())).Exec(ctx)
+	return err
+}
+
+// byProjectDims are the dims of migration event_counts_by_project, every
+// shard.
+func byProjectDims() []string {
+	dims := shardDims(countMonthInProject)
 	for _, d := range countsByProject {
 		dims = append(dims, shardDims(d.inProject)...)
 		dims = append(dims, shardDims(d.noProject)...)
 	}
-	_, err := db.NewRaw("DELETE FROM event_counts WHERE dim IN (?)", bun.In(dims)).Exec(ctx)
-	return err
+	return dims
 }

@@ -233,11 +233,13 @@ type dayCount struct {
 // returns q's total and where the page at q.Offset starts: before is the
 // exclusive upper bound of created_at (none when hasBefore is false) of the
 // newest day that holds the offset's event, and offset the number of
-// matches to skip from there, fewer than that day's. The events of hidden
-// projects are counted per day from the events_project index and taken
-// off their days: a caller's hidden projects are private ones, a small
-// share of the history, so that reads far fewer entries than an offset
-// would skip.
+// matches to skip from there, fewer than that day's.
+//
+// The events of hidden projects are taken off their days. Without dates,
+// whole months are skipped first by the hidden projects' month counts (a
+// few rows per project), and only the month that holds the offset's event
+// has its hidden events counted per day from the events_project index; with
+// dates, the range's hidden events are counted per day that way.
 func (s *Store) daySeek(ctx context.Context, db bun.IDB, q flagadmin.EventQuery, p totalPlan) (total int, before int64, hasBefore bool, offset int, err error) {
 	cond, rangeArgs := p.dayRange(nil)
 	sign := "n"
@@ -256,31 +258,26 @@ func (s *Store) daySeek(ctx context.Context, db bun.IDB, q flagadmin.EventQuery,
 	if err != nil {
 		return 0, 0, false, 0, err
 	}
-	if len(p.hidden) > 0 {
-		where, hargs := "project IN (?)", []any{bun.In(p.hidden)}
-		if q.From != nil {
-			where += " AND created_at >= ?"
-			hargs = append(hargs, ceilMillis(*q.From))
-		}
-		if q.Before != nil {
-			where += " AND created_at < ?"
-			hargs = append(hargs, ceilMillis(*q.Before))
-		}
-		var hid []dayCount
-		if err = db.NewRaw(daysOfEvents(s.dialect, where), hargs...).Scan(ctx, &hid); err != nil {
-			return 0, 0, false, 0, err
-		}
-		less := make(map[string]int64, len(hid))
-		for _, h := range hid {
-			less[h.Val] = h.N
-		}
-		for i := range days {
-			days[i].N -= less[days[i].Val]
-		}
-	}
 	// Newest first. Sorted here: day values are ASCII, whose byte order
 	// is theirs, while the database would sort by its collation, slowly.
 	slices.SortFunc(days, func(a, b dayCount) int { return strings.Compare(b.Val, a.Val) })
+	if len(p.hidden) > 0 && q.From == nil && q.Before == nil {
+		return s.monthSeek(ctx, db, q.Offset, p.hidden, days)
+	}
+	if len(p.hidden) > 0 {
+		var from, until *int64
+		if q.From != nil {
+			ms := ceilMillis(*q.From)
+			from = &ms
+		}
+		if q.Before != nil {
+			ms := ceilMillis(*q.Before)
+			until = &ms
+		}
+		if err := s.takeHiddenDays(ctx, db, p.hidden, from, until, days); err != nil {
+			return 0, 0, false, 0, err
+		}
+	}
 	var sum int64
 	for _, d := range days {
 		sum += d.N
@@ -289,19 +286,140 @@ func (s *Store) daySeek(ctx context.Context, db bun.IDB, q flagadmin.EventQuery,
 	if q.Offset >= total {
 		return total, 0, false, 0, nil
 	}
-	// Skip the newest days while they hold no more than the offset: the
-	// page then starts in an older day, before the start of the last day
-	// skipped.
+	before, hasBefore, offset, err = seekDays(days, q.Offset)
+	return total, before, hasBefore, offset, err
+}
+
+// seekDays skips the newest of days (newest first) while they hold no more
+// than offset matches: the page then starts in an older day, before the
+// start of the last day skipped, at the offset that remains.
+func seekDays(days []dayCount, offset int) (before int64, hasBefore bool, rest int, err error) {
 	var newer int64
 	for _, d := range days {
-		if newer+d.N > int64(q.Offset) {
+		if newer+d.N > int64(offset) {
 			break
 		}
 		newer += d.N
 		if before, err = dayStartMs(d.Val); err != nil {
-			return 0, 0, false, 0, err
+			return 0, false, 0, err
 		}
 		hasBefore = true
 	}
-	return total, before, hasBefore, q.Offset - int(newer), nil
+	return before, hasBefore, offset - int(newer), nil
+}
+
+// takeHiddenDays counts the events of the hidden projects created from
+// from (inclusive) until until (exclusive), nil for no bound, per day from
+// the events_project index, and takes them off days.
+func (s *Store) takeHiddenDays(ctx context.Context, db bun.IDB, hidden []string, from, until *int64, days []dayCount) error {
+	where, args := "project IN (?)", []any{bun.In(hidden)}
+	if from != nil {
+		where += " AND created_at >= ?"
+		args = append(args, *from)
+	}
+	if until != nil {
+		where += " AND created_at < ?"
+		args = append(args, *until)
+	}
+	var hid []dayCount
+	if err := db.NewRaw(daysOfEvents(s.dialect, where), args...).Scan(ctx, &hid); err != nil {
+		return err
+	}
+	less := make(map[string]int64, len(hid))
+	for _, h := range hid {
+		less[h.Val] = h.N
+	}
+	for i := range days {
+		days[i].N -= less[days[i].Val]
+	}
+	return nil
+}
+
+// monthSeek is daySeek with hidden projects and no dates: days (all of
+// them, newest first) less the hidden projects' events, whose counts per
+// month (monthInProject rows) skip whole months.
+func (s *Store) monthSeek(ctx context.Context, db bun.IDB, offset int, hidden []string, days []dayCount) (total int, before int64, hasBefore bool, rest int, err error) {
+	var vals []string
+	month := map[string]string{} // val → month
+	for i, d := range days {
+		if m := monthOf(d.Val); i == 0 || m != monthOf(days[i-1].Val) {
+			for _, h := range hidden {
+				v := inProjectVal(h, m)
+				vals = append(vals, v)
+				month[v] = m
+			}
+		}
+	}
+	hiddenIn := map[string]int64{}
+	if len(vals) > 0 {
+		var rows []dayCount
+		err = db.NewRaw("SELECT val, SUM(n) AS n FROM event_counts WHERE dim IN (?) AND val IN (?) GROUP BY val",
+			bun.In(shardDims(countMonthInProject)), bun.In(vals)).Scan(ctx, &rows)
+		if err != nil {
+			return 0, 0, false, 0, err
+		}
+		for _, r := range rows {
+			hiddenIn[month[r.Val]] += r.N
+		}
+	}
+	var sum int64
+	for _, d := range days {
+		sum += d.N
+	}
+	for _, n := range hiddenIn {
+		sum -= n
+	}
+	total = int(sum)
+	if offset >= total {
+		return total, 0, false, 0, nil
+	}
+	// Skip the newest months while they hold no more than the offset.
+	var newer int64
+	i := 0
+	for i < len(days) {
+		m, j, n := monthOf(days[i].Val), i, int64(0)
+		for ; j < len(days) && monthOf(days[j].Val) == m; j++ {
+			n += days[j].N
+		}
+		n -= hiddenIn[m]
+		if newer+n > int64(offset) {
+			// The offset's event is in this month: its days, less their
+			// hidden events.
+			in := slices.Clone(days[i:j])
+			var from, until *int64
+			if oldest := in[len(in)-1].Val; oldest != dayBefore1000 {
+				ms, err := dayStartMs(oldest)
+				if err != nil {
+					return 0, 0, false, 0, err
+				}
+				from = &ms
+			}
+			if newest := in[0].Val; newest != dayAfter9999 {
+				ms, err := dayStartMs(newest)
+				if err != nil {
+					return 0, 0, false, 0, err
+				}
+				ms += msPerDay
+				until = &ms
+			}
+			if err := s.takeHiddenDays(ctx, db, hidden, from, until, in); err != nil {
+				return 0, 0, false, 0, err
+			}
+			b, has, r, err := seekDays(in, offset-int(newer))
+			if err != nil {
+				return 0, 0, false, 0, err
+			}
+			if has {
+				before, hasBefore = b, true
+			}
+			return total, before, hasBefore, r, nil
+		}
+		newer += n
+		if before, err = dayStartMs(days[j-1].Val); err != nil {
+			return 0, 0, false, 0, err
+		}
+		hasBefore = true
+		i = j
+	}
+	return total, before, hasBefore, offset - int(newer), nil
 }
