@@ -212,6 +212,23 @@ func (s *Server) routePattern(r *http.Request) string {
 	return pattern
 }
 
+// Route returns the template of the route that serves r, without its
+// method: for an operation, its path as the OpenAPI document writes it
+// (/api/admin/projects/{projectId}/features/{featureName}/lifecycle/complete);
+// else the path of /health, /ready, an OpenAPI document or the docs page.
+// It returns "" when no route serves r (a 404), so that a label made from
+// it never holds a client's path.
+func (s *Server) Route(r *http.Request) string {
+	p := s.routePattern(r)
+	if i := strings.IndexByte(p, ' '); i >= 0 {
+		p = p[i+1:] // "GET /path"
+	}
+	if p == "/" {
+		return ""
+	}
+	return p
+}
+
 // notFound answers every path no route matches with 404 NotFoundError,
 // naming the methods the path supports when it exists under another one.
 func (s *Server) notFound(w http.ResponseWriter, r *http.Request) {

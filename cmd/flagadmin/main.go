@@ -171,6 +171,7 @@ var envHelp = map[string]string{
 	envURL:         "base URL of the server the client commands talk to (default http://" + defaultAddr + ")",
 	envToken:       "API token of the client commands (an admin token or a personal access token)",
 	envResultCache: "memory for cached search results and project lists, such as 64MiB (default " + formatByteSize(defaultResultCacheSize) + "; 0 disables)",
+	envMetricsAddr: "host:port of a separate listener serving only /metrics (default: /metrics on the main listener)",
 	envDBTimeout:   "storage deadline of a request, such as 5s (default " + defaultDBTimeout.String() + "; 0 disables): a database that does not answer in time gives 503",
 }
 
