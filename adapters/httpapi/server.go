@@ -1,8 +1,9 @@
 // Package httpapi serves the admin API of flagadmin over HTTP with Huma v2
 // on the standard library's ServeMux: the five operations of admin-api.md
 // with the errors, authentication and limits of decisions.md, the OpenAPI
-// 3.1 document at /openapi.json and /openapi.yaml, and the operational
-// endpoints /health and /ready.
+// 3.1 document at /openapi.json and /openapi.yaml (3.0 at /openapi-3.0.json
+// and /openapi-3.0.yaml), its interactive documentation at /docs (Swagger
+// UI, embedded), and the operational endpoints /health and /ready.
 //
 // The package is a transport only: handlers authenticate through the
 // Service, call it with the raw parameters, and map its error kinds to
@@ -138,6 +139,7 @@ func New(svc *flagadmin.Service, cfg Config) *Server {
 
 	s.mux.HandleFunc("GET /health", s.health)
 	s.mux.HandleFunc("GET /ready", s.ready)
+	s.registerDocs()
 	s.mux.HandleFunc("/", s.notFound)
 
 	s.handler = s.observe(s.recoverPanics(s.storageDeadline(s.authenticate(s.limitRequest(http.HandlerFunc(s.route))))))
