@@ -199,3 +199,29 @@ func (s *Store) Version(ctx context.Context) (int64, error) {
 	v, err := s.VersionedStore.Version(ctx)
 	return v, s.observe(err)
 }
+
+// Users is the wrapped store's, counted.
+func (s *Store) Users(ctx context.Context) ([]flagadmin.User, error) {
+	u, err := s.VersionedStore.Users(ctx)
+	return u, s.observe(err)
+}
+
+// Tokens is the wrapped store's, counted.
+func (s *Store) Tokens(ctx context.Context) ([]flagadmin.APIToken, error) {
+	t, err := s.VersionedStore.Tokens(ctx)
+	return t, s.observe(err)
+}
+
+// DeleteToken is the wrapped store's, counted with the event it records.
+func (s *Store) DeleteToken(ctx context.Context, hash string, fn func(flagadmin.APIToken) (flagadmin.Event, error)) error {
+	var ev flagadmin.Event
+	err := s.VersionedStore.DeleteToken(ctx, hash, func(t flagadmin.APIToken) (flagadmin.Event, error) {
+		e, err := fn(t)
+		ev = e
+		return e, err
+	})
+	if err == nil {
+		s.recorded(ev)
+	}
+	return s.observe(err)
+}

@@ -153,6 +153,18 @@ func (c *tokenCache) forgetUser(userID int64) {
 	}
 }
 
+// forgetToken forgets the lookup of hash and keeps lookups in flight from
+// caching what they read. Safe on a nil cache.
+func (c *tokenCache) forgetToken(hash string) {
+	if c == nil {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.gen++
+	delete(c.entries, hash)
+}
+
 // clone returns l with its own copies of what it points to, so that callers
 // cannot change what a cache holds.
 func (l tokenLookup) clone() tokenLookup {
