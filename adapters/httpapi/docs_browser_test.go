@@ -2,6 +2,8 @@ package httpapi
 
 import (
 	"context"
+	"fmt"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,8 +14,8 @@ import (
 	"time"
 
 	"github.com/chromedp/cdproto/network"
+	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
-	"net/http/httptest"
 )
 
 // browserPath returns the headless browser the docs test drives: $CHROME,
@@ -55,12 +57,17 @@ func TestDocsPageInBrowser(t *testing.T) {
 	defer cancelTimeout()
 
 	var mu sync.Mutex
-	var requested []string
+	var requested, failed []string
 	chromedp.ListenTarget(ctx, func(ev any) {
-		if e, ok := ev.(*network.EventRequestWillBeSent); ok {
-			mu.Lock()
+		mu.Lock()
+		defer mu.Unlock()
+		switch e := ev.(type) {
+		case *network.EventRequestWillBeSent:
 			requested = append(requested, e.Request.URL)
-			mu.Unlock()
+		case *network.EventLoadingFailed: // blocked (by the page's CSP too) or broken
+			failed = append(failed, fmt.Sprintf("%s %s", e.ErrorText, e.BlockedReason))
+		case *runtime.EventExceptionThrown:
+			failed = append(failed, "script error: "+e.ExceptionDetails.Error())
 		}
 	})
 
@@ -122,6 +129,9 @@ func TestDocsPageInBrowser(t *testing.T) {
 	}
 	mu.Lock()
 	defer mu.Unlock()
+	for _, f := range failed {
+		t.Errorf("the page failed to load something: %s", f)
+	}
 	for _, u := range requested {
 		if !strings.HasPrefix(u, srv.URL+"/") && !strings.HasPrefix(u, "data:") {
 			t.Errorf("the page requested %s: everything must come from the server itself", u)
