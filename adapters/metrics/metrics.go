@@ -146,14 +146,24 @@ func ReadOnly(next http.Handler) http.Handler {
 			return
 		}
 		w.Header().Set("Allow", "GET, HEAD")
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(http.StatusMethodNotAllowed)
-		_ = json.NewEncoder(w).Encode(map[string]string{
-			"id":      uuid.NewString(),
-			"name":    "MethodNotAllowedError",
-			"message": "The path " + strconv.Quote(r.URL.Path) + " answers only GET and HEAD.",
-		})
+		WriteError(w, http.StatusMethodNotAllowed, "MethodNotAllowedError", "The path "+strconv.Quote(r.URL.Path)+" answers only GET and HEAD.")
 	})
+}
+
+// WriteError writes an error response with a JSON body in the form of the
+// API's errors: {"id": a new UUID, "name", "message"}.
+func WriteError(w http.ResponseWriter, status int, name, message string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(errorBody{ID: uuid.NewString(), Name: name, Message: message})
+}
+
+// errorBody is an error response's body, in the fields and order of the
+// API's errors.
+type errorBody struct {
+	ID      string `json:"id"`
+	Name    string `json:"name"`
+	Message string `json:"message"`
 }
 
 // Instrument counts and times the requests next serves, by the route

@@ -110,9 +110,7 @@ func newMetricsListener(lc fx.Lifecycle, cfg Config, m *metrics.Metrics, log *sl
 	scrape := m.Handler()
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path != metricsPath {
-			w.Header().Set("Content-Type", "application/json")
-			w.WriteHeader(http.StatusNotFound)
-			_, _ = w.Write([]byte(`{"name":"NotFoundError","message":"This listener serves only /metrics."}` + "\n"))
+			metrics.WriteError(w, http.StatusNotFound, "NotFoundError", "This listener serves only "+metricsPath+".")
 			return
 		}
 		scrape.ServeHTTP(w, r)
