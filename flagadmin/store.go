@@ -93,6 +93,17 @@ type Store interface {
 
 	// Ping reports whether the storage is reachable (ErrUnavailable if not).
 	Ping(ctx context.Context) error
+
+	// Users returns every user and service account, id ascending.
+	Users(ctx context.Context) ([]User, error)
+	// Tokens returns every stored token, created first (then by hash).
+	Tokens(ctx context.Context) ([]APIToken, error)
+	// DeleteToken loads the token stored under hash (ErrNotFound if
+	// missing), locks it and calls fn with it. If fn returns an error,
+	// nothing is written and that error is returned. Otherwise the token
+	// is removed and the event fn returned is appended, in one
+	// transaction. Of concurrent calls for one hash, exactly one deletes.
+	DeleteToken(ctx context.Context, hash string, fn func(APIToken) (Event, error)) error
 }
 
 // Batch is a set of rows a Store writes at once (Store.Write), in this

@@ -47,6 +47,16 @@ func TestAtomicity(t *testing.T) {
 					t.Errorf("LookupToken: got owner %v, error %v; want the account's token", owner, err)
 				}
 			}},
+		{"DeleteToken", "delete token",
+			func(ctx context.Context, f fixture) error {
+				_, err := f.svc.RevokeAPIToken(ctx, flagadmin.System, f.secret)
+				return err
+			},
+			func(t *testing.T, f fixture) {
+				if _, _, err := f.store.LookupToken(context.Background(), flagadmin.HashSecret(f.secret)); err != nil {
+					t.Errorf("LookupToken: got %v, want the token", err)
+				}
+			}},
 		{"Write", "write",
 			func(ctx context.Context, f fixture) error {
 				_, err := f.svc.CreateUser(ctx, flagadmin.System, flagadmin.User{Name: "Nina"})

@@ -39,8 +39,9 @@ of a 400. A message quotes at most 100 characters of the request, and an error b
 4 KiB. Responses are JSON whatever the Accept header says; paths are never redirected.`
 
 // apiConfig is the Huma configuration of the API: OpenAPI 3.1 at
-// /openapi.json and /openapi.yaml, no docs UI (it loads its scripts from a
-// CDN) and no schema routes, and no create hooks, so responses carry no
+// /openapi.json and /openapi.yaml, without Huma's docs UI (it loads its
+// scripts from a CDN; /docs serves embedded ones, see docs.go) and no
+// schema routes, and no create hooks, so responses carry no
 // injected $schema field nor Link header.
 func apiConfig(version string, registry huma.Registry) huma.Config {
 	cfg := huma.DefaultConfig("flagadmin admin API", version)

@@ -1,8 +1,9 @@
 // Package httpapi serves the admin API of flagadmin over HTTP with Huma v2
 // on the standard library's ServeMux: the five operations of admin-api.md
 // with the errors, authentication and limits of decisions.md, the OpenAPI
-// 3.1 document at /openapi.json and /openapi.yaml, and the operational
-// endpoints /health and /ready.
+// 3.1 document at /openapi.json and /openapi.yaml (3.0 at /openapi-3.0.json
+// and /openapi-3.0.yaml), its interactive documentation at /docs (Swagger
+// UI, embedded), and the operational endpoints /health and /ready.
 //
 // The package is a transport only: handlers authenticate through the
 // Service, call it with the raw parameters, and map its error kinds to
@@ -138,6 +139,7 @@ func New(svc *flagadmin.Service, cfg Config) *Server {
 
 	s.mux.HandleFunc("GET /health", s.health)
 	s.mux.HandleFunc("GET /ready", s.ready)
+	s.registerDocs()
 	s.mux.HandleFunc("/", s.notFound)
 
 	s.handler = s.observe(s.recoverPanics(s.storageDeadline(s.authenticate(s.limitRequest(http.HandlerFunc(s.route))))))
@@ -210,6 +212,23 @@ func (s *Server) routePattern(r *http.Request) string {
 	}
 	_, pattern := s.mux.Handler(r)
 	return pattern
+}
+
+// Route returns the template of the route that serves r, without its
+// method: for an operation, its path as the OpenAPI document writes it
+// (/api/admin/projects/{projectId}/features/{featureName}/lifecycle/complete);
+// else the path of /health, /ready, an OpenAPI document or the docs page.
+// It returns "" when no route serves r (a 404), so that a label made from
+// it never holds a client's path.
+func (s *Server) Route(r *http.Request) string {
+	p := s.routePattern(r)
+	if i := strings.IndexByte(p, ' '); i >= 0 {
+		p = p[i+1:] // "GET /path"
+	}
+	if p == "/" {
+		return ""
+	}
+	return p
 }
 
 // notFound answers every path no route matches with 404 NotFoundError,

@@ -44,6 +44,9 @@ type resultCache struct {
 	flights  singleflight.Group
 	// waiting counts callers waiting for a computation (for tests).
 	waiting atomic.Int64
+	// hits counts loads answered without computing (from the cache, or
+	// sharing a concurrent computation); misses counts computations.
+	hits, misses atomic.Uint64
 
 	mu sync.Mutex
 	// version is the newest version seen. Every entry was computed under
@@ -82,6 +85,7 @@ func newResultCache(version func(context.Context) (int64, error), maxBytes int64
 // never cached.
 func (c *resultCache) load(ctx context.Context, key []byte, version int64, holds func(any) bool, compute func() (cached, error)) (any, error) {
 	if v, ok := c.lookup(key, version, holds); ok {
+		c.hits.Add(1)
 		return v, nil
 	}
 	var ran bool
@@ -95,8 +99,10 @@ func (c *resultCache) load(ctx context.Context, key []byte, version int64, holds
 		}()
 		// A flight that ended just before this one began may have cached it.
 		if v, ok := c.lookup(key, version, holds); ok {
+			c.hits.Add(1)
 			return v, nil
 		}
+		c.misses.Add(1)
 		r, err := compute()
 		if err != nil {
 			return nil, err
@@ -115,11 +121,13 @@ func (c *resultCache) load(ctx context.Context, key []byte, version int64, holds
 			return res.Val, res.Err
 		}
 		if res.Err == nil && (holds == nil || holds(res.Val)) {
+			c.hits.Add(1)
 			return res.Val, nil
 		}
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
+	c.misses.Add(1)
 	r, err := compute()
 	if err != nil {
 		return nil, err

@@ -184,3 +184,14 @@ func (s *Store) DeleteUser(ctx context.Context, id int64, fn func(flagadmin.User
 	s.tokens.forgetUser(id)
 	return err
 }
+
+// DeleteToken is the wrapped store's; then, whatever the outcome, the
+// token cache forgets the token, and lookups in flight do not cache what
+// they read. Other processes sharing the storage keep accepting it until
+// their entries expire (Options.TokenTTL).
+func (s *Store) DeleteToken(ctx context.Context, hash string, fn func(flagadmin.APIToken) (flagadmin.Event, error)) error {
+	defer s.wrote(ctx)
+	err := s.VersionedStore.DeleteToken(ctx, hash, fn)
+	s.tokens.forgetToken(hash)
+	return err
+}

@@ -3,6 +3,7 @@ package storecache
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/flagadmin/flagadmin/flagadmin"
@@ -25,8 +26,10 @@ func (s *Store) LookupToken(ctx context.Context, hash string) (flagadmin.APIToke
 	now := s.clock()
 	e, gen, hit, stale := s.tokens.get(hash, now)
 	if hit {
+		s.tokens.hits.Add(1)
 		return e.token, e.user, nil
 	}
+	s.tokens.misses.Add(1)
 	tok, user, err := s.VersionedStore.LookupToken(ctx, hash)
 	if err != nil {
 		if stale {
@@ -50,6 +53,9 @@ type tokenLookup struct {
 type tokenCache struct {
 	ttl time.Duration
 	max int
+	// hits and misses count LookupToken calls answered from the cache and
+	// from the store.
+	hits, misses atomic.Uint64
 
 	mu sync.RWMutex
 	// gen changes on every invalidation, so that a lookup that began before
@@ -145,6 +151,18 @@ func (c *tokenCache) forgetUser(userID int64) {
 			delete(c.entries, h)
 		}
 	}
+}
+
+// forgetToken forgets the lookup of hash and keeps lookups in flight from
+// caching what they read. Safe on a nil cache.
+func (c *tokenCache) forgetToken(hash string) {
+	if c == nil {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.gen++
+	delete(c.entries, hash)
 }
 
 // clone returns l with its own copies of what it points to, so that callers

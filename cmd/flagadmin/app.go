@@ -15,6 +15,7 @@ import (
 	"go.uber.org/fx/fxevent"
 
 	"github.com/flagadmin/flagadmin/adapters/httpapi"
+	"github.com/flagadmin/flagadmin/adapters/metrics"
 	"github.com/flagadmin/flagadmin/adapters/storecache"
 	"github.com/flagadmin/flagadmin/flagadmin"
 )
@@ -44,6 +45,7 @@ func serveOptions(cfg Config, stderr io.Writer) fx.Option {
 	return fx.Options(
 		fx.Module("config", fx.Supply(cfg, console{stderr})),
 		loggerModule,
+		metricsModule,
 		storeModule,
 		serviceModule,
 		httpModule,
@@ -121,12 +123,14 @@ type servedStore struct {
 // API's encoded project lists; or store itself when it cannot be cached
 // (not a flagadmin.VersionedStore; every store openStore opens is one) or
 // both caches are off.
-func newServedStore(store flagadmin.Store, cfg Config) servedStore {
+func newServedStore(opened flagadmin.Store, cfg Config, m *metrics.Metrics) servedStore {
+	store := instrumentStore(m, opened)
 	vs, ok := store.(flagadmin.VersionedStore)
 	if !ok || cfg.TokenCacheTTL <= 0 && cfg.ResultCacheSize <= 0 {
 		return servedStore{Store: store}
 	}
 	cs := storecache.New(vs, storecache.Options{ResultCacheSize: cfg.ResultCacheSize, TokenTTL: cfg.TokenCacheTTL})
+	registerCacheStats(m, cs)
 	served := servedStore{Store: cs}
 	if bodies := cs.Bodies(); bodies != nil { // never a nil *Bodies in the interface
 		served.bodies = bodies
@@ -150,10 +154,10 @@ func newAPIServer(svc *flagadmin.Service, store servedStore, cfg Config, log *sl
 // header limit is above the API's own (httpapi.DefaultMaxHeaderBytes), so
 // the API answers oversized headers with a JSON 400 before Go's server
 // would answer a plain-text 431; "OPTIONS *" reaches the API too (a JSON 404).
-func newHTTPServer(cfg Config, api *httpapi.Server, log *slog.Logger) *http.Server {
+func newHTTPServer(cfg Config, api *httpapi.Server, m *metrics.Metrics, log *slog.Logger) *http.Server {
 	return &http.Server{
 		Addr:                         cfg.Addr,
-		Handler:                      storecache.Scope(api.Handler()), // one reading of the store version per request
+		Handler:                      serverHandler(cfg, api, m),
 		ReadHeaderTimeout:            readHeaderTimeout,
 		ReadTimeout:                  readTimeout,
 		WriteTimeout:                 writeTimeout,

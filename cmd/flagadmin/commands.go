@@ -158,29 +158,45 @@ func (c *cli) openService(ctx context.Context, cfg Config) (*flagadmin.Service, 
 }
 
 var tokenCommand = command{
-	usage: "flagadmin token create [flags]",
+	usage: "flagadmin token create|list|revoke [flags]",
 	about: `"token create" creates an API token in the database and prints its secret on
 stdout, once: the database keeps only a hash of it. Nothing else is printed on
-stdout, so SECRET=$(flagadmin token create ...) works.
+stdout, so SECRET=$(flagadmin token create ...) works. It records
+api-token-created, or pat-created for a user token.
 
 Types: admin (the default; *:*.<secret>, acts as a root admin), user (user:<secret>,
 a personal access or service account token acting as --user-id), client and
 frontend (<project>:<environment>.<secret>, valid but not for the admin API).
 --expires takes an RFC 3339 time (2027-01-01T00:00:00Z), a date (2027-01-01), or
-a duration from now (90d, 12h).`,
+a duration from now (90d, 12h).
+
+"token list" prints every token: its id (the first 12 hex digits of the hash of
+its secret; never the secret, which is not stored), type, name, owner, project,
+environment, expiry and creation time. Last use is not tracked.
+
+"token revoke ID" deletes the token with that id (or "token revoke SECRET", the
+token's secret) and records api-token-deleted, or pat-deleted for a user token,
+in the same transaction; it stops working at once (on other servers sharing the
+database, within their --token-cache-ttl). An unknown token is an error.`,
 	env: []string{envDB, envLogLevel, envLogFormat},
 }
 
 func (c *cli) token(ctx context.Context, args []string) error {
-	if len(args) == 0 {
-		return cliErrorf("flagadmin token needs a subcommand: create (see flagadmin token -h)")
+	sub, rest, err := c.subcommand("token", tokenCommand, args, "create", "list", "revoke")
+	if err != nil {
+		return err
 	}
-	if isHelpFlag(args[0]) {
-		args = []string{"create", "-h"}
+	switch sub {
+	case "list":
+		return c.tokenList(ctx, rest)
+	case "revoke":
+		return c.tokenRevoke(ctx, rest)
 	}
-	if args[0] != "create" {
-		return cliErrorf("unknown subcommand %q of flagadmin token; the only one is create", args[0])
-	}
+	return c.tokenCreate(ctx, rest)
+}
+
+// tokenCreate creates a token and prints its secret.
+func (c *cli) tokenCreate(ctx context.Context, args []string) error {
 	fs := newFlagSet("flagadmin token create")
 	s := newSettings(fs, c.getenv, withDB)
 	name := fs.String("name", "", "name of the token (default: its type)")
@@ -189,7 +205,7 @@ func (c *cli) token(ctx context.Context, args []string) error {
 	project := fs.String("project", "*", "project a client or frontend token is for, or *")
 	environment := fs.String("environment", "*", "environment a client or frontend token is for, or *")
 	expires := fs.String("expires", "", "expiry: RFC 3339 time, yyyy-mm-dd, or a duration such as 90d (default: never)")
-	rest, err := c.parse(fs, tokenCommand, args[1:])
+	rest, err := c.parse(fs, tokenCommand, args)
 	if err != nil {
 		return err
 	}

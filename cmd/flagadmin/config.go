@@ -30,6 +30,7 @@ const (
 	envTokenCache  = "FLAGADMIN_TOKEN_CACHE_TTL"
 	envResultCache = "FLAGADMIN_RESULT_CACHE_SIZE"
 	envDBTimeout   = "FLAGADMIN_DB_TIMEOUT"
+	envMetricsAddr = "FLAGADMIN_METRICS_ADDR"
 )
 
 // Defaults of the configuration.
@@ -75,6 +76,9 @@ type Config struct {
 	// work, and each store operation, may take before the request is
 	// answered 503; 0 means none.
 	DBTimeout time.Duration
+	// MetricsAddr is the host:port of a separate listener serving only
+	// /metrics; empty serves /metrics on the main listener (Addr).
+	MetricsAddr string
 }
 
 // setting is one configuration value. It comes from its flag if given,
@@ -99,6 +103,7 @@ type unleashReader func(getenv func(string) string) (raw, source string, err err
 type settings struct {
 	getenv                                                                               func(string) string
 	addr, db, seed, adminTokens, logLevel, logFormat, tokenCache, resultCache, dbTimeout *setting
+	metricsAddr                                                                          *setting
 	demo                                                                                 *bool
 }
 
@@ -149,6 +154,9 @@ func newSettings(fs *flag.FlagSet, getenv func(string) string, which int) *setti
 			"Retry-After, such as 5s or 500ms; 0 disables it. The database is told too\n"+
 			"(statement_timeout and lock_timeout on PostgreSQL, their equivalents on MySQL,\n"+
 			"busy_timeout on SQLite)", nil)
+	s.metricsAddr = bind("metrics-addr", envMetricsAddr, "",
+		"host:port of a separate listener that serves only the Prometheus metrics at /metrics;\n"+
+			"empty serves /metrics on the main listener, without authentication", nil)
 	return s
 }
 
@@ -188,6 +196,12 @@ func (s *settings) config(fs *flag.FlagSet) (Config, error) {
 		{s.tokenCache, into(&cfg.TokenCacheTTL, func(raw string) (time.Duration, error) { return parseDuration(raw, "to disable the cache") })},
 		{s.resultCache, into(&cfg.ResultCacheSize, parseByteSize)},
 		{s.dbTimeout, into(&cfg.DBTimeout, func(raw string) (time.Duration, error) { return parseDuration(raw, "for no deadline") })},
+		{s.metricsAddr, into(&cfg.MetricsAddr, func(raw string) (string, error) {
+			if strings.TrimSpace(raw) == "" {
+				return "", nil
+			}
+			return parseAddr(raw)
+		})},
 	}
 	for _, step := range steps {
 		if step.st == nil { // a server setting of a database command

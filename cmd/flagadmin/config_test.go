@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/flagadmin/flagadmin/adapters/memstore"
+	"github.com/flagadmin/flagadmin/adapters/metrics"
 	"github.com/flagadmin/flagadmin/adapters/storecache"
 	"github.com/flagadmin/flagadmin/flagadmin"
 )
@@ -251,7 +252,7 @@ func TestServiceGetsTheConfiguredTokenCache(t *testing.T) {
 		lookups int
 	}{{storecache.DefaultTokenTTL, 1}, {time.Minute, 1}, {0, 3}} {
 		store := &countingStore{VersionedStore: memstore.New()}
-		svc := newService(newServedStore(store, Config{TokenCacheTTL: tc.ttl}))
+		svc := newService(newServedStore(store, Config{TokenCacheTTL: tc.ttl}, metrics.New()))
 		secret, _, err := svc.EnsureAdminToken(ctx)
 		if err != nil {
 			t.Fatal(err)
@@ -313,7 +314,7 @@ func TestServiceGetsTheConfiguredResultCache(t *testing.T) {
 		searches int
 	}{{storecache.DefaultResultCacheSize, 1}, {1 << 20, 1}, {0, 3}} {
 		store := &searchCountingStore{VersionedStore: memstore.New()}
-		svc := newService(newServedStore(store, Config{ResultCacheSize: tc.size}))
+		svc := newService(newServedStore(store, Config{ResultCacheSize: tc.size}, metrics.New()))
 		for range 3 {
 			if _, err := svc.SearchEvents(ctx, flagadmin.System, flagadmin.EventSearchParams{}); err != nil {
 				t.Fatal(err)
@@ -337,7 +338,7 @@ func TestAPIGetsTheBodyCache(t *testing.T) {
 		{Config{TokenCacheTTL: storecache.DefaultTokenTTL}, false},
 		{Config{}, false},
 	} {
-		served := newServedStore(memstore.New(), tc.cfg)
+		served := newServedStore(memstore.New(), tc.cfg, metrics.New())
 		if got := served.bodies != nil; got != tc.want {
 			t.Errorf("ResultCacheSize %d, TokenCacheTTL %v: body cache %v, want %v", tc.cfg.ResultCacheSize, tc.cfg.TokenCacheTTL, got, tc.want)
 		}

@@ -5,6 +5,9 @@
 //	flagadmin migrate           create or update the database schema
 //	flagadmin seed FILE         load a seed file into the database
 //	flagadmin token create      create an API token and print its secret
+//	flagadmin token list|revoke list the tokens, revoke one
+//	flagadmin service-account create|list
+//	flagadmin user create|list  manage accounts
 //	flagadmin events export     export events from a running server
 //	flagadmin version           print the version
 //
@@ -112,6 +115,10 @@ func (c *cli) dispatch(ctx context.Context, args []string) error {
 		return c.seed(ctx, rest)
 	case "token":
 		return c.token(ctx, rest)
+	case "service-account":
+		return c.accountCommand(ctx, rest, true)
+	case "user":
+		return c.accountCommand(ctx, rest, false)
 	case "version":
 		return c.version(rest)
 	case "events":
@@ -123,7 +130,7 @@ func (c *cli) dispatch(ctx context.Context, args []string) error {
 		fmt.Fprint(c.stdout, mainHelp)
 		return errHelpShown
 	default:
-		return cliErrorf("unknown command %q; the commands are serve, migrate, seed, token create, events export and version (flagadmin -h)", cmd)
+		return cliErrorf("unknown command %q; the commands are serve, migrate, seed, token, service-account, user, events export and version (flagadmin -h)", cmd)
 	}
 }
 
@@ -144,6 +151,9 @@ Usage:
   flagadmin migrate [flags]        create or update the database schema
   flagadmin seed [flags] FILE      load a seed file into the database
   flagadmin token create [flags]   create an API token and print its secret
+  flagadmin token list|revoke      list the tokens (never their secrets), revoke one
+  flagadmin service-account create|list   create (with --token, and a token) or list service accounts
+  flagadmin user create|list       create or list user accounts
   flagadmin events export [flags]  export events from a running server (NDJSON or CSV)
   flagadmin version                print the version
 
@@ -171,6 +181,7 @@ var envHelp = map[string]string{
 	envURL:         "base URL of the server the client commands talk to (default http://" + defaultAddr + ")",
 	envToken:       "API token of the client commands (an admin token or a personal access token)",
 	envResultCache: "memory for cached search results and project lists, such as 64MiB (default " + formatByteSize(defaultResultCacheSize) + "; 0 disables)",
+	envMetricsAddr: "host:port of a separate listener serving only /metrics (default: /metrics on the main listener)",
 	envDBTimeout:   "storage deadline of a request, such as 5s (default " + defaultDBTimeout.String() + "; 0 disables): a database that does not answer in time gives 503",
 }
 

@@ -27,11 +27,14 @@ missing. When the store then has no admin token, one is generated and printed
 once on stderr as "admin token (shown once): ...".
 
 Besides the API under /api/admin/, the server answers GET /health (the process
-is up), GET /ready (the store is reachable), /openapi.json and /openapi.yaml.
+is up), GET /ready (the store is reachable), the OpenAPI documents (/openapi.json,
+/openapi.yaml, and OpenAPI 3.0 at /openapi-3.0.json and /openapi-3.0.yaml), the
+interactive API documentation at /docs, and the Prometheus metrics at /metrics,
+without authentication (with --metrics-addr, /metrics is served only there).
 
 A bad configuration, an unreachable database or a busy port ends start-up with
 one line on stderr and exit code 1.`,
-	env: []string{envAddr, envDB, envSeed, envAdminTokens, envLogLevel, envLogFormat, envTokenCache, envResultCache, envDBTimeout},
+	env: []string{envAddr, envDB, envSeed, envAdminTokens, envLogLevel, envLogFormat, envTokenCache, envResultCache, envDBTimeout, envMetricsAddr},
 }
 
 // serve parses the serve command's flags and runs the server.

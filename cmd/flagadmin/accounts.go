@@ -1,0 +1,358 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/flagadmin/flagadmin/adapters/bunstore"
+	"github.com/flagadmin/flagadmin/flagadmin"
+)
+
+// The account commands: service-account create|list, user create|list,
+// token list|revoke. Each writes through flagadmin.Service as
+// flagadmin.System, which records the change's event in the same
+// transaction (createdBy "system").
+
+var serviceAccountCommand = command{
+	usage: "flagadmin service-account create|list [flags]",
+	about: `"service-account create" creates a service account (an account for a machine,
+with its own tokens) and records service-account-created. With --token it also
+creates a token for the account (recording pat-created) and prints the token's
+secret on stdout, once: the database keeps only a hash of it; the account's
+line then goes to stderr, so SECRET=$(flagadmin service-account create ... --token)
+works. The account and its token are two writes: if the token cannot be made,
+the account stays and the error says how to make one with "flagadmin token create".
+
+"service-account list" prints every service account: id, name, username, root
+role and how many tokens it has.
+
+Root roles: Viewer (the default), Editor, Admin.`,
+	env: []string{envDB, envLogLevel, envLogFormat},
+}
+
+var userCommand = command{
+	usage: "flagadmin user create|list [flags]",
+	about: `"user create" creates a personal user account and records user-created. Give
+it a token with "flagadmin token create --type user --user-id ID".
+
+"user list" prints every user account (not service accounts): id, name,
+username, email and root role.
+
+Root roles: Viewer (the default), Editor, Admin.`,
+	env: []string{envDB, envLogLevel, envLogFormat},
+}
+
+// accountCommand runs service-account (service set) or user.
+func (c *cli) accountCommand(ctx context.Context, args []string, service bool) error {
+	name, cmd := "user", userCommand
+	if service {
+		name, cmd = "service-account", serviceAccountCommand
+	}
+	sub, rest, err := c.subcommand(name, cmd, args, "create", "list")
+	if err != nil {
+		return err
+	}
+	full := "flagadmin " + name + " " + sub
+	fs := newFlagSet(full)
+	s := newSettings(fs, c.getenv, withDB)
+	var u flagadmin.User
+	var rootRole, tokenName, expires string
+	var withToken bool
+	if sub == "create" {
+		fs.StringVar(&u.Name, "name", "", "display name")
+		fs.StringVar(&u.Username, "username", "", "user name")
+		if !service {
+			fs.StringVar(&u.Email, "email", "", "email address (events the user causes name it as createdBy)")
+		}
+		fs.StringVar(&rootRole, "root-role", "Viewer", "root role: Viewer, Editor or Admin")
+		if service {
+			fs.BoolVar(&withToken, "token", false, "also create a token for the account and print its secret, once")
+			fs.StringVar(&tokenName, "token-name", "", "name of the token of --token (default: the account's username or name)")
+			fs.StringVar(&expires, "expires", "", "expiry of the token of --token: RFC 3339 time, yyyy-mm-dd, or a duration such as 90d (default: never)")
+		}
+	}
+	positional, err := c.parse(fs, cmd, rest)
+	if err != nil {
+		return err
+	}
+	if err := noArgs(fs, positional); err != nil {
+		return err
+	}
+	cfg, err := s.config(fs)
+	if err != nil {
+		return err
+	}
+	if sub == "create" {
+		u.Name, u.Username, u.Email, u.IsService = strings.TrimSpace(u.Name), strings.TrimSpace(u.Username), strings.TrimSpace(u.Email), service
+		role, err := parseRootRole(rootRole)
+		if err != nil {
+			return err
+		}
+		u.RootRole = role
+		if u.Name == "" && u.Username == "" && u.Email == "" {
+			if service {
+				return cliErrorf("%s needs --name or --username", full)
+			}
+			return cliErrorf("%s needs --name, --username or --email", full)
+		}
+		if !withToken && (tokenName != "" || expires != "") {
+			return cliErrorf("--token-name and --expires describe the token of --token; add --token")
+		}
+		var expiresAt *time.Time
+		if expires != "" {
+			now := time.Now()
+			at, err := parseExpiry(expires, now)
+			if err != nil {
+				return cliErrorf("--expires: %v", err)
+			}
+			if !at.After(now) {
+				return cliErrorf("--expires: %s is in the past", at.Format(time.RFC3339))
+			}
+			expiresAt = &at
+		}
+		if cfg.DB == memoryURL {
+			return cliErrorf("memory: keeps nothing after this command ends; create accounts in a database (sqlite:, postgres://, mysql://)")
+		}
+		svc, closeStore, err := c.openService(ctx, cfg)
+		if err != nil {
+			return err
+		}
+		defer closeStore()
+		return c.createAccount(ctx, svc, cfg, u, withToken, tokenName, expiresAt)
+	}
+	svc, closeStore, err := c.openService(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer closeStore()
+	return c.listAccounts(ctx, svc, service)
+}
+
+// subcommand splits args into a subcommand of the command name, one of
+// subs, and its arguments; -h alone prints the command's help.
+func (c *cli) subcommand(name string, cmd command, args []string, subs ...string) (string, []string, error) {
+	list := strings.Join(subs, " or ")
+	if len(args) == 0 {
+		return "", nil, cliErrorf("flagadmin %s needs a subcommand: %s (see flagadmin %s -h)", name, list, name)
+	}
+	if isHelpFlag(args[0]) {
+		fmt.Fprintf(c.stdout, "Usage: %s\n\n%s\n\nRun \"flagadmin %s SUBCOMMAND -h\" for the flags of each.\n", cmd.usage, cmd.about, name)
+		return "", nil, errHelpShown
+	}
+	for _, s := range subs {
+		if args[0] == s {
+			return s, args[1:], nil
+		}
+	}
+	return "", nil, cliErrorf("unknown subcommand %s of flagadmin %s; use %s", strconv.Quote(args[0]), name, list)
+}
+
+// parseRootRole reads a root role in any case.
+func parseRootRole(raw string) (flagadmin.RootRole, error) {
+	for _, r := range []flagadmin.RootRole{flagadmin.RoleViewer, flagadmin.RoleEditor, flagadmin.RoleAdmin} {
+		if strings.EqualFold(strings.TrimSpace(raw), string(r)) {
+			return r, nil
+		}
+	}
+	return "", cliErrorf("--root-role: %s is not a root role; use Viewer, Editor or Admin", strconv.Quote(raw))
+}
+
+// createAccount creates u and, with withToken, a token for it.
+func (c *cli) createAccount(ctx context.Context, svc *flagadmin.Service, cfg Config, u flagadmin.User, withToken bool, tokenName string, expiresAt *time.Time) error {
+	created, err := svc.CreateUser(ctx, flagadmin.System, u)
+	if err != nil {
+		return accountWriteError("cannot create the account", err, map[string]string{"name": "--name", "rootRole": "--root-role"})
+	}
+	kind := "user"
+	if created.IsService {
+		kind = "service account"
+	}
+	line := fmt.Sprintf("created %s %d %s (root role %s) in %s", kind, created.ID, strconv.Quote(accountName(created)), created.RootRole, bunstore.RedactURL(cfg.DB))
+	if !withToken {
+		fmt.Fprintln(c.stdout, line)
+		return nil
+	}
+	fmt.Fprintln(c.stderr, line)
+	if tokenName == "" {
+		tokenName = cmpOr(created.Username, created.Name, created.Email)
+	}
+	secret, tok, err := svc.CreateAPIToken(ctx, flagadmin.System, flagadmin.NewAPIToken{Name: tokenName, Type: flagadmin.TokenUser, UserID: &created.ID, ExpiresAt: expiresAt})
+	if err != nil {
+		return cliErrorf("service account %d was created, but not its token: %s; create one with: flagadmin token create --type user --user-id %d",
+			created.ID, withCause(err), created.ID)
+	}
+	fmt.Fprintln(c.stdout, secret)
+	fmt.Fprintf(c.stderr, "created token %s (id %s) for service account %d; the secret above is shown once and cannot be shown again\n", strconv.Quote(tok.Name), tok.ID(), created.ID)
+	return nil
+}
+
+// cmpOr returns the first of vs that is not empty.
+func cmpOr(vs ...string) string {
+	for _, v := range vs {
+		if v != "" {
+			return v
+		}
+	}
+	return ""
+}
+
+// accountName is how listings name an account.
+func accountName(u flagadmin.User) string { return cmpOr(u.Name, u.Username, u.Email) }
+
+// listAccounts prints the service accounts (service) or the users.
+func (c *cli) listAccounts(ctx context.Context, svc *flagadmin.Service, service bool) error {
+	users, err := svc.ListUsers(ctx, flagadmin.System)
+	if err != nil {
+		return cliErrorf("cannot list the accounts: %s", withCause(err))
+	}
+	tw := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
+	if service {
+		tokens, err := svc.ListAPITokens(ctx, flagadmin.System)
+		if err != nil {
+			return cliErrorf("cannot list the tokens: %s", withCause(err))
+		}
+		count := map[int64]int{}
+		for _, t := range tokens {
+			if t.UserID != nil {
+				count[*t.UserID]++
+			}
+		}
+		fmt.Fprintln(tw, "ID\tNAME\tUSERNAME\tROOT ROLE\tTOKENS")
+		for _, u := range users {
+			if u.IsService {
+				fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%d\n", u.ID, dash(u.Name), dash(u.Username), u.RootRole, count[u.ID])
+			}
+		}
+	} else {
+		fmt.Fprintln(tw, "ID\tNAME\tUSERNAME\tEMAIL\tROOT ROLE")
+		for _, u := range users {
+			if !u.IsService {
+				fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\n", u.ID, dash(u.Name), dash(u.Username), dash(u.Email), u.RootRole)
+			}
+		}
+	}
+	return tw.Flush()
+}
+
+// dash stands in for an empty cell.
+func dash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+// tokenList prints every token, never a secret.
+func (c *cli) tokenList(ctx context.Context, args []string) error {
+	fs := newFlagSet("flagadmin token list")
+	s := newSettings(fs, c.getenv, withDB)
+	rest, err := c.parse(fs, tokenCommand, args)
+	if err != nil {
+		return err
+	}
+	if err := noArgs(fs, rest); err != nil {
+		return err
+	}
+	cfg, err := s.config(fs)
+	if err != nil {
+		return err
+	}
+	svc, closeStore, err := c.openService(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer closeStore()
+	tokens, err := svc.ListAPITokens(ctx, flagadmin.System)
+	if err != nil {
+		return cliErrorf("cannot list the tokens: %s", withCause(err))
+	}
+	users, err := svc.ListUsers(ctx, flagadmin.System)
+	if err != nil {
+		return cliErrorf("cannot list the accounts: %s", withCause(err))
+	}
+	byID := map[int64]flagadmin.User{}
+	for _, u := range users {
+		byID[u.ID] = u
+	}
+	tw := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tTYPE\tNAME\tOWNER\tPROJECT\tENVIRONMENT\tEXPIRES\tCREATED")
+	for _, t := range tokens {
+		owner := "-"
+		if t.UserID != nil {
+			u, ok := byID[*t.UserID]
+			switch {
+			case !ok:
+				owner = fmt.Sprintf("deleted account %d", *t.UserID)
+			case u.IsService:
+				owner = fmt.Sprintf("service account %d (%s)", u.ID, accountName(u))
+			default:
+				owner = fmt.Sprintf("user %d (%s)", u.ID, u.DisplayName())
+			}
+		}
+		expires := "never"
+		if t.ExpiresAt != nil {
+			expires = t.ExpiresAt.UTC().Format(time.RFC3339)
+		}
+		project, env := "-", "-"
+		if t.Type == flagadmin.TokenClient || t.Type == flagadmin.TokenFrontend {
+			project, env = t.Project, t.Environment
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", t.ID(), t.Type, dash(t.Name), owner, project, env, expires, t.CreatedAt.UTC().Format(time.RFC3339))
+	}
+	return tw.Flush()
+}
+
+// tokenRevoke deletes the token its argument names.
+func (c *cli) tokenRevoke(ctx context.Context, args []string) error {
+	fs := newFlagSet("flagadmin token revoke")
+	s := newSettings(fs, c.getenv, withDB)
+	rest, err := c.parse(fs, tokenCommand, args)
+	if err != nil {
+		return err
+	}
+	if len(rest) != 1 {
+		return cliErrorf("flagadmin token revoke takes one token: its id from flagadmin token list, or its secret (got %d arguments)", len(rest))
+	}
+	cfg, err := s.config(fs)
+	if err != nil {
+		return err
+	}
+	svc, closeStore, err := c.openService(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer closeStore()
+	tok, err := svc.RevokeAPIToken(ctx, flagadmin.System, rest[0])
+	switch {
+	case errors.Is(err, flagadmin.ErrNotFound):
+		return cliErrorf("token %s does not exist (flagadmin token list shows the tokens and their ids)", flagadmin.QuoteInput(strings.TrimSpace(rest[0])))
+	case err != nil:
+		return accountWriteError("cannot revoke the token", err, nil)
+	}
+	fmt.Fprintf(c.stdout, "revoked %s token %s (id %s); it no longer authenticates\n", tok.Type, strconv.Quote(tok.Name), tok.ID())
+	return nil
+}
+
+// accountWriteError is the one line of a failed write: a validation error's
+// fields (named by their flags when flags maps them), or the error with
+// its cause.
+func accountWriteError(what string, err error, flags map[string]string) error {
+	var v *flagadmin.ValidationError
+	if !errors.As(err, &v) {
+		return cliErrorf("%s: %s", what, withCause(err))
+	}
+	parts := make([]string, len(v.Fields))
+	for i, f := range v.Fields {
+		path := f.Path
+		if fl, ok := flags[path]; ok {
+			path = fl
+		}
+		parts[i] = path + ": " + f.Message
+	}
+	return cliErrorf("%s: %s", what, strings.Join(parts, "; "))
+}
