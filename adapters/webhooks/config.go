@@ -20,13 +20,13 @@ func LoadSinks(path string) ([]flagadmin.WebhookSink, error) {
 	if err != nil {
 		var pe *os.PathError
 		if errors.As(err, &pe) {
-			return nil, fmt.Errorf("webhooks file %s: %v", path, pe.Err)
+			return nil, fmt.Errorf("%s: %v", path, pe.Err)
 		}
-		return nil, fmt.Errorf("webhooks file %s: %v", path, err)
+		return nil, fmt.Errorf("%s: %v", path, err)
 	}
 	sinks, err := ParseSinks(bytes.NewReader(b))
 	if err != nil {
-		return nil, fmt.Errorf("webhooks file %s: %w", path, err)
+		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	return sinks, nil
 }

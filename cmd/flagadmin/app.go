@@ -47,6 +47,7 @@ func serveOptions(cfg Config, stderr io.Writer) fx.Option {
 		storeModule,
 		serviceModule,
 		httpModule,
+		webhooksModule,
 		fx.WithLogger(newFxLogger),
 	)
 }

@@ -30,6 +30,7 @@ const (
 	envTokenCache  = "FLAGADMIN_TOKEN_CACHE_TTL"
 	envResultCache = "FLAGADMIN_RESULT_CACHE_SIZE"
 	envDBTimeout   = "FLAGADMIN_DB_TIMEOUT"
+	envWebhooks    = "FLAGADMIN_WEBHOOKS"
 )
 
 // Defaults of the configuration.
@@ -75,6 +76,10 @@ type Config struct {
 	// work, and each store operation, may take before the request is
 	// answered 503; 0 means none.
 	DBTimeout time.Duration
+	// Webhooks is the webhook configuration file; empty for none.
+	Webhooks string
+	// WebhookSinks are the sinks read from it, validated.
+	WebhookSinks []flagadmin.WebhookSink
 }
 
 // setting is one configuration value. It comes from its flag if given,
@@ -100,12 +105,14 @@ type settings struct {
 	getenv                                                                               func(string) string
 	addr, db, seed, adminTokens, logLevel, logFormat, tokenCache, resultCache, dbTimeout *setting
 	demo                                                                                 *bool
+	webhooks                                                                             *setting
 }
 
 // Flag sets of the commands that need them.
 const (
 	withDB = 1 << iota
 	withServe
+	withWebhooks
 )
 
 // newSettings registers the configuration flags of a command on fs: the
@@ -126,6 +133,10 @@ func newSettings(fs *flag.FlagSet, getenv func(string) string, which int) *setti
 	s.db = bind("db", envDB, defaultDB, "database URL: sqlite:PATH, postgres://..., mysql://user:pass@host:port/db or memory:", unleashDB)
 	s.logLevel = bind("log-level", envLogLevel, defaultLogLevel, "log level: debug, info, warn or error", unleashLogLevel)
 	s.logFormat = bind("log-format", envLogFormat, defaultLogFormat, "log format: text or json", nil)
+	if which&(withServe|withWebhooks) != 0 {
+		s.webhooks = bind("webhooks", envWebhooks, "", "webhook configuration file: a JSON or YAML list of sinks\n"+
+			"{name, url, secret, filter}; see the README", nil)
+	}
 	if which&withServe == 0 {
 		return s
 	}
@@ -188,6 +199,10 @@ func (s *settings) config(fs *flag.FlagSet) (Config, error) {
 		{s.tokenCache, into(&cfg.TokenCacheTTL, func(raw string) (time.Duration, error) { return parseDuration(raw, "to disable the cache") })},
 		{s.resultCache, into(&cfg.ResultCacheSize, parseByteSize)},
 		{s.dbTimeout, into(&cfg.DBTimeout, func(raw string) (time.Duration, error) { return parseDuration(raw, "for no deadline") })},
+		{s.webhooks, func(raw string) (err error) {
+			cfg.Webhooks, cfg.WebhookSinks, err = loadWebhooks(raw)
+			return err
+		}},
 	}
 	for _, step := range steps {
 		if step.st == nil { // a server setting of a database command

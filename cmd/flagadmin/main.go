@@ -6,6 +6,7 @@
 //	flagadmin seed FILE         load a seed file into the database
 //	flagadmin token create      create an API token and print its secret
 //	flagadmin events export     export events from a running server
+//	flagadmin webhooks status   show the delivery state of the webhook sinks
 //	flagadmin version           print the version
 //
 // Configuration comes from flags and environment variables (a flag wins):
@@ -116,6 +117,8 @@ func (c *cli) dispatch(ctx context.Context, args []string) error {
 		return c.version(rest)
 	case "events":
 		return c.events(ctx, rest)
+	case "webhooks":
+		return c.webhooks(ctx, rest)
 	case "help":
 		if len(rest) > 0 {
 			return c.dispatch(ctx, []string{rest[0], "-h"})
@@ -123,7 +126,7 @@ func (c *cli) dispatch(ctx context.Context, args []string) error {
 		fmt.Fprint(c.stdout, mainHelp)
 		return errHelpShown
 	default:
-		return cliErrorf("unknown command %q; the commands are serve, migrate, seed, token create, events export and version (flagadmin -h)", cmd)
+		return cliErrorf("unknown command %q; the commands are serve, migrate, seed, token create, events export, webhooks status and version (flagadmin -h)", cmd)
 	}
 }
 
@@ -145,6 +148,7 @@ Usage:
   flagadmin seed [flags] FILE      load a seed file into the database
   flagadmin token create [flags]   create an API token and print its secret
   flagadmin events export [flags]  export events from a running server (NDJSON or CSV)
+  flagadmin webhooks status        show each webhook sink's position, lag and errors
   flagadmin version                print the version
 
 Try it:
@@ -172,6 +176,7 @@ var envHelp = map[string]string{
 	envToken:       "API token of the client commands (an admin token or a personal access token)",
 	envResultCache: "memory for cached search results and project lists, such as 64MiB (default " + formatByteSize(defaultResultCacheSize) + "; 0 disables)",
 	envDBTimeout:   "storage deadline of a request, such as 5s (default " + defaultDBTimeout.String() + "; 0 disables): a database that does not answer in time gives 503",
+	envWebhooks:    "webhook configuration file: a JSON or YAML list of sinks {name, url, secret, filter}",
 }
 
 // newFlagSet returns a flag set that reports errors to the caller instead
