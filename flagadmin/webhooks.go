@@ -182,7 +182,10 @@ type SinkStore interface {
 	// current one), adds delivered to its delivered count, and clears
 	// its attempts and last error; only while holder holds an unexpired
 	// lease at now (fencing): otherwise nothing changes and the error is
-	// ErrLeaseLost.
+	// ErrLeaseLost. Once it returns, the advance survives a crash of the
+	// caller; a store may let a crash of the database itself undo its
+	// latest advances (bunstore on PostgreSQL does, for their speed): the
+	// position then moves back, so events are sent again, never skipped.
 	AdvanceSink(ctx context.Context, name, holder string, now time.Time, position, delivered int64) error
 
 	// RecordSinkFailure records a failed attempt at the event after the
