@@ -136,6 +136,9 @@ type SinkStats struct {
 	LastError string
 	// Delivered counts the events this engine delivered to the sink.
 	Delivered int64
+	// Failures counts this engine's failed attempts at the sink, over
+	// every event.
+	Failures int64
 }
 
 // LagSeconds is the age of the oldest undelivered event at now, 0 when
@@ -238,18 +241,31 @@ func (e *Engine) Stats() []SinkStats {
 	return out
 }
 
-// newBackoff returns the retry schedule of Options: exponential with
-// jitter, forever.
-func (e *Engine) newBackoff() *backoff.ExponentialBackOff {
+// retrySchedule is the wait before each retry: BackoffInitial, doubling
+// to BackoffMax, each drawn within ±50 % (but never above BackoffMax),
+// forever.
+type retrySchedule struct {
+	b   *backoff.ExponentialBackOff
+	max time.Duration
+}
+
+// newBackoff returns the retry schedule of Options.
+func (e *Engine) newBackoff() *retrySchedule {
 	b := backoff.NewExponentialBackOff()
 	b.InitialInterval = e.opts.BackoffInitial
 	b.MaxInterval = e.opts.BackoffMax
 	b.Multiplier = 2
 	b.RandomizationFactor = 0.5
-	b.MaxElapsedTime = 0
+	b.MaxElapsedTime = 0 // never gives up
 	b.Reset()
-	return b
+	return &retrySchedule{b: b, max: e.opts.BackoffMax}
 }
+
+// NextBackOff returns the next wait.
+func (r *retrySchedule) NextBackOff() time.Duration { return min(r.b.NextBackOff(), r.max) }
+
+// Reset starts the schedule again from BackoffInitial.
+func (r *retrySchedule) Reset() { r.b.Reset() }
 
 // update changes the sink's statistics under its lock.
 func (s *sink) update(fn func(*SinkStats)) {
@@ -314,6 +330,7 @@ func (s *sink) run(ctx context.Context) {
 		s.update(func(x *SinkStats) { x.Holding = false })
 		if errors.Is(err, flagadmin.ErrLeaseLost) {
 			s.log().Warn("webhooks: lost the sink's lease", "holder", o.Holder)
+			sleep(ctx, storeRetry.NextBackOff()) // not at once: the lease was lost for a reason
 		}
 	}
 }
@@ -463,7 +480,7 @@ func (s *sink) post(ctx context.Context, ev *flagadmin.Event) error {
 			return ctx.Err()
 		}
 		msg := err.Error()
-		s.update(func(x *SinkStats) { x.Attempts, x.LastError = attempt, msg })
+		s.update(func(x *SinkStats) { x.Attempts, x.LastError, x.Failures = attempt, msg, x.Failures+1 })
 		wait := retry.NextBackOff()
 		s.log().Warn("webhooks: delivery failed; retrying", "event", ev.ID, "attempt", attempt, "retry_in", wait.Round(time.Millisecond), "err", msg)
 		if err := s.e.store.RecordSinkFailure(ctx, s.def.Name, o.Holder, o.Now(), attempt, msg); errors.Is(err, flagadmin.ErrLeaseLost) {

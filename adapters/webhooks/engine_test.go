@@ -426,6 +426,9 @@ func TestAReceiverDownForAWhileGetsEverything(t *testing.T) {
 		want := writeEvents(t, s, 5, flagadmin.EventFeatureUpdated)
 		e := startEngine(t, s, []flagadmin.WebhookSink{sinkTo("down", "http://"+addr+"/hook", flagadmin.EventSearchParams{})}, fast("a"))
 		waitStats(t, e, func(st []webhooks.SinkStats) bool { return st[0].Attempts >= 3 })
+		if st := e.Stats()[0]; st.LagEvents != 5 || st.LagAtLeast || st.OldestPending.IsZero() || st.LagSeconds(time.Now()) <= 0 || st.Failures < 3 || st.Position != want[0]-1 {
+			t.Errorf("stats while down: %+v, want a lag of 5 events since the first one's time, and failures", st)
+		}
 		states, _ := s.SinkStates(context.Background())
 		if states[0].Attempts < 1 || states[0].LastError == "" {
 			t.Errorf("stored state while down: %+v, want attempts and an error", states[0])
@@ -571,5 +574,18 @@ func TestTheDatabaseDownWhileDeliveringPausesAndResumes(t *testing.T) {
 			r.checkDelivery(t, want, 2) // at most the event in flight at each outage
 			waitStats(t, e, func(st []webhooks.SinkStats) bool { return st[0].Position == want[len(want)-1] })
 		})
+	}
+}
+
+func TestRetryWaitsDoubleWithJitterUpToTheMaximum(t *testing.T) {
+	// The schedule's defaults are §13's: 1 s doubling to 5 min.
+	waits := webhooks.RetryWaits(webhooks.Options{}, 12)
+	want := []time.Duration{1, 2, 4, 8, 16, 32, 64, 128, 256, 300, 300, 300}
+	for i, w := range waits {
+		base := want[i] * time.Second
+		lo, hi := base/2, min(base*3/2, 5*time.Minute)
+		if w < lo || w > hi {
+			t.Errorf("wait %d: %v, want within [%v, %v]", i+1, w, lo, hi)
+		}
 	}
 }
