@@ -44,7 +44,13 @@ func newWebhookEngine(lc fx.Lifecycle, cfg Config, store flagadmin.Store, log *s
 			log.Info("webhooks: delivering", "sinks", len(cfg.WebhookSinks), "holder", e.Holder())
 			return e.Start(ctx)
 		},
-		OnStop: e.Stop,
+		OnStop: func(ctx context.Context) error {
+			err := e.Stop(ctx)
+			if err == nil {
+				log.Info("webhooks: stopped; leases released")
+			}
+			return err
+		},
 	})
 	return e, nil
 }
