@@ -589,3 +589,17 @@ func TestRetryWaitsDoubleWithJitterUpToTheMaximum(t *testing.T) {
 		}
 	}
 }
+
+func TestNotifyWakesAWaitingSink(t *testing.T) {
+	s := memstore.New()
+	r := newReceiver(t)
+	register(t, s, "woken")
+	opts := fast("a")
+	opts.PollEvery = time.Hour // only Notify can end the wait
+	e := startEngine(t, s, []flagadmin.WebhookSink{sinkTo("woken", r.srv.URL, flagadmin.EventSearchParams{})}, opts)
+	waitStats(t, e, func(st []webhooks.SinkStats) bool { return st[0].Holding })
+	time.Sleep(50 * time.Millisecond) // into the wait
+	want := writeEvents(t, s, 1, flagadmin.EventFeatureUpdated)
+	e.Notify()
+	r.waitFor(t, want, 5*time.Second)
+}
