@@ -22,6 +22,8 @@ type Store struct {
 	w  world
 	// version counts the successful writes (see Version).
 	version int64
+	// sinks is the delivery state of webhook sinks (webhooks.go).
+	sinks sinkStates
 }
 
 // world is everything a Store holds. Writes check everything they would

@@ -49,6 +49,7 @@ func serveOptions(cfg Config, stderr io.Writer) fx.Option {
 		storeModule,
 		serviceModule,
 		httpModule,
+		webhooksModule,
 		fx.WithLogger(newFxLogger),
 	)
 }

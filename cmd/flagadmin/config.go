@@ -31,6 +31,7 @@ const (
 	envResultCache = "FLAGADMIN_RESULT_CACHE_SIZE"
 	envDBTimeout   = "FLAGADMIN_DB_TIMEOUT"
 	envMetricsAddr = "FLAGADMIN_METRICS_ADDR"
+	envWebhooks    = "FLAGADMIN_WEBHOOKS"
 )
 
 // Defaults of the configuration.
@@ -79,6 +80,10 @@ type Config struct {
 	// MetricsAddr is the host:port of a separate listener serving only
 	// /metrics; empty serves /metrics on the main listener (Addr).
 	MetricsAddr string
+	// Webhooks is the webhook configuration file; empty for none.
+	Webhooks string
+	// WebhookSinks are the sinks read from it, validated.
+	WebhookSinks []flagadmin.WebhookSink
 }
 
 // setting is one configuration value. It comes from its flag if given,
@@ -105,12 +110,14 @@ type settings struct {
 	addr, db, seed, adminTokens, logLevel, logFormat, tokenCache, resultCache, dbTimeout *setting
 	metricsAddr                                                                          *setting
 	demo                                                                                 *bool
+	webhooks                                                                             *setting
 }
 
 // Flag sets of the commands that need them.
 const (
 	withDB = 1 << iota
 	withServe
+	withWebhooks
 )
 
 // newSettings registers the configuration flags of a command on fs: the
@@ -131,6 +138,10 @@ func newSettings(fs *flag.FlagSet, getenv func(string) string, which int) *setti
 	s.db = bind("db", envDB, defaultDB, "database URL: sqlite:PATH, postgres://..., mysql://user:pass@host:port/db or memory:", unleashDB)
 	s.logLevel = bind("log-level", envLogLevel, defaultLogLevel, "log level: debug, info, warn or error", unleashLogLevel)
 	s.logFormat = bind("log-format", envLogFormat, defaultLogFormat, "log format: text or json", nil)
+	if which&(withServe|withWebhooks) != 0 {
+		s.webhooks = bind("webhooks", envWebhooks, "", "webhook configuration file: a JSON or YAML list of sinks\n"+
+			"{name, url, secret, filter}; see the README", nil)
+	}
 	if which&withServe == 0 {
 		return s
 	}
@@ -202,6 +213,10 @@ func (s *settings) config(fs *flag.FlagSet) (Config, error) {
 			}
 			return parseAddr(raw)
 		})},
+		{s.webhooks, func(raw string) (err error) {
+			cfg.Webhooks, cfg.WebhookSinks, err = loadWebhooks(raw)
+			return err
+		}},
 	}
 	for _, step := range steps {
 		if step.st == nil { // a server setting of a database command

@@ -9,6 +9,7 @@
 //	flagadmin service-account create|list
 //	flagadmin user create|list  manage accounts
 //	flagadmin events export     export events from a running server
+//	flagadmin webhooks status   show the delivery state of the webhook sinks
 //	flagadmin version           print the version
 //
 // Configuration comes from flags and environment variables (a flag wins):
@@ -123,6 +124,8 @@ func (c *cli) dispatch(ctx context.Context, args []string) error {
 		return c.version(rest)
 	case "events":
 		return c.events(ctx, rest)
+	case "webhooks":
+		return c.webhooks(ctx, rest)
 	case "help":
 		if len(rest) > 0 {
 			return c.dispatch(ctx, []string{rest[0], "-h"})
@@ -130,7 +133,7 @@ func (c *cli) dispatch(ctx context.Context, args []string) error {
 		fmt.Fprint(c.stdout, mainHelp)
 		return errHelpShown
 	default:
-		return cliErrorf("unknown command %q; the commands are serve, migrate, seed, token, service-account, user, events export and version (flagadmin -h)", cmd)
+		return cliErrorf("unknown command %q; the commands are serve, migrate, seed, token, service-account, user, events export, webhooks status and version (flagadmin -h)", cmd)
 	}
 }
 
@@ -155,6 +158,7 @@ Usage:
   flagadmin service-account create|list   create (with --token, and a token) or list service accounts
   flagadmin user create|list       create or list user accounts
   flagadmin events export [flags]  export events from a running server (NDJSON or CSV)
+  flagadmin webhooks status        show each webhook sink's position, lag and errors
   flagadmin version                print the version
 
 Try it:
@@ -183,6 +187,7 @@ var envHelp = map[string]string{
 	envResultCache: "memory for cached search results and project lists, such as 64MiB (default " + formatByteSize(defaultResultCacheSize) + "; 0 disables)",
 	envMetricsAddr: "host:port of a separate listener serving only /metrics (default: /metrics on the main listener)",
 	envDBTimeout:   "storage deadline of a request, such as 5s (default " + defaultDBTimeout.String() + "; 0 disables): a database that does not answer in time gives 503",
+	envWebhooks:    "webhook configuration file: a JSON or YAML list of sinks {name, url, secret, filter}",
 }
 
 // newFlagSet returns a flag set that reports errors to the caller instead

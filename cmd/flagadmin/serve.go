@@ -26,6 +26,10 @@ tokens of FLAGADMIN_ADMIN_TOKENS (or INIT_ADMIN_API_TOKENS) are created if
 missing. When the store then has no admin token, one is generated and printed
 once on stderr as "admin token (shown once): ...".
 
+With --webhooks FILE, the server POSTs each event a sink's filter matches to the
+sink's URL, signed, in order, retried until answered 2xx (see flagadmin webhooks
+status). With several servers on one database, one of them delivers per sink.
+
 Besides the API under /api/admin/, the server answers GET /health (the process
 is up), GET /ready (the store is reachable), the OpenAPI documents (/openapi.json,
 /openapi.yaml, and OpenAPI 3.0 at /openapi-3.0.json and /openapi-3.0.yaml), the
@@ -34,7 +38,7 @@ without authentication (with --metrics-addr, /metrics is served only there).
 
 A bad configuration, an unreachable database or a busy port ends start-up with
 one line on stderr and exit code 1.`,
-	env: []string{envAddr, envDB, envSeed, envAdminTokens, envLogLevel, envLogFormat, envTokenCache, envResultCache, envDBTimeout, envMetricsAddr},
+	env: []string{envAddr, envDB, envSeed, envAdminTokens, envLogLevel, envLogFormat, envTokenCache, envResultCache, envDBTimeout, envMetricsAddr, envWebhooks},
 }
 
 // serve parses the serve command's flags and runs the server.

@@ -1,0 +1,32 @@
+package eventjson_test
+
+import (
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/flagadmin/flagadmin/adapters/eventjson"
+	"github.com/flagadmin/flagadmin/flagadmin"
+)
+
+// The encoder writes the bytes of Event.MarshalJSON (adapters/httpapi
+// tests it at length against encoding/json; this is the package's own check).
+func TestAppendEventIsMarshalJSON(t *testing.T) {
+	by := int64(-42)
+	env, project, feature := "production", "web<&>", "new\u2028nav\x01"
+	events := []flagadmin.Event{
+		{ID: 1, CreatedAt: time.Date(2026, 1, 2, 3, 4, 5, 678_900_000, time.UTC), Type: flagadmin.EventFeatureCreated, CreatedBy: "ada \"admin\""},
+		{ID: 2, CreatedAt: time.Date(2026, 1, 2, 3, 4, 5, 0, time.FixedZone("x", 3600)), Type: flagadmin.EventFeatureCompleted, CreatedBy: "ci",
+			CreatedByUserID: &by, Environment: &env, Project: &project, FeatureName: &feature,
+			Data: json.RawMessage(`{"html":"<b>"}`), PreData: json.RawMessage(`[1,2]`), Tags: []flagadmin.Tag{{Type: "simple", Value: "é"}}},
+	}
+	for _, e := range events {
+		want, err := e.MarshalJSON()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := eventjson.AppendEvent([]byte("x"), &e); string(got) != "x"+string(want) {
+			t.Errorf("AppendEvent:\ngot  %s\nwant x%s", got, want)
+		}
+	}
+}

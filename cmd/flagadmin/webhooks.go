@@ -1,0 +1,177 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"go.uber.org/fx"
+
+	"github.com/flagadmin/flagadmin/adapters/bunstore"
+	"github.com/flagadmin/flagadmin/adapters/webhooks"
+	"github.com/flagadmin/flagadmin/flagadmin"
+)
+
+// webhooksModule provides the *webhooks.Engine of the configured sinks (one
+// with no sinks when none are configured, for metrics to read all the
+// same), started after the HTTP server and stopped before it.
+var webhooksModule = fx.Module("webhooks",
+	fx.Provide(newWebhookEngine),
+	fx.Invoke(func(*webhooks.Engine) {}),
+)
+
+// newWebhookEngine returns the delivery engine of cfg's sinks over the
+// opened store (not the cached one: delivery reads the event log as it is
+// stored). Start runs it; stop releases the leases it holds.
+func newWebhookEngine(lc fx.Lifecycle, cfg Config, store flagadmin.Store, log *slog.Logger) (*webhooks.Engine, error) {
+	ws, ok := store.(webhooks.Store)
+	if !ok && len(cfg.WebhookSinks) > 0 {
+		return nil, cliErrorf("--webhooks: this store keeps no webhook delivery state")
+	}
+	e, err := webhooks.New(ws, cfg.WebhookSinks, webhooks.Options{Logger: log.With("component", "webhooks")})
+	if err != nil {
+		return nil, cliErrorf("--webhooks: %s", flat(err))
+	}
+	if len(cfg.WebhookSinks) == 0 {
+		return e, nil
+	}
+	lc.Append(fx.Hook{
+		OnStart: func(ctx context.Context) error {
+			log.Info("webhooks: delivering", "sinks", len(cfg.WebhookSinks), "holder", e.Holder())
+			return e.Start(ctx)
+		},
+		OnStop: func(ctx context.Context) error {
+			err := e.Stop(ctx)
+			if err == nil {
+				log.Info("webhooks: stopped; leases released")
+			}
+			return err
+		},
+	})
+	return e, nil
+}
+
+// loadWebhooks reads the webhook configuration file at path, if any.
+func loadWebhooks(path string) (string, []flagadmin.WebhookSink, error) {
+	path = strings.TrimSpace(path)
+	if path == "" {
+		return "", nil, nil
+	}
+	sinks, err := webhooks.LoadSinks(path)
+	return path, sinks, err
+}
+
+var webhooksStatusCommand = command{
+	usage: "flagadmin webhooks status [flags]",
+	about: `Shows the delivery state of each webhook sink, as stored in the database: the
+position (the id of the last event delivered), the lag (the events after it, up to
+100,000, and the age of the oldest), the events delivered, the failed attempts at
+the current event with the last error, and which server holds the sink's lease and
+until when. With --webhooks, the lag counts the events of each sink's filter and
+configured sinks no server has started yet are listed too; without it, the lag
+counts every event after the position.`,
+	env: []string{envDB, envWebhooks, envLogLevel, envLogFormat},
+}
+
+// lagCountLimit bounds the events the status command counts per sink.
+const lagCountLimit = 100000
+
+func (c *cli) webhooks(ctx context.Context, args []string) error {
+	if len(args) == 0 {
+		return cliErrorf("flagadmin webhooks needs a subcommand: status (see flagadmin webhooks -h)")
+	}
+	if isHelpFlag(args[0]) {
+		args = []string{"status", "-h"}
+	}
+	if args[0] != "status" {
+		return cliErrorf("unknown subcommand %q of flagadmin webhooks; the only one is status", args[0])
+	}
+	fs := newFlagSet("flagadmin webhooks status")
+	s := newSettings(fs, c.getenv, withDB|withWebhooks)
+	rest, err := c.parse(fs, webhooksStatusCommand, args[1:])
+	if err != nil {
+		return err
+	}
+	if err := noArgs(fs, rest); err != nil {
+		return err
+	}
+	cfg, err := s.config(fs)
+	if err != nil {
+		return err
+	}
+	if cfg.DB == memoryURL {
+		return cliErrorf("memory: keeps no webhook state between processes; give the server's --db")
+	}
+	openCtx, cancel := context.WithTimeout(ctx, openTimeout)
+	defer cancel()
+	store, err := openBunstore(openCtx, cfg.DB, buildLogger(cfg, c.stderr), false, bunstore.WithTimeout(defaultDBTimeout))
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	statuses, err := webhooks.Status(ctx, store, cfg.WebhookSinks, lagCountLimit)
+	if err != nil {
+		return cliErrorf("cannot read the webhook state of %s: %s (is its schema migrated? flagadmin migrate)", bunstore.RedactURL(cfg.DB), flat(err))
+	}
+	if len(statuses) == 0 {
+		fmt.Fprintln(c.stdout, "no webhook sinks: none configured, none in the database")
+		return nil
+	}
+	writeStatuses(c.stdout, statuses, time.Now())
+	return nil
+}
+
+// writeStatuses prints one row per sink.
+func writeStatuses(w interface{ Write([]byte) (int, error) }, statuses []webhooks.SinkStatus, now time.Time) {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "SINK\tPOSITION\tLAG\tOLDEST PENDING\tDELIVERED\tATTEMPTS\tLAST ERROR\tLEASE")
+	for _, st := range statuses {
+		if !st.Registered {
+			fmt.Fprintf(tw, "%s\t-\t-\t-\t-\t-\t-\tnot started: no server has delivered for it yet\n", st.Name)
+			continue
+		}
+		lag := strconv.FormatInt(st.LagEvents, 10)
+		if st.LagAtLeast {
+			lag = "≥" + lag
+		}
+		if !st.Filtered {
+			lag += " (any event)"
+		}
+		oldest := "-"
+		if !st.OldestPending.IsZero() {
+			oldest = st.OldestPending.Format(time.RFC3339) + " (" + age(now.Sub(st.OldestPending)) + " ago)"
+		}
+		lastErr := "-"
+		if st.LastError != "" {
+			lastErr = st.LastError
+			if !st.LastErrorAt.IsZero() {
+				lastErr += " (" + age(now.Sub(st.LastErrorAt)) + " ago)"
+			}
+		}
+		lease := "none"
+		switch {
+		case st.Holder != "" && st.LeaseUntil.After(now):
+			lease = st.Holder + " until " + st.LeaseUntil.Format(time.RFC3339) + " (in " + age(st.LeaseUntil.Sub(now)) + ")"
+		case st.Holder != "":
+			lease = st.Holder + ", ended " + age(now.Sub(st.LeaseUntil)) + " ago"
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%d\t%d\t%s\t%s\n", st.Name, st.Position, lag, oldest, st.Delivered, st.Attempts, lastErr, lease)
+	}
+	tw.Flush()
+}
+
+// age writes a duration rounded for reading: 850ms, 12s, 3m4s, 5h2m.
+func age(d time.Duration) string {
+	switch {
+	case d < time.Second:
+		return d.Round(time.Millisecond).String()
+	case d < time.Hour:
+		return d.Round(time.Second).String()
+	default:
+		return d.Round(time.Minute).String()
+	}
+}
