@@ -12,6 +12,7 @@ import (
 	"go.uber.org/fx"
 
 	"github.com/flagadmin/flagadmin/adapters/bunstore"
+	"github.com/flagadmin/flagadmin/adapters/metrics"
 	"github.com/flagadmin/flagadmin/adapters/webhooks"
 	"github.com/flagadmin/flagadmin/flagadmin"
 )
@@ -27,7 +28,7 @@ var webhooksModule = fx.Module("webhooks",
 // newWebhookEngine returns the delivery engine of cfg's sinks over the
 // opened store (not the cached one: delivery reads the event log as it is
 // stored). Start runs it; stop releases the leases it holds.
-func newWebhookEngine(lc fx.Lifecycle, cfg Config, store flagadmin.Store, log *slog.Logger) (*webhooks.Engine, error) {
+func newWebhookEngine(lc fx.Lifecycle, cfg Config, store flagadmin.Store, log *slog.Logger, m *metrics.Metrics) (*webhooks.Engine, error) {
 	ws, ok := store.(webhooks.Store)
 	if !ok && len(cfg.WebhookSinks) > 0 {
 		return nil, cliErrorf("--webhooks: this store keeps no webhook delivery state")
@@ -39,6 +40,7 @@ func newWebhookEngine(lc fx.Lifecycle, cfg Config, store flagadmin.Store, log *s
 	if len(cfg.WebhookSinks) == 0 {
 		return e, nil
 	}
+	registerWebhookStats(m, e)
 	lc.Append(fx.Hook{
 		OnStart: func(ctx context.Context) error {
 			log.Info("webhooks: delivering", "sinks", len(cfg.WebhookSinks), "holder", e.Holder())
@@ -174,4 +176,30 @@ func age(d time.Duration) string {
 	default:
 		return d.Round(time.Minute).String()
 	}
+}
+
+// registerWebhookStats exports the delivery figures of e's sinks, labelled
+// by sink name (from the configuration file, so bounded).
+func registerWebhookStats(m *metrics.Metrics, e *webhooks.Engine) {
+	bySink := func(f func(webhooks.SinkStats) float64) func() map[string]float64 {
+		return func() map[string]float64 {
+			out := map[string]float64{}
+			for _, st := range e.Stats() {
+				out[st.Name] = f(st)
+			}
+			return out
+		}
+	}
+	m.GaugesFunc("webhook_lag_events", "Events a sink has not been delivered yet (a lower bound past 1,000), by sink.", "sink",
+		bySink(func(st webhooks.SinkStats) float64 { return float64(st.LagEvents) }))
+	m.GaugesFunc("webhook_lag_seconds", "Age of the oldest event a sink has not been delivered yet, 0 when none, by sink.", "sink",
+		bySink(func(st webhooks.SinkStats) float64 { return st.LagSeconds(time.Now()) }))
+	m.GaugesFunc("webhook_position", "Id of the last event delivered to a sink, by sink.", "sink",
+		bySink(func(st webhooks.SinkStats) float64 { return float64(st.Position) }))
+	m.GaugesFunc("webhook_attempts", "Failed attempts at a sink's current event, by sink.", "sink",
+		bySink(func(st webhooks.SinkStats) float64 { return float64(st.Attempts) }))
+	m.CountersFunc("webhook_delivered_total", "Events delivered by this server, by sink.", "sink",
+		bySink(func(st webhooks.SinkStats) float64 { return float64(st.Delivered) }))
+	m.CountersFunc("webhook_failures_total", "Failed delivery attempts by this server, by sink.", "sink",
+		bySink(func(st webhooks.SinkStats) float64 { return float64(st.Failures) }))
 }

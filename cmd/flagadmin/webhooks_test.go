@@ -75,6 +75,12 @@ func TestServeDeliversWebhooksAndStatusShowsThem(t *testing.T) {
 	if len(got) != 1 || got[0].id != "3" || got[0].typ != "feature-completed" || !strings.Contains(got[0].body, `"data":{"kept":true,"status":"kept"}`) {
 		t.Fatalf("got %+v, want event 3, feature-completed (the seed's 2 events come before the sink's start)", got)
 	}
+	families := scrape(t, base+metricsPath)
+	for name, want := range map[string]float64{"flagadmin_webhook_delivered_total": 1, "flagadmin_webhook_position": 3, "flagadmin_webhook_lag_events": 0} {
+		if v, ok := sample(families, name, map[string]string{"sink": "completed"}); !ok || v != want {
+			t.Errorf("%s{sink=\"completed\"} = %v (found %v), want %v", name, v, ok, want)
+		}
+	}
 	_, stdout, _ := runCLI(t, env, "webhooks", "status")
 	for _, w := range []string{"SINK", "completed", " 3 ", "until"} {
 		if !strings.Contains(stdout, w) {
