@@ -23,6 +23,8 @@ var imports = map[string]string{
 	"httpapi":    "github.com/flagadmin/flagadmin/adapters/httpapi",
 	"memstore":   "github.com/flagadmin/flagadmin/adapters/memstore",
 	"storecache": "github.com/flagadmin/flagadmin/adapters/storecache",
+	"webhooks":   "github.com/flagadmin/flagadmin/adapters/webhooks",
+	"metrics":    "github.com/flagadmin/flagadmin/adapters/metrics",
 	"flagadmin":  "github.com/flagadmin/flagadmin/flagadmin",
 	"context":    "context",
 	"errors":     "errors",
@@ -42,6 +44,7 @@ var freeVars = []struct{ name, typ string }{
 	{"svc", "*flagadmin.Service"},
 	{"serverURL", "string"},
 	{"token", "string"},
+	{"sqlStore", "*bunstore.Store"},
 }
 
 // topLevel matches a snippet made of declarations rather than statements.
