@@ -94,3 +94,16 @@ func (s *Store) afterIDs() error {
 	}
 	return nil
 }
+
+// LastEventID returns the id of the newest committed event, 0 when there
+// is none: where a live stream's feed starts (adapters/eventfeed). Every
+// smaller id is settled (see above).
+func (s *Store) LastEventID(ctx context.Context) (int64, error) {
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
+	var id int64
+	if err := s.rdb.DB.QueryRowContext(ctx, "SELECT COALESCE(MAX(id), 0) FROM events").Scan(&id); err != nil {
+		return 0, s.fail("last event id", err)
+	}
+	return id, nil
+}
