@@ -38,16 +38,19 @@ type EventStream struct {
 
 // EventFeed is the port of a live stream's source: it delivers, in id
 // order and once each, the events a query matches, first those recorded
-// before (from a resume point) and then those recorded while it runs.
-// adapters/eventfeed implements it with one reader of the store per
+// before the call (from a resume point) and then those recorded while it
+// runs. adapters/eventfeed implements it with one reader of the store per
 // process.
 type EventFeed interface {
+	// LastEventID returns the id of the newest event recorded, 0 for none:
+	// where a stream without a resume point starts.
+	LastEventID(ctx context.Context) (int64, error)
 	// Follow calls fn with every event q matches (EventQuery.Matches)
-	// with an id greater than afterID when resume is set, else with every
-	// one recorded from the call on, id ascending, each once, with no gap,
-	// until ctx ends (then it returns ctx's error), fn fails (its error),
-	// or the feed stops delivering to this caller (ErrStreamEnded).
-	Follow(ctx context.Context, q EventQuery, afterID int64, resume bool, fn func(Event) error) error
+	// with an id greater than afterID, id ascending, each once, with no
+	// gap, until ctx ends (then it returns ctx's error), fn fails (its
+	// error), or the feed stops delivering to this caller (an error of
+	// kind ErrStreamEnded).
+	Follow(ctx context.Context, q EventQuery, afterID int64, fn func(Event) error) error
 }
 
 // ErrStreamEnded is the kind of the errors with which an EventFeed ends a
@@ -112,10 +115,30 @@ func (s *Service) StreamEvents(ctx context.Context, p Principal, params EventStr
 	return st, nil
 }
 
-// Run follows the stream on feed, calling fn with each event (see
+// Start fixes where the stream starts on feed and returns it: the resume
+// point, or without one the newest event now (the stream then holds the
+// events recorded after it opened). A client that reconnects from there
+// misses nothing.
+func (st *EventStream) Start(ctx context.Context, feed EventFeed) (int64, error) {
+	if !st.Resume {
+		id, err := feed.LastEventID(ctx)
+		if err != nil {
+			return 0, err
+		}
+		st.AfterID, st.Resume = id, true
+	}
+	return st.AfterID, nil
+}
+
+// Run follows the stream on feed from its start (Start, which Run calls
+// when it was not called), calling fn with each event (see
 // EventFeed.Follow).
 func (st *EventStream) Run(ctx context.Context, feed EventFeed, fn func(Event) error) error {
-	return feed.Follow(ctx, st.Query, st.AfterID, st.Resume, fn)
+	after, err := st.Start(ctx, feed)
+	if err != nil {
+		return err
+	}
+	return feed.Follow(ctx, st.Query, after, fn)
 }
 
 // freshReadsKey marks a context whose reads must not be answered from a cache.

@@ -235,9 +235,11 @@ var errStop = errors.New("eventfeed: replay done")
 // ended is an error of kind flagadmin.ErrStreamEnded.
 func ended(why string) error { return fmt.Errorf("%w: %s", flagadmin.ErrStreamEnded, why) }
 
-// Follow implements flagadmin.EventFeed. Without resume it starts after
-// the newest event when it is called.
-func (f *Feed) Follow(ctx context.Context, q flagadmin.EventQuery, afterID int64, resume bool, fn func(flagadmin.Event) error) error {
+// LastEventID implements flagadmin.EventFeed: the store's newest event.
+func (f *Feed) LastEventID(ctx context.Context) (int64, error) { return f.src.LastEventID(ctx) }
+
+// Follow implements flagadmin.EventFeed.
+func (f *Feed) Follow(ctx context.Context, q flagadmin.EventQuery, afterID int64, fn func(flagadmin.Event) error) error {
 	select {
 	case <-f.ready:
 	case <-f.done:
@@ -247,13 +249,6 @@ func (f *Feed) Follow(ctx context.Context, q flagadmin.EventQuery, afterID int64
 	}
 	f.open.Add(1)
 	defer f.open.Add(-1)
-	if !resume {
-		id, err := f.src.LastEventID(ctx)
-		if err != nil {
-			return err
-		}
-		afterID = id
-	}
 	last := afterID
 	deliver := func(e flagadmin.Event) error {
 		if e.ID <= last {

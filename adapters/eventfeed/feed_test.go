@@ -52,10 +52,11 @@ type follower struct {
 // follow starts Follow; before it takes each event, hook (when set) is
 // called with the number of events it has taken.
 func follow(ctx context.Context, f *eventfeed.Feed, q flagadmin.EventQuery, afterID int64, resume bool, hook func(n int)) *follower {
+	st := &flagadmin.EventStream{Query: q, AfterID: afterID, Resume: resume}
 	fl := &follower{done: make(chan struct{})}
 	go func() {
 		defer close(fl.done)
-		err := f.Follow(ctx, q, afterID, resume, func(e flagadmin.Event) error {
+		err := st.Run(ctx, f, func(e flagadmin.Event) error {
 			if hook != nil {
 				fl.mu.Lock()
 				n := len(fl.got)
@@ -247,7 +248,7 @@ func TestStoppingTheFeedEndsStreams(t *testing.T) {
 	if !errors.Is(fl.err, flagadmin.ErrStreamEnded) {
 		t.Errorf("got error %v, want ErrStreamEnded", fl.err)
 	}
-	if err := f.Follow(t.Context(), flagadmin.EventQuery{}, 0, false, func(flagadmin.Event) error { return nil }); !errors.Is(err, flagadmin.ErrStreamEnded) {
+	if err := f.Follow(t.Context(), flagadmin.EventQuery{}, 0, func(flagadmin.Event) error { return nil }); !errors.Is(err, flagadmin.ErrStreamEnded) {
 		t.Errorf("Follow after the feed stopped: got %v, want ErrStreamEnded", err)
 	}
 }
