@@ -38,9 +38,14 @@ type streamEnv struct {
 }
 
 func newStreamEnv(t *testing.T, store streamStore, cfg Config) *streamEnv {
+	return newStreamEnvEvery(t, store, cfg, 10*time.Millisecond)
+}
+
+// newStreamEnvEvery is newStreamEnv with the feed reading every interval.
+func newStreamEnvEvery(t *testing.T, store streamStore, cfg Config, interval time.Duration) *streamEnv {
 	t.Helper()
 	cached := storecache.New(store, storecache.Options{ResultCacheSize: storecache.DefaultResultCacheSize, TokenTTL: time.Hour})
-	feed := eventfeed.New(store, eventfeed.Options{Interval: 10 * time.Millisecond})
+	feed := eventfeed.New(store, eventfeed.Options{Interval: interval})
 	ctx, cancel := context.WithCancel(context.Background())
 	feedDone := make(chan struct{})
 	go func() { defer close(feedDone); feed.Run(ctx) }()
