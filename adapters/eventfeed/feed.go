@@ -142,22 +142,22 @@ func (f *Feed) Run(ctx context.Context) error {
 	defer tick.Stop()
 	failing := false
 	report := func(err error) {
-		if ctx.Err() != nil {
-			return
-		}
-		if !failing {
+		switch {
+		case err == nil:
+			if failing {
+				f.log.Info("eventfeed: reading the event log again")
+			}
+			failing = false
+		case ctx.Err() != nil:
+		case !failing:
 			f.log.Warn("eventfeed: cannot read the event log; retrying", "err", err)
+			failing = true
 		}
-		failing = err != nil
 	}
 	for {
 		select {
 		case <-f.ready:
-			err := f.read(ctx)
-			if err == nil && failing {
-				f.log.Info("eventfeed: reading the event log again")
-			}
-			report(err)
+			report(f.read(ctx))
 		default:
 			id, err := f.src.LastEventID(ctx)
 			if err == nil {

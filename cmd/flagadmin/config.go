@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/flagadmin/flagadmin/adapters/bunstore"
+	"github.com/flagadmin/flagadmin/adapters/httpapi"
 	"github.com/flagadmin/flagadmin/adapters/storecache"
 	"github.com/flagadmin/flagadmin/flagadmin"
 )
@@ -30,6 +31,7 @@ const (
 	envTokenCache  = "FLAGADMIN_TOKEN_CACHE_TTL"
 	envResultCache = "FLAGADMIN_RESULT_CACHE_SIZE"
 	envDBTimeout   = "FLAGADMIN_DB_TIMEOUT"
+	envMaxStreams  = "FLAGADMIN_MAX_STREAMS"
 )
 
 // Defaults of the configuration.
@@ -46,6 +48,8 @@ const (
 	defaultResultCacheSize = storecache.DefaultResultCacheSize
 	// defaultDBTimeout is the storage deadline of a request (decisions §16).
 	defaultDBTimeout = 5 * time.Second
+	// defaultMaxStreams bounds the live streams of a server (decisions §12).
+	defaultMaxStreams = httpapi.DefaultMaxStreams
 )
 
 // Config is the configuration of the server and the commands, from flags
@@ -75,6 +79,8 @@ type Config struct {
 	// work, and each store operation, may take before the request is
 	// answered 503; 0 means none.
 	DBTimeout time.Duration
+	// MaxStreams bounds the live event streams the server holds at once.
+	MaxStreams int
 }
 
 // setting is one configuration value. It comes from its flag if given,
@@ -97,9 +103,9 @@ type unleashReader func(getenv func(string) string) (raw, source string, err err
 // settings binds configuration flags to a flag set and turns the parsed
 // values, or those of the environment, into a Config.
 type settings struct {
-	getenv                                                                               func(string) string
-	addr, db, seed, adminTokens, logLevel, logFormat, tokenCache, resultCache, dbTimeout *setting
-	demo                                                                                 *bool
+	getenv                                                                                           func(string) string
+	addr, db, seed, adminTokens, logLevel, logFormat, tokenCache, resultCache, dbTimeout, maxStreams *setting
+	demo                                                                                             *bool
 }
 
 // Flag sets of the commands that need them.
@@ -149,6 +155,9 @@ func newSettings(fs *flag.FlagSet, getenv func(string) string, which int) *setti
 			"Retry-After, such as 5s or 500ms; 0 disables it. The database is told too\n"+
 			"(statement_timeout and lock_timeout on PostgreSQL, their equivalents on MySQL,\n"+
 			"busy_timeout on SQLite)", nil)
+	s.maxStreams = bind("max-streams", envMaxStreams, strconv.Itoa(defaultMaxStreams),
+		"most live event streams (GET /api/admin/events/stream) held at once; beyond it a new\n"+
+			"one is answered 503 ServiceUnavailable with Retry-After", nil)
 	return s
 }
 
@@ -188,6 +197,7 @@ func (s *settings) config(fs *flag.FlagSet) (Config, error) {
 		{s.tokenCache, into(&cfg.TokenCacheTTL, func(raw string) (time.Duration, error) { return parseDuration(raw, "to disable the cache") })},
 		{s.resultCache, into(&cfg.ResultCacheSize, parseByteSize)},
 		{s.dbTimeout, into(&cfg.DBTimeout, func(raw string) (time.Duration, error) { return parseDuration(raw, "for no deadline") })},
+		{s.maxStreams, into(&cfg.MaxStreams, parseMaxStreams)},
 	}
 	for _, step := range steps {
 		if step.st == nil { // a server setting of a database command
@@ -208,6 +218,15 @@ func (s *settings) config(fs *flag.FlagSet) (Config, error) {
 		}
 	}
 	return cfg, nil
+}
+
+// parseMaxStreams parses --max-streams: an integer of 1 or more.
+func parseMaxStreams(raw string) (int, error) {
+	n, err := strconv.Atoi(strings.TrimSpace(raw))
+	if err != nil || n < 1 {
+		return 0, fmt.Errorf("must be an integer of 1 or more, got %q", raw)
+	}
+	return n, nil
 }
 
 // unleashEnv are Unleash's environment variables that flagadmin reads where
