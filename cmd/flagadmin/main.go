@@ -6,6 +6,7 @@
 //	flagadmin seed FILE         load a seed file into the database
 //	flagadmin token create      create an API token and print its secret
 //	flagadmin events export     export events from a running server
+//	flagadmin events tail       follow the events of a running server live
 //	flagadmin version           print the version
 //
 // Configuration comes from flags and environment variables (a flag wins):
@@ -123,7 +124,7 @@ func (c *cli) dispatch(ctx context.Context, args []string) error {
 		fmt.Fprint(c.stdout, mainHelp)
 		return errHelpShown
 	default:
-		return cliErrorf("unknown command %q; the commands are serve, migrate, seed, token create, events export and version (flagadmin -h)", cmd)
+		return cliErrorf("unknown command %q; the commands are serve, migrate, seed, token create, events export, events tail and version (flagadmin -h)", cmd)
 	}
 }
 
@@ -145,6 +146,7 @@ Usage:
   flagadmin seed [flags] FILE      load a seed file into the database
   flagadmin token create [flags]   create an API token and print its secret
   flagadmin events export [flags]  export events from a running server (NDJSON or CSV)
+  flagadmin events tail [flags]    print the events of a running server as they are recorded
   flagadmin version                print the version
 
 Try it:
