@@ -49,8 +49,10 @@ type EventFeed interface {
 	// with an id greater than afterID, id ascending, each once, with no
 	// gap, until ctx ends (then it returns ctx's error), fn fails (its
 	// error), or the feed stops delivering to this caller (an error of
-	// kind ErrStreamEnded).
-	Follow(ctx context.Context, q EventQuery, afterID int64, fn func(Event) error) error
+	// kind ErrStreamEnded). fn gets the events in batches of those at
+	// hand (so a stream can send them in one write); the slice and its
+	// events are only lent for the call, and shared with other callers.
+	Follow(ctx context.Context, q EventQuery, afterID int64, fn func([]Event) error) error
 }
 
 // ErrStreamEnded is the kind of the errors with which an EventFeed ends a
@@ -131,9 +133,9 @@ func (st *EventStream) Start(ctx context.Context, feed EventFeed) (int64, error)
 }
 
 // Run follows the stream on feed from its start (Start, which Run calls
-// when it was not called), calling fn with each event (see
+// when it was not called), calling fn with each batch of events (see
 // EventFeed.Follow).
-func (st *EventStream) Run(ctx context.Context, feed EventFeed, fn func(Event) error) error {
+func (st *EventStream) Run(ctx context.Context, feed EventFeed, fn func([]Event) error) error {
 	after, err := st.Start(ctx, feed)
 	if err != nil {
 		return err

@@ -53,8 +53,11 @@ const (
 	// the database within about this long.
 	DefaultInterval = 250 * time.Millisecond
 	// DefaultBuffer is how many events a stream may have waiting.
-	DefaultBuffer = 256
+	DefaultBuffer = 1024
 )
+
+// maxBatch bounds the events handed to a stream in one call.
+const maxBatch = 256
 
 // maxCatchUps bounds how often a stream that is still replaying may be
 // cut off and catch up again before it counts as too slow.
@@ -93,8 +96,10 @@ type Feed struct {
 
 // subscriber is a stream's place in the feed.
 type subscriber struct {
-	q  flagadmin.EventQuery
-	ch chan flagadmin.Event
+	q flagadmin.EventQuery
+	// ch holds the events waiting for the stream, shared with the other
+	// streams (a pointer each: buffers cost little until they fill).
+	ch chan *flagadmin.Event
 	// Set under Feed.mu. live: the stream has replayed and takes its
 	// buffer. When the feed cuts the stream off, it closes ch and sets
 	// cut, liveWhenCut, and ended when that is because the feed stopped.
@@ -182,14 +187,14 @@ func (f *Feed) read(ctx context.Context) error {
 	pos := f.pos
 	f.mu.Unlock()
 	return f.src.ExportEvents(ctx, flagadmin.EventQuery{}, pos, func(e flagadmin.Event) error {
-		f.publish(e)
+		f.publish(&e)
 		return nil
 	})
 }
 
 // publish hands e to every stream whose query matches it, cutting off the
 // streams whose buffer is full.
-func (f *Feed) publish(e flagadmin.Event) {
+func (f *Feed) publish(e *flagadmin.Event) {
 	var payload, meta string
 	texts := false
 	f.mu.Lock()
@@ -200,10 +205,10 @@ func (f *Feed) publish(e flagadmin.Event) {
 	f.pos = e.ID
 	for sub := range f.subs {
 		if sub.q.Text != "" && !texts {
-			payload, meta = flagadmin.SearchTexts(e)
+			payload, meta = flagadmin.SearchTexts(*e)
 			texts = true
 		}
-		if !sub.q.Matches(e, payload, meta) {
+		if !sub.q.Matches(*e, payload, meta) {
 			continue
 		}
 		select {
@@ -239,7 +244,7 @@ func ended(why string) error { return fmt.Errorf("%w: %s", flagadmin.ErrStreamEn
 func (f *Feed) LastEventID(ctx context.Context) (int64, error) { return f.src.LastEventID(ctx) }
 
 // Follow implements flagadmin.EventFeed.
-func (f *Feed) Follow(ctx context.Context, q flagadmin.EventQuery, afterID int64, fn func(flagadmin.Event) error) error {
+func (f *Feed) Follow(ctx context.Context, q flagadmin.EventQuery, afterID int64, fn func([]flagadmin.Event) error) error {
 	select {
 	case <-f.ready:
 	case <-f.done:
@@ -249,20 +254,9 @@ func (f *Feed) Follow(ctx context.Context, q flagadmin.EventQuery, afterID int64
 	}
 	f.open.Add(1)
 	defer f.open.Add(-1)
-	last := afterID
-	deliver := func(e flagadmin.Event) error {
-		if e.ID <= last {
-			return nil
-		}
-		if err := fn(e); err != nil {
-			return err
-		}
-		last = e.ID
-		f.sent.Add(1)
-		return nil
-	}
+	d := &deliverer{fn: fn, last: afterID, sent: &f.sent}
 	for catchUps := 0; ; catchUps++ {
-		sub := &subscriber{q: q, ch: make(chan flagadmin.Event, f.buffer)}
+		sub := &subscriber{q: q, ch: make(chan *flagadmin.Event, f.buffer)}
 		f.mu.Lock()
 		if f.closed {
 			f.mu.Unlock()
@@ -271,9 +265,9 @@ func (f *Feed) Follow(ctx context.Context, q flagadmin.EventQuery, afterID int64
 		joined := f.pos
 		f.subs[sub] = struct{}{}
 		f.mu.Unlock()
-		err := f.replay(ctx, q, last, joined, deliver)
+		err := f.replay(ctx, q, joined, d)
 		if err == nil {
-			err = f.live(ctx, sub, deliver)
+			err = f.live(ctx, sub, d)
 		}
 		if !errors.Is(err, errCaughtUp) {
 			f.leave(sub)
@@ -290,52 +284,106 @@ func (f *Feed) Follow(ctx context.Context, q flagadmin.EventQuery, afterID int64
 // taken what its buffer held and must replay again from there.
 var errCaughtUp = errors.New("eventfeed: cut off while replaying")
 
-// replay delivers q's events after last up to joined from the store.
-func (f *Feed) replay(ctx context.Context, q flagadmin.EventQuery, last, joined int64, deliver func(flagadmin.Event) error) error {
-	if last >= joined {
+// deliverer hands a stream its events in batches, each event once.
+type deliverer struct {
+	fn    func([]flagadmin.Event) error
+	batch []flagadmin.Event
+	// last is the id of the last event delivered (or the resume point).
+	last int64
+	sent *atomic.Int64
+}
+
+// add queues e unless it was delivered already, and delivers the batch
+// once it is full.
+func (d *deliverer) add(e *flagadmin.Event) error {
+	if e.ID <= d.last || len(d.batch) > 0 && e.ID <= d.batch[len(d.batch)-1].ID {
 		return nil
 	}
-	err := f.src.ExportEvents(ctx, q, last, func(e flagadmin.Event) error {
+	d.batch = append(d.batch, *e)
+	if len(d.batch) >= maxBatch {
+		return d.flush()
+	}
+	return nil
+}
+
+// flush delivers the queued events.
+func (d *deliverer) flush() error {
+	if len(d.batch) == 0 {
+		return nil
+	}
+	if err := d.fn(d.batch); err != nil {
+		return err
+	}
+	d.last = d.batch[len(d.batch)-1].ID
+	d.sent.Add(int64(len(d.batch)))
+	clear(d.batch) // the events are shared: drop the references
+	d.batch = d.batch[:0]
+	return nil
+}
+
+// replay delivers q's events after the last one delivered up to joined,
+// from the store.
+func (f *Feed) replay(ctx context.Context, q flagadmin.EventQuery, joined int64, d *deliverer) error {
+	if d.last >= joined {
+		return nil
+	}
+	err := f.src.ExportEvents(ctx, q, d.last, func(e flagadmin.Event) error {
 		if e.ID > joined {
 			return errStop
 		}
-		return deliver(e)
+		return d.add(&e)
 	})
 	if errors.Is(err, errStop) {
-		return nil
+		err = nil
 	}
-	return err
+	if err != nil {
+		return err
+	}
+	return d.flush()
 }
 
-// live delivers the events of sub's buffer until ctx ends, deliver fails
-// or the feed cuts sub off.
-func (f *Feed) live(ctx context.Context, sub *subscriber, deliver func(flagadmin.Event) error) error {
+// live delivers the events of sub's buffer, as many at once as are
+// waiting, until ctx ends, the delivery fails or the feed cuts sub off.
+func (f *Feed) live(ctx context.Context, sub *subscriber, d *deliverer) error {
 	f.mu.Lock()
 	sub.live = true
 	f.mu.Unlock()
 	for {
+		var e *flagadmin.Event
+		ok := true
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
-		case e, ok := <-sub.ch:
-			if ok {
-				if err := deliver(e); err != nil {
-					return err
-				}
-				continue
-			}
-			f.mu.Lock()
-			liveWhenCut, stopped := sub.liveWhenCut, sub.ended
-			f.mu.Unlock()
-			switch {
-			case stopped:
-				return ended("the server is shutting down")
-			case liveWhenCut:
-				f.dropped.Add(1)
-				return ended("the client reads more slowly than events arrive")
-			}
-			return errCaughtUp
+		case e, ok = <-sub.ch:
 		}
+		for ok {
+			if err := d.add(e); err != nil {
+				return err
+			}
+			select {
+			case e, ok = <-sub.ch:
+				continue
+			default:
+			}
+			break
+		}
+		if err := d.flush(); err != nil {
+			return err
+		}
+		if ok {
+			continue
+		}
+		f.mu.Lock()
+		liveWhenCut, stopped := sub.liveWhenCut, sub.ended
+		f.mu.Unlock()
+		switch {
+		case stopped:
+			return ended("the server is shutting down")
+		case liveWhenCut:
+			f.dropped.Add(1)
+			return ended("the client reads more slowly than events arrive")
+		}
+		return errCaughtUp
 	}
 }
 

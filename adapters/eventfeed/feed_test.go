@@ -56,16 +56,18 @@ func follow(ctx context.Context, f *eventfeed.Feed, q flagadmin.EventQuery, afte
 	fl := &follower{done: make(chan struct{})}
 	go func() {
 		defer close(fl.done)
-		err := st.Run(ctx, f, func(e flagadmin.Event) error {
-			if hook != nil {
+		err := st.Run(ctx, f, func(events []flagadmin.Event) error {
+			for _, e := range events {
+				if hook != nil {
+					fl.mu.Lock()
+					n := len(fl.got)
+					fl.mu.Unlock()
+					hook(n)
+				}
 				fl.mu.Lock()
-				n := len(fl.got)
+				fl.got = append(fl.got, e)
 				fl.mu.Unlock()
-				hook(n)
 			}
-			fl.mu.Lock()
-			fl.got = append(fl.got, e)
-			fl.mu.Unlock()
 			return nil
 		})
 		fl.mu.Lock()
@@ -248,7 +250,7 @@ func TestStoppingTheFeedEndsStreams(t *testing.T) {
 	if !errors.Is(fl.err, flagadmin.ErrStreamEnded) {
 		t.Errorf("got error %v, want ErrStreamEnded", fl.err)
 	}
-	if err := f.Follow(t.Context(), flagadmin.EventQuery{}, 0, func(flagadmin.Event) error { return nil }); !errors.Is(err, flagadmin.ErrStreamEnded) {
+	if err := f.Follow(t.Context(), flagadmin.EventQuery{}, 0, func([]flagadmin.Event) error { return nil }); !errors.Is(err, flagadmin.ErrStreamEnded) {
 		t.Errorf("Follow after the feed stopped: got %v, want ErrStreamEnded", err)
 	}
 }

@@ -124,6 +124,7 @@ type Server struct {
 	maxStreams            int
 	keepAlive, tokenCheck time.Duration
 	streams               atomic.Int64
+	sseBlocks             *sseBlocks
 	// streamsCtx ends with endStreams.
 	streamsCtx context.Context
 	endStreams context.CancelFunc
@@ -157,6 +158,7 @@ func New(svc *flagadmin.Service, cfg Config) *Server {
 		s.tokenCheck = DefaultStreamTokenCheck
 	}
 	s.streamsCtx, s.endStreams = context.WithCancel(context.Background())
+	s.sseBlocks = newSSEBlocks()
 	version := cfg.Version
 	if version == "" {
 		version = "dev"

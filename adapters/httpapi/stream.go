@@ -158,10 +158,11 @@ func (s *Server) EndStreams() { s.endStreams() }
 // sseWriter writes a stream's bytes, one writer at a time (events, and the
 // keep-alives of another goroutine), each flushed to the client at once.
 type sseWriter struct {
-	mu  sync.Mutex
-	w   http.ResponseWriter
-	rc  *http.ResponseController
-	buf []byte
+	mu     sync.Mutex
+	w      http.ResponseWriter
+	rc     *http.ResponseController
+	buf    []byte
+	blocks *sseBlocks
 }
 
 func (x *sseWriter) write(b []byte) error {
@@ -174,17 +175,61 @@ func (x *sseWriter) write(b []byte) error {
 	return x.rc.Flush()
 }
 
-// event writes e as one SSE event.
-func (x *sseWriter) event(e flagadmin.Event) error {
-	b := append(x.buf[:0], "id: "...)
+// events writes a batch of events, one SSE event each, in one write.
+func (x *sseWriter) events(events []flagadmin.Event) error {
+	b := x.buf[:0]
+	for i := range events {
+		b = append(b, x.blocks.block(&events[i])...)
+	}
+	x.buf = b
+	return x.write(b)
+}
+
+// sseBlocks keeps the SSE blocks of the latest events: every stream that
+// shows an event sends the same bytes, encoded once.
+type sseBlocks struct {
+	mu     sync.Mutex
+	blocks map[int64][]byte
+	ring   []int64 // ids in the order they were added, for eviction
+	next   int
+}
+
+// sseBlocksKept is how many events' blocks are kept.
+const sseBlocksKept = 4096
+
+func newSSEBlocks() *sseBlocks {
+	return &sseBlocks{blocks: make(map[int64][]byte, sseBlocksKept), ring: make([]int64, 0, sseBlocksKept)}
+}
+
+// block returns the SSE block of e: id, event type, the Event JSON of the
+// search's pages as data. The bytes are shared and must not be changed.
+func (c *sseBlocks) block(e *flagadmin.Event) []byte {
+	c.mu.Lock()
+	b, ok := c.blocks[e.ID]
+	c.mu.Unlock()
+	if ok {
+		return b
+	}
+	b = append(b, "id: "...)
 	b = strconv.AppendInt(b, e.ID, 10)
 	b = append(b, "\nevent: "...)
 	b = append(b, e.Type...)
 	b = append(b, "\ndata: "...)
-	b = appendEvent(b, &e)
+	b = appendEvent(b, e)
 	b = append(b, "\n\n"...)
-	x.buf = b
-	return x.write(b)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.blocks[e.ID]; !ok {
+		if len(c.ring) < sseBlocksKept {
+			c.ring = append(c.ring, e.ID)
+		} else {
+			delete(c.blocks, c.ring[c.next])
+			c.ring[c.next] = e.ID
+			c.next = (c.next + 1) % sseBlocksKept
+		}
+		c.blocks[e.ID] = b
+	}
+	return b
 }
 
 // keepAlive writes the keep-alive comment.
@@ -192,7 +237,7 @@ func (x *sseWriter) keepAlive() error { return x.write([]byte(": keep-alive\n\n"
 
 // serveStream sends the headers, then runs st until it ends.
 func (s *Server) serveStream(w http.ResponseWriter, r *http.Request, st *flagadmin.EventStream) {
-	x := &sseWriter{w: w, rc: http.NewResponseController(w)}
+	x := &sseWriter{w: w, rc: http.NewResponseController(w), blocks: s.sseBlocks}
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-store")
@@ -242,7 +287,7 @@ func (s *Server) serveStream(w http.ResponseWriter, r *http.Request, st *flagadm
 			}
 		}
 	})
-	err := st.Run(ctx, s.feed, x.event)
+	err := st.Run(ctx, s.feed, x.events)
 	cancel(err)
 	wg.Wait()
 
