@@ -57,7 +57,7 @@ const (
 )
 
 // maxBatch bounds the events handed to a stream in one call.
-const maxBatch = 256
+const maxBatch = 64
 
 // maxCatchUps bounds how often a stream that is still replaying may be
 // cut off and catch up again before it counts as too slow.

@@ -161,7 +161,6 @@ type sseWriter struct {
 	mu     sync.Mutex
 	w      http.ResponseWriter
 	rc     *http.ResponseController
-	buf    []byte
 	blocks *sseBlocks
 }
 
@@ -175,14 +174,18 @@ func (x *sseWriter) write(b []byte) error {
 	return x.rc.Flush()
 }
 
-// events writes a batch of events, one SSE event each, in one write.
+// events writes a batch of events, one SSE event each, then flushes:
+// through the connection's own buffer, with no copy of the batch.
 func (x *sseWriter) events(events []flagadmin.Event) error {
-	b := x.buf[:0]
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	_ = x.rc.SetWriteDeadline(time.Now().Add(streamStallTimeout))
 	for i := range events {
-		b = append(b, x.blocks.block(&events[i])...)
+		if _, err := x.w.Write(x.blocks.block(&events[i])); err != nil {
+			return err
+		}
 	}
-	x.buf = b
-	return x.write(b)
+	return x.rc.Flush()
 }
 
 // sseBlocks keeps the SSE blocks of the latest events: every stream that

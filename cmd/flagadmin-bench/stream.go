@@ -24,9 +24,11 @@ import (
 //     (type=IS:feature-completed) stay open while lifecycle completions
 //     are written at --stream-rate per second, each carrying its send time
 //     in its statusValue. Each delivery's latency is the time from the
-//     sending of the write (so it includes the write itself: an upper
-//     bound of commit-to-delivery) to its arrival on a stream. It runs
-//     only when --kinds names it.
+//     write's answer (its commit came before: a lower bound of
+//     commit-to-delivery, short of the answer's own way back) to its
+//     arrival on a stream; the latency from the write's send (an upper
+//     bound, the write's own time included) is reported too. It runs only
+//     when --kinds names it.
 
 // classStream is the class of the stream kind.
 const classStream = "stream"
@@ -45,7 +47,7 @@ func streamKind(w *worldgen.World) kind {
 		paths[i] = "/api/admin/projects/" + url.PathEscape(f.Project) + "/features/" + url.PathEscape(f.Name) + "/lifecycle/complete"
 	}
 	return kind{Name: "stream/fanout", Class: classStream, Explicit: true,
-		About: "--streams open streams of feature-completed events while --stream-rate completions/s are written; latency from send to delivery",
+		About: "--streams open streams of feature-completed events while --stream-rate completions/s are written; latency from the write's answer to delivery",
 		Run: func(ctx context.Context, spec loadSpec, k kind) phaseResult {
 			return runStreams(ctx, spec, k, paths)
 		}}
@@ -59,7 +61,7 @@ var sentMarker = []byte(`"statusValue":"t`)
 // measured window.
 func runStreams(ctx context.Context, spec loadSpec, k kind, paths []string) phaseResult {
 	res := phaseResult{Kind: k.Name, Class: k.Class, Connections: spec.Streams, Statuses: map[int]int{}}
-	res.About = fmt.Sprintf("%d streams of feature-completed events, %d completions/s written; latency from the write's send to its delivery", spec.Streams, spec.StreamRate)
+	res.About = fmt.Sprintf("%d streams of feature-completed events, %d completions/s written; latency from the write's answer to its delivery", spec.Streams, spec.StreamRate)
 	tr := &http.Transport{Proxy: nil, DialContext: (&net.Dialer{Timeout: 10 * time.Second}).DialContext,
 		MaxConnsPerHost: spec.Streams + 64, MaxIdleConnsPerHost: 64, DisableCompression: true}
 	defer tr.CloseIdleConnections()
@@ -70,7 +72,8 @@ func runStreams(ctx context.Context, spec loadSpec, k kind, paths []string) phas
 	var measureFrom atomic.Int64 // Unix ns of the window's first write
 	measureFrom.Store(1<<63 - 1)
 	var mu sync.Mutex
-	var lat []time.Duration
+	var got []delivery
+	var answered sync.Map // the write's send time (Unix ns) -> the time its answer arrived
 	var failures atomic.Int64
 	var firstErr atomic.Pointer[string]
 	fail := func(err error) {
@@ -105,7 +108,7 @@ func runStreams(ctx context.Context, spec loadSpec, k kind, paths []string) phas
 			}
 			sc := bufio.NewScanner(resp.Body)
 			sc.Buffer(make([]byte, 0, 16<<10), 1<<20)
-			var mine []time.Duration
+			var mine []delivery
 			for sc.Scan() {
 				line := sc.Bytes()
 				if bytes.HasPrefix(line, []byte("id: ")) {
@@ -129,13 +132,13 @@ func runStreams(ctx context.Context, spec loadSpec, k kind, paths []string) phas
 				if err != nil || sent < measureFrom.Load() {
 					continue
 				}
-				mine = append(mine, time.Duration(now-sent))
+				mine = append(mine, delivery{sent: sent, at: now})
 			}
 			if ctx.Err() == nil {
 				fail(fmt.Errorf("stream %d closed: %v", i, sc.Err()))
 			}
 			mu.Lock()
-			lat = append(lat, mine...)
+			got = append(got, mine...)
 			delivered[i] = int64(len(mine))
 			mu.Unlock()
 		})
@@ -182,6 +185,7 @@ func runStreams(ctx context.Context, spec loadSpec, k kind, paths []string) phas
 				return
 			}
 			if inWindow {
+				answered.Store(sent.UnixNano(), time.Now().UnixNano())
 				writes.Add(1)
 				wmu.Lock()
 				writeLat = append(writeLat, time.Since(sent))
@@ -196,6 +200,19 @@ func runStreams(ctx context.Context, spec loadSpec, k kind, paths []string) phas
 	cancel()
 	wg.Wait()
 
+	// Each delivery from its write's answer (the commit came before it:
+	// a lower bound of commit-to-delivery) and from its send (an upper
+	// bound).
+	lat := make([]time.Duration, 0, len(got))
+	fromSend := make([]time.Duration, 0, len(got))
+	for _, d := range got {
+		fromSend = append(fromSend, time.Duration(d.at-d.sent))
+		if a, ok := answered.Load(d.sent); ok {
+			lat = append(lat, time.Duration(max(d.at-a.(int64), 0)))
+		}
+	}
+	got = nil
+	up := summarize(fromSend)
 	elapsed := spec.Duration
 	s := summarize(lat)
 	res.Seconds = elapsed.Seconds()
@@ -213,12 +230,17 @@ func runStreams(ctx context.Context, spec loadSpec, k kind, paths []string) phas
 		res.FirstError = *p
 	}
 	ws := summarize(writeLat)
-	res.About += fmt.Sprintf("; %d writes in the window, write latency p50 %.1f ms p99 %.1f ms", writes.Load(), millis(ws.P50), millis(ws.P99))
+	res.About += fmt.Sprintf("; %d writes in the window, write latency p50 %.1f ms p99 %.1f ms; from the write's send (upper bound) p50 %.1f ms p99 %.1f ms max %.1f ms",
+		writes.Load(), millis(ws.P50), millis(ws.P99), millis(up.P50), millis(up.P99), millis(up.Max))
 	if use, ok := cpuBetween(cpu0, cpu1, s.Count, spec.InProcess); ok {
 		res.CPU = &use
 	}
 	return res
 }
+
+// delivery is one event's arrival on one stream: its write's send time
+// and its arrival, Unix ns.
+type delivery struct{ sent, at int64 }
 
 // evaluateStream checks the targets of issue 13 on the stream kind.
 func evaluateStream(r *results, add func(target, got string, ok bool)) {
