@@ -26,7 +26,12 @@ const TailFromNow int64 = -1
 const maxStreamLine = 16 << 20
 
 // maxReconnectWait bounds the wait between two reconnections of Tail.
-const maxReconnectWait = 30 * time.Second
+const maxReconnectWait = 5 * time.Second
+
+// ReconnectPatience is how long Tail keeps trying to open the stream again
+// after it broke, while the server cannot be reached or answers 5xx (a
+// restart, a deployment), before it gives up.
+const ReconnectPatience = 2 * time.Minute
 
 // StreamEnd is how the server ended a stream: the reason of its last
 // event "end" (a shutdown, a client too slow, a token that no longer
@@ -44,25 +49,31 @@ func (e *StreamEnd) Error() string { return "client: the server ended the stream
 //
 // A connection that breaks, or a stream the server ends (shutdown, a
 // client too slow), is opened again with Last-Event-ID set to the last
-// event received, so nothing is missed and nothing repeats; opening is
-// retried like a GET, and a failure to open again (the server away
-// longer than the RetryPolicy allows, a 401 once the token no longer
-// authenticates) is yielded and ends the walk. onReconnect, when not nil,
-// is called with the cause before each reconnection.
-func (c *Client) Tail(ctx context.Context, params flagadmin.EventSearchParams, afterID int64, onReconnect func(error)) iter.Seq2[flagadmin.Event, error] {
+// event received, so nothing is missed and nothing repeats. The first
+// opening is retried like a GET; after a break, opening is tried again for
+// up to ReconnectPatience while the server cannot be reached or answers
+// 5xx. Any other failure to open (a 401 once the token no longer
+// authenticates, a 400) is yielded and ends the walk. onReconnect, when not nil,
+// is called before each reconnection with its cause and the id it resumes
+// after (the last event received, or the stream's start position).
+func (c *Client) Tail(ctx context.Context, params flagadmin.EventSearchParams, afterID int64, onReconnect func(cause error, afterID int64)) iter.Seq2[flagadmin.Event, error] {
 	return func(yield func(flagadmin.Event, error) bool) {
 		last, known := afterID, afterID >= 0
 		policy := c.retry.withDefaults()
 		breaks := 0
+		var brokeAt time.Time // zero until the stream broke once
 		for {
 			before := last
 			opened, stopped, err := c.tailOnce(ctx, params, &last, &known, yield)
 			if stopped {
 				return
 			}
-			if !opened || ctx.Err() != nil {
+			if !opened && (brokeAt.IsZero() || !transient(err) || time.Since(brokeAt) > ReconnectPatience) || ctx.Err() != nil {
 				yield(flagadmin.Event{}, err)
 				return
+			}
+			if opened {
+				brokeAt = time.Now()
 			}
 			if ctx.Err() != nil {
 				yield(flagadmin.Event{}, ctx.Err())
@@ -70,7 +81,7 @@ func (c *Client) Tail(ctx context.Context, params flagadmin.EventSearchParams, a
 			}
 			var end *StreamEnd
 			var ce *connectionError
-			if !errors.As(err, &end) && !errors.As(err, &ce) {
+			if opened && !errors.As(err, &end) && !errors.As(err, &ce) {
 				yield(flagadmin.Event{}, err)
 				return
 			}
@@ -79,7 +90,7 @@ func (c *Client) Tail(ctx context.Context, params flagadmin.EventSearchParams, a
 			}
 			breaks++
 			if onReconnect != nil {
-				onReconnect(err)
+				onReconnect(err, last)
 			}
 			if err := sleep(ctx, min(policy.backoff(breaks), maxReconnectWait)); err != nil {
 				yield(flagadmin.Event{}, err)
@@ -87,6 +98,14 @@ func (c *Client) Tail(ctx context.Context, params flagadmin.EventSearchParams, a
 			}
 		}
 	}
+}
+
+// transient reports whether a failure to open the stream may pass: the
+// server cannot be reached or answers 5xx.
+func transient(err error) bool {
+	var ce *connectionError
+	var ae *Error
+	return errors.As(err, &ce) || errors.As(err, &ae) && ae.Status >= 500
 }
 
 // tailOnce opens the stream once and yields its events until it ends. It

@@ -3,6 +3,7 @@ package client_test
 import (
 	"context"
 	"errors"
+	"net/http"
 	"net/http/httptest"
 	"strings"
 	"sync/atomic"
@@ -47,7 +48,7 @@ func appendEvents(t *testing.T, store *memstore.Store, n int) {
 }
 
 // tail collects the ids Tail yields until it has n of them.
-func tail(t *testing.T, ctx context.Context, c *client.Client, afterID int64, n int, after func(got int), onReconnect func(error)) []int64 {
+func tail(t *testing.T, ctx context.Context, c *client.Client, afterID int64, n int, after func(got int), onReconnect func(error, int64)) []int64 {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
@@ -106,15 +107,19 @@ func TestTailFromNow(t *testing.T) {
 func TestTailResumesAfterADroppedConnection(t *testing.T) {
 	ts, store := streamServer(t)
 	c := newClient(t, ts.URL, adminToken)
-	var reconnects atomic.Int32
+	var reconnects, received atomic.Int32
 	got := tail(t, t.Context(), c, 0, worldEvents+30, func(n int) {
+		received.Store(int32(n)) // ids start at 1: the last id is n
 		if n%20 == 0 {
 			ts.CloseClientConnections()
 		}
 		if n == worldEvents {
 			appendEvents(t, store, 30)
 		}
-	}, func(err error) {
+	}, func(err error, after int64) {
+		if after != int64(received.Load()) {
+			t.Errorf("reconnecting after id %d, want the last one received, %d", after, received.Load())
+		}
 		reconnects.Add(1)
 	})
 	wantIDs(t, got, 1, worldEvents+30)
@@ -132,5 +137,48 @@ func TestTailBadFilterIsAnError(t *testing.T) {
 			t.Fatalf("got %v, want a ValidationError", err)
 		}
 		break
+	}
+}
+
+// TestTailWaitsForARestartingServer: after the stream breaks, the server
+// answers 503 for a while (a restart); Tail keeps trying and resumes.
+func TestTailWaitsForARestartingServer(t *testing.T) {
+	store := memstore.New()
+	if err := flagadmin.NewService(store).LoadSeed(context.Background(), strings.NewReader(worldSeed(t))); err != nil {
+		t.Fatal(err)
+	}
+	feed := eventfeed.New(store, eventfeed.Options{Interval: 5 * time.Millisecond})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); feed.Run(ctx) }()
+	api := httpapi.New(flagadmin.NewService(store), httpapi.Config{Feed: feed})
+	var down atomic.Bool
+	var refused atomic.Int32
+	h := api.Handler()
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if down.Load() {
+			refused.Add(1)
+			w.Header().Set("Retry-After", "0")
+			http.Error(w, `{"id":"x","name":"ServiceUnavailable","message":"restarting"}`, http.StatusServiceUnavailable)
+			return
+		}
+		h.ServeHTTP(w, r)
+	}))
+	t.Cleanup(func() { api.EndStreams(); ts.Close(); cancel(); <-done })
+	c := newClient(t, ts.URL, adminToken)
+	got := tail(t, t.Context(), c, worldEvents-5, 8, func(n int) {
+		if n == 5 {
+			down.Store(true)
+			ts.CloseClientConnections()
+			go func() {
+				time.Sleep(300 * time.Millisecond)
+				appendEvents(t, store, 3)
+				down.Store(false)
+			}()
+		}
+	}, nil)
+	wantIDs(t, got, worldEvents-4, 8)
+	if refused.Load() == 0 {
+		t.Error("the server never refused a reconnection")
 	}
 }

@@ -100,7 +100,7 @@ func serverFlags(fs *flag.FlagSet) (baseURL, token *string) {
 
 // apiClient returns the client of the server at baseURL (else $FLAGADMIN_URL,
 // else the default address) with token (else $FLAGADMIN_TOKEN).
-func (c *cli) apiClient(cmd, baseURL, token string) (*client.Client, error) {
+func (c *cli) apiClient(cmd, baseURL, token string, opts ...client.Option) (*client.Client, error) {
 	if baseURL == "" {
 		baseURL = c.getenv(envURL)
 	}
@@ -113,7 +113,7 @@ func (c *cli) apiClient(cmd, baseURL, token string) (*client.Client, error) {
 	if token == "" {
 		return nil, cliErrorf("%s needs a token: --token or %s", cmd, envToken)
 	}
-	api, err := client.New(baseURL, token)
+	api, err := client.New(baseURL, token, opts...)
 	if err != nil {
 		return nil, cliErrorf("%s: --url: %s", cmd, flat(err))
 	}

@@ -26,8 +26,9 @@ first. Filters are those of events export.
 
 A dropped connection, or a stream the server ends (a restart, a client too
 slow), is resumed after the last event printed, by itself, so no event is
-missed or printed twice. It stops on Ctrl-C, printing the last id on stderr,
-or when the server no longer accepts the token.`,
+missed or printed twice; a server that cannot be reached is tried again for up
+to 2 minutes. It stops on Ctrl-C, printing the last id on stderr, or when the
+server no longer accepts the token.`,
 	env: []string{envURL, envToken},
 }
 
@@ -59,19 +60,27 @@ func (c *cli) eventsTail(ctx context.Context, args []string) error {
 	defer stop()
 	out := bufio.NewWriter(c.stdout)
 	last := *afterID
-	reconnect := func(err error) {
+	reconnect := func(err error, after int64) {
+		last = max(last, after)
 		var end *client.StreamEnd
 		if errors.As(err, &end) {
-			fmt.Fprintf(c.stderr, "the server ended the stream (%s); resuming after id %d\n", end.Reason, last)
+			fmt.Fprintf(c.stderr, "the server ended the stream (%s); resuming after id %d\n", end.Reason, after)
 			return
 		}
-		fmt.Fprintf(c.stderr, "connection lost (%s); resuming after id %d\n", flat(err), last)
+		fmt.Fprintf(c.stderr, "connection lost (%s); resuming after id %d\n", flat(err), after)
 	}
 	for ev, err := range api.Tail(ctx, *p, *afterID, reconnect) {
 		if err != nil {
 			if ctx.Err() != nil {
+				if last < 0 {
+					fmt.Fprintln(c.stderr, "stopped before any event")
+					return nil
+				}
 				fmt.Fprintf(c.stderr, "stopped; the last id was %d (resume with --after-id %d)\n", last, last)
 				return nil
+			}
+			if last < 0 {
+				return cliErrorf("flagadmin events tail: %s", flat(err))
 			}
 			return cliErrorf("flagadmin events tail: %s; the last id was %d", flat(err), last)
 		}
