@@ -4,14 +4,18 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/flagadmin/flagadmin/adapters/eventfeed"
 	"github.com/flagadmin/flagadmin/adapters/memstore"
 	"github.com/flagadmin/flagadmin/flagadmin"
+	"github.com/flagadmin/flagadmin/internal/syncbuffer"
 )
 
 // start runs a feed over store until the test ends.
@@ -276,5 +280,50 @@ func TestLongReplayCatchesUpInsteadOfDropping(t *testing.T) {
 	}
 	if fl.err != nil {
 		t.Errorf("got error %v", fl.err)
+	}
+}
+
+// flakySource fails every read while down is set, as a database that is
+// unreachable for a while.
+type flakySource struct {
+	*memstore.Store
+	down atomic.Bool
+}
+
+func (s *flakySource) ExportEvents(ctx context.Context, q flagadmin.EventQuery, afterID int64, fn func(flagadmin.Event) error) error {
+	if s.down.Load() {
+		return errors.Join(flagadmin.ErrUnavailable, errors.New("connection refused"))
+	}
+	return s.Store.ExportEvents(ctx, q, afterID, fn)
+}
+
+// TestStreamsPauseWhileTheStoreIsDown: the reader's failures pause the
+// streams (they do not end), and they resume with no gap.
+func TestStreamsPauseWhileTheStoreIsDown(t *testing.T) {
+	src := &flakySource{Store: memstore.New()}
+	var logs syncbuffer.Buffer
+	f := start(t, src, eventfeed.Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	fl := follow(t.Context(), f, flagadmin.EventQuery{}, 0, false, nil)
+	waitOpen(t, f, 1)
+	write(t, src.Store, "web", 0, 2)
+	fl.waitFor(t, 2)
+	src.down.Store(true)
+	write(t, src.Store, "web", 2, 3)
+	time.Sleep(100 * time.Millisecond)
+	if n := len(fl.names()); n != 2 {
+		t.Errorf("while down: got %d events, want the 2 read before", n)
+	}
+	select {
+	case <-fl.done:
+		t.Fatalf("the stream ended while the store was down: %v", fl.err)
+	default:
+	}
+	src.down.Store(false)
+	fl.waitFor(t, 5)
+	if got := fl.names(); !slices.Equal(got, names(0, 5)) {
+		t.Errorf("got %v, want %v", got, names(0, 5))
+	}
+	if n := strings.Count(logs.String(), "cannot read the event log"); n != 1 {
+		t.Errorf("logged the failure %d times, want once:\n%s", n, logs.String())
 	}
 }
