@@ -215,6 +215,9 @@ func (f *Feed) publish(e *flagadmin.Event) {
 		case sub.ch <- e:
 		default:
 			sub.cut, sub.liveWhenCut = true, sub.live
+			if sub.live {
+				f.dropped.Add(1) // counted now: it may be stuck in a write for long
+			}
 			close(sub.ch)
 			delete(f.subs, sub)
 		}
@@ -380,7 +383,6 @@ func (f *Feed) live(ctx context.Context, sub *subscriber, d *deliverer) error {
 		case stopped:
 			return ended("the server is shutting down")
 		case liveWhenCut:
-			f.dropped.Add(1)
 			return ended("the client reads more slowly than events arrive")
 		}
 		return errCaughtUp

@@ -5,7 +5,9 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -43,9 +45,14 @@ func newStreamEnv(t *testing.T, store streamStore, cfg Config) *streamEnv {
 
 // newStreamEnvEvery is newStreamEnv with the feed reading every interval.
 func newStreamEnvEvery(t *testing.T, store streamStore, cfg Config, interval time.Duration) *streamEnv {
+	return newStreamEnvFeed(t, store, cfg, eventfeed.Options{Interval: interval})
+}
+
+// newStreamEnvFeed is newStreamEnv with a feed of these options.
+func newStreamEnvFeed(t *testing.T, store streamStore, cfg Config, opts eventfeed.Options) *streamEnv {
 	t.Helper()
 	cached := storecache.New(store, storecache.Options{ResultCacheSize: storecache.DefaultResultCacheSize, TokenTTL: time.Hour})
-	feed := eventfeed.New(store, eventfeed.Options{Interval: interval})
+	feed := eventfeed.New(store, opts)
 	ctx, cancel := context.WithCancel(context.Background())
 	feedDone := make(chan struct{})
 	go func() { defer close(feedDone); feed.Run(ctx) }()
@@ -405,5 +412,60 @@ func TestStreamShutdownEndsStreams(t *testing.T) {
 		if b.event != "end" || !strings.Contains(b.data, "shutting down") {
 			t.Errorf("stream %d: got %+v, want the end event of a shutdown", i, b)
 		}
+	}
+}
+
+// TestStreamSlowClientIsDroppedOthersGoOn: a client that stops reading
+// is cut off by the feed once its buffer is full (its socket buffers are
+// full long before), while a stream that reads gets every event.
+func TestStreamSlowClientIsDroppedOthersGoOn(t *testing.T) {
+	store := memstore.New()
+	if err := flagadmin.NewService(store).LoadSeed(context.Background(), strings.NewReader(testSeed)); err != nil {
+		t.Fatal(err)
+	}
+	e := newStreamEnvFeed(t, store, Config{}, eventfeed.Options{Interval: 5 * time.Millisecond, Buffer: 64})
+	// The slow client: a raw connection that sends the request and never reads.
+	conn, err := net.Dial("tcp", e.ts.Listener.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	fmt.Fprintf(conn, "GET /api/admin/events/stream HTTP/1.1\r\nHost: x\r\nAuthorization: %s\r\n\r\n", adminToken)
+	reader := e.openStream(t, "/api/admin/events/stream", adminToken, nil)
+	reader.next(t, time.Second)
+	for range 100 {
+		if e.feed.Stats().OpenStreams == 2 {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	// 4,000 events of 4 KiB: 16 MiB, more than the socket buffers hold.
+	pad := strings.Repeat("x", 4096)
+	const n = 4000
+	writeErr := make(chan error, 1)
+	go func() { // while the reading stream reads
+		for range n / 10 {
+			var events []flagadmin.Event
+			for range 10 {
+				events = append(events, flagadmin.Event{Type: flagadmin.EventFeatureUpdated, CreatedBy: "bulk", CreatedAt: time.Now().UTC(),
+					Project: new("default"), Data: json.RawMessage(`{"pad":"` + pad + `"}`)})
+			}
+			if err := store.Write(context.Background(), &flagadmin.Batch{Events: events}); err != nil {
+				writeErr <- err
+				return
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+		writeErr <- nil
+	}()
+	got := reader.events(t, n)
+	if err := <-writeErr; err != nil {
+		t.Fatal(err)
+	}
+	if got[0].ID != 6 || got[n-1].ID != 5+n {
+		t.Errorf("the reading stream got ids %d..%d, want 6..%d", got[0].ID, got[n-1].ID, 5+n)
+	}
+	if d := e.feed.Stats().Dropped; d != 1 {
+		t.Errorf("dropped streams: got %d, want 1 (the client that does not read)", d)
 	}
 }
