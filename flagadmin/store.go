@@ -54,6 +54,15 @@ type Store interface {
 	// transaction or lock while fn runs between statements. Events written
 	// meanwhile may be included when their id is greater than the last one
 	// read. An error of fn, or ctx's, ends it and is returned as it is.
+	//
+	// Settled ids: ids become visible in id order. Once a reader has read
+	// an event with id n, no event with a smaller id can appear later (a
+	// transaction that held a smaller id has committed before n was
+	// drawn, or rolled back, leaving a gap). So a reader that follows the
+	// log by calling ExportEvents again with afterID = the last id it read
+	// misses no event and reads none twice, however many writers commit
+	// concurrently. (A SQL store whose ids are drawn before the commit
+	// must serialize drawing and committing; see bunstore's event_order.)
 	ExportEvents(ctx context.Context, q EventQuery, afterID int64, fn func(Event) error) error
 
 	// ProjectStats returns the projects q selects with their figures, in any order.

@@ -78,6 +78,13 @@
 // failures are retried a bounded number of times. SQLite uses one writer
 // connection and, for a file, a separate pool of readers (WAL mode).
 //
+// Event ids are settled in commit order: on PostgreSQL and MySQL every
+// transaction that appends events locks the one row of event_order right
+// before it draws their ids and holds it to its commit, so a reader that
+// follows the log with id > last (ExportEvents, the live stream's feed)
+// never misses an id that commits later (eventorder.go). Writers of
+// events commit one at a time for it.
+//
 // Every write transaction ends by adding 1 to one of the rows of
 // store_versions, drawn at random; their sum, read in one statement, is the
 // change counter of flagadmin.VersionedStore (version.go).

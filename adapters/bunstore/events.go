@@ -241,6 +241,18 @@ func (s *Store) insertEvents(ctx context.Context, db bun.IDB, events []flagadmin
 	if err := s.addCountsBun(ctx, db, events); err != nil {
 		return err
 	}
+	if err := s.lockEventOrder(ctx, db); err != nil { // last: right before the ids are drawn (eventorder.go)
+		return err
+	}
+	if err := s.drawEventIDs(ctx, db, rows, events, writeBack); err != nil {
+		return err
+	}
+	return s.afterIDs()
+}
+
+// drawEventIDs inserts the rows of events, the database drawing their ids;
+// with writeBack, each event gets its id.
+func (s *Store) drawEventIDs(ctx context.Context, db bun.IDB, rows []eventRow, events []flagadmin.Event, writeBack bool) error {
 	if writeBack && s.dialect == dialect.MySQL {
 		// MySQL has no RETURNING and a multi-row insert's ids need not be
 		// consecutive: insert one by one and read each LAST_INSERT_ID.
@@ -342,13 +354,19 @@ func (s *Store) copyEvents(ctx context.Context, events []flagadmin.Event) error 
 				r.Data, r.PreData, r.Tags, r.GroupID, r.SearchPayload, r.SearchMeta}, err
 		})
 		return pgx.BeginFunc(ctx, sc.Conn(), func(tx pgx.Tx) error {
-			if _, err := tx.CopyFrom(ctx, pgx.Identifier{"events"}, copyColumns, rows); err != nil {
-				return err
-			}
 			if err := eventStatsPgx(ctx, tx, events); err != nil { // project_stats before event_counts (lock order)
 				return err
 			}
 			if err := s.addCountsPgx(ctx, tx, events); err != nil {
+				return err
+			}
+			if err := s.lockEventOrderPgx(ctx, tx); err != nil { // last: right before the ids are drawn (eventorder.go)
+				return err
+			}
+			if _, err := tx.CopyFrom(ctx, pgx.Identifier{"events"}, copyColumns, rows); err != nil {
+				return err
+			}
+			if err := s.afterIDs(); err != nil {
 				return err
 			}
 			return s.bumpVersionPgx(ctx, tx) // last (see version.go)

@@ -11,6 +11,15 @@ import (
 // the event is inserted; an error from it aborts the transaction.
 func SetAfterChange(s *Store, hook func(op string) error) { s.afterChange = hook }
 
+// SetAfterEvents installs a hook that runs inside every transaction that
+// appends events, once their ids are drawn and before the commit; an error
+// from it aborts the transaction.
+func SetAfterEvents(s *Store, hook func() error) { s.afterEvents = hook }
+
+// SetEventOrderLock turns the event order lock off (false) or back on, to
+// show what it prevents.
+func SetEventOrderLock(s *Store, on bool) { s.noEventOrder = !on }
+
 // DB returns the store's writer database, for tests that inspect the schema.
 func DB(s *Store) *bun.DB { return s.db }
 

@@ -65,6 +65,7 @@ func newMigrations() *migrate.Migrations {
 	addMigration(ms, "20250601000007", "store_versions", migrateVersions, unmigrateVersions)
 	addMigration(ms, "20250601000008", "project_last_events", migrateLastEvents, unmigrateLastEvents)
 	addMigration(ms, "20250601000009", "generated_ids", migrateIDs, unmigrateIDs)
+	addMigration(ms, "20250601000010", "event_order", migrateEventOrder, unmigrateEventOrder)
 	addMigration(ms, "20250601000011", "webhook_sinks", migrateWebhookSinks, unmigrateWebhookSinks)
 	addMigration(ms, "20250601000013", "event_counts_by_project", migrateCountsByProject, unmigrateCountsByProject)
 	addMigration(ms, "20250601000014", "events_created_project", migrateEventsCreated, unmigrateEventsCreated)

@@ -44,6 +44,11 @@ type Store struct {
 	// afterChange, when set (by tests), runs between a state change and the
 	// insert of its event, inside the transaction; an error aborts it.
 	afterChange func(op string) error
+	// afterEvents, when set (by tests), runs once a transaction has drawn
+	// its events' ids (inserted them), before it commits; an error aborts it.
+	afterEvents func() error
+	// noEventOrder, when set (by tests), skips the event order lock.
+	noEventOrder bool
 	// timeout bounds each operation (WithTimeout); 0 for none.
 	timeout time.Duration
 	// openUnbounded, when set, opens a pool on the same database without the

@@ -117,6 +117,8 @@ type request struct {
 	body   []byte // JSON; nil for none
 	accept string
 	retry  retryMode
+	// header holds extra request headers (Last-Event-ID).
+	header http.Header
 }
 
 // endpoint returns the URL of path under the base URL, with query q. path
@@ -175,6 +177,9 @@ func (c *Client) attempt(ctx context.Context, req request, stream bool) (*http.R
 	}
 	if c.token != "" {
 		hreq.Header.Set("Authorization", c.token)
+	}
+	for k, v := range req.header {
+		hreq.Header[k] = v
 	}
 	hreq.Header.Set("Accept", req.accept)
 	hreq.Header.Set("User-Agent", c.userAgent)

@@ -21,6 +21,7 @@ import (
 	"net/http"
 	"path"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/danielgtaylor/huma/v2"
@@ -78,6 +79,18 @@ type Config struct {
 	// is megabytes at 10,000 projects) between requests; see BodyCache.
 	// Nil streams the list as it encodes it, in bounded memory.
 	BodyCache BodyCache
+	// Feed is the source of the live stream (GET /api/admin/events/stream,
+	// such as an eventfeed.Feed); nil leaves the route out.
+	Feed flagadmin.EventFeed
+	// MaxStreams bounds the live streams held at once; beyond it a new one
+	// gets 503 ServiceUnavailable. 0 means DefaultMaxStreams (1000).
+	MaxStreams int
+	// StreamKeepAlive is the longest a stream stays silent before a
+	// keep-alive comment. 0 means DefaultStreamKeepAlive (15 s).
+	StreamKeepAlive time.Duration
+	// StreamTokenCheck is how often a stream re-checks its token. 0 means
+	// DefaultStreamTokenCheck (5 s).
+	StreamTokenCheck time.Duration
 }
 
 // BodyCache keeps encoded response bodies between requests. It is the
@@ -106,6 +119,16 @@ type Server struct {
 	api            huma.API
 	handler        http.Handler
 	bodies         BodyCache // nil when off
+
+	// The live streams (stream.go).
+	feed                  flagadmin.EventFeed
+	maxStreams            int
+	keepAlive, tokenCheck time.Duration
+	streams               atomic.Int64
+	sseBlocks             *sseBlocks
+	// streamsCtx ends with endStreams.
+	streamsCtx context.Context
+	endStreams context.CancelFunc
 }
 
 // New returns a Server for svc with every route registered.
@@ -125,6 +148,18 @@ func New(svc *flagadmin.Service, cfg Config) *Server {
 	if s.bodyRead <= 0 {
 		s.bodyRead = DefaultBodyReadTimeout
 	}
+	s.feed, s.maxStreams, s.keepAlive, s.tokenCheck = cfg.Feed, cfg.MaxStreams, cfg.StreamKeepAlive, cfg.StreamTokenCheck
+	if s.maxStreams <= 0 {
+		s.maxStreams = DefaultMaxStreams
+	}
+	if s.keepAlive <= 0 {
+		s.keepAlive = DefaultStreamKeepAlive
+	}
+	if s.tokenCheck <= 0 {
+		s.tokenCheck = DefaultStreamTokenCheck
+	}
+	s.streamsCtx, s.endStreams = context.WithCancel(context.Background())
+	s.sseBlocks = newSSEBlocks()
 	version := cfg.Version
 	if version == "" {
 		version = "dev"
@@ -134,6 +169,9 @@ func New(svc *flagadmin.Service, cfg Config) *Server {
 	s.registerLifecycle()
 	s.registerEvents()
 	s.registerExport()
+	if s.feed != nil {
+		s.registerStream()
+	}
 	s.registerProjects()
 	s.registerServiceAccounts()
 

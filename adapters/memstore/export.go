@@ -42,3 +42,17 @@ func (s *Store) ExportEvents(ctx context.Context, q flagadmin.EventQuery, afterI
 		}
 	}
 }
+
+// LastEventID returns the id of the newest event, 0 when there is none:
+// where a live stream's feed starts (adapters/eventfeed).
+func (s *Store) LastEventID(ctx context.Context) (int64, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if n := len(s.w.events); n > 0 {
+		return s.w.events[n-1].ID, nil
+	}
+	return 0, nil
+}

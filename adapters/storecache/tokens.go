@@ -16,9 +16,10 @@ const tokenCacheSize = 10_000
 // lookup of hash younger than Options.TokenTTL (and not past the token's
 // expiresAt); else it asks the wrapped store and remembers a success.
 // Failures are not remembered, so a token created meanwhile works at once.
-// The user returned is the caller's copy.
+// The user returned is the caller's copy. In a context with
+// flagadmin.WithFreshReads it always asks the wrapped store.
 func (s *Store) LookupToken(ctx context.Context, hash string) (flagadmin.APIToken, *flagadmin.User, error) {
-	if s.tokens == nil {
+	if s.tokens == nil || flagadmin.FreshReads(ctx) {
 		return s.VersionedStore.LookupToken(ctx, hash)
 	}
 	// The entry's lifetime counts from before the lookup, so it never

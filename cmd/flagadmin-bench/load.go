@@ -84,6 +84,8 @@ type loadSpec struct {
 	// InProcess says it is this process.
 	ServerPID int
 	InProcess bool
+	// Streams and StreamRate drive the stream kind (stream.go).
+	Streams, StreamRate int
 }
 
 // worker is what one connection's goroutine records.

@@ -91,7 +91,9 @@ type options struct {
 	AccessLog                  bool
 	// ResultCacheSize is the server's result cache, in bytes (0: off).
 	ResultCacheSize int64
-	JSON            string
+	// Streams and StreamRate drive the stream kind.
+	Streams, StreamRate int
+	JSON                string
 	// CPUProfile (hidden flag) makes the server write a CPU profile of the
 	// whole run to this file.
 	CPUProfile string
@@ -157,6 +159,10 @@ Measures flagadmin end to end, over real HTTP, the way a deployer would:
     export/ndjson and export/csv (the whole export, one connection; run
     --kinds export/ alone for the server's peak RSS to be the export's), and
     walk/cursor (adapters/client walking every event by next links).
+    Only when --kinds names it, the kind of issue 13: stream/fanout
+    (--streams live streams of GET /api/admin/events/stream open while
+    --stream-rate lifecycle completions/s are written; the latency of each
+    delivery from the write's send, and the server's peak RSS).
  5. Prints one row per kind: requests/s, latency p50/p90/p99/max (exact,
     from every request), errors (transport errors and non-2xx answers),
     mean response size, throughput as a share of the ceiling, and the CPU
@@ -198,6 +204,8 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	fs.BoolVar(&o.InPlace, "in-place", false, "run on the world's database itself instead of a fresh copy of it (the lifecycle phase then adds events to the world; MySQL always runs in place)")
 	fs.BoolVar(&o.AccessLog, "access-log", false, "have the server format its access log (written nowhere), as a deployed server would")
 	fs.Int64Var(&o.ResultCacheSize, "result-cache-size", storecache.DefaultResultCacheSize, "the server's result cache (flagadmin serve --result-cache-size), in `bytes`; 0 disables it")
+	fs.IntVar(&o.Streams, "streams", 1000, "open streams of the stream/fanout kind")
+	fs.IntVar(&o.StreamRate, "stream-rate", 100, "lifecycle completions written per second during the stream/fanout kind")
 	fs.StringVar(&o.JSON, "json", "", "write the results to this `file` as JSON")
 	fs.StringVar(&o.CPUProfile, "cpuprofile", "", "write a CPU profile of the server to this file")
 	fs.Usage = func() {
@@ -235,6 +243,9 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	}
 	if o.Warmup < 0 {
 		errs = append(errs, "--warmup must not be negative")
+	}
+	if o.Streams < 1 || o.StreamRate < 1 {
+		errs = append(errs, "--streams and --stream-rate must be at least 1")
 	}
 	if o.ResultCacheSize < 0 {
 		errs = append(errs, "--result-cache-size must not be negative")
@@ -351,7 +362,7 @@ func bench(ctx context.Context, o options, stdout, stderr io.Writer) (*results, 
 
 	client := newClient(o.Connections)
 	spec := loadSpec{BaseURL: srv.BaseURL, Token: token, Connections: o.Connections, Warmup: o.Warmup, Duration: o.Duration,
-		ServerPID: srv.PID, InProcess: srv.Mode == "in-process"}
+		ServerPID: srv.PID, InProcess: srv.Mode == "in-process", Streams: o.Streams, StreamRate: o.StreamRate}
 	pagePath := searchPath(w.Probes()[0].Params) // no filter, limit 50
 	page, err := fetch(ctx, client, spec, request{Method: "GET", Path: pagePath})
 	if err != nil {

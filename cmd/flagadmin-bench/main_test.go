@@ -261,3 +261,26 @@ func TestHelpListsFlags(t *testing.T) {
 		t.Error("--help lists the hidden --cpuprofile")
 	}
 }
+
+// TestBenchStreamKind runs the stream kind in memory: every write of the
+// window reaches every stream once.
+func TestBenchStreamKind(t *testing.T) {
+	o := tinyOptions(memoryDB)
+	o.Kinds, o.Duration, o.Warmup, o.Ceiling = "stream/", time.Second, 200*time.Millisecond, false
+	o.Streams, o.StreamRate = 20, 50
+	var stdout, stderr bytes.Buffer
+	r, err := bench(context.Background(), o, &stdout, &stderr)
+	if err != nil {
+		t.Fatalf("bench: %v\n%s", err, stderr.String())
+	}
+	if len(r.Kinds) != 1 {
+		t.Fatalf("got %d kinds, want the stream kind", len(r.Kinds))
+	}
+	k := r.Kinds[0]
+	if k.Kind != "stream/fanout" || k.Errors != 0 || k.Requests < 20*20 || k.Requests%20 != 0 || k.Connections != 20 {
+		t.Errorf("got %+v, want every window write (about 50) delivered to each of 20 streams, no errors", k)
+	}
+	if !strings.Contains(stdout.String(), "stream/fanout p99 commit-to-delivery") {
+		t.Errorf("the report lacks the stream's target:\n%s", stdout.String())
+	}
+}

@@ -52,6 +52,8 @@ type kind struct {
 	Events      int
 	Prepare     func(ctx context.Context, c *http.Client, spec loadSpec) error
 	Run         func(ctx context.Context, spec loadSpec, k kind) phaseResult
+	// Explicit kinds run only when --kinds names them (not with "all").
+	Explicit bool
 }
 
 // fixed returns a Next that always sends r.
@@ -145,7 +147,8 @@ func buildMix(w *worldgen.World, runID string) []kind {
 	if none != "" {
 		out = append(out, mixedKind(none, lifecycleKind(w.Features(), runID+"-mixed")))
 	}
-	return append(out, keysetKinds(w)...)
+	out = append(out, keysetKinds(w)...)
+	return append(out, streamKind(w))
 }
 
 // mixedWriteEvery is the share of writes in the mixed kind: one request in
@@ -203,7 +206,13 @@ func lifecycleKind(features []flagadmin.Feature, runID string) kind {
 func selectKinds(all []kind, spec string) ([]kind, error) {
 	spec = strings.TrimSpace(spec)
 	if spec == "" || spec == "all" {
-		return all, nil
+		var out []kind
+		for _, k := range all {
+			if !k.Explicit {
+				out = append(out, k)
+			}
+		}
+		return out, nil
 	}
 	keep := make([]bool, len(all))
 	for _, entry := range strings.Split(spec, ",") {

@@ -182,6 +182,7 @@ func evaluate(r *results) []targetCheck {
 		}
 	}
 	evaluateKeyset(r, add)
+	evaluateStream(r, add)
 	errs := 0
 	for _, k := range r.Kinds {
 		errs += k.Errors

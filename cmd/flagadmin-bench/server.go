@@ -20,6 +20,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/flagadmin/flagadmin/adapters/eventfeed"
 	"github.com/flagadmin/flagadmin/adapters/httpapi"
 	"github.com/flagadmin/flagadmin/adapters/storecache"
 	"github.com/flagadmin/flagadmin/flagadmin"
@@ -81,8 +82,19 @@ func peakRSS(pid int) (int64, error) {
 // (--result-cache-size; 0 turns it off) that also keeps the encoded
 // project lists, each request in its own scope, so the bench measures what
 // deployers run.
+//
+// Like flagadmin serve it has the live stream, fed by one reader of store
+// (from now until EndStreams, which listen registers for the shutdown).
 func apiHandler(store flagadmin.Store, accessLog bool, resultCacheSize int64) http.Handler {
 	cfg := httpapi.Config{Logger: slog.New(slog.DiscardHandler)}
+	var stopFeed context.CancelFunc = func() {}
+	if src, ok := store.(eventfeed.Source); ok {
+		feed := eventfeed.New(src, eventfeed.Options{})
+		var ctx context.Context
+		ctx, stopFeed = context.WithCancel(context.Background())
+		go feed.Run(ctx)
+		cfg.Feed = feed
+	}
 	if accessLog {
 		cfg.Logger = slog.New(slog.NewJSONHandler(io.Discard, nil))
 	}
@@ -94,8 +106,18 @@ func apiHandler(store flagadmin.Store, accessLog bool, resultCacheSize int64) ht
 		store = cs
 	}
 	svc := flagadmin.NewService(store)
-	return storecache.Scope(httpapi.New(svc, cfg).Handler())
+	api := httpapi.New(svc, cfg)
+	return &streamingHandler{Handler: storecache.Scope(api.Handler()), end: func() { api.EndStreams(); stopFeed() }}
 }
+
+// streamingHandler is a handler whose live streams end with EndStreams.
+type streamingHandler struct {
+	http.Handler
+	end func()
+}
+
+// EndStreams ends the live streams and stops their feed.
+func (h *streamingHandler) EndStreams() { h.end() }
 
 // ceilingHandler answers every request with body, as JSON: the fastest a
 // net/http server on this machine can answer with a real page of events.
@@ -118,6 +140,9 @@ func listen(h http.Handler) (string, func() error, error) {
 		return "", nil, err
 	}
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	if sh, ok := h.(interface{ EndStreams() }); ok {
+		srv.RegisterOnShutdown(sh.EndStreams) // Shutdown waits for handlers
+	}
 	go srv.Serve(ln)
 	stop := func() error {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

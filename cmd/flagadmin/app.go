@@ -14,6 +14,7 @@ import (
 	"go.uber.org/fx"
 	"go.uber.org/fx/fxevent"
 
+	"github.com/flagadmin/flagadmin/adapters/eventfeed"
 	"github.com/flagadmin/flagadmin/adapters/httpapi"
 	"github.com/flagadmin/flagadmin/adapters/metrics"
 	"github.com/flagadmin/flagadmin/adapters/storecache"
@@ -68,7 +69,7 @@ var serviceModule = fx.Module("service", fx.Provide(newServedStore, newService, 
 // httpModule provides the httpapi handler, the *http.Server and the
 // *Listener that serves it from start to stop.
 var httpModule = fx.Module("http",
-	fx.Provide(newAPIServer, newHTTPServer, newListener),
+	fx.Provide(newFeed, newAPIServer, newHTTPServer, newListener),
 	fx.Invoke(func(*Listener) {}),
 )
 
@@ -144,11 +145,43 @@ func newService(store servedStore) *flagadmin.Service {
 	return flagadmin.NewService(store.Store)
 }
 
+// newFeed returns the feed of the live streams: one reader of the opened
+// store's event log (not through the caches), run from start to stop.
+// Stop hooks run in reverse order: the HTTP server stops first (ending
+// its streams), then the feed, then the store closes.
+func newFeed(lc fx.Lifecycle, store flagadmin.Store, log *slog.Logger, m *metrics.Metrics) (*eventfeed.Feed, error) {
+	src, ok := store.(eventfeed.Source)
+	if !ok {
+		return nil, fmt.Errorf("the store %T cannot feed live streams", store)
+	}
+	feed := eventfeed.New(src, eventfeed.Options{Logger: log})
+	registerStreamStats(m, feed)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	lc.Append(fx.Hook{
+		OnStart: func(context.Context) error {
+			go func() { defer close(done); feed.Run(ctx) }()
+			return nil
+		},
+		OnStop: func(stop context.Context) error {
+			cancel()
+			select {
+			case <-done:
+				return nil
+			case <-stop.Done():
+				return stop.Err()
+			}
+		},
+	})
+	return feed, nil
+}
+
 // newAPIServer returns the HTTP transport of the service, with the storage
-// deadline of cfg.DBTimeout on every request and the body cache of the
-// served store.
-func newAPIServer(svc *flagadmin.Service, store servedStore, cfg Config, log *slog.Logger) *httpapi.Server {
-	return httpapi.New(svc, httpapi.Config{Logger: log, Version: versionString(), StorageTimeout: cfg.DBTimeout, BodyCache: store.bodies})
+// deadline of cfg.DBTimeout on every request, the body cache of the
+// served store, and the live stream on feed.
+func newAPIServer(svc *flagadmin.Service, store servedStore, feed *eventfeed.Feed, cfg Config, log *slog.Logger) *httpapi.Server {
+	return httpapi.New(svc, httpapi.Config{Logger: log, Version: versionString(), StorageTimeout: cfg.DBTimeout, BodyCache: store.bodies,
+		Feed: feed, MaxStreams: cfg.MaxStreams})
 }
 
 // newHTTPServer returns the net/http server of the API, with timeouts. Its
@@ -156,7 +189,7 @@ func newAPIServer(svc *flagadmin.Service, store servedStore, cfg Config, log *sl
 // the API answers oversized headers with a JSON 400 before Go's server
 // would answer a plain-text 431; "OPTIONS *" reaches the API too (a JSON 404).
 func newHTTPServer(cfg Config, api *httpapi.Server, m *metrics.Metrics, log *slog.Logger) *http.Server {
-	return &http.Server{
+	srv := &http.Server{
 		Addr:                         cfg.Addr,
 		Handler:                      serverHandler(cfg, api, m),
 		ReadHeaderTimeout:            readHeaderTimeout,
@@ -167,6 +200,9 @@ func newHTTPServer(cfg Config, api *httpapi.Server, m *metrics.Metrics, log *slo
 		DisableGeneralOptionsHandler: true,
 		ErrorLog:                     slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
+	// Shutdown waits for handlers; live streams end only when told.
+	srv.RegisterOnShutdown(api.EndStreams)
+	return srv
 }
 
 // Listener serves the HTTP server from the app's start to its stop.

@@ -30,7 +30,7 @@ func TestHelp(t *testing.T) {
 		{[]string{"serve", "-h"}, []string{"Usage: flagadmin [serve]", "SIGTERM", "-addr", "-db", "-demo", "-seed", "-admin-tokens", "-log-level", "-log-format",
 			envAddr, envDB, envSeed, envAdminTokens, envLogLevel, envLogFormat, "admin token (shown once)",
 			"-token-cache-ttl", envTokenCache, "the others may accept it", "-result-cache-size", envResultCache, "(default \"64MiB\")",
-			"-db-timeout", envDBTimeout, "(default \"5s\")", "503 ServiceUnavailable",
+			"-db-timeout", envDBTimeout, "(default \"5s\")", "503 ServiceUnavailable", "-max-streams", envMaxStreams, "(default \"1000\")",
 			// Unleash's variables, in the flags' lines and in the environment list
 			"(env FLAGADMIN_DB; Unleash's DATABASE_URL, DATABASE_HOST, DATABASE_PORT, DATABASE_NAME, DATABASE_USERNAME, DATABASE_PASSWORD, DATABASE_SSL)",
 			"(env FLAGADMIN_ADDR; Unleash's HTTP_HOST, HTTP_PORT)", "(env FLAGADMIN_ADMIN_TOKENS; Unleash's INIT_ADMIN_API_TOKENS)",

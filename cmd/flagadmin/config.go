@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/flagadmin/flagadmin/adapters/bunstore"
+	"github.com/flagadmin/flagadmin/adapters/httpapi"
 	"github.com/flagadmin/flagadmin/adapters/storecache"
 	"github.com/flagadmin/flagadmin/flagadmin"
 )
@@ -32,6 +33,7 @@ const (
 	envDBTimeout   = "FLAGADMIN_DB_TIMEOUT"
 	envMetricsAddr = "FLAGADMIN_METRICS_ADDR"
 	envWebhooks    = "FLAGADMIN_WEBHOOKS"
+	envMaxStreams  = "FLAGADMIN_MAX_STREAMS"
 )
 
 // Defaults of the configuration.
@@ -48,6 +50,8 @@ const (
 	defaultResultCacheSize = storecache.DefaultResultCacheSize
 	// defaultDBTimeout is the storage deadline of a request (decisions §16).
 	defaultDBTimeout = 5 * time.Second
+	// defaultMaxStreams bounds the live streams of a server (decisions §12).
+	defaultMaxStreams = httpapi.DefaultMaxStreams
 )
 
 // Config is the configuration of the server and the commands, from flags
@@ -84,6 +88,8 @@ type Config struct {
 	Webhooks string
 	// WebhookSinks are the sinks read from it, validated.
 	WebhookSinks []flagadmin.WebhookSink
+	// MaxStreams bounds the live event streams the server holds at once.
+	MaxStreams int
 }
 
 // setting is one configuration value. It comes from its flag if given,
@@ -106,11 +112,11 @@ type unleashReader func(getenv func(string) string) (raw, source string, err err
 // settings binds configuration flags to a flag set and turns the parsed
 // values, or those of the environment, into a Config.
 type settings struct {
-	getenv                                                                               func(string) string
-	addr, db, seed, adminTokens, logLevel, logFormat, tokenCache, resultCache, dbTimeout *setting
-	metricsAddr                                                                          *setting
-	demo                                                                                 *bool
-	webhooks                                                                             *setting
+	getenv                                                                                           func(string) string
+	addr, db, seed, adminTokens, logLevel, logFormat, tokenCache, resultCache, dbTimeout, maxStreams *setting
+	metricsAddr                                                                                      *setting
+	demo                                                                                             *bool
+	webhooks                                                                                         *setting
 }
 
 // Flag sets of the commands that need them.
@@ -168,6 +174,9 @@ func newSettings(fs *flag.FlagSet, getenv func(string) string, which int) *setti
 	s.metricsAddr = bind("metrics-addr", envMetricsAddr, "",
 		"host:port of a separate listener that serves only the Prometheus metrics at /metrics;\n"+
 			"empty serves /metrics on the main listener, without authentication", nil)
+	s.maxStreams = bind("max-streams", envMaxStreams, strconv.Itoa(defaultMaxStreams),
+		"most live event streams (GET /api/admin/events/stream) held at once; beyond it a new\n"+
+			"one is answered 503 ServiceUnavailable with Retry-After", nil)
 	return s
 }
 
@@ -217,6 +226,7 @@ func (s *settings) config(fs *flag.FlagSet) (Config, error) {
 			cfg.Webhooks, cfg.WebhookSinks, err = loadWebhooks(raw)
 			return err
 		}},
+		{s.maxStreams, into(&cfg.MaxStreams, parseMaxStreams)},
 	}
 	for _, step := range steps {
 		if step.st == nil { // a server setting of a database command
@@ -237,6 +247,15 @@ func (s *settings) config(fs *flag.FlagSet) (Config, error) {
 		}
 	}
 	return cfg, nil
+}
+
+// parseMaxStreams parses --max-streams: an integer of 1 or more.
+func parseMaxStreams(raw string) (int, error) {
+	n, err := strconv.Atoi(strings.TrimSpace(raw))
+	if err != nil || n < 1 {
+		return 0, fmt.Errorf("must be an integer of 1 or more, got %q", raw)
+	}
+	return n, nil
 }
 
 // unleashEnv are Unleash's environment variables that flagadmin reads where

@@ -35,7 +35,7 @@ func TestConfigDefaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := Config{Addr: "127.0.0.1:4242", DB: "sqlite:flagadmin.db", LogLevel: slog.LevelInfo, LogFormat: "text",
-		TokenCacheTTL: storecache.DefaultTokenTTL, ResultCacheSize: storecache.DefaultResultCacheSize, DBTimeout: 5 * time.Second}
+		TokenCacheTTL: storecache.DefaultTokenTTL, ResultCacheSize: storecache.DefaultResultCacheSize, DBTimeout: 5 * time.Second, MaxStreams: 1000}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("got %+v, want %+v", got, want)
 	}
@@ -52,6 +52,7 @@ func TestConfigFromEnvironment(t *testing.T) {
 		envTokenCache:  "250ms",
 		envResultCache: "512KiB",
 		envDBTimeout:   "750ms",
+		envMaxStreams:  "50",
 	}
 	got, err := parseServe(t, env)
 	if err != nil {
@@ -59,7 +60,7 @@ func TestConfigFromEnvironment(t *testing.T) {
 	}
 	want := Config{Addr: ":8080", DB: "postgres://u:p@db:5432/flags", Seed: "world.json",
 		AdminTokens: []string{"*:*.one", "*:*.two"}, LogLevel: slog.LevelDebug, LogFormat: "json", TokenCacheTTL: 250 * time.Millisecond,
-		ResultCacheSize: 512 << 10, DBTimeout: 750 * time.Millisecond}
+		ResultCacheSize: 512 << 10, DBTimeout: 750 * time.Millisecond, MaxStreams: 50}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("got %+v, want %+v", got, want)
 	}
@@ -75,14 +76,15 @@ func TestConfigFlagsOverrideEnvironment(t *testing.T) {
 		envTokenCache:  "forever", // bad, but overridden
 		envResultCache: "lots",    // bad, but overridden
 		envDBTimeout:   "soon",    // bad, but overridden
+		envMaxStreams:  "many",    // bad, but overridden
 	}
 	got, err := parseServe(t, env, "--addr", "127.0.0.1:9999", "--db", "memory:", "--log-level", "warn",
-		"--admin-tokens", "*:*.flag", "--log-format=text", "--demo", "--token-cache-ttl", "0", "--result-cache-size", "0", "--db-timeout", "0")
+		"--admin-tokens", "*:*.flag", "--log-format=text", "--demo", "--token-cache-ttl", "0", "--result-cache-size", "0", "--db-timeout", "0", "--max-streams", "7")
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := Config{Addr: "127.0.0.1:9999", DB: "memory:", AdminTokens: []string{"*:*.flag"},
-		LogLevel: slog.LevelWarn, LogFormat: "text", Demo: true}
+		LogLevel: slog.LevelWarn, LogFormat: "text", Demo: true, MaxStreams: 7}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("got %+v, want %+v", got, want)
 	}
@@ -114,6 +116,8 @@ func TestConfigBadValues(t *testing.T) {
 		{"db timeout not a duration", nil, []string{"--db-timeout", "soon"}, `--db-timeout: "soon" is not a duration`},
 		{"db timeout negative", nil, []string{"--db-timeout", "-5s"}, `--db-timeout: "-5s" is negative`},
 		{"db timeout flag wins over a good env", map[string]string{envDBTimeout: "1s"}, []string{"--db-timeout", "1x"}, `--db-timeout: "1x" is not a duration`},
+		{"max streams zero", nil, []string{"--max-streams", "0"}, `--max-streams: must be an integer of 1 or more, got "0"`},
+		{"max streams not a number", map[string]string{envMaxStreams: "lots"}, nil, `FLAGADMIN_MAX_STREAMS: must be an integer of 1 or more`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -49,22 +50,79 @@ error), it prints the id of the last event written: run it again with
 
 func (c *cli) events(ctx context.Context, args []string) error {
 	if len(args) == 0 {
-		return cliErrorf("flagadmin events needs a subcommand: export (see flagadmin events -h)")
+		return cliErrorf("flagadmin events needs a subcommand: export or tail (see flagadmin events export -h, flagadmin events tail -h)")
 	}
 	if isHelpFlag(args[0]) {
 		args = []string{"export", "-h"}
 	}
-	if args[0] != "export" {
-		return cliErrorf("unknown subcommand %q of flagadmin events; the only one is export", args[0])
+	switch args[0] {
+	case "export":
+	case "tail":
+		return c.eventsTail(ctx, args[1:])
+	default:
+		return cliErrorf("unknown subcommand %q of flagadmin events; the subcommands are export and tail", args[0])
 	}
 	fs := newFlagSet("flagadmin events export")
-	baseURL := fs.String("url", "", "base URL of the server (env "+envURL+", default http://"+defaultAddr+")")
-	token := fs.String("token", "", "API token: an admin token or a personal access token (env "+envToken+")")
+	baseURL, token := serverFlags(fs)
 	format := fs.String("format", "ndjson", "ndjson or csv")
 	out := fs.String("out", "", "write to this file instead of stdout (appended to with --after-id)")
 	afterID := fs.Int64("after-id", 0, "export only events with a greater id: resume after the last one written")
 	progress := fs.Duration("progress", time.Second, "how often to report progress on stderr (0: only at the end)")
-	var p flagadmin.EventSearchParams
+	p := filterFlags(fs)
+	rest, err := c.parse(fs, eventsExportCommand, args[1:])
+	if err != nil {
+		return err
+	}
+	if err := noArgs(fs, rest); err != nil {
+		return err
+	}
+	exportFormat := client.ExportFormat(*format)
+	if exportFormat != client.ExportNDJSON && exportFormat != client.ExportCSV {
+		return cliErrorf("flagadmin events export: --format must be ndjson or csv, got %q", *format)
+	}
+	if *afterID < 0 {
+		return cliErrorf("flagadmin events export: --after-id must be 0 or more, got %d", *afterID)
+	}
+	normalizeFilters(p)
+	api, err := c.apiClient("flagadmin events export", *baseURL, *token)
+	if err != nil {
+		return err
+	}
+	return c.export(ctx, api, *p, exportFormat, *out, *afterID, *progress)
+}
+
+// serverFlags registers --url and --token.
+func serverFlags(fs *flag.FlagSet) (baseURL, token *string) {
+	baseURL = fs.String("url", "", "base URL of the server (env "+envURL+", default http://"+defaultAddr+")")
+	token = fs.String("token", "", "API token: an admin token or a personal access token (env "+envToken+")")
+	return baseURL, token
+}
+
+// apiClient returns the client of the server at baseURL (else $FLAGADMIN_URL,
+// else the default address) with token (else $FLAGADMIN_TOKEN).
+func (c *cli) apiClient(cmd, baseURL, token string, opts ...client.Option) (*client.Client, error) {
+	if baseURL == "" {
+		baseURL = c.getenv(envURL)
+	}
+	if baseURL == "" {
+		baseURL = "http://" + defaultAddr
+	}
+	if token == "" {
+		token = c.getenv(envToken)
+	}
+	if token == "" {
+		return nil, cliErrorf("%s needs a token: --token or %s", cmd, envToken)
+	}
+	api, err := client.New(baseURL, token, opts...)
+	if err != nil {
+		return nil, cliErrorf("%s: --url: %s", cmd, flat(err))
+	}
+	return api, nil
+}
+
+// filterFlags registers the event filters as flags.
+func filterFlags(fs *flag.FlagSet) *flagadmin.EventSearchParams {
+	p := &flagadmin.EventSearchParams{}
 	for _, f := range []struct {
 		name, help string
 		dst        *string
@@ -82,20 +140,12 @@ func (c *cli) events(ctx context.Context, args []string) error {
 	} {
 		fs.StringVar(f.dst, f.name, "", f.help)
 	}
-	rest, err := c.parse(fs, eventsExportCommand, args[1:])
-	if err != nil {
-		return err
-	}
-	if err := noArgs(fs, rest); err != nil {
-		return err
-	}
-	exportFormat := client.ExportFormat(*format)
-	if exportFormat != client.ExportNDJSON && exportFormat != client.ExportCSV {
-		return cliErrorf("flagadmin events export: --format must be ndjson or csv, got %q", *format)
-	}
-	if *afterID < 0 {
-		return cliErrorf("flagadmin events export: --after-id must be 0 or more, got %d", *afterID)
-	}
+	return p
+}
+
+// normalizeFilters writes a filter without an operator as IS_ANY_OF and a
+// bare date as IS:date.
+func normalizeFilters(p *flagadmin.EventSearchParams) {
 	for _, f := range []*string{&p.Feature, &p.Project, &p.Type, &p.CreatedBy, &p.Environment, &p.ID, &p.GroupID} {
 		if *f != "" && !strings.HasPrefix(*f, flagadmin.OpIs+":") && !strings.HasPrefix(*f, flagadmin.OpIsAnyOf+":") {
 			*f = flagadmin.OpIsAnyOf + ":" + *f
@@ -106,36 +156,24 @@ func (c *cli) events(ctx context.Context, args []string) error {
 			*f = "IS:" + *f
 		}
 	}
-	if *baseURL == "" {
-		*baseURL = c.getenv(envURL)
-	}
-	if *baseURL == "" {
-		*baseURL = "http://" + defaultAddr
-	}
-	if *token == "" {
-		*token = c.getenv(envToken)
-	}
-	if *token == "" {
-		return cliErrorf("flagadmin events export needs a token: --token or %s", envToken)
-	}
-	api, err := client.New(*baseURL, *token)
-	if err != nil {
-		return cliErrorf("flagadmin events export: --url: %s", flat(err))
-	}
+}
 
+// export runs events export.
+func (c *cli) export(ctx context.Context, api *client.Client, p flagadmin.EventSearchParams, exportFormat client.ExportFormat, out string, afterIDValue int64, progressEvery time.Duration) error {
+	afterID, progress := &afterIDValue, &progressEvery
 	w := c.stdout
 	dest := "stdout"
-	if *out != "" {
+	if out != "" {
 		flags := os.O_WRONLY | os.O_CREATE | os.O_TRUNC
 		if *afterID > 0 {
 			flags = os.O_WRONLY | os.O_CREATE | os.O_APPEND
 		}
-		f, err := os.OpenFile(*out, flags, 0o644)
+		f, err := os.OpenFile(out, flags, 0o644)
 		if err != nil {
 			return cliErrorf("flagadmin events export: %s", flat(err))
 		}
 		defer f.Close()
-		w, dest = f, *out
+		w, dest = f, out
 		if info, err := f.Stat(); err == nil && info.Size() > 0 && *afterID > 0 {
 			dest += " (appended)"
 		}
@@ -168,7 +206,7 @@ func (c *cli) events(ctx context.Context, args []string) error {
 			}
 		}()
 	}
-	err = x.run(ctx)
+	err := x.run(ctx)
 	close(done)
 	if ferr := x.out.Flush(); err == nil && ferr != nil {
 		err = ferr

@@ -9,6 +9,7 @@
 //	flagadmin service-account create|list
 //	flagadmin user create|list  manage accounts
 //	flagadmin events export     export events from a running server
+//	flagadmin events tail       follow the events of a running server live
 //	flagadmin webhooks status   show the delivery state of the webhook sinks
 //	flagadmin version           print the version
 //
@@ -133,7 +134,7 @@ func (c *cli) dispatch(ctx context.Context, args []string) error {
 		fmt.Fprint(c.stdout, mainHelp)
 		return errHelpShown
 	default:
-		return cliErrorf("unknown command %q; the commands are serve, migrate, seed, token, service-account, user, events export, webhooks status and version (flagadmin -h)", cmd)
+		return cliErrorf("unknown command %q; the commands are serve, migrate, seed, token, service-account, user, events export, events tail, webhooks status and version (flagadmin -h)", cmd)
 	}
 }
 
@@ -158,6 +159,7 @@ Usage:
   flagadmin service-account create|list   create (with --token, and a token) or list service accounts
   flagadmin user create|list       create or list user accounts
   flagadmin events export [flags]  export events from a running server (NDJSON or CSV)
+  flagadmin events tail [flags]    print the events of a running server as they are recorded
   flagadmin webhooks status        show each webhook sink's position, lag and errors
   flagadmin version                print the version
 

@@ -11,6 +11,7 @@ import (
 
 	"go.uber.org/fx"
 
+	"github.com/flagadmin/flagadmin/adapters/eventfeed"
 	"github.com/flagadmin/flagadmin/adapters/httpapi"
 	"github.com/flagadmin/flagadmin/adapters/metrics"
 	"github.com/flagadmin/flagadmin/adapters/storecache"
@@ -65,6 +66,16 @@ func registerCacheStats(m *metrics.Metrics, cs *storecache.Store) {
 		m.CounterFunc("cache_misses_total", "Reads a cache passed to the database.", labels,
 			func() float64 { return float64(c.misses(cs.Stats())) })
 	}
+}
+
+// registerStreamStats exports the figures of the live streams' feed.
+func registerStreamStats(m *metrics.Metrics, feed *eventfeed.Feed) {
+	m.GaugeFunc("streams_open", "Live event streams following the feed now.", nil,
+		func() float64 { return float64(feed.Stats().OpenStreams) })
+	m.CounterFunc("stream_events_sent_total", "Events handed to live streams (replayed or live).", nil,
+		func() float64 { return float64(feed.Stats().EventsSent) })
+	m.CounterFunc("streams_dropped_total", "Live streams ended because they fell behind.", nil,
+		func() float64 { return float64(feed.Stats().Dropped) })
 }
 
 // serverHandler is the handler of the main listener: the API, counted and

@@ -38,7 +38,7 @@ without authentication (with --metrics-addr, /metrics is served only there).
 
 A bad configuration, an unreachable database or a busy port ends start-up with
 one line on stderr and exit code 1.`,
-	env: []string{envAddr, envDB, envSeed, envAdminTokens, envLogLevel, envLogFormat, envTokenCache, envResultCache, envDBTimeout, envMetricsAddr, envWebhooks},
+	env: []string{envAddr, envDB, envSeed, envAdminTokens, envLogLevel, envLogFormat, envTokenCache, envResultCache, envDBTimeout, envMaxStreams, envMetricsAddr, envWebhooks},
 }
 
 // serve parses the serve command's flags and runs the server.

@@ -1,6 +1,7 @@
 // Server shows the flagadmin server wired by hand with net/http, without
 // fx: a bunstore database (SQLite by default), the flagadmin.Service, the
-// httpapi handler and an http.Server with timeouts, stopped gracefully on
+// httpapi handler with the live event stream (one eventfeed.Feed reading
+// the store) and an http.Server with timeouts, stopped gracefully on
 // SIGINT or SIGTERM. On first start it creates an admin token and prints it.
 //
 //	go run ./examples/server -addr 127.0.0.1:4243 -db sqlite:example.db
@@ -20,6 +21,7 @@ import (
 	"time"
 
 	"github.com/flagadmin/flagadmin/adapters/bunstore"
+	"github.com/flagadmin/flagadmin/adapters/eventfeed"
 	"github.com/flagadmin/flagadmin/adapters/httpapi"
 	"github.com/flagadmin/flagadmin/flagadmin"
 )
@@ -64,7 +66,13 @@ func run(addr, db string, log *slog.Logger) error {
 	// Each request's storage work ends within dbTimeout, answered 503 if
 	// the database did not answer: a stalled database never holds a
 	// request, nor the graceful stop below.
-	api := httpapi.New(svc, httpapi.Config{Logger: log, Version: "example", StorageTimeout: dbTimeout})
+	// The live stream (GET /api/admin/events/stream): one reader of the
+	// event log for every stream, running until the server stops.
+	feed := eventfeed.New(store, eventfeed.Options{Logger: log})
+	feedCtx, stopFeed := context.WithCancel(context.Background())
+	defer stopFeed()
+	go feed.Run(feedCtx)
+	api := httpapi.New(svc, httpapi.Config{Logger: log, Version: "example", StorageTimeout: dbTimeout, Feed: feed})
 	srv := &http.Server{
 		Handler:           api.Handler(),
 		ReadHeaderTimeout: 10 * time.Second,
@@ -72,6 +80,8 @@ func run(addr, db string, log *slog.Logger) error {
 		WriteTimeout:      60 * time.Second,
 		IdleTimeout:       2 * time.Minute,
 	}
+	// Shutdown waits for handlers: live streams end when it begins.
+	srv.RegisterOnShutdown(api.EndStreams)
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return err

@@ -1,0 +1,137 @@
+package bunstore_test
+
+import (
+	"context"
+	"slices"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/flagadmin/flagadmin/adapters/bunstore"
+	"github.com/flagadmin/flagadmin/flagadmin"
+	"github.com/flagadmin/flagadmin/internal/dbtest"
+)
+
+// TestEventOrderOutOfOrderCommits forces the case the event order lock is
+// for: writer A draws its event's id and is held before its commit while
+// writer B writes. A reader following the log (ExportEvents with id >
+// the last id read) must still read both, in id order, once each. Without
+// the lock (withLock false, to show it fails) B commits first and the
+// reader skips A's smaller id.
+func TestEventOrderOutOfOrderCommits(t *testing.T) {
+	for _, e := range []struct {
+		name string
+		url  func(testing.TB) string
+	}{{"Postgres", dbtest.Postgres}, {"MySQL", dbtest.MySQL}} {
+		t.Run(e.name, func(t *testing.T) {
+			for _, path := range []string{"Write", "InsertEvents"} {
+				t.Run(path, func(t *testing.T) {
+					got, _ := outOfOrderCommits(t, open(t, e.url(t)), path, true)
+					if len(got) != 2 || got[0] >= got[1] {
+						t.Errorf("the follower read ids %v, want both writers' ids, ascending", got)
+					}
+				})
+			}
+		})
+	}
+}
+
+// TestEventOrderWithoutLockSkipsAnID shows that the test above can fail:
+// with the lock off, the follower misses writer A's event.
+func TestEventOrderWithoutLockSkipsAnID(t *testing.T) {
+	for _, e := range []struct {
+		name string
+		url  func(testing.TB) string
+	}{{"Postgres", dbtest.Postgres}, {"MySQL", dbtest.MySQL}} {
+		t.Run(e.name, func(t *testing.T) {
+			// B can also wait for A on a shard of event_counts both drew
+			// (one chance in 16): try again then.
+			for range 5 {
+				got, bFirst := outOfOrderCommits(t, open(t, e.url(t)), "Write", false)
+				if !bFirst {
+					continue
+				}
+				if len(got) != 1 {
+					t.Errorf("without the lock the follower read ids %v, want only writer B's (A's smaller id skipped)", got)
+				}
+				return
+			}
+			t.Errorf("writer B never committed before writer A")
+		})
+	}
+}
+
+// outOfOrderCommits runs writer A (held after drawing its id until B has
+// had its chance to commit and the follower has read), writer B, and a
+// follower, and returns the ids the follower read and whether B committed
+// while A was held.
+func outOfOrderCommits(t *testing.T, s *bunstore.Store, path string, withLock bool) ([]int64, bool) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	bunstore.SetEventOrderLock(s, withLock)
+	drawn, release := make(chan struct{}), make(chan struct{})
+	var calls atomic.Int32
+	bunstore.SetAfterEvents(s, func() error {
+		if calls.Add(1) == 1 { // writer A
+			close(drawn)
+			select {
+			case <-release:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+		return nil
+	})
+	// Other projects: Write batches lock row 0 of each project of their
+	// events in project_last_events.
+	write := func(name string) error {
+		e := flagadmin.Event{Type: flagadmin.EventFeatureUpdated, CreatedBy: name, CreatedAt: time.Now().UTC(), Project: ptr("project-" + name)}
+		if path == "InsertEvents" {
+			return s.InsertEvents(ctx, []flagadmin.Event{e}, 0)
+		}
+		return s.Write(ctx, &flagadmin.Batch{Events: []flagadmin.Event{e}})
+	}
+	aDone, bDone := make(chan error, 1), make(chan error, 1)
+	go func() { aDone <- write("A") }()
+	select {
+	case <-drawn:
+	case err := <-aDone:
+		t.Fatalf("writer A ended before drawing its id: %v", err)
+	}
+	go func() { bDone <- write("B") }()
+	// B commits at once without the lock; with it, B waits for A.
+	bFirst := false
+	select {
+	case err := <-bDone:
+		must(t, "writer B", err)
+		bFirst = true
+	case <-time.After(500 * time.Millisecond):
+	}
+	var got []int64
+	last := int64(0)
+	follow := func() {
+		err := s.ExportEvents(ctx, flagadmin.EventQuery{}, last, func(e flagadmin.Event) error {
+			got = append(got, e.ID)
+			last = e.ID
+			return nil
+		})
+		must(t, "ExportEvents", err)
+	}
+	follow()
+	close(release)
+	must(t, "writer A", <-aDone)
+	if !bFirst {
+		must(t, "writer B", <-bDone)
+	}
+	follow()
+	if withLock && bFirst {
+		t.Errorf("writer B committed while writer A held ids it had drawn: want B to wait for A's commit")
+	}
+	if !slices.IsSorted(got) {
+		t.Errorf("the follower read ids %v, want ascending", got)
+	}
+	return got, bFirst
+}
+
+func ptr[T any](v T) *T { return &v }
