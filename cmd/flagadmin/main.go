@@ -6,6 +6,7 @@
 //	flagadmin seed FILE         load a seed file into the database
 //	flagadmin token create      create an API token and print its secret
 //	flagadmin events export     export events from a running server
+//	flagadmin import unleash    import an Unleash database
 //	flagadmin version           print the version
 //
 // Configuration comes from flags and environment variables (a flag wins):
@@ -116,6 +117,8 @@ func (c *cli) dispatch(ctx context.Context, args []string) error {
 		return c.version(rest)
 	case "events":
 		return c.events(ctx, rest)
+	case "import":
+		return c.importCmd(ctx, rest)
 	case "help":
 		if len(rest) > 0 {
 			return c.dispatch(ctx, []string{rest[0], "-h"})
@@ -123,7 +126,7 @@ func (c *cli) dispatch(ctx context.Context, args []string) error {
 		fmt.Fprint(c.stdout, mainHelp)
 		return errHelpShown
 	default:
-		return cliErrorf("unknown command %q; the commands are serve, migrate, seed, token create, events export and version (flagadmin -h)", cmd)
+		return cliErrorf("unknown command %q; the commands are serve, migrate, seed, token create, events export, import unleash and version (flagadmin -h)", cmd)
 	}
 }
 
@@ -145,6 +148,7 @@ Usage:
   flagadmin seed [flags] FILE      load a seed file into the database
   flagadmin token create [flags]   create an API token and print its secret
   flagadmin events export [flags]  export events from a running server (NDJSON or CSV)
+  flagadmin import unleash [flags] import an Unleash database (or write it as a seed file)
   flagadmin version                print the version
 
 Try it:
