@@ -24,6 +24,16 @@ type Target interface {
 	Load(ctx context.Context, b *flagadmin.Batch, events func(emit func([]flagadmin.Event) error) error) error
 }
 
+// ErrNotEmpty: the target store holds data already. It matches
+// flagadmin.ErrConflict too.
+var ErrNotEmpty = fmt.Errorf("the target store is not empty%w", errConflictSilent{})
+
+// errConflictSilent is flagadmin.ErrConflict without its text.
+type errConflictSilent struct{}
+
+func (errConflictSilent) Error() string        { return "" }
+func (errConflictSilent) Is(target error) bool { return target == flagadmin.ErrConflict }
+
 // Options tune an import.
 type Options struct {
 	// Progress receives a line per table and the events' rate while they
@@ -31,6 +41,9 @@ type Options struct {
 	Progress io.Writer
 	// Now is the time put where Unleash has none (default time.Now).
 	Now func() time.Time
+	// EventBatch is how many events are read and written at a time
+	// (default 5000): memory holds about one batch.
+	EventBatch int
 }
 
 // Import reads src and writes it into target, which must be empty (else
@@ -47,7 +60,7 @@ func Import(ctx context.Context, src *Source, target Target, opts Options) (*Sum
 		}
 	}
 	if len(held) > 0 {
-		return nil, fmt.Errorf("%w: the target store is not empty: it holds %s; import into an empty database", flagadmin.ErrConflict, joinComma(held))
+		return nil, fmt.Errorf("%w: it holds %s; import into an empty database", ErrNotEmpty, joinComma(held))
 	}
 	return src.run(ctx, opts, eventMode{}, func(ctx context.Context, r *reader, w *world) error {
 		return target.Load(ctx, &w.batch, func(emit func([]flagadmin.Event) error) error {
@@ -120,7 +133,10 @@ func (s *Source) run(ctx context.Context, opts Options, _ eventMode, sink func(c
 		return nil, sourceFailure(err)
 	}
 	defer tx.Rollback(context.WithoutCancel(ctx))
-	r := &reader{src: s, tx: tx, sum: sum, prog: newProgress(opts.Progress)}
+	r := &reader{src: s, tx: tx, sum: sum, prog: newProgress(opts.Progress), batchSize: opts.EventBatch}
+	if r.batchSize < 1 {
+		r.batchSize = defaultEventBatch
+	}
 	w, err := r.readWorld(ctx, flagadmin.Truncate(now()))
 	if err != nil {
 		return nil, err

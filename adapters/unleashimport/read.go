@@ -33,6 +33,8 @@ type reader struct {
 	tx   pgx.Tx
 	sum  *Summary
 	prog *progress
+	// batchSize is how many events go to emit at a time.
+	batchSize int
 }
 
 // each runs query and calls scan for each row.
@@ -608,8 +610,8 @@ func (r *reader) readPATs(ctx context.Context, w *world) error {
 	return err
 }
 
-// eventBatch is how many events are read and written at a time.
-const eventBatch = 5000
+// defaultEventBatch is how many events are read and written at a time.
+const defaultEventBatch = 5000
 
 // forSeed: events a seed file cannot hold are skipped (counted).
 type eventMode struct{ forSeed bool }
@@ -626,7 +628,7 @@ func (r *reader) readEvents(ctx context.Context, mode eventMode, emit func([]fla
 		data::text, pre_data::text, tags::text, %s FROM events ORDER BY id`,
 		r.col("events", "created_by_user_id", "created_by_user_id", "NULL::int"),
 		r.col("events", "group_id", "group_id::text", "NULL::text"))
-	batch := make([]flagadmin.Event, 0, eventBatch)
+	batch := make([]flagadmin.Event, 0, r.batchSize)
 	flush := func() error {
 		if len(batch) == 0 {
 			return nil
@@ -652,7 +654,7 @@ func (r *reader) readEvents(ctx context.Context, mode eventMode, emit func([]fla
 			return nil
 		}
 		batch = append(batch, e)
-		if len(batch) == eventBatch {
+		if len(batch) == r.batchSize {
 			return flush()
 		}
 		return nil
