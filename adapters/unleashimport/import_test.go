@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"reflect"
 	"slices"
 	"strconv"
@@ -21,12 +20,6 @@ import (
 	"github.com/flagadmin/flagadmin/internal/dbtest"
 	"github.com/flagadmin/flagadmin/internal/unleashfixture"
 )
-
-func TestMain(m *testing.M) {
-	code := m.Run()
-	unleashfixture.DropTemplate()
-	os.Exit(code)
-}
 
 // store is a target store and the same store as flagadmin.Store.
 type store interface {

@@ -3,23 +3,24 @@
 // the facts an import must reproduce) into fresh PostgreSQL databases for
 // tests. It needs the server of FLAGADMIN_TEST_POSTGRES_DSN and psql (the
 // dump loads its rows with COPY ... FROM stdin); without either, tests skip
-// saying which is missing.
+// saying which is missing. The dump is restored once per server into a
+// template database named after its hash (kept, like a cached container
+// image); each test gets a copy of it, dropped when the test ends.
 package unleashfixture
 
 import (
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"database/sql"
 	"encoding/hex"
 	"encoding/json"
-	"fmt"
 	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -76,14 +77,88 @@ func LoadExpected(t testing.TB) *Expected {
 	return &e
 }
 
-var (
-	templateOnce sync.Once
-	templateName string
-	templateErr  error
-	templateMu   sync.Mutex // CREATE DATABASE ... TEMPLATE needs the template unused
-)
+// lockKey is the advisory lock that serialises making and copying the
+// template across test binaries running at once.
+const lockKey = 7_140_614_201
 
-// adminDSN is the server's DSN, or a skip reason.
+// template returns the name of a database holding the restored dump,
+// restoring it when missing. It is named after the dump's hash and kept
+// between runs (a cache, like a container image): the dump is restored
+// once per server, not once per test.
+func template(t testing.TB, admin *sql.Conn) string {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(Dir(), "unleash.sql.gz"))
+	if err != nil {
+		t.Fatalf("unleashfixture: %v", err)
+	}
+	sum := sha256.Sum256(data)
+	name := "unleash_fixture_" + hex.EncodeToString(sum[:6])
+	ctx := context.Background()
+	var exists bool
+	if err := admin.QueryRowContext(ctx, "SELECT EXISTS (SELECT 1 FROM pg_database WHERE datname = $1)", name).Scan(&exists); err != nil {
+		t.Fatalf("unleashfixture: %v", err)
+	}
+	if exists {
+		return name
+	}
+	partial := name + "_partial_" + randomHex()
+	if _, err := admin.ExecContext(ctx, "CREATE DATABASE "+partial); err != nil {
+		t.Fatalf("unleashfixture: create database %s: %v", partial, err)
+	}
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "sh", "-c", `gunzip -c "$1" | sed '/^\\\(un\)\{0,1\}restrict /d' | psql -q -v ON_ERROR_STOP=1 "$2" >/dev/null`,
+		"restore", filepath.Join(Dir(), "unleash.sql.gz"), withDatabase(t, os.Getenv(dbtest.PostgresEnv), partial))
+	if out, err := cmd.CombinedOutput(); err != nil {
+		_, _ = admin.ExecContext(context.Background(), "DROP DATABASE IF EXISTS "+partial+" WITH (FORCE)")
+		t.Fatalf("unleashfixture: restore the dump: %v: %s", err, strings.TrimSpace(string(out)))
+	}
+	if _, err := admin.ExecContext(ctx, "ALTER DATABASE "+partial+" RENAME TO "+name); err != nil {
+		t.Fatalf("unleashfixture: %v", err)
+	}
+	return name
+}
+
+// Restore returns the URL of a new database holding the fixture, dropped
+// when t ends; tests may change it.
+func Restore(t testing.TB) string {
+	t.Helper()
+	dsn := adminDSN(t)
+	db := openServer(t, dsn)
+	ctx := context.Background()
+	admin, err := db.Conn(ctx)
+	if err != nil {
+		db.Close()
+		t.Fatalf("unleashfixture: cannot reach the server of %s: %v", dbtest.PostgresEnv, err)
+	}
+	if _, err := admin.ExecContext(ctx, "SELECT pg_advisory_lock($1)", lockKey); err != nil {
+		t.Fatalf("unleashfixture: %v", err)
+	}
+	tmpl := template(t, admin)
+	name := "unleash_copy_" + randomHex()
+	_, err = admin.ExecContext(ctx, "CREATE DATABASE "+name+" TEMPLATE "+tmpl)
+	_, _ = admin.ExecContext(ctx, "SELECT pg_advisory_unlock($1)", lockKey)
+	admin.Close()
+	if err != nil {
+		db.Close()
+		t.Fatalf("unleashfixture: copy the fixture: %v", err)
+	}
+	t.Cleanup(func() {
+		if _, err := db.Exec("DROP DATABASE IF EXISTS " + name + " WITH (FORCE)"); err != nil {
+			t.Errorf("unleashfixture: drop %s: %v", name, err)
+		}
+		db.Close()
+	})
+	return withDatabase(t, dsn, name)
+}
+
+func randomHex() string {
+	b := make([]byte, 6)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// adminDSN is the server's DSN; it skips t when there is none or no psql.
 func adminDSN(t testing.TB) string {
 	t.Helper()
 	dsn := os.Getenv(dbtest.PostgresEnv)
@@ -117,77 +192,4 @@ func openServer(t testing.TB, dsn string) *sql.DB {
 		t.Fatalf("unleashfixture: %v", err)
 	}
 	return db
-}
-
-// template restores the dump once per test binary into a database that
-// Restore copies. It is dropped when the process ends only by the server's
-// own cleanup: DropTemplate removes it (call it from TestMain).
-func template(t testing.TB) string {
-	t.Helper()
-	dsn := adminDSN(t)
-	templateOnce.Do(func() {
-		name := "unleash_fixture_" + randomHex()
-		db := openServer(t, dsn)
-		defer db.Close()
-		if _, err := db.Exec("CREATE DATABASE " + name); err != nil {
-			templateErr = fmt.Errorf("create database %s: %w", name, err)
-			return
-		}
-		templateName = name
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-		defer cancel()
-		cmd := exec.CommandContext(ctx, "sh", "-c", `gunzip -c "$1" | sed '/^\\\(un\)\{0,1\}restrict /d' | psql -q -v ON_ERROR_STOP=1 "$2" >/dev/null`,
-			"restore", filepath.Join(Dir(), "unleash.sql.gz"), withDatabase(t, dsn, name))
-		if out, err := cmd.CombinedOutput(); err != nil {
-			templateErr = fmt.Errorf("restore the dump: %v: %s", err, strings.TrimSpace(string(out)))
-		}
-	})
-	if templateErr != nil {
-		t.Fatalf("unleashfixture: %v", templateErr)
-	}
-	return templateName
-}
-
-// DropTemplate drops the restored template database, if any. Call it once
-// after every test ran (TestMain).
-func DropTemplate() {
-	if templateName == "" {
-		return
-	}
-	db, err := sql.Open("pgx", os.Getenv(dbtest.PostgresEnv))
-	if err != nil {
-		return
-	}
-	defer db.Close()
-	_, _ = db.Exec("DROP DATABASE IF EXISTS " + templateName + " WITH (FORCE)")
-}
-
-// Restore returns the URL of a new database holding the fixture, dropped
-// when t ends; tests may change it.
-func Restore(t testing.TB) string {
-	t.Helper()
-	dsn := adminDSN(t)
-	tmpl := template(t)
-	name := "unleash_copy_" + randomHex()
-	db := openServer(t, dsn)
-	templateMu.Lock()
-	_, err := db.Exec("CREATE DATABASE " + name + " TEMPLATE " + tmpl)
-	templateMu.Unlock()
-	if err != nil {
-		db.Close()
-		t.Fatalf("unleashfixture: copy the fixture: %v", err)
-	}
-	t.Cleanup(func() {
-		if _, err := db.Exec("DROP DATABASE IF EXISTS " + name + " WITH (FORCE)"); err != nil {
-			t.Errorf("unleashfixture: drop %s: %v", name, err)
-		}
-		db.Close()
-	})
-	return withDatabase(t, dsn, name)
-}
-
-func randomHex() string {
-	b := make([]byte, 6)
-	_, _ = rand.Read(b)
-	return hex.EncodeToString(b)
 }
