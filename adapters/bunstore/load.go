@@ -94,6 +94,10 @@ func (s *Store) load(ctx context.Context, conn bun.Conn, tx bun.Tx, b *flagadmin
 	if err := s.write(ctx, tx, work); err != nil {
 		return err
 	}
+	rebuild, err := deferIndexes(ctx, tx, s.dialect)
+	if err != nil {
+		return err
+	}
 	var last int64
 	emit := func(batch []flagadmin.Event) error {
 		if len(batch) == 0 {
@@ -119,12 +123,92 @@ func (s *Store) load(ctx context.Context, conn bun.Conn, tx bun.Tx, b *flagadmin
 	if err := events(emit); err != nil {
 		return &callbackError{err}
 	}
+	if err := rebuild(); err != nil {
+		return err
+	}
 	if s.dialect == dialect.PG && last > 0 {
 		if err := raiseSequence(ctx, tx, "events", last); err != nil {
 			return err
 		}
 	}
 	return s.bumpVersion(ctx, tx)
+}
+
+// deferIndexes drops the secondary indexes of events, and on SQLite the
+// triggers that keep its full-text table, for the rest of tx, and returns
+// the function that builds them again over every loaded row: building an
+// index once is far cheaper than keeping it current row by row (the GIN
+// trigram indexes of PostgreSQL and SQLite's FTS5 table above all). The
+// definitions are read from the catalog, so every index the migrations
+// made comes back as it was. PostgreSQL and SQLite change their schema
+// inside the transaction: a failed load leaves the indexes as they were.
+// MySQL commits schema changes at once, so it keeps its indexes.
+func deferIndexes(ctx context.Context, tx bun.Tx, name dialect.Name) (func() error, error) {
+	var defs []string
+	var drops []string
+	fill := ""
+	switch name {
+	case dialect.PG:
+		rows, err := tx.QueryContext(ctx, `SELECT format('%I.%I', schemaname, indexname), indexdef FROM pg_indexes
+			WHERE schemaname = current_schema() AND tablename = 'events'
+			AND indexname NOT IN (SELECT conname FROM pg_constraint WHERE conrelid = (quote_ident(current_schema()) || '.events')::regclass)`)
+		if err != nil {
+			return nil, err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var idx, def string
+			if err := rows.Scan(&idx, &def); err != nil {
+				return nil, err
+			}
+			drops, defs = append(drops, "DROP INDEX "+idx), append(defs, def)
+		}
+		if err := rows.Err(); err != nil {
+			return nil, err
+		}
+		defs = append([]string{"SET LOCAL maintenance_work_mem = '256MB'"}, defs...)
+	case dialect.SQLite:
+		rows, err := tx.QueryContext(ctx, `SELECT type, name, sql FROM sqlite_master
+			WHERE tbl_name = 'events' AND type IN ('index', 'trigger') AND sql IS NOT NULL`)
+		if err != nil {
+			return nil, err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var typ, n, def string
+			if err := rows.Scan(&typ, &n, &def); err != nil {
+				return nil, err
+			}
+			drops, defs = append(drops, fmt.Sprintf("DROP %s %q", typ, n)), append(defs, def)
+			switch n {
+			case "events_text_insert":
+				fill = "INSERT INTO events_text (rowid, search_payload, search_meta) SELECT id, search_payload, search_meta FROM events"
+			case "events_fts_insert":
+				fill = "INSERT INTO events_fts (events_fts) VALUES ('rebuild')"
+			}
+		}
+		if err := rows.Err(); err != nil {
+			return nil, err
+		}
+		if fill != "" {
+			defs = append(defs, fill)
+		}
+	default:
+		return func() error { return nil }, nil
+	}
+	for _, d := range drops {
+		if _, err := tx.ExecContext(ctx, d); err != nil {
+			return nil, err
+		}
+	}
+	return func() error {
+		for _, d := range defs {
+			if _, err := tx.ExecContext(ctx, d); err != nil {
+				return err
+			}
+		}
+		return nil
+	}, nil
 }
 
 // notEmpty is an ErrConflict naming what have holds, or nil when nothing.

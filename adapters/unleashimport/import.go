@@ -63,9 +63,14 @@ func Import(ctx context.Context, src *Source, target Target, opts Options) (*Sum
 		return nil, fmt.Errorf("%w: it holds %s; import into an empty database", ErrNotEmpty, joinComma(held))
 	}
 	return src.run(ctx, opts, eventMode{}, func(ctx context.Context, r *reader, w *world) error {
-		return target.Load(ctx, &w.batch, func(emit func([]flagadmin.Event) error) error {
+		err := target.Load(ctx, &w.batch, func(emit func([]flagadmin.Event) error) error {
+			r.prog.step("write users, groups, projects, flags, tokens")
 			return r.readEvents(ctx, eventMode{}, emit)
 		})
+		if err == nil {
+			r.prog.step("build the event indexes and commit")
+		}
+		return err
 	})
 }
 
@@ -222,19 +227,35 @@ func joinComma(items []string) string {
 	return out
 }
 
-// progress writes progress lines.
+// progress writes progress lines, each with the time the step took.
 type progress struct {
 	w          io.Writer
 	total      int
 	start      time.Time
 	lastReport time.Time
+	lastStep   time.Time
 }
 
-func newProgress(w io.Writer) *progress { return &progress{w: w} }
+func newProgress(w io.Writer) *progress { return &progress{w: w, lastStep: time.Now()} }
+
+// since is the time since the last step, which ends now.
+func (p *progress) since() time.Duration {
+	now := time.Now()
+	d := now.Sub(p.lastStep)
+	p.lastStep = now
+	return d.Round(time.Millisecond)
+}
 
 func (p *progress) table(name string, rows int) {
 	if p.w != nil {
-		fmt.Fprintf(p.w, "read %s: %d rows\n", name, rows)
+		fmt.Fprintf(p.w, "read %s: %d rows in %s\n", name, rows, p.since())
+	}
+}
+
+// step reports a step of the target's.
+func (p *progress) step(what string) {
+	if p.w != nil {
+		fmt.Fprintf(p.w, "%s: %s\n", what, p.since())
 	}
 }
 
@@ -254,6 +275,7 @@ func (p *progress) events(done int) {
 func (p *progress) doneEvents(done int) {
 	if p.w != nil {
 		d := time.Since(p.start)
+		p.lastStep = time.Now()
 		fmt.Fprintf(p.w, "events: %d in %s (%.0f events/s)\n", done, d.Round(time.Millisecond), rate(done, d))
 	}
 }

@@ -467,8 +467,14 @@ func checkEvents(t *testing.T, st store, exp *unleashfixture.Expected) {
 	if withFeature != wantWithFeature || len(byType) != distinct {
 		t.Errorf("events with a flag: got %d, want %d; types: got %d, want %d", withFeature, wantWithFeature, len(byType), distinct)
 	}
+	// Free text, through the full-text index the load rebuilt (Unleash
+	// answered 60 for the same query: events-search-query.json).
+	page, err := st.SearchEvents(context.Background(), flagadmin.EventQuery{Text: "variant-b", TextScope: flagadmin.TextPayload, Limit: 5})
+	if err != nil || page.Total != 60 {
+		t.Errorf("query variant-b: got total %d, %v; want 60", page.Total, err)
+	}
 	// One event in full, as Unleash stored it (timestamps to the millisecond).
-	page, err := st.SearchEvents(context.Background(), flagadmin.EventQuery{IDs: []int64{2296}, Limit: 1})
+	page, err = st.SearchEvents(context.Background(), flagadmin.EventQuery{IDs: []int64{2296}, Limit: 1})
 	if err != nil || len(page.Events) != 1 {
 		t.Fatalf("event 2296: %v %+v", err, page)
 	}
