@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -60,9 +61,9 @@ func Import(ctx context.Context, src *Source, target Target, opts Options) (*Sum
 		}
 	}
 	if len(held) > 0 {
-		return nil, fmt.Errorf("%w: it holds %s; import into an empty database", ErrNotEmpty, joinComma(held))
+		return nil, fmt.Errorf("%w: it holds %s; import into an empty database", ErrNotEmpty, strings.Join(held, ", "))
 	}
-	return src.run(ctx, opts, eventMode{}, func(ctx context.Context, r *reader, w *world) error {
+	return src.run(ctx, opts, func(ctx context.Context, r *reader, w *world) error {
 		err := target.Load(ctx, &w.batch, func(emit func([]flagadmin.Event) error) error {
 			r.prog.step("write users, groups, projects, flags, tokens")
 			return r.readEvents(ctx, eventMode{}, emit)
@@ -76,7 +77,7 @@ func Import(ctx context.Context, src *Source, target Target, opts Options) (*Sum
 
 // DryRun reads and maps src as Import does, and writes nothing.
 func DryRun(ctx context.Context, src *Source, opts Options) (*Summary, error) {
-	return src.run(ctx, opts, eventMode{}, func(ctx context.Context, r *reader, w *world) error {
+	return src.run(ctx, opts, func(ctx context.Context, r *reader, w *world) error {
 		return r.readEvents(ctx, eventMode{}, func([]flagadmin.Event) error { return nil })
 	})
 }
@@ -89,7 +90,7 @@ func DryRun(ctx context.Context, src *Source, opts Options) (*Summary, error) {
 // gaps). Events of types a seed cannot hold are skipped and counted. The
 // file holds every secret in clear: keep it as safe as the database.
 func WriteSeed(ctx context.Context, src *Source, out io.Writer, opts Options) (*Summary, error) {
-	return src.run(ctx, opts, eventMode{forSeed: true}, func(ctx context.Context, r *reader, w *world) error {
+	return src.run(ctx, opts, func(ctx context.Context, r *reader, w *world) error {
 		bw := bufio.NewWriterSize(out, 1<<16)
 		if err := writeSeedHead(bw, w); err != nil {
 			return err
@@ -123,7 +124,7 @@ func WriteSeed(ctx context.Context, src *Source, out io.Writer, opts Options) (*
 
 // run reads src in one read-only snapshot: the world, then sink, which
 // reads the events through r.
-func (s *Source) run(ctx context.Context, opts Options, _ eventMode, sink func(context.Context, *reader, *world) error) (*Summary, error) {
+func (s *Source) run(ctx context.Context, opts Options, sink func(context.Context, *reader, *world) error) (*Summary, error) {
 	start := time.Now()
 	now := time.Now
 	if opts.Now != nil {
@@ -214,17 +215,6 @@ func seedEventJSON(e flagadmin.Event) ([]byte, error) {
 		Tags            []flagadmin.Tag `json:"tags"`
 	}{e.CreatedAt.UTC().Format(time.RFC3339Nano), e.Type, e.CreatedBy, e.CreatedByUserID, e.Environment, e.Project,
 		e.FeatureName, e.Data, e.PreData, tags})
-}
-
-func joinComma(items []string) string {
-	out := ""
-	for i, it := range items {
-		if i > 0 {
-			out += ", "
-		}
-		out += it
-	}
-	return out
 }
 
 // progress writes progress lines, each with the time the step took.
