@@ -225,7 +225,7 @@ func notEmpty(have map[string]int64) error {
 	var held []string
 	for _, t := range contentTables {
 		if n := have[t.name]; n > 0 {
-			held = append(held, fmt.Sprintf("%d %s", n, t.name))
+			held = append(held, nounCount(n, t.name))
 		}
 	}
 	if len(held) == 0 {
@@ -300,4 +300,12 @@ func copyEventsWithIDs(ctx context.Context, conn bun.Conn, events []flagadmin.Ev
 		_, err := sc.Conn().CopyFrom(ctx, pgx.Identifier{"events"}, append([]string{"id"}, copyColumns...), rows)
 		return err
 	})
+}
+
+// nounCount is "1 user", "2 users": n of the plural noun kind.
+func nounCount(n int64, kind string) string {
+	if n == 1 {
+		kind = strings.TrimSuffix(kind, "s")
+	}
+	return fmt.Sprintf("%d %s", n, kind)
 }

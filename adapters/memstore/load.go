@@ -41,7 +41,7 @@ func (s *Store) Load(ctx context.Context, b *flagadmin.Batch, events func(emit f
 	var held []string
 	for _, k := range []string{"users", "groups", "projects", "features", "tokens", "events"} {
 		if n := s.w.contents()[k]; n > 0 {
-			held = append(held, fmt.Sprintf("%d %s", n, k))
+			held = append(held, nounCount(n, k))
 		}
 	}
 	if len(held) > 0 {
@@ -77,4 +77,12 @@ func (s *Store) Load(ctx context.Context, b *flagadmin.Batch, events func(emit f
 	}
 	s.version++
 	return nil
+}
+
+// nounCount is "1 user", "2 users": n of the plural noun kind.
+func nounCount(n int64, kind string) string {
+	if n == 1 {
+		kind = strings.TrimSuffix(kind, "s")
+	}
+	return fmt.Sprintf("%d %s", n, kind)
 }

@@ -57,7 +57,7 @@ func Import(ctx context.Context, src *Source, target Target, opts Options) (*Sum
 	var held []string
 	for _, k := range []string{"users", "groups", "projects", "features", "tokens", "events"} {
 		if have[k] > 0 {
-			held = append(held, fmt.Sprintf("%d %s", have[k], k))
+			held = append(held, nounCount(have[k], k))
 		}
 	}
 	if len(held) > 0 {
@@ -275,4 +275,12 @@ func rate(n int, d time.Duration) float64 {
 		return 0
 	}
 	return float64(n) / d.Seconds()
+}
+
+// nounCount is "1 user", "2 users": n of the plural noun kind.
+func nounCount(n int64, kind string) string {
+	if n == 1 {
+		kind = strings.TrimSuffix(kind, "s")
+	}
+	return fmt.Sprintf("%d %s", n, kind)
 }
