@@ -11,6 +11,7 @@
 //	flagadmin events export     export events from a running server
 //	flagadmin events tail       follow the events of a running server live
 //	flagadmin webhooks status   show the delivery state of the webhook sinks
+//	flagadmin import unleash    import an Unleash database
 //	flagadmin version           print the version
 //
 // Configuration comes from flags and environment variables (a flag wins):
@@ -127,6 +128,8 @@ func (c *cli) dispatch(ctx context.Context, args []string) error {
 		return c.events(ctx, rest)
 	case "webhooks":
 		return c.webhooks(ctx, rest)
+	case "import":
+		return c.importCmd(ctx, rest)
 	case "help":
 		if len(rest) > 0 {
 			return c.dispatch(ctx, []string{rest[0], "-h"})
@@ -134,7 +137,7 @@ func (c *cli) dispatch(ctx context.Context, args []string) error {
 		fmt.Fprint(c.stdout, mainHelp)
 		return errHelpShown
 	default:
-		return cliErrorf("unknown command %q; the commands are serve, migrate, seed, token, service-account, user, events export, events tail, webhooks status and version (flagadmin -h)", cmd)
+		return cliErrorf("unknown command %q; the commands are serve, migrate, seed, token, service-account, user, events export, events tail, webhooks status, import unleash and version (flagadmin -h)", cmd)
 	}
 }
 
@@ -161,6 +164,7 @@ Usage:
   flagadmin events export [flags]  export events from a running server (NDJSON or CSV)
   flagadmin events tail [flags]    print the events of a running server as they are recorded
   flagadmin webhooks status        show each webhook sink's position, lag and errors
+  flagadmin import unleash [flags] import an Unleash database (or write it as a seed file)
   flagadmin version                print the version
 
 Try it:

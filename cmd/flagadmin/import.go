@@ -1,0 +1,167 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+
+	"github.com/flagadmin/flagadmin/adapters/bunstore"
+	"github.com/flagadmin/flagadmin/adapters/unleashimport"
+	"github.com/flagadmin/flagadmin/flagadmin"
+)
+
+var importUnleashCommand = command{
+	usage: "flagadmin import unleash --from postgres://... [flags]",
+	about: `Imports an Unleash database (PostgreSQL, schema of Unleash 5.x to 8.x) into the
+configured database (--db), which must be empty: users and service accounts with
+their root roles, groups and their members, projects with their mode and archive
+state, project roles of users and groups, favorite projects, flags with type,
+stale, dates, tags and lifecycle stage, API tokens and personal access tokens
+(hashed on the way in: the same secrets keep working), and every event with its
+id. All or nothing: the import is one transaction, so an interruption (Ctrl-C,
+a lost connection) leaves the database empty.
+
+With --to-seed FILE it writes a seed file instead (it holds the secrets in
+clear); with --dry-run it reads and maps everything and writes nothing.
+Progress goes to stderr; the summary (imported, skipped, mapped down, with the
+reasons) to stdout.`,
+	env: []string{envDB, envLogLevel, envLogFormat},
+}
+
+func (c *cli) importCmd(ctx context.Context, args []string) error {
+	if len(args) == 0 {
+		return cliErrorf("flagadmin import needs a source: unleash (see flagadmin import -h)")
+	}
+	if isHelpFlag(args[0]) {
+		args = []string{"unleash", "-h"}
+	}
+	if args[0] != "unleash" {
+		return cliErrorf("unknown source %q of flagadmin import; the only one is unleash", args[0])
+	}
+	fs := newFlagSet("flagadmin import unleash")
+	s := newSettings(fs, c.getenv, withDB)
+	from := fs.String("from", "", "URL of the Unleash PostgreSQL database, postgres://user:pass@host:5432/unleash (required)")
+	toSeed := fs.String("to-seed", "", "write a seed file here instead of importing into --db")
+	dryRun := fs.Bool("dry-run", false, "read and map everything, print the summary, write nothing")
+	rest, err := c.parse(fs, importUnleashCommand, args[1:])
+	if err != nil {
+		return err
+	}
+	if err := noArgs(fs, rest); err != nil {
+		return err
+	}
+	if *from == "" {
+		return cliErrorf("--from is required: the URL of the Unleash database (postgres://user:pass@host:5432/unleash)")
+	}
+	if *toSeed != "" && *dryRun {
+		return cliErrorf("--to-seed and --dry-run exclude each other")
+	}
+	cfg, err := s.config(fs)
+	if err != nil {
+		return err
+	}
+	if *toSeed == "" && !*dryRun && cfg.DB == memoryURL {
+		return cliErrorf("memory: keeps nothing after this command ends; import into a database (sqlite:, postgres://, mysql://), or use --to-seed or --dry-run")
+	}
+	if *toSeed == "" && !*dryRun && sameDatabase(cfg.DB, *from) {
+		return cliErrorf("--db is the Unleash database itself (%s); import into another, empty database", bunstore.RedactURL(cfg.DB))
+	}
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	src, err := unleashimport.Open(ctx, *from)
+	if err != nil {
+		return cliErrorf("%s", flat(err))
+	}
+	defer src.Close()
+	opts := unleashimport.Options{Progress: c.stderr}
+	var sum *unleashimport.Summary
+	var into string
+	switch {
+	case *dryRun:
+		into = "nowhere (dry run)"
+		sum, err = unleashimport.DryRun(ctx, src, opts)
+	case *toSeed != "":
+		into = *toSeed
+		sum, err = writeSeedFile(ctx, src, *toSeed, opts)
+	default:
+		into = bunstore.RedactURL(cfg.DB)
+		sum, err = c.importIntoDB(ctx, src, cfg, opts)
+	}
+	if err != nil {
+		return importError(ctx, err)
+	}
+	fmt.Fprintf(c.stdout, "imported %s into %s in %s\n", sum.Schema, into, sum.Elapsed.Round(1e6))
+	return sum.Write(c.stdout)
+}
+
+// sameDatabase reports whether two PostgreSQL URLs name the same database
+// (host, port and database name): Unleash's DATABASE_URL, which flagadmin
+// also reads, could otherwise make the source the target.
+func sameDatabase(a, b string) bool {
+	ua, err1 := url.Parse(a)
+	ub, err2 := url.Parse(b)
+	if err1 != nil || err2 != nil || !strings.HasPrefix(ua.Scheme, "postgres") || !strings.HasPrefix(ub.Scheme, "postgres") {
+		return false
+	}
+	port := func(u *url.URL) string {
+		if p := u.Port(); p != "" {
+			return p
+		}
+		return "5432"
+	}
+	return ua.Hostname() == ub.Hostname() && port(ua) == port(ub) && strings.Trim(ua.Path, "/") == strings.Trim(ub.Path, "/")
+}
+
+// importIntoDB imports into the configured database, migrated first.
+func (c *cli) importIntoDB(ctx context.Context, src *unleashimport.Source, cfg Config, opts unleashimport.Options) (*unleashimport.Summary, error) {
+	openCtx, cancel := context.WithTimeout(ctx, openTimeout)
+	defer cancel()
+	store, err := openBunstore(openCtx, cfg.DB, buildLogger(cfg, c.stderr), true)
+	if err != nil {
+		return nil, err
+	}
+	defer store.Close()
+	return unleashimport.Import(ctx, src, store, opts)
+}
+
+// writeSeedFile writes the seed to a temporary file beside path and renames
+// it into place once complete: an interrupted run leaves no partial file.
+func writeSeedFile(ctx context.Context, src *unleashimport.Source, path string, opts unleashimport.Options) (*unleashimport.Summary, error) {
+	f, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+".*.partial")
+	if err != nil {
+		return nil, cliErrorf("--to-seed: %v", err)
+	}
+	defer os.Remove(f.Name())
+	sum, err := unleashimport.WriteSeed(ctx, src, f, opts)
+	if cerr := f.Close(); err == nil && cerr != nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Chmod(f.Name(), 0o600) // it holds secrets
+	}
+	if err == nil {
+		err = os.Rename(f.Name(), path)
+	}
+	return sum, err
+}
+
+// importError is the one line an import failure prints.
+func importError(ctx context.Context, err error) error {
+	var ce *cliError
+	switch {
+	case errors.As(err, &ce):
+		return err
+	case ctx.Err() != nil:
+		return cliErrorf("import interrupted: nothing was written")
+	case errors.Is(err, flagadmin.ErrConflict):
+		return cliErrorf("import refused: %s", flat(err))
+	}
+	return cliErrorf("import failed, nothing was written: %s", withCause(err))
+}
