@@ -71,9 +71,17 @@ func TestServeStreamFollowsAndStopEndsIt(t *testing.T) {
 	if l := want("data: "); !strings.Contains(l, `"featureName":"new-navigation"`) {
 		t.Errorf("event data: %s", l)
 	}
-	families := scrape(t, base+metricsPath)
+	// The feed counts a batch as sent once its write returns, which may be
+	// just after the client has read it: scrape until it shows (2 s).
 	for name, want := range map[string]float64{"flagadmin_streams_open": 1, "flagadmin_stream_events_sent_total": 1} {
-		if v, ok := sample(families, name, nil); !ok || v != want {
+		var v float64
+		var ok bool
+		for end := time.Now().Add(2 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+			if v, ok = sample(scrape(t, base+metricsPath), name, nil); (ok && v == want) || time.Now().After(end) {
+				break
+			}
+		}
+		if !ok || v != want {
 			t.Errorf("%s = %v (found %v), want %v", name, v, ok, want)
 		}
 	}
