@@ -129,18 +129,20 @@ type Batch struct {
 	Events         []Event
 	// Then, when set, builds events that need the ids assigned to Users and
 	// Groups; it runs inside the write's transaction, and an error from it
-	// aborts the write.
+	// aborts the write. It may also complete b.Tokens with those ids (a
+	// token's UserID): tokens are written after it runs.
 	Then func(b *Batch) ([]Event, error)
 }
 
-// Clone returns a copy of b whose Users, Groups and Events are copies too:
-// a store assigns ids in the clone and gives it to Then, and on success
-// replaces the caller's batch with it, so a failed Write leaves the
-// caller's batch unchanged.
+// Clone returns a copy of b whose Users, Groups, Tokens and Events are
+// copies too: a store assigns ids in the clone and gives it to Then, and
+// on success replaces the caller's batch with it, so a failed Write leaves
+// the caller's batch unchanged.
 func (b *Batch) Clone() *Batch {
 	c := *b
 	c.Users = slices.Clone(b.Users)
 	c.Groups = slices.Clone(b.Groups)
+	c.Tokens = slices.Clone(b.Tokens)
 	c.Events = slices.Clone(b.Events)
 	return &c
 }

@@ -41,18 +41,23 @@ func (s *Service) CreateUser(ctx context.Context, p Principal, u User) (User, er
 	}
 	now := s.now()
 	b := &Batch{Users: []User{u}, Then: func(b *Batch) ([]Event, error) {
-		c := b.Users[0]
-		t, data := EventUserCreated, map[string]any{"id": c.ID, "name": c.Name, "username": c.Username, "email": c.Email, "rootRole": c.RootRole}
-		if c.IsService {
-			t, data = EventServiceAccountCreated, map[string]any{"id": c.ID, "name": c.Name, "username": c.Username, "rootRole": c.RootRole}
-		}
-		e, err := actorEvent(p, t, now, data)
+		e, err := userCreatedEvent(p, b.Users[0], now)
 		return []Event{e}, err
 	}}
 	if err := s.store.Write(ctx, b); err != nil {
 		return User{}, err
 	}
 	return b.Users[0], nil
+}
+
+// userCreatedEvent is the event recording the creation of account c by p:
+// user-created, or service-account-created.
+func userCreatedEvent(p Principal, c User, now time.Time) (Event, error) {
+	t, data := EventUserCreated, map[string]any{"id": c.ID, "name": c.Name, "username": c.Username, "email": c.Email, "rootRole": c.RootRole}
+	if c.IsService {
+		t, data = EventServiceAccountCreated, map[string]any{"id": c.ID, "name": c.Name, "username": c.Username, "rootRole": c.RootRole}
+	}
+	return actorEvent(p, t, now, data)
 }
 
 // CreateGroup creates a group with its users and records group-created. An
@@ -225,6 +230,64 @@ func (s *Service) CreateAPIToken(ctx context.Context, p Principal, n NewAPIToken
 	if err := requireRootAdmin(p); err != nil {
 		return "", APIToken{}, err
 	}
+	secret, tok, e, err := s.newToken(p, n, s.now())
+	if err != nil {
+		return "", APIToken{}, err
+	}
+	if tok.UserID != nil {
+		if _, err := s.store.User(ctx, *tok.UserID); err != nil {
+			return "", APIToken{}, refError(err, "userId", "user %d does not exist", *tok.UserID)
+		}
+	}
+	if err := s.store.Write(ctx, &Batch{Tokens: []APIToken{tok}, Events: []Event{e}}); err != nil {
+		return "", APIToken{}, err
+	}
+	return secret, tok, nil
+}
+
+// CreateUserWithToken creates an account as CreateUser does and, in the
+// same write, a personal token for it as CreateAPIToken does (n.Type and
+// n.UserID are set here): both or neither. It records user-created or
+// service-account-created, then pat-created, and returns the account, the
+// token's secret (the only time it is available) and the token.
+func (s *Service) CreateUserWithToken(ctx context.Context, p Principal, u User, n NewAPIToken) (User, string, APIToken, error) {
+	if err := requireRootAdmin(p); err != nil {
+		return User{}, "", APIToken{}, err
+	}
+	if v := normalizeUser(&u); v != nil {
+		return User{}, "", APIToken{}, v
+	}
+	if u.ID != 0 {
+		if err := s.mustNotExist(ctx, "id", "user", u.ID, func() error { _, err := s.store.User(ctx, u.ID); return err }); err != nil {
+			return User{}, "", APIToken{}, err
+		}
+	}
+	now := s.now()
+	n.Type, n.UserID = TokenUser, new(int64) // the account's id, once the store has assigned it
+	secret, tok, _, err := s.newToken(p, n, now)
+	if err != nil {
+		return User{}, "", APIToken{}, err
+	}
+	b := &Batch{Users: []User{u}, Tokens: []APIToken{tok}, Then: func(b *Batch) ([]Event, error) {
+		e, err := userCreatedEvent(p, b.Users[0], now)
+		if err != nil {
+			return nil, err
+		}
+		id := b.Users[0].ID
+		b.Tokens[0].UserID = &id
+		pat, err := tokenCreatedEvent(p, b.Tokens[0], now)
+		return []Event{e, pat}, err
+	}}
+	if err := s.store.Write(ctx, b); err != nil {
+		return User{}, "", APIToken{}, err
+	}
+	return b.Users[0], secret, b.Tokens[0], nil
+}
+
+// newToken validates n and returns a new secret, the token to store (its
+// hash, not the secret) and the event that records its creation, as
+// principal p at now. It does not check that n.UserID exists.
+func (s *Service) newToken(p Principal, n NewAPIToken, now time.Time) (string, APIToken, Event, error) {
 	project, env := n.Project, n.Environment
 	if project == "" {
 		project = "*"
@@ -247,23 +310,27 @@ func (s *Service) CreateAPIToken(ctx context.Context, p Principal, n NewAPIToken
 			f.add("project", "a %s token cannot be scoped to a project named user: user: starts personal tokens", n.Type)
 		}
 		if v := f.err(); v != nil {
-			return "", APIToken{}, v
+			return "", APIToken{}, Event{}, v
 		}
 	}
 	secret, err := newSecret(s.random, n.Type, project, env)
 	if err != nil {
-		return "", APIToken{}, err
+		return "", APIToken{}, Event{}, err
 	}
-	now := s.now()
 	tok := APIToken{Name: n.Name, Type: n.Type, UserID: n.UserID, ExpiresAt: n.ExpiresAt}
 	if v := normalizeToken(&tok, secret, now); v != nil {
-		return "", APIToken{}, v
+		return "", APIToken{}, Event{}, v
 	}
-	if tok.UserID != nil {
-		if _, err := s.store.User(ctx, *tok.UserID); err != nil {
-			return "", APIToken{}, refError(err, "userId", "user %d does not exist", *tok.UserID)
-		}
+	e, err := tokenCreatedEvent(p, tok, now)
+	if err != nil {
+		return "", APIToken{}, Event{}, err
 	}
+	return secret, tok, e, nil
+}
+
+// tokenCreatedEvent is the event recording the creation of tok by p:
+// api-token-created, or pat-created for a user token.
+func tokenCreatedEvent(p Principal, tok APIToken, now time.Time) (Event, error) {
 	t, data := EventAPITokenCreated, map[string]any{"tokenName": tok.Name, "type": tok.Type, "project": tok.Project, "environment": tok.Environment}
 	if tok.Type == TokenAdmin {
 		data = map[string]any{"tokenName": tok.Name, "type": tok.Type}
@@ -271,14 +338,7 @@ func (s *Service) CreateAPIToken(ctx context.Context, p Principal, n NewAPIToken
 	if tok.Type == TokenUser {
 		t, data = EventPATCreated, map[string]any{"description": tok.Name, "userId": *tok.UserID}
 	}
-	e, err := actorEvent(p, t, now, data)
-	if err != nil {
-		return "", APIToken{}, err
-	}
-	if err := s.store.Write(ctx, &Batch{Tokens: []APIToken{tok}, Events: []Event{e}}); err != nil {
-		return "", APIToken{}, err
-	}
-	return secret, tok, nil
+	return actorEvent(p, t, now, data)
 }
 
 // AppendEvent records an event the embedding program describes. createdAt

@@ -113,6 +113,14 @@ func (s *Store) write(ctx context.Context, tx bun.Tx, b *flagadmin.Batch) error 
 			return err
 		}
 	}
+	if b.Then != nil {
+		more, err := b.Then(b)
+		if err != nil {
+			return &callbackError{err}
+		}
+		b.Events = append(b.Events, more...)
+	}
+	// Tokens after Then, which may complete them with assigned ids.
 	if len(b.Tokens) > 0 {
 		rows := make([]tokenRow, len(b.Tokens))
 		for i, t := range b.Tokens {
@@ -121,13 +129,6 @@ func (s *Store) write(ctx context.Context, tx bun.Tx, b *flagadmin.Batch) error 
 		if err := insertRows(ctx, tx, rows); err != nil {
 			return err
 		}
-	}
-	if b.Then != nil {
-		more, err := b.Then(b)
-		if err != nil {
-			return &callbackError{err}
-		}
-		b.Events = append(b.Events, more...)
 	}
 	if err := writeProjectStats(ctx, tx, b); err != nil {
 		return err

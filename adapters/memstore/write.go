@@ -18,15 +18,15 @@ func (s *Store) Write(ctx context.Context, b *flagadmin.Batch) error {
 	defer s.mu.Unlock()
 	work := b.Clone()
 	s.w.assignIDs(work)
-	if err := s.w.check(work); err != nil {
-		return err
-	}
-	if work.Then != nil {
+	if work.Then != nil { // before the checks: it may complete the tokens
 		more, err := work.Then(work)
 		if err != nil {
 			return err
 		}
 		work.Events = append(work.Events, more...)
+	}
+	if err := s.w.check(work); err != nil {
+		return err
 	}
 	s.w.apply(work)
 	s.version++

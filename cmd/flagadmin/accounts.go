@@ -25,8 +25,8 @@ with its own tokens) and records service-account-created. With --token it also
 creates a token for the account (recording pat-created) and prints the token's
 secret on stdout, once: the database keeps only a hash of it; the account's
 line then goes to stderr, so SECRET=$(flagadmin service-account create ... --token)
-works. The account and its token are two writes: if the token cannot be made,
-the account stays and the error says how to make one with "flagadmin token create".
+works. The account and its token are written in one transaction: both or
+neither.
 
 "service-account list" prints every service account: id, name, username, root
 role and how many tokens it has.
@@ -162,32 +162,32 @@ func parseRootRole(raw string) (flagadmin.RootRole, error) {
 	return "", cliErrorf("--root-role: %s is not a root role; use Viewer, Editor or Admin", strconv.Quote(raw))
 }
 
-// createAccount creates u and, with withToken, a token for it.
+// createAccount creates u and, with withToken, a token for it in the same
+// transaction (both or neither).
 func (c *cli) createAccount(ctx context.Context, svc *flagadmin.Service, cfg Config, u flagadmin.User, withToken bool, tokenName string, expiresAt *time.Time) error {
-	created, err := svc.CreateUser(ctx, flagadmin.System, u)
-	if err != nil {
-		return accountWriteError("cannot create the account", err, map[string]string{"name": "--name", "rootRole": "--root-role"})
-	}
+	fields := map[string]string{"name": "--name", "rootRole": "--root-role", "expiresAt": "--expires"}
 	kind := "user"
-	if created.IsService {
+	if u.IsService {
 		kind = "service account"
 	}
-	line := fmt.Sprintf("created %s %d %s (root role %s) in %s", kind, created.ID, strconv.Quote(accountName(created)), created.RootRole, bunstore.RedactURL(cfg.DB))
 	if !withToken {
-		fmt.Fprintln(c.stdout, line)
+		created, err := svc.CreateUser(ctx, flagadmin.System, u)
+		if err != nil {
+			return accountWriteError("cannot create the account", err, fields)
+		}
+		fmt.Fprintf(c.stdout, "created %s %d %s (root role %s) in %s\n", kind, created.ID, strconv.Quote(accountName(created)), created.RootRole, bunstore.RedactURL(cfg.DB))
 		return nil
 	}
-	fmt.Fprintln(c.stderr, line)
 	if tokenName == "" {
-		tokenName = cmpOr(created.Username, created.Name, created.Email)
+		tokenName = cmpOr(u.Username, u.Name, u.Email)
 	}
-	secret, tok, err := svc.CreateAPIToken(ctx, flagadmin.System, flagadmin.NewAPIToken{Name: tokenName, Type: flagadmin.TokenUser, UserID: &created.ID, ExpiresAt: expiresAt})
+	created, secret, tok, err := svc.CreateUserWithToken(ctx, flagadmin.System, u, flagadmin.NewAPIToken{Name: tokenName, ExpiresAt: expiresAt})
 	if err != nil {
-		return cliErrorf("service account %d was created, but not its token: %s; create one with: flagadmin token create --type user --user-id %d",
-			created.ID, withCause(err), created.ID)
+		return accountWriteError("cannot create the account and its token", err, fields)
 	}
+	fmt.Fprintf(c.stderr, "created %s %d %s (root role %s) in %s\n", kind, created.ID, strconv.Quote(accountName(created)), created.RootRole, bunstore.RedactURL(cfg.DB))
 	fmt.Fprintln(c.stdout, secret)
-	fmt.Fprintf(c.stderr, "created token %s (id %s) for service account %d; the secret above is shown once and cannot be shown again\n", strconv.Quote(tok.Name), tok.ID(), created.ID)
+	fmt.Fprintf(c.stderr, "created token %s (id %s) for %s %d; the secret above is shown once and cannot be shown again\n", strconv.Quote(tok.Name), tok.ID(), kind, created.ID)
 	return nil
 }
 

@@ -23,6 +23,27 @@ func (w *world) tokenNames(t *testing.T) []string {
 
 func accountCases() []testCase {
 	return []testCase{
+		{"accounts/an account and its token are written together", func(t *testing.T, w *world) {
+			w.load(accounts())
+			u, secret, tok, err := w.svc.CreateUserWithToken(w.ctx, w.as(adminSecret),
+				flagadmin.User{Name: "Deploy bot 2", Username: "deploy-bot-2", IsService: true, RootRole: flagadmin.RoleEditor},
+				flagadmin.NewAPIToken{Name: "deploy"})
+			wantNoError(t, "CreateUserWithToken", err)
+			if u.ID == 0 || tok.UserID == nil || *tok.UserID != u.ID || tok.Type != flagadmin.TokenUser {
+				t.Fatalf("got account %+v and token %+v: want a user token of the new account", u, tok)
+			}
+			p, err := w.svc.Authenticate(w.ctx, secret)
+			wantNoError(t, "Authenticate(the new token)", err)
+			if p.User == nil || p.User.ID != u.ID {
+				t.Errorf("the new token authenticates as %+v, want account %d", p.User, u.ID)
+			}
+			page, err := w.svc.SearchEvents(w.ctx, w.as(adminSecret), flagadmin.EventSearchParams{Limit: "2"})
+			wantNoError(t, "SearchEvents", err)
+			if len(page.Events) != 2 || page.Events[0].Type != flagadmin.EventPATCreated || page.Events[1].Type != flagadmin.EventServiceAccountCreated ||
+				page.Events[1].ID+1 != page.Events[0].ID {
+				t.Errorf("newest events: got %+v, want service-account-created then pat-created", page.Events)
+			}
+		}},
 		{"accounts/Users lists users and service accounts by id", func(t *testing.T, w *world) {
 			w.load(accounts())
 			users, err := w.svc.ListUsers(w.ctx, w.as(adminSecret))
