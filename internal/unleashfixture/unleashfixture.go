@@ -132,13 +132,25 @@ func Restore(t testing.TB) string {
 		t.Fatalf("unleashfixture: cannot reach the server of %s: %v", dbtest.PostgresEnv, err)
 	}
 	if _, err := admin.ExecContext(ctx, "SELECT pg_advisory_lock($1)", lockKey); err != nil {
+		admin.Close()
+		db.Close()
 		t.Fatalf("unleashfixture: %v", err)
 	}
+	// Released however this ends (t.Fatalf included): a lock left held
+	// would make every other test binary wait for it forever.
+	unlocked := false
+	unlock := func() {
+		if !unlocked {
+			unlocked = true
+			_, _ = admin.ExecContext(context.Background(), "SELECT pg_advisory_unlock($1)", lockKey)
+			admin.Close()
+		}
+	}
+	defer unlock()
 	tmpl := template(t, admin)
 	name := "unleash_copy_" + randomHex()
 	_, err = admin.ExecContext(ctx, "CREATE DATABASE "+name+" TEMPLATE "+tmpl)
-	_, _ = admin.ExecContext(ctx, "SELECT pg_advisory_unlock($1)", lockKey)
-	admin.Close()
+	unlock()
 	if err != nil {
 		db.Close()
 		t.Fatalf("unleashfixture: copy the fixture: %v", err)
@@ -164,6 +176,9 @@ func adminDSN(t testing.TB) string {
 	dsn := os.Getenv(dbtest.PostgresEnv)
 	if dsn == "" {
 		t.Skipf("%s is not set: the Unleash fixture is restored into PostgreSQL (set it to postgres://user@host:5432/db)", dbtest.PostgresEnv)
+	}
+	if _, err := os.Stat(filepath.Join(Dir(), "unleash.sql.gz")); err != nil {
+		t.Skipf("the Unleash fixture is not at %s (a checkout without shared/ beside it): %v", Dir(), err)
 	}
 	if _, err := exec.LookPath("psql"); err != nil {
 		t.Skip("psql is not installed: the Unleash fixture's dump is restored with psql")
