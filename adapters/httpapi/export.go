@@ -44,7 +44,10 @@ const csvHeader = "id,createdAt,type,createdBy,createdByUserId,environment,proje
 // /api/admin/events/export: the search's filters, the format and the
 // resume point. limit, offset and after are declared so that the domain
 // sees them and refuses them by name.
-type exportEventsInput struct {
+// LogFilters are the search's filters as the export and the stream take
+// them (the domain validates them, naming each parameter). Exported only
+// because Huma reads the parameters of embedded structs that are.
+type LogFilters struct {
 	Query       string `query:"query" maxLength:"1000" doc:"Free text, as in the search: a case-insensitive literal substring of the JSON of data, preData and tags."`
 	Feature     string `query:"feature" doc:"Filter by feature name: IS:<name> or IS_ANY_OF:<name>,<name>,..."`
 	Project     string `query:"project" doc:"Filter by project id: IS:<id> or IS_ANY_OF:<id>,<id>,..."`
@@ -55,11 +58,25 @@ type exportEventsInput struct {
 	GroupID     string `query:"groupId" doc:"Filter by the numeric group id of a transaction's events: IS:<id> or IS_ANY_OF:<id>,..."`
 	From        string `query:"from" doc:"Only events created on or after this UTC day, written IS:yyyy-MM-dd."`
 	To          string `query:"to" doc:"Only events created on or before this UTC day, written IS:yyyy-MM-dd."`
-	Format      string `query:"format" enum:"ndjson,csv" doc:"ndjson (the default): one event JSON per line, exactly as in the search's pages; csv: a table with a header row."`
-	AfterID     string `query:"afterId" doc:"Resume an export: only events whose id is greater than this non-negative integer (the id of the last event received)." example:"1000"`
-	Limit       string `query:"limit" doc:"Not allowed (400): an export has no pages."`
-	Offset      string `query:"offset" doc:"Not allowed (400): an export has no pages; resume with afterId."`
-	After       string `query:"after" doc:"Not allowed (400): cursors are for the search's pages; resume an export with afterId."`
+}
+
+// params are the filters with the paging parameters the caller sent (which
+// the export and the stream refuse).
+func (f LogFilters) params(limit, offset, after string) flagadmin.EventSearchParams {
+	return flagadmin.EventSearchParams{
+		Query: f.Query, Feature: f.Feature, Project: f.Project, Type: f.Type, CreatedBy: f.CreatedBy,
+		Environment: f.Environment, ID: f.ID, GroupID: f.GroupID, From: f.From, To: f.To,
+		Limit: limit, Offset: offset, After: after,
+	}
+}
+
+type exportEventsInput struct {
+	LogFilters
+	Format  string `query:"format" enum:"ndjson,csv" doc:"ndjson (the default): one event JSON per line, exactly as in the search's pages; csv: a table with a header row."`
+	AfterID string `query:"afterId" doc:"Resume an export: only events whose id is greater than this non-negative integer (the id of the last event received)." example:"1000"`
+	Limit   string `query:"limit" doc:"Not allowed (400): an export has no pages."`
+	Offset  string `query:"offset" doc:"Not allowed (400): an export has no pages; resume with afterId."`
+	After   string `query:"after" doc:"Not allowed (400): cursors are for the search's pages; resume an export with afterId."`
 }
 
 type exportEventsOutput struct {
@@ -102,13 +119,9 @@ func (s *Server) exportEvents(ctx context.Context, in *exportEventsInput) (*expo
 		return nil, err
 	}
 	exp, err := s.svc.ExportEvents(ctx, p, flagadmin.EventExportParams{
-		EventSearchParams: flagadmin.EventSearchParams{
-			Query: in.Query, Feature: in.Feature, Project: in.Project, Type: in.Type, CreatedBy: in.CreatedBy,
-			Environment: in.Environment, ID: in.ID, GroupID: in.GroupID, From: in.From, To: in.To,
-			Limit: in.Limit, Offset: in.Offset, After: in.After,
-		},
-		Format:  in.Format,
-		AfterID: in.AfterID,
+		EventSearchParams: in.params(in.Limit, in.Offset, in.After),
+		Format:            in.Format,
+		AfterID:           in.AfterID,
 	})
 	if err != nil {
 		return nil, s.fail(ctx, err)

@@ -59,16 +59,7 @@ var (
 
 // streamEventsInput are the parameters of GET /api/admin/events/stream.
 type streamEventsInput struct {
-	Query       string `query:"query" maxLength:"1000" doc:"Free text, as in the search: a case-insensitive literal substring of the JSON of data, preData and tags."`
-	Feature     string `query:"feature" doc:"Filter by feature name: IS:<name> or IS_ANY_OF:<name>,<name>,..."`
-	Project     string `query:"project" doc:"Filter by project id: IS:<id> or IS_ANY_OF:<id>,<id>,..."`
-	Type        string `query:"type" doc:"Filter by event type: IS:<type> or IS_ANY_OF:<type>,<type>,..."`
-	CreatedBy   string `query:"createdBy" doc:"Filter by the numeric id of the user who caused the event: IS:<id> or IS_ANY_OF:<id>,..."`
-	Environment string `query:"environment" doc:"Filter by environment: IS:<env> or IS_ANY_OF:<env>,<env>,..."`
-	ID          string `query:"id" doc:"Filter by numeric event id: IS:<id> or IS_ANY_OF:<id>,<id>,..."`
-	GroupID     string `query:"groupId" doc:"Filter by the numeric group id of a transaction's events: IS:<id> or IS_ANY_OF:<id>,..."`
-	From        string `query:"from" doc:"Only events created on or after this UTC day, written IS:yyyy-MM-dd."`
-	To          string `query:"to" doc:"Only events created on or before this UTC day, written IS:yyyy-MM-dd."`
+	LogFilters
 	AfterID     string `query:"afterId" doc:"Replay first every matching event whose id is greater than this non-negative integer, then follow." example:"1000"`
 	LastEventID string `header:"Last-Event-ID" doc:"As afterId (browsers send it when they reconnect); it wins over afterId."`
 	Limit       string `query:"limit" doc:"Not allowed (400): a stream has no pages."`
@@ -111,13 +102,9 @@ func (s *Server) streamEvents(ctx context.Context, in *streamEventsInput) (*stre
 		return nil, err
 	}
 	st, err := s.svc.StreamEvents(ctx, p, flagadmin.EventStreamParams{
-		EventSearchParams: flagadmin.EventSearchParams{
-			Query: in.Query, Feature: in.Feature, Project: in.Project, Type: in.Type, CreatedBy: in.CreatedBy,
-			Environment: in.Environment, ID: in.ID, GroupID: in.GroupID, From: in.From, To: in.To,
-			Limit: in.Limit, Offset: in.Offset, After: in.After,
-		},
-		AfterID:     in.AfterID,
-		LastEventID: in.LastEventID,
+		EventSearchParams: in.params(in.Limit, in.Offset, in.After),
+		AfterID:           in.AfterID,
+		LastEventID:       in.LastEventID,
 	})
 	if err != nil {
 		return nil, s.fail(ctx, err)
