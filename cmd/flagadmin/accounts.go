@@ -251,14 +251,7 @@ func dash(s string) string {
 func (c *cli) tokenList(ctx context.Context, args []string) error {
 	fs := newFlagSet("flagadmin token list")
 	s := newSettings(fs, c.getenv, withDB)
-	rest, err := c.parse(fs, tokenCommand, args)
-	if err != nil {
-		return err
-	}
-	if err := noArgs(fs, rest); err != nil {
-		return err
-	}
-	cfg, err := s.config(fs)
+	cfg, err := c.parseConfig(fs, s, tokenCommand, args)
 	if err != nil {
 		return err
 	}

@@ -70,14 +70,7 @@ migration.`,
 func (c *cli) migrate(ctx context.Context, args []string) error {
 	fs := newFlagSet("flagadmin migrate")
 	s := newSettings(fs, c.getenv, withDB)
-	rest, err := c.parse(fs, migrateCommand, args)
-	if err != nil {
-		return err
-	}
-	if err := noArgs(fs, rest); err != nil {
-		return err
-	}
-	cfg, err := s.config(fs)
+	cfg, err := c.parseConfig(fs, s, migrateCommand, args)
 	if err != nil {
 		return err
 	}
@@ -205,14 +198,7 @@ func (c *cli) tokenCreate(ctx context.Context, args []string) error {
 	project := fs.String("project", "*", "project a client or frontend token is for, or *")
 	environment := fs.String("environment", "*", "environment a client or frontend token is for, or *")
 	expires := fs.String("expires", "", "expiry: RFC 3339 time, yyyy-mm-dd, or a duration such as 90d (default: never)")
-	rest, err := c.parse(fs, tokenCommand, args)
-	if err != nil {
-		return err
-	}
-	if err := noArgs(fs, rest); err != nil {
-		return err
-	}
-	cfg, err := s.config(fs)
+	cfg, err := c.parseConfig(fs, s, tokenCommand, args)
 	if err != nil {
 		return err
 	}

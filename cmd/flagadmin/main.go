@@ -205,6 +205,19 @@ func newFlagSet(name string) *flag.FlagSet {
 	return fs
 }
 
+// parseConfig parses args, which must be flags only, into fs and returns
+// the configuration the settings s read.
+func (c *cli) parseConfig(fs *flag.FlagSet, s *settings, cmd command, args []string) (Config, error) {
+	rest, err := c.parse(fs, cmd, args)
+	if err != nil {
+		return Config{}, err
+	}
+	if err := noArgs(fs, rest); err != nil {
+		return Config{}, err
+	}
+	return s.config(fs)
+}
+
 // parse parses args into fs. Flags may come before and after positional
 // arguments; the positional arguments are returned. -h prints the help of
 // cmd on stdout.

@@ -45,14 +45,7 @@ one line on stderr and exit code 1.`,
 func (c *cli) serve(ctx context.Context, args []string) error {
 	fs := newFlagSet("flagadmin serve")
 	s := newSettings(fs, c.getenv, withServe)
-	rest, err := c.parse(fs, serveCommand, args)
-	if err != nil {
-		return err
-	}
-	if err := noArgs(fs, rest); err != nil {
-		return err
-	}
-	cfg, err := s.config(fs)
+	cfg, err := c.parseConfig(fs, s, serveCommand, args)
 	if err != nil {
 		return err
 	}
