@@ -77,11 +77,12 @@ func planTotal(q flagadmin.EventQuery) totalPlan {
 	for _, p := range q.HiddenProjects {
 		hidden[p] = true
 	}
+	hiddenSorted := slices.Sorted(maps.Keys(hidden)) // deduplicated, in one order
 	if q.From != nil || q.Before != nil {
 		if set > 0 {
 			return count
 		}
-		p := totalPlan{kind: totalDays, noProject: q.RequireProject, hidden: slices.Sorted(maps.Keys(hidden))}
+		p := totalPlan{kind: totalDays, noProject: q.RequireProject, hidden: hiddenSorted}
 		var ok bool
 		if q.From != nil {
 			if p.fromDay, ok = dayBound(*q.From); !ok {
@@ -103,14 +104,14 @@ func planTotal(q flagadmin.EventQuery) totalPlan {
 	if set == 0 && q.Offset >= daySeekMinOffset {
 		// All events (with a project, outside hidden projects): the days
 		// count them too, and let a large offset skip whole days.
-		return totalPlan{kind: totalDays, noProject: q.RequireProject, hidden: slices.Sorted(maps.Keys(hidden))}
+		return totalPlan{kind: totalDays, noProject: q.RequireProject, hidden: hiddenSorted}
 	}
 	if set == 0 {
 		p.plus = []countKey{{countAll, ""}}
 		if q.RequireProject {
 			p.minus = append(p.minus, countKey{countNoProject, ""})
 		}
-		for _, h := range slices.Sorted(maps.Keys(hidden)) {
+		for _, h := range hiddenSorted {
 			p.minus = append(p.minus, countKey{countProject, h})
 		}
 		return p
@@ -125,7 +126,7 @@ func planTotal(q flagadmin.EventQuery) totalPlan {
 		// and, for callers who see only events with a project, those
 		// without one.
 		if by, ok := countsByProject[k.dim]; ok {
-			for _, h := range slices.Sorted(maps.Keys(hidden)) {
+			for _, h := range hiddenSorted {
 				p.minus = append(p.minus, countKey{by.inProject, inProjectVal(h, k.val)})
 			}
 			if q.RequireProject {
