@@ -83,11 +83,14 @@
 // before it draws their ids and holds it to its commit, so a reader that
 // follows the log with id > last (ExportEvents, the live stream's feed)
 // never misses an id that commits later (eventorder.go). Writers of
-// events commit one at a time for it.
+// events commit one at a time for it; on PostgreSQL the INSERT takes the
+// lock itself (a statement trigger), so it is held for the INSERT and the
+// COMMIT only.
 //
-// Every write transaction ends by adding 1 to one of the rows of
-// store_versions, drawn at random; their sum, read in one statement, is the
-// change counter of flagadmin.VersionedStore (version.go).
+// Every write transaction adds 1 to one of the rows of store_versions,
+// drawn at random, as its last statement or right before it draws event
+// ids; their sum, read in one statement, is the change counter of
+// flagadmin.VersionedStore (version.go).
 //
 // Driver errors are mapped to flagadmin.ErrNotFound, ErrConflict and
 // ErrUnavailable in one function (errors.go); the error text never contains

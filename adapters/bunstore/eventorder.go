@@ -3,7 +3,6 @@ package bunstore
 import (
 	"context"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/uptrace/bun"
 	"github.com/uptrace/bun/dialect"
 )
@@ -22,12 +21,22 @@ import (
 // or was rolled back and will never appear (a gap). SQLite needs no lock:
 // its single writer connection runs one transaction at a time.
 //
-// The lock is the last one a transaction takes before store_versions
-// (version.go), after its project_stats, project_last_events and
-// event_counts rows, so it adds no deadlock: its holder waits for nothing
-// but a store_versions row, whose holder waits for nothing. It is held for
-// the events' INSERT, the version bump and the commit: writers of events
-// commit one at a time (BENCHMARKS.md has the cost).
+// Writers of events commit one at a time, so the time the lock is held is
+// the ceiling of their throughput; it is held for two round trips, the
+// INSERT and the COMMIT:
+//   - On PostgreSQL the INSERT (or COPY) into events takes the lock itself:
+//     a statement trigger, events_order (migration event_order_trigger),
+//     locks the row before the statement draws its first id. No path that
+//     writes events can forget it, and it costs no round trip of its own.
+//   - On MySQL, which has no statement triggers, lockEventOrder takes it
+//     right before the INSERT.
+//   - The transaction raises the version (version.go) right before, not
+//     after the INSERT (prepareDraw), so no statement runs between the
+//     INSERT and the COMMIT.
+//
+// The lock is the last one a transaction takes, after its project_stats,
+// project_last_events, event_counts and store_versions rows, so it adds no
+// deadlock: its holder waits for nothing more.
 //
 // A better-scaling alternative on PostgreSQL alone would store each
 // event's transaction id and have readers stop at the oldest running one
@@ -42,23 +51,59 @@ var eventOrderSchema = []table{{name: "event_order", body: `
 // eventOrderSQL takes the lock in the caller's transaction.
 const eventOrderSQL = "SELECT id FROM event_order WHERE id = 1 FOR UPDATE"
 
-// lockEventOrder takes the event order lock in tx, on PostgreSQL and
-// MySQL, right before the transaction draws event ids.
+// prepareDraw readies tx, a write transaction, to draw event ids: it raises
+// the version (once per transaction, see bumpVersionOnce) and, on MySQL,
+// takes the event order lock. On PostgreSQL the INSERT that follows takes
+// the lock (events_order).
+func (s *Store) prepareDraw(ctx context.Context, tx bun.IDB) error {
+	if err := s.bumpVersionOnce(ctx, tx); err != nil {
+		return err
+	}
+	if s.dialect != dialect.MySQL || s.noEventOrder {
+		return nil
+	}
+	return s.lockEventOrder(ctx, tx)
+}
+
+// lockEventOrder takes the event order lock in tx now, on PostgreSQL and
+// MySQL: the import's Load takes it before anything else.
 func (s *Store) lockEventOrder(ctx context.Context, tx bun.IDB) error {
-	if s.dialect == dialect.SQLite || s.noEventOrder {
+	if s.dialect == dialect.SQLite {
 		return nil
 	}
 	var id int
 	return tx.QueryRowContext(ctx, eventOrderSQL).Scan(&id)
 }
 
-// lockEventOrderPgx is lockEventOrder in a pgx transaction (the COPY path).
-func (s *Store) lockEventOrderPgx(ctx context.Context, tx pgx.Tx) error {
-	if s.noEventOrder {
+// eventOrderTrigger is PostgreSQL's events_order trigger and its function,
+// which takes the lock before an INSERT or COPY into events draws an id.
+// The table is found on the writer's search_path, as every statement of
+// the store finds its tables.
+var eventOrderTrigger = []string{
+	`CREATE OR REPLACE FUNCTION flagadmin_lock_event_order() RETURNS trigger LANGUAGE plpgsql AS $$
+	BEGIN
+		PERFORM 1 FROM event_order WHERE id = 1 FOR UPDATE;
+		RETURN NULL;
+	END $$`,
+	"DROP TRIGGER IF EXISTS events_order ON events",
+	"CREATE TRIGGER events_order BEFORE INSERT ON events FOR EACH STATEMENT EXECUTE FUNCTION flagadmin_lock_event_order()",
+}
+
+// migrateEventOrderTrigger is migration event_order_trigger: the trigger on
+// PostgreSQL, nothing elsewhere.
+func migrateEventOrderTrigger(ctx context.Context, db *bun.DB) error {
+	if db.Dialect().Name() != dialect.PG {
 		return nil
 	}
-	var id int
-	return tx.QueryRow(ctx, eventOrderSQL).Scan(&id)
+	return execAll(ctx, db, eventOrderTrigger)
+}
+
+// unmigrateEventOrderTrigger drops the trigger and its function.
+func unmigrateEventOrderTrigger(ctx context.Context, db *bun.DB) error {
+	if db.Dialect().Name() != dialect.PG {
+		return nil
+	}
+	return execAll(ctx, db, []string{"DROP TRIGGER IF EXISTS events_order ON events", "DROP FUNCTION IF EXISTS flagadmin_lock_event_order()"})
 }
 
 // migrateEventOrder is migration event_order: the table and its row. It

@@ -69,7 +69,7 @@ func outOfOrderCommits(t *testing.T, s *bunstore.Store, path string, withLock bo
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
 	defer cancel()
-	bunstore.SetEventOrderLock(s, withLock)
+	bunstore.SetEventOrderLock(t, s, withLock)
 	drawn, release := make(chan struct{}), make(chan struct{})
 	var calls atomic.Int32
 	bunstore.SetAfterEvents(s, func() error {

@@ -241,7 +241,7 @@ func (s *Store) insertEvents(ctx context.Context, db bun.IDB, events []flagadmin
 	if err := s.addCountsBun(ctx, db, events); err != nil {
 		return err
 	}
-	if err := s.lockEventOrder(ctx, db); err != nil { // last: right before the ids are drawn (eventorder.go)
+	if err := s.prepareDraw(ctx, db); err != nil { // last: right before the ids are drawn (eventorder.go)
 		return err
 	}
 	if err := s.drawEventIDs(ctx, db, rows, events, writeBack); err != nil {
@@ -360,16 +360,14 @@ func (s *Store) copyEvents(ctx context.Context, events []flagadmin.Event) error 
 			if err := s.addCountsPgx(ctx, tx, events); err != nil {
 				return err
 			}
-			if err := s.lockEventOrderPgx(ctx, tx); err != nil { // last: right before the ids are drawn (eventorder.go)
+			if err := s.bumpVersionPgx(ctx, tx); err != nil { // right before the ids are drawn (eventorder.go)
 				return err
 			}
+			// The events_order trigger takes the event order lock.
 			if _, err := tx.CopyFrom(ctx, pgx.Identifier{"events"}, copyColumns, rows); err != nil {
 				return err
 			}
-			if err := s.afterIDs(); err != nil {
-				return err
-			}
-			return s.bumpVersionPgx(ctx, tx) // last (see version.go)
+			return s.afterIDs()
 		})
 	})
 	return s.fail("insert events", err)

@@ -2,8 +2,10 @@ package bunstore
 
 import (
 	"context"
+	"testing"
 
 	"github.com/uptrace/bun"
+	"github.com/uptrace/bun/dialect"
 )
 
 // SetAfterChange installs a hook that runs inside the transaction of
@@ -17,8 +19,19 @@ func SetAfterChange(s *Store, hook func(op string) error) { s.afterChange = hook
 func SetAfterEvents(s *Store, hook func() error) { s.afterEvents = hook }
 
 // SetEventOrderLock turns the event order lock off (false) or back on, to
-// show what it prevents.
-func SetEventOrderLock(s *Store, on bool) { s.noEventOrder = !on }
+// show what it prevents: on MySQL the statement that takes it, on
+// PostgreSQL the events_order trigger.
+func SetEventOrderLock(t testing.TB, s *Store, on bool) {
+	t.Helper()
+	s.noEventOrder = !on
+	if s.dialect != dialect.PG {
+		return
+	}
+	verb := map[bool]string{true: "ENABLE", false: "DISABLE"}[on]
+	if _, err := s.db.ExecContext(context.Background(), "ALTER TABLE events "+verb+" TRIGGER events_order"); err != nil {
+		t.Fatalf("%s the events_order trigger: %v", verb, err)
+	}
+}
 
 // DB returns the store's writer database, for tests that inspect the schema.
 func DB(s *Store) *bun.DB { return s.db }

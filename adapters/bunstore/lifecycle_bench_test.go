@@ -99,8 +99,8 @@ func BenchmarkLifecycleComplete(b *testing.B) {
 			p := flagadmin.AdminToken("bench")
 			for _, lock := range []bool{true, false} {
 				b.Run(map[bool]string{true: "lock", false: "nolock"}[lock], func(b *testing.B) {
-					bunstore.SetEventOrderLock(store, lock)
-					defer bunstore.SetEventOrderLock(store, true)
+					bunstore.SetEventOrderLock(b, store, lock)
+					defer bunstore.SetEventOrderLock(b, store, true)
 					var n atomic.Int64
 					b.SetParallelism(16 / max(1, runtime.GOMAXPROCS(0)))
 					start := time.Now()

@@ -47,7 +47,8 @@ type Store struct {
 	// afterEvents, when set (by tests), runs once a transaction has drawn
 	// its events' ids (inserted them), before it commits; an error aborts it.
 	afterEvents func() error
-	// noEventOrder, when set (by tests), skips the event order lock.
+	// noEventOrder, when set (by tests), skips the event order lock on
+	// MySQL (tests disable PostgreSQL's trigger, see SetEventOrderLock).
 	noEventOrder bool
 	// timeout bounds each operation (WithTimeout); 0 for none.
 	timeout time.Duration

@@ -16,7 +16,8 @@ import (
 const maxAttempts = 8
 
 // inTx runs fn in a write transaction, raises the store's version as the
-// transaction's last statement (bumpVersion, see version.go), and commits.
+// transaction's last statement unless fn did (bumpVersionOnce, see
+// version.go), and commits.
 // When fn returns errNothingWritten, the transaction is rolled back
 // instead, the version stays, and inTx returns nil.
 //
@@ -25,10 +26,11 @@ const maxAttempts = 8
 // returned as they are; others are mapped by fail.
 func (s *Store) inTx(ctx context.Context, op string, fn func(ctx context.Context, tx bun.Tx) error) error {
 	write := func(ctx context.Context, tx bun.Tx) error {
+		ctx = context.WithValue(ctx, bumpedKey{}, new(bool))
 		if err := fn(ctx, tx); err != nil {
 			return err
 		}
-		return s.bumpVersion(ctx, tx)
+		return s.bumpVersionOnce(ctx, tx)
 	}
 	for attempt := 1; ; attempt++ {
 		err := s.db.RunInTx(ctx, nil, write)

@@ -21,11 +21,13 @@ var _ flagadmin.VersionedStore = (*Store)(nil)
 // The change counter (flagadmin.VersionedStore.Version). store_versions
 // holds versionShards rows (shard, v), and the version is the sum of v.
 // Every write transaction adds 1 to one row, drawn at random, as its last
-// statement (inTx, copyEvents): the row stays locked only from there to the
-// commit, while the transaction waits for no other lock, so it cannot take
-// part in a deadlock, and concurrent writers that drew different rows do
-// not queue. A transaction that rolls back takes its increment with it.
-// SQLite's writers take turns anyway and all use row 0.
+// statement (inTx) or, when it appends events, right before the INSERT
+// that draws their ids (prepareDraw, copyEvents): the row stays locked only
+// from there to the commit, while the transaction waits for no other lock
+// but the event order lock, whose holder waits for none (eventorder.go), so
+// it cannot take part in a deadlock, and concurrent writers that drew
+// different rows do not queue. A transaction that rolls back takes its
+// increment with it. SQLite's writers take turns anyway and all use row 0.
 //
 // Version reads the sum in one statement, which sees one snapshot of the
 // table on every database: committed increments only, so the sum never
@@ -67,8 +69,27 @@ func (s *Store) versionShard() int {
 	return rand.IntN(versionShards)
 }
 
-// bumpVersion raises the version in the transaction tx: the last statement
-// of every write transaction.
+// bumpedKey keys, in the context of an inTx transaction, whether the
+// transaction has raised the version yet (a *bool).
+type bumpedKey struct{}
+
+// bumpVersionOnce raises the version in tx unless the transaction of ctx
+// (inTx) already did.
+func (s *Store) bumpVersionOnce(ctx context.Context, tx bun.IDB) error {
+	bumped, _ := ctx.Value(bumpedKey{}).(*bool)
+	if bumped != nil && *bumped {
+		return nil
+	}
+	if err := s.bumpVersion(ctx, tx); err != nil {
+		return err
+	}
+	if bumped != nil {
+		*bumped = true
+	}
+	return nil
+}
+
+// bumpVersion raises the version in the transaction tx.
 func (s *Store) bumpVersion(ctx context.Context, tx bun.IDB) error {
 	_, err := tx.ExecContext(ctx, "UPDATE store_versions SET v = v + 1 WHERE shard = ?", s.versionShard())
 	return err
