@@ -196,7 +196,7 @@ func (s *Store) openPostgres(rawURL string) error {
 }
 
 func (s *Store) openMySQL(rawURL string) error {
-	cfg, err := mysqlConfig(rawURL)
+	cfg, err := MySQLConfig(rawURL)
 	if err != nil {
 		return err
 	}
@@ -277,8 +277,11 @@ func mysqlLimits(version string, d time.Duration) map[string]string {
 	return limits
 }
 
-// mysqlConfig turns mysql://user:pass@host:port/db?params into a driver config.
-func mysqlConfig(rawURL string) (*mysql.Config, error) {
+// MySQLConfig turns mysql://user:pass@host:port/db?params into the driver
+// configuration Open connects with. Tools that administer the server
+// themselves (creating or copying databases, as the load tool and the
+// tests do) use it too, so a URL means the same everywhere.
+func MySQLConfig(rawURL string) (*mysql.Config, error) {
 	u, err := url.Parse(rawURL)
 	if err != nil {
 		return nil, errors.New("bunstore: invalid mysql URL")

@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -16,7 +15,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/go-sql-driver/mysql"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	_ "github.com/jackc/pgx/v5/stdlib" // database/sql driver "pgx" for the tool's own statements
@@ -97,9 +95,9 @@ func parseDatabase(raw string) (*database, error) {
 			openSelf:   func() (*sql.DB, error) { return sql.Open("pgx", raw) },
 			openServer: func() (*sql.DB, error) { return sql.Open("pgx", server.String()) }}, nil
 	case "mysql":
-		cfg, err := mysqlConfig(raw)
+		cfg, err := bunstore.MySQLConfig(raw)
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("--db: %w", err)
 		}
 		server := cfg.Clone()
 		server.DBName = ""
@@ -108,32 +106,6 @@ func parseDatabase(raw string) (*database, error) {
 			openServer: func() (*sql.DB, error) { return sql.Open("mysql", server.FormatDSN()) }}, nil
 	}
 	return nil, fmt.Errorf("--db: unsupported URL %s; use postgres://..., mysql://..., sqlite:PATH or memory:", bunstore.RedactURL(raw))
-}
-
-// mysqlConfig turns mysql://user:pass@host:port/db?params into a driver config.
-func mysqlConfig(raw string) (*mysql.Config, error) {
-	u, err := url.Parse(raw)
-	if err != nil || u.Host == "" {
-		return nil, fmt.Errorf("--db: invalid mysql URL %s", bunstore.RedactURL(raw))
-	}
-	host := u.Host
-	if u.Port() == "" {
-		host = net.JoinHostPort(u.Hostname(), "3306")
-	}
-	dsn := "tcp(" + host + ")/" + strings.TrimPrefix(u.Path, "/")
-	if u.RawQuery != "" {
-		dsn += "?" + u.RawQuery
-	}
-	cfg, err := mysql.ParseDSN(dsn)
-	if err != nil {
-		return nil, fmt.Errorf("--db: invalid mysql URL parameters: %w", err)
-	}
-	if cfg.DBName == "" {
-		return nil, fmt.Errorf("--db: the mysql URL %s must name a database", bunstore.RedactURL(raw))
-	}
-	cfg.User = u.User.Username()
-	cfg.Passwd, _ = u.User.Password()
-	return cfg, nil
 }
 
 // openStore opens the store of a --db URL: a new memstore for memory:,

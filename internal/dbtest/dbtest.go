@@ -117,7 +117,9 @@ func MySQL(t testing.TB) string {
 	return u.String()
 }
 
-// mysqlDSN turns mysql://user:pass@host:port/db into the driver's DSN.
+// mysqlDSN turns mysql://user:pass@host:port/db into the driver's DSN. It
+// is not bunstore.MySQLConfig because bunstore's own tests import this
+// package.
 func mysqlDSN(u *url.URL) string {
 	cfg := mysql.NewConfig()
 	cfg.User = u.User.Username()
