@@ -305,10 +305,15 @@ func TestStreamBadParametersAre400BeforeTheStream(t *testing.T) {
 	}
 }
 
-// recorded reads resp into a ResponseRecorder, for wantError.
+// recorded reads resp, an error answer, into a ResponseRecorder, for
+// wantError. A stream that opened instead fails the test at once rather
+// than being read until it ends (never).
 func recorded(t *testing.T, resp *http.Response) *httptest.ResponseRecorder {
 	t.Helper()
 	defer resp.Body.Close()
+	if strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+		t.Fatalf("the stream opened (status %d), want an error answer", resp.StatusCode)
+	}
 	w := httptest.NewRecorder()
 	w.Code = resp.StatusCode
 	for k, v := range resp.Header {
