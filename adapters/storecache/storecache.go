@@ -68,8 +68,12 @@ const DefaultTokenTTL = time.Second
 
 // Options configure a Store. The zero value caches nothing.
 type Options struct {
-	// ResultCacheSize bounds the memory of the result cache, in bytes
-	// (estimated); zero or less turns the result cache off.
+	// ResultCacheSize bounds the memory of the result cache, in bytes:
+	// the live heap its entries hold (pages of events are counted as
+	// allocated, other results estimated from their lengths); zero or
+	// less turns the result cache off. The process holds more while the
+	// garbage collector has not reclaimed what was evicted: see
+	// MemoryLimit.
 	ResultCacheSize int64
 	// TokenTTL is how long a successful token lookup is remembered (never
 	// past the token's expiresAt); zero or less turns the token cache off.
