@@ -102,32 +102,8 @@ func appendBoolKey(b []byte, v bool) []byte {
 }
 
 // Sizes: estimates of the bytes a cached value holds, from the sizes of
-// its structs and the lengths of what they point to.
-
-// pageSize estimates the bytes p holds.
-func pageSize(p *flagadmin.EventPage) int64 {
-	n := int64(unsafe.Sizeof(*p)) + int64(cap(p.Events))*int64(unsafe.Sizeof(flagadmin.Event{}))
-	for i := range p.Events {
-		n += eventSize(&p.Events[i])
-	}
-	return n
-}
-
-// eventSize estimates the bytes e points to.
-func eventSize(e *flagadmin.Event) int64 {
-	n := len(e.Type) + len(e.CreatedBy) + cap(e.Data) + cap(e.PreData) + cap(e.Tags)*int(unsafe.Sizeof(flagadmin.Tag{}))
-	for _, t := range e.Tags {
-		n += len(t.Type) + len(t.Value)
-	}
-	n += stringPtrSize(e.Environment) + stringPtrSize(e.Project) + stringPtrSize(e.FeatureName)
-	if e.CreatedByUserID != nil {
-		n += 8
-	}
-	if e.GroupID != nil {
-		n += 8
-	}
-	return int64(n)
-}
+// its structs and the lengths of what they point to. (Pages of events,
+// the most of the cache, are counted exactly instead: see compactPage.)
 
 func stringPtrSize(s *string) int {
 	if s == nil {

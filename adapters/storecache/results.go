@@ -208,7 +208,8 @@ func (s *Store) SearchEvents(ctx context.Context, q flagadmin.EventQuery) (flaga
 		if err != nil {
 			return cached{}, err
 		}
-		return cached{value: &page, size: pageSize(&page), keep: true}, nil
+		compact, size := compactPage(&page)
+		return cached{value: compact, size: size, keep: true}, nil
 	})
 	if err != nil {
 		return flagadmin.EventPage{}, err

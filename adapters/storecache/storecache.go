@@ -35,6 +35,26 @@ import (
 // flagadmin server (cmd/flagadmin) unless configured otherwise.
 const DefaultResultCacheSize = 64 << 20
 
+// ServerMemoryBase is what the flagadmin server (cmd/flagadmin) allows
+// itself besides its result cache, in bytes, in the soft memory limit it
+// sets (see MemoryLimit).
+const ServerMemoryBase = 64 << 20
+
+// MemoryLimit is the soft memory limit (runtime/debug.SetMemoryLimit) of a
+// flagadmin server with a result cache of resultCacheSize bytes:
+// ServerMemoryBase more than the cache, which holds about its size of live
+// heap. Without a limit the garbage collector lets the heap grow to twice
+// what is live (GOGC=100) before collecting, so a full cache would double
+// in the process's memory; with it, collections come more often when the
+// heap nears the limit instead. Zero when the cache is off: the process is
+// then small, and the collector's default pace suits it.
+func MemoryLimit(resultCacheSize int64) int64 {
+	if resultCacheSize <= 0 {
+		return 0
+	}
+	return resultCacheSize + ServerMemoryBase
+}
+
 // DefaultTokenTTL is how long the flagadmin server (cmd/flagadmin) trusts
 // a successful token lookup before it asks the store again, unless
 // configured otherwise.
@@ -48,8 +68,12 @@ const DefaultTokenTTL = time.Second
 
 // Options configure a Store. The zero value caches nothing.
 type Options struct {
-	// ResultCacheSize bounds the memory of the result cache, in bytes
-	// (estimated); zero or less turns the result cache off.
+	// ResultCacheSize bounds the memory of the result cache, in bytes:
+	// the live heap its entries hold (pages of events are counted as
+	// allocated, other results estimated from their lengths); zero or
+	// less turns the result cache off. The process holds more while the
+	// garbage collector has not reclaimed what was evicted: see
+	// MemoryLimit.
 	ResultCacheSize int64
 	// TokenTTL is how long a successful token lookup is remembered (never
 	// past the token's expiresAt); zero or less turns the token cache off.

@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"runtime/debug"
 	"runtime/pprof"
 	"strconv"
 	"strings"
@@ -233,10 +234,10 @@ func childArgs(o options) []string {
 	return args
 }
 
-// serveChild is the hidden serve-child command: it opens the database of
-// --db (already holding the world), serves the flagadmin API on a free port
-// of 127.0.0.1, prints "listening URL" on stdout, and runs until its
-// standard input ends (or SIGINT/SIGTERM), then shuts down, writing the
+// serveChild is the hidden serve-child command: with the soft memory limit
+// of flagadmin serve, it opens the database of --db (already holding the
+// world), serves the flagadmin API on a free port of 127.0.0.1, prints
+// "listening URL" on stdout, and runs until its standard input ends (or SIGINT/SIGTERM), then shuts down, writing the
 // CPU profile of --cpuprofile when asked.
 func serveChild(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet(childCommand, flag.ContinueOnError)
@@ -250,6 +251,10 @@ func serveChild(ctx context.Context, args []string, stdin io.Reader, stdout, std
 	}
 	if *db == "" || *db == memoryDB {
 		return errors.New("serve-child needs --db with a database URL other than memory:")
+	}
+	// The soft memory limit flagadmin serve sets (unless GOMEMLIMIT is set).
+	if limit := storecache.MemoryLimit(*resultCache); limit > 0 && os.Getenv("GOMEMLIMIT") == "" {
+		debug.SetMemoryLimit(limit)
 	}
 	store, closeStore, err := openStore(ctx, *db)
 	if err != nil {

@@ -164,7 +164,10 @@ func newSettings(fs *flag.FlagSet, getenv func(string) string, which int) *setti
 		"memory for the cache of event search results and project lists, in bytes or with\n"+
 			"a unit, such as 64MiB, 512KiB or 1GiB; 0 disables the cache. Every request still\n"+
 			"reads the database's change counter, so no answer is older than the last write\n"+
-			"made through flagadmin (by any server on the database)", nil)
+			"made through flagadmin (by any server on the database). With the cache on, the\n"+
+			"server sets its soft memory limit to this size plus "+formatByteSize(storecache.ServerMemoryBase)+" (the garbage\n"+
+			"collector works harder near it, so a full cache does not double in memory),\n"+
+			"unless GOMEMLIMIT is set: the Go runtime then follows it (GOMEMLIMIT=off for none)", nil)
 	s.dbTimeout = bind("db-timeout", envDBTimeout, defaultDBTimeout.String(),
 		"storage deadline: how long a request may wait for the database (for a connection,\n"+
 			"its statements, a lock) before it is answered 503 ServiceUnavailable with\n"+

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"maps"
 	"reflect"
+	"runtime/debug"
 	"strings"
 	"testing"
 	"time"
@@ -561,5 +562,35 @@ func TestDBCommandsReadUnleashDatabaseVariables(t *testing.T) {
 	want := Config{DB: "postgres://db:5432/unleash", LogLevel: slog.LevelError, LogFormat: "text"}
 	if err != nil || !reflect.DeepEqual(got, want) {
 		t.Errorf("got %+v, %v; want %+v", got, err, want)
+	}
+}
+
+// The server sets the soft memory limit of its result cache, restored when
+// it stops, unless GOMEMLIMIT is set or the cache is off.
+func TestSetMemoryLimit(t *testing.T) {
+	const before = 1 << 40
+	prev := debug.SetMemoryLimit(before)
+	defer debug.SetMemoryLimit(prev)
+	for _, tc := range []struct {
+		name string
+		env  map[string]string
+		size int64
+		want int64
+	}{
+		{"default cache", nil, storecache.DefaultResultCacheSize, storecache.DefaultResultCacheSize + storecache.ServerMemoryBase},
+		{"small cache", nil, 1 << 20, 1<<20 + storecache.ServerMemoryBase},
+		{"cache off", nil, 0, before},
+		{"GOMEMLIMIT set", map[string]string{"GOMEMLIMIT": "1GiB"}, storecache.DefaultResultCacheSize, before},
+		{"GOMEMLIMIT off", map[string]string{"GOMEMLIMIT": "off"}, storecache.DefaultResultCacheSize, before},
+	} {
+		c := &cli{getenv: func(k string) string { return tc.env[k] }}
+		restore := c.setMemoryLimit(Config{ResultCacheSize: tc.size})
+		if got := debug.SetMemoryLimit(-1); got != tc.want {
+			t.Errorf("%s: got limit %d, want %d", tc.name, got, tc.want)
+		}
+		restore()
+		if got := debug.SetMemoryLimit(-1); got != before {
+			t.Errorf("%s: got limit %d after restore, want %d", tc.name, got, before)
+		}
 	}
 }

@@ -6,9 +6,12 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"syscall"
 
 	"go.uber.org/fx"
+
+	"github.com/flagadmin/flagadmin/adapters/storecache"
 )
 
 var serveCommand = command{
@@ -55,6 +58,7 @@ func (c *cli) serve(ctx context.Context, args []string) error {
 // runServer starts the fx app of cfg, waits for SIGINT or SIGTERM (or a
 // failure of the server) and stops it gracefully.
 func (c *cli) runServer(ctx context.Context, cfg Config) error {
+	defer c.setMemoryLimit(cfg)()
 	app := fx.New(serveOptions(cfg, c.stderr))
 	if err := app.Err(); err != nil {
 		return startupError(err)
@@ -86,6 +90,20 @@ func (c *cli) runServer(ctx context.Context, cfg Config) error {
 		return cliErrorf("the server stopped unexpectedly (see the log above)")
 	}
 	return nil
+}
+
+// setMemoryLimit sets the soft memory limit of the process to the one of a
+// server with cfg's result cache (storecache.MemoryLimit), unless the
+// GOMEMLIMIT environment variable is set (the runtime then follows it; "off"
+// for none) or the cache is off, and returns what restores the previous
+// limit.
+func (c *cli) setMemoryLimit(cfg Config) (restore func()) {
+	limit := storecache.MemoryLimit(cfg.ResultCacheSize)
+	if limit <= 0 || c.getenv("GOMEMLIMIT") != "" {
+		return func() {}
+	}
+	prev := debug.SetMemoryLimit(limit)
+	return func() { debug.SetMemoryLimit(prev) }
 }
 
 // startupError reduces an fx start-up error to the message of its cause:

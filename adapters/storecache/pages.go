@@ -1,0 +1,143 @@
+package storecache
+
+import (
+	"slices"
+	"unsafe"
+
+	"github.com/flagadmin/flagadmin/flagadmin"
+)
+
+// A page of events as a store returns it is many small allocations (a
+// string, a data array, a pointer per field per event, or a few shared
+// ones, depending on the store and its driver), each rounded up by the
+// runtime to its size class: summing the lengths of the fields underrates
+// what the page holds, by how much depending on the store. So the cache
+// keeps a compact copy of each page instead (compactPage), made of six
+// arrays whose sizes it knows as the runtime allocated them, and releases
+// the store's.
+
+// pageHeaderSize is what the *flagadmin.EventPage of a cached page holds:
+// its struct, rounded up to the runtime's size class (48 bytes on 64-bit
+// platforms).
+var pageHeaderSize = int64(allocSize(int(unsafe.Sizeof(flagadmin.EventPage{}))))
+
+// compactPage returns a copy of p in six arrays (the events; their
+// strings, data and pre-data bytes; their string pointers; their integer
+// pointers; their tags), and the bytes the copy holds: the arrays' sizes
+// as allocated, which their capacities give (slices.Grow rounds them up to
+// the runtime's size classes). The copy shares nothing with p, whose
+// allocations the caller then releases. Its slices are capped at their
+// lengths, so that appending to one never writes into another. The strings
+// of the copy point into its byte array, which is never written once built.
+func compactPage(p *flagadmin.EventPage) (*flagadmin.EventPage, int64) {
+	var nBytes, nStrs, nInts, nTags int
+	nBytes = len(p.Next)
+	for i := range p.Events {
+		e := &p.Events[i]
+		nBytes += len(e.Type) + len(e.CreatedBy) + len(e.Data) + len(e.PreData)
+		for _, s := range [...]*string{e.Environment, e.Project, e.FeatureName} {
+			if s != nil {
+				nStrs++
+				nBytes += len(*s)
+			}
+		}
+		for _, n := range [...]*int64{e.CreatedByUserID, e.GroupID} {
+			if n != nil {
+				nInts++
+			}
+		}
+		nTags += len(e.Tags)
+		for _, t := range e.Tags {
+			nBytes += len(t.Type) + len(t.Value)
+		}
+	}
+	a := pageArena{
+		bytes: slices.Grow([]byte(nil), nBytes),
+		strs:  slices.Grow([]string(nil), nStrs),
+		ints:  slices.Grow([]int64(nil), nInts),
+		tags:  slices.Grow([]flagadmin.Tag(nil), nTags),
+	}
+	events := slices.Grow([]flagadmin.Event(nil), len(p.Events))
+	size := pageHeaderSize +
+		int64(cap(events))*int64(unsafe.Sizeof(flagadmin.Event{})) +
+		int64(cap(a.bytes)) +
+		int64(cap(a.strs))*int64(unsafe.Sizeof("")) +
+		int64(cap(a.ints))*8 +
+		int64(cap(a.tags))*int64(unsafe.Sizeof(flagadmin.Tag{}))
+	for i := range p.Events {
+		e := p.Events[i]
+		e.Type, e.CreatedBy = a.string(e.Type), a.string(e.CreatedBy)
+		e.Environment, e.Project, e.FeatureName = a.stringPtr(e.Environment), a.stringPtr(e.Project), a.stringPtr(e.FeatureName)
+		e.CreatedByUserID, e.GroupID = a.int64Ptr(e.CreatedByUserID), a.int64Ptr(e.GroupID)
+		e.Data, e.PreData = a.raw(e.Data), a.raw(e.PreData)
+		if len(e.Tags) > 0 {
+			start := len(a.tags)
+			for _, t := range e.Tags {
+				a.tags = append(a.tags, flagadmin.Tag{Type: a.string(t.Type), Value: a.string(t.Value)})
+			}
+			e.Tags = a.tags[start:len(a.tags):len(a.tags)]
+		}
+		events = append(events, e)
+	}
+	page := &flagadmin.EventPage{Events: events[:len(events):len(events)], Total: p.Total, Next: a.string(p.Next)}
+	if len(p.Events) == 0 { // nil or empty, as it was
+		page.Events = p.Events
+	}
+	return page, size
+}
+
+// pageArena is the arrays of a compact page being built. Each has the
+// capacity for all of the page, so that appending never moves it.
+type pageArena struct {
+	bytes []byte
+	strs  []string
+	ints  []int64
+	tags  []flagadmin.Tag
+}
+
+// string returns a copy of s in a.bytes.
+func (a *pageArena) string(s string) string {
+	if s == "" {
+		return ""
+	}
+	start := len(a.bytes)
+	a.bytes = append(a.bytes, s...)
+	return unsafe.String(&a.bytes[start], len(s))
+}
+
+// raw returns a copy of b in a.bytes; nil and empty stay as they are.
+func (a *pageArena) raw(b []byte) []byte {
+	if len(b) == 0 {
+		return b
+	}
+	start := len(a.bytes)
+	a.bytes = append(a.bytes, b...)
+	return a.bytes[start:len(a.bytes):len(a.bytes)]
+}
+
+// stringPtr returns a pointer to a copy of *s in a, or nil.
+func (a *pageArena) stringPtr(s *string) *string {
+	if s == nil {
+		return nil
+	}
+	a.strs = append(a.strs, a.string(*s))
+	return &a.strs[len(a.strs)-1]
+}
+
+// int64Ptr returns a pointer to a copy of *n in a, or nil.
+func (a *pageArena) int64Ptr(n *int64) *int64 {
+	if n == nil {
+		return nil
+	}
+	a.ints = append(a.ints, *n)
+	return &a.ints[len(a.ints)-1]
+}
+
+// allocSize is the bytes the runtime allocates for an object of n bytes
+// (n rounded up to its size class), as the capacity slices.Grow gives.
+func allocSize(n int) int {
+	if n == 0 {
+		return 0
+	}
+	return cap(slices.Grow([]byte(nil), n))
+}
