@@ -6,7 +6,8 @@
 #   - project_last_events rows: spread over up to 16 rows per project with
 #     FOR UPDATE SKIP LOCKED ("sharded") against one row per project
 #     ("one-row"); 16 goroutines completing lifecycles in one project, then
-#     in 16 projects, while 2 read the project list's figures. PostgreSQL.
+#     in 16 projects (one writer per project: a control, both arms do the
+#     same work), while 2 read the project list's figures. PostgreSQL.
 #   - day seek: pages of 50 at random offsets over the whole history, as
 #     varied callers (root admins, editors, viewers), skipping whole days by
 #     their counts ("seek") against reading past the offset on the index
@@ -24,8 +25,8 @@
 # The switches are unexported fields of bunstore.Store set only from tests
 # (adapters/bunstore/export_test.go); the benchmarks are in
 # adapters/bunstore/tuning_bench_test.go. 16 concurrent requests, each arm
-# measured for DURATION in two rounds (the second in reverse order), each
-# after 1 s of warm-up.
+# measured for DURATION in 4 rounds (the arms take turns, every other round
+# in reverse order), each after 1 s of warm-up.
 #
 # Data: the default worldgen world (1,000,000 events, 200 projects, seed
 # 20260601).
@@ -38,7 +39,8 @@
 #   - SQLite: $SQLITE, loaded on first use (about 3-10 minutes), then
 #     reused while its marker matches. SQLITE= skips SQLite.
 #
-# Time: about 5 minutes with the worlds in place (DURATION=8s).
+# Time: about 4-5 minutes with the worlds in place (DURATION=8s; 12s took
+# 5m50s at load average 14-21).
 #
 #   scripts/bench-tuning.sh
 #   DURATION=4s SQLITE= scripts/bench-tuning.sh

@@ -12,7 +12,7 @@ package bunstore_test
 //	FLAGADMIN_BENCH_SQLITE         the SQLite benchmark file (loadedWorld),
 //	                               for the day seek on SQLite
 //	FLAGADMIN_TUNING_DURATION      measured time of each arm (default 8s),
-//	                               in two rounds, each after 1s of warm-up
+//	                               in 4 rounds, each after 1s of warm-up
 //
 // Each writes lines "TUNING <mechanism> <workload> <metric> <on> <off>" on
 // stdout for the script's table, besides its metrics.
@@ -239,16 +239,20 @@ type arm struct {
 	op   tuningOp
 }
 
-// measureArms runs every arm for the tuning duration, in two rounds of
-// half of it (the second in the reverse order), each after a second of
+// tuningRounds is the number of rounds of measureArms: the arms take turns
+// several times, so that a change in the machine's load falls on each.
+const tuningRounds = 4
+
+// measureArms runs every arm for the tuning duration, in tuningRounds
+// rounds (every other one in the reverse order), each after a second of
 // warm-up, and returns their statistics by arm name.
 func measureArms(b *testing.B, workers int, arms []arm) map[string]armStats {
 	d := tuningDuration(b)
 	var next atomic.Uint64
 	out := map[string]armStats{}
-	for round := range 2 {
+	for round := range tuningRounds {
 		order := slices.Clone(arms)
-		if round == 1 {
+		if round%2 == 1 {
 			slices.Reverse(order)
 		}
 		for _, a := range order {
@@ -257,7 +261,7 @@ func measureArms(b *testing.B, workers int, arms []arm) map[string]armStats {
 			}
 			runFor(b, workers, time.Second, &next, a.op)
 			st := out[a.name]
-			st.add(runFor(b, workers, d/2, &next, a.op))
+			st.add(runFor(b, workers, d/tuningRounds, &next, a.op))
 			out[a.name] = st
 			if b.Failed() {
 				b.FailNow()
@@ -291,7 +295,9 @@ func report(b *testing.B, mechanism, workload string, res map[string]armStats, o
 // per project, on PostgreSQL: 16 goroutines completing feature lifecycles
 // (each writes one event of the feature's project), either all in one
 // project (64 of its features) or each in a project of its own, while 2
-// more read the project list's figures (ProjectStats, 200 projects).
+// more read the project list's figures (ProjectStats, 200 projects). In
+// 16 projects, writers never meet on a row, so both arms run the same
+// work: a control that shows the run's noise.
 // project_last_events is recomputed (one row per project) before each arm.
 func BenchmarkTuningLastEvents(b *testing.B) {
 	tw := tuningPostgres(b)
