@@ -50,3 +50,15 @@ func Recount(s *Store) error {
 
 // IDsMigration is the name of migration generated_ids.
 const IDsMigration = "20250601000009"
+
+// SetLastEventShards turns the spreading of project_last_events over rows
+// off (false: every writer raises row 0) or back on, to measure it.
+func SetLastEventShards(s *Store, on bool) { s.oneLastEventRow = !on }
+
+// SetDaySeek turns the day seek of large offsets off (false: pages read
+// past the offset on the index) or back on, to measure it.
+func SetDaySeek(s *Store, on bool) { s.noDaySeek = !on }
+
+// SetPreparedPages turns the prepared page statements off (false: values
+// written into the SQL text) or back on, to measure them.
+func SetPreparedPages(s *Store, on bool) { s.literalPages = !on }

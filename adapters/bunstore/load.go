@@ -117,7 +117,7 @@ func (s *Store) load(ctx context.Context, conn bun.Conn, tx bun.Tx, b *flagadmin
 			}
 			last = e.ID
 		}
-		if err := eventStats(ctx, tx, batch); err != nil { // project_stats before event_counts (lock order)
+		if err := eventStats(ctx, tx, batch, !s.oneLastEventRow); err != nil { // project_stats before event_counts (lock order)
 			return err
 		}
 		if err := s.addCountsBun(ctx, tx, batch); err != nil {

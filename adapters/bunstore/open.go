@@ -50,6 +50,14 @@ type Store struct {
 	// noEventOrder, when set (by tests), skips the event order lock on
 	// MySQL (tests disable PostgreSQL's trigger, see SetEventOrderLock).
 	noEventOrder bool
+	// Tuning turned off by benchmarks (tuning_bench_test.go), to measure
+	// what each pays: oneLastEventRow has every writer raise row 0 of
+	// project_last_events (no SKIP LOCKED spreading, lastevent.go);
+	// noDaySeek pages at large offsets through the index instead of
+	// skipping whole days (daySeek); literalPages writes a page's values
+	// into the SQL text instead of binding them to a cached prepared
+	// statement (pgpage.go).
+	oneLastEventRow, noDaySeek, literalPages bool
 	// timeout bounds each operation (WithTimeout); 0 for none.
 	timeout time.Duration
 	// openUnbounded, when set, opens a pool on the same database without the
