@@ -48,11 +48,15 @@ var pageColumnCount = 1 + len(eventColumns)
 //
 // A statement is tried once. database/sql discards a connection that is
 // closed, or unanswering after a second idle, before handing it out
-// (pgx's ResetSession), and retries on another; a statement that fails
-// before it was sent returns driver.ErrBadConn from Raw, so database/sql
-// discards that connection too. A statement sent on a connection the
-// server dropped fails as it does through database/sql's own QueryContext,
-// which does not retry it either (pgx cannot tell it was not run).
+// (pgx's ResetSession), and retries on another. A statement sent on a
+// connection the server dropped fails, as it does through database/sql's
+// own QueryContext, which cannot retry it either (it may have run): once
+// per dropped connection, which pgx then closes and database/sql discards
+// (TestPageReadsAfterConnectionsDropped). Only a statement pgx did not
+// send at all would database/sql's QueryContext retry; here it returns
+// driver.ErrBadConn from Raw, which discards the connection, and fails.
+// A retry loop for that case never ran under terminated backends or a cut
+// network, so there is none.
 func (s *Store) queryPage(ctx context.Context, query string, args []any, limit int) (flagadmin.EventPage, error) {
 	page := flagadmin.EventPage{Events: make([]flagadmin.Event, 0, min(max(limit, 0), pageCapacity))}
 	conn, err := s.rdb.DB.Conn(ctx)
