@@ -24,17 +24,18 @@ import (
 // the total plan) and columns of unexpected types go through pgx's type map.
 //
 // The decoding is by hand rather than pgx's own row collection because it
-// costs this process less than half the CPU time: BenchmarkPageDecode
+// costs this process far less CPU: BenchmarkPageDecode
 // (pgxcollect_internal_test.go; 20,000 worldgen events, pages of 100 and
-// 1,000, PostgreSQL 15, 2 shared cores at load average 9-12), read with
-// pgx.CollectRows and RowToStructByPos, takes +80% CPU per page (geomean;
-// +83% to +106% on prepared statements), 2x the bytes and 7-10x the
-// allocations (a string and a pointer per nullable column, against one
-// string per row here); with pgx.ForEachRow into typed values, +43% CPU,
-// 6-9x the allocations. Wall time per page, dominated by the database, was
-// +27% and +10% (not significant at n=5). Measure again with:
+// 1,000, prepared and literal, PostgreSQL 15, 2 shared cores), geomean
+// over the four shapes, two runs (load average 9-12, n=5; 4-5, n=6):
+// pgx.CollectRows with RowToStructByPos takes +80% and +63% CPU per page,
+// 2x the bytes and 7-10x the allocations (a string and a pointer per
+// nullable column, against one string per row here); pgx.ForEachRow into
+// typed values, +43% and +24% CPU, 6-9x the allocations. Wall time per
+// page, mostly the database's: +27% and +25% with CollectRows, +10% and
+// -5% (not significant) with ForEachRow. Measure again with:
 //
-//	go test ./adapters/bunstore -run '^$' -bench BenchmarkPageDecode -count 5 > pages.txt
+//	go test ./adapters/bunstore -run '^$' -bench BenchmarkPageDecode -count 6 > pages.txt
 //	go run golang.org/x/perf/cmd/benchstat@latest -col /reader pages.txt
 
 // pageColumnCount is the number of columns of a page statement's row: the
