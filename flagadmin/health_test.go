@@ -6,6 +6,8 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"iter"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -272,6 +274,33 @@ func TestStanding(t *testing.T) {
 	} {
 		if got := q.Standing(c.f); got != c.want {
 			t.Errorf("%s: got standing %d, want %d", c.name, got, c.want)
+		}
+	}
+}
+
+func TestCountedMembers(t *testing.T) {
+	groups := map[int64][]int64{1: {3, 4}, 2: {4, 5}, 3: {}}
+	groupUsers := func(id int64) iter.Seq[int64] { return slices.Values(groups[id]) }
+	user := func(id int64) flagadmin.ProjectMembership {
+		return flagadmin.ProjectMembership{UserID: &id, Role: flagadmin.ProjectRoleMember}
+	}
+	group := func(id int64, role flagadmin.ProjectRole) flagadmin.ProjectMembership {
+		return flagadmin.ProjectMembership{GroupID: &id, Role: role}
+	}
+	for _, c := range []struct {
+		name    string
+		members []flagadmin.ProjectMembership
+		want    []int64
+	}{
+		{"none", nil, nil},
+		{"direct", []flagadmin.ProjectMembership{user(7), user(2)}, []int64{2, 7}},
+		{"through a group", []flagadmin.ProjectMembership{group(1, flagadmin.ProjectRoleMember)}, []int64{3, 4}},
+		{"an empty group adds none", []flagadmin.ProjectMembership{group(3, flagadmin.ProjectRoleOwner)}, nil},
+		{"in two groups, counted once", []flagadmin.ProjectMembership{group(1, flagadmin.ProjectRoleMember), group(2, flagadmin.ProjectRoleOwner)}, []int64{3, 4, 5}},
+		{"direct and through a group, counted once", []flagadmin.ProjectMembership{user(4), group(2, flagadmin.ProjectRoleOwner)}, []int64{4, 5}},
+	} {
+		if got := flagadmin.CountedMembers(c.members, groupUsers); !slices.Equal(got, c.want) {
+			t.Errorf("%s: got %v, want %v", c.name, got, c.want)
 		}
 	}
 }

@@ -2,6 +2,7 @@ package flagadmin
 
 import (
 	"context"
+	"iter"
 	"slices"
 	"time"
 )
@@ -208,6 +209,31 @@ func (q ProjectStatsQuery) Standing(f Feature) FeatureStanding {
 	}
 }
 
+// CountedMembers returns the users a project's MemberCount counts
+// (ProjectStats; decisions §6), ascending: each user holding a role in the
+// project directly (a membership's UserID), and each user of a group
+// holding one (a membership's GroupID, its users from groupUsers), once,
+// whatever the role and however many ways the user holds one. A group with
+// no users adds none. It is the one statement of the rule: memstore applies
+// it as it is; a SQL store that counts in its queries (bunstore's
+// project_stats.members) writes the same rule in SQL, and the contract
+// suite holds every store's MemberCount to this function.
+func CountedMembers(members []ProjectMembership, groupUsers func(groupID int64) iter.Seq[int64]) []int64 {
+	var out []int64
+	for _, m := range members {
+		if m.UserID != nil {
+			out = append(out, *m.UserID)
+		}
+		if m.GroupID != nil {
+			for u := range groupUsers(*m.GroupID) {
+				out = append(out, u)
+			}
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
 // ProjectStats is a project with the figures the project list derives from.
 type ProjectStats struct {
 	// Project is the project without Members and FavoritedBy.
@@ -218,7 +244,8 @@ type ProjectStats struct {
 	StaleCount int
 	// PotentiallyStaleCount counts its PotentiallyStale features.
 	PotentiallyStaleCount int
-	// MemberCount counts distinct users with a role, directly or through a group.
+	// MemberCount counts the project's CountedMembers: distinct users with a
+	// role, directly or through a group.
 	MemberCount int
 	// LastUpdatedAt is the newest createdAt of the project's events.
 	LastUpdatedAt *time.Time

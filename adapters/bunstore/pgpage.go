@@ -22,16 +22,28 @@ import (
 // sqlArgs collects the values of a statement that Bun writes with $n
 // placeholders. The builders take one: a nil *sqlArgs has them write every
 // value as a literal, as Bun does.
-type sqlArgs struct{ vals []any }
+//
+// Each value is numbered when it is bound, in the order the builder binds
+// it, not when Bun writes the query: the text of a query is the same however
+// many times, and in whatever order, Bun writes its parts, and a value
+// written twice (a part used twice) is one $n.
+type sqlArgs struct {
+	vals []any
+	// written marks the values whose placeholder has been written at least
+	// once: one bound but never written would leave a gap in the $n that
+	// PostgreSQL cannot type (see values).
+	written []bool
+}
 
-// bind returns v for a Bun query argument: v itself with a nil a, else its
-// placeholder. Placeholders are numbered as Bun writes them, so the query
-// they are in must be written exactly once.
+// bind returns v for a Bun query argument: v itself with a nil a, else the
+// placeholder of v, appended to a's values.
 func (a *sqlArgs) bind(v any) any {
 	if a == nil {
 		return v
 	}
-	return pgParam{a, v}
+	a.vals = append(a.vals, v)
+	a.written = append(a.written, false)
+	return pgParam{a, len(a.vals)}
 }
 
 // bindList returns vs for bun.In: vs itself with a nil a, else their
@@ -40,25 +52,36 @@ func bindList[T any](a *sqlArgs, vs []T) any {
 	if a == nil {
 		return vs
 	}
-	out := make([]pgParam, len(vs))
+	out := make([]any, len(vs))
 	for i, v := range vs {
-		out[i] = pgParam{a, v}
+		out[i] = a.bind(v)
 	}
 	return out
 }
 
-// pgParam is one bound value: written as $n, the value appended to a.vals.
+// values returns the values of $1, $2, ... in order, or an error when one
+// was bound but its placeholder never written.
+func (a *sqlArgs) values() ([]any, error) {
+	for i, w := range a.written {
+		if !w {
+			return nil, fmt.Errorf("bunstore: the value of $%d is bound but not in the statement", i+1)
+		}
+	}
+	return a.vals, nil
+}
+
+// pgParam is the placeholder $n of the nth value bound to a.
 type pgParam struct {
 	a *sqlArgs
-	v any
+	n int
 }
 
 var _ schema.QueryAppender = pgParam{}
 
-// AppendQuery implements schema.QueryAppender.
+// AppendQuery implements schema.QueryAppender: it writes $n.
 func (p pgParam) AppendQuery(_ schema.QueryGen, b []byte) ([]byte, error) {
-	p.a.vals = append(p.a.vals, p.v)
-	return strconv.AppendInt(append(b, '$'), int64(len(p.a.vals)), 10), nil
+	p.a.written[p.n-1] = true
+	return strconv.AppendInt(append(b, '$'), int64(p.n), 10), nil
 }
 
 // genericPlanSafe reports whether one generic plan serves q's page
@@ -146,13 +169,27 @@ func slicesOfQuery(q flagadmin.EventQuery) []any {
 // its arguments. With a nil, every value is written into the SQL text and
 // there are no arguments. Else the values are $n placeholders and the
 // arguments pgx.QueryExecModeCacheStatement and their values, so that the
-// text depends on q's shape only. The limit is still written in the text:
-// with a placeholder in LIMIT or OFFSET, PostgreSQL estimates the plan for
-// a tenth of the rows and keeps planning every execution, which it then
-// does with a nonzero offset, so that paging does not prepare a statement
-// per page. A filter of a few values (splitFilter) reads each value's
-// newest offset+limit matches apart (UNION ALL), then keeps the page.
+// text depends on q's shape only.
 func (s *Store) pageStatement(q flagadmin.EventQuery, plan totalPlan, a *sqlArgs) (string, []any, error) {
+	b, err := s.pageQuery(q, plan, a).AppendQuery(s.rdb.QueryGen(), nil)
+	if err != nil || a == nil {
+		return string(b), nil, err
+	}
+	vals, err := a.values()
+	if err != nil {
+		return "", nil, err
+	}
+	return string(b), append([]any{pgx.QueryExecModeCacheStatement}, vals...), nil
+}
+
+// pageQuery is the query of pageStatement, its values bound by a. The limit
+// is written in the text: with a placeholder in LIMIT or OFFSET,
+// PostgreSQL estimates the plan for a tenth of the rows and keeps planning
+// every execution, which it then does with a nonzero offset, so that paging
+// does not prepare a statement per page. A filter of a few values
+// (splitFilter) reads each value's newest offset+limit matches apart
+// (UNION ALL), then keeps the page.
+func (s *Store) pageQuery(q flagadmin.EventQuery, plan totalPlan, a *sqlArgs) schema.QueryAppender {
 	total := s.totalExpr(s.rdb, q, plan, a)
 	notPast := a.bind(int64(q.Offset)) // the offset, for "(SELECT total FROM t) > ?"
 	var ids schema.QueryAppender
@@ -180,10 +217,6 @@ func (s *Store) pageStatement(q flagadmin.EventQuery, plan totalPlan, a *sqlArgs
 			ids = bun.SafeQuery("? OFFSET ?", ids, a.bind(int64(q.Offset)))
 		}
 	}
-	b, err := s.rdb.NewRaw("WITH t AS (SELECT ? AS total), p AS (?) SELECT t.total, ? FROM t LEFT JOIN (p JOIN events AS e ON e.id = p.id) ON TRUE ORDER BY e.created_at DESC, e.id DESC",
-		total, ids, bun.Safe(pageColumns)).AppendQuery(s.rdb.QueryGen(), nil)
-	if err != nil || a == nil {
-		return string(b), nil, err
-	}
-	return string(b), append([]any{pgx.QueryExecModeCacheStatement}, a.vals...), nil
+	return s.rdb.NewRaw("WITH t AS (SELECT ? AS total), p AS (?) SELECT t.total, ? FROM t LEFT JOIN (p JOIN events AS e ON e.id = p.id) ON TRUE ORDER BY e.created_at DESC, e.id DESC",
+		total, ids, bun.Safe(pageColumns))
 }

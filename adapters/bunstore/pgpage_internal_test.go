@@ -2,10 +2,18 @@ package bunstore
 
 import (
 	"context"
+	"database/sql"
 	"reflect"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	_ "github.com/jackc/pgx/v5/stdlib"
+	"github.com/uptrace/bun"
+	"github.com/uptrace/bun/dialect"
+	"github.com/uptrace/bun/dialect/pgdialect"
 
 	"github.com/flagadmin/flagadmin/flagadmin"
 	"github.com/flagadmin/flagadmin/internal/dbtest"
@@ -164,4 +172,96 @@ func slicesOf(q flagadmin.EventQuery) []string {
 		out = append(out, vs...)
 	}
 	return out
+}
+
+// unconnectedPostgres returns a store that writes PostgreSQL SQL but has
+// never connected: enough to build statements.
+func unconnectedPostgres(t *testing.T) *Store {
+	t.Helper()
+	sqldb, err := sql.Open("pgx", "postgres://nobody@127.0.0.1:1/none")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { sqldb.Close() })
+	db := bun.NewDB(sqldb, pgdialect.New())
+	return &Store{db: db, rdb: db, dialect: dialect.PG}
+}
+
+// TestPageQueryWrittenTwice writes the page query of queries of every
+// statement shape (split filters, a cursor, the day and key totals, hidden
+// projects, an offset) twice and in parts: the text and the arguments must
+// not depend on how often Bun writes a query, as they did when
+// placeholders were numbered as they were written.
+func TestPageQueryWrittenTwice(t *testing.T) {
+	s := unconnectedPostgres(t)
+	from := time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
+	before := from.AddDate(0, 2, 0)
+	after := &flagadmin.EventPosition{CreatedAt: from, ID: 42}
+	for _, q := range []flagadmin.EventQuery{
+		{Limit: 50},
+		{Limit: 50, Offset: 20, Types: []string{"a"}},
+		{Limit: 50, Types: []string{"a", "b", "c"}, From: &from},
+		{Limit: 50, Projects: []string{"p", "q"}, After: after},
+		{Limit: 50, Projects: []string{"p"}, From: &from, Before: &before},
+		{Limit: 50, From: &from, Before: &before, RequireProject: true, HiddenProjects: []string{"h"}},
+		{Limit: 50, CreatedByUserIDs: []int64{7}, RequireProject: true, HiddenProjects: []string{"h", "i"}},
+	} {
+		plan := planTotal(q)
+		a := &sqlArgs{}
+		query := s.pageQuery(q, plan, a)
+		first, err := query.AppendQuery(s.rdb.QueryGen(), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		firstArgs, err := a.values()
+		if err != nil {
+			t.Fatalf("%+v: %v", q, err)
+		}
+		firstArgs = slices.Clone(firstArgs)
+		second, err := query.AppendQuery(s.rdb.QueryGen(), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(second) != string(first) {
+			t.Errorf("%+v: written twice, got\n%s\nwant\n%s", q, second, first)
+		}
+		if !reflect.DeepEqual(a.vals, firstArgs) {
+			t.Errorf("%+v: written twice, got arguments %v, want %v", q, a.vals, firstArgs)
+		}
+		// Each $n of the text has its argument, and each argument its $n.
+		for n := 1; n <= len(firstArgs)+1; n++ {
+			p := "$" + strconv.Itoa(n)
+			in := strings.Contains(string(first)+" ", p+" ") || strings.Contains(string(first), p+",") || strings.Contains(string(first), p+")")
+			if in != (n <= len(firstArgs)) {
+				t.Errorf("%+v: %s in the text: %v, with %d arguments\n%s", q, p, in, len(firstArgs), first)
+			}
+		}
+		// The statement pageStatement returns is the same text.
+		text, args, err := s.pageStatement(q, plan, &sqlArgs{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if text != string(first) || !reflect.DeepEqual(args[1:], firstArgs) {
+			t.Errorf("%+v: pageStatement differs from pageQuery written once", q)
+		}
+	}
+}
+
+// TestSQLArgsBoundNotWritten checks that a value bound but left out of the
+// statement is an error rather than a gap in the $n.
+func TestSQLArgsBoundNotWritten(t *testing.T) {
+	s := unconnectedPostgres(t)
+	a := &sqlArgs{}
+	one, unused, three := a.bind(1), a.bind(2), a.bind(3)
+	_ = unused
+	b, err := s.rdb.NewSelect().TableExpr("events").Where("id = ? OR id = ?", one, three).AppendQuery(s.rdb.QueryGen(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := `SELECT * FROM events WHERE (id = $1 OR id = $3)`; string(b) != want {
+		t.Errorf("got %s, want %s", b, want)
+	}
+	if _, err := a.values(); err == nil || !strings.Contains(err.Error(), "$2") {
+		t.Errorf("got error %v, want one about $2", err)
+	}
 }

@@ -72,6 +72,15 @@ func TestPgxPagesAgreeWithDatabaseSQL(t *testing.T) {
 				}
 				for i := range 7 { // prepared: the 6th execution may use the generic plan
 					got, err := s.queryPage(ctx, query, args, q.Limit)
+					for _, other := range []func(context.Context, string, []any, int) (flagadmin.EventPage, error){s.queryPageCollect, s.queryPageScan} {
+						if err != nil {
+							break
+						}
+						var alt flagadmin.EventPage
+						if alt, err = other(ctx, query, args, q.Limit); err == nil && !reflect.DeepEqual(alt, want) {
+							t.Fatalf("%+v: pgx's collection: got total %d, %d events, want total %d, %d events", q, alt.Total, len(alt.Events), want.Total, len(want.Events))
+						}
+					}
 					if err != nil {
 						t.Fatalf("%+v: pgx: %v\n%s", q, err, query)
 					}

@@ -32,11 +32,12 @@ import (
 //   - last_seen_at: the newest lastSeenAt of its features (archived too).
 //
 // What counts is the domain's: ProjectStatsQuery.Standing for features,
-// the ProjectStats docs for members and owners (health, technical debt and
-// the owners' order are the Service's, from the raw figures returned
-// here). The statements here write the same rules in SQL, for speed at
-// many projects; their only parameters, the potentially-stale cut-offs,
-// come from the query (the domain's type lifetimes).
+// CountedMembers for members (countMembers), the ProjectStats docs for
+// owners (health, technical debt and the owners' order are the Service's,
+// from the raw figures returned here). The statements here write the same
+// rules in SQL, for speed at many projects; their only parameters, the
+// potentially-stale cut-offs, come from the query (the domain's type
+// lifetimes). The contract suite holds the SQL to the domain's functions.
 //
 // The newest createdAt of its events is kept apart, in project_last_events
 // (lastevent.go), so that event writers do not queue on this row.
@@ -232,30 +233,22 @@ func computeProjectStats(ctx context.Context, db bun.IDB, ids []string) ([]proje
 		}
 		return rs.Err()
 	}
-	members := func(where string, args ...any) error {
-		var ms []struct {
-			ProjectID string `bun:"project_id"`
-			N         int64  `bun:"n"`
-		}
-		err := db.NewRaw(`SELECT m.project_id, COUNT(*) AS n FROM (
-				SELECT pm.project_id, pm.user_id FROM project_members pm WHERE pm.user_id IS NOT NULL`+where+`
-				UNION
-				SELECT pm.project_id, gm.user_id FROM project_members pm JOIN group_members gm ON gm.group_id = pm.group_id WHERE 1 = 1`+where+`
-			) m GROUP BY m.project_id`, append(slices.Clone(args), args...)...).Scan(ctx, &ms)
-		for _, m := range ms {
-			if i, ok := at[m.ProjectID]; ok {
-				rows[i].Members = m.N
+	members := func(part []string) error {
+		counts, err := countMembers(ctx, db, part)
+		for id, n := range counts {
+			if i, ok := at[id]; ok {
+				rows[i].Members = n
 			}
 		}
 		return err
 	}
 	if ids == nil {
-		for _, step := range []func(string, ...any) error{projects, features, members} {
+		for _, step := range []func(string, ...any) error{projects, features} {
 			if err := step(""); err != nil {
 				return nil, err
 			}
 		}
-		return rows, nil
+		return rows, members(nil)
 	}
 	err := inChunks(ids, func(part []string) error {
 		if err := projects(" WHERE p.id IN (?)", bun.In(part)); err != nil {
@@ -264,9 +257,39 @@ func computeProjectStats(ctx context.Context, db bun.IDB, ids []string) ([]proje
 		if err := features(" WHERE project IN (?)", bun.In(part)); err != nil {
 			return err
 		}
-		return members(" AND pm.project_id IN (?)", bun.In(part))
+		return members(part)
 	})
 	return rows, err
+}
+
+// countMembers returns the member count of each project of part (every
+// project when part is nil) that has members: the SQL form of
+// flagadmin.CountedMembers, the one statement of the rule, which the
+// contract suite holds it to ("projects/memberCount is the domain's
+// CountedMembers"). Each user with a role directly (project_members.user_id)
+// and each user of a group with a role (project_members.group_id joined to
+// group_members) is one (project_id, user_id) pair, and UNION, not UNION
+// ALL, keeps each pair once: a user holding roles several ways counts once.
+// An empty group joins no rows.
+func countMembers(ctx context.Context, db bun.IDB, part []string) (map[string]int64, error) {
+	where, args := "", []any{}
+	if part != nil {
+		where, args = " AND pm.project_id IN (?)", []any{bun.In(part)}
+	}
+	var ms []struct {
+		ProjectID string `bun:"project_id"`
+		N         int64  `bun:"n"`
+	}
+	err := db.NewRaw(`SELECT m.project_id, COUNT(*) AS n FROM (
+			SELECT pm.project_id, pm.user_id FROM project_members pm WHERE pm.user_id IS NOT NULL`+where+`
+			UNION
+			SELECT pm.project_id, gm.user_id FROM project_members pm JOIN group_members gm ON gm.group_id = pm.group_id WHERE 1 = 1`+where+`
+		) m GROUP BY m.project_id`, append(slices.Clone(args), args...)...).Scan(ctx, &ms)
+	counts := make(map[string]int64, len(ms))
+	for _, m := range ms {
+		counts[m.ProjectID] = m.N
+	}
+	return counts, err
 }
 
 // insertProjectStats inserts the computed rows of the projects ids (every
@@ -347,18 +370,8 @@ func (c statsChanges) apply(ctx context.Context, db bun.IDB) error {
 	members := map[string]int64{}
 	if len(recount) > 0 {
 		err := inChunks(recount, func(part []string) error {
-			var ms []struct {
-				ProjectID string `bun:"project_id"`
-				N         int64  `bun:"n"`
-			}
-			err := db.NewRaw(`SELECT m.project_id, COUNT(*) AS n FROM (
-					SELECT pm.project_id, pm.user_id FROM project_members pm WHERE pm.user_id IS NOT NULL AND pm.project_id IN (?)
-					UNION
-					SELECT pm.project_id, gm.user_id FROM project_members pm JOIN group_members gm ON gm.group_id = pm.group_id WHERE pm.project_id IN (?)
-				) m GROUP BY m.project_id`, bun.In(part), bun.In(part)).Scan(ctx, &ms)
-			for _, m := range ms {
-				members[m.ProjectID] = m.N
-			}
+			counts, err := countMembers(ctx, db, part)
+			maps.Copy(members, counts)
 			return err
 		})
 		if err != nil {

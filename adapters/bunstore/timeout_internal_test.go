@@ -236,3 +236,94 @@ func TestPageStatementEndedByItsContext(t *testing.T) {
 		t.Errorf("got %v, want ErrUnavailable (the context's end)", err)
 	}
 }
+
+// TestPageReadsAfterConnectionsDropped checks what queryPage owes callers
+// when the server drops its connections (backends terminated, as on a
+// restart, or the network cut): each dropped connection fails at most one
+// page statement, with ErrUnavailable (a 503), and is then discarded, so
+// the reads after it succeed. queryPage tries a statement once, as
+// database/sql's QueryContext does with one sent on a dropped connection.
+func TestPageReadsAfterConnectionsDropped(t *testing.T) {
+	const app = "flagadmin-dropped-test"
+	for _, fault := range []struct {
+		name string
+		do   func(t *testing.T, proxy *faultproxy.Proxy)
+	}{
+		{"backends terminated", func(t *testing.T, _ *faultproxy.Proxy) {
+			killer, err := sql.Open("pgx", dbtest.Postgres(t))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer killer.Close()
+			var n int
+			err = killer.QueryRowContext(context.Background(), "SELECT COUNT(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE application_name = $1", app).Scan(&n)
+			if err != nil || n == 0 {
+				t.Fatalf("terminated %d backends: %v", n, err)
+			}
+			time.Sleep(50 * time.Millisecond) // the backends exit
+		}},
+		{"network cut", func(t *testing.T, proxy *faultproxy.Proxy) {
+			proxy.Set(faultproxy.Cut)
+			time.Sleep(50 * time.Millisecond)
+			proxy.Set(faultproxy.Pass)
+		}},
+	} {
+		t.Run(fault.name, func(t *testing.T) {
+			u, err := url.Parse(dbtest.Postgres(t))
+			if err != nil {
+				t.Fatal(err)
+			}
+			proxy, err := faultproxy.New(u.Host)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer proxy.Close()
+			u.Host = proxy.Addr()
+			params := u.Query()
+			params.Set("application_name", app)
+			u.RawQuery = params.Encode()
+			s, err := Open(context.Background(), u.String())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			const conns = 3
+			s.rdb.DB.SetMaxOpenConns(conns)
+			ctx := context.Background()
+			q := flagadmin.EventQuery{Limit: 10}
+			query, args, err := s.pageStatement(q, planTotal(q), &sqlArgs{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			// Fill the pool: conns statements at once.
+			errs := make(chan error, conns)
+			for range conns {
+				go func() { _, err := s.queryPage(ctx, query, args, 10); errs <- err }()
+			}
+			for range conns {
+				if err := <-errs; err != nil {
+					t.Fatalf("before the fault: %v", err)
+				}
+			}
+			fault.do(t, proxy)
+			failed := 0
+			for i := range 2 * conns {
+				_, err := s.queryPage(ctx, query, args, 10)
+				if err == nil {
+					continue
+				}
+				failed++
+				if kind, _ := classify(err); kind != flagadmin.ErrUnavailable {
+					t.Errorf("read %d: got %v (kind %v), want ErrUnavailable", i+1, err, kind)
+				}
+				if i >= conns {
+					t.Errorf("read %d failed (%v): more failures than dropped connections (%d)", i+1, err, conns)
+				}
+			}
+			if failed == 0 {
+				t.Errorf("no read failed: the fault was not felt")
+			}
+			t.Logf("%d of %d reads failed after the fault", failed, 2*conns)
+		})
+	}
+}

@@ -6,6 +6,7 @@ package memstore
 
 import (
 	"context"
+	"iter"
 	"maps"
 	"slices"
 	"sort"
@@ -211,6 +212,27 @@ func (w *world) rolesOf(p *project, userID int64) []flagadmin.ProjectRole {
 	return roles
 }
 
+// memberships returns p's role holders as the domain writes them.
+func (p *project) memberships() []flagadmin.ProjectMembership {
+	out := make([]flagadmin.ProjectMembership, 0, len(p.userRoles)+len(p.groupRoles))
+	for uid, r := range p.userRoles {
+		out = append(out, flagadmin.ProjectMembership{UserID: &uid, Role: r})
+	}
+	for gid, r := range p.groupRoles {
+		out = append(out, flagadmin.ProjectMembership{GroupID: &gid, Role: r})
+	}
+	return out
+}
+
+// groupUsers returns the users of group id (none for a missing group).
+func (w *world) groupUsers(id int64) iter.Seq[int64] {
+	g, ok := w.groups[id]
+	if !ok {
+		return func(func(int64) bool) {}
+	}
+	return maps.Keys(g.members)
+}
+
 // PrivateProjects implements flagadmin.Store.
 func (s *Store) PrivateProjects(ctx context.Context) ([]string, error) {
 	s.mu.RLock()
@@ -273,23 +295,17 @@ func (s *Store) ProjectStats(ctx context.Context, q flagadmin.ProjectStatsQuery)
 		if q.FavoritesOf != nil {
 			st.Favorite = p.favorites[*q.FavoritesOf]
 		}
-		members := map[int64]bool{}
 		for uid, r := range p.userRoles {
-			members[uid] = true
 			if r == flagadmin.ProjectRoleOwner {
 				st.Owners = append(st.Owners, flagadmin.UserOwner(s.w.users[uid]))
 			}
 		}
 		for gid, r := range p.groupRoles {
-			g := s.w.groups[gid]
-			for uid := range g.members {
-				members[uid] = true
-			}
 			if r == flagadmin.ProjectRoleOwner {
-				st.Owners = append(st.Owners, flagadmin.GroupOwner(g.Group))
+				st.Owners = append(st.Owners, flagadmin.GroupOwner(s.w.groups[gid].Group))
 			}
 		}
-		st.MemberCount = len(members)
+		st.MemberCount = len(flagadmin.CountedMembers(p.memberships(), s.w.groupUsers))
 		byProject[id] = st
 		out = append(out, st)
 	}

@@ -2,6 +2,10 @@ package storetest
 
 import (
 	"fmt"
+	"iter"
+	"maps"
+	"math/rand/v2"
+	"slices"
 	"testing"
 	"time"
 
@@ -168,6 +172,7 @@ func projectFigureCases() []testCase {
 			wantNoError(t, "DeleteUser Gus", err)
 			check("Gus deleted", 1, 0, 0)
 		}},
+		{"projects/memberCount is the domain's CountedMembers", memberCountIsCountedMembers},
 		{"projects/lastUpdatedAt counts events stored before the project", func(t *testing.T, w *world) {
 			w.load(accounts(),
 				namedEvent{"early", ev(flagadmin.EventFeatureUpdated, "system", nil, "2025-05-02T00:00:00.002Z", str("later"), nil, nil, "")},
@@ -246,5 +251,130 @@ func projectFigureCases() []testCase {
 			wantTime(t, "lastUpdatedAt after concurrent older events", project(t, list, "p").LastUpdatedAt, atp("2026-06-01T01:00:49.047Z"))
 			wantTime(t, "lastUpdatedAt after concurrent older events", project(t, list, "p").LastUpdatedAt, newest())
 		}},
+	}
+}
+
+// memberCountIsCountedMembers holds a store's MemberCount to the domain's
+// rule (flagadmin.CountedMembers) over a generated world of users, groups
+// and projects with overlapping memberships, after it is stored and after
+// each kind of change that moves the figure: users added to groups, roles
+// granted or changed, users deleted. A store that counts in its own terms
+// (bunstore's SQL) is checked against the one statement of the rule.
+func memberCountIsCountedMembers(t *testing.T, w *world) {
+	rng := rand.New(rand.NewPCG(11, 17))
+	seed := accounts()
+	var users []int64
+	for _, u := range seed.Users {
+		users = append(users, u.ID)
+	}
+	for id := int64(20); id < 40; id++ {
+		seed.Users = append(seed.Users, flagadmin.User{ID: id, Name: fmt.Sprintf("User %d", id), Email: fmt.Sprintf("u%d@example.com", id), RootRole: flagadmin.RoleViewer})
+		users = append(users, id)
+	}
+	// The model: each group's users, each project's role holders.
+	groups := map[int64][]int64{}
+	for _, g := range seed.Groups {
+		groups[g.ID] = slices.Clone(g.Users)
+	}
+	for id := int64(3); id <= 8; id++ {
+		var in []int64
+		for _, u := range users {
+			if rng.IntN(4) == 0 {
+				in = append(in, u)
+			}
+		}
+		if id == 8 {
+			in = []int64{}
+		}
+		groups[id] = in
+		seed.Groups = append(seed.Groups, flagadmin.Group{ID: id, Name: fmt.Sprintf("Group %d", id), Users: in})
+	}
+	groupIDs := slices.Sorted(maps.Keys(groups))
+	role := func() flagadmin.ProjectRole {
+		return []flagadmin.ProjectRole{flagadmin.ProjectRoleMember, flagadmin.ProjectRoleOwner}[rng.IntN(2)]
+	}
+	members := map[string][]flagadmin.ProjectMembership{}
+	// grant replaces an earlier role of the same user or group, as a store does.
+	grant := func(project string, m flagadmin.ProjectMembership) {
+		ms := slices.DeleteFunc(members[project], func(o flagadmin.ProjectMembership) bool {
+			return (m.UserID != nil && o.UserID != nil && *m.UserID == *o.UserID) || (m.GroupID != nil && o.GroupID != nil && *m.GroupID == *o.GroupID)
+		})
+		members[project] = append(ms, m)
+	}
+	var projects []string
+	for i := range 12 {
+		id := fmt.Sprintf("p%02d", i)
+		projects = append(projects, id)
+		for _, u := range users {
+			if rng.IntN(6) == 0 {
+				grant(id, userMember(u, role()))
+			}
+		}
+		for _, g := range groupIDs {
+			if rng.IntN(3) == 0 {
+				grant(id, groupMember(g, role()))
+			}
+		}
+		seed.Projects = append(seed.Projects, flagadmin.Project{ID: id, Members: slices.Clone(members[id])})
+	}
+	w.load(seed)
+	check := func(step string) {
+		t.Helper()
+		stats, err := w.store.ProjectStats(w.ctx, flagadmin.ProjectStatsQuery{})
+		wantNoError(t, step+": ProjectStats", err)
+		got := map[string]int{}
+		for _, st := range stats {
+			got[st.Project.ID] = st.MemberCount
+		}
+		nonzero := 0
+		for _, p := range projects {
+			want := len(flagadmin.CountedMembers(members[p], func(g int64) iter.Seq[int64] { return slices.Values(groups[g]) }))
+			wantEqual(t, step+": "+p+" memberCount", got[p], want)
+			if want > 0 {
+				nonzero++
+			}
+		}
+		if nonzero < len(projects)/2 {
+			t.Fatalf("%s: %d of %d projects have members: the world tests too little", step, nonzero, len(projects))
+		}
+	}
+	check("stored")
+
+	var add flagadmin.Batch
+	for range 10 {
+		g, u := groupIDs[rng.IntN(len(groupIDs))], users[rng.IntN(len(users))]
+		add.GroupMembers = append(add.GroupMembers, flagadmin.GroupMember{GroupID: g, UserID: u})
+		if !slices.Contains(groups[g], u) {
+			groups[g] = append(groups[g], u)
+		}
+	}
+	wantNoError(t, "add users to groups", w.store.Write(w.ctx, &add))
+	check("users added to groups")
+
+	var grants flagadmin.Batch
+	for range 10 {
+		p := projects[rng.IntN(len(projects))]
+		m := userMember(users[rng.IntN(len(users))], role())
+		if rng.IntN(2) == 0 {
+			m = groupMember(groupIDs[rng.IntN(len(groupIDs))], role())
+		}
+		grants.ProjectMembers = append(grants.ProjectMembers, flagadmin.ProjectMember{ProjectID: p, ProjectMembership: m})
+		grant(p, m)
+	}
+	wantNoError(t, "grant roles", w.store.Write(w.ctx, &grants))
+	check("roles granted")
+
+	for i, u := range []int64{users[rng.IntN(len(users))], 4 /* Gus, in Platform */} {
+		err := w.store.DeleteUser(w.ctx, u, func(flagadmin.User) (flagadmin.Event, error) {
+			return ev(flagadmin.EventUserDeleted, "system", nil, fmt.Sprintf("2026-05-0%dT00:00:00Z", i+1), nil, nil, nil, ""), nil
+		})
+		wantNoError(t, fmt.Sprintf("DeleteUser %d", u), err)
+		for g := range groups {
+			groups[g] = slices.DeleteFunc(groups[g], func(x int64) bool { return x == u })
+		}
+		for p := range members {
+			members[p] = slices.DeleteFunc(members[p], func(m flagadmin.ProjectMembership) bool { return m.UserID != nil && *m.UserID == u })
+		}
+		check(fmt.Sprintf("user %d deleted", u))
 	}
 }

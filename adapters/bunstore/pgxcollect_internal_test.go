@@ -1,0 +1,180 @@
+package bunstore
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/stdlib"
+
+	"github.com/flagadmin/flagadmin/flagadmin"
+	"github.com/flagadmin/flagadmin/internal/dbtest"
+	"github.com/flagadmin/flagadmin/internal/worldgen"
+)
+
+// pageRow is one row of a page statement for pgx.RowToStructByPos: the
+// total, then the columns of pageColumns; the event columns are null in the
+// row of an empty page.
+type pageRow struct {
+	Total           int64
+	ID              *int64
+	CreatedAt       *int64
+	Type            *string
+	CreatedBy       *string
+	CreatedByUserID *int64
+	Environment     *string
+	Project         *string
+	FeatureName     *string
+	Data            []byte
+	PreData         []byte
+	Tags            *string
+	GroupID         *int64
+}
+
+// queryPageCollect is queryPage with pgx's own row collection
+// (pgx.CollectRows, pgx.RowToStructByPos) and pgx's codecs for every
+// column, on the pgx connection under database/sql: the candidate that
+// BenchmarkPageDecode measures against the hand-written decoding.
+func (s *Store) queryPageCollect(ctx context.Context, query string, args []any, limit int) (flagadmin.EventPage, error) {
+	page := flagadmin.EventPage{Events: make([]flagadmin.Event, 0, min(max(limit, 0), pageCapacity))}
+	conn, err := s.rdb.DB.Conn(ctx)
+	if err != nil {
+		return page, err
+	}
+	defer conn.Close()
+	err = conn.Raw(func(dc any) error {
+		sc, ok := dc.(*stdlib.Conn)
+		if !ok {
+			return fmt.Errorf("postgres driver connection %T is not pgx's", dc)
+		}
+		rows, err := sc.Conn().Query(ctx, query, args...)
+		if err != nil {
+			return err
+		}
+		prs, err := pgx.CollectRows(rows, pgx.RowToStructByPos[pageRow])
+		if err != nil {
+			return err
+		}
+		for i, r := range prs {
+			if i == 0 {
+				page.Total = int(r.Total)
+			}
+			if r.ID == nil {
+				continue // the row of an empty page
+			}
+			tags, err := tagsOf(r.Tags)
+			if err != nil {
+				return err
+			}
+			page.Events = append(page.Events, flagadmin.Event{
+				ID: *r.ID, CreatedAt: timeOf(*r.CreatedAt), Type: *r.Type, CreatedBy: *r.CreatedBy,
+				CreatedByUserID: r.CreatedByUserID, Environment: r.Environment, Project: r.Project, FeatureName: r.FeatureName,
+				Data: json.RawMessage(r.Data), PreData: json.RawMessage(r.PreData), Tags: tags, GroupID: r.GroupID,
+			})
+		}
+		return nil
+	})
+	return page, err
+}
+
+// queryPageScan is queryPage with pgx.ForEachRow: each row scanned by
+// pgx's codecs into the same typed values, then made an event.
+func (s *Store) queryPageScan(ctx context.Context, query string, args []any, limit int) (flagadmin.EventPage, error) {
+	page := flagadmin.EventPage{Events: make([]flagadmin.Event, 0, min(max(limit, 0), pageCapacity))}
+	conn, err := s.rdb.DB.Conn(ctx)
+	if err != nil {
+		return page, err
+	}
+	defer conn.Close()
+	err = conn.Raw(func(dc any) error {
+		sc, ok := dc.(*stdlib.Conn)
+		if !ok {
+			return fmt.Errorf("postgres driver connection %T is not pgx's", dc)
+		}
+		rows, err := sc.Conn().Query(ctx, query, args...)
+		if err != nil {
+			return err
+		}
+		var r pageRow
+		_, err = pgx.ForEachRow(rows, []any{&r.Total, &r.ID, &r.CreatedAt, &r.Type, &r.CreatedBy, &r.CreatedByUserID,
+			&r.Environment, &r.Project, &r.FeatureName, &r.Data, &r.PreData, &r.Tags, &r.GroupID}, func() error {
+			page.Total = int(r.Total)
+			if r.ID == nil {
+				return nil // the row of an empty page
+			}
+			tags, err := tagsOf(r.Tags)
+			if err != nil {
+				return err
+			}
+			page.Events = append(page.Events, flagadmin.Event{
+				ID: *r.ID, CreatedAt: timeOf(*r.CreatedAt), Type: *r.Type, CreatedBy: *r.CreatedBy,
+				CreatedByUserID: r.CreatedByUserID, Environment: r.Environment, Project: r.Project, FeatureName: r.FeatureName,
+				Data: json.RawMessage(r.Data), PreData: json.RawMessage(r.PreData), Tags: tags, GroupID: r.GroupID,
+			})
+			return nil
+		})
+		return err
+	})
+	return page, err
+}
+
+// BenchmarkPageDecode reads pages of 100 and 1,000 events of a generated
+// world (worldgen's JSON payloads, 20,000 events) on PostgreSQL with each
+// reader: queryPage (the hand-written decoding of pgx's raw values),
+// queryPageCollect (pgx.CollectRows with RowToStructByPos) and
+// queryPageScan (pgx.ForEachRow into typed values), each with the prepared
+// statement (binary format) and the literal one (text format). cpu-ns/op
+// is this process's CPU time per page: the reader's work without the
+// database's. Compare with benchstat:
+//
+//	go test ./adapters/bunstore -run '^$' -bench BenchmarkPageDecode -count 5 | tee pages.txt
+//	go run golang.org/x/perf/cmd/benchstat@latest -col /reader pages.txt
+func BenchmarkPageDecode(b *testing.B) {
+	ctx := context.Background()
+	s, err := Open(ctx, dbtest.Postgres(b))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { s.Close() })
+	w := worldgen.MustNew(worldgen.Config{Events: 20000, Projects: 10, Features: 200, Users: 30, Groups: 4, Seed: 9})
+	if err := s.Write(ctx, w.Batch()); err != nil {
+		b.Fatal(err)
+	}
+	if err := s.InsertEvents(ctx, collect(w), 5000); err != nil {
+		b.Fatal(err)
+	}
+	if _, err := s.db.ExecContext(ctx, "ANALYZE"); err != nil {
+		b.Fatal(err)
+	}
+	for _, limit := range []int{100, 1000} {
+		q := flagadmin.EventQuery{Limit: limit, Offset: 500}
+		for _, mode := range []string{"prepared", "literal"} {
+			var a *sqlArgs
+			if mode == "prepared" {
+				a = &sqlArgs{}
+			}
+			query, args, err := s.pageStatement(q, planTotal(q), a)
+			if err != nil {
+				b.Fatal(err)
+			}
+			for _, reader := range []struct {
+				name string
+				read func(context.Context, string, []any, int) (flagadmin.EventPage, error)
+			}{{"hand", s.queryPage}, {"collect", s.queryPageCollect}, {"scan", s.queryPageScan}} {
+				b.Run(fmt.Sprintf("rows=%d/%s/reader=%s", limit, mode, reader.name), func(b *testing.B) {
+					b.ReportAllocs()
+					start := cpuTime(b)
+					for b.Loop() {
+						page, err := reader.read(ctx, query, args, q.Limit)
+						if err != nil || len(page.Events) != q.Limit {
+							b.Fatalf("got %d events, %v; want %d", len(page.Events), err, q.Limit)
+						}
+					}
+					b.ReportMetric(float64(cpuTime(b)-start)/float64(b.N), "cpu-ns/op")
+				})
+			}
+		}
+	}
+}
