@@ -24,10 +24,10 @@ import (
 // boundaries, landing exactly on a day's first event, past the end). Events
 // arrive through every write path (Write, and InsertEvents, COPY on
 // PostgreSQL), including events on both sides of midnight, before 1970 and
-// before 1000. It then checks that writers spread over the shards, and that
-// rebuilding the counts from the events (the migrations' backfill, computed
-// by the database) gives the same counts as the writes did, and the same
-// results.
+// before 1000. It then checks the month rows against the events, that
+// writers spread over the shards, and that rebuilding the counts from the
+// events (the migrations' backfill, computed by the database) gives the
+// same counts as the writes did, and the same results.
 func TestDayCounts(t *testing.T) {
 	forEachEngine(t, func(t *testing.T, url string) {
 		ctx := context.Background()
@@ -177,6 +177,28 @@ func TestDayCounts(t *testing.T) {
 		}
 		check("as written")
 		before := countRows(t, store)
+		// The month rows, which deep offsets skip by, against the events
+		// counted here.
+		months := map[string]int64{}
+		for _, e := range all.Events {
+			m := monthOfTime(e.CreatedAt)
+			months["month "+m]++
+			if e.Project == nil {
+				months["month-no-project "+m]++
+			}
+		}
+		for k, n := range before.summed {
+			if strings.HasPrefix(k, "month ") || strings.HasPrefix(k, "month-no-project ") {
+				if months[k] != n {
+					t.Errorf("%s: written %d, want %d", k, n, months[k])
+				}
+			}
+		}
+		for k, n := range months {
+			if _, ok := before.summed[k]; !ok {
+				t.Errorf("%s: not written, want %d", k, n)
+			}
+		}
 		if !strings.HasPrefix(url, "sqlite:") {
 			shards := 0
 			for k := range before.raw {
@@ -206,6 +228,18 @@ func TestDayCounts(t *testing.T) {
 		}
 		check("after recount")
 	})
+}
+
+// monthOfTime is the month value of the events created at t: YYYY-MM in
+// UTC, with one bucket for the years before 1000 and one after 9999.
+func monthOfTime(t time.Time) string {
+	switch y := t.UTC().Year(); {
+	case y < 1000:
+		return "0000-00"
+	case y > 9999:
+		return "9999-99"
+	}
+	return t.UTC().Format("2006-01")
 }
 
 // counts are the rows of event_counts: raw by "dim val", and summed over
