@@ -2,6 +2,7 @@ package bunstore
 
 import (
 	"context"
+	"fmt"
 	"maps"
 	"slices"
 	"strconv"
@@ -348,93 +349,164 @@ func (s *Store) takeHiddenDays(ctx context.Context, db bun.IDB, hidden []string,
 
 // monthSeek is daySeek without dates. The month rows (a few dozen per
 // year, less the months of events without a project for callers who see
-// only events with one) and, for hidden projects, their month counts
-// (monthInProject rows) skip whole months; then the day rows of the one
+// only events with one), less the hidden projects' events per month
+// (monthInProject rows), skip whole months; then the day rows of the one
 // month that holds the offset's event, less its hidden events per day
 // (from the events_project index), skip whole days. A month's row is the
 // sum of its days' (every write adds to both), so the two agree.
+//
+// The hidden projects' months are read only where the offset's month can
+// be: their project rows give the hidden events in all (hiddenAll), and
+// since no month hides more than that, the offset's event lies within
+// hiddenAll events of where it would be with nothing hidden. So either the
+// months from the newest to that bound, or from the oldest, whichever are
+// fewer, locate it; each hidden project's month is one index lookup per
+// shard, the dearest read of the page.
 func (s *Store) monthSeek(ctx context.Context, db bun.IDB, offset int, p totalPlan) (total int, before int64, hasBefore bool, rest int, err error) {
 	months, err := readCounted(ctx, db, countMonth, countMonthNoProject, p.noProject, "", nil)
 	if err != nil {
 		return 0, 0, false, 0, err
 	}
-	if len(p.hidden) > 0 && len(months) > 0 {
-		vals := make([]string, 0, len(months)*len(p.hidden))
-		month := make(map[string]int, cap(vals)) // val → index in months
-		for i, m := range months {
-			for _, h := range p.hidden {
-				v := inProjectVal(h, m.Val)
-				vals = append(vals, v)
-				month[v] = i
-			}
-		}
-		var rows []dayCount
-		err = db.NewRaw("SELECT val, SUM(n) AS n FROM event_counts WHERE dim IN (?) AND val IN (?) GROUP BY val",
-			bun.In(shardDims(countMonthInProject)), bun.In(vals)).Scan(ctx, &rows)
-		if err != nil {
-			return 0, 0, false, 0, err
-		}
-		for _, r := range rows {
-			months[month[r.Val]].N -= r.N
-		}
-	}
-	var sum int64
+	var sum, hiddenAll int64
 	for _, m := range months {
 		sum += m.N
 	}
-	total = int(sum)
+	if len(p.hidden) > 0 {
+		keys := make([]countKey, len(p.hidden))
+		for i, h := range p.hidden {
+			keys[i] = countKey{countProject, h}
+		}
+		if err := db.NewSelect().ColumnExpr("?", countSum(keys, nil)).Scan(ctx, &hiddenAll); err != nil {
+			return 0, 0, false, 0, err
+		}
+	}
+	total = int(sum - hiddenAll)
 	if offset >= total {
 		return total, 0, false, 0, nil
 	}
-	// Skip the newest months while they hold no more than the offset.
-	var newer int64
-	for _, m := range months {
-		if newer+m.N <= int64(offset) {
-			newer += m.N
-			if before, err = monthStartMs(m.Val); err != nil {
-				return 0, 0, false, 0, err
+	// The months to read hidden counts of: months[from:to]. Newest first
+	// up to the first month by whose end more than offset+hiddenAll
+	// events lie, or oldest first likewise for the events after the
+	// offset's (at least the number below lie at or before it, oldest
+	// first).
+	from, to, fromOldest := 0, len(months), false
+	if len(p.hidden) > 0 {
+		atOrOlder := int64(total - offset) // the offset's event and the older ones
+		newest, oldest := len(months), 0
+		var cum int64
+		for i, m := range months {
+			if cum += m.N; cum-hiddenAll > int64(offset) {
+				newest = i + 1
+				break
 			}
-			hasBefore = true
-			continue
 		}
-		// The offset's event is in this month: its days, less their
-		// hidden events.
-		days, err := readCounted(ctx, db, countDay, countDayNoProject, p.noProject, " AND val >= ? AND val <= ?",
-			[]any{m.Val + "-00", m.Val + "-99"})
-		if err != nil {
+		cum = 0
+		for i := len(months) - 1; i >= 0; i-- {
+			if cum += months[i].N; cum-hiddenAll >= atOrOlder {
+				oldest = i
+				break
+			}
+		}
+		if len(months)-oldest < newest {
+			from, fromOldest = oldest, true
+		} else {
+			to = newest
+		}
+		if err := s.takeHiddenMonths(ctx, db, p.hidden, months[from:to]); err != nil {
 			return 0, 0, false, 0, err
 		}
-		if len(p.hidden) > 0 && len(days) > 0 {
-			var from, until *int64
-			if oldest := days[len(days)-1].Val; oldest != dayBefore1000 {
-				ms, err := dayStartMs(oldest)
-				if err != nil {
-					return 0, 0, false, 0, err
-				}
-				from = &ms
-			}
-			if newest := days[0].Val; newest != dayAfter9999 {
-				ms, err := dayStartMs(newest)
-				if err != nil {
-					return 0, 0, false, 0, err
-				}
-				ms += msPerDay
-				until = &ms
-			}
-			if err := s.takeHiddenDays(ctx, db, p.hidden, from, until, days); err != nil {
-				return 0, 0, false, 0, err
-			}
-		}
-		b, has, r, err := seekDays(days, offset-int(newer))
-		if err != nil {
-			return 0, 0, false, 0, err
-		}
-		if has {
-			before, hasBefore = b, true
-		}
-		return total, before, hasBefore, r, nil
 	}
-	return total, before, hasBefore, offset - int(newer), nil
+	// The offset's month, and the matches in the months newer than it.
+	target, newer := -1, int64(0)
+	if fromOldest {
+		var older int64 // in the months from the oldest to i
+		for i := len(months) - 1; i >= from; i-- {
+			if older += months[i].N; int64(total)-older <= int64(offset) {
+				target, newer = i, int64(total)-older
+				break
+			}
+		}
+	} else {
+		for i := from; i < to; i++ {
+			if newer+months[i].N > int64(offset) {
+				target = i
+				break
+			}
+			newer += months[i].N
+		}
+	}
+	if target < 0 {
+		return 0, 0, false, 0, fmt.Errorf("event_counts: offset %d not found in the months of %d matches", offset, total)
+	}
+	if target > 0 {
+		if before, err = monthStartMs(months[target-1].Val); err != nil {
+			return 0, 0, false, 0, err
+		}
+		hasBefore = true
+	}
+	// Its days, less their hidden events.
+	m := months[target].Val
+	days, err := readCounted(ctx, db, countDay, countDayNoProject, p.noProject, " AND val >= ? AND val <= ?",
+		[]any{m + "-00", m + "-99"})
+	if err != nil {
+		return 0, 0, false, 0, err
+	}
+	if len(p.hidden) > 0 && len(days) > 0 {
+		var from, until *int64
+		if oldest := days[len(days)-1].Val; oldest != dayBefore1000 {
+			ms, err := dayStartMs(oldest)
+			if err != nil {
+				return 0, 0, false, 0, err
+			}
+			from = &ms
+		}
+		if newest := days[0].Val; newest != dayAfter9999 {
+			ms, err := dayStartMs(newest)
+			if err != nil {
+				return 0, 0, false, 0, err
+			}
+			ms += msPerDay
+			until = &ms
+		}
+		if err := s.takeHiddenDays(ctx, db, p.hidden, from, until, days); err != nil {
+			return 0, 0, false, 0, err
+		}
+	}
+	b, has, r, err := seekDays(days, offset-int(newer))
+	if err != nil {
+		return 0, 0, false, 0, err
+	}
+	if has {
+		before, hasBefore = b, true
+	}
+	return total, before, hasBefore, r, nil
+}
+
+// takeHiddenMonths takes the events of the hidden projects off months, by
+// their monthInProject rows.
+func (s *Store) takeHiddenMonths(ctx context.Context, db bun.IDB, hidden []string, months []dayCount) error {
+	if len(months) == 0 {
+		return nil
+	}
+	vals := make([]string, 0, len(months)*len(hidden))
+	month := make(map[string]int, cap(vals)) // val → index in months
+	for i, m := range months {
+		for _, h := range hidden {
+			v := inProjectVal(h, m.Val)
+			vals = append(vals, v)
+			month[v] = i
+		}
+	}
+	var rows []dayCount
+	err := db.NewRaw("SELECT val, SUM(n) AS n FROM event_counts WHERE dim IN (?) AND val IN (?) GROUP BY val",
+		bun.In(shardDims(countMonthInProject)), bun.In(vals)).Scan(ctx, &rows)
+	if err != nil {
+		return err
+	}
+	for _, r := range rows {
+		months[month[r.Val]].N -= r.N
+	}
+	return nil
 }
 
 // monthStartMs returns the first stored time of the month of value val
