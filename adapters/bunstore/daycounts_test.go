@@ -20,8 +20,9 @@ import (
 // against memstore, page and total: date ranges of whole UTC days (at day
 // boundaries, open on either side, at the ends of the years that have days
 // of their own), with every visibility, next to ranges that are not whole
-// days; and offsets that skip whole days (large offsets, crossing day
-// boundaries, landing exactly on a day's first event, past the end). Events
+// days; and offsets that skip whole months and days (large offsets,
+// crossing day and month boundaries, landing exactly on a day's or a
+// month's first event, past the end). Events
 // arrive through every write path (Write, and InsertEvents, COPY on
 // PostgreSQL), including events on both sides of midnight, before 1970 and
 // before 1000. It then checks the month rows against the events, that
@@ -127,6 +128,41 @@ func TestDayCounts(t *testing.T) {
 		for i := 1; i < len(all.Events); i++ {
 			if i >= 1000 && all.Events[i].CreatedAt.Truncate(24*time.Hour) != all.Events[i-1].CreatedAt.Truncate(24*time.Hour) && i%7 == 0 {
 				queries = append(queries, flagadmin.EventQuery{Limit: 3, Offset: i}, flagadmin.EventQuery{Limit: 3, Offset: i - 1})
+			}
+		}
+		// Pages that start at each month's first event, and one event to
+		// either side, with each visibility, and hiding the project with
+		// the fewest events (whose few hidden events bound the months
+		// read closely: see monthSeek).
+		perProject := map[string]int{}
+		for _, e := range all.Events {
+			if e.Project != nil {
+				perProject[*e.Project]++
+			}
+		}
+		rare := p0
+		for p, n := range perProject {
+			if n < perProject[rare] || (n == perProject[rare] && p < rare) {
+				rare = p
+			}
+		}
+		for _, v := range append(visibilities, visibility{hidden: []string{rare}}, visibility{require: true, hidden: []string{rare}}) {
+			q := flagadmin.EventQuery{RequireProject: v.require, HiddenProjects: v.hidden}
+			q.Limit = 1_000_000
+			seen, err := mem.SearchEvents(ctx, q)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i := 1; i < len(seen.Events); i++ {
+				if monthOfTime(seen.Events[i].CreatedAt) == monthOfTime(seen.Events[i-1].CreatedAt) {
+					continue
+				}
+				for _, offset := range []int{i - 1, i, i + 1} {
+					if offset >= 1000 {
+						q.Limit, q.Offset = 2, offset
+						queries = append(queries, q)
+					}
+				}
 			}
 		}
 		// One column filter (IS and IS_ANY_OF) with each visibility: the

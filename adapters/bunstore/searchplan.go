@@ -460,7 +460,12 @@ func (s *Store) monthSeek(ctx context.Context, db bun.IDB, offset int, p totalPl
 			}
 			from = &ms
 		}
-		if newest := days[0].Val; newest != dayAfter9999 {
+		switch newest := days[0].Val; newest {
+		case dayAfter9999:
+		case dayBefore1000: // the month of the days before 1000, its only day
+			ms := dayMinMs
+			until = &ms
+		default:
 			ms, err := dayStartMs(newest)
 			if err != nil {
 				return 0, 0, false, 0, err
