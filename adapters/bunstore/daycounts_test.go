@@ -132,8 +132,8 @@ func TestDayCounts(t *testing.T) {
 		}
 		// Pages that start at each month's first event, and one event to
 		// either side, with each visibility, and hiding the project with
-		// the fewest events (whose few hidden events bound the months
-		// read closely: see monthSeek).
+		// the fewest events or one with none (whose few hidden events
+		// bound the months read closely: see monthSeek).
 		perProject := map[string]int{}
 		for _, e := range all.Events {
 			if e.Project != nil {
@@ -146,7 +146,8 @@ func TestDayCounts(t *testing.T) {
 				rare = p
 			}
 		}
-		for _, v := range append(visibilities, visibility{hidden: []string{rare}}, visibility{require: true, hidden: []string{rare}}) {
+		for _, v := range append(visibilities, visibility{hidden: []string{rare}}, visibility{require: true, hidden: []string{rare}},
+			visibility{hidden: []string{"no-events"}}) {
 			q := flagadmin.EventQuery{RequireProject: v.require, HiddenProjects: v.hidden}
 			q.Limit = 1_000_000
 			seen, err := mem.SearchEvents(ctx, q)
