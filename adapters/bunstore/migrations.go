@@ -69,7 +69,7 @@ func newMigrations() *migrate.Migrations {
 	addMigration(ms, "20250601000011", "webhook_sinks", migrateWebhookSinks, unmigrateWebhookSinks)
 	addMigration(ms, "20250601000013", "event_counts_by_project", migrateCountsByProject, unmigrateCountsByProject)
 	addMigration(ms, "20250601000014", "events_created_project", migrateEventsCreated, unmigrateEventsCreated)
-	addMigration(ms, "20250601000015", "event_counts_months", migrateCountMonths, unmigrateCountMonths)
+	addMigration(ms, "20250601000017", "event_counts_months", migrateCountMonths, unmigrateCountMonths)
 	return ms
 }
 
