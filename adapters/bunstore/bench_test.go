@@ -99,6 +99,62 @@ func checkPage(b *testing.B, p worldgen.Probe, page flagadmin.EventPage, err err
 	}
 }
 
+// deepPages is how many offsets, spread evenly over the history,
+// BenchmarkDeepPage visits in turn.
+const deepPages = 97
+
+// BenchmarkDeepPage times a page of 50 with its exact total at offsets
+// spread over the whole history (issue 11's varied/offset: the page skips
+// whole months, then days, by their counts), through Store.SearchEvents,
+// for each visibility: all events (an admin), only events with a project,
+// and all but the world's private projects (a viewer). Every page is
+// checked for 50 events and a total that does not change.
+func BenchmarkDeepPage(b *testing.B) {
+	ctx := context.Background()
+	for _, target := range benchTargets {
+		b.Run(target.name, func(b *testing.B) {
+			bw := loadedWorld(b, target)
+			var private []string
+			for _, p := range bw.world.Projects() {
+				if p.Mode == flagadmin.ModePrivate {
+					private = append(private, p.ID)
+				}
+			}
+			for _, v := range []struct {
+				name string
+				q    flagadmin.EventQuery
+			}{
+				{"all", flagadmin.EventQuery{}},
+				{"with-project", flagadmin.EventQuery{RequireProject: true}},
+				{"hidden-private", flagadmin.EventQuery{RequireProject: true, HiddenProjects: private}},
+			} {
+				b.Run(v.name, func(b *testing.B) {
+					q := v.q
+					q.Limit = 50
+					first, err := bw.store.SearchEvents(ctx, q)
+					if err != nil {
+						b.Fatal(err)
+					}
+					total := first.Total
+					var lat latencies
+					i := 0
+					for b.Loop() {
+						q.Offset = 1000 + i%deepPages*(total-1050)/(deepPages-1)
+						i++
+						start := time.Now()
+						page, err := bw.store.SearchEvents(ctx, q)
+						lat.time(start)
+						if err != nil || page.Total != total || len(page.Events) != 50 {
+							b.Fatalf("offset %d: got total %d and %d events, want %d and 50 (%v)", q.Offset, page.Total, len(page.Events), total, err)
+						}
+					}
+					lat.report(b)
+				})
+			}
+		})
+	}
+}
+
 // BenchmarkProjectStats times the figures of the project list (200
 // projects, 20,000 features, the whole event history), from the Store and
 // as the Service's ListProjects for a root admin.

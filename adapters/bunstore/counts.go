@@ -25,7 +25,8 @@ import (
 // them to event_counts in the same transaction: one row for all events, one
 // for the events without a project, one per value of each filtered column
 // (project, feature, type, creator, environment), and one per UTC day for
-// all events and for those without a project (dayVal). Events are never
+// all events and for those without a project (dayVal), and likewise one per
+// month (monthOf the day value). Events are never
 // deleted, so the counts only grow. A search whose total is the count of
 // "all events", of "events with one of these values in one column" or of
 // "events of these whole days" (the common pages: no filter, one IS /
@@ -54,6 +55,11 @@ const (
 	countEnvironment  = "environment"
 	countDay          = "day"            // val: dayVal of created_at
 	countDayNoProject = "day-no-project" // likewise, events without a project
+	// The days summed by month (val: monthOf the day value), for all
+	// events and for those without a project: a deep offset skips whole
+	// months by them, then whole days of one month (daySeek).
+	countMonth          = "month"
+	countMonthNoProject = "month-no-project"
 )
 
 // The column dims counted again per project (val: inProjectVal) and for
@@ -292,13 +298,16 @@ func countDeltas(events []flagadmin.Event, shard int) []countDelta {
 	}
 	for _, e := range events {
 		day := dayVal(millis(e.CreatedAt))
+		month := monthOf(day)
 		m[countKey{countDay, day}]++
+		m[countKey{countMonth, month}]++
 		if e.Project != nil {
-			m[countKey{countMonthInProject, inProjectVal(*e.Project, monthOf(day))}]++
+			m[countKey{countMonthInProject, inProjectVal(*e.Project, month)}]++
 		}
 		if e.Project == nil {
 			m[countKey{countNoProject, ""}]++
 			m[countKey{countDayNoProject, day}]++
+			m[countKey{countMonthNoProject, month}]++
 		}
 		add(countProject, e.Project)
 		var creator *string
@@ -484,4 +493,62 @@ func byProjectDims() []string {
 		dims = append(dims, shardDims(d.noProject)...)
 	}
 	return dims
+}
+
+// monthDims are the dims of the month rows and of the day rows they sum.
+var monthDims = [...]struct{ month, day string }{{countMonth, countDay}, {countMonthNoProject, countDayNoProject}}
+
+// backfillMonths recomputes the month rows of event_counts (every shard)
+// into shard 0, from the day rows: each month's row is the sum of its
+// days' (monthOf, as writes compute it), which is what daySeek relies on.
+// Reading the days (a few thousand rows) rather than the events keeps the
+// migration short however long the history.
+func backfillMonths(ctx context.Context, db bun.IDB) error {
+	name := db.Dialect().Name()
+	var dims []string
+	for _, d := range monthDims {
+		dims = append(dims, shardDims(d.month)...)
+	}
+	if _, err := db.NewRaw("DELETE FROM event_counts WHERE dim IN (?)", bun.In(dims)).Exec(ctx); err != nil {
+		return err
+	}
+	var rows [][3]any
+	for _, d := range monthDims {
+		var days []dayCount
+		err := db.NewRaw("SELECT val, SUM(n) AS n FROM event_counts WHERE dim IN (?) GROUP BY val", bun.In(shardDims(d.day))).
+			Scan(ctx, &days)
+		if err != nil {
+			return err
+		}
+		months := map[string]int64{}
+		for _, day := range days {
+			months[monthOf(day.Val)] += day.N
+		}
+		for _, m := range slices.Sorted(maps.Keys(months)) {
+			rows = append(rows, [3]any{d.month, m, months[m]})
+		}
+	}
+	return countsUpsert.write(ctx, name, false, rows, func(ctx context.Context, query string, args ...any) error {
+		_, err := db.ExecContext(ctx, query, args...)
+		return err
+	})
+}
+
+// migrateCountMonths is the Up of migration event_counts_months, in one
+// transaction (the SQLite migration's own, on SQLite).
+func migrateCountMonths(ctx context.Context, db *bun.DB) error {
+	if db.Dialect().Name() == dialect.SQLite {
+		return backfillMonths(ctx, db)
+	}
+	return db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error { return backfillMonths(ctx, tx) })
+}
+
+// unmigrateCountMonths is its Down: the month rows removed.
+func unmigrateCountMonths(ctx context.Context, db *bun.DB) error {
+	var dims []string
+	for _, d := range monthDims {
+		dims = append(dims, shardDims(d.month)...)
+	}
+	_, err := db.NewRaw("DELETE FROM event_counts WHERE dim IN (?)", bun.In(dims)).Exec(ctx)
+	return err
 }

@@ -20,14 +20,15 @@ import (
 // against memstore, page and total: date ranges of whole UTC days (at day
 // boundaries, open on either side, at the ends of the years that have days
 // of their own), with every visibility, next to ranges that are not whole
-// days; and offsets that skip whole days (large offsets, crossing day
-// boundaries, landing exactly on a day's first event, past the end). Events
+// days; and offsets that skip whole months and days (large offsets,
+// crossing day and month boundaries, landing exactly on a day's or a
+// month's first event, past the end). Events
 // arrive through every write path (Write, and InsertEvents, COPY on
 // PostgreSQL), including events on both sides of midnight, before 1970 and
-// before 1000. It then checks that writers spread over the shards, and that
-// rebuilding the counts from the events (the migrations' backfill, computed
-// by the database) gives the same counts as the writes did, and the same
-// results.
+// before 1000. It then checks the month rows against the events, that
+// writers spread over the shards, and that rebuilding the counts from the
+// events (the migrations' backfill, computed by the database) gives the
+// same counts as the writes did, and the same results.
 func TestDayCounts(t *testing.T) {
 	forEachEngine(t, func(t *testing.T, url string) {
 		ctx := context.Background()
@@ -129,6 +130,42 @@ func TestDayCounts(t *testing.T) {
 				queries = append(queries, flagadmin.EventQuery{Limit: 3, Offset: i}, flagadmin.EventQuery{Limit: 3, Offset: i - 1})
 			}
 		}
+		// Pages that start at each month's first event, and one event to
+		// either side, with each visibility, and hiding the project with
+		// the fewest events or one with none (whose few hidden events
+		// bound the months read closely: see monthSeek).
+		perProject := map[string]int{}
+		for _, e := range all.Events {
+			if e.Project != nil {
+				perProject[*e.Project]++
+			}
+		}
+		rare := p0
+		for p, n := range perProject {
+			if n < perProject[rare] || (n == perProject[rare] && p < rare) {
+				rare = p
+			}
+		}
+		for _, v := range append(visibilities, visibility{hidden: []string{rare}}, visibility{require: true, hidden: []string{rare}},
+			visibility{hidden: []string{"no-events"}}) {
+			q := flagadmin.EventQuery{RequireProject: v.require, HiddenProjects: v.hidden}
+			q.Limit = 1_000_000
+			seen, err := mem.SearchEvents(ctx, q)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i := 1; i < len(seen.Events); i++ {
+				if monthOfTime(seen.Events[i].CreatedAt) == monthOfTime(seen.Events[i-1].CreatedAt) {
+					continue
+				}
+				for _, offset := range []int{i - 1, i, i + 1} {
+					if offset >= 1000 {
+						q.Limit, q.Offset = 2, offset
+						queries = append(queries, q)
+					}
+				}
+			}
+		}
 		// One column filter (IS and IS_ANY_OF) with each visibility: the
 		// totals then take off the values' counts in hidden projects and
 		// without a project.
@@ -177,6 +214,28 @@ func TestDayCounts(t *testing.T) {
 		}
 		check("as written")
 		before := countRows(t, store)
+		// The month rows, which deep offsets skip by, against the events
+		// counted here.
+		months := map[string]int64{}
+		for _, e := range all.Events {
+			m := monthOfTime(e.CreatedAt)
+			months["month "+m]++
+			if e.Project == nil {
+				months["month-no-project "+m]++
+			}
+		}
+		for k, n := range before.summed {
+			if strings.HasPrefix(k, "month ") || strings.HasPrefix(k, "month-no-project ") {
+				if months[k] != n {
+					t.Errorf("%s: written %d, want %d", k, n, months[k])
+				}
+			}
+		}
+		for k, n := range months {
+			if _, ok := before.summed[k]; !ok {
+				t.Errorf("%s: not written, want %d", k, n)
+			}
+		}
 		if !strings.HasPrefix(url, "sqlite:") {
 			shards := 0
 			for k := range before.raw {
@@ -206,6 +265,18 @@ func TestDayCounts(t *testing.T) {
 		}
 		check("after recount")
 	})
+}
+
+// monthOfTime is the month value of the events created at t: YYYY-MM in
+// UTC, with one bucket for the years before 1000 and one after 9999.
+func monthOfTime(t time.Time) string {
+	switch y := t.UTC().Year(); {
+	case y < 1000:
+		return "0000-00"
+	case y > 9999:
+		return "9999-99"
+	}
+	return t.UTC().Format("2006-01")
 }
 
 // counts are the rows of event_counts: raw by "dim val", and summed over

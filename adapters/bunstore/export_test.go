@@ -45,7 +45,10 @@ func Recount(s *Store) error {
 	if err := execAll(context.Background(), s.db, append(backfillCounts(s.dialect), backfillDays(s.dialect)...)); err != nil {
 		return err
 	}
-	return backfillCountsByProject(context.Background(), s.db)
+	if err := backfillCountsByProject(context.Background(), s.db); err != nil {
+		return err
+	}
+	return backfillMonths(context.Background(), s.db)
 }
 
 // IDsMigration is the name of migration generated_ids.

@@ -70,6 +70,7 @@ func newMigrations() *migrate.Migrations {
 	addMigration(ms, "20250601000013", "event_counts_by_project", migrateCountsByProject, unmigrateCountsByProject)
 	addMigration(ms, "20250601000014", "events_created_project", migrateEventsCreated, unmigrateEventsCreated)
 	addMigration(ms, "20250601000016", "event_order_trigger", migrateEventOrderTrigger, unmigrateEventOrderTrigger)
+	addMigration(ms, "20250601000017", "event_counts_months", migrateCountMonths, unmigrateCountMonths)
 	return ms
 }
 

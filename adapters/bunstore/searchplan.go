@@ -2,6 +2,7 @@ package bunstore
 
 import (
 	"context"
+	"fmt"
 	"maps"
 	"slices"
 	"strconv"
@@ -230,40 +231,24 @@ type dayCount struct {
 	N   int64  `bun:"n"`
 }
 
-// daySeek reads the day rows of plan p (a seekable totalDays plan) and
+// daySeek reads the counted rows of plan p (a seekable totalDays plan) and
 // returns q's total and where the page at q.Offset starts: before is the
 // exclusive upper bound of created_at (none when hasBefore is false) of the
 // newest day that holds the offset's event, and offset the number of
 // matches to skip from there, fewer than that day's.
 //
-// The events of hidden projects are taken off their days. Without dates,
-// whole months are skipped first by the hidden projects' month counts (a
-// few rows per project), and only the month that holds the offset's event
-// has its hidden events counted per day from the events_project index; with
-// dates, the range's hidden events are counted per day that way.
+// Without dates, whole months are skipped first by their month rows
+// (monthSeek). With dates, the range's day rows are read, and the events
+// of hidden projects in the range are counted per day from the
+// events_project index and taken off their days.
 func (s *Store) daySeek(ctx context.Context, db bun.IDB, q flagadmin.EventQuery, p totalPlan) (total int, before int64, hasBefore bool, offset int, err error) {
-	cond, rangeArgs := p.dayRange(nil)
-	sign := "n"
-	args := []any{}
-	dims := shardDims(countDay)
-	if p.noProject {
-		sign = "CASE WHEN dim IN (?) THEN -n ELSE n END"
-		args = append(args, bun.In(shardDims(countDayNoProject)))
-		dims = append(dims, shardDims(countDayNoProject)...)
+	if q.From == nil && q.Before == nil {
+		return s.monthSeek(ctx, db, q.Offset, p)
 	}
-	args = append(args, bun.In(dims))
-	args = append(args, rangeArgs...)
-	var days []dayCount
-	err = db.NewRaw("SELECT val, SUM("+sign+") AS n FROM event_counts WHERE dim IN (?)"+cond+" GROUP BY val", args...).
-		Scan(ctx, &days)
+	cond, rangeArgs := p.dayRange(nil)
+	days, err := readCounted(ctx, db, countDay, countDayNoProject, p.noProject, cond, rangeArgs)
 	if err != nil {
 		return 0, 0, false, 0, err
-	}
-	// Newest first. Sorted here: day values are ASCII, whose byte order
-	// is theirs, while the database would sort by its collation, slowly.
-	slices.SortFunc(days, func(a, b dayCount) int { return strings.Compare(b.Val, a.Val) })
-	if len(p.hidden) > 0 && q.From == nil && q.Before == nil {
-		return s.monthSeek(ctx, db, q.Offset, p.hidden, days)
 	}
 	if len(p.hidden) > 0 {
 		var from, until *int64
@@ -289,6 +274,32 @@ func (s *Store) daySeek(ctx context.Context, db bun.IDB, q flagadmin.EventQuery,
 	}
 	before, hasBefore, offset, err = seekDays(days, q.Offset)
 	return total, before, hasBefore, offset, err
+}
+
+// readCounted returns the rows of dim (every shard) whose val meets cond
+// (" AND ..." with args, or ""), summed per val, less those of noDim when
+// less is set, newest first. Sorted here: day and month values are ASCII,
+// whose byte order is theirs, while the database would sort by its
+// collation, slowly.
+func readCounted(ctx context.Context, db bun.IDB, dim, noDim string, less bool, cond string, args []any) ([]dayCount, error) {
+	sign := "n"
+	dims := shardDims(dim)
+	var all []any
+	if less {
+		sign = "CASE WHEN dim IN (?) THEN -n ELSE n END"
+		all = append(all, bun.In(shardDims(noDim)))
+		dims = append(dims, shardDims(noDim)...)
+	}
+	all = append(all, bun.In(dims))
+	all = append(all, args...)
+	var rows []dayCount
+	err := db.NewRaw("SELECT val, SUM("+sign+") AS n FROM event_counts WHERE dim IN (?)"+cond+" GROUP BY val", all...).
+		Scan(ctx, &rows)
+	if err != nil {
+		return nil, err
+	}
+	slices.SortFunc(rows, func(a, b dayCount) int { return strings.Compare(b.Val, a.Val) })
+	return rows, nil
 }
 
 // seekDays skips the newest of days (newest first) while they hold no more
@@ -336,91 +347,179 @@ func (s *Store) takeHiddenDays(ctx context.Context, db bun.IDB, hidden []string,
 	return nil
 }
 
-// monthSeek is daySeek with hidden projects and no dates: days (all of
-// them, newest first) less the hidden projects' events, whose counts per
-// month (monthInProject rows) skip whole months.
-func (s *Store) monthSeek(ctx context.Context, db bun.IDB, offset int, hidden []string, days []dayCount) (total int, before int64, hasBefore bool, rest int, err error) {
-	var vals []string
-	month := map[string]string{} // val → month
-	for i, d := range days {
-		if m := monthOf(d.Val); i == 0 || m != monthOf(days[i-1].Val) {
-			for _, h := range hidden {
-				v := inProjectVal(h, m)
-				vals = append(vals, v)
-				month[v] = m
-			}
-		}
+// monthSeek is daySeek without dates. The month rows (a few dozen per
+// year, less the months of events without a project for callers who see
+// only events with one), less the hidden projects' events per month
+// (monthInProject rows), skip whole months; then the day rows of the one
+// month that holds the offset's event, less its hidden events per day
+// (from the events_project index), skip whole days. A month's row is the
+// sum of its days' (every write adds to both), so the two agree.
+//
+// The hidden projects' months are read only where the offset's month can
+// be: their project rows give the hidden events in all (hiddenAll), and
+// since no month hides more than that, the offset's event lies within
+// hiddenAll events of where it would be with nothing hidden. So either the
+// months from the newest to that bound, or from the oldest, whichever are
+// fewer, locate it; each hidden project's month is one index lookup per
+// shard, the dearest read of the page.
+func (s *Store) monthSeek(ctx context.Context, db bun.IDB, offset int, p totalPlan) (total int, before int64, hasBefore bool, rest int, err error) {
+	months, err := readCounted(ctx, db, countMonth, countMonthNoProject, p.noProject, "", nil)
+	if err != nil {
+		return 0, 0, false, 0, err
 	}
-	hiddenIn := map[string]int64{}
-	if len(vals) > 0 {
-		var rows []dayCount
-		err = db.NewRaw("SELECT val, SUM(n) AS n FROM event_counts WHERE dim IN (?) AND val IN (?) GROUP BY val",
-			bun.In(shardDims(countMonthInProject)), bun.In(vals)).Scan(ctx, &rows)
-		if err != nil {
+	var sum, hiddenAll int64
+	for _, m := range months {
+		sum += m.N
+	}
+	if len(p.hidden) > 0 {
+		keys := make([]countKey, len(p.hidden))
+		for i, h := range p.hidden {
+			keys[i] = countKey{countProject, h}
+		}
+		if err := db.NewSelect().ColumnExpr("?", countSum(keys, nil)).Scan(ctx, &hiddenAll); err != nil {
 			return 0, 0, false, 0, err
 		}
-		for _, r := range rows {
-			hiddenIn[month[r.Val]] += r.N
-		}
 	}
-	var sum int64
-	for _, d := range days {
-		sum += d.N
-	}
-	for _, n := range hiddenIn {
-		sum -= n
-	}
-	total = int(sum)
+	total = int(sum - hiddenAll)
 	if offset >= total {
 		return total, 0, false, 0, nil
 	}
-	// Skip the newest months while they hold no more than the offset.
-	var newer int64
-	i := 0
-	for i < len(days) {
-		m, j, n := monthOf(days[i].Val), i, int64(0)
-		for ; j < len(days) && monthOf(days[j].Val) == m; j++ {
-			n += days[j].N
+	// The months to read hidden counts of: months[from:to]. Newest first
+	// up to the first month by whose end more than offset+hiddenAll
+	// events lie, or oldest first likewise for the events after the
+	// offset's (at least the number below lie at or before it, oldest
+	// first).
+	from, to, fromOldest := 0, len(months), false
+	if len(p.hidden) > 0 {
+		atOrOlder := int64(total - offset) // the offset's event and the older ones
+		newest, oldest := len(months), 0
+		var cum int64
+		for i, m := range months {
+			if cum += m.N; cum-hiddenAll > int64(offset) {
+				newest = i + 1
+				break
+			}
 		}
-		n -= hiddenIn[m]
-		if newer+n > int64(offset) {
-			// The offset's event is in this month: its days, less their
-			// hidden events.
-			in := slices.Clone(days[i:j])
-			var from, until *int64
-			if oldest := in[len(in)-1].Val; oldest != dayBefore1000 {
-				ms, err := dayStartMs(oldest)
-				if err != nil {
-					return 0, 0, false, 0, err
-				}
-				from = &ms
+		cum = 0
+		for i := len(months) - 1; i >= 0; i-- {
+			if cum += months[i].N; cum-hiddenAll >= atOrOlder {
+				oldest = i
+				break
 			}
-			if newest := in[0].Val; newest != dayAfter9999 {
-				ms, err := dayStartMs(newest)
-				if err != nil {
-					return 0, 0, false, 0, err
-				}
-				ms += msPerDay
-				until = &ms
-			}
-			if err := s.takeHiddenDays(ctx, db, hidden, from, until, in); err != nil {
-				return 0, 0, false, 0, err
-			}
-			b, has, r, err := seekDays(in, offset-int(newer))
-			if err != nil {
-				return 0, 0, false, 0, err
-			}
-			if has {
-				before, hasBefore = b, true
-			}
-			return total, before, hasBefore, r, nil
 		}
-		newer += n
-		if before, err = dayStartMs(days[j-1].Val); err != nil {
+		if len(months)-oldest < newest {
+			from, fromOldest = oldest, true
+		} else {
+			to = newest
+		}
+		if err := s.takeHiddenMonths(ctx, db, p.hidden, months[from:to]); err != nil {
+			return 0, 0, false, 0, err
+		}
+	}
+	// The offset's month, and the matches in the months newer than it.
+	target, newer := -1, int64(0)
+	if fromOldest {
+		var older int64 // in the months from the oldest to i
+		for i := len(months) - 1; i >= from; i-- {
+			if older += months[i].N; int64(total)-older <= int64(offset) {
+				target, newer = i, int64(total)-older
+				break
+			}
+		}
+	} else {
+		for i := from; i < to; i++ {
+			if newer+months[i].N > int64(offset) {
+				target = i
+				break
+			}
+			newer += months[i].N
+		}
+	}
+	if target < 0 {
+		return 0, 0, false, 0, fmt.Errorf("event_counts: offset %d not found in the months of %d matches", offset, total)
+	}
+	if target > 0 {
+		if before, err = monthStartMs(months[target-1].Val); err != nil {
 			return 0, 0, false, 0, err
 		}
 		hasBefore = true
-		i = j
 	}
-	return total, before, hasBefore, offset - int(newer), nil
+	// Its days, less their hidden events.
+	m := months[target].Val
+	days, err := readCounted(ctx, db, countDay, countDayNoProject, p.noProject, " AND val >= ? AND val <= ?",
+		[]any{m + "-00", m + "-99"})
+	if err != nil {
+		return 0, 0, false, 0, err
+	}
+	if len(p.hidden) > 0 && len(days) > 0 {
+		var from, until *int64
+		if oldest := days[len(days)-1].Val; oldest != dayBefore1000 {
+			ms, err := dayStartMs(oldest)
+			if err != nil {
+				return 0, 0, false, 0, err
+			}
+			from = &ms
+		}
+		switch newest := days[0].Val; newest {
+		case dayAfter9999:
+		case dayBefore1000: // the month of the days before 1000, its only day
+			ms := dayMinMs
+			until = &ms
+		default:
+			ms, err := dayStartMs(newest)
+			if err != nil {
+				return 0, 0, false, 0, err
+			}
+			ms += msPerDay
+			until = &ms
+		}
+		if err := s.takeHiddenDays(ctx, db, p.hidden, from, until, days); err != nil {
+			return 0, 0, false, 0, err
+		}
+	}
+	b, has, r, err := seekDays(days, offset-int(newer))
+	if err != nil {
+		return 0, 0, false, 0, err
+	}
+	if has {
+		before, hasBefore = b, true
+	}
+	return total, before, hasBefore, r, nil
+}
+
+// takeHiddenMonths takes the events of the hidden projects off months, by
+// their monthInProject rows.
+func (s *Store) takeHiddenMonths(ctx context.Context, db bun.IDB, hidden []string, months []dayCount) error {
+	if len(months) == 0 {
+		return nil
+	}
+	vals := make([]string, 0, len(months)*len(hidden))
+	month := make(map[string]int, cap(vals)) // val → index in months
+	for i, m := range months {
+		for _, h := range hidden {
+			v := inProjectVal(h, m.Val)
+			vals = append(vals, v)
+			month[v] = i
+		}
+	}
+	var rows []dayCount
+	err := db.NewRaw("SELECT val, SUM(n) AS n FROM event_counts WHERE dim IN (?) AND val IN (?) GROUP BY val",
+		bun.In(shardDims(countMonthInProject)), bun.In(vals)).Scan(ctx, &rows)
+	if err != nil {
+		return err
+	}
+	for _, r := range rows {
+		months[month[r.Val]].N -= r.N
+	}
+	return nil
+}
+
+// monthStartMs returns the first stored time of the month of value val
+// (monthOf a day value). Like dayStartMs, an error for the days before
+// 1000, which have no first time.
+func monthStartMs(val string) (int64, error) {
+	if val == monthOf(dayAfter9999) {
+		return dayMaxMs, nil
+	}
+	return dayStartMs(val + "-01")
 }
