@@ -2,12 +2,10 @@ package bunstore
 
 import (
 	"context"
-	"fmt"
 	"slices"
 	"strings"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/uptrace/bun"
 	"github.com/uptrace/bun/dialect"
 
@@ -343,11 +341,7 @@ func (s *Store) copyEvents(ctx context.Context, events []flagadmin.Event) error 
 		return s.fail("insert events", err)
 	}
 	defer conn.Close()
-	err = conn.Raw(func(dc any) error {
-		sc, ok := dc.(*stdlib.Conn)
-		if !ok {
-			return fmt.Errorf("postgres driver connection %T is not pgx's", dc)
-		}
+	err = onPgx(conn, func(pc *pgx.Conn) error {
 		next := 0
 		rows := pgx.CopyFromFunc(func() ([]any, error) {
 			if next == len(events) {
@@ -358,7 +352,7 @@ func (s *Store) copyEvents(ctx context.Context, events []flagadmin.Event) error 
 			return []any{r.CreatedAt, r.Type, r.CreatedBy, r.CreatedByUserID, r.Environment, r.Project, r.FeatureName,
 				r.Data, r.PreData, r.Tags, r.GroupID, r.SearchPayload, r.SearchMeta}, err
 		})
-		return pgx.BeginFunc(ctx, sc.Conn(), func(tx pgx.Tx) error {
+		return pgx.BeginFunc(ctx, pc, func(tx pgx.Tx) error {
 			if err := eventStatsPgx(ctx, tx, events); err != nil { // project_stats before event_counts (lock order)
 				return err
 			}

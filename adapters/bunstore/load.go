@@ -6,7 +6,6 @@ import (
 	"strings"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/uptrace/bun"
 	"github.com/uptrace/bun/dialect"
 
@@ -288,11 +287,7 @@ func insertEventsWithIDs(ctx context.Context, tx bun.Tx, name dialect.Name, even
 // copyEventsWithIDs sends events with their ids by COPY on conn's pgx
 // connection, inside the transaction open on it.
 func copyEventsWithIDs(ctx context.Context, conn bun.Conn, events []flagadmin.Event) error {
-	return conn.Raw(func(dc any) error {
-		sc, ok := dc.(*stdlib.Conn)
-		if !ok {
-			return fmt.Errorf("postgres driver connection %T is not pgx's", dc)
-		}
+	return onPgx(conn, func(pc *pgx.Conn) error {
 		next := 0
 		rows := pgx.CopyFromFunc(func() ([]any, error) {
 			if next == len(events) {
@@ -304,7 +299,7 @@ func copyEventsWithIDs(ctx context.Context, conn bun.Conn, events []flagadmin.Ev
 			return []any{e.ID, r.CreatedAt, r.Type, r.CreatedBy, r.CreatedByUserID, r.Environment, r.Project, r.FeatureName,
 				r.Data, r.PreData, r.Tags, r.GroupID, r.SearchPayload, r.SearchMeta}, err
 		})
-		_, err := sc.Conn().CopyFrom(ctx, pgx.Identifier{"events"}, append([]string{"id"}, copyColumns...), rows)
+		_, err := pc.CopyFrom(ctx, pgx.Identifier{"events"}, append([]string{"id"}, copyColumns...), rows)
 		return err
 	})
 }

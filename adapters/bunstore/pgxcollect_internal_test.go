@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/stdlib"
 
 	"github.com/flagadmin/flagadmin/flagadmin"
 	"github.com/flagadmin/flagadmin/internal/dbtest"
@@ -33,91 +32,77 @@ type pageRow struct {
 	GroupID         *int64
 }
 
-// queryPageCollect is queryPage with pgx's own row collection
-// (pgx.CollectRows, pgx.RowToStructByPos) and pgx's codecs for every
-// column, on the pgx connection under database/sql: the candidate that
-// BenchmarkPageDecode measures against the hand-written decoding.
-func (s *Store) queryPageCollect(ctx context.Context, query string, args []any, limit int) (flagadmin.EventPage, error) {
+// appendTo appends the event of r to page, unless r is the row of an
+// empty page.
+func (r *pageRow) appendTo(page *flagadmin.EventPage) error {
+	if r.ID == nil {
+		return nil
+	}
+	tags, err := tagsOf(r.Tags)
+	if err != nil {
+		return err
+	}
+	page.Events = append(page.Events, flagadmin.Event{
+		ID: *r.ID, CreatedAt: timeOf(*r.CreatedAt), Type: *r.Type, CreatedBy: *r.CreatedBy,
+		CreatedByUserID: r.CreatedByUserID, Environment: r.Environment, Project: r.Project, FeatureName: r.FeatureName,
+		Data: json.RawMessage(r.Data), PreData: json.RawMessage(r.PreData), Tags: tags, GroupID: r.GroupID,
+	})
+	return nil
+}
+
+// queryPageWith answers a page statement on the pgx connection under
+// database/sql, reading its rows with read.
+func (s *Store) queryPageWith(ctx context.Context, query string, args []any, limit int, read func(pgx.Rows, *flagadmin.EventPage) error) (flagadmin.EventPage, error) {
 	page := flagadmin.EventPage{Events: make([]flagadmin.Event, 0, min(max(limit, 0), pageCapacity))}
 	conn, err := s.rdb.DB.Conn(ctx)
 	if err != nil {
 		return page, err
 	}
 	defer conn.Close()
-	err = conn.Raw(func(dc any) error {
-		sc, ok := dc.(*stdlib.Conn)
-		if !ok {
-			return fmt.Errorf("postgres driver connection %T is not pgx's", dc)
-		}
-		rows, err := sc.Conn().Query(ctx, query, args...)
+	err = onPgx(conn, func(pc *pgx.Conn) error {
+		rows, err := pc.Query(ctx, query, args...)
 		if err != nil {
 			return err
 		}
+		return read(rows, &page)
+	})
+	return page, err
+}
+
+// queryPageCollect is queryPage with pgx's own row collection
+// (pgx.CollectRows, pgx.RowToStructByPos) and pgx's codecs for every
+// column: the candidate that BenchmarkPageDecode measures against the
+// hand-written decoding.
+func (s *Store) queryPageCollect(ctx context.Context, query string, args []any, limit int) (flagadmin.EventPage, error) {
+	return s.queryPageWith(ctx, query, args, limit, func(rows pgx.Rows, page *flagadmin.EventPage) error {
 		prs, err := pgx.CollectRows(rows, pgx.RowToStructByPos[pageRow])
 		if err != nil {
 			return err
 		}
-		for i, r := range prs {
+		for i := range prs {
 			if i == 0 {
-				page.Total = int(r.Total)
+				page.Total = int(prs[i].Total)
 			}
-			if r.ID == nil {
-				continue // the row of an empty page
-			}
-			tags, err := tagsOf(r.Tags)
-			if err != nil {
+			if err := prs[i].appendTo(page); err != nil {
 				return err
 			}
-			page.Events = append(page.Events, flagadmin.Event{
-				ID: *r.ID, CreatedAt: timeOf(*r.CreatedAt), Type: *r.Type, CreatedBy: *r.CreatedBy,
-				CreatedByUserID: r.CreatedByUserID, Environment: r.Environment, Project: r.Project, FeatureName: r.FeatureName,
-				Data: json.RawMessage(r.Data), PreData: json.RawMessage(r.PreData), Tags: tags, GroupID: r.GroupID,
-			})
 		}
 		return nil
 	})
-	return page, err
 }
 
 // queryPageScan is queryPage with pgx.ForEachRow: each row scanned by
 // pgx's codecs into the same typed values, then made an event.
 func (s *Store) queryPageScan(ctx context.Context, query string, args []any, limit int) (flagadmin.EventPage, error) {
-	page := flagadmin.EventPage{Events: make([]flagadmin.Event, 0, min(max(limit, 0), pageCapacity))}
-	conn, err := s.rdb.DB.Conn(ctx)
-	if err != nil {
-		return page, err
-	}
-	defer conn.Close()
-	err = conn.Raw(func(dc any) error {
-		sc, ok := dc.(*stdlib.Conn)
-		if !ok {
-			return fmt.Errorf("postgres driver connection %T is not pgx's", dc)
-		}
-		rows, err := sc.Conn().Query(ctx, query, args...)
-		if err != nil {
-			return err
-		}
+	return s.queryPageWith(ctx, query, args, limit, func(rows pgx.Rows, page *flagadmin.EventPage) error {
 		var r pageRow
-		_, err = pgx.ForEachRow(rows, []any{&r.Total, &r.ID, &r.CreatedAt, &r.Type, &r.CreatedBy, &r.CreatedByUserID,
+		_, err := pgx.ForEachRow(rows, []any{&r.Total, &r.ID, &r.CreatedAt, &r.Type, &r.CreatedBy, &r.CreatedByUserID,
 			&r.Environment, &r.Project, &r.FeatureName, &r.Data, &r.PreData, &r.Tags, &r.GroupID}, func() error {
 			page.Total = int(r.Total)
-			if r.ID == nil {
-				return nil // the row of an empty page
-			}
-			tags, err := tagsOf(r.Tags)
-			if err != nil {
-				return err
-			}
-			page.Events = append(page.Events, flagadmin.Event{
-				ID: *r.ID, CreatedAt: timeOf(*r.CreatedAt), Type: *r.Type, CreatedBy: *r.CreatedBy,
-				CreatedByUserID: r.CreatedByUserID, Environment: r.Environment, Project: r.Project, FeatureName: r.FeatureName,
-				Data: json.RawMessage(r.Data), PreData: json.RawMessage(r.PreData), Tags: tags, GroupID: r.GroupID,
-			})
-			return nil
+			return r.appendTo(page)
 		})
 		return err
 	})
-	return page, err
 }
 
 // BenchmarkPageDecode reads pages of 100 and 1,000 events of a generated

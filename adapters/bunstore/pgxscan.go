@@ -65,12 +65,7 @@ func (s *Store) queryPage(ctx context.Context, query string, args []any, limit i
 		return page, err
 	}
 	defer conn.Close()
-	err = conn.Raw(func(dc any) error {
-		sc, ok := dc.(*stdlib.Conn)
-		if !ok {
-			return fmt.Errorf("postgres driver connection %T is not pgx's", dc)
-		}
-		pc := sc.Conn()
+	err = onPgx(conn, func(pc *pgx.Conn) error {
 		if pc.IsClosed() {
 			return driver.ErrBadConn
 		}
@@ -335,4 +330,21 @@ func parseDecimal(b []byte) (int64, bool) {
 		n = -n
 	}
 	return n, true
+}
+
+// rawConn is a database/sql connection: *sql.Conn, bun.Conn.
+type rawConn interface {
+	Raw(func(driverConn any) error) error
+}
+
+// onPgx runs fn on the pgx connection under conn, a connection of the pgx
+// driver.
+func onPgx(conn rawConn, fn func(*pgx.Conn) error) error {
+	return conn.Raw(func(dc any) error {
+		sc, ok := dc.(*stdlib.Conn)
+		if !ok {
+			return fmt.Errorf("postgres driver connection %T is not pgx's", dc)
+		}
+		return fn(sc.Conn())
+	})
 }
