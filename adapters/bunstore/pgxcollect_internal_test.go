@@ -9,8 +9,6 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/flagadmin/flagadmin/flagadmin"
-	"github.com/flagadmin/flagadmin/internal/dbtest"
-	"github.com/flagadmin/flagadmin/internal/worldgen"
 )
 
 // pageRow is one row of a page statement for pgx.RowToStructByPos: the
@@ -118,21 +116,7 @@ func (s *Store) queryPageScan(ctx context.Context, query string, args []any, lim
 //	go run golang.org/x/perf/cmd/benchstat@latest -col /reader pages.txt
 func BenchmarkPageDecode(b *testing.B) {
 	ctx := context.Background()
-	s, err := Open(ctx, dbtest.Postgres(b))
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { s.Close() })
-	w := worldgen.MustNew(worldgen.Config{Events: 20000, Projects: 10, Features: 200, Users: 30, Groups: 4, Seed: 9})
-	if err := s.Write(ctx, w.Batch()); err != nil {
-		b.Fatal(err)
-	}
-	if err := s.InsertEvents(ctx, collect(w), 5000); err != nil {
-		b.Fatal(err)
-	}
-	if _, err := s.db.ExecContext(ctx, "ANALYZE"); err != nil {
-		b.Fatal(err)
-	}
+	s, _ := pageWorld(b)
 	for _, limit := range []int{100, 1000} {
 		q := flagadmin.EventQuery{Limit: limit, Offset: 500}
 		for _, mode := range []string{"prepared", "literal"} {

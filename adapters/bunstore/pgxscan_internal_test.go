@@ -142,21 +142,7 @@ func TestParseDecimal(t *testing.T) {
 // and system) per page: the work of the reader, without the database's.
 func BenchmarkPageRead(b *testing.B) {
 	ctx := context.Background()
-	s, err := Open(ctx, dbtest.Postgres(b))
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { s.Close() })
-	w := worldgen.MustNew(worldgen.Config{Events: 20000, Projects: 10, Features: 200, Users: 30, Groups: 4, Seed: 9})
-	if err := s.Write(ctx, w.Batch()); err != nil {
-		b.Fatal(err)
-	}
-	if err := s.InsertEvents(ctx, collect(w), 5000); err != nil {
-		b.Fatal(err)
-	}
-	if _, err := s.db.ExecContext(ctx, "ANALYZE"); err != nil {
-		b.Fatal(err)
-	}
+	s, w := pageWorld(b)
 	from := w.Config().Start.AddDate(0, 3, 0)
 	before := from.AddDate(0, 1, 0)
 	p1 := w.Projects()[1].ID
@@ -248,4 +234,27 @@ func scanPageRow(rows *sql.Rows) (total int64, r eventRow, ok bool, err error) {
 	}
 	r.ID, r.CreatedAt, r.Type, r.CreatedBy = id.Int64, createdAt.Int64, typ.String, createdBy.String
 	return total, r, true, nil
+}
+
+// pageWorld opens a PostgreSQL store (skipped without a server) holding a
+// generated world of 20,000 events, analyzed: the data of the page-reading
+// benchmarks.
+func pageWorld(b *testing.B) (*Store, *worldgen.World) {
+	ctx := context.Background()
+	s, err := Open(ctx, dbtest.Postgres(b))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { s.Close() })
+	w := worldgen.MustNew(worldgen.Config{Events: 20000, Projects: 10, Features: 200, Users: 30, Groups: 4, Seed: 9})
+	if err := s.Write(ctx, w.Batch()); err != nil {
+		b.Fatal(err)
+	}
+	if err := s.InsertEvents(ctx, collect(w), 5000); err != nil {
+		b.Fatal(err)
+	}
+	if _, err := s.db.ExecContext(ctx, "ANALYZE"); err != nil {
+		b.Fatal(err)
+	}
+	return s, w
 }
