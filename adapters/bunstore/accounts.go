@@ -5,8 +5,6 @@ import (
 	"database/sql"
 	"errors"
 
-	"github.com/uptrace/bun"
-
 	"github.com/flagadmin/flagadmin/flagadmin"
 )
 
@@ -45,24 +43,21 @@ func (s *Store) Tokens(ctx context.Context) ([]flagadmin.APIToken, error) {
 func (s *Store) DeleteToken(ctx context.Context, hash string, fn func(flagadmin.APIToken) (flagadmin.Event, error)) error {
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
-	return s.inTx(ctx, "delete token", func(ctx context.Context, tx bun.Tx) error {
+	return s.inTx(ctx, "delete token", func(ctx context.Context, t *txn) (*changes, error) {
 		var r tokenRow
-		if err := s.forUpdate(tx.NewSelect().Model(&r).Where("secret_hash = ?", hash)).Scan(ctx); err != nil {
+		if err := s.forUpdate(t.NewSelect().Model(&r).Where("secret_hash = ?", hash)).Scan(ctx); err != nil {
 			if errors.Is(err, sql.ErrNoRows) {
-				return &callbackError{flagadmin.ErrNotFound}
+				return nil, &callbackError{flagadmin.ErrNotFound}
 			}
-			return err
+			return nil, err
 		}
 		e, err := fn(r.token())
 		if err != nil {
-			return &callbackError{err}
+			return nil, &callbackError{err}
 		}
-		if _, err := tx.NewDelete().Model((*tokenRow)(nil)).Where("secret_hash = ?", hash).Exec(ctx); err != nil {
-			return err
+		if _, err := t.NewDelete().Model((*tokenRow)(nil)).Where("secret_hash = ?", hash).Exec(ctx); err != nil {
+			return nil, err
 		}
-		if err := s.hook("delete token"); err != nil {
-			return err
-		}
-		return s.insertEvents(ctx, tx, []flagadmin.Event{e}, false)
+		return &changes{events: []flagadmin.Event{e}}, nil
 	})
 }

@@ -65,6 +65,7 @@ var benchTargets = []benchTarget{
 type benchWorld struct {
 	world *worldgen.World
 	store *bunstore.Store
+	url   string // the store's database
 	svc   *flagadmin.Service
 	admin flagadmin.Principal
 	// loadRate is events per second of the load, 0 when an existing database was reused.
@@ -177,6 +178,7 @@ func loadedWorld(b *testing.B, t benchTarget) *benchWorld {
 		fmt.Fprintf(os.Stderr, "%s: reusing the benchmark database (%s)\n", t.name, fingerprint)
 	}
 	db.close()
+	bw.url = db.storeURL
 	bw.svc = flagadmin.NewService(bw.store)
 	bw.admin, err = bw.svc.Authenticate(ctx, "Bearer "+world.AdminSecret(0))
 	if err != nil || !bw.admin.IsRootAdmin() {

@@ -98,7 +98,7 @@ func TestCountedTotals(t *testing.T) {
 			}
 		}
 		check("after bulk insert")
-		if err := bunstore.Recount(store); err != nil {
+		if err := bunstore.Rebuild(store, "event_counts"); err != nil {
 			t.Fatal(err)
 		}
 		check("after recount")

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -155,7 +156,7 @@ func TestDayCounts(t *testing.T) {
 				t.Fatal(err)
 			}
 			for i := 1; i < len(seen.Events); i++ {
-				if monthOfTime(seen.Events[i].CreatedAt) == monthOfTime(seen.Events[i-1].CreatedAt) {
+				if monthNumber(seen.Events[i].CreatedAt) == monthNumber(seen.Events[i-1].CreatedAt) {
 					continue
 				}
 				for _, offset := range []int{i - 1, i, i + 1} {
@@ -218,14 +219,16 @@ func TestDayCounts(t *testing.T) {
 		// counted here.
 		months := map[string]int64{}
 		for _, e := range all.Events {
-			m := monthOfTime(e.CreatedAt)
-			months["month "+m]++
+			m := monthNumber(e.CreatedAt)
+			months[fmt.Sprintf("month all  %d", m)]++
 			if e.Project == nil {
-				months["month-no-project "+m]++
+				months[fmt.Sprintf("month no-project  %d", m)]++
+			} else {
+				months[fmt.Sprintf("month project %s %d", *e.Project, m)]++
 			}
 		}
 		for k, n := range before.summed {
-			if strings.HasPrefix(k, "month ") || strings.HasPrefix(k, "month-no-project ") {
+			if strings.HasPrefix(k, "month ") {
 				if months[k] != n {
 					t.Errorf("%s: written %d, want %d", k, n, months[k])
 				}
@@ -239,7 +242,7 @@ func TestDayCounts(t *testing.T) {
 		if !strings.HasPrefix(url, "sqlite:") {
 			shards := 0
 			for k := range before.raw {
-				if strings.HasPrefix(k, "all/") {
+				if strings.HasPrefix(k, "events all ") && !strings.HasSuffix(k, "/0") {
 					shards++
 				}
 			}
@@ -247,7 +250,7 @@ func TestDayCounts(t *testing.T) {
 				t.Errorf("33 single-event writes all went to shard 0 of the counts")
 			}
 		}
-		if err := bunstore.Recount(store); err != nil {
+		if err := bunstore.Rebuild(store, "event_counts"); err != nil {
 			t.Fatal(err)
 		}
 		after := countRows(t, store)
@@ -267,39 +270,44 @@ func TestDayCounts(t *testing.T) {
 	})
 }
 
-// monthOfTime is the month value of the events created at t: YYYY-MM in
-// UTC, with one bucket for the years before 1000 and one after 9999.
-func monthOfTime(t time.Time) string {
-	switch y := t.UTC().Year(); {
-	case y < 1000:
-		return "0000-00"
-	case y > 9999:
-		return "9999-99"
-	}
-	return t.UTC().Format("2006-01")
+// monthNumber is the UTC month of t in months since 1970-01.
+func monthNumber(t time.Time) int64 {
+	t = t.UTC()
+	return int64(t.Year()-1970)*12 + int64(t.Month()) - 1
 }
 
-// counts are the rows of event_counts: raw by "dim val", and summed over
-// the shards of each dim.
+// counts are the rows of event_counts: raw by "dim scope project value
+// num/shard", and summed over the shards of each.
 type counts struct{ raw, summed map[string]int64 }
+
+// countDims and countScopes name the dims and scopes of event_counts
+// (eventcounts.Dim, eventcounts.Scope).
+var (
+	countDims   = []string{"events", "feature", "type", "creator", "environment", "day", "month"}
+	countScopes = []string{"all", "no-project", "project"}
+)
 
 func countRows(t *testing.T, s *bunstore.Store) counts {
 	t.Helper()
-	rows, err := bunstore.DB(s).QueryContext(context.Background(), "SELECT dim, val, n FROM event_counts")
+	rows, err := bunstore.DB(s).QueryContext(context.Background(), "SELECT dim, scope, project, value, num, shard, n FROM event_counts")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer rows.Close()
 	c := counts{raw: map[string]int64{}, summed: map[string]int64{}}
 	for rows.Next() {
-		var dim, val string
-		var n int64
-		if err := rows.Scan(&dim, &val, &n); err != nil {
+		var dim, scope, shard int
+		var project, value string
+		var num, n int64
+		if err := rows.Scan(&dim, &scope, &project, &value, &num, &shard, &n); err != nil {
 			t.Fatal(err)
 		}
-		c.raw[dim+" "+val] = n
-		base, _, _ := strings.Cut(dim, "/")
-		c.summed[base+" "+val] += n
+		key := fmt.Sprintf("%s %s %s %s", countDims[dim], countScopes[scope], project, value)
+		if num != 0 || countDims[dim] == "day" || countDims[dim] == "month" || countDims[dim] == "creator" {
+			key = fmt.Sprintf("%s %s %s %d", countDims[dim], countScopes[scope], project, num)
+		}
+		c.raw[key+"/"+strconv.Itoa(shard)] = n
+		c.summed[key] += n
 	}
 	if err := rows.Err(); err != nil {
 		t.Fatal(err)

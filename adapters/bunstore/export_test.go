@@ -6,24 +6,35 @@ import (
 
 	"github.com/uptrace/bun"
 	"github.com/uptrace/bun/dialect"
+
+	"github.com/flagadmin/flagadmin/adapters/bunstore/internal/projectfigures"
 )
 
+// hooks returns the store's test hooks, adding them.
+func (s *Store) hooks() *testHooks {
+	if s.test == nil {
+		s.test = &testHooks{}
+	}
+	return s.test
+}
+
 // SetAfterChange installs a hook that runs inside the transaction of
-// UpdateFeature, DeleteUser and Write, after the state change and before
-// the event is inserted; an error from it aborts the transaction.
-func SetAfterChange(s *Store, hook func(op string) error) { s.afterChange = hook }
+// every write (UpdateFeature, DeleteUser, DeleteToken, Write, ...), after
+// its state change and before its events are recorded, with the
+// operation's name; an error from it aborts the transaction.
+func SetAfterChange(s *Store, hook func(op string) error) { s.hooks().afterChange = hook }
 
 // SetAfterEvents installs a hook that runs inside every transaction that
 // appends events, once their ids are drawn and before the commit; an error
 // from it aborts the transaction.
-func SetAfterEvents(s *Store, hook func() error) { s.afterEvents = hook }
+func SetAfterEvents(s *Store, hook func() error) { s.hooks().afterEvents = hook }
 
 // SetEventOrderLock turns the event order lock off (false) or back on, to
-// show what it prevents: on MySQL the statement that takes it, on
-// PostgreSQL the events_order trigger.
+// show what it prevents: the statement that takes it, and on PostgreSQL
+// the events_order trigger.
 func SetEventOrderLock(t testing.TB, s *Store, on bool) {
 	t.Helper()
-	s.noEventOrder = !on
+	s.hooks().eventOrderOff = !on
 	if s.dialect != dialect.PG {
 		return
 	}
@@ -37,31 +48,25 @@ func SetEventOrderLock(t testing.TB, s *Store, on bool) {
 func DB(s *Store) *bun.DB { return s.db }
 
 // MigrationCount is the number of migrations the package defines.
-func MigrationCount() int { return len(newMigrations().Sorted()) }
+func MigrationCount() int { return len(newMigrations(migrateOptions{}).Sorted()) }
 
-// Recount rebuilds event_counts from the events table, as the migration
-// that introduced it does for an existing database.
-func Recount(s *Store) error {
-	if err := execAll(context.Background(), s.db, append(backfillCounts(s.dialect), backfillDays(s.dialect)...)); err != nil {
-		return err
-	}
-	if err := backfillCountsByProject(context.Background(), s.db); err != nil {
-		return err
-	}
-	return backfillMonths(context.Background(), s.db)
+// Rebuild recomputes the summaries of names (event_counts,
+// project_stats) from the base tables, as a migration does.
+func Rebuild(s *Store, names ...string) error {
+	return s.db.RunInTx(context.Background(), nil, func(ctx context.Context, tx bun.Tx) error {
+		return rebuildSummaries(ctx, tx, names...)
+	})
 }
 
-// IDsMigration is the name of migration generated_ids.
-const IDsMigration = "20250601000009"
+// FreshColumns is the fresh_<type> column of each feature type.
+var FreshColumns = projectfigures.FreshColumns
 
-// SetLastEventShards turns the spreading of project_last_events over rows
-// off (false: every writer raises row 0) or back on, to measure it.
-func SetLastEventShards(s *Store, on bool) { s.oneLastEventRow = !on }
-
-// SetDaySeek turns the day seek of large offsets off (false: pages read
-// past the offset on the index) or back on, to measure it.
-func SetDaySeek(s *Store, on bool) { s.noDaySeek = !on }
-
-// SetPreparedPages turns the prepared page statements off (false: values
-// written into the SQL text) or back on, to measure them.
-func SetPreparedPages(s *Store, on bool) { s.literalPages = !on }
+// SchemaFile is the baseline schema of a database: postgres, mysql or
+// sqlite.
+func SchemaFile(name string) string {
+	b, err := schemaFiles.ReadFile("schema/" + name + ".sql")
+	if err != nil {
+		panic(err)
+	}
+	return string(b)
+}

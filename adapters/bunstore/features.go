@@ -5,8 +5,7 @@ import (
 	"database/sql"
 	"errors"
 
-	"github.com/uptrace/bun"
-
+	"github.com/flagadmin/flagadmin/adapters/bunstore/internal/stored"
 	"github.com/flagadmin/flagadmin/flagadmin"
 )
 
@@ -35,60 +34,40 @@ func (s *Store) Feature(ctx context.Context, name string) (flagadmin.Feature, er
 func (s *Store) UpdateFeature(ctx context.Context, name string, fn func(*flagadmin.Feature) (*flagadmin.Event, error)) error {
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
-	return s.inTx(ctx, "update feature", func(ctx context.Context, tx bun.Tx) error {
+	return s.inTx(ctx, "update feature", func(ctx context.Context, t *txn) (*changes, error) {
 		var r featureRow
-		if err := s.forUpdate(tx.NewSelect().Model(&r).Where("name = ?", name)).Scan(ctx); err != nil {
+		if err := s.forUpdate(t.NewSelect().Model(&r).Where("name = ?", name)).Scan(ctx); err != nil {
 			if errors.Is(err, sql.ErrNoRows) {
-				return &callbackError{flagadmin.ErrNotFound}
+				return nil, &callbackError{flagadmin.ErrNotFound}
 			}
-			return err
+			return nil, err
 		}
-		f, err := r.feature()
+		old, err := r.feature()
 		if err != nil {
-			return err
+			return nil, err
 		}
+		f := old
 		e, err := fn(&f)
 		if err != nil {
-			return &callbackError{err}
+			return nil, &callbackError{err}
 		}
 		if e == nil {
-			return errNothingWritten
+			return nil, errNothingWritten
 		}
-		_, err = tx.NewUpdate().Model((*featureRow)(nil)).
+		f.Project = old.Project // the project does not change
+		_, err = t.NewUpdate().Model((*featureRow)(nil)).
 			Set("type = ?", string(f.Type)).
 			Set("stale = ?", f.Stale).
-			Set("archived_at = ?", millisPtr(f.ArchivedAt)).
-			Set("last_seen_at = ?", millisPtr(f.LastSeenAt)).
+			Set("archived_at = ?", stored.MillisPtr(f.ArchivedAt)).
+			Set("last_seen_at = ?", stored.MillisPtr(f.LastSeenAt)).
 			Set("lifecycle_stage = ?", f.Lifecycle.Stage).
 			Set("lifecycle_status = ?", f.Lifecycle.Status).
 			Set("lifecycle_status_value = ?", f.Lifecycle.StatusValue).
 			Where("name = ?", name).
 			Exec(ctx)
 		if err != nil {
-			return err
+			return nil, err
 		}
-		newRow, err := featureRowOf(f)
-		if err != nil {
-			return err
-		}
-		newRow.Project = r.Project // the project does not change
-		if err := updateFeatureStats(ctx, tx, r, newRow); err != nil {
-			return err
-		}
-		if err := s.hook("update feature"); err != nil {
-			return err
-		}
-		return s.insertEvents(ctx, tx, []flagadmin.Event{*e}, false)
+		return &changes{events: []flagadmin.Event{*e}, updatedFeatures: []featureUpdate{{old, f}}}, nil
 	})
-}
-
-// hook runs the test hook between a state change and its event.
-func (s *Store) hook(op string) error {
-	if s.afterChange == nil {
-		return nil
-	}
-	if err := s.afterChange(op); err != nil {
-		return &callbackError{err}
-	}
-	return nil
 }

@@ -5,10 +5,10 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/uptrace/bun"
 	"github.com/uptrace/bun/dialect"
 
+	"github.com/flagadmin/flagadmin/adapters/bunstore/internal/textindex"
 	"github.com/flagadmin/flagadmin/flagadmin"
 )
 
@@ -84,61 +84,38 @@ func (s *Store) load(ctx context.Context, conn bun.Conn, tx bun.Tx, b *flagadmin
 	if err := notEmpty(have); err != nil {
 		return &callbackError{err}
 	}
-	if s.dialect == dialect.PG {
-		if err := lockExplicitIDs(ctx, tx, "events"); err != nil {
-			return err
-		}
-	}
+	t := &txn{Tx: tx, conn: conn}
 	// The loaded ids become visible at the commit: no other writer may
-	// draw an id meanwhile and commit it first (eventorder.go). A store
-	// being loaded is empty and has no other writers; this keeps a reader
-	// following ids right even if one tries.
-	if err := s.lockEventOrder(ctx, tx); err != nil {
+	// draw an id meanwhile and commit it first. A store being loaded is
+	// empty and has no other writers; holding the event order lock from
+	// the start keeps a reader following ids right even if one tries.
+	if err := s.lockEventOrder(ctx, t); err != nil {
 		return err
 	}
 	work := b.Clone()
 	work.Events = nil
-	if err := s.write(ctx, tx, work); err != nil {
+	ch, err := write(ctx, t, work)
+	if err != nil {
+		return err
+	}
+	ch.op = "load"
+	if err := s.record(ctx, t, ch); err != nil {
 		return err
 	}
 	rebuild, err := deferIndexes(ctx, tx, s.dialect)
 	if err != nil {
 		return err
 	}
-	var last int64
 	emit := func(batch []flagadmin.Event) error {
 		if len(batch) == 0 {
 			return nil
 		}
-		for _, e := range batch {
-			if e.ID <= last {
-				return fmt.Errorf("%w: event id %d is not above the one before (%d)", flagadmin.ErrConflict, e.ID, last)
-			}
-			last = e.ID
-		}
-		if err := eventStats(ctx, tx, batch, !s.oneLastEventRow); err != nil { // project_stats before event_counts (lock order)
-			return err
-		}
-		if err := s.addCountsBun(ctx, tx, batch); err != nil {
-			return err
-		}
-		if s.dialect == dialect.PG {
-			return copyEventsWithIDs(ctx, conn, batch)
-		}
-		return insertEventsWithIDs(ctx, tx, s.dialect, batch)
+		return s.record(ctx, t, &changes{op: "load", events: batch, givenIDs: true, bulk: true})
 	}
 	if err := events(emit); err != nil {
 		return &callbackError{err}
 	}
-	if err := rebuild(); err != nil {
-		return err
-	}
-	if s.dialect == dialect.PG && last > 0 {
-		if err := raiseSequence(ctx, tx, "events", last); err != nil {
-			return err
-		}
-	}
-	return s.bumpVersion(ctx, tx)
+	return rebuild()
 }
 
 // deferIndexes drops the secondary indexes of events, and on SQLite the
@@ -151,79 +128,60 @@ func (s *Store) load(ctx context.Context, conn bun.Conn, tx bun.Tx, b *flagadmin
 // inside the transaction: a failed load leaves the indexes as they were.
 // MySQL commits schema changes at once, so it keeps its indexes.
 func deferIndexes(ctx context.Context, tx bun.Tx, name dialect.Name) (func() error, error) {
-	var defs []string
-	var drops []string
-	fill := ""
+	var drops, defs []string
+	var err error
 	switch name {
 	case dialect.PG:
-		rows, err := tx.QueryContext(ctx, `SELECT format('%I.%I', schemaname, indexname), indexdef FROM pg_indexes
-			WHERE schemaname = current_schema() AND tablename = 'events'
-			AND indexname NOT IN (SELECT conname FROM pg_constraint WHERE conrelid = (quote_ident(current_schema()) || '.events')::regclass)`)
-		if err != nil {
-			return nil, err
-		}
-		defer rows.Close()
-		for rows.Next() {
-			var idx, def string
-			if err := rows.Scan(&idx, &def); err != nil {
-				return nil, err
-			}
-			drops, defs = append(drops, "DROP INDEX "+idx), append(defs, def)
-		}
-		if err := rows.Err(); err != nil {
-			return nil, err
-		}
-		defs = append([]string{"SET LOCAL maintenance_work_mem = '256MB'"}, defs...)
+		drops, defs, err = pgIndexes(ctx, tx)
 	case dialect.SQLite:
-		rows, err := tx.QueryContext(ctx, `SELECT type, name, sql FROM sqlite_master
-			WHERE tbl_name = 'events' AND type IN ('index', 'trigger') AND sql IS NOT NULL`)
-		if err != nil {
-			return nil, err
-		}
-		defer rows.Close()
-		for rows.Next() {
-			var typ, n, def string
-			if err := rows.Scan(&typ, &n, &def); err != nil {
-				return nil, err
-			}
-			drops, defs = append(drops, fmt.Sprintf("DROP %s %q", typ, n)), append(defs, def)
-			switch n {
-			case "events_text_insert":
-				fill = "INSERT INTO events_text (rowid, search_payload, search_meta) SELECT id, search_payload, search_meta FROM events"
-			case "events_fts_insert":
-				fill = "INSERT INTO events_fts (events_fts) VALUES ('rebuild')"
-			}
-		}
-		if err := rows.Err(); err != nil {
-			return nil, err
-		}
-		switch {
-		case strings.HasPrefix(fill, "INSERT INTO events_text "):
-			// FTS5 flushes its pending terms to a new segment each time they
-			// pass hashsize (1 MiB by default), and merges segments as they
-			// pile up: with 32 MiB the fill of a million events writes a
-			// thirtieth of the segments and takes about half the time; the
-			// default is set again after.
-			defs = append(defs, ftsHashSize(32<<20), fill, ftsHashSize(1<<20))
-		case fill != "":
-			defs = append(defs, fill)
-		}
-	default:
-		return func() error { return nil }, nil
+		drops, defs, err = sqliteIndexes(ctx, tx)
 	}
-	for _, d := range drops {
-		if _, err := tx.ExecContext(ctx, d); err != nil {
-			return nil, err
-		}
+	if err != nil {
+		return nil, err
 	}
-	return func() error {
-		for _, d := range defs {
-			if _, err := tx.ExecContext(ctx, d); err != nil {
-				return err
-			}
-		}
-		return nil
-	}, nil
+	if err := execAll(ctx, tx, drops); err != nil {
+		return nil, err
+	}
+	return func() error { return execAll(ctx, tx, defs) }, nil
+}
+
+// pgIndexes returns the statements that drop the secondary indexes of
+// events on PostgreSQL, and those that make them again.
+func pgIndexes(ctx context.Context, tx bun.Tx) (drops, defs []string, err error) {
+	var rows []struct {
+		Name string `bun:"name"`
+		Def  string `bun:"def"`
+	}
+	err = tx.NewRaw(`SELECT format('%I.%I', schemaname, indexname) AS name, indexdef AS def FROM pg_indexes
+		WHERE schemaname = current_schema() AND tablename = 'events'
+		AND indexname NOT IN (SELECT conname FROM pg_constraint WHERE conrelid = (quote_ident(current_schema()) || '.events')::regclass)`).Scan(ctx, &rows)
+	defs = []string{"SET LOCAL maintenance_work_mem = '256MB'"}
+	for _, r := range rows {
+		drops, defs = append(drops, "DROP INDEX "+r.Name), append(defs, r.Def)
+	}
+	return drops, defs, err
+}
+
+// sqliteIndexes returns the statements that drop the secondary indexes of
+// events and the triggers that keep events_text on SQLite, and those that
+// make them again and fill events_text.
+func sqliteIndexes(ctx context.Context, tx bun.Tx) (drops, defs []string, err error) {
+	var rows []struct {
+		Type string `bun:"type"`
+		Name string `bun:"name"`
+		SQL  string `bun:"sql"`
+	}
+	err = tx.NewRaw(`SELECT type, name, sql FROM sqlite_master
+		WHERE tbl_name = 'events' AND type IN ('index', 'trigger') AND sql IS NOT NULL`).Scan(ctx, &rows)
+	fill := false
+	for _, r := range rows {
+		drops, defs = append(drops, fmt.Sprintf("DROP %s %q", r.Type, r.Name)), append(defs, r.SQL)
+		fill = fill || r.Name == "events_text_insert"
+	}
+	if fill {
+		defs = append(defs, textindex.SQLiteRefill...)
+	}
+	return drops, defs, err
 }
 
 // notEmpty is an ErrConflict naming what have holds, or nil when nothing.
@@ -253,55 +211,6 @@ func joinList(items []string) string {
 		out += ", " + it
 	}
 	return out + " and " + items[len(items)-1]
-}
-
-// ftsHashSize sets the pending-terms size of SQLite's events_text table.
-func ftsHashSize(bytes int) string {
-	return fmt.Sprintf("INSERT INTO events_text (events_text, rank) VALUES ('hashsize', %d)", bytes)
-}
-
-// insertEventsWithIDs inserts events with their ids by multi-row INSERTs.
-func insertEventsWithIDs(ctx context.Context, tx bun.Tx, name dialect.Name, events []flagadmin.Event) error {
-	rows := make([]eventRow, len(events))
-	for i, e := range events {
-		r, err := eventRowOf(e)
-		if err != nil {
-			return err
-		}
-		r.ID = e.ID
-		rows[i] = r
-	}
-	chunk := 1000
-	if name == dialect.SQLite {
-		chunk = 500
-	}
-	for start := 0; start < len(rows); start += chunk {
-		part := rows[start:min(len(rows), start+chunk)]
-		if _, err := tx.NewInsert().Model(&part).Returning("").Exec(ctx); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// copyEventsWithIDs sends events with their ids by COPY on conn's pgx
-// connection, inside the transaction open on it.
-func copyEventsWithIDs(ctx context.Context, conn bun.Conn, events []flagadmin.Event) error {
-	return onPgx(conn, func(pc *pgx.Conn) error {
-		next := 0
-		rows := pgx.CopyFromFunc(func() ([]any, error) {
-			if next == len(events) {
-				return nil, nil
-			}
-			e := events[next]
-			r, err := eventRowOf(e)
-			next++
-			return []any{e.ID, r.CreatedAt, r.Type, r.CreatedBy, r.CreatedByUserID, r.Environment, r.Project, r.FeatureName,
-				r.Data, r.PreData, r.Tags, r.GroupID, r.SearchPayload, r.SearchMeta}, err
-		})
-		_, err := pc.CopyFrom(ctx, pgx.Identifier{"events"}, append([]string{"id"}, copyColumns...), rows)
-		return err
-	})
 }
 
 // nounCount is "1 user", "2 users": n of the plural noun kind.

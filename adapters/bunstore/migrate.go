@@ -12,11 +12,18 @@ import (
 	"github.com/uptrace/bun/dialect"
 	"github.com/uptrace/bun/dialect/sqlitedialect"
 	"github.com/uptrace/bun/migrate"
+
+	"github.com/flagadmin/flagadmin/adapters/bunstore/internal/textindex"
 )
 
-// Migrate applies the migrations the database lacks. It is safe to call
-// from several processes at once: they take turns on a lock held by a
-// database session, which the database releases if the process dies:
+// Migrate applies the migrations the database lacks (there is one, the
+// baseline, migrations.go), then brings the summaries in line with the
+// store's tuning: it rebuilds those the store keeps that another store let
+// go stale, and marks stale those it does not keep (tuning.go).
+//
+// It is safe to call from several processes at once: they take turns on a
+// lock held by a database session, which the database releases if the
+// process dies:
 //
 //   - PostgreSQL: pg_advisory_lock on a dedicated connection, keyed by the
 //     current schema;
@@ -31,21 +38,66 @@ import (
 // The storage deadline (WithTimeout) does not apply: on PostgreSQL and
 // MySQL, Migrate runs on connections of its own, without the server-side
 // limits; ctx alone bounds it.
-func (s *Store) Migrate(ctx context.Context) error {
+func (s *Store) Migrate(ctx context.Context, opts ...MigrateOption) error {
+	var o migrateOptions
+	for _, opt := range opts {
+		opt(&o)
+	}
 	if s.openUnbounded == nil {
-		return s.migrate(ctx)
+		return s.migrate(ctx, o)
 	}
 	db, err := s.openUnbounded()
 	if err != nil {
 		return withDetail(s.fail("migrate", err))
 	}
 	defer db.Close()
-	m := &Store{db: db, rdb: db, dialect: s.dialect, log: s.log}
-	return m.migrate(ctx)
+	m := &Store{db: db, rdb: db, dialect: s.dialect, log: s.log, tuning: s.tuning}
+	return m.migrate(ctx, o)
+}
+
+// MigrateOption configures Migrate.
+type MigrateOption func(*migrateOptions)
+
+type migrateOptions struct {
+	progress func(MigrationStep)
+}
+
+// MigrationStep is a step of Migrate, as WithProgress reports it: a
+// migration applied, or a summary rebuilt.
+type MigrationStep struct {
+	// Name is the migration's name (its version), or the summary's table.
+	Name string
+	// Comment says what the step does.
+	Comment string
+	// Done is false when the step starts and true once it succeeded.
+	Done bool
+	// Took is how long the step took, once Done.
+	Took time.Duration
+}
+
+// WithProgress has Migrate call fn when each step starts and when it has
+// succeeded, for a command that shows the migration as it runs.
+func WithProgress(fn func(MigrationStep)) MigrateOption {
+	return func(o *migrateOptions) { o.progress = fn }
+}
+
+// step runs fn as the step name, reporting it to o.progress.
+func (o migrateOptions) step(name, comment string, fn func() error) error {
+	if o.progress != nil {
+		o.progress(MigrationStep{Name: name, Comment: comment})
+	}
+	start := time.Now()
+	if err := fn(); err != nil {
+		return err
+	}
+	if o.progress != nil {
+		o.progress(MigrationStep{Name: name, Comment: comment, Done: true, Took: time.Since(start)})
+	}
+	return nil
 }
 
 // migrate is Migrate on the store's own connections.
-func (s *Store) migrate(ctx context.Context) error {
+func (s *Store) migrate(ctx context.Context, o migrateOptions) error {
 	var err error
 	switch s.dialect {
 	case dialect.PG:
@@ -53,18 +105,18 @@ func (s *Store) migrate(ctx context.Context) error {
 			"SELECT pg_advisory_lock(hashtext('flagadmin.migrate:' || COALESCE(current_schema(), '')))",
 			"SELECT pg_advisory_unlock(hashtext('flagadmin.migrate:' || COALESCE(current_schema(), '')))",
 			func() error {
-				if err := runMigrations(ctx, s.db); err != nil {
+				if err := s.runMigrations(ctx, s.db, o); err != nil {
 					return err
 				}
-				return s.ensureTrigramIndexes(ctx)
+				return textindex.EnsureTrigramIndexes(ctx, s.db, s.warnNoTrigram)
 			})
 	case dialect.MySQL:
 		err = s.withSessionLock(ctx,
 			"SELECT GET_LOCK(CONCAT('flagadmin_migrate_', SHA1(DATABASE())), 5)",
 			"SELECT RELEASE_LOCK(CONCAT('flagadmin_migrate_', SHA1(DATABASE())))",
-			func() error { return runMigrations(ctx, s.db) })
+			func() error { return s.runMigrations(ctx, s.db, o) })
 	default:
-		err = s.migrateSQLite(ctx)
+		err = s.migrateSQLite(ctx, o)
 	}
 	if err != nil {
 		return withDetail(s.fail("migrate", err))
@@ -72,13 +124,25 @@ func (s *Store) migrate(ctx context.Context) error {
 	return nil
 }
 
-func runMigrations(ctx context.Context, db *bun.DB) error {
-	m := migrate.NewMigrator(db, newMigrations(), migrate.WithMarkAppliedOnSuccess(true))
+// warnNoTrigram logs, once, that pg_trgm cannot be created.
+func (s *Store) warnNoTrigram(cause error) {
+	s.trgmWarn.Do(func() {
+		s.log.Warn("bunstore: the pg_trgm extension is not available, so free-text event queries scan the events table; "+
+			"have a superuser run CREATE EXTENSION pg_trgm, then run the migrations again", "cause", cause.Error())
+	})
+}
+
+// runMigrations applies the migrations db lacks, then brings the summaries
+// in line with the store's tuning (syncSummaries).
+func (s *Store) runMigrations(ctx context.Context, db *bun.DB, o migrateOptions) error {
+	m := migrate.NewMigrator(db, newMigrations(o), migrate.WithMarkAppliedOnSuccess(true))
 	if err := m.Init(ctx); err != nil {
 		return err
 	}
-	_, err := m.Migrate(ctx)
-	return err
+	if _, err := m.Migrate(ctx); err != nil {
+		return err
+	}
+	return s.syncSummaries(ctx, db, o)
 }
 
 // withSessionLock runs fn while holding a lock taken by lockSQL on a
@@ -134,7 +198,7 @@ func (s *Store) withSessionLock(ctx context.Context, lockSQL, unlockSQL string, 
 // The migrator needs a *bun.DB. To keep it on the one connection that holds
 // the transaction, it gets a database/sql pool whose single connection is
 // the writer's driver connection, borrowed for the duration.
-func (s *Store) migrateSQLite(ctx context.Context) error {
+func (s *Store) migrateSQLite(ctx context.Context, o migrateOptions) error {
 	conn, err := s.db.DB.Conn(ctx)
 	if err != nil {
 		return err
@@ -150,8 +214,8 @@ func (s *Store) migrateSQLite(ctx context.Context) error {
 		pool.SetMaxIdleConns(1)
 		defer pool.Close()
 		db := bun.NewDB(pool, sqlitedialect.New())
-		// Off for the migrations, which may rebuild a table (ids.go); the
-		// pragma does nothing inside a transaction, so it comes first.
+		// Off for the migrations, which may drop a table others refer to;
+		// the pragma does nothing inside a transaction, so it comes first.
 		if _, err := db.ExecContext(ctx, "PRAGMA foreign_keys = OFF"); err != nil {
 			return err
 		}
@@ -163,7 +227,7 @@ func (s *Store) migrateSQLite(ctx context.Context) error {
 		if _, err := db.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
 			return err
 		}
-		if err := runMigrations(ctx, db); err != nil {
+		if err := s.runMigrations(ctx, db, o); err != nil {
 			_, _ = db.ExecContext(context.WithoutCancel(ctx), "ROLLBACK")
 			return err
 		}

@@ -41,23 +41,10 @@ type Store struct {
 	log     *slog.Logger
 	// trgmWarn logs once that pg_trgm is unavailable.
 	trgmWarn sync.Once
-	// afterChange, when set (by tests), runs between a state change and the
-	// insert of its event, inside the transaction; an error aborts it.
-	afterChange func(op string) error
-	// afterEvents, when set (by tests), runs once a transaction has drawn
-	// its events' ids (inserted them), before it commits; an error aborts it.
-	afterEvents func() error
-	// noEventOrder, when set (by tests), skips the event order lock on
-	// MySQL (tests disable PostgreSQL's trigger, see SetEventOrderLock).
-	noEventOrder bool
-	// Tuning turned off by benchmarks (tuning_bench_test.go), to measure
-	// what each pays: oneLastEventRow has every writer raise row 0 of
-	// project_last_events (no SKIP LOCKED spreading, lastevent.go);
-	// noDaySeek pages at large offsets through the index instead of
-	// skipping whole days (daySeek); literalPages writes a page's values
-	// into the SQL text instead of binding them to a cached prepared
-	// statement (pgpage.go).
-	oneLastEventRow, noDaySeek, literalPages bool
+	// tuning is the speed-ups the store has on (tuning.go).
+	tuning tuning
+	// test holds the hooks tests inject failures with; nil otherwise.
+	test *testHooks
 	// timeout bounds each operation (WithTimeout); 0 for none.
 	timeout time.Duration
 	// openUnbounded, when set, opens a pool on the same database without the
@@ -72,6 +59,7 @@ type options struct {
 	migrate bool
 	logger  *slog.Logger
 	timeout time.Duration
+	off     []Tuning // WithoutTuning
 }
 
 // WithoutMigrate makes Open leave the schema alone; call Migrate yourself
@@ -120,7 +108,9 @@ func WithLogger(l *slog.Logger) Option {
 }
 
 // Open connects to the database named by rawURL, checks that it is
-// reachable, and applies the migrations unless WithoutMigrate is given.
+// reachable, and applies the migrations unless WithoutMigrate is given
+// (then it checks that the summaries it keeps are up to date: see
+// WithoutTuning).
 // Accepted URLs:
 //
 //   - postgres://user:pass@host:port/db?sslmode=disable (also postgresql://);
@@ -138,6 +128,9 @@ func Open(ctx context.Context, rawURL string, opts ...Option) (*Store, error) {
 	for _, opt := range opts {
 		opt(&o)
 	}
+	if err := checkTunings(o.off); err != nil {
+		return nil, err
+	}
 	s := &Store{log: o.logger, timeout: o.timeout}
 	var err error
 	scheme, _, _ := strings.Cut(rawURL, ":")
@@ -154,15 +147,19 @@ func Open(ctx context.Context, rawURL string, opts ...Option) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
+	s.tuning = newTuning(s.dialect, o.off)
 	if err := s.ping(ctx); err != nil {
 		s.Close()
 		return nil, withDetail(err)
 	}
 	if o.migrate {
-		if err := s.Migrate(ctx); err != nil {
-			s.Close()
-			return nil, err
-		}
+		err = s.Migrate(ctx)
+	} else if err = s.checkSummaries(ctx); err != nil {
+		err = withDetail(s.fail("open", err))
+	}
+	if err != nil {
+		s.Close()
+		return nil, err
 	}
 	return s, nil
 }

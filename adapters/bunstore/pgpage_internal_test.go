@@ -2,53 +2,16 @@ package bunstore
 
 import (
 	"context"
-	"database/sql"
 	"reflect"
-	"slices"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
-	_ "github.com/jackc/pgx/v5/stdlib"
-	"github.com/uptrace/bun"
-	"github.com/uptrace/bun/dialect"
-	"github.com/uptrace/bun/dialect/pgdialect"
-
+	"github.com/flagadmin/flagadmin/adapters/bunstore/internal/pgpage"
 	"github.com/flagadmin/flagadmin/flagadmin"
 	"github.com/flagadmin/flagadmin/internal/dbtest"
 	"github.com/flagadmin/flagadmin/internal/worldgen"
 )
-
-func TestGenericPlanSafe(t *testing.T) {
-	day := time.Date(2025, 3, 1, 0, 0, 0, 0, time.UTC)
-	tests := []struct {
-		name string
-		q    flagadmin.EventQuery
-		want bool
-	}{
-		{"no filter", flagadmin.EventQuery{Limit: 50}, true},
-		{"one type", flagadmin.EventQuery{Limit: 50, Types: []string{"a"}}, true},
-		{"one project and a date range", flagadmin.EventQuery{Limit: 50, Projects: []string{"p"}, From: &day, Before: &day}, true},
-		{"one creator, hidden projects", flagadmin.EventQuery{Limit: 50, CreatedByUserIDs: []int64{1}, RequireProject: true, HiddenProjects: []string{"p", "q"}}, true},
-		{"date range, one hidden project", flagadmin.EventQuery{Limit: 50, From: &day, HiddenProjects: []string{"p"}}, true},
-		{"two types, read apart", flagadmin.EventQuery{Limit: 50, Types: []string{"a", "b"}}, true},
-		{"five projects and a date range, read apart", flagadmin.EventQuery{Limit: 50, Projects: []string{"a", "b", "c", "d", "e"}, From: &day}, true},
-		{"two types, hidden projects", flagadmin.EventQuery{Limit: 50, Types: []string{"a", "b"}, RequireProject: true}, false},
-		{"two types, a deep page", flagadmin.EventQuery{Limit: 50, Offset: 951, Types: []string{"a", "b"}}, false},
-		{"nine types", flagadmin.EventQuery{Limit: 50, Types: []string{"a", "b", "c", "d", "e", "f", "g", "h", "i"}}, false},
-		{"a type twice", flagadmin.EventQuery{Limit: 50, Types: []string{"a", "a"}}, false},
-		{"type and project", flagadmin.EventQuery{Limit: 50, Types: []string{"a"}, Projects: []string{"p"}}, false},
-		{"feature and group", flagadmin.EventQuery{Limit: 50, Features: []string{"f"}, GroupIDs: []int64{1}}, false},
-		{"date range, two hidden projects", flagadmin.EventQuery{Limit: 50, Before: &day, HiddenProjects: []string{"p", "q"}}, false},
-		{"free text", flagadmin.EventQuery{Limit: 50, Text: "x"}, false},
-	}
-	for _, tc := range tests {
-		if got := genericPlanSafe(tc.q); got != tc.want {
-			t.Errorf("%s: got %v, want %v", tc.name, got, tc.want)
-		}
-	}
-}
 
 // postgresPageWorld opens a store on a fresh PostgreSQL database (skipping
 // without one) holding a generated world of 3,000 events of seed.
@@ -118,30 +81,24 @@ func TestPreparedPagesAgreeWithLiterals(t *testing.T) {
 	}
 	checked := 0
 	for _, q := range queries {
-		plan := planTotal(q)
-		if !genericPlanSafe(q) || plan.seekable(q) {
+		search, seeks := s.pageSearch(q)
+		if !pgpage.GenericPlanSafe(q) || seeks {
 			continue
 		}
 		checked++
-		literal, _, err := s.pageStatement(q, plan, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		want, err := s.queryPage(ctx, literal, nil, q.Limit)
+		literal, _ := pgpage.Literal(s.rdb.QueryGen(), search)
+		want, err := pgpage.Read(ctx, s.rdb.DB, literal, nil, q.Limit)
 		if err != nil {
 			t.Fatalf("%+v: literal: %v", q, err)
 		}
-		prepared, args, err := s.pageStatement(q, plan, &sqlArgs{})
-		if err != nil {
-			t.Fatal(err)
-		}
+		prepared, args := pgpage.Prepared(search)
 		for _, v := range slicesOf(q) {
 			if strings.Contains(prepared, "'"+v+"'") {
 				t.Errorf("%+v: the prepared statement holds the value %q: %s", q, v, prepared)
 			}
 		}
 		for i := range 7 { // the 6th execution on a connection may use the generic plan
-			got, err := s.queryPage(ctx, prepared, args, q.Limit)
+			got, err := pgpage.Read(ctx, s.rdb.DB, prepared, args, q.Limit)
 			if err != nil {
 				t.Fatalf("%+v: prepared: %v\n%s", q, err, prepared)
 			}
@@ -154,6 +111,13 @@ func TestPreparedPagesAgreeWithLiterals(t *testing.T) {
 	if checked < 100 {
 		t.Errorf("checked %d queries, want at least 100", checked)
 	}
+}
+
+// pageSearch is what SearchEvents builds q's page statement from, and
+// whether q's page is found by a seek instead.
+func (s *Store) pageSearch(q flagadmin.EventQuery) (pgpage.Search, bool) {
+	plan := s.tuning.planSearch(q)
+	return pgpage.Search{Query: q, Total: s.total(q, plan), Where: s.pageWhere}, plan.Seeks()
 }
 
 // collect returns all of w's events.
@@ -172,96 +136,4 @@ func slicesOf(q flagadmin.EventQuery) []string {
 		out = append(out, vs...)
 	}
 	return out
-}
-
-// unconnectedPostgres returns a store that writes PostgreSQL SQL but has
-// never connected: enough to build statements.
-func unconnectedPostgres(t *testing.T) *Store {
-	t.Helper()
-	sqldb, err := sql.Open("pgx", "postgres://nobody@127.0.0.1:1/none")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { sqldb.Close() })
-	db := bun.NewDB(sqldb, pgdialect.New())
-	return &Store{db: db, rdb: db, dialect: dialect.PG}
-}
-
-// TestPageQueryWrittenTwice writes the page query of queries of every
-// statement shape (split filters, a cursor, the day and key totals, hidden
-// projects, an offset) twice and in parts: the text and the arguments must
-// not depend on how often Bun writes a query, as they did when
-// placeholders were numbered as they were written.
-func TestPageQueryWrittenTwice(t *testing.T) {
-	s := unconnectedPostgres(t)
-	from := time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
-	before := from.AddDate(0, 2, 0)
-	after := &flagadmin.EventPosition{CreatedAt: from, ID: 42}
-	for _, q := range []flagadmin.EventQuery{
-		{Limit: 50},
-		{Limit: 50, Offset: 20, Types: []string{"a"}},
-		{Limit: 50, Types: []string{"a", "b", "c"}, From: &from},
-		{Limit: 50, Projects: []string{"p", "q"}, After: after},
-		{Limit: 50, Projects: []string{"p"}, From: &from, Before: &before},
-		{Limit: 50, From: &from, Before: &before, RequireProject: true, HiddenProjects: []string{"h"}},
-		{Limit: 50, CreatedByUserIDs: []int64{7}, RequireProject: true, HiddenProjects: []string{"h", "i"}},
-	} {
-		plan := planTotal(q)
-		a := &sqlArgs{}
-		query := s.pageQuery(q, plan, a)
-		first, err := query.AppendQuery(s.rdb.QueryGen(), nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		firstArgs, err := a.values()
-		if err != nil {
-			t.Fatalf("%+v: %v", q, err)
-		}
-		firstArgs = slices.Clone(firstArgs)
-		second, err := query.AppendQuery(s.rdb.QueryGen(), nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if string(second) != string(first) {
-			t.Errorf("%+v: written twice, got\n%s\nwant\n%s", q, second, first)
-		}
-		if !reflect.DeepEqual(a.vals, firstArgs) {
-			t.Errorf("%+v: written twice, got arguments %v, want %v", q, a.vals, firstArgs)
-		}
-		// Each $n of the text has its argument, and each argument its $n.
-		for n := 1; n <= len(firstArgs)+1; n++ {
-			p := "$" + strconv.Itoa(n)
-			in := strings.Contains(string(first)+" ", p+" ") || strings.Contains(string(first), p+",") || strings.Contains(string(first), p+")")
-			if in != (n <= len(firstArgs)) {
-				t.Errorf("%+v: %s in the text: %v, with %d arguments\n%s", q, p, in, len(firstArgs), first)
-			}
-		}
-		// The statement pageStatement returns is the same text.
-		text, args, err := s.pageStatement(q, plan, &sqlArgs{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if text != string(first) || !reflect.DeepEqual(args[1:], firstArgs) {
-			t.Errorf("%+v: pageStatement differs from pageQuery written once", q)
-		}
-	}
-}
-
-// TestSQLArgsBoundNotWritten checks that a value bound but left out of the
-// statement is an error rather than a gap in the $n.
-func TestSQLArgsBoundNotWritten(t *testing.T) {
-	s := unconnectedPostgres(t)
-	a := &sqlArgs{}
-	one, unused, three := a.bind(1), a.bind(2), a.bind(3)
-	_ = unused
-	b, err := s.rdb.NewSelect().TableExpr("events").Where("id = ? OR id = ?", one, three).AppendQuery(s.rdb.QueryGen(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if want := `SELECT * FROM events WHERE (id = $1 OR id = $3)`; string(b) != want {
-		t.Errorf("got %s, want %s", b, want)
-	}
-	if _, err := a.values(); err == nil || !strings.Contains(err.Error(), "$2") {
-		t.Errorf("got error %v, want one about $2", err)
-	}
 }

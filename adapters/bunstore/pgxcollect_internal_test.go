@@ -8,6 +8,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/flagadmin/flagadmin/adapters/bunstore/internal/pgpage"
+	"github.com/flagadmin/flagadmin/adapters/bunstore/internal/stored"
 	"github.com/flagadmin/flagadmin/flagadmin"
 )
 
@@ -36,12 +38,12 @@ func (r *pageRow) appendTo(page *flagadmin.EventPage) error {
 	if r.ID == nil {
 		return nil
 	}
-	tags, err := tagsOf(r.Tags)
+	tags, err := stored.Tags(r.Tags)
 	if err != nil {
 		return err
 	}
 	page.Events = append(page.Events, flagadmin.Event{
-		ID: *r.ID, CreatedAt: timeOf(*r.CreatedAt), Type: *r.Type, CreatedBy: *r.CreatedBy,
+		ID: *r.ID, CreatedAt: stored.Time(*r.CreatedAt), Type: *r.Type, CreatedBy: *r.CreatedBy,
 		CreatedByUserID: r.CreatedByUserID, Environment: r.Environment, Project: r.Project, FeatureName: r.FeatureName,
 		Data: json.RawMessage(r.Data), PreData: json.RawMessage(r.PreData), Tags: tags, GroupID: r.GroupID,
 	})
@@ -51,13 +53,13 @@ func (r *pageRow) appendTo(page *flagadmin.EventPage) error {
 // queryPageWith answers a page statement on the pgx connection under
 // database/sql, reading its rows with read.
 func (s *Store) queryPageWith(ctx context.Context, query string, args []any, limit int, read func(pgx.Rows, *flagadmin.EventPage) error) (flagadmin.EventPage, error) {
-	page := flagadmin.EventPage{Events: make([]flagadmin.Event, 0, min(max(limit, 0), pageCapacity))}
+	page := flagadmin.EventPage{Events: make([]flagadmin.Event, 0, min(max(limit, 0), pgpage.Capacity))}
 	conn, err := s.rdb.DB.Conn(ctx)
 	if err != nil {
 		return page, err
 	}
 	defer conn.Close()
-	err = onPgx(conn, func(pc *pgx.Conn) error {
+	err = pgpage.OnPgx(conn, func(pc *pgx.Conn) error {
 		rows, err := pc.Query(ctx, query, args...)
 		if err != nil {
 			return err
@@ -120,14 +122,7 @@ func BenchmarkPageDecode(b *testing.B) {
 	for _, limit := range []int{100, 1000} {
 		q := flagadmin.EventQuery{Limit: limit, Offset: 500}
 		for _, mode := range []string{"prepared", "literal"} {
-			var a *sqlArgs
-			if mode == "prepared" {
-				a = &sqlArgs{}
-			}
-			query, args, err := s.pageStatement(q, planTotal(q), a)
-			if err != nil {
-				b.Fatal(err)
-			}
+			query, args := s.pageStatement(q, mode == "prepared")
 			for _, reader := range []struct {
 				name string
 				read func(context.Context, string, []any, int) (flagadmin.EventPage, error)

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flagadmin/flagadmin/adapters/bunstore/internal/pgpage"
+	"github.com/flagadmin/flagadmin/adapters/bunstore/internal/stored"
 	"github.com/flagadmin/flagadmin/flagadmin"
 	"github.com/flagadmin/flagadmin/internal/dbtest"
 	"github.com/flagadmin/flagadmin/internal/worldgen"
@@ -30,7 +32,7 @@ func TestPgxPagesAgreeWithDatabaseSQL(t *testing.T) {
 	user := w.Users()[2].ID
 	from := w.Config().Start.AddDate(0, 6, 0)
 	before := from.AddDate(0, 2, 0)
-	literal, prepared, events := 0, 0, 0
+	literals, prepareds, events := 0, 0, 0
 	for _, offset := range []int{0, 40, 2990, 5000} {
 		for _, q := range []flagadmin.EventQuery{
 			{},
@@ -46,25 +48,19 @@ func TestPgxPagesAgreeWithDatabaseSQL(t *testing.T) {
 			{Environments: []string{"production"}, GroupIDs: []int64{1}},
 		} {
 			q.Limit, q.Offset = 50, offset
-			plan := planTotal(q)
-			if plan.seekable(q) {
+			if _, seeks := s.pageSearch(q); seeks {
 				continue
 			}
-			var as []*sqlArgs
-			if genericPlanSafe(q) {
-				as = []*sqlArgs{nil, {}} // both: a literal statement is served too
-			} else {
-				as = []*sqlArgs{nil}
+			modes := []bool{false}
+			if pgpage.GenericPlanSafe(q) {
+				modes = []bool{false, true} // both: a literal statement is served too
 			}
-			for _, a := range as {
-				query, args, err := s.pageStatement(q, plan, a)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if a == nil {
-					literal++
+			for _, prepared := range modes {
+				query, args := s.pageStatement(q, prepared)
+				if !prepared {
+					literals++
 				} else {
-					prepared++
+					prepareds++
 				}
 				want, err := s.queryPageSQL(ctx, query, args, q.Limit)
 				if err != nil {
@@ -99,7 +95,7 @@ func TestPgxPagesAgreeWithDatabaseSQL(t *testing.T) {
 					if !bytes.Equal(gotJSON, wantJSON) {
 						t.Fatalf("%+v: got JSON\n%s\nwant\n%s", q, gotJSON, wantJSON)
 					}
-					if a == nil {
+					if !prepared {
 						break
 					}
 				}
@@ -107,32 +103,8 @@ func TestPgxPagesAgreeWithDatabaseSQL(t *testing.T) {
 			}
 		}
 	}
-	if literal < 20 || prepared < 10 || events < 500 {
-		t.Errorf("checked %d literal and %d prepared statements, %d events; want at least 20, 10 and 500", literal, prepared, events)
-	}
-}
-
-func TestParseDecimal(t *testing.T) {
-	tests := []struct {
-		in   string
-		want int64
-		ok   bool
-	}{
-		{"0", 0, true},
-		{"42", 42, true},
-		{"-7", -7, true},
-		{"123456789012345678", 123456789012345678, true},
-		{"1234567890123456789", 0, false}, // 19 digits: left to pgx
-		{"", 0, false},
-		{"-", 0, false},
-		{"1.5", 0, false},
-		{"+1", 0, false},
-	}
-	for _, tc := range tests {
-		got, ok := parseDecimal([]byte(tc.in))
-		if got != tc.want || ok != tc.ok {
-			t.Errorf("parseDecimal(%q): got %d, %v, want %d, %v", tc.in, got, ok, tc.want, tc.ok)
-		}
+	if literals < 20 || prepareds < 10 || events < 500 {
+		t.Errorf("checked %d literal and %d prepared statements, %d events; want at least 20, 10 and 500", literals, prepareds, events)
 	}
 }
 
@@ -155,15 +127,7 @@ func BenchmarkPageRead(b *testing.B) {
 		{"type-and-project", flagadmin.EventQuery{Limit: 50, Types: []string{flagadmin.EventFeatureStrategyUpdate}, Projects: []string{p1}}},
 	} {
 		q := shape.q
-		plan := planTotal(q)
-		var a *sqlArgs
-		if genericPlanSafe(q) {
-			a = &sqlArgs{}
-		}
-		query, args, err := s.pageStatement(q, plan, a)
-		if err != nil {
-			b.Fatal(err)
-		}
+		query, args := s.pageStatement(q, pgpage.GenericPlanSafe(q))
 		for _, reader := range []struct {
 			name string
 			read func(context.Context, string, []any, int) (flagadmin.EventPage, error)
@@ -193,11 +157,26 @@ func cpuTime(b *testing.B) time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
+// queryPage reads a page statement with pgpage.Read on the store's readers.
+func (s *Store) queryPage(ctx context.Context, query string, args []any, limit int) (flagadmin.EventPage, error) {
+	return pgpage.Read(ctx, s.rdb.DB, query, args, limit)
+}
+
+// pageStatement returns q's page statement and its arguments, prepared or
+// literal.
+func (s *Store) pageStatement(q flagadmin.EventQuery, prepared bool) (string, []any) {
+	search, _ := s.pageSearch(q)
+	if prepared {
+		return pgpage.Prepared(search)
+	}
+	return pgpage.Literal(s.rdb.QueryGen(), search)
+}
+
 // queryPageSQL reads a page statement's rows through database/sql, as
-// queryPage did before it read pgx's raw values: the reference the pgx
+// pgpage.Read did before it read pgx's raw values: the reference the pgx
 // reader is checked and measured against.
 func (s *Store) queryPageSQL(ctx context.Context, query string, args []any, limit int) (flagadmin.EventPage, error) {
-	page := flagadmin.EventPage{Events: make([]flagadmin.Event, 0, min(max(limit, 0), pageCapacity))}
+	page := flagadmin.EventPage{Events: make([]flagadmin.Event, 0, min(max(limit, 0), pgpage.Capacity))}
 	rows, err := s.rdb.DB.QueryContext(ctx, query, args...)
 	if err != nil {
 		return page, err
@@ -212,7 +191,7 @@ func (s *Store) queryPageSQL(ctx context.Context, query string, args []any, limi
 		if !ok {
 			continue // no event: the row of an empty page
 		}
-		e, err := r.event()
+		e, err := r.Event()
 		if err != nil {
 			return page, err
 		}
@@ -224,7 +203,7 @@ func (s *Store) queryPageSQL(ctx context.Context, query string, args []any, limi
 // scanPageRow reads one row of a page statement: the total, then the
 // columns of pageColumns (eventColumns, in order). ok is false for the row
 // of an empty page, whose event columns are null.
-func scanPageRow(rows *sql.Rows) (total int64, r eventRow, ok bool, err error) {
+func scanPageRow(rows *sql.Rows) (total int64, r stored.Event, ok bool, err error) {
 	var id, createdAt sql.NullInt64
 	var typ, createdBy sql.NullString
 	err = rows.Scan(&total, &id, &createdAt, &typ, &createdBy, &r.CreatedByUserID, &r.Environment, &r.Project,

@@ -7,6 +7,7 @@ import (
 
 	"github.com/uptrace/bun"
 
+	"github.com/flagadmin/flagadmin/adapters/bunstore/internal/stored"
 	"github.com/flagadmin/flagadmin/flagadmin"
 )
 
@@ -65,21 +66,131 @@ func (s *Store) ProjectRoles(ctx context.Context, userID int64) (map[string]flag
 }
 
 // ProjectStats implements flagadmin.Store in one read-only transaction of
-// at most four queries whatever the number of projects: the projects with
-// their figures kept at write time (project_stats, see projectstats.go), the
-// features that became fresh since their type's cut-off, the owners, and the
-// caller's favorites.
+// at most five queries whatever the number of projects: the projects with
+// the time of their newest event, their figures (projectFigures: kept in
+// project_stats, or computed), the features that became fresh since their
+// type's cut-off, the owners, and the caller's favorites.
 func (s *Store) ProjectStats(ctx context.Context, q flagadmin.ProjectStatsQuery) ([]flagadmin.ProjectStats, error) {
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
 	var out []flagadmin.ProjectStats
 	err := s.inReadTx(ctx, "project stats", func(ctx context.Context, tx bun.Tx) error {
 		var err error
-		out, err = projectFigures(ctx, tx, q)
+		out, err = s.projectList(ctx, tx, q)
 		return err
 	})
 	if err != nil {
 		return nil, err
 	}
 	return out, nil
+}
+
+// projectList reads the project list's rows (see ProjectStats).
+func (s *Store) projectList(ctx context.Context, tx bun.Tx, q flagadmin.ProjectStatsQuery) ([]flagadmin.ProjectStats, error) {
+	out, at, err := listedProjects(ctx, tx, q.Archived)
+	if err != nil || len(out) == 0 {
+		return nil, err
+	}
+	figures, err := s.tuning.projectFigures(ctx, tx, q)
+	if err != nil {
+		return nil, err
+	}
+	for i := range out {
+		f := figures[out[i].Project.ID]
+		out[i].FeatureCount, out[i].StaleCount, out[i].PotentiallyStaleCount = int(f.Features), int(f.Stale), int(f.PotentiallyStale)
+		out[i].MemberCount, out[i].LastReportedFlagUsage = int(f.Members), stored.TimePtr(f.LastSeenAt)
+	}
+	if err := projectOwners(ctx, tx, out, at); err != nil {
+		return nil, err
+	}
+	if q.FavoritesOf == nil {
+		return out, nil
+	}
+	var favorites []string
+	err = tx.NewSelect().Model((*favoriteRow)(nil)).Column("project_id").Where("user_id = ?", *q.FavoritesOf).Scan(ctx, &favorites)
+	for _, id := range favorites {
+		if i, ok := at[id]; ok {
+			out[i].Favorite = true
+		}
+	}
+	return out, err
+}
+
+// listedProjects returns the projects, archived or active, each with the
+// time of its newest event (LastUpdatedAt), and their index by id. The
+// newest event of a project is one lookup at the end of its range of the
+// events_project index, (project, created_at, id).
+func listedProjects(ctx context.Context, tx bun.Tx, archived bool) ([]flagadmin.ProjectStats, map[string]int, error) {
+	where := "archived_at IS NULL"
+	if archived {
+		where = "archived_at IS NOT NULL"
+	}
+	var rows []struct {
+		ID          string `bun:"id"`
+		Name        string `bun:"name"`
+		Description string `bun:"description"`
+		Mode        string `bun:"mode"`
+		CreatedAt   int64  `bun:"created_at"`
+		ArchivedAt  *int64 `bun:"archived_at"`
+		LastEventAt *int64 `bun:"last_event_at"`
+	}
+	err := tx.NewRaw(`SELECT p.id, p.name, p.description, p.mode, p.created_at, p.archived_at,
+		(SELECT e.created_at FROM events e WHERE e.project = p.id ORDER BY e.created_at DESC LIMIT 1) AS last_event_at
+		FROM projects p WHERE `+where).Scan(ctx, &rows)
+	if err != nil {
+		return nil, nil, err
+	}
+	out := make([]flagadmin.ProjectStats, len(rows))
+	at := make(map[string]int, len(rows))
+	for i, r := range rows {
+		p := projectRow{ID: r.ID, Name: r.Name, Description: r.Description, Mode: r.Mode, CreatedAt: r.CreatedAt, ArchivedAt: r.ArchivedAt}
+		out[i] = flagadmin.ProjectStats{Project: p.project(), LastUpdatedAt: stored.TimePtr(r.LastEventAt)}
+		at[r.ID] = i
+	}
+	return out, at, nil
+}
+
+// projectOwners adds the owners of the projects of out: users (one
+// ProjectOwner per user, shared by its projects) and groups.
+func projectOwners(ctx context.Context, tx bun.Tx, out []flagadmin.ProjectStats, at map[string]int) error {
+	rs, err := tx.QueryContext(ctx, `SELECT pm.project_id, u.id, u.name, u.username, u.email, g.id, g.name
+		FROM project_members pm LEFT JOIN users u ON u.id = pm.user_id LEFT JOIN user_groups g ON g.id = pm.group_id
+		WHERE pm.role = ?`, string(flagadmin.ProjectRoleOwner))
+	if err != nil {
+		return err
+	}
+	defer rs.Close()
+	users := map[int64]flagadmin.ProjectOwner{}
+	groups := map[int64]flagadmin.ProjectOwner{}
+	var (
+		project                    sql.RawBytes
+		userID, groupID            sql.NullInt64
+		name, username, email, grp sql.RawBytes
+	)
+	for rs.Next() {
+		if err := rs.Scan(&project, &userID, &name, &username, &email, &groupID, &grp); err != nil {
+			return err
+		}
+		i, ok := at[string(project)]
+		if !ok {
+			continue
+		}
+		switch {
+		case userID.Valid:
+			o, ok := users[userID.Int64]
+			if !ok {
+				o = flagadmin.UserOwner(flagadmin.User{ID: userID.Int64, Name: string(name), Username: string(username), Email: string(email)})
+				users[userID.Int64] = o
+			}
+			out[i].Owners = append(out[i].Owners, o)
+		case groupID.Valid:
+			o, ok := groups[groupID.Int64]
+			if !ok {
+				o = flagadmin.GroupOwner(flagadmin.Group{ID: groupID.Int64, Name: string(grp)})
+				groups[groupID.Int64] = o
+			}
+			out[i].Owners = append(out[i].Owners, o)
+		}
+	}
+	return rs.Err()
 }

@@ -25,8 +25,10 @@ func TestFreshColumnsCoverFeatureTypes(t *testing.T) {
 			t.Errorf("feature type %q has no fresh column", typ)
 			continue
 		}
-		if !strings.Contains(bunstore.ProjectStatsSchema(), "\n\t\t"+col+" BIGINT NOT NULL,") {
-			t.Errorf("column %s of type %q is not in project_stats", col, typ)
+		for _, db := range []string{"postgres", "mysql", "sqlite"} {
+			if !strings.Contains(bunstore.SchemaFile(db), "\n\t"+col+" BIGINT NOT NULL,") {
+				t.Errorf("column %s of type %q is not in project_stats on %s", col, typ, db)
+			}
 		}
 	}
 }
@@ -140,129 +142,11 @@ func TestProjectStatsMaintained(t *testing.T) {
 		q := flagadmin.ProjectStatsQuery{PotentiallyStaleBefore: flagadmin.PotentiallyStaleCutoffs(time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC))}
 		kept, err := s.ProjectStats(ctx, q)
 		must(t, "ProjectStats", err)
-		must(t, "RefillProjectStats", bunstore.RefillProjectStats(s))
-		must(t, "RefillLastEvents", bunstore.RefillLastEvents(s))
+		must(t, "rebuild project_stats", bunstore.Rebuild(s, "project_stats"))
 		refilled, err := s.ProjectStats(ctx, q)
 		must(t, "ProjectStats after the refill", err)
 		if g, w := sortedStats(kept), sortedStats(refilled); !reflect.DeepEqual(g, w) {
 			t.Fatalf("kept at write time:\n %+v\nrecomputed:\n %+v", g, w)
 		}
 	})
-}
-
-// newestEvents returns the newest createdAt of the events of each project
-// among projects.
-func newestEvents(events []flagadmin.Event, projects []flagadmin.Project) map[string]time.Time {
-	out := map[string]time.Time{}
-	for _, p := range projects {
-		for _, e := range events {
-			if e.Project != nil && *e.Project == p.ID && e.CreatedAt.After(out[p.ID]) {
-				out[p.ID] = e.CreatedAt
-			}
-		}
-	}
-	return out
-}
-
-// lastUpdated returns the LastUpdatedAt of each project of stats that has one.
-func lastUpdated(stats []flagadmin.ProjectStats) map[string]time.Time {
-	out := map[string]time.Time{}
-	for _, st := range stats {
-		if st.LastUpdatedAt != nil {
-			out[st.Project.ID] = *st.LastUpdatedAt
-		}
-	}
-	return out
-}
-
-// tableColumns lists the columns of table (name, type, nullability; on
-// SQLite, the statements that define it and its indexes).
-func tableColumns(t *testing.T, s *bunstore.Store, table string) []string {
-	t.Helper()
-	db := bunstore.DB(s)
-	var q string
-	switch db.Dialect().Name().String() {
-	case "pg":
-		q = "SELECT column_name || ' ' || data_type || ' ' || is_nullable FROM information_schema.columns WHERE table_schema = current_schema() AND table_name = ? ORDER BY ordinal_position"
-	case "mysql":
-		q = "SELECT CONCAT(column_name, ' ', column_type, ' ', is_nullable) FROM information_schema.columns WHERE table_schema = DATABASE() AND table_name = ? ORDER BY ordinal_position"
-	default:
-		q = "SELECT COALESCE(sql, name) FROM sqlite_master WHERE tbl_name = ? ORDER BY name" // its definition and indexes
-	}
-	var cols []string
-	must(t, "columns of "+table, db.NewRaw(q, table).Scan(context.Background(), &cols))
-	return cols
-}
-
-// TestLastEventsMigrationDownAndUp: rolling migration project_last_events
-// back sets project_stats.last_event_at to each project's newest event,
-// the largest of its rows whatever their shards; applying it again gives
-// the project list the same lastUpdatedAt and the tables the definitions of
-// a fresh database's.
-func TestLastEventsMigrationDownAndUp(t *testing.T) {
-	for _, e := range engines {
-		t.Run(e.name, func(t *testing.T) {
-			ctx := context.Background()
-			s := open(t, e.url(t), bunstore.WithoutMigrate())
-			must(t, "migrate before project_last_events", bunstore.MigrateBefore(s, bunstore.LastEventsMigration))
-			must(t, "Migrate", s.Migrate(ctx)) // project_last_events and the later migrations, one group
-			b, events := statsWorld()
-			must(t, "Write", s.Write(ctx, b))
-			must(t, "InsertEvents", s.InsertEvents(ctx, events, 1000))
-			want := newestEvents(events, b.Projects)
-			// Rows as concurrent writers leave them: p1's newest on shard 7
-			// and the time of an older event of p1 on shard 0.
-			db := bunstore.DB(s)
-			_, err := db.NewRaw("UPDATE project_last_events SET shard = 7 WHERE project = 'p1'").Exec(ctx)
-			must(t, "move p1's row", err)
-			_, err = db.NewRaw("INSERT INTO project_last_events (project, shard, last_event_at) VALUES ('p1', 0, ?)",
-				events[1].CreatedAt.UnixMilli()).Exec(ctx)
-			must(t, "add a row of p1", err)
-			// Active and archived projects.
-			list := func() []flagadmin.ProjectStats {
-				t.Helper()
-				var out []flagadmin.ProjectStats
-				for _, archived := range []bool{false, true} {
-					stats, err := s.ProjectStats(ctx, flagadmin.ProjectStatsQuery{Archived: archived})
-					must(t, "ProjectStats", err)
-					out = append(out, stats...)
-				}
-				return out
-			}
-			before := list()
-			if got := lastUpdated(before); !reflect.DeepEqual(got, want) {
-				t.Fatalf("lastUpdatedAt: got %v, want %v", got, want)
-			}
-
-			must(t, "roll back", bunstore.RollBack(s))
-			var rows []struct {
-				ProjectID   string `bun:"project_id"`
-				LastEventAt *int64 `bun:"last_event_at"`
-			}
-			must(t, "read project_stats", db.NewRaw("SELECT project_id, last_event_at FROM project_stats").Scan(ctx, &rows))
-			got := map[string]time.Time{}
-			for _, r := range rows {
-				if r.LastEventAt != nil {
-					got[r.ProjectID] = time.UnixMilli(*r.LastEventAt).UTC()
-				}
-			}
-			if !reflect.DeepEqual(got, want) {
-				t.Errorf("project_stats.last_event_at after the rollback: got %v, want %v", got, want)
-			}
-			if exists, err := tableExists(s, "project_last_events"); err != nil || exists {
-				t.Errorf("project_last_events after the rollback: exists %v, error %v; want it dropped", exists, err)
-			}
-
-			must(t, "Migrate again", s.Migrate(ctx))
-			if g, w := sortedStats(list()), sortedStats(before); !reflect.DeepEqual(g, w) {
-				t.Errorf("project list after the rollback and migrating again:\n got %+v\nwant %+v", g, w)
-			}
-			fresh := open(t, e.url(t))
-			for _, table := range []string{"project_stats", "project_last_events"} {
-				if g, w := tableColumns(t, s, table), tableColumns(t, fresh, table); !reflect.DeepEqual(g, w) {
-					t.Errorf("columns of %s after down and up: got %q, want a fresh database's %q", table, g, w)
-				}
-			}
-		})
-	}
 }

@@ -7,10 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/flagadmin/flagadmin/adapters/bunstore"
 	"github.com/flagadmin/flagadmin/adapters/memstore"
 	"github.com/flagadmin/flagadmin/flagadmin"
-	"github.com/flagadmin/flagadmin/internal/dbtest"
 )
 
 // textNotes are payload texts with the characters a free-text query must
@@ -88,39 +86,4 @@ func TestTextSearchAgreesWithMemstore(t *testing.T) {
 			}
 		}
 	})
-}
-
-// TestSQLiteTextIndexMigration removes the text index and its record, as
-// before migration text_search, writes events that the index then misses,
-// and migrates: the migration indexes every event already there.
-func TestSQLiteTextIndexMigration(t *testing.T) {
-	ctx := context.Background()
-	store := open(t, dbtest.SQLite(t))
-	at := time.Date(2024, 5, 1, 0, 0, 0, 0, time.UTC)
-	evs := textEvents(at)
-	must(t, "Write", store.Write(ctx, &flagadmin.Batch{Events: evs[:10]}))
-	db := bunstore.DB(store)
-	for _, stmt := range []string{
-		"DROP TRIGGER events_text_insert", "DROP TRIGGER events_text_delete", "DROP TRIGGER events_text_update",
-		"DROP TABLE events_text", "DELETE FROM bun_migrations WHERE name = '20250601000006'",
-	} {
-		_, err := db.ExecContext(ctx, stmt)
-		must(t, stmt, err)
-	}
-	must(t, "Write", store.Write(ctx, &flagadmin.Batch{Events: evs[10:]}))
-	must(t, "Migrate", store.Migrate(ctx))
-	mem := memstore.New()
-	must(t, "Write", mem.Write(ctx, &flagadmin.Batch{Events: evs}))
-	for _, text := range []string{"note", "100%", "日本語", "vandelay", "user-2", "café"} {
-		for _, scope := range []flagadmin.TextScope{flagadmin.TextPayload, flagadmin.TextPayloadTypeCreator} {
-			q := flagadmin.EventQuery{Text: text, TextScope: scope, Limit: 100}
-			want, err := mem.SearchEvents(ctx, q)
-			must(t, "memstore", err)
-			got, err := store.SearchEvents(ctx, q)
-			must(t, "SearchEvents", err)
-			if g, w := pageKey(t, got), pageKey(t, want); g != w {
-				t.Errorf("after the migration, query %+q scope %d:\ngot  %s\nwant %s", text, scope, g, w)
-			}
-		}
-	}
 }

@@ -1,8 +1,9 @@
 package bunstore_test
 
-// Benchmarks of the store's tuning (issue 11): each mechanism on and off,
-// on the varied workload it is meant for, from concurrent goroutines, the
-// arms alternating in rounds so that the machine's drift falls on both.
+// Benchmarks of the store's tuning: each speed-up on and off
+// (bunstore.WithoutTuning), on the varied workload it is meant for, from
+// concurrent goroutines, the arms alternating in rounds so that the
+// machine's drift falls on both.
 // scripts/bench-tuning.sh runs them all and prints the table. They skip
 // unless a database is configured:
 //
@@ -10,7 +11,7 @@ package bunstore_test
 //	                               worldgen world (1,000,000 events), which
 //	                               the benchmarks write to: give a copy
 //	FLAGADMIN_BENCH_SQLITE         the SQLite benchmark file (loadedWorld),
-//	                               for the day seek on SQLite
+//	                               for the event counts on SQLite
 //	FLAGADMIN_TUNING_DURATION      measured time of each arm (default 8s),
 //	                               in 4 rounds, each after 1s of warm-up
 //
@@ -49,10 +50,30 @@ const tuningWorkers = 16
 // of the varied workload.
 type tuningWorld struct {
 	world   *worldgen.World
+	url     string
 	store   *bunstore.Store
 	svc     *flagadmin.Service
 	admin   flagadmin.Principal
 	callers []flagadmin.Principal
+	without map[bunstore.Tuning]*bunstore.Store
+}
+
+// storeWithout returns a store on the world's database with the tuning t
+// turned off (opened once). Opening it marks t's summary stale (see
+// bunstore.WithoutTuning): the next store that keeps it and migrates
+// rebuilds it.
+func (tw *tuningWorld) storeWithout(b *testing.B, t bunstore.Tuning) *bunstore.Store {
+	tuningMu.Lock()
+	defer tuningMu.Unlock()
+	if s, ok := tw.without[t]; ok {
+		return s
+	}
+	store, err := bunstore.Open(context.Background(), tw.url, bunstore.WithoutMigrate(), bunstore.WithoutTuning(t))
+	if err != nil {
+		b.Fatalf("open without %s: %v", t, err)
+	}
+	tw.without[t] = store
+	return store
 }
 
 var (
@@ -91,7 +112,7 @@ func tuningPostgres(b *testing.B) *tuningWorld {
 		store.Close()
 		b.Fatalf("%s holds %d events (%v), want the world's %d at least", envTuningPostgres, page.Total, err, cfg.Events)
 	}
-	tuningPG = newTuningWorld(b, world, store)
+	tuningPG = newTuningWorld(b, world, url, store)
 	return tuningPG
 }
 
@@ -100,16 +121,16 @@ func tuningPostgres(b *testing.B) *tuningWorld {
 func tuningSQLite(b *testing.B) *tuningWorld {
 	b.Helper()
 	bw := loadedWorld(b, benchTargets[2])
-	return newTuningWorld(b, bw.world, bw.store)
+	return newTuningWorld(b, bw.world, bw.url, bw.store)
 }
 
 // newTuningWorld authenticates the callers of the varied workload: the
 // world's admin tokens and up to 4 users of each root role, so that
 // visibility varies (as cmd/flagadmin-bench's varied kinds).
-func newTuningWorld(b *testing.B, world *worldgen.World, store *bunstore.Store) *tuningWorld {
+func newTuningWorld(b *testing.B, world *worldgen.World, url string, store *bunstore.Store) *tuningWorld {
 	b.Helper()
 	ctx := context.Background()
-	tw := &tuningWorld{world: world, store: store, svc: flagadmin.NewService(store)}
+	tw := &tuningWorld{world: world, url: url, store: store, svc: flagadmin.NewService(store), without: map[bunstore.Tuning]*bunstore.Store{}}
 	auth := func(secret string) {
 		p, err := tw.svc.Authenticate(ctx, "Bearer "+secret)
 		if err != nil {
@@ -231,11 +252,9 @@ func runFor(b *testing.B, workers int, d time.Duration, next *atomic.Uint64, op 
 	return out
 }
 
-// arm is one setting of a mechanism: set turns it on, then op serves the
-// requests.
+// arm is one setting of a mechanism: op serves its requests.
 type arm struct {
 	name string
-	set  func() error
 	op   tuningOp
 }
 
@@ -256,9 +275,6 @@ func measureArms(b *testing.B, workers int, arms []arm) map[string]armStats {
 			slices.Reverse(order)
 		}
 		for _, a := range order {
-			if err := a.set(); err != nil {
-				b.Fatalf("%s: %v", a.name, err)
-			}
 			runFor(b, workers, time.Second, &next, a.op)
 			st := out[a.name]
 			st.add(runFor(b, workers, d/tuningRounds, &next, a.op))
@@ -290,16 +306,15 @@ func report(b *testing.B, mechanism, workload string, res map[string]armStats, o
 	}
 }
 
-// BenchmarkTuningLastEvents measures the spreading of project_last_events
-// over up to 16 rows per project (FOR UPDATE SKIP LOCKED) against one row
-// per project, on PostgreSQL: 16 goroutines completing feature lifecycles
-// (each writes one event of the feature's project), either all in one
-// project (64 of its features) or each in a project of its own, while 2
-// more read the project list's figures (ProjectStats, 200 projects). In
-// 16 projects, writers never meet on a row, so both arms run the same
-// work: a control that shows the run's noise.
-// project_last_events is recomputed (one row per project) before each arm.
-func BenchmarkTuningLastEvents(b *testing.B) {
+// BenchmarkTuningProjectFigures measures the project list's figures kept
+// in project_stats at write time against computing them on every list, on
+// PostgreSQL: 16 goroutines completing feature lifecycles (each writes one
+// event of the feature's project), either all in one project (64 of its
+// features) or each in a project of its own, while 2 more read the
+// project list's figures (ProjectStats, 200 projects). A completion
+// changes no figure, so both arms write the same rows but for the
+// summaries' own: what they cost writers, and what they save readers.
+func BenchmarkTuningProjectFigures(b *testing.B) {
 	tw := tuningPostgres(b)
 	byProject := map[string][]string{}
 	var order []string
@@ -331,33 +346,33 @@ func BenchmarkTuningLastEvents(b *testing.B) {
 			return p, byProject[p][n%uint64(len(byProject[p]))]
 		}},
 	}
+	computed := tw.storeWithout(b, bunstore.ProjectFigures)
 	for _, wl := range workloads {
-		op := func(ctx context.Context, w int, n uint64) (string, error) {
-			if w >= tuningWorkers {
-				_, err := tw.store.ProjectStats(ctx, statsQuery)
-				return "read", err
-			}
-			p, f := wl.pick(w, n)
-			return "write", tw.svc.CompleteLifecycle(ctx, tw.admin, p, f, flagadmin.CompleteRequest{Status: nextStatus(f)})
-		}
-		set := func(on bool) func() error {
-			return func() error {
-				bunstore.SetLastEventShards(tw.store, on)
-				return bunstore.RefillLastEvents(tw.store)
+		op := func(store *bunstore.Store) tuningOp {
+			svc := flagadmin.NewService(store)
+			return func(ctx context.Context, w int, n uint64) (string, error) {
+				if w >= tuningWorkers {
+					_, err := store.ProjectStats(ctx, statsQuery)
+					return "read", err
+				}
+				p, f := wl.pick(w, n)
+				return "write", svc.CompleteLifecycle(ctx, tw.admin, p, f, flagadmin.CompleteRequest{Status: nextStatus(f)})
 			}
 		}
-		res := measureArms(b, tuningWorkers+readers, []arm{{"sharded", set(true), op}, {"one-row", set(false), op}})
-		report(b, "project_last_events rows", wl.name, res, "sharded", "one-row", "write", "read")
+		res := measureArms(b, tuningWorkers+readers, []arm{{"kept", op(tw.store)}, {"computed", op(computed)}})
+		report(b, "project figures", wl.name, res, "kept", "computed", "write", "read")
 	}
-	bunstore.SetLastEventShards(tw.store, true)
 }
 
-// BenchmarkTuningDaySeek measures the day seek of large offsets against
-// reading past the offset on the index: pages of 50 at an offset drawn
-// uniformly over the whole history, as a caller drawn from the varied
-// callers (root admins see every event; Editors and Viewers have hidden
-// projects and see only events with a project), on PostgreSQL and SQLite.
-func BenchmarkTuningDaySeek(b *testing.B) {
+// BenchmarkTuningEventCounts measures the event counts against counting,
+// on pages at large offsets: pages of 50 at an offset drawn uniformly over
+// the whole history, as a caller drawn from the varied callers (root
+// admins see every event; Editors and Viewers have hidden projects and see
+// only events with a project), on PostgreSQL and SQLite. With the counts,
+// the total is read from them and the page skips whole months and days;
+// without, the total is counted and the page read past its offset on the
+// index.
+func BenchmarkTuningEventCounts(b *testing.B) {
 	for _, target := range []struct {
 		name  string
 		world func(*testing.B) *tuningWorld
@@ -365,22 +380,20 @@ func BenchmarkTuningDaySeek(b *testing.B) {
 		b.Run(target.name, func(b *testing.B) {
 			tw := target.world(b)
 			total := tw.world.Profile().Total
-			op := func(ctx context.Context, _ int, n uint64) (string, error) {
-				r := rand.New(rand.NewPCG(11, n))
-				p := tw.callers[r.IntN(len(tw.callers))]
-				class := "root admin"
-				if !p.IsRootAdmin() {
-					class = "editor/viewer"
+			op := func(svc *flagadmin.Service) tuningOp {
+				return func(ctx context.Context, _ int, n uint64) (string, error) {
+					r := rand.New(rand.NewPCG(11, n))
+					p := tw.callers[r.IntN(len(tw.callers))]
+					class := "root admin"
+					if !p.IsRootAdmin() {
+						class = "editor/viewer"
+					}
+					_, err := svc.SearchEvents(ctx, p, flagadmin.EventSearchParams{Offset: strconv.Itoa(r.IntN(total - 50)), Limit: "50"})
+					return class, err
 				}
-				_, err := tw.svc.SearchEvents(ctx, p, flagadmin.EventSearchParams{Offset: strconv.Itoa(r.IntN(total - 50)), Limit: "50"})
-				return class, err
 			}
-			set := func(on bool) func() error {
-				return func() error { bunstore.SetDaySeek(tw.store, on); return nil }
-			}
-			res := measureArms(b, tuningWorkers, []arm{{"seek", set(true), op}, {"index", set(false), op}})
-			report(b, "day seek", target.name+" random offsets", res, "seek", "index", "all", "root admin", "editor/viewer")
-			bunstore.SetDaySeek(tw.store, true)
+			res := measureArms(b, tuningWorkers, []arm{{"counts", op(tw.svc)}, {"counted", op(flagadmin.NewService(tw.storeWithout(b, bunstore.EventCounts)))}})
+			report(b, "event counts", target.name+" random offsets", res, "counts", "counted", "all", "root admin", "editor/viewer")
 		})
 	}
 }
@@ -428,27 +441,26 @@ func variedPages(tw *tuningWorld) func(n uint64) (string, flagadmin.Principal, f
 	}
 }
 
-// BenchmarkTuningPreparedPages measures the page statements bound to
-// cached prepared statements (one generic plan per shape) against values
-// written into the SQL text (planned every time), on PostgreSQL, over the
+// BenchmarkTuningPageStatements measures the page statements (one
+// statement per page, prepared when one generic plan serves it, decoded
+// from pgx's raw values) against the portable page (total, ids and rows in
+// one read-only transaction through database/sql), on PostgreSQL, over the
 // varied pages: one of the first 10 unfiltered pages, a random feature,
 // project, type or creator, IS_ANY_OF of 2 to 8 random projects (which
-// reads each project apart only with bound values, splitFilter), a random
-// month; each as a random varied caller.
-func BenchmarkTuningPreparedPages(b *testing.B) {
+// the statement reads each project apart), a random month; each as a
+// random varied caller.
+func BenchmarkTuningPageStatements(b *testing.B) {
 	tw := tuningPostgres(b)
 	draw := variedPages(tw)
-	op := func(ctx context.Context, _ int, n uint64) (string, error) {
-		class, caller, p := draw(n)
-		_, err := tw.svc.SearchEvents(ctx, caller, p)
-		return class, err
+	op := func(svc *flagadmin.Service) tuningOp {
+		return func(ctx context.Context, _ int, n uint64) (string, error) {
+			class, caller, p := draw(n)
+			_, err := svc.SearchEvents(ctx, caller, p)
+			return class, err
+		}
 	}
-	set := func(on bool) func() error {
-		return func() error { bunstore.SetPreparedPages(tw.store, on); return nil }
-	}
-	res := measureArms(b, tuningWorkers, []arm{{"prepared", set(true), op}, {"literal", set(false), op}})
-	report(b, "prepared pages", "postgres varied pages", res, "prepared", "literal", "all", "single filter", "any-of", "month")
-	bunstore.SetPreparedPages(tw.store, true)
+	res := measureArms(b, tuningWorkers, []arm{{"statements", op(tw.svc)}, {"portable", op(flagadmin.NewService(tw.storeWithout(b, bunstore.PageStatements)))}})
+	report(b, "page statements", "postgres varied pages", res, "statements", "portable", "all", "single filter", "any-of", "month")
 }
 
 // frozenVersion is the store with a change counter that never moves (but
@@ -504,11 +516,10 @@ func BenchmarkTuningCacheInvalidation(b *testing.B) {
 			return "read", err
 		}
 	}
-	none := func() error { return nil }
 	res := measureArms(b, tuningWorkers, []arm{
-		{"global", none, mix(flagadmin.NewService(global))},
-		{"no-cache", none, mix(flagadmin.NewService(tw.store))},
-		{"never-invalidated", none, mix(flagadmin.NewService(frozen))},
+		{"global", mix(flagadmin.NewService(global))},
+		{"no-cache", mix(flagadmin.NewService(tw.store))},
+		{"never-invalidated", mix(flagadmin.NewService(frozen))},
 	})
 	report(b, "cache invalidation", "postgres varied mix, 1 write in 10", res, "global", "no-cache", "all", "read", "write")
 	report(b, "cache invalidation", "postgres varied mix, 1 write in 10", res, "never-invalidated", "global", "all", "read")

@@ -15,25 +15,31 @@ import (
 // or serialization conflict.
 const maxAttempts = 8
 
-// inTx runs fn in a write transaction, raises the store's version as the
-// transaction's last statement unless fn did (bumpVersionOnce, see
-// version.go), and commits.
-// When fn returns errNothingWritten, the transaction is rolled back
-// instead, the version stays, and inTx returns nil.
+// txn is a write transaction: the Bun transaction, the connection it runs
+// on (COPY goes through its pgx connection), and whether it has raised the
+// store's version yet.
+type txn struct {
+	bun.Tx
+	conn          bun.Conn
+	versionRaised bool
+}
+
+// errNothingWritten is returned by a write transaction's function that
+// decided to write nothing: inTx rolls the transaction back, leaves the
+// version alone, and returns nil.
+var errNothingWritten = errors.New("bunstore: nothing written")
+
+// inTx runs fn in a write transaction, then records what it changed
+// (record: the summaries, the version, the events) and commits. When fn
+// returns errNothingWritten, the transaction is rolled back instead and
+// inTx returns nil.
 //
 // A transaction that loses a deadlock or serialization conflict runs again,
 // at most maxAttempts times in all. Errors fn wraps in callbackError are
 // returned as they are; others are mapped by fail.
-func (s *Store) inTx(ctx context.Context, op string, fn func(ctx context.Context, tx bun.Tx) error) error {
-	write := func(ctx context.Context, tx bun.Tx) error {
-		ctx = context.WithValue(ctx, bumpedKey{}, new(bool))
-		if err := fn(ctx, tx); err != nil {
-			return err
-		}
-		return s.bumpVersionOnce(ctx, tx)
-	}
+func (s *Store) inTx(ctx context.Context, op string, fn func(ctx context.Context, t *txn) (*changes, error)) error {
 	for attempt := 1; ; attempt++ {
-		err := s.db.RunInTx(ctx, nil, write)
+		err := s.runTx(ctx, op, fn)
 		if err == nil || errors.Is(err, errNothingWritten) {
 			return nil
 		}
@@ -48,6 +54,24 @@ func (s *Store) inTx(ctx context.Context, op string, fn func(ctx context.Context
 			return s.fail(op, ctx.Err())
 		}
 	}
+}
+
+// runTx is one attempt of inTx, on a connection of its own.
+func (s *Store) runTx(ctx context.Context, op string, fn func(ctx context.Context, t *txn) (*changes, error)) error {
+	conn, err := s.db.Conn(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	return conn.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+		t := &txn{Tx: tx, conn: conn}
+		ch, err := fn(ctx, t)
+		if err != nil {
+			return err
+		}
+		ch.op = op
+		return s.record(ctx, t, ch)
+	})
 }
 
 // inReadTx runs fn in a read-only transaction that sees one snapshot of the
@@ -76,3 +100,43 @@ func (s *Store) forUpdate(q *bun.SelectQuery) *bun.SelectQuery {
 	}
 	return q.For("UPDATE")
 }
+
+// testHooks are the points where tests inject failures and pauses into
+// write transactions (export_test.go); a production store has none (nil).
+type testHooks struct {
+	// afterChange runs between a transaction's state change and the
+	// recording of its events; an error aborts the transaction.
+	afterChange func(op string) error
+	// afterEvents runs once a transaction has appended its events (their
+	// ids drawn, the event order lock held), before it commits; an error
+	// aborts it.
+	afterEvents func() error
+	// eventOrderOff skips the statement that takes the event order lock
+	// (MySQL, and the paths that take it before inserting on PostgreSQL).
+	eventOrderOff bool
+}
+
+// change runs the afterChange hook, if any.
+func (h *testHooks) change(op string) error {
+	if h == nil || h.afterChange == nil {
+		return nil
+	}
+	if err := h.afterChange(op); err != nil {
+		return &callbackError{err}
+	}
+	return nil
+}
+
+// eventsAppended runs the afterEvents hook, if any.
+func (h *testHooks) eventsAppended() error {
+	if h == nil || h.afterEvents == nil {
+		return nil
+	}
+	if err := h.afterEvents(); err != nil {
+		return &callbackError{err}
+	}
+	return nil
+}
+
+// noEventOrder reports whether a test turned the event order lock off.
+func (h *testHooks) noEventOrder() bool { return h != nil && h.eventOrderOff }

@@ -91,36 +91,36 @@ func (s *Store) Group(ctx context.Context, id int64) (flagadmin.Group, error) {
 func (s *Store) DeleteUser(ctx context.Context, id int64, fn func(flagadmin.User) (flagadmin.Event, error)) error {
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
-	return s.inTx(ctx, "delete user", func(ctx context.Context, tx bun.Tx) error {
+	return s.inTx(ctx, "delete user", func(ctx context.Context, t *txn) (*changes, error) {
 		var r userRow
-		if err := s.forUpdate(tx.NewSelect().Model(&r).Where("id = ?", id)).Scan(ctx); err != nil {
+		if err := s.forUpdate(t.NewSelect().Model(&r).Where("id = ?", id)).Scan(ctx); err != nil {
 			if errors.Is(err, sql.ErrNoRows) {
-				return &callbackError{flagadmin.ErrNotFound}
+				return nil, &callbackError{flagadmin.ErrNotFound}
 			}
-			return err
+			return nil, err
 		}
 		e, err := fn(r.user())
 		if err != nil {
-			return &callbackError{err}
+			return nil, &callbackError{err}
 		}
-		projects, err := userProjects(ctx, tx, id)
+		// The projects whose members the deletion changes: those where the
+		// user holds a role, directly or through a group.
+		var projects []string
+		err = t.NewRaw(`SELECT project_id FROM project_members WHERE user_id = ?
+			UNION
+			SELECT pm.project_id FROM project_members pm JOIN group_members gm ON gm.group_id = pm.group_id WHERE gm.user_id = ?`,
+			id, id).Scan(ctx, &projects)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		for _, m := range []any{(*tokenRow)(nil), (*projectMemberRow)(nil), (*groupMemberRow)(nil), (*favoriteRow)(nil)} {
-			if _, err := tx.NewDelete().Model(m).Where("user_id = ?", id).Exec(ctx); err != nil {
-				return err
+			if _, err := t.NewDelete().Model(m).Where("user_id = ?", id).Exec(ctx); err != nil {
+				return nil, err
 			}
 		}
-		if _, err := tx.NewDelete().Model((*userRow)(nil)).Where("id = ?", id).Exec(ctx); err != nil {
-			return err
+		if _, err := t.NewDelete().Model((*userRow)(nil)).Where("id = ?", id).Exec(ctx); err != nil {
+			return nil, err
 		}
-		if err := recountMembers(ctx, tx, projects); err != nil {
-			return err
-		}
-		if err := s.hook("delete user"); err != nil {
-			return err
-		}
-		return s.insertEvents(ctx, tx, []flagadmin.Event{e}, false)
+		return &changes{events: []flagadmin.Event{e}, memberProjects: projects}, nil
 	})
 }

@@ -25,29 +25,6 @@ var _ flagadmin.SinkStore = (*Store)(nil)
 // they happened. MySQL reports changed rows, not matched ones: every such
 // UPDATE raises seq, so a matched row is always a changed one.
 
-// webhookSinksSchema is the table of sink states.
-var webhookSinksSchema = []table{{name: "webhook_sinks", body: `
-		name {KEY} NOT NULL PRIMARY KEY,
-		after_id BIGINT NOT NULL,
-		delivered BIGINT NOT NULL,
-		attempts INTEGER NOT NULL,
-		last_error {TEXT} NOT NULL,
-		last_error_at BIGINT NOT NULL,
-		holder {KEY} NOT NULL,
-		lease_until BIGINT NOT NULL,
-		seq BIGINT NOT NULL,
-		created_at BIGINT NOT NULL`}}
-
-// migrateWebhookSinks is migration webhook_sinks.
-func migrateWebhookSinks(ctx context.Context, db *bun.DB) error {
-	return createSchema(ctx, db, webhookSinksSchema)
-}
-
-// unmigrateWebhookSinks drops webhook_sinks.
-func unmigrateWebhookSinks(ctx context.Context, db *bun.DB) error {
-	return dropSchema(ctx, db, webhookSinksSchema)
-}
-
 // sinkRow is a row of webhook_sinks.
 type sinkRow struct {
 	bun.BaseModel `bun:"table:webhook_sinks"`

@@ -1,4 +1,4 @@
-package bunstore
+package stored
 
 import (
 	"encoding/json"
@@ -18,12 +18,12 @@ func tagsByJSON(s string) ([]flagadmin.Tag, error) {
 func checkTags(t *testing.T, s string) {
 	t.Helper()
 	want, wantErr := tagsByJSON(s)
-	got, gotErr := tagsOf(&s)
+	got, gotErr := Tags(&s)
 	if (gotErr != nil) != (wantErr != nil) {
-		t.Fatalf("tagsOf(%q): error %v, want error %v", s, gotErr, wantErr)
+		t.Fatalf("Tags(%q): error %v, want error %v", s, gotErr, wantErr)
 	}
 	if wantErr == nil && !reflect.DeepEqual(got, want) {
-		t.Fatalf("tagsOf(%q) = %#v, want %#v", s, got, want)
+		t.Fatalf("Tags(%q) = %#v, want %#v", s, got, want)
 	}
 	if fast, ok := parseCanonicalTags(s); ok && (wantErr != nil || !reflect.DeepEqual(fast, want)) {
 		t.Fatalf("parseCanonicalTags(%q) = %#v, accepted; encoding/json gives %#v, %v", s, fast, want, wantErr)

@@ -1,7 +1,8 @@
-package bunstore
+package pgpage
 
 import (
 	"context"
+	"database/sql"
 	"database/sql/driver"
 	"encoding/binary"
 	"encoding/json"
@@ -13,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/stdlib"
 
+	"github.com/flagadmin/flagadmin/adapters/bunstore/internal/stored"
 	"github.com/flagadmin/flagadmin/flagadmin"
 )
 
@@ -21,29 +23,35 @@ import (
 // value of each row would be converted to a driver.Value, then assigned to
 // its destination by reflection, under database/sql's locks, which cost
 // more than the statement itself. Only the total (whose type depends on
-// the total plan) and columns of unexpected types go through pgx's type map.
+// the total's expression) and columns of unexpected types go through
+// pgx's type map.
 //
 // The decoding is by hand rather than pgx's own row collection because it
 // costs this process far less CPU: BenchmarkPageDecode
-// (pgxcollect_internal_test.go; 20,000 worldgen events, pages of 100 and
-// 1,000, prepared and literal, PostgreSQL 15, 2 shared cores), geomean
-// over the four shapes, two runs (load average 9-12, n=5; 4-5, n=6):
-// pgx.CollectRows with RowToStructByPos takes +80% and +63% CPU per page,
-// 2x the bytes and 7-10x the allocations (a string and a pointer per
-// nullable column, against one string per row here); pgx.ForEachRow into
-// typed values, +43% and +24% CPU, 6-9x the allocations. Wall time per
-// page, mostly the database's: +27% and +25% with CollectRows, +10% and
-// -5% (not significant) with ForEachRow. Measure again with:
+// (adapters/bunstore/pgxcollect_internal_test.go; 20,000 worldgen events,
+// pages of 100 and 1,000, prepared and literal, PostgreSQL 15, 2 shared
+// cores), geomean over the four shapes, two runs (load average 9-12, n=5;
+// 4-5, n=6): pgx.CollectRows with RowToStructByPos takes +80% and +63% CPU
+// per page, 2x the bytes and 7-10x the allocations (a string and a pointer
+// per nullable column, against one string per row here); pgx.ForEachRow
+// into typed values, +43% and +24% CPU, 6-9x the allocations. Wall time
+// per page, mostly the database's: +27% and +25% with CollectRows, +10%
+// and -5% (not significant) with ForEachRow. Measure again with:
 //
 //	go test ./adapters/bunstore -run '^$' -bench BenchmarkPageDecode -count 6 > pages.txt
 //	go run golang.org/x/perf/cmd/benchstat@latest -col /reader pages.txt
 
-// pageColumnCount is the number of columns of a page statement's row: the
-// total, then eventColumns.
-var pageColumnCount = 1 + len(eventColumns)
+// Columns is the number of columns of a page statement's row: the total,
+// then stored.EventColumns.
+var Columns = 1 + len(stored.EventColumns)
 
-// queryPage runs a page statement (pageStatement) and returns its page of
-// at most limit events. args are passed to pgx as they are: a leading
+// Capacity bounds the events a page's slice is allocated for up front.
+const Capacity = 1000
+
+// Read runs a page statement (Statement, or any statement whose columns
+// are the total and stored.EventColumns, in order) on a connection of db,
+// a pool of the pgx driver, and returns its page of at most limit events.
+// args are passed to pgx as they are: a leading
 // pgx.QueryExecModeCacheStatement prepares the statement; without one, the
 // connection's default, the simple protocol, runs a literal statement.
 //
@@ -58,14 +66,14 @@ var pageColumnCount = 1 + len(eventColumns)
 // driver.ErrBadConn from Raw, which discards the connection, and fails.
 // A retry loop for that case never ran under terminated backends or a cut
 // network, so there is none.
-func (s *Store) queryPage(ctx context.Context, query string, args []any, limit int) (flagadmin.EventPage, error) {
-	page := flagadmin.EventPage{Events: make([]flagadmin.Event, 0, min(max(limit, 0), pageCapacity))}
-	conn, err := s.rdb.DB.Conn(ctx)
+func Read(ctx context.Context, db *sql.DB, query string, args []any, limit int) (flagadmin.EventPage, error) {
+	page := flagadmin.EventPage{Events: make([]flagadmin.Event, 0, min(max(limit, 0), Capacity))}
+	conn, err := db.Conn(ctx)
 	if err != nil {
 		return page, err
 	}
 	defer conn.Close()
-	err = onPgx(conn, func(pc *pgx.Conn) error {
+	err = OnPgx(conn, func(pc *pgx.Conn) error {
 		if pc.IsClosed() {
 			return driver.ErrBadConn
 		}
@@ -77,36 +85,7 @@ func (s *Store) queryPage(ctx context.Context, query string, args []any, limit i
 			return err
 		}
 		defer rows.Close()
-		r := pageReader{types: pc.TypeMap(), fields: rows.FieldDescriptions(), chunk: min(max(limit, 1), pageCapacity)}
-		if len(r.fields) != pageColumnCount {
-			// A statement that failed before its row description (such as
-			// one whose context ended) reports no columns: its error says why.
-			rows.Close()
-			if err := rows.Err(); err != nil {
-				return err
-			}
-			return fmt.Errorf("page statement returned %d columns, want %d", len(r.fields), pageColumnCount)
-		}
-		first := true
-		for rows.Next() {
-			vals := rows.RawValues()
-			if first { // every row has the same total
-				total, _, err := r.int64At(vals, 0)
-				if err != nil {
-					return err
-				}
-				page.Total = int(total)
-				first = false
-			}
-			e, ok, err := r.event(vals)
-			if err != nil {
-				return err
-			}
-			if ok { // else the row of an empty page, with no event
-				page.Events = append(page.Events, e)
-			}
-		}
-		return rows.Err()
+		return readRows(rows, pc.TypeMap(), limit, &page)
 	})
 	if errors.Is(err, driver.ErrBadConn) && ctx.Err() != nil {
 		// pgx reports a statement it did not send because ctx had ended
@@ -116,9 +95,43 @@ func (s *Store) queryPage(ctx context.Context, query string, args []any, limit i
 	return page, err
 }
 
-// pageReader decodes the raw values of a page statement's rows, in the
-// format (text or binary) and type of each column.
-type pageReader struct {
+// readRows reads the rows of a page statement into page.
+func readRows(rows pgx.Rows, types *pgtype.Map, limit int, page *flagadmin.EventPage) error {
+	r := reader{types: types, fields: rows.FieldDescriptions(), chunk: min(max(limit, 1), Capacity)}
+	if len(r.fields) != Columns {
+		// A statement that failed before its row description (such as one
+		// whose context ended) reports no columns: its error says why.
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		return fmt.Errorf("page statement returned %d columns, want %d", len(r.fields), Columns)
+	}
+	first := true
+	for rows.Next() {
+		vals := rows.RawValues()
+		if first { // every row has the same total
+			total, _, err := r.int64At(vals, colTotal)
+			if err != nil {
+				return err
+			}
+			page.Total = int(total)
+			first = false
+		}
+		e, ok, err := r.event(vals)
+		if err != nil {
+			return err
+		}
+		if ok { // else the row of an empty page, with no event
+			page.Events = append(page.Events, e)
+		}
+	}
+	return rows.Err()
+}
+
+// reader decodes the raw values of a page statement's rows, in the format
+// (text or binary) and type of each column.
+type reader struct {
 	types  *pgtype.Map
 	fields []pgconn.FieldDescription
 	text   []byte // the string columns of a row, concatenated
@@ -131,7 +144,7 @@ type pageReader struct {
 }
 
 // strPtr returns a pointer to a copy of v.
-func (r *pageReader) strPtr(v string) *string {
+func (r *reader) strPtr(v string) *string {
 	if len(r.strs) == cap(r.strs) {
 		r.strs = make([]string, 0, 3*r.chunk) // environment, project, feature_name
 	}
@@ -140,7 +153,7 @@ func (r *pageReader) strPtr(v string) *string {
 }
 
 // int64Ptr returns a pointer to a copy of n.
-func (r *pageReader) int64Ptr(n int64) *int64 {
+func (r *reader) int64Ptr(n int64) *int64 {
 	if len(r.ints) == cap(r.ints) {
 		r.ints = make([]int64, 0, 2*r.chunk) // created_by_user_id, group_id
 	}
@@ -148,7 +161,7 @@ func (r *pageReader) int64Ptr(n int64) *int64 {
 	return &r.ints[len(r.ints)-1]
 }
 
-// Columns of a page statement's row (see pageColumnCount).
+// Columns of a page statement's row (see Columns).
 const (
 	colTotal = iota
 	colID
@@ -165,10 +178,48 @@ const (
 	colGroupID
 )
 
+// stringColumns are the string columns of a row, read into one string.
+var stringColumns = [...]int{colType, colCreatedBy, colEnvironment, colProject, colFeatureName, colTags}
+
+// rowStrings are the string columns of a row: their values share one
+// string, part i running to ends[i]; null[i] marks a null.
+type rowStrings struct {
+	text string
+	ends [len(stringColumns)]int
+	null [len(stringColumns)]bool
+}
+
+// part returns string column i (an index of stringColumns) and whether it
+// is not null.
+func (s *rowStrings) part(i int) (string, bool) {
+	start := 0
+	if i > 0 {
+		start = s.ends[i-1]
+	}
+	return s.text[start:s.ends[i]], !s.null[i]
+}
+
+// strings reads the string columns of a row.
+func (r *reader) strings(vals [][]byte) (*rowStrings, error) {
+	var s rowStrings
+	r.text = r.text[:0]
+	for i, c := range stringColumns {
+		var err error
+		if vals[c] == nil {
+			s.null[i] = true
+		} else if r.text, err = r.appendText(r.text, vals, c); err != nil {
+			return nil, err
+		}
+		s.ends[i] = len(r.text)
+	}
+	s.text = string(r.text)
+	return &s, nil
+}
+
 // event returns the event of a row; ok is false when its columns are null
 // (the row of an empty page). Its strings share one allocation, and its
 // data and pre-data another.
-func (r *pageReader) event(vals [][]byte) (e flagadmin.Event, ok bool, err error) {
+func (r *reader) event(vals [][]byte) (e flagadmin.Event, ok bool, err error) {
 	id, ok, err := r.int64At(vals, colID)
 	if err != nil || !ok {
 		return e, false, err
@@ -177,42 +228,18 @@ func (r *pageReader) event(vals [][]byte) (e flagadmin.Event, ok bool, err error
 	if err != nil {
 		return e, false, err
 	}
-	// The string columns, in one string: type, created_by, environment,
-	// project, feature_name, tags.
-	strCols := [...]int{colType, colCreatedBy, colEnvironment, colProject, colFeatureName, colTags}
-	var ends [len(strCols)]int
-	var null [len(strCols)]bool
-	r.text = r.text[:0]
-	for i, c := range strCols {
-		if vals[c] == nil {
-			null[i] = true
-		} else if r.text, err = r.appendText(r.text, vals, c); err != nil {
-			return e, false, err
-		}
-		ends[i] = len(r.text)
+	s, err := r.strings(vals)
+	if err != nil {
+		return e, false, err
 	}
-	text := string(r.text)
-	part := func(i int) (string, bool) {
-		start := 0
-		if i > 0 {
-			start = ends[i-1]
-		}
-		return text[start:ends[i]], !null[i]
-	}
-	e.ID, e.CreatedAt = id, timeOf(createdAt)
-	e.Type, _ = part(0)
-	e.CreatedBy, _ = part(1)
-	if v, ok := part(2); ok {
-		e.Environment = r.strPtr(v)
-	}
-	if v, ok := part(3); ok {
-		e.Project = r.strPtr(v)
-	}
-	if v, ok := part(4); ok {
-		e.FeatureName = r.strPtr(v)
-	}
-	if v, ok := part(5); ok {
-		if e.Tags, err = tagsOf(&v); err != nil {
+	e.ID, e.CreatedAt = id, stored.Time(createdAt)
+	e.Type, _ = s.part(0)
+	e.CreatedBy, _ = s.part(1)
+	e.Environment = r.optional(s.part(2))
+	e.Project = r.optional(s.part(3))
+	e.FeatureName = r.optional(s.part(4))
+	if v, ok := s.part(5); ok {
+		if e.Tags, err = stored.Tags(&v); err != nil {
 			return e, false, err
 		}
 	}
@@ -226,9 +253,17 @@ func (r *pageReader) event(vals [][]byte) (e flagadmin.Event, ok bool, err error
 	return e, true, err
 }
 
+// optional is a pointer to a copy of v when ok, else nil.
+func (r *reader) optional(v string, ok bool) *string {
+	if !ok {
+		return nil
+	}
+	return r.strPtr(v)
+}
+
 // jsonPair returns the JSON texts of columns a and b (nil when null), in
 // one allocation.
-func (r *pageReader) jsonPair(vals [][]byte, a, b int) (json.RawMessage, json.RawMessage, error) {
+func (r *reader) jsonPair(vals [][]byte, a, b int) (json.RawMessage, json.RawMessage, error) {
 	if vals[a] == nil && vals[b] == nil {
 		return nil, nil, nil
 	}
@@ -255,7 +290,7 @@ func (r *pageReader) jsonPair(vals [][]byte, a, b int) (json.RawMessage, json.Ra
 }
 
 // appendText appends the text of column i (nothing when null) to b.
-func (r *pageReader) appendText(b []byte, vals [][]byte, i int) ([]byte, error) {
+func (r *reader) appendText(b []byte, vals [][]byte, i int) ([]byte, error) {
 	v := vals[i]
 	if v == nil {
 		return b, nil
@@ -272,7 +307,7 @@ func (r *pageReader) appendText(b []byte, vals [][]byte, i int) ([]byte, error) 
 }
 
 // int64PtrAt returns the integer of column i, nil when null.
-func (r *pageReader) int64PtrAt(vals [][]byte, i int) (*int64, error) {
+func (r *reader) int64PtrAt(vals [][]byte, i int) (*int64, error) {
 	n, ok, err := r.int64At(vals, i)
 	if err != nil || !ok {
 		return nil, err
@@ -281,7 +316,7 @@ func (r *pageReader) int64PtrAt(vals [][]byte, i int) (*int64, error) {
 }
 
 // int64At returns the integer of column i; ok is false when it is null.
-func (r *pageReader) int64At(vals [][]byte, i int) (n int64, ok bool, err error) {
+func (r *reader) int64At(vals [][]byte, i int) (n int64, ok bool, err error) {
 	v := vals[i]
 	if v == nil {
 		return 0, false, nil
@@ -300,7 +335,7 @@ func (r *pageReader) int64At(vals [][]byte, i int) (n int64, ok bool, err error)
 }
 
 // scanInt64 decodes an integer of any type with pgx's type map.
-func (r *pageReader) scanInt64(f *pgconn.FieldDescription, v []byte) (int64, error) {
+func (r *reader) scanInt64(f *pgconn.FieldDescription, v []byte) (int64, error) {
 	var n int64
 	if err := r.types.Scan(f.DataTypeOID, f.Format, v, &n); err != nil {
 		return 0, fmt.Errorf("column %s: %w", f.Name, err)
@@ -332,14 +367,14 @@ func parseDecimal(b []byte) (int64, bool) {
 	return n, true
 }
 
-// rawConn is a database/sql connection: *sql.Conn, bun.Conn.
-type rawConn interface {
+// Conn is a database/sql connection: *sql.Conn, bun.Conn.
+type Conn interface {
 	Raw(func(driverConn any) error) error
 }
 
-// onPgx runs fn on the pgx connection under conn, a connection of the pgx
+// OnPgx runs fn on the pgx connection under conn, a connection of the pgx
 // driver.
-func onPgx(conn rawConn, fn func(*pgx.Conn) error) error {
+func OnPgx(conn Conn, fn func(*pgx.Conn) error) error {
 	return conn.Raw(func(dc any) error {
 		sc, ok := dc.(*stdlib.Conn)
 		if !ok {

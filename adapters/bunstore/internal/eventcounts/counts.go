@@ -1,0 +1,359 @@
+// Package eventcounts keeps event_counts, a summary of the events table
+// written in the same transaction as the events (Add): the number of
+// events of each scope (every event, those without a project, those of one
+// project) in all, per value of each filtered column (feature, type,
+// creator, environment), per UTC day and per UTC month. Events are never
+// deleted, so the counts only grow.
+//
+// It is a speed-up of the store (bunstore.EventCounts), read through a
+// Plan: a search whose total is a sum of counted rows (no filter, one IS /
+// IS_ANY_OF filter, a range of whole days, with the visibility of any
+// caller) reads its total from a few rows instead of counting up to
+// millions of index entries (Plan.Total), and a large offset with no
+// column filter skips whole months, then days, by their counts instead of
+// index entries (Plan.Seek). Without it, the store counts the matches and
+// reads past the offset on an index.
+//
+// # Rows
+//
+// A row is keyed by typed columns: dim (what is counted, Dim), scope
+// (which events, Scope), project (the project of ScopeProject, else empty),
+// value (the feature, type or environment counted, else empty), num (the
+// creator's user id, the day or the month counted, else 0) and shard. A
+// project or value longer than MaxKeyBytes bytes is not counted (a row
+// would not fit MySQL's index key); a plan that would need it counts the
+// matches instead.
+//
+// # Shards
+//
+// The rows every writer touches (all events, today, the common types and
+// creators) would make concurrent writers queue on one row lock each. So
+// each row is split into Shards rows by the shard column: a transaction
+// adds all its deltas to the shard it drew at random, and readers sum
+// every shard. Two writers that drew different shards touch disjoint rows;
+// two that drew the same one lock its rows in one (sorted) order, so they
+// cannot deadlock. SQLite's writers take turns anyway and use shard 0.
+package eventcounts
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"maps"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/uptrace/bun"
+	"github.com/uptrace/bun/dialect"
+
+	"github.com/flagadmin/flagadmin/flagadmin"
+)
+
+// Dim is what a row of event_counts counts.
+type Dim int16
+
+// Dims of event_counts.
+const (
+	// DimEvents counts the events of the scope (value and num empty).
+	DimEvents Dim = iota
+	// DimFeature counts those of one feature (value).
+	DimFeature
+	// DimType counts those of one type (value).
+	DimType
+	// DimCreator counts those of one creator (num: the user id).
+	DimCreator
+	// DimEnvironment counts those of one environment (value).
+	DimEnvironment
+	// DimDay counts those of one UTC day (num: days since 1970-01-01), in
+	// ScopeAll and ScopeNoProject.
+	DimDay
+	// DimMonth counts those of one UTC month (num: months since 1970-01),
+	// in every scope.
+	DimMonth
+)
+
+// Scope is which events a row of event_counts counts.
+type Scope int16
+
+// Scopes of event_counts.
+const (
+	ScopeAll       Scope = iota // every event
+	ScopeNoProject              // the events without a project
+	ScopeProject                // the events of one project (the project column)
+)
+
+// MaxKeyBytes bounds the project and the value of a row, in bytes: two of
+// them, with the rest of the key, fit MySQL's index key (3072 bytes) and
+// PostgreSQL's (about 2700).
+const MaxKeyBytes = 1000
+
+// Shards is the number of shards of every row.
+const Shards = 8
+
+// key is a row of event_counts, without its shard.
+type key struct {
+	dim     Dim
+	scope   Scope
+	project string
+	value   string
+	num     int64
+}
+
+// compare orders keys: writers lock rows in this order.
+func (k key) compare(o key) int {
+	return cmp.Or(cmp.Compare(k.dim, o.dim), cmp.Compare(k.scope, o.scope), strings.Compare(k.project, o.project),
+		strings.Compare(k.value, o.value), cmp.Compare(k.num, o.num))
+}
+
+// counts are deltas of rows, by key.
+type counts map[key]int64
+
+// add adds n to the row of k, unless k's project or value is too long to
+// be counted.
+func (c counts) add(k key, n int64) {
+	if len(k.project) <= MaxKeyBytes && len(k.value) <= MaxKeyBytes {
+		c[k] += n
+	}
+}
+
+// scopeOf is the scope of the events of project (nil: without a project)
+// and the project column of its rows.
+func scopeOf(project *string) (Scope, string) {
+	if project == nil {
+		return ScopeNoProject, ""
+	}
+	return ScopeProject, *project
+}
+
+// events adds n events of project (nil: without one) to DimEvents.
+func (c counts) events(project *string, n int64) {
+	scope, p := scopeOf(project)
+	c.add(key{dim: DimEvents, scope: ScopeAll}, n)
+	c.add(key{dim: DimEvents, scope: scope, project: p}, n)
+}
+
+// column adds n events of project with value (or num, for DimCreator) in
+// the column of dim: in every event's scope and in the project's (or the
+// events without one).
+func (c counts) column(dim Dim, project *string, value string, num int64, n int64) {
+	scope, p := scopeOf(project)
+	c.add(key{dim: dim, scope: ScopeAll, value: value, num: num}, n)
+	c.add(key{dim: dim, scope: scope, project: p, value: value, num: num}, n)
+}
+
+// day adds n events of project created on day (days since 1970-01-01):
+// the day's rows (every event, and those without a project) and its
+// month's (every event, and the events' own scope).
+func (c counts) day(project *string, day int64, n int64) {
+	scope, p := scopeOf(project)
+	month := monthOfDay(day)
+	c.add(key{dim: DimDay, scope: ScopeAll, num: day}, n)
+	c.add(key{dim: DimMonth, scope: ScopeAll, num: month}, n)
+	c.add(key{dim: DimMonth, scope: scope, project: p, num: month}, n)
+	if project == nil {
+		c.add(key{dim: DimDay, scope: ScopeNoProject, num: day}, n)
+	}
+}
+
+// event adds e.
+func (c counts) event(e flagadmin.Event) {
+	c.events(e.Project, 1)
+	for _, col := range []struct {
+		dim   Dim
+		value *string
+	}{{DimFeature, e.FeatureName}, {DimType, &e.Type}, {DimEnvironment, e.Environment}} {
+		if col.value != nil {
+			c.column(col.dim, e.Project, *col.value, 0, 1)
+		}
+	}
+	if e.CreatedByUserID != nil {
+		c.column(DimCreator, e.Project, "", *e.CreatedByUserID, 1)
+	}
+	c.day(e.Project, dayOf(e.CreatedAt.UnixMilli()), 1)
+}
+
+// Add adds events to event_counts, in the caller's write transaction: all
+// its deltas in one shard drawn at random, in key order (see Shards).
+func Add(ctx context.Context, db bun.IDB, events []flagadmin.Event) error {
+	if len(events) == 0 {
+		return nil
+	}
+	c := counts{}
+	for _, e := range events {
+		c.event(e)
+	}
+	shard := 0
+	if db.Dialect().Name() != dialect.SQLite {
+		shard = rand.IntN(Shards)
+	}
+	return c.write(ctx, db, shard)
+}
+
+// upsertChunk bounds the rows of one upsert statement.
+const upsertChunk = 2000
+
+// write adds c to the rows of shard, in key order, by multi-row upserts.
+func (c counts) write(ctx context.Context, db bun.IDB, shard int) error {
+	keys := slices.SortedFunc(maps.Keys(c), key.compare)
+	for start := 0; start < len(keys); start += upsertChunk {
+		part := keys[start:min(len(keys), start+upsertChunk)]
+		args := make([]any, 0, 7*len(part))
+		for _, k := range part {
+			args = append(args, int16(k.dim), int16(k.scope), k.project, k.value, k.num, shard, c[k])
+		}
+		query := "INSERT INTO event_counts (dim, scope, project, value, num, shard, n) VALUES " +
+			strings.Repeat("(?, ?, ?, ?, ?, ?, ?), ", len(part)-1) + "(?, ?, ?, ?, ?, ?, ?)" + onConflict(db.Dialect().Name())
+		if _, err := db.ExecContext(ctx, query, args...); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// onConflict is the upsert clause adding a row's n to the stored one.
+func onConflict(name dialect.Name) string {
+	switch name {
+	case dialect.MySQL:
+		return " ON DUPLICATE KEY UPDATE n = n + VALUES(n)"
+	case dialect.PG:
+		return " ON CONFLICT (dim, scope, project, value, num, shard) DO UPDATE SET n = event_counts.n + EXCLUDED.n"
+	default:
+		return " ON CONFLICT (dim, scope, project, value, num, shard) DO UPDATE SET n = n + excluded.n"
+	}
+}
+
+// Rebuild recomputes event_counts from the events table, all in shard 0,
+// in the caller's transaction: the events grouped by project and by each
+// column, and by project and day, added with the same functions as
+// writes add each event, so the rows are those writes would have left.
+func Rebuild(ctx context.Context, db bun.IDB) error {
+	if _, err := db.ExecContext(ctx, "DELETE FROM event_counts"); err != nil {
+		return err
+	}
+	c := counts{}
+	if err := rebuildEvents(ctx, db, c); err != nil {
+		return err
+	}
+	for _, col := range []struct {
+		dim    Dim
+		column string
+	}{{DimFeature, "feature_name"}, {DimType, "type"}, {DimCreator, "created_by_user_id"}, {DimEnvironment, "environment"}} {
+		if err := rebuildColumn(ctx, db, c, col.dim, col.column); err != nil {
+			return err
+		}
+	}
+	if err := rebuildDays(ctx, db, c); err != nil {
+		return err
+	}
+	return c.write(ctx, db, 0)
+}
+
+// rebuildEvents adds the events per project to c.
+func rebuildEvents(ctx context.Context, db bun.IDB, c counts) error {
+	var groups []struct {
+		Project *string `bun:"project"`
+		N       int64   `bun:"n"`
+	}
+	if err := db.NewRaw("SELECT project, COUNT(*) AS n FROM events GROUP BY project").Scan(ctx, &groups); err != nil {
+		return err
+	}
+	for _, g := range groups {
+		c.events(g.Project, g.N)
+	}
+	return nil
+}
+
+// rebuildColumn adds the events per project and value of column (the
+// column of dim) to c.
+func rebuildColumn(ctx context.Context, db bun.IDB, c counts, dim Dim, column string) error {
+	value := column
+	if dim == DimCreator {
+		value = "''"
+	}
+	num := "0"
+	if dim == DimCreator {
+		num = column
+	}
+	var groups []struct {
+		Project *string `bun:"project"`
+		Value   string  `bun:"value"`
+		Num     int64   `bun:"num"`
+		N       int64   `bun:"n"`
+	}
+	query := fmt.Sprintf("SELECT project, %s AS value, %s AS num, COUNT(*) AS n FROM events WHERE %s IS NOT NULL GROUP BY project, %[4]s",
+		value, num, column, column)
+	if err := db.NewRaw(query).Scan(ctx, &groups); err != nil {
+		return err
+	}
+	for _, g := range groups {
+		c.column(dim, g.Project, g.Value, g.Num, g.N)
+	}
+	return nil
+}
+
+// rebuildDays adds the events per project and day to c.
+func rebuildDays(ctx context.Context, db bun.IDB, c counts) error {
+	var groups []struct {
+		Project *string `bun:"project"`
+		Day     int64   `bun:"day"`
+		N       int64   `bun:"n"`
+	}
+	day := daySQL(db.Dialect().Name())
+	if err := db.NewRaw("SELECT project, "+day+" AS day, COUNT(*) AS n FROM events GROUP BY project, "+day).Scan(ctx, &groups); err != nil {
+		return err
+	}
+	for _, g := range groups {
+		c.day(g.Project, g.Day, g.N)
+	}
+	return nil
+}
+
+// msPerDay is the length of a UTC day in milliseconds.
+const msPerDay = 24 * 60 * 60 * 1000
+
+// dayOf is the UTC day of a stored time (Unix milliseconds): the floor of
+// it in days since 1970-01-01.
+func dayOf(ms int64) int64 {
+	d := ms / msPerDay
+	if ms%msPerDay < 0 {
+		d--
+	}
+	return d
+}
+
+// daySQL is the SQL of dayOf(created_at) on database name: exact integer
+// arithmetic on every database (% takes the dividend's sign everywhere,
+// and the dividend is a multiple of a day; MySQL's / would give a decimal,
+// DIV an integer).
+func daySQL(name dialect.Name) string {
+	div := "/"
+	if name == dialect.MySQL {
+		div = "DIV"
+	}
+	return fmt.Sprintf("((created_at - ((created_at %% %[1]d) + %[1]d) %% %[1]d) %[2]s %[1]d)", msPerDay, div)
+}
+
+// monthOfDay is the UTC month of a day, in months since 1970-01.
+func monthOfDay(day int64) int64 {
+	t := time.UnixMilli(day * msPerDay).UTC()
+	return int64(t.Year()-1970)*12 + int64(t.Month()) - 1
+}
+
+// monthStart is the first day of a month (both since 1970).
+func monthStart(month int64) int64 {
+	t := time.Date(1970, time.Month(month+1), 1, 0, 0, 0, 0, time.UTC)
+	return dayOf(t.UnixMilli())
+}
+
+// dayBound returns the day of a bound of a date filter, and whether t is
+// one: 00:00Z of a day, to the millisecond. Events at or after t are
+// exactly those whose day is at least the result.
+func dayBound(t time.Time) (int64, bool) {
+	ms := t.UnixMilli()
+	if !t.Equal(time.UnixMilli(ms)) || ms%msPerDay != 0 {
+		return 0, false
+	}
+	return ms / msPerDay, true
+}

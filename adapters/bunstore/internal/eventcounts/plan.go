@@ -1,0 +1,310 @@
+package eventcounts
+
+import (
+	"maps"
+	"slices"
+	"strconv"
+
+	"github.com/flagadmin/flagadmin/adapters/bunstore/internal/sqlq"
+	"github.com/flagadmin/flagadmin/adapters/bunstore/internal/stored"
+	"github.com/flagadmin/flagadmin/flagadmin"
+)
+
+// Plan is how the counts serve a search without free text: its total
+// (Total) and, at a large offset, where its page starts (Seek). The zero
+// Plan serves nothing: the store counts the matches.
+type Plan struct {
+	q    flagadmin.EventQuery
+	kind planKind
+	// planKeys: the rows to add and to subtract, every shard of each.
+	plus, minus []rows
+	// planDays: the days from fromDay (inclusive) to beforeDay
+	// (exclusive), when bounded; noProject subtracts the days' events
+	// without a project; hidden lists projects whose events in the range
+	// are counted (from the events_project index) and subtracted.
+	from, before *int64
+	noProject    bool
+	hidden       []string
+}
+
+// planKind is where a plan reads the total from.
+type planKind int
+
+const (
+	planNone planKind = iota // nowhere: the matches are counted
+	planKeys                 // rows of a few keys: plus minus minus
+	planDays                 // day rows over a range of days
+)
+
+// rows are the rows of event_counts of one dim and scope with any of
+// the projects, values and nums given (each list one empty string or 0 when the
+// dim has none), every shard of each.
+type rows struct {
+	dim      Dim
+	scope    Scope
+	projects []string
+	values   []string
+	nums     []int64
+}
+
+// SeekMinOffset is the smallest offset for which a page skips whole
+// months and days by their counts (Seek) rather than index entries.
+const SeekMinOffset = 1000
+
+// PlanFor returns how the counts serve q. They serve it when q's matches
+// are a sum of counted rows: no free text, no id or group filter, and
+// either no date and at most one column filter, with any visibility (the
+// counts per project and without a project take off what the caller
+// cannot see); or whole days (dayBound) and no column filter, with any
+// visibility. A project or value too long to be counted (MaxKeyBytes)
+// leaves q to be counted.
+func PlanFor(q flagadmin.EventQuery) Plan {
+	if q.Text != "" || len(q.IDs) > 0 || len(q.GroupIDs) > 0 {
+		return Plan{}
+	}
+	dim, values, nums, filters := columnFilter(q)
+	hidden := slices.Sorted(maps.Keys(setOf(q.HiddenProjects))) // deduplicated, in one order
+	var p Plan
+	switch {
+	case filters > 1 || (filters == 1 && (q.From != nil || q.Before != nil)):
+		return Plan{}
+	case q.From != nil || q.Before != nil:
+		p = dayPlan(q, hidden)
+	case filters == 0 && q.Offset >= SeekMinOffset:
+		// All events (with a project, outside hidden projects): the days
+		// count them too, and let a large offset skip whole days.
+		p = Plan{kind: planDays, noProject: q.RequireProject, hidden: hidden}
+	case filters == 0:
+		p = allPlan(q, hidden)
+	case dim == DimEvents: // the project filter
+		p = projectPlan(values, hidden)
+	default:
+		p = columnPlan(q, dim, values, nums, hidden)
+	}
+	if p.kind == planNone || !countable(p.hidden) || !p.countable() {
+		return Plan{}
+	}
+	p.q = q
+	return p
+}
+
+// columnFilter returns q's column filters that are counted: the dim and
+// values (or nums) of the last one, and how many there are.
+func columnFilter(q flagadmin.EventQuery) (dim Dim, values []string, nums []int64, filters int) {
+	for _, f := range []struct {
+		dim    Dim
+		values []string
+	}{{DimEvents, q.Projects}, {DimFeature, q.Features}, {DimType, q.Types}, {DimEnvironment, q.Environments}} {
+		if len(f.values) > 0 {
+			dim, values, filters = f.dim, f.values, filters+1
+		}
+	}
+	if len(q.CreatedByUserIDs) > 0 {
+		dim, values, nums, filters = DimCreator, nil, q.CreatedByUserIDs, filters+1
+	}
+	return dim, values, nums, filters
+}
+
+// dayPlan reads the total of q (dates, no column filter) from the day
+// rows, when its dates are whole days.
+func dayPlan(q flagadmin.EventQuery, hidden []string) Plan {
+	p := Plan{kind: planDays, noProject: q.RequireProject, hidden: hidden}
+	if q.From != nil {
+		day, ok := dayBound(*q.From)
+		if !ok {
+			return Plan{}
+		}
+		p.from = &day
+	}
+	if q.Before != nil {
+		day, ok := dayBound(*q.Before)
+		if !ok {
+			return Plan{}
+		}
+		p.before = &day
+	}
+	return p
+}
+
+// allPlan counts every event, less those without a project (for callers
+// who see only events with one) and those of hidden projects.
+func allPlan(q flagadmin.EventQuery, hidden []string) Plan {
+	p := Plan{kind: planKeys, plus: []rows{one(DimEvents, ScopeAll)}}
+	if q.RequireProject {
+		p.minus = append(p.minus, one(DimEvents, ScopeNoProject))
+	}
+	if len(hidden) > 0 {
+		r := one(DimEvents, ScopeProject)
+		r.projects = hidden
+		p.minus = append(p.minus, r)
+	}
+	return p
+}
+
+// projectPlan counts the events of the projects of a project filter that
+// are not hidden.
+func projectPlan(projects, hidden []string) Plan {
+	var shown []string
+	for p := range setOf(projects) {
+		if !slices.Contains(hidden, p) {
+			shown = append(shown, p)
+		}
+	}
+	p := Plan{kind: planKeys}
+	if len(shown) > 0 {
+		r := one(DimEvents, ScopeProject)
+		r.projects = slices.Sorted(slices.Values(shown))
+		p.plus = []rows{r}
+	}
+	return p
+}
+
+// columnPlan counts the events with one of the values (or nums) in the
+// column of dim, less their events in hidden projects and, for callers who
+// see only events with a project, those without one.
+func columnPlan(q flagadmin.EventQuery, dim Dim, values []string, nums []int64, hidden []string) Plan {
+	all := one(dim, ScopeAll)
+	if dim == DimCreator {
+		all.nums = slices.Sorted(maps.Keys(setOf(nums)))
+	} else {
+		all.values = slices.Sorted(maps.Keys(setOf(values)))
+	}
+	p := Plan{kind: planKeys, plus: []rows{all}}
+	if len(hidden) > 0 {
+		inHidden := all
+		inHidden.scope, inHidden.projects = ScopeProject, hidden
+		p.minus = append(p.minus, inHidden)
+	}
+	if q.RequireProject {
+		none := all
+		none.scope = ScopeNoProject
+		p.minus = append(p.minus, none)
+	}
+	return p
+}
+
+// one is the rows of dim and scope without a project, value or num.
+func one(dim Dim, scope Scope) rows {
+	return rows{dim: dim, scope: scope, projects: []string{""}, values: []string{""}, nums: []int64{0}}
+}
+
+// setOf is the set of vs.
+func setOf[T comparable](vs []T) map[T]bool {
+	set := make(map[T]bool, len(vs))
+	for _, v := range vs {
+		set[v] = true
+	}
+	return set
+}
+
+// countable reports whether every string of ss may be counted.
+func countable(ss []string) bool {
+	return !slices.ContainsFunc(ss, func(s string) bool { return len(s) > MaxKeyBytes })
+}
+
+// countable reports whether every row of p may be counted.
+func (p Plan) countable() bool {
+	for _, r := range slices.Concat(p.plus, p.minus) {
+		if !countable(r.projects) || !countable(r.values) {
+			return false
+		}
+	}
+	return true
+}
+
+// Seeks reports whether the page of the plan's query starts at a large
+// offset that Seek finds by skipping whole months and days.
+func (p Plan) Seeks() bool {
+	return p.kind == planDays && p.q.Offset >= SeekMinOffset && p.q.Limit > 0
+}
+
+// Total returns the SQL expression (a scalar, without FROM) of the total of
+// the plan's query, read from the counts; empty for the zero Plan.
+func (p Plan) Total() sqlq.Fragment {
+	switch p.kind {
+	case planKeys:
+		if len(p.plus) == 0 {
+			return sqlq.F("0")
+		}
+		total := sum(p.plus)
+		if len(p.minus) > 0 {
+			total = sqlq.Join(" - ", total, sum(p.minus))
+		}
+		return total
+	case planDays:
+		total := p.days(ScopeAll)
+		if p.noProject {
+			total = sqlq.Join(" - ", total, p.days(ScopeNoProject))
+		}
+		if len(p.hidden) > 0 {
+			total = sqlq.Join(" - ", total, p.hiddenEvents().Wrap("(SELECT COUNT(*) FROM events WHERE ", ")"))
+		}
+		return total
+	}
+	return sqlq.Fragment{}
+}
+
+// days is the SQL sum of the day rows of the plan's range in scope.
+func (p Plan) days(scope Scope) sqlq.Fragment {
+	r := one(DimDay, scope)
+	r.nums = nil
+	return r.condition(p.from, p.before).Wrap("COALESCE((SELECT SUM(n) FROM event_counts WHERE ", "), 0)")
+}
+
+// hiddenEvents is the condition on events of the hidden projects' events
+// in the plan's range.
+func (p Plan) hiddenEvents() sqlq.Fragment {
+	cond := sqlq.In("project", p.hidden)
+	if p.q.From != nil {
+		cond = sqlq.And(cond, sqlq.F("created_at >= ?", stored.CeilMillis(*p.q.From)))
+	}
+	if p.q.Before != nil {
+		cond = sqlq.And(cond, sqlq.F("created_at < ?", stored.CeilMillis(*p.q.Before)))
+	}
+	return cond
+}
+
+// sum is the SQL sum of the rows, every shard, 0 when there are none.
+func sum(rs []rows) sqlq.Fragment {
+	conds := make([]sqlq.Fragment, len(rs))
+	for i, r := range rs {
+		conds[i] = r.condition(nil, nil).Wrap("(", ")")
+	}
+	return sqlq.Join(" OR ", conds...).Wrap("COALESCE((SELECT SUM(n) FROM event_counts WHERE ", "), 0)")
+}
+
+// condition is the WHERE condition of r's rows; with nil nums, of its nums
+// from from (inclusive) to before (exclusive), nil for no bound.
+func (r rows) condition(from, before *int64) sqlq.Fragment {
+	cond := sqlq.F("dim = " + strconv.Itoa(int(r.dim)) + " AND scope = " + strconv.Itoa(int(r.scope)))
+	parts := []sqlq.Fragment{cond, eqOrIn("project", r.projects), eqOrIn("value", r.values)}
+	switch {
+	case r.nums != nil:
+		parts = append(parts, eqOrIn("num", r.nums))
+	default:
+		if from != nil {
+			parts = append(parts, sqlq.F("num >= ?", *from))
+		}
+		if before != nil {
+			parts = append(parts, sqlq.F("num < ?", *before))
+		}
+	}
+	return sqlq.And(parts...)
+}
+
+// eqOrIn is "column = 0" or column equal to the empty string for the one
+// empty value, else
+// "column = ?" or "column IN (...)".
+func eqOrIn[T comparable](column string, vs []T) sqlq.Fragment {
+	var zero T
+	switch {
+	case len(vs) == 1 && vs[0] == zero:
+		if _, ok := any(zero).(string); ok {
+			return sqlq.F(column + " = ''")
+		}
+		return sqlq.F(column + " = 0")
+	case len(vs) == 1:
+		return sqlq.F(column+" = ?", vs[0])
+	}
+	return sqlq.In(column, vs)
+}

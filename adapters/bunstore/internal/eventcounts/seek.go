@@ -1,0 +1,262 @@
+package eventcounts
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"slices"
+
+	"github.com/uptrace/bun"
+
+	"github.com/flagadmin/flagadmin/adapters/bunstore/internal/sqlq"
+)
+
+// Start is where the page of a query starts: its total, and its first
+// event, the match at Offset among those created before Before (among all
+// when HasBefore is false).
+type Start struct {
+	Total     int
+	Before    int64 // Unix milliseconds
+	HasBefore bool
+	Offset    int
+}
+
+// period is the number of matches of one day or month (num).
+type period struct {
+	Num int64 `bun:"num"`
+	N   int64 `bun:"n"`
+}
+
+// Seek reads the counted rows of a plan that Seeks and returns where the
+// page of its query starts, reading in the caller's read transaction.
+//
+// Without dates, whole months are skipped first by their month rows
+// (monthSeek). With dates, the range's day rows are read, and the events
+// of hidden projects in the range are counted per day from the
+// events_project index and taken off their days.
+func (p Plan) Seek(ctx context.Context, db bun.IDB) (Start, error) {
+	if p.from == nil && p.before == nil {
+		return p.monthSeek(ctx, db)
+	}
+	days, err := readPeriods(ctx, db, DimDay, p.noProject, p.from, p.before)
+	if err != nil {
+		return Start{}, err
+	}
+	if len(p.hidden) > 0 {
+		if err := p.takeHiddenDays(ctx, db, p.hiddenEvents(), days); err != nil {
+			return Start{}, err
+		}
+	}
+	var total int64
+	for _, d := range days {
+		total += d.N
+	}
+	start := Start{Total: int(total)}
+	if p.q.Offset >= start.Total {
+		return start, nil
+	}
+	start.Before, start.HasBefore, start.Offset = seekDays(days, p.q.Offset)
+	return start, nil
+}
+
+// readPeriods returns the rows of dim (DimDay or DimMonth) of every event,
+// less those without a project when noProject is set, whose num is from
+// from (inclusive) to before (exclusive), nil for no bound, summed per
+// num over the shards, newest first.
+func readPeriods(ctx context.Context, db bun.IDB, dim Dim, noProject bool, from, before *int64) ([]period, error) {
+	all := one(dim, ScopeAll)
+	all.nums = nil
+	cond := all.condition(from, before)
+	sign := "n"
+	if noProject {
+		none := all
+		none.scope = ScopeNoProject
+		cond = sqlq.Join(" OR ", cond.Wrap("(", ")"), none.condition(from, before).Wrap("(", ")"))
+		sign = fmt.Sprintf("CASE WHEN scope = %d THEN -n ELSE n END", ScopeNoProject)
+	}
+	var out []period
+	err := db.NewRaw("SELECT num, SUM("+sign+") AS n FROM event_counts WHERE "+cond.Text+" GROUP BY num", cond.Args...).Scan(ctx, &out)
+	slices.SortFunc(out, func(a, b period) int { return cmp.Compare(b.Num, a.Num) })
+	return out, err
+}
+
+// seekDays skips the newest of days (newest first) while they hold no more
+// than offset matches: the page then starts in an older day, before the
+// start of the last day skipped, at the offset that remains.
+func seekDays(days []period, offset int) (before int64, hasBefore bool, rest int) {
+	var newer int64
+	for _, d := range days {
+		if newer+d.N > int64(offset) {
+			break
+		}
+		newer += d.N
+		before, hasBefore = d.Num*msPerDay, true
+	}
+	return before, hasBefore, offset - int(newer)
+}
+
+// takeHiddenDays counts the events of the hidden projects that meet cond
+// (a condition on events) per day, from the events_project index, and
+// takes them off days.
+func (p Plan) takeHiddenDays(ctx context.Context, db bun.IDB, cond sqlq.Fragment, days []period) error {
+	day := daySQL(db.Dialect().Name())
+	var hidden []period
+	err := db.NewRaw("SELECT "+day+" AS num, COUNT(*) AS n FROM events WHERE "+cond.Text+" GROUP BY "+day, cond.Args...).Scan(ctx, &hidden)
+	if err != nil {
+		return err
+	}
+	return subtract(days, hidden)
+}
+
+// subtract takes the counts of less off those of the same num in ps.
+func subtract(ps, less []period) error {
+	at := make(map[int64]int, len(ps))
+	for i, x := range ps {
+		at[x.Num] = i
+	}
+	for _, l := range less {
+		i, ok := at[l.Num]
+		if !ok {
+			return fmt.Errorf("event_counts: %d hidden events in period %d, which has no row", l.N, l.Num)
+		}
+		ps[i].N -= l.N
+	}
+	return nil
+}
+
+// monthSeek is Seek without dates. The month rows (a few dozen per year,
+// less the months of events without a project for callers who see only
+// events with one), less the hidden projects' events per month (their
+// month rows), skip whole months; then the day rows of the one month that
+// holds the offset's event, less its hidden events per day (from the
+// events_project index), skip whole days. A month's row is the sum of its
+// days' (every write adds to both), so the two agree.
+func (p Plan) monthSeek(ctx context.Context, db bun.IDB) (Start, error) {
+	months, err := readPeriods(ctx, db, DimMonth, p.noProject, nil, nil)
+	if err != nil {
+		return Start{}, err
+	}
+	var all, hiddenAll int64
+	for _, m := range months {
+		all += m.N
+	}
+	if len(p.hidden) > 0 {
+		r := one(DimEvents, ScopeProject)
+		r.projects = p.hidden
+		if err := db.NewRaw("SELECT ?", sum([]rows{r})).Scan(ctx, &hiddenAll); err != nil {
+			return Start{}, err
+		}
+	}
+	start := Start{Total: int(all - hiddenAll)}
+	if p.q.Offset >= start.Total {
+		return start, nil
+	}
+	target, newer, err := p.locateMonth(ctx, db, months, hiddenAll, int64(start.Total))
+	if err != nil {
+		return Start{}, err
+	}
+	// The days of the target month, less their hidden events.
+	m := months[target].Num
+	first, next := monthStart(m), monthStart(m+1)
+	days, err := readPeriods(ctx, db, DimDay, p.noProject, &first, &next)
+	if err != nil {
+		return Start{}, err
+	}
+	if len(p.hidden) > 0 {
+		cond := sqlq.And(sqlq.In("project", p.hidden),
+			sqlq.F("created_at >= ? AND created_at < ?", first*msPerDay, next*msPerDay))
+		if err := p.takeHiddenDays(ctx, db, cond, days); err != nil {
+			return Start{}, err
+		}
+	}
+	start.Before, start.HasBefore = next*msPerDay, true
+	if b, has, rest := seekDays(days, p.q.Offset-int(newer)); has {
+		start.Before, start.Offset = b, rest
+	} else {
+		start.Offset = rest
+	}
+	return start, nil
+}
+
+// locateMonth returns the index in months (newest first, hidden events
+// not yet taken off) of the month that holds the plan's offset, and the
+// matches in the months newer than it, reading the hidden projects'
+// months where it can be.
+//
+// Only where the offset's month can be: the hidden events in all
+// (hiddenAll) bound what any month hides, so the offset's event lies within
+// hiddenAll events of where it would be with nothing hidden. So either the
+// months from the newest to that bound, or from the oldest, whichever are
+// fewer, locate it; each hidden project's month is one index lookup per
+// shard, the dearest read of the page.
+func (p Plan) locateMonth(ctx context.Context, db bun.IDB, months []period, hiddenAll, total int64) (target int, newer int64, err error) {
+	offset := int64(p.q.Offset)
+	from, to, fromOldest := 0, len(months), false
+	if len(p.hidden) > 0 {
+		from, to, fromOldest = hiddenWindow(months, hiddenAll, offset, total)
+		if err := p.takeHiddenMonths(ctx, db, months[from:to]); err != nil {
+			return 0, 0, err
+		}
+	}
+	if fromOldest {
+		var older int64 // in the months from the oldest to i
+		for i := len(months) - 1; i >= from; i-- {
+			if older += months[i].N; total-older <= offset {
+				return i, total - older, nil
+			}
+		}
+	} else {
+		for i := from; i < to; i++ {
+			if newer+months[i].N > offset {
+				return i, newer, nil
+			}
+			newer += months[i].N
+		}
+	}
+	return 0, 0, fmt.Errorf("event_counts: offset %d not found in the months of %d matches", offset, total)
+}
+
+// hiddenWindow returns the months whose hidden events locateMonth reads,
+// months[from:to]: newest first up to the first month by whose end more
+// than offset+hiddenAll events lie, or oldest first likewise for the
+// events from the offset's on (at least the number below lie at or before
+// it, oldest first), whichever are fewer.
+func hiddenWindow(months []period, hiddenAll, offset, total int64) (from, to int, fromOldest bool) {
+	atOrOlder := total - offset // the offset's event and the older ones
+	newest, oldest := len(months), 0
+	var cum int64
+	for i, m := range months {
+		if cum += m.N; cum-hiddenAll > offset {
+			newest = i + 1
+			break
+		}
+	}
+	cum = 0
+	for i := len(months) - 1; i >= 0; i-- {
+		if cum += months[i].N; cum-hiddenAll >= atOrOlder {
+			oldest = i
+			break
+		}
+	}
+	if len(months)-oldest < newest {
+		return oldest, len(months), true
+	}
+	return 0, newest, false
+}
+
+// takeHiddenMonths takes the events of the hidden projects off months (a
+// run of consecutive rows, newest first), by their month rows.
+func (p Plan) takeHiddenMonths(ctx context.Context, db bun.IDB, months []period) error {
+	if len(months) == 0 {
+		return nil
+	}
+	r := one(DimMonth, ScopeProject)
+	r.projects, r.nums = p.hidden, nil
+	oldest, newest := months[len(months)-1].Num, months[0].Num+1
+	cond := r.condition(&oldest, &newest)
+	var hidden []period
+	if err := db.NewRaw("SELECT num, SUM(n) AS n FROM event_counts WHERE "+cond.Text+" GROUP BY num", cond.Args...).Scan(ctx, &hidden); err != nil {
+		return err
+	}
+	return subtract(months, hidden)
+}

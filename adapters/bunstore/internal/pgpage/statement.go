@@ -1,0 +1,198 @@
+// Package pgpage answers a page of an event search on PostgreSQL in one
+// statement: the total, the page's ids read from an index, and their rows
+// (Statement), prepared when one generic plan serves every value, and
+// decoded from pgx's raw values rather than through database/sql (Read).
+// It is a speed-up of the store (bunstore.PageStatements): without it, a
+// page is the portable total, ids and rows in one read-only transaction.
+package pgpage
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/uptrace/bun/schema"
+
+	"github.com/flagadmin/flagadmin/adapters/bunstore/internal/sqlq"
+	"github.com/flagadmin/flagadmin/adapters/bunstore/internal/stored"
+	"github.com/flagadmin/flagadmin/flagadmin"
+)
+
+// A page statement costs the server more to plan than to run when its
+// values are written into the SQL text, since every distinct text is
+// planned anew. Written with $n placeholders instead, its text depends only
+// on the query's shape, and pgx keeps it prepared on each connection
+// (pgx.QueryExecModeCacheStatement): after five executions PostgreSQL
+// plans it once, generically, for any values.
+
+// Search is what a page statement is built from: the query, and the SQL
+// the store writes for it.
+type Search struct {
+	Query flagadmin.EventQuery
+	// Total is the expression of the query's total (a scalar, without
+	// FROM): read from the summaries or counted.
+	Total sqlq.Fragment
+	// Where returns the WHERE condition of a query's page: its matches
+	// after its cursor (q.After). It is called for Query and, for a filter
+	// of a few values, for each value alone.
+	Where func(q flagadmin.EventQuery) sqlq.Fragment
+}
+
+// Statement returns the page statement of s (s.Query.Limit > 0) and its
+// arguments for Read: Prepared when its generic plan is safe
+// (GenericPlanSafe), else Literal.
+func Statement(gen schema.QueryGen, s Search) (string, []any) {
+	if GenericPlanSafe(s.Query) {
+		return Prepared(s)
+	}
+	return Literal(gen, s)
+}
+
+// Prepared returns the page statement of s with placeholders, and its
+// arguments: pgx.QueryExecModeCacheStatement, then the values.
+func Prepared(s Search) (string, []any) {
+	text, args := statement(s, true).Dollar()
+	return text, append([]any{pgx.QueryExecModeCacheStatement}, args...)
+}
+
+// Literal returns the page statement of s with its values written into
+// the text by gen, and no arguments.
+func Literal(gen schema.QueryGen, s Search) (string, []any) {
+	f := statement(s, false)
+	return string(gen.AppendQuery(nil, f.Text, f.Args...)), nil
+}
+
+// columns are the columns of a page's events, from events AS e.
+var columns = "e." + strings.Join(stored.EventColumns, ", e.")
+
+// statement is the page statement: the total (t), the page's ids from an
+// index (p, none when the offset is past the total), and their rows; with
+// an empty page, one row with the total and null event columns. The limit
+// is written in the text: with a placeholder in LIMIT, PostgreSQL
+// estimates the plan for a tenth of the rows. A prepared statement takes
+// the offset as a value, so that paging does not prepare a statement per
+// page; a filter of a few values (splitFilter) reads each value's newest
+// offset+limit matches apart (UNION ALL), then keeps the page.
+func statement(s Search, prepared bool) sqlq.Fragment {
+	q := s.Query
+	notPast := sqlq.F("(SELECT total FROM t) > ?", int64(q.Offset))
+	order := " ORDER BY created_at DESC, id DESC"
+	var ids sqlq.Fragment
+	if split := splitFilter(q); prepared && split != nil {
+		parts := make([]sqlq.Fragment, len(split))
+		for i, one := range split {
+			parts[i] = sqlq.And(s.Where(one), notPast).
+				Wrap("(SELECT id, created_at FROM events WHERE ", order+" LIMIT "+strconv.Itoa(q.Offset+q.Limit)+")")
+		}
+		ids = sqlq.Join(" UNION ALL ", parts...).Wrap("SELECT id FROM (", ") AS u"+order+page(q.Limit, q.Offset))
+	} else {
+		ids = sqlq.And(s.Where(q), notPast).Wrap("SELECT id FROM events WHERE ", order+" LIMIT "+strconv.Itoa(q.Limit))
+		if q.Offset > 0 {
+			ids = sqlq.Join(" ", ids, sqlq.F("OFFSET ?", int64(q.Offset)))
+		}
+	}
+	return sqlq.Fill("WITH t AS (SELECT ? AS total), p AS (?) SELECT t.total, "+columns+
+		" FROM t LEFT JOIN (p JOIN events AS e ON e.id = p.id) ON TRUE ORDER BY e.created_at DESC, e.id DESC", s.Total, ids)
+}
+
+// page is " LIMIT limit[ OFFSET offset]".
+func page(limit, offset int) string {
+	p := " LIMIT " + strconv.Itoa(limit)
+	if offset > 0 {
+		p += " OFFSET " + strconv.Itoa(offset)
+	}
+	return p
+}
+
+// GenericPlanSafe reports whether one generic plan serves q's page
+// statement for all values: at most one column filter, of one value, or of
+// a few values read apart (splitFilter) and then with no visibility
+// restriction. Each column's index (column, created_at, id) then reads
+// exactly the matches, newest first, whatever the value; a date range is a
+// range of the same index. Else the best plan depends on how many events
+// each value has: a generic plan for type IN ($1, $2) walks
+// events_created, expecting 1.4% of events per type, and reads the whole
+// table for two rare ones. Hidden projects only filter rows, except with a
+// date range, where their events are counted (the total), so there at
+// most one.
+func GenericPlanSafe(q flagadmin.EventQuery) bool {
+	if q.Text != "" || (len(q.HiddenProjects) > 1 && (q.From != nil || q.Before != nil)) {
+		return false
+	}
+	if splitFilter(q) != nil {
+		return !q.RequireProject && len(q.HiddenProjects) == 0
+	}
+	filters := 0
+	for _, n := range columnFilters(q) {
+		if n > 1 {
+			return false
+		}
+		filters += n
+	}
+	return filters <= 1
+}
+
+// columnFilters are the numbers of values of q's column filters.
+func columnFilters(q flagadmin.EventQuery) []int {
+	return []int{len(q.Features), len(q.Projects), len(q.Types), len(q.Environments), len(q.CreatedByUserIDs), len(q.IDs), len(q.GroupIDs)}
+}
+
+// Bounds of splitFilter.
+const (
+	splitMaxValues = 8    // values of the one column filter
+	splitMaxRows   = 1000 // offset + limit: rows read per value at most
+)
+
+// splitFilter returns, when q filters one column by 2 to splitMaxValues
+// distinct values and q.Offset+q.Limit is at most splitMaxRows, one query
+// per value, each q with that value alone; else nil. A page of q is then
+// read from each value's own index range (PostgreSQL reads an IN list on
+// an index as one range per value, but cannot merge them in order: it
+// reads every match and sorts).
+func splitFilter(q flagadmin.EventQuery) []flagadmin.EventQuery {
+	if q.Offset+q.Limit > splitMaxRows {
+		return nil
+	}
+	n, one := oneColumn(q)
+	if one == nil || n < 2 || n > splitMaxValues {
+		return nil
+	}
+	out := make([]flagadmin.EventQuery, n)
+	seen := map[string]bool{}
+	for i := range out {
+		out[i] = q
+		one(&out[i], i)
+		key := fmt.Sprint(out[i].Features, out[i].Projects, out[i].Types, out[i].Environments, out[i].CreatedByUserIDs, out[i].IDs, out[i].GroupIDs)
+		if seen[key] {
+			return nil // a value twice: its events would be read twice
+		}
+		seen[key] = true
+	}
+	return out
+}
+
+// oneColumn returns, when q filters exactly one column, the number of its
+// values and a function that narrows a copy of q to its i-th value; else
+// nil.
+func oneColumn(q flagadmin.EventQuery) (int, func(c *flagadmin.EventQuery, i int)) {
+	filters, n := 0, 0
+	var one func(c *flagadmin.EventQuery, i int)
+	check := func(values int, set func(c *flagadmin.EventQuery, i int)) {
+		if values > 0 {
+			filters++
+			n, one = values, set
+		}
+	}
+	check(len(q.Features), func(c *flagadmin.EventQuery, i int) { c.Features = q.Features[i : i+1] })
+	check(len(q.Projects), func(c *flagadmin.EventQuery, i int) { c.Projects = q.Projects[i : i+1] })
+	check(len(q.Types), func(c *flagadmin.EventQuery, i int) { c.Types = q.Types[i : i+1] })
+	check(len(q.Environments), func(c *flagadmin.EventQuery, i int) { c.Environments = q.Environments[i : i+1] })
+	check(len(q.CreatedByUserIDs), func(c *flagadmin.EventQuery, i int) { c.CreatedByUserIDs = q.CreatedByUserIDs[i : i+1] })
+	check(len(q.IDs), func(c *flagadmin.EventQuery, i int) { c.IDs = q.IDs[i : i+1] })
+	check(len(q.GroupIDs), func(c *flagadmin.EventQuery, i int) { c.GroupIDs = q.GroupIDs[i : i+1] })
+	if filters != 1 {
+		return 0, nil
+	}
+	return n, one
+}

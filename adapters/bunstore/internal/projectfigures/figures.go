@@ -1,0 +1,161 @@
+// Package projectfigures is the project list's figures of each project:
+// its features, stale ones, potentially stale ones, members and the newest
+// lastSeenAt of its features.
+//
+// Computed reads them from the base tables, the reference. Kept reads them
+// from project_stats, one row per project kept in the same transaction as
+// every change it summarises (Apply), so that the project list reads a row
+// per project instead of grouping the features and members of every
+// project on each call: a speed-up of the store (bunstore.ProjectFigures).
+//
+// What counts is the domain's: ProjectStatsQuery.Standing for features,
+// CountedMembers for members (CountMembers), the ProjectStats docs for
+// the rest (health, technical debt and the owners are the Service's). The
+// statements here write the same rules in SQL, for speed at many
+// projects; their only parameters, the potentially-stale cut-offs, come
+// from the query (the domain's type lifetimes). The contract suite holds
+// the SQL to the domain's functions, the kept figures to the computed
+// ones, and both to memstore.
+package projectfigures
+
+import (
+	"context"
+	"database/sql"
+	"maps"
+	"slices"
+	"time"
+
+	"github.com/uptrace/bun"
+
+	"github.com/flagadmin/flagadmin/adapters/bunstore/internal/sqlq"
+	"github.com/flagadmin/flagadmin/adapters/bunstore/internal/stored"
+	"github.com/flagadmin/flagadmin/flagadmin"
+)
+
+// Figures are the figures of one project.
+type Figures struct {
+	Features, Stale, PotentiallyStale, Members int64
+	// LastSeenAt is the newest lastSeenAt of its features (archived ones
+	// too), Unix milliseconds; nil when none was seen.
+	LastSeenAt *int64
+}
+
+// Computed returns the figures of every project that has features or
+// members, computed from the base tables: the reference the kept ones
+// are held to. The potentially stale features are those not archived, not
+// stale and created before the cut-off of their type (q).
+func Computed(ctx context.Context, db bun.IDB, q flagadmin.ProjectStatsQuery) (map[string]Figures, error) {
+	out := map[string]Figures{}
+	rows, err := db.QueryContext(ctx, `SELECT project,
+		COUNT(CASE WHEN archived_at IS NULL THEN 1 END),
+		COUNT(CASE WHEN archived_at IS NULL AND stale THEN 1 END),
+		MAX(last_seen_at)
+		FROM features GROUP BY project`)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id string
+		var f Figures
+		if err := rows.Scan(&id, &f.Features, &f.Stale, &f.LastSeenAt); err != nil {
+			return nil, err
+		}
+		out[id] = f
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	rows.Close()
+	if err := addPotentiallyStale(ctx, db, q.PotentiallyStaleBefore, out, false); err != nil {
+		return nil, err
+	}
+	members, err := CountMembers(ctx, db, nil)
+	for id, n := range members {
+		f := out[id]
+		f.Members = n
+		out[id] = f
+	}
+	return out, err
+}
+
+// addPotentiallyStale counts the features that are not archived and not
+// stale, of the types of cutoffs, per project: created before their type's
+// cut-off, added to the figures' PotentiallyStale; or, with since, created
+// since then, taken off it (Kept's figures hold the fresh features of
+// each type, few of which are recent).
+func addPotentiallyStale(ctx context.Context, db bun.IDB, cutoffs map[flagadmin.FeatureType]time.Time, out map[string]Figures, since bool) error {
+	if len(cutoffs) == 0 {
+		return nil
+	}
+	op, sign := "<", int64(1)
+	if since {
+		op, sign = ">=", -1
+	}
+	terms := make([]sqlq.Fragment, 0, len(cutoffs))
+	for _, t := range slices.Sorted(maps.Keys(cutoffs)) {
+		terms = append(terms, sqlq.F("(type = ? AND created_at "+op+" ?)", string(t), stored.CeilMillis(cutoffs[t])))
+	}
+	cond := sqlq.Join(" OR ", terms...)
+	rs, err := db.QueryContext(ctx, "SELECT project, COUNT(*) FROM features WHERE archived_at IS NULL AND NOT stale AND ("+cond.Text+") GROUP BY project", cond.Args...)
+	if err != nil {
+		return err
+	}
+	defer rs.Close()
+	var project sql.RawBytes
+	var n int64
+	for rs.Next() {
+		if err := rs.Scan(&project, &n); err != nil {
+			return err
+		}
+		if f, ok := out[string(project)]; ok {
+			f.PotentiallyStale += sign * n
+			out[string(project)] = f
+		}
+	}
+	return rs.Err()
+}
+
+// CountMembers returns the member count of each project of part (every
+// project when part is nil) that has members: the SQL form of
+// flagadmin.CountedMembers, the one statement of the rule, which the
+// contract suite holds it to ("projects/memberCount is the domain's
+// CountedMembers"). Each user with a role directly (project_members.user_id)
+// and each user of a group with a role (project_members.group_id joined to
+// group_members) is one (project_id, user_id) pair, and UNION, not UNION
+// ALL, keeps each pair once: a user holding roles several ways counts once.
+// An empty group joins no rows.
+func CountMembers(ctx context.Context, db bun.IDB, part []string) (map[string]int64, error) {
+	where := sqlq.F("")
+	if part != nil {
+		where = sqlq.In("pm.project_id", part).Wrap(" AND ", "")
+	}
+	q := sqlq.Fill(`SELECT m.project_id, COUNT(*) AS n FROM (
+			SELECT pm.project_id, pm.user_id FROM project_members pm WHERE pm.user_id IS NOT NULL?
+			UNION
+			SELECT pm.project_id, gm.user_id FROM project_members pm JOIN group_members gm ON gm.group_id = pm.group_id WHERE 1 = 1?
+		) m GROUP BY m.project_id`, where, where)
+	var ms []struct {
+		ProjectID string `bun:"project_id"`
+		N         int64  `bun:"n"`
+	}
+	err := db.NewRaw(q.Text, q.Args...).Scan(ctx, &ms)
+	counts := make(map[string]int64, len(ms))
+	for _, m := range ms {
+		counts[m.ProjectID] = m.N
+	}
+	return counts, err
+}
+
+// chunk bounds the project ids of one IN list or multi-row statement.
+const chunk = 500
+
+// inChunks calls fn with successive parts of ids of at most chunk.
+func inChunks(ids []string, fn func(part []string) error) error {
+	for start := 0; start < len(ids); start += chunk {
+		if err := fn(ids[start:min(len(ids), start+chunk)]); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,117 @@
+// Package sqlq builds SQL text piece by piece: a Fragment is SQL with ?
+// placeholders and the values that fill them, in order. The store's
+// builders (the filters of an event search, the totals read from the
+// summaries) write fragments once; Bun writes a fragment's values into the
+// text (Bun's own formatting, for every database), and the PostgreSQL page
+// statements turn its placeholders into $1, $2, ... so that the text
+// depends only on the query's shape and pgx can keep it prepared (Dollar).
+//
+// A fragment's text never holds a ? of its own: every ? is a placeholder.
+package sqlq
+
+import (
+	"strconv"
+	"strings"
+
+	"github.com/uptrace/bun/schema"
+)
+
+// Fragment is SQL text with ? placeholders and their values, in order. The
+// zero Fragment is empty.
+type Fragment struct {
+	Text string
+	Args []any
+}
+
+// F returns the fragment of text and its values.
+func F(text string, args ...any) Fragment { return Fragment{Text: text, Args: args} }
+
+// Empty reports whether f has no text.
+func (f Fragment) Empty() bool { return f.Text == "" }
+
+// In is "expr IN (?, ?, ...)", one placeholder per value. With no values it
+// is "1 = 0", which matches nothing (an IN list cannot be empty).
+func In[T any](expr string, values []T) Fragment {
+	if len(values) == 0 {
+		return F("1 = 0")
+	}
+	args := make([]any, len(values))
+	for i, v := range values {
+		args[i] = v
+	}
+	return F(expr+" IN ("+placeholders(len(values))+")", args...)
+}
+
+// placeholders is "?, ?, ..." with n placeholders.
+func placeholders(n int) string {
+	return strings.Repeat("?, ", n-1) + "?"
+}
+
+// Join joins the fragments that are not empty with sep.
+func Join(sep string, fs ...Fragment) Fragment {
+	var b strings.Builder
+	var args []any
+	for _, f := range fs {
+		if f.Empty() {
+			continue
+		}
+		if b.Len() > 0 {
+			b.WriteString(sep)
+		}
+		b.WriteString(f.Text)
+		args = append(args, f.Args...)
+	}
+	return Fragment{Text: b.String(), Args: args}
+}
+
+// And joins the fragments that are not empty with AND.
+func And(fs ...Fragment) Fragment { return Join(" AND ", fs...) }
+
+// Wrap returns f between before and after.
+func (f Fragment) Wrap(before, after string) Fragment {
+	return Fragment{Text: before + f.Text + after, Args: f.Args}
+}
+
+// Fill returns text with each ? replaced by the next fragment of fs, in
+// order: the fragments' values take the places of their placeholders.
+func Fill(text string, fs ...Fragment) Fragment {
+	parts := strings.Split(text, "?")
+	if len(parts) != len(fs)+1 {
+		panic("sqlq: Fill: " + strconv.Itoa(len(parts)-1) + " places for " + strconv.Itoa(len(fs)) + " fragments")
+	}
+	var b strings.Builder
+	var args []any
+	for i, p := range parts {
+		b.WriteString(p)
+		if i < len(fs) {
+			b.WriteString(fs[i].Text)
+			args = append(args, fs[i].Args...)
+		}
+	}
+	return Fragment{Text: b.String(), Args: args}
+}
+
+// Dollar returns f's text with its placeholders numbered $1, $2, ... (in
+// the order of its values) and its values: PostgreSQL's form, for pgx.
+func (f Fragment) Dollar() (string, []any) {
+	var b strings.Builder
+	n := 0
+	for i := 0; i < len(f.Text); i++ {
+		if f.Text[i] != '?' {
+			b.WriteByte(f.Text[i])
+			continue
+		}
+		n++
+		b.WriteByte('$')
+		b.WriteString(strconv.Itoa(n))
+	}
+	return b.String(), f.Args
+}
+
+var _ schema.QueryAppender = Fragment{}
+
+// AppendQuery implements schema.QueryAppender: a fragment is a Bun query
+// argument, written with its values as literals.
+func (f Fragment) AppendQuery(gen schema.QueryGen, b []byte) ([]byte, error) {
+	return gen.AppendQuery(b, f.Text, f.Args...), nil
+}

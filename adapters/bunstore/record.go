@@ -1,0 +1,323 @@
+package bunstore
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/uptrace/bun"
+	"github.com/uptrace/bun/dialect"
+
+	"github.com/flagadmin/flagadmin/adapters/bunstore/internal/pgpage"
+	"github.com/flagadmin/flagadmin/adapters/bunstore/internal/stored"
+	"github.com/flagadmin/flagadmin/flagadmin"
+)
+
+// Every write transaction ends in record, which brings the summaries up to
+// date with what the transaction changed, raises the store's version and
+// appends the transaction's events. Every path that writes goes through
+// it: Write, UpdateFeature, DeleteUser, DeleteToken, InsertEvents and Load.
+//
+// # The lock order
+//
+// A write transaction takes its row locks in this order, so that two
+// writers never wait for each other in a circle:
+//
+//  1. the base rows it changes: the feature, user or token it reads FOR
+//     UPDATE, the rows it inserts or deletes;
+//  2. the summaries' rows (tuning.record): project_stats project by project
+//     in id order, then project_last_events and event_counts in key order;
+//  3. one row of store_versions (bumpVersion);
+//  4. the one row of event_order, the event order lock (appendEvents): held
+//     to the commit, by a transaction that waits for no other lock.
+//
+// record is the one place that takes 2 to 4, in that order. Load is the
+// exception: it holds the event order lock from its start, on an empty
+// store no other writer may write to meanwhile.
+//
+// # Settled ids: commit order is id order
+//
+// Event ids come from an identity (PostgreSQL) or AUTO_INCREMENT (MySQL)
+// column, drawn when a row is inserted, and a transaction commits later.
+// Two writers could draw 5 and 6 and commit 6 first: a reader following
+// the log with id > last (ExportEvents, the live stream's feed) would read
+// 6, move past 5, and never see it. So every transaction that appends
+// events locks the one row of event_order right before it draws its
+// events' ids, and holds the lock until it commits or rolls back. Ids are
+// then drawn by one transaction at a time, each after the one before has
+// ended: when a reader sees id n committed, every smaller id is either
+// committed and visible to it too, or was rolled back and will never
+// appear (a gap). SQLite needs no lock: its single writer connection runs
+// one transaction at a time.
+//
+// Writers of events commit one at a time, so the time the lock is held is
+// the ceiling of their throughput; on PostgreSQL a single INSERT takes it
+// itself: a statement trigger, events_order, locks the row before the
+// statement draws its first id, so it is held for two round trips, the
+// INSERT and the COMMIT, and no path that writes events can forget it.
+// Elsewhere, and for the paths that must hold it before they insert
+// (COPY, given ids), lockEventOrder takes it.
+//
+// A better-scaling alternative on PostgreSQL alone would store each
+// event's transaction id and have readers stop at the oldest running one
+// (pg_snapshot_xmin); MySQL has no portable equivalent, and one rule on
+// both databases is worth more here than the throughput of concurrent
+// event writers.
+
+// changes is what a write transaction changed, for record.
+type changes struct {
+	// op names the operation, for the test hook between a change and its
+	// events.
+	op string
+
+	// events are appended in order; record sets their ids.
+	events []flagadmin.Event
+	// givenIDs: the events carry their ids (Load, a follower of another
+	// log), each larger than the one before and than every id stored.
+	givenIDs bool
+	// bulk: many events; on PostgreSQL they are sent with COPY.
+	bulk bool
+
+	// What the summaries derive from the base tables.
+	newProjects     []string            // projects created
+	addedFeatures   []flagadmin.Feature // features created (in projects that existed before)
+	updatedFeatures []featureUpdate     // features changed
+	memberProjects  []string            // projects whose members may have changed
+	memberGroups    []int64             // groups whose users changed
+}
+
+// featureUpdate is a feature before and after a change.
+type featureUpdate struct{ old, new flagadmin.Feature }
+
+// record ends the write transaction t with what it changed: the summaries,
+// the version, then the events (see the lock order above).
+func (s *Store) record(ctx context.Context, t *txn, ch *changes) error {
+	if err := s.test.change(ch.op); err != nil {
+		return err
+	}
+	if err := s.tuning.record(ctx, t, ch); err != nil {
+		return err
+	}
+	if err := s.bumpVersion(ctx, t); err != nil {
+		return err
+	}
+	if len(ch.events) == 0 {
+		return nil
+	}
+	if err := s.appendEvents(ctx, t, ch); err != nil {
+		return err
+	}
+	// Ids drawn, event order lock held: every event of ch has its id, and
+	// no other transaction can draw one until this one ends. Work on each
+	// event that needs its id and the events before it goes here.
+	return s.test.eventsAppended()
+}
+
+// appendEvents takes the event order lock and inserts ch's events, setting
+// their ids: drawn by the database, or given (ch.givenIDs).
+func (s *Store) appendEvents(ctx context.Context, t *txn, ch *changes) error {
+	if s.dialect == dialect.PG && ch.bulk {
+		return s.copyEvents(ctx, t, ch.events, ch.givenIDs)
+	}
+	rows := make([]stored.Event, len(ch.events))
+	for i, e := range ch.events {
+		r, err := stored.EventOf(e)
+		if err != nil {
+			return err
+		}
+		if !ch.givenIDs {
+			r.ID = 0
+		}
+		rows[i] = r
+	}
+	switch {
+	case ch.givenIDs:
+		if err := s.checkGivenIDs(ctx, t, ch.events); err != nil {
+			return err
+		}
+		return s.insertRows(ctx, t, rows)
+	case s.dialect == dialect.MySQL:
+		if err := s.lockEventOrder(ctx, t); err != nil {
+			return err
+		}
+		return s.insertMySQL(ctx, t, rows, ch.events)
+	default:
+		// On PostgreSQL the INSERT takes the event order lock (the
+		// events_order trigger).
+		return s.insertReturning(ctx, t, rows, ch.events)
+	}
+}
+
+// eventOrderSQL takes the event order lock in the caller's transaction.
+const eventOrderSQL = "SELECT id FROM event_order WHERE id = 1 FOR UPDATE"
+
+// lockEventOrder takes the event order lock in t now, on PostgreSQL and
+// MySQL (SQLite's single writer needs none).
+func (s *Store) lockEventOrder(ctx context.Context, db bun.IDB) error {
+	if s.dialect == dialect.SQLite || s.test.noEventOrder() {
+		return nil
+	}
+	var id int
+	return db.QueryRowContext(ctx, eventOrderSQL).Scan(&id)
+}
+
+// insertChunk bounds the rows of one multi-row INSERT of events (SQLite
+// allows fewer bound values in a statement).
+func (s *Store) insertChunk() int {
+	if s.dialect == dialect.SQLite {
+		return 500
+	}
+	return 1000
+}
+
+// insertReturning inserts rows by multi-row INSERTs that return the ids
+// the database draws (PostgreSQL, SQLite), and sets them on events.
+func (s *Store) insertReturning(ctx context.Context, db bun.IDB, rows []stored.Event, events []flagadmin.Event) error {
+	chunk := s.insertChunk()
+	for start := 0; start < len(rows); start += chunk {
+		part := rows[start:min(len(rows), start+chunk)]
+		if _, err := db.NewInsert().Model(&part).Returning("id").Exec(ctx); err != nil {
+			return err
+		}
+		// Ids are drawn in VALUES order; RETURNING's row order is not
+		// promised, so hand them out sorted.
+		ids := make([]int64, len(part))
+		for i, r := range part {
+			ids[i] = r.ID
+		}
+		slices.Sort(ids)
+		for i, id := range ids {
+			events[start+i].ID = id
+		}
+	}
+	return nil
+}
+
+// insertMySQL inserts rows on MySQL, which has no RETURNING, under the
+// event order lock: by multi-row INSERTs whose ids are the first one
+// (LAST_INSERT_ID) and, for more than one row, those read back from it:
+// the lock keeps every other writer's ids out of the range.
+func (s *Store) insertMySQL(ctx context.Context, db bun.IDB, rows []stored.Event, events []flagadmin.Event) error {
+	for start := 0; start < len(rows); start += 1000 {
+		part := rows[start:min(len(rows), start+1000)]
+		res, err := db.NewInsert().Model(&part).Returning("").Exec(ctx)
+		if err != nil {
+			return err
+		}
+		first, err := res.LastInsertId()
+		if err != nil {
+			return err
+		}
+		ids := []int64{first}
+		if len(part) > 1 {
+			ids = ids[:0]
+			if err := db.NewRaw("SELECT id FROM events WHERE id >= ? ORDER BY id LIMIT ?", first, len(part)).Scan(ctx, &ids); err != nil {
+				return err
+			}
+		}
+		if len(ids) != len(part) {
+			return fmt.Errorf("inserted %d events, read back %d ids", len(part), len(ids))
+		}
+		for i, id := range ids {
+			events[start+i].ID = id
+		}
+	}
+	return nil
+}
+
+// insertRows inserts rows with the ids they carry, by multi-row INSERTs.
+func (s *Store) insertRows(ctx context.Context, db bun.IDB, rows []stored.Event) error {
+	for start := 0; start < len(rows); start += s.insertChunk() {
+		part := rows[start:min(len(rows), start+s.insertChunk())]
+		if _, err := db.NewInsert().Model(&part).Returning("").Exec(ctx); err != nil {
+			return err
+		}
+	}
+	return s.continueIDs(ctx, db, rows[len(rows)-1].ID)
+}
+
+// checkGivenIDs takes the event order lock and checks that the ids events
+// carry ascend from above every id stored: a reader following the log
+// would miss a smaller one.
+func (s *Store) checkGivenIDs(ctx context.Context, db bun.IDB, events []flagadmin.Event) error {
+	if err := s.lockEventOrder(ctx, db); err != nil {
+		return err
+	}
+	var last int64
+	if err := db.NewRaw("SELECT COALESCE(MAX(id), 0) FROM events").Scan(ctx, &last); err != nil {
+		return err
+	}
+	for _, e := range events {
+		if e.ID <= last {
+			return &callbackError{fmt.Errorf("%w: event id %d is not above the one before (%d)", flagadmin.ErrConflict, e.ID, last)}
+		}
+		last = e.ID
+	}
+	return nil
+}
+
+// continueIDs makes the ids the database draws continue above last, an id
+// just inserted as given: on PostgreSQL, whose identity does not move by
+// itself (MySQL's AUTO_INCREMENT and SQLite's AUTOINCREMENT do). The event
+// order lock keeps every other drawer out meanwhile.
+func (s *Store) continueIDs(ctx context.Context, db bun.IDB, last int64) error {
+	if s.dialect != dialect.PG {
+		return nil
+	}
+	return raiseSequence(ctx, db, "events", last)
+}
+
+// copyColumns are the columns COPY fills, in stored.Event's order.
+var copyColumns = []string{"id", "created_at", "type", "created_by", "created_by_user_id", "environment", "project", "feature_name", "data", "pre_data", "tags", "group_id", "search_payload", "search_meta"}
+
+// copyEvents sends events with COPY on PostgreSQL, far less parsing than
+// INSERT, on the pgx connection under t's connection, inside t: with the
+// ids they carry (given), or with ids drawn first under the event order
+// lock. Rows are built as COPY consumes them, overlapping the work with
+// the server's.
+func (s *Store) copyEvents(ctx context.Context, t *txn, events []flagadmin.Event, given bool) error {
+	if given {
+		if err := s.checkGivenIDs(ctx, t, events); err != nil {
+			return err
+		}
+	} else if err := s.drawIDs(ctx, t, events); err != nil {
+		return err
+	}
+	err := pgpage.OnPgx(t.conn, func(pc *pgx.Conn) error {
+		next := 0
+		src := pgx.CopyFromFunc(func() ([]any, error) {
+			if next == len(events) {
+				return nil, nil
+			}
+			r, err := stored.EventOf(events[next])
+			next++
+			return []any{r.ID, r.CreatedAt, r.Type, r.CreatedBy, r.CreatedByUserID, r.Environment, r.Project, r.FeatureName,
+				r.Data, r.PreData, r.Tags, r.GroupID, r.SearchPayload, r.SearchMeta}, err
+		})
+		_, err := pc.CopyFrom(ctx, pgx.Identifier{"events"}, copyColumns, src)
+		return err
+	})
+	if err != nil || !given {
+		return err
+	}
+	return s.continueIDs(ctx, t, events[len(events)-1].ID)
+}
+
+// drawIDs takes the event order lock and draws an id for each event from
+// the identity of events (PostgreSQL).
+func (s *Store) drawIDs(ctx context.Context, db bun.IDB, events []flagadmin.Event) error {
+	if err := s.lockEventOrder(ctx, db); err != nil {
+		return err
+	}
+	var ids []int64
+	err := db.NewRaw("SELECT nextval(pg_get_serial_sequence('events', 'id')) FROM generate_series(1, ?)", len(events)).Scan(ctx, &ids)
+	if err != nil {
+		return err
+	}
+	slices.Sort(ids)
+	for i := range events {
+		events[i].ID = ids[i]
+	}
+	return nil
+}

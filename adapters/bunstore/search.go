@@ -1,0 +1,247 @@
+package bunstore
+
+import (
+	"context"
+	"strings"
+
+	"github.com/uptrace/bun"
+	"github.com/uptrace/bun/dialect"
+
+	"github.com/flagadmin/flagadmin/adapters/bunstore/internal/eventcounts"
+	"github.com/flagadmin/flagadmin/adapters/bunstore/internal/pgpage"
+	"github.com/flagadmin/flagadmin/adapters/bunstore/internal/sqlq"
+	"github.com/flagadmin/flagadmin/adapters/bunstore/internal/stored"
+	"github.com/flagadmin/flagadmin/adapters/bunstore/internal/textindex"
+	"github.com/flagadmin/flagadmin/flagadmin"
+)
+
+// SearchEvents implements flagadmin.Store. The page and the total always
+// describe one snapshot of the database.
+//
+// Without a free-text query, the total is read from event_counts when the
+// store keeps them and they give it (eventcounts.Plan), else counted from
+// an index, and the page's ids are read from an index too (a deferred
+// join), so only the page's own rows are fetched: in one read-only
+// transaction, or on PostgreSQL one statement (pgpage). A large offset
+// with no column filter first skips whole months and days by their counts
+// (eventcounts.Plan.Seek). With a free-text query, whose every candidate
+// row must be read to be checked anyway, one pass returns the page's ids
+// with the count of all matches (a window count) instead of checking
+// every row twice.
+func (s *Store) SearchEvents(ctx context.Context, q flagadmin.EventQuery) (flagadmin.EventPage, error) {
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
+	if q.Text != "" {
+		return s.searchText(ctx, q)
+	}
+	plan := s.tuning.planSearch(q)
+	if s.tuning.pages && q.Limit > 0 && !plan.Seeks() {
+		text, args := pgpage.Statement(s.rdb.QueryGen(), pgpage.Search{Query: q, Total: s.total(q, plan), Where: s.pageWhere})
+		page, err := pgpage.Read(ctx, s.rdb.DB, text, args, q.Limit)
+		if err != nil {
+			return flagadmin.EventPage{}, s.fail("search events", err)
+		}
+		return page, nil
+	}
+	page := flagadmin.EventPage{Events: []flagadmin.Event{}}
+	err := s.inReadTx(ctx, "search events", func(ctx context.Context, tx bun.Tx) error {
+		start, err := s.pageStart(ctx, tx, q, plan)
+		page.Total = start.Total
+		if err != nil || q.Limit <= 0 || q.Offset >= start.Total {
+			return err
+		}
+		where := s.pageWhere(q)
+		if start.HasBefore {
+			where = sqlq.And(where, sqlq.F("created_at < ?", start.Before))
+		}
+		ids := where.Wrap("SELECT id FROM events WHERE ", " ORDER BY created_at DESC, id DESC")
+		ids = sqlq.Join(" ", ids, sqlq.F("LIMIT ? OFFSET ?", q.Limit, start.Offset))
+		return s.fetchPage(ctx, tx, ids, &page)
+	})
+	if err != nil {
+		return flagadmin.EventPage{}, err
+	}
+	return page, nil
+}
+
+// pageStart returns q's total and where its page starts: found by the
+// counts (plan.Seek) at a large offset, else at q.Offset of all matches.
+func (s *Store) pageStart(ctx context.Context, tx bun.IDB, q flagadmin.EventQuery, plan eventcounts.Plan) (eventcounts.Start, error) {
+	if plan.Seeks() {
+		return plan.Seek(ctx, tx)
+	}
+	var total int64
+	err := tx.NewRaw("SELECT ?", s.total(q, plan)).Scan(ctx, &total)
+	return eventcounts.Start{Total: int(total), Offset: q.Offset}, err
+}
+
+// total is the SQL expression of q's total: from the counts when plan
+// gives it, else the count of q's matches.
+func (s *Store) total(q flagadmin.EventQuery, plan eventcounts.Plan) sqlq.Fragment {
+	if total := plan.Total(); !total.Empty() {
+		return total
+	}
+	return s.filter(q).Wrap("(SELECT COUNT(*) FROM events WHERE ", ")")
+}
+
+// pageWhere is the WHERE condition of q's page: its matches after its
+// cursor.
+func (s *Store) pageWhere(q flagadmin.EventQuery) sqlq.Fragment {
+	return sqlq.And(s.filter(q), s.after(q))
+}
+
+// pageColumns are the columns of a page's events, from events AS e.
+var pageColumns = "e." + strings.Join(stored.EventColumns, ", e.")
+
+// fetchPage appends to page the events whose ids the query ids selects, in
+// page order.
+func (s *Store) fetchPage(ctx context.Context, tx bun.IDB, ids sqlq.Fragment, page *flagadmin.EventPage) error {
+	var rows []stored.Event
+	q := sqlq.Fill("SELECT "+pageColumns+" FROM (?) AS p JOIN events AS e ON e.id = p.id ORDER BY e.created_at DESC, e.id DESC", ids)
+	if err := tx.NewRaw(q.Text, q.Args...).Scan(ctx, &rows); err != nil {
+		return err
+	}
+	return appendEvents(page, rows)
+}
+
+// searchText answers a query with free text, in one read-only transaction.
+func (s *Store) searchText(ctx context.Context, q flagadmin.EventQuery) (flagadmin.EventPage, error) {
+	page := flagadmin.EventPage{Events: []flagadmin.Event{}}
+	err := s.inReadTx(ctx, "search events", func(ctx context.Context, tx bun.Tx) error {
+		if q.Limit > 0 {
+			found, err := s.textPage(ctx, tx, q, &page)
+			if err != nil || found {
+				return err
+			}
+			// The offset is past the last match: count them apart.
+		}
+		var total int64
+		err := tx.NewRaw("SELECT ?", s.total(q, eventcounts.Plan{})).Scan(ctx, &total)
+		page.Total = int(total)
+		return err
+	})
+	if err != nil {
+		return flagadmin.EventPage{}, err
+	}
+	return page, nil
+}
+
+// textPage reads the page of a query with free text, with its total, and
+// reports whether that told the total (false when the page is empty past
+// the first one: the count of the matches came with no row).
+//
+// The window runs over the matches in a subquery, sorted after: with
+// ORDER BY next to the window, PostgreSQL may walk the events_created
+// index and check every event, believing that a LIMIT stops a window
+// count early. The count stays over every match, whatever the cursor.
+func (s *Store) textPage(ctx context.Context, tx bun.IDB, q flagadmin.EventQuery, page *flagadmin.EventPage) (bool, error) {
+	matches := s.filter(q).Wrap("(SELECT id, created_at, COUNT(*) OVER () AS total FROM events WHERE ", ") AS m")
+	sel := sqlq.Join(" WHERE ", matches.Wrap("SELECT id, total FROM ", ""), s.after(q))
+	sel = sqlq.Join(" ", sel, sqlq.F("ORDER BY created_at DESC, id DESC LIMIT ? OFFSET ?", q.Limit, q.Offset))
+	var hits []struct {
+		ID    int64 `bun:"id"`
+		Total int   `bun:"total"`
+	}
+	if err := tx.NewRaw(sel.Text, sel.Args...).Scan(ctx, &hits); err != nil {
+		return false, err
+	}
+	if len(hits) == 0 && (q.Offset > 0 || q.After != nil) {
+		return false, nil
+	}
+	ids := make([]int64, 0, len(hits))
+	for _, h := range hits {
+		ids = append(ids, h.ID)
+		page.Total = h.Total
+	}
+	if len(ids) == 0 {
+		return true, nil
+	}
+	return true, s.fetchPage(ctx, tx, sqlq.In("SELECT id FROM events WHERE id", ids), page)
+}
+
+// appendEvents appends the events of rows to page.
+func appendEvents(page *flagadmin.EventPage, rows []stored.Event) error {
+	for _, r := range rows {
+		e, err := r.Event()
+		if err != nil {
+			return err
+		}
+		page.Events = append(page.Events, e)
+	}
+	return nil
+}
+
+// filter is the WHERE condition of q's matches: the SQL form of
+// EventQuery.Matches (without its cursor, q.After), true ("1 = 1") when
+// q has no filter.
+func (s *Store) filter(q flagadmin.EventQuery) sqlq.Fragment {
+	var conds []sqlq.Fragment
+	for _, f := range []struct {
+		values int
+		in     sqlq.Fragment
+	}{
+		{len(q.Features), sqlq.In("feature_name", q.Features)},
+		{len(q.Projects), sqlq.In("project", q.Projects)},
+		{len(q.Types), sqlq.In("type", q.Types)},
+		{len(q.Environments), sqlq.In("environment", q.Environments)},
+		{len(q.CreatedByUserIDs), sqlq.In("created_by_user_id", q.CreatedByUserIDs)},
+		{len(q.IDs), sqlq.In("id", q.IDs)},
+		{len(q.GroupIDs), sqlq.In("group_id", q.GroupIDs)},
+	} {
+		if f.values > 0 { // an empty list filters nothing
+			conds = append(conds, f.in)
+		}
+	}
+	if q.From != nil {
+		conds = append(conds, sqlq.F("created_at >= ?", stored.CeilMillis(*q.From)))
+	}
+	if q.Before != nil {
+		conds = append(conds, sqlq.F("created_at < ?", stored.CeilMillis(*q.Before)))
+	}
+	if q.RequireProject {
+		conds = append(conds, sqlq.F("project IS NOT NULL"))
+	}
+	if len(q.HiddenProjects) > 0 {
+		conds = append(conds, sqlq.In("project", q.HiddenProjects).Wrap("(project IS NULL OR NOT ", ")"))
+	}
+	if q.Text != "" {
+		conds = append(conds, s.textFilter(q.Text, q.TextScope))
+	}
+	if len(conds) == 0 {
+		return sqlq.F("1 = 1")
+	}
+	return sqlq.And(conds...)
+}
+
+// textFilter keeps the events whose search texts in scope contain text, a
+// literal: from SQLite's text index when the store has it on and it
+// answers text, else by scanning the texts. Both texts are computed with
+// strings.ToLower, the function that lower-cases the query, and queries
+// cannot contain control characters, so a match never spans the newline
+// between two texts: the test is exactly strings.Contains.
+func (s *Store) textFilter(text string, scope flagadmin.TextScope) sqlq.Fragment {
+	if s.tuning.textIndex {
+		if match, ok := textindex.Match(text, scope); ok {
+			return match
+		}
+	}
+	var test string
+	switch s.dialect {
+	case dialect.PG, dialect.MySQL:
+		// On PostgreSQL each LIKE is served by its column's trigram index
+		// (an OR by both, a BitmapOr), when there; MySQL scans.
+		test, text = "%s LIKE ? ESCAPE '!'", "%"+likeEscaper.Replace(text)+"%"
+	default:
+		// SQLite's LIKE folds ASCII case; instr is an exact substring test.
+		test = "instr(%s, ?) > 0"
+	}
+	payload := sqlq.F(strings.Replace(test, "%s", "search_payload", 1), text)
+	if scope == flagadmin.TextPayload {
+		return payload
+	}
+	meta := sqlq.F(strings.Replace(test, "%s", "search_meta", 1), text)
+	return sqlq.Join(" OR ", payload, meta).Wrap("(", ")")
+}
+
+// likeEscaper makes a text a literal LIKE pattern with ESCAPE '!'.
+var likeEscaper = strings.NewReplacer("!", "!!", "%", "!%", "_", "!_")
