@@ -194,7 +194,7 @@ func (s *Store) eventFilter(sel *bun.SelectQuery, q flagadmin.EventQuery, a *sql
 	for _, f := range []struct {
 		column string
 		values []string
-	}{{"feature_name", q.Features}, {"project", q.Projects}, {"type", q.Types}, {"environment", q.Environments}} {
+	}{{"feature_name", q.Features}, {"project", q.Projects}, {"type", q.Types}, {"environment", q.Environments}, {"group_id", q.GroupIDs}} {
 		if len(f.values) > 0 {
 			sel = sel.Where("? IN (?)", bun.Ident(f.column), bun.In(bindList(a, f.values)))
 		}
@@ -202,7 +202,7 @@ func (s *Store) eventFilter(sel *bun.SelectQuery, q flagadmin.EventQuery, a *sql
 	for _, f := range []struct {
 		column string
 		values []int64
-	}{{"created_by_user_id", q.CreatedByUserIDs}, {"id", q.IDs}, {"group_id", q.GroupIDs}} {
+	}{{"created_by_user_id", q.CreatedByUserIDs}, {"id", q.IDs}} {
 		if len(f.values) > 0 {
 			sel = sel.Where("? IN (?)", bun.Ident(f.column), bun.In(bindList(a, f.values)))
 		}
@@ -330,7 +330,7 @@ func (s *Store) insertBatch(ctx context.Context, batch []flagadmin.Event) error 
 }
 
 // copyColumns are the columns COPY fills, in eventRow's order.
-var copyColumns = []string{"created_at", "type", "created_by", "created_by_user_id", "environment", "project", "feature_name", "data", "pre_data", "tags", "group_id", "search_payload", "search_meta"}
+var copyColumns = []string{"created_at", "type", "created_by", "created_by_user_id", "environment", "project", "feature_name", "data", "pre_data", "tags", "group_type", "group_id", "search_payload", "search_meta"}
 
 // copyEvents appends events on PostgreSQL with COPY, in one transaction, on
 // the pgx connection under database/sql: far less parsing than INSERT. Rows
@@ -350,7 +350,7 @@ func (s *Store) copyEvents(ctx context.Context, events []flagadmin.Event) error 
 			r, err := eventRowOf(events[next])
 			next++
 			return []any{r.CreatedAt, r.Type, r.CreatedBy, r.CreatedByUserID, r.Environment, r.Project, r.FeatureName,
-				r.Data, r.PreData, r.Tags, r.GroupID, r.SearchPayload, r.SearchMeta}, err
+				r.Data, r.PreData, r.Tags, r.GroupType, r.GroupID, r.SearchPayload, r.SearchMeta}, err
 		})
 		return pgx.BeginFunc(ctx, pc, func(tx pgx.Tx) error {
 			if err := eventStatsPgx(ctx, tx, events); err != nil { // project_stats before event_counts (lock order)

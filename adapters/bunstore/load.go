@@ -297,7 +297,7 @@ func copyEventsWithIDs(ctx context.Context, conn bun.Conn, events []flagadmin.Ev
 			r, err := eventRowOf(e)
 			next++
 			return []any{e.ID, r.CreatedAt, r.Type, r.CreatedBy, r.CreatedByUserID, r.Environment, r.Project, r.FeatureName,
-				r.Data, r.PreData, r.Tags, r.GroupID, r.SearchPayload, r.SearchMeta}, err
+				r.Data, r.PreData, r.Tags, r.GroupType, r.GroupID, r.SearchPayload, r.SearchMeta}, err
 		})
 		_, err := pc.CopyFrom(ctx, pgx.Identifier{"events"}, append([]string{"id"}, copyColumns...), rows)
 		return err

@@ -71,6 +71,7 @@ func newMigrations() *migrate.Migrations {
 	addMigration(ms, "20250601000014", "events_created_project", migrateEventsCreated, unmigrateEventsCreated)
 	addMigration(ms, "20250601000016", "event_order_trigger", migrateEventOrderTrigger, unmigrateEventOrderTrigger)
 	addMigration(ms, "20250601000017", "event_counts_months", migrateCountMonths, unmigrateCountMonths)
+	addMigration(ms, "20250601000018", "event_groups", migrateEventGroups, unmigrateEventGroups)
 	return ms
 }
 
@@ -352,4 +353,38 @@ func rebuildEventsCreated(ctx context.Context, db *bun.DB, columns string) error
 		drop = "DROP INDEX events_created ON events"
 	}
 	return execAll(ctx, db, []string{drop, "CREATE INDEX events_created ON events (" + columns + ")"})
+}
+
+// migrateEventGroups is the Up of migration event_groups: events keep
+// Unleash's groupType and groupId, both text (Unleash writes a ULID as the
+// groupId of one transaction's events); group_id was an integer before.
+func migrateEventGroups(ctx context.Context, db *bun.DB) error {
+	switch db.Dialect().Name() {
+	case dialect.PG:
+		return execAll(ctx, db, []string{
+			"ALTER TABLE events ADD COLUMN IF NOT EXISTS group_type TEXT NULL",
+			"ALTER TABLE events ALTER COLUMN group_id TYPE TEXT USING group_id::text",
+		})
+	case dialect.MySQL:
+		return execAll(ctx, db, []string{
+			"ALTER TABLE events ADD COLUMN group_type VARCHAR(255) NULL, MODIFY group_id VARCHAR(700) NULL",
+		})
+	default:
+		// SQLite cannot change a column's type: the column is rebuilt.
+		return execAll(ctx, db, []string{
+			"ALTER TABLE events ADD COLUMN group_type TEXT NULL",
+			"ALTER TABLE events ADD COLUMN group_id_text TEXT NULL",
+			"UPDATE events SET group_id_text = CAST(group_id AS TEXT) WHERE group_id IS NOT NULL",
+			"DROP INDEX IF EXISTS events_group",
+			"ALTER TABLE events DROP COLUMN group_id",
+			"ALTER TABLE events RENAME COLUMN group_id_text TO group_id",
+			"CREATE INDEX events_group ON events (group_id, created_at, id) WHERE group_id IS NOT NULL",
+		})
+	}
+}
+
+// unmigrateEventGroups is its Down: group_type dropped; group_id keeps its
+// text (a ULID has no integer form).
+func unmigrateEventGroups(ctx context.Context, db *bun.DB) error {
+	return execAll(ctx, db, []string{"ALTER TABLE events DROP COLUMN group_type"})
 }

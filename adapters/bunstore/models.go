@@ -153,7 +153,7 @@ func (r tokenRow) token() flagadmin.APIToken {
 }
 
 // eventColumns are the columns an event is read back from (not the search texts).
-var eventColumns = []string{"id", "created_at", "type", "created_by", "created_by_user_id", "environment", "project", "feature_name", "data", "pre_data", "tags", "group_id"}
+var eventColumns = []string{"id", "created_at", "type", "created_by", "created_by_user_id", "environment", "project", "feature_name", "data", "pre_data", "tags", "group_type", "group_id"}
 
 type eventRow struct {
 	bun.BaseModel `bun:"table:events"`
@@ -169,7 +169,8 @@ type eventRow struct {
 	Data            *string `bun:"data"`
 	PreData         *string `bun:"pre_data"`
 	Tags            *string `bun:"tags"`
-	GroupID         *int64  `bun:"group_id"`
+	GroupType       *string `bun:"group_type"`
+	GroupID         *string `bun:"group_id"`
 	SearchPayload   string  `bun:"search_payload"`
 	SearchMeta      string  `bun:"search_meta"`
 }
@@ -184,7 +185,7 @@ func eventRowOf(e flagadmin.Event) (eventRow, error) {
 	return eventRow{
 		CreatedAt: millis(e.CreatedAt), Type: e.Type, CreatedBy: e.CreatedBy, CreatedByUserID: e.CreatedByUserID,
 		Environment: e.Environment, Project: e.Project, FeatureName: e.FeatureName,
-		Data: rawText(e.Data), PreData: rawText(e.PreData), Tags: tags, GroupID: e.GroupID,
+		Data: rawText(e.Data), PreData: rawText(e.PreData), Tags: tags, GroupType: e.GroupType, GroupID: e.GroupID,
 		SearchPayload: payload, SearchMeta: meta,
 	}, nil
 }
@@ -197,7 +198,7 @@ func (r eventRow) event() (flagadmin.Event, error) {
 	return flagadmin.Event{
 		ID: r.ID, CreatedAt: timeOf(r.CreatedAt), Type: r.Type, CreatedBy: r.CreatedBy, CreatedByUserID: r.CreatedByUserID,
 		Environment: r.Environment, Project: r.Project, FeatureName: r.FeatureName,
-		Data: rawOf(r.Data), PreData: rawOf(r.PreData), Tags: tags, GroupID: r.GroupID,
+		Data: rawOf(r.Data), PreData: rawOf(r.PreData), Tags: tags, GroupType: r.GroupType, GroupID: r.GroupID,
 	}, nil
 }
 

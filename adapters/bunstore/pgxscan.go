@@ -133,7 +133,7 @@ type pageReader struct {
 // strPtr returns a pointer to a copy of v.
 func (r *pageReader) strPtr(v string) *string {
 	if len(r.strs) == cap(r.strs) {
-		r.strs = make([]string, 0, 3*r.chunk) // environment, project, feature_name
+		r.strs = make([]string, 0, 5*r.chunk) // environment, project, feature_name, group_type, group_id
 	}
 	r.strs = append(r.strs, v)
 	return &r.strs[len(r.strs)-1]
@@ -142,7 +142,7 @@ func (r *pageReader) strPtr(v string) *string {
 // int64Ptr returns a pointer to a copy of n.
 func (r *pageReader) int64Ptr(n int64) *int64 {
 	if len(r.ints) == cap(r.ints) {
-		r.ints = make([]int64, 0, 2*r.chunk) // created_by_user_id, group_id
+		r.ints = make([]int64, 0, r.chunk) // created_by_user_id
 	}
 	r.ints = append(r.ints, n)
 	return &r.ints[len(r.ints)-1]
@@ -162,6 +162,7 @@ const (
 	colData
 	colPreData
 	colTags
+	colGroupType
 	colGroupID
 )
 
@@ -178,8 +179,8 @@ func (r *pageReader) event(vals [][]byte) (e flagadmin.Event, ok bool, err error
 		return e, false, err
 	}
 	// The string columns, in one string: type, created_by, environment,
-	// project, feature_name, tags.
-	strCols := [...]int{colType, colCreatedBy, colEnvironment, colProject, colFeatureName, colTags}
+	// project, feature_name, tags, group_type, group_id.
+	strCols := [...]int{colType, colCreatedBy, colEnvironment, colProject, colFeatureName, colTags, colGroupType, colGroupID}
 	var ends [len(strCols)]int
 	var null [len(strCols)]bool
 	r.text = r.text[:0]
@@ -219,8 +220,11 @@ func (r *pageReader) event(vals [][]byte) (e flagadmin.Event, ok bool, err error
 	if e.CreatedByUserID, err = r.int64PtrAt(vals, colCreatedByUserID); err != nil {
 		return e, false, err
 	}
-	if e.GroupID, err = r.int64PtrAt(vals, colGroupID); err != nil {
-		return e, false, err
+	if v, ok := part(6); ok {
+		e.GroupType = r.strPtr(v)
+	}
+	if v, ok := part(7); ok {
+		e.GroupID = r.strPtr(v)
 	}
 	e.Data, e.PreData, err = r.jsonPair(vals, colData, colPreData)
 	return e, true, err
