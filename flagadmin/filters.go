@@ -25,6 +25,8 @@ const (
 	MaxFilterValues = 1000
 	// MaxQueryLength bounds the free-text query, in characters.
 	MaxQueryLength = 1000
+	// MaxEventTypeLength bounds an item of the type filter, in characters.
+	MaxEventTypeLength = 255
 )
 
 // Filter is a parsed "IS:a" or "IS_ANY_OF:a,b" parameter.
@@ -192,7 +194,7 @@ type EventQuery struct {
 	Environments     []string
 	CreatedByUserIDs []int64
 	IDs              []int64
-	GroupIDs         []int64
+	GroupIDs         []string
 	// From: createdAt at or after. Before: createdAt strictly before.
 	From, Before *time.Time
 	// Text is the lower-cased free-text query; empty means none. It matches
@@ -239,6 +241,7 @@ func ParseEventSearch(p EventSearchParams) (EventQuery, error) {
 		{"project", p.Project, &q.Projects},
 		{"type", p.Type, &q.Types},
 		{"environment", p.Environment, &q.Environments},
+		{"groupId", p.GroupID, &q.GroupIDs},
 	}
 	for _, f := range strFilters {
 		if f.raw == "" {
@@ -252,8 +255,10 @@ func ParseEventSearch(p EventSearchParams) (EventQuery, error) {
 		*f.dst = parsed.Values
 	}
 	for _, t := range q.Types {
-		if !IsKnownEventType(t) {
-			collect(invalid("type", "unknown event type %s", QuoteInput(t)))
+		// Any type name: Unleash adds types in every release, and imported
+		// or followed events carry them (decisions §4).
+		if utf8.RuneCountInString(t) > MaxEventTypeLength {
+			collect(invalid("type", "an event type is at most %d characters, got %s", MaxEventTypeLength, QuoteInput(t)))
 		}
 	}
 	intFilters := []struct {
@@ -262,7 +267,6 @@ func ParseEventSearch(p EventSearchParams) (EventQuery, error) {
 	}{
 		{"createdBy", p.CreatedBy, &q.CreatedByUserIDs},
 		{"id", p.ID, &q.IDs},
-		{"groupId", p.GroupID, &q.GroupIDs},
 	}
 	for _, f := range intFilters {
 		if f.raw == "" {

@@ -258,7 +258,11 @@ func TestParseEventSearch(t *testing.T) {
 		{"environment", flagadmin.EventSearchParams{Environment: "IS:production"}, func(q *flagadmin.EventQuery) { q.Environments = []string{"production"} }},
 		{"createdBy", flagadmin.EventSearchParams{CreatedBy: "IS_ANY_OF:1,-42, 7"}, func(q *flagadmin.EventQuery) { q.CreatedByUserIDs = []int64{1, -42, 7} }},
 		{"id", flagadmin.EventSearchParams{ID: "IS:12"}, func(q *flagadmin.EventQuery) { q.IDs = []int64{12} }},
-		{"groupId", flagadmin.EventSearchParams{GroupID: "IS:3"}, func(q *flagadmin.EventQuery) { q.GroupIDs = []int64{3} }},
+		{"groupId", flagadmin.EventSearchParams{GroupID: "IS:01M8564MBTV5HMX3GH6SHGBVKG"}, func(q *flagadmin.EventQuery) { q.GroupIDs = []string{"01M8564MBTV5HMX3GH6SHGBVKG"} }},
+		{"a type the contract does not list", flagadmin.EventSearchParams{Type: "IS_ANY_OF:feature-link-added,release-plan-added"}, func(q *flagadmin.EventQuery) {
+			q.Types = []string{"feature-link-added", "release-plan-added"}
+		}},
+		{"a type of 255 characters", flagadmin.EventSearchParams{Type: "IS:" + strings.Repeat("t", 255)}, func(q *flagadmin.EventQuery) { q.Types = []string{strings.Repeat("t", 255)} }},
 		{"from is the start of the day", flagadmin.EventSearchParams{From: "IS:2025-03-01"}, func(q *flagadmin.EventQuery) { q.From = &march1 }},
 		{"to is before the next day", flagadmin.EventSearchParams{To: "IS:2025-03-01"}, func(q *flagadmin.EventQuery) { q.Before = &march2 }},
 		{"from and to the same day", flagadmin.EventSearchParams{From: "IS:2025-03-01", To: "IS:2025-03-01"}, func(q *flagadmin.EventQuery) {
@@ -301,13 +305,12 @@ func TestParseEventSearchRejects(t *testing.T) {
 		{"feature without operator", flagadmin.EventSearchParams{Feature: "new-checkout"}, []string{"feature"}},
 		{"project lower-case operator", flagadmin.EventSearchParams{Project: "is:default"}, []string{"project"}},
 		{"environment empty list", flagadmin.EventSearchParams{Environment: "IS:"}, []string{"environment"}},
-		{"unknown type", flagadmin.EventSearchParams{Type: "IS:feature-exploded"}, []string{"type"}},
-		{"type is case-sensitive", flagadmin.EventSearchParams{Type: "IS:Feature-Created"}, []string{"type"}},
-		{"one unknown type among known ones", flagadmin.EventSearchParams{Type: "IS_ANY_OF:feature-created,nope"}, []string{"type"}},
+		{"a type of 256 characters", flagadmin.EventSearchParams{Type: "IS:" + strings.Repeat("t", 256)}, []string{"type"}},
+		{"one long type among others", flagadmin.EventSearchParams{Type: "IS_ANY_OF:feature-created," + strings.Repeat("é", 256)}, []string{"type"}},
 		{"createdBy not an integer", flagadmin.EventSearchParams{CreatedBy: "IS:ada@example.com"}, []string{"createdBy"}},
 		{"createdBy out of range", flagadmin.EventSearchParams{CreatedBy: "IS:99999999999999999999"}, []string{"createdBy"}},
 		{"id not an integer", flagadmin.EventSearchParams{ID: "IS:1,two"}, []string{"id"}},
-		{"groupId not an integer", flagadmin.EventSearchParams{GroupID: "IS:1.5"}, []string{"groupId"}},
+		{"groupId without operator", flagadmin.EventSearchParams{GroupID: "01M8564MBTV5HMX3GH6SHGBVKG"}, []string{"groupId"}},
 		{"from not a date", flagadmin.EventSearchParams{From: "IS:2025-02-30"}, []string{"from"}},
 		{"to without IS", flagadmin.EventSearchParams{To: "2025-03-01"}, []string{"to"}},
 		{"from after to", flagadmin.EventSearchParams{From: "IS:2025-03-02", To: "IS:2025-03-01"}, []string{"from"}},
@@ -321,7 +324,7 @@ func TestParseEventSearchRejects(t *testing.T) {
 		{"limit over the maximum", flagadmin.EventSearchParams{Limit: "1001"}, []string{"limit"}},
 		{"offset negative", flagadmin.EventSearchParams{Offset: "-1"}, []string{"offset"}},
 		{"several errors at once", flagadmin.EventSearchParams{
-			Feature: "x", Project: "IS:", Type: "IS:nope", CreatedBy: "IS:me", ID: "IS:x", GroupID: "IS:y",
+			Feature: "x", Project: "IS:", Type: "nope", CreatedBy: "IS:me", ID: "IS:x", GroupID: "IS:",
 			From: "IS:2025-13-01", To: "IS:tomorrow", Query: "\x07", Limit: "many", Offset: "-5",
 		}, []string{"feature", "project", "type", "createdBy", "id", "groupId", "from", "to", "query", "limit", "offset"}},
 	}

@@ -71,9 +71,12 @@ type Event struct {
 	PreData json.RawMessage `json:"preData"`
 	// Tags related to the event; written as [] when there are none.
 	Tags []Tag `json:"tags"`
-	// GroupID optionally groups the events of one transaction (filter
-	// "groupId"). It is set by embedding programs and not part of the wire format.
-	GroupID *int64 `json:"-"`
+	// GroupType says what GroupID groups, such as "transaction" (Unleash
+	// groups the events of one bulk change); null when absent.
+	GroupType *string `json:"groupType"`
+	// GroupID groups related events (filter "groupId"), such as the ULID of
+	// the Unleash transaction that wrote them; null when absent.
+	GroupID *string `json:"groupId"`
 }
 
 // MarshalJSON writes the event with the contract's field names in the
@@ -97,8 +100,10 @@ func (e Event) MarshalJSON() ([]byte, error) {
 		Data            json.RawMessage `json:"data"`
 		PreData         json.RawMessage `json:"preData"`
 		Tags            []Tag           `json:"tags"`
+		GroupType       *string         `json:"groupType"`
+		GroupID         *string         `json:"groupId"`
 	}{e.ID, formatTime(e.CreatedAt), e.Type, e.CreatedBy, e.CreatedByUserID, e.Environment, e.Project,
-		e.FeatureName, e.Data, e.PreData, tags})
+		e.FeatureName, e.Data, e.PreData, tags, e.GroupType, e.GroupID})
 }
 
 // marshalJSON is json.Marshal without HTML escaping (an encoder that

@@ -120,7 +120,7 @@ func compactJSON(raw json.RawMessage) []byte {
 func (q EventQuery) Matches(e Event, payload, meta string) bool {
 	if !matchStr(q.Features, e.FeatureName) || !matchStr(q.Projects, e.Project) ||
 		!matchStr(q.Environments, e.Environment) || !matchInt(q.CreatedByUserIDs, e.CreatedByUserID) ||
-		!matchInt(q.GroupIDs, e.GroupID) {
+		!matchStr(q.GroupIDs, e.GroupID) {
 		return false
 	}
 	if len(q.Types) > 0 && !slices.Contains(q.Types, e.Type) {

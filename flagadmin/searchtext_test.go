@@ -97,7 +97,7 @@ func TestEventQueryMatches(t *testing.T) {
 	full := flagadmin.Event{
 		ID: 7, CreatedAt: at, Type: "feature-completed", CreatedBy: "Ada@Example.com",
 		CreatedByUserID: ptr[int64](1), Environment: ptr("production"), Project: ptr("default"),
-		FeatureName: ptr("new-checkout"), GroupID: ptr[int64](3),
+		FeatureName: ptr("new-checkout"), GroupType: ptr("transaction"), GroupID: ptr("3"),
 		Data:    json.RawMessage(`{"status":"kept","statusValue":"100%_Done"}`),
 		PreData: json.RawMessage(`{"stage":"live"}`),
 		Tags:    []flagadmin.Tag{{Type: "simple", Value: "Checkout"}},
@@ -126,8 +126,9 @@ func TestEventQueryMatches(t *testing.T) {
 		{"createdBy other", flagadmin.EventQuery{CreatedByUserIDs: []int64{-42}}, false, false},
 		{"id", flagadmin.EventQuery{IDs: []int64{7}}, true, false},
 		{"ids", flagadmin.EventQuery{IDs: []int64{7, 8}}, true, true},
-		{"groupId", flagadmin.EventQuery{GroupIDs: []int64{3}}, true, false},
-		{"groupId other", flagadmin.EventQuery{GroupIDs: []int64{4}}, false, false},
+		{"groupId", flagadmin.EventQuery{GroupIDs: []string{"3"}}, true, false},
+		{"groupId other", flagadmin.EventQuery{GroupIDs: []string{"4"}}, false, false},
+		{"groupId is not a number", flagadmin.EventQuery{GroupIDs: []string{"03"}}, false, false},
 		{"from at the instant", flagadmin.EventQuery{From: ptr(at)}, true, true},
 		{"from after", flagadmin.EventQuery{From: ptr(at.Add(time.Millisecond))}, false, false},
 		{"before at the instant", flagadmin.EventQuery{Before: ptr(at)}, false, false},
@@ -151,7 +152,7 @@ func TestEventQueryMatches(t *testing.T) {
 		{"every filter must hold", flagadmin.EventQuery{Features: []string{"new-checkout"}, Projects: []string{"other"}}, false, false},
 		{"all filters hold", flagadmin.EventQuery{
 			Features: []string{"new-checkout"}, Projects: []string{"default"}, Types: []string{"feature-completed"},
-			Environments: []string{"production"}, CreatedByUserIDs: []int64{1}, IDs: []int64{7}, GroupIDs: []int64{3},
+			Environments: []string{"production"}, CreatedByUserIDs: []int64{1}, IDs: []int64{7}, GroupIDs: []string{"3"},
 			From: ptr(at), Before: ptr(at.Add(time.Second)), Text: "kept", RequireProject: true, HiddenProjects: []string{"x"},
 		}, true, false},
 	}

@@ -19,7 +19,7 @@ func bulkEvents(n int) []flagadmin.Event {
 	out := make([]flagadmin.Event, n)
 	for i := range out {
 		project, feature, env := fmt.Sprintf("p%d", i%7), fmt.Sprintf("f%d", i%50), "production"
-		uid, gid := int64(i%5), int64(i/10)
+		uid, gid, gtype := int64(i%5), fmt.Sprintf("01WG%022d", i/10), "transaction"
 		e := flagadmin.Event{
 			CreatedAt:       start.Add(time.Duration(i) * time.Millisecond),
 			Type:            types[i%len(types)],
@@ -27,6 +27,7 @@ func bulkEvents(n int) []flagadmin.Event {
 			CreatedByUserID: &uid,
 			Project:         &project,
 			FeatureName:     &feature,
+			GroupType:       &gtype,
 			GroupID:         &gid,
 			Data:            json.RawMessage(fmt.Sprintf(`{"name":"f%d","note":"Bulk %d of 100%%_done","strategy":{"rollout":%d}}`, i%50, i, i%100)),
 		}
@@ -74,7 +75,7 @@ func TestInsertEvents(t *testing.T) {
 			{"query with literal % and _", flagadmin.EventQuery{Text: "100%_done"}, len(in)},
 			{"_ is not a wildcard", flagadmin.EventQuery{Text: "100%xdone"}, 0},
 			{"query in tags", flagadmin.EventQuery{Text: `"tag10"`}, countOf(in, func(e flagadmin.Event) bool { return len(e.Tags) > 0 && e.Tags[0].Value == "tag10" })},
-			{"group", flagadmin.EventQuery{GroupIDs: []int64{7}}, 10},
+			{"group", flagadmin.EventQuery{GroupIDs: []string{"01WG0000000000000000000007"}}, 10},
 		}
 		for _, c := range counts {
 			c.q.Limit = 5

@@ -11,8 +11,9 @@ import (
 )
 
 // Databases of the development versions. Before the baseline, the schema
-// was made by 17 migrations named 20250601000001 to 20250601000017 (12
-// never existed; 15 was 17 under an earlier name). A database they made
+// was made by 18 migrations named 20250601000001 to 20250601000018 (12
+// never existed; 15 was 17 under an earlier name; 18, event_groups, came
+// last and may be missing). A database they made
 // holds the same base tables as the baseline, row for row: users, groups
 // and their members, projects, members and favorites, features, tokens,
 // events with their ids, webhook sinks, the event order row, the version
@@ -55,7 +56,14 @@ func carryOver(ctx context.Context, db *bun.DB, old []string) error {
 		return fmt.Errorf("this database was made by a development version older than the last one before the first release "+
 			"(it lacks migrations %s): migrate it with that version first, or start with a new database", strings.Join(missing, ", "))
 	}
-	stmts := make([]string, 0, len(devSummaries))
+	groups, err := columnExists(ctx, db, "events", "group_type")
+	if err != nil {
+		return err
+	}
+	var stmts []string
+	if !groups {
+		stmts = devEventGroups(db.Dialect().Name())
+	}
 	for _, t := range devSummaries {
 		stmts = append(stmts, "DROP TABLE IF EXISTS "+t)
 	}
@@ -94,4 +102,30 @@ func missingDevMigrations(old []string) []string {
 		}
 	}
 	return missing
+}
+
+// devEventGroups is development migration 18, event_groups, which a
+// database made before it lacks: events keep Unleash's groupType and
+// groupId, both text; group_id was an integer before.
+func devEventGroups(name dialect.Name) []string {
+	switch name {
+	case dialect.PG:
+		return []string{
+			"ALTER TABLE events ADD COLUMN IF NOT EXISTS group_type TEXT NULL",
+			"ALTER TABLE events ALTER COLUMN group_id TYPE TEXT USING group_id::text",
+		}
+	case dialect.MySQL:
+		return []string{"ALTER TABLE events ADD COLUMN group_type VARCHAR(255) NULL, MODIFY group_id VARCHAR(700) NULL"}
+	default:
+		// SQLite cannot change a column's type: the column is rebuilt.
+		return []string{
+			"ALTER TABLE events ADD COLUMN group_type TEXT NULL",
+			"ALTER TABLE events ADD COLUMN group_id_text TEXT NULL",
+			"UPDATE events SET group_id_text = CAST(group_id AS TEXT) WHERE group_id IS NOT NULL",
+			"DROP INDEX IF EXISTS events_group",
+			"ALTER TABLE events DROP COLUMN group_id",
+			"ALTER TABLE events RENAME COLUMN group_id_text TO group_id",
+			"CREATE INDEX events_group ON events (group_id, created_at, id) WHERE group_id IS NOT NULL",
+		}
+	}
 }

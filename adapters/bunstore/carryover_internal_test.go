@@ -33,69 +33,76 @@ func TestCarryOver(t *testing.T) {
 		schema string
 		url    func(testing.TB) string
 	}{{"SQLite", "sqlite", dbtest.SQLite}, {"Postgres", "postgres", dbtest.Postgres}, {"MySQL", "mysql", dbtest.MySQL}} {
-		t.Run(e.name, func(t *testing.T) {
-			ctx := context.Background()
-			url := e.url(t)
-			dev := devDatabase(t, url, e.schema)
-			before, err := baseRows(ctx, dev.db)
-			if err != nil {
-				t.Fatal(err)
-			}
-			oldVersion, err := dev.Version(ctx)
-			if err != nil {
-				t.Fatal(err)
-			}
-			dev.Close()
+		for _, groups := range []bool{false, true} {
+			name := e.name + map[bool]string{false: "/before event_groups", true: "/after event_groups"}[groups]
+			t.Run(name, func(t *testing.T) { testCarryOver(t, e.schema, e.url, groups) })
+		}
+	}
+}
 
-			s, err := Open(ctx, url)
-			if err != nil {
-				t.Fatalf("Open a development database: %v", err)
-			}
-			t.Cleanup(func() { s.Close() })
-			after, err := baseRows(ctx, s.db)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, table := range slices.Sorted(maps.Keys(before)) {
-				if !reflect.DeepEqual(after[table], before[table]) {
-					t.Errorf("rows of %s after the carry-over:\n got %q\nwant %q", table, after[table], before[table])
-				}
-			}
-			var names []string
-			if err := s.db.NewRaw("SELECT name FROM bun_migrations").Scan(ctx, &names); err != nil {
-				t.Fatal(err)
-			}
-			if !reflect.DeepEqual(names, []string{baseline}) {
-				t.Errorf("bun_migrations after the carry-over: %v, want the baseline alone", names)
-			}
-			if v, err := s.Version(ctx); err != nil || v < oldVersion {
-				t.Errorf("version after the carry-over: %d (%v), want at least %d", v, err, oldVersion)
-			}
-			fresh, err := Open(ctx, e.url(t))
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer fresh.Close()
-			if got, want := schemaOf(t, s.db), schemaOf(t, fresh.db); !reflect.DeepEqual(got, want) {
-				t.Errorf("schema after the carry-over:\n got %q\nwant a new database's %q", got, want)
-			}
-			checkSummariesAgree(t, s, url)
-			checkIDsContinue(t, s)
+// testCarryOver is TestCarryOver on one database, made with the
+// development migration 18 (event_groups) or without it.
+func testCarryOver(t *testing.T, schema string, newURL func(testing.TB) string, groups bool) {
+	ctx := context.Background()
+	url := newURL(t)
+	dev := devDatabase(t, url, schema, groups)
+	before, err := baseRows(ctx, dev.db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	oldVersion, err := dev.Version(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dev.Close()
 
-			// Opened again, the database is migrated: nothing changes.
-			rows, err := baseRows(ctx, s.db)
-			if err != nil {
-				t.Fatal(err)
-			}
-			again, err := Open(ctx, url)
-			if err != nil {
-				t.Fatalf("Open again: %v", err)
-			}
-			defer again.Close()
-			if got, err := baseRows(ctx, again.db); err != nil || !reflect.DeepEqual(got, rows) {
-				t.Errorf("opening again changed the rows (%v)", err)
-			}
-		})
+	s, err := Open(ctx, url)
+	if err != nil {
+		t.Fatalf("Open a development database: %v", err)
+	}
+	t.Cleanup(func() { s.Close() })
+	after, err := baseRows(ctx, s.db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, table := range slices.Sorted(maps.Keys(before)) {
+		if !reflect.DeepEqual(after[table], before[table]) {
+			t.Errorf("rows of %s after the carry-over:\n got %q\nwant %q", table, after[table], before[table])
+		}
+	}
+	var names []string
+	if err := s.db.NewRaw("SELECT name FROM bun_migrations").Scan(ctx, &names); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(names, []string{baseline}) {
+		t.Errorf("bun_migrations after the carry-over: %v, want the baseline alone", names)
+	}
+	if v, err := s.Version(ctx); err != nil || v < oldVersion {
+		t.Errorf("version after the carry-over: %d (%v), want at least %d", v, err, oldVersion)
+	}
+	fresh, err := Open(ctx, newURL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fresh.Close()
+	if got, want := schemaOf(t, s.db), schemaOf(t, fresh.db); !reflect.DeepEqual(got, want) {
+		t.Errorf("schema after the carry-over:\n got %q\nwant a new database's %q", got, want)
+	}
+	checkSummariesAgree(t, s, url)
+	checkIDsContinue(t, s)
+
+	// Opened again, the database is migrated: nothing changes.
+	rows, err := baseRows(ctx, s.db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := Open(ctx, url)
+	if err != nil {
+		t.Fatalf("Open again: %v", err)
+	}
+	defer again.Close()
+	if got, err := baseRows(ctx, again.db); err != nil || !reflect.DeepEqual(got, rows) {
+		t.Errorf("opening again changed the rows (%v)", err)
 	}
 }
 
@@ -105,7 +112,7 @@ func TestCarryOver(t *testing.T) {
 func TestCarryOverRefusesOlderDevelopmentDatabases(t *testing.T) {
 	ctx := context.Background()
 	url := dbtest.SQLite(t)
-	dev := devDatabase(t, url, "sqlite")
+	dev := devDatabase(t, url, "sqlite", true)
 	if _, err := dev.db.ExecContext(ctx, "DELETE FROM bun_migrations WHERE name = '20250601000014'"); err != nil {
 		t.Fatal(err)
 	}
@@ -125,9 +132,10 @@ func TestCarryOverRefusesOlderDevelopmentDatabases(t *testing.T) {
 }
 
 // devDatabase makes, at url, the database of the development versions
-// (testdata/devschema/<schema>.sql) with rows in every table, and returns
-// a store on it that has not migrated.
-func devDatabase(t *testing.T, url, schema string) *Store {
+// (testdata/devschema/<schema>.sql, and with groups development migration
+// 18) with rows in every table, and returns a store on it that has not
+// migrated.
+func devDatabase(t *testing.T, url, schema string, groups bool) *Store {
 	t.Helper()
 	ctx := context.Background()
 	s, err := Open(ctx, url, WithoutMigrate())
@@ -142,15 +150,30 @@ func devDatabase(t *testing.T, url, schema string) *Store {
 	if err := execAll(ctx, s.db, ddl); err != nil {
 		t.Fatalf("development schema: %v", err)
 	}
+	if groups {
+		ddl := append(devEventGroups(s.dialect), "INSERT INTO bun_migrations (name, group_id) VALUES ('20250601000018', 2)")
+		if err := execAll(ctx, s.db, ddl); err != nil {
+			t.Fatalf("development migration 18: %v", err)
+		}
+	}
 	if err := execAll(ctx, s.db, devRows); err != nil {
 		t.Fatalf("development rows: %v", err)
 	}
 	for _, e := range devEvents {
 		payload, meta := flagadmin.SearchTexts(e.Event)
+		columns, values := "", ""
+		args := []any{e.ID, e.CreatedAt.UnixMilli(), e.Type, e.CreatedBy, e.CreatedByUserID, e.Environment, e.Project,
+			e.FeatureName, string(e.Data), nil, e.tags, payload, meta}
+		switch {
+		case e.group != nil && groups:
+			columns, values = ", group_type, group_id", ", ?, ?"
+			args = append(args, "transaction", fmt.Sprint(*e.group))
+		case e.group != nil:
+			columns, values = ", group_id", ", ?"
+			args = append(args, *e.group)
+		}
 		_, err := s.db.ExecContext(ctx, `INSERT INTO events (id, created_at, type, created_by, created_by_user_id, environment, project,
-			feature_name, data, pre_data, tags, group_id, search_payload, search_meta) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-			e.ID, e.CreatedAt.UnixMilli(), e.Type, e.CreatedBy, e.CreatedByUserID, e.Environment, e.Project,
-			e.FeatureName, string(e.Data), nil, e.tags, e.group, payload, meta)
+			feature_name, data, pre_data, tags, search_payload, search_meta`+columns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?`+values+`)`, args...)
 		if err != nil {
 			t.Fatalf("development event %d: %v", e.ID, err)
 		}
@@ -244,9 +267,17 @@ func baseRows(ctx context.Context, db *bun.DB) (map[string][]string, error) {
 		"project_favorites": "project_id, user_id", "features": "name", "api_tokens": "secret_hash", "events": "id",
 		"webhook_sinks": "name", "event_order": "id", "store_versions": "shard",
 	}
+	// The columns of events are named: development migration 18 moved
+	// group_id (on SQLite) and added group_type, which its rows lack.
+	columns := map[string]string{"events": `id, created_at, type, created_by, created_by_user_id, environment, project, feature_name,
+		data, pre_data, tags, group_id, search_payload, search_meta`}
 	out := map[string][]string{}
 	for table, key := range keys {
-		rows, err := db.QueryContext(ctx, "SELECT * FROM "+table+" ORDER BY "+key)
+		cols := columns[table]
+		if cols == "" {
+			cols = "*"
+		}
+		rows, err := db.QueryContext(ctx, "SELECT "+cols+" FROM "+table+" ORDER BY "+key)
 		if err != nil {
 			return nil, err
 		}

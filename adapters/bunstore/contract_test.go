@@ -25,9 +25,10 @@ func open(t *testing.T, url string, opts ...bunstore.Option) *bunstore.Store {
 	return s
 }
 
-// contract runs the store contract suite with a fresh database per case.
-func contract(t *testing.T, newURL func(testing.TB) string) {
-	storetest.Run(t, func(t *testing.T) flagadmin.Store { return open(t, newURL(t)) })
+// contract runs the store contract suite with a fresh database per case,
+// on stores opened with opts.
+func contract(t *testing.T, newURL func(testing.TB) string, opts ...bunstore.Option) {
+	storetest.Run(t, func(t *testing.T) flagadmin.Store { return open(t, newURL(t), opts...) })
 }
 
 func TestContractSQLite(t *testing.T) { contract(t, dbtest.SQLite) }
@@ -39,3 +40,13 @@ func TestContractSQLiteMemory(t *testing.T) {
 func TestContractPostgres(t *testing.T) { contract(t, dbtest.Postgres) }
 
 func TestContractMySQL(t *testing.T) { contract(t, dbtest.MySQL) }
+
+// The plain store (every speed-up off) is the reference the tuned one
+// must agree with: the same suite, every answer computed from the base
+// tables.
+
+func TestContractPlainSQLite(t *testing.T) { contract(t, dbtest.SQLite, bunstore.WithoutTuning()) }
+
+func TestContractPlainPostgres(t *testing.T) { contract(t, dbtest.Postgres, bunstore.WithoutTuning()) }
+
+func TestContractPlainMySQL(t *testing.T) { contract(t, dbtest.MySQL, bunstore.WithoutTuning()) }

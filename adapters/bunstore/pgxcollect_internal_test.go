@@ -29,7 +29,8 @@ type pageRow struct {
 	Data            []byte
 	PreData         []byte
 	Tags            *string
-	GroupID         *int64
+	GroupType       *string
+	GroupID         *string
 }
 
 // appendTo appends the event of r to page, unless r is the row of an
@@ -45,7 +46,7 @@ func (r *pageRow) appendTo(page *flagadmin.EventPage) error {
 	page.Events = append(page.Events, flagadmin.Event{
 		ID: *r.ID, CreatedAt: stored.Time(*r.CreatedAt), Type: *r.Type, CreatedBy: *r.CreatedBy,
 		CreatedByUserID: r.CreatedByUserID, Environment: r.Environment, Project: r.Project, FeatureName: r.FeatureName,
-		Data: json.RawMessage(r.Data), PreData: json.RawMessage(r.PreData), Tags: tags, GroupID: r.GroupID,
+		Data: json.RawMessage(r.Data), PreData: json.RawMessage(r.PreData), Tags: tags, GroupType: r.GroupType, GroupID: r.GroupID,
 	})
 	return nil
 }
@@ -97,7 +98,7 @@ func (s *Store) queryPageScan(ctx context.Context, query string, args []any, lim
 	return s.queryPageWith(ctx, query, args, limit, func(rows pgx.Rows, page *flagadmin.EventPage) error {
 		var r pageRow
 		_, err := pgx.ForEachRow(rows, []any{&r.Total, &r.ID, &r.CreatedAt, &r.Type, &r.CreatedBy, &r.CreatedByUserID,
-			&r.Environment, &r.Project, &r.FeatureName, &r.Data, &r.PreData, &r.Tags, &r.GroupID}, func() error {
+			&r.Environment, &r.Project, &r.FeatureName, &r.Data, &r.PreData, &r.Tags, &r.GroupType, &r.GroupID}, func() error {
 			page.Total = int(r.Total)
 			return r.appendTo(page)
 		})

@@ -45,7 +45,7 @@ func TestPgxPagesAgreeWithDatabaseSQL(t *testing.T) {
 			{Types: []string{flagadmin.EventFeatureArchived, flagadmin.EventFeatureCreated}},
 			{Types: []string{flagadmin.EventFeatureStrategyUpdate}, Projects: []string{p1}},
 			{Projects: []string{p1, p2}, RequireProject: true, HiddenProjects: []string{p2}},
-			{Environments: []string{"production"}, GroupIDs: []int64{1}},
+			{Environments: []string{"production"}, GroupIDs: []string{"01WG0000000000000000000001"}},
 		} {
 			q.Limit, q.Offset = 50, offset
 			if _, seeks := s.pageSearch(q); seeks {
@@ -207,7 +207,7 @@ func scanPageRow(rows *sql.Rows) (total int64, r stored.Event, ok bool, err erro
 	var id, createdAt sql.NullInt64
 	var typ, createdBy sql.NullString
 	err = rows.Scan(&total, &id, &createdAt, &typ, &createdBy, &r.CreatedByUserID, &r.Environment, &r.Project,
-		&r.FeatureName, &r.Data, &r.PreData, &r.Tags, &r.GroupID)
+		&r.FeatureName, &r.Data, &r.PreData, &r.Tags, &r.GroupType, &r.GroupID)
 	if err != nil || !id.Valid {
 		return total, r, false, err
 	}

@@ -269,7 +269,7 @@ func (s *Store) continueIDs(ctx context.Context, db bun.IDB, last int64) error {
 }
 
 // copyColumns are the columns COPY fills, in stored.Event's order.
-var copyColumns = []string{"id", "created_at", "type", "created_by", "created_by_user_id", "environment", "project", "feature_name", "data", "pre_data", "tags", "group_id", "search_payload", "search_meta"}
+var copyColumns = []string{"id", "created_at", "type", "created_by", "created_by_user_id", "environment", "project", "feature_name", "data", "pre_data", "tags", "group_type", "group_id", "search_payload", "search_meta"}
 
 // copyEvents sends events with COPY on PostgreSQL, far less parsing than
 // INSERT, on the pgx connection under t's connection, inside t: with the
@@ -293,7 +293,7 @@ func (s *Store) copyEvents(ctx context.Context, t *txn, events []flagadmin.Event
 			r, err := stored.EventOf(events[next])
 			next++
 			return []any{r.ID, r.CreatedAt, r.Type, r.CreatedBy, r.CreatedByUserID, r.Environment, r.Project, r.FeatureName,
-				r.Data, r.PreData, r.Tags, r.GroupID, r.SearchPayload, r.SearchMeta}, err
+				r.Data, r.PreData, r.Tags, r.GroupType, r.GroupID, r.SearchPayload, r.SearchMeta}, err
 		})
 		_, err := pc.CopyFrom(ctx, pgx.Identifier{"events"}, copyColumns, src)
 		return err

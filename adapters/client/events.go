@@ -110,8 +110,8 @@ func (c *Client) DeprecatedSearchEvents(ctx context.Context, req flagadmin.Depre
 }
 
 // wireEvent is an Event as read from the wire, with the required fields as
-// pointers to tell absent from zero. Extra fields (Unleash's label,
-// summary, groupType, groupId) are ignored.
+// pointers to tell absent from zero. Extra fields (Unleash's label and
+// summary) are ignored.
 type wireEvent struct {
 	ID              *int64          `json:"id"`
 	CreatedAt       *time.Time      `json:"createdAt"`
@@ -124,6 +124,8 @@ type wireEvent struct {
 	Data            json.RawMessage `json:"data"`
 	PreData         json.RawMessage `json:"preData"`
 	Tags            []flagadmin.Tag `json:"tags"`
+	GroupType       *string         `json:"groupType"`
+	GroupID         *string         `json:"groupId"`
 }
 
 // decodeEvents decodes each element with decodeEvent.
@@ -168,6 +170,8 @@ func decodeEvent(raw []byte) (flagadmin.Event, error) {
 		Data:            nullToNil(w.Data),
 		PreData:         nullToNil(w.PreData),
 		Tags:            w.Tags,
+		GroupType:       w.GroupType,
+		GroupID:         w.GroupID,
 	}, nil
 }
 

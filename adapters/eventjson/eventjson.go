@@ -47,6 +47,10 @@ func AppendEvent(b []byte, e *flagadmin.Event) []byte {
 	b = AppendRaw(b, e.PreData)
 	b = append(b, `,"tags":`...)
 	b = AppendTags(b, e.Tags)
+	b = append(b, `,"groupType":`...)
+	b = AppendStringPtr(b, e.GroupType)
+	b = append(b, `,"groupId":`...)
+	b = AppendStringPtr(b, e.GroupID)
 	return append(b, '}')
 }
 

@@ -33,6 +33,8 @@ type oracleEvent struct {
 	Data            json.RawMessage `json:"data"`
 	PreData         json.RawMessage `json:"preData"`
 	Tags            []flagadmin.Tag `json:"tags"`
+	GroupType       *string         `json:"groupType"`
+	GroupID         *string         `json:"groupId"`
 }
 
 // oracleMarshal is json.Marshal without HTML escaping.
@@ -55,6 +57,7 @@ func toOracle(e flagadmin.Event) oracleEvent {
 		ID: e.ID, CreatedAt: oracleTime(e.CreatedAt), Type: e.Type, CreatedBy: e.CreatedBy,
 		CreatedByUserID: e.CreatedByUserID, Environment: e.Environment, Project: e.Project,
 		FeatureName: e.FeatureName, Data: e.Data, PreData: e.PreData, Tags: tags,
+		GroupType: e.GroupType, GroupID: e.GroupID,
 	}
 }
 
@@ -130,7 +133,7 @@ func TestEventJSONTable(t *testing.T) {
 			CreatedByUserID: ptr[int64](1), Environment: ptr("production"), Project: ptr("default"),
 			FeatureName: ptr("new-checkout"), Data: json.RawMessage(`{"name":"new-checkout","enabled":true}`),
 			PreData: json.RawMessage(`{"enabled":false}`), Tags: []flagadmin.Tag{{Value: "checkout", Type: "simple"}, {Value: "b", Type: "c"}},
-			GroupID: ptr[int64](7),
+			GroupType: ptr("transaction"), GroupID: ptr("01M8564MBTV5HMX3GH6SHGBVKG"),
 		}},
 		{"empty tags", flagadmin.Event{Tags: []flagadmin.Tag{}}},
 		{"empty strings", flagadmin.Event{Environment: ptr(""), Project: ptr(""), FeatureName: ptr("")}},
@@ -256,6 +259,9 @@ func FuzzEventJSON(f *testing.F) {
 		}
 		if flags&128 != 0 {
 			e.Tags = append(e.Tags, flagadmin.Tag{Value: tagValue, Type: tagType}, flagadmin.Tag{Value: tagType, Type: by})
+		}
+		if flags&(2|8) == 2|8 {
+			e.GroupType, e.GroupID = ptr(tagType), ptr(feature+tagValue)
 		}
 		wantSameJSON(t, e)
 	})

@@ -18,8 +18,9 @@ const (
 	deprecatedPath = "/api/admin/events/search"
 )
 
-// eventKeys are the keys of an event without a groupId (admin-api.md §2.1).
-var eventKeys = []string{"createdAt", "createdBy", "createdByUserId", "data", "environment", "featureName", "id", "preData", "project", "tags", "type"}
+// eventKeys are the keys of every event (admin-api.md §2.1, with groupType
+// and groupId, null when absent).
+var eventKeys = []string{"createdAt", "createdBy", "createdByUserId", "data", "environment", "featureName", "groupId", "groupType", "id", "preData", "project", "tags", "type"}
 
 type searchResponse struct {
 	Events []json.RawMessage `json:"events"`
@@ -92,7 +93,7 @@ func TestSearchEventsWireFormat(t *testing.T) {
 	if keys := keysOf(t, got.Events[0]); !slices.Equal(keys, eventKeys) {
 		t.Errorf("event keys: got %v, want %v", keys, eventKeys)
 	}
-	want := `{"id":1,"createdAt":"2025-01-02T00:00:00.000Z","type":"feature-created","createdBy":"ada@example.com","createdByUserId":1,"environment":null,"project":"default","featureName":"new-checkout","data":{"name":"new-checkout"},"preData":null,"tags":[{"value":"checkout","type":"simple"}]}`
+	want := `{"id":1,"createdAt":"2025-01-02T00:00:00.000Z","type":"feature-created","createdBy":"ada@example.com","createdByUserId":1,"environment":null,"project":"default","featureName":"new-checkout","data":{"name":"new-checkout"},"preData":null,"tags":[{"value":"checkout","type":"simple"}],"groupType":null,"groupId":null}`
 	if string(got.Events[0]) != want {
 		t.Errorf("event:\n got %s\nwant %s", got.Events[0], want)
 	}
@@ -103,18 +104,22 @@ func TestSearchEventsWireFormat(t *testing.T) {
 
 func TestSearchEventsGroupID(t *testing.T) {
 	e := newEnv(t, Config{}, nil)
-	group := int64(7)
-	if _, err := e.svc.AppendEvent(context.Background(), flagadmin.Event{Type: "feature-updated", CreatedBy: "ci", GroupID: &group}); err != nil {
+	gtype, group := "transaction", "01M8564MBTV5HMX3GH6SHGBVKG"
+	if _, err := e.svc.AppendEvent(context.Background(), flagadmin.Event{Type: "feature-updated", CreatedBy: "ci", GroupType: &gtype, GroupID: &group}); err != nil {
 		t.Fatal(err)
 	}
-	w := e.do(t, request{method: http.MethodGet, path: searchPath + "?groupId=IS_ANY_OF:7,8", token: adminToken})
+	w := e.do(t, request{method: http.MethodGet, path: searchPath + "?groupId=IS_ANY_OF:7,01M8564MBTV5HMX3GH6SHGBVKG", token: adminToken})
 	got := decodeJSON[searchResponse](t, w)
 	if g := ids(t, got.Events); !slices.Equal(g, []int64{6}) || got.Total != 1 {
 		t.Fatalf("groupId filter: got %v (total %d), want [6]", g, got.Total)
 	}
-	// The group id filters but is not part of the wire format.
+	// The client sees the value it filtered on (Unleash's own tests check e.groupId).
 	if keys := keysOf(t, got.Events[0]); !slices.Equal(keys, eventKeys) {
 		t.Errorf("event keys: got %v, want %v", keys, eventKeys)
+	}
+	var ev struct{ GroupType, GroupID *string }
+	if err := json.Unmarshal(got.Events[0], &ev); err != nil || ev.GroupID == nil || *ev.GroupID != group || ev.GroupType == nil || *ev.GroupType != gtype {
+		t.Errorf("groupType/groupId: got %s", got.Events[0])
 	}
 }
 
@@ -123,11 +128,11 @@ func TestSearchEvents400(t *testing.T) {
 	cases := []struct{ query, path string }{
 		{"feature=new-checkout", "feature"},
 		{"project=is:default", "project"},
-		{"type=IS:no-such-type", "type"},
+		{"type=no-such-type", "type"},
 		{"type=IS:", "type"},
 		{"createdBy=IS:ada", "createdBy"},
 		{"id=IS:one", "id"},
-		{"groupId=IS:x", "groupId"},
+		{"groupId=x", "groupId"},
 		{"environment=ANY:prod", "environment"},
 		{"from=2025-01-01", "from"},
 		{"to=IS:2025-02-30", "to"},

@@ -55,7 +55,7 @@ type LogFilters struct {
 	CreatedBy   string `query:"createdBy" doc:"Filter by the numeric id of the user who caused the event: IS:<id> or IS_ANY_OF:<id>,..."`
 	Environment string `query:"environment" doc:"Filter by environment: IS:<env> or IS_ANY_OF:<env>,<env>,..."`
 	ID          string `query:"id" doc:"Filter by numeric event id: IS:<id> or IS_ANY_OF:<id>,<id>,..."`
-	GroupID     string `query:"groupId" doc:"Filter by the numeric group id of a transaction's events: IS:<id> or IS_ANY_OF:<id>,..."`
+	GroupID     string `query:"groupId" doc:"Filter by groupId, the id shared by the events of one Unleash transaction: IS:<id> or IS_ANY_OF:<id>,..."`
 	From        string `query:"from" doc:"Only events created on or after this UTC day, written IS:yyyy-MM-dd."`
 	To          string `query:"to" doc:"Only events created on or before this UTC day, written IS:yyyy-MM-dd."`
 }

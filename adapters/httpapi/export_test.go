@@ -233,7 +233,7 @@ func TestExportBadParameters(t *testing.T) {
 		"limit=10":                     "limit",
 		"offset=0":                     "offset",
 		"after=x":                      "after",
-		"type=IS:nope":                 "type",
+		"type=nope":                    "type",
 		"from=IS:2025-13-01":           "from",
 		"project=default":              "project",
 		"createdBy=IS:ada@example.com": "createdBy",

@@ -93,7 +93,7 @@ func newRegistry() huma.Registry {
 type eventSchema struct {
 	ID              int64          `json:"id" minimum:"1" doc:"The event's id: unique, increasing in insertion order."`
 	CreatedAt       string         `json:"createdAt" format:"date-time" doc:"When the event happened: RFC 3339 in UTC with milliseconds." example:"2025-01-02T03:04:05.000Z"`
-	Type            string         `json:"type" doc:"The event type (admin-api.md section 6)." example:"feature-created"`
+	Type            string         `json:"type" doc:"The event type, such as feature-created. Events imported from or following Unleash keep Unleash's type, whatever its name." example:"feature-created"`
 	CreatedBy       string         `json:"createdBy" doc:"Who caused the event: a user's email, else username, else name; a token's name." example:"ada@example.com"`
 	CreatedByUserID *int64         `json:"createdByUserId" doc:"The id of the user who caused the event; -42 for admin tokens, -1337 for the system."`
 	Environment     *string        `json:"environment" doc:"The environment the event relates to, if any."`
@@ -102,17 +102,8 @@ type eventSchema struct {
 	Data            map[string]any `json:"data" nullable:"true" doc:"Extra data about the event, such as the flag's new state."`
 	PreData         map[string]any `json:"preData" nullable:"true" doc:"Data describing the previous state of the subject."`
 	Tags            []tagSchema    `json:"tags" nullable:"false" doc:"Tags related to the event; [] when there are none."`
-}
-
-// TransformSchema lists the event types of the contract as the enum of type.
-func (eventSchema) TransformSchema(_ huma.Registry, s *huma.Schema) *huma.Schema {
-	types := flagadmin.EventTypes()
-	enum := make([]any, len(types))
-	for i, t := range types {
-		enum[i] = t
-	}
-	s.Properties["type"].Enum = enum
-	return s
+	GroupType       *string        `json:"groupType" doc:"What groupId groups, such as transaction (the events of one bulk change in Unleash); null when absent." example:"transaction"`
+	GroupID         *string        `json:"groupId" doc:"An id shared by related events, such as the ULID of the Unleash transaction that wrote them (filter groupId); null when absent." example:"01M8564MBTV5HMX3GH6SHGBVKG"`
 }
 
 // tagSchema documents flagadmin.Tag.

@@ -276,7 +276,7 @@ func cloneEvent(e flagadmin.Event) flagadmin.Event {
 	e.Data = slices.Clone(e.Data)
 	e.PreData = slices.Clone(e.PreData)
 	e.Tags = slices.Clone(e.Tags)
-	e.CreatedByUserID, e.GroupID = clonePtr(e.CreatedByUserID), clonePtr(e.GroupID)
+	e.CreatedByUserID, e.GroupType, e.GroupID = clonePtr(e.CreatedByUserID), clonePtr(e.GroupType), clonePtr(e.GroupID)
 	e.Environment, e.Project, e.FeatureName = clonePtr(e.Environment), clonePtr(e.Project), clonePtr(e.FeatureName)
 	return e
 }

@@ -25,7 +25,7 @@ func appendEventQueryKey(b []byte, q *flagadmin.EventQuery) []byte {
 	b = appendStringsKey(b, q.Environments)
 	b = appendIntsKey(b, q.CreatedByUserIDs)
 	b = appendIntsKey(b, q.IDs)
-	b = appendIntsKey(b, q.GroupIDs)
+	b = appendStringsKey(b, q.GroupIDs)
 	b = appendTimeKey(b, q.From)
 	b = appendTimeKey(b, q.Before)
 	b = appendStringKey(b, q.Text)

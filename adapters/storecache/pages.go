@@ -35,16 +35,14 @@ func compactPage(p *flagadmin.EventPage) (*flagadmin.EventPage, int64) {
 	for i := range p.Events {
 		e := &p.Events[i]
 		nBytes += len(e.Type) + len(e.CreatedBy) + len(e.Data) + len(e.PreData)
-		for _, s := range [...]*string{e.Environment, e.Project, e.FeatureName} {
+		for _, s := range [...]*string{e.Environment, e.Project, e.FeatureName, e.GroupType, e.GroupID} {
 			if s != nil {
 				nStrs++
 				nBytes += len(*s)
 			}
 		}
-		for _, n := range [...]*int64{e.CreatedByUserID, e.GroupID} {
-			if n != nil {
-				nInts++
-			}
+		if e.CreatedByUserID != nil {
+			nInts++
 		}
 		nTags += len(e.Tags)
 		for _, t := range e.Tags {
@@ -68,7 +66,8 @@ func compactPage(p *flagadmin.EventPage) (*flagadmin.EventPage, int64) {
 		e := p.Events[i]
 		e.Type, e.CreatedBy = a.string(e.Type), a.string(e.CreatedBy)
 		e.Environment, e.Project, e.FeatureName = a.stringPtr(e.Environment), a.stringPtr(e.Project), a.stringPtr(e.FeatureName)
-		e.CreatedByUserID, e.GroupID = a.int64Ptr(e.CreatedByUserID), a.int64Ptr(e.GroupID)
+		e.GroupType, e.GroupID = a.stringPtr(e.GroupType), a.stringPtr(e.GroupID)
+		e.CreatedByUserID = a.int64Ptr(e.CreatedByUserID)
 		e.Data, e.PreData = a.raw(e.Data), a.raw(e.PreData)
 		if len(e.Tags) > 0 {
 			start := len(a.tags)

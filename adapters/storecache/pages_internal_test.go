@@ -20,7 +20,7 @@ func TestCompactPage(t *testing.T) {
 		ID: 7, CreatedAt: time.UnixMilli(1700000000123).UTC(), Type: "feature-tagged", CreatedBy: "ada@example.com",
 		CreatedByUserID: num(1), Environment: str("production"), Project: str("shop"), FeatureName: str("checkout"),
 		Data: json.RawMessage(`{"value":"red","type":"simple"}`), PreData: json.RawMessage(`{"enabled":false}`),
-		Tags: []flagadmin.Tag{{Value: "red", Type: "simple"}, {Value: "blue", Type: "color"}}, GroupID: num(3),
+		Tags: []flagadmin.Tag{{Value: "red", Type: "simple"}, {Value: "blue", Type: "color"}}, GroupType: str("transaction"), GroupID: str("3"),
 	}
 	bare := flagadmin.Event{ID: 6, CreatedAt: time.UnixMilli(1700000000000).UTC(), Type: "user-created", Tags: []flagadmin.Tag{}}
 	empty := flagadmin.Event{ID: 5, Type: "x", Environment: str(""), Data: json.RawMessage{}}

@@ -213,8 +213,10 @@ func seedEventJSON(e flagadmin.Event) ([]byte, error) {
 		Data            json.RawMessage `json:"data"`
 		PreData         json.RawMessage `json:"preData"`
 		Tags            []flagadmin.Tag `json:"tags"`
+		GroupType       *string         `json:"groupType,omitempty"`
+		GroupID         *string         `json:"groupId,omitempty"`
 	}{e.CreatedAt.UTC().Format(time.RFC3339Nano), e.Type, e.CreatedBy, e.CreatedByUserID, e.Environment, e.Project,
-		e.FeatureName, e.Data, e.PreData, tags})
+		e.FeatureName, e.Data, e.PreData, tags, e.GroupType, e.GroupID})
 }
 
 // progress writes progress lines, each with the time the step took.

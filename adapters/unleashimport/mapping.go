@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -212,17 +211,4 @@ func eventJSON(raw []byte) (json.RawMessage, string) {
 		return json.RawMessage(`{"value":` + buf.String() + `}`), "not a JSON object: wrapped as {\"value\": ...}"
 	}
 	return json.RawMessage(buf.Bytes()), ""
-}
-
-// eventGroupID maps events.group_id: flagadmin's group id is a number;
-// Unleash writes ULIDs (text), which are not kept.
-func eventGroupID(raw *string) (*int64, string) {
-	if raw == nil {
-		return nil, ""
-	}
-	n, err := strconv.ParseInt(*raw, 10, 64)
-	if err != nil {
-		return nil, "groupId not a number (Unleash's transaction ids): not kept"
-	}
-	return &n, ""
 }

@@ -625,8 +625,9 @@ func (r *reader) readEvents(ctx context.Context, mode eventMode, emit func([]fla
 	}
 	r.prog.startEvents(total)
 	q := fmt.Sprintf(`SELECT id, created_at, type, coalesce(created_by, ''), %s, environment, project, feature_name,
-		data::text, pre_data::text, tags::text, %s FROM events ORDER BY id`,
+		data::text, pre_data::text, tags::text, %s, %s FROM events ORDER BY id`,
 		r.col("events", "created_by_user_id", "created_by_user_id", "NULL::int"),
+		r.col("events", "group_type", "group_type::text", "NULL::text"),
 		r.col("events", "group_id", "group_id::text", "NULL::text"))
 	batch := make([]flagadmin.Event, 0, r.batchSize)
 	flush := func() error {
@@ -645,12 +646,12 @@ func (r *reader) readEvents(ctx context.Context, mode eventMode, emit func([]fla
 		var e flagadmin.Event
 		var at *time.Time
 		var uid *int32
-		var data, pre, tags, group *string
-		if err := rows.Scan(&e.ID, &at, &e.Type, &e.CreatedBy, &uid, &e.Environment, &e.Project, &e.FeatureName, &data, &pre, &tags, &group); err != nil {
+		var data, pre, tags *string
+		if err := rows.Scan(&e.ID, &at, &e.Type, &e.CreatedBy, &uid, &e.Environment, &e.Project, &e.FeatureName, &data, &pre, &tags, &e.GroupType, &e.GroupID); err != nil {
 			return err
 		}
 		c.Read++
-		if ok := mapEvent(&e, at, uid, data, pre, tags, group, mode, c); !ok {
+		if ok := mapEvent(&e, at, uid, data, pre, tags, mode, c); !ok {
 			return nil
 		}
 		batch = append(batch, e)
@@ -670,7 +671,7 @@ func (r *reader) readEvents(ctx context.Context, mode eventMode, emit func([]fla
 }
 
 // mapEvent completes e from its raw columns; false when it is skipped.
-func mapEvent(e *flagadmin.Event, at *time.Time, uid *int32, data, pre, tags, group *string, mode eventMode, c *Count) bool {
+func mapEvent(e *flagadmin.Event, at *time.Time, uid *int32, data, pre, tags *string, mode eventMode, c *Count) bool {
 	if at == nil {
 		c.skip("no creation time")
 		return false
@@ -702,9 +703,6 @@ func mapEvent(e *flagadmin.Event, at *time.Time, uid *int32, data, pre, tags, gr
 	e.Tags, notes, _ = eventTags(bytesOf(tags))
 	for _, n := range notes {
 		c.mapDown(n)
-	}
-	if e.GroupID, why = eventGroupID(group); why != "" {
-		c.mapDown(why)
 	}
 	return true
 }

@@ -60,7 +60,7 @@ var optional = []struct{ table, column string }{
 	{"api_token_project", ""}, {"api_tokens", "token_name"}, {"api_tokens_v2", ""},
 	{"personal_access_tokens", ""}, {"personal_access_tokens", "id"},
 	{"users", "is_system"}, {"users", "is_service"}, {"users", "deleted_at"},
-	{"events", "created_by_user_id"}, {"events", "group_id"},
+	{"events", "created_by_user_id"}, {"events", "group_type"}, {"events", "group_id"},
 }
 
 // Source is an open Unleash database.

@@ -124,7 +124,7 @@ func TestEventsTailBadFlags(t *testing.T) {
 		}
 	}
 	ts, _ := tailServer(t, 0)
-	code, _, stderr := runCLI(t, map[string]string{envToken: exportTestToken, envURL: ts.URL}, "events", "tail", "--type", "no-such-type")
+	code, _, stderr := runCLI(t, map[string]string{envToken: exportTestToken, envURL: ts.URL}, "events", "tail", "--type", strings.Repeat("t", 256))
 	if code != 1 || !strings.Contains(stderr, "type") {
 		t.Errorf("bad type: exit %d, %q", code, stderr)
 	}

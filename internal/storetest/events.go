@@ -3,6 +3,7 @@ package storetest
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -17,7 +18,7 @@ import (
 //	B feature-environment-enabled default alpha production  eve (2)      group 7
 //	C feature-strategy-add       default alpha  production  eve (2)      group 7, data has "50%"
 //	D feature-created            mobile  beta   development ci-bot (10)  data has "a_c"
-//	E feature-stale-on           mobile  beta   development ops-admin (-42) group 8, preData "ABC Legacy"
+//	E feature-stale-on           mobile  beta   development ops-admin (-42) group 01M8…, preData "ABC Legacy"
 //	F project-created            mobile  -      -           ops-admin (-42)
 //	G user-created               -       -      -           system (no id)
 //	H segment-created            -       -      production  ada (1)      no data
@@ -33,12 +34,12 @@ func searchFixture() (*flagadmin.Seed, []namedEvent) {
 	a := ev(flagadmin.EventFeatureCreated, "ada@example.com", i64(adaID), "2025-03-01T10:00:00Z", def, alpha, nil, `{"description": "first flag", "city": "Zürich"}`)
 	a.Tags = []flagadmin.Tag{{Type: "simple", Value: "Checkout"}}
 	b := ev(flagadmin.EventFeatureEnvironmentEnabled, "eve@example.com", i64(eveID), "2025-03-02T10:00:00Z", def, alpha, prod, `{"enabled": true}`)
-	b.GroupID = i64(7)
+	b.GroupType, b.GroupID = str("transaction"), str("7")
 	c := ev(flagadmin.EventFeatureStrategyAdd, "eve@example.com", i64(eveID), "2025-03-02T10:00:00Z", def, alpha, prod, `{"strategy": "flexibleRollout", "rollout": "50%"}`)
-	c.GroupID = i64(7)
+	c.GroupType, c.GroupID = str("transaction"), str("7")
 	d := ev(flagadmin.EventFeatureCreated, "ci-bot", i64(ciID), "2025-03-03T10:00:00Z", mob, beta, dev, `{"description": "pattern a_c"}`)
 	e := ev(flagadmin.EventFeatureStaleOn, adminTokenName, i64(flagadmin.AdminTokenUserID), "2025-03-04T10:00:00Z", mob, beta, dev, `{"stale": true}`)
-	e.GroupID = i64(8)
+	e.GroupType, e.GroupID = str("transaction"), str("01M8564MBTV5HMX3GH6SHGBVKG")
 	e.PreData = json.RawMessage(`{"stale": false, "note": "ABC Legacy"}`)
 	f := ev(flagadmin.EventProjectCreated, adminTokenName, i64(flagadmin.AdminTokenUserID), "2025-02-28T10:00:00Z", mob, nil, nil, `{"mode": "open"}`)
 	g := ev(flagadmin.EventUserCreated, "system", nil, "2025-02-27T10:00:00Z", nil, nil, nil, `{"email": "new@example.com"}`)
@@ -82,7 +83,9 @@ func eventCases() []testCase {
 		{"filter/id IS", params{ID: "IS:{B}"}, []string{"B"}, -1},
 		{"filter/id IS_ANY_OF", params{ID: "IS_ANY_OF:{A},{E},{G}"}, []string{"E", "A", "G"}, -1},
 		{"filter/groupId IS", params{GroupID: "IS:7"}, []string{"C", "B"}, -1},
-		{"filter/groupId IS_ANY_OF", params{GroupID: "IS_ANY_OF:7,8"}, []string{"E", "C", "B"}, -1},
+		{"filter/groupId IS_ANY_OF", params{GroupID: "IS_ANY_OF:7,01M8564MBTV5HMX3GH6SHGBVKG"}, []string{"E", "C", "B"}, -1},
+		{"filter/groupId is exact", params{GroupID: "IS_ANY_OF:07,01m8564mbtv5hmx3gh6shgbvkg"}, nil, -1},
+		{"filter/type not listed by the contract matches no event here", params{Type: "IS:release-plan-added"}, nil, -1},
 		{"filter/combined project and environment", params{Project: "IS:default", Environment: "IS:production"}, []string{"C", "B"}, -1},
 		{"filter/combined feature and type", params{Feature: "IS:alpha", Type: "IS:feature-created"}, []string{"A"}, -1},
 		{"filter/combined createdBy, groupId and type", params{CreatedBy: "IS:2", GroupID: "IS:7", Type: "IS:feature-strategy-add"}, []string{"C"}, -1},
@@ -94,7 +97,7 @@ func eventCases() []testCase {
 		{"null/feature filter never matches a null feature", params{Feature: "IS_ANY_OF:alpha,null"}, []string{"C", "B", "A"}, -1},
 		{"null/createdBy filter never matches a null creator id", params{CreatedBy: "IS_ANY_OF:1,2,10,-42"}, []string{"H", "E", "D", "C", "B", "A", "F"}, -1},
 		{"null/environment filter never matches a null environment", params{Environment: "IS_ANY_OF:production,development,null"}, []string{"H", "E", "D", "C", "B"}, -1},
-		{"null/groupId filter never matches a null group", params{GroupID: "IS_ANY_OF:0,7,8"}, []string{"E", "C", "B"}, -1},
+		{"null/groupId filter never matches a null group", params{GroupID: "IS_ANY_OF:null,7,01M8564MBTV5HMX3GH6SHGBVKG"}, []string{"E", "C", "B"}, -1},
 
 		{"query/matches tags", params{Query: "checkout"}, []string{"A"}, -1},
 		{"query/is case-insensitive", params{Query: "CHECKOUT"}, []string{"A"}, -1},
@@ -171,7 +174,7 @@ func eventCases() []testCase {
 				`{"strategy": {"name": "flexibleRollout", "rollout": 25, "nested": [1, "two", null, {"deep": "Ünïcødé ✓"}]}}`)
 			e.PreData = json.RawMessage(`{"strategy": {"rollout": 10}}`)
 			e.Tags = []flagadmin.Tag{{Type: "simple", Value: "checkout"}, {Type: "team", Value: "payments"}}
-			e.GroupID = i64(42)
+			e.GroupType, e.GroupID = str("transaction"), str("01M8564MBTV5HMX3GH6SHGBVKG")
 			plain := ev(flagadmin.EventUserCreated, "system", nil, "2025-07-05T00:00:00Z", nil, nil, nil, "")
 			w.load(accounts(), namedEvent{"rich", e}, namedEvent{"plain", plain})
 			page := w.search(t, w.as(adminSecret), params{ID: w.expand("IS_ANY_OF:{rich},{plain}")})
@@ -188,7 +191,8 @@ func eventCases() []testCase {
 			wantEqual(t, "environment", fmtPtr(got.Environment), "production")
 			wantEqual(t, "project", fmtPtr(got.Project), "default")
 			wantEqual(t, "featureName", fmtPtr(got.FeatureName), "alpha")
-			wantEqual(t, "groupId", fmtPtr(got.GroupID), "42")
+			wantEqual(t, "groupType", fmtPtr(got.GroupType), "transaction")
+			wantEqual(t, "groupId", fmtPtr(got.GroupID), "01M8564MBTV5HMX3GH6SHGBVKG")
 			wantJSON(t, "data", got.Data, `{"strategy": {"name": "flexibleRollout", "rollout": 25, "nested": [1, "two", null, {"deep": "Ünïcødé ✓"}]}}`)
 			wantJSON(t, "preData", got.PreData, `{"strategy": {"rollout": 10}}`)
 			wantEqual(t, "tags", fmt.Sprint(got.Tags), "[{checkout simple} {payments team}]")
@@ -196,6 +200,7 @@ func eventCases() []testCase {
 			wantEqual(t, "plain environment", fmtPtr(bare.Environment), "null")
 			wantEqual(t, "plain project", fmtPtr(bare.Project), "null")
 			wantEqual(t, "plain featureName", fmtPtr(bare.FeatureName), "null")
+			wantEqual(t, "plain groupType", fmtPtr(bare.GroupType), "null")
 			wantEqual(t, "plain groupId", fmtPtr(bare.GroupID), "null")
 			wantJSON(t, "plain data", bare.Data, "null")
 			wantJSON(t, "plain preData", bare.PreData, "null")
@@ -270,7 +275,8 @@ func eventValidationCases() []testCase {
 		{"createdBy not an integer", params{CreatedBy: "IS:eve"}, []string{"createdBy"}},
 		{"createdBy with one bad item", params{CreatedBy: "IS_ANY_OF:1,two"}, []string{"createdBy"}},
 		{"id not an integer", params{ID: "IS:1.5"}, []string{"id"}},
-		{"groupId not an integer", params{GroupID: "IS:seven"}, []string{"groupId"}},
+		{"groupId with empty IS:", params{GroupID: "IS:"}, []string{"groupId"}},
+		{"type longer than 255 characters", params{Type: "IS:" + strings.Repeat("x", 256)}, []string{"type"}},
 		{"from 2025-02-30 is not a date", params{From: "IS:2025-02-30"}, []string{"from"}},
 		{"to month 13 is not a date", params{To: "IS:2025-13-01"}, []string{"to"}},
 		{"from 2025-02-29 is not a date", params{From: "IS:2025-02-29"}, []string{"from"}},

@@ -203,7 +203,7 @@ func exportCases() []testCase {
 				{exportParams{AfterID: "+1"}, "afterId"},
 				{exportParams{AfterID: "1.0"}, "afterId"},
 				{exportParams{AfterID: "99999999999999999999"}, "afterId"},
-				{exportParams{EventSearchParams: params{Type: "IS:no-such-type"}}, "type"},
+				{exportParams{EventSearchParams: params{Type: "no-such-type"}}, "type"},
 				{exportParams{EventSearchParams: params{From: "IS:2025-02-30"}}, "from"},
 			}
 			for _, r := range rows {

@@ -2,6 +2,7 @@ package worldgen
 
 import (
 	"cmp"
+	"fmt"
 	"iter"
 	"math"
 	"math/rand/v2"
@@ -397,10 +398,14 @@ func (p *payloads) event(i int, s *skel) flagadmin.Event {
 		e.Environment = ptr(environments[s.env])
 	}
 	if s.group != 0 {
-		e.GroupID = ptr(s.group)
+		e.GroupType, e.GroupID = ptr("transaction"), ptr(groupID(s.group))
 	}
 	p.fill(i, s, &e)
 	return e
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// groupID is the groupId of burst g: 26 characters, like the ULIDs Unleash
+// gives the events of one transaction.
+func groupID(g int64) string { return fmt.Sprintf("01WG%022d", g) }

@@ -104,7 +104,8 @@ CREATE TABLE IF NOT EXISTS events (
 	data TEXT NULL,
 	pre_data TEXT NULL,
 	tags TEXT NULL,
-	group_id BIGINT NULL,
+	group_type TEXT NULL,
+	group_id TEXT NULL,
 	search_payload TEXT NOT NULL,
 	search_meta TEXT NOT NULL
 )

@@ -146,7 +146,7 @@ type reader struct {
 // strPtr returns a pointer to a copy of v.
 func (r *reader) strPtr(v string) *string {
 	if len(r.strs) == cap(r.strs) {
-		r.strs = make([]string, 0, 3*r.chunk) // environment, project, feature_name
+		r.strs = make([]string, 0, 5*r.chunk) // environment, project, feature_name, group_type, group_id
 	}
 	r.strs = append(r.strs, v)
 	return &r.strs[len(r.strs)-1]
@@ -155,7 +155,7 @@ func (r *reader) strPtr(v string) *string {
 // int64Ptr returns a pointer to a copy of n.
 func (r *reader) int64Ptr(n int64) *int64 {
 	if len(r.ints) == cap(r.ints) {
-		r.ints = make([]int64, 0, 2*r.chunk) // created_by_user_id, group_id
+		r.ints = make([]int64, 0, r.chunk) // created_by_user_id
 	}
 	r.ints = append(r.ints, n)
 	return &r.ints[len(r.ints)-1]
@@ -175,11 +175,12 @@ const (
 	colData
 	colPreData
 	colTags
+	colGroupType
 	colGroupID
 )
 
 // stringColumns are the string columns of a row, read into one string.
-var stringColumns = [...]int{colType, colCreatedBy, colEnvironment, colProject, colFeatureName, colTags}
+var stringColumns = [...]int{colType, colCreatedBy, colEnvironment, colProject, colFeatureName, colTags, colGroupType, colGroupID}
 
 // rowStrings are the string columns of a row: their values share one
 // string, part i running to ends[i]; null[i] marks a null.
@@ -246,9 +247,8 @@ func (r *reader) event(vals [][]byte) (e flagadmin.Event, ok bool, err error) {
 	if e.CreatedByUserID, err = r.int64PtrAt(vals, colCreatedByUserID); err != nil {
 		return e, false, err
 	}
-	if e.GroupID, err = r.int64PtrAt(vals, colGroupID); err != nil {
-		return e, false, err
-	}
+	e.GroupType = r.optional(s.part(6))
+	e.GroupID = r.optional(s.part(7))
 	e.Data, e.PreData, err = r.jsonPair(vals, colData, colPreData)
 	return e, true, err
 }

@@ -29,7 +29,7 @@ func TestGenericPlanSafe(t *testing.T) {
 		{"nine types", flagadmin.EventQuery{Limit: 50, Types: []string{"a", "b", "c", "d", "e", "f", "g", "h", "i"}}, false},
 		{"a type twice", flagadmin.EventQuery{Limit: 50, Types: []string{"a", "a"}}, false},
 		{"type and project", flagadmin.EventQuery{Limit: 50, Types: []string{"a"}, Projects: []string{"p"}}, false},
-		{"feature and group", flagadmin.EventQuery{Limit: 50, Features: []string{"f"}, GroupIDs: []int64{1}}, false},
+		{"feature and group", flagadmin.EventQuery{Limit: 50, Features: []string{"f"}, GroupIDs: []string{"g1"}}, false},
 		{"date range, two hidden projects", flagadmin.EventQuery{Limit: 50, Before: &day, HiddenProjects: []string{"p", "q"}}, false},
 		{"free text", flagadmin.EventQuery{Limit: 50, Text: "x"}, false},
 	}

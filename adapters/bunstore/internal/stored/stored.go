@@ -18,7 +18,7 @@ import (
 
 // EventColumns are the columns an event is read back from, in the order
 // Event declares them (not the search texts).
-var EventColumns = []string{"id", "created_at", "type", "created_by", "created_by_user_id", "environment", "project", "feature_name", "data", "pre_data", "tags", "group_id"}
+var EventColumns = []string{"id", "created_at", "type", "created_by", "created_by_user_id", "environment", "project", "feature_name", "data", "pre_data", "tags", "group_type", "group_id"}
 
 // Event is a row of the events table.
 type Event struct {
@@ -35,7 +35,8 @@ type Event struct {
 	Data            *string `bun:"data"`
 	PreData         *string `bun:"pre_data"`
 	Tags            *string `bun:"tags"`
-	GroupID         *int64  `bun:"group_id"`
+	GroupType       *string `bun:"group_type"`
+	GroupID         *string `bun:"group_id"`
 	SearchPayload   string  `bun:"search_payload"`
 	SearchMeta      string  `bun:"search_meta"`
 }
@@ -51,7 +52,7 @@ func EventOf(e flagadmin.Event) (Event, error) {
 	return Event{
 		ID: e.ID, CreatedAt: Millis(e.CreatedAt), Type: e.Type, CreatedBy: e.CreatedBy, CreatedByUserID: e.CreatedByUserID,
 		Environment: e.Environment, Project: e.Project, FeatureName: e.FeatureName,
-		Data: RawText(e.Data), PreData: RawText(e.PreData), Tags: tags, GroupID: e.GroupID,
+		Data: RawText(e.Data), PreData: RawText(e.PreData), Tags: tags, GroupType: e.GroupType, GroupID: e.GroupID,
 		SearchPayload: payload, SearchMeta: meta,
 	}, nil
 }
@@ -65,7 +66,7 @@ func (r Event) Event() (flagadmin.Event, error) {
 	return flagadmin.Event{
 		ID: r.ID, CreatedAt: Time(r.CreatedAt), Type: r.Type, CreatedBy: r.CreatedBy, CreatedByUserID: r.CreatedByUserID,
 		Environment: r.Environment, Project: r.Project, FeatureName: r.FeatureName,
-		Data: Raw(r.Data), PreData: Raw(r.PreData), Tags: tags, GroupID: r.GroupID,
+		Data: Raw(r.Data), PreData: Raw(r.PreData), Tags: tags, GroupType: r.GroupType, GroupID: r.GroupID,
 	}, nil
 }
 
