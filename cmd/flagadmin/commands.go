@@ -85,7 +85,14 @@ func (c *cli) migrate(ctx context.Context, args []string) error {
 		return err
 	}
 	defer store.Close()
-	if err := store.Migrate(ctx); err != nil {
+	progress := bunstore.WithProgress(func(m bunstore.MigrationStep) {
+		if m.Done {
+			fmt.Fprintf(c.stdout, "  done in %s\n", m.Took.Round(time.Millisecond))
+		} else {
+			fmt.Fprintf(c.stdout, "%s: %s\n", m.Name, m.Comment)
+		}
+	})
+	if err := store.Migrate(ctx, progress); err != nil {
 		return cliErrorf("migrate %s: %s", bunstore.RedactURL(cfg.DB), flat(err))
 	}
 	fmt.Fprintf(c.stdout, "migrated %s: the schema is up to date\n", bunstore.RedactURL(cfg.DB))
