@@ -1,14 +1,41 @@
 // Package bunstore is the SQL flagadmin.Store, built on Bun for PostgreSQL,
 // MySQL/MariaDB and SQLite with one implementation. It passes the same
-// contract suite (internal/storetest) as the in-memory store.
+// contract suite (internal/storetest) as the in-memory store, with its
+// speed-ups on and off.
 //
 // Open takes a URL: postgres://… (pgx), mysql://user:pass@host:port/db
 // (go-sql-driver/mysql) or sqlite:PATH and sqlite::memory: (pure Go SQLite
-// through sqliteshim). The schema is applied by embedded bun/migrate
-// migrations when the store opens (unless WithoutMigrate) or by Migrate;
-// replicas that start at once serialize on a lock that dies with its
-// connection (PostgreSQL pg_advisory_lock, MySQL GET_LOCK, SQLite a write
-// transaction), so a crash never leaves it held.
+// through sqliteshim).
+//
+// # The code
+//
+// The files of this package are the store itself, read top to bottom:
+// open.go (connections, options), errors.go (driver errors to domain
+// kinds, in one place), tx.go (transactions, retries), migrate.go,
+// migrations.go and carryover.go (the schema), the resources (users.go,
+// accounts.go, projects.go, features.go, write.go, webhooks.go,
+// version.go), record.go (the end of every write transaction: the
+// summaries, the version, the events), insert.go and load.go (the bulk
+// paths), search.go and export.go (the portable event search, keyset
+// pages, the export), and tuning.go, the one place the speed-ups are
+// reached from.
+//
+// Each speed-up is a package under internal/, and WithoutTuning turns it
+// off, leaving the plain path it speeds up (the contract suite runs both):
+//
+//   - eventcounts keeps event_counts, and reads the totals of common
+//     searches from it, and the start of pages at large offsets;
+//   - projectfigures keeps project_stats, the project list's figures (and
+//     computes them from the base tables, for the plain store);
+//   - pgpage answers a page on PostgreSQL in one statement, prepared when
+//     its plan allows, and decodes rows from pgx's raw values;
+//   - textindex is the index of free-text queries: SQLite's FTS5 table
+//     and PostgreSQL's pg_trgm indexes.
+//
+// Two more packages serve them all: sqlq (SQL fragments with ?
+// placeholders, which Bun writes as literals and pgpage numbers $1, $2,
+// ...) and stored (the forms values take in the tables, and the row of an
+// event).
 //
 // # Storage layout
 //
@@ -19,30 +46,42 @@
 // it is written: search_payload (lower-cased JSON of data, preData and tags)
 // and search_meta (lower-cased type and createdBy).
 //
+// # Schema
+//
+// The schema is written once per database, in schema/postgres.sql,
+// schema/mysql.sql and schema/sqlite.sql: the baseline migration. Migrate
+// applies what a database lacks (at Open, unless WithoutMigrate); later
+// changes are new migrations, and a migration that ran somewhere is never
+// edited (migrations.go). A database made by the development versions'
+// migrations is carried over to the baseline without losing a row
+// (carryover.go). Replicas that start at once serialize on a lock that
+// dies with its connection (PostgreSQL pg_advisory_lock, MySQL GET_LOCK,
+// SQLite a write transaction), so a crash never leaves it held.
+//
 // # Event search
 //
 // Every filter of EventQuery is an indexed column: events has one composite
 // index (column, created_at, id) per filter column and one on (created_at,
-// id), so a page in the order created_at DESC, id DESC is read from an index
-// without sorting. On PostgreSQL and SQLite the indexes of nullable columns
-// leave out the rows where the column is null, which no filter matches.
+// id, project), so a page in the order created_at DESC, id DESC is read
+// from an index without sorting, and a caller who cannot see some projects
+// filters them in the index. On PostgreSQL and SQLite the indexes of
+// nullable columns leave out the rows where the column is null, which no
+// filter matches. The page's ids are read from the index and only those
+// rows fetched (a deferred join). A page by cursor (keyset, decisions §10)
+// is a range of the same index, as cheap at any depth.
 //
-// Exact totals are kept at write time, in the same transaction as the
-// events, in event_counts (counts.go): rows for all events, events without
-// a project, each value of each filter column, and each UTC day, every row
-// split into shards that writers pick at random and readers add up. A
-// search with no filter, one column filter, or a range of whole days (with
-// any caller's visibility) reads its total from those rows (searchplan.go);
-// any other search counts from an index. The page's ids are read from the
-// index and only those rows fetched (a deferred join), so a large offset
-// skips index entries, not table rows; an offset of 1,000 or more without a
-// column filter first skips whole days by their counts. On PostgreSQL a
-// page without free text is one statement (total, ids, rows). A free-text
-// query reads its candidate rows once: the page's ids come with the count
-// of all matches (COUNT(*) OVER ()).
+// With event_counts, a search with no filter, one column filter, or a
+// range of whole days (with any caller's visibility) reads its exact total
+// from a few counted rows; any other search counts from an index. An
+// offset of 1,000 or more without a column filter skips whole months, then
+// whole days, by their counts, instead of reading past the offset in the
+// index. On PostgreSQL, with pgpage, a page without free text and without
+// such a skip is one statement (total, ids, rows); elsewhere the total
+// and the page are read in one read-only transaction (one snapshot).
 //
 // The free-text query is a literal substring of the precomputed lower-cased
-// texts:
+// texts, one pass reading the page's ids with the count of all matches
+// (COUNT(*) OVER ()):
 //
 //   - PostgreSQL: LIKE '%…%' ESCAPE '!' with !, % and _ of the query
 //     escaped, on search_payload (query-string search) or on search_payload
@@ -57,12 +96,10 @@
 //     the rows the other filters leave.
 //   - SQLite: a query of 3 or more characters is a phrase query on
 //     events_text, a contentless FTS5 table with the trigram tokenizer over
-//     both texts (full detail, kept current by triggers): the query's
-//     trigrams at consecutive positions, in search_payload alone for the
-//     query-string search, so exact without reading the texts. Shorter
-//     queries, and the rare ones with characters the tokenizer alters
-//     (ftsUsable), scan with instr(text, ?) > 0, an exact substring test
-//     (LIKE in SQLite folds ASCII case).
+//     both texts, so exact without reading the texts. Shorter queries, the
+//     rare ones with characters the tokenizer alters, and the plain store
+//     scan with instr(text, ?) > 0, an exact substring test (LIKE in SQLite
+//     folds ASCII case).
 //
 // Both texts are computed in Go with strings.ToLower, the same function that
 // lower-cases the query, and queries cannot contain control characters, so a
@@ -71,26 +108,23 @@
 //
 // # Writes
 //
-// A state change and its event are one transaction. UpdateFeature and
-// DeleteUser lock the row (SELECT … FOR UPDATE on PostgreSQL and MySQL;
-// SQLite has one writer connection whose transactions begin IMMEDIATE), so
-// concurrent calls run one after another. Deadlocks and serialization
-// failures are retried a bounded number of times. SQLite uses one writer
-// connection and, for a file, a separate pool of readers (WAL mode).
+// A state change and its event are one transaction. UpdateFeature,
+// DeleteUser and DeleteToken lock the row (SELECT … FOR UPDATE on
+// PostgreSQL and MySQL; SQLite has one writer connection whose
+// transactions begin IMMEDIATE), so concurrent calls run one after
+// another. Deadlocks and serialization failures are retried a bounded
+// number of times. SQLite uses one writer connection and, for a file, a
+// separate pool of readers (WAL mode).
 //
-// Event ids are settled in commit order: on PostgreSQL and MySQL every
-// transaction that appends events locks the one row of event_order right
-// before it draws their ids and holds it to its commit, so a reader that
-// follows the log with id > last (ExportEvents, the live stream's feed)
-// never misses an id that commits later (eventorder.go). Writers of
-// events commit one at a time for it; on PostgreSQL the INSERT takes the
-// lock itself (a statement trigger), so it is held for the INSERT and the
-// COMMIT only.
-//
-// Every write transaction adds 1 to one of the rows of store_versions,
-// drawn at random, as its last statement or right before it draws event
-// ids; their sum, read in one statement, is the change counter of
-// flagadmin.VersionedStore (version.go).
+// Every write transaction ends in record (record.go), which keeps the
+// summaries, raises the change counter of flagadmin.VersionedStore (one of
+// the rows of store_versions, drawn at random; their sum is the version),
+// and appends the events. Event ids are settled in commit order: every
+// transaction that appends events holds the event order lock (the one row
+// of event_order) from right before it draws their ids to its commit, so a
+// reader that follows the log with id > last (ExportEvents, the live
+// stream's feed) never misses an id that commits later. record.go states
+// the lock order every writer follows.
 //
 // Driver errors are mapped to flagadmin.ErrNotFound, ErrConflict and
 // ErrUnavailable in one function (errors.go); the error text never contains

@@ -45,7 +45,7 @@ func TestEventOrderWithoutLockSkipsAnID(t *testing.T) {
 	}{{"Postgres", dbtest.Postgres}, {"MySQL", dbtest.MySQL}} {
 		t.Run(e.name, func(t *testing.T) {
 			// B can also wait for A on a shard of event_counts both drew
-			// (one chance in 16): try again then.
+			// (one chance in 8): try again then.
 			for range 5 {
 				got, bFirst := outOfOrderCommits(t, open(t, e.url(t)), "Write", false)
 				if !bFirst {
@@ -83,8 +83,8 @@ func outOfOrderCommits(t *testing.T, s *bunstore.Store, path string, withLock bo
 		}
 		return nil
 	})
-	// Other projects: Write batches lock row 0 of each project of their
-	// events in project_last_events.
+	// Other projects: the writers share no row of event_counts but those
+	// of every event, when they drew the same shard.
 	write := func(name string) error {
 		e := flagadmin.Event{Type: flagadmin.EventFeatureUpdated, CreatedBy: name, CreatedAt: time.Now().UTC(), Project: ptr("project-" + name)}
 		if path == "InsertEvents" {

@@ -69,7 +69,7 @@ func BenchmarkLifecycleNotFound(b *testing.B) {
 // BenchmarkLifecycleComplete times lifecycle completions that write (each
 // flips a feature between kept and discarded, so every call records its
 // event), from 16 goroutines over 64 features of one project, with the
-// event order lock (eventorder.go) and without it, on SQLite, PostgreSQL
+// event order lock (record.go) and without it, on SQLite, PostgreSQL
 // and MySQL (skipped without a server). It reports completions/s:
 //
 //	go test ./adapters/bunstore/ -run '^$' -bench LifecycleComplete -count 5

@@ -43,8 +43,8 @@ func contents(ctx context.Context, db bun.IDB) (map[string]int64, error) {
 // that events passes to emit, each event keeping its ID, which must be
 // positive and larger than the one before. It is the bulk path of imports:
 // PostgreSQL receives the events with COPY inside the transaction, MySQL
-// and SQLite with multi-row INSERTs; the derived tables (counts, the newest
-// event of each project) are kept per batch, as in every write. Afterwards
+// and SQLite with multi-row INSERTs, each batch through record with its
+// ids given, as every write: the summaries are kept per batch. Afterwards
 // the generated ids of users, groups and events continue above the largest
 // loaded.
 //

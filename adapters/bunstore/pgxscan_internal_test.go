@@ -108,7 +108,7 @@ func TestPgxPagesAgreeWithDatabaseSQL(t *testing.T) {
 	}
 }
 
-// BenchmarkPageRead runs searchOneStatement's page statements on
+// BenchmarkPageRead runs SearchEvents' page statements (pgpage) on
 // PostgreSQL with 20,000 events, read through pgx (queryPage) and through
 // database/sql (queryPageSQL). cpu-ns/op is this process's CPU time (user
 // and system) per page: the work of the reader, without the database's.

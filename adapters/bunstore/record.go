@@ -27,7 +27,7 @@ import (
 //  1. the base rows it changes: the feature, user or token it reads FOR
 //     UPDATE, the rows it inserts or deletes;
 //  2. the summaries' rows (tuning.record): project_stats project by project
-//     in id order, then project_last_events and event_counts in key order;
+//     in id order, then event_counts in key order;
 //  3. one row of store_versions (bumpVersion);
 //  4. the one row of event_order, the event order lock (appendEvents): held
 //     to the commit, by a transaction that waits for no other lock.

@@ -62,9 +62,7 @@ func WithoutTuning(ts ...Tuning) Option {
 		if len(ts) == 0 {
 			ts = tunings
 		}
-		for _, t := range ts {
-			o.off = append(o.off, t)
-		}
+		o.off = append(o.off, ts...)
 	}
 }
 

@@ -1,0 +1,45 @@
+package sqlq
+
+import (
+	"reflect"
+	"testing"
+)
+
+func TestFragments(t *testing.T) {
+	cases := []struct {
+		name string
+		f    Fragment
+		text string
+		args []any
+	}{
+		{"in", In("type", []string{"a", "b"}), "type IN (?, ?)", []any{"a", "b"}},
+		{"in nothing", In("type", []string(nil)), "1 = 0", nil},
+		{"and skips empty", And(F("a = ?", 1), Fragment{}, F("b = ?", 2)), "a = ? AND b = ?", []any{1, 2}},
+		{"fill", Fill("SELECT ? FROM t WHERE ?", F("x + ?", 1), In("id", []int64{7, 8})), "SELECT x + ? FROM t WHERE id IN (?, ?)", []any{1, int64(7), int64(8)}},
+		{"wrap", F("a = ?", 1).Wrap("(", ")"), "(a = ?)", []any{1}},
+	}
+	for _, c := range cases {
+		if c.f.Text != c.text || !reflect.DeepEqual(c.f.Args, c.args) {
+			t.Errorf("%s: got %q %v, want %q %v", c.name, c.f.Text, c.f.Args, c.text, c.args)
+		}
+	}
+}
+
+func TestDollar(t *testing.T) {
+	text, args := Fill("SELECT ? WHERE ? AND c = ?", F("?", 1), In("b", []string{"x", "y"}), F("?", true)).Dollar()
+	if want := "SELECT $1 WHERE b IN ($2, $3) AND c = $4"; text != want {
+		t.Errorf("got %q, want %q", text, want)
+	}
+	if want := []any{1, "x", "y", true}; !reflect.DeepEqual(args, want) {
+		t.Errorf("got arguments %v, want %v", args, want)
+	}
+}
+
+func TestFillPanicsOnAMiscount(t *testing.T) {
+	defer func() {
+		if recover() == nil {
+			t.Error("Fill with fewer fragments than places did not panic")
+		}
+	}()
+	Fill("? ?", F("1"))
+}
