@@ -1,32 +1,39 @@
 #!/usr/bin/env bash
 # bench-tuning.sh: does each piece of the store's tuning pay for itself on
-# the varied workload? (issue 11) Runs every mechanism on and off, in the
-# same run, and prints a table with the ratios:
+# the varied workload? Runs every speed-up of adapters/bunstore on and off
+# (a second store on the same database opened with
+# bunstore.WithoutTuning(that speed-up)), in the same run, and prints a
+# table with the ratios:
 #
-#   - project_last_events rows: spread over up to 16 rows per project with
-#     FOR UPDATE SKIP LOCKED ("sharded") against one row per project
-#     ("one-row"); 16 goroutines completing lifecycles in one project, then
-#     in 16 projects (one writer per project: a control, both arms do the
-#     same work), while 2 read the project list's figures. PostgreSQL.
-#   - day seek: pages of 50 at random offsets over the whole history, as
-#     varied callers (root admins, editors, viewers), skipping whole days by
-#     their counts ("seek") against reading past the offset on the index
-#     ("index"). PostgreSQL and SQLite.
-#   - prepared pages: the varied pages (first pages, a random feature,
+#   - project figures: the project list's figures kept in project_stats at
+#     write time ("kept") against computed from the features and members
+#     on every list ("computed"); 16 goroutines completing lifecycles in
+#     one project, then in 16 projects (one writer per project), while 2
+#     read the project list's figures. PostgreSQL.
+#   - event counts: pages of 50 at random offsets over the whole history,
+#     as varied callers (root admins, editors, viewers), the totals read
+#     from event_counts and whole months and days skipped by their counts
+#     ("counts") against totals counted and pages read past their offset
+#     on the index ("counted"). PostgreSQL and SQLite.
+#   - page statements: the varied pages (first pages, a random feature,
 #     project, type or creator, IS_ANY_OF of 2-8 projects, a month) as
-#     varied callers, bound to cached prepared statements ("prepared")
-#     against values written into the SQL text ("literal"). PostgreSQL.
+#     varied callers, one statement per page, prepared when its plan allows
+#     and decoded from pgx's raw values ("statements"), against the portable
+#     page in a read-only transaction through database/sql ("portable").
+#     PostgreSQL.
 #   - cache invalidation: the varied mix with one lifecycle completion in
 #     ten, through the Service: the result cache with its global
 #     invalidation ("global") against no cache ("no-cache"), and against a
 #     cache that is never invalidated ("never-invalidated": stale answers,
 #     the upper bound of any finer invalidation). PostgreSQL.
 #
-# The switches are unexported fields of bunstore.Store set only from tests
-# (adapters/bunstore/export_test.go); the benchmarks are in
-# adapters/bunstore/tuning_bench_test.go. 16 concurrent requests, each arm
-# measured for DURATION in 4 rounds (the arms take turns, every other round
-# in reverse order), each after 1 s of warm-up.
+# The benchmarks are in adapters/bunstore/tuning_bench_test.go. 16
+# concurrent requests, each arm measured for DURATION in 4 rounds (the arms
+# take turns, every other round in reverse order), each after 1 s of
+# warm-up. Opening a store without a summary marks it stale in the
+# database (summary_state): the next store that keeps it rebuilds it when
+# it migrates (the PostgreSQL copy is dropped afterwards; the SQLite file
+# rebuilds its counts on the next run, a few seconds).
 #
 # Data: the default worldgen world (1,000,000 events, 200 projects, seed
 # 20260601).

@@ -23,7 +23,7 @@ import (
 // altering.
 //
 // The first migration, the baseline, creates the whole schema of the
-// first release; a database made before it, by the 17 migrations of the
+// first release; a database made before it, by the migrations of the
 // development versions (their names in bun_migrations), is carried over to
 // it instead (carryover.go).
 

@@ -7,6 +7,7 @@ import (
 
 	"github.com/uptrace/bun"
 
+	"github.com/flagadmin/flagadmin/adapters/bunstore/internal/eventcounts"
 	"github.com/flagadmin/flagadmin/adapters/bunstore/internal/stored"
 	"github.com/flagadmin/flagadmin/flagadmin"
 )
@@ -87,7 +88,7 @@ func (s *Store) ProjectStats(ctx context.Context, q flagadmin.ProjectStatsQuery)
 
 // projectList reads the project list's rows (see ProjectStats).
 func (s *Store) projectList(ctx context.Context, tx bun.Tx, q flagadmin.ProjectStatsQuery) ([]flagadmin.ProjectStats, error) {
-	out, at, err := listedProjects(ctx, tx, q.Archived)
+	out, at, err := listedProjects(ctx, tx, q.Archived, s.tuning.counts)
 	if err != nil || len(out) == 0 {
 		return nil, err
 	}
@@ -118,12 +119,21 @@ func (s *Store) projectList(ctx context.Context, tx bun.Tx, q flagadmin.ProjectS
 
 // listedProjects returns the projects, archived or active, each with the
 // time of its newest event (LastUpdatedAt), and their index by id. The
-// newest event of a project is one lookup at the end of its range of the
-// events_project index, (project, created_at, id).
-func listedProjects(ctx context.Context, tx bun.Tx, archived bool) ([]flagadmin.ProjectStats, map[string]int, error) {
-	where := "archived_at IS NULL"
+// newest event of a project is read from its rows of event_counts when
+// kept (counts), else one lookup at the end of its range of the
+// events_project index, (project, created_at, id): 16 µs a project on
+// PostgreSQL, +77% on the project list of 200 projects at 1,000,000 events.
+func listedProjects(ctx context.Context, tx bun.Tx, archived, counts bool) ([]flagadmin.ProjectStats, map[string]int, error) {
+	where := "p.archived_at IS NULL"
 	if archived {
-		where = "archived_at IS NOT NULL"
+		where = "p.archived_at IS NOT NULL"
+	}
+	from, last := "projects p", "(SELECT e.created_at FROM events e WHERE e.project = p.id ORDER BY e.created_at DESC LIMIT 1)"
+	if counts {
+		// A project without counted rows (no events, or an id too long to
+		// be counted) is looked up.
+		from += " LEFT JOIN (" + eventcounts.NewestSQL + ") l ON l.project = p.id"
+		last = "COALESCE(l.newest, " + last + ")"
 	}
 	var rows []struct {
 		ID          string `bun:"id"`
@@ -134,9 +144,8 @@ func listedProjects(ctx context.Context, tx bun.Tx, archived bool) ([]flagadmin.
 		ArchivedAt  *int64 `bun:"archived_at"`
 		LastEventAt *int64 `bun:"last_event_at"`
 	}
-	err := tx.NewRaw(`SELECT p.id, p.name, p.description, p.mode, p.created_at, p.archived_at,
-		(SELECT e.created_at FROM events e WHERE e.project = p.id ORDER BY e.created_at DESC LIMIT 1) AS last_event_at
-		FROM projects p WHERE `+where).Scan(ctx, &rows)
+	err := tx.NewRaw("SELECT p.id, p.name, p.description, p.mode, p.created_at, p.archived_at, "+last+
+		" AS last_event_at FROM "+from+" WHERE "+where).Scan(ctx, &rows)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -150,3 +150,40 @@ func TestProjectStatsMaintained(t *testing.T) {
 		}
 	})
 }
+
+// TestLastUpdatedOfUncountedProject: a project whose id is too long for a
+// row of event_counts still shows its newest event (looked up in the
+// events), as does one with counted events.
+func TestLastUpdatedOfUncountedProject(t *testing.T) {
+	for _, e := range engines[:2] { // MySQL keeps project ids under 256 characters
+		t.Run(e.name, func(t *testing.T) {
+			ctx := context.Background()
+			s := open(t, e.url(t))
+			long, short := strings.Repeat("p", 1001), "short"
+			at := time.Date(2026, 3, 4, 5, 6, 7, 8e6, time.UTC)
+			b := &flagadmin.Batch{Projects: []flagadmin.Project{{ID: long, Name: "Long", Mode: flagadmin.ModeOpen}, {ID: short, Name: "Short", Mode: flagadmin.ModeOpen}}}
+			for i, p := range []string{long, short, long} {
+				b.Events = append(b.Events, flagadmin.Event{Type: flagadmin.EventFeatureUpdated, CreatedBy: "x", CreatedAt: at.Add(time.Duration(i) * time.Hour), Project: &p})
+			}
+			must(t, "Write", s.Write(ctx, b))
+			stats, err := s.ProjectStats(ctx, flagadmin.ProjectStatsQuery{})
+			must(t, "ProjectStats", err)
+			got := lastUpdated(stats)
+			want := map[string]time.Time{long: at.Add(2 * time.Hour), short: at.Add(time.Hour)}
+			if !reflect.DeepEqual(got, want) {
+				t.Errorf("lastUpdatedAt: got %v, want %v", got, want)
+			}
+		})
+	}
+}
+
+// lastUpdated returns the LastUpdatedAt of each project of stats that has one.
+func lastUpdated(stats []flagadmin.ProjectStats) map[string]time.Time {
+	out := map[string]time.Time{}
+	for _, st := range stats {
+		if st.LastUpdatedAt != nil {
+			out[st.Project.ID] = *st.LastUpdatedAt
+		}
+	}
+	return out
+}

@@ -84,22 +84,20 @@ func checkTunings(off []Tuning) error {
 // reaches the summaries: once per write transaction (record), once per
 // search (planSearch), once per project list (projectFigures).
 type tuning struct {
-	counts      bool // EventCounts
-	figures     bool // ProjectFigures
-	pages       bool // PageStatements, on PostgreSQL
-	textIndex   bool // TextIndex, on SQLite
-	dialectName dialect.Name
+	counts    bool // EventCounts
+	figures   bool // ProjectFigures
+	pages     bool // PageStatements, on PostgreSQL
+	textIndex bool // TextIndex, on SQLite
 }
 
 // newTuning is the tuning of a store on database name with off turned off.
 func newTuning(name dialect.Name, off []Tuning) tuning {
 	on := func(t Tuning) bool { return !slices.Contains(off, t) }
 	return tuning{
-		counts:      on(EventCounts),
-		figures:     on(ProjectFigures),
-		pages:       on(PageStatements) && name == dialect.PG,
-		textIndex:   on(TextIndex) && name == dialect.SQLite,
-		dialectName: name,
+		counts:    on(EventCounts),
+		figures:   on(ProjectFigures),
+		pages:     on(PageStatements) && name == dialect.PG,
+		textIndex: on(TextIndex) && name == dialect.SQLite,
 	}
 }
 

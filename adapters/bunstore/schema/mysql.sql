@@ -168,7 +168,7 @@ CREATE TABLE IF NOT EXISTS summary_state (
 
 INSERT IGNORE INTO summary_state (name, stale) VALUES ('event_counts', FALSE), ('project_stats', FALSE)
 
--- Event counts (internal/eventcounts). The project and the value are
+-- Event counts (internal/eventcounts): n events, the newest created at newest. The project and the value are
 -- bytes, at most 1000 of each (longer ones are not counted), so that the
 -- key stays under 3072 bytes.
 CREATE TABLE IF NOT EXISTS event_counts (
@@ -179,6 +179,7 @@ CREATE TABLE IF NOT EXISTS event_counts (
 	num BIGINT NOT NULL,
 	shard SMALLINT NOT NULL,
 	n BIGINT NOT NULL,
+	newest BIGINT NOT NULL,
 	PRIMARY KEY (dim, scope, project, value, num, shard)
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE={collation}
 

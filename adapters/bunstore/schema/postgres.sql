@@ -185,7 +185,7 @@ CREATE TABLE IF NOT EXISTS summary_state (
 
 INSERT INTO summary_state (name, stale) VALUES ('event_counts', FALSE), ('project_stats', FALSE) ON CONFLICT DO NOTHING
 
--- Event counts (internal/eventcounts).
+-- Event counts (internal/eventcounts): n events, the newest created at newest.
 CREATE TABLE IF NOT EXISTS event_counts (
 	dim SMALLINT NOT NULL,
 	scope SMALLINT NOT NULL,
@@ -194,6 +194,7 @@ CREATE TABLE IF NOT EXISTS event_counts (
 	num BIGINT NOT NULL,
 	shard SMALLINT NOT NULL,
 	n BIGINT NOT NULL,
+	newest BIGINT NOT NULL,
 	PRIMARY KEY (dim, scope, project, value, num, shard)
 )
 

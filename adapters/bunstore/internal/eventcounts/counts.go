@@ -16,7 +16,10 @@
 //
 // # Rows
 //
-// A row is keyed by typed columns: dim (what is counted, Dim), scope
+// A row holds n, the number of events it counts, and newest, the
+// createdAt of the newest of them (Unix milliseconds): with the rows of
+// each project's events, the project list's lastUpdatedAt (NewestSQL). It
+// is keyed by typed columns: dim (what is counted, Dim), scope
 // (which events, Scope), project (the project of ScopeProject, else empty),
 // value (the feature, type or environment counted, else empty), num (the
 // creator's user id, the day or the month counted, else 0) and shard. A
@@ -107,15 +110,24 @@ func (k key) compare(o key) int {
 		strings.Compare(k.value, o.value), cmp.Compare(k.num, o.num))
 }
 
-// counts are deltas of rows, by key.
-type counts map[key]int64
+// delta is what events add to a row: n of them, the newest created at
+// newest.
+type delta struct{ n, newest int64 }
 
-// add adds n to the row of k, unless k's project or value is too long to
-// be counted.
-func (c counts) add(k key, n int64) {
-	if len(k.project) <= MaxKeyBytes && len(k.value) <= MaxKeyBytes {
-		c[k] += n
+// counts are deltas of rows, by key.
+type counts map[key]delta
+
+// add adds n events, the newest created at newest, to the row of k, unless
+// k's project or value is too long to be counted.
+func (c counts) add(k key, n, newest int64) {
+	if len(k.project) > MaxKeyBytes || len(k.value) > MaxKeyBytes {
+		return
 	}
+	d, ok := c[k]
+	if ok {
+		newest = max(newest, d.newest)
+	}
+	c[k] = delta{d.n + n, newest}
 }
 
 // scopeOf is the scope of the events of project (nil: without a project)
@@ -127,51 +139,53 @@ func scopeOf(project *string) (Scope, string) {
 	return ScopeProject, *project
 }
 
-// events adds n events of project (nil: without one) to DimEvents.
-func (c counts) events(project *string, n int64) {
+// events adds n events of project (nil: without one), the newest created
+// at newest, to DimEvents.
+func (c counts) events(project *string, n, newest int64) {
 	scope, p := scopeOf(project)
-	c.add(key{dim: DimEvents, scope: ScopeAll}, n)
-	c.add(key{dim: DimEvents, scope: scope, project: p}, n)
+	c.add(key{dim: DimEvents, scope: ScopeAll}, n, newest)
+	c.add(key{dim: DimEvents, scope: scope, project: p}, n, newest)
 }
 
 // column adds n events of project with value (or num, for DimCreator) in
-// the column of dim: in every event's scope and in the project's (or the
-// events without one).
-func (c counts) column(dim Dim, project *string, value string, num int64, n int64) {
+// the column of dim, the newest created at newest: in every event's scope
+// and in the project's (or the events without one).
+func (c counts) column(dim Dim, project *string, value string, num int64, n, newest int64) {
 	scope, p := scopeOf(project)
-	c.add(key{dim: dim, scope: ScopeAll, value: value, num: num}, n)
-	c.add(key{dim: dim, scope: scope, project: p, value: value, num: num}, n)
+	c.add(key{dim: dim, scope: ScopeAll, value: value, num: num}, n, newest)
+	c.add(key{dim: dim, scope: scope, project: p, value: value, num: num}, n, newest)
 }
 
-// day adds n events of project created on day (days since 1970-01-01):
-// the day's rows (every event, and those without a project) and its
-// month's (every event, and the events' own scope).
-func (c counts) day(project *string, day int64, n int64) {
+// day adds n events of project created on day (days since 1970-01-01),
+// the newest at newest: the day's rows (every event, and those without a
+// project) and its month's (every event, and the events' own scope).
+func (c counts) day(project *string, day int64, n, newest int64) {
 	scope, p := scopeOf(project)
 	month := monthOfDay(day)
-	c.add(key{dim: DimDay, scope: ScopeAll, num: day}, n)
-	c.add(key{dim: DimMonth, scope: ScopeAll, num: month}, n)
-	c.add(key{dim: DimMonth, scope: scope, project: p, num: month}, n)
+	c.add(key{dim: DimDay, scope: ScopeAll, num: day}, n, newest)
+	c.add(key{dim: DimMonth, scope: ScopeAll, num: month}, n, newest)
+	c.add(key{dim: DimMonth, scope: scope, project: p, num: month}, n, newest)
 	if project == nil {
-		c.add(key{dim: DimDay, scope: ScopeNoProject, num: day}, n)
+		c.add(key{dim: DimDay, scope: ScopeNoProject, num: day}, n, newest)
 	}
 }
 
 // event adds e.
 func (c counts) event(e flagadmin.Event) {
-	c.events(e.Project, 1)
+	at := e.CreatedAt.UnixMilli()
+	c.events(e.Project, 1, at)
 	for _, col := range []struct {
 		dim   Dim
 		value *string
 	}{{DimFeature, e.FeatureName}, {DimType, &e.Type}, {DimEnvironment, e.Environment}} {
 		if col.value != nil {
-			c.column(col.dim, e.Project, *col.value, 0, 1)
+			c.column(col.dim, e.Project, *col.value, 0, 1, at)
 		}
 	}
 	if e.CreatedByUserID != nil {
-		c.column(DimCreator, e.Project, "", *e.CreatedByUserID, 1)
+		c.column(DimCreator, e.Project, "", *e.CreatedByUserID, 1, at)
 	}
-	c.day(e.Project, dayOf(e.CreatedAt.UnixMilli()), 1)
+	c.day(e.Project, dayOf(at), 1, at)
 }
 
 // Add adds events to event_counts, in the caller's write transaction: all
@@ -199,12 +213,12 @@ func (c counts) write(ctx context.Context, db bun.IDB, shard int) error {
 	keys := slices.SortedFunc(maps.Keys(c), key.compare)
 	for start := 0; start < len(keys); start += upsertChunk {
 		part := keys[start:min(len(keys), start+upsertChunk)]
-		args := make([]any, 0, 7*len(part))
+		args := make([]any, 0, 8*len(part))
 		for _, k := range part {
-			args = append(args, int16(k.dim), int16(k.scope), k.project, k.value, k.num, shard, c[k])
+			args = append(args, int16(k.dim), int16(k.scope), k.project, k.value, k.num, shard, c[k].n, c[k].newest)
 		}
-		query := "INSERT INTO event_counts (dim, scope, project, value, num, shard, n) VALUES " +
-			strings.Repeat("(?, ?, ?, ?, ?, ?, ?), ", len(part)-1) + "(?, ?, ?, ?, ?, ?, ?)" + onConflict(db.Dialect().Name())
+		query := "INSERT INTO event_counts (dim, scope, project, value, num, shard, n, newest) VALUES " +
+			strings.Repeat("(?, ?, ?, ?, ?, ?, ?, ?), ", len(part)-1) + "(?, ?, ?, ?, ?, ?, ?, ?)" + onConflict(db.Dialect().Name())
 		if _, err := db.ExecContext(ctx, query, args...); err != nil {
 			return err
 		}
@@ -212,17 +226,22 @@ func (c counts) write(ctx context.Context, db bun.IDB, shard int) error {
 	return nil
 }
 
-// onConflict is the upsert clause adding a row's n to the stored one.
+// onConflict is the upsert clause adding a row's n to the stored one and
+// keeping the newer newest.
 func onConflict(name dialect.Name) string {
 	switch name {
 	case dialect.MySQL:
-		return " ON DUPLICATE KEY UPDATE n = n + VALUES(n)"
+		return " ON DUPLICATE KEY UPDATE n = n + VALUES(n), newest = GREATEST(newest, VALUES(newest))"
 	case dialect.PG:
-		return " ON CONFLICT (dim, scope, project, value, num, shard) DO UPDATE SET n = event_counts.n + EXCLUDED.n"
+		return " ON CONFLICT (dim, scope, project, value, num, shard) DO UPDATE SET n = event_counts.n + EXCLUDED.n, newest = GREATEST(event_counts.newest, EXCLUDED.newest)"
 	default:
-		return " ON CONFLICT (dim, scope, project, value, num, shard) DO UPDATE SET n = n + excluded.n"
+		return " ON CONFLICT (dim, scope, project, value, num, shard) DO UPDATE SET n = n + excluded.n, newest = max(newest, excluded.newest)"
 	}
 }
+
+// NewestSQL selects (project, newest): the createdAt of the newest event
+// of each project with counted events, from its rows (every shard).
+const NewestSQL = "SELECT project, MAX(newest) AS newest FROM event_counts WHERE dim = 0 AND scope = 2 GROUP BY project"
 
 // Rebuild recomputes event_counts from the events table, all in shard 0,
 // in the caller's transaction: the events grouped by project and by each
@@ -255,12 +274,13 @@ func rebuildEvents(ctx context.Context, db bun.IDB, c counts) error {
 	var groups []struct {
 		Project *string `bun:"project"`
 		N       int64   `bun:"n"`
+		Newest  int64   `bun:"newest"`
 	}
-	if err := db.NewRaw("SELECT project, COUNT(*) AS n FROM events GROUP BY project").Scan(ctx, &groups); err != nil {
+	if err := db.NewRaw("SELECT project, COUNT(*) AS n, MAX(created_at) AS newest FROM events GROUP BY project").Scan(ctx, &groups); err != nil {
 		return err
 	}
 	for _, g := range groups {
-		c.events(g.Project, g.N)
+		c.events(g.Project, g.N, g.Newest)
 	}
 	return nil
 }
@@ -281,14 +301,15 @@ func rebuildColumn(ctx context.Context, db bun.IDB, c counts, dim Dim, column st
 		Value   string  `bun:"value"`
 		Num     int64   `bun:"num"`
 		N       int64   `bun:"n"`
+		Newest  int64   `bun:"newest"`
 	}
-	query := fmt.Sprintf("SELECT project, %s AS value, %s AS num, COUNT(*) AS n FROM events WHERE %s IS NOT NULL GROUP BY project, %[4]s",
+	query := fmt.Sprintf("SELECT project, %s AS value, %s AS num, COUNT(*) AS n, MAX(created_at) AS newest FROM events WHERE %s IS NOT NULL GROUP BY project, %[4]s",
 		value, num, column, column)
 	if err := db.NewRaw(query).Scan(ctx, &groups); err != nil {
 		return err
 	}
 	for _, g := range groups {
-		c.column(dim, g.Project, g.Value, g.Num, g.N)
+		c.column(dim, g.Project, g.Value, g.Num, g.N, g.Newest)
 	}
 	return nil
 }
@@ -299,13 +320,14 @@ func rebuildDays(ctx context.Context, db bun.IDB, c counts) error {
 		Project *string `bun:"project"`
 		Day     int64   `bun:"day"`
 		N       int64   `bun:"n"`
+		Newest  int64   `bun:"newest"`
 	}
 	day := daySQL(db.Dialect().Name())
-	if err := db.NewRaw("SELECT project, "+day+" AS day, COUNT(*) AS n FROM events GROUP BY project, "+day).Scan(ctx, &groups); err != nil {
+	if err := db.NewRaw("SELECT project, "+day+" AS day, COUNT(*) AS n, MAX(created_at) AS newest FROM events GROUP BY project, "+day).Scan(ctx, &groups); err != nil {
 		return err
 	}
 	for _, g := range groups {
-		c.day(g.Project, g.Day, g.N)
+		c.day(g.Project, g.Day, g.N, g.Newest)
 	}
 	return nil
 }
