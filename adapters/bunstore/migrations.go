@@ -177,15 +177,16 @@ func (s *Store) checkSummaries(ctx context.Context) error {
 		if exists, existsErr := tableExists(ctx, s.db, "summary_state"); existsErr == nil && !exists {
 			return nil
 		}
-		return err
+		return withDetail(s.fail("open", err))
 	}
-	for name, kept := range s.tuning.summaries() {
+	kept := s.tuning.summaries()
+	for _, name := range slices.Sorted(maps.Keys(kept)) {
 		switch {
-		case kept && states[name]:
+		case kept[name] && states[name]:
 			return fmt.Errorf("bunstore: the summary %s is out of date (a store without it wrote to this database): run the migrations (flagadmin migrate) to rebuild it", name)
-		case !kept && !states[name]:
+		case !kept[name] && !states[name]:
 			if _, err := s.db.ExecContext(ctx, "UPDATE summary_state SET stale = ? WHERE name = ?", true, name); err != nil {
-				return err
+				return withDetail(s.fail("open", err))
 			}
 		}
 	}

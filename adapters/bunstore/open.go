@@ -154,8 +154,8 @@ func Open(ctx context.Context, rawURL string, opts ...Option) (*Store, error) {
 	}
 	if o.migrate {
 		err = s.Migrate(ctx)
-	} else if err = s.checkSummaries(ctx); err != nil {
-		err = withDetail(s.fail("open", err))
+	} else {
+		err = s.checkSummaries(ctx)
 	}
 	if err != nil {
 		s.Close()
