@@ -142,6 +142,8 @@ func (s *Store) appendEvents(ctx context.Context, t *txn, ch *changes) error {
 			return err
 		}
 		return s.insertMySQL(ctx, t, rows, ch.events)
+	case s.dialect == dialect.SQLite:
+		return s.insertSQLite(ctx, t, rows, ch.events)
 	default:
 		// On PostgreSQL the INSERT takes the event order lock (the
 		// events_order trigger).
@@ -172,7 +174,7 @@ func (s *Store) insertChunk() int {
 }
 
 // insertReturning inserts rows by multi-row INSERTs that return the ids
-// the database draws (PostgreSQL, SQLite), and sets them on events.
+// the database draws (PostgreSQL), and sets them on events.
 func (s *Store) insertReturning(ctx context.Context, db bun.IDB, rows []stored.Event, events []flagadmin.Event) error {
 	chunk := s.insertChunk()
 	for start := 0; start < len(rows); start += chunk {
@@ -189,6 +191,29 @@ func (s *Store) insertReturning(ctx context.Context, db bun.IDB, rows []stored.E
 		slices.Sort(ids)
 		for i, id := range ids {
 			events[start+i].ID = id
+		}
+	}
+	return nil
+}
+
+// insertSQLite inserts rows on SQLite by multi-row INSERTs, and sets
+// their ids on events: the last one's is the connection's last rowid, and
+// the others precede it, one by one: the single writer connection draws
+// the rowids of one statement in a row (AUTOINCREMENT: above every id ever
+// drawn). Cheaper than RETURNING.
+func (s *Store) insertSQLite(ctx context.Context, db bun.IDB, rows []stored.Event, events []flagadmin.Event) error {
+	for start := 0; start < len(rows); start += s.insertChunk() {
+		part := rows[start:min(len(rows), start+s.insertChunk())]
+		res, err := db.NewInsert().Model(&part).Returning("").Exec(ctx)
+		if err != nil {
+			return err
+		}
+		last, err := res.LastInsertId()
+		if err != nil {
+			return err
+		}
+		for i := range part {
+			events[start+i].ID = last - int64(len(part)-1-i)
 		}
 	}
 	return nil

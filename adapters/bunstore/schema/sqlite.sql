@@ -195,7 +195,8 @@ CREATE TABLE IF NOT EXISTS summary_state (
 
 INSERT OR IGNORE INTO summary_state (name, stale) VALUES ('event_counts', FALSE), ('project_stats', FALSE)
 
--- Event counts (internal/eventcounts): n events, the newest created at newest.
+-- Event counts (internal/eventcounts): n events, the newest created at
+-- newest. WITHOUT ROWID: a row lives in its key's b-tree alone.
 CREATE TABLE IF NOT EXISTS event_counts (
 	dim SMALLINT NOT NULL,
 	scope SMALLINT NOT NULL,
@@ -206,7 +207,7 @@ CREATE TABLE IF NOT EXISTS event_counts (
 	n BIGINT NOT NULL,
 	newest BIGINT NOT NULL,
 	PRIMARY KEY (dim, scope, project, value, num, shard)
-)
+) WITHOUT ROWID
 
 -- The project list's figures (internal/projectfigures).
 CREATE TABLE IF NOT EXISTS project_stats (
