@@ -26,8 +26,10 @@ func open(t *testing.T, url string, opts ...bunstore.Option) *bunstore.Store {
 }
 
 // contract runs the store contract suite with a fresh database per case,
-// on stores opened with opts.
+// on stores opened with opts, in parallel with the other suites (each on
+// databases of its own).
 func contract(t *testing.T, newURL func(testing.TB) string, opts ...bunstore.Option) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T) flagadmin.Store { return open(t, newURL(t), opts...) })
 }
 
