@@ -31,9 +31,8 @@
 # concurrent requests, each arm measured for DURATION in 4 rounds (the arms
 # take turns, every other round in reverse order), each after 1 s of
 # warm-up. Opening a store without a summary marks it stale in the
-# database (summary_state): the next store that keeps it rebuilds it when
-# it migrates (the PostgreSQL copy is dropped afterwards; the SQLite file
-# rebuilds its counts on the next run, a few seconds).
+# database (summary_state); the benchmarks mark it fresh again, as their
+# arms leave it true (see storeWithout in the benchmarks).
 #
 # Data: the default worldgen world (1,000,000 events, 200 projects, seed
 # 20260601).

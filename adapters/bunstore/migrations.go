@@ -143,8 +143,8 @@ func mysqlBinaryCollation(ctx context.Context, db bun.IDB) (string, error) {
 
 // syncSummaries brings the summaries in line with the store's tuning
 // (summary_state): those the store keeps and another store let go stale
-// are rebuilt from the base tables; those it does not keep are marked
-// stale, since its writes will not keep them.
+// are rebuilt from the base tables, and the store reads them again; those
+// it does not keep are marked stale, since its writes will not keep them.
 func (s *Store) syncSummaries(ctx context.Context, db *bun.DB, o migrateOptions) error {
 	states, err := summaryStates(ctx, db)
 	if err != nil {
@@ -157,6 +157,9 @@ func (s *Store) syncSummaries(ctx context.Context, db *bun.DB, o migrateOptions)
 			err = o.step(name, "rebuild the summary "+name+" from the base tables", func() error {
 				return inMigrationTx(ctx, db, func(ctx context.Context, tx bun.IDB) error { return rebuildSummaries(ctx, tx, name) })
 			})
+			if err == nil {
+				s.tuning.stale.set(name, false)
+			}
 		case !kept[name] && !stale:
 			_, err = db.ExecContext(ctx, "UPDATE summary_state SET stale = ? WHERE name = ?", true, name)
 		}
@@ -168,9 +171,9 @@ func (s *Store) syncSummaries(ctx context.Context, db *bun.DB, o migrateOptions)
 }
 
 // checkSummaries is syncSummaries for a store opened without migrating:
-// it marks stale the summaries the store does not keep, and refuses to
-// use one it keeps that is stale. A database without the schema yet is
-// left alone (Migrate will see to it).
+// it marks stale the summaries the store does not keep, and answers
+// without those it keeps that are stale (tuning.stale), saying so once. A
+// database without the schema yet is left alone (Migrate will see to it).
 func (s *Store) checkSummaries(ctx context.Context) error {
 	states, err := summaryStates(ctx, s.db)
 	if err != nil {
@@ -183,7 +186,9 @@ func (s *Store) checkSummaries(ctx context.Context) error {
 	for _, name := range slices.Sorted(maps.Keys(kept)) {
 		switch {
 		case kept[name] && states[name]:
-			return fmt.Errorf("bunstore: the summary %s is out of date (a store without it wrote to this database): run the migrations (flagadmin migrate) to rebuild it", name)
+			s.tuning.stale.set(name, true)
+			s.log.Warn("bunstore: the summary "+name+" is out of date (a store without it wrote to this database): "+
+				"answering without it until the migrations rebuild it (flagadmin migrate)", "summary", name)
 		case !kept[name] && !states[name]:
 			if _, err := s.db.ExecContext(ctx, "UPDATE summary_state SET stale = ? WHERE name = ?", true, name); err != nil {
 				return withDetail(s.fail("open", err))

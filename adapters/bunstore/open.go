@@ -109,7 +109,7 @@ func WithLogger(l *slog.Logger) Option {
 
 // Open connects to the database named by rawURL, checks that it is
 // reachable, and applies the migrations unless WithoutMigrate is given
-// (then it checks that the summaries it keeps are up to date: see
+// (then it answers without the summaries it finds out of date: see
 // WithoutTuning).
 // Accepted URLs:
 //

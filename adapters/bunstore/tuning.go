@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync/atomic"
 
 	"github.com/uptrace/bun"
 	"github.com/uptrace/bun/dialect"
@@ -53,10 +54,11 @@ var tunings = []Tuning{EventCounts, ProjectFigures, PageStatements, TextIndex}
 // contract suite runs it as the reference the tuned store must agree with.
 //
 // A summary a store does not keep goes stale as soon as that store writes:
-// Open and Migrate mark it so (summary_state), and a store that keeps it
-// rebuilds it from the base tables when it migrates, or refuses to open
-// without migrating (WithoutMigrate). Stores with and without a summary
-// must not serve one database at the same time.
+// Open and Migrate mark it so (summary_state). A store that keeps it
+// rebuilds it from the base tables when it migrates; opened without
+// migrating (WithoutMigrate), it keeps writing it but answers without it,
+// and logs that the migrations would rebuild it. Stores with and without
+// a summary must not serve one database at the same time.
 func WithoutTuning(ts ...Tuning) Option {
 	return func(o *options) {
 		if len(ts) == 0 {
@@ -80,15 +82,40 @@ func checkTunings(off []Tuning) error {
 	return nil
 }
 
-// tuning is the speed-ups a store has on, and the one place the core
+// tuning is the speed-ups the store has on, and the one place the core
 // reaches the summaries: once per write transaction (record), once per
 // search (planSearch), once per project list (projectFigures).
 type tuning struct {
-	counts    bool // EventCounts
-	figures   bool // ProjectFigures
+	counts    bool // EventCounts: event_counts kept
+	figures   bool // ProjectFigures: project_stats kept
 	pages     bool // PageStatements, on PostgreSQL
 	textIndex bool // TextIndex, on SQLite
+	// stale marks the summaries the store keeps but does not read: found
+	// stale when it opened without migrating, until Migrate rebuilds them.
+	// Meanwhile its writes keep them all the same, so that a rebuild by
+	// another process stays true.
+	stale *staleSummaries
 }
+
+// staleSummaries are the kept summaries a store does not read yet.
+type staleSummaries struct{ counts, figures atomic.Bool }
+
+// set marks the summary name stale (or not).
+func (st *staleSummaries) set(name string, stale bool) {
+	switch name {
+	case "event_counts":
+		st.counts.Store(stale)
+	case "project_stats":
+		st.figures.Store(stale)
+	}
+}
+
+// readCounts reports whether searches and the project list read
+// event_counts.
+func (t tuning) readCounts() bool { return t.counts && !t.stale.counts.Load() }
+
+// readFigures reports whether the project list reads project_stats.
+func (t tuning) readFigures() bool { return t.figures && !t.stale.figures.Load() }
 
 // newTuning is the tuning of a store on database name with off turned off.
 func newTuning(name dialect.Name, off []Tuning) tuning {
@@ -98,6 +125,7 @@ func newTuning(name dialect.Name, off []Tuning) tuning {
 		figures:   on(ProjectFigures),
 		pages:     on(PageStatements) && name == dialect.PG,
 		textIndex: on(TextIndex) && name == dialect.SQLite,
+		stale:     &staleSummaries{},
 	}
 }
 
@@ -124,7 +152,7 @@ func (t tuning) record(ctx context.Context, db bun.IDB, ch *changes) error {
 		}
 	}
 	if t.counts {
-		return eventcounts.Add(ctx, db, ch.events)
+		return eventcounts.Add(ctx, db, ch.events, !ch.bulk)
 	}
 	return nil
 }
@@ -132,7 +160,7 @@ func (t tuning) record(ctx context.Context, db bun.IDB, ch *changes) error {
 // planSearch is how q's total and the start of its page are found: from
 // event_counts when kept, else (the zero plan) from the events.
 func (t tuning) planSearch(q flagadmin.EventQuery) eventcounts.Plan {
-	if !t.counts {
+	if !t.readCounts() {
 		return eventcounts.Plan{}
 	}
 	return eventcounts.PlanFor(q)
@@ -141,7 +169,7 @@ func (t tuning) planSearch(q flagadmin.EventQuery) eventcounts.Plan {
 // projectFigures returns the figures of the projects of q, by project
 // id: kept in project_stats, or computed from the base tables.
 func (t tuning) projectFigures(ctx context.Context, db bun.IDB, q flagadmin.ProjectStatsQuery) (map[string]projectfigures.Figures, error) {
-	if t.figures {
+	if t.readFigures() {
 		return projectfigures.Kept(ctx, db, q)
 	}
 	return projectfigures.Computed(ctx, db, q)

@@ -189,8 +189,11 @@ func (c counts) event(e flagadmin.Event) {
 }
 
 // Add adds events to event_counts, in the caller's write transaction: all
-// its deltas in one shard drawn at random, in key order (see Shards).
-func Add(ctx context.Context, db bun.IDB, events []flagadmin.Event) error {
+// its deltas in one shard, in key order (see Shards). With spread, the
+// shard is drawn at random, for concurrent writers; without, it is shard
+// 0, for bulk writers (imports, generated histories), which run alone and
+// would otherwise leave Shards rows where one does.
+func Add(ctx context.Context, db bun.IDB, events []flagadmin.Event, spread bool) error {
 	if len(events) == 0 {
 		return nil
 	}
@@ -199,7 +202,7 @@ func Add(ctx context.Context, db bun.IDB, events []flagadmin.Event) error {
 		c.event(e)
 	}
 	shard := 0
-	if db.Dialect().Name() != dialect.SQLite {
+	if spread && db.Dialect().Name() != dialect.SQLite {
 		shard = rand.IntN(Shards)
 	}
 	return c.write(ctx, db, shard)

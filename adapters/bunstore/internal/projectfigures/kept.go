@@ -86,28 +86,22 @@ func (r *row) fresh(c string) *int64 {
 	panic("projectfigures: unknown project_stats column " + c)
 }
 
-// Kept returns the figures of the projects archived or not (q.Archived)
-// from project_stats: PotentiallyStale is the fresh features of the
-// cut-off types less those created since their type's cut-off (read from
-// features_fresh) when every cut-off type has a fresh column, else
-// counted from the features.
+// Kept returns the figures of every project from project_stats:
+// PotentiallyStale is the fresh features of the cut-off types less those
+// created since their type's cut-off (read from features_fresh) when every
+// cut-off type has a fresh column, else counted from the features.
 func Kept(ctx context.Context, db bun.IDB, q flagadmin.ProjectStatsQuery) (map[string]Figures, error) {
-	archived := "p.archived_at IS NULL"
-	if q.Archived {
-		archived = "p.archived_at IS NOT NULL"
-	}
 	types := slices.Sorted(maps.Keys(q.PotentiallyStaleBefore))
 	fast := !slices.ContainsFunc(types, func(t flagadmin.FeatureType) bool { _, ok := FreshColumns[t]; return !ok })
 	fresh := "0"
 	if fast && len(types) > 0 {
 		cols := make([]string, len(types))
 		for i, t := range types {
-			cols[i] = "s." + FreshColumns[t]
+			cols[i] = FreshColumns[t]
 		}
 		fresh = strings.Join(cols, " + ")
 	}
-	rows, err := db.QueryContext(ctx, `SELECT p.id, s.project_id, s.features, s.stale, `+fresh+`, s.members, s.last_seen_at
-		FROM projects p LEFT JOIN project_stats s ON s.project_id = p.id WHERE `+archived)
+	rows, err := db.QueryContext(ctx, "SELECT project_id, features, stale, "+fresh+", members, last_seen_at FROM project_stats")
 	if err != nil {
 		return nil, err
 	}
@@ -115,16 +109,10 @@ func Kept(ctx context.Context, db bun.IDB, q flagadmin.ProjectStatsQuery) (map[s
 	out := map[string]Figures{}
 	for rows.Next() {
 		var id string
-		var kept *string
 		var f Figures
-		var features, stale, potentiallyStale, members *int64
-		if err := rows.Scan(&id, &kept, &features, &stale, &potentiallyStale, &members, &f.LastSeenAt); err != nil {
+		if err := rows.Scan(&id, &f.Features, &f.Stale, &f.PotentiallyStale, &f.Members, &f.LastSeenAt); err != nil {
 			return nil, err
 		}
-		if kept == nil {
-			return nil, fmt.Errorf("project %q has no row in project_stats", id)
-		}
-		f.Features, f.Stale, f.PotentiallyStale, f.Members = *features, *stale, *potentiallyStale, *members
 		out[id] = f
 	}
 	if err := rows.Err(); err != nil {
