@@ -10,8 +10,8 @@
 // # The code
 //
 // The files of this package are the store itself, read top to bottom:
-// open.go (connections, options), errors.go (driver errors to domain
-// kinds, in one place), tx.go (transactions, retries), migrate.go,
+// open.go (connections, options), errors.go (what a failure returns), tx.go
+// (transactions, retries), migrate.go,
 // migrations.go and carryover.go (the schema), the resources (users.go,
 // accounts.go, projects.go, features.go, write.go, webhooks.go,
 // version.go), record.go (the end of every write transaction: the
@@ -32,10 +32,11 @@
 //   - textindex is the index of free-text queries: SQLite's FTS5 table
 //     and PostgreSQL's pg_trgm indexes.
 //
-// Two more packages serve them all: sqlq (SQL fragments with ?
-// placeholders, which Bun writes as literals and pgpage numbers $1, $2,
-// ...) and stored (the forms values take in the tables, and the row of an
-// event).
+// More packages serve them all: sqlq (SQL fragments with ? placeholders,
+// which Bun writes as literals and pgpage numbers $1, $2, ...), stored
+// (the forms values take in the tables, and the row of an event), dberr
+// (driver errors as domain kinds) and lent (a connection lent to a pool of
+// its own, for the SQLite migrations).
 //
 // # Storage layout
 //
@@ -127,6 +128,6 @@
 // the lock order every writer follows.
 //
 // Driver errors are mapped to flagadmin.ErrNotFound, ErrConflict and
-// ErrUnavailable in one function (errors.go); the error text never contains
-// driver messages or SQL.
+// ErrUnavailable in one function (internal/dberr); the error text never
+// contains driver messages or SQL.
 package bunstore

@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"database/sql/driver"
 	"errors"
-	"fmt"
 	"time"
 
 	"github.com/uptrace/bun"
@@ -13,6 +12,7 @@ import (
 	"github.com/uptrace/bun/dialect/sqlitedialect"
 	"github.com/uptrace/bun/migrate"
 
+	"github.com/flagadmin/flagadmin/adapters/bunstore/internal/lent"
 	"github.com/flagadmin/flagadmin/adapters/bunstore/internal/textindex"
 )
 
@@ -197,7 +197,7 @@ func (s *Store) withSessionLock(ctx context.Context, lockSQL, unlockSQL string, 
 //
 // The migrator needs a *bun.DB. To keep it on the one connection that holds
 // the transaction, it gets a database/sql pool whose single connection is
-// the writer's driver connection, borrowed for the duration.
+// the writer's driver connection, lent for the duration.
 func (s *Store) migrateSQLite(ctx context.Context, o migrateOptions) error {
 	conn, err := s.db.DB.Conn(ctx)
 	if err != nil {
@@ -205,13 +205,10 @@ func (s *Store) migrateSQLite(ctx context.Context, o migrateOptions) error {
 	}
 	defer conn.Close()
 	return conn.Raw(func(dc any) (err error) {
-		c, ok := dc.(borrowableConn)
-		if !ok {
-			return fmt.Errorf("sqlite driver connection %T cannot be borrowed", dc)
+		pool, err := lent.Pool(dc)
+		if err != nil {
+			return err
 		}
-		pool := sql.OpenDB(&borrowedConnector{conn: c})
-		pool.SetMaxOpenConns(1)
-		pool.SetMaxIdleConns(1)
 		defer pool.Close()
 		db := bun.NewDB(pool, sqlitedialect.New())
 		// Off for the migrations, which may drop a table others refer to;
@@ -238,42 +235,3 @@ func (s *Store) migrateSQLite(ctx context.Context, o migrateOptions) error {
 		return nil
 	})
 }
-
-// borrowableConn is what a driver connection must implement to be lent to a
-// temporary pool (modernc's and mattn's SQLite connections do).
-type borrowableConn interface {
-	driver.Conn
-	driver.ConnBeginTx
-	driver.ConnPrepareContext
-	driver.ExecerContext
-	driver.QueryerContext
-}
-
-// borrowedConnector hands out one existing driver connection, once. The
-// connection stays owned by the pool it came from: closing it here does
-// nothing.
-type borrowedConnector struct {
-	conn borrowableConn
-	used bool
-}
-
-func (b *borrowedConnector) Connect(context.Context) (driver.Conn, error) {
-	if b.used {
-		return nil, errors.New("borrowed connection already handed out")
-	}
-	b.used = true
-	return borrowedConn{b.conn}, nil
-}
-
-func (b *borrowedConnector) Driver() driver.Driver { return borrowedDriver{} }
-
-type borrowedDriver struct{}
-
-func (borrowedDriver) Open(string) (driver.Conn, error) {
-	return nil, errors.New("a borrowed connection cannot be opened by name")
-}
-
-// borrowedConn forwards everything but Close.
-type borrowedConn struct{ borrowableConn }
-
-func (borrowedConn) Close() error { return nil }

@@ -13,6 +13,7 @@ import (
 	"github.com/uptrace/bun"
 	"github.com/uptrace/bun/driver/sqliteshim"
 
+	"github.com/flagadmin/flagadmin/adapters/bunstore/internal/dberr"
 	"github.com/flagadmin/flagadmin/flagadmin"
 	"github.com/flagadmin/flagadmin/internal/dbtest"
 	"github.com/flagadmin/flagadmin/internal/faultproxy"
@@ -103,7 +104,7 @@ func TestTimeoutEndsAStatementServerSide(t *testing.T) {
 	if took := time.Since(start); took > 2*time.Second {
 		t.Errorf("the statement ran %v, want the server to end it after 300ms", took)
 	}
-	if kind, _ := classify(err); kind != flagadmin.ErrUnavailable {
+	if kind, _ := dberr.Classify(err); kind != flagadmin.ErrUnavailable {
 		t.Errorf("got %v, want a statement timeout (ErrUnavailable)", err)
 	}
 }
@@ -232,7 +233,7 @@ func TestPageStatementEndedByItsContext(t *testing.T) {
 	if took := time.Since(start); took > time.Second {
 		t.Errorf("the statement ran %v past its context's deadline of 100ms", took)
 	}
-	if kind, _ := classify(err); kind != flagadmin.ErrUnavailable {
+	if kind, _ := dberr.Classify(err); kind != flagadmin.ErrUnavailable {
 		t.Errorf("got %v, want ErrUnavailable (the context's end)", err)
 	}
 }
@@ -310,7 +311,7 @@ func TestPageReadsAfterConnectionsDropped(t *testing.T) {
 					continue
 				}
 				failed++
-				if kind, _ := classify(err); kind != flagadmin.ErrUnavailable {
+				if kind, _ := dberr.Classify(err); kind != flagadmin.ErrUnavailable {
 					t.Errorf("read %d: got %v (kind %v), want ErrUnavailable", i+1, err, kind)
 				}
 				if i >= conns {
