@@ -31,11 +31,12 @@ const (
 const exportMaxBreaks = 5
 
 var eventsExportCommand = command{
-	usage: "flagadmin events export [flags]",
-	about: `Exports every event matching the filters that the token may see, id ascending,
-from a running server (GET /api/admin/events/export), as NDJSON (one event JSON
-per line, the default) or CSV, to --out or stdout. Progress (events written,
-events/s) goes to stderr.
+	usage:   "flagadmin events export [flags]",
+	summary: "Exports the events of a running server, as NDJSON or CSV, to a file or stdout.",
+	about: `Every event matching the filters that the token may see is written, id
+ascending, from GET /api/admin/events/export: NDJSON (one event JSON per line,
+the default) or CSV, to --out or stdout. Progress (events written, events/s)
+goes to stderr.
 
 Filters take the API's values (IS:a or IS_ANY_OF:a,b); a value without an
 operator means IS_ANY_OF (--project default,payments), and --from/--to take a
@@ -48,32 +49,33 @@ error), it prints the id of the last event written: run it again with
 	env: []string{envURL, envToken},
 }
 
+// eventsGroup is the help of flagadmin events.
+var eventsGroup = commandGroup{
+	name:    "events",
+	summary: "Reads the event log of a running server: exports it, or follows it live.",
+	subs:    []subcommandHelp{{"export", &eventsExportCommand}, {"tail", &eventsTailCommand}},
+}
+
 func (c *cli) events(ctx context.Context, args []string) error {
-	if len(args) == 0 {
-		return cliErrorf("flagadmin events needs a subcommand: export or tail (see flagadmin events export -h, flagadmin events tail -h)")
-	}
-	if isHelpFlag(args[0]) {
-		args = []string{"export", "-h"}
-	}
-	switch args[0] {
-	case "export":
-	case "tail":
-		return c.eventsTail(ctx, args[1:])
-	default:
-		return cliErrorf("unknown subcommand %q of flagadmin events; the subcommands are export and tail", args[0])
-	}
-	fs := newFlagSet("flagadmin events export")
-	baseURL, token := serverFlags(fs)
-	format := fs.String("format", "ndjson", "ndjson or csv")
-	out := fs.String("out", "", "write to this file instead of stdout (appended to with --after-id)")
-	afterID := fs.Int64("after-id", 0, "export only events with a greater id: resume after the last one written")
-	progress := fs.Duration("progress", time.Second, "how often to report progress on stderr (0: only at the end)")
-	p := filterFlags(fs)
-	rest, err := c.parse(fs, eventsExportCommand, args[1:])
+	sub, rest, err := c.subcommand(eventsGroup, args)
 	if err != nil {
 		return err
 	}
-	if err := noArgs(fs, rest); err != nil {
+	if sub == "tail" {
+		return c.eventsTail(ctx, rest)
+	}
+	fs := newFlagSet("flagadmin events export")
+	baseURL, token := serverFlags(fs)
+	format := fs.String("format", "ndjson", "output `FORMAT`: ndjson or csv")
+	out := fs.String("out", "", "write to this `FILE` instead of stdout (appended to with --after-id)")
+	afterID := fs.Int64("after-id", 0, "export only events with an id greater than `ID`: resume after the last one written")
+	progress := fs.Duration("progress", time.Second, "the `DURATION` between progress reports on stderr (0: only at the end)")
+	p := filterFlags(fs)
+	positional, err := c.parse(fs, eventsExportCommand, rest)
+	if err != nil {
+		return err
+	}
+	if err := noArgs(fs, positional); err != nil {
 		return err
 	}
 	exportFormat := client.ExportFormat(*format)
@@ -93,8 +95,8 @@ func (c *cli) events(ctx context.Context, args []string) error {
 
 // serverFlags registers --url and --token.
 func serverFlags(fs *flag.FlagSet) (baseURL, token *string) {
-	baseURL = fs.String("url", "", "base URL of the server (env "+envURL+", default http://"+defaultAddr+")")
-	token = fs.String("token", "", "API token: an admin token or a personal access token (env "+envToken+")")
+	baseURL = fs.String("url", "", "base `URL` of the server (env "+envURL+"; default http://"+defaultAddr+")")
+	token = fs.String("token", "", "API `TOKEN`: an admin token or a personal access token (env "+envToken+")")
 	return baseURL, token
 }
 
@@ -127,16 +129,16 @@ func filterFlags(fs *flag.FlagSet) *flagadmin.EventSearchParams {
 		name, help string
 		dst        *string
 	}{
-		{"query", "free text in data, preData or tags", &p.Query},
-		{"feature", "feature names", &p.Feature},
-		{"project", "project ids", &p.Project},
-		{"type", "event types", &p.Type},
-		{"created-by", "ids of the users who caused the events", &p.CreatedBy},
-		{"environment", "environments", &p.Environment},
-		{"id", "event ids", &p.ID},
-		{"group-id", "group ids", &p.GroupID},
-		{"from", "first UTC day, yyyy-mm-dd", &p.From},
-		{"to", "last UTC day, yyyy-mm-dd", &p.To},
+		{"query", "only events whose data, preData or tags contain `TEXT`", &p.Query},
+		{"feature", "only events of these feature `NAMES` (comma-separated)", &p.Feature},
+		{"project", "only events of these project `IDS` (comma-separated)", &p.Project},
+		{"type", "only events of these `TYPES`, such as feature-created (comma-separated)", &p.Type},
+		{"created-by", "only events caused by the users with these `IDS` (comma-separated)", &p.CreatedBy},
+		{"environment", "only events of these `ENVIRONMENTS` (comma-separated)", &p.Environment},
+		{"id", "only the events with these `IDS` (comma-separated)", &p.ID},
+		{"group-id", "only the events of the transactions with these group `IDS` (comma-separated)", &p.GroupID},
+		{"from", "only events created on or after this UTC `DAY`, yyyy-mm-dd", &p.From},
+		{"to", "only events created on or before this UTC `DAY`, yyyy-mm-dd", &p.To},
 	} {
 		fs.StringVar(f.dst, f.name, "", f.help)
 	}

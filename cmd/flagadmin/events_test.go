@@ -177,7 +177,7 @@ func TestEventsExportBadFlags(t *testing.T) {
 		{[]string{"events", "export", "--format", "xml"}, env, "--format must be ndjson or csv"},
 		{[]string{"events", "export", "--after-id", "-3"}, env, "--after-id must be 0 or more"},
 		{[]string{"events", "export", "--after-id", "x"}, env, "invalid value"},
-		{[]string{"events", "export", "--nope"}, env, "flag provided but not defined"},
+		{[]string{"events", "export", "--nope"}, env, "unknown flag --nope"},
 		{[]string{"events", "export"}, nil, "needs a token: --token or " + envToken},
 		{[]string{"events", "export", "extra"}, env, "takes no arguments"},
 		{[]string{"events", "export", "--url", "http://127.0.0.1:1"}, env, "flagadmin events export:"},
@@ -188,7 +188,7 @@ func TestEventsExportBadFlags(t *testing.T) {
 		}
 	}
 	code, stdout, _ := runCLI(t, nil, "events", "export", "-h")
-	for _, want := range []string{"Usage: flagadmin events export", "-format", "-out", "-after-id", "-url", "-token", "-project", envToken, envURL} {
+	for _, want := range []string{"Usage: flagadmin events export", "--format FORMAT", "--out FILE", "--after-id ID", "--url URL", "--token TOKEN", "--project IDS", envToken, envURL} {
 		if code != 0 || !strings.Contains(stdout, want) {
 			t.Errorf("help: exit %d; does not mention %q", code, want)
 		}

@@ -17,9 +17,10 @@ import (
 )
 
 var importUnleashCommand = command{
-	usage: "flagadmin import unleash --from postgres://... [flags]",
-	about: `Imports an Unleash database (PostgreSQL, schema of Unleash 5.x to 8.x) into the
-configured database (--db), which must be empty: users and service accounts with
+	usage:   "flagadmin import unleash --from postgres://... [flags]",
+	summary: "Imports an Unleash database (PostgreSQL, Unleash 5.x to 8.x) into an empty database, or into a seed file.",
+	about: `What is imported into the configured database (--db), which must be empty
+(a database "flagadmin serve" never started on): users and service accounts with
 their root roles, groups and their members, projects with their mode and archive
 state, project roles of users and groups, favorite projects, flags with type,
 stale, dates, tags and lifecycle stage, API tokens and personal access tokens
@@ -36,18 +37,18 @@ reasons) to stdout.`,
 
 func (c *cli) importCmd(ctx context.Context, args []string) error {
 	if len(args) == 0 {
-		return cliErrorf("flagadmin import needs a source: unleash (see flagadmin import -h)")
+		return cliErrorf("flagadmin import needs a source: unleash (see flagadmin import --help)")
 	}
 	if isHelpFlag(args[0]) {
-		args = []string{"unleash", "-h"}
+		args = []string{"unleash", "--help"}
 	}
 	if args[0] != "unleash" {
 		return cliErrorf("unknown source %q of flagadmin import; the only one is unleash", args[0])
 	}
 	fs := newFlagSet("flagadmin import unleash")
 	s := newSettings(fs, c.getenv, withDB)
-	from := fs.String("from", "", "URL of the Unleash PostgreSQL database, postgres://user:pass@host:5432/unleash (required)")
-	toSeed := fs.String("to-seed", "", "write a seed file here instead of importing into --db")
+	from := fs.String("from", "", "`URL` of the Unleash PostgreSQL database, postgres://user:pass@host:5432/unleash (required)")
+	toSeed := fs.String("to-seed", "", "write a seed `FILE` instead of importing into --db")
 	dryRun := fs.Bool("dry-run", false, "read and map everything, print the summary, write nothing")
 	rest, err := c.parse(fs, importUnleashCommand, args[1:])
 	if err != nil {

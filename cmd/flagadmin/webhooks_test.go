@@ -125,7 +125,7 @@ func TestBadWebhookFileFailsStartInOneLine(t *testing.T) {
 func TestWebhooksHelp(t *testing.T) {
 	for _, args := range [][]string{{"webhooks", "-h"}, {"webhooks", "status", "--help"}, {"help", "webhooks"}} {
 		code, stdout, _ := runCLI(t, nil, args...)
-		if code != 0 || !strings.Contains(stdout, "Usage: flagadmin webhooks status") || !strings.Contains(stdout, "-webhooks") || !strings.Contains(stdout, envWebhooks) {
+		if code != 0 || !strings.Contains(stdout, "Usage: flagadmin webhooks status") || !strings.Contains(stdout, "--webhooks FILE") || !strings.Contains(stdout, envWebhooks) {
 			t.Errorf("%q: exit %d:\n%s", args, code, stdout)
 		}
 	}
