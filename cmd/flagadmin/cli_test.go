@@ -217,6 +217,8 @@ func TestBadConfigurationIsOneLine(t *testing.T) {
 		{"seed without file", nil, []string{"seed"}, "flagadmin: flagadmin seed takes one seed file"},
 		{"seed in memory", nil, []string{"seed", "--db", "memory:", "x.json"}, "flagadmin: memory: keeps nothing"},
 		{"missing seed file", nil, []string{"serve", "--db", "memory:", "--seed", "/nonexistent/seed.json", "--addr", "127.0.0.1:0"}, "flagadmin: seed file: open /nonexistent/seed.json"},
+		{"sqlite in a missing directory", nil, []string{"migrate", "--db", "sqlite:/nonexistent/x.db"}, "flagadmin: cannot open database sqlite:/nonexistent/x.db: directory /nonexistent does not exist\n"},
+		{"serve on sqlite in a missing directory", nil, []string{"--db", "sqlite:/nonexistent/x.db", "--addr", "127.0.0.1:0"}, "flagadmin: cannot open database sqlite:/nonexistent/x.db: directory /nonexistent does not exist\n"},
 		{"unreachable database", nil, []string{"serve", "--db", "postgres://postgres@127.0.0.1:1/test?sslmode=disable&connect_timeout=5", "--addr", "127.0.0.1:0"}, "flagadmin: cannot "},
 	}
 	for _, tt := range tests {

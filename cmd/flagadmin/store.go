@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"log/slog"
+	"strings"
 	"sync"
 	"time"
 
@@ -44,6 +45,11 @@ func openBunstore(ctx context.Context, dbURL string, log *slog.Logger, migrate b
 	store, err := bunstore.Open(ctx, dbURL, opts...)
 	if err != nil {
 		gate.state.release(ctx, false)
+		if problem, ok := strings.CutPrefix(flat(err), "bunstore: "+dbURL+": "); ok {
+			// A SQLite file's problem, such as a missing directory, which
+			// names the URL itself.
+			return nil, cliErrorf("cannot open database %s: %s", dbURL, problem)
+		}
 		return nil, cliErrorf("cannot open database %s: %s", bunstore.RedactURL(dbURL), flat(err))
 	}
 	gate.state.release(ctx, true)
