@@ -66,15 +66,18 @@ type Store struct {
 	// openUnbounded, when set, opens a pool on the same database without the
 	// server-side limits of the timeout, for Migrate.
 	openUnbounded func() (*bun.DB, error)
+	// loadProgress is told of Load's last steps (WithLoadProgress); nil for none.
+	loadProgress func(LoadStep)
 }
 
 // Option configures Open.
 type Option func(*options)
 
 type options struct {
-	migrate bool
-	logger  *slog.Logger
-	timeout time.Duration
+	migrate      bool
+	logger       *slog.Logger
+	timeout      time.Duration
+	loadProgress func(LoadStep)
 }
 
 // WithoutMigrate makes Open leave the schema alone; call Migrate yourself
@@ -141,7 +144,7 @@ func Open(ctx context.Context, rawURL string, opts ...Option) (*Store, error) {
 	for _, opt := range opts {
 		opt(&o)
 	}
-	s := &Store{log: o.logger, timeout: o.timeout}
+	s := &Store{log: o.logger, timeout: o.timeout, loadProgress: o.loadProgress}
 	var err error
 	scheme, _, _ := strings.Cut(rawURL, ":")
 	switch strings.ToLower(scheme) {
