@@ -4,10 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"log/slog"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/flagadmin/flagadmin/flagadmin"
 )
@@ -175,5 +177,33 @@ func wantLines(t *testing.T, what, out string, patterns ...string) {
 	}
 	if i < len(patterns) {
 		t.Errorf("%s: no line matches %s in\n%s", what, patterns[i], out)
+	}
+}
+
+// TestTokenRevokeReachesARunningServer: "flagadmin token revoke" says the
+// token no longer authenticates, and a server running on the same
+// database refuses it from the next request on, though its token cache
+// (here with a TTL of an hour) had just accepted it.
+func TestTokenRevokeReachesARunningServer(t *testing.T) {
+	db := "sqlite:" + filepath.Join(t.TempDir(), "revoke.db")
+	env := map[string]string{envDB: db}
+	code, secret, stderr := runCLI(t, env, "token", "create", "--name", "ci")
+	if code != 0 {
+		t.Fatalf("token create: exit %d: %s", code, stderr)
+	}
+	secret = strings.TrimSpace(secret)
+	cfg := Config{Addr: "127.0.0.1:0", DB: db, LogLevel: slog.LevelWarn, LogFormat: "text", TokenCacheTTL: time.Hour, ResultCacheSize: 1 << 20}
+	base, _ := startApp(t, cfg)
+	for range 2 {
+		if status, body := call(t, "GET", base+"/api/admin/projects", secret, ""); status != 200 {
+			t.Fatalf("before the revocation: %d %s", status, body)
+		}
+	}
+	code, stdout, stderr := runCLI(t, env, "token", "revoke", secret)
+	if code != 0 || !strings.Contains(stdout, "no longer authenticates") {
+		t.Fatalf("token revoke: exit %d, stdout %q, stderr %q", code, stdout, stderr)
+	}
+	if status, body := call(t, "GET", base+"/api/admin/projects", secret, ""); status != 401 {
+		t.Errorf("the running server after the revocation: %d %s, want 401", status, body)
 	}
 }

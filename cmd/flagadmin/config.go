@@ -156,10 +156,10 @@ func newSettings(fs *flag.FlagSet, getenv func(string) string, which int) *setti
 	s.adminTokens = bind("admin-tokens", envAdminTokens, "", "comma-separated admin `TOKENS` (*:*.<secret>) to create at start if missing", unleashAdminTokens)
 	s.demo = fs.Bool("demo", false, "load the built-in demo world at start when the store is empty")
 	s.tokenCache = bind("token-cache-ttl", envTokenCache, defaultTokenCacheTTL.String(),
-		"the `DURATION` a successful authentication is trusted without asking the database\n"+
-			"again, such as 1s or 500ms; 0 disables the cache. With several servers on one database, a\n"+
-			"deleted token or service account is refused at once by the server that deleted it,\n"+
-			"but the others may accept it for up to this long", nil)
+		"the `DURATION` a successful authentication is remembered, such as 1s or 500ms; 0\n"+
+			"disables the cache. It is used only while nothing was written to the database (each\n"+
+			"request reads its change counter), so a revoked token or a deleted account is refused\n"+
+			"at once, by every server on the database", nil)
 	s.resultCache = bind("result-cache-size", envResultCache, formatByteSize(defaultResultCacheSize),
 		"the memory `SIZE` of the cache of event search results and project lists, in bytes or with\n"+
 			"a unit, such as 64MiB, 512KiB or 1GiB; 0 disables the cache. Every request still\n"+

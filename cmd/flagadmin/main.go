@@ -269,7 +269,7 @@ var envHelp = map[string]string{
 	envAdminTokens: "comma-separated admin tokens (*:*.<secret>) to create at start if missing",
 	envLogLevel:    "debug, info, warn or error (default " + defaultLogLevel + ")",
 	envLogFormat:   "text or json (default " + defaultLogFormat + ")",
-	envTokenCache:  "how long a successful authentication is trusted without asking the database (default " + defaultTokenCacheTTL.String() + "; 0 disables); other servers on the same database may accept a deleted token for that long",
+	envTokenCache:  "how long a successful authentication is remembered while nothing is written to the database (default " + defaultTokenCacheTTL.String() + "; 0 disables)",
 	envURL:         "base URL of the server the client commands talk to (default http://" + defaultAddr + ")",
 	envToken:       "API token of the client commands (an admin token or a personal access token)",
 	envResultCache: "memory for cached search results and project lists, such as 64MiB (default " + formatByteSize(defaultResultCacheSize) + "; 0 disables)",
