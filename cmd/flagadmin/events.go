@@ -8,8 +8,10 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -43,9 +45,14 @@ operator means IS_ANY_OF (--project default,payments), and --from/--to take a
 bare date (2025-01-31) too.
 
 Only whole records are written. A transfer the server or the network cuts off is
-resumed where it broke, by itself. When the command itself stops (Ctrl-C, an
-error), it prints the id of the last event written: run it again with
---after-id ID and the same --out, which is then appended to, to get the rest.`,
+resumed where it broke, by itself. When the command itself stops after writing
+events (Ctrl-C, an error of the server or the network), it prints the id of the
+last event written: run it again with --after-id ID and the same --out, which is
+then appended to, to get the rest.
+
+--out is written as a temporary file beside it, which takes its name at the end,
+or when the export stops after writing events; an export that writes no event
+(a refused token, a bad filter) leaves --out as it was.`,
 	env: []string{envURL, envToken},
 }
 
@@ -165,18 +172,14 @@ func (c *cli) export(ctx context.Context, api *client.Client, p flagadmin.EventS
 	afterID, progress := &afterIDValue, &progressEvery
 	w := c.stdout
 	dest := "stdout"
+	var file *exportFile
 	if out != "" {
-		flags := os.O_WRONLY | os.O_CREATE | os.O_TRUNC
-		if *afterID > 0 {
-			flags = os.O_WRONLY | os.O_CREATE | os.O_APPEND
+		var err error
+		if file, err = openExportFile(out, *afterID > 0); err != nil {
+			return cliErrorf("flagadmin events export: --out: %s", flat(err))
 		}
-		f, err := os.OpenFile(out, flags, 0o644)
-		if err != nil {
-			return cliErrorf("flagadmin events export: %s", flat(err))
-		}
-		defer f.Close()
-		w, dest = f, out
-		if info, err := f.Stat(); err == nil && info.Size() > 0 && *afterID > 0 {
+		w, dest = file.f, out
+		if file.appending {
 			dest += " (appended)"
 		}
 	}
@@ -211,17 +214,107 @@ func (c *cli) export(ctx context.Context, api *client.Client, p flagadmin.EventS
 	err := x.run(ctx)
 	close(done)
 	if ferr := x.out.Flush(); err == nil && ferr != nil {
-		err = ferr
+		err = writeError{ferr}
+	}
+	written := x.written.Load()
+	if file != nil {
+		if ferr := file.finish(err == nil || written > 0); err == nil && ferr != nil {
+			err = writeError{ferr}
+		}
 	}
 	if err != nil {
-		resume := fmt.Sprintf("; %d events written, the last id %d: resume with --after-id %d", x.written.Load(), x.lastID, x.lastID)
-		if errors.Is(err, context.Canceled) {
-			return cliErrorf("flagadmin events export: interrupted%s", resume)
+		where := ""
+		switch {
+		case written == 0 && file != nil && !file.appending:
+			where = "; no event was written and " + out + " was left as it was"
+		case written == 0:
+			where = "; no event was written"
+		case resumable(err):
+			where = fmt.Sprintf("; %d events written to %s, the last id %d: resume with --after-id %d", written, dest, x.lastID, x.lastID)
+		default:
+			where = fmt.Sprintf("; %d events written to %s, the last id %d", written, dest, x.lastID)
 		}
-		return cliErrorf("flagadmin events export: %s%s", flat(err), resume)
+		if errors.Is(err, context.Canceled) {
+			return cliErrorf("flagadmin events export: interrupted%s", where)
+		}
+		return cliErrorf("flagadmin events export: %s%s", flat(err), where)
 	}
 	report(true)
 	return nil
+}
+
+// resumable reports whether an export that failed with err can be resumed
+// where it stopped (--after-id): it was interrupted, or the server or the
+// network failed; not when the server refused the request (a 4xx: a bad
+// token or filter fails again), the output could not be written, or the
+// server's answer broke the export's form.
+func resumable(err error) bool {
+	var apiErr *client.Error
+	var we writeError
+	switch {
+	case errors.As(err, &apiErr) && apiErr.Status >= 400 && apiErr.Status < 500, errors.As(err, &we), errors.Is(err, errBadExport):
+		return false
+	}
+	return true
+}
+
+// errBadExport marks an export whose records do not have the export's form
+// (no id, ids out of order).
+var errBadExport = errors.New("the export is malformed")
+
+// exportFile is the --out file of events export. A new export (without
+// --after-id) is written to a temporary file beside it, which takes its
+// name at the end, or when the export fails after writing events (so that
+// it can be resumed); an export that writes no event leaves --out as it
+// was. A resumed export (--after-id) appends to --out; one that appends
+// nothing to a file it created removes it.
+type exportFile struct {
+	path string
+	f    *os.File
+	// appending: f is path itself, opened for appending.
+	appending bool
+	// created: path did not exist before (appending).
+	created bool
+}
+
+// openExportFile opens the output of events export at path: appending to
+// it (--after-id), or a new temporary file beside it.
+func openExportFile(path string, appending bool) (*exportFile, error) {
+	if !appending {
+		f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.partial")
+		if err != nil {
+			return nil, err
+		}
+		return &exportFile{path: path, f: f}, nil
+	}
+	_, err := os.Stat(path)
+	created := errors.Is(err, fs.ErrNotExist)
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	return &exportFile{path: path, f: f, appending: true, created: created}, nil
+}
+
+// finish closes the file, and either keeps what was written (keep: the
+// temporary file takes the name of --out) or drops it (the temporary file,
+// or a file created to append to).
+func (o *exportFile) finish(keep bool) error {
+	err := o.f.Close()
+	switch {
+	case !o.appending && keep && err == nil:
+		if err = os.Chmod(o.f.Name(), 0o644); err == nil {
+			err = os.Rename(o.f.Name(), o.path)
+		}
+		if err != nil {
+			os.Remove(o.f.Name())
+		}
+	case !o.appending:
+		os.Remove(o.f.Name())
+	case !keep && o.created:
+		os.Remove(o.path)
+	}
+	return err
 }
 
 // exporter copies an export to out record by record, as the server sent
@@ -305,7 +398,7 @@ func (x *exporter) copy(body io.Reader) error {
 			return err
 		}
 		if id <= x.lastID {
-			return fmt.Errorf("event %d follows event %d: the server broke id order", id, x.lastID)
+			return fmt.Errorf("%w: event %d follows event %d: the server broke id order", errBadExport, id, x.lastID)
 		}
 		if _, err := x.out.Write(rec); err != nil {
 			return writeError{err}
@@ -346,16 +439,16 @@ func (x *exporter) recordID(rec []byte) (int64, error) {
 	if x.format == client.ExportNDJSON {
 		var ok bool
 		if s, ok = bytes.CutPrefix(rec, []byte(`{"id":`)); !ok {
-			return 0, fmt.Errorf("a line after event %d does not start with an id", x.lastID)
+			return 0, fmt.Errorf("%w: a line after event %d does not start with an id", errBadExport, x.lastID)
 		}
 	}
 	end := bytes.IndexAny(s, ",}")
 	if end < 0 {
-		return 0, fmt.Errorf("a record after event %d has no id", x.lastID)
+		return 0, fmt.Errorf("%w: a record after event %d has no id", errBadExport, x.lastID)
 	}
 	id, err := strconv.ParseInt(string(s[:end]), 10, 64)
 	if err != nil {
-		return 0, fmt.Errorf("a record after event %d has no id", x.lastID)
+		return 0, fmt.Errorf("%w: a record after event %d has no id", errBadExport, x.lastID)
 	}
 	return id, nil
 }
