@@ -237,11 +237,30 @@ func TestExportBadParameters(t *testing.T) {
 		"from=IS:2025-13-01":           "from",
 		"project=default":              "project",
 		"createdBy=IS:ada@example.com": "createdBy",
+		// decisions §16: a parameter given empty, or twice
+		"format=":                           "format",
+		"afterId=":                          "afterId",
+		"format=csv&format=ndjson":          "format",
+		"format=csv&format=csv":             "format",
+		"afterId=1&afterId=2":               "afterId",
+		"type=":                             "type",
+		"type=IS:feature-created&type=IS:x": "type",
+		"query=a&query=b":                   "query",
+		"limit=":                            "limit",
+		"offset=":                           "offset",
+		"after=":                            "after",
 	} {
 		w := e.do(t, request{method: http.MethodGet, path: "/api/admin/events/export?" + query, token: adminToken})
 		wantDetailPath(t, wantError(t, w, http.StatusBadRequest, nameBadData), param)
 	}
-	w := e.do(t, request{method: http.MethodGet, path: "/api/admin/events/export"})
+	// An empty free text is no text filter (decisions §16).
+	if w := e.do(t, request{method: http.MethodGet, path: "/api/admin/events/export?query=", token: adminToken}); w.Code != http.StatusOK {
+		t.Errorf("query=: %d %s, want 200", w.Code, w.Body)
+	}
+	// Authentication comes first.
+	w := e.do(t, request{method: http.MethodGet, path: "/api/admin/events/export?format=&format=csv", token: "*:*.wrong"})
+	wantError(t, w, http.StatusUnauthorized, nameAuthentication)
+	w = e.do(t, request{method: http.MethodGet, path: "/api/admin/events/export"})
 	wantError(t, w, http.StatusUnauthorized, nameAuthentication)
 	w = e.do(t, request{method: http.MethodGet, path: "/api/admin/events/export", token: clientToken})
 	wantError(t, w, http.StatusForbidden, nameNoAccess)

@@ -285,6 +285,13 @@ func TestStreamBadParametersAre400BeforeTheStream(t *testing.T) {
 		{"?after=abc", nil, "after"},
 		{"?type=IS:no-such-type", nil, "type"},
 		{"?from=IS:2025-02-30", nil, "from"},
+		// decisions §16: a parameter given empty, or twice
+		{"?afterId=", nil, "afterId"},
+		{"?afterId=1&afterId=2", nil, "afterId"},
+		{"?type=", nil, "type"},
+		{"?type=IS:feature-created&type=IS:feature-created", nil, "type"},
+		{"?project=", nil, "project"},
+		{"?limit=", nil, "limit"},
 	} {
 		resp, cancel := e.get(t, "/api/admin/events/stream"+c.query, adminToken, c.header)
 		w := recorded(t, resp)
