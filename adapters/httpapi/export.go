@@ -233,7 +233,7 @@ func (s *Server) streamExport(w http.ResponseWriter, r *http.Request, exp *flaga
 	// After the first byte nothing can be said in the body: abort, so the
 	// transfer ends without its final chunk. The cause is logged unless the
 	// client went away (then it is a write or context error).
-	if r.Context().Err() == nil {
+	if undeadlined(r.Context()).Err() == nil {
 		_ = s.fail(r.Context(), err)
 	}
 	panic(http.ErrAbortHandler)

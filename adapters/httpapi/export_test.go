@@ -477,3 +477,34 @@ func TestExportOutlivesTheStorageDeadline(t *testing.T) {
 		t.Errorf("got %d events, want all %d", lines, want)
 	}
 }
+
+// TestExportFailureAfterTheStorageDeadlineIsLogged: an export that fails
+// after running longer than the request's storage deadline (which it
+// outlives) logs its failure: the client did not go away.
+func TestExportFailureAfterTheStorageDeadlineIsLogged(t *testing.T) {
+	const deadline = 50 * time.Millisecond
+	fault := &exportFaultStore{after: 3 * flagadmin.ExportBatchSize, err: errors.New(fakeSQL)}
+	slow := &slowExportStore{pause: deadline}
+	e := newEnv(t, Config{StorageTimeout: deadline}, func(s flagadmin.Store) flagadmin.Store { fault.Store = s; slow.Store = fault; return slow })
+	manyEvents(t, e, 4*flagadmin.ExportBatchSize)
+	srv := httptest.NewServer(e.handler)
+	defer srv.Close()
+	req, _ := http.NewRequest(http.MethodGet, srv.URL+"/api/admin/events/export", nil)
+	req.Header.Set("Authorization", adminToken)
+	start := time.Now()
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !errors.Is(err, io.ErrUnexpectedEOF) {
+		t.Fatalf("reading the export: %v, want the abort", err)
+	}
+	if took := time.Since(start); took < 2*deadline {
+		t.Fatalf("the export took %s, less than twice the deadline: the test does not test anything", took)
+	}
+	if logs := e.logs.String(); !strings.Contains(logs, "SQLSTATE 42P01") {
+		t.Errorf("the failure is not logged:\n%s", logs)
+	}
+}

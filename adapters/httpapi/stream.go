@@ -281,7 +281,7 @@ func (s *Server) serveStream(w http.ResponseWriter, r *http.Request, st *flagadm
 	cancel(err)
 	wg.Wait()
 
-	if r.Context().Err() != nil {
+	if undeadlined(r.Context()).Err() != nil {
 		return // the client went away
 	}
 	reason := context.Cause(ctx)
@@ -294,4 +294,14 @@ func (s *Server) serveStream(w http.ResponseWriter, r *http.Request, st *flagadm
 	}
 	data, _ := json.Marshal(map[string]string{"reason": reason.Error()})
 	_ = x.write(append(append([]byte("event: end\ndata: "), data...), "\n\n"...))
+}
+
+// undeadlined is the request's context ctx without the storage deadline
+// (storageDeadline), which a stream outlives: it ends when the client goes
+// away.
+func undeadlined(ctx context.Context) context.Context {
+	if request, ok := ctx.Value(undeadlinedKey{}).(context.Context); ok {
+		return request
+	}
+	return ctx
 }

@@ -399,6 +399,38 @@ func TestStreamEndsWhenTheTokenNoLongerAuthenticates(t *testing.T) {
 	}
 }
 
+// TestStreamEndEventAfterTheStorageDeadline: a stream older than the
+// request's storage deadline (--db-timeout, which a stream outlives) still
+// gets its end event, when its token no longer authenticates and when the
+// server shuts down.
+func TestStreamEndEventAfterTheStorageDeadline(t *testing.T) {
+	const deadline = 50 * time.Millisecond
+	e := newMemStreamEnv(t, Config{StorageTimeout: deadline, StreamTokenCheck: 4 * deadline})
+	revoked := e.openStream(t, "/api/admin/events/stream", ciToken, nil)
+	revoked.next(t, time.Second)
+	other := e.openStream(t, "/api/admin/events/stream", adminToken, nil)
+	other.next(t, time.Second)
+	time.Sleep(2 * deadline) // both streams outlive the storage deadline
+	if err := e.svc.As(flagadmin.AdminToken("admin")).DeleteServiceAccount(context.Background(), "10"); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		s    *sseStream
+		want string
+	}{{revoked, "no longer authenticates"}, {other, "shutting down"}} {
+		if c.want == "shutting down" {
+			e.server.EndStreams()
+		}
+		var end sseBlock
+		for end.event != "end" { // after the events, such as the deletion
+			end = c.s.next(t, 2*time.Second)
+		}
+		if !strings.Contains(end.data, c.want) {
+			t.Errorf("got %+v, want the end event saying %q", end, c.want)
+		}
+	}
+}
+
 // TestStreamShutdownEndsStreams shuts the HTTP server down gracefully
 // with streams open: Shutdown returns at once, each stream getting its
 // end event.
