@@ -161,9 +161,9 @@ func TestFlagsBeforeTheCommand(t *testing.T) {
 		args []string
 		want string // the line on stderr
 	}{
-		{[]string{"--addr", "127.0.0.1:0", "migrate", "--db", db}, "flagadmin: flagadmin migrate: unknown flag --addr (see flagadmin migrate --help)\n"},
-		{[]string{"--db", db, "token"}, "flagadmin: flagadmin token needs a subcommand: create, list or revoke (see flagadmin token --help)\n"},
-		{[]string{"--db", db, "version"}, "flagadmin: flagadmin version: unknown flag --db (see flagadmin version --help)\n"},
+		{[]string{"--addr", "127.0.0.1:0", "migrate", "--db", db}, "flagadmin migrate: unknown flag --addr (see flagadmin migrate --help)\n"},
+		{[]string{"--db", db, "token"}, "flagadmin token needs a subcommand: create, list or revoke (see flagadmin token --help)\n"},
+		{[]string{"--db", db, "version"}, "flagadmin version: unknown flag --db (see flagadmin version --help)\n"},
 	} {
 		code, _, stderr := runCLI(t, nil, tt.args...)
 		if code != 1 || stderr != tt.want {
@@ -208,13 +208,13 @@ func TestBadConfigurationIsOneLine(t *testing.T) {
 		{"bad log level", nil, []string{"serve", "--log-level", "loud"}, "flagadmin: --log-level: unknown log level"},
 		{"bad Unleash variable", map[string]string{"DATABASE_HOST": "db", "DATABASE_SSL": "maybe"}, nil, "flagadmin: DATABASE_SSL: flagadmin reads only true"},
 		{"bad Unleash variable of migrate", map[string]string{"DATABASE_URL": "mysql://db/x"}, []string{"migrate"}, "flagadmin: DATABASE_URL: "},
-		{"unknown flag", nil, []string{"serve", "--port", "1"}, "flagadmin: flagadmin serve: unknown flag --port (see flagadmin serve --help)"},
-		{"flag without value", nil, []string{"serve", "--addr"}, "flagadmin: flagadmin serve: flag needs an argument: --addr (see flagadmin serve --help)"},
-		{"bad flag value", nil, []string{"token", "create", "--user-id", "x"}, `flagadmin: flagadmin token create: invalid value "x" for flag --user-id: `},
+		{"unknown flag", nil, []string{"serve", "--port", "1"}, "flagadmin serve: unknown flag --port (see flagadmin serve --help)"},
+		{"flag without value", nil, []string{"serve", "--addr"}, "flagadmin serve: flag needs an argument: --addr (see flagadmin serve --help)"},
+		{"bad flag value", nil, []string{"token", "create", "--user-id", "x"}, `flagadmin token create: invalid value "x" for flag --user-id: `},
 		{"unknown command", nil, []string{"start"}, `flagadmin: unknown command "start"`},
-		{"serve argument", nil, []string{"serve", "extra"}, `flagadmin: flagadmin serve takes no arguments, got "extra"`},
-		{"token without subcommand", nil, []string{"token"}, "flagadmin: flagadmin token needs a subcommand: create"},
-		{"seed without file", nil, []string{"seed"}, "flagadmin: flagadmin seed takes one seed file"},
+		{"serve argument", nil, []string{"serve", "extra"}, `flagadmin serve takes no arguments, got "extra"`},
+		{"token without subcommand", nil, []string{"token"}, "flagadmin token needs a subcommand: create"},
+		{"seed without file", nil, []string{"seed"}, "flagadmin seed takes one seed file"},
 		{"seed in memory", nil, []string{"seed", "--db", "memory:", "x.json"}, "flagadmin: memory: keeps nothing"},
 		{"missing seed file", nil, []string{"serve", "--db", "memory:", "--seed", "/nonexistent/seed.json", "--addr", "127.0.0.1:0"}, "flagadmin: seed file: open /nonexistent/seed.json"},
 		{"sqlite in a missing directory", nil, []string{"migrate", "--db", "sqlite:/nonexistent/x.db"}, "flagadmin: cannot open database sqlite:/nonexistent/x.db: directory /nonexistent does not exist\n"},

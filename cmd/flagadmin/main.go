@@ -67,15 +67,20 @@ type cli struct {
 }
 
 // run runs the command of args and returns the process exit code: 0 on
-// success, 1 on any failure, reported on stderr as one line (or, for a bad
-// seed file, a line per wrong entry).
+// success, 1 on any failure, reported on stderr as one line starting with
+// "flagadmin: " or with the command, "flagadmin seed: " (or, for a bad seed
+// file, a line per wrong entry).
 func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) int {
 	c := &cli{getenv: getenv, stdout: stdout, stderr: stderr}
 	err := c.dispatch(ctx, args)
 	if err == nil || errors.Is(err, errHelpShown) {
 		return 0
 	}
-	fmt.Fprintln(stderr, "flagadmin: "+oneLine(err))
+	msg := oneLine(err)
+	if !strings.HasPrefix(msg, "flagadmin ") { // "flagadmin seed: ..." names the command itself
+		msg = "flagadmin: " + msg
+	}
+	fmt.Fprintln(stderr, msg)
 	return 1
 }
 
