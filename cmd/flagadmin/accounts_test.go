@@ -158,7 +158,7 @@ func TestAccountCommandsHelp(t *testing.T) {
 		}
 	}
 	_, stdout, _ = runCLI(t, nil, "-h")
-	for _, cmd := range []string{"service-account create|list", "user create|list", "token list|revoke"} {
+	for _, cmd := range []string{"service-account create|list", "user create|list", "token create|list|revoke"} {
 		if !strings.Contains(stdout, cmd) {
 			t.Errorf("flagadmin -h does not list %s", cmd)
 		}

@@ -230,32 +230,33 @@ func isHelpFlag(arg string) bool {
 
 func isVersionFlag(arg string) bool { return arg == "--version" || arg == "-version" }
 
-const mainHelp = `flagadmin serves seven operations over HTTP: five of Unleash's admin API
-(lifecycle completion, event search, deprecated event search, project list,
-service account deletion) and its own event export and live event stream, on
-SQLite, PostgreSQL, MySQL/MariaDB or in memory; and manages its database.
+const mainHelp = `flagadmin serves seven operations of an admin API over HTTP, on SQLite,
+PostgreSQL, MySQL/MariaDB or in memory, and manages their database.
+
+The operations: five of Unleash's admin API, wire-compatible (lifecycle
+completion, event search, deprecated event search, project list, service
+account deletion), and its own event export and live event stream.
 
 Usage:
-  flagadmin [serve] [flags]        run the server (the default command)
-  flagadmin migrate [flags]        create or update the database schema
-  flagadmin seed [flags] FILE      load a seed file into the database
-  flagadmin token create [flags]   create an API token and print its secret
-  flagadmin token list|revoke      list the tokens (never their secrets), revoke one
-  flagadmin service-account create|list   create (with --token, and a token) or list service accounts
-  flagadmin user create|list       create or list user accounts
-  flagadmin events export [flags]  export events from a running server (NDJSON or CSV)
-  flagadmin events tail [flags]    print the events of a running server as they are recorded
-  flagadmin webhooks status        show each webhook sink's position, lag and errors
-  flagadmin import unleash [flags] import an Unleash database (or write it as a seed file)
-  flagadmin version                print the version (also flagadmin --version)
+  flagadmin [serve] [flags]              run the server (the default command)
+  flagadmin migrate [flags]              create or update the database schema
+  flagadmin seed [flags] FILE            load a seed file into the database
+  flagadmin token create|list|revoke     create, list or revoke API tokens
+  flagadmin service-account create|list  create or list service accounts
+  flagadmin user create|list             create or list user accounts
+  flagadmin events export|tail           export or follow a server's events
+  flagadmin webhooks status              show the delivery state of webhooks
+  flagadmin import unleash [flags]       import an Unleash database
+  flagadmin version                      print the version (or --version)
 
 Flags go after the command (flagadmin seed --db sqlite:x.db FILE); flags given
 before it are passed to it.
 
 Try it:
-  flagadmin serve --demo           start on 127.0.0.1:4242 with a demo world
+  flagadmin serve --demo                 serve a demo world on 127.0.0.1:4242
 
-Run "flagadmin COMMAND --help" for the flags and environment variables of a command.
+Run "flagadmin COMMAND --help" for what a command does, its flags and its
+environment variables.
 `
 
 // command describes a command for its help text: its usage line, what it
