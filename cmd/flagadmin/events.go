@@ -282,6 +282,10 @@ type exportFile struct {
 func openExportFile(path string, appending bool) (*exportFile, error) {
 	if !appending {
 		f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.partial")
+		var pe *fs.PathError
+		if errors.As(err, &pe) { // name --out, not the temporary file
+			return nil, fmt.Errorf("cannot write %s: %w", path, pe.Err)
+		}
 		if err != nil {
 			return nil, err
 		}

@@ -248,12 +248,18 @@ func TestEventsExportFailureLeavesNoFile(t *testing.T) {
 		})
 	}
 
+	// An --out that cannot be written is named as it is.
+	code, _, stderr := runCLI(t, nil, "events", "export", "--url", srv.URL, "--token", exportTestToken, "--out", filepath.Join(dir, "nope", "x.ndjson"))
+	if want := "flagadmin events export: --out: cannot write " + filepath.Join(dir, "nope", "x.ndjson") + ": no such file or directory\n"; code != 1 || stderr != want {
+		t.Errorf("--out in a missing directory: exit %d, stderr %q, want %q", code, stderr, want)
+	}
+
 	// A failure after some events (the server's storage fails for events
 	// above 1700, after it sent some): they stay, as whole records, and the
 	// resume is offered.
 	faulty.above = 1700
 	partial := filepath.Join(dir, "partial.ndjson")
-	code, _, stderr := runCLI(t, nil, "events", "export", "--url", srv.URL, "--token", exportTestToken, "--out", partial, "--progress", "0")
+	code, _, stderr = runCLI(t, nil, "events", "export", "--url", srv.URL, "--token", exportTestToken, "--out", partial, "--progress", "0")
 	faulty.above = 0
 	m := regexp.MustCompile(`; (\d+) events written to ` + regexp.QuoteMeta(partial) + `, the last id (\d+): resume with --after-id (\d+)\n$`).FindStringSubmatch(stderr)
 	if code != 1 || m == nil || m[1] != m[2] || m[2] != m[3] {
