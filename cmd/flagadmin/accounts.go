@@ -141,6 +141,9 @@ func (c *cli) accountCommand(ctx context.Context, args []string, service bool) e
 		defer closeStore()
 		return c.createAccount(ctx, svc, cfg, u, withToken, tokenName, expiresAt)
 	}
+	if err := existingDatabase(cfg.DB); err != nil {
+		return err
+	}
 	svc, closeStore, err := c.openService(ctx, cfg)
 	if err != nil {
 		return err
@@ -318,6 +321,9 @@ func (c *cli) tokenList(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
+	if err := existingDatabase(cfg.DB); err != nil {
+		return err
+	}
 	svc, closeStore, err := c.openService(ctx, cfg)
 	if err != nil {
 		return err
@@ -376,6 +382,9 @@ func (c *cli) tokenRevoke(ctx context.Context, args []string) error {
 	}
 	cfg, err := s.config(fs)
 	if err != nil {
+		return err
+	}
+	if err := existingDatabase(cfg.DB); err != nil {
 		return err
 	}
 	svc, closeStore, err := c.openService(ctx, cfg)

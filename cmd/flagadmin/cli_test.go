@@ -377,3 +377,23 @@ func TestHelpHidesEnvironmentValues(t *testing.T) {
 		t.Errorf("the help shows values of the environment:\n%s", stdout)
 	}
 }
+
+// TestReadCommandsNeedAnExistingDatabase: the commands that read or change
+// what a database holds refuse a SQLite file that does not exist (a typo
+// of --db) rather than create an empty database and list nothing.
+func TestReadCommandsNeedAnExistingDatabase(t *testing.T) {
+	dir := t.TempDir()
+	db := "sqlite:" + filepath.Join(dir, "typo.db")
+	for _, args := range [][]string{
+		{"token", "list"}, {"token", "revoke", "abc"}, {"user", "list"}, {"service-account", "list"}, {"webhooks", "status"},
+	} {
+		code, stdout, stderr := runCLI(t, nil, append(args, "--db", db)...)
+		want := "flagadmin: database " + db + " does not exist: give the --db of the server (flagadmin migrate or serve creates a new one)\n"
+		if code != 1 || stdout != "" || stderr != want {
+			t.Errorf("%q: exit %d, stdout %q, stderr %q; want 1 and %q", args, code, stdout, stderr, want)
+		}
+		if entries, _ := os.ReadDir(dir); len(entries) > 0 {
+			t.Fatalf("%q created %s", args, entries[0].Name())
+		}
+	}
+}

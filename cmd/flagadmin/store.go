@@ -2,7 +2,10 @@ package main
 
 import (
 	"context"
+	"errors"
+	"io/fs"
 	"log/slog"
+	"os"
 	"strings"
 	"sync"
 	"time"
@@ -30,6 +33,24 @@ func openStore(ctx context.Context, dbURL string, log *slog.Logger, migrate bool
 		return nil, nil, err
 	}
 	return store, store.Close, nil
+}
+
+// existingDatabase refuses a SQLite database file that does not exist, for
+// the commands that only read or change what a database holds (a list, a
+// revocation, the webhook state): opening it would create an empty
+// database, likely beside the one meant.
+func existingDatabase(dbURL string) error {
+	path, ok := strings.CutPrefix(dbURL, "sqlite:")
+	if !ok || path == ":memory:" {
+		return nil
+	}
+	if p, ok := strings.CutPrefix(path, "//"); ok {
+		path = p
+	}
+	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+		return cliErrorf("database %s does not exist: give the --db of the server (flagadmin migrate or serve creates a new one)", dbURL)
+	}
+	return nil
 }
 
 // openBunstore opens a bunstore with log as its logger and the options
