@@ -70,7 +70,7 @@ func ParseEventStream(p EventStreamParams) (EventQuery, int64, bool, error) {
 	v := &ValidationError{}
 	if ve, ok := err.(*ValidationError); ok {
 		for _, f := range ve.Fields {
-			if f.Path == "limit" || f.Path == "offset" || f.Path == "after" {
+			if param, ok := FilterParamNamed(f.Path); ok && param.Kind == FilterPaging && !param.Uses.Has(UseStream) {
 				f.Message = "is not a parameter of the stream: resume a stream with afterId or Last-Event-ID"
 			}
 			v.Fields = append(v.Fields, f)
