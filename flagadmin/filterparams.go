@@ -92,8 +92,11 @@ const filterUses = UseSearch | UseExport | UseStream | UseWebhook
 // query string and ParseEventSearch names offending parameters.
 var filterParams = [...]FilterParam{
 	{Name: "query", Kind: FilterText, Uses: filterUses | UseDeprecatedSearch,
-		raw:   func(p *EventSearchParams) *string { return &p.Query },
-		apply: func(f FilterParam, q *EventQuery, raw string) (err error) { q.Text, err = parseQuery(f.Name, raw); return err }},
+		raw: func(p *EventSearchParams) *string { return &p.Query },
+		apply: func(f FilterParam, q *EventQuery, raw string) (err error) {
+			q.Text, err = parseQuery(f.Name, raw)
+			return err
+		}},
 	{Name: "feature", Kind: FilterStrings, Uses: filterUses | UseDeprecatedSearch, Column: "featureName",
 		raw:  func(p *EventSearchParams) *string { return &p.Feature },
 		strs: func(q *EventQuery) *[]string { return &q.Features }},
@@ -124,8 +127,11 @@ var filterParams = [...]FilterParam{
 		raw:   func(p *EventSearchParams) *string { return &p.To },
 		apply: dayFilter(func(q *EventQuery, day time.Time) { next := day.AddDate(0, 0, 1); q.Before = &next })},
 	{Name: "offset", Kind: FilterPaging, Uses: UseSearch | UseDeprecatedSearch,
-		raw:   func(p *EventSearchParams) *string { return &p.Offset },
-		apply: func(f FilterParam, q *EventQuery, raw string) (err error) { q.Offset, err = ParseOffset(f.Name, raw); return err }},
+		raw: func(p *EventSearchParams) *string { return &p.Offset },
+		apply: func(f FilterParam, q *EventQuery, raw string) (err error) {
+			q.Offset, err = ParseOffset(f.Name, raw)
+			return err
+		}},
 	{Name: "limit", Kind: FilterPaging, Uses: UseSearch | UseDeprecatedSearch,
 		raw: func(p *EventSearchParams) *string { return &p.Limit },
 		apply: func(f FilterParam, q *EventQuery, raw string) (err error) {
