@@ -132,8 +132,8 @@ func Equal(k flagadmin.EventFieldKind, a, b any) bool {
 		return a.(time.Time).Equal(b.(time.Time))
 	case flagadmin.FieldJSONOrNull:
 		ra, rb := a.(json.RawMessage), b.(json.RawMessage)
-		if ra == nil || rb == nil {
-			return ra == nil && rb == nil
+		if len(ra) == 0 || len(rb) == 0 { // null
+			return len(ra) == 0 && len(rb) == 0
 		}
 		var va, vb any
 		return json.Unmarshal(ra, &va) == nil && json.Unmarshal(rb, &vb) == nil && reflect.DeepEqual(va, vb)
