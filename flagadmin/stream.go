@@ -142,20 +142,3 @@ func (st *EventStream) Run(ctx context.Context, feed EventFeed, fn func([]Event)
 	}
 	return feed.Follow(ctx, st.Query, after, fn)
 }
-
-// freshReadsKey marks a context whose reads must not be answered from a cache.
-type freshReadsKey struct{}
-
-// WithFreshReads returns a context in which a caching Store answers reads
-// from the storage, not from its caches: a live stream re-checks its
-// token this way, so that a deleted account or an expired token ends it
-// within the re-check interval whatever the token cache's TTL.
-func WithFreshReads(ctx context.Context) context.Context {
-	return context.WithValue(ctx, freshReadsKey{}, true)
-}
-
-// FreshReads reports whether ctx asks for fresh reads (WithFreshReads).
-func FreshReads(ctx context.Context) bool {
-	fresh, _ := ctx.Value(freshReadsKey{}).(bool)
-	return fresh
-}

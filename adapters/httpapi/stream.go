@@ -268,7 +268,7 @@ func (s *Server) serveStream(w http.ResponseWriter, r *http.Request, st *flagadm
 					return
 				}
 			case <-check.C:
-				if _, err := s.svc.AuthenticateAdmin(flagadmin.WithFreshReads(ctx), authorization); err != nil {
+				if _, err := s.svc.AuthenticateAdmin(flagadmin.WithCurrentReads(ctx), authorization); err != nil {
 					if errors.Is(err, flagadmin.ErrAuthenticationRequired) || errors.Is(err, flagadmin.ErrNoAccess) {
 						cancel(errStreamAuth)
 						return
