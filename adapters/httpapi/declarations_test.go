@@ -148,6 +148,28 @@ func TestOperationsTakeTheDeclaredParameters(t *testing.T) {
 	}
 }
 
+// TestDeprecatedSearchBodyIsDeclared: the body of the deprecated search
+// has the fields flagadmin.FilterParams declares for it.
+func TestDeprecatedSearchBodyIsDeclared(t *testing.T) {
+	var got, want []string
+	typ := reflect.TypeFor[deprecatedSearchEventsSchema]()
+	for i := range typ.NumField() {
+		if name, _, _ := strings.Cut(typ.Field(i).Tag.Get("json"), ","); name != "" {
+			got = append(got, name)
+		}
+	}
+	for _, f := range flagadmin.FilterParams() {
+		if f.Uses.Has(flagadmin.UseDeprecatedSearch) {
+			want = append(want, f.Name)
+		}
+	}
+	slices.Sort(got)
+	slices.Sort(want)
+	if !slices.Equal(got, want) {
+		t.Errorf("deprecatedSearchEventsSchema fields\ngot  %q\nwant %q", got, want)
+	}
+}
+
 // TestInputsReachTheDomainWhole: each declared parameter an operation
 // takes reaches the domain's parameters (the handlers' conversions).
 func TestInputsReachTheDomainWhole(t *testing.T) {
