@@ -188,6 +188,8 @@ const (
 // EventQuery is a parsed event search, what a Store executes. Empty slices
 // mean "no filter"; a non-empty slice means "the column is one of these"
 // (exact, case-sensitive); a null column never matches a filter.
+// ColumnFilters yields those slices with the column each selects on (as
+// FilterParams declares them); Matches is their meaning.
 type EventQuery struct {
 	Features         []string
 	Projects         []string
