@@ -3,6 +3,7 @@ package flagadmin
 import (
 	"bytes"
 	"encoding/json"
+	"strconv"
 	"time"
 )
 
@@ -102,6 +103,7 @@ func SeedEventJSON(e Event) ([]byte, error) { return appendEventJSON(&e, true) }
 // appendEventJSON writes the declared fields of e, without id when noID.
 func appendEventJSON(e *Event, noID bool) ([]byte, error) {
 	var buf bytes.Buffer
+	buf.Grow(512 + len(e.Data) + len(e.PreData))
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
 	buf.WriteByte('{')
@@ -117,13 +119,27 @@ func appendEventJSON(e *Event, noID bool) ([]byte, error) {
 		buf.WriteByte('"')
 		buf.WriteString(f.Name) // plain ASCII: a test checks
 		buf.WriteString(`":`)
+		// Numbers, times and nulls are written directly; strings, data and
+		// tags by encoding/json, which escapes and compacts them.
 		v := f.get(e)
-		switch f.Kind {
-		case FieldTime:
-			v = formatTime(v.(time.Time))
-		case FieldTags:
-			if v.([]Tag) == nil {
-				v = []Tag{}
+		switch v := v.(type) {
+		case int64:
+			buf.Write(strconv.AppendInt(buf.AvailableBuffer(), v, 10))
+			continue
+		case *int64:
+			if v != nil {
+				buf.Write(strconv.AppendInt(buf.AvailableBuffer(), *v, 10))
+				continue
+			}
+		case time.Time:
+			buf.WriteByte('"')
+			buf.Write(v.UTC().AppendFormat(buf.AvailableBuffer(), TimeLayout))
+			buf.WriteByte('"')
+			continue
+		case []Tag:
+			if v == nil {
+				buf.WriteString("[]")
+				continue
 			}
 		}
 		if err := enc.Encode(v); err != nil {
