@@ -32,9 +32,6 @@ func NewService(store Store, opts ...Option) *Service {
 	return s
 }
 
-// Store returns the store the service works on.
-func (s *Service) Store() Store { return s.store }
-
 // now returns the current time at store precision.
 func (s *Service) now() time.Time { return Truncate(s.clock()) }
 

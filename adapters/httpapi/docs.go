@@ -35,10 +35,6 @@ var docsPage = func() []byte {
 	return b
 }()
 
-// nameMethodNotAllowed is the error name of a 405, answered by the paths
-// that only serve reads (the docs page).
-const nameMethodNotAllowed = "MethodNotAllowedError"
-
 // docsPolicy keeps the docs page to its own origin: scripts, styles and
 // the requests "Try it out" sends all go to this server.
 const docsPolicy = "default-src 'self'; img-src 'self' data:; style-src 'self' 'unsafe-inline'; script-src 'self'; frame-ancestors 'none'"

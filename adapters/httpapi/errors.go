@@ -19,10 +19,13 @@ import (
 
 // Error names of decisions §3, one per status.
 const (
-	nameBadData            = "BadDataError"
-	nameAuthentication     = "AuthenticationRequired"
-	nameNoAccess           = "NoAccessError"
-	nameNotFound           = "NotFoundError"
+	nameBadData        = "BadDataError"
+	nameAuthentication = "AuthenticationRequired"
+	nameNoAccess       = "NoAccessError"
+	nameNotFound       = "NotFoundError"
+	// nameMethodNotAllowed is the 405 of the paths that only serve reads
+	// (the docs page; the metrics, through WriteError).
+	nameMethodNotAllowed   = "MethodNotAllowedError"
 	nameConflict           = "ConflictError"
 	nameContentTooLarge    = "ContentTooLarge"
 	nameContentType        = "ContentTypeError"
@@ -302,6 +305,35 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 		w.Header()[k] = v
 	}
 	writeJSON(w, e.status, e)
+}
+
+// statusNames are the error names of decisions §3, by status.
+var statusNames = map[int]string{
+	http.StatusBadRequest:            nameBadData,
+	http.StatusUnauthorized:          nameAuthentication,
+	http.StatusForbidden:             nameNoAccess,
+	http.StatusNotFound:              nameNotFound,
+	http.StatusMethodNotAllowed:      nameMethodNotAllowed,
+	http.StatusRequestTimeout:        nameRequestTimeout,
+	http.StatusConflict:              nameConflict,
+	http.StatusRequestEntityTooLarge: nameContentTooLarge,
+	http.StatusUnsupportedMediaType:  nameContentType,
+	http.StatusInternalServerError:   nameInternal,
+	http.StatusServiceUnavailable:    nameServiceUnavailable,
+}
+
+// WriteError writes the error response of status with message, in the
+// body of every error of the API ({id, name, message}, the name of the
+// status), through the one mapping of errors to responses (and its log
+// line for a 5xx). It is for handlers served beside the API, such as the
+// metrics (cmd/flagadmin wires it as their metrics.ErrorWriter). A status
+// without a name of its own is answered 500.
+func (s *Server) WriteError(w http.ResponseWriter, r *http.Request, status int, message string) {
+	name, ok := statusNames[status]
+	if !ok {
+		status, name, message = http.StatusInternalServerError, nameInternal, msgInternal
+	}
+	s.writeError(w, r, newAPIError(status, name, message))
 }
 
 // writeJSON writes v as a JSON response, encoded like Huma encodes bodies.

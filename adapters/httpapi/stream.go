@@ -67,6 +67,11 @@ type streamEventsInput struct {
 	After       string `query:"after" minLength:"1" doc:"Not allowed (400): cursors are for the search's pages; resume a stream with afterId or Last-Event-ID."`
 }
 
+// streamParams are the parameters as the domain takes them.
+func (in *streamEventsInput) streamParams() flagadmin.EventStreamParams {
+	return flagadmin.EventStreamParams{EventSearchParams: in.params(in.Limit, in.Offset, in.After), AfterID: in.AfterID, LastEventID: in.LastEventID}
+}
+
 type streamEventsOutput struct {
 	Body func(huma.Context)
 }
@@ -101,11 +106,7 @@ func (s *Server) streamEvents(ctx context.Context, in *streamEventsInput) (*stre
 	if err != nil {
 		return nil, err
 	}
-	st, err := s.svc.StreamEvents(ctx, p, flagadmin.EventStreamParams{
-		EventSearchParams: in.params(in.Limit, in.Offset, in.After),
-		AfterID:           in.AfterID,
-		LastEventID:       in.LastEventID,
-	})
+	st, err := s.svc.StreamEvents(ctx, p, in.streamParams())
 	if err != nil {
 		return nil, s.fail(ctx, err)
 	}
@@ -267,7 +268,7 @@ func (s *Server) serveStream(w http.ResponseWriter, r *http.Request, st *flagadm
 					return
 				}
 			case <-check.C:
-				if _, err := s.svc.AuthenticateAdmin(flagadmin.WithFreshReads(ctx), authorization); err != nil {
+				if _, err := s.svc.AuthenticateAdmin(flagadmin.WithCurrentReads(ctx), authorization); err != nil {
 					if errors.Is(err, flagadmin.ErrAuthenticationRequired) || errors.Is(err, flagadmin.ErrNoAccess) {
 						cancel(errStreamAuth)
 						return

@@ -21,9 +21,9 @@ const tokenCacheSize = 10_000
 // the storage is refused from the next request on. Failures are not
 // remembered, so a token created meanwhile works at once. The user
 // returned is the caller's copy. In a context with
-// flagadmin.WithFreshReads it always asks the wrapped store.
+// flagadmin.WithCurrentReads it always asks the wrapped store.
 func (s *Store) LookupToken(ctx context.Context, hash string) (flagadmin.APIToken, *flagadmin.User, error) {
-	if s.tokens == nil || flagadmin.FreshReads(ctx) {
+	if s.tokens == nil || flagadmin.CurrentReads(ctx) {
 		return s.VersionedStore.LookupToken(ctx, hash)
 	}
 	version, err := s.version(ctx)

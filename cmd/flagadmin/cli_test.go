@@ -295,8 +295,9 @@ func TestSeedCommand(t *testing.T) {
 		t.Errorf("bad seed: exit %d, stderr:\n%s\nwant 1 and the two wrong entries named", code, stderr)
 	}
 
-	svc := openTestService(t, db)
-	if _, err := svc.Store().Feature(context.Background(), "f"); err == nil {
+	store := openTestStore(t, db)
+	svc := flagadmin.NewService(store)
+	if _, err := store.Feature(context.Background(), "f"); err == nil {
 		t.Error("the bad seed was partly loaded")
 	}
 	if _, err := svc.Authenticate(context.Background(), "*:*.e2e-admin"); err != nil {
@@ -306,12 +307,18 @@ func TestSeedCommand(t *testing.T) {
 
 func openTestService(t *testing.T, db string) *flagadmin.Service {
 	t.Helper()
+	return flagadmin.NewService(openTestStore(t, db))
+}
+
+// openTestStore opens the store of db, closed when t ends.
+func openTestStore(t *testing.T, db string) *bunstore.Store {
+	t.Helper()
 	store, err := bunstore.Open(context.Background(), db)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { store.Close() })
-	return flagadmin.NewService(store)
+	return store
 }
 
 func TestTokenCreateCommand(t *testing.T) {

@@ -155,14 +155,18 @@ func filterFlags(fs *flag.FlagSet) *flagadmin.EventSearchParams {
 // normalizeFilters writes a filter without an operator as IS_ANY_OF and a
 // bare date as IS:date.
 func normalizeFilters(p *flagadmin.EventSearchParams) {
-	for _, f := range []*string{&p.Feature, &p.Project, &p.Type, &p.CreatedBy, &p.Environment, &p.ID, &p.GroupID} {
-		if *f != "" && !strings.HasPrefix(*f, flagadmin.OpIs+":") && !strings.HasPrefix(*f, flagadmin.OpIsAnyOf+":") {
-			*f = flagadmin.OpIsAnyOf + ":" + *f
-		}
-	}
-	for _, f := range []*string{&p.From, &p.To} {
-		if *f != "" && !strings.HasPrefix(*f, "IS:") {
-			*f = "IS:" + *f
+	for _, f := range flagadmin.FilterParams() {
+		v := f.Value(p)
+		switch {
+		case v == "":
+		case f.Kind == flagadmin.FilterStrings || f.Kind == flagadmin.FilterIntegers:
+			if !strings.HasPrefix(v, flagadmin.OpIs+":") && !strings.HasPrefix(v, flagadmin.OpIsAnyOf+":") {
+				f.Set(p, flagadmin.OpIsAnyOf+":"+v)
+			}
+		case f.Kind == flagadmin.FilterDay:
+			if !strings.HasPrefix(v, flagadmin.OpIs+":") {
+				f.Set(p, flagadmin.OpIs+":"+v)
+			}
 		}
 	}
 }
