@@ -36,7 +36,7 @@ func followWorld() *flagadmin.Batch {
 		Projects: []flagadmin.Project{
 			{ID: "default", Name: "Default", Mode: flagadmin.ModeOpen, CreatedAt: created},
 			{ID: "payments", Name: "Payments", Mode: flagadmin.ModePrivate, CreatedAt: created,
-				Members: []flagadmin.ProjectMembership{{UserID: i64(3), Role: flagadmin.ProjectRoleOwner}, groupMember(1, flagadmin.ProjectRoleMember)},
+				Members:     []flagadmin.ProjectMembership{{UserID: i64(3), Role: flagadmin.ProjectRoleOwner}, groupMember(1, flagadmin.ProjectRoleMember)},
 				FavoritedBy: []int64{3}},
 			{ID: "mobile", Name: "Mobile", Mode: flagadmin.ModeProtected, CreatedAt: created},
 		},
