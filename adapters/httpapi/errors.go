@@ -24,6 +24,7 @@ const (
 	nameNoAccess           = "NoAccessError"
 	nameNotFound           = "NotFoundError"
 	nameConflict           = "ConflictError"
+	nameReadOnly           = "ReadOnlyError"
 	nameContentTooLarge    = "ContentTooLarge"
 	nameContentType        = "ContentTypeError"
 	nameRequestTimeout     = "RequestTimeout"
@@ -138,6 +139,10 @@ func mapError(err error) *apiError {
 		return newAPIError(http.StatusForbidden, nameNoAccess, err.Error())
 	case errors.Is(err, flagadmin.ErrNotFound):
 		return newAPIError(http.StatusNotFound, nameNotFound, err.Error())
+	case errors.Is(err, flagadmin.ErrReadOnly):
+		// A server that follows Unleash (decisions §17, §21): the message
+		// names the source, whose URL carries no credentials.
+		return newAPIError(http.StatusConflict, nameReadOnly, err.Error())
 	case errors.Is(err, flagadmin.ErrConflict):
 		return newAPIError(http.StatusConflict, nameConflict, msgConflict)
 	case errors.Is(err, flagadmin.ErrUnavailable), errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
