@@ -26,10 +26,12 @@ type ReadOnlyError struct {
 	Source string
 }
 
-// Error says what is refused and where to make the change instead.
+// Error says what is refused and where to make the change instead, as a
+// clause a command can put after its own words ("cannot create the
+// token: read-only: ...").
 func (e *ReadOnlyError) Error() string {
-	return "This flagadmin keeps a read-only copy of the Unleash database " + e.Source +
-		" (it follows it): make the change in Unleash."
+	return "read-only: the store is a copy of the Unleash database " + e.Source +
+		", kept by following it; make the change in Unleash"
 }
 
 // Is makes errors.Is(err, ErrReadOnly) true.

@@ -114,6 +114,7 @@ func mapError(err error) *apiError {
 		mbe *http.MaxBytesError
 		ve  *flagadmin.ValidationError
 		he  *humaError
+		ro  *flagadmin.ReadOnlyError
 	)
 	switch {
 	case err == nil:
@@ -139,10 +140,11 @@ func mapError(err error) *apiError {
 		return newAPIError(http.StatusForbidden, nameNoAccess, err.Error())
 	case errors.Is(err, flagadmin.ErrNotFound):
 		return newAPIError(http.StatusNotFound, nameNotFound, err.Error())
-	case errors.Is(err, flagadmin.ErrReadOnly):
+	case errors.As(err, &ro):
 		// A server that follows Unleash (decisions §17, §21): the message
 		// names the source, whose URL carries no credentials.
-		return newAPIError(http.StatusConflict, nameReadOnly, err.Error())
+		return newAPIError(http.StatusConflict, nameReadOnly, "This flagadmin keeps a read-only copy of the Unleash database "+
+			ro.Source+" (it follows it): make the change in Unleash.")
 	case errors.Is(err, flagadmin.ErrConflict):
 		return newAPIError(http.StatusConflict, nameConflict, msgConflict)
 	case errors.Is(err, flagadmin.ErrUnavailable), errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):

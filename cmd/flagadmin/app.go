@@ -18,6 +18,7 @@ import (
 	"github.com/flagadmin/flagadmin/adapters/httpapi"
 	"github.com/flagadmin/flagadmin/adapters/metrics"
 	"github.com/flagadmin/flagadmin/adapters/storecache"
+	"github.com/flagadmin/flagadmin/adapters/unleashimport"
 	"github.com/flagadmin/flagadmin/flagadmin"
 )
 
@@ -49,6 +50,7 @@ func serveOptions(cfg Config, stderr io.Writer) fx.Option {
 		metricsModule,
 		storeModule,
 		serviceModule,
+		followModule,
 		httpModule,
 		webhooksModule,
 		fx.WithLogger(newFxLogger),
@@ -118,6 +120,8 @@ func newStore(lc fx.Lifecycle, cfg Config, log *slog.Logger) (flagadmin.Store, e
 type servedStore struct {
 	flagadmin.Store
 	bodies httpapi.BodyCache
+	// opened is the store as opened, under the caches.
+	opened flagadmin.Store
 }
 
 // newServedStore returns store behind a storecache.Store with the
@@ -129,20 +133,25 @@ func newServedStore(opened flagadmin.Store, cfg Config, m *metrics.Metrics) serv
 	store := instrumentStore(m, opened)
 	vs, ok := store.(flagadmin.VersionedStore)
 	if !ok || cfg.TokenCacheTTL <= 0 && cfg.ResultCacheSize <= 0 {
-		return servedStore{Store: store}
+		return servedStore{Store: store, opened: opened}
 	}
 	cs := storecache.New(vs, storecache.Options{ResultCacheSize: cfg.ResultCacheSize, TokenTTL: cfg.TokenCacheTTL})
 	registerCacheStats(m, cs)
-	served := servedStore{Store: cs}
+	served := servedStore{Store: cs, opened: opened}
 	if bodies := cs.Bodies(); bodies != nil { // never a nil *Bodies in the interface
 		served.bodies = bodies
 	}
 	return served
 }
 
-// newService returns the Service over the served store.
+// newService returns the Service over the served store, refusing writes
+// while the opened store follows an Unleash database (decisions §17).
 func newService(store servedStore) *flagadmin.Service {
-	return flagadmin.NewService(store.Store)
+	var opts []flagadmin.Option
+	if fr, ok := store.opened.(flagadmin.FollowStateReader); ok {
+		opts = append(opts, flagadmin.WithFollowState(fr))
+	}
+	return flagadmin.NewService(store.Store, opts...)
 }
 
 // newFeed returns the feed of the live streams: one reader of the opened
@@ -178,10 +187,11 @@ func newFeed(lc fx.Lifecycle, store flagadmin.Store, log *slog.Logger, m *metric
 
 // newAPIServer returns the HTTP transport of the service, with the storage
 // deadline of cfg.DBTimeout on every request, the body cache of the
-// served store, and the live stream on feed.
-func newAPIServer(svc *flagadmin.Service, store servedStore, feed *eventfeed.Feed, cfg Config, log *slog.Logger) *httpapi.Server {
+// served store, the live stream on feed, and the follow state of follower
+// (nil when the server follows nothing).
+func newAPIServer(svc *flagadmin.Service, store servedStore, feed *eventfeed.Feed, follower *unleashimport.Follower, cfg Config, log *slog.Logger) *httpapi.Server {
 	return httpapi.New(svc, httpapi.Config{Logger: log, Version: versionString(), StorageTimeout: cfg.DBTimeout, BodyCache: store.bodies,
-		Feed: feed, MaxStreams: cfg.MaxStreams})
+		Feed: feed, MaxStreams: cfg.MaxStreams, Follow: followReporter(follower)})
 }
 
 // newHTTPServer returns the net/http server of the API, with timeouts. Its

@@ -128,6 +128,9 @@ func (c *cli) importIntoDB(ctx context.Context, src *unleashimport.Source, cfg C
 		return nil, err
 	}
 	defer store.Close()
+	if err := flagadmin.NewService(store).CheckWritable(ctx); err != nil {
+		return nil, cliErrorf("import refused: %s", flat(err))
+	}
 	return unleashimport.Import(ctx, src, store, opts)
 }
 
