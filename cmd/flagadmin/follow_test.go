@@ -1,12 +1,15 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -194,5 +197,135 @@ func TestWritingCommandsRefuseAFollowingStore(t *testing.T) {
 	}
 	if got := seedError("seed file w.json", svc.ApplySeed(ctx, &flagadmin.Seed{Projects: []flagadmin.Project{{ID: "p", Name: "P", Mode: flagadmin.ModeOpen}}})); !strings.HasPrefix(oneLine(got), "cannot load seed file w.json: "+want) {
 		t.Errorf("seed: got %q", oneLine(got))
+	}
+}
+
+// TestFollowedEventsReachStreamsExportsAndWebhooks: events that Unleash
+// commits reach a live stream, the export, keyset paging and a webhook
+// sink as events flagadmin wrote itself do, with Unleash's ids, in order,
+// without the id of a transaction that rolled back; the sink starts after
+// the imported history.
+func TestFollowedEventsReachStreamsExportsAndWebhooks(t *testing.T) {
+	src := unleashfixture.Restore(t)
+	var mu sync.Mutex
+	var delivered []string
+	sink := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		delivered = append(delivered, r.Header.Get("X-Flagadmin-Event-Id"))
+		mu.Unlock()
+	}))
+	defer sink.Close()
+	cfg := memoryConfig()
+	cfg.Follow = src
+	cfg.WebhookSinks = []flagadmin.WebhookSink{{Name: "audit", URL: sink.URL, Secret: "s3cret"}}
+	base, _ := startApp(t, cfg)
+	waitHTTP(t, base+"/ready", http.StatusOK)
+	const admin = "*:*.unleash-insecure-admin-api-token"
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	// From the end of the imported history (the live feed may still be
+	// reading it when the server turns ready).
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, base+"/api/admin/events/stream?afterId=2297", nil)
+	req.Header.Set("Authorization", admin)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET stream: %v %v", resp, err)
+	}
+	defer resp.Body.Close()
+	streamed := make(chan string, 100)
+	go func() {
+		sc := bufio.NewScanner(resp.Body)
+		for sc.Scan() {
+			if id, ok := strings.CutPrefix(sc.Text(), "id: "); ok && id != "2297" {
+				streamed <- id
+			}
+		}
+	}()
+
+	conn, err := pgx.Connect(ctx, src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	insert := `INSERT INTO events (type, created_by, created_by_user_id, data, project, feature_name) VALUES ('feature-updated', 'admin', -42, '{}', 'default', 'dark-mode') RETURNING id`
+	var a, b, c int64
+	if err := conn.QueryRow(ctx, insert).Scan(&a); err != nil {
+		t.Fatal(err)
+	}
+	tx, err := conn.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.QueryRow(ctx, insert).Scan(&b); err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := conn.QueryRow(ctx, insert).Scan(&c); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{fmt.Sprint(a), fmt.Sprint(c)}
+	for _, id := range want {
+		select {
+		case got := <-streamed:
+			if got != id {
+				t.Fatalf("streamed id %s, want %s (the ids %v, %d rolled back)", got, id, want, b)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatalf("id %s not streamed within 5 s", id)
+		}
+	}
+	waitFor := func(what string, done func() bool) {
+		t.Helper()
+		for start := time.Now(); !done(); time.Sleep(20 * time.Millisecond) {
+			if time.Since(start) > 15*time.Second {
+				t.Fatalf("%s: not within 15 s", what)
+			}
+		}
+	}
+	waitFor("the webhook deliveries", func() bool { mu.Lock(); defer mu.Unlock(); return len(delivered) >= 2 })
+	time.Sleep(200 * time.Millisecond) // no more than these
+	mu.Lock()
+	if fmt.Sprint(delivered) != fmt.Sprint(want) {
+		t.Errorf("the sink got %v, want %v (the history imported before it started is not sent)", delivered, want)
+	}
+	mu.Unlock()
+	status, body := call(t, http.MethodGet, base+"/api/admin/events/export?afterId=2297", admin, "")
+	var exported []string
+	for _, line := range strings.Split(strings.TrimSpace(string(body)), "\n") {
+		var e struct{ ID int64 }
+		if err := json.Unmarshal([]byte(line), &e); err == nil {
+			exported = append(exported, fmt.Sprint(e.ID))
+		}
+	}
+	if status != http.StatusOK || fmt.Sprint(exported) != fmt.Sprint(want) {
+		t.Errorf("export after 2297: %d %v, want %v", status, exported, want)
+	}
+	// Keyset paging walks the followed events like any others.
+	page := "/api/admin/search/events?limit=1&feature=IS:dark-mode&type=IS:feature-updated"
+	var walked []string
+	for page != "" && len(walked) < 3 {
+		req, _ := http.NewRequest(http.MethodGet, base+page, nil)
+		req.Header.Set("Authorization", admin)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var p struct{ Events []struct{ ID int64 } }
+		err = json.NewDecoder(resp.Body).Decode(&p)
+		resp.Body.Close()
+		if err != nil || len(p.Events) != 1 {
+			t.Fatalf("page %s: %v %+v", page, err, p)
+		}
+		walked = append(walked, fmt.Sprint(p.Events[0].ID))
+		page = ""
+		if link := resp.Header.Get("Link"); strings.HasSuffix(link, `>; rel="next"`) {
+			page = strings.TrimSuffix(strings.TrimPrefix(link, "<"), `>; rel="next"`)
+		}
+	}
+	if len(walked) < 2 || walked[0] != want[1] || walked[1] != want[0] {
+		t.Errorf("keyset walk: %v, want %s then %s first", walked, want[1], want[0])
 	}
 }
