@@ -157,8 +157,10 @@ func newService(store servedStore) *flagadmin.Service {
 // newFeed returns the feed of the live streams: one reader of the opened
 // store's event log (not through the caches), run from start to stop.
 // Stop hooks run in reverse order: the HTTP server stops first (ending
-// its streams), then the feed, then the store closes.
-func newFeed(lc fx.Lifecycle, store flagadmin.Store, log *slog.Logger, m *metrics.Metrics) (*eventfeed.Feed, error) {
+// its streams), then the feed, then the store closes. On a server that
+// follows Unleash, the feed starts once the store holds the copy, after
+// the imported history (streams opened before wait for it).
+func newFeed(lc fx.Lifecycle, store flagadmin.Store, follower *unleashimport.Follower, log *slog.Logger, m *metrics.Metrics) (*eventfeed.Feed, error) {
 	src, ok := store.(eventfeed.Source)
 	if !ok {
 		return nil, fmt.Errorf("the store %T cannot feed live streams", store)
@@ -169,7 +171,17 @@ func newFeed(lc fx.Lifecycle, store flagadmin.Store, log *slog.Logger, m *metric
 	done := make(chan struct{})
 	lc.Append(fx.Hook{
 		OnStart: func(context.Context) error {
-			go func() { defer close(done); feed.Run(ctx) }()
+			go func() {
+				defer close(done)
+				for follower != nil && !follower.Status().Ready {
+					select {
+					case <-ctx.Done():
+						return
+					case <-time.After(100 * time.Millisecond):
+					}
+				}
+				feed.Run(ctx)
+			}()
 			return nil
 		},
 		OnStop: func(stop context.Context) error {

@@ -19,6 +19,7 @@ import (
 	"github.com/flagadmin/flagadmin/adapters/memstore"
 	"github.com/flagadmin/flagadmin/adapters/storecache"
 	"github.com/flagadmin/flagadmin/flagadmin"
+	"github.com/flagadmin/flagadmin/internal/syncbuffer"
 	"github.com/flagadmin/flagadmin/internal/unleashfixture"
 )
 
@@ -234,9 +235,11 @@ func TestFollowedEventsReachStreamsExportsAndWebhooks(t *testing.T) {
 	}
 	defer resp.Body.Close()
 	streamed := make(chan string, 100)
+	var lines syncbuffer.Buffer
 	go func() {
 		sc := bufio.NewScanner(resp.Body)
 		for sc.Scan() {
+			fmt.Fprintln(&lines, sc.Text())
 			if id, ok := strings.CutPrefix(sc.Text(), "id: "); ok && id != "2297" {
 				streamed <- id
 			}
@@ -274,7 +277,7 @@ func TestFollowedEventsReachStreamsExportsAndWebhooks(t *testing.T) {
 				t.Fatalf("streamed id %s, want %s (the ids %v, %d rolled back)", got, id, want, b)
 			}
 		case <-time.After(5 * time.Second):
-			t.Fatalf("id %s not streamed within 5 s", id)
+			t.Fatalf("id %s not streamed within 5 s; the stream:\n%s", id, &lines)
 		}
 	}
 	waitFor := func(what string, done func() bool) {
