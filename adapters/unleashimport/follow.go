@@ -139,6 +139,10 @@ func (o *FollowOptions) defaults() {
 	}
 }
 
+// blockedBatch is how many events a poll reads while delivery waits on a
+// missing id.
+const blockedBatch = 256
+
 // ErrFollowRefused: the store cannot follow the source: it holds data that
 // is not a copy of it (Follower.Check).
 var ErrFollowRefused = errors.New("the store cannot follow this Unleash database")
@@ -676,7 +680,14 @@ func (f *Follower) poll(ctx context.Context) (time.Duration, error) {
 	rctx, cancel := context.WithTimeout(ctx, f.opts.ReadTimeout)
 	defer cancel()
 	at := f.opts.Now()
-	events, ids, err := f.src.eventsAfter(rctx, f.position, f.opts.BatchSize)
+	limit := f.opts.BatchSize
+	if !f.blocked.IsZero() {
+		// Waiting on a missing id: what matters is that id (and the
+		// writers); a small read sees it arrive without reading a whole
+		// batch again and again.
+		limit = min(limit, blockedBatch)
+	}
+	events, ids, err := f.src.eventsAfter(rctx, f.position, limit)
 	if err != nil {
 		return f.readFailed(ctx, err)
 	}
@@ -707,7 +718,7 @@ func (f *Follower) poll(ctx context.Context) (time.Duration, error) {
 		}
 		f.gaps.observe(writers)
 	}
-	full := len(ids) == f.opts.BatchSize
+	full := len(ids) == limit
 	var lag int64
 	switch {
 	case full:
