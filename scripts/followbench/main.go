@@ -5,23 +5,22 @@
 //   - latency: events committed at -rate per second by 4 writers (each in
 //     its own transaction, so ids commit out of order) until searchable in
 //     the copy, for -duration: p50, p99, max;
-//
 //   - idle: the follower caught up, nothing written, for -idle: the CPU
 //     time of its backend process on the source (/proc, so the source must
 //     run on this machine), as a share of one core, and its own;
-//
 //   - token: -tokens API tokens created and deleted in Unleash (with their
 //     events), each deletion timed until the token no longer
 //     authenticates at a service behind the server's token cache;
-//
 //   - catchup: the follower stopped, -backlog events written, the follower
 //     started again: events/s until caught up, and the peak RSS of this
 //     process, with the copy in memory (-target memory) or only the
 //     follower's work (-target discard: a store that keeps the position
 //     and drops the rows, for the follower's own memory).
 //
-//     followbench -db postgres://.../unleash_bench_follow -run latency,idle,token
-//     followbench -db ... -run catchup -target discard -backlog 1000000
+// Usage:
+//
+//	followbench -db postgres://.../unleash_bench_follow -run latency,idle,token
+//	followbench -db ... -run catchup -target discard -backlog 1000000
 package main
 
 import (
