@@ -102,6 +102,7 @@ func newFollower(lc fx.Lifecycle, cfg Config, store flagadmin.Store, log *slog.L
 			cancel()
 			select {
 			case <-done:
+				flog.Info("following: stopped; the follow lease is released")
 				return nil
 			case <-stop.Done():
 				return stop.Err()
@@ -281,6 +282,8 @@ func writeFollowStatus(w io.Writer, st flagadmin.FollowStatus, now time.Time) {
 	fmt.Fprintf(tw, "position\tevent id %d (%d ids never committed in Unleash)\n", st.Position, st.Holes)
 	lag := "-"
 	switch {
+	case st.State == flagadmin.FollowStatePaused && st.SyncedAt != nil:
+		lag = "unknown events (the source cannot be read), at least " + age(time.Duration(st.LagSeconds*float64(time.Second)))
 	case st.LagEvents >= 0 && st.SyncedAt != nil:
 		lag = fmt.Sprintf("%d events, %s", st.LagEvents, age(time.Duration(st.LagSeconds*float64(time.Second))))
 	case st.SyncedAt != nil:
