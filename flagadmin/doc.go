@@ -15,8 +15,10 @@
 //
 // Every failure the Service returns is one of a few kinds, checked with
 // errors.Is: ErrAuthenticationRequired, ErrNoAccess, ErrNotFound,
-// ErrValidation (as a *ValidationError naming the parameter), ErrConflict and
-// ErrUnavailable. A transport maps these kinds to statuses in one place.
+// ErrValidation (as a *ValidationError naming the parameter), ErrConflict,
+// ErrUnavailable and ErrReadOnly (a write to a store that follows an
+// Unleash database, follow.go). A transport maps these kinds to statuses in
+// one place.
 //
 // The package imports only the standard library.
 package flagadmin

@@ -27,6 +27,7 @@ const (
 	// (the docs page; the metrics, through WriteError).
 	nameMethodNotAllowed   = "MethodNotAllowedError"
 	nameConflict           = "ConflictError"
+	nameReadOnly           = "ReadOnlyError"
 	nameContentTooLarge    = "ContentTooLarge"
 	nameContentType        = "ContentTypeError"
 	nameRequestTimeout     = "RequestTimeout"
@@ -116,6 +117,7 @@ func mapError(err error) *apiError {
 		mbe *http.MaxBytesError
 		ve  *flagadmin.ValidationError
 		he  *humaError
+		ro  *flagadmin.ReadOnlyError
 	)
 	switch {
 	case err == nil:
@@ -141,6 +143,11 @@ func mapError(err error) *apiError {
 		return newAPIError(http.StatusForbidden, nameNoAccess, err.Error())
 	case errors.Is(err, flagadmin.ErrNotFound):
 		return newAPIError(http.StatusNotFound, nameNotFound, err.Error())
+	case errors.As(err, &ro):
+		// A server that follows Unleash (decisions §17, §21): the message
+		// names the source, whose URL carries no credentials.
+		return newAPIError(http.StatusConflict, nameReadOnly, "This flagadmin keeps a read-only copy of the Unleash database "+
+			ro.Source+" (it follows it): make the change in Unleash.")
 	case errors.Is(err, flagadmin.ErrConflict):
 		return newAPIError(http.StatusConflict, nameConflict, msgConflict)
 	case errors.Is(err, flagadmin.ErrUnavailable), errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):

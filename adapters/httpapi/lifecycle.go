@@ -39,7 +39,7 @@ func (s *Server) registerLifecycle() {
 			"outcome and value changes nothing; a different one replaces it and records a new event. "+
 			"Archived features can be completed too. The body is read as JSON whatever its Content-Type.",
 		"The feature is set as completed. The response has no body.",
-		http.StatusBadRequest, http.StatusUnauthorized, http.StatusForbidden, http.StatusNotFound,
+		http.StatusBadRequest, http.StatusUnauthorized, http.StatusForbidden, http.StatusNotFound, http.StatusConflict,
 		http.StatusRequestEntityTooLarge, http.StatusInternalServerError, http.StatusServiceUnavailable)
 	op.Middlewares = huma.Middlewares{s.authorizeLifecycle, readBodyAsJSON}
 	op.SkipValidateBody = true // the domain validates (CompleteRequest.Validate)

@@ -175,6 +175,7 @@ var errorDescriptions = map[int]string{
 	http.StatusUnauthorized:          "AuthenticationRequired: the Authorization header is missing, or its token is unknown, expired or belongs to a deleted account.",
 	http.StatusForbidden:             "NoAccessError: valid credentials without the permission the operation needs. Client and frontend tokens are always refused.",
 	http.StatusNotFound:              "NotFoundError: the resource does not exist or is not visible to the caller.",
+	http.StatusConflict:              "ReadOnlyError: this server keeps a read-only copy of an Unleash database (it follows it); make the change in Unleash. The message names the database.",
 	http.StatusRequestEntityTooLarge: "ContentTooLarge: the request body is larger than the limit (%d bytes).",
 	http.StatusUnsupportedMediaType:  "ContentTypeError: the body has a Content-Type other than JSON.",
 	http.StatusInternalServerError:   "InternalError: an unexpected error. The message never shows its cause; the server logs it with the error id.",

@@ -92,7 +92,7 @@ func TestOpenAPIOperations(t *testing.T) {
 		statuses              []string
 	}{
 		{"/api/admin/projects/{projectId}/features/{featureName}/lifecycle/complete", "post", "complete", tagFeatures, false,
-			[]string{"200", "400", "401", "403", "404", "413", "500", "503"}},
+			[]string{"200", "400", "401", "403", "404", "409", "413", "500", "503"}},
 		{"/api/admin/search/events", "get", "searchEvents", tagEvents, false,
 			[]string{"200", "400", "401", "403", "500", "503"}},
 		{"/api/admin/events/export", "get", "exportEvents", tagEvents, false,
@@ -102,7 +102,7 @@ func TestOpenAPIOperations(t *testing.T) {
 		{"/api/admin/projects", "get", "getProjects", tagProjects, false,
 			[]string{"200", "400", "401", "403", "500", "503"}},
 		{"/api/admin/service-account/{id}", "delete", "deleteServiceAccount", tagServiceAccounts, false,
-			[]string{"200", "400", "401", "403", "404", "500", "503"}},
+			[]string{"200", "400", "401", "403", "404", "409", "500", "503"}},
 	}
 	count := 0
 	for _, ops := range doc.Paths {

@@ -92,6 +92,10 @@ type Config struct {
 	// StreamTokenCheck is how often a stream re-checks its token. 0 means
 	// DefaultStreamTokenCheck (5 s).
 	StreamTokenCheck time.Duration
+	// Follow, when the server follows an Unleash database, reports on its
+	// follower: GET /health shows its state, and GET /ready answers 503
+	// until the store holds the copy. Nil for a server that follows nothing.
+	Follow FollowReporter
 }
 
 // BodyCache keeps encoded response bodies between requests. It is the
@@ -120,6 +124,7 @@ type Server struct {
 	api            huma.API
 	handler        http.Handler
 	bodies         BodyCache // nil when off
+	follow         FollowReporter
 
 	// The live streams (stream.go).
 	feed                  flagadmin.EventFeed
@@ -136,7 +141,8 @@ type Server struct {
 func New(svc *flagadmin.Service, cfg Config) *Server {
 	installErrorModel() // before the first huma.Register
 	s := &Server{svc: svc, log: cfg.Logger, maxBody: cfg.MaxBodyBytes, maxHeader: cfg.MaxHeaderBytes,
-		bodyRead: cfg.BodyReadTimeout, storageTimeout: max(cfg.StorageTimeout, 0), mux: http.NewServeMux(), bodies: cfg.BodyCache}
+		bodyRead: cfg.BodyReadTimeout, storageTimeout: max(cfg.StorageTimeout, 0), mux: http.NewServeMux(), bodies: cfg.BodyCache,
+		follow: cfg.Follow}
 	if s.log == nil {
 		s.log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
@@ -196,19 +202,19 @@ func (s *Server) Handler() http.Handler { return s.handler }
 // of Handler, so operations reached through it answer 401.
 func (s *Server) API() huma.API { return s.api }
 
-// health answers 200 while the process is up, with Unleash's body field
-// ("health":"GOOD", what its /health answers) beside flagadmin's own, so
-// probes written for an Unleash deployment keep working.
-func (s *Server) health(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, map[string]string{"health": "GOOD", "status": "ok"})
-}
-
-// ready answers 200 when the store answers a ping, else 503 ServiceUnavailable.
+// ready answers 200 when the store answers a ping (and, on a server that
+// follows Unleash, holds the copy), else 503 ServiceUnavailable.
 func (s *Server) ready(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), readyTimeout)
 	defer cancel()
 	if err := s.svc.Ping(ctx); err != nil {
 		s.writeError(w, r, unavailable{err})
+		return
+	}
+	if s.notImported() {
+		e := newAPIError(http.StatusServiceUnavailable, nameServiceUnavailable, msgNotImported)
+		e.headers = http.Header{"Retry-After": {retryAfterSeconds}}
+		s.writeError(w, r, e)
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})

@@ -33,11 +33,18 @@ func (w *world) contents() map[string]int64 {
 // On any error the store is left empty, as it was; a store that is not
 // empty is refused with ErrConflict.
 func (s *Store) Load(ctx context.Context, b *flagadmin.Batch, events func(emit func([]flagadmin.Event) error) error) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.loadLocked(ctx, b, events, nil)
+}
+
+// loadLocked is Load with the world's lock held. finish, when not nil, runs
+// after the last event is stored: an error from it undoes the load as any
+// other error does.
+func (s *Store) loadLocked(ctx context.Context, b *flagadmin.Batch, events func(emit func([]flagadmin.Event) error) error, finish func() error) error {
 	if b.Then != nil {
 		return fmt.Errorf("memstore: Load takes a batch without Then")
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	var held []string
 	for _, k := range []string{"users", "groups", "projects", "features", "tokens", "events"} {
 		if n := s.w.contents()[k]; n > 0 {
@@ -70,6 +77,9 @@ func (s *Store) Load(ctx context.Context, b *flagadmin.Batch, events func(emit f
 		}
 		return nil
 	})
+	if err == nil && finish != nil {
+		err = finish()
+	}
 	if err != nil {
 		s.w = New().w
 		s.w.nextUserID, s.w.nextGroupID, s.w.nextEventID = saved.nextUserID, saved.nextGroupID, saved.nextEventID

@@ -25,6 +25,8 @@ type Store struct {
 	version int64
 	// sinks is the delivery state of webhook sinks (webhooks.go).
 	sinks sinkStates
+	// follow is the follow state (follow.go).
+	follow followStates
 }
 
 // world is everything a Store holds. Writes check everything they would

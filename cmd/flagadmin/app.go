@@ -18,6 +18,7 @@ import (
 	"github.com/flagadmin/flagadmin/adapters/httpapi"
 	"github.com/flagadmin/flagadmin/adapters/metrics"
 	"github.com/flagadmin/flagadmin/adapters/storecache"
+	"github.com/flagadmin/flagadmin/adapters/unleashimport"
 	"github.com/flagadmin/flagadmin/flagadmin"
 )
 
@@ -49,6 +50,7 @@ func serveOptions(cfg Config, stderr io.Writer) fx.Option {
 		metricsModule,
 		storeModule,
 		serviceModule,
+		followModule,
 		httpModule,
 		webhooksModule,
 		fx.WithLogger(newFxLogger),
@@ -118,6 +120,8 @@ func newStore(lc fx.Lifecycle, cfg Config, log *slog.Logger) (flagadmin.Store, e
 type servedStore struct {
 	flagadmin.Store
 	bodies httpapi.BodyCache
+	// opened is the store as opened, under the caches.
+	opened flagadmin.Store
 }
 
 // newServedStore returns store behind a storecache.Store with the
@@ -129,27 +133,34 @@ func newServedStore(opened flagadmin.Store, cfg Config, m *metrics.Metrics) serv
 	store := instrumentStore(m, opened)
 	vs, ok := store.(flagadmin.VersionedStore)
 	if !ok || cfg.TokenCacheTTL <= 0 && cfg.ResultCacheSize <= 0 {
-		return servedStore{Store: store}
+		return servedStore{Store: store, opened: opened}
 	}
 	cs := storecache.New(vs, storecache.Options{ResultCacheSize: cfg.ResultCacheSize, TokenTTL: cfg.TokenCacheTTL})
 	registerCacheStats(m, cs)
-	served := servedStore{Store: cs}
+	served := servedStore{Store: cs, opened: opened}
 	if bodies := cs.Bodies(); bodies != nil { // never a nil *Bodies in the interface
 		served.bodies = bodies
 	}
 	return served
 }
 
-// newService returns the Service over the served store.
+// newService returns the Service over the served store, refusing writes
+// while the opened store follows an Unleash database (decisions §17).
 func newService(store servedStore) *flagadmin.Service {
-	return flagadmin.NewService(store.Store)
+	var opts []flagadmin.Option
+	if fr, ok := store.opened.(flagadmin.FollowStateReader); ok {
+		opts = append(opts, flagadmin.WithFollowState(fr))
+	}
+	return flagadmin.NewService(store.Store, opts...)
 }
 
 // newFeed returns the feed of the live streams: one reader of the opened
 // store's event log (not through the caches), run from start to stop.
 // Stop hooks run in reverse order: the HTTP server stops first (ending
-// its streams), then the feed, then the store closes.
-func newFeed(lc fx.Lifecycle, store flagadmin.Store, log *slog.Logger, m *metrics.Metrics) (*eventfeed.Feed, error) {
+// its streams), then the feed, then the store closes. On a server that
+// follows Unleash, the feed starts once the store holds the copy, after
+// the imported history (streams opened before wait for it).
+func newFeed(lc fx.Lifecycle, store flagadmin.Store, follower *unleashimport.Follower, log *slog.Logger, m *metrics.Metrics) (*eventfeed.Feed, error) {
 	src, ok := store.(eventfeed.Source)
 	if !ok {
 		return nil, fmt.Errorf("the store %T cannot feed live streams", store)
@@ -160,7 +171,17 @@ func newFeed(lc fx.Lifecycle, store flagadmin.Store, log *slog.Logger, m *metric
 	done := make(chan struct{})
 	lc.Append(fx.Hook{
 		OnStart: func(context.Context) error {
-			go func() { defer close(done); feed.Run(ctx) }()
+			go func() {
+				defer close(done)
+				for follower != nil && !follower.Status().Ready {
+					select {
+					case <-ctx.Done():
+						return
+					case <-time.After(100 * time.Millisecond):
+					}
+				}
+				feed.Run(ctx)
+			}()
 			return nil
 		},
 		OnStop: func(stop context.Context) error {
@@ -178,10 +199,11 @@ func newFeed(lc fx.Lifecycle, store flagadmin.Store, log *slog.Logger, m *metric
 
 // newAPIServer returns the HTTP transport of the service, with the storage
 // deadline of cfg.DBTimeout on every request, the body cache of the
-// served store, and the live stream on feed.
-func newAPIServer(svc *flagadmin.Service, store servedStore, feed *eventfeed.Feed, cfg Config, log *slog.Logger) *httpapi.Server {
+// served store, the live stream on feed, and the follow state of follower
+// (nil when the server follows nothing).
+func newAPIServer(svc *flagadmin.Service, store servedStore, feed *eventfeed.Feed, follower *unleashimport.Follower, cfg Config, log *slog.Logger) *httpapi.Server {
 	return httpapi.New(svc, httpapi.Config{Logger: log, Version: versionString(), StorageTimeout: cfg.DBTimeout, BodyCache: store.bodies,
-		Feed: feed, MaxStreams: cfg.MaxStreams})
+		Feed: feed, MaxStreams: cfg.MaxStreams, Follow: followReporter(follower)})
 }
 
 // newHTTPServer returns the net/http server of the API, with timeouts. Its

@@ -30,8 +30,16 @@ func newBootstrap(cfg Config, svc *flagadmin.Service, store servedStore, log *sl
 	return &bootstrap{cfg: cfg, svc: svc, store: store.Store, log: log, out: out.Writer}
 }
 
-// run loads the demo world or the seed file, then the admin tokens.
+// run loads the demo world or the seed file, then the admin tokens. A
+// server that follows Unleash does neither: its store is Unleash's copy,
+// tokens included.
 func (b *bootstrap) run(ctx context.Context) error {
+	if b.cfg.Follow != "" {
+		if len(b.cfg.AdminTokens) > 0 {
+			b.log.Info("following: the configured admin tokens are not created here; the copy has Unleash's tokens (create them in Unleash)")
+		}
+		return nil
+	}
 	switch {
 	case b.cfg.Demo:
 		if err := b.loadDemo(ctx); err != nil {

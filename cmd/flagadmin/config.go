@@ -34,6 +34,7 @@ const (
 	envMetricsAddr = "FLAGADMIN_METRICS_ADDR"
 	envWebhooks    = "FLAGADMIN_WEBHOOKS"
 	envMaxStreams  = "FLAGADMIN_MAX_STREAMS"
+	envFollow      = "FLAGADMIN_FOLLOW"
 )
 
 // Defaults of the configuration.
@@ -90,6 +91,9 @@ type Config struct {
 	WebhookSinks []flagadmin.WebhookSink
 	// MaxStreams bounds the live event streams the server holds at once.
 	MaxStreams int
+	// Follow is the URL of an Unleash PostgreSQL database the server
+	// follows (decisions §17); empty for none.
+	Follow string
 }
 
 // setting is one configuration value. It comes from its flag if given,
@@ -115,6 +119,7 @@ type settings struct {
 	getenv                                                                                           func(string) string
 	addr, db, seed, adminTokens, logLevel, logFormat, tokenCache, resultCache, dbTimeout, maxStreams *setting
 	metricsAddr                                                                                      *setting
+	follow                                                                                           *setting
 	demo                                                                                             *bool
 	webhooks                                                                                         *setting
 }
@@ -177,6 +182,7 @@ func newSettings(fs *flag.FlagSet, getenv func(string) string, which int) *setti
 	s.metricsAddr = bind("metrics-addr", envMetricsAddr, "",
 		"`HOST:PORT` of a separate listener that serves only the Prometheus metrics at /metrics;\n"+
 			"empty serves /metrics on the main listener, without authentication", nil)
+	s.follow = bind("follow", envFollow, "", followUsage, nil)
 	s.maxStreams = bind("max-streams", envMaxStreams, strconv.Itoa(defaultMaxStreams),
 		"the `NUMBER` of live event streams (GET /api/admin/events/stream) held at once at most; beyond it a new\n"+
 			"one is answered 503 ServiceUnavailable with Retry-After", nil)
@@ -230,6 +236,7 @@ func (s *settings) config(fs *flag.FlagSet) (Config, error) {
 			return err
 		}},
 		{s.maxStreams, into(&cfg.MaxStreams, parseMaxStreams)},
+		{s.follow, into(&cfg.Follow, parseFollowURL)},
 	}
 	for _, step := range steps {
 		if step.st == nil { // a server setting of a database command
@@ -247,6 +254,11 @@ func (s *settings) config(fs *flag.FlagSet) (Config, error) {
 		cfg.Demo = true
 		if _, source, _ := s.lookup(s.seed, set); cfg.Seed != "" {
 			return Config{}, cliErrorf("--demo and %s both ask for a world to load; give only one", source)
+		}
+	}
+	if cfg.Follow != "" {
+		if err := s.checkFollow(cfg, set); err != nil {
+			return Config{}, err
 		}
 	}
 	return cfg, nil

@@ -140,6 +140,9 @@ func (c *cli) importIntoDB(ctx context.Context, src *unleashimport.Source, cfg C
 		return nil, err
 	}
 	defer store.Close()
+	if err := flagadmin.NewService(store).CheckWritable(ctx); err != nil {
+		return nil, cliErrorf("import refused: %s", flat(err))
+	}
 	sum, err := unleashimport.Import(ctx, src, store, opts)
 	if errors.Is(err, unleashimport.ErrNotEmpty) {
 		return nil, notEmptyError(ctx, store, cfg.DB)

@@ -13,6 +13,7 @@
 //	flagadmin events tail       follow the events of a running server live
 //	flagadmin webhooks status   show the delivery state of the webhook sinks
 //	flagadmin import unleash    import an Unleash database
+//	flagadmin follow status     show how a server follows Unleash (serve --follow)
 //	flagadmin version           print the version (or flagadmin --version)
 //
 // Configuration comes from flags and environment variables (a flag wins):
@@ -143,6 +144,8 @@ func (c *cli) dispatch(ctx context.Context, args []string) error {
 		return c.webhooks(ctx, rest)
 	case "import":
 		return c.importCmd(ctx, rest)
+	case "follow":
+		return c.followCmd(ctx, rest)
 	case "help":
 		if len(rest) > 0 {
 			return c.dispatch(ctx, append(slices.Clone(rest), "--help"))
@@ -150,7 +153,7 @@ func (c *cli) dispatch(ctx context.Context, args []string) error {
 		fmt.Fprint(c.stdout, mainHelp)
 		return errHelpShown
 	default:
-		return cliErrorf("unknown command %q; the commands are serve, migrate, seed, token, service-account, user, events export, events tail, webhooks status, import unleash and version (flagadmin --help)", cmd)
+		return cliErrorf("unknown command %q; the commands are serve, migrate, seed, token, service-account, user, events export, events tail, webhooks status, import unleash, follow status and version (flagadmin --help)", cmd)
 	}
 }
 
@@ -247,6 +250,7 @@ Usage:
   flagadmin events export|tail           export or follow a server's events
   flagadmin webhooks status              show the delivery state of webhooks
   flagadmin import unleash [flags]       import an Unleash database
+  flagadmin follow status [flags]        show how a server follows Unleash (serve --follow)
   flagadmin version                      print the version (or --version)
 
 Flags go after the command (flagadmin seed --db sqlite:x.db FILE); flags given
@@ -283,6 +287,7 @@ var envHelp = map[string]string{
 	envMaxStreams:  "most live event streams held at once (default " + strconv.Itoa(defaultMaxStreams) + "); beyond it a new one gets 503",
 	envDBTimeout:   "storage deadline of a request, such as 5s (default " + defaultDBTimeout.String() + "; 0 disables): a database that does not answer in time gives 503",
 	envWebhooks:    "webhook configuration file: a JSON or YAML list of sinks {name, url, secret, filter}",
+	envFollow:      "URL of an Unleash PostgreSQL database to follow: the store becomes its read-only copy, kept current",
 }
 
 // newFlagSet returns a flag set that reports errors to the caller instead

@@ -29,6 +29,13 @@ tokens of FLAGADMIN_ADMIN_TOKENS (or INIT_ADMIN_API_TOKENS) are created if
 missing. When the store then has no admin token, one is generated and printed
 once on stderr as "admin token (shown once): ...".
 
+With --follow postgres://..., the server keeps a copy of a live Unleash and serves
+everything from it: on an empty store it first imports the Unleash database, then
+follows its events (in order, each once) and its users, projects, flags and tokens
+(within seconds); a restart resumes where it stopped. Write operations answer 409
+ReadOnlyError: make changes in Unleash. With several servers on one store, one
+applies and all serve. GET /health shows the follow state (flagadmin follow status).
+
 With --webhooks FILE, the server POSTs each event a sink's filter matches to the
 sink's URL, signed, in order, retried until answered 2xx (see flagadmin webhooks
 status). With several servers on one database, one of them delivers per sink.
@@ -41,7 +48,7 @@ without authentication (with --metrics-addr, /metrics is served only there).
 
 A bad configuration, an unreachable database or a busy port ends start-up with
 one line on stderr and exit code 1.`,
-	env: []string{envAddr, envDB, envSeed, envAdminTokens, envLogLevel, envLogFormat, envTokenCache, envResultCache, envDBTimeout, envMaxStreams, envMetricsAddr, envWebhooks},
+	env: []string{envAddr, envDB, envSeed, envAdminTokens, envLogLevel, envLogFormat, envTokenCache, envResultCache, envDBTimeout, envMaxStreams, envMetricsAddr, envWebhooks, envFollow},
 }
 
 // serve parses the serve command's flags and runs the server.

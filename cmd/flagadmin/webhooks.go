@@ -13,6 +13,7 @@ import (
 
 	"github.com/flagadmin/flagadmin/adapters/bunstore"
 	"github.com/flagadmin/flagadmin/adapters/metrics"
+	"github.com/flagadmin/flagadmin/adapters/unleashimport"
 	"github.com/flagadmin/flagadmin/adapters/webhooks"
 	"github.com/flagadmin/flagadmin/flagadmin"
 )
@@ -27,8 +28,11 @@ var webhooksModule = fx.Module("webhooks",
 
 // newWebhookEngine returns the delivery engine of cfg's sinks over the
 // opened store (not the cached one: delivery reads the event log as it is
-// stored). Start runs it; stop releases the leases it holds.
-func newWebhookEngine(lc fx.Lifecycle, cfg Config, store flagadmin.Store, log *slog.Logger, m *metrics.Metrics) (*webhooks.Engine, error) {
+// stored). Start runs it; stop releases the leases it holds. On a server
+// that follows Unleash, delivery starts once the store holds the copy: a
+// sink seen for the first time starts after the newest event then, not
+// before the imported history.
+func newWebhookEngine(lc fx.Lifecycle, cfg Config, store flagadmin.Store, follower *unleashimport.Follower, log *slog.Logger, m *metrics.Metrics) (*webhooks.Engine, error) {
 	ws, ok := store.(webhooks.Store)
 	if !ok && len(cfg.WebhookSinks) > 0 {
 		return nil, cliErrorf("--webhooks: this store keeps no webhook delivery state")
@@ -41,12 +45,45 @@ func newWebhookEngine(lc fx.Lifecycle, cfg Config, store flagadmin.Store, log *s
 		return e, nil
 	}
 	registerWebhookStats(m, e)
+	start := func(ctx context.Context) error {
+		log.Info("webhooks: delivering", "sinks", len(cfg.WebhookSinks), "holder", e.Holder())
+		return e.Start(ctx)
+	}
+	if follower == nil {
+		lc.Append(fx.Hook{
+			OnStart: start,
+			OnStop: func(ctx context.Context) error {
+				err := e.Stop(ctx)
+				if err == nil {
+					log.Info("webhooks: stopped; leases released")
+				}
+				return err
+			},
+		})
+		return e, nil
+	}
+	waitCtx, cancel := context.WithCancel(context.Background())
+	started := make(chan bool, 1)
 	lc.Append(fx.Hook{
-		OnStart: func(ctx context.Context) error {
-			log.Info("webhooks: delivering", "sinks", len(cfg.WebhookSinks), "holder", e.Holder())
-			return e.Start(ctx)
+		OnStart: func(context.Context) error {
+			go func() {
+				for !follower.Status().Ready {
+					select {
+					case <-waitCtx.Done():
+						started <- false
+						return
+					case <-time.After(100 * time.Millisecond):
+					}
+				}
+				started <- start(waitCtx) == nil
+			}()
+			return nil
 		},
 		OnStop: func(ctx context.Context) error {
+			cancel()
+			if !<-started {
+				return nil
+			}
 			err := e.Stop(ctx)
 			if err == nil {
 				log.Info("webhooks: stopped; leases released")
