@@ -12,6 +12,8 @@ type Service struct {
 	store  Store
 	clock  func() time.Time
 	random io.Reader
+	// log is the verifiable log (WithLog); zero when there is none.
+	log LogConfig
 }
 
 // Option configures a Service.
