@@ -341,7 +341,8 @@ func (v *verification) leaf(l flagadmin.LogLeaf, ev *flagadmin.Event) {
 			v.problem(Problem{Kind: Changed, EventID: ev.ID, LeafIndex: l.Index, Detail: err.Error()})
 		case h != l.Hash:
 			p := v.problem(Problem{Kind: Changed, EventID: ev.ID, LeafIndex: l.Index, Detail: "its leaf hash is not the one recorded when it was written"})
-			v.suspect(p, &l, ev)
+			e := *ev
+			v.suspect(p, &l, &e)
 			hash = h
 		}
 	}
