@@ -67,6 +67,7 @@ func apiConfig(version string, registry huma.Registry) huma.Config {
 		{Name: tagEvents, Description: "The event log of changes."},
 		{Name: tagProjects, Description: "Projects group feature flags."},
 		{Name: tagServiceAccounts, Description: "Accounts for machines, with their own tokens."},
+		{Name: tagLog, Description: "The event log as a Merkle tree (RFC 9162): signed checkpoints and the proofs that check events and the log's growth against them."},
 	}
 	return cfg
 }

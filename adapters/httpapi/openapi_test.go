@@ -101,6 +101,14 @@ func TestOpenAPIOperations(t *testing.T) {
 			[]string{"200", "400", "401", "403", "500", "503"}},
 		{"/api/admin/service-account/{id}", "delete", "deleteServiceAccount", tagServiceAccounts, false,
 			[]string{"200", "400", "401", "403", "404", "500", "503"}},
+		{"/api/admin/log/checkpoint", "get", "getLogCheckpoint", tagLog, false,
+			[]string{"200", "401", "403", "404", "500", "503"}},
+		{"/api/admin/log/proof", "get", "getLogInclusionProof", tagLog, false,
+			[]string{"200", "400", "401", "403", "404", "500", "503"}},
+		{"/api/admin/log/consistency", "get", "getLogConsistencyProof", tagLog, false,
+			[]string{"200", "400", "401", "403", "404", "500", "503"}},
+		{"/api/admin/log/leaves", "get", "getLogLeaves", tagLog, false,
+			[]string{"200", "400", "401", "403", "404", "500", "503"}},
 	}
 	count := 0
 	for _, ops := range doc.Paths {
