@@ -326,9 +326,9 @@ type LogLeavesParams struct {
 }
 
 // logConfigured returns the log's store, or the error of a Service
-// without one.
-func (s *Service) logConfigured() (LogStore, error) {
-	if s.log.Store == nil || s.log.Prover == nil {
+// without one (or without its prover, when proofs need it).
+func (s *Service) logConfigured(proofs bool) (LogStore, error) {
+	if s.log.Store == nil || proofs && s.log.Prover == nil {
 		return nil, notFound("This server keeps no verifiable log: its store does not keep one.")
 	}
 	return s.log.Store, nil
@@ -343,7 +343,7 @@ func (s *Service) LogCheckpoint(ctx context.Context, p Principal) (Checkpoint, e
 	if err := requireAdminAPI(p); err != nil {
 		return Checkpoint{}, err
 	}
-	ls, err := s.logConfigured()
+	ls, err := s.logConfigured(false)
 	if err != nil {
 		return Checkpoint{}, err
 	}
@@ -377,7 +377,7 @@ func (s *Service) LogInclusionProof(ctx context.Context, p Principal, params Log
 	if len(v.Fields) > 0 {
 		return InclusionProof{}, v
 	}
-	ls, err := s.logConfigured()
+	ls, err := s.logConfigured(true)
 	if err != nil {
 		return InclusionProof{}, err
 	}
@@ -437,7 +437,7 @@ func (s *Service) LogConsistencyProof(ctx context.Context, p Principal, params L
 	if len(v.Fields) > 0 {
 		return ConsistencyProof{}, v
 	}
-	ls, err := s.logConfigured()
+	ls, err := s.logConfigured(true)
 	if err != nil {
 		return ConsistencyProof{}, err
 	}
@@ -484,7 +484,7 @@ func (s *Service) LogLeaves(ctx context.Context, p Principal, params LogLeavesPa
 	if len(v.Fields) > 0 {
 		return LogLeafPage{}, v
 	}
-	ls, err := s.logConfigured()
+	ls, err := s.logConfigured(false)
 	if err != nil {
 		return LogLeafPage{}, err
 	}

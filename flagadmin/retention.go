@@ -45,7 +45,7 @@ func (s *Service) LogHolds(ctx context.Context, p Principal) ([]LogHold, error) 
 	if err := requireRootAdmin(p); err != nil {
 		return nil, err
 	}
-	ls, err := s.logConfigured()
+	ls, err := s.logConfigured(false)
 	if err != nil {
 		return nil, err
 	}
@@ -66,7 +66,7 @@ func (s *Service) holdCheck(p Principal, project string) (LogStore, error) {
 	if len([]rune(project)) > MaxHoldProjectLength {
 		return nil, invalid("project", "must be at most %d characters", MaxHoldProjectLength)
 	}
-	return s.logConfigured()
+	return s.logConfigured(false)
 }
 
 // PruneBefore returns the cut-off of a retention: events created before

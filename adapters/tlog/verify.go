@@ -116,10 +116,11 @@ type PrunedRange struct {
 // Report is what Verify found.
 type Report struct {
 	// Origin, CheckpointSize and CheckpointRoot are those of the newest
-	// signed checkpoint.
+	// signed checkpoint, Note the checkpoint itself.
 	Origin         string
 	CheckpointSize int64
 	CheckpointRoot [32]byte
+	Note           []byte
 	// TrustedSize is the size of the trusted checkpoint, 0 without one.
 	TrustedSize int64
 	// Leaves is how many leaves were checked, Events how many events read.
@@ -176,7 +177,7 @@ func Verify(ctx context.Context, src Source, opts VerifyOptions) (*Report, error
 		return nil, err
 	}
 	v := &verification{src: src, opts: opts, ctx: ctx, leaves: &leafReader{src: src, pageSize: opts.PageSize},
-		report: &Report{Origin: cp.Origin, CheckpointSize: int64(cp.Size), CheckpointRoot: [32]byte(cp.Hash)}}
+		report: &Report{Origin: cp.Origin, CheckpointSize: int64(cp.Size), CheckpointRoot: [32]byte(cp.Hash), Note: raw}}
 	v.cpRoot = [32]byte(cp.Hash)
 	if opts.Trusted != nil {
 		t, err := OpenCheckpoint(opts.Trusted, opts.Verifier)

@@ -51,6 +51,7 @@ func serveOptions(cfg Config, stderr io.Writer) fx.Option {
 		serviceModule,
 		httpModule,
 		webhooksModule,
+		logModule,
 		fx.WithLogger(newFxLogger),
 	)
 }
@@ -140,9 +141,10 @@ func newServedStore(opened flagadmin.Store, cfg Config, m *metrics.Metrics) serv
 	return served
 }
 
-// newService returns the Service over the served store.
-func newService(store servedStore) *flagadmin.Service {
-	return flagadmin.NewService(store.Store)
+// newService returns the Service over the served store, with the
+// verifiable log of the opened store when it keeps one.
+func newService(store servedStore, log *logParts) *flagadmin.Service {
+	return flagadmin.NewService(store.Store, flagadmin.WithLog(log.config()))
 }
 
 // newFeed returns the feed of the live streams: one reader of the opened

@@ -34,6 +34,8 @@ const (
 	envMetricsAddr = "FLAGADMIN_METRICS_ADDR"
 	envWebhooks    = "FLAGADMIN_WEBHOOKS"
 	envMaxStreams  = "FLAGADMIN_MAX_STREAMS"
+	envLogKey      = "FLAGADMIN_LOG_KEY"
+	envRetention   = "FLAGADMIN_RETENTION"
 )
 
 // Defaults of the configuration.
@@ -90,6 +92,15 @@ type Config struct {
 	WebhookSinks []flagadmin.WebhookSink
 	// MaxStreams bounds the live event streams the server holds at once.
 	MaxStreams int
+	// LogKey is the file of the key that signs the log's checkpoints;
+	// empty for none (the server then signs no checkpoint).
+	LogKey string
+	// LogSignerKey is the signing key read from LogKey. It is secret:
+	// never logged nor printed.
+	LogSignerKey string
+	// Retention is how long events are kept before they are pruned; 0
+	// keeps them for ever.
+	Retention time.Duration
 }
 
 // setting is one configuration value. It comes from its flag if given,
@@ -117,6 +128,7 @@ type settings struct {
 	metricsAddr                                                                                      *setting
 	demo                                                                                             *bool
 	webhooks                                                                                         *setting
+	logKey, retention                                                                                *setting
 }
 
 // Flag sets of the commands that need them.
@@ -180,6 +192,7 @@ func newSettings(fs *flag.FlagSet, getenv func(string) string, which int) *setti
 	s.maxStreams = bind("max-streams", envMaxStreams, strconv.Itoa(defaultMaxStreams),
 		"most live event streams (GET /api/admin/events/stream) held at once; beyond it a new\n"+
 			"one is answered 503 ServiceUnavailable with Retry-After", nil)
+	s.logKey, s.retention = bindLogSettings(bind)
 	return s
 }
 
@@ -230,6 +243,11 @@ func (s *settings) config(fs *flag.FlagSet) (Config, error) {
 			return err
 		}},
 		{s.maxStreams, into(&cfg.MaxStreams, parseMaxStreams)},
+		{s.logKey, func(raw string) (err error) {
+			cfg.LogKey, cfg.LogSignerKey, err = loadLogKey(raw)
+			return err
+		}},
+		{s.retention, into(&cfg.Retention, parseRetention)},
 	}
 	for _, step := range steps {
 		if step.st == nil { // a server setting of a database command

@@ -12,6 +12,7 @@
 //	flagadmin events tail       follow the events of a running server live
 //	flagadmin webhooks status   show the delivery state of the webhook sinks
 //	flagadmin import unleash    import an Unleash database
+//	flagadmin log ...           keys, audit and legal holds of the verifiable log
 //	flagadmin version           print the version
 //
 // Configuration comes from flags and environment variables (a flag wins):
@@ -130,6 +131,8 @@ func (c *cli) dispatch(ctx context.Context, args []string) error {
 		return c.webhooks(ctx, rest)
 	case "import":
 		return c.importCmd(ctx, rest)
+	case "log":
+		return c.logCmd(ctx, rest)
 	case "help":
 		if len(rest) > 0 {
 			return c.dispatch(ctx, []string{rest[0], "-h"})
@@ -137,7 +140,7 @@ func (c *cli) dispatch(ctx context.Context, args []string) error {
 		fmt.Fprint(c.stdout, mainHelp)
 		return errHelpShown
 	default:
-		return cliErrorf("unknown command %q; the commands are serve, migrate, seed, token, service-account, user, events export, events tail, webhooks status, import unleash and version (flagadmin -h)", cmd)
+		return cliErrorf("unknown command %q; the commands are serve, migrate, seed, token, service-account, user, events export, events tail, webhooks status, import unleash, log and version (flagadmin -h)", cmd)
 	}
 }
 
@@ -165,6 +168,7 @@ Usage:
   flagadmin events tail [flags]    print the events of a running server as they are recorded
   flagadmin webhooks status        show each webhook sink's position, lag and errors
   flagadmin import unleash [flags] import an Unleash database (or write it as a seed file)
+  flagadmin log keygen|verify|hold|holds   keys of the verifiable event log, its audit, legal holds
   flagadmin version                print the version
 
 Try it:
@@ -194,6 +198,8 @@ var envHelp = map[string]string{
 	envMetricsAddr: "host:port of a separate listener serving only /metrics (default: /metrics on the main listener)",
 	envDBTimeout:   "storage deadline of a request, such as 5s (default " + defaultDBTimeout.String() + "; 0 disables): a database that does not answer in time gives 503",
 	envWebhooks:    "webhook configuration file: a JSON or YAML list of sinks {name, url, secret, filter}",
+	envLogKey:      "file of the key that signs the event log's checkpoints (flagadmin log keygen); none: no checkpoints",
+	envRetention:   "how long events are kept, such as 90d (default: for ever); older ones are pruned unless their project is held",
 }
 
 // newFlagSet returns a flag set that reports errors to the caller instead
