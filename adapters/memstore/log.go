@@ -162,8 +162,8 @@ func (s *Store) LatestCheckpoint(ctx context.Context) (flagadmin.Checkpoint, err
 }
 
 // PruneEvents implements flagadmin.LogStore. It finds the batch and
-// removes it under the write lock: a write waits for one pass over the
-// events.
+// removes it under the write lock: a batch of the oldest events costs
+// about its size; one behind held events costs a pass over the events.
 func (s *Store) PruneEvents(ctx context.Context, before time.Time, limit int) ([]int64, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -174,7 +174,7 @@ func (s *Store) PruneEvents(ctx context.Context, before time.Time, limit int) ([
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var ids []int64
-	first := -1
+	first, last := -1, -1
 	for i, e := range s.w.events {
 		if len(ids) == limit {
 			break
@@ -188,6 +188,7 @@ func (s *Store) PruneEvents(ctx context.Context, before time.Time, limit int) ([
 		if first < 0 {
 			first = i
 		}
+		last = i
 		ids = append(ids, e.ID)
 	}
 	if len(ids) == 0 {
@@ -204,14 +205,21 @@ func (s *Store) PruneEvents(ctx context.Context, before time.Time, limit int) ([
 			s.w.leaves[j].pruned = true
 		}
 	}
-	kept := s.w.events[:first]
-	for _, e := range s.w.events[first:] {
-		if !pruned[e.ID] {
-			kept = append(kept, e)
+	if first == 0 && last == len(ids)-1 {
+		// The oldest events, the usual batch: drop them from the front
+		// (their slots are cleared so the collector frees what they hold).
+		clear(s.w.events[:len(ids)])
+		s.w.events = s.w.events[len(ids):]
+	} else {
+		kept := s.w.events[:first]
+		for _, e := range s.w.events[first:] {
+			if !pruned[e.ID] {
+				kept = append(kept, e)
+			}
 		}
+		clear(s.w.events[len(kept):])
+		s.w.events = kept
 	}
-	clear(s.w.events[len(kept):])
-	s.w.events = kept
 	s.version++
 	return ids, nil
 }

@@ -263,7 +263,7 @@ func (s *Store) PrivateProjects(ctx context.Context) ([]string, error) {
 func (s *Store) SearchEvents(ctx context.Context, q flagadmin.EventQuery) (flagadmin.EventPage, error) {
 	s.mu.RLock()
 	var matches []flagadmin.Event
-	for _, e := range s.w.events {
+	for _, e := range s.w.candidates(q) {
 		if q.Matches(e.Event, e.payload, e.meta) {
 			matches = append(matches, e.Event)
 		}
@@ -282,6 +282,22 @@ func (s *Store) SearchEvents(ctx context.Context, q flagadmin.EventQuery) (flaga
 		}
 	}
 	return page, nil
+}
+
+// candidates returns the events q may match: those of its ids, found by
+// binary search (events are in id order), when it names ids; else all.
+func (w *world) candidates(q flagadmin.EventQuery) []storedEvent {
+	if len(q.IDs) == 0 {
+		return w.events
+	}
+	var out []storedEvent
+	for _, id := range q.IDs {
+		i := sort.Search(len(w.events), func(i int) bool { return w.events[i].ID >= id })
+		if i < len(w.events) && w.events[i].ID == id && !slices.ContainsFunc(out, func(e storedEvent) bool { return e.ID == id }) {
+			out = append(out, w.events[i])
+		}
+	}
+	return out
 }
 
 func cloneEvent(e flagadmin.Event) flagadmin.Event {

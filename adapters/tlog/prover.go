@@ -13,11 +13,12 @@ import (
 )
 
 // TileHeight is the distance between the levels of the tree whose hashes
-// are stored (BuildTiles): levels 8, 16, 24..., each hash the root of a
-// perfect subtree of 256 hashes of the stored level below. A node of the
-// tree is then at most 128 stored hashes away: a proof at a million
-// leaves reads a few hundred hashes instead of up to half the log.
-const TileHeight = 8
+// are stored (BuildTiles): levels 4, 8, 12..., each hash the root of a
+// perfect subtree of 16 hashes of the stored level below. A node of the
+// tree is then folded from at most 8 stored hashes: a proof at a million
+// leaves reads at most 160 hashes (20 nodes), in one read, instead of up
+// to half the log; the stored levels hold n/15 hashes for n leaves.
+const TileHeight = 4
 
 // tileWidth is how many hashes of a stored level make one of the next.
 const tileWidth = 1 << TileHeight
@@ -107,7 +108,7 @@ func (p *Prover) RootHash(ctx context.Context, size int64) ([32]byte, error) {
 // NodeHashes returns the hashes of perfect subtrees of the tree (whose
 // leaves must all be in the log), in one read of the store when their
 // stored levels are complete: a node of level L is folded from the hashes
-// of the stored level at or below it, 8·⌊L/8⌋.
+// of the stored level at or below it, TileHeight·⌊L/TileHeight⌋.
 func (p *Prover) NodeHashes(ctx context.Context, ids []compact.NodeID) ([][]byte, error) {
 	ranges := make([]flagadmin.LogHashRange, len(ids))
 	for i, id := range ids {
@@ -151,7 +152,7 @@ func (p *Prover) hashes(ctx context.Context, ranges []flagadmin.LogHashRange) ([
 		if r.Level == 0 {
 			return nil, fmt.Errorf("%w: leaves %d to %d", errShortLog, r.Start, r.End-1)
 		}
-		// The hashes from Start+got on, from 256 times as many below.
+		// The hashes from Start+got on, from tileWidth times as many below.
 		missing = append(missing, flagadmin.LogHashRange{Level: r.Level - TileHeight, Start: (r.Start + got) * tileWidth, End: r.End * tileWidth})
 		owners = append(owners, i)
 	}
@@ -188,9 +189,9 @@ func fold(hashes [][32]byte) [32]byte {
 }
 
 // tileBatch is how many stored hashes BuildTiles computes per store call.
-const tileBatch = 64
+const tileBatch = 256
 
-// BuildTiles stores the hashes of the tree's stored levels (8, 16, ...)
+// BuildTiles stores the hashes of the tree's stored levels (4, 8, ...)
 // that the leaves now complete and the store lacks, level by level from
 // the bottom, tileBatch at a time. It only speeds proofs up; several
 // servers running it at once store the same hashes.

@@ -87,7 +87,7 @@ func rootOf(t testing.TB, leaves [][]byte) []byte {
 func TestProverAgreesWithTheLibrary(t *testing.T) {
 	ctx := context.Background()
 	s := memstore.New()
-	const n = 70000 // past 65,536: two stored levels
+	const n = 70000 // past 65,536: four stored levels
 	write(t, s, 0, n, "default")
 	leaves := leafHashes(t, s)
 	p := tlog.NewProver(s)
@@ -136,7 +136,7 @@ func TestProverAgreesWithTheLibrary(t *testing.T) {
 	if err := p.BuildTiles(ctx); err != nil {
 		t.Fatalf("BuildTiles: %v", err)
 	}
-	for level, want := range map[int]int64{8: n / 256, 16: n / 65536, 24: 0} {
+	for level, want := range map[int]int64{4: n / 16, 8: n / 256, 12: n / 4096, 16: n / 65536, 20: 0} {
 		if got, _ := s.LogHashCount(ctx, level); got != want {
 			t.Errorf("stored hashes of level %d: got %d, want %d", level, got, want)
 		}

@@ -226,7 +226,7 @@ func (s tamperedStore) ExportEvents(ctx context.Context, q flagadmin.EventQuery,
 
 // logServer serves store, through edit, with its log signed by the key
 // file signing, and returns its URL.
-func logServer(t *testing.T, store *memstore.Store, signing string, edit func(flagadmin.Event) []flagadmin.Event) string {
+func logServer(t testing.TB, store *memstore.Store, signing string, edit func(flagadmin.Event) []flagadmin.Event) string {
 	t.Helper()
 	_, skey, err := loadLogKey(signing)
 	if err != nil {
@@ -404,5 +404,24 @@ func TestLogCommandsOnADatabase(t *testing.T) {
 	out.Reset()
 	if err := c.listHolds(ctx, store, &out); err != nil || strings.TrimSpace(out.String()) != "no legal holds" {
 		t.Errorf("holds after the release: %v: %q", err, out.String())
+	}
+}
+
+func TestServeOnAStoreWithoutALog(t *testing.T) {
+	ctx := context.Background()
+	store, closeStore, err := openStore(ctx, "sqlite:"+filepath.Join(t.TempDir(), "db.sqlite"), buildLogger(memoryConfig(), &strings.Builder{}), true, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeStore()
+	if parts, err := newLogParts(store, Config{}); err != nil || parts != nil || parts.config().Store != nil {
+		t.Errorf("without --log-key: got %v, %v; want no log and no error", parts, err)
+	}
+	signing, _ := keyFiles(t)
+	_, key, _ := loadLogKey(signing)
+	for _, cfg := range []Config{{LogSignerKey: key}, {Retention: time.Hour}} {
+		if _, err := newLogParts(store, cfg); err == nil || !strings.Contains(err.Error(), "keeps no verifiable log yet") {
+			t.Errorf("%+v: got %v, want an error saying the database keeps no log", cfg.Retention, err)
+		}
 	}
 }
