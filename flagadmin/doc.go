@@ -2,7 +2,8 @@
 // wire-compatible implementation of five operations of Unleash's admin API:
 // completing a feature's lifecycle, searching the event log (by query string
 // and by the deprecated request body), listing projects and deleting a service
-// account.
+// account; and of two operations of its own, the export and the live stream
+// of the event log.
 //
 // The package is the product; everything else is an adapter. It defines the
 // model (Event, Project, Feature, User, APIToken...), the parsing of search

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/uptrace/bun"
@@ -67,7 +68,10 @@ func (s *Store) Load(ctx context.Context, b *flagadmin.Batch, events func(emit f
 	}
 	err = s.load(ctx, conn, tx, b, events)
 	if err == nil {
-		err = tx.Commit()
+		done := s.loadStep("commit")
+		if err = tx.Commit(); err == nil {
+			done()
+		}
 	}
 	if err != nil {
 		_ = tx.Rollback()
@@ -101,7 +105,7 @@ func (s *Store) load(ctx context.Context, conn bun.Conn, tx bun.Tx, b *flagadmin
 	if err := s.write(ctx, tx, work); err != nil {
 		return err
 	}
-	rebuild, err := deferIndexes(ctx, tx, s.dialect)
+	rebuild, err := deferIndexes(ctx, tx, s.dialect, s.loadStep)
 	if err != nil {
 		return err
 	}
@@ -150,13 +154,19 @@ func (s *Store) load(ctx context.Context, conn bun.Conn, tx bun.Tx, b *flagadmin
 // made comes back as it was. PostgreSQL and SQLite change their schema
 // inside the transaction: a failed load leaves the indexes as they were.
 // MySQL commits schema changes at once, so it keeps its indexes.
-func deferIndexes(ctx context.Context, tx bun.Tx, name dialect.Name) (func() error, error) {
+//
+// step is told of each index built (and of SQLite's full-text table filled):
+// what it calls once when the work starts returns what it calls when the
+// work is done.
+func deferIndexes(ctx context.Context, tx bun.Tx, name dialect.Name, step func(what string) (done func())) (func() error, error) {
 	var defs []string
 	var drops []string
+	// steps[i] names the work of defs[i] for step; "" for none worth telling.
+	var steps []string
 	fill := ""
 	switch name {
 	case dialect.PG:
-		rows, err := tx.QueryContext(ctx, `SELECT format('%I.%I', schemaname, indexname), indexdef FROM pg_indexes
+		rows, err := tx.QueryContext(ctx, `SELECT format('%I.%I', schemaname, indexname), indexdef, indexname FROM pg_indexes
 			WHERE schemaname = current_schema() AND tablename = 'events'
 			AND indexname NOT IN (SELECT conname FROM pg_constraint WHERE conrelid = (quote_ident(current_schema()) || '.events')::regclass)`)
 		if err != nil {
@@ -164,16 +174,16 @@ func deferIndexes(ctx context.Context, tx bun.Tx, name dialect.Name) (func() err
 		}
 		defer rows.Close()
 		for rows.Next() {
-			var idx, def string
-			if err := rows.Scan(&idx, &def); err != nil {
+			var idx, def, n string
+			if err := rows.Scan(&idx, &def, &n); err != nil {
 				return nil, err
 			}
-			drops, defs = append(drops, "DROP INDEX "+idx), append(defs, def)
+			drops, defs, steps = append(drops, "DROP INDEX "+idx), append(defs, def), append(steps, "build index "+n)
 		}
 		if err := rows.Err(); err != nil {
 			return nil, err
 		}
-		defs = append([]string{"SET LOCAL maintenance_work_mem = '256MB'"}, defs...)
+		defs, steps = append([]string{"SET LOCAL maintenance_work_mem = '256MB'"}, defs...), append([]string{""}, steps...)
 	case dialect.SQLite:
 		rows, err := tx.QueryContext(ctx, `SELECT type, name, sql FROM sqlite_master
 			WHERE tbl_name = 'events' AND type IN ('index', 'trigger') AND sql IS NOT NULL`)
@@ -187,6 +197,11 @@ func deferIndexes(ctx context.Context, tx bun.Tx, name dialect.Name) (func() err
 				return nil, err
 			}
 			drops, defs = append(drops, fmt.Sprintf("DROP %s %q", typ, n)), append(defs, def)
+			if typ == "index" {
+				steps = append(steps, "build index "+n)
+			} else {
+				steps = append(steps, "") // a trigger: at once
+			}
 			switch n {
 			case "events_text_insert":
 				fill = "INSERT INTO events_text (rowid, search_payload, search_meta) SELECT id, search_payload, search_meta FROM events"
@@ -205,8 +220,9 @@ func deferIndexes(ctx context.Context, tx bun.Tx, name dialect.Name) (func() err
 			// thirtieth of the segments and takes about half the time; the
 			// default is set again after.
 			defs = append(defs, ftsHashSize(32<<20), fill, ftsHashSize(1<<20))
+			steps = append(steps, "", "build the full-text index events_text", "")
 		case fill != "":
-			defs = append(defs, fill)
+			defs, steps = append(defs, fill), append(steps, "build the full-text index events_fts")
 		}
 	default:
 		return func() error { return nil }, nil
@@ -217,13 +233,50 @@ func deferIndexes(ctx context.Context, tx bun.Tx, name dialect.Name) (func() err
 		}
 	}
 	return func() error {
-		for _, d := range defs {
+		for i, d := range defs {
+			done := func() {}
+			if steps[i] != "" {
+				done = step(steps[i])
+			}
 			if _, err := tx.ExecContext(ctx, d); err != nil {
 				return err
 			}
+			done()
 		}
 		return nil
 	}, nil
+}
+
+// LoadStep is a step of Load after the rows are written, which can take
+// minutes for millions of events: the building of an index (PostgreSQL and
+// SQLite build the indexes of events once, after the rows), then the commit.
+// WithLoadProgress is told of each twice: when it starts, and when it is
+// done.
+type LoadStep struct {
+	// What is the step: "build index events_created_at_idx", "build the
+	// full-text index events_text", "commit".
+	What string
+	// Done is false when the step starts, true when it is done.
+	Done bool
+	// Took is the time the step took, when Done.
+	Took time.Duration
+}
+
+// WithLoadProgress makes Load call f as each of its last steps starts and
+// ends (see LoadStep), for a progress display; f runs on Load's goroutine.
+func WithLoadProgress(f func(LoadStep)) Option {
+	return func(o *options) { o.loadProgress = f }
+}
+
+// loadStep tells WithLoadProgress's function that the step what starts, and
+// returns what tells it that it is done.
+func (s *Store) loadStep(what string) (done func()) {
+	if s.loadProgress == nil {
+		return func() {}
+	}
+	start := time.Now()
+	s.loadProgress(LoadStep{What: what})
+	return func() { s.loadProgress(LoadStep{What: what, Done: true, Took: time.Since(start)}) }
 }
 
 // notEmpty is an ErrConflict naming what have holds, or nil when nothing.

@@ -5,10 +5,13 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"maps"
 	"net"
 	"net/url"
+	"os"
+	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
@@ -63,15 +66,18 @@ type Store struct {
 	// openUnbounded, when set, opens a pool on the same database without the
 	// server-side limits of the timeout, for Migrate.
 	openUnbounded func() (*bun.DB, error)
+	// loadProgress is told of Load's last steps (WithLoadProgress); nil for none.
+	loadProgress func(LoadStep)
 }
 
 // Option configures Open.
 type Option func(*options)
 
 type options struct {
-	migrate bool
-	logger  *slog.Logger
-	timeout time.Duration
+	migrate      bool
+	logger       *slog.Logger
+	timeout      time.Duration
+	loadProgress func(LoadStep)
 }
 
 // WithoutMigrate makes Open leave the schema alone; call Migrate yourself
@@ -138,7 +144,7 @@ func Open(ctx context.Context, rawURL string, opts ...Option) (*Store, error) {
 	for _, opt := range opts {
 		opt(&o)
 	}
-	s := &Store{log: o.logger, timeout: o.timeout}
+	s := &Store{log: o.logger, timeout: o.timeout, loadProgress: o.loadProgress}
 	var err error
 	scheme, _, _ := strings.Cut(rawURL, ":")
 	switch strings.ToLower(scheme) {
@@ -156,6 +162,11 @@ func Open(ctx context.Context, rawURL string, opts ...Option) (*Store, error) {
 	}
 	if err := s.ping(ctx); err != nil {
 		s.Close()
+		if strings.EqualFold(scheme, "sqlite") {
+			if problem := sqliteFileProblem(strings.TrimPrefix(rawURL[len(scheme):], ":")); problem != "" {
+				return nil, &sqliteOpenError{url: rawURL, problem: problem, cause: withDetail(err)}
+			}
+		}
 		return nil, withDetail(err)
 	}
 	if o.migrate {
@@ -165,6 +176,82 @@ func Open(ctx context.Context, rawURL string, opts ...Option) (*Store, error) {
 		}
 	}
 	return s, nil
+}
+
+// sqliteOpenError is a SQLite database file that cannot be opened for a
+// reason of the file system, which its message says: "bunstore:
+// sqlite:/srv/x.db: directory /srv does not exist". It wraps the driver's
+// failure (of kind flagadmin.ErrUnavailable), whose own message, such as
+// "unable to open database file: out of memory (14)", would not say.
+type sqliteOpenError struct {
+	url, problem string
+	cause        error
+}
+
+func (e *sqliteOpenError) Error() string { return "bunstore: " + e.url + ": " + e.problem }
+
+func (e *sqliteOpenError) Unwrap() error { return e.cause }
+
+// sqliteFileProblem says what keeps SQLite from opening the database file
+// of a sqlite: URL's path (sqlite:PATH or sqlite:///PATH), if it is the
+// file system: a directory that does not exist or is not writable (SQLite
+// creates the file there, and a WAL database's -wal and -shm files beside
+// it), or a file that is not one or cannot be read. It returns "" when it
+// finds nothing wrong. It is called after a failure only: it may create
+// and remove a file to learn whether the directory is writable.
+func sqliteFileProblem(path string) string {
+	if path == ":memory:" {
+		return ""
+	}
+	if p, ok := strings.CutPrefix(path, "//"); ok {
+		path = p
+	}
+	dir := filepath.Dir(path)
+	info, err := os.Stat(dir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return "directory " + dir + " does not exist"
+	case errors.Is(err, fs.ErrPermission):
+		return "directory " + dir + " cannot be reached: permission denied"
+	case err != nil:
+		return ""
+	case !info.IsDir():
+		return dir + " is not a directory"
+	}
+	info, err = os.Stat(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		if !writableDir(dir) {
+			return "directory " + dir + " is not writable, so the database file cannot be created there"
+		}
+		return ""
+	case err != nil:
+		return ""
+	case info.IsDir():
+		return path + " is a directory, not a database file"
+	}
+	if f, err := os.Open(path); errors.Is(err, fs.ErrPermission) {
+		return "file " + path + " is not readable"
+	} else if err == nil {
+		f.Close()
+	}
+	if !writableDir(dir) {
+		return "directory " + dir + " is not writable: SQLite needs to create the database's -wal and -shm files " +
+			"beside it (a read-only database file in a writable directory is opened read-only)"
+	}
+	return ""
+}
+
+// writableDir reports whether a file can be created in dir, by creating
+// and removing one.
+func writableDir(dir string) bool {
+	f, err := os.CreateTemp(dir, ".bunstore-probe-*")
+	if err != nil {
+		return false
+	}
+	f.Close()
+	os.Remove(f.Name())
+	return true
 }
 
 // maxConns bounds the connections to a PostgreSQL or MySQL server. All of

@@ -1,6 +1,7 @@
 // Package httpapi serves the admin API of flagadmin over HTTP with Huma v2
-// on the standard library's ServeMux: the five operations of admin-api.md
-// with the errors, authentication and limits of decisions.md, the OpenAPI
+// on the standard library's ServeMux: the five operations of admin-api.md,
+// the export of the event log and, given a feed, its live stream, with the
+// errors, authentication and limits of decisions.md, the OpenAPI
 // 3.1 document at /openapi.json and /openapi.yaml (3.0 at /openapi-3.0.json
 // and /openapi-3.0.yaml), its interactive documentation at /docs (Swagger
 // UI, embedded), and the operational endpoints /health and /ready.
@@ -164,7 +165,7 @@ func New(svc *flagadmin.Service, cfg Config) *Server {
 	if version == "" {
 		version = "dev"
 	}
-	s.api = humago.New(s.mux, apiConfig(version, newRegistry()))
+	s.api = humago.New(s.mux, apiConfig(version, newRegistry(), s.feed != nil))
 
 	s.registerLifecycle()
 	s.registerEvents()

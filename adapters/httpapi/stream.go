@@ -60,11 +60,11 @@ var (
 // streamEventsInput are the parameters of GET /api/admin/events/stream.
 type streamEventsInput struct {
 	LogFilters
-	AfterID     string `query:"afterId" doc:"Replay first every matching event whose id is greater than this non-negative integer, then follow." example:"1000"`
+	AfterID     string `query:"afterId" minLength:"1" doc:"Replay first every matching event whose id is greater than this non-negative integer, then follow." example:"1000"`
 	LastEventID string `header:"Last-Event-ID" doc:"As afterId (browsers send it when they reconnect); it wins over afterId."`
-	Limit       string `query:"limit" doc:"Not allowed (400): a stream has no pages."`
-	Offset      string `query:"offset" doc:"Not allowed (400): a stream has no pages."`
-	After       string `query:"after" doc:"Not allowed (400): cursors are for the search's pages; resume a stream with afterId or Last-Event-ID."`
+	Limit       string `query:"limit" minLength:"1" doc:"Not allowed (400): a stream has no pages."`
+	Offset      string `query:"offset" minLength:"1" doc:"Not allowed (400): a stream has no pages."`
+	After       string `query:"after" minLength:"1" doc:"Not allowed (400): cursors are for the search's pages; resume a stream with afterId or Last-Event-ID."`
 }
 
 type streamEventsOutput struct {
@@ -93,7 +93,7 @@ func (s *Server) registerStream() {
 		// The data line of each event is one Event JSON.
 		"text/event-stream": {Schema: registry.Schema(reflect.TypeFor[flagadmin.Event](), true, "")},
 	}
-	huma.Register(s.api, op, s.streamEvents)
+	register(s, op, s.streamEvents) // checkInput: each parameter once, with a value (decisions §16)
 }
 
 func (s *Server) streamEvents(ctx context.Context, in *streamEventsInput) (*streamEventsOutput, error) {
@@ -281,7 +281,7 @@ func (s *Server) serveStream(w http.ResponseWriter, r *http.Request, st *flagadm
 	cancel(err)
 	wg.Wait()
 
-	if r.Context().Err() != nil {
+	if undeadlined(r.Context()).Err() != nil {
 		return // the client went away
 	}
 	reason := context.Cause(ctx)
@@ -294,4 +294,14 @@ func (s *Server) serveStream(w http.ResponseWriter, r *http.Request, st *flagadm
 	}
 	data, _ := json.Marshal(map[string]string{"reason": reason.Error()})
 	_ = x.write(append(append([]byte("event: end\ndata: "), data...), "\n\n"...))
+}
+
+// undeadlined is the request's context ctx without the storage deadline
+// (storageDeadline), which a stream outlives: it ends when the client goes
+// away.
+func undeadlined(ctx context.Context) context.Context {
+	if request, ok := ctx.Value(undeadlinedKey{}).(context.Context); ok {
+		return request
+	}
+	return ctx
 }

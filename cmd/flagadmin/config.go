@@ -153,27 +153,27 @@ func newSettings(fs *flag.FlagSet, getenv func(string) string, which int) *setti
 		fs.StringVar(&st.value, name, def, usage+")")
 		return st
 	}
-	s.db = bind("db", envDB, defaultDB, "database URL: sqlite:PATH, postgres://..., mysql://user:pass@host:port/db or memory:", unleashDB)
-	s.logLevel = bind("log-level", envLogLevel, defaultLogLevel, "log level: debug, info, warn or error", unleashLogLevel)
-	s.logFormat = bind("log-format", envLogFormat, defaultLogFormat, "log format: text or json", nil)
+	s.db = bind("db", envDB, defaultDB, "database `URL`: sqlite:PATH, postgres://..., mysql://user:pass@host:port/db or memory:", unleashDB)
+	s.logLevel = bind("log-level", envLogLevel, defaultLogLevel, "log `LEVEL`: debug, info, warn or error", unleashLogLevel)
+	s.logFormat = bind("log-format", envLogFormat, defaultLogFormat, "log `FORMAT`: text or json", nil)
 	if which&(withServe|withWebhooks) != 0 {
-		s.webhooks = bind("webhooks", envWebhooks, "", "webhook configuration file: a JSON or YAML list of sinks\n"+
+		s.webhooks = bind("webhooks", envWebhooks, "", "webhook configuration `FILE`: a JSON or YAML list of sinks\n"+
 			"{name, url, secret, filter}; see the README", nil)
 	}
 	if which&withServe == 0 {
 		return s
 	}
-	s.addr = bind("addr", envAddr, defaultAddr, "address to listen on, host:port", unleashAddr)
-	s.seed = bind("seed", envSeed, "", "seed file to load at start when the store is empty", nil)
-	s.adminTokens = bind("admin-tokens", envAdminTokens, "", "comma-separated admin tokens (*:*.<secret>) to create at start if missing", unleashAdminTokens)
+	s.addr = bind("addr", envAddr, defaultAddr, "`HOST:PORT` to listen on", unleashAddr)
+	s.seed = bind("seed", envSeed, "", "seed `FILE` to load at start when the store is empty", nil)
+	s.adminTokens = bind("admin-tokens", envAdminTokens, "", "comma-separated admin `TOKENS` (*:*.<secret>) to create at start if missing", unleashAdminTokens)
 	s.demo = fs.Bool("demo", false, "load the built-in demo world at start when the store is empty")
 	s.tokenCache = bind("token-cache-ttl", envTokenCache, defaultTokenCacheTTL.String(),
-		"how long a successful authentication is trusted without asking the database again,\n"+
-			"such as 1s or 500ms; 0 disables the cache. With several servers on one database, a\n"+
-			"deleted token or service account is refused at once by the server that deleted it,\n"+
-			"but the others may accept it for up to this long", nil)
+		"the `DURATION` a successful authentication is remembered, such as 1s or 500ms; 0\n"+
+			"disables the cache. It is used only while nothing was written to the database (each\n"+
+			"request reads its change counter), so a revoked token or a deleted account is refused\n"+
+			"at once, by every server on the database", nil)
 	s.resultCache = bind("result-cache-size", envResultCache, formatByteSize(defaultResultCacheSize),
-		"memory for the cache of event search results and project lists, in bytes or with\n"+
+		"the memory `SIZE` of the cache of event search results and project lists, in bytes or with\n"+
 			"a unit, such as 64MiB, 512KiB or 1GiB; 0 disables the cache. Every request still\n"+
 			"reads the database's change counter, so no answer is older than the last write\n"+
 			"made through flagadmin (by any server on the database). With the cache on, the\n"+
@@ -181,16 +181,16 @@ func newSettings(fs *flag.FlagSet, getenv func(string) string, which int) *setti
 			"collector works harder near it, so a full cache does not double in memory),\n"+
 			"unless GOMEMLIMIT is set: the Go runtime then follows it (GOMEMLIMIT=off for none)", nil)
 	s.dbTimeout = bind("db-timeout", envDBTimeout, defaultDBTimeout.String(),
-		"storage deadline: how long a request may wait for the database (for a connection,\n"+
+		"storage deadline: the `DURATION` a request may wait for the database (for a connection,\n"+
 			"its statements, a lock) before it is answered 503 ServiceUnavailable with\n"+
 			"Retry-After, such as 5s or 500ms; 0 disables it. The database is told too\n"+
 			"(statement_timeout and lock_timeout on PostgreSQL, their equivalents on MySQL,\n"+
 			"busy_timeout on SQLite)", nil)
 	s.metricsAddr = bind("metrics-addr", envMetricsAddr, "",
-		"host:port of a separate listener that serves only the Prometheus metrics at /metrics;\n"+
+		"`HOST:PORT` of a separate listener that serves only the Prometheus metrics at /metrics;\n"+
 			"empty serves /metrics on the main listener, without authentication", nil)
 	s.maxStreams = bind("max-streams", envMaxStreams, strconv.Itoa(defaultMaxStreams),
-		"most live event streams (GET /api/admin/events/stream) held at once; beyond it a new\n"+
+		"the `NUMBER` of live event streams (GET /api/admin/events/stream) held at once at most; beyond it a new\n"+
 			"one is answered 503 ServiceUnavailable with Retry-After", nil)
 	s.logKey, s.retention = bindLogSettings(bind)
 	return s

@@ -25,12 +25,12 @@ import (
 // bindLogSettings registers --log-key and --retention with bind.
 func bindLogSettings(bind func(name, env, def, usage string, unleash unleashReader) *setting) (logKey, retention *setting) {
 	logKey = bind("log-key", envLogKey, "",
-		"file of the key that signs the event log's checkpoints (written by flagadmin log keygen);\n"+
+		"`FILE` of the key that signs the event log's checkpoints (written by flagadmin log keygen);\n"+
 			"with it the server signs a checkpoint at least every 10 s while the log grows and serves\n"+
 			"the newest at GET /api/admin/log/checkpoint. Give every server on one database the same key", nil)
 	retention = bind("retention", envRetention, "",
-		"how long events are kept, such as 90d or 2160h; older ones are pruned in small batches in\n"+
-			"the background, except those of projects under a legal hold (flagadmin log hold). Their\n"+
+		"the `DURATION` events are kept, such as 90d or 2160h; older ones are pruned in small batches\n"+
+			"in the background, except those of projects under a legal hold (flagadmin log hold). Their\n"+
 			"leaf hashes stay, so checkpoints and proofs stay valid. Empty or 0 keeps events for ever", nil)
 	return logKey, retention
 }

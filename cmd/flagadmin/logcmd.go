@@ -20,21 +20,18 @@ import (
 	"github.com/flagadmin/flagadmin/flagadmin"
 )
 
-var logCommand = command{
-	usage: "flagadmin log keygen|verify|hold|holds [flags]",
-	about: `The event log as a Merkle tree (RFC 9162) that anyone holding the verifier key
-can check: the server signs checkpoints (its size and root hash) with --log-key,
-and serves proofs under /api/admin/log/.
-
-  flagadmin log keygen --out FILE   write a signing key to FILE and its verifier key to FILE.pub
-  flagadmin log verify              recompute the tree from every event and check it against
-                                    the newest signed checkpoint (and a saved one)
-  flagadmin log hold --project P    put a project's events under legal hold (--release ends it)
-  flagadmin log holds               list the legal holds`,
+// logGroup is the help of flagadmin log.
+var logGroup = commandGroup{
+	name: "log",
+	summary: "The event log as a Merkle tree (RFC 9162) that anyone with the verifier key can check: " +
+		"its signing keys, its audit, and the legal holds that keep events from retention.",
+	subs: []subcommandHelp{
+		{"keygen", &logKeygenCommand}, {"verify", &logVerifyCommand}, {"hold", &logHoldCommand}, {"holds", &logHoldsCommand},
+	},
 }
 
 func (c *cli) logCmd(ctx context.Context, args []string) error {
-	sub, rest, err := c.subcommand("log", logCommand, args, "keygen", "verify", "hold", "holds")
+	sub, rest, err := c.subcommand(logGroup, args)
 	if err != nil {
 		return err
 	}
@@ -50,10 +47,11 @@ func (c *cli) logCmd(ctx context.Context, args []string) error {
 }
 
 var logKeygenCommand = command{
-	usage: "flagadmin log keygen --out FILE [--origin NAME]",
-	about: `Writes a new Ed25519 key pair for the event log's checkpoints: the signing key to
+	usage:   "flagadmin log keygen --out FILE [--origin NAME]",
+	summary: "Writes a new key pair for the event log's checkpoints: the signing key to FILE, the verifier key to FILE.pub.",
+	about: `The keys are Ed25519, written as signed-note keys. The signing key goes to
 FILE (mode 0600; give it to the server as --log-key FILE, never to anyone else;
-it never goes into the database) and the verifier key to FILE.pub (publish it;
+it never goes into the database), the verifier key to FILE.pub (publish it;
 flagadmin log verify --key FILE.pub checks checkpoints with it). Existing files
 are never overwritten.
 
@@ -63,8 +61,8 @@ of the keys (no spaces or +), such as flagadmin.example.com/log.`,
 
 func (c *cli) logKeygen(args []string) error {
 	fs := newFlagSet("flagadmin log keygen")
-	out := fs.String("out", "", "file to write the signing key to; the verifier key goes to FILE.pub")
-	origin := fs.String("origin", defaultOrigin(), "the log's name: the first line of its checkpoints")
+	out := fs.String("out", "", "the `FILE` to write the signing key to; the verifier key goes to FILE.pub")
+	origin := fs.String("origin", defaultOrigin(), "the log's `NAME`: the first line of its checkpoints")
 	rest, err := c.parse(fs, logKeygenCommand, args)
 	if err != nil {
 		return err
@@ -73,7 +71,7 @@ func (c *cli) logKeygen(args []string) error {
 		return err
 	}
 	if *out == "" {
-		return cliErrorf("flagadmin log keygen needs --out FILE (see flagadmin log keygen -h)")
+		return cliErrorf("flagadmin log keygen needs --out FILE (see flagadmin log keygen --help)")
 	}
 	skey, vkey, err := tlog.GenerateKey(*origin)
 	if err != nil {
@@ -132,9 +130,9 @@ func defaultOrigin() string {
 }
 
 var logVerifyCommand = command{
-	usage: "flagadmin log verify --key FILE.pub [--url URL --token TOKEN | --db DATABASE] [--trusted FILE] [--save FILE]",
-	about: `Recomputes the event log's Merkle tree from every event and checks it: the newest
-checkpoint's signature (with the verifier key), its root, and with --trusted a
+	usage:   "flagadmin log verify --key FILE.pub [flags]",
+	summary: "Recomputes the event log's Merkle tree from every event and checks it against the signed checkpoints; names the first event changed, removed, inserted or reordered.",
+	about: `It checks the newest checkpoint's signature (with the verifier key), its root, and with --trusted a
 checkpoint saved earlier (the log must still have its root at its size: this
 catches an older copy of the database put back). Each event's leaf hash is
 compared with the one recorded when it was written, so the first event changed,
@@ -152,10 +150,10 @@ Progress goes to stderr. The exit code is 0 when everything holds, 1 otherwise.
 func (c *cli) logVerify(ctx context.Context, args []string) error {
 	fs := newFlagSet("flagadmin log verify")
 	baseURL, token := serverFlags(fs)
-	db := fs.String("db", "", "read this database directly instead of a server (sqlite:PATH, postgres://..., mysql://...)")
-	keyFile := fs.String("key", "", "the verifier key file (FILE.pub of flagadmin log keygen)")
-	trustedFile := fs.String("trusted", "", "a checkpoint saved earlier (--save, or GET /api/admin/log/checkpoint)")
-	save := fs.String("save", "", "write the newest checkpoint to this file once it verified")
+	db := fs.String("db", "", "read the database at `URL` directly instead of a server (sqlite:PATH, postgres://..., mysql://...)")
+	keyFile := fs.String("key", "", "the verifier key `FILE` (FILE.pub of flagadmin log keygen)")
+	trustedFile := fs.String("trusted", "", "a checkpoint `FILE` saved earlier (by --save, or from GET /api/admin/log/checkpoint)")
+	save := fs.String("save", "", "write the newest checkpoint to `FILE` once it verified")
 	rest, err := c.parse(fs, logVerifyCommand, args)
 	if err != nil {
 		return err
@@ -293,9 +291,10 @@ func (c *cli) openLogStore(ctx context.Context, dbURL string, migrate bool, log 
 }
 
 var logHoldCommand = command{
-	usage: "flagadmin log hold --project P [--release] [flags]",
-	about: `Puts the events of project P under legal hold: retention (serve --retention) never
-prunes them until the hold is released with --release. P need not exist any more
+	usage:   "flagadmin log hold --project P [--release] [flags]",
+	summary: "Puts the events of project P under legal hold, or with --release ends the hold.",
+	about: `Retention (serve --retention) never prunes a held project's events until the hold
+is released with --release. P need not exist any more
 (events outlive their projects); events without a project follow the retention.
 The hold is stored in the database and applies to every server on it at once.`,
 	env: []string{envDB, envLogLevel, envLogFormat},
@@ -304,7 +303,7 @@ The hold is stored in the database and applies to every server on it at once.`,
 func (c *cli) logHold(ctx context.Context, args []string) error {
 	fs := newFlagSet("flagadmin log hold")
 	s := newSettings(fs, c.getenv, withDB)
-	project := fs.String("project", "", "the project whose events to hold")
+	project := fs.String("project", "", "the `PROJECT` whose events to hold")
 	release := fs.Bool("release", false, "release the project's hold instead")
 	cfg, err := c.parseConfig(fs, s, logHoldCommand, args)
 	if err != nil {
@@ -348,9 +347,9 @@ func holdError(err error) string {
 }
 
 var logHoldsCommand = command{
-	usage: "flagadmin log holds [flags]",
-	about: `Lists the legal holds of the database: each held project and since when.`,
-	env:   []string{envDB, envLogLevel, envLogFormat},
+	usage:   "flagadmin log holds [flags]",
+	summary: "Lists the legal holds of the database: each held project and since when.",
+	env:     []string{envDB, envLogLevel, envLogFormat},
 }
 
 func (c *cli) logHolds(ctx context.Context, args []string) error {

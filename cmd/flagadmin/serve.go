@@ -15,9 +15,9 @@ import (
 )
 
 var serveCommand = command{
-	usage: "flagadmin [serve] [flags]",
-	about: `Runs the HTTP server of the admin API until SIGINT or SIGTERM, then stops
-gracefully: in-flight requests finish, the database is closed, the exit code is 0.
+	usage:   "flagadmin [serve] [flags]",
+	summary: "Runs the HTTP server of the admin API until SIGINT or SIGTERM, then stops gracefully.",
+	about: `On a stop, in-flight requests finish, the database is closed, the exit code is 0.
 A request waits for the database at most --db-timeout, then gets 503
 ServiceUnavailable with Retry-After; so with a database that stopped answering,
 a stop still answers every request it holds and ends within that time.

@@ -68,9 +68,9 @@ func loadWebhooks(path string) (string, []flagadmin.WebhookSink, error) {
 }
 
 var webhooksStatusCommand = command{
-	usage: "flagadmin webhooks status [flags]",
-	about: `Shows the delivery state of each webhook sink, as stored in the database: the
-position (the id of the last event delivered), the lag (the events after it, up to
+	usage:   "flagadmin webhooks status [flags]",
+	summary: "Shows the delivery state of each webhook sink, as stored in the database.",
+	about: `For each sink: the position (the id of the last event delivered), the lag (the events after it, up to
 100,000, and the age of the oldest), the events delivered, the failed attempts at
 the current event with the last error, and which server holds the sink's lease and
 until when. With --webhooks, the lag counts the events of each sink's filter and
@@ -84,10 +84,10 @@ const lagCountLimit = 100000
 
 func (c *cli) webhooks(ctx context.Context, args []string) error {
 	if len(args) == 0 {
-		return cliErrorf("flagadmin webhooks needs a subcommand: status (see flagadmin webhooks -h)")
+		return cliErrorf("flagadmin webhooks needs a subcommand: status (see flagadmin webhooks --help)")
 	}
 	if isHelpFlag(args[0]) {
-		args = []string{"status", "-h"}
+		args = []string{"status", "--help"}
 	}
 	if args[0] != "status" {
 		return cliErrorf("unknown subcommand %q of flagadmin webhooks; the only one is status", args[0])
@@ -107,6 +107,9 @@ func (c *cli) webhooks(ctx context.Context, args []string) error {
 	}
 	if cfg.DB == memoryURL {
 		return cliErrorf("memory: keeps no webhook state between processes; give the server's --db")
+	}
+	if err := existingDatabase(cfg.DB); err != nil {
+		return err
 	}
 	openCtx, cancel := context.WithTimeout(ctx, openTimeout)
 	defer cancel()
