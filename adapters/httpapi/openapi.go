@@ -25,16 +25,16 @@ const (
 )
 
 // apiDescription is the description of the API, which names its
-// operations: the five of Unleash's admin API, the export, and the live
-// stream when the server has one (stream).
+// operations: the five of Unleash's admin API, the export, the live
+// stream when the server has one (stream), and the four of the verifiable
+// log.
 func apiDescription(stream bool) string {
-	ops := "six operations: the five of Unleash's admin API that flagadmin implements, wire-compatible " +
-		"(lifecycle completion, event search, deprecated event search, project list, service account deletion), " +
-		"and its own export of the event log."
+	const unleash = "the five of Unleash's admin API that flagadmin implements, wire-compatible " +
+		"(lifecycle completion, event search, deprecated event search, project list, service account deletion), "
+	const log = "and the four of the verifiable event log (its signed checkpoint, inclusion and consistency proofs, and leaves)."
+	ops := "ten operations: " + unleash + "its own export of the event log, " + log
 	if stream {
-		ops = "seven operations: the five of Unleash's admin API that flagadmin implements, wire-compatible " +
-			"(lifecycle completion, event search, deprecated event search, project list, service account deletion), " +
-			"and its own export of the event log and live stream of it."
+		ops = "eleven operations: " + unleash + "its own export of the event log and live stream of it, " + log
 	}
 	return "The admin API of flagadmin: " + ops + "\n\n" + apiRules
 }

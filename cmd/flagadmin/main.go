@@ -233,12 +233,13 @@ func isHelpFlag(arg string) bool {
 
 func isVersionFlag(arg string) bool { return arg == "--version" || arg == "-version" }
 
-const mainHelp = `flagadmin serves seven operations of an admin API over HTTP, on SQLite,
+const mainHelp = `flagadmin serves eleven operations of an admin API over HTTP, on SQLite,
 PostgreSQL, MySQL/MariaDB or in memory, and manages their database.
 
 The operations: five of Unleash's admin API, wire-compatible (lifecycle
 completion, event search, deprecated event search, project list, service
-account deletion), and its own event export and live event stream.
+account deletion), its own event export and live event stream, and the four
+of its verifiable event log (signed checkpoint, proofs, leaves).
 
 Usage:
   flagadmin [serve] [flags]              run the server (the default command)
