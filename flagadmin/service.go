@@ -16,6 +16,8 @@ type Service struct {
 	follow FollowStateReader
 	clock  func() time.Time
 	random io.Reader
+	// log is the verifiable log (WithLog); zero when there is none.
+	log LogConfig
 }
 
 // Option configures a Service.

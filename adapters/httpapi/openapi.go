@@ -25,16 +25,16 @@ const (
 )
 
 // apiDescription is the description of the API, which names its
-// operations: the five of Unleash's admin API, the export, and the live
-// stream when the server has one (stream).
+// operations: the five of Unleash's admin API, the export, the live
+// stream when the server has one (stream), and the four of the verifiable
+// log.
 func apiDescription(stream bool) string {
-	ops := "six operations: the five of Unleash's admin API that flagadmin implements, wire-compatible " +
-		"(lifecycle completion, event search, deprecated event search, project list, service account deletion), " +
-		"and its own export of the event log."
+	const unleash = "the five of Unleash's admin API that flagadmin implements, wire-compatible " +
+		"(lifecycle completion, event search, deprecated event search, project list, service account deletion), "
+	const log = "and the four of the verifiable event log (its signed checkpoint, inclusion and consistency proofs, and leaves)."
+	ops := "ten operations: " + unleash + "its own export of the event log, " + log
 	if stream {
-		ops = "seven operations: the five of Unleash's admin API that flagadmin implements, wire-compatible " +
-			"(lifecycle completion, event search, deprecated event search, project list, service account deletion), " +
-			"and its own export of the event log and live stream of it."
+		ops = "eleven operations: " + unleash + "its own export of the event log and live stream of it, " + log
 	}
 	return "The admin API of flagadmin: " + ops + "\n\n" + apiRules
 }
@@ -82,6 +82,7 @@ func apiConfig(version string, registry huma.Registry, stream bool) huma.Config 
 		{Name: tagEvents, Description: "The event log of changes."},
 		{Name: tagProjects, Description: "Projects group feature flags."},
 		{Name: tagServiceAccounts, Description: "Accounts for machines, with their own tokens."},
+		{Name: tagLog, Description: "The event log as a Merkle tree (RFC 9162): signed checkpoints and the proofs that check events and the log's growth against them."},
 	}
 	return cfg
 }

@@ -103,6 +103,14 @@ func TestOpenAPIOperations(t *testing.T) {
 			[]string{"200", "400", "401", "403", "500", "503"}},
 		{"/api/admin/service-account/{id}", "delete", "deleteServiceAccount", tagServiceAccounts, false,
 			[]string{"200", "400", "401", "403", "404", "409", "500", "503"}},
+		{"/api/admin/log/checkpoint", "get", "getLogCheckpoint", tagLog, false,
+			[]string{"200", "401", "403", "404", "500", "503"}},
+		{"/api/admin/log/proof", "get", "getLogInclusionProof", tagLog, false,
+			[]string{"200", "400", "401", "403", "404", "500", "503"}},
+		{"/api/admin/log/consistency", "get", "getLogConsistencyProof", tagLog, false,
+			[]string{"200", "400", "401", "403", "404", "500", "503"}},
+		{"/api/admin/log/leaves", "get", "getLogLeaves", tagLog, false,
+			[]string{"200", "400", "401", "403", "404", "500", "503"}},
 	}
 	count := 0
 	for _, ops := range doc.Paths {
@@ -229,7 +237,7 @@ func TestOpenAPIYAML(t *testing.T) {
 // /docs shows) names as many operations as the document lists, with the
 // live stream and without.
 func TestOpenAPIDescriptionCountsTheOperations(t *testing.T) {
-	words := map[int]string{6: "six", 7: "seven"}
+	words := map[int]string{10: "ten", 11: "eleven"}
 	for _, stream := range []bool{false, true} {
 		var h http.Handler
 		if stream {

@@ -181,6 +181,7 @@ func New(svc *flagadmin.Service, cfg Config) *Server {
 	}
 	s.registerProjects()
 	s.registerServiceAccounts()
+	s.registerLog()
 
 	s.mux.HandleFunc("GET /health", s.health)
 	s.mux.HandleFunc("GET /ready", s.ready)

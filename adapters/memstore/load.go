@@ -61,8 +61,9 @@ func (s *Store) loadLocked(ctx context.Context, b *flagadmin.Batch, events func(
 	if err := s.w.check(work); err != nil {
 		return err
 	}
-	s.w.apply(work)
-	var last int64
+	s.w.apply(work, nil)
+	// Ids ascend past those of the log's leaves, if its events were pruned.
+	last := s.w.nextEventID - 1
 	err := events(func(batch []flagadmin.Event) error {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -73,7 +74,9 @@ func (s *Store) loadLocked(ctx context.Context, b *flagadmin.Batch, events func(
 			}
 			last = e.ID
 			s.w.nextEventID = e.ID
-			s.w.appendEvent(e)
+			if _, err := s.w.appendEvent(e); err != nil {
+				return fmt.Errorf("event %d: %w", e.ID, err)
+			}
 		}
 		return nil
 	})
@@ -83,6 +86,7 @@ func (s *Store) loadLocked(ctx context.Context, b *flagadmin.Batch, events func(
 	if err != nil {
 		s.w = New().w
 		s.w.nextUserID, s.w.nextGroupID, s.w.nextEventID = saved.nextUserID, saved.nextGroupID, saved.nextEventID
+		s.w.leaves, s.w.tiles = saved.leaves, saved.tiles
 		return err
 	}
 	s.version++

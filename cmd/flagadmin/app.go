@@ -53,6 +53,7 @@ func serveOptions(cfg Config, stderr io.Writer) fx.Option {
 		followModule,
 		httpModule,
 		webhooksModule,
+		logModule,
 		fx.WithLogger(newFxLogger),
 	)
 }
@@ -144,10 +145,11 @@ func newServedStore(opened flagadmin.Store, cfg Config, m *metrics.Metrics) serv
 	return served
 }
 
-// newService returns the Service over the served store, refusing writes
+// newService returns the Service over the served store: with the
+// verifiable log of the opened store when it keeps one, and refusing writes
 // while the opened store follows an Unleash database (decisions §17).
-func newService(store servedStore) *flagadmin.Service {
-	var opts []flagadmin.Option
+func newService(store servedStore, log *logParts) *flagadmin.Service {
+	opts := []flagadmin.Option{flagadmin.WithLog(log.config())}
 	if fr, ok := store.opened.(flagadmin.FollowStateReader); ok {
 		opts = append(opts, flagadmin.WithFollowState(fr))
 	}

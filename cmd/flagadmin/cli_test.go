@@ -27,7 +27,7 @@ func TestHelp(t *testing.T) {
 		args []string
 		want []string
 	}{
-		{[]string{"-h"}, []string{"Usage:", "flagadmin migrate", "flagadmin seed", "token create", "--demo", "seven operations"}},
+		{[]string{"-h"}, []string{"Usage:", "flagadmin migrate", "flagadmin seed", "token create", "--demo", "eleven operations"}},
 		{[]string{"help"}, []string{"flagadmin version"}},
 		{[]string{"serve", "-h"}, []string{"Usage: flagadmin [serve]", "SIGTERM", "\n  --addr HOST:PORT\n", "\n  --db URL\n", "\n  --demo\n", "\n  --seed FILE\n",
 			"\n  --admin-tokens TOKENS\n", "\n  --log-level LEVEL\n", "\n  --log-format FORMAT\n",

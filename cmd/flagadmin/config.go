@@ -35,6 +35,8 @@ const (
 	envWebhooks    = "FLAGADMIN_WEBHOOKS"
 	envMaxStreams  = "FLAGADMIN_MAX_STREAMS"
 	envFollow      = "FLAGADMIN_FOLLOW"
+	envLogKey      = "FLAGADMIN_LOG_KEY"
+	envRetention   = "FLAGADMIN_RETENTION"
 )
 
 // Defaults of the configuration.
@@ -94,6 +96,15 @@ type Config struct {
 	// Follow is the URL of an Unleash PostgreSQL database the server
 	// follows (decisions §17); empty for none.
 	Follow string
+	// LogKey is the file of the key that signs the log's checkpoints;
+	// empty for none (the server then signs no checkpoint).
+	LogKey string
+	// LogSignerKey is the signing key read from LogKey. It is secret:
+	// never logged nor printed.
+	LogSignerKey string
+	// Retention is how long events are kept before they are pruned; 0
+	// keeps them for ever.
+	Retention time.Duration
 }
 
 // setting is one configuration value. It comes from its flag if given,
@@ -122,6 +133,7 @@ type settings struct {
 	follow                                                                                           *setting
 	demo                                                                                             *bool
 	webhooks                                                                                         *setting
+	logKey, retention                                                                                *setting
 }
 
 // Flag sets of the commands that need them.
@@ -186,6 +198,7 @@ func newSettings(fs *flag.FlagSet, getenv func(string) string, which int) *setti
 	s.maxStreams = bind("max-streams", envMaxStreams, strconv.Itoa(defaultMaxStreams),
 		"the `NUMBER` of live event streams (GET /api/admin/events/stream) held at once at most; beyond it a new\n"+
 			"one is answered 503 ServiceUnavailable with Retry-After", nil)
+	s.logKey, s.retention = bindLogSettings(bind)
 	return s
 }
 
@@ -237,6 +250,11 @@ func (s *settings) config(fs *flag.FlagSet) (Config, error) {
 		}},
 		{s.maxStreams, into(&cfg.MaxStreams, parseMaxStreams)},
 		{s.follow, into(&cfg.Follow, parseFollowURL)},
+		{s.logKey, func(raw string) (err error) {
+			cfg.LogKey, cfg.LogSignerKey, err = loadLogKey(raw)
+			return err
+		}},
+		{s.retention, into(&cfg.Retention, parseRetention)},
 	}
 	for _, step := range steps {
 		if step.st == nil { // a server setting of a database command

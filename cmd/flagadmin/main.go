@@ -14,6 +14,7 @@
 //	flagadmin webhooks status   show the delivery state of the webhook sinks
 //	flagadmin import unleash    import an Unleash database
 //	flagadmin follow status     show how a server follows Unleash (serve --follow)
+//	flagadmin log ...           keys, audit and legal holds of the verifiable log
 //	flagadmin version           print the version (or flagadmin --version)
 //
 // Configuration comes from flags and environment variables (a flag wins):
@@ -146,6 +147,8 @@ func (c *cli) dispatch(ctx context.Context, args []string) error {
 		return c.importCmd(ctx, rest)
 	case "follow":
 		return c.followCmd(ctx, rest)
+	case "log":
+		return c.logCmd(ctx, rest)
 	case "help":
 		if len(rest) > 0 {
 			return c.dispatch(ctx, append(slices.Clone(rest), "--help"))
@@ -153,15 +156,15 @@ func (c *cli) dispatch(ctx context.Context, args []string) error {
 		fmt.Fprint(c.stdout, mainHelp)
 		return errHelpShown
 	default:
-		return cliErrorf("unknown command %q; the commands are serve, migrate, seed, token, service-account, user, events export, events tail, webhooks status, import unleash, follow status and version (flagadmin --help)", cmd)
+		return cliErrorf("unknown command %q; the commands are serve, migrate, seed, token, service-account, user, events export, events tail, webhooks status, import unleash, follow status, log and version (flagadmin --help)", cmd)
 	}
 }
 
 // commands are the names dispatch knows; subcommands tells those that take
 // a subcommand (token create, events export, ...).
 var (
-	commands    = []string{"serve", "migrate", "seed", "token", "service-account", "user", "version", "events", "webhooks", "import", "help"}
-	subcommands = []string{"token", "service-account", "user", "events", "webhooks", "import"}
+	commands    = []string{"serve", "migrate", "seed", "token", "service-account", "user", "version", "events", "webhooks", "import", "log", "help"}
+	subcommands = []string{"token", "service-account", "user", "events", "webhooks", "import", "log"}
 )
 
 // commandFirst moves flags given before the command after it and its
@@ -215,7 +218,7 @@ func onlyFlags(args []string, cmd string) bool {
 // value.
 func isBoolFlag(name, cmd string) bool {
 	switch name {
-	case "demo", "dry-run", "h", "help", "version":
+	case "demo", "dry-run", "h", "help", "version", "release":
 		return true
 	case "token": // --token of service-account create; events' --token takes one
 		return cmd == "service-account"
@@ -233,12 +236,13 @@ func isHelpFlag(arg string) bool {
 
 func isVersionFlag(arg string) bool { return arg == "--version" || arg == "-version" }
 
-const mainHelp = `flagadmin serves seven operations of an admin API over HTTP, on SQLite,
+const mainHelp = `flagadmin serves eleven operations of an admin API over HTTP, on SQLite,
 PostgreSQL, MySQL/MariaDB or in memory, and manages their database.
 
 The operations: five of Unleash's admin API, wire-compatible (lifecycle
 completion, event search, deprecated event search, project list, service
-account deletion), and its own event export and live event stream.
+account deletion), its own event export and live event stream, and the four
+of its verifiable event log (signed checkpoint, proofs, leaves).
 
 Usage:
   flagadmin [serve] [flags]              run the server (the default command)
@@ -251,6 +255,7 @@ Usage:
   flagadmin webhooks status              show the delivery state of webhooks
   flagadmin import unleash [flags]       import an Unleash database
   flagadmin follow status [flags]        show how a server follows Unleash (serve --follow)
+  flagadmin log keygen|verify|hold|holds keys, audit and legal holds of the event log
   flagadmin version                      print the version (or --version)
 
 Flags go after the command (flagadmin seed --db sqlite:x.db FILE); flags given
@@ -288,6 +293,8 @@ var envHelp = map[string]string{
 	envDBTimeout:   "storage deadline of a request, such as 5s (default " + defaultDBTimeout.String() + "; 0 disables): a database that does not answer in time gives 503",
 	envWebhooks:    "webhook configuration file: a JSON or YAML list of sinks {name, url, secret, filter}",
 	envFollow:      "URL of an Unleash PostgreSQL database to follow: the store becomes its read-only copy, kept current",
+	envLogKey:      "file of the key that signs the event log's checkpoints (flagadmin log keygen); none: no checkpoints",
+	envRetention:   "how long events are kept, such as 90d (default: for ever); older ones are pruned unless their project is held",
 }
 
 // newFlagSet returns a flag set that reports errors to the caller instead

@@ -36,6 +36,12 @@ follows its events (in order, each once) and its users, projects, flags and toke
 ReadOnlyError: make changes in Unleash. With several servers on one store, one
 applies and all serve. GET /health shows the follow state (flagadmin follow status).
 
+With --log-key FILE (a key of flagadmin log keygen), the server signs a checkpoint of
+the event log (its size and Merkle root) at least every 10 s while the log grows,
+and serves it at GET /api/admin/log/checkpoint with proofs beside it (flagadmin
+log verify checks them). With --retention 90d, events older than that are pruned
+in the background, except those of projects under legal hold (flagadmin log hold).
+
 With --webhooks FILE, the server POSTs each event a sink's filter matches to the
 sink's URL, signed, in order, retried until answered 2xx (see flagadmin webhooks
 status). With several servers on one database, one of them delivers per sink.
@@ -48,7 +54,7 @@ without authentication (with --metrics-addr, /metrics is served only there).
 
 A bad configuration, an unreachable database or a busy port ends start-up with
 one line on stderr and exit code 1.`,
-	env: []string{envAddr, envDB, envSeed, envAdminTokens, envLogLevel, envLogFormat, envTokenCache, envResultCache, envDBTimeout, envMaxStreams, envMetricsAddr, envWebhooks, envFollow},
+	env: []string{envAddr, envDB, envSeed, envAdminTokens, envLogLevel, envLogFormat, envTokenCache, envResultCache, envDBTimeout, envMaxStreams, envMetricsAddr, envWebhooks, envFollow, envLogKey, envRetention},
 }
 
 // serve parses the serve command's flags and runs the server.
