@@ -2,6 +2,7 @@ package memstore
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"time"
 
@@ -122,11 +123,22 @@ func (s *Store) ApplyFollow(ctx context.Context, holder string, now time.Time, b
 	if err := s.w.checkFollow(b); err != nil {
 		return err
 	}
-	s.w.applyFollow(b)
+	// The events keep their Unleash ids; each is prepared (its leaf hash
+	// among others, which fails on data that is not JSON) before anything
+	// changes.
+	prepared := make([]preparedEvent, 0, len(b.Events))
+	next := s.w.nextEventID
 	for _, e := range b.Events {
 		s.w.nextEventID = e.ID
-		s.w.appendEvent(e)
+		p, err := s.w.prepareEvents([]flagadmin.Event{e})
+		s.w.nextEventID = next
+		if err != nil {
+			return fmt.Errorf("%w: %w", flagadmin.ErrConflict, err)
+		}
+		prepared = append(prepared, p...)
 	}
+	s.w.applyFollow(b)
+	s.w.appendEvents(prepared)
 	if b.Changes() {
 		s.version++
 	}

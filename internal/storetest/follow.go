@@ -349,6 +349,10 @@ func RunFollow(t *testing.T, newStore func(t *testing.T) FollowTestStore) {
 			}
 			wantJSON(t, "event 5's data", page.Events[0].Data, `{"n":5}`)
 			wantEqual(t, "event 5's feature", fmtPtr(page.Events[0].FeatureName), "checkout")
+			if ls, ok := s.(flagadmin.LogStore); ok {
+				// Followed events are leaves of the verifiable log like any other.
+				(&world{t: t, ctx: ctx, store: s}).wantTreeOfEvents(t, ls, nil)
+			}
 			if versioned {
 				v, err := vs.Version(ctx)
 				wantNoError(t, "Version", err)
