@@ -256,7 +256,6 @@ func (s *Server) serveStream(w http.ResponseWriter, r *http.Request, st *flagadm
 		defer keep.Stop()
 		check := time.NewTicker(s.tokenCheck)
 		defer check.Stop()
-		authorization := r.Header.Get("Authorization")
 		for {
 			select {
 			case <-ctx.Done():
@@ -267,7 +266,7 @@ func (s *Server) serveStream(w http.ResponseWriter, r *http.Request, st *flagadm
 					return
 				}
 			case <-check.C:
-				if _, err := s.svc.AuthenticateAdmin(flagadmin.WithFreshReads(ctx), authorization); err != nil {
+				if _, err := s.authenticateRequest(flagadmin.WithFreshReads(ctx), r); err != nil {
 					if errors.Is(err, flagadmin.ErrAuthenticationRequired) || errors.Is(err, flagadmin.ErrNoAccess) {
 						cancel(errStreamAuth)
 						return
