@@ -315,7 +315,9 @@ func (s *Server) fail(ctx context.Context, err error) *apiError {
 // handler in front of the API that answers some requests itself, such as
 // a gateway whose upstream failed (flagadmin.ErrBadGateway,
 // flagadmin.ErrGatewayTimeout).
-func (s *Server) WriteError(w http.ResponseWriter, r *http.Request, err error) { s.writeError(w, r, err) }
+func (s *Server) WriteError(w http.ResponseWriter, r *http.Request, err error) {
+	s.writeError(w, r, err)
+}
 
 // writeError writes the response of err outside Huma (middleware, unknown
 // paths, readiness).

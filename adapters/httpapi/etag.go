@@ -109,10 +109,10 @@ func streamedAnswer(ctx context.Context) {
 type etagWriter struct {
 	http.ResponseWriter
 	ifNoneMatch []string
-	status      int  // the status the handler wrote; 0 before
-	through     bool // passing through: the status was sent
-	streamed    bool // streamedAnswer was called
-	discard     bool // a 304 was sent for the handler's own ETag
+	status      int           // the status the handler wrote; 0 before
+	through     bool          // passing through: the status was sent
+	streamed    bool          // streamedAnswer was called
+	discard     bool          // a 304 was sent for the handler's own ETag
 	buf         *bytes.Buffer // from etagBuffers while holding; nil before the first byte
 }
 

@@ -127,4 +127,3 @@ func TestETagOfStreamedProjectList(t *testing.T) {
 		t.Errorf("a large streamed list: %d, ETag %q, %d writes; want 200, no ETag, pieces", w.Code, w.Result().Header.Get("ETag"), len(w.writes))
 	}
 }
-
