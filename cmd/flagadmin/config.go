@@ -90,6 +90,8 @@ type Config struct {
 	WebhookSinks []flagadmin.WebhookSink
 	// MaxStreams bounds the live event streams the server holds at once.
 	MaxStreams int
+	// GatewayConfig puts the server in front of an Unleash server (gateway.go).
+	GatewayConfig
 }
 
 // setting is one configuration value. It comes from its flag if given,
@@ -117,6 +119,7 @@ type settings struct {
 	metricsAddr                                                                                      *setting
 	demo                                                                                             *bool
 	webhooks                                                                                         *setting
+	gatewaySettings
 }
 
 // Flag sets of the commands that need them.
@@ -180,6 +183,7 @@ func newSettings(fs *flag.FlagSet, getenv func(string) string, which int) *setti
 	s.maxStreams = bind("max-streams", envMaxStreams, strconv.Itoa(defaultMaxStreams),
 		"most live event streams (GET /api/admin/events/stream) held at once; beyond it a new\n"+
 			"one is answered 503 ServiceUnavailable with Retry-After", nil)
+	s.gatewaySettings = bindGateway(bind)
 	return s
 }
 
@@ -231,6 +235,7 @@ func (s *settings) config(fs *flag.FlagSet) (Config, error) {
 		}},
 		{s.maxStreams, into(&cfg.MaxStreams, parseMaxStreams)},
 	}
+	steps = append(steps, s.gatewaySettings.steps(&cfg.GatewayConfig)...)
 	for _, step := range steps {
 		if step.st == nil { // a server setting of a database command
 			continue
