@@ -127,17 +127,17 @@ type Config struct {
 
 // Gateway is the handler in front of the local API and the upstream.
 type Gateway struct {
-	upstream             *url.URL
-	local                http.Handler
-	serves               func(*http.Request) bool
-	writeError           func(http.ResponseWriter, *http.Request, error)
-	waiter               Waiter
-	followWait           time.Duration
-	maxHeader            int64
-	bodyRead, stall      time.Duration
-	log                  *slog.Logger
-	proxy                *httputil.ReverseProxy
-	upstreamHost         string // for messages
+	upstream        *url.URL
+	local           http.Handler
+	serves          func(*http.Request) bool
+	writeError      func(http.ResponseWriter, *http.Request, error)
+	waiter          Waiter
+	followWait      time.Duration
+	maxHeader       int64
+	bodyRead, stall time.Duration
+	log             *slog.Logger
+	proxy           *httputil.ReverseProxy
+	upstreamHost    string // for messages
 }
 
 // New returns a Gateway for cfg.

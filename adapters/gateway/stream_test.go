@@ -214,4 +214,3 @@ func heapBytes() uint64 {
 	metrics.Read(s)
 	return s[0].Value.Uint64()
 }
-
