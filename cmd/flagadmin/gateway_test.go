@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -257,24 +258,33 @@ func TestGatewayReadYourWrites(t *testing.T) {
 	base, store, _ := startGateway(t, up.url, nil)
 	up.store = func() flagadmin.Store { return store }
 
-	start := time.Now()
-	resp, _ := send(t, http.MethodPost, base+"/api/admin/projects/default/features/dark-mode/lifecycle/complete", `{"status":"kept"}`,
-		map[string]string{"Authorization": demoAdmin, "Content-Type": "application/json"})
-	answered := time.Now()
-	up.mu.Lock()
-	stored, ok := up.completedAt["dark-mode"]
-	up.mu.Unlock()
-	if resp.StatusCode != http.StatusOK || resp.Header.Get(gateway.LagHeader) != "" || !ok || answered.Before(stored) {
-		t.Fatalf("completion: %d, lag %q, event stored %v (at %v, answered at %v); want 200 after the event reached the copy",
-			resp.StatusCode, resp.Header.Get(gateway.LagHeader), ok, stored.Sub(start), answered.Sub(start))
+	var after []time.Duration // from the event reaching the copy to the answer
+	for i := range 10 {
+		feature := fmt.Sprintf("flag-%d", i)
+		start := time.Now()
+		resp, _ := send(t, http.MethodPost, base+"/api/admin/projects/default/features/"+feature+"/lifecycle/complete", `{"status":"kept"}`,
+			map[string]string{"Authorization": demoAdmin, "Content-Type": "application/json"})
+		answered := time.Now()
+		up.mu.Lock()
+		stored, ok := up.completedAt[feature]
+		up.mu.Unlock()
+		if resp.StatusCode != http.StatusOK || resp.Header.Get(gateway.LagHeader) != "" || !ok || answered.Before(stored) {
+			t.Fatalf("completion: %d, lag %q, event stored %v (at %v, answered at %v); want 200 after the event reached the copy",
+				resp.StatusCode, resp.Header.Get(gateway.LagHeader), ok, stored.Sub(start), answered.Sub(start))
+		}
+		after = append(after, answered.Sub(stored))
+		_, body := get(t, base+"/api/admin/search/events?type=IS:feature-completed&feature=IS:"+feature, map[string]string{"Authorization": demoAdmin})
+		if !strings.Contains(body, `"featureName":"`+feature+`"`) {
+			t.Errorf("the search after the completion does not show it: %s", body)
+		}
 	}
-	t.Logf("answered %v after the event reached the store (%v after the request)", answered.Sub(stored), answered.Sub(start))
-	_, body := get(t, base+"/api/admin/search/events?type=IS:feature-completed&feature=IS:dark-mode", map[string]string{"Authorization": demoAdmin})
-	if !strings.Contains(body, `"featureName":"dark-mode"`) {
-		t.Errorf("the search after the completion does not show it: %s", body)
+	slices.Sort(after)
+	t.Logf("answered after the event reached the copy: median %v, max %v (the feed reads the store every 250 ms)", after[len(after)/2], after[len(after)-1])
+	if after[len(after)-1] > time.Second {
+		t.Errorf("an answer came %v after its event reached the copy, want within 1 s", after[len(after)-1])
 	}
 
-	resp, body = send(t, http.MethodDelete, base+"/api/admin/service-account/1", "", map[string]string{"Authorization": demoAdmin})
+	resp, body := send(t, http.MethodDelete, base+"/api/admin/service-account/1", "", map[string]string{"Authorization": demoAdmin})
 	if resp.StatusCode != http.StatusNotFound || !strings.Contains(body, "is not available") {
 		t.Errorf("service-account delete: %d %s; want Unleash's 404 as it is", resp.StatusCode, body)
 	}
