@@ -196,13 +196,17 @@ func (w *etagWriter) notModified() {
 	w.ResponseWriter.WriteHeader(http.StatusNotModified)
 }
 
-// Flush flushes an answer passing through; a held one is sent whole at
-// the end anyway.
-func (w *etagWriter) Flush() {
+// FlushError flushes an answer passing through, reporting a failure (a
+// client gone); a held one is sent whole at the end anyway.
+func (w *etagWriter) FlushError() error {
 	if w.through && !w.discard {
-		_ = http.NewResponseController(w.ResponseWriter).Flush()
+		return http.NewResponseController(w.ResponseWriter).Flush()
 	}
+	return nil
 }
+
+// Flush is FlushError for http.Flusher.
+func (w *etagWriter) Flush() { _ = w.FlushError() }
 
 // Unwrap lets http.ResponseController reach the connection (deadlines).
 func (w *etagWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
