@@ -96,6 +96,10 @@ type Config struct {
 	// follower: GET /health shows its state, and GET /ready answers 503
 	// until the store holds the copy. Nil for a server that follows nothing.
 	Follow FollowReporter
+	// Sessions, when not nil, authenticates a request to /api/ that has no
+	// Authorization header by its browser session (decisions §18), such
+	// as gateway.Sessions in front of Unleash. Nil: such a request is 401.
+	Sessions SessionAuthenticator
 }
 
 // BodyCache keeps encoded response bodies between requests. It is the
@@ -125,6 +129,7 @@ type Server struct {
 	handler        http.Handler
 	bodies         BodyCache // nil when off
 	follow         FollowReporter
+	sessions       SessionAuthenticator
 
 	// The live streams (stream.go).
 	feed                  flagadmin.EventFeed
@@ -142,7 +147,7 @@ func New(svc *flagadmin.Service, cfg Config) *Server {
 	installErrorModel() // before the first huma.Register
 	s := &Server{svc: svc, log: cfg.Logger, maxBody: cfg.MaxBodyBytes, maxHeader: cfg.MaxHeaderBytes,
 		bodyRead: cfg.BodyReadTimeout, storageTimeout: max(cfg.StorageTimeout, 0), mux: http.NewServeMux(), bodies: cfg.BodyCache,
-		follow: cfg.Follow}
+		follow: cfg.Follow, sessions: cfg.Sessions}
 	if s.log == nil {
 		s.log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
@@ -188,14 +193,14 @@ func New(svc *flagadmin.Service, cfg Config) *Server {
 	s.registerDocs()
 	s.mux.HandleFunc("/", s.notFound)
 
-	s.handler = s.observe(s.recoverPanics(s.storageDeadline(s.authenticate(s.limitRequest(http.HandlerFunc(s.route))))))
+	s.handler = s.observe(s.recoverPanics(s.storageDeadline(s.authenticate(s.limitRequest(s.etag(http.HandlerFunc(s.route)))))))
 	return s
 }
 
 // Handler returns the complete HTTP handler: the admin API under
 // /api/admin/, the OpenAPI document, /health and /ready, wrapped in the
-// access log, request id, panic recovery, storage deadline, authentication
-// and the limits of headers and body.
+// access log, request id, panic recovery, storage deadline, authentication,
+// the limits of headers and body, and the ETag of complete GET answers.
 func (s *Server) Handler() http.Handler { return s.handler }
 
 // API returns the Huma API, for its OpenAPI document
@@ -275,6 +280,25 @@ func (s *Server) Route(r *http.Request) string {
 		return ""
 	}
 	return p
+}
+
+// Serves reports whether the API answers r with a route of its own: an
+// operation, an OpenAPI document, /health, /ready, or a GET or HEAD of the
+// docs page or one of its files. It is false for what the API would answer
+// 404 or 405 (an unknown path, a method a path does not serve), so that a
+// gateway in front of another server (decisions §18) passes those on.
+func (s *Server) Serves(r *http.Request) bool {
+	switch p := s.routePattern(r); p {
+	case "", "/":
+		return false
+	case "/docs", "/docs/":
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			return false
+		}
+		name := strings.TrimPrefix(r.URL.Path, "/docs/")
+		return p == "/docs" || name == "" || isDocsFile(name)
+	}
+	return true
 }
 
 // notFound answers every path no route matches with 404 NotFoundError,

@@ -257,7 +257,6 @@ func (s *Server) serveStream(w http.ResponseWriter, r *http.Request, st *flagadm
 		defer keep.Stop()
 		check := time.NewTicker(s.tokenCheck)
 		defer check.Stop()
-		authorization := r.Header.Get("Authorization")
 		for {
 			select {
 			case <-ctx.Done():
@@ -268,7 +267,7 @@ func (s *Server) serveStream(w http.ResponseWriter, r *http.Request, st *flagadm
 					return
 				}
 			case <-check.C:
-				if _, err := s.svc.AuthenticateAdmin(flagadmin.WithCurrentReads(ctx), authorization); err != nil {
+				if _, err := s.authenticateRequest(flagadmin.WithCurrentReads(ctx), r); err != nil {
 					if errors.Is(err, flagadmin.ErrAuthenticationRequired) || errors.Is(err, flagadmin.ErrNoAccess) {
 						cancel(errStreamAuth)
 						return

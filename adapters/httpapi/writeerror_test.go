@@ -23,7 +23,7 @@ func TestWriteErrorIsTheAPIsErrorBody(t *testing.T) {
 		{http.StatusTeapot, http.StatusInternalServerError, nameInternal, msgInternal},
 	} {
 		w := httptest.NewRecorder()
-		s.WriteError(w, httptest.NewRequest(http.MethodPost, "/metrics", nil), c.status, c.message)
+		s.WriteStatus(w, httptest.NewRequest(http.MethodPost, "/metrics", nil), c.status, c.message)
 		var body struct{ ID, Name, Message string }
 		if err := json.Unmarshal(w.Body.Bytes(), &body); err != nil {
 			t.Fatalf("%d: %v: %s", c.status, err, w.Body)

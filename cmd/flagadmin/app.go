@@ -15,6 +15,7 @@ import (
 	"go.uber.org/fx/fxevent"
 
 	"github.com/flagadmin/flagadmin/adapters/eventfeed"
+	"github.com/flagadmin/flagadmin/adapters/gateway"
 	"github.com/flagadmin/flagadmin/adapters/httpapi"
 	"github.com/flagadmin/flagadmin/adapters/metrics"
 	"github.com/flagadmin/flagadmin/adapters/storecache"
@@ -52,6 +53,7 @@ func serveOptions(cfg Config, stderr io.Writer) fx.Option {
 		serviceModule,
 		followModule,
 		httpModule,
+		gatewayModule,
 		webhooksModule,
 		logModule,
 		fx.WithLogger(newFxLogger),
@@ -201,21 +203,24 @@ func newFeed(lc fx.Lifecycle, store flagadmin.Store, follower *unleashimport.Fol
 
 // newAPIServer returns the HTTP transport of the service, with the storage
 // deadline of cfg.DBTimeout on every request, the body cache of the
-// served store, the live stream on feed, and the follow state of follower
-// (nil when the server follows nothing).
-func newAPIServer(svc *flagadmin.Service, store servedStore, feed *eventfeed.Feed, follower *unleashimport.Follower, cfg Config, log *slog.Logger) *httpapi.Server {
+// served store, the live stream on feed, the follow state of follower
+// (nil when the server follows nothing) and, in front of Unleash,
+// Unleash's browser sessions.
+func newAPIServer(svc *flagadmin.Service, store servedStore, feed *eventfeed.Feed, follower *unleashimport.Follower, sessions *gateway.Sessions, cfg Config, log *slog.Logger) *httpapi.Server {
 	return httpapi.New(svc, httpapi.Config{Logger: log, Version: versionString(), StorageTimeout: cfg.DBTimeout, BodyCache: store.bodies,
-		Feed: feed, MaxStreams: cfg.MaxStreams, Follow: followReporter(follower)})
+		Feed: feed, MaxStreams: cfg.MaxStreams, Follow: followReporter(follower), Sessions: sessionPort(sessions)})
 }
 
-// newHTTPServer returns the net/http server of the API, with timeouts. Its
-// header limit is above the API's own (httpapi.DefaultMaxHeaderBytes), so
-// the API answers oversized headers with a JSON 400 before Go's server
-// would answer a plain-text 431; "OPTIONS *" reaches the API too (a JSON 404).
-func newHTTPServer(cfg Config, api *httpapi.Server, m *metrics.Metrics, log *slog.Logger) *http.Server {
+// newHTTPServer returns the net/http server of the front door (the API,
+// or the gateway in front of Unleash), with timeouts. Its header limit is
+// above the API's own (httpapi.DefaultMaxHeaderBytes), so the API answers
+// oversized headers with a JSON 400 before Go's server would answer a
+// plain-text 431; "OPTIONS *" reaches the API too (a JSON 404).
+func newHTTPServer(cfg Config, api *httpapi.Server, door *frontDoor, log *slog.Logger) *http.Server {
 	srv := &http.Server{
 		Addr:                         cfg.Addr,
-		Handler:                      serverHandler(cfg, api, m),
+		Handler:                      door.handler,
+		ConnContext:                  door.connContext,
 		ReadHeaderTimeout:            readHeaderTimeout,
 		ReadTimeout:                  readTimeout,
 		WriteTimeout:                 writeTimeout,
@@ -247,7 +252,7 @@ func (l *Listener) Addr() net.Addr {
 // then prepare the store (seed, demo world, admin tokens); then serve in a
 // goroutine. On stop: shut down gracefully, letting in-flight requests
 // finish.
-func newListener(lc fx.Lifecycle, srv *http.Server, boot *bootstrap, log *slog.Logger, sd fx.Shutdowner) *Listener {
+func newListener(lc fx.Lifecycle, srv *http.Server, door *frontDoor, boot *bootstrap, log *slog.Logger, sd fx.Shutdowner) *Listener {
 	l := &Listener{}
 	lc.Append(fx.Hook{
 		OnStart: func(ctx context.Context) error {
@@ -255,6 +260,7 @@ func newListener(lc fx.Lifecycle, srv *http.Server, boot *bootstrap, log *slog.L
 			if err != nil {
 				return cliErrorf("cannot listen on %s: %v", srv.Addr, listenReason(err))
 			}
+			ln = door.listen(ln)
 			if err := boot.run(ctx); err != nil {
 				ln.Close()
 				return err

@@ -105,6 +105,8 @@ type Config struct {
 	// Retention is how long events are kept before they are pruned; 0
 	// keeps them for ever.
 	Retention time.Duration
+	// GatewayConfig puts the server in front of an Unleash server (gateway.go).
+	GatewayConfig
 }
 
 // setting is one configuration value. It comes from its flag if given,
@@ -134,6 +136,7 @@ type settings struct {
 	demo                                                                                             *bool
 	webhooks                                                                                         *setting
 	logKey, retention                                                                                *setting
+	gatewaySettings
 }
 
 // Flag sets of the commands that need them.
@@ -199,6 +202,7 @@ func newSettings(fs *flag.FlagSet, getenv func(string) string, which int) *setti
 		"the `NUMBER` of live event streams (GET /api/admin/events/stream) held at once at most; beyond it a new\n"+
 			"one is answered 503 ServiceUnavailable with Retry-After", nil)
 	s.logKey, s.retention = bindLogSettings(bind)
+	s.gatewaySettings = bindGateway(bind)
 	return s
 }
 
@@ -256,6 +260,7 @@ func (s *settings) config(fs *flag.FlagSet) (Config, error) {
 		}},
 		{s.retention, into(&cfg.Retention, parseRetention)},
 	}
+	steps = append(steps, s.gatewaySettings.steps(&cfg.GatewayConfig)...)
 	for _, step := range steps {
 		if step.st == nil { // a server setting of a database command
 			continue
@@ -278,6 +283,12 @@ func (s *settings) config(fs *flag.FlagSet) (Config, error) {
 		if err := s.checkFollow(cfg, set); err != nil {
 			return Config{}, err
 		}
+	}
+	if cfg.Upstream != nil && cfg.Follow == "" {
+		// In front of Unleash, flagadmin answers from its copy of Unleash's
+		// database: without one its answers would not be Unleash's.
+		_, source, _ := s.lookup(s.upstream, set)
+		return Config{}, cliErrorf("%s needs --follow (or %s): flagadmin answers from a copy of the Unleash database it follows", source, envFollow)
 	}
 	return cfg, nil
 }

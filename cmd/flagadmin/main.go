@@ -42,6 +42,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/flagadmin/flagadmin/adapters/gateway"
 )
 
 func main() {
@@ -278,23 +280,26 @@ type command struct {
 
 // envHelp describes each environment variable for help texts.
 var envHelp = map[string]string{
-	envAddr:        "address to listen on (default " + defaultAddr + ")",
-	envDB:          "database URL (default " + defaultDB + "): sqlite:PATH, postgres://user:pass@host:5432/db, mysql://user:pass@host:3306/db, memory:",
-	envSeed:        "seed file to load at start into an empty store",
-	envAdminTokens: "comma-separated admin tokens (*:*.<secret>) to create at start if missing",
-	envLogLevel:    "debug, info, warn or error (default " + defaultLogLevel + ")",
-	envLogFormat:   "text or json (default " + defaultLogFormat + ")",
-	envTokenCache:  "how long a successful authentication is remembered while nothing is written to the database (default " + defaultTokenCacheTTL.String() + "; 0 disables)",
-	envURL:         "base URL of the server the client commands talk to (default http://" + defaultAddr + ")",
-	envToken:       "API token of the client commands (an admin token or a personal access token)",
-	envResultCache: "memory for cached search results and project lists, such as 64MiB (default " + formatByteSize(defaultResultCacheSize) + "; 0 disables)",
-	envMetricsAddr: "host:port of a separate listener serving only /metrics (default: /metrics on the main listener)",
-	envMaxStreams:  "most live event streams held at once (default " + strconv.Itoa(defaultMaxStreams) + "); beyond it a new one gets 503",
-	envDBTimeout:   "storage deadline of a request, such as 5s (default " + defaultDBTimeout.String() + "; 0 disables): a database that does not answer in time gives 503",
-	envWebhooks:    "webhook configuration file: a JSON or YAML list of sinks {name, url, secret, filter}",
-	envFollow:      "URL of an Unleash PostgreSQL database to follow: the store becomes its read-only copy, kept current",
-	envLogKey:      "file of the key that signs the event log's checkpoints (flagadmin log keygen); none: no checkpoints",
-	envRetention:   "how long events are kept, such as 90d (default: for ever); older ones are pruned unless their project is held",
+	envAddr:            "address to listen on (default " + defaultAddr + ")",
+	envDB:              "database URL (default " + defaultDB + "): sqlite:PATH, postgres://user:pass@host:5432/db, mysql://user:pass@host:3306/db, memory:",
+	envSeed:            "seed file to load at start into an empty store",
+	envAdminTokens:     "comma-separated admin tokens (*:*.<secret>) to create at start if missing",
+	envLogLevel:        "debug, info, warn or error (default " + defaultLogLevel + ")",
+	envLogFormat:       "text or json (default " + defaultLogFormat + ")",
+	envTokenCache:      "how long a successful authentication is remembered while nothing is written to the database (default " + defaultTokenCacheTTL.String() + "; 0 disables)",
+	envURL:             "base URL of the server the client commands talk to (default http://" + defaultAddr + ")",
+	envToken:           "API token of the client commands (an admin token or a personal access token)",
+	envResultCache:     "memory for cached search results and project lists, such as 64MiB (default " + formatByteSize(defaultResultCacheSize) + "; 0 disables)",
+	envMetricsAddr:     "host:port of a separate listener serving only /metrics (default: /metrics on the main listener)",
+	envMaxStreams:      "most live event streams held at once (default " + strconv.Itoa(defaultMaxStreams) + "); beyond it a new one gets 503",
+	envDBTimeout:       "storage deadline of a request, such as 5s (default " + defaultDBTimeout.String() + "; 0 disables): a database that does not answer in time gives 503",
+	envWebhooks:        "webhook configuration file: a JSON or YAML list of sinks {name, url, secret, filter}",
+	envFollow:          "URL of an Unleash PostgreSQL database to follow: the store becomes its read-only copy, kept current",
+	envLogKey:          "file of the key that signs the event log's checkpoints (flagadmin log keygen); none: no checkpoints",
+	envRetention:       "how long events are kept, such as 90d (default: for ever); older ones are pruned unless their project is held",
+	envUpstream:        "base URL of the Unleash server to stand in front of, such as http://unleash:4242 (default: none)",
+	envUpstreamTimeout: "with an upstream: the longest wait for Unleash's answer before 504 (default " + gateway.DefaultTimeout.String() + ")",
+	envFollowWait:      "with an upstream: the longest a forwarded write waits for its event in flagadmin's copy (default " + gateway.DefaultFollowWait.String() + ")",
 }
 
 // newFlagSet returns a flag set that reports errors to the caller instead

@@ -85,7 +85,7 @@ func serverHandler(cfg Config, api *httpapi.Server, m *metrics.Metrics) http.Han
 	if cfg.MetricsAddr != "" {
 		return counted
 	}
-	scrape := m.Handler(api.WriteError)
+	scrape := m.Handler(api.WriteStatus)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == metricsPath {
 			scrape.ServeHTTP(w, r)
@@ -118,10 +118,10 @@ func newMetricsListener(lc fx.Lifecycle, cfg Config, m *metrics.Metrics, api *ht
 		return l
 	}
 	mux := http.NewServeMux()
-	scrape := m.Handler(api.WriteError)
+	scrape := m.Handler(api.WriteStatus)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path != metricsPath {
-			api.WriteError(w, r, http.StatusNotFound, "This listener serves only "+metricsPath+".")
+			api.WriteStatus(w, r, http.StatusNotFound, "This listener serves only "+metricsPath+".")
 			return
 		}
 		scrape.ServeHTTP(w, r)

@@ -52,9 +52,20 @@ is up), GET /ready (the store is reachable), the OpenAPI documents (/openapi.jso
 interactive API documentation at /docs, and the Prometheus metrics at /metrics,
 without authentication (with --metrics-addr, /metrics is served only there).
 
+With --upstream URL, flagadmin stands in front of that Unleash server, at the
+address clients, SDKs and Unleash's web UI used: it serves the event searches,
+the project list, export, stream, /metrics, /docs and /health itself (those
+answers carry X-Flagadmin-Source: local, and GET answers an ETag) and forwards
+every other request to Unleash as it came. Unleash's browser sessions are
+accepted on what flagadmin serves, checked with Unleash. A forwarded lifecycle
+complete or service-account delete is answered once flagadmin's copy holds its
+event (or after --follow-wait, with X-Flagadmin-Lag). Unleash unreachable: 502
+BadGatewayError; no answer within --upstream-timeout: 504 GatewayTimeout.
+
 A bad configuration, an unreachable database or a busy port ends start-up with
 one line on stderr and exit code 1.`,
-	env: []string{envAddr, envDB, envSeed, envAdminTokens, envLogLevel, envLogFormat, envTokenCache, envResultCache, envDBTimeout, envMaxStreams, envMetricsAddr, envWebhooks, envFollow, envLogKey, envRetention},
+	env: []string{envAddr, envDB, envSeed, envAdminTokens, envLogLevel, envLogFormat, envTokenCache, envResultCache, envDBTimeout, envMaxStreams, envMetricsAddr, envWebhooks, envFollow, envLogKey, envRetention,
+		envUpstream, envUpstreamTimeout, envFollowWait},
 }
 
 // serve parses the serve command's flags and runs the server.
