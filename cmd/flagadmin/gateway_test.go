@@ -171,7 +171,6 @@ func send(t *testing.T, method, url, body string, header map[string]string) (*ht
 	return resp, string(b)
 }
 
-
 // TestGatewayRouteSplit: flagadmin's routes are answered locally and
 // marked so, with an ETag and 304 on If-None-Match; everything else,
 // Unleash's own paths and methods of flagadmin's paths it does not serve,
