@@ -2,7 +2,8 @@
 // wire-compatible implementation of five operations of Unleash's admin API:
 // completing a feature's lifecycle, searching the event log (by query string
 // and by the deprecated request body), listing projects and deleting a service
-// account.
+// account; and of two operations of its own, the export and the live stream
+// of the event log.
 //
 // The package is the product; everything else is an adapter. It defines the
 // model (Event, Project, Feature, User, APIToken...), the parsing of search
@@ -14,8 +15,10 @@
 //
 // Every failure the Service returns is one of a few kinds, checked with
 // errors.Is: ErrAuthenticationRequired, ErrNoAccess, ErrNotFound,
-// ErrValidation (as a *ValidationError naming the parameter), ErrConflict and
-// ErrUnavailable. A transport maps these kinds to statuses in one place.
+// ErrValidation (as a *ValidationError naming the parameter), ErrConflict,
+// ErrUnavailable and ErrReadOnly (a write to a store that follows an
+// Unleash database, follow.go). A transport maps these kinds to statuses in
+// one place.
 //
 // The package imports only the standard library.
 package flagadmin

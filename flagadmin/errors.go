@@ -24,6 +24,13 @@ var (
 	ErrConflict = errors.New("conflict")
 	// ErrUnavailable: storage is unreachable, overloaded or timed out (HTTP 503).
 	ErrUnavailable = errors.New("storage unavailable")
+	// ErrBadGateway: the upstream a server stands in front of (decisions
+	// §18) could not be reached or answered badly (HTTP 502). Only a
+	// gateway returns it, never the Service.
+	ErrBadGateway = errors.New("bad gateway")
+	// ErrGatewayTimeout: the upstream did not answer in time (HTTP 504).
+	// Only a gateway returns it, never the Service.
+	ErrGatewayTimeout = errors.New("gateway timeout")
 )
 
 // FieldError names one offending parameter or field and says what is allowed.

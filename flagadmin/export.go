@@ -56,13 +56,15 @@ type EventExport struct {
 // a *ValidationError naming every offending parameter.
 func ParseEventExport(p EventExportParams) (EventQuery, ExportFormat, int64, error) {
 	v := &ValidationError{}
-	for _, f := range []struct{ param, raw string }{{"limit", p.Limit}, {"offset", p.Offset}, {"after", p.After}} {
-		if f.raw != "" {
-			v.Fields = append(v.Fields, FieldError{Path: f.param, Message: "is not a parameter of the export, which has no pages: resume an export with afterId"})
+	filters := p.EventSearchParams
+	for _, f := range filterParams {
+		if f.Kind == FilterPaging && !f.Uses.Has(UseExport) {
+			if f.Value(&filters) != "" {
+				v.Fields = append(v.Fields, FieldError{Path: f.Name, Message: "is not a parameter of the export, which has no pages: resume an export with afterId"})
+			}
+			f.Set(&filters, "")
 		}
 	}
-	filters := p.EventSearchParams
-	filters.Limit, filters.Offset, filters.After = "", "", ""
 	q, err := ParseEventSearch(filters)
 	if ve, ok := err.(*ValidationError); ok {
 		v.Fields = append(v.Fields, ve.Fields...)

@@ -155,7 +155,8 @@ func parseQuery(param, raw string) (string, error) {
 }
 
 // EventSearchParams are the raw query-string parameters of
-// GET /api/admin/search/events; every one is optional.
+// GET /api/admin/search/events; every one is optional. FilterParams
+// declares them (FilterParam.Value and Set read and write them by name).
 type EventSearchParams struct {
 	Query       string
 	Feature     string
@@ -187,6 +188,8 @@ const (
 // EventQuery is a parsed event search, what a Store executes. Empty slices
 // mean "no filter"; a non-empty slice means "the column is one of these"
 // (exact, case-sensitive); a null column never matches a filter.
+// ColumnFilters yields those slices with the column each selects on (as
+// FilterParams declares them); Matches is their meaning.
 type EventQuery struct {
 	Features         []string
 	Projects         []string
@@ -224,7 +227,8 @@ type EventPage struct {
 }
 
 // ParseEventSearch turns query-string parameters into an EventQuery, or a
-// *ValidationError naming every offending parameter.
+// *ValidationError naming every offending parameter. It parses the
+// parameters the search takes (FilterParams), in their declared order.
 func ParseEventSearch(p EventSearchParams) (EventQuery, error) {
 	q := EventQuery{TextScope: TextPayload}
 	v := &ValidationError{}
@@ -233,78 +237,14 @@ func ParseEventSearch(p EventSearchParams) (EventQuery, error) {
 			v.Fields = append(v.Fields, ve.Fields...)
 		}
 	}
-	strFilters := []struct {
-		param, raw string
-		dst        *[]string
-	}{
-		{"feature", p.Feature, &q.Features},
-		{"project", p.Project, &q.Projects},
-		{"type", p.Type, &q.Types},
-		{"environment", p.Environment, &q.Environments},
-		{"groupId", p.GroupID, &q.GroupIDs},
-	}
-	for _, f := range strFilters {
-		if f.raw == "" {
-			continue
-		}
-		parsed, err := ParseFilter(f.param, f.raw)
-		if err != nil {
-			collect(err)
-			continue
-		}
-		*f.dst = parsed.Values
-	}
-	for _, t := range q.Types {
-		// Any type name: Unleash adds types in every release, and imported
-		// or followed events carry them (decisions §4).
-		if utf8.RuneCountInString(t) > MaxEventTypeLength {
-			collect(invalid("type", "an event type is at most %d characters, got %s", MaxEventTypeLength, QuoteInput(t)))
-		}
-	}
-	intFilters := []struct {
-		param, raw string
-		dst        *[]int64
-	}{
-		{"createdBy", p.CreatedBy, &q.CreatedByUserIDs},
-		{"id", p.ID, &q.IDs},
-	}
-	for _, f := range intFilters {
-		if f.raw == "" {
-			continue
-		}
-		ids, err := parseIntFilter(f.param, f.raw)
-		collect(err)
-		*f.dst = ids
-	}
-	if p.From != "" {
-		day, err := ParseDay("from", p.From)
-		collect(err)
-		if err == nil {
-			q.From = &day
-		}
-	}
-	if p.To != "" {
-		day, err := ParseDay("to", p.To)
-		collect(err)
-		if err == nil {
-			next := day.AddDate(0, 0, 1)
-			q.Before = &next
+	for _, f := range filterParams {
+		if f.Uses.Has(UseSearch) {
+			collect(f.parse(&q, f.Value(&p)))
 		}
 	}
 	if q.From != nil && q.Before != nil && !q.From.Before(*q.Before) {
 		collect(invalid("from", "must not be after to"))
 	}
-	var err error
-	if q.Text, err = parseQuery("query", p.Query); err != nil {
-		collect(err)
-	}
-	if q.Limit, err = ParseLimit("limit", p.Limit, SearchDefaultLimit, SearchMaxLimit); err != nil {
-		collect(err)
-	}
-	if q.Offset, err = ParseOffset("offset", p.Offset); err != nil {
-		collect(err)
-	}
-	collect(parseAfter(p.After, &q))
 	if len(v.Fields) > 0 {
 		return EventQuery{}, v
 	}

@@ -43,15 +43,72 @@ func (r CompleteRequest) Validate() error {
 }
 
 // CompleteLifecycle marks a feature's lifecycle completed with an outcome
-// (POST .../features/:featureName/lifecycle/complete). The project and the
-// feature must exist and the feature must belong to the project, else
-// ErrNotFound; a private project the caller cannot see is ErrNotFound too.
-// Repeating the same outcome and value changes nothing and records nothing;
-// a different one replaces it and records a new feature-completed event.
+// (POST .../features/:featureName/lifecycle/complete): AuthorizeLifecycle,
+// then LifecycleGrant.Complete. The project and the feature must exist and
+// the feature must belong to the project, else ErrNotFound; a private
+// project the caller cannot see is ErrNotFound too. Repeating the same
+// outcome and value changes nothing and records nothing; a different one
+// replaces it and records a new feature-completed event.
 func (s *Service) CompleteLifecycle(ctx context.Context, p Principal, projectID, featureName string, req CompleteRequest) error {
-	if err := s.AuthorizeLifecycle(ctx, p, projectID); err != nil {
+	g, err := s.AuthorizeLifecycle(ctx, p, projectID)
+	if err != nil {
 		return err
 	}
+	return g.Complete(ctx, featureName, req)
+}
+
+// LifecycleGrant is a caller's permission to complete lifecycles in one
+// project, as AuthorizeLifecycle found it. It is good for one request:
+// it does not follow later changes of the caller's roles or the project.
+type LifecycleGrant struct {
+	s         *Service
+	p         Principal
+	projectID string
+}
+
+// AuthorizeLifecycle checks that p may complete lifecycles in the project
+// and returns the grant to do so: ErrNotFound when the project does not
+// exist or is private and invisible to p, ErrNoAccess without
+// UPDATE_FEATURE, ErrValidation when projectID is not valid text
+// (decisions §16: before the lookup, which could not answer). The check
+// reads the project once. CompleteLifecycle runs it before it validates
+// the body; a transport that validates bodies itself runs it first, so
+// that 403 comes before 400 (decisions §1), and then completes with the
+// grant (LifecycleGrant.Complete), which does not check again.
+//
+// For a caller that is not a root admin, the same store reads happen in the
+// same order whether the project exists or not (its project roles, then the
+// project), so a missing project and a private one the caller cannot see
+// take the same time to answer 404: timing does not tell that it exists.
+func (s *Service) AuthorizeLifecycle(ctx context.Context, p Principal, projectID string) (*LifecycleGrant, error) {
+	if err := requireAdminAPI(p); err != nil {
+		return nil, err
+	}
+	if err := checkText("projectId", projectID); err != nil {
+		return nil, err
+	}
+	var roles map[string]ProjectRole
+	if !p.IsRootAdmin() {
+		var err error
+		if roles, err = s.store.ProjectRoles(ctx, p.User.ID); err != nil {
+			return nil, err
+		}
+	}
+	project, err := s.store.Project(ctx, projectID)
+	if err != nil {
+		return nil, projectNotFound(err, projectID)
+	}
+	if err := authorizeFeatureUpdate(p, project, roles); err != nil {
+		return nil, err
+	}
+	return &LifecycleGrant{s: s, p: p, projectID: projectID}, nil
+}
+
+// Complete marks the lifecycle of the grant's project's feature completed
+// with an outcome: CompleteLifecycle without the permission check, which
+// AuthorizeLifecycle made. It validates featureName and req first.
+func (g *LifecycleGrant) Complete(ctx context.Context, featureName string, req CompleteRequest) error {
+	s, projectID := g.s, g.projectID
 	if err := checkText("featureName", featureName); err != nil {
 		return err
 	}
@@ -67,7 +124,7 @@ func (s *Service) CompleteLifecycle(ctx context.Context, p Principal, projectID,
 	if err != nil {
 		return err
 	}
-	by, byID := p.Actor()
+	by, byID := g.p.Actor()
 	err = s.store.UpdateFeature(ctx, featureName, func(f *Feature) (*Event, error) {
 		if f.Project != projectID {
 			return nil, notFound("Feature %s does not exist in project %s.", QuoteInput(featureName), QuoteInput(projectID))
@@ -92,39 +149,6 @@ func (s *Service) CompleteLifecycle(ctx context.Context, p Principal, projectID,
 		return notFound("Feature %s does not exist in project %s.", QuoteInput(featureName), QuoteInput(projectID))
 	}
 	return err
-}
-
-// AuthorizeLifecycle checks that p may complete lifecycles in the project:
-// ErrNotFound when the project does not exist or is private and invisible to
-// p, ErrNoAccess without UPDATE_FEATURE, ErrValidation when projectID is not
-// valid text (decisions §16: before the lookup, which could not answer).
-// CompleteLifecycle runs it before it validates the body; a transport that
-// validates bodies itself runs it first so that 403 comes before 400
-// (decisions §1).
-//
-// For a caller that is not a root admin, the same store reads happen in the
-// same order whether the project exists or not (its project roles, then the
-// project), so a missing project and a private one the caller cannot see
-// take the same time to answer 404: timing does not tell that it exists.
-func (s *Service) AuthorizeLifecycle(ctx context.Context, p Principal, projectID string) error {
-	if err := requireAdminAPI(p); err != nil {
-		return err
-	}
-	if err := checkText("projectId", projectID); err != nil {
-		return err
-	}
-	var roles map[string]ProjectRole
-	if !p.IsRootAdmin() {
-		var err error
-		if roles, err = s.store.ProjectRoles(ctx, p.User.ID); err != nil {
-			return err
-		}
-	}
-	project, err := s.store.Project(ctx, projectID)
-	if err != nil {
-		return projectNotFound(err, projectID)
-	}
-	return authorizeFeatureUpdate(p, project, roles)
 }
 
 // authorizeFeatureUpdate checks UPDATE_FEATURE on project, given p's project

@@ -47,7 +47,8 @@ func (t Tag) Validate() *ValidationError {
 }
 
 // Event is one record of the event log (admin-api.md section 2.1). Pointer
-// fields and nil raw JSON are written as null.
+// fields and nil raw JSON are written as null. EventFields declares its
+// fields as every encoding names them; a field added here is declared there.
 type Event struct {
 	// ID is assigned by the store: unique, increasing in insertion order.
 	ID int64 `json:"id"`
@@ -77,33 +78,6 @@ type Event struct {
 	// GroupID groups related events (filter "groupId"), such as the ULID of
 	// the Unleash transaction that wrote them; null when absent.
 	GroupID *string `json:"groupId"`
-}
-
-// MarshalJSON writes the event with the contract's field names in the
-// contract's order, createdAt in TimeLayout and tags as [] when empty, with
-// encoding/json (strings escaped as it escapes them with HTML escaping off;
-// data and preData compacted, an error when not valid JSON).
-func (e Event) MarshalJSON() ([]byte, error) {
-	tags := e.Tags
-	if tags == nil {
-		tags = []Tag{}
-	}
-	return marshalJSON(struct {
-		ID              int64           `json:"id"`
-		CreatedAt       string          `json:"createdAt"`
-		Type            string          `json:"type"`
-		CreatedBy       string          `json:"createdBy"`
-		CreatedByUserID *int64          `json:"createdByUserId"`
-		Environment     *string         `json:"environment"`
-		Project         *string         `json:"project"`
-		FeatureName     *string         `json:"featureName"`
-		Data            json.RawMessage `json:"data"`
-		PreData         json.RawMessage `json:"preData"`
-		Tags            []Tag           `json:"tags"`
-		GroupType       *string         `json:"groupType"`
-		GroupID         *string         `json:"groupId"`
-	}{e.ID, formatTime(e.CreatedAt), e.Type, e.CreatedBy, e.CreatedByUserID, e.Environment, e.Project,
-		e.FeatureName, e.Data, e.PreData, tags, e.GroupType, e.GroupID})
 }
 
 // marshalJSON is json.Marshal without HTML escaping (an encoder that

@@ -9,9 +9,15 @@ import (
 // Service performs the operations of the admin API for a Principal over a
 // Store. It is safe for concurrent use.
 type Service struct {
-	store  Store
+	// store is the store the operations use: opened behind a
+	// readOnlyGuard when the store may follow an Unleash database.
+	store Store
+	// follow reads whether the store follows a source; nil when unknown.
+	follow FollowStateReader
 	clock  func() time.Time
 	random io.Reader
+	// log is the verifiable log (WithLog); zero when there is none.
+	log LogConfig
 }
 
 // Option configures a Service.
@@ -26,14 +32,17 @@ func WithRandom(r io.Reader) Option { return func(s *Service) { s.random = r } }
 // NewService returns a Service over store.
 func NewService(store Store, opts ...Option) *Service {
 	s := &Service{store: store, clock: time.Now, random: defaultRandom}
+	if r, ok := store.(FollowStateReader); ok {
+		s.follow = r
+	}
 	for _, o := range opts {
 		o(s)
 	}
+	if s.follow != nil {
+		s.store = readOnlyGuard{Store: store, follow: s.follow}
+	}
 	return s
 }
-
-// Store returns the store the service works on.
-func (s *Service) Store() Store { return s.store }
 
 // now returns the current time at store precision.
 func (s *Service) now() time.Time { return Truncate(s.clock()) }

@@ -221,15 +221,19 @@ func TestCompleteLifecyclePrecedence(t *testing.T) {
 			wantKind(t, err, tt.want)
 			if tt.want == flagadmin.ErrValidation {
 				wantValidation(t, err, "status")
-				if err := svc.AuthorizeLifecycle(ctx, tt.p, tt.project); err != nil {
-					t.Errorf("AuthorizeLifecycle: %v, want nil", err)
+				if g, err := svc.AuthorizeLifecycle(ctx, tt.p, tt.project); err != nil || g == nil {
+					t.Errorf("AuthorizeLifecycle: %v, %v, want a grant", g, err)
 				}
 				return
 			}
 			if errors.Is(err, flagadmin.ErrValidation) {
 				t.Errorf("got %v, which is also a validation error", err)
 			}
-			wantKind(t, svc.AuthorizeLifecycle(ctx, tt.p, tt.project), tt.want)
+			g, err := svc.AuthorizeLifecycle(ctx, tt.p, tt.project)
+			wantKind(t, err, tt.want)
+			if g != nil {
+				t.Errorf("AuthorizeLifecycle: got a grant with the error %v", err)
+			}
 		})
 	}
 }

@@ -116,6 +116,29 @@ type Store interface {
 	DeleteToken(ctx context.Context, hash string, fn func(APIToken) (Event, error)) error
 }
 
+// currentReadsKey marks a context under which reads must be current
+// (WithCurrentReads).
+type currentReadsKey struct{}
+
+// WithCurrentReads returns a context under which every read of a Store
+// reflects every write committed before the read began, by any process
+// sharing the storage. A Store that may answer a read from an earlier
+// reading (a wrapper that keeps results between calls) reads the storage
+// under such a context; a Store that always reads the storage does so
+// anyway. A live stream re-checks its token this way, so that a deleted
+// account or an expired token ends it within the re-check interval
+// (decisions §12).
+func WithCurrentReads(ctx context.Context) context.Context {
+	return context.WithValue(ctx, currentReadsKey{}, true)
+}
+
+// CurrentReads reports whether reads under ctx must be current
+// (WithCurrentReads).
+func CurrentReads(ctx context.Context) bool {
+	current, _ := ctx.Value(currentReadsKey{}).(bool)
+	return current
+}
+
 // Batch is a set of rows a Store writes at once (Store.Write), in this
 // order: users, groups, projects (with members and favorites), group
 // members, project members, features (with tags), tokens, events.
@@ -259,10 +282,11 @@ type ProjectStats struct {
 	Owners []ProjectOwner
 }
 
-// VersionedStore is a Store that can tell cheaply whether anything it holds
-// has changed, and when the project list's potentially-stale counts next
-// change with the passing of time. Caches of store results need it (such
-// as adapters/storecache, a Store over a VersionedStore).
+// VersionedStore is a Store that tells cheaply whether anything it holds
+// has changed (Version), and when the project figures it holds next change
+// by the passing of time alone (OldestFreshFeatures): with both, a reader
+// can tell whether a result it read earlier still holds
+// (adapters/storecache is a Store over a VersionedStore that does so).
 type VersionedStore interface {
 	Store
 
@@ -273,8 +297,10 @@ type VersionedStore interface {
 	Version(ctx context.Context) (int64, error)
 
 	// OldestFreshFeatures returns, for each type in notBefore, the earliest
-	// createdAt of the non-archived, non-stale features of that type created
-	// at or after notBefore[type] (those not yet potentially stale at the
-	// cut-off); a type with no such feature is absent from the result.
+	// createdAt of the features of that type that are Fresh under the
+	// cut-off notBefore[type] (ProjectStatsQuery.Standing: non-archived,
+	// non-stale, created at or after it), the first of them to become
+	// PotentiallyStale as the cut-off moves on; a type with no such
+	// feature is absent from the result.
 	OldestFreshFeatures(ctx context.Context, notBefore map[FeatureType]time.Time) (map[FeatureType]time.Time, error)
 }

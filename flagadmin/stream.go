@@ -70,7 +70,7 @@ func ParseEventStream(p EventStreamParams) (EventQuery, int64, bool, error) {
 	v := &ValidationError{}
 	if ve, ok := err.(*ValidationError); ok {
 		for _, f := range ve.Fields {
-			if f.Path == "limit" || f.Path == "offset" || f.Path == "after" {
+			if param, ok := FilterParamNamed(f.Path); ok && param.Kind == FilterPaging && !param.Uses.Has(UseStream) {
 				f.Message = "is not a parameter of the stream: resume a stream with afterId or Last-Event-ID"
 			}
 			v.Fields = append(v.Fields, f)
@@ -141,21 +141,4 @@ func (st *EventStream) Run(ctx context.Context, feed EventFeed, fn func([]Event)
 		return err
 	}
 	return feed.Follow(ctx, st.Query, after, fn)
-}
-
-// freshReadsKey marks a context whose reads must not be answered from a cache.
-type freshReadsKey struct{}
-
-// WithFreshReads returns a context in which a caching Store answers reads
-// from the storage, not from its caches: a live stream re-checks its
-// token this way, so that a deleted account or an expired token ends it
-// within the re-check interval whatever the token cache's TTL.
-func WithFreshReads(ctx context.Context) context.Context {
-	return context.WithValue(ctx, freshReadsKey{}, true)
-}
-
-// FreshReads reports whether ctx asks for fresh reads (WithFreshReads).
-func FreshReads(ctx context.Context) bool {
-	fresh, _ := ctx.Value(freshReadsKey{}).(bool)
-	return fresh
 }

@@ -169,7 +169,7 @@ func TestServiceRejectsBadText(t *testing.T) {
 		{"lifecycle statusValue", "statusValue", func(s string) error {
 			return svc.CompleteLifecycle(ctx, admin, "default", "new-checkout", flagadmin.CompleteRequest{Status: "kept", StatusValue: &s})
 		}},
-		{"authorize projectId", "projectId", func(s string) error { return svc.AuthorizeLifecycle(ctx, admin, s) }},
+		{"authorize projectId", "projectId", func(s string) error { _, err := svc.AuthorizeLifecycle(ctx, admin, s); return err }},
 		{"service account id", "id", func(s string) error { return svc.DeleteServiceAccount(ctx, admin, s) }},
 		{"search feature", "feature", func(s string) error {
 			_, err := svc.SearchEvents(ctx, admin, flagadmin.EventSearchParams{Feature: "IS:" + s})

@@ -30,22 +30,19 @@ type WebhookSink struct {
 }
 
 // WebhookFilterParams are the filter parameters a sink's filter may hold,
-// as written in the query string of the event search.
-var WebhookFilterParams = []string{"query", "feature", "project", "type", "createdBy", "environment", "id", "groupId", "from", "to"}
+// as written in the query string of the event search: those FilterParams
+// declares for UseWebhook.
+var WebhookFilterParams = filterParamNames(UseWebhook)
 
 // SetFilterParam sets the filter parameter named param (one of
 // WebhookFilterParams) of p to value; false when param is not one.
 func SetFilterParam(p *EventSearchParams, param, value string) bool {
-	fields := map[string]*string{
-		"query": &p.Query, "feature": &p.Feature, "project": &p.Project, "type": &p.Type,
-		"createdBy": &p.CreatedBy, "environment": &p.Environment, "id": &p.ID, "groupId": &p.GroupID,
-		"from": &p.From, "to": &p.To,
+	f, ok := FilterParamNamed(param)
+	if !ok || !f.Uses.Has(UseWebhook) {
+		return false
 	}
-	f, ok := fields[param]
-	if ok {
-		*f = value
-	}
-	return ok
+	f.Set(p, value)
+	return true
 }
 
 // Query returns the events the sink receives: its filter, with the
@@ -54,7 +51,7 @@ func SetFilterParam(p *EventSearchParams, param, value string) bool {
 // offending parameters as "filter.<param>".
 func (s WebhookSink) Query() (EventQuery, error) {
 	f := s.Filter
-	if f.Limit != "" || f.Offset != "" || f.After != "" {
+	if pagingGiven(&f) {
 		return EventQuery{}, invalid("filter", "limit, offset and after are not filters")
 	}
 	q, err := ParseEventSearch(f)

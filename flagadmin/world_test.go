@@ -409,7 +409,7 @@ func TestCreateAPIToken(t *testing.T) {
 }
 
 func TestCreateAPITokenExpiry(t *testing.T) {
-	svc, _ := newService(t)
+	svc, store := newService(t)
 	ctx := context.Background()
 	expires := testNow.Add(time.Hour)
 	secret, tok, err := svc.CreateAPIToken(ctx, flagadmin.System, flagadmin.NewAPIToken{Name: "short", Type: flagadmin.TokenAdmin, ExpiresAt: &expires})
@@ -419,7 +419,7 @@ func TestCreateAPITokenExpiry(t *testing.T) {
 	if tok.ExpiresAt == nil || !tok.ExpiresAt.Equal(expires) {
 		t.Errorf("expiresAt = %v, want %v", tok.ExpiresAt, expires)
 	}
-	later := flagadmin.NewService(svc.Store(), fixedClock(expires))
+	later := flagadmin.NewService(store, fixedClock(expires))
 	if _, err := later.Authenticate(ctx, secret); !errors.Is(err, flagadmin.ErrAuthenticationRequired) {
 		t.Errorf("expired token: got %v, want ErrAuthenticationRequired", err)
 	}

@@ -35,8 +35,9 @@
 // More packages serve them all: sqlq (SQL fragments with ? placeholders,
 // which Bun writes as literals and pgpage numbers $1, $2, ...), stored
 // (the forms values take in the tables, and the row of an event), dberr
-// (driver errors as domain kinds) and lent (a connection lent to a pool of
-// its own, for the SQLite migrations).
+// (driver errors as domain kinds), lent (a connection lent to a pool of
+// its own, for the SQLite migrations) and sqlitefile (what keeps SQLite
+// from opening a file).
 //
 // # Storage layout
 //

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/uptrace/bun"
 	"github.com/uptrace/bun/dialect"
@@ -67,7 +68,10 @@ func (s *Store) Load(ctx context.Context, b *flagadmin.Batch, events func(emit f
 	}
 	err = s.load(ctx, conn, tx, b, events)
 	if err == nil {
-		err = tx.Commit()
+		done := s.loadStep("commit")
+		if err = tx.Commit(); err == nil {
+			done()
+		}
 	}
 	if err != nil {
 		_ = tx.Rollback()
@@ -102,7 +106,7 @@ func (s *Store) load(ctx context.Context, conn bun.Conn, tx bun.Tx, b *flagadmin
 	if err := s.record(ctx, t, ch); err != nil {
 		return err
 	}
-	rebuild, err := deferIndexes(ctx, tx, s.dialect)
+	rebuild, err := deferIndexes(ctx, tx, s.dialect, s.loadStep)
 	if err != nil {
 		return err
 	}
@@ -127,14 +131,19 @@ func (s *Store) load(ctx context.Context, conn bun.Conn, tx bun.Tx, b *flagadmin
 // made comes back as it was. PostgreSQL and SQLite change their schema
 // inside the transaction: a failed load leaves the indexes as they were.
 // MySQL commits schema changes at once, so it keeps its indexes.
-func deferIndexes(ctx context.Context, tx bun.Tx, name dialect.Name) (func() error, error) {
-	var drops, defs []string
+//
+// step is told of each index built (and of SQLite's full-text table filled):
+// what it calls once when the work starts returns what it calls when the
+// work is done.
+func deferIndexes(ctx context.Context, tx bun.Tx, name dialect.Name, step func(what string) (done func())) (func() error, error) {
+	var drops []string
+	var builds []indexBuild
 	var err error
 	switch name {
 	case dialect.PG:
-		drops, defs, err = pgIndexes(ctx, tx)
+		drops, builds, err = pgIndexes(ctx, tx)
 	case dialect.SQLite:
-		drops, defs, err = sqliteIndexes(ctx, tx)
+		drops, builds, err = sqliteIndexes(ctx, tx)
 	}
 	if err != nil {
 		return nil, err
@@ -142,30 +151,47 @@ func deferIndexes(ctx context.Context, tx bun.Tx, name dialect.Name) (func() err
 	if err := execAll(ctx, tx, drops); err != nil {
 		return nil, err
 	}
-	return func() error { return execAll(ctx, tx, defs) }, nil
+	return func() error {
+		for _, b := range builds {
+			done := func() {}
+			if b.what != "" {
+				done = step(b.what)
+			}
+			if _, err := tx.ExecContext(ctx, b.sql); err != nil {
+				return err
+			}
+			done()
+		}
+		return nil
+	}, nil
 }
+
+// indexBuild is a statement that makes an index again after a load, and
+// what it does for WithLoadProgress ("" for nothing worth telling).
+type indexBuild struct{ sql, what string }
 
 // pgIndexes returns the statements that drop the secondary indexes of
 // events on PostgreSQL, and those that make them again.
-func pgIndexes(ctx context.Context, tx bun.Tx) (drops, defs []string, err error) {
+func pgIndexes(ctx context.Context, tx bun.Tx) (drops []string, builds []indexBuild, err error) {
 	var rows []struct {
-		Name string `bun:"name"`
-		Def  string `bun:"def"`
+		Name  string `bun:"name"`
+		Index string `bun:"indexname"`
+		Def   string `bun:"def"`
 	}
-	err = tx.NewRaw(`SELECT format('%I.%I', schemaname, indexname) AS name, indexdef AS def FROM pg_indexes
+	err = tx.NewRaw(`SELECT format('%I.%I', schemaname, indexname) AS name, indexname, indexdef AS def FROM pg_indexes
 		WHERE schemaname = current_schema() AND tablename = 'events'
 		AND indexname NOT IN (SELECT conname FROM pg_constraint WHERE conrelid = (quote_ident(current_schema()) || '.events')::regclass)`).Scan(ctx, &rows)
-	defs = []string{"SET LOCAL maintenance_work_mem = '256MB'"}
+	builds = []indexBuild{{sql: "SET LOCAL maintenance_work_mem = '256MB'"}}
 	for _, r := range rows {
-		drops, defs = append(drops, "DROP INDEX "+r.Name), append(defs, r.Def)
+		drops, builds = append(drops, "DROP INDEX "+r.Name), append(builds, indexBuild{r.Def, "build index " + r.Index})
 	}
-	return drops, defs, err
+	return drops, builds, err
 }
 
 // sqliteIndexes returns the statements that drop the secondary indexes of
 // events and the triggers that keep events_text on SQLite, and those that
 // make them again and fill events_text.
-func sqliteIndexes(ctx context.Context, tx bun.Tx) (drops, defs []string, err error) {
+func sqliteIndexes(ctx context.Context, tx bun.Tx) (drops []string, builds []indexBuild, err error) {
 	var rows []struct {
 		Type string `bun:"type"`
 		Name string `bun:"name"`
@@ -175,13 +201,50 @@ func sqliteIndexes(ctx context.Context, tx bun.Tx) (drops, defs []string, err er
 		WHERE tbl_name = 'events' AND type IN ('index', 'trigger') AND sql IS NOT NULL`).Scan(ctx, &rows)
 	fill := false
 	for _, r := range rows {
-		drops, defs = append(drops, fmt.Sprintf("DROP %s %q", r.Type, r.Name)), append(defs, r.SQL)
+		b := indexBuild{sql: r.SQL} // a trigger: at once
+		if r.Type == "index" {
+			b.what = "build index " + r.Name
+		}
+		drops, builds = append(drops, fmt.Sprintf("DROP %s %q", r.Type, r.Name)), append(builds, b)
 		fill = fill || r.Name == "events_text_insert"
 	}
 	if fill {
-		defs = append(defs, textindex.SQLiteRefill...)
+		refill := textindex.SQLiteRefill
+		builds = append(builds, indexBuild{sql: refill.Before}, indexBuild{refill.Fill, "build the full-text index events_text"}, indexBuild{sql: refill.After})
 	}
-	return drops, defs, err
+	return drops, builds, err
+}
+
+// LoadStep is a step of Load after the rows are written, which can take
+// minutes for millions of events: the building of an index (PostgreSQL and
+// SQLite build the indexes of events once, after the rows), then the commit.
+// WithLoadProgress is told of each twice: when it starts, and when it is
+// done.
+type LoadStep struct {
+	// What is the step: "build index events_created_at_idx", "build the
+	// full-text index events_text", "commit".
+	What string
+	// Done is false when the step starts, true when it is done.
+	Done bool
+	// Took is the time the step took, when Done.
+	Took time.Duration
+}
+
+// WithLoadProgress makes Load call f as each of its last steps starts and
+// ends (see LoadStep), for a progress display; f runs on Load's goroutine.
+func WithLoadProgress(f func(LoadStep)) Option {
+	return func(o *options) { o.loadProgress = f }
+}
+
+// loadStep tells WithLoadProgress's function that the step what starts, and
+// returns what tells it that it is done.
+func (s *Store) loadStep(what string) (done func()) {
+	if s.loadProgress == nil {
+		return func() {}
+	}
+	start := time.Now()
+	s.loadProgress(LoadStep{What: what})
+	return func() { s.loadProgress(LoadStep{What: what, Done: true, Took: time.Since(start)}) }
 }
 
 // notEmpty is an ErrConflict naming what have holds, or nil when nothing.

@@ -25,6 +25,7 @@ import (
 	"github.com/uptrace/bun/dialect/sqlitedialect"
 	"github.com/uptrace/bun/driver/sqliteshim"
 
+	"github.com/flagadmin/flagadmin/adapters/bunstore/internal/sqlitefile"
 	"github.com/flagadmin/flagadmin/flagadmin"
 )
 
@@ -50,16 +51,19 @@ type Store struct {
 	// openUnbounded, when set, opens a pool on the same database without the
 	// server-side limits of the timeout, for Migrate.
 	openUnbounded func() (*bun.DB, error)
+	// loadProgress is told of Load's last steps (WithLoadProgress); nil for none.
+	loadProgress func(LoadStep)
 }
 
 // Option configures Open.
 type Option func(*options)
 
 type options struct {
-	migrate bool
-	logger  *slog.Logger
-	timeout time.Duration
-	off     []Tuning // WithoutTuning
+	migrate      bool
+	logger       *slog.Logger
+	timeout      time.Duration
+	loadProgress func(LoadStep)
+	off          []Tuning // WithoutTuning
 }
 
 // WithoutMigrate makes Open leave the schema alone; call Migrate yourself
@@ -131,7 +135,7 @@ func Open(ctx context.Context, rawURL string, opts ...Option) (*Store, error) {
 	if err := checkTunings(o.off); err != nil {
 		return nil, err
 	}
-	s := &Store{log: o.logger, timeout: o.timeout}
+	s := &Store{log: o.logger, timeout: o.timeout, loadProgress: o.loadProgress}
 	var err error
 	scheme, _, _ := strings.Cut(rawURL, ":")
 	switch strings.ToLower(scheme) {
@@ -150,6 +154,11 @@ func Open(ctx context.Context, rawURL string, opts ...Option) (*Store, error) {
 	s.tuning = newTuning(s.dialect, o.off)
 	if err := s.ping(ctx); err != nil {
 		s.Close()
+		if strings.EqualFold(scheme, "sqlite") {
+			if problem := sqlitefile.Problem(strings.TrimPrefix(rawURL[len(scheme):], ":")); problem != "" {
+				return nil, &sqlitefile.Error{URL: rawURL, Problem: problem, Cause: withDetail(err)}
+			}
+		}
 		return nil, withDetail(err)
 	}
 	if o.migrate {

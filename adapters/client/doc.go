@@ -31,5 +31,17 @@
 // completion, a write, is retried only when the connection could not be
 // opened, so the request certainly never reached the server.
 //
-// The package imports the domain (flagadmin) and the standard library only.
+// The verifiable log (decisions §19): LogCheckpoint, LogInclusionProof,
+// LogConsistencyProof and LogLeaves read it; VerifyEvent checks that an
+// event the caller holds is in the log a signed checkpoint commits to, and
+// VerifyConsistency that the log only grew between two checkpoints, with
+// the Merkle library's verifiers:
+//
+//	v, err := note.NewVerifier(verifierKey) // the .pub file of flagadmin log keygen
+//	...
+//	cp, err := c.VerifyEvent(ctx, ev, nil, v) // nil: the server's newest checkpoint
+//
+// The package imports the domain (flagadmin), the standard library, and
+// for the log golang.org/x/mod/sumdb/note, github.com/transparency-dev/merkle
+// and github.com/transparency-dev/formats.
 package client

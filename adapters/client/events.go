@@ -24,16 +24,13 @@ func (c *Client) SearchEvents(ctx context.Context, params flagadmin.EventSearchP
 // searchPath is the path of the query-string event search.
 const searchPath = "/api/admin/search/events"
 
-// searchQuery returns the query string of params; empty ones are left out.
+// searchQuery returns the query string of params: every parameter the
+// domain declares (flagadmin.FilterParams) that is not empty.
 func searchQuery(p flagadmin.EventSearchParams) url.Values {
 	q := url.Values{}
-	for _, kv := range []struct{ k, v string }{
-		{"query", p.Query}, {"feature", p.Feature}, {"project", p.Project}, {"type", p.Type},
-		{"createdBy", p.CreatedBy}, {"environment", p.Environment}, {"id", p.ID}, {"groupId", p.GroupID},
-		{"from", p.From}, {"to", p.To}, {"offset", p.Offset}, {"limit", p.Limit},
-	} {
-		if kv.v != "" {
-			q.Set(kv.k, kv.v)
+	for _, f := range flagadmin.FilterParams() {
+		if v := f.Value(&p); v != "" {
+			q.Set(f.Name, v)
 		}
 	}
 	return q

@@ -109,6 +109,7 @@ var backends = []backend{
 type server struct {
 	*httptest.Server
 	svc      *flagadmin.Service
+	store    flagadmin.Store // the service's
 	requests atomic.Int64
 	mu       sync.Mutex
 	paths    []string // request paths with queries, in order
@@ -121,7 +122,7 @@ func startServer(t *testing.T, store flagadmin.Store) *server {
 	if err := svc.LoadSeed(context.Background(), strings.NewReader(worldSeed(t))); err != nil {
 		t.Fatalf("load seed: %v", err)
 	}
-	s := &server{svc: svc}
+	s := &server{svc: svc, store: store}
 	h := httpapi.New(svc, httpapi.Config{}).Handler()
 	s.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s.requests.Add(1)

@@ -145,7 +145,7 @@ func TestOperationsAgainstServer(t *testing.T) {
 				if err := eve.CompleteLifecycle(ctx, "default", "new-checkout", flagadmin.CompleteRequest{Status: flagadmin.StatusKept, StatusValue: ptr("v2")}); err != nil {
 					t.Fatal(err)
 				}
-				f, err := srv.svc.Store().Feature(ctx, "new-checkout")
+				f, err := srv.store.Feature(ctx, "new-checkout")
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -7,10 +7,14 @@ import (
 
 	"github.com/flagadmin/flagadmin/adapters/eventjson"
 	"github.com/flagadmin/flagadmin/flagadmin"
+	"github.com/flagadmin/flagadmin/internal/eventtest"
 )
 
-// The encoder writes the bytes of Event.MarshalJSON (adapters/httpapi
-// tests it at length against encoding/json; this is the package's own check).
+// The encoder writes the bytes of Event.MarshalJSON, which writes the
+// declared fields (flagadmin.EventFields): an event with every field set
+// (eventtest.Full) catches a field the hand-written encoder forgets.
+// (adapters/httpapi tests it at length against encoding/json; this is the
+// package's own check.)
 func TestAppendEventIsMarshalJSON(t *testing.T) {
 	by := int64(-42)
 	env, project, feature := "production", "web<&>", "new\u2028nav\x01"
@@ -20,6 +24,7 @@ func TestAppendEventIsMarshalJSON(t *testing.T) {
 			CreatedByUserID: &by, Environment: &env, Project: &project, FeatureName: &feature,
 			Data: json.RawMessage(`{"html":"<b>"}`), PreData: json.RawMessage(`[1,2]`), Tags: []flagadmin.Tag{{Type: "simple", Value: "é"}}},
 	}
+	events = append(events, eventtest.Full(t))
 	for _, e := range events {
 		want, err := e.MarshalJSON()
 		if err != nil {

@@ -35,10 +35,6 @@ var docsPage = func() []byte {
 	return b
 }()
 
-// nameMethodNotAllowed is the error name of a 405, answered by the paths
-// that only serve reads (the docs page).
-const nameMethodNotAllowed = "MethodNotAllowedError"
-
 // docsPolicy keeps the docs page to its own origin: scripts, styles and
 // the requests "Try it out" sends all go to this server.
 const docsPolicy = "default-src 'self'; img-src 'self' data:; style-src 'self' 'unsafe-inline'; script-src 'self'; frame-ancestors 'none'"
@@ -67,11 +63,7 @@ func (s *Server) registerDocs() {
 			page(w, r) // never a redirect (decisions §16)
 			return
 		}
-		if strings.Contains(name, "/") || name == "index.html" {
-			s.notFound(w, r)
-			return
-		}
-		if _, err := fs.Stat(docsFiles, name); err != nil {
+		if !isDocsFile(name) {
 			s.notFound(w, r)
 			return
 		}
@@ -81,6 +73,16 @@ func (s *Server) registerDocs() {
 		r2.URL.Path = "/" + name
 		files.ServeHTTP(w, r2)
 	})
+}
+
+// isDocsFile reports whether /docs/name is one of the page's files
+// (the page itself is /docs and /docs/, never /docs/index.html).
+func isDocsFile(name string) bool {
+	if name == "" || strings.Contains(name, "/") || name == "index.html" {
+		return false
+	}
+	_, err := fs.Stat(docsFiles, name)
+	return err == nil
 }
 
 // docsHeaders sets the security headers of the docs page and its assets.

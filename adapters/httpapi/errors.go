@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"os"
 	"strings"
 	"sync"
 	"unicode/utf8"
@@ -19,16 +20,22 @@ import (
 
 // Error names of decisions §3, one per status.
 const (
-	nameBadData            = "BadDataError"
-	nameAuthentication     = "AuthenticationRequired"
-	nameNoAccess           = "NoAccessError"
-	nameNotFound           = "NotFoundError"
+	nameBadData        = "BadDataError"
+	nameAuthentication = "AuthenticationRequired"
+	nameNoAccess       = "NoAccessError"
+	nameNotFound       = "NotFoundError"
+	// nameMethodNotAllowed is the 405 of the paths that only serve reads
+	// (the docs page; the metrics, through WriteError).
+	nameMethodNotAllowed   = "MethodNotAllowedError"
 	nameConflict           = "ConflictError"
+	nameReadOnly           = "ReadOnlyError"
 	nameContentTooLarge    = "ContentTooLarge"
 	nameContentType        = "ContentTypeError"
 	nameRequestTimeout     = "RequestTimeout"
 	nameInternal           = "InternalError"
 	nameServiceUnavailable = "ServiceUnavailable"
+	nameBadGateway         = "BadGatewayError"
+	nameGatewayTimeout     = "GatewayTimeout"
 )
 
 // retryAfterSeconds is the Retry-After value of a 503 answer.
@@ -42,6 +49,8 @@ const (
 	msgBadData     = "Request validation failed"
 	msgContentType = "The request body must be JSON (Content-Type application/json)."
 	msgTimeout     = "The request body did not arrive in time."
+	msgBadGateway  = "The upstream server could not be reached or did not answer properly. Try again later."
+	msgGateway504  = "The upstream server did not answer in time. Try again later."
 )
 
 // apiError is the body of every error response: {id, name, message,
@@ -113,6 +122,7 @@ func mapError(err error) *apiError {
 		mbe *http.MaxBytesError
 		ve  *flagadmin.ValidationError
 		he  *humaError
+		ro  *flagadmin.ReadOnlyError
 	)
 	switch {
 	case err == nil:
@@ -138,14 +148,29 @@ func mapError(err error) *apiError {
 		return newAPIError(http.StatusForbidden, nameNoAccess, err.Error())
 	case errors.Is(err, flagadmin.ErrNotFound):
 		return newAPIError(http.StatusNotFound, nameNotFound, err.Error())
+	case errors.As(err, &ro):
+		// A server that follows Unleash (decisions §17, §21): the message
+		// names the source, whose URL carries no credentials.
+		return newAPIError(http.StatusConflict, nameReadOnly, "This flagadmin keeps a read-only copy of the Unleash database "+
+			ro.Source+" (it follows it): make the change in Unleash.")
 	case errors.Is(err, flagadmin.ErrConflict):
 		return newAPIError(http.StatusConflict, nameConflict, msgConflict)
+	case errors.Is(err, flagadmin.ErrBadGateway):
+		// Before the storage and context kinds: an upstream that timed
+		// out is a 504 whatever else its error wraps.
+		return newAPIError(http.StatusBadGateway, nameBadGateway, msgBadGateway)
+	case errors.Is(err, flagadmin.ErrGatewayTimeout):
+		return newAPIError(http.StatusGatewayTimeout, nameGatewayTimeout, msgGateway504)
 	case errors.Is(err, flagadmin.ErrUnavailable), errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
 		// The storage did not answer in time, or the request's context
 		// ended while it waited (the client went away: the log says so).
 		e := newAPIError(http.StatusServiceUnavailable, nameServiceUnavailable, msgUnavailable)
 		e.headers = http.Header{"Retry-After": {retryAfterSeconds}}
 		return e
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		// A read deadline on the client's connection passed: its request
+		// body stopped arriving (a gateway forwarding it says so).
+		return newAPIError(http.StatusRequestTimeout, nameRequestTimeout, msgTimeout)
 	case errors.As(err, &he):
 		return fromHuma(he)
 	}
@@ -294,6 +319,16 @@ func (s *Server) fail(ctx context.Context, err error) *apiError {
 	return e
 }
 
+// WriteError writes the error response of err, mapped as every error of
+// the API is (status, JSON body of decisions §3, headers such as
+// Retry-After; the cause of a 5xx logged, never shown). It is for a
+// handler in front of the API that answers some requests itself, such as
+// a gateway whose upstream failed (flagadmin.ErrBadGateway,
+// flagadmin.ErrGatewayTimeout).
+func (s *Server) WriteError(w http.ResponseWriter, r *http.Request, err error) {
+	s.writeError(w, r, err)
+}
+
 // writeError writes the response of err outside Huma (middleware, unknown
 // paths, readiness).
 func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
@@ -302,6 +337,35 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 		w.Header()[k] = v
 	}
 	writeJSON(w, e.status, e)
+}
+
+// statusNames are the error names of decisions §3, by status.
+var statusNames = map[int]string{
+	http.StatusBadRequest:            nameBadData,
+	http.StatusUnauthorized:          nameAuthentication,
+	http.StatusForbidden:             nameNoAccess,
+	http.StatusNotFound:              nameNotFound,
+	http.StatusMethodNotAllowed:      nameMethodNotAllowed,
+	http.StatusRequestTimeout:        nameRequestTimeout,
+	http.StatusConflict:              nameConflict,
+	http.StatusRequestEntityTooLarge: nameContentTooLarge,
+	http.StatusUnsupportedMediaType:  nameContentType,
+	http.StatusInternalServerError:   nameInternal,
+	http.StatusServiceUnavailable:    nameServiceUnavailable,
+}
+
+// WriteStatus writes the error response of status with message, in the
+// body of every error of the API ({id, name, message}, the name of the
+// status), through the one mapping of errors to responses (and its log
+// line for a 5xx). It is for handlers served beside the API, such as the
+// metrics (cmd/flagadmin wires it as their metrics.ErrorWriter). A status
+// without a name of its own is answered 500.
+func (s *Server) WriteStatus(w http.ResponseWriter, r *http.Request, status int, message string) {
+	name, ok := statusNames[status]
+	if !ok {
+		status, name, message = http.StatusInternalServerError, nameInternal, msgInternal
+	}
+	s.writeError(w, r, newAPIError(status, name, message))
 }
 
 // writeJSON writes v as a JSON response, encoded like Huma encodes bodies.

@@ -10,7 +10,8 @@ import (
 	"github.com/flagadmin/flagadmin/flagadmin"
 )
 
-// searchEventsInput are the query parameters of GET /api/admin/search/events.
+// searchEventsInput are the query parameters of GET /api/admin/search/events,
+// those flagadmin.FilterParams declares for the search (a test checks).
 // They reach the domain as the raw strings (flagadmin.EventSearchParams),
 // which parses and validates them; the patterns document them.
 type searchEventsInput struct {
@@ -29,6 +30,17 @@ type searchEventsInput struct {
 	After       string `query:"after" minLength:"1" doc:"The cursor of the next page, from the Link rel=\"next\" header of the previous one (keyset paging): the page starts right after the last event of that page. Opaque: use the link as it is. offset must be absent or 0." example:"AQAAAZVJqvp7AAAAAAAAAAfM0yGD"`
 
 	path, rawQuery string // of the request, for the next link (see Resolve)
+}
+
+// params are the parameters as the domain takes them. Every parameter
+// flagadmin.FilterParams declares for the search is one field here (a test
+// checks).
+func (in *searchEventsInput) params() flagadmin.EventSearchParams {
+	return flagadmin.EventSearchParams{
+		Query: in.Query, Feature: in.Feature, Project: in.Project, Type: in.Type, CreatedBy: in.CreatedBy,
+		Environment: in.Environment, ID: in.ID, GroupID: in.GroupID, From: in.From, To: in.To,
+		Offset: in.Offset, Limit: in.Limit, After: in.After,
+	}
 }
 
 // eventSearchResponseSchema documents the response of the query-string
@@ -129,21 +141,7 @@ func (s *Server) searchEvents(ctx context.Context, in *searchEventsInput) (*sear
 	if err != nil {
 		return nil, err
 	}
-	page, err := s.svc.SearchEvents(ctx, p, flagadmin.EventSearchParams{
-		Query:       in.Query,
-		Feature:     in.Feature,
-		Project:     in.Project,
-		Type:        in.Type,
-		CreatedBy:   in.CreatedBy,
-		Environment: in.Environment,
-		ID:          in.ID,
-		GroupID:     in.GroupID,
-		From:        in.From,
-		To:          in.To,
-		Offset:      in.Offset,
-		Limit:       in.Limit,
-		After:       in.After,
-	})
+	page, err := s.svc.SearchEvents(ctx, p, in.params())
 	if err != nil {
 		return nil, s.fail(ctx, err)
 	}

@@ -237,11 +237,30 @@ func TestExportBadParameters(t *testing.T) {
 		"from=IS:2025-13-01":           "from",
 		"project=default":              "project",
 		"createdBy=IS:ada@example.com": "createdBy",
+		// decisions §16: a parameter given empty, or twice
+		"format=":                           "format",
+		"afterId=":                          "afterId",
+		"format=csv&format=ndjson":          "format",
+		"format=csv&format=csv":             "format",
+		"afterId=1&afterId=2":               "afterId",
+		"type=":                             "type",
+		"type=IS:feature-created&type=IS:x": "type",
+		"query=a&query=b":                   "query",
+		"limit=":                            "limit",
+		"offset=":                           "offset",
+		"after=":                            "after",
 	} {
 		w := e.do(t, request{method: http.MethodGet, path: "/api/admin/events/export?" + query, token: adminToken})
 		wantDetailPath(t, wantError(t, w, http.StatusBadRequest, nameBadData), param)
 	}
-	w := e.do(t, request{method: http.MethodGet, path: "/api/admin/events/export"})
+	// An empty free text is no text filter (decisions §16).
+	if w := e.do(t, request{method: http.MethodGet, path: "/api/admin/events/export?query=", token: adminToken}); w.Code != http.StatusOK {
+		t.Errorf("query=: %d %s, want 200", w.Code, w.Body)
+	}
+	// Authentication comes first.
+	w := e.do(t, request{method: http.MethodGet, path: "/api/admin/events/export?format=&format=csv", token: "*:*.wrong"})
+	wantError(t, w, http.StatusUnauthorized, nameAuthentication)
+	w = e.do(t, request{method: http.MethodGet, path: "/api/admin/events/export"})
 	wantError(t, w, http.StatusUnauthorized, nameAuthentication)
 	w = e.do(t, request{method: http.MethodGet, path: "/api/admin/events/export", token: clientToken})
 	wantError(t, w, http.StatusForbidden, nameNoAccess)
@@ -456,5 +475,36 @@ func TestExportOutlivesTheStorageDeadline(t *testing.T) {
 	}
 	if want := page.Total; lines != want {
 		t.Errorf("got %d events, want all %d", lines, want)
+	}
+}
+
+// TestExportFailureAfterTheStorageDeadlineIsLogged: an export that fails
+// after running longer than the request's storage deadline (which it
+// outlives) logs its failure: the client did not go away.
+func TestExportFailureAfterTheStorageDeadlineIsLogged(t *testing.T) {
+	const deadline = 50 * time.Millisecond
+	fault := &exportFaultStore{after: 3 * flagadmin.ExportBatchSize, err: errors.New(fakeSQL)}
+	slow := &slowExportStore{pause: deadline}
+	e := newEnv(t, Config{StorageTimeout: deadline}, func(s flagadmin.Store) flagadmin.Store { fault.Store = s; slow.Store = fault; return slow })
+	manyEvents(t, e, 4*flagadmin.ExportBatchSize)
+	srv := httptest.NewServer(e.handler)
+	defer srv.Close()
+	req, _ := http.NewRequest(http.MethodGet, srv.URL+"/api/admin/events/export", nil)
+	req.Header.Set("Authorization", adminToken)
+	start := time.Now()
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !errors.Is(err, io.ErrUnexpectedEOF) {
+		t.Fatalf("reading the export: %v, want the abort", err)
+	}
+	if took := time.Since(start); took < 2*deadline {
+		t.Fatalf("the export took %s, less than twice the deadline: the test does not test anything", took)
+	}
+	if logs := e.logs.String(); !strings.Contains(logs, "SQLSTATE 42P01") {
+		t.Errorf("the failure is not logged:\n%s", logs)
 	}
 }

@@ -96,6 +96,7 @@ var testNow = time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
 type testEnv struct {
 	svc     *flagadmin.Service
 	store   *memstore.Store
+	served  flagadmin.Store // the Store of svc
 	server  *Server
 	handler http.Handler
 	logs    *syncbuffer.Buffer
@@ -128,7 +129,7 @@ func newEnv(t *testing.T, cfg Config, wrap func(flagadmin.Store) flagadmin.Store
 		cfg.Logger = slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
 	s := New(svc, cfg)
-	return &testEnv{svc: svc, store: store, server: s, handler: storecache.Scope(s.Handler()), logs: logs}
+	return &testEnv{svc: svc, store: store, served: served, server: s, handler: storecache.Scope(s.Handler()), logs: logs}
 }
 
 // request describes one call.

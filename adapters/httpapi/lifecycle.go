@@ -39,27 +39,33 @@ func (s *Server) registerLifecycle() {
 			"outcome and value changes nothing; a different one replaces it and records a new event. "+
 			"Archived features can be completed too. The body is read as JSON whatever its Content-Type.",
 		"The feature is set as completed. The response has no body.",
-		http.StatusBadRequest, http.StatusUnauthorized, http.StatusForbidden, http.StatusNotFound,
+		http.StatusBadRequest, http.StatusUnauthorized, http.StatusForbidden, http.StatusNotFound, http.StatusConflict,
 		http.StatusRequestEntityTooLarge, http.StatusInternalServerError, http.StatusServiceUnavailable)
 	op.Middlewares = huma.Middlewares{s.authorizeLifecycle, readBodyAsJSON}
 	op.SkipValidateBody = true // the domain validates (CompleteRequest.Validate)
 	register(s, op, s.complete)
 }
 
+// lifecycleGrantKey holds, in a lifecycle completion's context, the grant
+// authorizeLifecycle got.
+type lifecycleGrantKey struct{}
+
 // authorizeLifecycle checks the caller's permission on the path's project
 // before Huma reads and validates the body, so that 404 for the project and
-// 403 come before 400 (decisions §1).
+// 403 come before 400 (decisions §1), and hands the grant to the handler,
+// which completes with it: the permission is checked once per request.
 func (s *Server) authorizeLifecycle(ctx huma.Context, next func(huma.Context)) {
 	r, w := humago.Unwrap(ctx)
 	p, err := principal(r.Context())
+	var grant *flagadmin.LifecycleGrant
 	if err == nil {
-		err = s.svc.AuthorizeLifecycle(r.Context(), p, ctx.Param("projectId"))
+		grant, err = s.svc.AuthorizeLifecycle(r.Context(), p, ctx.Param("projectId"))
 	}
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	next(ctx)
+	next(huma.WithValue(ctx, lifecycleGrantKey{}, grant))
 }
 
 // readBodyAsJSON makes Huma parse the body as JSON whatever Content-Type the
@@ -77,7 +83,12 @@ func (s *Server) complete(ctx context.Context, in *completeInput) (*emptyOutput,
 		return nil, err
 	}
 	req := flagadmin.CompleteRequest{Status: in.Body.Status, StatusValue: in.Body.StatusValue}
-	if err := s.svc.CompleteLifecycle(ctx, p, in.ProjectID, in.FeatureName, req); err != nil {
+	if grant, ok := ctx.Value(lifecycleGrantKey{}).(*flagadmin.LifecycleGrant); ok {
+		err = grant.Complete(ctx, in.FeatureName, req)
+	} else { // not through authorizeLifecycle: the Service checks
+		err = s.svc.CompleteLifecycle(ctx, p, in.ProjectID, in.FeatureName, req)
+	}
+	if err != nil {
 		return nil, s.fail(ctx, err)
 	}
 	return &emptyOutput{}, nil

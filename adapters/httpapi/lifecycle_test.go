@@ -6,6 +6,7 @@ import (
 	"errors"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/flagadmin/flagadmin/flagadmin"
@@ -183,5 +184,54 @@ func TestCompleteLifecyclePermissionBeforeBody(t *testing.T) {
 		wantError(t, e.do(t, request{method: http.MethodPost, path: completePath, token: vicToken, body: body}), http.StatusForbidden, nameNoAccess)
 		wantError(t, e.do(t, request{method: http.MethodPost, path: completeURL("hidden", "secret-flag"), token: eveToken, body: body}), http.StatusNotFound, nameNotFound)
 		wantError(t, e.do(t, request{method: http.MethodPost, path: completePath, token: eveToken, body: body}), http.StatusBadRequest, nameBadData)
+	}
+}
+
+// projectReadCounter counts the reads of projects and of project roles.
+type projectReadCounter struct {
+	flagadmin.Store
+	projects, roles atomic.Int64
+}
+
+func (s *projectReadCounter) Project(ctx context.Context, id string) (flagadmin.Project, error) {
+	s.projects.Add(1)
+	return s.Store.Project(ctx, id)
+}
+
+func (s *projectReadCounter) ProjectRoles(ctx context.Context, userID int64) (map[string]flagadmin.ProjectRole, error) {
+	s.roles.Add(1)
+	return s.Store.ProjectRoles(ctx, userID)
+}
+
+// TestCompleteLifecycleChecksPermissionOnce: a completion over HTTP reads
+// the project, and the caller's project roles, once, whatever its answer:
+// the transport's check before the body (decisions §1) is the only one.
+func TestCompleteLifecycleChecksPermissionOnce(t *testing.T) {
+	counter := &projectReadCounter{}
+	e := newEnv(t, Config{}, func(s flagadmin.Store) flagadmin.Store { counter.Store = s; return counter })
+	for _, c := range []struct {
+		name, token, path, body string
+		status                  int
+		roles                   int64
+	}{
+		{"admin completes", adminToken, completePath, `{"status":"kept"}`, http.StatusOK, 0},
+		{"editor completes on an open project", eveToken, completePath, `{"status":"discarded"}`, http.StatusOK, 1},
+		{"editor with a bad body", eveToken, completePath, `{"status":"maybe"}`, http.StatusBadRequest, 1},
+		{"viewer refused", vicToken, completePath, `{"status":"kept"}`, http.StatusForbidden, 1},
+		{"private project invisible", eveToken, completeURL("hidden", "secret-flag"), `{"status":"kept"}`, http.StatusNotFound, 1},
+		{"feature of another project", adminToken, completeURL("secure", "new-checkout"), `{"status":"kept"}`, http.StatusNotFound, 0},
+	} {
+		counter.projects.Store(0)
+		counter.roles.Store(0)
+		w := e.do(t, request{method: http.MethodPost, path: c.path, token: c.token, body: c.body})
+		if w.Code != c.status {
+			t.Errorf("%s: got %d, want %d; %s", c.name, w.Code, c.status, w.Body)
+		}
+		if got := counter.projects.Load(); got != 1 {
+			t.Errorf("%s: the project was read %d times, want once", c.name, got)
+		}
+		if got := counter.roles.Load(); got != c.roles {
+			t.Errorf("%s: the project roles were read %d times, want %d", c.name, got, c.roles)
+		}
 	}
 }

@@ -24,9 +24,23 @@ const (
 	tagServiceAccounts = "Service Accounts"
 )
 
-const apiDescription = `The admin API of flagadmin: five operations of Unleash's admin API.
+// apiDescription is the description of the API, which names its
+// operations: the five of Unleash's admin API, the export, the live
+// stream when the server has one (stream), and the four of the verifiable
+// log.
+func apiDescription(stream bool) string {
+	const unleash = "the five of Unleash's admin API that flagadmin implements, wire-compatible " +
+		"(lifecycle completion, event search, deprecated event search, project list, service account deletion), "
+	const log = "and the four of the verifiable event log (its signed checkpoint, inclusion and consistency proofs, and leaves)."
+	ops := "ten operations: " + unleash + "its own export of the event log, " + log
+	if stream {
+		ops = "eleven operations: " + unleash + "its own export of the event log and live stream of it, " + log
+	}
+	return "The admin API of flagadmin: " + ops + "\n\n" + apiRules
+}
 
-Every operation needs the header ` + "`Authorization: <API token>`" + ` (a leading "Bearer " is
+// apiRules is what the description says of every operation.
+const apiRules = `Every operation needs the header ` + "`Authorization: <API token>`" + ` (a leading "Bearer " is
 accepted): an admin token (` + "`*:*.<secret>`" + `) or a personal access / service account token
 (` + "`user:<secret>`" + `). Client and frontend tokens are refused with 403 on every operation.
 Authentication comes first: 401, then 403, then 400/404/415, then the operation.
@@ -38,12 +52,13 @@ InternalError (500), ServiceUnavailable (503). details lists the offending param
 of a 400. A message quotes at most 100 characters of the request, and an error body stays under
 4 KiB. Responses are JSON whatever the Accept header says; paths are never redirected.`
 
-// apiConfig is the Huma configuration of the API: OpenAPI 3.1 at
+// apiConfig is the Huma configuration of the API (with the live stream
+// when stream is set): OpenAPI 3.1 at
 // /openapi.json and /openapi.yaml, without Huma's docs UI (it loads its
 // scripts from a CDN; /docs serves embedded ones, see docs.go) and no
 // schema routes, and no create hooks, so responses carry no
 // injected $schema field nor Link header.
-func apiConfig(version string, registry huma.Registry) huma.Config {
+func apiConfig(version string, registry huma.Registry, stream bool) huma.Config {
 	cfg := huma.DefaultConfig("flagadmin admin API", version)
 	cfg.CreateHooks = nil
 	// JSON only: every response is application/json whatever Accept says
@@ -52,7 +67,7 @@ func apiConfig(version string, registry huma.Registry) huma.Config {
 	cfg.Formats = map[string]huma.Format{"application/json": huma.DefaultJSONFormat}
 	cfg.DocsPath = ""
 	cfg.SchemasPath = ""
-	cfg.Info.Description = apiDescription
+	cfg.Info.Description = apiDescription(stream)
 	cfg.Components.Schemas = registry
 	cfg.Components.SecuritySchemes = map[string]*huma.SecurityScheme{
 		securityScheme: {
@@ -67,6 +82,7 @@ func apiConfig(version string, registry huma.Registry) huma.Config {
 		{Name: tagEvents, Description: "The event log of changes."},
 		{Name: tagProjects, Description: "Projects group feature flags."},
 		{Name: tagServiceAccounts, Description: "Accounts for machines, with their own tokens."},
+		{Name: tagLog, Description: "The event log as a Merkle tree (RFC 9162): signed checkpoints and the proofs that check events and the log's growth against them."},
 	}
 	return cfg
 }
@@ -160,6 +176,7 @@ var errorDescriptions = map[int]string{
 	http.StatusUnauthorized:          "AuthenticationRequired: the Authorization header is missing, or its token is unknown, expired or belongs to a deleted account.",
 	http.StatusForbidden:             "NoAccessError: valid credentials without the permission the operation needs. Client and frontend tokens are always refused.",
 	http.StatusNotFound:              "NotFoundError: the resource does not exist or is not visible to the caller.",
+	http.StatusConflict:              "ReadOnlyError: this server keeps a read-only copy of an Unleash database (it follows it); make the change in Unleash. The message names the database.",
 	http.StatusRequestEntityTooLarge: "ContentTooLarge: the request body is larger than the limit (%d bytes).",
 	http.StatusUnsupportedMediaType:  "ContentTypeError: the body has a Content-Type other than JSON.",
 	http.StatusInternalServerError:   "InternalError: an unexpected error. The message never shows its cause; the server logs it with the error id.",

@@ -3,10 +3,12 @@ package httpapi
 import (
 	"encoding/json"
 	"net/http"
+	"net/http/httptest"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/flagadmin/flagadmin/adapters/memstore"
 	"github.com/flagadmin/flagadmin/flagadmin"
 )
 
@@ -90,7 +92,7 @@ func TestOpenAPIOperations(t *testing.T) {
 		statuses              []string
 	}{
 		{"/api/admin/projects/{projectId}/features/{featureName}/lifecycle/complete", "post", "complete", tagFeatures, false,
-			[]string{"200", "400", "401", "403", "404", "413", "500", "503"}},
+			[]string{"200", "400", "401", "403", "404", "409", "413", "500", "503"}},
 		{"/api/admin/search/events", "get", "searchEvents", tagEvents, false,
 			[]string{"200", "400", "401", "403", "500", "503"}},
 		{"/api/admin/events/export", "get", "exportEvents", tagEvents, false,
@@ -100,6 +102,14 @@ func TestOpenAPIOperations(t *testing.T) {
 		{"/api/admin/projects", "get", "getProjects", tagProjects, false,
 			[]string{"200", "400", "401", "403", "500", "503"}},
 		{"/api/admin/service-account/{id}", "delete", "deleteServiceAccount", tagServiceAccounts, false,
+			[]string{"200", "400", "401", "403", "404", "409", "500", "503"}},
+		{"/api/admin/log/checkpoint", "get", "getLogCheckpoint", tagLog, false,
+			[]string{"200", "401", "403", "404", "500", "503"}},
+		{"/api/admin/log/proof", "get", "getLogInclusionProof", tagLog, false,
+			[]string{"200", "400", "401", "403", "404", "500", "503"}},
+		{"/api/admin/log/consistency", "get", "getLogConsistencyProof", tagLog, false,
+			[]string{"200", "400", "401", "403", "404", "500", "503"}},
+		{"/api/admin/log/leaves", "get", "getLogLeaves", tagLog, false,
 			[]string{"200", "400", "401", "403", "404", "500", "503"}},
 	}
 	count := 0
@@ -220,5 +230,42 @@ func TestOpenAPIYAML(t *testing.T) {
 	w := e.do(t, request{method: http.MethodGet, path: "/openapi.yaml"})
 	if w.Code != http.StatusOK || !strings.Contains(w.Body.String(), "openapi: 3.1.0") || !strings.Contains(w.Body.String(), "operationId: deprecatedSearchEvents") {
 		t.Errorf("/openapi.yaml: got %d %.200s", w.Code, w.Body)
+	}
+}
+
+// TestOpenAPIDescriptionCountsTheOperations: the API's description (which
+// /docs shows) names as many operations as the document lists, with the
+// live stream and without.
+func TestOpenAPIDescriptionCountsTheOperations(t *testing.T) {
+	words := map[int]string{10: "ten", 11: "eleven"}
+	for _, stream := range []bool{false, true} {
+		var h http.Handler
+		if stream {
+			h = newMemStreamEnv(t, Config{}).server.Handler()
+		} else {
+			h = New(flagadmin.NewService(memstore.New()), Config{}).Handler()
+		}
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, httptest.NewRequest(http.MethodGet, "/openapi.json", nil))
+		var doc struct {
+			Info struct {
+				Description string `json:"description"`
+			} `json:"info"`
+			Paths map[string]map[string]json.RawMessage `json:"paths"`
+		}
+		if err := json.Unmarshal(w.Body.Bytes(), &doc); err != nil {
+			t.Fatalf("/openapi.json: %v", err)
+		}
+		count := 0
+		for _, ops := range doc.Paths {
+			count += len(ops)
+		}
+		want := "The admin API of flagadmin: " + words[count] + " operations:"
+		if !strings.HasPrefix(doc.Info.Description, want) || strings.Contains(doc.Info.Description, "five operations") {
+			t.Errorf("stream %v: %d operations, description %.120q; want it to start with %q", stream, count, doc.Info.Description, want)
+		}
+		if strings.Contains(doc.Info.Description, "live stream") != stream {
+			t.Errorf("stream %v: the description mentions the live stream: %v", stream, !stream)
+		}
 	}
 }

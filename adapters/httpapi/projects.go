@@ -81,7 +81,7 @@ func (s *Server) getProjects(ctx context.Context, in *getProjectsInput) (*getPro
 			if err != nil {
 				return nil, err
 			}
-			return appendProjectsBody(nil, list), nil
+			return taggedProjectsBody(list), nil
 		})
 		if err != nil {
 			return nil, s.fail(ctx, err)
@@ -130,7 +130,7 @@ const projectsChunk = 32 << 10
 // other than JSON (none is configured today) goes through Huma's
 // marshaling.
 func (s *Server) streamProjects(hctx huma.Context, projects []flagadmin.ProjectListEntry) {
-	ct, ok := s.projectsContentType(hctx)
+	ct, ok := s.projectsContentType(hctx, "", 0)
 	w := hctx.BodyWriter()
 	if !ok {
 		s.marshalProjects(hctx, ct, projects)
@@ -144,6 +144,7 @@ func (s *Server) streamProjects(hctx huma.Context, projects []flagadmin.ProjectL
 		}
 		buf = appendProjectListEntry(buf, &projects[i])
 		if len(buf) >= projectsChunk {
+			streamedAnswer(hctx.Context()) // more than one piece: no ETag
 			if _, err := w.Write(buf); err != nil {
 				return // the client is gone
 			}
@@ -155,13 +156,8 @@ func (s *Server) streamProjects(hctx huma.Context, projects []flagadmin.ProjectL
 }
 
 // appendProjectsBody appends the body streamProjects writes for projects
-// in JSON, whole, to b; b nil gets a buffer of the body's size (the body
-// may be kept in a cache, whose budget counts its capacity).
+// in JSON, whole, to b.
 func appendProjectsBody(b []byte, projects []flagadmin.ProjectListEntry) []byte {
-	keep := b == nil
-	if keep {
-		b = make([]byte, 0, len(projectsPrefix)+len(projectsSuffix)+2+512*len(projects))
-	}
 	b = append(append(b, projectsPrefix...), '[')
 	for i := range projects {
 		if i > 0 {
@@ -169,19 +165,33 @@ func appendProjectsBody(b []byte, projects []flagadmin.ProjectListEntry) []byte 
 		}
 		b = appendProjectListEntry(b, &projects[i])
 	}
-	b = append(append(b, ']'), projectsSuffix...)
-	if keep && cap(b)-len(b) > len(b)/16 {
+	return append(append(b, ']'), projectsSuffix...)
+}
+
+// projectsTagSize is the size of the ETag in front of a tagged body.
+var projectsTagSize = len(etagOf(nil))
+
+// taggedProjectsBody returns the body of the project list (appendProjectsBody)
+// after its ETag, as the body cache keeps it: each request that the cache
+// answers sends the tag without hashing the body again. The buffer has the
+// body's size (the cache's budget counts its capacity).
+func taggedProjectsBody(projects []flagadmin.ProjectListEntry) []byte {
+	b := appendProjectsBody(make([]byte, projectsTagSize, projectsTagSize+len(projectsPrefix)+len(projectsSuffix)+2+512*len(projects)), projects)
+	copy(b, etagOf(b[projectsTagSize:]))
+	if cap(b)-len(b) > len(b)/16 {
 		b = bytes.Clone(b)
 	}
 	return b
 }
 
-// writeProjects writes body, the project list appendProjectsBody encoded
-// (possibly shared with other requests), in the negotiated JSON format: the
-// bytes streamProjects writes. A format other than JSON (none is
-// configured today) goes through Huma's marshaling of the decoded list.
-func (s *Server) writeProjects(hctx huma.Context, body []byte) {
-	ct, ok := s.projectsContentType(hctx)
+// writeProjects writes tagged, the project list taggedProjectsBody
+// encoded (possibly shared with other requests), in the negotiated JSON
+// format, with its ETag: the bytes streamProjects writes. A format other
+// than JSON (none is configured today) goes through Huma's marshaling of
+// the decoded list.
+func (s *Server) writeProjects(hctx huma.Context, tagged []byte) {
+	tag, body := string(tagged[:projectsTagSize]), tagged[projectsTagSize:]
+	ct, ok := s.projectsContentType(hctx, tag, len(body))
 	if !ok {
 		var list projectsSchema
 		if err := json.Unmarshal(body, &list); err != nil {
@@ -195,15 +205,23 @@ func (s *Server) writeProjects(hctx huma.Context, body []byte) {
 }
 
 // projectsContentType sets the negotiated content type and status 200 of
-// the project list, reporting whether the format is JSON.
-func (s *Server) projectsContentType(hctx huma.Context) (string, bool) {
+// the project list, reporting whether the format is JSON; for JSON, when
+// etag is not "", the ETag etag and the Content-Length size of the JSON
+// bytes at hand (set before the status, for the ETag middleware: see
+// etagWriter).
+func (s *Server) projectsContentType(hctx huma.Context, etag string, size int) (string, bool) {
 	ct, err := s.api.Negotiate(hctx.Header("Accept"))
 	if err != nil {
 		ct = "application/json"
 	}
+	json := ct == "application/json" || ct == "json"
 	hctx.SetHeader("Content-Type", ct)
+	if json && etag != "" {
+		hctx.SetHeader("ETag", etag)
+		hctx.SetHeader("Content-Length", strconv.Itoa(size))
+	}
 	hctx.SetStatus(http.StatusOK)
-	return ct, ct == "application/json" || ct == "json"
+	return ct, json
 }
 
 // marshalProjects writes the list in a format other than JSON (none is

@@ -21,7 +21,7 @@ type unversionedStore struct{ flagadmin.Store }
 // cachesResults reports whether the test server's Service is over a
 // result cache.
 func cachesResults(e *testEnv) bool {
-	_, ok := e.svc.Store().(*storecache.Store)
+	_, ok := e.served.(*storecache.Store)
 	return ok
 }
 

@@ -158,7 +158,7 @@ func TestGetProjectsOtherFormat(t *testing.T) {
 		},
 		Unmarshal: json.Unmarshal,
 	}
-	cfg := apiConfig("dev", newRegistry())
+	cfg := apiConfig("dev", newRegistry(), false)
 	cfg.Formats = map[string]huma.Format{"application/json": huma.DefaultJSONFormat, "json": huma.DefaultJSONFormat, "text/indented": indented}
 	e.server.api = humago.New(http.NewServeMux(), cfg)
 

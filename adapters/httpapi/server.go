@@ -1,6 +1,7 @@
 // Package httpapi serves the admin API of flagadmin over HTTP with Huma v2
-// on the standard library's ServeMux: the five operations of admin-api.md
-// with the errors, authentication and limits of decisions.md, the OpenAPI
+// on the standard library's ServeMux: the five operations of admin-api.md,
+// the export of the event log and, given a feed, its live stream, with the
+// errors, authentication and limits of decisions.md, the OpenAPI
 // 3.1 document at /openapi.json and /openapi.yaml (3.0 at /openapi-3.0.json
 // and /openapi-3.0.yaml), its interactive documentation at /docs (Swagger
 // UI, embedded), and the operational endpoints /health and /ready.
@@ -91,6 +92,14 @@ type Config struct {
 	// StreamTokenCheck is how often a stream re-checks its token. 0 means
 	// DefaultStreamTokenCheck (5 s).
 	StreamTokenCheck time.Duration
+	// Follow, when the server follows an Unleash database, reports on its
+	// follower: GET /health shows its state, and GET /ready answers 503
+	// until the store holds the copy. Nil for a server that follows nothing.
+	Follow FollowReporter
+	// Sessions, when not nil, authenticates a request to /api/ that has no
+	// Authorization header by its browser session (decisions §18), such
+	// as gateway.Sessions in front of Unleash. Nil: such a request is 401.
+	Sessions SessionAuthenticator
 }
 
 // BodyCache keeps encoded response bodies between requests. It is the
@@ -119,6 +128,8 @@ type Server struct {
 	api            huma.API
 	handler        http.Handler
 	bodies         BodyCache // nil when off
+	follow         FollowReporter
+	sessions       SessionAuthenticator
 
 	// The live streams (stream.go).
 	feed                  flagadmin.EventFeed
@@ -135,7 +146,8 @@ type Server struct {
 func New(svc *flagadmin.Service, cfg Config) *Server {
 	installErrorModel() // before the first huma.Register
 	s := &Server{svc: svc, log: cfg.Logger, maxBody: cfg.MaxBodyBytes, maxHeader: cfg.MaxHeaderBytes,
-		bodyRead: cfg.BodyReadTimeout, storageTimeout: max(cfg.StorageTimeout, 0), mux: http.NewServeMux(), bodies: cfg.BodyCache}
+		bodyRead: cfg.BodyReadTimeout, storageTimeout: max(cfg.StorageTimeout, 0), mux: http.NewServeMux(), bodies: cfg.BodyCache,
+		follow: cfg.Follow, sessions: cfg.Sessions}
 	if s.log == nil {
 		s.log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
@@ -164,7 +176,7 @@ func New(svc *flagadmin.Service, cfg Config) *Server {
 	if version == "" {
 		version = "dev"
 	}
-	s.api = humago.New(s.mux, apiConfig(version, newRegistry()))
+	s.api = humago.New(s.mux, apiConfig(version, newRegistry(), s.feed != nil))
 
 	s.registerLifecycle()
 	s.registerEvents()
@@ -174,20 +186,21 @@ func New(svc *flagadmin.Service, cfg Config) *Server {
 	}
 	s.registerProjects()
 	s.registerServiceAccounts()
+	s.registerLog()
 
 	s.mux.HandleFunc("GET /health", s.health)
 	s.mux.HandleFunc("GET /ready", s.ready)
 	s.registerDocs()
 	s.mux.HandleFunc("/", s.notFound)
 
-	s.handler = s.observe(s.recoverPanics(s.storageDeadline(s.authenticate(s.limitRequest(http.HandlerFunc(s.route))))))
+	s.handler = s.observe(s.recoverPanics(s.storageDeadline(s.authenticate(s.limitRequest(s.etag(http.HandlerFunc(s.route)))))))
 	return s
 }
 
 // Handler returns the complete HTTP handler: the admin API under
 // /api/admin/, the OpenAPI document, /health and /ready, wrapped in the
-// access log, request id, panic recovery, storage deadline, authentication
-// and the limits of headers and body.
+// access log, request id, panic recovery, storage deadline, authentication,
+// the limits of headers and body, and the ETag of complete GET answers.
 func (s *Server) Handler() http.Handler { return s.handler }
 
 // API returns the Huma API, for its OpenAPI document
@@ -195,19 +208,19 @@ func (s *Server) Handler() http.Handler { return s.handler }
 // of Handler, so operations reached through it answer 401.
 func (s *Server) API() huma.API { return s.api }
 
-// health answers 200 while the process is up, with Unleash's body field
-// ("health":"GOOD", what its /health answers) beside flagadmin's own, so
-// probes written for an Unleash deployment keep working.
-func (s *Server) health(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, map[string]string{"health": "GOOD", "status": "ok"})
-}
-
-// ready answers 200 when the store answers a ping, else 503 ServiceUnavailable.
+// ready answers 200 when the store answers a ping (and, on a server that
+// follows Unleash, holds the copy), else 503 ServiceUnavailable.
 func (s *Server) ready(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), readyTimeout)
 	defer cancel()
 	if err := s.svc.Ping(ctx); err != nil {
 		s.writeError(w, r, unavailable{err})
+		return
+	}
+	if s.notImported() {
+		e := newAPIError(http.StatusServiceUnavailable, nameServiceUnavailable, msgNotImported)
+		e.headers = http.Header{"Retry-After": {retryAfterSeconds}}
+		s.writeError(w, r, e)
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
@@ -267,6 +280,25 @@ func (s *Server) Route(r *http.Request) string {
 		return ""
 	}
 	return p
+}
+
+// Serves reports whether the API answers r with a route of its own: an
+// operation, an OpenAPI document, /health, /ready, or a GET or HEAD of the
+// docs page or one of its files. It is false for what the API would answer
+// 404 or 405 (an unknown path, a method a path does not serve), so that a
+// gateway in front of another server (decisions §18) passes those on.
+func (s *Server) Serves(r *http.Request) bool {
+	switch p := s.routePattern(r); p {
+	case "", "/":
+		return false
+	case "/docs", "/docs/":
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			return false
+		}
+		name := strings.TrimPrefix(r.URL.Path, "/docs/")
+		return p == "/docs" || name == "" || isDocsFile(name)
+	}
+	return true
 }
 
 // notFound answers every path no route matches with 404 NotFoundError,

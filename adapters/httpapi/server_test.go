@@ -218,6 +218,8 @@ func TestToAPIError(t *testing.T) {
 		{flagadmin.ErrNoAccess, 403, nameNoAccess},
 		{flagadmin.ErrNotFound, 404, nameNotFound},
 		{flagadmin.ErrConflict, 409, nameConflict},
+		{&flagadmin.ReadOnlyError{Source: "postgres://db:5432/unleash"}, 409, nameReadOnly},
+		{fmt.Errorf("write: %w", &flagadmin.ReadOnlyError{Source: "postgres://db:5432/unleash"}), 409, nameReadOnly},
 		{&http.MaxBytesError{Limit: 10}, 413, nameContentTooLarge},
 		{errors.New(fakeSQL), 500, nameInternal},
 		{unavailableErr, 503, nameServiceUnavailable},

@@ -16,7 +16,7 @@ func (s *Server) registerServiceAccounts() {
 			"and a service-account-deleted event is recorded with the account in preData. Needs the ADMIN "+
 			"permission (an admin token or a root Admin). Deleting it again is a 404.",
 		"The service account is deleted. The response has no body.",
-		http.StatusBadRequest, http.StatusUnauthorized, http.StatusForbidden, http.StatusNotFound,
+		http.StatusBadRequest, http.StatusUnauthorized, http.StatusForbidden, http.StatusNotFound, http.StatusConflict,
 		http.StatusInternalServerError, http.StatusServiceUnavailable)
 	register(s, op, s.deleteServiceAccount)
 }

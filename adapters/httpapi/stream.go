@@ -60,11 +60,16 @@ var (
 // streamEventsInput are the parameters of GET /api/admin/events/stream.
 type streamEventsInput struct {
 	LogFilters
-	AfterID     string `query:"afterId" doc:"Replay first every matching event whose id is greater than this non-negative integer, then follow." example:"1000"`
+	AfterID     string `query:"afterId" minLength:"1" doc:"Replay first every matching event whose id is greater than this non-negative integer, then follow." example:"1000"`
 	LastEventID string `header:"Last-Event-ID" doc:"As afterId (browsers send it when they reconnect); it wins over afterId."`
-	Limit       string `query:"limit" doc:"Not allowed (400): a stream has no pages."`
-	Offset      string `query:"offset" doc:"Not allowed (400): a stream has no pages."`
-	After       string `query:"after" doc:"Not allowed (400): cursors are for the search's pages; resume a stream with afterId or Last-Event-ID."`
+	Limit       string `query:"limit" minLength:"1" doc:"Not allowed (400): a stream has no pages."`
+	Offset      string `query:"offset" minLength:"1" doc:"Not allowed (400): a stream has no pages."`
+	After       string `query:"after" minLength:"1" doc:"Not allowed (400): cursors are for the search's pages; resume a stream with afterId or Last-Event-ID."`
+}
+
+// streamParams are the parameters as the domain takes them.
+func (in *streamEventsInput) streamParams() flagadmin.EventStreamParams {
+	return flagadmin.EventStreamParams{EventSearchParams: in.params(in.Limit, in.Offset, in.After), AfterID: in.AfterID, LastEventID: in.LastEventID}
 }
 
 type streamEventsOutput struct {
@@ -93,7 +98,7 @@ func (s *Server) registerStream() {
 		// The data line of each event is one Event JSON.
 		"text/event-stream": {Schema: registry.Schema(reflect.TypeFor[flagadmin.Event](), true, "")},
 	}
-	huma.Register(s.api, op, s.streamEvents)
+	register(s, op, s.streamEvents) // checkInput: each parameter once, with a value (decisions §16)
 }
 
 func (s *Server) streamEvents(ctx context.Context, in *streamEventsInput) (*streamEventsOutput, error) {
@@ -101,11 +106,7 @@ func (s *Server) streamEvents(ctx context.Context, in *streamEventsInput) (*stre
 	if err != nil {
 		return nil, err
 	}
-	st, err := s.svc.StreamEvents(ctx, p, flagadmin.EventStreamParams{
-		EventSearchParams: in.params(in.Limit, in.Offset, in.After),
-		AfterID:           in.AfterID,
-		LastEventID:       in.LastEventID,
-	})
+	st, err := s.svc.StreamEvents(ctx, p, in.streamParams())
 	if err != nil {
 		return nil, s.fail(ctx, err)
 	}
@@ -256,7 +257,6 @@ func (s *Server) serveStream(w http.ResponseWriter, r *http.Request, st *flagadm
 		defer keep.Stop()
 		check := time.NewTicker(s.tokenCheck)
 		defer check.Stop()
-		authorization := r.Header.Get("Authorization")
 		for {
 			select {
 			case <-ctx.Done():
@@ -267,7 +267,7 @@ func (s *Server) serveStream(w http.ResponseWriter, r *http.Request, st *flagadm
 					return
 				}
 			case <-check.C:
-				if _, err := s.svc.AuthenticateAdmin(flagadmin.WithFreshReads(ctx), authorization); err != nil {
+				if _, err := s.authenticateRequest(flagadmin.WithCurrentReads(ctx), r); err != nil {
 					if errors.Is(err, flagadmin.ErrAuthenticationRequired) || errors.Is(err, flagadmin.ErrNoAccess) {
 						cancel(errStreamAuth)
 						return
@@ -281,7 +281,7 @@ func (s *Server) serveStream(w http.ResponseWriter, r *http.Request, st *flagadm
 	cancel(err)
 	wg.Wait()
 
-	if r.Context().Err() != nil {
+	if undeadlined(r.Context()).Err() != nil {
 		return // the client went away
 	}
 	reason := context.Cause(ctx)
@@ -294,4 +294,14 @@ func (s *Server) serveStream(w http.ResponseWriter, r *http.Request, st *flagadm
 	}
 	data, _ := json.Marshal(map[string]string{"reason": reason.Error()})
 	_ = x.write(append(append([]byte("event: end\ndata: "), data...), "\n\n"...))
+}
+
+// undeadlined is the request's context ctx without the storage deadline
+// (storageDeadline), which a stream outlives: it ends when the client goes
+// away.
+func undeadlined(ctx context.Context) context.Context {
+	if request, ok := ctx.Value(undeadlinedKey{}).(context.Context); ok {
+		return request
+	}
+	return ctx
 }

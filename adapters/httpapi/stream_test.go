@@ -285,6 +285,13 @@ func TestStreamBadParametersAre400BeforeTheStream(t *testing.T) {
 		{"?after=abc", nil, "after"},
 		{"?type=no-such-type", nil, "type"},
 		{"?from=IS:2025-02-30", nil, "from"},
+		// decisions §16: a parameter given empty, or twice
+		{"?afterId=", nil, "afterId"},
+		{"?afterId=1&afterId=2", nil, "afterId"},
+		{"?type=", nil, "type"},
+		{"?type=IS:feature-created&type=IS:feature-created", nil, "type"},
+		{"?project=", nil, "project"},
+		{"?limit=", nil, "limit"},
 	} {
 		resp, cancel := e.get(t, "/api/admin/events/stream"+c.query, adminToken, c.header)
 		w := recorded(t, resp)
@@ -389,6 +396,38 @@ func TestStreamEndsWhenTheTokenNoLongerAuthenticates(t *testing.T) {
 	}
 	if _, ok := <-s.blocks; ok {
 		t.Error("the stream went on after its end event")
+	}
+}
+
+// TestStreamEndEventAfterTheStorageDeadline: a stream older than the
+// request's storage deadline (--db-timeout, which a stream outlives) still
+// gets its end event, when its token no longer authenticates and when the
+// server shuts down.
+func TestStreamEndEventAfterTheStorageDeadline(t *testing.T) {
+	const deadline = 50 * time.Millisecond
+	e := newMemStreamEnv(t, Config{StorageTimeout: deadline, StreamTokenCheck: 4 * deadline})
+	revoked := e.openStream(t, "/api/admin/events/stream", ciToken, nil)
+	revoked.next(t, time.Second)
+	other := e.openStream(t, "/api/admin/events/stream", adminToken, nil)
+	other.next(t, time.Second)
+	time.Sleep(2 * deadline) // both streams outlive the storage deadline
+	if err := e.svc.As(flagadmin.AdminToken("admin")).DeleteServiceAccount(context.Background(), "10"); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		s    *sseStream
+		want string
+	}{{revoked, "no longer authenticates"}, {other, "shutting down"}} {
+		if c.want == "shutting down" {
+			e.server.EndStreams()
+		}
+		var end sseBlock
+		for end.event != "end" { // after the events, such as the deletion
+			end = c.s.next(t, 2*time.Second)
+		}
+		if !strings.Contains(end.data, c.want) {
+			t.Errorf("got %+v, want the end event saying %q", end, c.want)
+		}
 	}
 }
 

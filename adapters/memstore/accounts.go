@@ -58,8 +58,10 @@ func (s *Store) DeleteToken(ctx context.Context, hash string, fn func(flagadmin.
 	if err != nil {
 		return err
 	}
+	if _, err := s.w.appendEvent(e); err != nil {
+		return err
+	}
 	delete(s.w.tokens, hash)
-	s.w.appendEvent(e)
 	s.version++
 	return nil
 }

@@ -33,11 +33,18 @@ func (w *world) contents() map[string]int64 {
 // On any error the store is left empty, as it was; a store that is not
 // empty is refused with ErrConflict.
 func (s *Store) Load(ctx context.Context, b *flagadmin.Batch, events func(emit func([]flagadmin.Event) error) error) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.loadLocked(ctx, b, events, nil)
+}
+
+// loadLocked is Load with the world's lock held. finish, when not nil, runs
+// after the last event is stored: an error from it undoes the load as any
+// other error does.
+func (s *Store) loadLocked(ctx context.Context, b *flagadmin.Batch, events func(emit func([]flagadmin.Event) error) error, finish func() error) error {
 	if b.Then != nil {
 		return fmt.Errorf("memstore: Load takes a batch without Then")
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	var held []string
 	for _, k := range []string{"users", "groups", "projects", "features", "tokens", "events"} {
 		if n := s.w.contents()[k]; n > 0 {
@@ -54,8 +61,9 @@ func (s *Store) Load(ctx context.Context, b *flagadmin.Batch, events func(emit f
 	if err := s.w.check(work); err != nil {
 		return err
 	}
-	s.w.apply(work)
-	var last int64
+	s.w.apply(work, nil)
+	// Ids ascend past those of the log's leaves, if its events were pruned.
+	last := s.w.nextEventID - 1
 	err := events(func(batch []flagadmin.Event) error {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -66,13 +74,19 @@ func (s *Store) Load(ctx context.Context, b *flagadmin.Batch, events func(emit f
 			}
 			last = e.ID
 			s.w.nextEventID = e.ID
-			s.w.appendEvent(e)
+			if _, err := s.w.appendEvent(e); err != nil {
+				return fmt.Errorf("event %d: %w", e.ID, err)
+			}
 		}
 		return nil
 	})
+	if err == nil && finish != nil {
+		err = finish()
+	}
 	if err != nil {
 		s.w = New().w
 		s.w.nextUserID, s.w.nextGroupID, s.w.nextEventID = saved.nextUserID, saved.nextGroupID, saved.nextEventID
+		s.w.leaves, s.w.tiles = saved.leaves, saved.tiles
 		return err
 	}
 	s.version++

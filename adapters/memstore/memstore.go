@@ -6,11 +6,13 @@ package memstore
 
 import (
 	"context"
+	"fmt"
 	"iter"
 	"maps"
 	"slices"
 	"sort"
 	"sync"
+	"time"
 
 	"github.com/flagadmin/flagadmin/flagadmin"
 )
@@ -25,6 +27,12 @@ type Store struct {
 	version int64
 	// sinks is the delivery state of webhook sinks (webhooks.go).
 	sinks sinkStates
+	// follow is the follow state (follow.go).
+	follow followStates
+	// checkpoint is the newest checkpoint saved, nil before the first;
+	// holds are the legal holds by project (log.go).
+	checkpoint *flagadmin.Checkpoint
+	holds      map[string]time.Time
 }
 
 // world is everything a Store holds. Writes check everything they would
@@ -37,6 +45,11 @@ type world struct {
 	tokens      map[string]flagadmin.APIToken // by SecretHash
 	events      []storedEvent                 // in id order
 	nextEventID int64
+	// leaves are the leaves of the log's tree, one per event ever
+	// written, in id order (log.go); tiles are the stored hashes of its
+	// perfect subtrees, by level (1 and up).
+	leaves []leaf
+	tiles  map[int][][32]byte
 	// nextUserID and nextGroupID are past every id the world has held:
 	// the smallest ids Write may assign.
 	nextUserID, nextGroupID int64
@@ -70,7 +83,8 @@ func New() *Store {
 		nextEventID: 1,
 		nextUserID:  1,
 		nextGroupID: 1,
-	}}
+		tiles:       map[int][][32]byte{},
+	}, holds: map[string]time.Time{}}
 }
 
 // Ping always succeeds.
@@ -251,7 +265,7 @@ func (s *Store) PrivateProjects(ctx context.Context) ([]string, error) {
 func (s *Store) SearchEvents(ctx context.Context, q flagadmin.EventQuery) (flagadmin.EventPage, error) {
 	s.mu.RLock()
 	var matches []flagadmin.Event
-	for _, e := range s.w.events {
+	for _, e := range s.w.candidates(q) {
 		if q.Matches(e.Event, e.payload, e.meta) {
 			matches = append(matches, e.Event)
 		}
@@ -270,6 +284,22 @@ func (s *Store) SearchEvents(ctx context.Context, q flagadmin.EventQuery) (flaga
 		}
 	}
 	return page, nil
+}
+
+// candidates returns the events q may match: those of its ids, found by
+// binary search (events are in id order), when it names ids; else all.
+func (w *world) candidates(q flagadmin.EventQuery) []storedEvent {
+	if len(q.IDs) == 0 {
+		return w.events
+	}
+	var out []storedEvent
+	for _, id := range q.IDs {
+		i := sort.Search(len(w.events), func(i int) bool { return w.events[i].ID >= id })
+		if i < len(w.events) && w.events[i].ID == id && !slices.ContainsFunc(out, func(e storedEvent) bool { return e.ID == id }) {
+			out = append(out, w.events[i])
+		}
+	}
+	return out
 }
 
 func cloneEvent(e flagadmin.Event) flagadmin.Event {
@@ -358,10 +388,12 @@ func (s *Store) UpdateFeature(ctx context.Context, name string, fn func(*flagadm
 	if err != nil || e == nil {
 		return err
 	}
+	if _, err := s.w.appendEvent(*e); err != nil {
+		return err
+	}
 	f = cloneFeature(f)
 	f.Name, f.Project, f.CreatedAt, f.Tags = name, s.w.features[name].Project, s.w.features[name].CreatedAt, s.w.features[name].Tags
 	s.w.features[name] = f
-	s.w.appendEvent(*e)
 	s.version++
 	return nil
 }
@@ -378,6 +410,9 @@ func (s *Store) DeleteUser(ctx context.Context, id int64, fn func(flagadmin.User
 	if err != nil {
 		return err
 	}
+	if _, err := s.w.appendEvent(e); err != nil {
+		return err
+	}
 	delete(s.w.users, id)
 	for hash, t := range s.w.tokens {
 		if t.UserID != nil && *t.UserID == id {
@@ -391,17 +426,54 @@ func (s *Store) DeleteUser(ctx context.Context, id int64, fn func(flagadmin.User
 		delete(p.userRoles, id)
 		delete(p.favorites, id)
 	}
-	s.w.appendEvent(e)
 	s.version++
 	return nil
 }
 
-// appendEvent stores a copy of e with the next id and returns another copy with that id.
-func (w *world) appendEvent(e flagadmin.Event) flagadmin.Event {
-	e = cloneEvent(e)
-	e.ID = w.nextEventID
-	w.nextEventID++
-	payload, meta := flagadmin.SearchTexts(e)
-	w.events = append(w.events, storedEvent{Event: e, payload: payload, meta: meta})
-	return cloneEvent(e)
+// preparedEvent is an event ready to be stored with its id, its search
+// texts and its leaf (log.go).
+type preparedEvent struct {
+	stored storedEvent
+	leaf   leaf
+}
+
+// prepareEvents gives copies of events the next ids and computes their
+// leaves, changing nothing: an event whose leaf hash cannot be computed
+// (data or preData that is not JSON) is an error of kind ErrValidation.
+func (w *world) prepareEvents(events []flagadmin.Event) ([]preparedEvent, error) {
+	out := make([]preparedEvent, len(events))
+	for i, e := range events {
+		e = cloneEvent(e)
+		e.ID = w.nextEventID + int64(i)
+		hash, err := flagadmin.LeafHash(e)
+		if err != nil {
+			return nil, fmt.Errorf("event %d: %w", i, err)
+		}
+		payload, meta := flagadmin.SearchTexts(e)
+		out[i] = preparedEvent{stored: storedEvent{Event: e, payload: payload, meta: meta}, leaf: leaf{eventID: e.ID, hash: hash}}
+	}
+	return out, nil
+}
+
+// appendEvents stores prepared events and their leaves, and returns
+// copies of the events with their ids.
+func (w *world) appendEvents(prepared []preparedEvent) []flagadmin.Event {
+	out := make([]flagadmin.Event, len(prepared))
+	for i, p := range prepared {
+		w.events = append(w.events, p.stored)
+		w.leaves = append(w.leaves, p.leaf)
+		w.nextEventID = p.stored.ID + 1
+		out[i] = cloneEvent(p.stored.Event)
+	}
+	return out
+}
+
+// appendEvent stores a copy of e with the next id, with its leaf, and
+// returns another copy with that id; nothing is changed on an error.
+func (w *world) appendEvent(e flagadmin.Event) (flagadmin.Event, error) {
+	prepared, err := w.prepareEvents([]flagadmin.Event{e})
+	if err != nil {
+		return flagadmin.Event{}, err
+	}
+	return w.appendEvents(prepared)[0], nil
 }

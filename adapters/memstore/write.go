@@ -28,7 +28,11 @@ func (s *Store) Write(ctx context.Context, b *flagadmin.Batch) error {
 	if err := s.w.check(work); err != nil {
 		return err
 	}
-	s.w.apply(work)
+	events, err := s.w.prepareEvents(work.Events)
+	if err != nil {
+		return err
+	}
+	s.w.apply(work, events)
 	s.version++
 	*b = *work
 	return nil
@@ -185,8 +189,9 @@ func (p *pending) checkTokens(b *flagadmin.Batch) error {
 	return nil
 }
 
-// apply stores a checked batch; its events get their ids.
-func (w *world) apply(b *flagadmin.Batch) {
+// apply stores a checked batch with its prepared events (prepareEvents of
+// b.Events), which replace b.Events.
+func (w *world) apply(b *flagadmin.Batch, events []preparedEvent) {
 	w.applyAccounts(b)
 	w.applyProjects(b)
 	for _, f := range b.Features {
@@ -195,8 +200,8 @@ func (w *world) apply(b *flagadmin.Batch) {
 	for _, t := range b.Tokens {
 		w.tokens[t.SecretHash] = cloneToken(t)
 	}
-	for i, e := range b.Events {
-		b.Events[i] = w.appendEvent(e)
+	if len(events) > 0 {
+		b.Events = w.appendEvents(events)
 	}
 }
 

@@ -11,15 +11,15 @@
 package metrics
 
 import (
-	"encoding/json"
 	"net/http"
 	"strconv"
 
 	"github.com/felixge/httpsnoop"
-	"github.com/google/uuid"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/flagadmin/flagadmin/flagadmin"
 )
 
 // namespace prefixes every metric of this package.
@@ -128,42 +128,30 @@ func (c *mapCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 }
 
+// ErrorWriter writes an error response of status with message, in the
+// body every error of the server has (cmd wires httpapi.Server.WriteError,
+// the API's one mapping of errors to responses).
+type ErrorWriter func(w http.ResponseWriter, r *http.Request, status int, message string)
+
 // Handler serves the metrics in Prometheus' text format (or what the
 // scraper negotiates) for GET and HEAD; any other method is answered 405
-// with a JSON error body. Scrapes are counted in promhttp_* metrics.
-func (m *Metrics) Handler() http.Handler {
+// by writeError. Scrapes are counted in promhttp_* metrics.
+func (m *Metrics) Handler(writeError ErrorWriter) http.Handler {
 	h := promhttp.InstrumentMetricHandler(m.reg, promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError}))
-	return ReadOnly(h)
+	return ReadOnly(h, writeError)
 }
 
 // ReadOnly passes GET and HEAD requests to next and answers any other
-// method with 405 and a JSON error body ({"id","name","message"}, as the
-// API's errors), with Allow: GET, HEAD.
-func ReadOnly(next http.Handler) http.Handler {
+// method with 405, by writeError, with Allow: GET, HEAD.
+func ReadOnly(next http.Handler, writeError ErrorWriter) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method == http.MethodGet || r.Method == http.MethodHead {
 			next.ServeHTTP(w, r)
 			return
 		}
 		w.Header().Set("Allow", "GET, HEAD")
-		WriteError(w, http.StatusMethodNotAllowed, "MethodNotAllowedError", "The path "+strconv.Quote(r.URL.Path)+" answers only GET and HEAD.")
+		writeError(w, r, http.StatusMethodNotAllowed, "The path "+flagadmin.QuoteInput(r.URL.Path)+" answers only GET and HEAD.")
 	})
-}
-
-// WriteError writes an error response with a JSON body in the form of the
-// API's errors: {"id": a new UUID, "name", "message"}.
-func WriteError(w http.ResponseWriter, status int, name, message string) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(errorBody{ID: uuid.NewString(), Name: name, Message: message})
-}
-
-// errorBody is an error response's body, in the fields and order of the
-// API's errors.
-type errorBody struct {
-	ID      string `json:"id"`
-	Name    string `json:"name"`
-	Message string `json:"message"`
 }
 
 // Instrument counts and times the requests next serves, by the route

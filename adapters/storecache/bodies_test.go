@@ -52,10 +52,10 @@ func (b *listBuilder) load(t *testing.T, bodies *storecache.Bodies, key string) 
 	return string(got), b.builds.Load() > before
 }
 
-// bodiesOf returns the body cache of the Store under svc.
-func bodiesOf(t *testing.T, svc *flagadmin.Service) *storecache.Bodies {
+// bodiesOf returns the body cache of the Store under w's latest service.
+func bodiesOf(t *testing.T, w *resultWorld) *storecache.Bodies {
 	t.Helper()
-	bodies := svc.Store().(*storecache.Store).Bodies()
+	bodies := w.cache.Bodies()
 	if bodies == nil {
 		t.Fatal("no body cache")
 	}
@@ -69,7 +69,7 @@ func TestBodiesProjectList(t *testing.T) {
 	ctx := context.Background()
 	w := newResultWorld(t, serviceWorld, testNow)
 	svc := w.service(1 << 20)
-	bodies := bodiesOf(t, svc)
+	bodies := bodiesOf(t, w)
 	admin := &listBuilder{svc: svc, p: flagadmin.AdminToken("admin")}
 	vic := &listBuilder{svc: svc, p: userPrincipal(t, w.store, 3)}
 	want := func(b *listBuilder) string {
@@ -108,7 +108,7 @@ func TestBodiesProjectList(t *testing.T) {
 	// A write through the Store, then one by another process (straight
 	// to the wrapped store): each is seen at once.
 	writes := []func(*flagadmin.Batch) error{
-		func(b *flagadmin.Batch) error { return svc.Store().Write(ctx, b) },
+		func(b *flagadmin.Batch) error { return w.cache.Write(ctx, b) },
 		func(b *flagadmin.Batch) error { return w.store.Write(ctx, b) },
 	}
 	for i, write := range writes {
@@ -134,7 +134,7 @@ func TestBodiesExpireWithTime(t *testing.T) {
 	relStale, opsStale := expiryTimes()
 	w := newResultWorld(t, expiryWorld, relStale)
 	svc := w.service(1 << 20)
-	bodies := bodiesOf(t, svc)
+	bodies := bodiesOf(t, w)
 	b := &listBuilder{svc: svc, p: flagadmin.System}
 	for _, st := range []struct {
 		name       string
@@ -170,7 +170,7 @@ func TestBodiesExpireWithTime(t *testing.T) {
 func TestBodiesCoalesce(t *testing.T) {
 	w := newResultWorld(t, serviceWorld, testNow)
 	svc := w.service(1 << 20)
-	bodies := bodiesOf(t, svc)
+	bodies := bodiesOf(t, w)
 	const n = 8
 	b := &listBuilder{svc: svc, p: flagadmin.AdminToken("admin"),
 		entered: make(chan struct{}, n), // a build that is not coalesced does not block on it
@@ -189,7 +189,7 @@ func TestBodiesCoalesce(t *testing.T) {
 	}
 	// Wait until each of the others waits for the first, or (a failure)
 	// builds itself.
-	for storecache.ResultCacheWaiters(svc.Store())+int(b.builds.Load())-1 < n {
+	for storecache.ResultCacheWaiters(w.cache)+int(b.builds.Load())-1 < n {
 		runtime.Gosched()
 	}
 	close(b.release)
@@ -215,7 +215,7 @@ func TestBodiesCoalesce(t *testing.T) {
 func TestBodiesNeedReadsThroughTheStore(t *testing.T) {
 	w := newResultWorld(t, serviceWorld, testNow)
 	svc := w.service(1 << 20)
-	bodies := bodiesOf(t, svc)
+	bodies := bodiesOf(t, w)
 	elsewhere := &listBuilder{svc: w.ref, p: flagadmin.AdminToken("admin")} // w.ref is not over the cache
 	for i := range 2 {
 		if _, built := elsewhere.load(t, bodies, "list"); !built {
@@ -251,7 +251,7 @@ func TestBodiesBudget(t *testing.T) {
 		kept bool
 	}{{1 << 20, true}, {32 << 10, false}} {
 		svc := w.service(tc.size)
-		bodies := bodiesOf(t, svc)
+		bodies := bodiesOf(t, w)
 		builds := 0
 		build := func(ctx context.Context) ([]byte, error) {
 			builds++
@@ -260,14 +260,14 @@ func TestBodiesBudget(t *testing.T) {
 			}
 			return []byte(big), nil
 		}
-		_, before := storecache.ResultCacheSize(svc.Store())
+		_, before := storecache.ResultCacheSize(w.cache)
 		for range 2 {
 			got, err := bodies.Load(req(context.Background()), "big", build)
 			if err != nil || string(got) != big {
 				t.Fatalf("size %d: %d bytes, %v", tc.size, len(got), err)
 			}
 		}
-		_, after := storecache.ResultCacheSize(svc.Store())
+		_, after := storecache.ResultCacheSize(w.cache)
 		if wantBuilds := map[bool]int{true: 1, false: 2}[tc.kept]; builds != wantBuilds {
 			t.Errorf("size %d: %d builds, want %d", tc.size, builds, wantBuilds)
 		}

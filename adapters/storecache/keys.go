@@ -15,17 +15,15 @@ import (
 // The kinds: 'e' SearchEvents, 'p' ProjectStats, 'r' ProjectRoles, 'x'
 // PrivateProjects.
 
-// appendEventQueryKey appends the key of the event search q. Every field
-// of EventQuery must be part of it (a test checks).
+// appendEventQueryKey appends the key of the event search q: its column
+// filters as the domain declares them (EventQuery.ColumnFilters), then its
+// other fields. Every field of EventQuery must be part of it (a test checks).
 func appendEventQueryKey(b []byte, q *flagadmin.EventQuery) []byte {
 	b = append(b, 'e')
-	b = appendStringsKey(b, q.Features)
-	b = appendStringsKey(b, q.Projects)
-	b = appendStringsKey(b, q.Types)
-	b = appendStringsKey(b, q.Environments)
-	b = appendIntsKey(b, q.CreatedByUserIDs)
-	b = appendIntsKey(b, q.IDs)
-	b = appendStringsKey(b, q.GroupIDs)
+	for c := range q.ColumnFilters() { // every one, in a fixed order
+		b = appendStringsKey(b, c.Strings)
+		b = appendIntsKey(b, c.Ints)
+	}
 	b = appendTimeKey(b, q.From)
 	b = appendTimeKey(b, q.Before)
 	b = appendStringKey(b, q.Text)

@@ -38,10 +38,8 @@ const resultEntryOverhead = 256
 // here). Concurrent identical misses share one computation
 // (golang.org/x/sync/singleflight). It starts no goroutine.
 type resultCache struct {
-	max int64
-	// versions shares concurrent reads of the store version.
-	versions *versionReads
-	flights  singleflight.Group
+	max     int64
+	flights singleflight.Group
 	// waiting counts callers waiting for a computation (for tests).
 	waiting atomic.Int64
 	// hits counts loads answered without computing (from the cache, or
@@ -69,8 +67,8 @@ type cached struct {
 // errFlightAbandoned is the error of a computation that panicked.
 var errFlightAbandoned = errors.New("storecache: the computation of a cached result was abandoned")
 
-func newResultCache(version func(context.Context) (int64, error), maxBytes int64) *resultCache {
-	c := &resultCache{max: maxBytes, versions: &versionReads{read: version}, version: math.MinInt64}
+func newResultCache(maxBytes int64) *resultCache {
+	c := &resultCache{max: maxBytes, version: math.MinInt64}
 	// The LRU is bounded by bytes below, not by its length.
 	c.lru, _ = simplelru.NewLRU(math.MaxInt, func(_ string, e *cached) { c.size -= e.size })
 	return c

@@ -115,6 +115,8 @@ type resultWorld struct {
 	// ref is a Service without a result cache over the same data, whose
 	// calls are not counted.
 	ref *flagadmin.Service
+	// cache is the Store of the latest service (service).
+	cache *storecache.Store
 }
 
 func newResultWorld(t *testing.T, world string, at time.Time) *resultWorld {
@@ -131,8 +133,8 @@ func newResultWorld(t *testing.T, world string, at time.Time) *resultWorld {
 // service returns a Service over a Store with a result cache of maxBytes
 // over the world's store.
 func (w *resultWorld) service(maxBytes int64) *flagadmin.Service {
-	cache := storecache.New(w.store, storecache.Options{ResultCacheSize: maxBytes, Clock: w.clock.now})
-	return flagadmin.NewService(cache, flagadmin.WithClock(w.clock.now))
+	w.cache = storecache.New(w.store, storecache.Options{ResultCacheSize: maxBytes, Clock: w.clock.now})
+	return flagadmin.NewService(w.cache, flagadmin.WithClock(w.clock.now))
 }
 
 // req returns the context of one request: a scope (storecache.WithScope),
@@ -509,11 +511,11 @@ func TestResultCacheBound(t *testing.T) {
 		if _, err := big.SearchEvents(req(ctx), admin, params); err != nil {
 			t.Fatal(err)
 		}
-		_, size := storecache.ResultCacheSize(big.Store())
+		_, size := storecache.ResultCacheSize(w.cache)
 		cost[name] = size - total
 		total = size
 	}
-	if n, _ := storecache.ResultCacheSize(big.Store()); n != 3 || cost["a"] <= 0 || cost["b"] <= 0 {
+	if n, _ := storecache.ResultCacheSize(w.cache); n != 3 || cost["a"] <= 0 || cost["b"] <= 0 {
 		t.Fatalf("%d entries costing %v, want 3 of positive cost", n, cost)
 	}
 
@@ -539,7 +541,7 @@ func TestResultCacheBound(t *testing.T) {
 		if n := searches(t, svc, a); n != 1 {
 			t.Errorf("%d searches reached the store, want 1 (a was evicted)", n)
 		}
-		if n, size := storecache.ResultCacheSize(svc.Store()); size > cost["a"]+cost["b"] || n < 1 {
+		if n, size := storecache.ResultCacheSize(w.cache); size > cost["a"]+cost["b"] || n < 1 {
 			t.Errorf("%d entries of %d bytes, bound %d", n, size, cost["a"]+cost["b"])
 		}
 	})
@@ -548,7 +550,7 @@ func TestResultCacheBound(t *testing.T) {
 		if n := searches(t, svc, a, a, c, c); n != 3 {
 			t.Errorf("%d searches reached the store, want 3 (a never cached, c cached)", n)
 		}
-		if n, size := storecache.ResultCacheSize(svc.Store()); n != 1 || size != cost["c"] {
+		if n, size := storecache.ResultCacheSize(w.cache); n != 1 || size != cost["c"] {
 			t.Errorf("%d entries of %d bytes, want c alone (%d bytes)", n, size, cost["c"])
 		}
 	})
@@ -621,7 +623,7 @@ func TestResultCacheCoalesces(t *testing.T) {
 	}
 	// Wait until each of the others waits for the first, or (a failure)
 	// reached the store itself.
-	for storecache.ResultCacheWaiters(svc.Store())+w.store.counts()["SearchEvents"]-1 < n {
+	for storecache.ResultCacheWaiters(w.cache)+w.store.counts()["SearchEvents"]-1 < n {
 		runtime.Gosched()
 	}
 	close(w.store.searchRelease)
@@ -703,7 +705,7 @@ func TestScopeReadsTheVersionOnce(t *testing.T) {
 	w.wantCalls(t, "two searches in one request of the middleware", before, map[string]int{"Version": 1})
 
 	// A write through the Store in the scope: the next read sees it.
-	if err := svc.Store().Write(scoped, &flagadmin.Batch{Events: []flagadmin.Event{{Type: "feature-updated", CreatedBy: "x", CreatedAt: testNow, Project: ptr("open")}}}); err != nil {
+	if err := w.cache.Write(scoped, &flagadmin.Batch{Events: []flagadmin.Event{{Type: "feature-updated", CreatedBy: "x", CreatedAt: testNow, Project: ptr("open")}}}); err != nil {
 		t.Fatal(err)
 	}
 	before = w.store.counts()

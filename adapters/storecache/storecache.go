@@ -12,7 +12,12 @@
 //     last write committed, through any process sharing the storage, before
 //     the read (or its request scope, see WithScope) began.
 //   - The token cache keeps successful token lookups (LookupToken) for a
-//     short time, so that requests repeating a token skip the store.
+//     short time, so that requests repeating a token skip the store. A
+//     lookup is reused only under the change counter it was made under, so
+//     a token revoked or an account deleted through any process sharing the
+//     storage is refused at once: the cache saves the lookup, not the
+//     reading of the counter (which a request scope shares with the result
+//     cache's reads).
 //
 // The result cache also keeps encoded answers for a transport (Bodies),
 // such as the bytes of the project list, each valid under the version its
@@ -55,15 +60,11 @@ func MemoryLimit(resultCacheSize int64) int64 {
 	return resultCacheSize + ServerMemoryBase
 }
 
-// DefaultTokenTTL is how long the flagadmin server (cmd/flagadmin) trusts
-// a successful token lookup before it asks the store again, unless
-// configured otherwise.
-//
-// The trade-off: with several replicas over one database, a token or
-// service account deleted through one replica is refused there at once
-// but may still be accepted by the others for up to this long. At a second
-// the store sees at most about one token lookup per second per busy token
-// and replica, instead of one per request.
+// DefaultTokenTTL is how long the flagadmin server (cmd/flagadmin) keeps a
+// successful token lookup, unless configured otherwise. A lookup is used
+// only while the store's change counter is what it was when the lookup was
+// made (any write, through any process sharing the storage, ends it), and
+// never past this age.
 const DefaultTokenTTL = time.Second
 
 // Options configure a Store. The zero value caches nothing.
@@ -76,7 +77,8 @@ type Options struct {
 	// MemoryLimit.
 	ResultCacheSize int64
 	// TokenTTL is how long a successful token lookup is remembered (never
-	// past the token's expiresAt); zero or less turns the token cache off.
+	// past the token's expiresAt, and used only under the change counter it
+	// was made under); zero or less turns the token cache off.
 	TokenTTL time.Duration
 	// Clock is the source of the current time of the token cache and of
 	// the expiry of cached bodies built from project statistics (Bodies);
@@ -96,6 +98,9 @@ type Store struct {
 	clock   func() time.Time
 	results *resultCache // nil when off
 	tokens  *tokenCache  // nil when off
+	// versions shares concurrent reads of the store version among the
+	// requests of both caches; nil when both are off.
+	versions *versionReads
 }
 
 var (
@@ -110,10 +115,13 @@ func New(store flagadmin.VersionedStore, opts Options) *Store {
 		s.clock = time.Now
 	}
 	if opts.ResultCacheSize > 0 {
-		s.results = newResultCache(store.Version, opts.ResultCacheSize)
+		s.results = newResultCache(opts.ResultCacheSize)
 	}
 	if opts.TokenTTL > 0 {
 		s.tokens = newTokenCache(opts.TokenTTL, tokenCacheSize)
+	}
+	if s.results != nil || s.tokens != nil {
+		s.versions = &versionReads{read: store.Version}
 	}
 	return s
 }
@@ -162,7 +170,7 @@ func (s *Store) version(ctx context.Context) (int64, error) {
 			return v, nil
 		}
 	}
-	v, err := s.results.versions.get(ctx)
+	v, err := s.versions.get(ctx)
 	if err != nil || sc == nil {
 		return v, err
 	}
@@ -200,8 +208,8 @@ func (s *Store) Write(ctx context.Context, b *flagadmin.Batch) error {
 // DeleteUser is the wrapped store's; then, whatever the outcome (a failed
 // commit may still have deleted), the token cache forgets every lookup of
 // a token acting as the user, and lookups in flight do not cache what
-// they read. Other processes sharing the storage keep accepting its tokens
-// until their entries expire (Options.TokenTTL).
+// they read. Other processes sharing the storage refuse its tokens from
+// their next request on: the deletion changed the store's version.
 func (s *Store) DeleteUser(ctx context.Context, id int64, fn func(flagadmin.User) (flagadmin.Event, error)) error {
 	defer s.wrote(ctx)
 	err := s.VersionedStore.DeleteUser(ctx, id, fn)
@@ -211,8 +219,8 @@ func (s *Store) DeleteUser(ctx context.Context, id int64, fn func(flagadmin.User
 
 // DeleteToken is the wrapped store's; then, whatever the outcome, the
 // token cache forgets the token, and lookups in flight do not cache what
-// they read. Other processes sharing the storage keep accepting it until
-// their entries expire (Options.TokenTTL).
+// they read. Other processes sharing the storage refuse it from their next
+// request on: the deletion changed the store's version.
 func (s *Store) DeleteToken(ctx context.Context, hash string, fn func(flagadmin.APIToken) (flagadmin.Event, error)) error {
 	defer s.wrote(ctx)
 	err := s.VersionedStore.DeleteToken(ctx, hash, fn)

@@ -13,19 +13,27 @@ import (
 const tokenCacheSize = 10_000
 
 // LookupToken answers from the token cache when it remembers a successful
-// lookup of hash younger than Options.TokenTTL (and not past the token's
-// expiresAt); else it asks the wrapped store and remembers a success.
-// Failures are not remembered, so a token created meanwhile works at once.
-// The user returned is the caller's copy. In a context with
-// flagadmin.WithFreshReads it always asks the wrapped store.
+// lookup of hash made under the store's current version (read as every
+// cached read reads it: once per request scope, see WithScope), younger
+// than Options.TokenTTL and not past the token's expiresAt; else it asks
+// the wrapped store and remembers a success under the version read before.
+// So a token deleted, or an account changed, through any process sharing
+// the storage is refused from the next request on. Failures are not
+// remembered, so a token created meanwhile works at once. The user
+// returned is the caller's copy. In a context with
+// flagadmin.WithCurrentReads it always asks the wrapped store.
 func (s *Store) LookupToken(ctx context.Context, hash string) (flagadmin.APIToken, *flagadmin.User, error) {
-	if s.tokens == nil || flagadmin.FreshReads(ctx) {
+	if s.tokens == nil || flagadmin.CurrentReads(ctx) {
 		return s.VersionedStore.LookupToken(ctx, hash)
+	}
+	version, err := s.version(ctx)
+	if err != nil {
+		return flagadmin.APIToken{}, nil, err
 	}
 	// The entry's lifetime counts from before the lookup, so it never
 	// outlasts the data it caches by more than the TTL.
 	now := s.clock()
-	e, gen, hit, stale := s.tokens.get(hash, now)
+	e, gen, hit, stale := s.tokens.get(hash, now, version)
 	if hit {
 		s.tokens.hits.Add(1)
 		return e.token, e.user, nil
@@ -38,7 +46,7 @@ func (s *Store) LookupToken(ctx context.Context, hash string) (flagadmin.APIToke
 		}
 		return flagadmin.APIToken{}, nil, err
 	}
-	s.tokens.put(hash, tokenLookup{token: tok, user: user}, now, gen)
+	s.tokens.put(hash, tokenLookup{token: tok, user: user}, now, gen, version)
 	return tok, cloneUser(user), nil
 }
 
@@ -65,10 +73,12 @@ type tokenCache struct {
 	entries map[string]tokenCacheEntry
 }
 
-// tokenCacheEntry is a cached lookup, valid until until (exclusive).
+// tokenCacheEntry is a cached lookup, valid until until (exclusive) and
+// only under the store version it was made under.
 type tokenCacheEntry struct {
-	lookup tokenLookup
-	until  time.Time
+	lookup  tokenLookup
+	until   time.Time
+	version int64
 }
 
 func newTokenCache(ttl time.Duration, max int) *tokenCache {
@@ -76,9 +86,10 @@ func newTokenCache(ttl time.Duration, max int) *tokenCache {
 }
 
 // get returns a copy of the lookup cached under hash if it is still valid
-// at now (hit); stale reports an entry that is no longer valid. gen is the
-// cache's generation, to pass to put after a store lookup.
-func (c *tokenCache) get(hash string, now time.Time) (l tokenLookup, gen uint64, hit, stale bool) {
+// at now under the store version (hit); stale reports an entry that is no
+// longer valid. gen is the cache's generation, to pass to put after a
+// store lookup.
+func (c *tokenCache) get(hash string, now time.Time, version int64) (l tokenLookup, gen uint64, hit, stale bool) {
 	c.mu.RLock()
 	e, found := c.entries[hash]
 	gen = c.gen
@@ -86,16 +97,16 @@ func (c *tokenCache) get(hash string, now time.Time) (l tokenLookup, gen uint64,
 	if !found {
 		return tokenLookup{}, gen, false, false
 	}
-	if !now.Before(e.until) {
+	if !now.Before(e.until) || e.version != version {
 		return tokenLookup{}, gen, false, true
 	}
 	return e.lookup.clone(), gen, true, false
 }
 
-// put caches l under hash from now until now+ttl, or until the token's
-// expiresAt if that is earlier. Nothing is cached if the cache was
-// invalidated since gen.
-func (c *tokenCache) put(hash string, l tokenLookup, now time.Time, gen uint64) {
+// put caches l, looked up under the store version, under hash from now
+// until now+ttl, or until the token's expiresAt if that is earlier.
+// Nothing is cached if the cache was invalidated since gen.
+func (c *tokenCache) put(hash string, l tokenLookup, now time.Time, gen uint64, version int64) {
 	until := now.Add(c.ttl)
 	if exp := l.token.ExpiresAt; exp != nil && exp.Before(until) {
 		until = *exp
@@ -109,16 +120,17 @@ func (c *tokenCache) put(hash string, l tokenLookup, now time.Time, gen uint64) 
 		return
 	}
 	if _, replace := c.entries[hash]; !replace && len(c.entries) >= c.max {
-		c.makeRoom(now)
+		c.makeRoom(now, version)
 	}
-	c.entries[hash] = tokenCacheEntry{lookup: l.clone(), until: until}
+	c.entries[hash] = tokenCacheEntry{lookup: l.clone(), until: until, version: version}
 }
 
-// makeRoom drops the stale entries and, if the cache is still full, as many
-// others (in the map's random order) as it takes to add one. c.mu is held.
-func (c *tokenCache) makeRoom(now time.Time) {
+// makeRoom drops the stale entries (past their time or of another version
+// than version) and, if the cache is still full, as many others (in the
+// map's random order) as it takes to add one. c.mu is held.
+func (c *tokenCache) makeRoom(now time.Time, version int64) {
 	for h, e := range c.entries {
-		if !now.Before(e.until) {
+		if !now.Before(e.until) || e.version != version {
 			delete(c.entries, h)
 		}
 	}

@@ -98,7 +98,7 @@ func WriteSeed(ctx context.Context, src *Source, out io.Writer, opts Options) (*
 		first := true
 		err := r.readEvents(ctx, eventMode{forSeed: true}, func(batch []flagadmin.Event) error {
 			for _, e := range batch {
-				line, err := seedEventJSON(e)
+				line, err := flagadmin.SeedEventJSON(e)
 				if err != nil {
 					return err
 				}
@@ -194,29 +194,6 @@ func orEmpty[T any](s []T) []T {
 		return []T{}
 	}
 	return s
-}
-
-// seedEventJSON is e as a seed file's event: without its id.
-func seedEventJSON(e flagadmin.Event) ([]byte, error) {
-	tags := e.Tags
-	if tags == nil {
-		tags = []flagadmin.Tag{}
-	}
-	return json.Marshal(struct {
-		CreatedAt       string          `json:"createdAt"`
-		Type            string          `json:"type"`
-		CreatedBy       string          `json:"createdBy"`
-		CreatedByUserID *int64          `json:"createdByUserId"`
-		Environment     *string         `json:"environment"`
-		Project         *string         `json:"project"`
-		FeatureName     *string         `json:"featureName"`
-		Data            json.RawMessage `json:"data"`
-		PreData         json.RawMessage `json:"preData"`
-		Tags            []flagadmin.Tag `json:"tags"`
-		GroupType       *string         `json:"groupType,omitempty"`
-		GroupID         *string         `json:"groupId,omitempty"`
-	}{e.CreatedAt.UTC().Format(time.RFC3339Nano), e.Type, e.CreatedBy, e.CreatedByUserID, e.Environment, e.Project,
-		e.FeatureName, e.Data, e.PreData, tags, e.GroupType, e.GroupID})
 }
 
 // progress writes progress lines, each with the time the step took.

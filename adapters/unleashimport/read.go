@@ -613,22 +613,51 @@ func (r *reader) readPATs(ctx context.Context, w *world) error {
 // defaultEventBatch is how many events are read and written at a time.
 const defaultEventBatch = 5000
 
-// forSeed: events a seed file cannot hold are skipped (counted).
-type eventMode struct{ forSeed bool }
+// eventMode says which events readEvents reads and how.
+type eventMode struct {
+	// forSeed: events a seed file cannot hold are skipped (counted).
+	forSeed bool
+	// upTo, when positive, reads only the events whose id is at most upTo
+	// (a follow's import stops below the first id it cannot settle).
+	upTo int64
+}
+
+// eventColumns is the select list of an events query, in the order
+// scanEvent reads it.
+func (r *reader) eventColumns() string {
+	return fmt.Sprintf(`id, created_at, type, coalesce(created_by, ''), %s, environment, project, feature_name,
+		data::text, pre_data::text, tags::text, %s, %s`,
+		r.col("events", "created_by_user_id", "created_by_user_id", "NULL::int"),
+		r.col("events", "group_type", "group_type::text", "NULL::text"),
+		r.col("events", "group_id", "group_id::text", "NULL::text"))
+}
+
+// scanEvent reads a row of eventColumns and maps it; ok is false when the
+// event is skipped (counted in c).
+func scanEvent(rows pgx.Rows, mode eventMode, c *Count) (e flagadmin.Event, ok bool, err error) {
+	var at *time.Time
+	var uid *int32
+	var data, pre, tags *string
+	if err := rows.Scan(&e.ID, &at, &e.Type, &e.CreatedBy, &uid, &e.Environment, &e.Project, &e.FeatureName, &data, &pre, &tags, &e.GroupType, &e.GroupID); err != nil {
+		return e, false, err
+	}
+	c.Read++
+	return e, mapEvent(&e, at, uid, data, pre, tags, mode, c), nil
+}
 
 // readEvents streams the events, id ascending, mapped, in batches to emit.
 func (r *reader) readEvents(ctx context.Context, mode eventMode, emit func([]flagadmin.Event) error) error {
 	c := r.sum.kind("events")
+	where := ""
+	if mode.upTo > 0 {
+		where = fmt.Sprintf(" WHERE id <= %d", mode.upTo)
+	}
 	var total int
-	if err := r.tx.QueryRow(ctx, `SELECT count(*) FROM events`).Scan(&total); err != nil {
+	if err := r.tx.QueryRow(ctx, `SELECT count(*) FROM events`+where).Scan(&total); err != nil {
 		return sourceFailure(err)
 	}
 	r.prog.startEvents(total)
-	q := fmt.Sprintf(`SELECT id, created_at, type, coalesce(created_by, ''), %s, environment, project, feature_name,
-		data::text, pre_data::text, tags::text, %s, %s FROM events ORDER BY id`,
-		r.col("events", "created_by_user_id", "created_by_user_id", "NULL::int"),
-		r.col("events", "group_type", "group_type::text", "NULL::text"),
-		r.col("events", "group_id", "group_id::text", "NULL::text"))
+	q := `SELECT ` + r.eventColumns() + ` FROM events` + where + ` ORDER BY id`
 	batch := make([]flagadmin.Event, 0, r.batchSize)
 	flush := func() error {
 		if len(batch) == 0 {
@@ -643,16 +672,9 @@ func (r *reader) readEvents(ctx context.Context, mode eventMode, emit func([]fla
 		return nil
 	}
 	err := r.each(ctx, q, func(rows pgx.Rows) error {
-		var e flagadmin.Event
-		var at *time.Time
-		var uid *int32
-		var data, pre, tags *string
-		if err := rows.Scan(&e.ID, &at, &e.Type, &e.CreatedBy, &uid, &e.Environment, &e.Project, &e.FeatureName, &data, &pre, &tags, &e.GroupType, &e.GroupID); err != nil {
+		e, ok, err := scanEvent(rows, mode, c)
+		if err != nil || !ok {
 			return err
-		}
-		c.Read++
-		if ok := mapEvent(&e, at, uid, data, pre, tags, mode, c); !ok {
-			return nil
 		}
 		batch = append(batch, e)
 		if len(batch) == r.batchSize {

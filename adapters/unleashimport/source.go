@@ -10,6 +10,11 @@
 // store that loads a whole world in one transaction: bunstore and memstore
 // have Load), into a seed file (WriteSeed), or nowhere (a dry run); each
 // way it returns a Summary of what was imported, skipped and mapped down.
+//
+// A Follower (follow.go) keeps a store a copy of a live Unleash with the
+// same reading and mapping: the import first, then every event in id order
+// (gaps.go says how a missing id is known to be settled) and the world's
+// changes (decisions §17).
 package unleashimport
 
 import (
@@ -84,6 +89,9 @@ func Open(ctx context.Context, rawURL string) (*Source, error) {
 	}
 	if cfg.ConnectTimeout == 0 {
 		cfg.ConnectTimeout = 10 * time.Second
+	}
+	if cfg.RuntimeParams["application_name"] == "" {
+		cfg.RuntimeParams["application_name"] = "flagadmin" // how the source's pg_stat_activity names it
 	}
 	conn, err := pgx.ConnectConfig(ctx, cfg)
 	if err != nil {

@@ -49,8 +49,12 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 			serve = serveChild
 		case ceilingCommand:
 			serve = serveCeiling
+		case staticCommand:
+			serve = serveStatic
 		case "compare":
 			return compareCommand(args[1:], stdout, stderr)
+		case "gateway":
+			return gatewayCommand(ctx, args[1:], stdout, stderr)
 		}
 		if serve != nil {
 			if err := serve(ctx, args[1:], stdin, stdout, stderr); err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -18,62 +19,77 @@ import (
 // flagadmin.System, which records the change's event in the same
 // transaction (createdBy "system").
 
-var serviceAccountCommand = command{
-	usage: "flagadmin service-account create|list [flags]",
-	about: `"service-account create" creates a service account (an account for a machine,
-with its own tokens) and records service-account-created. With --token it also
-creates a token for the account (recording pat-created) and prints the token's
-secret on stdout, once: the database keeps only a hash of it; the account's
-line then goes to stderr, so SECRET=$(flagadmin service-account create ... --token)
-works. The account and its token are written in one transaction: both or
-neither.
-
-"service-account list" prints every service account: id, name, username, root
-role and how many tokens it has.
+var (
+	serviceAccountCreateCommand = command{
+		usage:   "flagadmin service-account create [flags]",
+		summary: "Creates a service account (an account for a machine, with its own tokens), and with --token a token for it.",
+		about: `It records service-account-created. With --token it also creates a token for
+the account (recording pat-created) and prints the token's secret on stdout,
+once: the database keeps only a hash of it; the account's line then goes to
+stderr, so SECRET=$(flagadmin service-account create ... --token) works. The
+account and its token are written in one transaction: both or neither.
 
 Root roles: Viewer (the default), Editor, Admin.`,
-	env: []string{envDB, envLogLevel, envLogFormat},
-}
-
-var userCommand = command{
-	usage: "flagadmin user create|list [flags]",
-	about: `"user create" creates a personal user account and records user-created. Give
-it a token with "flagadmin token create --type user --user-id ID".
-
-"user list" prints every user account (not service accounts): id, name,
-username, email and root role.
+		env: []string{envDB, envLogLevel, envLogFormat},
+	}
+	serviceAccountListCommand = command{
+		usage:   "flagadmin service-account list [flags]",
+		summary: "Lists the service accounts: id, name, username, root role and how many tokens each has.",
+		env:     []string{envDB, envLogLevel, envLogFormat},
+	}
+	serviceAccountGroup = commandGroup{
+		name:    "service-account",
+		summary: "Manages service accounts (accounts for machines, with their own tokens): creates one, lists them.",
+		subs:    []subcommandHelp{{"create", &serviceAccountCreateCommand}, {"list", &serviceAccountListCommand}},
+	}
+	userCreateCommand = command{
+		usage:   "flagadmin user create [flags]",
+		summary: "Creates a personal user account and records user-created.",
+		about: `Give it a token with "flagadmin token create --type user --user-id ID".
 
 Root roles: Viewer (the default), Editor, Admin.`,
-	env: []string{envDB, envLogLevel, envLogFormat},
-}
+		env: []string{envDB, envLogLevel, envLogFormat},
+	}
+	userListCommand = command{
+		usage:   "flagadmin user list [flags]",
+		summary: "Lists the user accounts (not service accounts): id, name, username, email and root role.",
+		env:     []string{envDB, envLogLevel, envLogFormat},
+	}
+	userGroup = commandGroup{
+		name:    "user",
+		summary: "Manages personal user accounts: creates one, lists them.",
+		subs:    []subcommandHelp{{"create", &userCreateCommand}, {"list", &userListCommand}},
+	}
+)
 
 // accountCommand runs service-account (service set) or user.
 func (c *cli) accountCommand(ctx context.Context, args []string, service bool) error {
-	name, cmd := "user", userCommand
+	group := userGroup
 	if service {
-		name, cmd = "service-account", serviceAccountCommand
+		group = serviceAccountGroup
 	}
-	sub, rest, err := c.subcommand(name, cmd, args, "create", "list")
+	sub, rest, err := c.subcommand(group, args)
 	if err != nil {
 		return err
 	}
-	full := "flagadmin " + name + " " + sub
+	cmd := *group.command(sub)
+	full := "flagadmin " + group.name + " " + sub
 	fs := newFlagSet(full)
 	s := newSettings(fs, c.getenv, withDB)
 	var u flagadmin.User
 	var rootRole, tokenName, expires string
 	var withToken bool
 	if sub == "create" {
-		fs.StringVar(&u.Name, "name", "", "display name")
-		fs.StringVar(&u.Username, "username", "", "user name")
+		fs.StringVar(&u.Name, "name", "", "display `NAME`")
+		fs.StringVar(&u.Username, "username", "", "user `NAME` (login name)")
 		if !service {
-			fs.StringVar(&u.Email, "email", "", "email address (events the user causes name it as createdBy)")
+			fs.StringVar(&u.Email, "email", "", "email `ADDRESS` (events the user causes name it as createdBy)")
 		}
-		fs.StringVar(&rootRole, "root-role", "Viewer", "root role: Viewer, Editor or Admin")
+		fs.StringVar(&rootRole, "root-role", "Viewer", "root `ROLE`: Viewer, Editor or Admin")
 		if service {
 			fs.BoolVar(&withToken, "token", false, "also create a token for the account and print its secret, once")
-			fs.StringVar(&tokenName, "token-name", "", "name of the token of --token (default: the account's username or name)")
-			fs.StringVar(&expires, "expires", "", "expiry of the token of --token: RFC 3339 time, yyyy-mm-dd, or a duration such as 90d (default: never)")
+			fs.StringVar(&tokenName, "token-name", "", "`NAME` of the token of --token (default: the account's username or name)")
+			fs.StringVar(&expires, "expires", "", "`EXPIRY` of the token of --token: RFC 3339 time, yyyy-mm-dd, or a duration such as 90d (default: never)")
 		}
 	}
 	positional, err := c.parse(fs, cmd, rest)
@@ -125,6 +141,9 @@ func (c *cli) accountCommand(ctx context.Context, args []string, service bool) e
 		defer closeStore()
 		return c.createAccount(ctx, svc, cfg, u, withToken, tokenName, expiresAt)
 	}
+	if err := existingDatabase(cfg.DB); err != nil {
+		return err
+	}
 	svc, closeStore, err := c.openService(ctx, cfg)
 	if err != nil {
 		return err
@@ -133,23 +152,70 @@ func (c *cli) accountCommand(ctx context.Context, args []string, service bool) e
 	return c.listAccounts(ctx, svc, service)
 }
 
-// subcommand splits args into a subcommand of the command name, one of
-// subs, and its arguments; -h alone prints the command's help.
-func (c *cli) subcommand(name string, cmd command, args []string, subs ...string) (string, []string, error) {
-	list := strings.Join(subs, " or ")
-	if len(args) == 0 {
-		return "", nil, cliErrorf("flagadmin %s needs a subcommand: %s (see flagadmin %s -h)", name, list, name)
-	}
-	if isHelpFlag(args[0]) {
-		fmt.Fprintf(c.stdout, "Usage: %s\n\n%s\n\nRun \"flagadmin %s SUBCOMMAND -h\" for the flags of each.\n", cmd.usage, cmd.about, name)
-		return "", nil, errHelpShown
-	}
-	for _, s := range subs {
-		if args[0] == s {
-			return s, args[1:], nil
+// commandGroup is a command made of subcommands, such as token create,
+// list and revoke, for dispatch and help.
+type commandGroup struct {
+	// name is the command after "flagadmin": "token".
+	name string
+	// summary says what the command is for, in a line or two.
+	summary string
+	subs    []subcommandHelp
+}
+
+// subcommandHelp is a subcommand of a commandGroup and its help.
+type subcommandHelp struct {
+	name string
+	cmd  *command
+}
+
+// command returns the help of the subcommand sub.
+func (g commandGroup) command(sub string) *command {
+	for _, s := range g.subs {
+		if s.name == sub {
+			return s.cmd
 		}
 	}
-	return "", nil, cliErrorf("unknown subcommand %s of flagadmin %s; use %s", strconv.Quote(args[0]), name, list)
+	return nil
+}
+
+// names lists the subcommands as "a, b or c".
+func (g commandGroup) names() string {
+	var names []string
+	for _, s := range g.subs {
+		names = append(names, s.name)
+	}
+	if len(names) == 1 {
+		return names[0]
+	}
+	return strings.Join(names[:len(names)-1], ", ") + " or " + names[len(names)-1]
+}
+
+// printHelp writes what the group is for, then each subcommand's usage
+// and summary.
+func (g commandGroup) printHelp(w io.Writer) {
+	writeWrapped(w, "", g.summary, 0)
+	fmt.Fprint(w, "\nUsage:\n")
+	for _, s := range g.subs {
+		fmt.Fprintf(w, "  %s\n", s.cmd.usage)
+		writeWrapped(w, "      ", s.cmd.summary, 6)
+	}
+	fmt.Fprintf(w, "\nRun \"flagadmin %s SUBCOMMAND --help\" for the flags of each.\n", g.name)
+}
+
+// subcommand splits args into a subcommand of g and its arguments; --help
+// alone prints the help of g.
+func (c *cli) subcommand(g commandGroup, args []string) (string, []string, error) {
+	if len(args) > 0 && isHelpFlag(args[0]) {
+		g.printHelp(c.stdout)
+		return "", nil, errHelpShown
+	}
+	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
+		return "", nil, cliErrorf("flagadmin %s needs a subcommand: %s (see flagadmin %s --help)", g.name, g.names(), g.name)
+	}
+	if g.command(args[0]) == nil {
+		return "", nil, cliErrorf("unknown subcommand %s of flagadmin %s; use %s", strconv.Quote(args[0]), g.name, g.names())
+	}
+	return args[0], args[1:], nil
 }
 
 // parseRootRole reads a root role in any case.
@@ -251,8 +317,11 @@ func dash(s string) string {
 func (c *cli) tokenList(ctx context.Context, args []string) error {
 	fs := newFlagSet("flagadmin token list")
 	s := newSettings(fs, c.getenv, withDB)
-	cfg, err := c.parseConfig(fs, s, tokenCommand, args)
+	cfg, err := c.parseConfig(fs, s, tokenListCommand, args)
 	if err != nil {
+		return err
+	}
+	if err := existingDatabase(cfg.DB); err != nil {
 		return err
 	}
 	svc, closeStore, err := c.openService(ctx, cfg)
@@ -304,7 +373,7 @@ func (c *cli) tokenList(ctx context.Context, args []string) error {
 func (c *cli) tokenRevoke(ctx context.Context, args []string) error {
 	fs := newFlagSet("flagadmin token revoke")
 	s := newSettings(fs, c.getenv, withDB)
-	rest, err := c.parse(fs, tokenCommand, args)
+	rest, err := c.parse(fs, tokenRevokeCommand, args)
 	if err != nil {
 		return err
 	}
@@ -313,6 +382,9 @@ func (c *cli) tokenRevoke(ctx context.Context, args []string) error {
 	}
 	cfg, err := s.config(fs)
 	if err != nil {
+		return err
+	}
+	if err := existingDatabase(cfg.DB); err != nil {
 		return err
 	}
 	svc, closeStore, err := c.openService(ctx, cfg)

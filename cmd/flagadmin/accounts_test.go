@@ -4,10 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"log/slog"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/flagadmin/flagadmin/flagadmin"
 )
@@ -117,8 +119,8 @@ func TestServiceAccountAndTokenCommands(t *testing.T) {
 	wantOneLine(t, env, "does not exist", "token", "revoke", "user:never-issued")
 	wantOneLine(t, env, "must be a token id", "token", "revoke", "xyz")
 	wantOneLine(t, env, "takes one token", "token", "revoke")
-	wantOneLine(t, env, "flag provided but not defined: -secret", "token", "list", "--secret")
-	wantOneLine(t, env, "flag provided but not defined: -bogus", "service-account", "create", "--name", "x", "--bogus")
+	wantOneLine(t, env, "unknown flag --secret", "token", "list", "--secret")
+	wantOneLine(t, env, "unknown flag --bogus", "service-account", "create", "--name", "x", "--bogus")
 	wantOneLine(t, env, `--root-role: "Owner" is not a root role`, "user", "create", "--name", "x", "--root-role", "Owner")
 	wantOneLine(t, env, "needs --name or --username", "service-account", "create")
 	wantOneLine(t, env, "add --token", "service-account", "create", "--name", "x", "--expires", "3d")
@@ -145,18 +147,18 @@ func TestAccountCommandsHelp(t *testing.T) {
 		{"help", "service-account"},
 	} {
 		code, stdout, stderr := runCLI(t, nil, args...)
-		if code != 0 || !strings.HasPrefix(stdout, "Usage: flagadmin ") || stderr != "" {
+		if code != 0 || !strings.Contains(stdout, "\n\nUsage:") || stderr != "" {
 			t.Errorf("%q: exit %d, stdout %.60q, stderr %q", args, code, stdout, stderr)
 		}
 	}
 	_, stdout, _ := runCLI(t, nil, "service-account", "create", "-h")
-	for _, flag := range []string{"-name", "-username", "-root-role", "-token", "-token-name", "-expires"} {
+	for _, flag := range []string{"--name NAME", "--username NAME", "--root-role ROLE", "--token\n", "--token-name NAME", "--expires EXPIRY"} {
 		if !strings.Contains(stdout, flag) {
 			t.Errorf("service-account create -h does not list %s", flag)
 		}
 	}
 	_, stdout, _ = runCLI(t, nil, "-h")
-	for _, cmd := range []string{"service-account create|list", "user create|list", "token list|revoke"} {
+	for _, cmd := range []string{"service-account create|list", "user create|list", "token create|list|revoke"} {
 		if !strings.Contains(stdout, cmd) {
 			t.Errorf("flagadmin -h does not list %s", cmd)
 		}
@@ -175,5 +177,33 @@ func wantLines(t *testing.T, what, out string, patterns ...string) {
 	}
 	if i < len(patterns) {
 		t.Errorf("%s: no line matches %s in\n%s", what, patterns[i], out)
+	}
+}
+
+// TestTokenRevokeReachesARunningServer: "flagadmin token revoke" says the
+// token no longer authenticates, and a server running on the same
+// database refuses it from the next request on, though its token cache
+// (here with a TTL of an hour) had just accepted it.
+func TestTokenRevokeReachesARunningServer(t *testing.T) {
+	db := "sqlite:" + filepath.Join(t.TempDir(), "revoke.db")
+	env := map[string]string{envDB: db}
+	code, secret, stderr := runCLI(t, env, "token", "create", "--name", "ci")
+	if code != 0 {
+		t.Fatalf("token create: exit %d: %s", code, stderr)
+	}
+	secret = strings.TrimSpace(secret)
+	cfg := Config{Addr: "127.0.0.1:0", DB: db, LogLevel: slog.LevelWarn, LogFormat: "text", TokenCacheTTL: time.Hour, ResultCacheSize: 1 << 20}
+	base, _ := startApp(t, cfg)
+	for range 2 {
+		if status, body := call(t, "GET", base+"/api/admin/projects", secret, ""); status != 200 {
+			t.Fatalf("before the revocation: %d %s", status, body)
+		}
+	}
+	code, stdout, stderr := runCLI(t, env, "token", "revoke", secret)
+	if code != 0 || !strings.Contains(stdout, "no longer authenticates") {
+		t.Fatalf("token revoke: exit %d, stdout %q, stderr %q", code, stdout, stderr)
+	}
+	if status, body := call(t, "GET", base+"/api/admin/projects", secret, ""); status != 401 {
+		t.Errorf("the running server after the revocation: %d %s, want 401", status, body)
 	}
 }

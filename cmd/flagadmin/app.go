@@ -15,9 +15,11 @@ import (
 	"go.uber.org/fx/fxevent"
 
 	"github.com/flagadmin/flagadmin/adapters/eventfeed"
+	"github.com/flagadmin/flagadmin/adapters/gateway"
 	"github.com/flagadmin/flagadmin/adapters/httpapi"
 	"github.com/flagadmin/flagadmin/adapters/metrics"
 	"github.com/flagadmin/flagadmin/adapters/storecache"
+	"github.com/flagadmin/flagadmin/adapters/unleashimport"
 	"github.com/flagadmin/flagadmin/flagadmin"
 )
 
@@ -49,8 +51,11 @@ func serveOptions(cfg Config, stderr io.Writer) fx.Option {
 		metricsModule,
 		storeModule,
 		serviceModule,
+		followModule,
 		httpModule,
+		gatewayModule,
 		webhooksModule,
+		logModule,
 		fx.WithLogger(newFxLogger),
 	)
 }
@@ -118,6 +123,8 @@ func newStore(lc fx.Lifecycle, cfg Config, log *slog.Logger) (flagadmin.Store, e
 type servedStore struct {
 	flagadmin.Store
 	bodies httpapi.BodyCache
+	// opened is the store as opened, under the caches.
+	opened flagadmin.Store
 }
 
 // newServedStore returns store behind a storecache.Store with the
@@ -129,27 +136,35 @@ func newServedStore(opened flagadmin.Store, cfg Config, m *metrics.Metrics) serv
 	store := instrumentStore(m, opened)
 	vs, ok := store.(flagadmin.VersionedStore)
 	if !ok || cfg.TokenCacheTTL <= 0 && cfg.ResultCacheSize <= 0 {
-		return servedStore{Store: store}
+		return servedStore{Store: store, opened: opened}
 	}
 	cs := storecache.New(vs, storecache.Options{ResultCacheSize: cfg.ResultCacheSize, TokenTTL: cfg.TokenCacheTTL})
 	registerCacheStats(m, cs)
-	served := servedStore{Store: cs}
+	served := servedStore{Store: cs, opened: opened}
 	if bodies := cs.Bodies(); bodies != nil { // never a nil *Bodies in the interface
 		served.bodies = bodies
 	}
 	return served
 }
 
-// newService returns the Service over the served store.
-func newService(store servedStore) *flagadmin.Service {
-	return flagadmin.NewService(store.Store)
+// newService returns the Service over the served store: with the
+// verifiable log of the opened store when it keeps one, and refusing writes
+// while the opened store follows an Unleash database (decisions §17).
+func newService(store servedStore, log *logParts) *flagadmin.Service {
+	opts := []flagadmin.Option{flagadmin.WithLog(log.config())}
+	if fr, ok := store.opened.(flagadmin.FollowStateReader); ok {
+		opts = append(opts, flagadmin.WithFollowState(fr))
+	}
+	return flagadmin.NewService(store.Store, opts...)
 }
 
 // newFeed returns the feed of the live streams: one reader of the opened
 // store's event log (not through the caches), run from start to stop.
 // Stop hooks run in reverse order: the HTTP server stops first (ending
-// its streams), then the feed, then the store closes.
-func newFeed(lc fx.Lifecycle, store flagadmin.Store, log *slog.Logger, m *metrics.Metrics) (*eventfeed.Feed, error) {
+// its streams), then the feed, then the store closes. On a server that
+// follows Unleash, the feed starts once the store holds the copy, after
+// the imported history (streams opened before wait for it).
+func newFeed(lc fx.Lifecycle, store flagadmin.Store, follower *unleashimport.Follower, log *slog.Logger, m *metrics.Metrics) (*eventfeed.Feed, error) {
 	src, ok := store.(eventfeed.Source)
 	if !ok {
 		return nil, fmt.Errorf("the store %T cannot feed live streams", store)
@@ -160,7 +175,17 @@ func newFeed(lc fx.Lifecycle, store flagadmin.Store, log *slog.Logger, m *metric
 	done := make(chan struct{})
 	lc.Append(fx.Hook{
 		OnStart: func(context.Context) error {
-			go func() { defer close(done); feed.Run(ctx) }()
+			go func() {
+				defer close(done)
+				for follower != nil && !follower.Status().Ready {
+					select {
+					case <-ctx.Done():
+						return
+					case <-time.After(100 * time.Millisecond):
+					}
+				}
+				feed.Run(ctx)
+			}()
 			return nil
 		},
 		OnStop: func(stop context.Context) error {
@@ -178,20 +203,24 @@ func newFeed(lc fx.Lifecycle, store flagadmin.Store, log *slog.Logger, m *metric
 
 // newAPIServer returns the HTTP transport of the service, with the storage
 // deadline of cfg.DBTimeout on every request, the body cache of the
-// served store, and the live stream on feed.
-func newAPIServer(svc *flagadmin.Service, store servedStore, feed *eventfeed.Feed, cfg Config, log *slog.Logger) *httpapi.Server {
+// served store, the live stream on feed, the follow state of follower
+// (nil when the server follows nothing) and, in front of Unleash,
+// Unleash's browser sessions.
+func newAPIServer(svc *flagadmin.Service, store servedStore, feed *eventfeed.Feed, follower *unleashimport.Follower, sessions *gateway.Sessions, cfg Config, log *slog.Logger) *httpapi.Server {
 	return httpapi.New(svc, httpapi.Config{Logger: log, Version: versionString(), StorageTimeout: cfg.DBTimeout, BodyCache: store.bodies,
-		Feed: feed, MaxStreams: cfg.MaxStreams})
+		Feed: feed, MaxStreams: cfg.MaxStreams, Follow: followReporter(follower), Sessions: sessionPort(sessions)})
 }
 
-// newHTTPServer returns the net/http server of the API, with timeouts. Its
-// header limit is above the API's own (httpapi.DefaultMaxHeaderBytes), so
-// the API answers oversized headers with a JSON 400 before Go's server
-// would answer a plain-text 431; "OPTIONS *" reaches the API too (a JSON 404).
-func newHTTPServer(cfg Config, api *httpapi.Server, m *metrics.Metrics, log *slog.Logger) *http.Server {
+// newHTTPServer returns the net/http server of the front door (the API,
+// or the gateway in front of Unleash), with timeouts. Its header limit is
+// above the API's own (httpapi.DefaultMaxHeaderBytes), so the API answers
+// oversized headers with a JSON 400 before Go's server would answer a
+// plain-text 431; "OPTIONS *" reaches the API too (a JSON 404).
+func newHTTPServer(cfg Config, api *httpapi.Server, door *frontDoor, log *slog.Logger) *http.Server {
 	srv := &http.Server{
 		Addr:                         cfg.Addr,
-		Handler:                      serverHandler(cfg, api, m),
+		Handler:                      door.handler,
+		ConnContext:                  door.connContext,
 		ReadHeaderTimeout:            readHeaderTimeout,
 		ReadTimeout:                  readTimeout,
 		WriteTimeout:                 writeTimeout,
@@ -223,7 +252,7 @@ func (l *Listener) Addr() net.Addr {
 // then prepare the store (seed, demo world, admin tokens); then serve in a
 // goroutine. On stop: shut down gracefully, letting in-flight requests
 // finish.
-func newListener(lc fx.Lifecycle, srv *http.Server, boot *bootstrap, log *slog.Logger, sd fx.Shutdowner) *Listener {
+func newListener(lc fx.Lifecycle, srv *http.Server, door *frontDoor, boot *bootstrap, log *slog.Logger, sd fx.Shutdowner) *Listener {
 	l := &Listener{}
 	lc.Append(fx.Hook{
 		OnStart: func(ctx context.Context) error {
@@ -231,6 +260,7 @@ func newListener(lc fx.Lifecycle, srv *http.Server, boot *bootstrap, log *slog.L
 			if err != nil {
 				return cliErrorf("cannot listen on %s: %v", srv.Addr, listenReason(err))
 			}
+			ln = door.listen(ln)
 			if err := boot.run(ctx); err != nil {
 				ln.Close()
 				return err

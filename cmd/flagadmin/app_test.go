@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"regexp"
 	"strings"
 	"testing"
@@ -23,7 +24,9 @@ func memoryConfig() Config {
 }
 
 func TestServeWiringIsValid(t *testing.T) {
-	for _, cfg := range []Config{memoryConfig(), {Addr: defaultAddr, DB: defaultDB, LogLevel: slog.LevelDebug, LogFormat: "json", Demo: true}} {
+	gatewayed := memoryConfig()
+	gatewayed.GatewayConfig = GatewayConfig{Upstream: &url.URL{Scheme: "http", Host: "unleash:4242"}, UpstreamTimeout: time.Second, FollowWait: time.Second}
+	for _, cfg := range []Config{memoryConfig(), {Addr: defaultAddr, DB: defaultDB, LogLevel: slog.LevelDebug, LogFormat: "json", Demo: true}, gatewayed} {
 		if err := fx.ValidateApp(serveOptions(cfg, io.Discard)); err != nil {
 			t.Errorf("fx.ValidateApp(%+v): %v", cfg, err)
 		}

@@ -18,19 +18,28 @@ import (
 // the configured admin tokens, or one generated admin token when the store
 // has none.
 type bootstrap struct {
-	cfg Config
-	svc *flagadmin.Service
-	log *slog.Logger
-	out io.Writer
+	cfg   Config
+	svc   *flagadmin.Service
+	store flagadmin.Store // the service's
+	log   *slog.Logger
+	out   io.Writer
 }
 
 // newBootstrap returns the start-up work on the service's store.
-func newBootstrap(cfg Config, svc *flagadmin.Service, log *slog.Logger, out console) *bootstrap {
-	return &bootstrap{cfg: cfg, svc: svc, log: log, out: out.Writer}
+func newBootstrap(cfg Config, svc *flagadmin.Service, store servedStore, log *slog.Logger, out console) *bootstrap {
+	return &bootstrap{cfg: cfg, svc: svc, store: store.Store, log: log, out: out.Writer}
 }
 
-// run loads the demo world or the seed file, then the admin tokens.
+// run loads the demo world or the seed file, then the admin tokens. A
+// server that follows Unleash does neither: its store is Unleash's copy,
+// tokens included.
 func (b *bootstrap) run(ctx context.Context) error {
+	if b.cfg.Follow != "" {
+		if len(b.cfg.AdminTokens) > 0 {
+			b.log.Info("following: the configured admin tokens are not created here; the copy has Unleash's tokens (create them in Unleash)")
+		}
+		return nil
+	}
 	switch {
 	case b.cfg.Demo:
 		if err := b.loadDemo(ctx); err != nil {
@@ -51,7 +60,7 @@ func (b *bootstrap) run(ctx context.Context) error {
 // loadWorld applies a seed to the store when the store is empty, and says
 // so in the log when it is not.
 func (b *bootstrap) loadWorld(ctx context.Context, what string, data []byte) error {
-	empty, err := storeIsEmpty(ctx, b.svc)
+	empty, err := storeIsEmpty(ctx, b.svc, b.store)
 	if err != nil {
 		return cliErrorf("cannot read the store: %s", withCause(err))
 	}
@@ -82,7 +91,7 @@ func (b *bootstrap) loadDemo(ctx context.Context) error {
 	}
 	var lines []string
 	for _, t := range seed.APITokens {
-		if _, _, err := b.svc.Store().LookupToken(ctx, flagadmin.HashSecret(t.Secret)); err != nil {
+		if _, _, err := b.store.LookupToken(ctx, flagadmin.HashSecret(t.Secret)); err != nil {
 			continue
 		}
 		lines = append(lines, fmt.Sprintf("  %-44s %s", t.Secret, demoTokenRole(seed, t)))
@@ -154,11 +163,11 @@ func (b *bootstrap) notice(msg, key, value string) {
 	fmt.Fprintf(b.out, "%s: %s\n", msg, value)
 }
 
-// storeIsEmpty reports whether the store holds no tokens, no events and no
-// projects.
-func storeIsEmpty(ctx context.Context, svc *flagadmin.Service) (bool, error) {
+// storeIsEmpty reports whether the store of svc holds no tokens, no events
+// and no projects.
+func storeIsEmpty(ctx context.Context, svc *flagadmin.Service, store flagadmin.Store) (bool, error) {
 	for _, t := range []flagadmin.TokenType{flagadmin.TokenAdmin, flagadmin.TokenUser, flagadmin.TokenClient, flagadmin.TokenFrontend} {
-		n, err := svc.Store().CountTokens(ctx, t)
+		n, err := store.CountTokens(ctx, t)
 		if err != nil || n > 0 {
 			return false, err
 		}

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -26,24 +27,27 @@ func TestHelp(t *testing.T) {
 		args []string
 		want []string
 	}{
-		{[]string{"-h"}, []string{"Usage:", "flagadmin migrate", "flagadmin seed", "token create", "--demo"}},
+		{[]string{"-h"}, []string{"Usage:", "flagadmin migrate", "flagadmin seed", "token create", "--demo", "eleven operations"}},
 		{[]string{"help"}, []string{"flagadmin version"}},
-		{[]string{"serve", "-h"}, []string{"Usage: flagadmin [serve]", "SIGTERM", "-addr", "-db", "-demo", "-seed", "-admin-tokens", "-log-level", "-log-format",
+		{[]string{"serve", "-h"}, []string{"Usage: flagadmin [serve]", "SIGTERM", "\n  --addr HOST:PORT\n", "\n  --db URL\n", "\n  --demo\n", "\n  --seed FILE\n",
+			"\n  --admin-tokens TOKENS\n", "\n  --log-level LEVEL\n", "\n  --log-format FORMAT\n",
 			envAddr, envDB, envSeed, envAdminTokens, envLogLevel, envLogFormat, "admin token (shown once)",
-			"-token-cache-ttl", envTokenCache, "the others may accept it", "-result-cache-size", envResultCache, "(default \"64MiB\")",
-			"-db-timeout", envDBTimeout, "(default \"5s\")", "503 ServiceUnavailable", "-max-streams", envMaxStreams, "(default \"1000\")",
+			"\n  --token-cache-ttl DURATION\n", envTokenCache, "\n  --result-cache-size SIZE\n", envResultCache, "(default 64MiB)",
+			"\n  --db-timeout DURATION\n", envDBTimeout, "(default 5s)", "503 ServiceUnavailable", "\n  --max-streams NUMBER\n", envMaxStreams, "(default 1000)",
 			// Unleash's variables, in the flags' lines and in the environment list
-			"(env FLAGADMIN_DB; Unleash's DATABASE_URL, DATABASE_HOST, DATABASE_PORT, DATABASE_NAME, DATABASE_USERNAME, DATABASE_PASSWORD, DATABASE_SSL)",
-			"(env FLAGADMIN_ADDR; Unleash's HTTP_HOST, HTTP_PORT)", "(env FLAGADMIN_ADMIN_TOKENS; Unleash's INIT_ADMIN_API_TOKENS)",
-			"(env FLAGADMIN_LOG_LEVEL; Unleash's LOG_LEVEL)", "\n    DATABASE_URL ", "\n    DATABASE_HOST ", "\n    DATABASE_PORT ",
+			"(env FLAGADMIN_DB; Unleash's DATABASE_URL, DATABASE_HOST,", "DATABASE_PASSWORD,\n      DATABASE_SSL)",
+			"(env FLAGADMIN_ADDR; Unleash's HTTP_HOST,", "(env FLAGADMIN_ADMIN_TOKENS; Unleash's INIT_ADMIN_API_TOKENS)",
+			"(env FLAGADMIN_LOG_LEVEL; Unleash's", "\n    DATABASE_URL ", "\n    DATABASE_HOST ", "\n    DATABASE_PORT ",
 			"\n    DATABASE_NAME ", "\n    DATABASE_USERNAME ", "\n    DATABASE_PASSWORD ", "\n    DATABASE_SSL ", "\n    INIT_ADMIN_API_TOKENS ",
-			"\n    HTTP_HOST ", "\n    HTTP_PORT ", "\n    LOG_LEVEL ", "fatal (read as error"}},
+			"\n    HTTP_HOST ", "\n    HTTP_PORT ", "\n    LOG_LEVEL ", "or fatal"}},
 		{[]string{"--help"}, []string{"Usage:"}},
-		{[]string{"help", "seed"}, []string{"Usage: flagadmin seed [flags] FILE", "-db", envDB}},
-		{[]string{"migrate", "--help"}, []string{"Usage: flagadmin migrate", "schema", "-db", envDB, envLogLevel, "\n    DATABASE_URL ", "\n    LOG_LEVEL "}},
-		{[]string{"seed", "-h"}, []string{"Usage: flagadmin seed", "projects[2].mode", "-db", envDB}},
-		{[]string{"token", "create", "-h"}, []string{"Usage: flagadmin token create", "-name", "-type", "-user-id", "-project", "-environment", "-expires", envDB}},
-		{[]string{"token", "-h"}, []string{"Usage: flagadmin token create", "-user-id"}},
+		{[]string{"help", "seed"}, []string{"Usage: flagadmin seed [flags] FILE", "--db URL", envDB}},
+		{[]string{"help", "token", "revoke"}, []string{"Usage: flagadmin token revoke [flags] ID|SECRET"}},
+		{[]string{"migrate", "--help"}, []string{"Usage: flagadmin migrate", "schema", "--db URL", envDB, envLogLevel, "\n    DATABASE_URL ", "\n    LOG_LEVEL "}},
+		{[]string{"seed", "-h"}, []string{"Usage: flagadmin seed", "projects[2].mode", "--db URL", envDB}},
+		{[]string{"token", "create", "-h"}, []string{"Usage: flagadmin token create", "--name NAME", "--type TYPE", "--user-id ID", "--project PROJECT", "--environment ENVIRONMENT", "--expires EXPIRY", envDB}},
+		{[]string{"token", "-h"}, []string{"Usage:\n  flagadmin token create [flags]\n", "\n  flagadmin token list [flags]\n", "\n  flagadmin token revoke [flags] ID|SECRET\n"}},
+		{[]string{"events", "-h"}, []string{"\n  flagadmin events export [flags]\n", "\n  flagadmin events tail [flags]\n"}},
 		{[]string{"version", "-h"}, []string{"Usage: flagadmin version"}},
 	}
 	for _, tt := range tests {
@@ -55,6 +59,115 @@ func TestHelp(t *testing.T) {
 			if !strings.Contains(stdout, w) {
 				t.Errorf("%q: the help does not mention %q:\n%s", tt.args, w, stdout)
 			}
+		}
+	}
+}
+
+// helpCommands are the command lines of every command's and subcommand's
+// help (and of the main help: none).
+var helpCommands = [][]string{
+	{}, {"serve"}, {"migrate"}, {"seed"}, {"token"}, {"token", "create"}, {"token", "list"}, {"token", "revoke"},
+	{"service-account"}, {"service-account", "create"}, {"service-account", "list"},
+	{"user"}, {"user", "create"}, {"user", "list"}, {"events"}, {"events", "export"}, {"events", "tail"},
+	{"webhooks"}, {"webhooks", "status"}, {"import"}, {"import", "unleash"}, {"version"},
+}
+
+// TestHelpOfEveryCommand checks what every command's help has in common:
+// it starts with what the command does (one or two lines, then a blank
+// line), its usage line is its own (a subcommand's help is not its
+// siblings'), every flag is written --name with a placeholder for its
+// value (booleans excepted) and a description, no default is given twice,
+// every environment variable listed has a description, and no line is
+// wider than 80 columns but those of long words.
+func TestHelpOfEveryCommand(t *testing.T) {
+	bools := map[string]bool{"--demo": true, "--dry-run": true, "--token": true}
+	for _, args := range helpCommands {
+		code, stdout, stderr := runCLI(t, nil, append(slices.Clone(args), "--help")...)
+		name := strings.Join(args, " ")
+		if code != 0 || stderr != "" {
+			t.Errorf("%s --help: exit %d, stderr %q", name, code, stderr)
+			continue
+		}
+		summary, rest, _ := strings.Cut(stdout, "\n\n")
+		if n := strings.Count(summary, "\n"); summary == "" || n > 1 || strings.HasPrefix(summary, "Usage") {
+			t.Errorf("%s --help does not start with one or two lines saying what it does:\n%s", name, stdout)
+		}
+		if !strings.HasPrefix(rest, "Usage:") && (len(args) > 0 || !strings.Contains(rest, "\n\nUsage:\n")) {
+			t.Errorf("%s --help: no usage after the summary:\n%s", name, stdout)
+		}
+		if len(args) == 2 && !strings.Contains(rest, "Usage: flagadmin "+name+" ") && !strings.Contains(rest, "Usage: flagadmin "+name+"\n") {
+			t.Errorf("%s --help: the usage line is not its own:\n%s", name, stdout)
+		}
+		for _, block := range regexp.MustCompile(`(?m)^  --[^\n]*\n(?: {6}[^\n]*\n)*`).FindAllString(stdout, -1) {
+			if strings.Count(block, "(default") > 1 {
+				t.Errorf("%s --help gives a default twice:\n%s", name, block)
+			}
+		}
+		if m := regexp.MustCompile(`(?m)^\s+-[a-z]`).FindString(stdout); m != "" {
+			t.Errorf("%s --help writes a flag with one dash (%q):\n%s", name, m, stdout)
+		}
+		for _, m := range regexp.MustCompile(`(?m)^  (--[a-z-]+)( [A-Z][A-Z:|]*)?\n( {6}\S)?`).FindAllStringSubmatch(stdout, -1) {
+			if m[2] == "" && !bools[m[1]] {
+				t.Errorf("%s --help: %s has no placeholder for its value", name, m[1])
+			}
+			if m[3] == "" {
+				t.Errorf("%s --help: %s has no description", name, m[1])
+			}
+		}
+		for _, m := range regexp.MustCompile(`(?m)^  (FLAGADMIN_[A-Z_]+) *(.*)$`).FindAllStringSubmatch(stdout, -1) {
+			if strings.TrimSpace(m[2]) == "" {
+				t.Errorf("%s --help: %s has no description", name, m[1])
+			}
+		}
+		for _, line := range strings.Split(stdout, "\n") {
+			if len(line) > helpWidth && strings.Contains(strings.TrimSpace(line), " ") && !strings.HasPrefix(line, "Environment") &&
+				!strings.HasPrefix(line, "  flagadmin ") && !strings.HasPrefix(line, "Usage") {
+				t.Errorf("%s --help: line wider than %d: %q", name, helpWidth, line)
+			}
+		}
+	}
+}
+
+// TestFlagsBeforeTheCommand: flags given before a command are the
+// command's, for every command that takes them.
+func TestFlagsBeforeTheCommand(t *testing.T) {
+	dir := t.TempDir()
+	db := "sqlite:" + filepath.Join(dir, "x.db")
+	seedFile := filepath.Join(dir, "seed.json")
+	if err := os.WriteFile(seedFile, []byte(testSeed), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		args []string
+		want string // on stdout
+	}{
+		{[]string{"--db", db, "migrate"}, "migrated " + db},
+		{[]string{"--db", db, "seed", seedFile}, "loaded " + seedFile},
+		{[]string{"--db=" + db, "--log-level", "warn", "token", "create", "--name", "ci"}, "*:*."},
+		{[]string{"--db", db, "token", "list"}, "ci"},
+		{[]string{"--db", db, "user", "create", "--name", "Bob"}, `created user`},
+		{[]string{"--token", "--db", db, "service-account", "create", "--name", "bot"}, "user:"},
+		{[]string{"--db", db, "service-account", "list"}, "bot"},
+		{[]string{"--db", db, "webhooks", "status"}, "no webhook sinks"},
+		{[]string{"--db", db, "token", "--help"}, "flagadmin token revoke"},
+		{[]string{"--db", db, "help", "migrate"}, "Usage: flagadmin migrate"},
+	} {
+		code, stdout, stderr := runCLI(t, nil, tt.args...)
+		if code != 0 || !strings.Contains(stdout, tt.want) {
+			t.Errorf("%q: exit %d, stdout %q, stderr %q; want 0 and %q", tt.args, code, stdout, stderr, tt.want)
+		}
+	}
+	for _, tt := range []struct {
+		args []string
+		want string // the line on stderr
+	}{
+		{[]string{"--addr", "127.0.0.1:0", "migrate", "--db", db}, "flagadmin migrate: unknown flag --addr (see flagadmin migrate --help)\n"},
+		{[]string{"--db", db, "token"}, "flagadmin token needs a subcommand: create, list or revoke (see flagadmin token --help)\n"},
+		{[]string{"--db", db, "version"}, "flagadmin version: unknown flag --db (see flagadmin version --help)\n"},
+	} {
+		code, _, stderr := runCLI(t, nil, tt.args...)
+		if code != 1 || stderr != tt.want {
+			t.Errorf("%q: exit %d, stderr %q; want 1 and %q", tt.args, code, stderr, tt.want)
 		}
 	}
 }
@@ -71,9 +184,14 @@ func TestHelpListsOnlyTheVariablesACommandReads(t *testing.T) {
 }
 
 func TestVersion(t *testing.T) {
-	code, stdout, _ := runCLI(t, nil, "version")
-	if code != 0 || !strings.HasPrefix(stdout, "flagadmin ") || strings.Count(stdout, "\n") != 1 {
-		t.Errorf("got exit %d, %q; want 0 and one line flagadmin <version>", code, stdout)
+	code, want, _ := runCLI(t, nil, "version")
+	if code != 0 || !strings.HasPrefix(want, "flagadmin ") || strings.Count(want, "\n") != 1 {
+		t.Errorf("got exit %d, %q; want 0 and one line flagadmin <version>", code, want)
+	}
+	for _, flag := range []string{"--version", "-version"} {
+		if code, stdout, stderr := runCLI(t, nil, flag); code != 0 || stdout != want || stderr != "" {
+			t.Errorf("flagadmin %s: exit %d, stdout %q, stderr %q; want 0 and %q", flag, code, stdout, stderr, want)
+		}
 	}
 }
 
@@ -90,13 +208,17 @@ func TestBadConfigurationIsOneLine(t *testing.T) {
 		{"bad log level", nil, []string{"serve", "--log-level", "loud"}, "flagadmin: --log-level: unknown log level"},
 		{"bad Unleash variable", map[string]string{"DATABASE_HOST": "db", "DATABASE_SSL": "maybe"}, nil, "flagadmin: DATABASE_SSL: flagadmin reads only true"},
 		{"bad Unleash variable of migrate", map[string]string{"DATABASE_URL": "mysql://db/x"}, []string{"migrate"}, "flagadmin: DATABASE_URL: "},
-		{"unknown flag", nil, []string{"serve", "--port", "1"}, "flagadmin: flagadmin serve: flag provided but not defined: -port"},
+		{"unknown flag", nil, []string{"serve", "--port", "1"}, "flagadmin serve: unknown flag --port (see flagadmin serve --help)"},
+		{"flag without value", nil, []string{"serve", "--addr"}, "flagadmin serve: flag needs an argument: --addr (see flagadmin serve --help)"},
+		{"bad flag value", nil, []string{"token", "create", "--user-id", "x"}, `flagadmin token create: invalid value "x" for flag --user-id: `},
 		{"unknown command", nil, []string{"start"}, `flagadmin: unknown command "start"`},
-		{"serve argument", nil, []string{"serve", "extra"}, `flagadmin: flagadmin serve takes no arguments, got "extra"`},
-		{"token without subcommand", nil, []string{"token"}, "flagadmin: flagadmin token needs a subcommand: create"},
-		{"seed without file", nil, []string{"seed"}, "flagadmin: flagadmin seed takes one seed file"},
+		{"serve argument", nil, []string{"serve", "extra"}, `flagadmin serve takes no arguments, got "extra"`},
+		{"token without subcommand", nil, []string{"token"}, "flagadmin token needs a subcommand: create"},
+		{"seed without file", nil, []string{"seed"}, "flagadmin seed takes one seed file"},
 		{"seed in memory", nil, []string{"seed", "--db", "memory:", "x.json"}, "flagadmin: memory: keeps nothing"},
 		{"missing seed file", nil, []string{"serve", "--db", "memory:", "--seed", "/nonexistent/seed.json", "--addr", "127.0.0.1:0"}, "flagadmin: seed file: open /nonexistent/seed.json"},
+		{"sqlite in a missing directory", nil, []string{"migrate", "--db", "sqlite:/nonexistent/x.db"}, "flagadmin: cannot open database sqlite:/nonexistent/x.db: directory /nonexistent does not exist\n"},
+		{"serve on sqlite in a missing directory", nil, []string{"--db", "sqlite:/nonexistent/x.db", "--addr", "127.0.0.1:0"}, "flagadmin: cannot open database sqlite:/nonexistent/x.db: directory /nonexistent does not exist\n"},
 		{"unreachable database", nil, []string{"serve", "--db", "postgres://postgres@127.0.0.1:1/test?sslmode=disable&connect_timeout=5", "--addr", "127.0.0.1:0"}, "flagadmin: cannot "},
 	}
 	for _, tt := range tests {
@@ -173,8 +295,9 @@ func TestSeedCommand(t *testing.T) {
 		t.Errorf("bad seed: exit %d, stderr:\n%s\nwant 1 and the two wrong entries named", code, stderr)
 	}
 
-	svc := openTestService(t, db)
-	if _, err := svc.Store().Feature(context.Background(), "f"); err == nil {
+	store := openTestStore(t, db)
+	svc := flagadmin.NewService(store)
+	if _, err := store.Feature(context.Background(), "f"); err == nil {
 		t.Error("the bad seed was partly loaded")
 	}
 	if _, err := svc.Authenticate(context.Background(), "*:*.e2e-admin"); err != nil {
@@ -184,12 +307,18 @@ func TestSeedCommand(t *testing.T) {
 
 func openTestService(t *testing.T, db string) *flagadmin.Service {
 	t.Helper()
+	return flagadmin.NewService(openTestStore(t, db))
+}
+
+// openTestStore opens the store of db, closed when t ends.
+func openTestStore(t *testing.T, db string) *bunstore.Store {
+	t.Helper()
 	store, err := bunstore.Open(context.Background(), db)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { store.Close() })
-	return flagadmin.NewService(store)
+	return store
 }
 
 func TestTokenCreateCommand(t *testing.T) {
@@ -256,5 +385,25 @@ func TestHelpHidesEnvironmentValues(t *testing.T) {
 	_, stdout, _ := runCLI(t, env, "serve", "-h")
 	if strings.Contains(stdout, "very-secret") || strings.Contains(stdout, "hunter2") {
 		t.Errorf("the help shows values of the environment:\n%s", stdout)
+	}
+}
+
+// TestReadCommandsNeedAnExistingDatabase: the commands that read or change
+// what a database holds refuse a SQLite file that does not exist (a typo
+// of --db) rather than create an empty database and list nothing.
+func TestReadCommandsNeedAnExistingDatabase(t *testing.T) {
+	dir := t.TempDir()
+	db := "sqlite:" + filepath.Join(dir, "typo.db")
+	for _, args := range [][]string{
+		{"token", "list"}, {"token", "revoke", "abc"}, {"user", "list"}, {"service-account", "list"}, {"webhooks", "status"},
+	} {
+		code, stdout, stderr := runCLI(t, nil, append(args, "--db", db)...)
+		want := "flagadmin: database " + db + " does not exist: give the --db of the server (flagadmin migrate or serve creates a new one)\n"
+		if code != 1 || stdout != "" || stderr != want {
+			t.Errorf("%q: exit %d, stdout %q, stderr %q; want 1 and %q", args, code, stdout, stderr, want)
+		}
+		if entries, _ := os.ReadDir(dir); len(entries) > 0 {
+			t.Fatalf("%q created %s", args, entries[0].Name())
+		}
 	}
 }

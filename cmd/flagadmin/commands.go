@@ -42,8 +42,8 @@ func versionString() string {
 }
 
 var versionCommand = command{
-	usage: "flagadmin version",
-	about: "Prints the version of flagadmin and of the Go toolchain that built it.",
+	usage:   "flagadmin version (or flagadmin --version)",
+	summary: "Prints the version of flagadmin and of the Go toolchain that built it.",
 }
 
 func (c *cli) version(args []string) error {
@@ -60,10 +60,10 @@ func (c *cli) version(args []string) error {
 }
 
 var migrateCommand = command{
-	usage: "flagadmin migrate [flags]",
-	about: `Creates or updates the database schema, then exits. "flagadmin serve" does
-this too at start; run it alone to migrate before a deployment. memory: needs no
-migration.`,
+	usage:   "flagadmin migrate [flags]",
+	summary: "Creates or updates the database schema, then exits.",
+	about: `"flagadmin serve" does this too at start; run it alone to migrate before a
+deployment. memory: needs no migration.`,
 	env: []string{envDB, envLogLevel, envLogFormat},
 }
 
@@ -100,11 +100,11 @@ func (c *cli) migrate(ctx context.Context, args []string) error {
 }
 
 var seedCommand = command{
-	usage: "flagadmin seed [flags] FILE",
-	about: `Loads a seed file (JSON: users, serviceAccounts, groups, projects, features,
-apiTokens, events) into the database, all or nothing, and prints what it loaded.
-Ids and names must be new to the database; an error names the entry, such as
-"projects[2].mode". The format is described in the README.`,
+	usage:   "flagadmin seed [flags] FILE",
+	summary: "Loads a seed file into the database, all or nothing, and prints what it loaded.",
+	about: `A seed file is JSON: users, serviceAccounts, groups, projects, features,
+apiTokens, events. Ids and names must be new to the database; an error names
+the entry, such as "projects[2].mode". The format is described in the README.`,
 	env: []string{envDB, envLogLevel, envLogFormat},
 }
 
@@ -116,7 +116,7 @@ func (c *cli) seed(ctx context.Context, args []string) error {
 		return err
 	}
 	if len(rest) != 1 {
-		return cliErrorf("flagadmin seed takes one seed file, got %d arguments (see flagadmin seed -h)", len(rest))
+		return cliErrorf("flagadmin seed takes one seed file, got %d arguments (see flagadmin seed --help)", len(rest))
 	}
 	file := rest[0]
 	cfg, err := s.config(fs)
@@ -157,10 +157,11 @@ func (c *cli) openService(ctx context.Context, cfg Config) (*flagadmin.Service, 
 	return flagadmin.NewService(store), closeStore, nil
 }
 
-var tokenCommand = command{
-	usage: "flagadmin token create|list|revoke [flags]",
-	about: `"token create" creates an API token in the database and prints its secret on
-stdout, once: the database keeps only a hash of it. Nothing else is printed on
+var (
+	tokenCreateCommand = command{
+		usage:   "flagadmin token create [flags]",
+		summary: "Creates an API token in the database and prints its secret on stdout, once.",
+		about: `The database keeps only a hash of the secret. Nothing else is printed on
 stdout, so SECRET=$(flagadmin token create ...) works. It records
 api-token-created, or pat-created for a user token.
 
@@ -168,21 +169,36 @@ Types: admin (the default; *:*.<secret>, acts as a root admin), user (user:<secr
 a personal access or service account token acting as --user-id), client and
 frontend (<project>:<environment>.<secret>, valid but not for the admin API).
 --expires takes an RFC 3339 time (2027-01-01T00:00:00Z), a date (2027-01-01), or
-a duration from now (90d, 12h).
-
-"token list" prints every token: its id (the first 12 hex digits of the hash of
-its secret; never the secret, which is not stored), type, name, owner, project,
-environment, expiry and creation time. Last use is not tracked.
-
-"token revoke ID" deletes the token with that id (or "token revoke SECRET", the
-token's secret) and records api-token-deleted, or pat-deleted for a user token,
-in the same transaction; it stops working at once (on other servers sharing the
-database, within their --token-cache-ttl). An unknown token is an error.`,
-	env: []string{envDB, envLogLevel, envLogFormat},
-}
+a duration from now (90d, 12h).`,
+		env: []string{envDB, envLogLevel, envLogFormat},
+	}
+	tokenListCommand = command{
+		usage:   "flagadmin token list [flags]",
+		summary: "Lists the API tokens of the database, never their secrets.",
+		about: `Each token is listed with its id (the first 12 hex digits of the hash of its
+secret; never the secret, which is not stored), type, name, owner, project,
+environment, expiry and creation time. Last use is not tracked.`,
+		env: []string{envDB, envLogLevel, envLogFormat},
+	}
+	tokenRevokeCommand = command{
+		usage:   "flagadmin token revoke [flags] ID|SECRET",
+		summary: `Revokes an API token: deletes the token with that id (from "flagadmin token list") or that secret.`,
+		about: `It records api-token-deleted, or pat-deleted for a user token, in the same
+transaction. The token stops working at once, also on running servers that
+share the database. An unknown token is an error.`,
+		env: []string{envDB, envLogLevel, envLogFormat},
+	}
+	tokenGroup = commandGroup{
+		name:    "token",
+		summary: "Manages the API tokens of the database: creates one, lists them, revokes one.",
+		subs: []subcommandHelp{
+			{"create", &tokenCreateCommand}, {"list", &tokenListCommand}, {"revoke", &tokenRevokeCommand},
+		},
+	}
+)
 
 func (c *cli) token(ctx context.Context, args []string) error {
-	sub, rest, err := c.subcommand("token", tokenCommand, args, "create", "list", "revoke")
+	sub, rest, err := c.subcommand(tokenGroup, args)
 	if err != nil {
 		return err
 	}
@@ -199,13 +215,13 @@ func (c *cli) token(ctx context.Context, args []string) error {
 func (c *cli) tokenCreate(ctx context.Context, args []string) error {
 	fs := newFlagSet("flagadmin token create")
 	s := newSettings(fs, c.getenv, withDB)
-	name := fs.String("name", "", "name of the token (default: its type)")
-	typ := fs.String("type", "admin", "token type: admin, client, frontend or user")
-	userID := fs.Int64("user-id", 0, "the user or service account a user token acts as (type user)")
-	project := fs.String("project", "*", "project a client or frontend token is for, or *")
-	environment := fs.String("environment", "*", "environment a client or frontend token is for, or *")
-	expires := fs.String("expires", "", "expiry: RFC 3339 time, yyyy-mm-dd, or a duration such as 90d (default: never)")
-	cfg, err := c.parseConfig(fs, s, tokenCommand, args)
+	name := fs.String("name", "", "`NAME` of the token (default: its type)")
+	typ := fs.String("type", "admin", "token `TYPE`: admin, client, frontend or user")
+	userID := fs.Int64("user-id", 0, "`ID` of the user or service account a user token acts as (--type user)")
+	project := fs.String("project", "*", "`PROJECT` a client or frontend token is for, or *")
+	environment := fs.String("environment", "*", "`ENVIRONMENT` a client or frontend token is for, or *")
+	expires := fs.String("expires", "", "`EXPIRY`: RFC 3339 time, yyyy-mm-dd, or a duration such as 90d (default: never)")
+	cfg, err := c.parseConfig(fs, s, tokenCreateCommand, args)
 	if err != nil {
 		return err
 	}

@@ -34,6 +34,9 @@ const (
 	envMetricsAddr = "FLAGADMIN_METRICS_ADDR"
 	envWebhooks    = "FLAGADMIN_WEBHOOKS"
 	envMaxStreams  = "FLAGADMIN_MAX_STREAMS"
+	envFollow      = "FLAGADMIN_FOLLOW"
+	envLogKey      = "FLAGADMIN_LOG_KEY"
+	envRetention   = "FLAGADMIN_RETENTION"
 )
 
 // Defaults of the configuration.
@@ -90,6 +93,20 @@ type Config struct {
 	WebhookSinks []flagadmin.WebhookSink
 	// MaxStreams bounds the live event streams the server holds at once.
 	MaxStreams int
+	// Follow is the URL of an Unleash PostgreSQL database the server
+	// follows (decisions §17); empty for none.
+	Follow string
+	// LogKey is the file of the key that signs the log's checkpoints;
+	// empty for none (the server then signs no checkpoint).
+	LogKey string
+	// LogSignerKey is the signing key read from LogKey. It is secret:
+	// never logged nor printed.
+	LogSignerKey string
+	// Retention is how long events are kept before they are pruned; 0
+	// keeps them for ever.
+	Retention time.Duration
+	// GatewayConfig puts the server in front of an Unleash server (gateway.go).
+	GatewayConfig
 }
 
 // setting is one configuration value. It comes from its flag if given,
@@ -115,8 +132,11 @@ type settings struct {
 	getenv                                                                                           func(string) string
 	addr, db, seed, adminTokens, logLevel, logFormat, tokenCache, resultCache, dbTimeout, maxStreams *setting
 	metricsAddr                                                                                      *setting
+	follow                                                                                           *setting
 	demo                                                                                             *bool
 	webhooks                                                                                         *setting
+	logKey, retention                                                                                *setting
+	gatewaySettings
 }
 
 // Flag sets of the commands that need them.
@@ -141,27 +161,27 @@ func newSettings(fs *flag.FlagSet, getenv func(string) string, which int) *setti
 		fs.StringVar(&st.value, name, def, usage+")")
 		return st
 	}
-	s.db = bind("db", envDB, defaultDB, "database URL: sqlite:PATH, postgres://..., mysql://user:pass@host:port/db or memory:", unleashDB)
-	s.logLevel = bind("log-level", envLogLevel, defaultLogLevel, "log level: debug, info, warn or error", unleashLogLevel)
-	s.logFormat = bind("log-format", envLogFormat, defaultLogFormat, "log format: text or json", nil)
+	s.db = bind("db", envDB, defaultDB, "database `URL`: sqlite:PATH, postgres://..., mysql://user:pass@host:port/db or memory:", unleashDB)
+	s.logLevel = bind("log-level", envLogLevel, defaultLogLevel, "log `LEVEL`: debug, info, warn or error", unleashLogLevel)
+	s.logFormat = bind("log-format", envLogFormat, defaultLogFormat, "log `FORMAT`: text or json", nil)
 	if which&(withServe|withWebhooks) != 0 {
-		s.webhooks = bind("webhooks", envWebhooks, "", "webhook configuration file: a JSON or YAML list of sinks\n"+
+		s.webhooks = bind("webhooks", envWebhooks, "", "webhook configuration `FILE`: a JSON or YAML list of sinks\n"+
 			"{name, url, secret, filter}; see the README", nil)
 	}
 	if which&withServe == 0 {
 		return s
 	}
-	s.addr = bind("addr", envAddr, defaultAddr, "address to listen on, host:port", unleashAddr)
-	s.seed = bind("seed", envSeed, "", "seed file to load at start when the store is empty", nil)
-	s.adminTokens = bind("admin-tokens", envAdminTokens, "", "comma-separated admin tokens (*:*.<secret>) to create at start if missing", unleashAdminTokens)
+	s.addr = bind("addr", envAddr, defaultAddr, "`HOST:PORT` to listen on", unleashAddr)
+	s.seed = bind("seed", envSeed, "", "seed `FILE` to load at start when the store is empty", nil)
+	s.adminTokens = bind("admin-tokens", envAdminTokens, "", "comma-separated admin `TOKENS` (*:*.<secret>) to create at start if missing", unleashAdminTokens)
 	s.demo = fs.Bool("demo", false, "load the built-in demo world at start when the store is empty")
 	s.tokenCache = bind("token-cache-ttl", envTokenCache, defaultTokenCacheTTL.String(),
-		"how long a successful authentication is trusted without asking the database again,\n"+
-			"such as 1s or 500ms; 0 disables the cache. With several servers on one database, a\n"+
-			"deleted token or service account is refused at once by the server that deleted it,\n"+
-			"but the others may accept it for up to this long", nil)
+		"the `DURATION` a successful authentication is remembered, such as 1s or 500ms; 0\n"+
+			"disables the cache. It is used only while nothing was written to the database (each\n"+
+			"request reads its change counter), so a revoked token or a deleted account is refused\n"+
+			"at once, by every server on the database", nil)
 	s.resultCache = bind("result-cache-size", envResultCache, formatByteSize(defaultResultCacheSize),
-		"memory for the cache of event search results and project lists, in bytes or with\n"+
+		"the memory `SIZE` of the cache of event search results and project lists, in bytes or with\n"+
 			"a unit, such as 64MiB, 512KiB or 1GiB; 0 disables the cache. Every request still\n"+
 			"reads the database's change counter, so no answer is older than the last write\n"+
 			"made through flagadmin (by any server on the database). With the cache on, the\n"+
@@ -169,17 +189,20 @@ func newSettings(fs *flag.FlagSet, getenv func(string) string, which int) *setti
 			"collector works harder near it, so a full cache does not double in memory),\n"+
 			"unless GOMEMLIMIT is set: the Go runtime then follows it (GOMEMLIMIT=off for none)", nil)
 	s.dbTimeout = bind("db-timeout", envDBTimeout, defaultDBTimeout.String(),
-		"storage deadline: how long a request may wait for the database (for a connection,\n"+
+		"storage deadline: the `DURATION` a request may wait for the database (for a connection,\n"+
 			"its statements, a lock) before it is answered 503 ServiceUnavailable with\n"+
 			"Retry-After, such as 5s or 500ms; 0 disables it. The database is told too\n"+
 			"(statement_timeout and lock_timeout on PostgreSQL, their equivalents on MySQL,\n"+
 			"busy_timeout on SQLite)", nil)
 	s.metricsAddr = bind("metrics-addr", envMetricsAddr, "",
-		"host:port of a separate listener that serves only the Prometheus metrics at /metrics;\n"+
+		"`HOST:PORT` of a separate listener that serves only the Prometheus metrics at /metrics;\n"+
 			"empty serves /metrics on the main listener, without authentication", nil)
+	s.follow = bind("follow", envFollow, "", followUsage, nil)
 	s.maxStreams = bind("max-streams", envMaxStreams, strconv.Itoa(defaultMaxStreams),
-		"most live event streams (GET /api/admin/events/stream) held at once; beyond it a new\n"+
+		"the `NUMBER` of live event streams (GET /api/admin/events/stream) held at once at most; beyond it a new\n"+
 			"one is answered 503 ServiceUnavailable with Retry-After", nil)
+	s.logKey, s.retention = bindLogSettings(bind)
+	s.gatewaySettings = bindGateway(bind)
 	return s
 }
 
@@ -230,7 +253,14 @@ func (s *settings) config(fs *flag.FlagSet) (Config, error) {
 			return err
 		}},
 		{s.maxStreams, into(&cfg.MaxStreams, parseMaxStreams)},
+		{s.follow, into(&cfg.Follow, parseFollowURL)},
+		{s.logKey, func(raw string) (err error) {
+			cfg.LogKey, cfg.LogSignerKey, err = loadLogKey(raw)
+			return err
+		}},
+		{s.retention, into(&cfg.Retention, parseRetention)},
 	}
+	steps = append(steps, s.gatewaySettings.steps(&cfg.GatewayConfig)...)
 	for _, step := range steps {
 		if step.st == nil { // a server setting of a database command
 			continue
@@ -248,6 +278,17 @@ func (s *settings) config(fs *flag.FlagSet) (Config, error) {
 		if _, source, _ := s.lookup(s.seed, set); cfg.Seed != "" {
 			return Config{}, cliErrorf("--demo and %s both ask for a world to load; give only one", source)
 		}
+	}
+	if cfg.Follow != "" {
+		if err := s.checkFollow(cfg, set); err != nil {
+			return Config{}, err
+		}
+	}
+	if cfg.Upstream != nil && cfg.Follow == "" {
+		// In front of Unleash, flagadmin answers from its copy of Unleash's
+		// database: without one its answers would not be Unleash's.
+		_, source, _ := s.lookup(s.upstream, set)
+		return Config{}, cliErrorf("%s needs --follow (or %s): flagadmin answers from a copy of the Unleash database it follows", source, envFollow)
 	}
 	return cfg, nil
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"maps"
+	"net/url"
 	"reflect"
 	"runtime/debug"
 	"strings"
@@ -36,7 +37,8 @@ func TestConfigDefaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := Config{Addr: "127.0.0.1:4242", DB: "sqlite:flagadmin.db", LogLevel: slog.LevelInfo, LogFormat: "text",
-		TokenCacheTTL: storecache.DefaultTokenTTL, ResultCacheSize: storecache.DefaultResultCacheSize, DBTimeout: 5 * time.Second, MaxStreams: 1000}
+		TokenCacheTTL: storecache.DefaultTokenTTL, ResultCacheSize: storecache.DefaultResultCacheSize, DBTimeout: 5 * time.Second, MaxStreams: 1000,
+		GatewayConfig: GatewayConfig{UpstreamTimeout: 30 * time.Second, FollowWait: 5 * time.Second}}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("got %+v, want %+v", got, want)
 	}
@@ -44,16 +46,18 @@ func TestConfigDefaults(t *testing.T) {
 
 func TestConfigFromEnvironment(t *testing.T) {
 	env := map[string]string{
-		envAddr:        ":8080",
-		envDB:          "postgres://u:p@db:5432/flags",
-		envSeed:        "world.json",
-		envAdminTokens: "*:*.one, *:*.two,",
-		envLogLevel:    "DEBUG",
-		envLogFormat:   "json",
-		envTokenCache:  "250ms",
-		envResultCache: "512KiB",
-		envDBTimeout:   "750ms",
-		envMaxStreams:  "50",
+		envAddr:            ":8080",
+		envDB:              "postgres://u:p@db:5432/flags",
+		envSeed:            "world.json",
+		envAdminTokens:     "*:*.one, *:*.two,",
+		envLogLevel:        "DEBUG",
+		envLogFormat:       "json",
+		envTokenCache:      "250ms",
+		envResultCache:     "512KiB",
+		envDBTimeout:       "750ms",
+		envMaxStreams:      "50",
+		envUpstreamTimeout: "2s",
+		envFollowWait:      "1500ms",
 	}
 	got, err := parseServe(t, env)
 	if err != nil {
@@ -61,9 +65,35 @@ func TestConfigFromEnvironment(t *testing.T) {
 	}
 	want := Config{Addr: ":8080", DB: "postgres://u:p@db:5432/flags", Seed: "world.json",
 		AdminTokens: []string{"*:*.one", "*:*.two"}, LogLevel: slog.LevelDebug, LogFormat: "json", TokenCacheTTL: 250 * time.Millisecond,
-		ResultCacheSize: 512 << 10, DBTimeout: 750 * time.Millisecond, MaxStreams: 50}
+		ResultCacheSize: 512 << 10, DBTimeout: 750 * time.Millisecond, MaxStreams: 50,
+		GatewayConfig: GatewayConfig{UpstreamTimeout: 2 * time.Second, FollowWait: 1500 * time.Millisecond}}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("got %+v, want %+v", got, want)
+	}
+}
+
+// TestConfigUpstream: in front of Unleash, flagadmin answers from the copy
+// of Unleash's database it follows, so --upstream needs --follow.
+func TestConfigUpstream(t *testing.T) {
+	got, err := parseServe(t, map[string]string{envUpstream: "ftp://x", envFollow: "postgres://u@unleash-db:5432/unleash"},
+		"--upstream", "https://unleash.example/base/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := (&url.URL{Scheme: "https", Host: "unleash.example", Path: "/base"}); !reflect.DeepEqual(got.Upstream, want) || got.Follow == "" {
+		t.Errorf("got upstream %v, follow %q; want %v and the follow URL", got.Upstream, got.Follow, want)
+	}
+	for _, c := range []struct {
+		env  map[string]string
+		args []string
+		want string
+	}{
+		{nil, []string{"--upstream", "http://unleash:4242"}, "--upstream needs --follow (or FLAGADMIN_FOLLOW)"},
+		{map[string]string{envUpstream: "http://unleash:4242"}, nil, "FLAGADMIN_UPSTREAM needs --follow (or FLAGADMIN_FOLLOW)"},
+	} {
+		if _, err := parseServe(t, c.env, c.args...); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%v %v: got %v, want an error with %q", c.env, c.args, err, c.want)
+		}
 	}
 }
 
@@ -78,14 +108,17 @@ func TestConfigFlagsOverrideEnvironment(t *testing.T) {
 		envResultCache: "lots",    // bad, but overridden
 		envDBTimeout:   "soon",    // bad, but overridden
 		envMaxStreams:  "many",    // bad, but overridden
+		envFollowWait:  "0",       // bad, but overridden
 	}
 	got, err := parseServe(t, env, "--addr", "127.0.0.1:9999", "--db", "memory:", "--log-level", "warn",
-		"--admin-tokens", "*:*.flag", "--log-format=text", "--demo", "--token-cache-ttl", "0", "--result-cache-size", "0", "--db-timeout", "0", "--max-streams", "7")
+		"--admin-tokens", "*:*.flag", "--log-format=text", "--demo", "--token-cache-ttl", "0", "--result-cache-size", "0", "--db-timeout", "0", "--max-streams", "7",
+		"--upstream-timeout", "10s", "--follow-wait", "1s")
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := Config{Addr: "127.0.0.1:9999", DB: "memory:", AdminTokens: []string{"*:*.flag"},
-		LogLevel: slog.LevelWarn, LogFormat: "text", Demo: true, MaxStreams: 7}
+		LogLevel: slog.LevelWarn, LogFormat: "text", Demo: true, MaxStreams: 7,
+		GatewayConfig: GatewayConfig{UpstreamTimeout: 10 * time.Second, FollowWait: time.Second}}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("got %+v, want %+v", got, want)
 	}
@@ -119,6 +152,12 @@ func TestConfigBadValues(t *testing.T) {
 		{"db timeout flag wins over a good env", map[string]string{envDBTimeout: "1s"}, []string{"--db-timeout", "1x"}, `--db-timeout: "1x" is not a duration`},
 		{"max streams zero", nil, []string{"--max-streams", "0"}, `--max-streams: must be an integer of 1 or more, got "0"`},
 		{"max streams not a number", map[string]string{envMaxStreams: "lots"}, nil, `FLAGADMIN_MAX_STREAMS: must be an integer of 1 or more`},
+		{"upstream scheme", map[string]string{envUpstream: "unleash:4242"}, nil, `FLAGADMIN_UPSTREAM: "unleash:4242" is not an http:// or https:// URL`},
+		{"upstream without host", nil, []string{"--upstream", "http:///base"}, `--upstream: "http:///base" has no host`},
+		{"upstream with credentials", nil, []string{"--upstream", "http://admin:secret@unleash:4242"}, `--upstream: must not hold credentials`},
+		{"upstream with query", nil, []string{"--upstream", "http://unleash:4242/?a=1"}, `--upstream: "http://unleash:4242/?a=1" has a query`},
+		{"upstream timeout zero", nil, []string{"--upstream-timeout", "0"}, `--upstream-timeout: must be more than 0`},
+		{"follow wait not a duration", map[string]string{envFollowWait: "5"}, nil, `FLAGADMIN_FOLLOW_WAIT: "5" is not a duration`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -130,7 +169,7 @@ func TestConfigBadValues(t *testing.T) {
 			if !strings.Contains(err.Error(), tt.want) {
 				t.Errorf("got %q, want it to contain %q", err, tt.want)
 			}
-			if strings.Contains(err.Error(), "u:secret@") || strings.Contains(err.Error(), "user:abc") {
+			if strings.Contains(err.Error(), "u:secret@") || strings.Contains(err.Error(), "user:abc") || strings.Contains(err.Error(), "admin:secret") {
 				t.Errorf("the error %q repeats a secret", err)
 			}
 		})
@@ -257,7 +296,7 @@ func TestServiceGetsTheConfiguredTokenCache(t *testing.T) {
 		lookups int
 	}{{storecache.DefaultTokenTTL, 1}, {time.Minute, 1}, {0, 3}} {
 		store := &countingStore{VersionedStore: memstore.New()}
-		svc := newService(newServedStore(store, Config{TokenCacheTTL: tc.ttl}, metrics.New()))
+		svc := newService(newServedStore(store, Config{TokenCacheTTL: tc.ttl}, metrics.New()), nil)
 		secret, _, err := svc.EnsureAdminToken(ctx)
 		if err != nil {
 			t.Fatal(err)
@@ -319,7 +358,7 @@ func TestServiceGetsTheConfiguredResultCache(t *testing.T) {
 		searches int
 	}{{storecache.DefaultResultCacheSize, 1}, {1 << 20, 1}, {0, 3}} {
 		store := &searchCountingStore{VersionedStore: memstore.New()}
-		svc := newService(newServedStore(store, Config{ResultCacheSize: tc.size}, metrics.New()))
+		svc := newService(newServedStore(store, Config{ResultCacheSize: tc.size}, metrics.New()), nil)
 		for range 3 {
 			if _, err := svc.SearchEvents(ctx, flagadmin.System, flagadmin.EventSearchParams{}); err != nil {
 				t.Fatal(err)

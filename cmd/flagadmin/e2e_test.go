@@ -35,7 +35,7 @@ func TestMain(m *testing.M) {
 }
 
 // buildBinary builds cmd/flagadmin into a temporary directory, once.
-func buildBinary(t *testing.T) string {
+func buildBinary(t testing.TB) string {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("builds and runs the flagadmin binary; skipped with -short")

@@ -8,8 +8,10 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -31,49 +33,56 @@ const (
 const exportMaxBreaks = 5
 
 var eventsExportCommand = command{
-	usage: "flagadmin events export [flags]",
-	about: `Exports every event matching the filters that the token may see, id ascending,
-from a running server (GET /api/admin/events/export), as NDJSON (one event JSON
-per line, the default) or CSV, to --out or stdout. Progress (events written,
-events/s) goes to stderr.
+	usage:   "flagadmin events export [flags]",
+	summary: "Exports the events of a running server, as NDJSON or CSV, to a file or stdout.",
+	about: `Every event matching the filters that the token may see is written, id
+ascending, from GET /api/admin/events/export: NDJSON (one event JSON per line,
+the default) or CSV, to --out or stdout. Progress (events written, events/s)
+goes to stderr.
 
 Filters take the API's values (IS:a or IS_ANY_OF:a,b); a value without an
 operator means IS_ANY_OF (--project default,payments), and --from/--to take a
 bare date (2025-01-31) too.
 
 Only whole records are written. A transfer the server or the network cuts off is
-resumed where it broke, by itself. When the command itself stops (Ctrl-C, an
-error), it prints the id of the last event written: run it again with
---after-id ID and the same --out, which is then appended to, to get the rest.`,
+resumed where it broke, by itself. When the command itself stops after writing
+events (Ctrl-C, an error of the server or the network), it prints the id of the
+last event written: run it again with --after-id ID and the same --out, which is
+then appended to, to get the rest.
+
+--out is written as a temporary file beside it, which takes its name at the end,
+or when the export stops after writing events; an export that writes no event
+(a refused token, a bad filter) leaves --out as it was.`,
 	env: []string{envURL, envToken},
 }
 
+// eventsGroup is the help of flagadmin events.
+var eventsGroup = commandGroup{
+	name:    "events",
+	summary: "Reads the event log of a running server: exports it, or follows it live.",
+	subs:    []subcommandHelp{{"export", &eventsExportCommand}, {"tail", &eventsTailCommand}},
+}
+
 func (c *cli) events(ctx context.Context, args []string) error {
-	if len(args) == 0 {
-		return cliErrorf("flagadmin events needs a subcommand: export or tail (see flagadmin events export -h, flagadmin events tail -h)")
-	}
-	if isHelpFlag(args[0]) {
-		args = []string{"export", "-h"}
-	}
-	switch args[0] {
-	case "export":
-	case "tail":
-		return c.eventsTail(ctx, args[1:])
-	default:
-		return cliErrorf("unknown subcommand %q of flagadmin events; the subcommands are export and tail", args[0])
-	}
-	fs := newFlagSet("flagadmin events export")
-	baseURL, token := serverFlags(fs)
-	format := fs.String("format", "ndjson", "ndjson or csv")
-	out := fs.String("out", "", "write to this file instead of stdout (appended to with --after-id)")
-	afterID := fs.Int64("after-id", 0, "export only events with a greater id: resume after the last one written")
-	progress := fs.Duration("progress", time.Second, "how often to report progress on stderr (0: only at the end)")
-	p := filterFlags(fs)
-	rest, err := c.parse(fs, eventsExportCommand, args[1:])
+	sub, rest, err := c.subcommand(eventsGroup, args)
 	if err != nil {
 		return err
 	}
-	if err := noArgs(fs, rest); err != nil {
+	if sub == "tail" {
+		return c.eventsTail(ctx, rest)
+	}
+	fs := newFlagSet("flagadmin events export")
+	baseURL, token := serverFlags(fs)
+	format := fs.String("format", "ndjson", "output `FORMAT`: ndjson or csv")
+	out := fs.String("out", "", "write to this `FILE` instead of stdout (appended to with --after-id)")
+	afterID := fs.Int64("after-id", 0, "export only events with an id greater than `ID`: resume after the last one written")
+	progress := fs.Duration("progress", time.Second, "the `DURATION` between progress reports on stderr (0: only at the end)")
+	p := filterFlags(fs)
+	positional, err := c.parse(fs, eventsExportCommand, rest)
+	if err != nil {
+		return err
+	}
+	if err := noArgs(fs, positional); err != nil {
 		return err
 	}
 	exportFormat := client.ExportFormat(*format)
@@ -93,8 +102,8 @@ func (c *cli) events(ctx context.Context, args []string) error {
 
 // serverFlags registers --url and --token.
 func serverFlags(fs *flag.FlagSet) (baseURL, token *string) {
-	baseURL = fs.String("url", "", "base URL of the server (env "+envURL+", default http://"+defaultAddr+")")
-	token = fs.String("token", "", "API token: an admin token or a personal access token (env "+envToken+")")
+	baseURL = fs.String("url", "", "base `URL` of the server (env "+envURL+"; default http://"+defaultAddr+")")
+	token = fs.String("token", "", "API `TOKEN`: an admin token or a personal access token (env "+envToken+")")
 	return baseURL, token
 }
 
@@ -127,16 +136,16 @@ func filterFlags(fs *flag.FlagSet) *flagadmin.EventSearchParams {
 		name, help string
 		dst        *string
 	}{
-		{"query", "free text in data, preData or tags", &p.Query},
-		{"feature", "feature names", &p.Feature},
-		{"project", "project ids", &p.Project},
-		{"type", "event types", &p.Type},
-		{"created-by", "ids of the users who caused the events", &p.CreatedBy},
-		{"environment", "environments", &p.Environment},
-		{"id", "event ids", &p.ID},
-		{"group-id", "group ids", &p.GroupID},
-		{"from", "first UTC day, yyyy-mm-dd", &p.From},
-		{"to", "last UTC day, yyyy-mm-dd", &p.To},
+		{"query", "only events whose data, preData or tags contain `TEXT`", &p.Query},
+		{"feature", "only events of these feature `NAMES` (comma-separated)", &p.Feature},
+		{"project", "only events of these project `IDS` (comma-separated)", &p.Project},
+		{"type", "only events of these `TYPES`, such as feature-created (comma-separated)", &p.Type},
+		{"created-by", "only events caused by the users with these `IDS` (comma-separated)", &p.CreatedBy},
+		{"environment", "only events of these `ENVIRONMENTS` (comma-separated)", &p.Environment},
+		{"id", "only the events with these `IDS` (comma-separated)", &p.ID},
+		{"group-id", "only the events of the transactions with these group `IDS` (comma-separated)", &p.GroupID},
+		{"from", "only events created on or after this UTC `DAY`, yyyy-mm-dd", &p.From},
+		{"to", "only events created on or before this UTC `DAY`, yyyy-mm-dd", &p.To},
 	} {
 		fs.StringVar(f.dst, f.name, "", f.help)
 	}
@@ -146,14 +155,18 @@ func filterFlags(fs *flag.FlagSet) *flagadmin.EventSearchParams {
 // normalizeFilters writes a filter without an operator as IS_ANY_OF and a
 // bare date as IS:date.
 func normalizeFilters(p *flagadmin.EventSearchParams) {
-	for _, f := range []*string{&p.Feature, &p.Project, &p.Type, &p.CreatedBy, &p.Environment, &p.ID, &p.GroupID} {
-		if *f != "" && !strings.HasPrefix(*f, flagadmin.OpIs+":") && !strings.HasPrefix(*f, flagadmin.OpIsAnyOf+":") {
-			*f = flagadmin.OpIsAnyOf + ":" + *f
-		}
-	}
-	for _, f := range []*string{&p.From, &p.To} {
-		if *f != "" && !strings.HasPrefix(*f, "IS:") {
-			*f = "IS:" + *f
+	for _, f := range flagadmin.FilterParams() {
+		v := f.Value(p)
+		switch {
+		case v == "":
+		case f.Kind == flagadmin.FilterStrings || f.Kind == flagadmin.FilterIntegers:
+			if !strings.HasPrefix(v, flagadmin.OpIs+":") && !strings.HasPrefix(v, flagadmin.OpIsAnyOf+":") {
+				f.Set(p, flagadmin.OpIsAnyOf+":"+v)
+			}
+		case f.Kind == flagadmin.FilterDay:
+			if !strings.HasPrefix(v, flagadmin.OpIs+":") {
+				f.Set(p, flagadmin.OpIs+":"+v)
+			}
 		}
 	}
 }
@@ -163,18 +176,14 @@ func (c *cli) export(ctx context.Context, api *client.Client, p flagadmin.EventS
 	afterID, progress := &afterIDValue, &progressEvery
 	w := c.stdout
 	dest := "stdout"
+	var file *exportFile
 	if out != "" {
-		flags := os.O_WRONLY | os.O_CREATE | os.O_TRUNC
-		if *afterID > 0 {
-			flags = os.O_WRONLY | os.O_CREATE | os.O_APPEND
+		var err error
+		if file, err = openExportFile(out, *afterID > 0); err != nil {
+			return cliErrorf("flagadmin events export: --out: %s", flat(err))
 		}
-		f, err := os.OpenFile(out, flags, 0o644)
-		if err != nil {
-			return cliErrorf("flagadmin events export: %s", flat(err))
-		}
-		defer f.Close()
-		w, dest = f, out
-		if info, err := f.Stat(); err == nil && info.Size() > 0 && *afterID > 0 {
+		w, dest = file.f, out
+		if file.appending {
 			dest += " (appended)"
 		}
 	}
@@ -209,17 +218,111 @@ func (c *cli) export(ctx context.Context, api *client.Client, p flagadmin.EventS
 	err := x.run(ctx)
 	close(done)
 	if ferr := x.out.Flush(); err == nil && ferr != nil {
-		err = ferr
+		err = writeError{ferr}
+	}
+	written := x.written.Load()
+	if file != nil {
+		if ferr := file.finish(err == nil || written > 0); err == nil && ferr != nil {
+			err = writeError{ferr}
+		}
 	}
 	if err != nil {
-		resume := fmt.Sprintf("; %d events written, the last id %d: resume with --after-id %d", x.written.Load(), x.lastID, x.lastID)
-		if errors.Is(err, context.Canceled) {
-			return cliErrorf("flagadmin events export: interrupted%s", resume)
+		where := ""
+		switch {
+		case written == 0 && file != nil && !file.appending:
+			where = "; no event was written and " + out + " was left as it was"
+		case written == 0:
+			where = "; no event was written"
+		case resumable(err):
+			where = fmt.Sprintf("; %d events written to %s, the last id %d: resume with --after-id %d", written, dest, x.lastID, x.lastID)
+		default:
+			where = fmt.Sprintf("; %d events written to %s, the last id %d", written, dest, x.lastID)
 		}
-		return cliErrorf("flagadmin events export: %s%s", flat(err), resume)
+		if errors.Is(err, context.Canceled) {
+			return cliErrorf("flagadmin events export: interrupted%s", where)
+		}
+		return cliErrorf("flagadmin events export: %s%s", flat(err), where)
 	}
 	report(true)
 	return nil
+}
+
+// resumable reports whether an export that failed with err can be resumed
+// where it stopped (--after-id): it was interrupted, or the server or the
+// network failed; not when the server refused the request (a 4xx: a bad
+// token or filter fails again), the output could not be written, or the
+// server's answer broke the export's form.
+func resumable(err error) bool {
+	var apiErr *client.Error
+	var we writeError
+	switch {
+	case errors.As(err, &apiErr) && apiErr.Status >= 400 && apiErr.Status < 500, errors.As(err, &we), errors.Is(err, errBadExport):
+		return false
+	}
+	return true
+}
+
+// errBadExport marks an export whose records do not have the export's form
+// (no id, ids out of order).
+var errBadExport = errors.New("the export is malformed")
+
+// exportFile is the --out file of events export. A new export (without
+// --after-id) is written to a temporary file beside it, which takes its
+// name at the end, or when the export fails after writing events (so that
+// it can be resumed); an export that writes no event leaves --out as it
+// was. A resumed export (--after-id) appends to --out; one that appends
+// nothing to a file it created removes it.
+type exportFile struct {
+	path string
+	f    *os.File
+	// appending: f is path itself, opened for appending.
+	appending bool
+	// created: path did not exist before (appending).
+	created bool
+}
+
+// openExportFile opens the output of events export at path: appending to
+// it (--after-id), or a new temporary file beside it.
+func openExportFile(path string, appending bool) (*exportFile, error) {
+	if !appending {
+		f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.partial")
+		var pe *fs.PathError
+		if errors.As(err, &pe) { // name --out, not the temporary file
+			return nil, fmt.Errorf("cannot write %s: %w", path, pe.Err)
+		}
+		if err != nil {
+			return nil, err
+		}
+		return &exportFile{path: path, f: f}, nil
+	}
+	_, err := os.Stat(path)
+	created := errors.Is(err, fs.ErrNotExist)
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	return &exportFile{path: path, f: f, appending: true, created: created}, nil
+}
+
+// finish closes the file, and either keeps what was written (keep: the
+// temporary file takes the name of --out) or drops it (the temporary file,
+// or a file created to append to).
+func (o *exportFile) finish(keep bool) error {
+	err := o.f.Close()
+	switch {
+	case !o.appending && keep && err == nil:
+		if err = os.Chmod(o.f.Name(), 0o644); err == nil {
+			err = os.Rename(o.f.Name(), o.path)
+		}
+		if err != nil {
+			os.Remove(o.f.Name())
+		}
+	case !o.appending:
+		os.Remove(o.f.Name())
+	case !keep && o.created:
+		os.Remove(o.path)
+	}
+	return err
 }
 
 // exporter copies an export to out record by record, as the server sent
@@ -303,7 +406,7 @@ func (x *exporter) copy(body io.Reader) error {
 			return err
 		}
 		if id <= x.lastID {
-			return fmt.Errorf("event %d follows event %d: the server broke id order", id, x.lastID)
+			return fmt.Errorf("%w: event %d follows event %d: the server broke id order", errBadExport, id, x.lastID)
 		}
 		if _, err := x.out.Write(rec); err != nil {
 			return writeError{err}
@@ -344,16 +447,16 @@ func (x *exporter) recordID(rec []byte) (int64, error) {
 	if x.format == client.ExportNDJSON {
 		var ok bool
 		if s, ok = bytes.CutPrefix(rec, []byte(`{"id":`)); !ok {
-			return 0, fmt.Errorf("a line after event %d does not start with an id", x.lastID)
+			return 0, fmt.Errorf("%w: a line after event %d does not start with an id", errBadExport, x.lastID)
 		}
 	}
 	end := bytes.IndexAny(s, ",}")
 	if end < 0 {
-		return 0, fmt.Errorf("a record after event %d has no id", x.lastID)
+		return 0, fmt.Errorf("%w: a record after event %d has no id", errBadExport, x.lastID)
 	}
 	id, err := strconv.ParseInt(string(s[:end]), 10, 64)
 	if err != nil {
-		return 0, fmt.Errorf("a record after event %d has no id", x.lastID)
+		return 0, fmt.Errorf("%w: a record after event %d has no id", errBadExport, x.lastID)
 	}
 	return id, nil
 }

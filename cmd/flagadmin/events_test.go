@@ -177,7 +177,7 @@ func TestEventsExportBadFlags(t *testing.T) {
 		{[]string{"events", "export", "--format", "xml"}, env, "--format must be ndjson or csv"},
 		{[]string{"events", "export", "--after-id", "-3"}, env, "--after-id must be 0 or more"},
 		{[]string{"events", "export", "--after-id", "x"}, env, "invalid value"},
-		{[]string{"events", "export", "--nope"}, env, "flag provided but not defined"},
+		{[]string{"events", "export", "--nope"}, env, "unknown flag --nope"},
 		{[]string{"events", "export"}, nil, "needs a token: --token or " + envToken},
 		{[]string{"events", "export", "extra"}, env, "takes no arguments"},
 		{[]string{"events", "export", "--url", "http://127.0.0.1:1"}, env, "flagadmin events export:"},
@@ -188,7 +188,7 @@ func TestEventsExportBadFlags(t *testing.T) {
 		}
 	}
 	code, stdout, _ := runCLI(t, nil, "events", "export", "-h")
-	for _, want := range []string{"Usage: flagadmin events export", "-format", "-out", "-after-id", "-url", "-token", "-project", envToken, envURL} {
+	for _, want := range []string{"Usage: flagadmin events export", "--format FORMAT", "--out FILE", "--after-id ID", "--url URL", "--token TOKEN", "--project IDS", envToken, envURL} {
 		if code != 0 || !strings.Contains(stdout, want) {
 			t.Errorf("help: exit %d; does not mention %q", code, want)
 		}
@@ -204,5 +204,77 @@ func TestEventsExportServerErrors(t *testing.T) {
 	code, _, stderr = runCLI(t, map[string]string{envToken: exportTestToken, envURL: srv.URL}, "events", "export", "--type", strings.Repeat("t", 256))
 	if code != 1 || !strings.Contains(stderr, "type") {
 		t.Errorf("bad type: exit %d, %q", code, stderr)
+	}
+}
+
+// TestEventsExportFailureLeavesNoFile: an export refused by the server (a
+// bad token: 401; a bad filter: 400) writes no event, leaves --out as it
+// was (not created, not truncated), leaves no temporary file, and does not
+// suggest resuming; a resumable failure after some events keeps them in
+// --out and says where to resume.
+func TestEventsExportFailureLeavesNoFile(t *testing.T) {
+	srv, faulty := exportServer(t, 2500)
+	dir := t.TempDir()
+	existing := filepath.Join(dir, "existing.ndjson")
+	if err := os.WriteFile(existing, []byte("earlier export\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name  string
+		token string
+		args  []string
+		out   string
+		want  string
+	}{
+		{"401, new file", "*:*.wrong", nil, filepath.Join(dir, "new.ndjson"), "401 AuthenticationRequired"},
+		{"401, existing file", "*:*.wrong", nil, existing, "401 AuthenticationRequired"},
+		{"401, resuming into a new file", "*:*.wrong", []string{"--after-id", "7"}, filepath.Join(dir, "new2.ndjson"), "401 AuthenticationRequired"},
+		{"401, resuming into an existing file", "*:*.wrong", []string{"--after-id", "7"}, existing, "401 AuthenticationRequired"},
+		{"400, existing file", exportTestToken, []string{"--type", strings.Repeat("t", 256)}, existing, "400 BadDataError"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			args := append([]string{"events", "export", "--url", srv.URL, "--token", c.token, "--out", c.out, "--progress", "0"}, c.args...)
+			code, _, stderr := runCLI(t, nil, args...)
+			if code != 1 || !strings.Contains(stderr, c.want) || strings.Contains(stderr, "resume") || !strings.Contains(stderr, "no event was written") || strings.Count(stderr, "\n") != 1 {
+				t.Errorf("exit %d, stderr %q; want 1 and one line with %q, without a resume", code, stderr, c.want)
+			}
+			if c.out == existing {
+				if data, err := os.ReadFile(existing); err != nil || string(data) != "earlier export\n" {
+					t.Errorf("the existing file now holds %q, %v", data, err)
+				}
+			} else if _, err := os.Stat(c.out); !os.IsNotExist(err) {
+				t.Errorf("--out was created: %v", err)
+			}
+		})
+	}
+
+	// An --out that cannot be written is named as it is.
+	code, _, stderr := runCLI(t, nil, "events", "export", "--url", srv.URL, "--token", exportTestToken, "--out", filepath.Join(dir, "nope", "x.ndjson"))
+	if want := "flagadmin events export: --out: cannot write " + filepath.Join(dir, "nope", "x.ndjson") + ": no such file or directory\n"; code != 1 || stderr != want {
+		t.Errorf("--out in a missing directory: exit %d, stderr %q, want %q", code, stderr, want)
+	}
+
+	// A failure after some events (the server's storage fails for events
+	// above 1700, after it sent some): they stay, as whole records, and the
+	// resume is offered.
+	faulty.above = 1700
+	partial := filepath.Join(dir, "partial.ndjson")
+	code, _, stderr = runCLI(t, nil, "events", "export", "--url", srv.URL, "--token", exportTestToken, "--out", partial, "--progress", "0")
+	faulty.above = 0
+	m := regexp.MustCompile(`; (\d+) events written to ` + regexp.QuoteMeta(partial) + `, the last id (\d+): resume with --after-id (\d+)\n$`).FindStringSubmatch(stderr)
+	if code != 1 || m == nil || m[1] != m[2] || m[2] != m[3] {
+		t.Fatalf("a failure after some events: exit %d, stderr %q", code, stderr)
+	}
+	if data, err := os.ReadFile(partial); err != nil || strconv.Itoa(len(records(t, "ndjson", data))) != m[1] {
+		t.Errorf("the partial export: %d bytes, %v; want %s records", len(data), err, m[1])
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		if strings.HasSuffix(e.Name(), ".partial") {
+			t.Errorf("a temporary file is left: %s", e.Name())
+		}
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/flagadmin/flagadmin/adapters/bunstore"
 	"github.com/flagadmin/flagadmin/adapters/unleashimport"
@@ -17,9 +18,10 @@ import (
 )
 
 var importUnleashCommand = command{
-	usage: "flagadmin import unleash --from postgres://... [flags]",
-	about: `Imports an Unleash database (PostgreSQL, schema of Unleash 5.x to 8.x) into the
-configured database (--db), which must be empty: users and service accounts with
+	usage:   "flagadmin import unleash --from postgres://... [flags]",
+	summary: "Imports an Unleash database (PostgreSQL, Unleash 5.x to 8.x) into an empty database, or into a seed file.",
+	about: `What is imported into the configured database (--db), which must be empty
+(a database "flagadmin serve" never started on): users and service accounts with
 their root roles, groups and their members, projects with their mode and archive
 state, project roles of users and groups, favorite projects, flags with type,
 stale, dates, tags and lifecycle stage, API tokens and personal access tokens
@@ -36,18 +38,18 @@ reasons) to stdout.`,
 
 func (c *cli) importCmd(ctx context.Context, args []string) error {
 	if len(args) == 0 {
-		return cliErrorf("flagadmin import needs a source: unleash (see flagadmin import -h)")
+		return cliErrorf("flagadmin import needs a source: unleash (see flagadmin import --help)")
 	}
 	if isHelpFlag(args[0]) {
-		args = []string{"unleash", "-h"}
+		args = []string{"unleash", "--help"}
 	}
 	if args[0] != "unleash" {
 		return cliErrorf("unknown source %q of flagadmin import; the only one is unleash", args[0])
 	}
 	fs := newFlagSet("flagadmin import unleash")
 	s := newSettings(fs, c.getenv, withDB)
-	from := fs.String("from", "", "URL of the Unleash PostgreSQL database, postgres://user:pass@host:5432/unleash (required)")
-	toSeed := fs.String("to-seed", "", "write a seed file here instead of importing into --db")
+	from := fs.String("from", "", "`URL` of the Unleash PostgreSQL database, postgres://user:pass@host:5432/unleash (required)")
+	toSeed := fs.String("to-seed", "", "write a seed `FILE` instead of importing into --db")
 	dryRun := fs.Bool("dry-run", false, "read and map everything, print the summary, write nothing")
 	rest, err := c.parse(fs, importUnleashCommand, args[1:])
 	if err != nil {
@@ -77,6 +79,9 @@ func (c *cli) importCmd(ctx context.Context, args []string) error {
 
 	src, err := unleashimport.Open(ctx, *from)
 	if err != nil {
+		if ctx.Err() != nil {
+			return importError(ctx, err)
+		}
 		return cliErrorf("%s", flat(err))
 	}
 	defer src.Close()
@@ -123,12 +128,53 @@ func sameDatabase(a, b string) bool {
 func (c *cli) importIntoDB(ctx context.Context, src *unleashimport.Source, cfg Config, opts unleashimport.Options) (*unleashimport.Summary, error) {
 	openCtx, cancel := context.WithTimeout(ctx, openTimeout)
 	defer cancel()
-	store, err := openBunstore(openCtx, cfg.DB, buildLogger(cfg, c.stderr), true)
+	progress := bunstore.WithLoadProgress(func(st bunstore.LoadStep) {
+		if st.Done {
+			fmt.Fprintf(c.stderr, "%s: %s\n", st.What, st.Took.Round(time.Millisecond))
+		} else {
+			fmt.Fprintf(c.stderr, "%s ...\n", st.What)
+		}
+	})
+	store, err := openBunstore(openCtx, cfg.DB, buildLogger(cfg, c.stderr), true, progress)
 	if err != nil {
 		return nil, err
 	}
 	defer store.Close()
-	return unleashimport.Import(ctx, src, store, opts)
+	if err := flagadmin.NewService(store).CheckWritable(ctx); err != nil {
+		return nil, cliErrorf("import refused: %s", flat(err))
+	}
+	sum, err := unleashimport.Import(ctx, src, store, opts)
+	if errors.Is(err, unleashimport.ErrNotEmpty) {
+		return nil, notEmptyError(ctx, store, cfg.DB)
+	}
+	return sum, err
+}
+
+// notEmptyError is the refusal of an import into a database that is not
+// empty, saying what it holds and how to proceed.
+func notEmptyError(ctx context.Context, store *bunstore.Store, dbURL string) error {
+	have, err := store.Contents(ctx)
+	if err != nil {
+		return cliErrorf("import refused: %s is not empty; import into a new, empty database (a new --db)", bunstore.RedactURL(dbURL))
+	}
+	var held []string
+	for _, k := range []string{"users", "groups", "projects", "features", "tokens", "events"} {
+		switch n := have[k]; {
+		case n == 1:
+			held = append(held, "1 "+strings.TrimSuffix(k, "s"))
+		case n > 1:
+			held = append(held, fmt.Sprintf("%d %s", n, k))
+		}
+	}
+	what := ""
+	if have["users"]+have["groups"]+have["projects"]+have["features"] == 0 {
+		// Tokens and their events alone: what serve's first start
+		// leaves, the admin token it generates.
+		what = ` (such as "flagadmin serve" leaves at its first start: the admin token it generates)`
+	}
+	return cliErrorf("import refused: %s is not empty: it holds %s%s; an import goes into an empty database: "+
+		"give a new --db (for SQLite, a file that does not exist yet), import, then start flagadmin serve on it "+
+		"(Unleash's tokens work there)", bunstore.RedactURL(dbURL), strings.Join(held, ", "), what)
 }
 
 // writeSeedFile writes the seed to a temporary file beside path and renames
@@ -152,14 +198,16 @@ func writeSeedFile(ctx context.Context, src *unleashimport.Source, path string, 
 	return sum, err
 }
 
-// importError is the one line an import failure prints.
+// importError is the one line an import failure prints. Any failure once
+// ctx is cancelled (Ctrl-C) is the interruption, wherever it came: while
+// connecting, migrating, reading or loading.
 func importError(ctx context.Context, err error) error {
 	var ce *cliError
 	switch {
-	case errors.As(err, &ce):
-		return err
 	case ctx.Err() != nil:
 		return cliErrorf("import interrupted: nothing was written")
+	case errors.As(err, &ce):
+		return err
 	case errors.Is(err, flagadmin.ErrConflict):
 		return cliErrorf("import refused: %s", flat(err))
 	}

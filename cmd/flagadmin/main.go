@@ -1,5 +1,6 @@
-// Command flagadmin serves flagadmin's admin API (five operations of
-// Unleash's admin API) over HTTP, and manages its database.
+// Command flagadmin serves flagadmin's admin API over HTTP (five operations
+// of Unleash's admin API, and its own event export and live event stream),
+// and manages its database.
 //
 //	flagadmin [serve] [flags]   run the server (the default command)
 //	flagadmin migrate           create or update the database schema
@@ -12,14 +13,16 @@
 //	flagadmin events tail       follow the events of a running server live
 //	flagadmin webhooks status   show the delivery state of the webhook sinks
 //	flagadmin import unleash    import an Unleash database
-//	flagadmin version           print the version
+//	flagadmin follow status     show how a server follows Unleash (serve --follow)
+//	flagadmin log ...           keys, audit and legal holds of the verifiable log
+//	flagadmin version           print the version (or flagadmin --version)
 //
 // Configuration comes from flags and environment variables (a flag wins):
 // FLAGADMIN_ADDR, FLAGADMIN_DB, FLAGADMIN_SEED, FLAGADMIN_ADMIN_TOKENS,
 // FLAGADMIN_LOG_LEVEL, FLAGADMIN_LOG_FORMAT, FLAGADMIN_DB_TIMEOUT and the
 // cache settings of serve, then Unleash's variables where they mean the
 // same (DATABASE_URL, DATABASE_HOST, ..., INIT_ADMIN_API_TOKENS, HTTP_HOST,
-// HTTP_PORT, LOG_LEVEL). Run "flagadmin COMMAND -h" for the flags of a
+// HTTP_PORT, LOG_LEVEL). Run "flagadmin COMMAND --help" for the flags of a
 // command.
 //
 // This is the only package of the module that uses go.uber.org/fx: it wires
@@ -35,7 +38,12 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"regexp"
+	"slices"
+	"strconv"
 	"strings"
+
+	"github.com/flagadmin/flagadmin/adapters/gateway"
 )
 
 func main() {
@@ -63,15 +71,20 @@ type cli struct {
 }
 
 // run runs the command of args and returns the process exit code: 0 on
-// success, 1 on any failure, reported on stderr as one line (or, for a bad
-// seed file, a line per wrong entry).
+// success, 1 on any failure, reported on stderr as one line starting with
+// "flagadmin: " or with the command, "flagadmin seed: " (or, for a bad seed
+// file, a line per wrong entry).
 func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) int {
 	c := &cli{getenv: getenv, stdout: stdout, stderr: stderr}
 	err := c.dispatch(ctx, args)
 	if err == nil || errors.Is(err, errHelpShown) {
 		return 0
 	}
-	fmt.Fprintln(stderr, "flagadmin: "+oneLine(err))
+	msg := oneLine(err)
+	if !strings.HasPrefix(msg, "flagadmin ") { // "flagadmin seed: ..." names the command itself
+		msg = "flagadmin: " + msg
+	}
+	fmt.Fprintln(stderr, msg)
 	return 1
 }
 
@@ -102,10 +115,14 @@ func withCause(err error) string {
 }
 
 func (c *cli) dispatch(ctx context.Context, args []string) error {
+	args = commandFirst(args)
 	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
 		if len(args) > 0 && isHelpFlag(args[0]) {
 			fmt.Fprint(c.stdout, mainHelp)
 			return errHelpShown
+		}
+		if len(args) > 0 && isVersionFlag(args[0]) {
+			return c.version(args[1:])
 		}
 		return c.serve(ctx, args)
 	}
@@ -130,15 +147,85 @@ func (c *cli) dispatch(ctx context.Context, args []string) error {
 		return c.webhooks(ctx, rest)
 	case "import":
 		return c.importCmd(ctx, rest)
+	case "follow":
+		return c.followCmd(ctx, rest)
+	case "log":
+		return c.logCmd(ctx, rest)
 	case "help":
 		if len(rest) > 0 {
-			return c.dispatch(ctx, []string{rest[0], "-h"})
+			return c.dispatch(ctx, append(slices.Clone(rest), "--help"))
 		}
 		fmt.Fprint(c.stdout, mainHelp)
 		return errHelpShown
 	default:
-		return cliErrorf("unknown command %q; the commands are serve, migrate, seed, token, service-account, user, events export, events tail, webhooks status, import unleash and version (flagadmin -h)", cmd)
+		return cliErrorf("unknown command %q; the commands are serve, migrate, seed, token, service-account, user, events export, events tail, webhooks status, import unleash, follow status, log and version (flagadmin --help)", cmd)
 	}
+}
+
+// commands are the names dispatch knows; subcommands tells those that take
+// a subcommand (token create, events export, ...).
+var (
+	commands    = []string{"serve", "migrate", "seed", "token", "service-account", "user", "version", "events", "webhooks", "import", "log", "help"}
+	subcommands = []string{"token", "service-account", "user", "events", "webhooks", "import", "log"}
+)
+
+// commandFirst moves flags given before the command after it and its
+// subcommand: "flagadmin --db sqlite:x.db seed world.json" runs as
+// "flagadmin seed --db sqlite:x.db world.json", so each command parses
+// (and refuses, by name) the flags meant for it. args that do not start
+// with flags followed by a command are returned as they are (flags alone
+// are serve's).
+func commandFirst(args []string) []string {
+	for i, a := range args {
+		if i == 0 || !slices.Contains(commands, a) || !onlyFlags(args[:i], a) {
+			continue
+		}
+		end := i + 1
+		if slices.Contains(subcommands, a) && end < len(args) && !strings.HasPrefix(args[end], "-") {
+			end++ // the subcommand
+		}
+		out := slices.Concat(args[i:end], args[:i], args[end:])
+		if end == i+1 && slices.Contains(subcommands, a) {
+			// No subcommand (or a flag such as --help in its place): the
+			// flags go last, where the subcommand is looked for first.
+			out = slices.Concat(args[i:end], args[end:], args[:i])
+		}
+		return out
+	}
+	return args
+}
+
+// onlyFlags reports whether args consist of flags, each with its value, as
+// given before the command cmd: every flag takes a value (--db URL or
+// --db=URL) except the boolean ones.
+func onlyFlags(args []string, cmd string) bool {
+	for j := 0; j < len(args); j++ {
+		a := args[j]
+		if a == "-" || a == "--" || !strings.HasPrefix(a, "-") {
+			return false
+		}
+		name := strings.TrimLeft(a, "-")
+		if strings.Contains(name, "=") || isBoolFlag(name, cmd) {
+			continue
+		}
+		j++ // its value
+		if j == len(args) {
+			return false
+		}
+	}
+	return true
+}
+
+// isBoolFlag reports whether the flag name of the command cmd takes no
+// value.
+func isBoolFlag(name, cmd string) bool {
+	switch name {
+	case "demo", "dry-run", "h", "help", "version", "release":
+		return true
+	case "token": // --token of service-account create; events' --token takes one
+		return cmd == "service-account"
+	}
+	return false
 }
 
 func isHelpFlag(arg string) bool {
@@ -149,51 +236,70 @@ func isHelpFlag(arg string) bool {
 	return false
 }
 
-const mainHelp = `flagadmin serves five operations of Unleash's admin API (lifecycle completion,
-event search, deprecated event search, project list, service account deletion)
-over HTTP, on SQLite, PostgreSQL, MySQL/MariaDB or in memory.
+func isVersionFlag(arg string) bool { return arg == "--version" || arg == "-version" }
+
+const mainHelp = `flagadmin serves eleven operations of an admin API over HTTP, on SQLite,
+PostgreSQL, MySQL/MariaDB or in memory, and manages their database.
+
+The operations: five of Unleash's admin API, wire-compatible (lifecycle
+completion, event search, deprecated event search, project list, service
+account deletion), its own event export and live event stream, and the four
+of its verifiable event log (signed checkpoint, proofs, leaves).
 
 Usage:
-  flagadmin [serve] [flags]        run the server (the default command)
-  flagadmin migrate [flags]        create or update the database schema
-  flagadmin seed [flags] FILE      load a seed file into the database
-  flagadmin token create [flags]   create an API token and print its secret
-  flagadmin token list|revoke      list the tokens (never their secrets), revoke one
-  flagadmin service-account create|list   create (with --token, and a token) or list service accounts
-  flagadmin user create|list       create or list user accounts
-  flagadmin events export [flags]  export events from a running server (NDJSON or CSV)
-  flagadmin events tail [flags]    print the events of a running server as they are recorded
-  flagadmin webhooks status        show each webhook sink's position, lag and errors
-  flagadmin import unleash [flags] import an Unleash database (or write it as a seed file)
-  flagadmin version                print the version
+  flagadmin [serve] [flags]              run the server (the default command)
+  flagadmin migrate [flags]              create or update the database schema
+  flagadmin seed [flags] FILE            load a seed file into the database
+  flagadmin token create|list|revoke     create, list or revoke API tokens
+  flagadmin service-account create|list  create or list service accounts
+  flagadmin user create|list             create or list user accounts
+  flagadmin events export|tail           export or follow a server's events
+  flagadmin webhooks status              show the delivery state of webhooks
+  flagadmin import unleash [flags]       import an Unleash database
+  flagadmin follow status [flags]        show how a server follows Unleash (serve --follow)
+  flagadmin log keygen|verify|hold|holds keys, audit and legal holds of the event log
+  flagadmin version                      print the version (or --version)
+
+Flags go after the command (flagadmin seed --db sqlite:x.db FILE); flags given
+before it are passed to it.
 
 Try it:
-  flagadmin serve --demo           start on 127.0.0.1:4242 with a demo world
+  flagadmin serve --demo                 serve a demo world on 127.0.0.1:4242
 
-Run "flagadmin COMMAND -h" for the flags and environment variables of a command.
+Run "flagadmin COMMAND --help" for what a command does, its flags and its
+environment variables.
 `
 
-// command describes a command for its help text.
+// command describes a command for its help text: its usage line, what it
+// does in one or two lines (summary, printed first), the details (about)
+// and the environment variables it reads.
 type command struct {
-	usage, about string
-	env          []string
+	usage, summary, about string
+	env                   []string
 }
 
 // envHelp describes each environment variable for help texts.
 var envHelp = map[string]string{
-	envAddr:        "address to listen on (default " + defaultAddr + ")",
-	envDB:          "database URL (default " + defaultDB + "): sqlite:PATH, postgres://user:pass@host:5432/db, mysql://user:pass@host:3306/db, memory:",
-	envSeed:        "seed file to load at start into an empty store",
-	envAdminTokens: "comma-separated admin tokens (*:*.<secret>) to create at start if missing",
-	envLogLevel:    "debug, info, warn or error (default " + defaultLogLevel + ")",
-	envLogFormat:   "text or json (default " + defaultLogFormat + ")",
-	envTokenCache:  "how long a successful authentication is trusted without asking the database (default " + defaultTokenCacheTTL.String() + "; 0 disables); other servers on the same database may accept a deleted token for that long",
-	envURL:         "base URL of the server the client commands talk to (default http://" + defaultAddr + ")",
-	envToken:       "API token of the client commands (an admin token or a personal access token)",
-	envResultCache: "memory for cached search results and project lists, such as 64MiB (default " + formatByteSize(defaultResultCacheSize) + "; 0 disables)",
-	envMetricsAddr: "host:port of a separate listener serving only /metrics (default: /metrics on the main listener)",
-	envDBTimeout:   "storage deadline of a request, such as 5s (default " + defaultDBTimeout.String() + "; 0 disables): a database that does not answer in time gives 503",
-	envWebhooks:    "webhook configuration file: a JSON or YAML list of sinks {name, url, secret, filter}",
+	envAddr:            "address to listen on (default " + defaultAddr + ")",
+	envDB:              "database URL (default " + defaultDB + "): sqlite:PATH, postgres://user:pass@host:5432/db, mysql://user:pass@host:3306/db, memory:",
+	envSeed:            "seed file to load at start into an empty store",
+	envAdminTokens:     "comma-separated admin tokens (*:*.<secret>) to create at start if missing",
+	envLogLevel:        "debug, info, warn or error (default " + defaultLogLevel + ")",
+	envLogFormat:       "text or json (default " + defaultLogFormat + ")",
+	envTokenCache:      "how long a successful authentication is remembered while nothing is written to the database (default " + defaultTokenCacheTTL.String() + "; 0 disables)",
+	envURL:             "base URL of the server the client commands talk to (default http://" + defaultAddr + ")",
+	envToken:           "API token of the client commands (an admin token or a personal access token)",
+	envResultCache:     "memory for cached search results and project lists, such as 64MiB (default " + formatByteSize(defaultResultCacheSize) + "; 0 disables)",
+	envMetricsAddr:     "host:port of a separate listener serving only /metrics (default: /metrics on the main listener)",
+	envMaxStreams:      "most live event streams held at once (default " + strconv.Itoa(defaultMaxStreams) + "); beyond it a new one gets 503",
+	envDBTimeout:       "storage deadline of a request, such as 5s (default " + defaultDBTimeout.String() + "; 0 disables): a database that does not answer in time gives 503",
+	envWebhooks:        "webhook configuration file: a JSON or YAML list of sinks {name, url, secret, filter}",
+	envFollow:          "URL of an Unleash PostgreSQL database to follow: the store becomes its read-only copy, kept current",
+	envLogKey:          "file of the key that signs the event log's checkpoints (flagadmin log keygen); none: no checkpoints",
+	envRetention:       "how long events are kept, such as 90d (default: for ever); older ones are pruned unless their project is held",
+	envUpstream:        "base URL of the Unleash server to stand in front of, such as http://unleash:4242 (default: none)",
+	envUpstreamTimeout: "with an upstream: the longest wait for Unleash's answer before 504 (default " + gateway.DefaultTimeout.String() + ")",
+	envFollowWait:      "with an upstream: the longest a forwarded write waits for its event in flagadmin's copy (default " + gateway.DefaultFollowWait.String() + ")",
 }
 
 // newFlagSet returns a flag set that reports errors to the caller instead
@@ -219,8 +325,8 @@ func (c *cli) parseConfig(fs *flag.FlagSet, s *settings, cmd command, args []str
 }
 
 // parse parses args into fs. Flags may come before and after positional
-// arguments; the positional arguments are returned. -h prints the help of
-// cmd on stdout.
+// arguments; the positional arguments are returned. --help prints the help
+// of cmd on stdout.
 func (c *cli) parse(fs *flag.FlagSet, cmd command, args []string) ([]string, error) {
 	var positional []string
 	for {
@@ -229,7 +335,7 @@ func (c *cli) parse(fs *flag.FlagSet, cmd command, args []string) ([]string, err
 				c.printHelp(fs, cmd)
 				return nil, errHelpShown
 			}
-			return nil, cliErrorf("%s: %v (see %s -h)", fs.Name(), err, fs.Name())
+			return nil, cliErrorf("%s: %s (see %s --help)", fs.Name(), flagError(err), fs.Name())
 		}
 		args = fs.Args()
 		if len(args) == 0 {
@@ -240,34 +346,101 @@ func (c *cli) parse(fs *flag.FlagSet, cmd command, args []string) ([]string, err
 	}
 }
 
+// flagDash matches a flag name written with one dash in the flag
+// package's messages ("-port", "for flag -addr").
+var flagDash = regexp.MustCompile(`(^|[ :])-([A-Za-z])`)
+
+// flagError is the message of a flag package parse error with the flags
+// written --name, as the help writes them.
+func flagError(err error) string {
+	msg := err.Error()
+	if name, ok := strings.CutPrefix(msg, "flag provided but not defined: "); ok {
+		return "unknown flag -" + name
+	}
+	return flagDash.ReplaceAllString(msg, "$1--$2")
+}
+
+// helpWidth is the width help texts are wrapped to.
+const helpWidth = 80
+
+// printHelp writes the help of cmd: what it does, its usage, the details,
+// its flags and its environment variables.
 func (c *cli) printHelp(fs *flag.FlagSet, cmd command) {
 	w := c.stdout
-	fmt.Fprintf(w, "Usage: %s\n\n%s\n", cmd.usage, cmd.about)
+	writeWrapped(w, "", cmd.summary, 0)
+	fmt.Fprintf(w, "\nUsage: %s\n", cmd.usage)
+	for _, paragraph := range strings.Split(cmd.about, "\n\n") {
+		if strings.TrimSpace(paragraph) != "" {
+			fmt.Fprintln(w)
+			writeWrapped(w, "", paragraph, 0)
+		}
+	}
 	n := 0
 	fs.VisitAll(func(*flag.Flag) { n++ })
 	if n > 0 {
 		fmt.Fprint(w, "\nFlags:\n")
-		fs.SetOutput(w)
-		fs.PrintDefaults()
-		fs.SetOutput(io.Discard)
+		printFlags(w, fs)
 	}
 	if len(cmd.env) > 0 {
 		fmt.Fprint(w, "\nEnvironment (a flag overrides its variable, which overrides Unleash's indented under it):\n")
 		for _, name := range cmd.env {
-			fmt.Fprintf(w, "  %-27s %s\n", name, envHelp[name])
+			writeWrapped(w, fmt.Sprintf("  %-27s ", name), envHelp[name], 30)
 			for _, v := range unleashEnv {
 				if v.of == name {
-					fmt.Fprintf(w, "    %-25s %s\n", v.name, v.help)
+					writeWrapped(w, fmt.Sprintf("    %-25s ", v.name), v.help, 30)
 				}
 			}
 		}
 	}
 }
 
+// printFlags writes the flags of fs as --name PLACEHOLDER, each followed by
+// its description and default, indented and wrapped. The placeholder is
+// the back-quoted word of the description (flag.UnquoteUsage); the default
+// is left out when it is the zero value, or when the description tells it
+// itself ("(default: ...)").
+func printFlags(w io.Writer, fs *flag.FlagSet) {
+	fs.VisitAll(func(f *flag.Flag) {
+		placeholder, usage := flag.UnquoteUsage(f)
+		line := "  --" + f.Name
+		if placeholder != "" {
+			line += " " + placeholder
+		}
+		fmt.Fprintln(w, line)
+		switch f.DefValue {
+		case "", "0", "false", "0s":
+		default:
+			if !strings.Contains(usage, "(default") {
+				usage += " (default " + f.DefValue + ")"
+			}
+		}
+		writeWrapped(w, "      ", usage, 6)
+	})
+}
+
+// writeWrapped writes text after first, its words wrapped at helpWidth,
+// the lines after the first indented by indent spaces.
+func writeWrapped(w io.Writer, first, text string, indent int) {
+	line := first
+	fresh := true // nothing but the lead on line yet
+	for _, word := range strings.Fields(text) {
+		if !fresh && len(line)+1+len(word) > helpWidth {
+			fmt.Fprintln(w, line)
+			line, fresh = strings.Repeat(" ", indent), true
+		}
+		if !fresh {
+			line += " "
+		}
+		line += word
+		fresh = false
+	}
+	fmt.Fprintln(w, strings.TrimRight(line, " "))
+}
+
 // noArgs reports positional arguments a command does not take.
 func noArgs(fs *flag.FlagSet, args []string) error {
 	if len(args) > 0 {
-		return cliErrorf("%s takes no arguments, got %q (see %s -h)", fs.Name(), args[0], fs.Name())
+		return cliErrorf("%s takes no arguments, got %q (see %s --help)", fs.Name(), args[0], fs.Name())
 	}
 	return nil
 }

@@ -85,7 +85,7 @@ func serverHandler(cfg Config, api *httpapi.Server, m *metrics.Metrics) http.Han
 	if cfg.MetricsAddr != "" {
 		return counted
 	}
-	scrape := m.Handler()
+	scrape := m.Handler(api.WriteStatus)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == metricsPath {
 			scrape.ServeHTTP(w, r)
@@ -110,18 +110,18 @@ func (l *MetricsListener) Addr() net.Addr {
 }
 
 // newMetricsListener serves /metrics alone on cfg.MetricsAddr (any other
-// path is a JSON 404), listening at start so that a busy port fails
+// path is a JSON 404, written like the API's errors), listening at start so that a busy port fails
 // start-up, and stopping with the app.
-func newMetricsListener(lc fx.Lifecycle, cfg Config, m *metrics.Metrics, log *slog.Logger) *MetricsListener {
+func newMetricsListener(lc fx.Lifecycle, cfg Config, m *metrics.Metrics, api *httpapi.Server, log *slog.Logger) *MetricsListener {
 	l := &MetricsListener{}
 	if cfg.MetricsAddr == "" {
 		return l
 	}
 	mux := http.NewServeMux()
-	scrape := m.Handler()
+	scrape := m.Handler(api.WriteStatus)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path != metricsPath {
-			metrics.WriteError(w, http.StatusNotFound, "NotFoundError", "This listener serves only "+metricsPath+".")
+			api.WriteStatus(w, r, http.StatusNotFound, "This listener serves only "+metricsPath+".")
 			return
 		}
 		scrape.ServeHTTP(w, r)

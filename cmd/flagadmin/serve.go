@@ -15,9 +15,9 @@ import (
 )
 
 var serveCommand = command{
-	usage: "flagadmin [serve] [flags]",
-	about: `Runs the HTTP server of the admin API until SIGINT or SIGTERM, then stops
-gracefully: in-flight requests finish, the database is closed, the exit code is 0.
+	usage:   "flagadmin [serve] [flags]",
+	summary: "Runs the HTTP server of the admin API until SIGINT or SIGTERM, then stops gracefully.",
+	about: `On a stop, in-flight requests finish, the database is closed, the exit code is 0.
 A request waits for the database at most --db-timeout, then gets 503
 ServiceUnavailable with Retry-After; so with a database that stopped answering,
 a stop still answers every request it holds and ends within that time.
@@ -29,6 +29,19 @@ tokens of FLAGADMIN_ADMIN_TOKENS (or INIT_ADMIN_API_TOKENS) are created if
 missing. When the store then has no admin token, one is generated and printed
 once on stderr as "admin token (shown once): ...".
 
+With --follow postgres://..., the server keeps a copy of a live Unleash and serves
+everything from it: on an empty store it first imports the Unleash database, then
+follows its events (in order, each once) and its users, projects, flags and tokens
+(within seconds); a restart resumes where it stopped. Write operations answer 409
+ReadOnlyError: make changes in Unleash. With several servers on one store, one
+applies and all serve. GET /health shows the follow state (flagadmin follow status).
+
+With --log-key FILE (a key of flagadmin log keygen), the server signs a checkpoint of
+the event log (its size and Merkle root) at least every 10 s while the log grows,
+and serves it at GET /api/admin/log/checkpoint with proofs beside it (flagadmin
+log verify checks them). With --retention 90d, events older than that are pruned
+in the background, except those of projects under legal hold (flagadmin log hold).
+
 With --webhooks FILE, the server POSTs each event a sink's filter matches to the
 sink's URL, signed, in order, retried until answered 2xx (see flagadmin webhooks
 status). With several servers on one database, one of them delivers per sink.
@@ -39,9 +52,20 @@ is up), GET /ready (the store is reachable), the OpenAPI documents (/openapi.jso
 interactive API documentation at /docs, and the Prometheus metrics at /metrics,
 without authentication (with --metrics-addr, /metrics is served only there).
 
+With --upstream URL, flagadmin stands in front of that Unleash server, at the
+address clients, SDKs and Unleash's web UI used: it serves the event searches,
+the project list, export, stream, /metrics, /docs and /health itself (those
+answers carry X-Flagadmin-Source: local, and GET answers an ETag) and forwards
+every other request to Unleash as it came. Unleash's browser sessions are
+accepted on what flagadmin serves, checked with Unleash. A forwarded lifecycle
+complete or service-account delete is answered once flagadmin's copy holds its
+event (or after --follow-wait, with X-Flagadmin-Lag). Unleash unreachable: 502
+BadGatewayError; no answer within --upstream-timeout: 504 GatewayTimeout.
+
 A bad configuration, an unreachable database or a busy port ends start-up with
 one line on stderr and exit code 1.`,
-	env: []string{envAddr, envDB, envSeed, envAdminTokens, envLogLevel, envLogFormat, envTokenCache, envResultCache, envDBTimeout, envMaxStreams, envMetricsAddr, envWebhooks},
+	env: []string{envAddr, envDB, envSeed, envAdminTokens, envLogLevel, envLogFormat, envTokenCache, envResultCache, envDBTimeout, envMaxStreams, envMetricsAddr, envWebhooks, envFollow, envLogKey, envRetention,
+		envUpstream, envUpstreamTimeout, envFollowWait},
 }
 
 // serve parses the serve command's flags and runs the server.

@@ -2,7 +2,11 @@ package main
 
 import (
 	"context"
+	"errors"
+	"io/fs"
 	"log/slog"
+	"os"
+	"strings"
 	"sync"
 	"time"
 
@@ -31,6 +35,24 @@ func openStore(ctx context.Context, dbURL string, log *slog.Logger, migrate bool
 	return store, store.Close, nil
 }
 
+// existingDatabase refuses a SQLite database file that does not exist, for
+// the commands that only read or change what a database holds (a list, a
+// revocation, the webhook state): opening it would create an empty
+// database, likely beside the one meant.
+func existingDatabase(dbURL string) error {
+	path, ok := strings.CutPrefix(dbURL, "sqlite:")
+	if !ok || path == ":memory:" {
+		return nil
+	}
+	if p, ok := strings.CutPrefix(path, "//"); ok {
+		path = p
+	}
+	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+		return cliErrorf("database %s does not exist: give the --db of the server (flagadmin migrate or serve creates a new one)", dbURL)
+	}
+	return nil
+}
+
 // openBunstore opens a bunstore with log as its logger and the options
 // opts. A failure to open is
 // reported once, as the returned error: what the store logs while it opens is
@@ -44,6 +66,11 @@ func openBunstore(ctx context.Context, dbURL string, log *slog.Logger, migrate b
 	store, err := bunstore.Open(ctx, dbURL, opts...)
 	if err != nil {
 		gate.state.release(ctx, false)
+		if problem, ok := strings.CutPrefix(flat(err), "bunstore: "+dbURL+": "); ok {
+			// A SQLite file's problem, such as a missing directory, which
+			// names the URL itself.
+			return nil, cliErrorf("cannot open database %s: %s", dbURL, problem)
+		}
 		return nil, cliErrorf("cannot open database %s: %s", bunstore.RedactURL(dbURL), flat(err))
 	}
 	gate.state.release(ctx, true)

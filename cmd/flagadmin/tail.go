@@ -16,9 +16,9 @@ import (
 )
 
 var eventsTailCommand = command{
-	usage: "flagadmin events tail [flags]",
-	about: `Follows the event log of a running server live (GET /api/admin/events/stream)
-and prints each event matching the filters that the token may see as it is
+	usage:   "flagadmin events tail [flags]",
+	summary: "Follows the event log of a running server live, printing each event as it is recorded.",
+	about: `It reads GET /api/admin/events/stream and prints each event matching the filters that the token may see as it is
 recorded, one line each: id, time, type, project, feature, environment and who
 caused it (--format ndjson prints the event JSON instead). It starts with the
 events recorded from now on, or with --after-id ID replays the events after ID
@@ -35,8 +35,8 @@ server no longer accepts the token.`,
 func (c *cli) eventsTail(ctx context.Context, args []string) error {
 	fs := newFlagSet("flagadmin events tail")
 	baseURL, token := serverFlags(fs)
-	format := fs.String("format", "text", "text (one line per event) or ndjson (the event JSON)")
-	afterID := fs.Int64("after-id", -1, "replay the events after this id first (default: start with new events)")
+	format := fs.String("format", "text", "output `FORMAT`: text (one line per event) or ndjson (the event JSON)")
+	afterID := fs.Int64("after-id", -1, "replay the events after `ID` first (default: start with new events)")
 	p := filterFlags(fs)
 	rest, err := c.parse(fs, eventsTailCommand, args)
 	if err != nil {

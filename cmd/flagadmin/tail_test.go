@@ -129,7 +129,7 @@ func TestEventsTailBadFlags(t *testing.T) {
 		t.Errorf("bad type: exit %d, %q", code, stderr)
 	}
 	code, stdout, _ := runCLI(t, nil, "events", "tail", "-h")
-	for _, want := range []string{"Usage: flagadmin events tail", "-after-id", "-url", "-token", "-project", envToken, envURL} {
+	for _, want := range []string{"Usage: flagadmin events tail", "--after-id ID", "--url URL", "--token TOKEN", "--project IDS", envToken, envURL} {
 		if code != 0 || !strings.Contains(stdout, want) {
 			t.Errorf("help: exit %d; does not mention %q", code, want)
 		}

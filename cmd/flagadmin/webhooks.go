@@ -13,6 +13,7 @@ import (
 
 	"github.com/flagadmin/flagadmin/adapters/bunstore"
 	"github.com/flagadmin/flagadmin/adapters/metrics"
+	"github.com/flagadmin/flagadmin/adapters/unleashimport"
 	"github.com/flagadmin/flagadmin/adapters/webhooks"
 	"github.com/flagadmin/flagadmin/flagadmin"
 )
@@ -27,8 +28,11 @@ var webhooksModule = fx.Module("webhooks",
 
 // newWebhookEngine returns the delivery engine of cfg's sinks over the
 // opened store (not the cached one: delivery reads the event log as it is
-// stored). Start runs it; stop releases the leases it holds.
-func newWebhookEngine(lc fx.Lifecycle, cfg Config, store flagadmin.Store, log *slog.Logger, m *metrics.Metrics) (*webhooks.Engine, error) {
+// stored). Start runs it; stop releases the leases it holds. On a server
+// that follows Unleash, delivery starts once the store holds the copy: a
+// sink seen for the first time starts after the newest event then, not
+// before the imported history.
+func newWebhookEngine(lc fx.Lifecycle, cfg Config, store flagadmin.Store, follower *unleashimport.Follower, log *slog.Logger, m *metrics.Metrics) (*webhooks.Engine, error) {
 	ws, ok := store.(webhooks.Store)
 	if !ok && len(cfg.WebhookSinks) > 0 {
 		return nil, cliErrorf("--webhooks: this store keeps no webhook delivery state")
@@ -41,12 +45,45 @@ func newWebhookEngine(lc fx.Lifecycle, cfg Config, store flagadmin.Store, log *s
 		return e, nil
 	}
 	registerWebhookStats(m, e)
+	start := func(ctx context.Context) error {
+		log.Info("webhooks: delivering", "sinks", len(cfg.WebhookSinks), "holder", e.Holder())
+		return e.Start(ctx)
+	}
+	if follower == nil {
+		lc.Append(fx.Hook{
+			OnStart: start,
+			OnStop: func(ctx context.Context) error {
+				err := e.Stop(ctx)
+				if err == nil {
+					log.Info("webhooks: stopped; leases released")
+				}
+				return err
+			},
+		})
+		return e, nil
+	}
+	waitCtx, cancel := context.WithCancel(context.Background())
+	started := make(chan bool, 1)
 	lc.Append(fx.Hook{
-		OnStart: func(ctx context.Context) error {
-			log.Info("webhooks: delivering", "sinks", len(cfg.WebhookSinks), "holder", e.Holder())
-			return e.Start(ctx)
+		OnStart: func(context.Context) error {
+			go func() {
+				for !follower.Status().Ready {
+					select {
+					case <-waitCtx.Done():
+						started <- false
+						return
+					case <-time.After(100 * time.Millisecond):
+					}
+				}
+				started <- start(waitCtx) == nil
+			}()
+			return nil
 		},
 		OnStop: func(ctx context.Context) error {
+			cancel()
+			if !<-started {
+				return nil
+			}
 			err := e.Stop(ctx)
 			if err == nil {
 				log.Info("webhooks: stopped; leases released")
@@ -68,9 +105,9 @@ func loadWebhooks(path string) (string, []flagadmin.WebhookSink, error) {
 }
 
 var webhooksStatusCommand = command{
-	usage: "flagadmin webhooks status [flags]",
-	about: `Shows the delivery state of each webhook sink, as stored in the database: the
-position (the id of the last event delivered), the lag (the events after it, up to
+	usage:   "flagadmin webhooks status [flags]",
+	summary: "Shows the delivery state of each webhook sink, as stored in the database.",
+	about: `For each sink: the position (the id of the last event delivered), the lag (the events after it, up to
 100,000, and the age of the oldest), the events delivered, the failed attempts at
 the current event with the last error, and which server holds the sink's lease and
 until when. With --webhooks, the lag counts the events of each sink's filter and
@@ -84,10 +121,10 @@ const lagCountLimit = 100000
 
 func (c *cli) webhooks(ctx context.Context, args []string) error {
 	if len(args) == 0 {
-		return cliErrorf("flagadmin webhooks needs a subcommand: status (see flagadmin webhooks -h)")
+		return cliErrorf("flagadmin webhooks needs a subcommand: status (see flagadmin webhooks --help)")
 	}
 	if isHelpFlag(args[0]) {
-		args = []string{"status", "-h"}
+		args = []string{"status", "--help"}
 	}
 	if args[0] != "status" {
 		return cliErrorf("unknown subcommand %q of flagadmin webhooks; the only one is status", args[0])
@@ -107,6 +144,9 @@ func (c *cli) webhooks(ctx context.Context, args []string) error {
 	}
 	if cfg.DB == memoryURL {
 		return cliErrorf("memory: keeps no webhook state between processes; give the server's --db")
+	}
+	if err := existingDatabase(cfg.DB); err != nil {
+		return err
 	}
 	openCtx, cancel := context.WithTimeout(ctx, openTimeout)
 	defer cancel()

@@ -75,7 +75,15 @@ func TestServeDeliversWebhooksAndStatusShowsThem(t *testing.T) {
 	if len(got) != 1 || got[0].id != "3" || got[0].typ != "feature-completed" || !strings.Contains(got[0].body, `"data":{"kept":true,"status":"kept"}`) {
 		t.Fatalf("got %+v, want event 3, feature-completed (the seed's 2 events come before the sink's start)", got)
 	}
+	// The engine records the delivery once the receiver has answered,
+	// which is after the receiver saw the event.
 	families := scrape(t, base+metricsPath)
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); families = scrape(t, base+metricsPath) {
+		if v, _ := sample(families, "flagadmin_webhook_delivered_total", map[string]string{"sink": "completed"}); v == 1 {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 	for name, want := range map[string]float64{"flagadmin_webhook_delivered_total": 1, "flagadmin_webhook_position": 3, "flagadmin_webhook_lag_events": 0} {
 		if v, ok := sample(families, name, map[string]string{"sink": "completed"}); !ok || v != want {
 			t.Errorf("%s{sink=\"completed\"} = %v (found %v), want %v", name, v, ok, want)
@@ -125,7 +133,7 @@ func TestBadWebhookFileFailsStartInOneLine(t *testing.T) {
 func TestWebhooksHelp(t *testing.T) {
 	for _, args := range [][]string{{"webhooks", "-h"}, {"webhooks", "status", "--help"}, {"help", "webhooks"}} {
 		code, stdout, _ := runCLI(t, nil, args...)
-		if code != 0 || !strings.Contains(stdout, "Usage: flagadmin webhooks status") || !strings.Contains(stdout, "-webhooks") || !strings.Contains(stdout, envWebhooks) {
+		if code != 0 || !strings.Contains(stdout, "Usage: flagadmin webhooks status") || !strings.Contains(stdout, "--webhooks FILE") || !strings.Contains(stdout, envWebhooks) {
 			t.Errorf("%q: exit %d:\n%s", args, code, stdout)
 		}
 	}

@@ -24,7 +24,8 @@ func main() {
 }
 
 func run(ctx context.Context) error {
-	svc := flagadmin.NewService(memstore.New())
+	store := memstore.New()
+	svc := flagadmin.NewService(store)
 	sys := flagadmin.System // the embedding program: a root admin
 
 	// A world: two users, a private and an open project, two features.
@@ -73,7 +74,7 @@ func run(ctx context.Context) error {
 	if err := svc.CompleteLifecycle(ctx, asEve, "web", "new-checkout", flagadmin.CompleteRequest{Status: flagadmin.StatusKept, StatusValue: ptr("v2")}); err != nil {
 		return err
 	}
-	f, err := svc.Store().Feature(ctx, "new-checkout")
+	f, err := store.Feature(ctx, "new-checkout")
 	if err != nil {
 		return err
 	}

@@ -109,6 +109,30 @@ func RunLoad(t *testing.T, newStore func(t *testing.T) Loader) {
 		}
 	})
 
+	t.Run("a load builds the log's tree, gaps in ids and all", func(t *testing.T) {
+		s := newStore(t)
+		ls, ok := s.(flagadmin.LogStore)
+		if !ok {
+			t.Skipf("storetest: %T keeps no verifiable log (flagadmin.LogStore)", s)
+		}
+		wantNoError(t, "Load", s.Load(ctx, world(), emitAll(events(3, 5, 1000, 1001, 1500), nil)))
+		w := newWorld(t, s)
+		hashes := w.wantTreeOfEvents(t, ls, nil)
+		wantEqual(t, "leaves", len(hashes), 5)
+		wantNoError(t, "CompleteLifecycle", w.svc.CompleteLifecycle(ctx, flagadmin.System, "web", "checkout", flagadmin.CompleteRequest{Status: "kept"}))
+		hashes = w.wantTreeOfEvents(t, ls, nil)
+		w.wantProofs(t, ls, hashes)
+		// A failed load appends nothing.
+		s2 := newStore(t)
+		ls2 := s2.(flagadmin.LogStore)
+		if err := s2.Load(ctx, world(), emitAll(events(1, 2, 3), errors.New("the source went away"))); err == nil {
+			t.Fatal("Load: got no error")
+		}
+		size, err := ls2.LogSize(ctx)
+		wantNoError(t, "LogSize", err)
+		wantEqual(t, "leaves after a failed load", size, int64(0))
+	})
+
 	t.Run("a failure part-way leaves the store empty", func(t *testing.T) {
 		s := newStore(t)
 		boom := errors.New("the source went away")

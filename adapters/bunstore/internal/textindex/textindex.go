@@ -72,12 +72,13 @@ func usable(text string) bool {
 }
 
 // SQLiteRefill are the statements that fill events_text from the events,
-// for a bulk load that dropped its triggers. FTS5 flushes its pending
-// terms to a new segment each time they pass hashsize (1 MiB by default),
-// and merges segments as they pile up: with 32 MiB the fill of a million
-// events writes a thirtieth of the segments and takes about half the
-// time; the default is set again after.
-var SQLiteRefill = []string{
+// for a bulk load that dropped its triggers: Fill, between Before and
+// After. FTS5 flushes its pending terms to a new segment each time they
+// pass hashsize (1 MiB by default), and merges segments as they pile up:
+// with 32 MiB (Before) the fill of a million events writes a thirtieth of
+// the segments and takes about half the time; After sets the default
+// again.
+var SQLiteRefill = struct{ Before, Fill, After string }{
 	hashSize(32 << 20),
 	"INSERT INTO events_text (rowid, search_payload, search_meta) SELECT id, search_payload, search_meta FROM events",
 	hashSize(1 << 20),

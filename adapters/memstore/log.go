@@ -1,0 +1,273 @@
+package memstore
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"sort"
+	"time"
+
+	"github.com/flagadmin/flagadmin/flagadmin"
+)
+
+var _ flagadmin.LogStore = (*Store)(nil)
+
+// leaf is a leaf of the log's tree (flagadmin.LogLeaf without its index,
+// which is its position in world.leaves).
+type leaf struct {
+	eventID int64
+	hash    [32]byte
+	pruned  bool
+}
+
+// LogSize implements flagadmin.LogStore.
+func (s *Store) LogSize(ctx context.Context) (int64, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return int64(len(s.w.leaves)), nil
+}
+
+// LogLeaves implements flagadmin.LogStore.
+func (s *Store) LogLeaves(ctx context.Context, start, end int64) ([]flagadmin.LogLeaf, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	start, end = max(start, 0), min(end, int64(len(s.w.leaves)))
+	if start >= end {
+		return nil, nil
+	}
+	out := make([]flagadmin.LogLeaf, 0, end-start)
+	for i := start; i < end; i++ {
+		l := s.w.leaves[i]
+		out = append(out, flagadmin.LogLeaf{Index: i, EventID: l.eventID, Hash: l.hash, Pruned: l.pruned})
+	}
+	return out, nil
+}
+
+// LeafIndex implements flagadmin.LogStore: leaves are in id order, so a
+// binary search finds it.
+func (s *Store) LeafIndex(ctx context.Context, eventID int64) (int64, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	leaves := s.w.leaves
+	i := sort.Search(len(leaves), func(i int) bool { return leaves[i].eventID >= eventID })
+	if i == len(leaves) || leaves[i].eventID != eventID {
+		return 0, flagadmin.ErrNotFound
+	}
+	return int64(i), nil
+}
+
+// LogHashes implements flagadmin.LogStore.
+func (s *Store) LogHashes(ctx context.Context, ranges []flagadmin.LogHashRange) ([][][32]byte, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	out := make([][][32]byte, len(ranges))
+	for i, r := range ranges {
+		n := s.w.hashCount(r.Level)
+		start, end := max(r.Start, 0), min(r.End, n)
+		if start >= end {
+			continue
+		}
+		hashes := make([][32]byte, 0, end-start)
+		for j := start; j < end; j++ {
+			if r.Level == 0 {
+				hashes = append(hashes, s.w.leaves[j].hash)
+			} else {
+				hashes = append(hashes, s.w.tiles[r.Level][j])
+			}
+		}
+		out[i] = hashes
+	}
+	return out, nil
+}
+
+// hashCount is how many hashes of level the world holds.
+func (w *world) hashCount(level int) int64 {
+	if level == 0 {
+		return int64(len(w.leaves))
+	}
+	return int64(len(w.tiles[level]))
+}
+
+// SaveLogHashes implements flagadmin.LogStore.
+func (s *Store) SaveLogHashes(ctx context.Context, level int, start int64, hashes [][32]byte) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if level < 1 {
+		return fmt.Errorf("memstore: SaveLogHashes: level %d: leaves are written with their events", level)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	stored := s.w.tiles[level]
+	if start < 0 || start > int64(len(stored)) {
+		return fmt.Errorf("memstore: SaveLogHashes: level %d holds %d hashes, cannot store from %d", level, len(stored), start)
+	}
+	if skip := int64(len(stored)) - start; skip < int64(len(hashes)) {
+		s.w.tiles[level] = append(stored, hashes[skip:]...)
+	}
+	return nil
+}
+
+// LogHashCount implements flagadmin.LogStore.
+func (s *Store) LogHashCount(ctx context.Context, level int) (int64, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.w.hashCount(level), nil
+}
+
+// SaveCheckpoint implements flagadmin.LogStore. The store keeps the
+// newest checkpoint only.
+func (s *Store) SaveCheckpoint(ctx context.Context, c flagadmin.Checkpoint) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.checkpoint == nil || c.Size >= s.checkpoint.Size {
+		c.Note = slices.Clone(c.Note)
+		s.checkpoint = &c
+	}
+	return nil
+}
+
+// LatestCheckpoint implements flagadmin.LogStore.
+func (s *Store) LatestCheckpoint(ctx context.Context) (flagadmin.Checkpoint, error) {
+	if err := ctx.Err(); err != nil {
+		return flagadmin.Checkpoint{}, err
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.checkpoint == nil {
+		return flagadmin.Checkpoint{}, flagadmin.ErrNotFound
+	}
+	c := *s.checkpoint
+	c.Note = slices.Clone(c.Note)
+	return c, nil
+}
+
+// PruneEvents implements flagadmin.LogStore. It finds the batch and
+// removes it under the write lock: a batch of the oldest events costs
+// about its size; one behind held events costs a pass over the events.
+func (s *Store) PruneEvents(ctx context.Context, before time.Time, limit int) ([]int64, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if limit <= 0 {
+		return nil, nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var ids []int64
+	first, last := -1, -1
+	for i, e := range s.w.events {
+		if len(ids) == limit {
+			break
+		}
+		if !e.CreatedAt.Before(before) {
+			continue
+		}
+		if _, held := s.holds[deref(e.Project)]; e.Project != nil && held {
+			continue
+		}
+		if first < 0 {
+			first = i
+		}
+		last = i
+		ids = append(ids, e.ID)
+	}
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	pruned := map[int64]bool{}
+	for _, id := range ids {
+		pruned[id] = true
+	}
+	// The leaves are in id order like the events: one pass marks them.
+	j := sort.Search(len(s.w.leaves), func(j int) bool { return s.w.leaves[j].eventID >= ids[0] })
+	for ; j < len(s.w.leaves) && s.w.leaves[j].eventID <= ids[len(ids)-1]; j++ {
+		if pruned[s.w.leaves[j].eventID] {
+			s.w.leaves[j].pruned = true
+		}
+	}
+	if first == 0 && last == len(ids)-1 {
+		// The oldest events, the usual batch: drop them from the front
+		// (their slots are cleared so the collector frees what they hold).
+		clear(s.w.events[:len(ids)])
+		s.w.events = s.w.events[len(ids):]
+	} else {
+		kept := s.w.events[:first]
+		for _, e := range s.w.events[first:] {
+			if !pruned[e.ID] {
+				kept = append(kept, e)
+			}
+		}
+		clear(s.w.events[len(kept):])
+		s.w.events = kept
+	}
+	s.version++
+	return ids, nil
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
+
+// HoldProject implements flagadmin.LogStore.
+func (s *Store) HoldProject(ctx context.Context, project string, since time.Time) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, held := s.holds[project]; !held {
+		s.holds[project] = since
+	}
+	return nil
+}
+
+// ReleaseProject implements flagadmin.LogStore.
+func (s *Store) ReleaseProject(ctx context.Context, project string) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, held := s.holds[project]; !held {
+		return flagadmin.ErrNotFound
+	}
+	delete(s.holds, project)
+	return nil
+}
+
+// LogHolds implements flagadmin.LogStore.
+func (s *Store) LogHolds(ctx context.Context) ([]flagadmin.LogHold, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	out := []flagadmin.LogHold{}
+	for _, p := range slices.Sorted(maps.Keys(s.holds)) {
+		out = append(out, flagadmin.LogHold{Project: p, Since: s.holds[p]})
+	}
+	return out, nil
+}

@@ -1,0 +1,13 @@
+// Package tlog is flagadmin's verifiable log (decisions §19, §20) over a
+// store's leaves (flagadmin.LogStore): the Merkle tree of RFC 9162 and its
+// proofs (Prover, with github.com/transparency-dev/merkle), signed
+// checkpoints in the C2SP tlog-checkpoint format with Ed25519 keys
+// (Signer, GenerateKey, with golang.org/x/mod/sumdb/note and
+// github.com/transparency-dev/formats), their upkeep (Maintainer: the
+// stored subtree hashes that make proofs cheap, a checkpoint at least every
+// 10 s while the log grows), retention (Pruner), and the audit that
+// recomputes the tree from the events (Verify).
+//
+// The domain owns the rules: the leaf hash (flagadmin.LeafHash) and the
+// ports. Everything here can be rebuilt from the leaves a store keeps.
+package tlog

@@ -1,0 +1,121 @@
+package tlog
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/flagadmin/flagadmin/flagadmin"
+)
+
+// DefaultMaintainInterval is how often a Maintainer looks at the log: half
+// the 10 s within which decisions §19 wants a checkpoint of a growing log.
+const DefaultMaintainInterval = 5 * time.Second
+
+// MaintainerOptions configure a Maintainer.
+type MaintainerOptions struct {
+	// Interval between rounds; 0 means DefaultMaintainInterval.
+	Interval time.Duration
+	// Logger receives failures (once per run of failures) and recoveries;
+	// nil discards them.
+	Logger *slog.Logger
+}
+
+// Maintainer keeps a store's tree served well: each round stores the
+// subtree hashes the new leaves complete (Prover.BuildTiles) and, with a
+// Signer, signs a checkpoint when the log has grown. Run does a round at
+// once and then every Interval.
+type Maintainer struct {
+	prover   *Prover
+	signer   *Signer
+	interval time.Duration
+	log      *slog.Logger
+
+	mu     sync.Mutex
+	latest flagadmin.Checkpoint
+	known  bool
+	failed string // the message of the failure being reported, "" when none
+	signed int64
+}
+
+// NewMaintainer returns a Maintainer of prover's tree; signer may be nil
+// (no checkpoints: the server has no key).
+func NewMaintainer(prover *Prover, signer *Signer, opts MaintainerOptions) *Maintainer {
+	m := &Maintainer{prover: prover, signer: signer, interval: opts.Interval, log: opts.Logger}
+	if m.interval <= 0 {
+		m.interval = DefaultMaintainInterval
+	}
+	if m.log == nil {
+		m.log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	return m
+}
+
+// Run does rounds until ctx ends.
+func (m *Maintainer) Run(ctx context.Context) {
+	t := time.NewTicker(m.interval)
+	defer t.Stop()
+	for {
+		m.report(m.Round(ctx))
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// Round stores the new subtree hashes and, with a signer, signs a
+// checkpoint if the log grew. A failure to store subtree hashes does not
+// stop the signing (they only speed proofs up).
+func (m *Maintainer) Round(ctx context.Context) error {
+	tilesErr := m.prover.BuildTiles(ctx)
+	if m.signer == nil {
+		return tilesErr
+	}
+	cp, signed, err := m.signer.Sign(ctx)
+	if cp.Note != nil {
+		m.mu.Lock()
+		m.latest, m.known = cp, true
+		if signed {
+			m.signed++
+		}
+		m.mu.Unlock()
+	}
+	return errors.Join(err, tilesErr)
+}
+
+// report logs the first of a run of failures, and the recovery.
+func (m *Maintainer) report(err error) {
+	if err != nil && errors.Is(err, context.Canceled) {
+		return
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	switch {
+	case err != nil && err.Error() != m.failed:
+		m.failed = err.Error()
+		m.log.Error("log: cannot keep the verifiable log", "err", err)
+	case err == nil && m.failed != "":
+		m.failed = ""
+		m.log.Info("log: the verifiable log is kept again")
+	}
+}
+
+// Latest returns the newest checkpoint a round has seen, and false before
+// any (or without a signer).
+func (m *Maintainer) Latest() (flagadmin.Checkpoint, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.latest, m.known
+}
+
+// Signed returns how many checkpoints this Maintainer has signed.
+func (m *Maintainer) Signed() int64 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.signed
+}

@@ -1,0 +1,228 @@
+package tlog
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/transparency-dev/merkle/compact"
+	"github.com/transparency-dev/merkle/proof"
+	"github.com/transparency-dev/merkle/rfc6962"
+
+	"github.com/flagadmin/flagadmin/flagadmin"
+)
+
+// TileHeight is the distance between the levels of the tree whose hashes
+// are stored (BuildTiles): levels 4, 8, 12..., each hash the root of a
+// perfect subtree of 16 hashes of the stored level below. A node of the
+// tree is then folded from at most 8 stored hashes: a proof at a million
+// leaves reads at most 160 hashes (20 nodes), in one read, instead of up
+// to half the log; the stored levels hold n/15 hashes for n leaves.
+const TileHeight = 4
+
+// tileWidth is how many hashes of a stored level make one of the next.
+const tileWidth = 1 << TileHeight
+
+// hasher is RFC 6962's (RFC 9162's) hash of the tree, SHA-256.
+var hasher = rfc6962.DefaultHasher
+
+// rangeFactory builds compact ranges with the tree's hash.
+var rangeFactory = &compact.RangeFactory{Hash: hasher.HashChildren}
+
+// Prover computes roots and proofs over a store's tree
+// (flagadmin.LogProver) with github.com/transparency-dev/merkle, reading
+// the hashes of the nodes a proof needs from the stored levels: leaves
+// and the hashes BuildTiles saved. Without stored levels it is correct,
+// only slower (it folds leaves). It is safe for concurrent use.
+type Prover struct {
+	store flagadmin.LogStore
+}
+
+var _ flagadmin.LogProver = (*Prover)(nil)
+
+// NewProver returns a Prover over store.
+func NewProver(store flagadmin.LogStore) *Prover { return &Prover{store: store} }
+
+// InclusionProof implements flagadmin.LogProver (RFC 9162 §2.1.3.1).
+func (p *Prover) InclusionProof(ctx context.Context, index, size int64) ([][]byte, error) {
+	if index < 0 || size <= index {
+		return nil, fmt.Errorf("tlog: inclusion of leaf %d in a tree of size %d", index, size)
+	}
+	nodes, err := proof.Inclusion(uint64(index), uint64(size))
+	if err != nil {
+		return nil, fmt.Errorf("tlog: %w", err)
+	}
+	return p.rehash(ctx, nodes)
+}
+
+// ConsistencyProof implements flagadmin.LogProver (RFC 9162 §2.1.4.1).
+func (p *Prover) ConsistencyProof(ctx context.Context, from, to int64) ([][]byte, error) {
+	if from < 1 || to < from {
+		return nil, fmt.Errorf("tlog: consistency from size %d to size %d", from, to)
+	}
+	nodes, err := proof.Consistency(uint64(from), uint64(to))
+	if err != nil {
+		return nil, fmt.Errorf("tlog: %w", err)
+	}
+	return p.rehash(ctx, nodes)
+}
+
+// rehash reads the hashes of a proof's nodes and builds the proof.
+func (p *Prover) rehash(ctx context.Context, nodes proof.Nodes) ([][]byte, error) {
+	hashes, err := p.NodeHashes(ctx, nodes.IDs)
+	if err != nil {
+		return nil, err
+	}
+	out, err := nodes.Rehash(hashes, hasher.HashChildren)
+	if err != nil {
+		return nil, fmt.Errorf("tlog: %w", err)
+	}
+	if out == nil {
+		out = [][]byte{}
+	}
+	return out, nil
+}
+
+// RootHash returns the root hash of the tree of the first size leaves
+// (RFC 9162 §2.1.1); size 0 is the hash of the empty string.
+func (p *Prover) RootHash(ctx context.Context, size int64) ([32]byte, error) {
+	if size == 0 {
+		return [32]byte(hasher.EmptyRoot()), nil
+	}
+	ids := compact.RangeNodes(0, uint64(size), nil)
+	hashes, err := p.NodeHashes(ctx, ids)
+	if err != nil {
+		return [32]byte{}, err
+	}
+	r, err := rangeFactory.NewRange(0, uint64(size), hashes)
+	if err != nil {
+		return [32]byte{}, fmt.Errorf("tlog: %w", err)
+	}
+	root, err := r.GetRootHash(nil)
+	if err != nil {
+		return [32]byte{}, fmt.Errorf("tlog: %w", err)
+	}
+	return [32]byte(root), nil
+}
+
+// NodeHashes returns the hashes of perfect subtrees of the tree (whose
+// leaves must all be in the log), in one read of the store when their
+// stored levels are complete: a node of level L is folded from the hashes
+// of the stored level at or below it, TileHeight·⌊L/TileHeight⌋.
+func (p *Prover) NodeHashes(ctx context.Context, ids []compact.NodeID) ([][]byte, error) {
+	ranges := make([]flagadmin.LogHashRange, len(ids))
+	for i, id := range ids {
+		base := int(id.Level) / TileHeight * TileHeight
+		span := int64(1) << (int(id.Level) - base)
+		ranges[i] = flagadmin.LogHashRange{Level: base, Start: int64(id.Index) * span, End: int64(id.Index+1) * span}
+	}
+	runs, err := p.hashes(ctx, ranges)
+	if err != nil {
+		return nil, err
+	}
+	out := make([][]byte, len(ids))
+	for i, run := range runs {
+		root := fold(run)
+		out[i] = root[:]
+	}
+	return out, nil
+}
+
+// errShortLog: the store has fewer leaves than a range needs.
+var errShortLog = errors.New("tlog: the log has fewer leaves than asked for")
+
+// hashes returns every hash of ranges, reading the store once and, for
+// the hashes a stored level lacks, folding them from the level below
+// (recursively, one read per level).
+func (p *Prover) hashes(ctx context.Context, ranges []flagadmin.LogHashRange) ([][][32]byte, error) {
+	runs, err := p.store.LogHashes(ctx, ranges)
+	if err != nil {
+		return nil, err
+	}
+	if len(runs) != len(ranges) {
+		return nil, fmt.Errorf("tlog: the store answered %d ranges for %d", len(runs), len(ranges))
+	}
+	var missing []flagadmin.LogHashRange
+	var owners []int
+	for i, r := range ranges {
+		got := int64(len(runs[i]))
+		if got >= r.End-r.Start {
+			continue
+		}
+		if r.Level == 0 {
+			return nil, fmt.Errorf("%w: leaves %d to %d", errShortLog, r.Start, r.End-1)
+		}
+		// The hashes from Start+got on, from tileWidth times as many below.
+		missing = append(missing, flagadmin.LogHashRange{Level: r.Level - TileHeight, Start: (r.Start + got) * tileWidth, End: r.End * tileWidth})
+		owners = append(owners, i)
+	}
+	if len(missing) == 0 {
+		return runs, nil
+	}
+	below, err := p.hashes(ctx, missing)
+	if err != nil {
+		return nil, err
+	}
+	for k, run := range below {
+		i := owners[k]
+		for j := 0; j < len(run); j += tileWidth {
+			runs[i] = append(runs[i], fold(run[j:j+tileWidth]))
+		}
+	}
+	return runs, nil
+}
+
+// fold returns the root of the perfect subtree over hashes (a power of two
+// of them, at one level).
+func fold(hashes [][32]byte) [32]byte {
+	if len(hashes) == 1 {
+		return hashes[0]
+	}
+	level := append([][32]byte(nil), hashes...)
+	for len(level) > 1 {
+		for i := 0; i < len(level)/2; i++ {
+			level[i] = [32]byte(hasher.HashChildren(level[2*i][:], level[2*i+1][:]))
+		}
+		level = level[:len(level)/2]
+	}
+	return level[0]
+}
+
+// tileBatch is how many stored hashes BuildTiles computes per store call.
+const tileBatch = 256
+
+// BuildTiles stores the hashes of the tree's stored levels (4, 8, ...)
+// that the leaves now complete and the store lacks, level by level from
+// the bottom, tileBatch at a time. It only speeds proofs up; several
+// servers running it at once store the same hashes.
+func (p *Prover) BuildTiles(ctx context.Context) error {
+	below, err := p.store.LogSize(ctx)
+	if err != nil {
+		return err
+	}
+	for level := TileHeight; below >= tileWidth; level += TileHeight {
+		have, err := p.store.LogHashCount(ctx, level)
+		if err != nil {
+			return err
+		}
+		complete := below / tileWidth
+		for have < complete {
+			n := min(complete-have, tileBatch)
+			r := flagadmin.LogHashRange{Level: level - TileHeight, Start: have * tileWidth, End: (have + n) * tileWidth}
+			runs, err := p.hashes(ctx, []flagadmin.LogHashRange{r})
+			if err != nil {
+				return err
+			}
+			tiles := make([][32]byte, n)
+			for j := range tiles {
+				tiles[j] = fold(runs[0][j*tileWidth : (j+1)*tileWidth])
+			}
+			if err := p.store.SaveLogHashes(ctx, level, have, tiles); err != nil {
+				return err
+			}
+			have += n
+		}
+		below = complete
+	}
+	return nil
+}

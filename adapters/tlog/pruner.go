@@ -1,0 +1,123 @@
+package tlog
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"sync/atomic"
+	"time"
+
+	"github.com/flagadmin/flagadmin/flagadmin"
+)
+
+// Defaults of a Pruner.
+const (
+	// DefaultPruneBatch is how many events one store call prunes: small,
+	// so that a writer never waits long behind it.
+	DefaultPruneBatch = 500
+	// DefaultPrunePause is the pause between two full batches, which lets
+	// writers in between them.
+	DefaultPrunePause = 20 * time.Millisecond
+	// DefaultPruneInterval is the pause once nothing is left to prune.
+	DefaultPruneInterval = time.Minute
+)
+
+// PrunerOptions configure a Pruner.
+type PrunerOptions struct {
+	// Batch is how many events one store call prunes; 0 means DefaultPruneBatch.
+	Batch int
+	// Pause between full batches; 0 means DefaultPrunePause.
+	Pause time.Duration
+	// Interval between passes once nothing is left to prune; 0 means
+	// DefaultPruneInterval.
+	Interval time.Duration
+	// Clock is the current time; nil means time.Now.
+	Clock func() time.Time
+	// Logger receives each pass that pruned something and failures (once
+	// per run of failures); nil discards them.
+	Logger *slog.Logger
+}
+
+// Pruner removes the events older than a retention (decisions §20), in
+// small batches (flagadmin.LogStore.PruneEvents): never the events of a
+// project under a legal hold, and never their leaves.
+type Pruner struct {
+	store     flagadmin.LogStore
+	retention time.Duration
+	opts      PrunerOptions
+	pruned    atomic.Int64
+}
+
+// NewPruner returns a Pruner of the events of store older than retention
+// (which must be positive).
+func NewPruner(store flagadmin.LogStore, retention time.Duration, opts PrunerOptions) *Pruner {
+	if opts.Batch <= 0 {
+		opts.Batch = DefaultPruneBatch
+	}
+	if opts.Pause <= 0 {
+		opts.Pause = DefaultPrunePause
+	}
+	if opts.Interval <= 0 {
+		opts.Interval = DefaultPruneInterval
+	}
+	if opts.Clock == nil {
+		opts.Clock = time.Now
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	return &Pruner{store: store, retention: retention, opts: opts}
+}
+
+// Pruned returns how many events this Pruner has removed.
+func (p *Pruner) Pruned() int64 { return p.pruned.Load() }
+
+// Pass prunes batch after batch, with a pause between them, until a batch
+// comes back short (nothing older is left) or ctx ends, and returns how
+// many events it removed.
+func (p *Pruner) Pass(ctx context.Context) (int64, error) {
+	var n int64
+	for {
+		before := flagadmin.PruneBefore(p.opts.Clock(), p.retention)
+		ids, err := p.store.PruneEvents(ctx, before, p.opts.Batch)
+		n += int64(len(ids))
+		p.pruned.Add(int64(len(ids)))
+		if err != nil || len(ids) < p.opts.Batch {
+			return n, err
+		}
+		select {
+		case <-ctx.Done():
+			return n, ctx.Err()
+		case <-time.After(p.opts.Pause):
+		}
+	}
+}
+
+// Run makes passes until ctx ends: one at once, then one every Interval.
+func (p *Pruner) Run(ctx context.Context) {
+	failing := false
+	for {
+		start := time.Now()
+		n, err := p.Pass(ctx)
+		switch {
+		case ctx.Err() != nil:
+			return
+		case err != nil && !failing:
+			failing = true
+			p.opts.Logger.Error("retention: cannot prune events", "err", err)
+		case err == nil:
+			if failing {
+				failing = false
+				p.opts.Logger.Info("retention: pruning again")
+			}
+			if n > 0 {
+				p.opts.Logger.Info("retention: pruned events", "events", n, "olderThan", p.retention.String(), "took", time.Since(start).Round(time.Millisecond).String())
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(p.opts.Interval):
+		}
+	}
+}

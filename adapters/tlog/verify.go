@@ -1,0 +1,533 @@
+package tlog
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"iter"
+
+	"github.com/transparency-dev/formats/log"
+	"github.com/transparency-dev/merkle/compact"
+	"golang.org/x/mod/sumdb/note"
+
+	"github.com/flagadmin/flagadmin/flagadmin"
+)
+
+// Source is what Verify reads: a server over HTTP (its log routes and the
+// export) or a store (StoreSource).
+type Source interface {
+	// Checkpoint returns the newest signed checkpoint, as a note.
+	Checkpoint(ctx context.Context) ([]byte, error)
+	// Leaves returns at most count leaves from index start on, index
+	// ascending (fewer, or none, at the end of the log), with the log's
+	// size when read.
+	Leaves(ctx context.Context, start int64, count int) ([]flagadmin.LogLeaf, int64, error)
+	// Events yields every event, id ascending, as an admin sees them
+	// (every project). An error ends it.
+	Events(ctx context.Context) iter.Seq2[flagadmin.Event, error]
+}
+
+// VerifyOptions configure Verify.
+type VerifyOptions struct {
+	// Verifier checks the checkpoints' signatures; its name is the log's
+	// origin. Required.
+	Verifier note.Verifier
+	// Trusted is an earlier checkpoint the caller saved, or nil: the log
+	// must still have its root at its size (the log was only appended to
+	// since), which catches an older copy of the database put back.
+	Trusted []byte
+	// Progress, when not nil, is called every ProgressEvery leaves and at
+	// the end.
+	Progress func(VerifyProgress)
+	// ProgressEvery is how many leaves between two Progress calls; 0
+	// means 100,000.
+	ProgressEvery int64
+	// PageSize is how many leaves one Source.Leaves call asks for; 0
+	// means flagadmin.LogLeavesMaxCount.
+	PageSize int
+}
+
+// VerifyProgress is how far a Verify has come.
+type VerifyProgress struct {
+	// Leaves checked so far, and the log's size when the check began.
+	Leaves, Size int64
+	// Events read so far.
+	Events int64
+	// Problems found so far.
+	Problems int64
+}
+
+// ProblemKind is what is wrong with an event or the log.
+type ProblemKind string
+
+// The problems Verify finds.
+const (
+	// Changed: the event is not the one recorded: its leaf hash differs.
+	Changed ProblemKind = "changed"
+	// Removed: the event of a leaf is gone, and not by retention.
+	Removed ProblemKind = "removed"
+	// Inserted: an event has no leaf: it was not written through the log.
+	Inserted ProblemKind = "inserted"
+	// Reordered: the event holds what was recorded as another event (ids
+	// swapped or moved).
+	Reordered ProblemKind = "reordered"
+	// BadLeaves: the leaves themselves are damaged (missing, out of order).
+	BadLeaves ProblemKind = "leaves"
+	// BadRoot: the tree recomputed from the events does not have the
+	// signed checkpoint's root.
+	BadRoot ProblemKind = "root"
+	// Inconsistent: the log does not extend the trusted checkpoint.
+	Inconsistent ProblemKind = "consistency"
+)
+
+// Problem is one thing Verify found wrong.
+type Problem struct {
+	Kind ProblemKind
+	// EventID is the event concerned, 0 for none; LeafIndex its leaf, -1
+	// for none.
+	EventID, LeafIndex int64
+	// OtherEventID is, for Reordered, the event whose recorded content
+	// this one holds.
+	OtherEventID int64
+	// Detail says more, for people.
+	Detail string
+}
+
+// String describes the problem in a sentence.
+func (p Problem) String() string {
+	if p.EventID == 0 {
+		return p.Detail
+	}
+	where := fmt.Sprintf("event %d", p.EventID)
+	if p.LeafIndex >= 0 {
+		where += fmt.Sprintf(" (leaf %d)", p.LeafIndex)
+	}
+	return fmt.Sprintf("%s was %s: %s", where, p.Kind, p.Detail)
+}
+
+// PrunedRange is a run of consecutive leaves whose events were pruned by
+// retention (decisions §20).
+type PrunedRange struct {
+	FirstLeaf, LastLeaf int64
+	FirstID, LastID     int64
+}
+
+// Report is what Verify found.
+type Report struct {
+	// Origin, CheckpointSize and CheckpointRoot are those of the newest
+	// signed checkpoint, Note the checkpoint itself.
+	Origin         string
+	CheckpointSize int64
+	CheckpointRoot [32]byte
+	Note           []byte
+	// TrustedSize is the size of the trusted checkpoint, 0 without one.
+	TrustedSize int64
+	// Leaves is how many leaves were checked, Events how many events read.
+	Leaves, Events int64
+	// Beyond is how many of the leaves checked are past the checkpoint
+	// (written since it was signed): each was compared with its event,
+	// but no signature covers them yet.
+	Beyond int64
+	// Pruned are the ranges of pruned leaves.
+	Pruned []PrunedRange
+	// Problems are the first maxProblems problems, in log order, then the
+	// problems of the roots; Omitted counts those left out.
+	Problems []Problem
+	Omitted  int64
+}
+
+// OK reports whether everything holds.
+func (r *Report) OK() bool { return len(r.Problems) == 0 }
+
+// maxProblems bounds the problems a Report lists.
+const maxProblems = 100
+
+// maxMismatches bounds the changed events kept to tell reordering.
+const maxMismatches = 100
+
+// maxStash bounds the events read past the last leaf seen before the
+// leaves are read again.
+const maxStash = 10000
+
+// Verify recomputes the log's tree from the events and checks it against
+// the newest signed checkpoint, and against opts.Trusted when given. It
+// reads the leaves and the events side by side, in constant memory: each
+// event's leaf hash is computed (flagadmin.LeafHash) and compared with its
+// stored leaf, which names the first event changed, removed, inserted or
+// reordered; pruned leaves count with their stored hashes. The error is
+// for what stops the check (the source failing, a signature that does not
+// verify); what the check finds is in the Report.
+func Verify(ctx context.Context, src Source, opts VerifyOptions) (*Report, error) {
+	if opts.Verifier == nil {
+		return nil, errors.New("tlog: Verify needs a verifier key")
+	}
+	if opts.ProgressEvery <= 0 {
+		opts.ProgressEvery = 100000
+	}
+	if opts.PageSize <= 0 {
+		opts.PageSize = flagadmin.LogLeavesMaxCount
+	}
+	raw, err := src.Checkpoint(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("read the checkpoint: %w", err)
+	}
+	cp, err := OpenCheckpoint(raw, opts.Verifier)
+	if err != nil {
+		return nil, err
+	}
+	v := &verification{src: src, opts: opts, ctx: ctx, leaves: &leafReader{src: src, pageSize: opts.PageSize},
+		report: &Report{Origin: cp.Origin, CheckpointSize: int64(cp.Size), CheckpointRoot: [32]byte(cp.Hash), Note: raw}}
+	v.cpRoot = [32]byte(cp.Hash)
+	if opts.Trusted != nil {
+		t, err := OpenCheckpoint(opts.Trusted, opts.Verifier)
+		if err != nil {
+			return nil, fmt.Errorf("the trusted checkpoint: %w", err)
+		}
+		v.trusted = &t
+		v.report.TrustedSize = int64(t.Size)
+	}
+	if err := v.run(); err != nil {
+		return nil, err
+	}
+	return v.report, nil
+}
+
+// verification is the state of one Verify.
+type verification struct {
+	ctx    context.Context
+	src    Source
+	opts   VerifyOptions
+	report *Report
+	cpRoot [32]byte
+	// trusted is the trusted checkpoint, nil without one.
+	trusted *log.Checkpoint
+	leaves  *leafReader
+	// size0 is the log's size when the first leaves were read.
+	size0 int64
+
+	// expect is the index of the next leaf; prevID the event id of the
+	// leaf before it.
+	expect, prevID int64
+	// tree holds the recomputed hashes of the leaves below need; broken
+	// when a leaf is missing from the sequence.
+	tree   *compact.Range
+	need   int64
+	broken bool
+	// eventProblems counts the problems of events (not of roots).
+	eventProblems int64
+	// suspects are the first changed, removed and inserted events, to
+	// tell which were reordered.
+	suspects []suspect
+}
+
+// suspect is a changed event (leaf and event), a removed one (leaf only)
+// or an inserted one (event only), with its problem.
+type suspect struct {
+	problem int // index in report.Problems, -1 when not listed
+	leaf    *flagadmin.LogLeaf
+	event   *flagadmin.Event
+}
+
+func (v *verification) run() error {
+	v.need = v.report.CheckpointSize
+	if v.trusted != nil {
+		v.need = max(v.need, int64(v.trusted.Size))
+	}
+	v.tree = rangeFactory.NewEmptyRange(0)
+	v.checkRoots()
+	// The first leaves are read before the export starts: every leaf
+	// below size0 has its event in the export unless it was removed.
+	if _, _, err := v.leaves.peek(v.ctx); err != nil {
+		return err
+	}
+	v.size0 = v.leaves.size
+	next, stop := iter.Pull2(v.src.Events(v.ctx))
+	defer stop()
+	var stash, replay []flagadmin.Event
+	pull := func() (flagadmin.Event, bool, error) {
+		if len(replay) > 0 {
+			e := replay[0]
+			replay = replay[1:]
+			return e, true, nil
+		}
+		e, err, ok := next()
+		if err != nil {
+			return e, false, fmt.Errorf("read the events: %w", err)
+		}
+		if ok {
+			v.report.Events++
+		}
+		return e, ok, nil
+	}
+	ev, evOK, err := pull()
+	for err == nil {
+		if err = v.ctx.Err(); err != nil {
+			break
+		}
+		l, lOK, rerr := v.leaves.peek(v.ctx)
+		if rerr != nil {
+			return rerr
+		}
+		switch {
+		case !lOK && !evOK:
+			v.finish()
+			return nil
+		case !lOK:
+			// Past the last leaf read: the event's leaf was written with
+			// it, so reading the leaves again finds it; read on a while
+			// first to read them once for many events.
+			stash = append(stash, ev)
+			if ev, evOK, err = pull(); err != nil || evOK && len(stash) < maxStash {
+				continue
+			}
+			more, rerr := v.leaves.refresh(v.ctx)
+			if rerr != nil {
+				return rerr
+			}
+			if evOK {
+				stash = append(stash, ev)
+			}
+			if !more {
+				for _, e := range stash {
+					v.inserted(e)
+				}
+				stash = stash[:0]
+				ev, evOK, err = pull()
+				continue
+			}
+			replay, stash = append(stash, replay...), nil
+			ev, evOK, err = pull()
+		case !evOK && l.Index >= v.size0:
+			// Leaves written since the check began, without their events.
+			v.finish()
+			return nil
+		case !evOK || ev.ID > l.EventID:
+			v.leaf(l, nil)
+			v.leaves.advance()
+		case ev.ID < l.EventID:
+			v.inserted(ev)
+			ev, evOK, err = pull()
+		default:
+			v.leaf(l, &ev)
+			v.leaves.advance()
+			ev, evOK, err = pull()
+		}
+	}
+	return err
+}
+
+// leaf checks one leaf with its event, or without (ev nil), and adds the
+// hash to the tree.
+func (v *verification) leaf(l flagadmin.LogLeaf, ev *flagadmin.Event) {
+	r := v.report
+	if l.Index != v.expect {
+		v.problem(Problem{Kind: BadLeaves, LeafIndex: -1, Detail: fmt.Sprintf("leaves %d to %d are missing from the log", v.expect, l.Index-1)})
+		v.broken = true
+	} else if l.Index > 0 && l.EventID <= v.prevID {
+		v.problem(Problem{Kind: BadLeaves, LeafIndex: -1, Detail: fmt.Sprintf("leaf %d names event %d, after event %d: leaves must follow the ids", l.Index, l.EventID, v.prevID)})
+	}
+	v.expect, v.prevID = l.Index+1, l.EventID
+	hash := l.Hash
+	switch {
+	case ev == nil && l.Pruned:
+		v.pruned(l)
+	case ev == nil:
+		p := v.problem(Problem{Kind: Removed, EventID: l.EventID, LeafIndex: l.Index, Detail: "its leaf is in the log, not marked pruned"})
+		v.suspect(p, &l, nil)
+	default:
+		h, err := flagadmin.LeafHash(*ev)
+		switch {
+		case err != nil:
+			v.problem(Problem{Kind: Changed, EventID: ev.ID, LeafIndex: l.Index, Detail: err.Error()})
+		case h != l.Hash:
+			p := v.problem(Problem{Kind: Changed, EventID: ev.ID, LeafIndex: l.Index, Detail: "its leaf hash is not the one recorded when it was written"})
+			e := *ev
+			v.suspect(p, &l, &e)
+			hash = h
+		}
+	}
+	r.Leaves++
+	if l.Index >= r.CheckpointSize {
+		r.Beyond++
+	}
+	if l.Index < v.need && !v.broken {
+		if err := v.tree.Append(hash[:], nil); err != nil {
+			v.broken = true
+		}
+		v.checkRoots()
+	}
+	if p := v.opts.Progress; p != nil && r.Leaves%v.opts.ProgressEvery == 0 {
+		p(v.progress())
+	}
+}
+
+// inserted reports an event that has no leaf.
+func (v *verification) inserted(e flagadmin.Event) {
+	p := v.problem(Problem{Kind: Inserted, EventID: e.ID, LeafIndex: -1, Detail: "it has no leaf in the log"})
+	v.suspect(p, nil, &e)
+}
+
+// pruned adds a pruned leaf to the report's ranges.
+func (v *verification) pruned(l flagadmin.LogLeaf) {
+	r := v.report
+	if n := len(r.Pruned); n > 0 && r.Pruned[n-1].LastLeaf == l.Index-1 {
+		r.Pruned[n-1].LastLeaf, r.Pruned[n-1].LastID = l.Index, l.EventID
+		return
+	}
+	r.Pruned = append(r.Pruned, PrunedRange{FirstLeaf: l.Index, LastLeaf: l.Index, FirstID: l.EventID, LastID: l.EventID})
+}
+
+// problem lists p (within maxProblems) and returns its index, -1 when left out.
+func (v *verification) problem(p Problem) int {
+	if p.Kind != BadRoot && p.Kind != Inconsistent {
+		v.eventProblems++
+	}
+	r := v.report
+	if len(r.Problems) >= maxProblems {
+		r.Omitted++
+		return -1
+	}
+	r.Problems = append(r.Problems, p)
+	return len(r.Problems) - 1
+}
+
+func (v *verification) suspect(problem int, l *flagadmin.LogLeaf, e *flagadmin.Event) {
+	if problem >= 0 && len(v.suspects) < 3*maxMismatches {
+		v.suspects = append(v.suspects, suspect{problem: problem, leaf: l, event: e})
+	}
+}
+
+// checkRoots compares the tree, when it reaches a checkpoint's size, with
+// the checkpoint's root.
+func (v *verification) checkRoots() {
+	size := int64(v.tree.End())
+	if size == v.report.CheckpointSize {
+		if root, ok := v.root(); ok && root != v.cpRoot {
+			detail := "the events do not hash to the root of the signed checkpoint"
+			if v.eventProblems == 0 {
+				detail += ", although each matches its leaf: the leaves were rewritten too"
+			}
+			v.problem(Problem{Kind: BadRoot, LeafIndex: -1, Detail: detail})
+		}
+	}
+	if t := v.trusted; t != nil && size == int64(t.Size) {
+		if root, ok := v.root(); ok && !bytes.Equal(root[:], t.Hash) {
+			v.problem(Problem{Kind: Inconsistent, LeafIndex: -1, Detail: fmt.Sprintf(
+				"the first %d events no longer hash to the root of the trusted checkpoint: the log was rewritten, or an older copy of the database put back, since it was saved", t.Size)})
+		}
+	}
+}
+
+// root is the root of the tree so far.
+func (v *verification) root() ([32]byte, bool) {
+	if v.tree.End() == 0 {
+		return [32]byte(hasher.EmptyRoot()), true
+	}
+	root, err := v.tree.GetRootHash(nil)
+	if err != nil {
+		return [32]byte{}, false
+	}
+	return [32]byte(root), true
+}
+
+// finish reports the checkpoints the log is too short for, and tells
+// reordered events from changed ones.
+func (v *verification) finish() {
+	r, size := v.report, int64(v.tree.End())
+	if v.broken {
+		v.problem(Problem{Kind: BadRoot, LeafIndex: -1, Detail: "the tree cannot be recomputed: leaves are missing"})
+	} else if size < r.CheckpointSize {
+		v.problem(Problem{Kind: BadRoot, LeafIndex: -1, Detail: fmt.Sprintf(
+			"the log has %d leaves, fewer than the %d the newest checkpoint covers: leaves were removed", size, r.CheckpointSize)})
+	}
+	if t := v.trusted; t != nil {
+		if int64(t.Size) > r.CheckpointSize {
+			v.problem(Problem{Kind: Inconsistent, LeafIndex: -1, Detail: fmt.Sprintf(
+				"the newest checkpoint covers %d events, fewer than the %d of the trusted checkpoint: the log went back in time (an older copy of the database put back?)", r.CheckpointSize, t.Size)})
+		}
+		if !v.broken && size < int64(t.Size) {
+			v.problem(Problem{Kind: Inconsistent, LeafIndex: -1, Detail: fmt.Sprintf(
+				"the log has %d leaves, fewer than the %d of the trusted checkpoint", size, t.Size)})
+		}
+	}
+	v.reordered()
+	if p := v.opts.Progress; p != nil {
+		p(v.progress())
+	}
+}
+
+// reordered finds the suspects that hold what another one recorded: an
+// event whose leaf hash, with the other's id, is the other's leaf hash.
+func (v *verification) reordered() {
+	r := v.report
+	for _, s := range v.suspects {
+		if s.event == nil {
+			continue
+		}
+		for _, o := range v.suspects {
+			if o.leaf == nil || o.leaf.EventID == s.event.ID {
+				continue
+			}
+			moved := *s.event
+			moved.ID = o.leaf.EventID
+			if h, err := flagadmin.LeafHash(moved); err != nil || h != o.leaf.Hash {
+				continue
+			}
+			r.Problems[s.problem] = Problem{Kind: Reordered, EventID: s.event.ID, LeafIndex: r.Problems[s.problem].LeafIndex,
+				OtherEventID: o.leaf.EventID, Detail: fmt.Sprintf("it holds what was recorded as event %d", o.leaf.EventID)}
+			if o.event == nil { // the other's event is gone: it moved here
+				r.Problems[o.problem] = Problem{Kind: Reordered, EventID: o.leaf.EventID, LeafIndex: o.leaf.Index,
+					OtherEventID: s.event.ID, Detail: fmt.Sprintf("what was recorded as it is now event %d", s.event.ID)}
+			}
+			break
+		}
+	}
+}
+
+func (v *verification) progress() VerifyProgress {
+	return VerifyProgress{Leaves: v.report.Leaves, Size: v.size0, Events: v.report.Events, Problems: v.eventProblems}
+}
+
+// leafReader reads a Source's leaves a page at a time.
+type leafReader struct {
+	src      Source
+	pageSize int
+	page     []flagadmin.LogLeaf
+	at       int
+	next     int64 // the index to read from
+	size     int64 // the log's size at the last read
+	dry      bool  // the last read found none: peek finds none until refresh
+}
+
+// peek returns the next leaf, reading a page when needed; false at the
+// end of the leaves.
+func (r *leafReader) peek(ctx context.Context) (flagadmin.LogLeaf, bool, error) {
+	if r.at < len(r.page) {
+		return r.page[r.at], true, nil
+	}
+	if r.dry {
+		return flagadmin.LogLeaf{}, false, nil
+	}
+	leaves, size, err := r.src.Leaves(ctx, r.next, r.pageSize)
+	if err != nil {
+		return flagadmin.LogLeaf{}, false, fmt.Errorf("read the leaves from %d: %w", r.next, err)
+	}
+	r.page, r.at, r.size = leaves, 0, size
+	if len(leaves) == 0 {
+		r.dry = true
+		return flagadmin.LogLeaf{}, false, nil
+	}
+	r.next = leaves[len(leaves)-1].Index + 1
+	return leaves[0], true, nil
+}
+
+func (r *leafReader) advance() { r.at++ }
+
+// refresh reads the leaves again after peek found none, and reports
+// whether there are more now.
+func (r *leafReader) refresh(ctx context.Context) (bool, error) {
+	r.dry = false
+	_, ok, err := r.peek(ctx)
+	return ok, err
+}

@@ -1,0 +1,308 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"go.uber.org/fx"
+
+	"github.com/flagadmin/flagadmin/adapters/bunstore"
+	"github.com/flagadmin/flagadmin/adapters/metrics"
+	"github.com/flagadmin/flagadmin/adapters/unleashimport"
+	"github.com/flagadmin/flagadmin/flagadmin"
+)
+
+// followUsage is the help of --follow.
+const followUsage = "URL of an Unleash PostgreSQL database to follow, postgres://user:pass@host:5432/unleash:\n" +
+	"the store (empty, or one that follows this database) becomes its read-only copy, kept\n" +
+	"current; write operations answer 409 ReadOnlyError"
+
+// parseFollowURL checks --follow: a postgres:// URL.
+func parseFollowURL(raw string) (string, error) {
+	raw = strings.TrimSpace(raw)
+	if raw == "" {
+		return "", nil
+	}
+	u, err := url.Parse(raw)
+	if err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") || u.Host == "" {
+		return "", fmt.Errorf("%q is not a PostgreSQL URL; Unleash's database is postgres://user:pass@host:5432/unleash", bunstore.RedactURL(raw))
+	}
+	return raw, nil
+}
+
+// checkFollow refuses what does not go with --follow: a world to load
+// (the store is Unleash's copy) and the Unleash database as the store.
+func (s *settings) checkFollow(cfg Config, set map[string]bool) error {
+	_, source, _ := s.lookup(s.follow, set)
+	switch {
+	case cfg.Demo:
+		return cliErrorf("--demo and %s exclude each other: a store that follows Unleash holds Unleash's world only", source)
+	case cfg.Seed != "":
+		_, seedSource, _ := s.lookup(s.seed, set)
+		return cliErrorf("%s and %s exclude each other: a store that follows Unleash holds Unleash's world only", seedSource, source)
+	case sameDatabase(cfg.DB, cfg.Follow):
+		return cliErrorf("%s is the database of --db (%s); the copy goes into another database", source, bunstore.RedactURL(cfg.DB))
+	}
+	return nil
+}
+
+// followModule provides the *unleashimport.Follower of --follow (nil
+// without), run from the app's start to its stop.
+var followModule = fx.Module("follow", fx.Provide(newFollower))
+
+// newFollower returns the follower of cfg.Follow into the opened store, or
+// nil when the server follows nothing. On start it checks the store (a
+// store holding anything else than a copy of the source is refused, one
+// line) and runs the follower in the background: the import, if the store
+// is empty, then following. On stop it ends it, releasing its lease.
+func newFollower(lc fx.Lifecycle, cfg Config, store flagadmin.Store, log *slog.Logger, m *metrics.Metrics) (*unleashimport.Follower, error) {
+	if cfg.Follow == "" {
+		return nil, nil
+	}
+	target, ok := store.(unleashimport.FollowStore)
+	if !ok {
+		return nil, cliErrorf("--follow: the store %s keeps no follow state; use --db memory:", bunstore.RedactURL(cfg.DB))
+	}
+	flog := log.With("component", "follow")
+	f := unleashimport.NewFollower(cfg.Follow, target, unleashimport.FollowOptions{Logger: flog})
+	registerFollowStats(m, f)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	lc.Append(fx.Hook{
+		OnStart: func(start context.Context) error {
+			resume, err := f.Check(start)
+			if err != nil {
+				cancel()
+				if errors.Is(err, unleashimport.ErrFollowRefused) {
+					return cliErrorf("--follow: %s", flat(err))
+				}
+				return cliErrorf("--follow: cannot read the store: %s", withCause(err))
+			}
+			if resume {
+				st, _ := target.FollowState(start)
+				flog.Info("following: resuming", "source", unleashimport.SourceName(cfg.Follow), "position", st.Position, "holder", f.Holder())
+			} else {
+				flog.Info("following: starting", "source", unleashimport.SourceName(cfg.Follow), "holder", f.Holder())
+			}
+			go func() { defer close(done); _ = f.Run(ctx) }() // Run logs why it stops
+			return nil
+		},
+		OnStop: func(stop context.Context) error {
+			cancel()
+			select {
+			case <-done:
+				flog.Info("following: stopped; the follow lease is released")
+				return nil
+			case <-stop.Done():
+				return stop.Err()
+			}
+		},
+	})
+	return f, nil
+}
+
+// followReporter is what the API reports of the follower: nil (no
+// follow state on /health) when the server follows nothing.
+func followReporter(f *unleashimport.Follower) interface{ Status() flagadmin.FollowStatus } {
+	if f == nil {
+		return nil
+	}
+	return f
+}
+
+// registerFollowStats exports the follower's figures.
+func registerFollowStats(m *metrics.Metrics, f *unleashimport.Follower) {
+	m.GaugeFunc("follow_lag_seconds", "Age of the copy of Unleash: seconds since it was last known to equal the source.", nil,
+		func() float64 { return f.Status().LagSeconds })
+	m.GaugeFunc("follow_lag_events", "Event ids the source has committed that the copy does not hold yet (as last read by the server that applies).", nil,
+		func() float64 { return float64(f.Status().LagEvents) })
+	m.CounterFunc("follow_applied_total", "Events of the source this server applied to the copy (the import's included).", nil,
+		func() float64 { return float64(f.Status().Applied) })
+	m.CounterFunc("follow_errors_total", "Failed reads of the source and writes of the store by this server's follower.", nil,
+		func() float64 { return float64(f.Status().Errors) })
+}
+
+var followStatusCommand = command{
+	usage: "flagadmin follow status [--url URL | --db URL]",
+	about: `Shows how a server follows Unleash (flagadmin serve --follow): the source, the
+state (importing, following, standby while another server applies, paused while
+the source cannot be reached, stopped), the position (the last Unleash event id
+the copy holds or knows was never committed), the lag in events and seconds,
+the event id delivery waits on while a transaction that may commit it is open,
+and which server holds the lease.
+
+With --url (or FLAGADMIN_URL), it asks the server (GET /health, no token needed).
+With --db, it reads what the store records (position, last sync, lease); the
+lag in events is known only to the server that applies.`,
+	env: []string{envURL, envDB},
+}
+
+// followCmd runs "flagadmin follow status".
+func (c *cli) followCmd(ctx context.Context, args []string) error {
+	if len(args) == 0 {
+		return cliErrorf("flagadmin follow needs a subcommand: status (see flagadmin follow -h)")
+	}
+	if isHelpFlag(args[0]) {
+		args = []string{"status", "-h"}
+	}
+	if args[0] != "status" {
+		return cliErrorf("unknown subcommand %q of flagadmin follow; the only one is status", args[0])
+	}
+	fs := newFlagSet("flagadmin follow status")
+	s := newSettings(fs, c.getenv, withDB)
+	server := fs.String("url", "", "base URL of the server to ask (env "+envURL+")")
+	rest, err := c.parse(fs, followStatusCommand, args[1:])
+	if err != nil {
+		return err
+	}
+	if err := noArgs(fs, rest); err != nil {
+		return err
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	base := *server
+	if base == "" && !set["db"] {
+		base = c.getenv(envURL)
+	}
+	if base != "" {
+		st, err := serverFollowStatus(ctx, base)
+		if err != nil {
+			return err
+		}
+		writeFollowStatus(c.stdout, st, time.Now())
+		return nil
+	}
+	cfg, err := s.config(fs)
+	if err != nil {
+		return err
+	}
+	if cfg.DB == memoryURL {
+		return cliErrorf("memory: keeps nothing between processes; ask the server with --url")
+	}
+	openCtx, cancel := context.WithTimeout(ctx, openTimeout)
+	defer cancel()
+	store, err := openBunstore(openCtx, cfg.DB, buildLogger(cfg, c.stderr), false, bunstore.WithTimeout(defaultDBTimeout))
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	var reader any = store
+	fr, ok := reader.(flagadmin.FollowStateReader)
+	if !ok {
+		return cliErrorf("the store %s keeps no follow state; ask the server with --url", bunstore.RedactURL(cfg.DB))
+	}
+	fst, err := fr.FollowState(ctx)
+	if err != nil {
+		return cliErrorf("cannot read the follow state of %s: %s", bunstore.RedactURL(cfg.DB), flat(err))
+	}
+	if !fst.Following() {
+		fmt.Fprintf(c.stdout, "%s follows no Unleash database\n", bunstore.RedactURL(cfg.DB))
+		return nil
+	}
+	writeFollowStatus(c.stdout, storedFollowStatus(fst, time.Now()), time.Now())
+	return nil
+}
+
+// storedFollowStatus is what a store's follow state tells of following.
+func storedFollowStatus(fst flagadmin.FollowState, now time.Time) flagadmin.FollowStatus {
+	st := flagadmin.FollowStatus{Source: fst.Source.URL, State: "recorded in the store", Ready: true, Holder: fst.Holder,
+		Position: fst.Position, Holes: fst.Holes, LagEvents: -1}
+	if fst.Holder != "" && !fst.LeaseUntil.After(now) {
+		st.Holder = ""
+	}
+	if !fst.SyncedAt.IsZero() {
+		t := fst.SyncedAt
+		st.SyncedAt = &t
+		st.LagSeconds = now.Sub(t).Seconds()
+	}
+	return st
+}
+
+// serverFollowStatus asks the server at base for its follow state.
+func serverFollowStatus(ctx context.Context, base string) (flagadmin.FollowStatus, error) {
+	u, err := url.Parse(strings.TrimRight(base, "/") + "/health")
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") {
+		return flagadmin.FollowStatus{}, cliErrorf("--url: %q is not an http(s) URL", base)
+	}
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+	if err != nil {
+		return flagadmin.FollowStatus{}, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return flagadmin.FollowStatus{}, cliErrorf("cannot reach the server at %s: %s", base, flat(err))
+	}
+	defer resp.Body.Close()
+	var body struct {
+		Follow *flagadmin.FollowStatus `json:"follow"`
+	}
+	data, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	if err == nil && resp.StatusCode == http.StatusOK {
+		err = json.Unmarshal(data, &body)
+	} else if err == nil {
+		err = fmt.Errorf("GET /health answered %s", resp.Status)
+	}
+	if err != nil {
+		return flagadmin.FollowStatus{}, cliErrorf("the server at %s did not answer its health: %s", base, flat(err))
+	}
+	if body.Follow == nil {
+		return flagadmin.FollowStatus{}, cliErrorf("the server at %s follows no Unleash database (it runs without --follow)", base)
+	}
+	return *body.Follow, nil
+}
+
+// writeFollowStatus prints a follow status for a person.
+func writeFollowStatus(w io.Writer, st flagadmin.FollowStatus, now time.Time) {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	state := st.State
+	switch {
+	case st.State == flagadmin.FollowStateFollowing && st.Applying:
+		state += " (this server applies)"
+	case st.Reason != "":
+		state += ": " + st.Reason
+	}
+	fmt.Fprintf(tw, "source\t%s\n", st.Source)
+	fmt.Fprintf(tw, "state\t%s\n", state)
+	if !st.Ready {
+		fmt.Fprintf(tw, "copy\tnot loaded yet (the import runs)\n")
+	}
+	fmt.Fprintf(tw, "position\tevent id %d (%d ids never committed in Unleash)\n", st.Position, st.Holes)
+	lag := "-"
+	switch {
+	case st.State == flagadmin.FollowStatePaused && st.SyncedAt != nil:
+		lag = "unknown events (the source cannot be read), at least " + age(time.Duration(st.LagSeconds*float64(time.Second)))
+	case st.LagEvents >= 0 && st.SyncedAt != nil:
+		lag = fmt.Sprintf("%d events, %s", st.LagEvents, age(time.Duration(st.LagSeconds*float64(time.Second))))
+	case st.SyncedAt != nil:
+		lag = age(time.Duration(st.LagSeconds * float64(time.Second)))
+	}
+	fmt.Fprintf(tw, "lag\t%s\n", lag)
+	if st.SyncedAt != nil {
+		fmt.Fprintf(tw, "synced\t%s (%s ago)\n", st.SyncedAt.UTC().Format(time.RFC3339), age(now.Sub(*st.SyncedAt)))
+	}
+	if st.WaitingFor != 0 {
+		fmt.Fprintf(tw, "waiting for\tevent id %d: a transaction on the Unleash database may still commit it\n", st.WaitingFor)
+	}
+	holder := "none"
+	if st.Holder != "" {
+		holder = st.Holder
+	}
+	fmt.Fprintf(tw, "applied by\t%s\n", holder)
+	if st.State != "recorded in the store" {
+		fmt.Fprintf(tw, "this server\t%s events applied, %s errors since it started\n", strconv.FormatInt(st.Applied, 10), strconv.FormatInt(st.Errors, 10))
+	}
+	tw.Flush()
+}

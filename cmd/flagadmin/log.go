@@ -1,0 +1,186 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"go.uber.org/fx"
+
+	"github.com/flagadmin/flagadmin/adapters/metrics"
+	"github.com/flagadmin/flagadmin/adapters/tlog"
+	"github.com/flagadmin/flagadmin/flagadmin"
+)
+
+// The verifiable log of a server (decisions §19, §20): the tree's upkeep
+// (stored subtree hashes, and with --log-key a signed checkpoint at least
+// every 10 s while the log grows) and, with --retention, the pruner.
+
+// bindLogSettings registers --log-key and --retention with bind.
+func bindLogSettings(bind func(name, env, def, usage string, unleash unleashReader) *setting) (logKey, retention *setting) {
+	logKey = bind("log-key", envLogKey, "",
+		"`FILE` of the key that signs the event log's checkpoints (written by flagadmin log keygen);\n"+
+			"with it the server signs a checkpoint at least every 10 s while the log grows and serves\n"+
+			"the newest at GET /api/admin/log/checkpoint. Give every server on one database the same key", nil)
+	retention = bind("retention", envRetention, "",
+		"the `DURATION` events are kept, such as 90d or 2160h; older ones are pruned in small batches\n"+
+			"in the background, except those of projects under a legal hold (flagadmin log hold). Their\n"+
+			"leaf hashes stay, so checkpoints and proofs stay valid. Empty or 0 keeps events for ever", nil)
+	return logKey, retention
+}
+
+// loadLogKey reads the signing key file of --log-key; empty keeps none.
+func loadLogKey(path string) (file, key string, err error) {
+	path = strings.TrimSpace(path)
+	if path == "" {
+		return "", "", nil
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "", "", fmt.Errorf("cannot read the signing key: %s", flat(err))
+	}
+	if _, err := tlog.ParseSignerKey(string(b)); err != nil {
+		return "", "", fmt.Errorf("%s: %v", path, err)
+	}
+	return path, strings.TrimSpace(string(b)), nil
+}
+
+// parseRetention reads --retention: a number of days (90d) or a Go
+// duration (2160h); empty or 0 keeps events for ever.
+func parseRetention(raw string) (time.Duration, error) {
+	raw = strings.TrimSpace(raw)
+	if raw == "" || raw == "0" {
+		return 0, nil
+	}
+	if days, ok := strings.CutSuffix(raw, "d"); ok {
+		if n, err := strconv.Atoi(days); err == nil && n > 0 && n < 1<<20 {
+			return time.Duration(n) * 24 * time.Hour, nil
+		}
+	}
+	d, err := time.ParseDuration(raw)
+	if err != nil || d < 0 {
+		return 0, fmt.Errorf("%q is not a retention; use a number of days such as 90d, a duration such as 2160h, or 0 to keep events for ever", raw)
+	}
+	return d, nil
+}
+
+// logModule keeps the log of the opened store: its upkeep and pruner run
+// from the app's start (after the HTTP server's, so after the seed) to
+// its stop.
+var logModule = fx.Module("log",
+	fx.Provide(newLogParts),
+	fx.Invoke(startLog),
+)
+
+// logParts are the log of the opened store, nil when the store keeps none.
+type logParts struct {
+	store  flagadmin.LogStore
+	prover *tlog.Prover
+	signer *tlog.Signer
+}
+
+// config is what the Service is given (zero without a log).
+func (p *logParts) config() flagadmin.LogConfig {
+	if p == nil {
+		return flagadmin.LogConfig{}
+	}
+	return flagadmin.LogConfig{Store: p.store, Prover: p.prover, Signing: p.signer != nil}
+}
+
+// newLogParts returns the log of the opened store (not through the caches:
+// the tree is read as it is stored). A store that keeps none serves no
+// log; --log-key and --retention then stop start-up.
+func newLogParts(opened flagadmin.Store, cfg Config) (*logParts, error) {
+	ls, ok := opened.(flagadmin.LogStore)
+	if !ok {
+		switch {
+		case cfg.LogSignerKey != "":
+			return nil, cliErrorf("--log-key: this database keeps no verifiable log yet")
+		case cfg.Retention > 0:
+			return nil, cliErrorf("--retention: this database keeps no verifiable log yet, and pruning keeps the leaves of what it removes")
+		}
+		return nil, nil
+	}
+	p := &logParts{store: ls, prover: tlog.NewProver(ls)}
+	if cfg.LogSignerKey != "" {
+		signer, err := tlog.NewSigner(ls, p.prover, cfg.LogSignerKey, nil)
+		if err != nil {
+			return nil, cliErrorf("--log-key: %s", flat(err))
+		}
+		p.signer = signer
+	}
+	return p, nil
+}
+
+// startLog runs the log's upkeep and, with a retention, its pruner, and
+// exports their figures.
+func startLog(lc fx.Lifecycle, parts *logParts, cfg Config, log *slog.Logger, m *metrics.Metrics) {
+	if parts == nil {
+		return
+	}
+	log = log.With("component", "log")
+	keeper := tlog.NewMaintainer(parts.prover, parts.signer, tlog.MaintainerOptions{Logger: log})
+	var pruner *tlog.Pruner
+	if cfg.Retention > 0 {
+		pruner = tlog.NewPruner(parts.store, cfg.Retention, tlog.PrunerOptions{Logger: log})
+	}
+	registerLogStats(m, keeper, pruner, parts.signer != nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	lc.Append(fx.Hook{
+		OnStart: func(context.Context) error {
+			if parts.signer != nil {
+				log.Info("log: signing checkpoints", "origin", parts.signer.Origin(), "key", cfg.LogKey)
+			}
+			wg.Go(func() { keeper.Run(ctx) })
+			if pruner != nil {
+				log.Info("retention: pruning events", "olderThan", cfg.Retention.String())
+				wg.Go(func() { pruner.Run(ctx) })
+			}
+			return nil
+		},
+		OnStop: func(stop context.Context) error {
+			cancel()
+			done := make(chan struct{})
+			go func() { wg.Wait(); close(done) }()
+			select {
+			case <-done:
+				return nil
+			case <-stop.Done():
+				return errors.Join(errors.New("the log's upkeep did not stop in time"), stop.Err())
+			}
+		},
+	})
+}
+
+// registerLogStats exports the events pruned and, when the server signs,
+// the age of the newest checkpoint.
+func registerLogStats(m *metrics.Metrics, keeper *tlog.Maintainer, pruner *tlog.Pruner, signing bool) {
+	m.CounterFunc("events_pruned_total", "Events removed by retention by this server (their leaves stay in the log).", nil,
+		func() float64 {
+			if pruner == nil {
+				return 0
+			}
+			return float64(pruner.Pruned())
+		})
+	if !signing {
+		return
+	}
+	m.GaugeFunc("log_checkpoint_age_seconds", "Time since the newest checkpoint of the event log was signed (by any server on the "+
+		"database); it grows while the log does not, as a checkpoint is signed only when the log grew. -1 before the first.", nil,
+		func() float64 {
+			cp, ok := keeper.Latest()
+			if !ok {
+				return -1
+			}
+			return time.Since(cp.SignedAt).Seconds()
+		})
+	m.CounterFunc("log_checkpoints_signed_total", "Checkpoints of the event log signed by this server.", nil,
+		func() float64 { return float64(keeper.Signed()) })
+}

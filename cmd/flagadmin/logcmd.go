@@ -1,0 +1,386 @@
+package main
+
+import (
+	"context"
+	"encoding/base64"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"iter"
+	"log/slog"
+	"os"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/flagadmin/flagadmin/adapters/bunstore"
+	"github.com/flagadmin/flagadmin/adapters/client"
+	"github.com/flagadmin/flagadmin/adapters/tlog"
+	"github.com/flagadmin/flagadmin/flagadmin"
+)
+
+// logGroup is the help of flagadmin log.
+var logGroup = commandGroup{
+	name: "log",
+	summary: "The event log as a Merkle tree (RFC 9162) that anyone with the verifier key can check: " +
+		"its signing keys, its audit, and the legal holds that keep events from retention.",
+	subs: []subcommandHelp{
+		{"keygen", &logKeygenCommand}, {"verify", &logVerifyCommand}, {"hold", &logHoldCommand}, {"holds", &logHoldsCommand},
+	},
+}
+
+func (c *cli) logCmd(ctx context.Context, args []string) error {
+	sub, rest, err := c.subcommand(logGroup, args)
+	if err != nil {
+		return err
+	}
+	switch sub {
+	case "keygen":
+		return c.logKeygen(rest)
+	case "verify":
+		return c.logVerify(ctx, rest)
+	case "hold":
+		return c.logHold(ctx, rest)
+	}
+	return c.logHolds(ctx, rest)
+}
+
+var logKeygenCommand = command{
+	usage:   "flagadmin log keygen --out FILE [--origin NAME]",
+	summary: "Writes a new key pair for the event log's checkpoints: the signing key to FILE, the verifier key to FILE.pub.",
+	about: `The keys are Ed25519, written as signed-note keys. The signing key goes to
+FILE (mode 0600; give it to the server as --log-key FILE, never to anyone else;
+it never goes into the database), the verifier key to FILE.pub (publish it;
+flagadmin log verify --key FILE.pub checks checkpoints with it). Existing files
+are never overwritten.
+
+The origin names the log: it is the first line of every checkpoint and the name
+of the keys (no spaces or +), such as flagadmin.example.com/log.`,
+}
+
+func (c *cli) logKeygen(args []string) error {
+	fs := newFlagSet("flagadmin log keygen")
+	out := fs.String("out", "", "the `FILE` to write the signing key to; the verifier key goes to FILE.pub")
+	origin := fs.String("origin", defaultOrigin(), "the log's `NAME`: the first line of its checkpoints")
+	rest, err := c.parse(fs, logKeygenCommand, args)
+	if err != nil {
+		return err
+	}
+	if err := noArgs(fs, rest); err != nil {
+		return err
+	}
+	if *out == "" {
+		return cliErrorf("flagadmin log keygen needs --out FILE (see flagadmin log keygen --help)")
+	}
+	skey, vkey, err := tlog.GenerateKey(*origin)
+	if err != nil {
+		return cliErrorf("--origin: %s", flat(err))
+	}
+	for _, f := range []struct {
+		path, key string
+		mode      os.FileMode
+	}{{*out, skey, 0o600}, {*out + ".pub", vkey, 0o644}} {
+		if _, err := os.Stat(f.path); err == nil {
+			return cliErrorf("flagadmin log keygen: %s exists; it is not overwritten (a lost signing key cannot be replaced without a new verifier key)", f.path)
+		}
+	}
+	if err := writeNew(*out, skey+"\n", 0o600); err != nil {
+		return err
+	}
+	if err := writeNew(*out+".pub", vkey+"\n", 0o644); err != nil {
+		os.Remove(*out)
+		return err
+	}
+	fmt.Fprintf(c.stdout, "wrote the signing key of %s to %s (keep it secret: flagadmin serve --log-key %s)\n", *origin, *out, *out)
+	fmt.Fprintf(c.stdout, "wrote the verifier key to %s.pub (publish it: flagadmin log verify --key %s.pub)\n", *out, *out)
+	return nil
+}
+
+// writeNew writes text to a file that must not exist yet.
+func writeNew(path, text string, mode os.FileMode) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, mode)
+	if err != nil {
+		return cliErrorf("flagadmin log keygen: %s", flat(err))
+	}
+	_, err = f.WriteString(text)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		os.Remove(path)
+		return cliErrorf("flagadmin log keygen: %s", flat(err))
+	}
+	return nil
+}
+
+// defaultOrigin is flagadmin/<host name>.
+func defaultOrigin() string {
+	host, err := os.Hostname()
+	host = strings.Map(func(r rune) rune {
+		if r == '+' || r <= ' ' {
+			return '-'
+		}
+		return r
+	}, host)
+	if err != nil || host == "" {
+		return "flagadmin"
+	}
+	return "flagadmin/" + host
+}
+
+var logVerifyCommand = command{
+	usage:   "flagadmin log verify --key FILE.pub [flags]",
+	summary: "Recomputes the event log's Merkle tree from every event and checks it against the signed checkpoints; names the first event changed, removed, inserted or reordered.",
+	about: `It checks the newest checkpoint's signature (with the verifier key), its root, and with --trusted a
+checkpoint saved earlier (the log must still have its root at its size: this
+catches an older copy of the database put back). Each event's leaf hash is
+compared with the one recorded when it was written, so the first event changed,
+removed, inserted or reordered is named. Events pruned by retention are reported
+as pruned ranges, not as problems: their leaf hashes still count.
+
+It reads a running server (--url, --token: an admin token or a root Admin's
+personal token, as it reads every event and leaf) or a database directly (--db).
+Progress goes to stderr. The exit code is 0 when everything holds, 1 otherwise.
+--save FILE writes the newest checkpoint to FILE once it verified: pass it as
+--trusted next time.`,
+	env: []string{envURL, envToken},
+}
+
+func (c *cli) logVerify(ctx context.Context, args []string) error {
+	fs := newFlagSet("flagadmin log verify")
+	baseURL, token := serverFlags(fs)
+	db := fs.String("db", "", "read the database at `URL` directly instead of a server (sqlite:PATH, postgres://..., mysql://...)")
+	keyFile := fs.String("key", "", "the verifier key `FILE` (FILE.pub of flagadmin log keygen)")
+	trustedFile := fs.String("trusted", "", "a checkpoint `FILE` saved earlier (by --save, or from GET /api/admin/log/checkpoint)")
+	save := fs.String("save", "", "write the newest checkpoint to `FILE` once it verified")
+	rest, err := c.parse(fs, logVerifyCommand, args)
+	if err != nil {
+		return err
+	}
+	if err := noArgs(fs, rest); err != nil {
+		return err
+	}
+	if *keyFile == "" {
+		return cliErrorf("flagadmin log verify needs --key FILE.pub, the log's verifier key")
+	}
+	b, err := os.ReadFile(*keyFile)
+	if err != nil {
+		return cliErrorf("--key: %s", flat(err))
+	}
+	verifier, err := tlog.ParseVerifierKey(string(b))
+	if err != nil {
+		return cliErrorf("--key: %s: %s", *keyFile, flat(err))
+	}
+	opts := tlog.VerifyOptions{Verifier: verifier}
+	if *trustedFile != "" {
+		if opts.Trusted, err = os.ReadFile(*trustedFile); err != nil {
+			return cliErrorf("--trusted: %s", flat(err))
+		}
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if *db != "" && (set["url"] || set["token"]) {
+		return cliErrorf("flagadmin log verify reads a server (--url, --token) or a database (--db), not both")
+	}
+	var src tlog.Source
+	if *db != "" {
+		quiet := buildLogger(Config{LogLevel: slog.LevelWarn, LogFormat: defaultLogFormat}, c.stderr)
+		store, closeStore, err := c.openLogStore(ctx, *db, false, quiet)
+		if err != nil {
+			return err
+		}
+		defer closeStore()
+		src = tlog.StoreSource(store, store.(flagadmin.LogStore))
+	} else {
+		api, err := c.apiClient("flagadmin log verify", *baseURL, *token)
+		if err != nil {
+			return err
+		}
+		src = apiSource{api}
+	}
+	return c.verifyLog(ctx, src, opts, *save)
+}
+
+// verifyLog runs the verification and reports it: progress on stderr, the
+// result on stdout.
+func (c *cli) verifyLog(ctx context.Context, src tlog.Source, opts tlog.VerifyOptions, save string) error {
+	start := time.Now()
+	opts.Progress = func(p tlog.VerifyProgress) {
+		fmt.Fprintf(c.stderr, "checked %d of %d leaves, %d events read, %d problems (%s)\n",
+			p.Leaves, p.Size, p.Events, p.Problems, time.Since(start).Round(time.Millisecond))
+	}
+	r, err := tlog.Verify(ctx, src, opts)
+	if err != nil {
+		var ce *client.Error
+		if errors.As(err, &ce) && errors.Is(err, flagadmin.ErrNoAccess) {
+			return cliErrorf("flagadmin log verify: the token may not read the log's leaves: it needs an admin token or a root Admin's personal token (%s)", flat(err))
+		}
+		return cliErrorf("flagadmin log verify: %s", flat(err))
+	}
+	fmt.Fprintf(c.stdout, "checkpoint: %s, %d events, root %s, signature valid\n", r.Origin, r.CheckpointSize, base64.StdEncoding.EncodeToString(r.CheckpointRoot[:]))
+	for _, p := range r.Pruned {
+		fmt.Fprintf(c.stdout, "pruned: leaves %d to %d (events %d to %d), removed by retention; their leaf hashes count\n", p.FirstLeaf, p.LastLeaf, p.FirstID, p.LastID)
+	}
+	for _, p := range r.Problems {
+		fmt.Fprintf(c.stdout, "PROBLEM: %s\n", p)
+	}
+	if r.Omitted > 0 {
+		fmt.Fprintf(c.stdout, "PROBLEM: and %d more\n", r.Omitted)
+	}
+	if !r.OK() {
+		more := ""
+		if n := int64(len(r.Problems)-1) + r.Omitted; n > 0 {
+			more = fmt.Sprintf(" (and %d more problems, above)", n)
+		}
+		return cliErrorf("the log does not verify: %s%s", r.Problems[0], more)
+	}
+	msg := fmt.Sprintf("OK: %d events and %d leaves checked in %s; the tree has the signed root of the %d events of the checkpoint",
+		r.Events, r.Leaves, time.Since(start).Round(time.Millisecond), r.CheckpointSize)
+	if r.TrustedSize > 0 {
+		msg += fmt.Sprintf(", and the root of the %d events of the trusted checkpoint", r.TrustedSize)
+	}
+	if r.Beyond > 0 {
+		msg += fmt.Sprintf("; %d events written since match their leaves (the next checkpoint signs them)", r.Beyond)
+	}
+	fmt.Fprintln(c.stdout, msg)
+	if save != "" {
+		if err := os.WriteFile(save, r.Note, 0o644); err != nil {
+			return cliErrorf("--save: %s", flat(err))
+		}
+		fmt.Fprintf(c.stdout, "saved the checkpoint to %s: pass it as --trusted next time\n", save)
+	}
+	return nil
+}
+
+// apiSource is the Source of a running server: its checkpoint, its leaves
+// and its export.
+type apiSource struct{ api *client.Client }
+
+func (s apiSource) Checkpoint(ctx context.Context) ([]byte, error) { return s.api.LogCheckpoint(ctx) }
+
+func (s apiSource) Leaves(ctx context.Context, start int64, count int) ([]flagadmin.LogLeaf, int64, error) {
+	page, err := s.api.LogLeaves(ctx, start, count)
+	return page.Leaves, page.TreeSize, err
+}
+
+func (s apiSource) Events(ctx context.Context) iter.Seq2[flagadmin.Event, error] {
+	return s.api.ExportEvents(ctx, flagadmin.EventSearchParams{}, 0)
+}
+
+// openLogStore opens a database that keeps the verifiable log.
+func (c *cli) openLogStore(ctx context.Context, dbURL string, migrate bool, log *slog.Logger) (flagadmin.Store, func() error, error) {
+	dbURL, err := parseDBURL(dbURL)
+	if err != nil {
+		return nil, nil, cliErrorf("--db: %v", err)
+	}
+	if dbURL == memoryURL {
+		return nil, nil, cliErrorf("--db: memory: starts empty in every process; give the server's database, or read the server with --url")
+	}
+	openCtx, cancel := context.WithTimeout(ctx, openTimeout)
+	defer cancel()
+	store, closeStore, err := openStore(openCtx, dbURL, log, migrate, defaultDBTimeout)
+	if err != nil {
+		return nil, nil, err
+	}
+	if _, ok := store.(flagadmin.LogStore); !ok {
+		closeStore()
+		return nil, nil, cliErrorf("%s keeps no verifiable log yet", bunstore.RedactURL(dbURL))
+	}
+	return store, closeStore, nil
+}
+
+var logHoldCommand = command{
+	usage:   "flagadmin log hold --project P [--release] [flags]",
+	summary: "Puts the events of project P under legal hold, or with --release ends the hold.",
+	about: `Retention (serve --retention) never prunes a held project's events until the hold
+is released with --release. P need not exist any more
+(events outlive their projects); events without a project follow the retention.
+The hold is stored in the database and applies to every server on it at once.`,
+	env: []string{envDB, envLogLevel, envLogFormat},
+}
+
+func (c *cli) logHold(ctx context.Context, args []string) error {
+	fs := newFlagSet("flagadmin log hold")
+	s := newSettings(fs, c.getenv, withDB)
+	project := fs.String("project", "", "the `PROJECT` whose events to hold")
+	release := fs.Bool("release", false, "release the project's hold instead")
+	cfg, err := c.parseConfig(fs, s, logHoldCommand, args)
+	if err != nil {
+		return err
+	}
+	if *project == "" {
+		return cliErrorf("flagadmin log hold needs --project P (flagadmin log holds lists the holds)")
+	}
+	store, closeStore, err := c.openLogStore(ctx, cfg.DB, true, buildLogger(cfg, c.stderr))
+	if err != nil {
+		return err
+	}
+	defer closeStore()
+	return c.hold(ctx, store, cfg.DB, *project, *release)
+}
+
+// hold places or releases a hold on project in store.
+func (c *cli) hold(ctx context.Context, store flagadmin.Store, dbURL, project string, release bool) error {
+	svc := flagadmin.NewService(store, flagadmin.WithLog(flagadmin.LogConfig{Store: store.(flagadmin.LogStore)}))
+	if release {
+		if err := svc.ReleaseProject(ctx, flagadmin.System, project); err != nil {
+			return cliErrorf("cannot release the hold: %s", holdError(err))
+		}
+		fmt.Fprintf(c.stdout, "released the legal hold on the events of %s in %s: retention applies to them again\n", project, bunstore.RedactURL(dbURL))
+		return nil
+	}
+	if err := svc.HoldProject(ctx, flagadmin.System, project); err != nil {
+		return cliErrorf("cannot hold the project: %s", holdError(err))
+	}
+	fmt.Fprintf(c.stdout, "the events of %s in %s are under legal hold: retention does not prune them\n", project, bunstore.RedactURL(dbURL))
+	return nil
+}
+
+// holdError names --project in a validation error.
+func holdError(err error) string {
+	var v *flagadmin.ValidationError
+	if errors.As(err, &v) && len(v.Fields) > 0 {
+		return "--project: " + v.Fields[0].Message
+	}
+	return withCause(err)
+}
+
+var logHoldsCommand = command{
+	usage:   "flagadmin log holds [flags]",
+	summary: "Lists the legal holds of the database: each held project and since when.",
+	env:     []string{envDB, envLogLevel, envLogFormat},
+}
+
+func (c *cli) logHolds(ctx context.Context, args []string) error {
+	fs := newFlagSet("flagadmin log holds")
+	s := newSettings(fs, c.getenv, withDB)
+	cfg, err := c.parseConfig(fs, s, logHoldsCommand, args)
+	if err != nil {
+		return err
+	}
+	store, closeStore, err := c.openLogStore(ctx, cfg.DB, false, buildLogger(cfg, c.stderr))
+	if err != nil {
+		return err
+	}
+	defer closeStore()
+	return c.listHolds(ctx, store, c.stdout)
+}
+
+// listHolds prints the holds of store.
+func (c *cli) listHolds(ctx context.Context, store flagadmin.Store, w io.Writer) error {
+	holds, err := store.(flagadmin.LogStore).LogHolds(ctx)
+	if err != nil {
+		return cliErrorf("cannot read the holds: %s", withCause(err))
+	}
+	if len(holds) == 0 {
+		fmt.Fprintln(w, "no legal holds")
+		return nil
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "PROJECT\tHELD SINCE")
+	for _, h := range holds {
+		fmt.Fprintf(tw, "%s\t%s\n", h.Project, h.Since.UTC().Format(time.RFC3339))
+	}
+	return tw.Flush()
+}

@@ -1,0 +1,273 @@
+package flagadmin
+
+import (
+	"iter"
+	"time"
+	"unicode/utf8"
+)
+
+// The parameters of the event searches, declared once (FilterParams): their
+// names, how each is written, which operations take it, and for the list
+// filters the event column they select on. ParseEventSearch, the webhook
+// filters (SetFilterParam), ParseEventExport and ParseEventStream read them
+// from the declaration, and so do the adapters (the client's query string,
+// the result cache's keys, the command line's filter flags); the HTTP
+// transport's parameters and EventQuery.Matches are tested against it.
+
+// FilterKind is how a parameter of the event searches is written and what
+// it selects.
+type FilterKind int
+
+// The kinds of parameters.
+const (
+	// FilterStrings is IS:<value> or IS_ANY_OF:<value>,<value>,... (ParseFilter):
+	// the column is one of the values, exact and case-sensitive.
+	FilterStrings FilterKind = iota + 1
+	// FilterIntegers is FilterStrings with integer values.
+	FilterIntegers
+	// FilterDay is IS:yyyy-MM-dd (ParseDay), a UTC day bounding createdAt.
+	FilterDay
+	// FilterText is the free-text query.
+	FilterText
+	// FilterPaging is a parameter of the pages of the search (limit,
+	// offset, after): not a filter; the export and the stream refuse it.
+	FilterPaging
+)
+
+// ParamUse is a set of the operations that take a parameter.
+type ParamUse uint8
+
+// The operations that take parameters.
+const (
+	// UseSearch: the query-string search (GET /api/admin/search/events).
+	UseSearch ParamUse = 1 << iota
+	// UseExport: the export (GET /api/admin/events/export).
+	UseExport
+	// UseStream: the live stream (GET /api/admin/events/stream).
+	UseStream
+	// UseWebhook: a webhook sink's filter (WebhookSink.Filter).
+	UseWebhook
+	// UseDeprecatedSearch: a field of the deprecated search's body
+	// (DeprecatedSearchRequest), where it holds one plain value.
+	UseDeprecatedSearch
+)
+
+// Has reports whether u includes every operation of x.
+func (u ParamUse) Has(x ParamUse) bool { return u&x == x }
+
+// FilterParam declares one parameter of the event searches.
+type FilterParam struct {
+	// Name is the parameter's name in the query string, in a webhook
+	// filter and in the deprecated search's body.
+	Name string
+	// Kind is how its value is written.
+	Kind FilterKind
+	// Uses are the operations that take it.
+	Uses ParamUse
+	// Column is the EventField (by its Name) a list filter (FilterStrings,
+	// FilterIntegers) selects on; "" for the other kinds.
+	Column string
+	// MaxItemLength bounds each value of a list filter, in characters; 0
+	// for no bound.
+	MaxItemLength int
+	// item names a value in the message of one over MaxItemLength.
+	item string
+
+	raw   func(p *EventSearchParams) *string
+	strs  func(q *EventQuery) *[]string
+	ints  func(q *EventQuery) *[]int64
+	apply func(f FilterParam, q *EventQuery, raw string) error
+}
+
+// Value returns the raw value of the parameter in p.
+func (f FilterParam) Value(p *EventSearchParams) string { return *f.raw(p) }
+
+// Set sets the raw value of the parameter in p.
+func (f FilterParam) Set(p *EventSearchParams, value string) { *f.raw(p) = value }
+
+// filterUses are the operations that take every filter.
+const filterUses = UseSearch | UseExport | UseStream | UseWebhook
+
+// filterParams is the declaration, in the order the client writes the
+// query string and ParseEventSearch names offending parameters.
+var filterParams = [...]FilterParam{
+	{Name: "query", Kind: FilterText, Uses: filterUses | UseDeprecatedSearch,
+		raw: func(p *EventSearchParams) *string { return &p.Query },
+		apply: func(f FilterParam, q *EventQuery, raw string) (err error) {
+			q.Text, err = parseQuery(f.Name, raw)
+			return err
+		}},
+	{Name: "feature", Kind: FilterStrings, Uses: filterUses | UseDeprecatedSearch, Column: "featureName",
+		raw:  func(p *EventSearchParams) *string { return &p.Feature },
+		strs: func(q *EventQuery) *[]string { return &q.Features }},
+	{Name: "project", Kind: FilterStrings, Uses: filterUses | UseDeprecatedSearch, Column: "project",
+		raw:  func(p *EventSearchParams) *string { return &p.Project },
+		strs: func(q *EventQuery) *[]string { return &q.Projects }},
+	// Any type name: Unleash adds types in every release, and imported or
+	// followed events carry them (decisions §4).
+	{Name: "type", Kind: FilterStrings, Uses: filterUses | UseDeprecatedSearch, Column: "type", MaxItemLength: MaxEventTypeLength, item: "an event type",
+		raw:  func(p *EventSearchParams) *string { return &p.Type },
+		strs: func(q *EventQuery) *[]string { return &q.Types }},
+	{Name: "createdBy", Kind: FilterIntegers, Uses: filterUses, Column: "createdByUserId",
+		raw:  func(p *EventSearchParams) *string { return &p.CreatedBy },
+		ints: func(q *EventQuery) *[]int64 { return &q.CreatedByUserIDs }},
+	{Name: "environment", Kind: FilterStrings, Uses: filterUses, Column: "environment",
+		raw:  func(p *EventSearchParams) *string { return &p.Environment },
+		strs: func(q *EventQuery) *[]string { return &q.Environments }},
+	{Name: "id", Kind: FilterIntegers, Uses: filterUses, Column: "id",
+		raw:  func(p *EventSearchParams) *string { return &p.ID },
+		ints: func(q *EventQuery) *[]int64 { return &q.IDs }},
+	{Name: "groupId", Kind: FilterStrings, Uses: filterUses, Column: "groupId",
+		raw:  func(p *EventSearchParams) *string { return &p.GroupID },
+		strs: func(q *EventQuery) *[]string { return &q.GroupIDs }},
+	{Name: "from", Kind: FilterDay, Uses: filterUses,
+		raw:   func(p *EventSearchParams) *string { return &p.From },
+		apply: dayFilter(func(q *EventQuery, day time.Time) { q.From = &day })},
+	{Name: "to", Kind: FilterDay, Uses: filterUses,
+		raw:   func(p *EventSearchParams) *string { return &p.To },
+		apply: dayFilter(func(q *EventQuery, day time.Time) { next := day.AddDate(0, 0, 1); q.Before = &next })},
+	{Name: "offset", Kind: FilterPaging, Uses: UseSearch | UseDeprecatedSearch,
+		raw: func(p *EventSearchParams) *string { return &p.Offset },
+		apply: func(f FilterParam, q *EventQuery, raw string) (err error) {
+			q.Offset, err = ParseOffset(f.Name, raw)
+			return err
+		}},
+	{Name: "limit", Kind: FilterPaging, Uses: UseSearch | UseDeprecatedSearch,
+		raw: func(p *EventSearchParams) *string { return &p.Limit },
+		apply: func(f FilterParam, q *EventQuery, raw string) (err error) {
+			q.Limit, err = ParseLimit(f.Name, raw, SearchDefaultLimit, SearchMaxLimit)
+			return err
+		}},
+	// After the offset, which it must not be combined with.
+	{Name: "after", Kind: FilterPaging, Uses: UseSearch,
+		raw:   func(p *EventSearchParams) *string { return &p.After },
+		apply: func(_ FilterParam, q *EventQuery, raw string) error { return parseAfter(raw, q) }},
+}
+
+// FilterParams returns the parameters of the event searches. The slice is
+// the caller's.
+func FilterParams() []FilterParam {
+	out := make([]FilterParam, len(filterParams))
+	copy(out, filterParams[:])
+	return out
+}
+
+// FilterParamNamed returns the declared parameter called name.
+func FilterParamNamed(name string) (FilterParam, bool) {
+	for _, f := range filterParams {
+		if f.Name == name {
+			return f, true
+		}
+	}
+	return FilterParam{}, false
+}
+
+// filterParamNames returns the names of the parameters u's operations all take.
+func filterParamNames(u ParamUse) []string {
+	var out []string
+	for _, f := range filterParams {
+		if f.Uses.Has(u) {
+			out = append(out, f.Name)
+		}
+	}
+	return out
+}
+
+// parse parses the raw value of f into q; an empty value leaves q as it
+// is, except for the paging parameters, whose default it sets.
+func (f FilterParam) parse(q *EventQuery, raw string) error {
+	if f.apply != nil {
+		if raw == "" && f.Kind != FilterPaging {
+			return nil
+		}
+		return f.apply(f, q, raw)
+	}
+	if raw == "" {
+		return nil
+	}
+	switch f.Kind {
+	case FilterStrings:
+		parsed, err := ParseFilter(f.Name, raw)
+		if err != nil {
+			return err
+		}
+		*f.strs(q) = parsed.Values
+		if f.MaxItemLength > 0 {
+			v := &ValidationError{}
+			for _, item := range parsed.Values {
+				if utf8.RuneCountInString(item) > f.MaxItemLength {
+					v.Fields = append(v.Fields, invalid(f.Name, "%s is at most %d characters, got %s", f.item, f.MaxItemLength, QuoteInput(item)).Fields...)
+				}
+			}
+			if len(v.Fields) > 0 {
+				return v
+			}
+		}
+		return nil
+	case FilterIntegers:
+		ids, err := parseIntFilter(f.Name, raw)
+		*f.ints(q) = ids
+		return err
+	}
+	panic("flagadmin: parameter " + f.Name + " has no parser")
+}
+
+// dayFilter returns the parser of a FilterDay parameter that set places in q.
+func dayFilter(set func(q *EventQuery, day time.Time)) func(FilterParam, *EventQuery, string) error {
+	return func(f FilterParam, q *EventQuery, raw string) error {
+		day, err := ParseDay(f.Name, raw)
+		if err == nil {
+			set(q, day)
+		}
+		return err
+	}
+}
+
+// ColumnFilter is one list filter of an EventQuery: the event column it
+// selects on and the values the column must be one of (none: no filter).
+type ColumnFilter struct {
+	// Param declares the filter: Param.Column names the column (an
+	// EventField), Param.Kind says which of Strings and Ints holds the values.
+	Param FilterParam
+	// Strings are the values of a FilterStrings filter.
+	Strings []string
+	// Ints are the values of a FilterIntegers filter.
+	Ints []int64
+}
+
+// Len returns the number of values; 0 means the column is not filtered.
+func (c ColumnFilter) Len() int { return len(c.Strings) + len(c.Ints) }
+
+// ColumnFilters yields every list filter of q (those of EventQuery's
+// slices Features, Projects, Types, Environments, CreatedByUserIDs, IDs
+// and GroupIDs) in the declared order, those without values included.
+// A store can build its column conditions in one loop over them, mapping
+// Param.Column to its own column; EventQuery.Matches is their meaning.
+func (q *EventQuery) ColumnFilters() iter.Seq[ColumnFilter] {
+	return func(yield func(ColumnFilter) bool) {
+		for _, f := range filterParams {
+			c := ColumnFilter{Param: f}
+			switch f.Kind {
+			case FilterStrings:
+				c.Strings = *f.strs(q)
+			case FilterIntegers:
+				c.Ints = *f.ints(q)
+			default:
+				continue
+			}
+			if !yield(c) {
+				return
+			}
+		}
+	}
+}
+
+// pagingGiven reports whether p holds a paging parameter (FilterPaging).
+func pagingGiven(p *EventSearchParams) bool {
+	for _, f := range filterParams {
+		if f.Kind == FilterPaging && f.Value(p) != "" {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,537 @@
+package flagadmin
+
+import (
+	"context"
+	"crypto/sha256"
+	"fmt"
+	"strconv"
+	"time"
+)
+
+// The verifiable log (decisions §19): the events form an append-only
+// Merkle tree as RFC 9162 (Certificate Transparency 2.0) defines it. Leaf
+// n is the n-th event in id order, from 0, whatever the gaps in ids; its
+// hash is LeafHash. Stores keep the leaves as they write events (LogStore);
+// the tree's interior hashes, proofs and signed checkpoints are computed
+// by an adapter (adapters/tlog) through the ports of this file, so the
+// domain needs neither a Merkle library nor a signature scheme.
+
+// LeafHash returns the hash of the event's leaf in the log's Merkle tree:
+// SHA-256 of the byte 0x00 followed by CanonicalEventJSON(e) (RFC 9162's
+// leaf hash of the event JSON in RFC 8785's canonical form). The error is
+// CanonicalEventJSON's: e's data or preData is not JSON.
+func LeafHash(e Event) ([32]byte, error) {
+	canonical, err := CanonicalEventJSON(e)
+	if err != nil {
+		return [32]byte{}, err
+	}
+	return hashLeaf(canonical), nil
+}
+
+// hashLeaf is RFC 9162's leaf hash of data.
+func hashLeaf(data []byte) [32]byte {
+	h := sha256.New()
+	h.Write([]byte{0})
+	h.Write(data)
+	var out [32]byte
+	h.Sum(out[:0])
+	return out
+}
+
+// CanonicalEventJSON returns the event's JSON (the Event JSON of the API,
+// decisions §4, as Event.MarshalJSON writes it) in the JSON
+// Canonicalization Scheme of RFC 8785 (see CanonicalJSON): the bytes a
+// leaf hash is computed over. Its data and preData must be JSON; an error
+// of kind ErrValidation names the one that is not.
+func CanonicalEventJSON(e Event) ([]byte, error) {
+	b := make([]byte, 0, 384+len(e.CreatedBy)+len(e.Data)+len(e.PreData))
+	// The members in RFC 8785's order (their names are ASCII: byte order).
+	b = append(b, `{"createdAt":`...)
+	b = appendCanonicalString(b, formatTime(e.CreatedAt))
+	b = append(b, `,"createdBy":`...)
+	b = appendCanonicalString(b, e.CreatedBy)
+	b = append(b, `,"createdByUserId":`...)
+	b = appendCanonicalInt(b, e.CreatedByUserID)
+	b = append(b, `,"data":`...)
+	b, err := appendCanonicalRaw(b, "data", e.Data)
+	if err != nil {
+		return nil, err
+	}
+	b = append(b, `,"environment":`...)
+	b = appendCanonicalStringPtr(b, e.Environment)
+	b = append(b, `,"featureName":`...)
+	b = appendCanonicalStringPtr(b, e.FeatureName)
+	b = append(b, `,"groupId":`...)
+	b = appendCanonicalStringPtr(b, e.GroupID)
+	b = append(b, `,"groupType":`...)
+	b = appendCanonicalStringPtr(b, e.GroupType)
+	b = append(b, `,"id":`...)
+	b = appendCanonicalNumber(b, float64(e.ID))
+	b = append(b, `,"preData":`...)
+	if b, err = appendCanonicalRaw(b, "preData", e.PreData); err != nil {
+		return nil, err
+	}
+	b = append(b, `,"project":`...)
+	b = appendCanonicalStringPtr(b, e.Project)
+	b = append(b, `,"tags":[`...)
+	for i, t := range e.Tags {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, `{"type":`...)
+		b = appendCanonicalString(b, t.Type)
+		b = append(b, `,"value":`...)
+		b = appendCanonicalString(b, t.Value)
+		b = append(b, '}')
+	}
+	b = append(b, `],"type":`...)
+	b = appendCanonicalString(b, e.Type)
+	return append(b, '}'), nil
+}
+
+func appendCanonicalStringPtr(b []byte, s *string) []byte {
+	if s == nil {
+		return append(b, "null"...)
+	}
+	return appendCanonicalString(b, *s)
+}
+
+func appendCanonicalInt(b []byte, n *int64) []byte {
+	if n == nil {
+		return append(b, "null"...)
+	}
+	return appendCanonicalNumber(b, float64(*n))
+}
+
+// appendCanonicalRaw appends stored JSON (data, preData) in canonical
+// form, null when nil.
+func appendCanonicalRaw(b []byte, field string, raw []byte) ([]byte, error) {
+	if raw == nil {
+		return append(b, "null"...), nil
+	}
+	out, err := AppendCanonicalJSON(b, raw)
+	if err != nil {
+		return nil, invalid(field, "is not JSON: %v", err)
+	}
+	return out, nil
+}
+
+// LogLeaf is one leaf of the log's tree as a store keeps it.
+type LogLeaf struct {
+	// Index is the leaf's position: 0 for the first event ever written.
+	Index int64
+	// EventID is the id of the leaf's event.
+	EventID int64
+	// Hash is the event's LeafHash, computed when it was written.
+	Hash [32]byte
+	// Pruned: the event was removed by retention (decisions §20); the leaf
+	// and its hash stay.
+	Pruned bool
+}
+
+// LogHashRange names consecutive hashes of one level of the tree: the
+// roots of the perfect subtrees of 2^Level leaves with indexes Start to
+// End-1 at that level (the subtree of index i covers the leaves i·2^Level
+// to (i+1)·2^Level - 1). Level 0 is the leaves themselves.
+type LogHashRange struct {
+	Level      int
+	Start, End int64
+}
+
+// Checkpoint is a signed statement of the log's size and root hash: a
+// note in the C2SP tlog-checkpoint format (an origin line, the tree size,
+// the base64 root hash, then the signature lines).
+type Checkpoint struct {
+	// Size is the number of leaves the checkpoint covers.
+	Size int64
+	// Root is the root hash of the tree of Size leaves.
+	Root [32]byte
+	// Note is the signed note, as served (text/plain).
+	Note []byte
+	// SignedAt is when it was signed.
+	SignedAt time.Time
+}
+
+// LogHold is a legal hold (decisions §20): the events of Project are
+// never pruned while it lasts.
+type LogHold struct {
+	Project string
+	// Since is when the hold was placed.
+	Since time.Time
+}
+
+// LogStore is the storage of the verifiable log (decisions §19, §20): a
+// Store that keeps it implements this too. adapters/memstore does;
+// internal/storetest holds every implementation to the same contract.
+//
+// Leaves: each event a store writes (Write, UpdateFeature, DeleteUser,
+// DeleteToken, and bulk loads and imports) gets its leaf in the same
+// transaction, in id order, with the next index (consecutive from 0,
+// whatever the gaps in ids) and the hash LeafHash gives for the event as
+// stored, its id included. A write that fails appends nothing; concurrent
+// writers append one tree (the order that makes ids settle, decisions
+// §12, serializes them). Leaves are never changed or removed: pruning
+// marks them (LogLeaf.Pruned).
+//
+// Stored subtree hashes (levels above 0) only speed proofs up: they are
+// saved by the tree's maintenance (adapters/tlog), computed from the
+// leaves, and never needed for correctness.
+type LogStore interface {
+	// LogSize returns the number of leaves: the events ever written,
+	// pruned ones included.
+	LogSize(ctx context.Context) (int64, error)
+	// LogLeaves returns the leaves with indexes start to end-1, index
+	// ascending; fewer when the log has fewer. The caller bounds end-start
+	// (LogLeavesMaxCount over HTTP).
+	LogLeaves(ctx context.Context, start, end int64) ([]LogLeaf, error)
+	// LeafIndex returns the index of the leaf of event id; ErrNotFound
+	// when no leaf holds that id.
+	LeafIndex(ctx context.Context, eventID int64) (int64, error)
+	// LogHashes returns, for each range, the hashes stored at its level
+	// from its Start on, in order: at most End-Start of them, fewer when
+	// the store holds fewer (level 0: the leaf hashes, below LogSize;
+	// other levels: what SaveLogHashes stored). One call reads every
+	// range (one round trip for a SQL store).
+	LogHashes(ctx context.Context, ranges []LogHashRange) ([][][32]byte, error)
+	// SaveLogHashes stores the hashes of perfect subtrees of level (1 or
+	// more) with indexes from start on. start must be at most
+	// LogHashCount(level): the stored hashes of a level are consecutive
+	// from 0. A hash already stored is kept as it is (concurrent savers
+	// compute the same hashes).
+	SaveLogHashes(ctx context.Context, level int, start int64, hashes [][32]byte) error
+	// LogHashCount returns how many hashes of level are stored,
+	// consecutive from index 0; level 0 is LogSize.
+	LogHashCount(ctx context.Context, level int) (int64, error)
+
+	// SaveCheckpoint stores a signed checkpoint. LatestCheckpoint returns
+	// the one of the largest size (of equal sizes, either).
+	SaveCheckpoint(ctx context.Context, c Checkpoint) error
+	// LatestCheckpoint returns the stored checkpoint of the largest size;
+	// ErrNotFound when none is stored.
+	LatestCheckpoint(ctx context.Context) (Checkpoint, error)
+
+	// PruneEvents removes at most limit events created before before,
+	// lowest ids first, except those of a held project (HoldProject; an
+	// event without a project is never held), and returns their ids,
+	// ascending. Their leaves stay, marked pruned, with their hashes. The
+	// events leave searches, exports, stream replays and totals in the
+	// same transaction, which raises the store's version (a
+	// VersionedStore); the hold is checked in that transaction too, so a
+	// hold placed before the call returns protects the project.
+	PruneEvents(ctx context.Context, before time.Time, limit int) ([]int64, error)
+	// HoldProject places a legal hold on the events of project, whether
+	// or not such a project exists (events outlive their projects).
+	// Holding a held project keeps its first hold.
+	HoldProject(ctx context.Context, project string, since time.Time) error
+	// ReleaseProject ends the hold on project; ErrNotFound when it has none.
+	ReleaseProject(ctx context.Context, project string) error
+	// LogHolds returns the holds, by project.
+	LogHolds(ctx context.Context) ([]LogHold, error)
+}
+
+// LogProver computes what the tree answers from a LogStore's hashes: the
+// proofs of RFC 9162 §2.1. adapters/tlog implements it (over stored
+// subtree hashes, so a proof reads a few hundred hashes, not the log).
+type LogProver interface {
+	// InclusionProof returns the inclusion path of leaf index in the tree
+	// of the first size leaves, 0 <= index < size <= the log's size.
+	InclusionProof(ctx context.Context, index, size int64) ([][]byte, error)
+	// ConsistencyProof returns the consistency path from the tree of the
+	// first from leaves to the tree of the first to leaves, 0 < from <= to
+	// <= the log's size.
+	ConsistencyProof(ctx context.Context, from, to int64) ([][]byte, error)
+}
+
+// LogConfig is the verifiable log a Service serves (WithLog).
+type LogConfig struct {
+	// Store keeps the tree: the store the Service writes through, or the
+	// one under its caches.
+	Store LogStore
+	// Prover computes proofs over Store.
+	Prover LogProver
+	// Signing: the server signs checkpoints (it has a key). Without it
+	// the checkpoint answers ErrNotFound saying how to configure one.
+	Signing bool
+}
+
+// WithLog gives the Service the verifiable log of decisions §19. Without
+// it, the log's operations answer ErrNotFound.
+func WithLog(c LogConfig) Option { return func(s *Service) { s.log = c } }
+
+// LogLeavesMaxCount bounds the leaves one LogLeaves call returns.
+const LogLeavesMaxCount = 10000
+
+// LogLeavesDefaultCount is the count of LogLeaves when none is given.
+const LogLeavesDefaultCount = 1000
+
+// InclusionProof proves that an event's leaf is in the tree of a size
+// (RFC 9162 §2.1.3).
+type InclusionProof struct {
+	// EventID is the event's id.
+	EventID int64
+	// LeafIndex is its leaf's index.
+	LeafIndex int64
+	// TreeSize is the size of the tree the proof is for.
+	TreeSize int64
+	// LeafHash is the leaf's hash as stored (a verifier computes its own,
+	// LeafHash of the event it holds).
+	LeafHash []byte
+	// Hashes is the inclusion path, from the leaf's sibling up.
+	Hashes [][]byte
+}
+
+// ConsistencyProof proves that the tree of From leaves is a prefix of the
+// tree of To leaves (RFC 9162 §2.1.4).
+type ConsistencyProof struct {
+	From, To int64
+	// Hashes is the consistency path.
+	Hashes [][]byte
+}
+
+// LogLeafPage is a run of leaves with the size of the log when read.
+type LogLeafPage struct {
+	// TreeSize is the log's size: the number of leaves.
+	TreeSize int64
+	// Start is the index of the first leaf asked for.
+	Start int64
+	// Leaves are the leaves from Start on, index ascending.
+	Leaves []LogLeaf
+}
+
+// LogProofParams are the raw query parameters of an inclusion proof (GET
+// /api/admin/log/proof).
+type LogProofParams struct {
+	// ID is the event's id: an integer of 1 or more.
+	ID string
+	// Size is the size of the tree to prove inclusion in, such as a
+	// checkpoint's: an integer of 1 or more, at most the log's size.
+	Size string
+}
+
+// LogConsistencyParams are the raw query parameters of a consistency
+// proof (GET /api/admin/log/consistency).
+type LogConsistencyParams struct {
+	// From and To are tree sizes, 1 <= From <= To <= the log's size.
+	From, To string
+}
+
+// LogLeavesParams are the raw query parameters of GET /api/admin/log/leaves.
+type LogLeavesParams struct {
+	// Start is the index of the first leaf: an integer of 0 or more
+	// (default 0).
+	Start string
+	// Count is how many leaves: 1 to LogLeavesMaxCount (default
+	// LogLeavesDefaultCount).
+	Count string
+}
+
+// logConfigured returns the log's store, or the error of a Service
+// without one (or without its prover, when proofs need it).
+func (s *Service) logConfigured(proofs bool) (LogStore, error) {
+	if s.log.Store == nil || proofs && s.log.Prover == nil {
+		return nil, notFound("This server keeps no verifiable log: its store does not keep one.")
+	}
+	return s.log.Store, nil
+}
+
+// LogCheckpoint returns the newest signed checkpoint (GET
+// /api/admin/log/checkpoint): any admin-API principal may read it, as it
+// reveals only the number of events. ErrNotFound, saying how to configure
+// a key, when the server does not sign; ErrNotFound too before the first
+// checkpoint is signed.
+func (s *Service) LogCheckpoint(ctx context.Context, p Principal) (Checkpoint, error) {
+	if err := requireAdminAPI(p); err != nil {
+		return Checkpoint{}, err
+	}
+	ls, err := s.logConfigured(false)
+	if err != nil {
+		return Checkpoint{}, err
+	}
+	if !s.log.Signing {
+		return Checkpoint{}, notFound("This server signs no checkpoints: start it with --log-key FILE " +
+			"(or FLAGADMIN_LOG_KEY), a key written by \"flagadmin log keygen --out FILE\".")
+	}
+	c, err := ls.LatestCheckpoint(ctx)
+	if isKind(err, ErrNotFound) {
+		return Checkpoint{}, notFound("No checkpoint has been signed yet: the server signs one within 10 seconds of starting.")
+	}
+	return c, err
+}
+
+// LogInclusionProof returns the inclusion proof of an event in the tree of
+// a size (GET /api/admin/log/proof), for an event the caller may see
+// (decisions §2): one it may not see, a pruned one and a missing one are
+// all ErrNotFound. id and size are validated by name (ErrValidation).
+func (s *Service) LogInclusionProof(ctx context.Context, p Principal, params LogProofParams) (InclusionProof, error) {
+	if err := requireAdminAPI(p); err != nil {
+		return InclusionProof{}, err
+	}
+	v := &ValidationError{}
+	id, idErr := parseLogInt("id", params.ID, 1)
+	size, sizeErr := parseLogInt("size", params.Size, 1)
+	for _, e := range []*ValidationError{idErr, sizeErr} {
+		if e != nil {
+			v.Fields = append(v.Fields, e.Fields...)
+		}
+	}
+	if len(v.Fields) > 0 {
+		return InclusionProof{}, v
+	}
+	ls, err := s.logConfigured(true)
+	if err != nil {
+		return InclusionProof{}, err
+	}
+	page, err := s.search(ctx, p, EventQuery{IDs: []int64{id}, Limit: 1})
+	if err != nil {
+		return InclusionProof{}, err
+	}
+	if len(page.Events) == 0 {
+		return InclusionProof{}, notFound("There is no event %d that you can see (it may have been pruned).", id)
+	}
+	index, err := ls.LeafIndex(ctx, id)
+	if isKind(err, ErrNotFound) {
+		return InclusionProof{}, notFound("Event %d has no leaf in the log.", id)
+	}
+	if err != nil {
+		return InclusionProof{}, err
+	}
+	if err := s.checkTreeSize(ctx, ls, "size", size); err != nil {
+		return InclusionProof{}, err
+	}
+	if size <= index {
+		return InclusionProof{}, invalid("size", "event %d is leaf %d, so it is only in trees of size %d or more", id, index, index+1)
+	}
+	leaves, err := ls.LogLeaves(ctx, index, index+1)
+	if err != nil {
+		return InclusionProof{}, err
+	}
+	if len(leaves) != 1 || leaves[0].EventID != id {
+		return InclusionProof{}, fmt.Errorf("log: leaf %d does not hold event %d", index, id)
+	}
+	hashes, err := s.log.Prover.InclusionProof(ctx, index, size)
+	if err != nil {
+		return InclusionProof{}, err
+	}
+	leaf := leaves[0].Hash
+	return InclusionProof{EventID: id, LeafIndex: index, TreeSize: size, LeafHash: leaf[:], Hashes: hashes}, nil
+}
+
+// LogConsistencyProof returns the consistency proof between two tree
+// sizes (GET /api/admin/log/consistency): any admin-API principal, as it
+// reveals only hashes.
+func (s *Service) LogConsistencyProof(ctx context.Context, p Principal, params LogConsistencyParams) (ConsistencyProof, error) {
+	if err := requireAdminAPI(p); err != nil {
+		return ConsistencyProof{}, err
+	}
+	v := &ValidationError{}
+	from, fromErr := parseLogInt("from", params.From, 1)
+	to, toErr := parseLogInt("to", params.To, 1)
+	for _, e := range []*ValidationError{fromErr, toErr} {
+		if e != nil {
+			v.Fields = append(v.Fields, e.Fields...)
+		}
+	}
+	if len(v.Fields) == 0 && from > to {
+		v.Fields = append(v.Fields, FieldError{Path: "from", Message: fmt.Sprintf("must be at most to (%d), got %d", to, from)})
+	}
+	if len(v.Fields) > 0 {
+		return ConsistencyProof{}, v
+	}
+	ls, err := s.logConfigured(true)
+	if err != nil {
+		return ConsistencyProof{}, err
+	}
+	if err := s.checkTreeSize(ctx, ls, "to", to); err != nil {
+		return ConsistencyProof{}, err
+	}
+	hashes, err := s.log.Prover.ConsistencyProof(ctx, from, to)
+	if err != nil {
+		return ConsistencyProof{}, err
+	}
+	return ConsistencyProof{From: from, To: to, Hashes: hashes}, nil
+}
+
+// LogLeaves returns a run of leaves (GET /api/admin/log/leaves): what
+// "flagadmin log verify" compares the events with, pruned leaves included.
+// A leaf names its event's id whoever's it is, so it needs the ADMIN
+// permission.
+func (s *Service) LogLeaves(ctx context.Context, p Principal, params LogLeavesParams) (LogLeafPage, error) {
+	if err := requireAdminAPI(p); err != nil {
+		return LogLeafPage{}, err
+	}
+	if err := requireRootAdmin(p); err != nil {
+		return LogLeafPage{}, err
+	}
+	v := &ValidationError{}
+	start, count := int64(0), int64(LogLeavesDefaultCount)
+	if params.Start != "" {
+		n, e := parseLogInt("start", params.Start, 0)
+		if e != nil {
+			v.Fields = append(v.Fields, e.Fields...)
+		}
+		start = n
+	}
+	if params.Count != "" {
+		n, e := parseLogInt("count", params.Count, 1)
+		switch {
+		case e != nil:
+			v.Fields = append(v.Fields, e.Fields...)
+		case n > LogLeavesMaxCount:
+			v.Fields = append(v.Fields, FieldError{Path: "count", Message: fmt.Sprintf("must be an integer from 1 to %d, got %d", LogLeavesMaxCount, n)})
+		}
+		count = n
+	}
+	if len(v.Fields) > 0 {
+		return LogLeafPage{}, v
+	}
+	ls, err := s.logConfigured(false)
+	if err != nil {
+		return LogLeafPage{}, err
+	}
+	size, err := ls.LogSize(ctx)
+	if err != nil {
+		return LogLeafPage{}, err
+	}
+	page := LogLeafPage{TreeSize: size, Start: start, Leaves: []LogLeaf{}}
+	if start >= size {
+		return page, nil
+	}
+	leaves, err := ls.LogLeaves(ctx, start, min(start+count, size))
+	if err != nil {
+		return LogLeafPage{}, err
+	}
+	if leaves != nil {
+		page.Leaves = leaves
+	}
+	return page, nil
+}
+
+// checkTreeSize refuses a tree size larger than the log, naming param.
+func (s *Service) checkTreeSize(ctx context.Context, ls LogStore, param string, size int64) error {
+	n, err := ls.LogSize(ctx)
+	if err != nil {
+		return err
+	}
+	if size > n {
+		return invalid(param, "must be at most the log's size, %d, got %d", n, size)
+	}
+	return nil
+}
+
+// parseLogInt parses a required decimal integer of at least lowest.
+func parseLogInt(param, raw string, lowest int64) (int64, *ValidationError) {
+	if raw == "" {
+		return 0, invalid(param, "is required")
+	}
+	bad := invalid(param, "must be an integer of %d or more, got %s", lowest, quoteInput(raw))
+	for i := 0; i < len(raw); i++ {
+		if raw[i] < '0' || raw[i] > '9' {
+			return 0, bad
+		}
+	}
+	n, err := strconv.ParseInt(raw, 10, 64)
+	if err != nil || n < lowest {
+		return 0, bad
+	}
+	return n, nil
+}
