@@ -262,6 +262,19 @@ func (q *EventQuery) ColumnFilters() iter.Seq[ColumnFilter] {
 	}
 }
 
+// WithColumnFilter returns q with the values of c's parameter replaced by
+// c's (c.Strings or c.Ints, by c.Param.Kind): a store narrows a query to
+// some of its values with it, such as one query per value of a filter.
+func (q EventQuery) WithColumnFilter(c ColumnFilter) EventQuery {
+	switch c.Param.Kind {
+	case FilterStrings:
+		*c.Param.strs(&q) = c.Strings
+	case FilterIntegers:
+		*c.Param.ints(&q) = c.Ints
+	}
+	return q
+}
+
 // pagingGiven reports whether p holds a paging parameter (FilterPaging).
 func pagingGiven(p *EventSearchParams) bool {
 	for _, f := range filterParams {

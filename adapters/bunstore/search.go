@@ -176,20 +176,13 @@ func appendEvents(page *flagadmin.EventPage, rows []stored.Event) error {
 // q has no filter.
 func (s *Store) filter(q flagadmin.EventQuery) sqlq.Fragment {
 	var conds []sqlq.Fragment
-	for _, f := range []struct {
-		values int
-		in     sqlq.Fragment
-	}{
-		{len(q.Features), sqlq.In("feature_name", q.Features)},
-		{len(q.Projects), sqlq.In("project", q.Projects)},
-		{len(q.Types), sqlq.In("type", q.Types)},
-		{len(q.Environments), sqlq.In("environment", q.Environments)},
-		{len(q.CreatedByUserIDs), sqlq.In("created_by_user_id", q.CreatedByUserIDs)},
-		{len(q.IDs), sqlq.In("id", q.IDs)},
-		{len(q.GroupIDs), sqlq.In("group_id", q.GroupIDs)},
-	} {
-		if f.values > 0 { // an empty list filters nothing
-			conds = append(conds, f.in)
+	for c := range q.ColumnFilters() {
+		switch {
+		case c.Len() == 0: // an empty list filters nothing
+		case c.Param.Kind == flagadmin.FilterIntegers:
+			conds = append(conds, sqlq.In(stored.Column(c.Param.Column), c.Ints))
+		default:
+			conds = append(conds, sqlq.In(stored.Column(c.Param.Column), c.Strings))
 		}
 	}
 	if q.From != nil {

@@ -183,7 +183,9 @@ func (s *sseStream) events(t *testing.T, n int) []flagadmin.Event {
 	t.Helper()
 	var out []flagadmin.Event
 	for len(out) < n {
-		b := s.next(t, 5*time.Second)
+		// A generous bound: the database is shared with other test
+		// binaries in a full run, and a missing event fails all the same.
+		b := s.next(t, 30*time.Second)
 		if b.data == "" {
 			continue // the start position
 		}

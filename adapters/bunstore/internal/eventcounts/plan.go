@@ -59,10 +59,13 @@ const SeekMinOffset = 1000
 // visibility. A project or value too long to be counted (MaxKeyBytes)
 // leaves q to be counted.
 func PlanFor(q flagadmin.EventQuery) Plan {
-	if q.Text != "" || len(q.IDs) > 0 || len(q.GroupIDs) > 0 {
+	if q.Text != "" {
 		return Plan{}
 	}
-	dim, values, nums, filters := columnFilter(q)
+	dim, values, nums, filters, counted := columnFilter(q)
+	if !counted {
+		return Plan{}
+	}
 	hidden := slices.Sorted(maps.Keys(setOf(q.HiddenProjects))) // deduplicated, in one order
 	var p Plan
 	switch {
@@ -88,21 +91,30 @@ func PlanFor(q flagadmin.EventQuery) Plan {
 	return p
 }
 
-// columnFilter returns q's column filters that are counted: the dim and
-// values (or nums) of the last one, and how many there are.
-func columnFilter(q flagadmin.EventQuery) (dim Dim, values []string, nums []int64, filters int) {
-	for _, f := range []struct {
-		dim    Dim
-		values []string
-	}{{DimEvents, q.Projects}, {DimFeature, q.Features}, {DimType, q.Types}, {DimEnvironment, q.Environments}} {
-		if len(f.values) > 0 {
-			dim, values, filters = f.dim, f.values, filters+1
+// dimOf is the dim that counts the events by the column of a column
+// filter, by the name of its flagadmin.EventField (FilterParam.Column).
+// The project's dim counts all events, split by project. A filter on a
+// column without a dim (id, groupId, and any filter declared later) is
+// not counted: its queries are counted from an index.
+var dimOf = map[string]Dim{
+	"project": DimEvents, "featureName": DimFeature, "type": DimType, "environment": DimEnvironment, "createdByUserId": DimCreator,
+}
+
+// columnFilter returns q's column filters: the dim and values (or nums)
+// of the last one, and how many there are; counted is false when one of
+// them is on a column without counts.
+func columnFilter(q flagadmin.EventQuery) (dim Dim, values []string, nums []int64, filters int, counted bool) {
+	for c := range q.ColumnFilters() {
+		if c.Len() == 0 {
+			continue
 		}
+		d, ok := dimOf[c.Param.Column]
+		if !ok {
+			return 0, nil, nil, 0, false
+		}
+		dim, values, nums, filters = d, c.Strings, c.Ints, filters+1
 	}
-	if len(q.CreatedByUserIDs) > 0 {
-		dim, values, nums, filters = DimCreator, nil, q.CreatedByUserIDs, filters+1
-	}
-	return dim, values, nums, filters
+	return dim, values, nums, filters, true
 }
 
 // dayPlan reads the total of q (dates, no column filter) from the day

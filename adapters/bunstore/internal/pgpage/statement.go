@@ -135,7 +135,11 @@ func GenericPlanSafe(q flagadmin.EventQuery) bool {
 
 // columnFilters are the numbers of values of q's column filters.
 func columnFilters(q flagadmin.EventQuery) []int {
-	return []int{len(q.Features), len(q.Projects), len(q.Types), len(q.Environments), len(q.CreatedByUserIDs), len(q.IDs), len(q.GroupIDs)}
+	var out []int
+	for c := range q.ColumnFilters() {
+		out = append(out, c.Len())
+	}
+	return out
 }
 
 // Bounds of splitFilter.
@@ -154,16 +158,17 @@ func splitFilter(q flagadmin.EventQuery) []flagadmin.EventQuery {
 	if q.Offset+q.Limit > splitMaxRows {
 		return nil
 	}
-	n, one := oneColumn(q)
-	if one == nil || n < 2 || n > splitMaxValues {
+	one, ok := oneColumn(q)
+	if n := one.Len(); !ok || n < 2 || n > splitMaxValues {
 		return nil
 	}
-	out := make([]flagadmin.EventQuery, n)
+	out := make([]flagadmin.EventQuery, one.Len())
 	seen := map[string]bool{}
 	for i := range out {
-		out[i] = q
-		one(&out[i], i)
-		key := fmt.Sprint(out[i].Features, out[i].Projects, out[i].Types, out[i].Environments, out[i].CreatedByUserIDs, out[i].IDs, out[i].GroupIDs)
+		c := one
+		c.Strings, c.Ints = sliceAt(one.Strings, i), sliceAt(one.Ints, i)
+		out[i] = q.WithColumnFilter(c)
+		key := fmt.Sprint(c.Strings, c.Ints)
 		if seen[key] {
 			return nil // a value twice: its events would be read twice
 		}
@@ -172,27 +177,23 @@ func splitFilter(q flagadmin.EventQuery) []flagadmin.EventQuery {
 	return out
 }
 
-// oneColumn returns, when q filters exactly one column, the number of its
-// values and a function that narrows a copy of q to its i-th value; else
-// nil.
-func oneColumn(q flagadmin.EventQuery) (int, func(c *flagadmin.EventQuery, i int)) {
-	filters, n := 0, 0
-	var one func(c *flagadmin.EventQuery, i int)
-	check := func(values int, set func(c *flagadmin.EventQuery, i int)) {
-		if values > 0 {
+// sliceAt returns the i-th element of s alone, or nil when s is empty.
+func sliceAt[T any](s []T, i int) []T {
+	if len(s) == 0 {
+		return nil
+	}
+	return s[i : i+1]
+}
+
+// oneColumn returns q's one column filter, when q filters exactly one
+// column; ok is false otherwise.
+func oneColumn(q flagadmin.EventQuery) (one flagadmin.ColumnFilter, ok bool) {
+	filters := 0
+	for c := range q.ColumnFilters() {
+		if c.Len() > 0 {
 			filters++
-			n, one = values, set
+			one = c
 		}
 	}
-	check(len(q.Features), func(c *flagadmin.EventQuery, i int) { c.Features = q.Features[i : i+1] })
-	check(len(q.Projects), func(c *flagadmin.EventQuery, i int) { c.Projects = q.Projects[i : i+1] })
-	check(len(q.Types), func(c *flagadmin.EventQuery, i int) { c.Types = q.Types[i : i+1] })
-	check(len(q.Environments), func(c *flagadmin.EventQuery, i int) { c.Environments = q.Environments[i : i+1] })
-	check(len(q.CreatedByUserIDs), func(c *flagadmin.EventQuery, i int) { c.CreatedByUserIDs = q.CreatedByUserIDs[i : i+1] })
-	check(len(q.IDs), func(c *flagadmin.EventQuery, i int) { c.IDs = q.IDs[i : i+1] })
-	check(len(q.GroupIDs), func(c *flagadmin.EventQuery, i int) { c.GroupIDs = q.GroupIDs[i : i+1] })
-	if filters != 1 {
-		return 0, nil
-	}
-	return n, one
+	return one, filters == 1
 }
