@@ -70,6 +70,7 @@ var helpCommands = [][]string{
 	{"service-account"}, {"service-account", "create"}, {"service-account", "list"},
 	{"user"}, {"user", "create"}, {"user", "list"}, {"events"}, {"events", "export"}, {"events", "tail"},
 	{"webhooks"}, {"webhooks", "status"}, {"import"}, {"import", "unleash"}, {"version"},
+	{"follow"}, {"follow", "status"}, {"log"}, {"log", "keygen"}, {"log", "verify"}, {"log", "hold"}, {"log", "holds"},
 }
 
 // TestHelpOfEveryCommand checks what every command's help has in common:
@@ -80,7 +81,7 @@ var helpCommands = [][]string{
 // every environment variable listed has a description, and no line is
 // wider than 80 columns but those of long words.
 func TestHelpOfEveryCommand(t *testing.T) {
-	bools := map[string]bool{"--demo": true, "--dry-run": true, "--token": true}
+	bools := map[string]bool{"--demo": true, "--dry-run": true, "--token": true, "--release": true}
 	for _, args := range helpCommands {
 		code, stdout, stderr := runCLI(t, nil, append(slices.Clone(args), "--help")...)
 		name := strings.Join(args, " ")
@@ -106,9 +107,12 @@ func TestHelpOfEveryCommand(t *testing.T) {
 		if m := regexp.MustCompile(`(?m)^\s+-[a-z]`).FindString(stdout); m != "" {
 			t.Errorf("%s --help writes a flag with one dash (%q):\n%s", name, m, stdout)
 		}
-		for _, m := range regexp.MustCompile(`(?m)^  (--[a-z-]+)( [A-Z][A-Z:|]*)?\n( {6}\S)?`).FindAllStringSubmatch(stdout, -1) {
+		for _, m := range regexp.MustCompile(`(?m)^  (--[a-z-]+)( \S+)?\n( {6}\S)?`).FindAllStringSubmatch(stdout, -1) {
 			if m[2] == "" && !bools[m[1]] {
 				t.Errorf("%s --help: %s has no placeholder for its value", name, m[1])
+			}
+			if m[2] != "" && !regexp.MustCompile(`^ [A-Z][A-Z:|]*$`).MatchString(m[2]) {
+				t.Errorf("%s --help: %s has the placeholder %q, not a word in capitals", name, m[1], m[2])
 			}
 			if m[3] == "" {
 				t.Errorf("%s --help: %s has no description", name, m[1])

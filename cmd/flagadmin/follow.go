@@ -24,7 +24,7 @@ import (
 )
 
 // followUsage is the help of --follow.
-const followUsage = "URL of an Unleash PostgreSQL database to follow, postgres://user:pass@host:5432/unleash:\n" +
+const followUsage = "`URL` of an Unleash PostgreSQL database to follow, postgres://user:pass@host:5432/unleash:\n" +
 	"the store (empty, or one that follows this database) becomes its read-only copy, kept\n" +
 	"current; write operations answer 409 ReadOnlyError"
 
@@ -134,9 +134,9 @@ func registerFollowStats(m *metrics.Metrics, f *unleashimport.Follower) {
 }
 
 var followStatusCommand = command{
-	usage: "flagadmin follow status [--url URL | --db URL]",
-	about: `Shows how a server follows Unleash (flagadmin serve --follow): the source, the
-state (importing, following, standby while another server applies, paused while
+	usage:   "flagadmin follow status [--url URL | --db URL]",
+	summary: "Shows how a server follows Unleash (flagadmin serve --follow).",
+	about: `It shows the source, the state (importing, following, standby while another server applies, paused while
 the source cannot be reached, stopped), the position (the last Unleash event id
 the copy holds or knows was never committed), the lag in events and seconds,
 the event id delivery waits on while a transaction that may commit it is open,
@@ -161,7 +161,7 @@ func (c *cli) followCmd(ctx context.Context, args []string) error {
 	}
 	fs := newFlagSet("flagadmin follow status")
 	s := newSettings(fs, c.getenv, withDB)
-	server := fs.String("url", "", "base URL of the server to ask (env "+envURL+")")
+	server := fs.String("url", "", "base `URL` of the server to ask (env "+envURL+")")
 	rest, err := c.parse(fs, followStatusCommand, args[1:])
 	if err != nil {
 		return err

@@ -52,14 +52,14 @@ type gatewaySettings struct {
 func bindGateway(bind func(name, env, def, usage string, unleash unleashReader) *setting) gatewaySettings {
 	return gatewaySettings{
 		upstream: bind("upstream", envUpstream, "",
-			"base URL of the Unleash server to stand in front of, http(s)://host:port[/base]: every\n"+
+			"base `URL` of the Unleash server to stand in front of, http(s)://host:port[/base]: every\n"+
 				"request flagadmin does not serve itself (the event searches, the project list, export,\n"+
 				"stream, /metrics, /docs, /health) is forwarded to it, Unleash's web UI included", nil),
 		upstreamTimeout: bind("upstream-timeout", envUpstreamTimeout, gateway.DefaultTimeout.String(),
-			"with --upstream: how long to wait for Unleash's answer before answering 504\n"+
+			"with --upstream: the `DURATION` to wait for Unleash's answer before answering 504\n"+
 				"GatewayTimeout, such as 30s", nil),
 		followWait: bind("follow-wait", envFollowWait, gateway.DefaultFollowWait.String(),
-			"with --upstream: how long a forwarded write (lifecycle complete, service-account\n"+
+			"with --upstream: the `DURATION` a forwarded write (lifecycle complete, service-account\n"+
 				"delete) waits for its event to reach flagadmin's copy before it is answered with\n"+
 				"X-Flagadmin-Lag, such as 5s", nil),
 	}

@@ -23,8 +23,8 @@ import (
 // logGroup is the help of flagadmin log.
 var logGroup = commandGroup{
 	name: "log",
-	summary: "The event log as a Merkle tree (RFC 9162) that anyone with the verifier key can check: " +
-		"its signing keys, its audit, and the legal holds that keep events from retention.",
+	summary: "The event log as a Merkle tree (RFC 9162): its signing keys, its audit, and the legal " +
+		"holds that keep events from retention.",
 	subs: []subcommandHelp{
 		{"keygen", &logKeygenCommand}, {"verify", &logVerifyCommand}, {"hold", &logHoldCommand}, {"holds", &logHoldsCommand},
 	},
@@ -131,7 +131,7 @@ func defaultOrigin() string {
 
 var logVerifyCommand = command{
 	usage:   "flagadmin log verify --key FILE.pub [flags]",
-	summary: "Recomputes the event log's Merkle tree from every event and checks it against the signed checkpoints; names the first event changed, removed, inserted or reordered.",
+	summary: "Checks the event log against its signed checkpoints; names the first event changed, removed, inserted or reordered.",
 	about: `It checks the newest checkpoint's signature (with the verifier key), its root, and with --trusted a
 checkpoint saved earlier (the log must still have its root at its size: this
 catches an older copy of the database put back). Each event's leaf hash is
