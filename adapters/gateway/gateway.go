@@ -432,12 +432,25 @@ type clientBody struct {
 func (b *clientBody) Read(p []byte) (int, error) {
 	_ = b.rc.SetReadDeadline(time.Now().Add(b.timeout))
 	n, err := b.ReadCloser.Read(p)
-	if err != nil && !errors.Is(err, io.EOF) {
+	switch {
+	case errors.Is(err, io.EOF):
+		// The deadline bounds the body only: left on the connection, it
+		// would fire while the answer is awaited (a forwarded write waits
+		// up to FollowWait for its event) and cancel the request.
+		_ = b.rc.SetReadDeadline(time.Time{})
+	case err != nil:
 		b.mu.Lock()
 		b.err = err
 		b.mu.Unlock()
 	}
 	return n, err
+}
+
+// Close ends the body's deadline too (the upstream may answer before it
+// read the whole body).
+func (b *clientBody) Close() error {
+	_ = b.rc.SetReadDeadline(time.Time{})
+	return b.ReadCloser.Close()
 }
 
 func (b *clientBody) failure() error {

@@ -126,6 +126,26 @@ func TestForwardedWriteLag(t *testing.T) {
 	}
 }
 
+// TestForwardedWriteLagAfterTheBodyDeadline: the read deadline that
+// bounds the client's body ends with the body: a FollowWait longer than
+// BodyReadTimeout still ends with the upstream's answer and
+// X-Flagadmin-Lag (a deadline left on the connection fired during the wait
+// and canceled the request, which lost the header).
+func TestForwardedWriteLagAfterTheBodyDeadline(t *testing.T) {
+	up := newUpstream(t, func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusOK) }, true)
+	waiter := newFakeWaiter()
+	e := newEnv(t, up.URL, func(c *Config) {
+		c.Waiter = waiter
+		c.BodyReadTimeout = 100 * time.Millisecond
+		c.FollowWait = time.Second
+	})
+	resp, _ := e.do(t, http.MethodPost, "/api/admin/projects/p/features/f/lifecycle/complete", strings.NewReader(`{"status":"kept"}`), nil)
+	lag, err := strconv.ParseFloat(resp.Header.Get(LagHeader), 64)
+	if resp.StatusCode != http.StatusOK || err != nil || lag < 1 {
+		t.Errorf("got %d, %s %q; want 200 with a lag of about 1 after FollowWait", resp.StatusCode, LagHeader, resp.Header.Get(LagHeader))
+	}
+}
+
 // TestForwardedWriteCannotBeFollowed: when the waiter cannot follow the
 // write, it is still forwarded and answered at once, with LagHeader 0.
 func TestForwardedWriteCannotBeFollowed(t *testing.T) {
