@@ -10,7 +10,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
-	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -279,7 +278,7 @@ func writeFollowStatus(w io.Writer, st flagadmin.FollowStatus, now time.Time) {
 	if !st.Ready {
 		fmt.Fprintf(tw, "copy\tnot loaded yet (the import runs)\n")
 	}
-	fmt.Fprintf(tw, "position\tevent id %d (%d ids never committed in Unleash)\n", st.Position, st.Holes)
+	fmt.Fprintf(tw, "position\tevent id %d (%s never committed in Unleash)\n", st.Position, plural(st.Holes, "id"))
 	lag := "-"
 	switch {
 	case st.State == flagadmin.FollowStatePaused && st.SyncedAt != nil:
@@ -302,7 +301,7 @@ func writeFollowStatus(w io.Writer, st flagadmin.FollowStatus, now time.Time) {
 	}
 	fmt.Fprintf(tw, "applied by\t%s\n", holder)
 	if st.State != "recorded in the store" {
-		fmt.Fprintf(tw, "this server\t%s events applied, %s errors since it started\n", strconv.FormatInt(st.Applied, 10), strconv.FormatInt(st.Errors, 10))
+		fmt.Fprintf(tw, "this server\t%s applied, %s since it started\n", plural(st.Applied, "event"), plural(st.Errors, "error"))
 	}
 	tw.Flush()
 }

@@ -241,7 +241,7 @@ func (c *cli) verifyLog(ctx context.Context, src tlog.Source, opts tlog.VerifyOp
 		msg += fmt.Sprintf(", and the root of the %d events of the trusted checkpoint", r.TrustedSize)
 	}
 	if r.Beyond > 0 {
-		msg += fmt.Sprintf("; %d events written since match their leaves (the next checkpoint signs them)", r.Beyond)
+		msg += "; " + plural(r.Beyond, "event") + " written since match their leaves (the next checkpoint signs them)"
 	}
 	fmt.Fprintln(c.stdout, msg)
 	if save != "" {

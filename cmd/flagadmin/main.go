@@ -444,3 +444,11 @@ func noArgs(fs *flag.FlagSet, args []string) error {
 	}
 	return nil
 }
+
+// plural writes n and noun, with an s unless n is 1: "1 event", "2 events".
+func plural(n int64, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return strconv.FormatInt(n, 10) + " " + noun + "s"
+}
