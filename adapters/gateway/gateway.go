@@ -229,7 +229,7 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	write, isWrite := writeOf(r)
-	if !isWrite && g.serves(r) {
+	if !isWrite && !isWriteRoute(r) && g.serves(r) {
 		w.Header().Set(SourceHeader, "local")
 		g.local.ServeHTTP(w, r)
 		return
@@ -244,8 +244,7 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // Forwards reports whether ServeHTTP sends r to the upstream (or refuses
 // it) rather than to the local handler.
 func (g *Gateway) Forwards(r *http.Request) bool {
-	_, isWrite := writeOf(r)
-	return isWrite || !g.serves(r)
+	return isWriteRoute(r) || !g.serves(r)
 }
 
 // exchange is the state of one forwarded request, in its context.

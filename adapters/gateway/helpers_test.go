@@ -115,7 +115,9 @@ func newEnv(t *testing.T, upstreamURL string, edit func(*Config)) *env {
 		Upstream: u,
 		Local:    localHandler,
 		Serves: func(r *http.Request) bool {
-			return strings.HasPrefix(r.URL.Path, localPrefix) || strings.HasSuffix(r.URL.Path, "/lifecycle/complete")
+			// As the admin API's routes: both writes' routes are its own.
+			return strings.HasPrefix(r.URL.Path, localPrefix) || strings.HasSuffix(r.URL.Path, "/lifecycle/complete") ||
+				strings.HasPrefix(r.URL.Path, "/api/admin/service-account/")
 		},
 		WriteError: writeError,
 		Logger:     slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),

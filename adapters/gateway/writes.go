@@ -142,6 +142,19 @@ func writeOf(r *http.Request) (Write, bool) {
 	return Write{}, false
 }
 
+// isWriteRoute reports whether r goes to the route of one of the two
+// writes, whatever its parameters: such a request is never answered
+// locally (a non-numeric service-account id is the upstream's to refuse).
+func isWriteRoute(r *http.Request) bool {
+	segs, ok := pathSegments(r.URL)
+	if !ok || len(segs) < 3 || segs[0] != "api" || segs[1] != "admin" {
+		return false
+	}
+	return (r.Method == http.MethodPost && len(segs) == 8 && segs[2] == "projects" && segs[4] == "features" &&
+		segs[6] == "lifecycle" && segs[7] == "complete") ||
+		(r.Method == http.MethodDelete && len(segs) == 4 && segs[2] == "service-account")
+}
+
 // pathSegments splits u's path into its unescaped segments, without the
 // leading slash and one trailing slash; ok is false for an empty segment
 // or a bad escape.

@@ -146,6 +146,25 @@ func TestForwardedWriteLagAfterTheBodyDeadline(t *testing.T) {
 	}
 }
 
+// TestWriteWithABadParameterIsForwarded: a write whose parameters the
+// gateway cannot follow (a service-account id that is not a number) is
+// still the upstream's: forwarded unchanged, answered without waiting.
+func TestWriteWithABadParameterIsForwarded(t *testing.T) {
+	up := newUpstream(t, func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusBadRequest)
+		_, _ = w.Write([]byte(`{"name":"ValidationError"}`))
+	}, true)
+	waiter := newFakeWaiter()
+	e := newEnv(t, up.URL, func(c *Config) { c.Waiter = waiter })
+	resp, body := e.do(t, http.MethodDelete, "/api/admin/service-account/abc", nil, nil)
+	if resp.StatusCode != http.StatusBadRequest || body != `{"name":"ValidationError"}` || resp.Header.Get(SourceHeader) != "" {
+		t.Errorf("got %d %q (%s %q); want the upstream's 400", resp.StatusCode, body, SourceHeader, resp.Header.Get(SourceHeader))
+	}
+	if got := up.requests(); len(got) != 1 || got[0].method != http.MethodDelete || got[0].uri != "/api/admin/service-account/abc" {
+		t.Errorf("upstream got %+v; want the delete", got)
+	}
+}
+
 // TestForwardedWriteCannotBeFollowed: when the waiter cannot follow the
 // write, it is still forwarded and answered at once, with LagHeader 0.
 func TestForwardedWriteCannotBeFollowed(t *testing.T) {
