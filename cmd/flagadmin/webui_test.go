@@ -238,27 +238,28 @@ func TestUnleashWebUI(t *testing.T) {
 	t.Logf("done after %s", time.Since(started).Round(time.Millisecond))
 }
 
-// seedWebUI makes Unleash's world of the test through its admin API: two
-// flags of project default with strategies and enabled environments, a
-// private project (in the database: the open-source build has no API for
-// it) with a flag, and a segment created and updated (project-less events).
+// seedWebUI makes Unleash's world of the test through its admin API: a
+// segment created and updated (project-less events), a private project
+// (in the database: the open-source build has no API for it) with a flag,
+// and two flags of project default with strategies and environments
+// turned on (and one off again).
 func seedWebUI(t *testing.T, u *unleashserver.Server, db *pgx.Conn) {
 	t.Helper()
-	for _, f := range []struct{ name, env string }{{"checkout-banner", "production"}, {"search-ranking", "development"}} {
-		u.Must(t, http.MethodPost, "/api/admin/projects/default/features", map[string]any{"name": f.name, "type": "release"}, nil)
-		u.Must(t, http.MethodPost, "/api/admin/projects/default/features/"+f.name+"/environments/"+f.env+"/strategies", map[string]any{"name": "default"}, nil)
-		u.Must(t, http.MethodPost, "/api/admin/projects/default/features/"+f.name+"/environments/"+f.env+"/on", nil, nil)
-	}
-	u.Must(t, http.MethodPost, "/api/admin/projects/default/features/checkout-banner/environments/production/off", nil, nil)
+	var segment struct{ ID int64 }
+	u.Must(t, http.MethodPost, "/api/admin/segments", map[string]any{"name": "beta-users", "constraints": []any{}}, &segment)
+	u.Must(t, http.MethodPut, fmt.Sprintf("/api/admin/segments/%d", segment.ID), map[string]any{"name": "beta-users", "description": "early adopters", "constraints": []any{}}, nil)
 	for _, q := range []string{`INSERT INTO projects (id, name) VALUES ('vault', 'Vault')`, `INSERT INTO project_settings (project, project_mode) VALUES ('vault', 'private')`} {
 		if _, err := db.Exec(context.Background(), q); err != nil {
 			t.Fatal(err)
 		}
 	}
 	u.Must(t, http.MethodPost, "/api/admin/projects/vault/features", map[string]any{"name": "vault-key", "type": "release"}, nil)
-	var segment struct{ ID int64 }
-	u.Must(t, http.MethodPost, "/api/admin/segments", map[string]any{"name": "beta-users", "constraints": []any{}}, &segment)
-	u.Must(t, http.MethodPut, fmt.Sprintf("/api/admin/segments/%d", segment.ID), map[string]any{"name": "beta-users", "description": "early adopters", "constraints": []any{}}, nil)
+	for _, f := range []struct{ name, env string }{{"search-ranking", "development"}, {"checkout-banner", "production"}} {
+		u.Must(t, http.MethodPost, "/api/admin/projects/default/features", map[string]any{"name": f.name, "type": "release"}, nil)
+		u.Must(t, http.MethodPost, "/api/admin/projects/default/features/"+f.name+"/environments/"+f.env+"/strategies", map[string]any{"name": "default"}, nil)
+		u.Must(t, http.MethodPost, "/api/admin/projects/default/features/"+f.name+"/environments/"+f.env+"/on", nil, nil)
+	}
+	u.Must(t, http.MethodPost, "/api/admin/projects/default/features/checkout-banner/environments/production/off", nil, nil)
 }
 
 // hiddenFromViewers returns the ids of Unleash's events a Viewer may not
