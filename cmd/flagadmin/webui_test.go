@@ -573,7 +573,7 @@ func (tab *uiTab) eventLog(path, want string) shownLog {
 	if shown.served.source != "local" {
 		tab.t.Errorf("%s: the events shown came from %s, %s %q; want flagadmin's (local)", path, shown.served.url, gateway.SourceHeader, shown.served.source)
 	}
-	tab.t.Logf("%s: shows %d events, those flagadmin served for %s", path, shown.total, shown.served.url)
+	tab.t.Logf("%s: shows the %d events of the answer to %s (%s %q)", path, shown.total, shown.served.url, gateway.SourceHeader, shown.served.source)
 	return shown
 }
 
