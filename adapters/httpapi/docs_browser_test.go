@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -16,21 +15,9 @@ import (
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
-)
 
-// browserPath returns the headless browser the docs test drives: $CHROME,
-// else Debian's chromium, else Chrome; "" when none is installed.
-func browserPath() string {
-	if p := os.Getenv("CHROME"); p != "" {
-		return p
-	}
-	for _, name := range []string{"chromium", "chromium-browser", "google-chrome", "google-chrome-stable"} {
-		if p, err := exec.LookPath(name); err == nil {
-			return p
-		}
-	}
-	return ""
-}
+	"github.com/flagadmin/flagadmin/internal/browsertest"
+)
 
 // TestDocsPageInBrowser opens /docs in a real headless browser, waits
 // until the operations are listed with their parameters, authorizes with
@@ -39,18 +26,11 @@ func browserPath() string {
 // test's temporary directory, and at $FLAGADMIN_DOCS_SCREENSHOT when set
 // (docs/docs-page.png is made that way).
 func TestDocsPageInBrowser(t *testing.T) {
-	browser := browserPath()
-	if browser == "" {
-		t.Skip("no headless browser: install Debian's chromium (apt-get install chromium) or set CHROME to a Chrome or Chromium binary")
-	}
+	allocCtx := browsertest.Start(t, 1280, 1600)
 	env := newEnv(t, Config{}, nil)
 	srv := httptest.NewServer(env.handler)
 	defer srv.Close()
 
-	opts := append(slices.Clone(chromedp.DefaultExecAllocatorOptions[:]),
-		chromedp.ExecPath(browser), chromedp.NoSandbox, chromedp.DisableGPU, chromedp.WindowSize(1280, 1600))
-	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
-	defer cancelAlloc()
 	ctx, cancel := chromedp.NewContext(allocCtx)
 	defer cancel()
 	ctx, cancelTimeout := context.WithTimeout(ctx, 60*time.Second)
