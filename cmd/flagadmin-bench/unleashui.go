@@ -17,6 +17,9 @@ import (
 	"path/filepath"
 	"regexp"
 	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -39,15 +42,19 @@ import (
 //     admin's session cookie as the browser sends it, over several date
 //     ranges and pages; --loads loads each way, direct and through
 //     flagadmin alternating: median and p90, and the ratio;
-//   - read-your-writes: --completions lifecycle completions of distinct
-//     flags sent through flagadmin, each followed at once by searches
+//   - read-your-writes: --completions lifecycle completions of the flags
+//     of the project default in turn (the open-source Unleash lets a
+//     session change no other project's) sent through flagadmin, each followed at once by searches
 //     through flagadmin until one shows its event: the time from sending
 //     the completion to that answer;
 //   - latency: --requests sequential GET /api/admin/ui-config each way
 //     (direct, flagadmin, bare proxy in turn): percentiles, the added p50;
 //   - throughput: the web UI's main script (from index.html) fetched on
 //     --concurrency connections, --rounds rounds of --duration per target:
-//     requests/s, the ratios, and the CPU each process used per request.
+//     requests/s, the ratios, and the CPU each process used per request;
+//     once uncompressed (the proxy's worst case: the most bytes per
+//     request) and once with Accept-Encoding: gzip, as a browser asks
+//     (Unleash then compresses the script at each request).
 
 // proxyCommand is the hidden command of the bare reverse proxy.
 const proxyCommand = "serve-proxy"
@@ -63,8 +70,8 @@ type unleashUIOptions struct {
 	Asset                  string
 	FlagadminLog           string
 	// Target is the store flagadmin follows Unleash into: memory, or
-	// sqlite (a new file in a temporary directory).
-	Target string
+	// sqlite (a new file in a temporary directory, or SQLiteFile).
+	Target, SQLiteFile string
 }
 
 func unleashUICommand(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -85,6 +92,7 @@ func unleashUICommand(ctx context.Context, args []string, stdout, stderr io.Writ
 	fs.StringVar(&o.Asset, "asset", "", "path of the static asset of the throughput phases; default the script index.html loads")
 	fs.StringVar(&o.FlagadminLog, "flagadmin-log", "", "file for flagadmin's log (default: a temporary file, removed)")
 	fs.StringVar(&o.Target, "target", "memory", "the store flagadmin follows Unleash into: memory, or sqlite (a new file in a temporary directory)")
+	fs.StringVar(&o.SQLiteFile, "sqlite-file", "", "with --target sqlite: the SQLite file of the copy, kept after the run; one that follows --db already is resumed, not imported again")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: flagadmin-bench unleash-ui --flagadmin PATH --unleash DIR --db URL [flags]\n\n"+
 			"Measures flagadmin serve --follow --upstream in front of the real Unleash against Unleash directly.\n\nFlags:")
@@ -129,7 +137,11 @@ func benchUnleashUI(ctx context.Context, o unleashUIOptions, stdout, stderr io.W
 	}
 	store := "memory:"
 	if o.Target == "sqlite" {
-		store = "sqlite:" + filepath.Join(dir, "copy.db")
+		file := o.SQLiteFile
+		if file == "" {
+			file = filepath.Join(dir, "copy.db")
+		}
+		store = "sqlite:" + file
 	}
 	start := time.Now()
 	fa, err := startFlagadminArgs(ctx, o.Flagadmin, logFile, 20*time.Minute,
@@ -138,7 +150,7 @@ func benchUnleashUI(ctx context.Context, o unleashUIOptions, stdout, stderr io.W
 		return err
 	}
 	defer fa.stop()
-	fmt.Fprintf(stdout, "Unleash %s (pid %d); flagadmin %s (pid %d), serve --db %s --follow --upstream: ready (the copy imported) after %s\n",
+	fmt.Fprintf(stdout, "Unleash %s (pid %d); flagadmin %s (pid %d), serve --db %s --follow --upstream: ready (the copy imported or resumed) after %s\n",
 		un.base, un.pid, fa.base, fa.pid, o.Target+":", time.Since(start).Round(100*time.Millisecond))
 	bare, err := startChild(ctx, []string{proxyCommand, "--upstream", un.base}, stderr)
 	if err != nil {
@@ -154,24 +166,27 @@ func benchUnleashUI(ctx context.Context, o unleashUIOptions, stdout, stderr io.W
 	}
 	fmt.Fprintf(stdout, "signed in as %s through flagadmin (POST /auth/simple/login): session cookie %s\n\n", o.User, cookie.Name)
 
-	if err := benchEventLog(ctx, client, un.base, fa.base, cookie, o.Loads, stdout); err != nil {
-		return err
+	// A phase that fails is reported and the next one runs: the run fails
+	// at the end.
+	var failed []string
+	phase := func(name string, err error) {
+		if err != nil {
+			fmt.Fprintf(stdout, "%s: FAILED: %v\n\n", name, err)
+			failed = append(failed, name)
+		}
 	}
-	if err := benchReadYourWrites(ctx, client, fa.base, o.DB, cookie, o.Completions, stdout); err != nil {
-		return err
-	}
+	phase("event log page", benchEventLog(ctx, client, un.base, fa.base, cookie, o.Loads, stdout))
+	phase("read-your-writes", benchReadYourWrites(ctx, client, fa.base, o.DB, cookie, o.Completions, stdout))
 	targets := []target{{"direct", un.base, un.pid}, {"via flagadmin", fa.base, fa.pid}, {"bare proxy", bare.BaseURL, bare.PID}}
-	if err := benchSmall(ctx, client, targets, cookie, o.Requests, stdout); err != nil {
-		return err
-	}
+	phase("latency", benchSmall(ctx, client, targets, cookie, o.Requests, stdout))
 	asset := o.Asset
 	if asset == "" {
 		if asset, err = mainScript(ctx, client, un.base); err != nil {
 			return err
 		}
 	}
-	if err := benchAsset(ctx, targets, un.pid, asset, o, stdout); err != nil {
-		return err
+	for _, encoding := range []string{"", "gzip"} {
+		phase("throughput "+encoding, benchAsset(ctx, targets, un.pid, asset, encoding, o, stdout))
 	}
 	rss, err := peakRSS(fa.pid)
 	if err != nil {
@@ -179,6 +194,9 @@ func benchUnleashUI(ctx context.Context, o unleashUIOptions, stdout, stderr io.W
 	}
 	fmt.Fprintf(stdout, "flagadmin peak RSS over the whole run: %.0f MiB\n", float64(rss)/(1<<20))
 	fmt.Fprintf(stdout, "load after: %s\n", loadAverage())
+	if len(failed) > 0 {
+		return fmt.Errorf("failed: %s", strings.Join(failed, ", "))
+	}
 	return nil
 }
 
@@ -425,18 +443,19 @@ func benchEventLog(ctx context.Context, c *http.Client, direct, via string, cook
 }
 
 func benchReadYourWrites(ctx context.Context, c *http.Client, via, db string, cookie *http.Cookie, n int, stdout io.Writer) error {
-	flags, err := liveFlags(ctx, db, n)
+	flags, err := defaultFlags(ctx, db)
 	if err != nil {
 		return err
 	}
 	run := strconv.FormatInt(time.Now().Unix(), 36)
 	var seen, answered []time.Duration
-	lagged, searches := 0, 0
-	for i, f := range flags {
+	lagged, searches, unavailable := 0, 0, 0
+	for i := range n {
+		f := flags[i%len(flags)]
 		value := fmt.Sprintf("bench-%s-%d", run, i)
 		body, _ := json.Marshal(map[string]string{"status": "kept", "statusValue": value})
 		req, _ := http.NewRequestWithContext(ctx, http.MethodPost,
-			via+"/api/admin/projects/"+url.PathEscape(f[1])+"/features/"+url.PathEscape(f[0])+"/lifecycle/complete", bytes.NewReader(body))
+			via+"/api/admin/projects/default/features/"+url.PathEscape(f)+"/lifecycle/complete", bytes.NewReader(body))
 		req.Header.Set("Content-Type", "application/json")
 		req.AddCookie(cookie)
 		start := time.Now()
@@ -447,16 +466,20 @@ func benchReadYourWrites(ctx context.Context, c *http.Client, via, db string, co
 		data, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()
 		if resp.StatusCode != http.StatusOK {
-			return fmt.Errorf("complete %s through flagadmin: %d %s", f[0], resp.StatusCode, data)
+			return fmt.Errorf("complete %s through flagadmin: %d %s", f, resp.StatusCode, data)
 		}
 		answered = append(answered, time.Since(start))
 		if resp.Header.Get("X-Flagadmin-Lag") != "" {
 			lagged++
 		}
-		search := via + "/api/admin/search/events?limit=1&type=IS:feature-completed&feature=IS:" + url.QueryEscape(f[0])
+		search := via + "/api/admin/search/events?limit=1&type=IS:feature-completed&feature=IS:" + url.QueryEscape(f)
 		for {
 			searches++
 			status, body, _, _, err := get(ctx, c, search, cookie)
+			if err == nil && status == http.StatusServiceUnavailable { // the store did not answer in time: not shown yet
+				unavailable++
+				continue
+			}
 			if err != nil || status != http.StatusOK {
 				return fmt.Errorf("GET %s: %d %v %s", search, status, err, body)
 			}
@@ -468,17 +491,18 @@ func benchReadYourWrites(ctx context.Context, c *http.Client, via, db string, co
 				break
 			}
 			if time.Since(start) > time.Minute {
-				return fmt.Errorf("the completion of %s is not in flagadmin's search after a minute", f[0])
+				return fmt.Errorf("the completion of %s is not in flagadmin's search after a minute", f)
 			}
 		}
 		seen = append(seen, time.Since(start))
 	}
 	sp, ap := percentiles(seen), percentiles(answered)
-	fmt.Fprintf(stdout, "read-your-writes: %d lifecycle completions (POST .../lifecycle/complete, distinct flags) through flagadmin, each then searched through flagadmin\n", len(flags))
+	fmt.Fprintf(stdout, "read-your-writes: %d lifecycle completions (POST /api/admin/projects/default/features/NAME/lifecycle/complete, %d flags in turn) through flagadmin, each then searched through flagadmin\n", n, len(flags))
 	fmt.Fprintf(stdout, "  %-38s %9s %9s %9s %9s\n", "", "p50", "p90", "p99", "max")
 	fmt.Fprintf(stdout, "  %-38s %9v %9v %9v %9v\n", "completion answered (waits for the copy)", ap[0], ap[1], ap[2], maxDuration(answered).Round(time.Microsecond))
 	fmt.Fprintf(stdout, "  %-38s %9v %9v %9v %9v\n", "event in flagadmin's search", sp[0], sp[1], sp[2], maxDuration(seen).Round(time.Microsecond))
-	fmt.Fprintf(stdout, "  answers with X-Flagadmin-Lag: %d; searches sent: %d (%d needed more than one)\n\n", lagged, searches, searches-len(flags))
+	fmt.Fprintf(stdout, "  answers with X-Flagadmin-Lag: %d; searches sent: %d (%d more than one per completion; %d answered 503, the store busy)\n\n",
+		lagged, searches, searches-n, unavailable)
 	return nil
 }
 
@@ -490,24 +514,22 @@ func maxDuration(ds []time.Duration) time.Duration {
 	return m
 }
 
-// liveFlags returns n flags (name, project) of db that are not archived.
-func liveFlags(ctx context.Context, db string, n int) ([][2]string, error) {
+// defaultFlags returns the flags of the project default that are not
+// archived: Unleash's open-source build lets a session change flags of that
+// project only.
+func defaultFlags(ctx context.Context, db string) ([]string, error) {
 	conn, err := pgx.Connect(ctx, db)
 	if err != nil {
 		return nil, err
 	}
 	defer conn.Close(ctx)
-	rows, err := conn.Query(ctx, `SELECT name, project FROM features WHERE archived_at IS NULL ORDER BY name LIMIT $1`, n)
+	rows, err := conn.Query(ctx, `SELECT name FROM features WHERE project = 'default' AND archived_at IS NULL ORDER BY name`)
 	if err != nil {
 		return nil, err
 	}
-	flags, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) ([2]string, error) {
-		var f [2]string
-		err := r.Scan(&f[0], &f[1])
-		return f, err
-	})
-	if err == nil && len(flags) < n {
-		err = fmt.Errorf("the database has %d flags that are not archived, want %d", len(flags), n)
+	flags, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err == nil && len(flags) == 0 {
+		err = errors.New("the database has no flag in the project default that is not archived")
 	}
 	return flags, err
 }
@@ -556,8 +578,10 @@ func mainScript(ctx context.Context, c *http.Client, base string) (string, error
 	return string(m[1]), nil
 }
 
-func benchAsset(ctx context.Context, targets []target, unleashPID int, asset string, o unleashUIOptions, stdout io.Writer) error {
-	size, err := fetchOK(newBenchClient(1), targets[0].base+asset)
+// benchAsset measures the throughput of asset through each target, asked
+// for with Accept-Encoding: encoding ("" asks for none).
+func benchAsset(ctx context.Context, targets []target, unleashPID int, asset, encoding string, o unleashUIOptions, stdout io.Writer) error {
+	size, err := fetchEncoded(ctx, newBenchClient(1), targets[0].base+asset, encoding)
 	if err != nil {
 		return err
 	}
@@ -571,7 +595,7 @@ func benchAsset(ctx context.Context, targets []target, unleashPID int, asset str
 	for range o.Rounds {
 		for j, t := range targets {
 			c := newBenchClient(o.Concurrency)
-			if _, err := fetchOK(c, t.base+asset); err != nil { // a connection up
+			if _, err := fetchEncoded(ctx, c, t.base+asset, encoding); err != nil { // a connection up
 				return err
 			}
 			cpu0, err := cpuTime(t.pid)
@@ -583,7 +607,7 @@ func benchAsset(ctx context.Context, targets []target, unleashPID int, asset str
 				return err
 			}
 			start := time.Now()
-			rate, err := throughput(ctx, c, t.base+asset, o.Concurrency, o.Duration)
+			n, err := assetLoad(ctx, c, t.base+asset, encoding, o.Concurrency, o.Duration)
 			if err != nil {
 				return fmt.Errorf("%s: %w", t.name, err)
 			}
@@ -597,16 +621,20 @@ func benchAsset(ctx context.Context, targets []target, unleashPID int, asset str
 				return err
 			}
 			c.CloseIdleConnections()
-			tallies[j].requests += rate * elapsed.Seconds()
+			tallies[j].requests += float64(n)
 			tallies[j].elapsed += elapsed
 			tallies[j].cpu += cpu1 - cpu0
 			tallies[j].upCPU += up1 - up0
 		}
 	}
+	asked := "no compression asked"
+	if encoding != "" {
+		asked = "Accept-Encoding: " + encoding + ", as a browser asks: Unleash compresses it each time"
+	}
 	mb := float64(size) / 1e6
-	fmt.Fprintf(stdout, "throughput: GET %s (%d bytes, the web UI's main script, no compression asked), %d connections, %d rounds of %v per target (direct, flagadmin, bare proxy in turn)\n",
-		asset, size, o.Concurrency, o.Rounds, o.Duration)
-	fmt.Fprintf(stdout, "  %-15s %8s %8s %10s %14s %14s\n", "", "req/s", "MB/s", "of direct", "proxy CPU/req", "Unleash CPU/req")
+	fmt.Fprintf(stdout, "throughput: GET %s (the web UI's main script, %d bytes on the wire, %s), %d connections, %d rounds of %v per target (direct, flagadmin, bare proxy in turn)\n",
+		asset, size, asked, o.Concurrency, o.Rounds, o.Duration)
+	fmt.Fprintf(stdout, "  %-15s %8s %8s %10s %14s %16s\n", "", "req/s", "MB/s", "of direct", "proxy CPU/req", "Unleash CPU/req")
 	direct := tallies[0].requests / tallies[0].elapsed.Seconds()
 	for j, t := range targets {
 		rate := tallies[j].requests / tallies[j].elapsed.Seconds()
@@ -614,12 +642,66 @@ func benchAsset(ctx context.Context, targets []target, unleashPID int, asset str
 		if j > 0 {
 			proxyCPU = (tallies[j].cpu / time.Duration(tallies[j].requests)).Round(time.Microsecond).String()
 		}
-		fmt.Fprintf(stdout, "  %-15s %8.0f %8.0f %9.0f%% %14s %14v\n", t.name, rate, rate*mb, 100*rate/direct, proxyCPU,
+		fmt.Fprintf(stdout, "  %-15s %8.0f %8.0f %9.0f%% %14s %16v\n", t.name, rate, rate*mb, 100*rate/direct, proxyCPU,
 			(tallies[j].upCPU / time.Duration(tallies[j].requests)).Round(time.Microsecond))
 	}
 	fa, bare := tallies[1].requests/tallies[1].elapsed.Seconds(), tallies[2].requests/tallies[2].elapsed.Seconds()
 	fmt.Fprintf(stdout, "  flagadmin reaches %.0f%% of the bare proxy's rate\n\n", 100*fa/bare)
 	return nil
+}
+
+// fetchEncoded GETs url asking for encoding ("" for none), reads the
+// answer as it came (compressed), which must be 200 in that encoding, and
+// returns its size.
+func fetchEncoded(ctx context.Context, c *http.Client, url, encoding string) (int64, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return 0, err
+	}
+	if encoding != "" {
+		req.Header.Set("Accept-Encoding", encoding)
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	n, err := io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	switch {
+	case err != nil:
+		return 0, err
+	case resp.StatusCode != http.StatusOK:
+		return 0, fmt.Errorf("GET %s: %d", url, resp.StatusCode)
+	case resp.Header.Get("Content-Encoding") != encoding:
+		return 0, fmt.Errorf("GET %s: Content-Encoding %q, want %q", url, resp.Header.Get("Content-Encoding"), encoding)
+	}
+	return n, nil
+}
+
+// assetLoad fetches url on conns connections for d and returns the number
+// of answers.
+func assetLoad(ctx context.Context, c *http.Client, url, encoding string, conns int, d time.Duration) (int64, error) {
+	var done atomic.Int64
+	errs := make(chan error, conns)
+	end := time.Now().Add(d)
+	var wg sync.WaitGroup
+	for range conns {
+		wg.Go(func() {
+			for time.Now().Before(end) && ctx.Err() == nil {
+				if _, err := fetchEncoded(ctx, c, url, encoding); err != nil {
+					errs <- err
+					return
+				}
+				done.Add(1)
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	if err := <-errs; err != nil {
+		return 0, err
+	}
+	return done.Load(), nil
 }
 
 // serveProxy is the hidden serve-proxy command: a bare
