@@ -33,7 +33,7 @@ func TestEventLogQueries(t *testing.T) {
 func TestMainScript(t *testing.T) {
 	for _, c := range []struct {
 		name, index, want string
-		ok               bool
+		ok                bool
 	}{
 		{"Unleash 8.2.0's index.html", `<head><script type="module" crossorigin src="/static/index-CiroQYlg.js"></script><link rel="stylesheet" href="/static/style.css"></head>`, "/static/index-CiroQYlg.js", true},
 		{"no script", `<html><body>nothing</body></html>`, "", false},
