@@ -6,14 +6,15 @@
 #   1. the search of Unleash's event log page (GET /api/admin/search/events
 #      with offset, limit and a from/to date range, as a user paging would),
 #      signed in as admin in the browser's way (the session cookie): median
-#      and p90 of LOADS loads directly against Unleash and through flagadmin,
-#      interleaved, and the ratio;
+#      and p90 of --loads loads directly against Unleash and through
+#      flagadmin, interleaved, and the ratio;
 #   2. read-your-writes: lifecycle completions forwarded through flagadmin,
 #      the time from each request to the first search through flagadmin that
 #      shows its event (p50, p99);
 #   3. the proxy's cost: the added p50 latency of a small proxied request
-#      (GET /api/admin/ui-config) and the throughput of a static asset of
-#      Unleash's web UI, through flagadmin against Unleash directly and
+#      (GET /api/admin/ui-config) and the throughput of the main script of
+#      Unleash's web UI (uncompressed, then gzip as a browser asks for it),
+#      through flagadmin against Unleash directly and
 #      against a bare httputil.ReverseProxy in the same run (the ceiling of
 #      a Go proxy on this machine).
 #
