@@ -64,7 +64,7 @@ func (u *upstream) requests() []received {
 
 // newUpstream serves handler, recording every request (and, unless the
 // handler reads it itself, its body).
-func newUpstream(t *testing.T, handler http.HandlerFunc, readBody bool) *upstream {
+func newUpstream(t testing.TB, handler http.HandlerFunc, readBody bool) *upstream {
 	t.Helper()
 	u := &upstream{}
 	u.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -104,7 +104,7 @@ var localHandler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request)
 
 // newEnv serves a Gateway in front of upstreamURL; edit changes its
 // configuration.
-func newEnv(t *testing.T, upstreamURL string, edit func(*Config)) *env {
+func newEnv(t testing.TB, upstreamURL string, edit func(*Config)) *env {
 	t.Helper()
 	u, err := url.Parse(upstreamURL)
 	if err != nil {

@@ -47,6 +47,7 @@ const (
 // gatewayOptions are the flags of flagadmin-bench gateway.
 type gatewayOptions struct {
 	Flagadmin   string
+	Follow      string
 	Requests    int
 	Duration    time.Duration
 	Concurrency int
@@ -59,13 +60,14 @@ func gatewayCommand(ctx context.Context, args []string, stdout, stderr io.Writer
 	fs.SetOutput(stderr)
 	var o gatewayOptions
 	fs.StringVar(&o.Flagadmin, "flagadmin", "", "the flagadmin binary to run (required; scripts/bench-gateway.sh builds it)")
+	fs.StringVar(&o.Follow, "follow", "", "URL of an Unleash PostgreSQL database for flagadmin to follow (required: --upstream needs --follow)")
 	fs.IntVar(&o.Requests, "requests", 5000, "sequential requests of the latency phase, each way")
 	fs.DurationVar(&o.Duration, "duration", 10*time.Second, "length of each throughput phase")
 	fs.IntVar(&o.Concurrency, "concurrency", 16, "connections of the throughput phases")
 	fs.IntVar(&o.AssetSize, "asset-size", 256<<10, "size of the static asset, in bytes")
 	fs.Int64Var(&o.BodySize, "body-size", 100<<20, "size of the large bodies, in bytes")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: flagadmin-bench gateway --flagadmin PATH [flags]\n\nMeasures flagadmin serve --upstream against the upstream directly.\n\nFlags:")
+		fmt.Fprintln(stderr, "usage: flagadmin-bench gateway --flagadmin PATH --follow URL [flags]\n\nMeasures flagadmin serve --upstream against the upstream directly.\n\nFlags:")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -74,7 +76,7 @@ func gatewayCommand(ctx context.Context, args []string, stdout, stderr io.Writer
 		}
 		return 2
 	}
-	if o.Flagadmin == "" || fs.NArg() > 0 {
+	if o.Flagadmin == "" || o.Follow == "" || fs.NArg() > 0 {
 		fs.Usage()
 		return 2
 	}
@@ -92,7 +94,7 @@ func benchGateway(ctx context.Context, o gatewayOptions, stdout, stderr io.Write
 		return err
 	}
 	defer up.Stop()
-	fa, err := startFlagadmin(ctx, o.Flagadmin, up.BaseURL)
+	fa, err := startFlagadmin(ctx, o.Flagadmin, up.BaseURL, o.Follow)
 	if err != nil {
 		return err
 	}
@@ -203,16 +205,17 @@ type flagadminProcess struct {
 }
 
 // startFlagadmin runs bin serve in front of upstream on a free port of
-// 127.0.0.1 with an in-memory store and its default settings, and waits
-// until it answers /health.
-func startFlagadmin(ctx context.Context, bin, upstream string) (*flagadminProcess, error) {
+// 127.0.0.1 with an in-memory store following the Unleash database follow
+// and its default settings, and waits until it answers /ready (the copy
+// imported).
+func startFlagadmin(ctx context.Context, bin, upstream, follow string) (*flagadminProcess, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, err
 	}
 	addr := ln.Addr().String()
 	ln.Close()
-	cmd := exec.CommandContext(ctx, bin, "serve", "--db", "memory:", "--addr", addr, "--upstream", upstream)
+	cmd := exec.CommandContext(ctx, bin, "serve", "--db", "memory:", "--addr", addr, "--upstream", upstream, "--follow", follow)
 	cmd.Stdout, cmd.Stderr = io.Discard, io.Discard // its log: produced, thrown away
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start %s: %w", bin, err)
@@ -223,7 +226,7 @@ func startFlagadmin(ctx context.Context, bin, upstream string) (*flagadminProces
 	}}
 	deadline := time.Now().Add(time.Minute)
 	for time.Now().Before(deadline) {
-		if resp, err := http.Get(p.base + "/health"); err == nil {
+		if resp, err := http.Get(p.base + "/ready"); err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
 				return p, nil
@@ -232,7 +235,7 @@ func startFlagadmin(ctx context.Context, bin, upstream string) (*flagadminProces
 		time.Sleep(50 * time.Millisecond)
 	}
 	p.stop()
-	return nil, errors.New("flagadmin did not answer /health within a minute")
+	return nil, errors.New("flagadmin did not answer /ready within a minute")
 }
 
 // newBenchClient keeps up to conns connections alive.

@@ -51,10 +51,14 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 			serve = serveCeiling
 		case staticCommand:
 			serve = serveStatic
+		case proxyCommand:
+			serve = serveProxy
 		case "compare":
 			return compareCommand(args[1:], stdout, stderr)
 		case "gateway":
 			return gatewayCommand(ctx, args[1:], stdout, stderr)
+		case "unleash-ui":
+			return unleashUICommand(ctx, args[1:], stdout, stderr)
 		}
 		if serve != nil {
 			if err := serve(ctx, args[1:], stdin, stdout, stderr); err != nil {
@@ -105,6 +109,8 @@ type options struct {
 
 const usageText = `Usage: flagadmin-bench [flags]
        flagadmin-bench compare BASE.json OTHER.json
+       flagadmin-bench gateway --flagadmin PATH [flags]
+       flagadmin-bench unleash-ui --flagadmin PATH --unleash DIR --db URL [flags]
 
 Measures flagadmin end to end, over real HTTP, the way a deployer would:
 

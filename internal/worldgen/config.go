@@ -25,7 +25,7 @@ import (
 
 // Version identifies the generator's algorithm. It is part of Fingerprint:
 // change it whenever a change makes the same Config produce a different world.
-const Version = 2
+const Version = 3
 
 // Defaults of Config's zero fields.
 const (

@@ -48,14 +48,16 @@ func (p *payloads) fill(i int, s *skel, e *flagadmin.Event) {
 	}
 	switch s.typ {
 	case flagadmin.EventFeatureStrategyUpdate:
-		slot := r.IntN(2)
-		e.Data = data(func() { p.strategy(s.feature, env, slot, s.planted) })
-		e.PreData = data(func() { p.strategy(s.feature, env, slot, false) })
+		// An update keeps the strategy's name (Unleash's own event log
+		// reads the parameters of that name in both data and preData).
+		slot, name := r.IntN(2), ""
+		e.Data = data(func() { name = p.strategy(s.feature, env, slot, s.planted, "") })
+		e.PreData = data(func() { p.strategy(s.feature, env, slot, false, name) })
 	case flagadmin.EventFeatureStrategyAdd:
 		slot := r.IntN(3)
-		e.Data = data(func() { p.strategy(s.feature, env, slot, s.planted) })
+		e.Data = data(func() { p.strategy(s.feature, env, slot, s.planted, "") })
 	case flagadmin.EventFeatureStrategyRemove:
-		e.PreData = data(func() { p.strategy(s.feature, env, r.IntN(3), false) })
+		e.PreData = data(func() { p.strategy(s.feature, env, r.IntN(3), false, "") })
 	case flagadmin.EventFeatureEnvironmentEnabled, flagadmin.EventFeatureEnvironmentDisabled:
 		e.Data = data(func() {
 			j := &p.j
@@ -300,14 +302,17 @@ func (p *payloads) fill(i int, s *skel, e *flagadmin.Event) {
 // rawJSON is a compact JSON object as events hold it.
 type rawJSON = []byte
 
-// strategy writes strategy number slot of the feature in env; planted adds
-// a constraint naming RareCustomer.
-func (p *payloads) strategy(feature int32, env string, slot int, planted bool) {
+// strategy writes strategy number slot of the feature in env, of the
+// strategy name sname ("" draws one), and returns its name; planted adds a
+// constraint naming RareCustomer.
+func (p *payloads) strategy(feature int32, env string, slot int, planted bool, sname string) string {
 	j, r := &p.j, p.r
 	name := p.w.features[feature].Name
 	j.obj("")
 	j.str("id", strategyID(p.w.cfg.Seed, feature, env, slot))
-	sname := strategyNames[r.IntN(len(strategyNames))]
+	if sname == "" {
+		sname = strategyNames[r.IntN(len(strategyNames))]
+	}
 	j.str("name", sname)
 	j.str("title", "")
 	j.boolean("disabled", r.Float64() < 0.05)
@@ -358,6 +363,7 @@ func (p *payloads) strategy(feature int32, env string, slot int, planted bool) {
 	j.end()
 	j.integer("sortOrder", int64(slot))
 	j.end()
+	return sname
 }
 
 // constraint writes a constraint on the context field.
@@ -501,7 +507,7 @@ func (p *payloads) changeRequest(s *skel, f *flagadmin.Feature, env string) {
 	j.str("action", []string{"updateStrategy", "addStrategy", "updateEnabled"}[r.IntN(3)])
 	j.str("feature", f.Name)
 	j.key("payload")
-	p.strategy(s.feature, env, r.IntN(2), false)
+	p.strategy(s.feature, env, r.IntN(2), false, "")
 	j.end()
 	j.end()
 	j.end()

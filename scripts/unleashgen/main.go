@@ -7,6 +7,10 @@
 // scripts/bench-import.sh.
 //
 //	unleashgen -db postgres://.../unleash_bench -events 1000000
+//	unleashgen -fingerprint -events 1000000
+//
+// The second prints the world's fingerprint (worldgen.Config.Fingerprint),
+// for a script that marks the database with what it holds.
 //
 // The database must hold the Unleash schema (restore the fixture's dump
 // into it); the generated tables are emptied first. Rows go in with COPY,
@@ -30,7 +34,12 @@ import (
 func main() {
 	db := flag.String("db", "", "URL of the Unleash PostgreSQL database to fill (required)")
 	events := flag.Int("events", 1_000_000, "number of events")
+	fingerprint := flag.Bool("fingerprint", false, "print the fingerprint of the world (internal/worldgen's) and exit")
 	flag.Parse()
+	if *fingerprint {
+		fmt.Println(worldgen.Config{Events: *events}.Fingerprint())
+		return
+	}
 	if *db == "" {
 		fmt.Fprintln(os.Stderr, "unleashgen: -db is required")
 		os.Exit(1)
