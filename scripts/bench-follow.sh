@@ -15,7 +15,8 @@
 # TARGETS are the stores the copy goes into (default memory): memory,
 # postgres (a database on the server of PG, made new for each run), sqlite
 # (a file made new for each run). latency, token and catchup run into each;
-# idle, into the first. The source must run on this machine (idle reads the
+# idle, into the first. RUNS=catchup measures catching up alone (into
+# TARGETS and discard). The source must run on this machine (idle reads the
 # backend's CPU in /proc). It creates and drops the databases $SRC
 # (unleash_bench_follow) and $COPY (flagadmin_bench_follow) on the server
 # of PG; needs psql and gunzip.
@@ -28,6 +29,7 @@ DURATION=${DURATION:-60s}
 IDLE=${IDLE:-60s}
 TOKENS=${TOKENS:-50}
 TARGETS=${TARGETS:-memory}
+RUNS=${RUNS:-all}
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 DUMP=${DUMP:-$ROOT/../shared/fixtures/unleash-8.2.0/unleash.sql.gz}
 WORK=$(mktemp -d)
@@ -57,7 +59,9 @@ target() {
 (cd "$ROOT" && go build -o "$WORK/followbench" ./scripts/followbench)
 echo "$(date -u +%Y-%m-%dT%H:%MZ), load average $(cut -d' ' -f1-3 /proc/loadavg), $(nproc) cores"
 runs=latency,idle,token
+[ "$RUNS" = catchup ] && runs=
 for kind in $TARGETS; do
+	[ -n "$runs" ] || break
 	restore
 	echo "load average $(cut -d' ' -f1-3 /proc/loadavg)"
 	"$WORK/followbench" -db "$PG/$SRC?$OPTS" -target "$(target "$kind")" -run "$runs" -duration "$DURATION" -idle "$IDLE" -tokens "$TOKENS"

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"slices"
 	"strings"
 	"sync"
@@ -37,6 +38,7 @@ func fastFollow(log *slog.Logger) unleashimport.FollowOptions {
 		Logger: log, PollInterval: 20 * time.Millisecond, StateInterval: 300 * time.Millisecond, MinStateInterval: 50 * time.Millisecond,
 		LeaseTTL: time.Second, RenewEvery: 200 * time.Millisecond, SyncEvery: 100 * time.Millisecond, ReadTimeout: 2 * time.Second,
 		RetryMin: 50 * time.Millisecond, RetryMax: 200 * time.Millisecond,
+		BatchSize: 500, // a burst is read in several batches, each read while the one before is applied
 	}
 }
 
@@ -106,7 +108,7 @@ func storeIDs(t *testing.T, s flagadmin.Store, after int64) []int64 {
 // caughtUp waits until the follower's position is at least id.
 func caughtUp(t *testing.T, r *running, id int64) {
 	t.Helper()
-	waitFor(t, 10*time.Second, fmt.Sprintf("position %d", id), func() bool {
+	waitFor(t, 30*time.Second, fmt.Sprintf("position %d", id), func() bool {
 		st := r.Status()
 		return st.State == flagadmin.FollowStateFollowing && st.Position >= id
 	})
@@ -745,13 +747,13 @@ func testFollowRetriesABatchThatDidNotCommit(t *testing.T, target followTarget) 
 }
 
 // cutStore cuts every other ApplyFollow that carries events while it runs:
-// its context ends after delay, within the batch's transaction (the
-// follower's process killed mid-batch, as the database sees it: the
-// connection goes, the transaction rolls back).
+// its context ends after a random delay below maxDelay, mostly within the
+// batch's transaction (the follower's process killed mid-batch, as the
+// database sees it: the connection goes, the transaction rolls back).
 type cutStore struct {
 	followStore
-	delay time.Duration
-	mu    sync.Mutex
+	maxDelay time.Duration
+	mu       sync.Mutex
 	calls int
 	cut   int // calls that failed
 }
@@ -764,7 +766,7 @@ func (c *cutStore) ApplyFollow(ctx context.Context, holder string, now time.Time
 	if !cut {
 		return c.followStore.ApplyFollow(ctx, holder, now, b)
 	}
-	ctx, cancel := context.WithTimeout(ctx, c.delay)
+	ctx, cancel := context.WithTimeout(ctx, rand.N(c.maxDelay))
 	defer cancel()
 	err := c.followStore.ApplyFollow(ctx, holder, now, b)
 	if err != nil {
@@ -784,13 +786,20 @@ func TestFollowBatchCutMidTransaction(t *testing.T) {
 			t.Skip("memory applies a batch under one lock, after checking its context: nothing to cut")
 		}
 		url := unleashfixture.Restore(t)
-		store := &cutStore{followStore: target.open(t), delay: 3 * time.Millisecond}
+		store := &cutStore{followStore: target.open(t), maxDelay: 3 * time.Millisecond}
 		r := startFollower(t, url, store, unleashimport.FollowOptions{})
 		caughtUp(t, r, fixtureEvents)
 		u := connect(t, url)
 		var want []int64
-		for i := range 300 {
-			want = append(want, u.event(nil, "feature-tagged", ptr("default"), ptr("dark-mode"), fmt.Sprintf(`{"i":%d}`, i)))
+		for range 40 { // in transactions of 20, so that batches are large enough to cut, over several polls
+			time.Sleep(5 * time.Millisecond)
+			tx := u.begin()
+			for i := range 20 {
+				want = append(want, u.event(tx, "feature-tagged", ptr("default"), ptr("dark-mode"), fmt.Sprintf(`{"i":%d}`, i)))
+			}
+			if err := tx.Commit(context.Background()); err != nil {
+				t.Fatal(err)
+			}
 		}
 		caughtUp(t, r, want[len(want)-1])
 		if got := storeIDs(t, store, fixtureEvents); !slices.Equal(got, want) {
