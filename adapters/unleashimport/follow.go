@@ -179,7 +179,6 @@ type Follower struct {
 	announced bool      // events were read since the world was last read
 	outages   map[string]time.Time
 	retry     time.Duration
-	ahead     *readAhead // the next batch of a backlog, read while the last was applied
 
 	held      atomic.Bool
 	needState atomic.Bool   // re-read the follow state (lease just acquired)
@@ -356,7 +355,7 @@ func (f *Follower) step(ctx context.Context) (time.Duration, error) {
 		if err != nil {
 			return f.failed("store", "the store cannot be read", err), nil
 		}
-		f.following, f.position, f.holes, f.prev, f.ahead = st.Following(), st.Position, st.Holes, nil, nil
+		f.following, f.position, f.holes, f.prev = st.Following(), st.Position, st.Holes, nil
 		if f.following && f.source.SystemID+f.source.Database != "" && !st.Source.Same(f.source) {
 			return 0, stopf("the store follows %s (database %q of system %s), not %s (database %q of system %s)",
 				st.Source.URL, st.Source.Database, st.Source.SystemID, f.name, f.source.Database, f.source.SystemID)
@@ -387,7 +386,6 @@ func (f *Follower) step(ctx context.Context) (time.Duration, error) {
 // standby reports the store's follow state while another server applies.
 func (f *Follower) standby(ctx context.Context) {
 	f.closeSource() // the holder reads the source; this server needs no connection
-	f.ahead = nil
 	st, err := f.store.FollowState(ctx)
 	if err != nil {
 		return
@@ -690,15 +688,7 @@ func (f *Follower) poll(ctx context.Context) (time.Duration, error) {
 		// batch again and again.
 		limit = min(limit, blockedBatch)
 	}
-	var events []flagadmin.Event
-	var ids []int64
-	var err error
-	if ra := f.ahead; ra != nil && ra.after == f.position && ra.limit == limit {
-		at, events, ids, err = ra.at, ra.events, ra.ids, ra.err
-	} else {
-		events, ids, err = f.src.eventsAfter(rctx, f.position, limit)
-	}
-	f.ahead = nil
+	events, ids, err := f.src.eventsAfter(rctx, f.position, limit)
 	if err != nil {
 		return f.readFailed(ctx, err)
 	}
@@ -745,17 +735,8 @@ func (f *Follower) poll(ctx context.Context) (time.Duration, error) {
 	if caughtUp {
 		b.SyncedAt = flagadmin.Truncate(at)
 	}
-	var ra *readAhead
-	if full && s.deliver > 0 && s.waitingFor == 0 {
-		// A backlog: the next batch is read while this one is applied.
-		ra = f.readAhead(rctx, s.position, limit)
-	}
 	if b.Changes() || b.Position != f.position || (caughtUp && at.Sub(f.stored) >= f.opts.SyncEvery) {
-		err := f.store.ApplyFollow(ctx, f.opts.Holder, f.opts.Now(), b)
-		if ra != nil {
-			<-ra.done // the source's connection is this goroutine's again
-		}
-		if err != nil {
+		if err := f.store.ApplyFollow(ctx, f.opts.Holder, f.opts.Now(), b); err != nil {
 			return f.applyFailed(ctx, err), nil
 		}
 		if !b.SyncedAt.IsZero() {
@@ -765,10 +746,6 @@ func (f *Follower) poll(ctx context.Context) (time.Duration, error) {
 	f.recovered()
 	f.applied.Add(int64(len(deliver)))
 	f.position, f.holes = s.position, b.Holes
-	if ra != nil {
-		<-ra.done
-		f.ahead = ra // the next poll starts from it, if it reads after the position it reached
-	}
 	if next != nil {
 		f.prev, f.lastWorld, f.announced = next, at, false
 	}
@@ -801,31 +778,6 @@ func (f *Follower) poll(ctx context.Context) (time.Duration, error) {
 		}
 	}
 	return f.opts.PollInterval, nil
-}
-
-// readAhead is a read of the events after a position, started before the
-// poll that needs it (while the one before applies its batch): the next
-// poll uses it in place of its own read when it reads after that position,
-// as a read taken at at.
-type readAhead struct {
-	after  int64
-	limit  int
-	at     time.Time
-	done   chan struct{}
-	events []flagadmin.Event
-	ids    []int64
-	err    error
-}
-
-// readAhead starts reading the events after position on the source's
-// connection, which nothing else uses until done is closed.
-func (f *Follower) readAhead(ctx context.Context, position int64, limit int) *readAhead {
-	ra := &readAhead{after: position, limit: limit, at: f.opts.Now(), done: make(chan struct{})}
-	go func() {
-		defer close(ra.done)
-		ra.events, ra.ids, ra.err = f.src.eventsAfter(ctx, position, limit)
-	}()
-	return ra
 }
 
 // readFailed handles a failed read of the source: a table or column gone
