@@ -16,7 +16,7 @@
 # postgres (a database on the server of PG, made new for each run), sqlite
 # (a file made new for each run). latency, token and catchup run into each;
 # idle, into the first. RUNS=catchup measures catching up alone (into
-# TARGETS and discard). The source must run on this machine (idle reads the
+# TARGETS and discard), RUNS=online the rest alone. The source must run on this machine (idle reads the
 # backend's CPU in /proc). It creates and drops the databases $SRC
 # (unleash_bench_follow) and $COPY (flagadmin_bench_follow) on the server
 # of PG; needs psql and gunzip.
@@ -67,6 +67,7 @@ for kind in $TARGETS; do
 	"$WORK/followbench" -db "$PG/$SRC?$OPTS" -target "$(target "$kind")" -run "$runs" -duration "$DURATION" -idle "$IDLE" -tokens "$TOKENS"
 	runs=latency,token
 done
+[ "$RUNS" = online ] && exit 0
 for kind in discard $TARGETS; do
 	restore
 	echo "load average $(cut -d' ' -f1-3 /proc/loadavg)"
