@@ -754,8 +754,8 @@ type cutStore struct {
 	followStore
 	maxDelay time.Duration
 	mu       sync.Mutex
-	calls int
-	cut   int // calls that failed
+	calls    int
+	cut      int // calls that failed
 }
 
 func (c *cutStore) ApplyFollow(ctx context.Context, holder string, now time.Time, b *flagadmin.FollowBatch) error {
