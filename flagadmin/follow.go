@@ -148,7 +148,8 @@ type FollowStateReader interface {
 
 // FollowTarget is a store that can follow an Unleash database: the port a
 // follower writes through (decisions §17). Implementations:
-// adapters/memstore; internal/storetest.RunFollow is their contract suite.
+// adapters/memstore and adapters/bunstore (SQLite, PostgreSQL, MySQL);
+// internal/storetest.RunFollow is their contract suite.
 //
 // Several servers may follow one source into one store: exactly one
 // applies, the holder of the follow lease (held until a time, renewed by

@@ -128,6 +128,20 @@
 // stream's feed) never misses an id that commits later. record.go states
 // the lock order every writer follows.
 //
+// # Following Unleash
+//
+// The store implements flagadmin.FollowTarget (follow.go), so a server
+// can follow a live Unleash into any of the three databases. The follow
+// state is the one row of follow_state: the source's identity, the
+// position and holes, the synced time and the follow lease, which several
+// servers sharing one database contend for with conditional UPDATEs. A
+// follower's batch (LoadFollow, ApplyFollow) is one transaction that
+// checks the lease first and holds the row's lock to its commit, writes
+// the rows (deletes, then upserts by key) and the events with their Unleash
+// ids through record, and moves the position: all of it or nothing. While
+// the store follows a source, the Service refuses its write operations
+// (flagadmin.ReadOnlyError), reading FollowState.
+//
 // Driver errors are mapped to flagadmin.ErrNotFound, ErrConflict and
 // ErrUnavailable in one function (internal/dberr); the error text never
 // contains driver messages or SQL.

@@ -54,6 +54,14 @@ func contents(ctx context.Context, db bun.IDB) (map[string]int64, error) {
 // that is not empty is refused with ErrConflict before anything is
 // written. Load has no storage deadline: it takes as long as the data does.
 func (s *Store) Load(ctx context.Context, b *flagadmin.Batch, events func(emit func([]flagadmin.Event) error) error) error {
+	return s.loadAll(ctx, b, events, nil)
+}
+
+// loadAll is Load, with fence, when not nil, run in its transaction before
+// anything is written (loaded false) and once everything is (loaded true):
+// an error of either rolls the load back (LoadFollow's lease and state).
+func (s *Store) loadAll(ctx context.Context, b *flagadmin.Batch, events func(emit func([]flagadmin.Event) error) error,
+	fence func(ctx context.Context, tx bun.Tx, loaded bool) error) error {
 	if b.Then != nil {
 		return fmt.Errorf("bunstore: Load takes a batch without Then")
 	}
@@ -66,7 +74,15 @@ func (s *Store) Load(ctx context.Context, b *flagadmin.Batch, events func(emit f
 	if err != nil {
 		return s.fail("load", err)
 	}
-	err = s.load(ctx, conn, tx, b, events)
+	if fence != nil {
+		err = fence(ctx, tx, false)
+	}
+	if err == nil {
+		err = s.load(ctx, conn, tx, b, events)
+	}
+	if err == nil && fence != nil {
+		err = fence(ctx, tx, true)
+	}
 	if err == nil {
 		done := s.loadStep("commit")
 		if err = tx.Commit(); err == nil {

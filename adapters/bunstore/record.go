@@ -85,6 +85,9 @@ type changes struct {
 	updatedFeatures []featureUpdate     // features changed
 	memberProjects  []string            // projects whose members may have changed
 	memberGroups    []int64             // groups whose users changed
+	// A follower's batch (follow.go) carries rows, not their changes:
+	refigured   []string // projects whose figures are computed again
+	refigureAll bool     // every project's figures are
 }
 
 // featureUpdate is a feature before and after a change.

@@ -143,6 +143,7 @@ func (t tuning) record(ctx context.Context, db bun.IDB, ch *changes) error {
 		c := projectfigures.Change{
 			NewProjects: ch.newProjects, Added: ch.addedFeatures,
 			MemberProjects: ch.memberProjects, MemberGroups: ch.memberGroups,
+			Recompute: ch.refigured, RecomputeAll: ch.refigureAll,
 		}
 		for _, u := range ch.updatedFeatures {
 			c.Updated = append(c.Updated, projectfigures.Update{Old: u.old, New: u.new})

@@ -42,7 +42,8 @@ import (
 //     stops following for good, with a clear message; serving goes on.
 
 // FollowStore is a store a follower writes into: a flagadmin.FollowTarget
-// that can tell whether it is empty. *memstore.Store implements it.
+// that can tell whether it is empty. *memstore.Store and *bunstore.Store
+// implement it.
 type FollowStore interface {
 	flagadmin.FollowTarget
 	// Contents counts what the store holds, by kind; all 0 when empty.

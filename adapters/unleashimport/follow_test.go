@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"slices"
 	"strings"
 	"sync"
@@ -37,6 +38,7 @@ func fastFollow(log *slog.Logger) unleashimport.FollowOptions {
 		Logger: log, PollInterval: 20 * time.Millisecond, StateInterval: 300 * time.Millisecond, MinStateInterval: 50 * time.Millisecond,
 		LeaseTTL: time.Second, RenewEvery: 200 * time.Millisecond, SyncEvery: 100 * time.Millisecond, ReadTimeout: 2 * time.Second,
 		RetryMin: 50 * time.Millisecond, RetryMax: 200 * time.Millisecond,
+		BatchSize: 500, // a burst is read in several batches, each read while the one before is applied
 	}
 }
 
@@ -106,7 +108,7 @@ func storeIDs(t *testing.T, s flagadmin.Store, after int64) []int64 {
 // caughtUp waits until the follower's position is at least id.
 func caughtUp(t *testing.T, r *running, id int64) {
 	t.Helper()
-	waitFor(t, 10*time.Second, fmt.Sprintf("position %d", id), func() bool {
+	waitFor(t, 30*time.Second, fmt.Sprintf("position %d", id), func() bool {
 		st := r.Status()
 		return st.State == flagadmin.FollowStateFollowing && st.Position >= id
 	})
@@ -179,9 +181,11 @@ func (u *unleash) change(typ string, project, feature *string, stmts ...string) 
 
 func ptr[T any](v T) *T { return &v }
 
-func TestFollowImportsThenFollows(t *testing.T) {
+func TestFollowImportsThenFollows(t *testing.T) { forEachTarget(t, testFollowImportsThenFollows) }
+
+func testFollowImportsThenFollows(t *testing.T, target followTarget) {
 	url := unleashfixture.Restore(t)
-	store := memstore.New()
+	store := target.open(t)
 	r := startFollower(t, url, store, unleashimport.FollowOptions{})
 	caughtUp(t, r, fixtureEvents)
 	st := r.Status()
@@ -218,11 +222,16 @@ func TestFollowImportsThenFollows(t *testing.T) {
 }
 
 func TestFollowResumesFromThePosition(t *testing.T) {
+	forEachTarget(t, testFollowResumesFromThePosition)
+}
+
+func testFollowResumesFromThePosition(t *testing.T, target followTarget) {
 	url := unleashfixture.Restore(t)
-	store := memstore.New()
+	store, reopened := target.openShared(t) // a restarted server opens the database again
 	r := startFollower(t, url, store, unleashimport.FollowOptions{})
 	caughtUp(t, r, fixtureEvents)
 	r.stop()
+	store = reopened
 	u := connect(t, url)
 	var want []int64
 	for range 5 {
@@ -244,8 +253,12 @@ func TestFollowResumesFromThePosition(t *testing.T) {
 }
 
 func TestFollowRefusesAStoreThatHoldsAnythingElse(t *testing.T) {
+	forEachTarget(t, testFollowRefusesAStoreThatHoldsAnythingElse)
+}
+
+func testFollowRefusesAStoreThatHoldsAnythingElse(t *testing.T, target followTarget) {
 	url := unleashfixture.Restore(t)
-	store := memstore.New()
+	store := target.open(t)
 	svc := flagadmin.NewService(store)
 	if _, err := svc.CreateProject(context.Background(), flagadmin.System, flagadmin.Project{ID: "mine", Name: "Mine", Mode: flagadmin.ModeOpen}); err != nil {
 		t.Fatal(err)
@@ -260,9 +273,13 @@ func TestFollowRefusesAStoreThatHoldsAnythingElse(t *testing.T) {
 }
 
 func TestFollowStopsOnAnotherDatabase(t *testing.T) {
+	forEachTarget(t, testFollowStopsOnAnotherDatabase)
+}
+
+func testFollowStopsOnAnotherDatabase(t *testing.T, target followTarget) {
 	url := unleashfixture.Restore(t)
 	other := unleashfixture.Restore(t)
-	store := memstore.New()
+	store := target.open(t)
 	r := startFollower(t, url, store, unleashimport.FollowOptions{})
 	caughtUp(t, r, fixtureEvents)
 	r.stop()
@@ -286,9 +303,11 @@ func TestFollowStopsOnAnotherDatabase(t *testing.T) {
 // draw and commit event ids, on separate connections holding transactions
 // open, and checks that the copy gets every committed event once, in id
 // order, none skipped, and no event above an id that may still commit.
-func TestFollowInterleavings(t *testing.T) {
+func TestFollowInterleavings(t *testing.T) { forEachTarget(t, testFollowInterleavings) }
+
+func testFollowInterleavings(t *testing.T, target followTarget) {
 	url := unleashfixture.Restore(t)
-	store := memstore.New()
+	store := target.open(t)
 	r := startFollower(t, url, store, unleashimport.FollowOptions{})
 	caughtUp(t, r, fixtureEvents)
 	a, b := connect(t, url), connect(t, url)
@@ -540,9 +559,11 @@ func authenticates(t *testing.T, store flagadmin.Store, secret string) bool {
 // TestFollowState changes Unleash's state as Unleash does (the change and
 // its event in one transaction, or a change without an event) and checks
 // each at the copy, timing how long it took.
-func TestFollowState(t *testing.T) {
+func TestFollowState(t *testing.T) { forEachTarget(t, testFollowState) }
+
+func testFollowState(t *testing.T, target followTarget) {
 	url := unleashfixture.Restore(t)
-	store := memstore.New()
+	store := target.open(t)
 	r := startFollower(t, url, store, unleashimport.FollowOptions{})
 	caughtUp(t, r, fixtureEvents)
 	u := connect(t, url)
@@ -685,7 +706,7 @@ func TestFollowSchemaChanges(t *testing.T) {
 // failingStore fails every third ApplyFollow before it writes anything: a
 // follower killed in the middle of a batch, as the store sees it.
 type failingStore struct {
-	*memstore.Store
+	followStore
 	mu    sync.Mutex
 	calls int
 }
@@ -698,12 +719,16 @@ func (f *failingStore) ApplyFollow(ctx context.Context, holder string, now time.
 	if fail {
 		return errors.New("connection reset while writing the batch")
 	}
-	return f.Store.ApplyFollow(ctx, holder, now, b)
+	return f.followStore.ApplyFollow(ctx, holder, now, b)
 }
 
 func TestFollowRetriesABatchThatDidNotCommit(t *testing.T) {
+	forEachTarget(t, testFollowRetriesABatchThatDidNotCommit)
+}
+
+func testFollowRetriesABatchThatDidNotCommit(t *testing.T, target followTarget) {
 	url := unleashfixture.Restore(t)
-	store := &failingStore{Store: memstore.New()}
+	store := &failingStore{followStore: target.open(t)}
 	r := startFollower(t, url, store, unleashimport.FollowOptions{})
 	caughtUp(t, r, fixtureEvents)
 	u := connect(t, url)
@@ -721,13 +746,83 @@ func TestFollowRetriesABatchThatDidNotCommit(t *testing.T) {
 	}
 }
 
+// cutStore cuts every other ApplyFollow that carries events while it runs:
+// its context ends after a random delay below maxDelay, mostly within the
+// batch's transaction (the follower's process killed mid-batch, as the
+// database sees it: the connection goes, the transaction rolls back).
+type cutStore struct {
+	followStore
+	maxDelay time.Duration
+	mu       sync.Mutex
+	calls    int
+	cut      int // calls that failed
+}
+
+func (c *cutStore) ApplyFollow(ctx context.Context, holder string, now time.Time, b *flagadmin.FollowBatch) error {
+	c.mu.Lock()
+	c.calls++
+	cut := len(b.Events) > 0 && c.calls%2 == 0
+	c.mu.Unlock()
+	if !cut {
+		return c.followStore.ApplyFollow(ctx, holder, now, b)
+	}
+	ctx, cancel := context.WithTimeout(ctx, rand.N(c.maxDelay))
+	defer cancel()
+	err := c.followStore.ApplyFollow(ctx, holder, now, b)
+	if err != nil {
+		c.mu.Lock()
+		c.cut++
+		c.mu.Unlock()
+	}
+	return err
+}
+
+// TestFollowBatchCutMidTransaction: batches of events cut while their
+// transaction runs leave nothing behind; the follower applies them again,
+// and the copy ends with every event once.
+func TestFollowBatchCutMidTransaction(t *testing.T) {
+	forEachTarget(t, func(t *testing.T, target followTarget) {
+		if target.newURL == nil {
+			t.Skip("memory applies a batch under one lock, after checking its context: nothing to cut")
+		}
+		url := unleashfixture.Restore(t)
+		store := &cutStore{followStore: target.open(t), maxDelay: 3 * time.Millisecond}
+		r := startFollower(t, url, store, unleashimport.FollowOptions{})
+		caughtUp(t, r, fixtureEvents)
+		u := connect(t, url)
+		var want []int64
+		for range 40 { // in transactions of 20, so that batches are large enough to cut, over several polls
+			time.Sleep(5 * time.Millisecond)
+			tx := u.begin()
+			for i := range 20 {
+				want = append(want, u.event(tx, "feature-tagged", ptr("default"), ptr("dark-mode"), fmt.Sprintf(`{"i":%d}`, i)))
+			}
+			if err := tx.Commit(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+		}
+		caughtUp(t, r, want[len(want)-1])
+		if got := storeIDs(t, store, fixtureEvents); !slices.Equal(got, want) {
+			t.Errorf("events: got %d ids, want the %d written, each once", len(got), len(want))
+		}
+		store.mu.Lock()
+		defer store.mu.Unlock()
+		if store.cut == 0 {
+			t.Errorf("no batch was cut (of %d calls); the test proves nothing", store.calls)
+		}
+		t.Logf("%d of %d batches cut mid-transaction", store.cut, store.calls)
+	})
+}
+
 // TestFollowLeaseTakeover runs two followers into one store: one applies;
 // when it dies without releasing its lease, the other takes over once the
 // lease ends, and nothing is lost or applied twice.
-func TestFollowLeaseTakeover(t *testing.T) {
+func TestFollowLeaseTakeover(t *testing.T) { forEachTarget(t, testFollowLeaseTakeover) }
+
+func testFollowLeaseTakeover(t *testing.T, target followTarget) {
 	url := unleashfixture.Restore(t)
-	shared := memstore.New()
-	crashed := &noRelease{Store: shared}
+	shared, other := target.openShared(t)
+	crashed := &noRelease{followStore: other}
 	optsA, optsB := fastFollow(nil), fastFollow(nil)
 	optsA.Logger, optsB.Logger = slog.New(slog.NewTextHandler(&syncbuffer.Buffer{}, nil)), slog.New(slog.NewTextHandler(&syncbuffer.Buffer{}, nil))
 	optsA.Holder, optsB.Holder = "server-a", "server-b"
@@ -758,7 +853,7 @@ func TestFollowLeaseTakeover(t *testing.T) {
 
 // noRelease is a store whose lease is never released: its follower dies
 // holding it.
-type noRelease struct{ *memstore.Store }
+type noRelease struct{ followStore }
 
 func (noRelease) ReleaseFollowLease(context.Context, string) error { return nil }
 

@@ -71,7 +71,7 @@ func newFollower(lc fx.Lifecycle, cfg Config, store flagadmin.Store, log *slog.L
 	}
 	target, ok := store.(unleashimport.FollowStore)
 	if !ok {
-		return nil, cliErrorf("--follow: the store %s keeps no follow state; use --db memory:", bunstore.RedactURL(cfg.DB))
+		return nil, cliErrorf("--follow: the store %s keeps no follow state", bunstore.RedactURL(cfg.DB))
 	}
 	flog := log.With("component", "follow")
 	f := unleashimport.NewFollower(cfg.Follow, target, unleashimport.FollowOptions{Logger: flog})

@@ -54,14 +54,20 @@ func TestFollowConfig(t *testing.T) {
 }
 
 // TestServeFollow starts a server that follows a restored copy of the
-// fixture into memory, with the caches of a production server, and checks
+// fixture into each kind of store, with the caches of a production server, and checks
 // what a user sees: readiness once the copy is loaded, the follow state on
 // /health, in the metrics and in "follow status", writes refused with
 // 409, and Unleash's changes at flagadmin within their bounds.
 func TestServeFollow(t *testing.T) {
+	for _, db := range followDBs {
+		t.Run(db.name, func(t *testing.T) { serveFollowInto(t, db.url(t)) })
+	}
+}
+
+func serveFollowInto(t *testing.T, db string) {
 	src := unleashfixture.Restore(t)
 	cfg := memoryConfig()
-	cfg.Follow, cfg.TokenCacheTTL, cfg.ResultCacheSize = src, defaultTokenCacheTTL, defaultResultCacheSize
+	cfg.DB, cfg.Follow, cfg.TokenCacheTTL, cfg.ResultCacheSize = db, src, defaultTokenCacheTTL, defaultResultCacheSize
 	base, stderr := startApp(t, cfg)
 	waitHTTP(t, base+"/ready", http.StatusOK)
 	const admin = "*:*.unleash-insecure-admin-api-token"
@@ -119,6 +125,13 @@ func TestServeFollow(t *testing.T) {
 		t.Errorf("the deleted token authenticated for %s, want under 5 s", took)
 	} else {
 		t.Logf("the deleted token refused after %s", took.Round(time.Millisecond))
+	}
+	if db != memoryURL {
+		code, stdout, errOut := runCLI(t, nil, "follow", "status", "--db", db)
+		if words := strings.Join(strings.Fields(stdout), " "); code != 0 || !strings.Contains(words, "state recorded in the store") ||
+			!strings.Contains(words, fmt.Sprintf("position event id %d", id+1)) || !strings.Contains(words, "applied by "+health.Follow.Holder) {
+			t.Errorf("follow status --db: exit %d, %q:\n%s", code, errOut, stdout)
+		}
 	}
 	if !strings.Contains(stderr.String(), "following: imported; now following") {
 		t.Errorf("log:\n%s", stderr)

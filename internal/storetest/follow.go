@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -413,6 +414,60 @@ func RunFollow(t *testing.T, newStore func(t *testing.T) FollowTestStore) {
 			fresh := newStore(t)
 			acquire(t, fresh, "a", t0)
 			wantKind(t, "ApplyFollow on a store that follows nothing", fresh.ApplyFollow(ctx, "a", t0, &flagadmin.FollowBatch{Position: 1}), flagadmin.ErrConflict)
+		}},
+		{"follow/the project list's figures and the event totals follow the batches", func(t *testing.T, _ *world) {
+			s := loaded(t)
+			// figures is each project's features/stale/members/last seen.
+			figures := func(t *testing.T) string {
+				t.Helper()
+				stats, err := s.ProjectStats(ctx, flagadmin.ProjectStatsQuery{})
+				wantNoError(t, "ProjectStats", err)
+				slices.SortFunc(stats, func(a, b flagadmin.ProjectStats) int { return strings.Compare(a.Project.ID, b.Project.ID) })
+				var out []string
+				for _, st := range stats {
+					out = append(out, fmt.Sprintf("%s:%d/%d/%d/%s", st.Project.ID, st.FeatureCount, st.StaleCount, st.MemberCount, fmtPtr(st.LastReportedFlagUsage)))
+				}
+				return strings.Join(out, " ")
+			}
+			total := func(t *testing.T, q flagadmin.EventQuery) int {
+				t.Helper()
+				q.Limit = 1
+				page, err := s.SearchEvents(ctx, q)
+				wantNoError(t, "SearchEvents", err)
+				return page.Total
+			}
+			wantEqual(t, "figures after the load", figures(t), "default:1/0/0/null mobile:1/0/0/null payments:1/0/1/null")
+			seen := at("2026-06-15T11:45:00Z")
+			err := s.ApplyFollow(ctx, "a", t0, &flagadmin.FollowBatch{
+				Users:  []flagadmin.User{{ID: 4, Name: "Carol", Email: "carol@example.com", RootRole: flagadmin.RoleEditor}},
+				Groups: []flagadmin.Group{{ID: 1, Name: "team", Users: []int64{3, 4}}},
+				Features: []flagadmin.Feature{
+					{Name: "checkout", Project: "mobile", Type: flagadmin.TypeRelease, Stale: true, CreatedAt: at("2026-01-02T03:04:05.678Z"), LastSeenAt: &seen},
+					{Name: "new-flag", Project: "default", Type: flagadmin.TypeKillSwitch, CreatedAt: at("2026-06-15T11:00:00Z")},
+				},
+				DeleteFeatures: []string{"dark-mode"},
+				Events: []flagadmin.Event{followEvent(5, flagadmin.EventFeatureCreated, str("default"), str("new-flag")),
+					followEvent(6, flagadmin.EventFeatureStaleOn, str("mobile"), str("checkout"))},
+				Position: 6, Holes: 1,
+			})
+			wantNoError(t, "ApplyFollow", err)
+			wantEqual(t, "figures after moving, adding and deleting features and a group's new user", figures(t),
+				"default:1/0/0/null mobile:1/1/0/2026-06-15 11:45:00 +0000 UTC payments:1/0/2/null")
+			wantEqual(t, "events of default", total(t, flagadmin.EventQuery{Projects: []string{"default"}}), 3)
+			wantEqual(t, "feature-created events", total(t, flagadmin.EventQuery{Types: []string{flagadmin.EventFeatureCreated}}), 2)
+			wantEqual(t, "events", total(t, flagadmin.EventQuery{}), 5)
+
+			err = s.ApplyFollow(ctx, "a", t0, &flagadmin.FollowBatch{DeleteUsers: []int64{3}, Position: 6, Holes: 1})
+			wantNoError(t, "ApplyFollow of a user's deletion", err)
+			wantEqual(t, "figures after a member was deleted", figures(t),
+				"default:1/0/0/null mobile:1/1/0/2026-06-15 11:45:00 +0000 UTC payments:1/0/1/null")
+
+			w := followWorld()
+			err = s.ApplyFollow(ctx, "a", t0, &flagadmin.FollowBatch{Full: true, Users: w.Users, Groups: w.Groups, Projects: w.Projects,
+				Features: w.Features, Tokens: w.Tokens, Position: 6, Holes: 1})
+			wantNoError(t, "ApplyFollow Full", err)
+			wantEqual(t, "figures after a Full batch of the loaded world", figures(t), "default:1/0/0/null mobile:1/0/0/null payments:1/0/1/null")
+			wantEqual(t, "events after a Full batch", total(t, flagadmin.EventQuery{}), 5)
 		}},
 		{"follow/a Full batch replaces the whole world", func(t *testing.T, _ *world) {
 			s := loaded(t)

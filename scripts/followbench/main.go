@@ -1,6 +1,8 @@
 // Command followbench measures following a live Unleash (decisions §17)
 // against an Unleash database (the fixture's schema and rows, restored by
-// scripts/bench-follow.sh), into the in-memory store:
+// scripts/bench-follow.sh), into the store of -target: memory (the
+// default) or a database URL for bunstore (sqlite:PATH, postgres://...,
+// mysql://...; it must be empty, and each run needs a new one):
 //
 //   - latency: events committed at -rate per second by 4 writers (each in
 //     its own transaction, so ids commit out of order) until searchable in
@@ -13,14 +15,15 @@
 //     authenticates at a service behind the server's token cache;
 //   - catchup: the follower stopped, -backlog events written, the follower
 //     started again: events/s until caught up, and the peak RSS of this
-//     process, with the copy in memory (-target memory) or only the
-//     follower's work (-target discard: a store that keeps the position
-//     and drops the rows, for the follower's own memory).
+//     process, with the copy in the target, or only the follower's work
+//     (-target discard: a store that keeps the position and drops the
+//     rows, for the follower's own memory).
 //
 // Usage:
 //
 //	followbench -db postgres://.../unleash_bench_follow -run latency,idle,token
 //	followbench -db ... -run catchup -target discard -backlog 1000000
+//	followbench -db ... -run catchup -target postgres://.../copy -backlog 1000000
 package main
 
 import (
@@ -41,6 +44,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/flagadmin/flagadmin/adapters/bunstore"
 	"github.com/flagadmin/flagadmin/adapters/memstore"
 	"github.com/flagadmin/flagadmin/adapters/storecache"
 	"github.com/flagadmin/flagadmin/adapters/unleashimport"
@@ -55,7 +59,7 @@ func main() {
 	idle := flag.Duration("idle", 60*time.Second, "length of the idle run")
 	tokens := flag.Int("tokens", 50, "tokens of the token run")
 	backlog := flag.Int("backlog", 1_000_000, "events of the catchup run")
-	target := flag.String("target", "memory", "store of the catchup run: memory or discard")
+	target := flag.String("target", "memory", "store of the copy: memory, a database URL (sqlite:PATH, postgres://..., mysql://...; empty, one per run), or for catchup discard")
 	flag.Parse()
 	if *db == "" {
 		fmt.Fprintln(os.Stderr, "followbench: -db is required")
@@ -66,11 +70,11 @@ func main() {
 		var err error
 		switch strings.TrimSpace(r) {
 		case "latency":
-			err = latency(ctx, *db, *rate, *duration)
+			err = latency(ctx, *db, *target, *rate, *duration)
 		case "idle":
-			err = idleCost(ctx, *db, *idle)
+			err = idleCost(ctx, *db, *target, *idle)
 		case "token":
-			err = tokenBound(ctx, *db, *tokens)
+			err = tokenBound(ctx, *db, *target, *tokens)
 		case "catchup":
 			err = catchUp(ctx, *db, *backlog, *target)
 		default:
@@ -81,6 +85,24 @@ func main() {
 			os.Exit(1)
 		}
 	}
+}
+
+// copyStore is a store the copy goes into.
+type copyStore interface {
+	unleashimport.FollowStore
+	flagadmin.VersionedStore
+}
+
+// openTarget opens the store of -target: memory or a bunstore database.
+func openTarget(ctx context.Context, target string) (copyStore, func(), error) {
+	if target == "memory" {
+		return memstore.New(), func() {}, nil
+	}
+	s, err := bunstore.Open(ctx, target)
+	if err != nil {
+		return nil, nil, err
+	}
+	return s, func() { s.Close() }, nil
 }
 
 // follower runs a follower of db into store with the production defaults
@@ -122,8 +144,12 @@ const insertEvent = `INSERT INTO events (type, created_by, created_by_user_id, d
 
 // latency writes events at rate per second from 4 connections for d and
 // reports how long each took from its commit to the copy.
-func latency(ctx context.Context, db string, rate int, d time.Duration) error {
-	store := memstore.New()
+func latency(ctx context.Context, db, target string, rate int, d time.Duration) error {
+	store, closeStore, err := openTarget(ctx, target)
+	if err != nil {
+		return err
+	}
+	defer closeStore()
 	f, err := follow(db, store)
 	if err != nil {
 		return err
@@ -230,15 +256,19 @@ func latency(ctx context.Context, db string, rate int, d time.Duration) error {
 	}
 	slices.Sort(lat)
 	q := func(p float64) time.Duration { return lat[min(len(lat)-1, int(p*float64(len(lat))))] }
-	fmt.Printf("latency: %d events at %d/s from %d writers over %s; commit to copy p50 %s, p90 %s, p99 %s, max %s\n",
-		len(lat), rate, writers, d, q(0.50).Round(time.Millisecond), q(0.90).Round(time.Millisecond), q(0.99).Round(time.Millisecond), lat[len(lat)-1].Round(time.Millisecond))
+	fmt.Printf("latency: %d events at %d/s from %d writers over %s into %s; commit to copy p50 %s, p90 %s, p99 %s, max %s\n",
+		len(lat), rate, writers, d, targetName(target), q(0.50).Round(time.Millisecond), q(0.90).Round(time.Millisecond), q(0.99).Round(time.Millisecond), lat[len(lat)-1].Round(time.Millisecond))
 	return nil
 }
 
 // idleCost measures the CPU of the follower's backend on the source over d
 // while nothing is written.
-func idleCost(ctx context.Context, db string, d time.Duration) error {
-	store := memstore.New()
+func idleCost(ctx context.Context, db, target string, d time.Duration) error {
+	store, closeStore, err := openTarget(ctx, target)
+	if err != nil {
+		return err
+	}
+	defer closeStore()
 	f, err := follow(db, store)
 	if err != nil {
 		return err
@@ -296,8 +326,12 @@ func ticks(path string) (int64, error) {
 // tokenBound creates and deletes tokens in Unleash and times each
 // deletion until the token is refused by a service behind the server's
 // token cache.
-func tokenBound(ctx context.Context, db string, n int) error {
-	store := memstore.New()
+func tokenBound(ctx context.Context, db, target string, n int) error {
+	store, closeStore, err := openTarget(ctx, target)
+	if err != nil {
+		return err
+	}
+	defer closeStore()
 	f, err := follow(db, store)
 	if err != nil {
 		return err
@@ -356,22 +390,22 @@ func tokenBound(ctx context.Context, db string, n int) error {
 	}
 	slices.Sort(took)
 	q := func(p float64) time.Duration { return took[min(len(took)-1, int(p*float64(len(took))))] }
-	fmt.Printf("token: %d deletions in Unleash, refused at flagadmin (token cache %s) after p50 %s, p99 %s, max %s\n",
-		n, storecache.DefaultTokenTTL, q(0.5).Round(time.Millisecond), q(0.99).Round(time.Millisecond), took[len(took)-1].Round(time.Millisecond))
+	fmt.Printf("token: %d deletions in Unleash, refused at flagadmin over %s (token cache %s) after p50 %s, p99 %s, max %s\n",
+		n, targetName(target), storecache.DefaultTokenTTL, q(0.5).Round(time.Millisecond), q(0.99).Round(time.Millisecond), took[len(took)-1].Round(time.Millisecond))
 	return nil
 }
 
 // catchUp follows until caught up, stops, writes backlog events, and
 // times the follower that starts again until it has them all.
 func catchUp(ctx context.Context, db string, backlog int, target string) error {
-	var store unleashimport.FollowStore
-	switch target {
-	case "memory":
-		store = memstore.New()
-	case "discard":
-		store = &discard{}
-	default:
-		return fmt.Errorf("-target: %q is not memory or discard", target)
+	var store unleashimport.FollowStore = &discard{}
+	if target != "discard" {
+		s, closeStore, err := openTarget(ctx, target)
+		if err != nil {
+			return err
+		}
+		defer closeStore()
+		store = s
 	}
 	conn, err := pgx.Connect(ctx, db)
 	if err != nil {
@@ -432,8 +466,14 @@ func catchUp(ctx context.Context, db string, backlog int, target string) error {
 	}
 	took := time.Since(start)
 	fmt.Printf("catchup: %d events caught up into %s in %s: %.0f events/s; peak RSS of this process %d MiB (%d MiB before)\n",
-		final-last, target, took.Round(time.Millisecond), float64(final-last)/took.Seconds(), peakRSS()>>20, before>>20)
+		final-last, targetName(target), took.Round(time.Millisecond), float64(final-last)/took.Seconds(), peakRSS()>>20, before>>20)
 	return nil
+}
+
+// targetName is how the results name the target: its kind of database.
+func targetName(target string) string {
+	name, _, _ := strings.Cut(target, ":")
+	return name
 }
 
 // peakRSS is this process's peak resident set (VmHWM), in bytes.

@@ -137,6 +137,13 @@ type Change struct {
 	// MemberGroups are groups whose users changed: the projects where they
 	// hold roles may have other members.
 	MemberGroups []int64
+	// Recompute are projects whose rows are computed again from the
+	// tables once the transaction's changes are stored (a follower's
+	// batch, which carries rows rather than their changes).
+	Recompute []string
+	// RecomputeAll: every row is computed again (Rebuild), and the rest of
+	// the change is covered by it.
+	RecomputeAll bool
 }
 
 // Update is a feature before and after a change.
@@ -146,6 +153,14 @@ type Update struct{ Old, New flagadmin.Feature }
 // transaction: the new projects' rows inserted, then the changed rows
 // updated in project id order.
 func Apply(ctx context.Context, db bun.IDB, c Change) error {
+	if c.RecomputeAll {
+		return Rebuild(ctx, db)
+	}
+	if len(c.Recompute) > 0 {
+		if err := recompute(ctx, db, c.Recompute); err != nil {
+			return err
+		}
+	}
 	if len(c.NewProjects) > 0 {
 		if err := insertRows(ctx, db, c.NewProjects); err != nil {
 			return err
@@ -189,6 +204,20 @@ func Rebuild(ctx context.Context, db bun.IDB) error {
 	}
 	var ids []string
 	if err := db.NewRaw("SELECT id FROM projects").Scan(ctx, &ids); err != nil {
+		return err
+	}
+	return insertRows(ctx, db, ids)
+}
+
+// recompute replaces the rows of the projects ids (ascending, without
+// repeats) by rows computed from the tables: those of projects that no
+// longer exist are removed.
+func recompute(ctx context.Context, db bun.IDB, ids []string) error {
+	err := inChunks(ids, func(part []string) error {
+		_, err := db.NewDelete().TableExpr("project_stats").Where("project_id IN (?)", bun.List(part)).Exec(ctx)
+		return err
+	})
+	if err != nil {
 		return err
 	}
 	return insertRows(ctx, db, ids)

@@ -1,0 +1,632 @@
+package bunstore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"reflect"
+	"slices"
+	"time"
+
+	"github.com/uptrace/bun"
+	"github.com/uptrace/bun/dialect"
+
+	"github.com/flagadmin/flagadmin/flagadmin"
+)
+
+var _ flagadmin.FollowTarget = (*Store)(nil)
+
+// Following a live Unleash (flagadmin.FollowTarget, decisions §17). The
+// follow state is the one row of follow_state (migration 20261127000002):
+// the source's identity, the position, the holes, the synced time and the
+// follow lease. Times are Unix milliseconds of the callers' clocks.
+//
+// The lease is taken, renewed and released by one conditional UPDATE each,
+// as webhook sinks' leases are (webhooks.go). A fenced write (LoadFollow,
+// ApplyFollow) checks the lease inside its own transaction and holds the
+// row's lock from there to its commit (ApplyFollow from its first
+// statement, LoadFollow from its last, so that renewals go on during a long
+// load): a server taking over waits for the commit, and a batch of a server
+// that lost the lease is rolled back whole.
+//
+// A batch's rows are written through record (record.go) like every write:
+// the summaries, the version and the events, which keep their Unleash ids
+// (given ids, checked above every stored one under the event order lock).
+// Deletes come before upserts, so that a row referring to one the batch
+// deletes breaks a foreign key (ErrConflict) instead of going with it. The
+// project list's figures of the projects a batch touches are computed
+// again from the tables (a batch carries rows, not their changes); a Full
+// batch rebuilds them all.
+//
+// The store is read-only while it follows: the Service refuses its write
+// operations, reading FollowState (flagadmin.WithFollowState), as over
+// memstore.
+
+// followStateSQL creates follow_state on each database; the row is added by
+// followStateRowSQL.
+var followStateSQL = map[dialect.Name]string{
+	dialect.PG: `CREATE TABLE IF NOT EXISTS follow_state (
+	id SMALLINT NOT NULL PRIMARY KEY,
+	source_system_id TEXT NOT NULL,
+	source_database TEXT NOT NULL,
+	source_url TEXT NOT NULL,
+	event_position BIGINT NOT NULL,
+	holes BIGINT NOT NULL,
+	synced_at BIGINT NOT NULL,
+	holder TEXT NOT NULL,
+	lease_until BIGINT NOT NULL,
+	seq BIGINT NOT NULL
+)`,
+	dialect.MySQL: `CREATE TABLE IF NOT EXISTS follow_state (
+	id SMALLINT NOT NULL PRIMARY KEY,
+	source_system_id VARCHAR(64) NOT NULL,
+	source_database VARCHAR(255) NOT NULL,
+	source_url TEXT NOT NULL,
+	event_position BIGINT NOT NULL,
+	holes BIGINT NOT NULL,
+	synced_at BIGINT NOT NULL,
+	holder VARCHAR(255) NOT NULL,
+	lease_until BIGINT NOT NULL,
+	seq BIGINT NOT NULL
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4`,
+	dialect.SQLite: `CREATE TABLE IF NOT EXISTS follow_state (
+	id INTEGER NOT NULL PRIMARY KEY,
+	source_system_id TEXT NOT NULL,
+	source_database TEXT NOT NULL,
+	source_url TEXT NOT NULL,
+	event_position BIGINT NOT NULL,
+	holes BIGINT NOT NULL,
+	synced_at BIGINT NOT NULL,
+	holder TEXT NOT NULL,
+	lease_until BIGINT NOT NULL,
+	seq BIGINT NOT NULL
+)`,
+}
+
+// followStateRowSQL adds the one row of follow_state, unless it exists.
+var followStateRowSQL = map[dialect.Name]string{
+	dialect.PG:     "INSERT INTO follow_state VALUES (1, '', '', '', 0, 0, 0, '', 0, 0) ON CONFLICT DO NOTHING",
+	dialect.MySQL:  "INSERT IGNORE INTO follow_state VALUES (1, '', '', '', 0, 0, 0, '', 0, 0)",
+	dialect.SQLite: "INSERT INTO follow_state VALUES (1, '', '', '', 0, 0, 0, '', 0, 0) ON CONFLICT DO NOTHING",
+}
+
+// migrateFollowState is migration 20261127000002: the follow state's table
+// and its row. Both statements may run again.
+func migrateFollowState(ctx context.Context, db *bun.DB) error {
+	name := db.Dialect().Name()
+	return inMigrationTx(ctx, db, func(ctx context.Context, tx bun.IDB) error {
+		return execAll(ctx, tx, []string{followStateSQL[name], followStateRowSQL[name]})
+	})
+}
+
+// followRow is the row of follow_state.
+type followRow struct {
+	bun.BaseModel `bun:"table:follow_state"`
+
+	ID         int64  `bun:"id,pk"`
+	SystemID   string `bun:"source_system_id"`
+	Database   string `bun:"source_database"`
+	URL        string `bun:"source_url"`
+	Position   int64  `bun:"event_position"`
+	Holes      int64  `bun:"holes"`
+	SyncedAt   int64  `bun:"synced_at"`
+	Holder     string `bun:"holder"`
+	LeaseUntil int64  `bun:"lease_until"`
+	Seq        int64  `bun:"seq"`
+}
+
+func (r followRow) state() flagadmin.FollowState {
+	return flagadmin.FollowState{
+		Source:   flagadmin.FollowSource{SystemID: r.SystemID, Database: r.Database, URL: r.URL},
+		Position: r.Position, Holes: r.Holes, SyncedAt: fromMillis(r.SyncedAt),
+		Holder: r.Holder, LeaseUntil: fromMillis(r.LeaseUntil),
+	}
+}
+
+// followRowOf reads the row of follow_state on db.
+func followRowOf(ctx context.Context, db bun.IDB) (followRow, error) {
+	var r followRow
+	err := db.NewSelect().Model(&r).Where("id = 1").Scan(ctx)
+	return r, err
+}
+
+// FollowState implements flagadmin.FollowStateReader. A database whose
+// schema predates follow_state (a store opened WithoutMigrate) follows
+// nothing.
+func (s *Store) FollowState(ctx context.Context) (flagadmin.FollowState, error) {
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
+	r, err := followRowOf(ctx, s.rdb)
+	if err != nil {
+		if exists, existsErr := tableExists(ctx, s.rdb, "follow_state"); existsErr == nil && !exists {
+			return flagadmin.FollowState{}, nil
+		}
+		return flagadmin.FollowState{}, s.fail("read follow state", err)
+	}
+	return r.state(), nil
+}
+
+// AcquireFollowLease implements flagadmin.FollowTarget.
+func (s *Store) AcquireFollowLease(ctx context.Context, holder string, now, until time.Time) (flagadmin.FollowState, bool, error) {
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
+	res, err := s.db.ExecContext(ctx, `UPDATE follow_state SET holder = ?, lease_until = ?, seq = seq + 1
+		WHERE id = 1 AND (holder = ? OR holder = '' OR lease_until <= ?)`,
+		holder, until.UnixMilli(), holder, now.UnixMilli())
+	if err != nil {
+		return flagadmin.FollowState{}, false, s.fail("acquire follow lease", err)
+	}
+	held, err := matched(res)
+	if err != nil {
+		return flagadmin.FollowState{}, false, s.fail("acquire follow lease", err)
+	}
+	r, err := followRowOf(ctx, s.db)
+	if err != nil {
+		return flagadmin.FollowState{}, false, s.fail("acquire follow lease", err)
+	}
+	return r.state(), held, nil
+}
+
+// ReleaseFollowLease implements flagadmin.FollowTarget.
+func (s *Store) ReleaseFollowLease(ctx context.Context, holder string) error {
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
+	_, err := s.db.ExecContext(ctx, "UPDATE follow_state SET holder = '', lease_until = 0, seq = seq + 1 WHERE id = 1 AND holder = ?", holder)
+	return s.fail("release follow lease", err)
+}
+
+// LoadFollow implements flagadmin.FollowTarget: Load, with the lease
+// checked at its start and the follow state recorded at its end, fenced by
+// the lease again (another server may have taken it over while a long load
+// ran), all in Load's one transaction.
+func (s *Store) LoadFollow(ctx context.Context, holder string, now time.Time, st flagadmin.FollowState, b *flagadmin.Batch, events func(emit func([]flagadmin.Event) error) error) error {
+	return s.loadAll(ctx, b, events, func(ctx context.Context, tx bun.Tx, loaded bool) error {
+		if !loaded {
+			r, err := followRowOf(ctx, tx)
+			switch {
+			case err != nil:
+				return err
+			case r.Holder != holder || r.LeaseUntil <= now.UnixMilli():
+				return &callbackError{flagadmin.ErrFollowLeaseLost}
+			case !r.state().Source.IsZero():
+				return &callbackError{fmt.Errorf("%w: the store already follows the Unleash database %s", flagadmin.ErrConflict, r.URL)}
+			}
+			return nil
+		}
+		res, err := tx.ExecContext(ctx, `UPDATE follow_state SET source_system_id = ?, source_database = ?, source_url = ?,
+			event_position = ?, holes = ?, synced_at = ?, seq = seq + 1 WHERE id = 1 AND holder = ?`,
+			st.Source.SystemID, st.Source.Database, st.Source.URL, st.Position, st.Holes, millisOrZero(st.SyncedAt), holder)
+		if err != nil {
+			return err
+		}
+		return leaseHeld(res)
+	})
+}
+
+// leaseHeld is nil when a fenced UPDATE of follow_state matched its row,
+// else ErrFollowLeaseLost.
+func leaseHeld(res sql.Result) error {
+	ok, err := matched(res)
+	switch {
+	case err != nil:
+		return err
+	case !ok:
+		return &callbackError{flagadmin.ErrFollowLeaseLost}
+	}
+	return nil
+}
+
+// millisOrZero is t in Unix milliseconds, 0 for the zero time.
+func millisOrZero(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixMilli()
+}
+
+// ApplyFollow implements flagadmin.FollowTarget in one transaction: the
+// fence and the checks, then the rows and the new position, then record
+// (the summaries, the version, the events). A batch that changes nothing a
+// read answers (the position and the synced time only) is the fence, the
+// checks and the follow state alone: no version, no summaries.
+func (s *Store) ApplyFollow(ctx context.Context, holder string, now time.Time, b *flagadmin.FollowBatch) error {
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
+	if !b.Changes() {
+		conn, err := s.db.Conn(ctx)
+		if err != nil {
+			return s.fail("apply follow", err)
+		}
+		defer conn.Close()
+		err = conn.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+			if err := fenceFollow(ctx, tx, holder, now, b); err != nil {
+				return err
+			}
+			return setFollowPosition(ctx, tx, b)
+		})
+		return s.fail("apply follow", err)
+	}
+	return s.inTx(ctx, "apply follow", func(ctx context.Context, t *txn) (*changes, error) {
+		if err := fenceFollow(ctx, t, holder, now, b); err != nil {
+			return nil, err
+		}
+		ch, err := applyFollowRows(ctx, t, b)
+		if err != nil {
+			return nil, err
+		}
+		if err := setFollowPosition(ctx, t, b); err != nil {
+			return nil, err
+		}
+		return ch, nil
+	})
+}
+
+// fenceFollow checks, in the transaction db, that holder holds the lease at
+// now (and locks the row of follow_state to the commit), that the store
+// follows a source, and that b goes on from its position.
+func fenceFollow(ctx context.Context, db bun.IDB, holder string, now time.Time, b *flagadmin.FollowBatch) error {
+	res, err := db.ExecContext(ctx, "UPDATE follow_state SET seq = seq + 1 WHERE id = 1 AND holder = ? AND lease_until > ?", holder, now.UnixMilli())
+	if err != nil {
+		return err
+	}
+	if err := leaseHeld(res); err != nil {
+		return err
+	}
+	r, err := followRowOf(ctx, db)
+	if err != nil {
+		return err
+	}
+	conflict := func(format string, args ...any) error {
+		return &callbackError{fmt.Errorf("%w: "+format, append([]any{flagadmin.ErrConflict}, args...)...)}
+	}
+	switch {
+	case r.state().Source.IsZero():
+		return conflict("the store follows no Unleash database")
+	case b.Position < r.Position:
+		return conflict("position %d is below the current one (%d)", b.Position, r.Position)
+	case b.Holes < r.Holes:
+		return conflict("holes %d are fewer than the current count (%d)", b.Holes, r.Holes)
+	}
+	last := r.Position
+	for _, e := range b.Events {
+		if e.ID <= last || e.ID > b.Position {
+			return conflict("event id %d is not above %d and at most the position %d", e.ID, last, b.Position)
+		}
+		last = e.ID
+	}
+	return nil
+}
+
+// setFollowPosition records b's position, holes and synced time.
+func setFollowPosition(ctx context.Context, db bun.IDB, b *flagadmin.FollowBatch) error {
+	q := db.NewUpdate().Model((*followRow)(nil)).Set("event_position = ?", b.Position).Set("holes = ?", b.Holes).Where("id = 1")
+	if !b.SyncedAt.IsZero() {
+		q = q.Set("synced_at = ?", b.SyncedAt.UnixMilli())
+	}
+	_, err := q.Exec(ctx)
+	return err
+}
+
+// applyFollowRows writes b's deletes, then its upserts, in the transaction
+// t, and returns what changed for record: b's events with their ids, and
+// the projects whose figures to compute again.
+func applyFollowRows(ctx context.Context, t *txn, b *flagadmin.FollowBatch) (*changes, error) {
+	ch := &changes{events: slices.Clone(b.Events), givenIDs: true, bulk: len(b.Events) >= bulkFollowEvents}
+	del := followDeletes{users: b.DeleteUsers, groups: b.DeleteGroups, projects: b.DeleteProjects, features: b.DeleteFeatures, tokens: b.DeleteTokens}
+	if b.Full {
+		if err := del.allBut(ctx, t, b); err != nil {
+			return nil, err
+		}
+		ch.refigureAll = true
+	} else {
+		projects, err := touchedProjects(ctx, t, b)
+		if err != nil {
+			return nil, err
+		}
+		ch.refigured = projects
+	}
+	if err := del.apply(ctx, t); err != nil {
+		return nil, err
+	}
+	if err := upsertFollowRows(ctx, t, b); err != nil {
+		return nil, err
+	}
+	return ch, nil
+}
+
+// bulkFollowEvents is how many events of a batch make it a bulk write
+// (COPY on PostgreSQL).
+const bulkFollowEvents = 64
+
+// followDeletes are the keys a follow batch deletes.
+type followDeletes struct {
+	users, groups      []int64
+	projects, features []string
+	tokens             []string
+}
+
+// allBut sets the deletes of a Full batch: every stored key b does not list.
+func (d *followDeletes) allBut(ctx context.Context, db bun.IDB, b *flagadmin.FollowBatch) error {
+	var err error
+	if d.users, err = missingKeys(ctx, db, "SELECT id FROM users", keysOf(b.Users, func(u flagadmin.User) int64 { return u.ID })); err != nil {
+		return err
+	}
+	if d.groups, err = missingKeys(ctx, db, "SELECT id FROM user_groups", keysOf(b.Groups, func(g flagadmin.Group) int64 { return g.ID })); err != nil {
+		return err
+	}
+	if d.projects, err = missingKeys(ctx, db, "SELECT id FROM projects", keysOf(b.Projects, func(p flagadmin.Project) string { return p.ID })); err != nil {
+		return err
+	}
+	if d.features, err = missingKeys(ctx, db, "SELECT name FROM features", keysOf(b.Features, func(f flagadmin.Feature) string { return f.Name })); err != nil {
+		return err
+	}
+	d.tokens, err = missingKeys(ctx, db, "SELECT secret_hash FROM api_tokens", keysOf(b.Tokens, func(t flagadmin.APIToken) string { return t.SecretHash }))
+	return err
+}
+
+// keysOf is the set of the keys of rows.
+func keysOf[T any, K comparable](rows []T, key func(T) K) map[K]bool {
+	out := make(map[K]bool, len(rows))
+	for _, r := range rows {
+		out[key(r)] = true
+	}
+	return out
+}
+
+// missingKeys returns the keys query selects that keep lacks.
+func missingKeys[K comparable](ctx context.Context, db bun.IDB, query string, keep map[K]bool) ([]K, error) {
+	var all []K
+	if err := db.NewRaw(query).Scan(ctx, &all); err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return nil, err
+	}
+	var out []K
+	for _, k := range all {
+		if !keep[k] {
+			out = append(out, k)
+		}
+	}
+	return out, nil
+}
+
+// apply deletes the rows, with what refers to them: a project's features
+// (its members, favorites and figures go by the foreign keys' cascades), a
+// group's memberships and roles, a user's tokens, memberships, roles and
+// favorites.
+func (d *followDeletes) apply(ctx context.Context, db bun.IDB) error {
+	steps := []struct {
+		table, column string
+		keys          []any
+	}{
+		{"api_tokens", "secret_hash", anys(d.tokens)},
+		{"features", "name", anys(d.features)},
+		{"features", "project", anys(d.projects)},
+		{"projects", "id", anys(d.projects)},
+		{"user_groups", "id", anys(d.groups)},
+		{"api_tokens", "user_id", anys(d.users)},
+		{"project_members", "user_id", anys(d.users)},
+		{"group_members", "user_id", anys(d.users)},
+		{"project_favorites", "user_id", anys(d.users)},
+		{"users", "id", anys(d.users)},
+	}
+	for _, st := range steps {
+		for part := range slices.Chunk(st.keys, inListChunk) {
+			if _, err := db.NewDelete().TableExpr(st.table).Where("? IN (?)", bun.Ident(st.column), bun.List(part)).Exec(ctx); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// inListChunk bounds the keys of one IN list.
+const inListChunk = 500
+
+// anys is keys as []any.
+func anys[K any](keys []K) []any {
+	out := make([]any, len(keys))
+	for i, k := range keys {
+		out[i] = k
+	}
+	return out
+}
+
+// touchedProjects returns the projects whose figures b may change, read
+// before it is applied: the projects it upserts, those of the features it
+// upserts or deletes (before and after), and those where the users and
+// groups it deletes, and the groups it upserts, hold roles.
+func touchedProjects(ctx context.Context, db bun.IDB, b *flagadmin.FollowBatch) ([]string, error) {
+	set := map[string]bool{}
+	for _, p := range b.Projects {
+		set[p.ID] = true
+	}
+	names := anys(b.DeleteFeatures)
+	for _, f := range b.Features {
+		set[f.Project] = true
+		names = append(names, f.Name)
+	}
+	groups := anys(b.DeleteGroups)
+	for _, g := range b.Groups {
+		groups = append(groups, g.ID)
+	}
+	queries := []struct {
+		sql  string // its IN lists all take the keys
+		keys []any
+	}{
+		{"SELECT DISTINCT project FROM features WHERE name IN (?)", names},
+		{"SELECT DISTINCT project_id FROM project_members WHERE group_id IN (?)", groups},
+		{`SELECT project_id FROM project_members WHERE user_id IN (?0)
+			UNION SELECT pm.project_id FROM project_members pm JOIN group_members gm ON gm.group_id = pm.group_id WHERE gm.user_id IN (?0)`, anys(b.DeleteUsers)},
+	}
+	for _, q := range queries {
+		for part := range slices.Chunk(q.keys, inListChunk) {
+			var ids []string
+			if err := db.NewRaw(q.sql, bun.List(part)).Scan(ctx, &ids); err != nil && !errors.Is(err, sql.ErrNoRows) {
+				return nil, err
+			}
+			for _, id := range ids {
+				set[id] = true
+			}
+		}
+	}
+	out := make([]string, 0, len(set))
+	for id := range set {
+		out = append(out, id)
+	}
+	slices.Sort(out)
+	return out, nil
+}
+
+// upsertFollowRows stores b's rows as given: each replaces the stored row
+// of its key, or is added; a group's members, a project's members and
+// favorites are replaced with the lists given.
+func upsertFollowRows(ctx context.Context, t *txn, b *flagadmin.FollowBatch) error {
+	users := make([]userRow, len(b.Users))
+	for i, u := range b.Users {
+		users[i] = userRowOf(u)
+	}
+	if err := upsertWithIDs(ctx, t, users, "id", func(r userRow) int64 { return r.ID }); err != nil {
+		return err
+	}
+	groups := make([]groupRow, len(b.Groups))
+	var groupIDs []any
+	var members []groupMemberRow
+	for i, g := range b.Groups {
+		groups[i] = groupRow{ID: g.ID, Name: g.Name}
+		groupIDs = append(groupIDs, g.ID)
+		for _, uid := range distinct(g.Users) {
+			members = append(members, groupMemberRow{GroupID: g.ID, UserID: uid})
+		}
+	}
+	if err := upsertWithIDs(ctx, t, groups, "id", func(r groupRow) int64 { return r.ID }); err != nil {
+		return err
+	}
+	if err := deleteIn(ctx, t, "group_members", "group_id", groupIDs); err != nil {
+		return err
+	}
+	if err := insertChunks(ctx, t, members); err != nil {
+		return err
+	}
+	projects := make([]projectRow, len(b.Projects))
+	var projectIDs []any
+	var roles []projectMemberRow
+	var favorites []favoriteRow
+	for i, p := range b.Projects {
+		projects[i] = projectRowOf(p)
+		projectIDs = append(projectIDs, p.ID)
+		ms, err := memberRows(p.ID, p.Members)
+		if err != nil {
+			return err
+		}
+		roles = append(roles, ms...)
+		for _, uid := range distinct(p.FavoritedBy) {
+			favorites = append(favorites, favoriteRow{ProjectID: p.ID, UserID: uid})
+		}
+	}
+	if err := upsertRows(ctx, t, projects, "id"); err != nil {
+		return err
+	}
+	for _, table := range []string{"project_members", "project_favorites"} {
+		if err := deleteIn(ctx, t, table, "project_id", projectIDs); err != nil {
+			return err
+		}
+	}
+	if err := insertChunks(ctx, t, roles); err != nil {
+		return err
+	}
+	if err := insertChunks(ctx, t, favorites); err != nil {
+		return err
+	}
+	features := make([]featureRow, len(b.Features))
+	for i, f := range b.Features {
+		r, err := featureRowOf(f)
+		if err != nil {
+			return err
+		}
+		features[i] = r
+	}
+	if err := upsertRows(ctx, t, features, "name"); err != nil {
+		return err
+	}
+	tokens := make([]tokenRow, len(b.Tokens))
+	for i, tk := range b.Tokens {
+		tokens[i] = tokenRowOf(tk)
+	}
+	return upsertRows(ctx, t, tokens, "secret_hash")
+}
+
+// deleteIn deletes the rows of table whose column is one of keys.
+func deleteIn(ctx context.Context, db bun.IDB, table, column string, keys []any) error {
+	for part := range slices.Chunk(keys, inListChunk) {
+		if _, err := db.NewDelete().TableExpr(table).Where("? IN (?)", bun.Ident(column), bun.List(part)).Exec(ctx); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// upsertChunk bounds the rows of one multi-row INSERT of a follow batch
+// (SQLite allows fewer bound values in a statement).
+const upsertChunk = 500
+
+// insertChunks inserts rows by multi-row INSERTs of at most upsertChunk.
+func insertChunks[T any](ctx context.Context, db bun.IDB, rows []T) error {
+	for part := range slices.Chunk(rows, upsertChunk) {
+		if err := insertRows(ctx, db, part); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// upsertRows inserts rows, a slice of models of a table whose primary key
+// is key; a row whose key exists replaces the stored one (every other
+// column set to the row's).
+func upsertRows[T any](ctx context.Context, db bun.IDB, rows []T, key string) error {
+	table := db.Dialect().Tables().Get(reflect.TypeFor[T]())
+	for part := range slices.Chunk(rows, upsertChunk) {
+		q := db.NewInsert().Model(&part)
+		if db.Dialect().Name() == dialect.MySQL {
+			q = q.On("DUPLICATE KEY UPDATE")
+			for _, f := range table.DataFields {
+				q = q.Set("? = VALUES(?)", bun.Ident(f.Name), bun.Ident(f.Name))
+			}
+		} else {
+			q = q.On("CONFLICT (?) DO UPDATE", bun.Ident(key))
+			for _, f := range table.DataFields {
+				q = q.Set("? = EXCLUDED.?", bun.Ident(f.Name), bun.Ident(f.Name))
+			}
+		}
+		if _, err := q.Returning("").Exec(ctx); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// upsertWithIDs is upsertRows for a table whose ids the database generates
+// (ids.go): on PostgreSQL under lockExplicitIDs, raising the identity past
+// the largest id given.
+func upsertWithIDs[T any](ctx context.Context, db bun.IDB, rows []T, key string, id func(T) int64) error {
+	if len(rows) == 0 {
+		return nil
+	}
+	pg := db.Dialect().Name() == dialect.PG
+	table := db.Dialect().Tables().Get(reflect.TypeFor[T]()).Name
+	if pg {
+		if err := lockExplicitIDs(ctx, db, table); err != nil {
+			return err
+		}
+	}
+	if err := upsertRows(ctx, db, rows, key); err != nil {
+		return err
+	}
+	if !pg {
+		return nil
+	}
+	var largest int64
+	for _, r := range rows {
+		largest = max(largest, id(r))
+	}
+	return raiseSequence(ctx, db, table, largest)
+}

@@ -1,0 +1,34 @@
+package bunstore_test
+
+import (
+	"testing"
+
+	"github.com/flagadmin/flagadmin/adapters/bunstore"
+	"github.com/flagadmin/flagadmin/internal/dbtest"
+	"github.com/flagadmin/flagadmin/internal/storetest"
+)
+
+// followContract runs the follow contract suite with a fresh database per
+// case, on stores opened with opts.
+func followContract(t *testing.T, newURL func(testing.TB) string, opts ...bunstore.Option) {
+	t.Parallel()
+	storetest.RunFollow(t, func(t *testing.T) storetest.FollowTestStore { return open(t, newURL(t), opts...) })
+}
+
+func TestFollowContractSQLite(t *testing.T) { followContract(t, dbtest.SQLite) }
+
+func TestFollowContractPostgres(t *testing.T) { followContract(t, dbtest.Postgres) }
+
+func TestFollowContractMySQL(t *testing.T) { followContract(t, dbtest.MySQL) }
+
+func TestFollowContractPlainSQLite(t *testing.T) {
+	followContract(t, dbtest.SQLite, bunstore.WithoutTuning())
+}
+
+func TestFollowContractPlainPostgres(t *testing.T) {
+	followContract(t, dbtest.Postgres, bunstore.WithoutTuning())
+}
+
+func TestFollowContractPlainMySQL(t *testing.T) {
+	followContract(t, dbtest.MySQL, bunstore.WithoutTuning())
+}
