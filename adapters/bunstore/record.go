@@ -17,7 +17,8 @@ import (
 // Every write transaction ends in record, which brings the summaries up to
 // date with what the transaction changed, raises the store's version and
 // appends the transaction's events. Every path that writes goes through
-// it: Write, UpdateFeature, DeleteUser, DeleteToken, InsertEvents and Load.
+// it: Write, UpdateFeature, DeleteUser, DeleteToken, InsertEvents, Load and
+// PruneEvents.
 //
 // # The lock order
 //
@@ -79,6 +80,10 @@ type changes struct {
 	// bulk: many events; on PostgreSQL they are sent with COPY.
 	bulk bool
 
+	// pruned are the events retention removed (prune.go): the summaries
+	// drop them.
+	pruned []flagadmin.Event
+
 	// What the summaries derive from the base tables.
 	newProjects     []string            // projects created
 	addedFeatures   []flagadmin.Feature // features created (in projects that existed before)
@@ -111,6 +116,11 @@ func (s *Store) record(ctx context.Context, t *txn, ch *changes) error {
 	// Ids drawn, event order lock held: every event of ch has its id, and
 	// no other transaction can draw one until this one ends. Work on each
 	// event that needs its id and the events before it goes here.
+	//
+	// The leaves of the verifiable log (leaves.go).
+	if err := s.appendLeaves(ctx, t, ch); err != nil {
+		return err
+	}
 	return s.test.eventsAppended()
 }
 
