@@ -61,8 +61,12 @@ func leavesOf(events []flagadmin.Event) ([]leafRow, error) {
 }
 
 // appendLeaves appends the leaves of ch's events, whose ids are drawn, in
-// t, which holds the event order lock.
+// t, which holds the event order lock; on PostgreSQL, events whose ids the
+// database drew by INSERT have theirs already (insertWithLeaves).
 func (s *Store) appendLeaves(ctx context.Context, t *txn, ch *changes) error {
+	if s.dialect == dialect.PG && !ch.bulk && !ch.givenIDs {
+		return nil
+	}
 	leaves, err := leavesOf(ch.events)
 	if err != nil {
 		return err
@@ -185,4 +189,55 @@ func (s *Store) copyLeaves(ctx context.Context, t *txn, leaves []leafRow) error 
 		_, err := pc.CopyFrom(ctx, pgx.Identifier{"log_leaves"}, []string{"idx", "event_id", "hash"}, src)
 		return err
 	})
+}
+
+// insertWithLeaves inserts rows on PostgreSQL by multi-row INSERTs that
+// append their leaves in the same statement, and sets the ids the
+// database draws on events. The statement inserts the events (its
+// trigger takes the event order lock before the first id is drawn), raises
+// the log's size and inserts a leaf per event, whose hash PostgreSQL
+// computes from the parts of the event's canonical JSON around its id
+// (flagadmin.LeafParts): SHA-256 of 0x00, the part before, the id's digits
+// and the part after, which is flagadmin.LeafHash. Ids are drawn in VALUES
+// order; the k-th smallest is the k-th row's. Keeping the tree then costs
+// no round trip under the lock, which writers of events hold one at a
+// time (record.go).
+func (s *Store) insertWithLeaves(ctx context.Context, db bun.IDB, rows []stored.Event, events []flagadmin.Event) error {
+	chunk := s.insertChunk()
+	for start := 0; start < len(rows); start += chunk {
+		part := rows[start:min(len(rows), start+chunk)]
+		var values strings.Builder
+		args := make([]any, 0, 1+3*len(part))
+		args = append(args, bun.Safe(db.NewInsert().Model(&part).Returning("id").String()))
+		for i := range part {
+			before, after, err := flagadmin.LeafParts(asStored(events[start+i]))
+			if err != nil {
+				return &callbackError{fmt.Errorf("event %d: %w", start+i, err)}
+			}
+			if i > 0 {
+				values.WriteString(", ")
+			}
+			values.WriteString("(?::bigint, ?::bytea, ?::bytea)")
+			args = append(args, i+1, before, after)
+		}
+		var ids []int64
+		err := db.NewRaw(`WITH ins AS (?),
+			n AS (SELECT id, row_number() OVER (ORDER BY id) AS k FROM ins),
+			o AS (UPDATE event_order SET log_size = log_size + (SELECT count(*) FROM ins) WHERE id = 1
+				RETURNING log_size - (SELECT count(*) FROM ins) AS start),
+			leaves AS (INSERT INTO log_leaves (idx, event_id, hash)
+				SELECT o.start + n.k - 1, n.id, sha256('\x00'::bytea || p.before || convert_to(n.id::text, 'UTF8') || p.after)
+				FROM o, n JOIN (VALUES `+values.String()+`) AS p (k, before, after) ON p.k = n.k)
+			SELECT id FROM n ORDER BY id`, args...).Scan(ctx, &ids)
+		if err != nil {
+			return err
+		}
+		if len(ids) != len(part) {
+			return fmt.Errorf("inserted %d events, got %d ids", len(part), len(ids))
+		}
+		for i, id := range ids {
+			events[start+i].ID = id
+		}
+	}
+	return nil
 }

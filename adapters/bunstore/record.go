@@ -156,8 +156,8 @@ func (s *Store) appendEvents(ctx context.Context, t *txn, ch *changes) error {
 		return s.insertSQLite(ctx, t, rows, ch.events)
 	default:
 		// On PostgreSQL the INSERT takes the event order lock (the
-		// events_order trigger).
-		return s.insertReturning(ctx, t, rows, ch.events)
+		// events_order trigger), and appends the leaves (leaves.go).
+		return s.insertWithLeaves(ctx, t, rows, ch.events)
 	}
 }
 
@@ -181,29 +181,6 @@ func (s *Store) insertChunk() int {
 		return 500
 	}
 	return 1000
-}
-
-// insertReturning inserts rows by multi-row INSERTs that return the ids
-// the database draws (PostgreSQL), and sets them on events.
-func (s *Store) insertReturning(ctx context.Context, db bun.IDB, rows []stored.Event, events []flagadmin.Event) error {
-	chunk := s.insertChunk()
-	for start := 0; start < len(rows); start += chunk {
-		part := rows[start:min(len(rows), start+chunk)]
-		if _, err := db.NewInsert().Model(&part).Returning("id").Exec(ctx); err != nil {
-			return err
-		}
-		// Ids are drawn in VALUES order; RETURNING's row order is not
-		// promised, so hand them out sorted.
-		ids := make([]int64, len(part))
-		for i, r := range part {
-			ids[i] = r.ID
-		}
-		slices.Sort(ids)
-		for i, id := range ids {
-			events[start+i].ID = id
-		}
-	}
-	return nil
 }
 
 // insertSQLite inserts rows on SQLite by multi-row INSERTs, and sets

@@ -224,9 +224,15 @@ func (s tamperedStore) ExportEvents(ctx context.Context, q flagadmin.EventQuery,
 	})
 }
 
+// logKeeper is a store that keeps the verifiable log.
+type logKeeper interface {
+	flagadmin.Store
+	flagadmin.LogStore
+}
+
 // logServer serves store, through edit, with its log signed by the key
 // file signing, and returns its URL.
-func logServer(t testing.TB, store *memstore.Store, signing string, edit func(flagadmin.Event) []flagadmin.Event) string {
+func logServer(t testing.TB, store logKeeper, signing string, edit func(flagadmin.Event) []flagadmin.Event) string {
 	t.Helper()
 	_, skey, err := loadLogKey(signing)
 	if err != nil {
@@ -361,16 +367,25 @@ func TestLogVerifyCatchesAnOlderCopy(t *testing.T) {
 func TestLogCommandsOnADatabase(t *testing.T) {
 	ctx := context.Background()
 	signing, verifier := keyFiles(t)
-	// A database that keeps no log yet.
+	// A SQL database keeps the log: the commands work on it.
 	db := "sqlite:" + filepath.Join(t.TempDir(), "db.sqlite")
-	for _, args := range [][]string{
-		{"log", "verify", "--key", verifier, "--db", db},
-		{"log", "hold", "--project", "p", "--db", db},
-		{"log", "holds", "--db", db},
+	if code, _, stderr := runCLI(t, nil, "migrate", "--db", db); code != 0 {
+		t.Fatalf("migrate: %s", stderr)
+	}
+	for _, c := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"log", "verify", "--key", verifier, "--db", db}, 1, "the database holds no checkpoint: a server signs them when started with --log-key"},
+		{[]string{"log", "holds", "--db", db}, 0, "no legal holds"},
+		{[]string{"log", "hold", "--project", "p", "--db", db}, 0, "the events of p in " + db + " are under legal hold"},
+		{[]string{"log", "holds", "--db", db}, 0, "p "},
+		{[]string{"log", "hold", "--project", "p", "--release", "--db", db}, 0, "released the legal hold on the events of p"},
 	} {
-		code, _, stderr := runCLI(t, nil, args...)
-		if code != 1 || !strings.Contains(stderr, "keeps no verifiable log yet") {
-			t.Errorf("%q: exit %d, %q", args, code, stderr)
+		code, stdout, stderr := runCLI(t, nil, c.args...)
+		if code != c.code || !strings.Contains(stdout+stderr, c.want) {
+			t.Errorf("%q: exit %d, %q %q; want %d and %q", c.args, code, stdout, stderr, c.code, c.want)
 		}
 	}
 	// The commands' work, on a store that keeps one.
@@ -407,13 +422,12 @@ func TestLogCommandsOnADatabase(t *testing.T) {
 	}
 }
 
+// storeWithoutLog is a store that keeps no verifiable log: it hides the
+// memstore's.
+type storeWithoutLog struct{ flagadmin.Store }
+
 func TestServeOnAStoreWithoutALog(t *testing.T) {
-	ctx := context.Background()
-	store, closeStore, err := openStore(ctx, "sqlite:"+filepath.Join(t.TempDir(), "db.sqlite"), buildLogger(memoryConfig(), &strings.Builder{}), true, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer closeStore()
+	store := storeWithoutLog{memstore.New()}
 	if parts, err := newLogParts(store, Config{}); err != nil || parts != nil || parts.config().Store != nil {
 		t.Errorf("without --log-key: got %v, %v; want no log and no error", parts, err)
 	}
