@@ -21,7 +21,8 @@ import (
 // makes ids settle in commit order also makes the indexes consecutive: no
 // other writer can append a leaf until this transaction ends, and one
 // that rolls back takes its leaves with it. The log's size, the number of
-// leaves, is kept in the one row of event_order, beside the lock.
+// leaves, is the one row of log_state, which only the lock's holder
+// changes.
 //
 // A leaf's hash is flagadmin.LeafHash of the event as it is stored (its
 // time to the millisecond, empty JSON as null), computed here, in Go:
@@ -96,7 +97,7 @@ func (s *Store) appendLeaves(ctx context.Context, t *txn, ch *changes) error {
 			return err
 		}
 	}
-	_, err = t.ExecContext(ctx, "UPDATE event_order SET log_size = ? WHERE id = 1", size+int64(len(leaves)))
+	_, err = t.ExecContext(ctx, "UPDATE log_state SET size = ? WHERE id = 1", size+int64(len(leaves)))
 	return err
 }
 
@@ -104,7 +105,7 @@ func (s *Store) appendLeaves(ctx context.Context, t *txn, ch *changes) error {
 // lock: on MySQL by a locking read, which sees the latest committed size
 // (a plain read would see t's snapshot, which may predate the lock).
 func (s *Store) logSizeLocked(ctx context.Context, t *txn) (int64, error) {
-	q := "SELECT log_size FROM event_order WHERE id = 1"
+	q := "SELECT size FROM log_state WHERE id = 1"
 	if s.dialect == dialect.MySQL {
 		q += " FOR UPDATE"
 	}
@@ -150,7 +151,7 @@ func appendLeavesPG(ctx context.Context, db bun.IDB, leaves []leafRow) error {
 		part := leaves[start:min(len(leaves), start+pgLeafChunk)]
 		var b strings.Builder
 		args := make([]any, 0, 2+3*len(part))
-		b.WriteString(`WITH o AS (UPDATE event_order SET log_size = log_size + ? WHERE id = 1 RETURNING log_size - ? AS start)
+		b.WriteString(`WITH o AS (UPDATE log_state SET size = size + ? WHERE id = 1 RETURNING size - ? AS start)
 			INSERT INTO log_leaves (idx, event_id, hash) SELECT o.start + v.k, v.event_id, v.hash FROM o, (VALUES `)
 		args = append(args, len(part), len(part))
 		for i, l := range part {
@@ -172,7 +173,7 @@ func appendLeavesPG(ctx context.Context, db bun.IDB, leaves []leafRow) error {
 // one statement, the leaves sent with COPY on t's pgx connection.
 func (s *Store) copyLeaves(ctx context.Context, t *txn, leaves []leafRow) error {
 	var start int64
-	err := t.QueryRowContext(ctx, "UPDATE event_order SET log_size = log_size + ? WHERE id = 1 RETURNING log_size - ?", len(leaves), len(leaves)).Scan(&start)
+	err := t.QueryRowContext(ctx, "UPDATE log_state SET size = size + ? WHERE id = 1 RETURNING size - ?", len(leaves), len(leaves)).Scan(&start)
 	if err != nil {
 		return err
 	}
@@ -223,8 +224,8 @@ func (s *Store) insertWithLeaves(ctx context.Context, db bun.IDB, rows []stored.
 		var ids []int64
 		err := db.NewRaw(`WITH ins AS (?),
 			n AS (SELECT id, row_number() OVER (ORDER BY id) AS k FROM ins),
-			o AS (UPDATE event_order SET log_size = log_size + (SELECT count(*) FROM ins) WHERE id = 1
-				RETURNING log_size - (SELECT count(*) FROM ins) AS start),
+			o AS (UPDATE log_state SET size = size + (SELECT count(*) FROM ins) WHERE id = 1
+				RETURNING size - (SELECT count(*) FROM ins) AS start),
 			leaves AS (INSERT INTO log_leaves (idx, event_id, hash)
 				SELECT o.start + n.k - 1, n.id, sha256('\x00'::bytea || p.before || convert_to(n.id::text, 'UTF8') || p.after)
 				FROM o, n JOIN (VALUES `+values.String()+`) AS p (k, before, after) ON p.k = n.k)

@@ -13,13 +13,13 @@ import (
 )
 
 // logMigration is the name of the migration that adds the verifiable log
-// (decisions §19, §20): the tables of schema/log-*.sql, the log's size in
-// event_order, and the leaves of the events a database already holds.
+// (decisions §19, §20): the tables of schema/log-*.sql and the leaves of
+// the events a database already holds.
 const logMigration = "20261127000001"
 
 // migrateLog is the log's migration. It is safe to run again after a
-// failure part-way: the tables are created if missing, the column added
-// if missing, and the leaves rebuilt from the events in one transaction
+// failure part-way: the tables are created if missing, and the leaves
+// rebuilt from the events in one transaction
 // that first takes the event order lock, so that no writer of an older
 // version appends an event meanwhile.
 func migrateLog(ctx context.Context, db *bun.DB) error {
@@ -40,15 +40,6 @@ func migrateLog(ctx context.Context, db *bun.DB) error {
 	return inMigrationTx(ctx, db, func(ctx context.Context, tx bun.IDB) error {
 		if err := execAll(ctx, tx, statements(ddl)); err != nil {
 			return err
-		}
-		has, err := columnExists(ctx, tx, "event_order", "log_size")
-		if err != nil {
-			return err
-		}
-		if !has {
-			if _, err := tx.ExecContext(ctx, "ALTER TABLE event_order ADD COLUMN log_size BIGINT NOT NULL DEFAULT 0"); err != nil {
-				return err
-			}
 		}
 		return backfillLeaves(ctx, tx)
 	})
@@ -97,6 +88,6 @@ func backfillLeaves(ctx context.Context, tx bun.IDB) error {
 		size += int64(len(rows))
 		after = rows[len(rows)-1].ID
 	}
-	_, err := tx.ExecContext(ctx, "UPDATE event_order SET log_size = ? WHERE id = 1", size)
+	_, err := tx.ExecContext(ctx, "UPDATE log_state SET size = ? WHERE id = 1", size)
 	return err
 }

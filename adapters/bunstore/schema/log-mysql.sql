@@ -1,8 +1,6 @@
 -- The verifiable log (decisions §19, §20) on MySQL and MariaDB: migration
 -- 20261127000001 (migrations.go, log.go). Statements are separated by
--- blank lines; {collation} as in mysql.sql. event_order.log_size, the
--- number of leaves, is added by the migration itself (a column is checked
--- before it is added).
+-- blank lines; {collation} as in mysql.sql.
 
 -- The leaves of the log's tree: leaf idx (from 0) is the idx-th event in
 -- id order; hash is its flagadmin.LeafHash. Appended with the events, in
@@ -15,6 +13,18 @@ CREATE TABLE IF NOT EXISTS log_leaves (
 	pruned BOOLEAN NOT NULL DEFAULT FALSE,
 	UNIQUE INDEX log_leaves_event (event_id)
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE={collation}
+
+-- The log's size, the number of leaves: one row, changed only by the
+-- holder of the event order lock (record.go), which appends the leaves.
+-- It is not a column of event_order: on PostgreSQL, a row that writers
+-- wait to lock and that its holder changes wakes every waiter at each
+-- commit, where a row only locked hands the lock on to one.
+CREATE TABLE IF NOT EXISTS log_state (
+	id SMALLINT NOT NULL PRIMARY KEY,
+	size BIGINT NOT NULL
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE={collation}
+
+INSERT IGNORE INTO log_state (id, size) VALUES (1, 0)
 
 -- The stored hashes of the tree's perfect subtrees, by level (1 and up),
 -- consecutive from idx 0: they only speed proofs up (adapters/tlog).
