@@ -17,6 +17,7 @@ import (
 	"github.com/flagadmin/flagadmin/adapters/memstore"
 	"github.com/flagadmin/flagadmin/adapters/tlog"
 	"github.com/flagadmin/flagadmin/flagadmin"
+	"github.com/flagadmin/flagadmin/internal/dbtest"
 )
 
 // keyFiles writes a key pair with log keygen and returns the two files.
@@ -180,7 +181,20 @@ func TestServeSignsCheckpointsAndVerifies(t *testing.T) {
 
 func TestServeRetention(t *testing.T) {
 	signing, verifier := keyFiles(t)
+	for _, db := range []struct {
+		name string
+		url  func(testing.TB) string
+	}{{"memory", func(testing.TB) string { return memoryURL }}, {"SQLite", dbtest.SQLite}, {"Postgres", dbtest.Postgres}} {
+		t.Run(db.name, func(t *testing.T) { serveRetention(t, db.url(t), signing, verifier) })
+	}
+}
+
+// serveRetention serves the demo world on dbURL with a retention every
+// demo event is older than, and checks that they are pruned and that the
+// log verifies, over HTTP and (on a database) directly.
+func serveRetention(t *testing.T, dbURL, signing, verifier string) {
 	cfg := memoryConfig()
+	cfg.DB = dbURL
 	cfg.Demo = true
 	cfg.LogKey, cfg.LogSignerKey, _ = loadLogKey(signing)
 	cfg.Retention = time.Hour // every demo event is older
@@ -203,6 +217,12 @@ func TestServeRetention(t *testing.T) {
 	}
 	if !strings.Contains(stderr.String(), "retention: pruned events") {
 		t.Errorf("the log does not report the pruning:\n%s", stderr)
+	}
+	if dbURL != memoryURL {
+		code, stdout, errOut := runCLI(t, nil, "log", "verify", "--db", dbURL, "--key", verifier)
+		if code != 0 || !strings.Contains(stdout, "pruned: leaves 0 to 43 (events 1 to 44), removed by retention") {
+			t.Errorf("log verify --db after pruning: exit %d\nstdout %s\nstderr %s", code, stdout, errOut)
+		}
 	}
 }
 
