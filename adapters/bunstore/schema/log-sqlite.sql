@@ -17,9 +17,8 @@ CREATE UNIQUE INDEX IF NOT EXISTS log_leaves_event ON log_leaves (event_id)
 
 -- The log's size, the number of leaves: one row, changed only by the
 -- holder of the event order lock (record.go), which appends the leaves.
--- It is not a column of event_order: on PostgreSQL, a row that writers
--- wait to lock and that its holder changes wakes every waiter at each
--- commit, where a row only locked hands the lock on to one.
+-- It is a row of its own, so that the row writers wait to lock
+-- (event_order) stays one that is only locked, never changed.
 CREATE TABLE IF NOT EXISTS log_state (
 	id SMALLINT NOT NULL PRIMARY KEY,
 	size BIGINT NOT NULL
