@@ -31,9 +31,12 @@ import (
 //     in id order, then event_counts in key order;
 //  3. one row of store_versions (bumpVersion);
 //  4. the one row of event_order, the event order lock (appendEvents): held
-//     to the commit, by a transaction that waits for no other lock.
+//     to the commit, by a transaction that waits for no other lock;
+//  5. under it, the one row of log_state, with the leaves it appends
+//     (leaves.go), which no one else changes.
 //
-// record is the one place that takes 2 to 4, in that order. Load is the
+// record is the one place that takes 2 to 5, in that order. PruneEvents
+// (prune.go) takes the prune lock, then 1 to 3 and no other. Load is the
 // exception: it holds the event order lock from its start, on an empty
 // store no other writer may write to meanwhile.
 //
