@@ -302,7 +302,7 @@ func rebuildEvents(ctx context.Context, db bun.IDB, c counts) error {
 		N       int64   `bun:"n"`
 		Newest  int64   `bun:"newest"`
 	}
-	if err := db.NewRaw("SELECT project, COUNT(*) AS n, MAX(created_at) AS newest FROM events GROUP BY project HAVING SUM(n) > 0").Scan(ctx, &groups); err != nil {
+	if err := db.NewRaw("SELECT project, COUNT(*) AS n, MAX(created_at) AS newest FROM events GROUP BY project").Scan(ctx, &groups); err != nil {
 		return err
 	}
 	for _, g := range groups {
