@@ -44,7 +44,24 @@ func hashLeaf(data []byte) [32]byte {
 // leaf hash is computed over. Its data and preData must be JSON; an error
 // of kind ErrValidation names the one that is not.
 func CanonicalEventJSON(e Event) ([]byte, error) {
-	b := make([]byte, 0, 384+len(e.CreatedBy)+len(e.Data)+len(e.PreData))
+	before, after, err := LeafParts(e)
+	if err != nil {
+		return nil, err
+	}
+	b := make([]byte, 0, len(before)+24+len(after))
+	b = append(b, before...)
+	b = appendCanonicalNumber(b, float64(e.ID))
+	return append(b, after...), nil
+}
+
+// LeafParts returns CanonicalEventJSON(e) split around the event's id:
+// the canonical JSON is before, then the id, then after. For an id from 0
+// to 2^53 the id is written as its decimal digits, so a store that draws
+// ids as it inserts can compute a leaf's hash, SHA-256 of 0x00, before,
+// the id's digits and after, in the statement that draws it; LeafHash is
+// that hash. e.ID is not read. The error is CanonicalEventJSON's.
+func LeafParts(e Event) (before, after []byte, err error) {
+	b := make([]byte, 0, 256+len(e.CreatedBy))
 	// The members in RFC 8785's order (their names are ASCII: byte order).
 	b = append(b, `{"createdAt":`...)
 	b = appendCanonicalString(b, formatTime(e.CreatedAt))
@@ -53,9 +70,9 @@ func CanonicalEventJSON(e Event) ([]byte, error) {
 	b = append(b, `,"createdByUserId":`...)
 	b = appendCanonicalInt(b, e.CreatedByUserID)
 	b = append(b, `,"data":`...)
-	b, err := appendCanonicalRaw(b, "data", e.Data)
+	b, err = appendCanonicalRaw(b, "data", e.Data)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	b = append(b, `,"environment":`...)
 	b = appendCanonicalStringPtr(b, e.Environment)
@@ -66,10 +83,11 @@ func CanonicalEventJSON(e Event) ([]byte, error) {
 	b = append(b, `,"groupType":`...)
 	b = appendCanonicalStringPtr(b, e.GroupType)
 	b = append(b, `,"id":`...)
-	b = appendCanonicalNumber(b, float64(e.ID))
+	before = b
+	b = make([]byte, 0, 64+len(e.PreData))
 	b = append(b, `,"preData":`...)
 	if b, err = appendCanonicalRaw(b, "preData", e.PreData); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	b = append(b, `,"project":`...)
 	b = appendCanonicalStringPtr(b, e.Project)
@@ -86,7 +104,7 @@ func CanonicalEventJSON(e Event) ([]byte, error) {
 	}
 	b = append(b, `],"type":`...)
 	b = appendCanonicalString(b, e.Type)
-	return append(b, '}'), nil
+	return before, append(b, '}'), nil
 }
 
 func appendCanonicalStringPtr(b []byte, s *string) []byte {

@@ -12,11 +12,11 @@
 // The files of this package are the store itself, read top to bottom:
 // open.go (connections, options), errors.go (what a failure returns), tx.go
 // (transactions, retries), migrate.go,
-// migrations.go and carryover.go (the schema), the resources (users.go,
-// accounts.go, projects.go, features.go, write.go, webhooks.go,
+// migrations.go, carryover.go and logschema.go (the schema), the resources
+// (users.go, accounts.go, projects.go, features.go, write.go, webhooks.go,
 // version.go), record.go (the end of every write transaction: the
-// summaries, the version, the events), insert.go and load.go (the bulk
-// paths), search.go and export.go (the portable event search, keyset
+// summaries, the version, the events), leaves.go, log.go and prune.go (the
+// verifiable log and retention), insert.go and load.go (the bulk paths), search.go and export.go (the portable event search, keyset
 // pages, the export), and tuning.go, the one place the speed-ups are
 // reached from.
 //
@@ -141,6 +141,27 @@
 // ids through record, and moves the position: all of it or nothing. While
 // the store follows a source, the Service refuses its write operations
 // (flagadmin.ReadOnlyError), reading FollowState.
+//
+// # The verifiable log and retention
+//
+// The store keeps the log of decisions §19 (flagadmin.LogStore): migration
+// 20261127000001 (schema/log-*.sql) adds log_leaves (one row per event
+// ever written: its index, id, leaf hash and whether it was pruned),
+// log_state (the log's size), log_hashes (the subtree hashes adapters/tlog
+// stores to speed proofs up), log_checkpoints and log_holds, and makes
+// the leaves of the events a database already holds. Every write
+// transaction appends its events' leaves under the event order lock, in
+// id order, in the same transaction (leaves.go): on PostgreSQL inside the
+// events' INSERT, where the database hashes each leaf from
+// flagadmin.LeafParts (the canonical JSON around the id it draws);
+// elsewhere from flagadmin.LeafHash, in one more statement. Bulk paths
+// (Load, InsertEvents) send the leaves with COPY on PostgreSQL. Proofs
+// read the hashes of all their nodes in one statement (LogHashes).
+//
+// PruneEvents (prune.go) removes a batch of old events in a write
+// transaction of its own, through record: event_counts drop them, the
+// version rises, their leaves are marked pruned. The holds are read under
+// a prune lock (the one row of log_prune) that HoldProject also takes.
 //
 // Driver errors are mapped to flagadmin.ErrNotFound, ErrConflict and
 // ErrUnavailable in one function (internal/dberr); the error text never

@@ -17,7 +17,8 @@ import (
 // Every write transaction ends in record, which brings the summaries up to
 // date with what the transaction changed, raises the store's version and
 // appends the transaction's events. Every path that writes goes through
-// it: Write, UpdateFeature, DeleteUser, DeleteToken, InsertEvents and Load.
+// it: Write, UpdateFeature, DeleteUser, DeleteToken, InsertEvents, Load and
+// PruneEvents.
 //
 // # The lock order
 //
@@ -30,9 +31,12 @@ import (
 //     in id order, then event_counts in key order;
 //  3. one row of store_versions (bumpVersion);
 //  4. the one row of event_order, the event order lock (appendEvents): held
-//     to the commit, by a transaction that waits for no other lock.
+//     to the commit, by a transaction that waits for no other lock;
+//  5. under it, the one row of log_state, with the leaves it appends
+//     (leaves.go), which no one else changes.
 //
-// record is the one place that takes 2 to 4, in that order. Load is the
+// record is the one place that takes 2 to 5, in that order. PruneEvents
+// (prune.go) takes the prune lock, then 1 to 3 and no other. Load is the
 // exception: it holds the event order lock from its start, on an empty
 // store no other writer may write to meanwhile.
 //
@@ -79,6 +83,10 @@ type changes struct {
 	// bulk: many events; on PostgreSQL they are sent with COPY.
 	bulk bool
 
+	// pruned are the events retention removed (prune.go): the summaries
+	// drop them.
+	pruned []flagadmin.Event
+
 	// What the summaries derive from the base tables.
 	newProjects     []string            // projects created
 	addedFeatures   []flagadmin.Feature // features created (in projects that existed before)
@@ -114,6 +122,11 @@ func (s *Store) record(ctx context.Context, t *txn, ch *changes) error {
 	// Ids drawn, event order lock held: every event of ch has its id, and
 	// no other transaction can draw one until this one ends. Work on each
 	// event that needs its id and the events before it goes here.
+	//
+	// The leaves of the verifiable log (leaves.go).
+	if err := s.appendLeaves(ctx, t, ch); err != nil {
+		return err
+	}
 	return s.test.eventsAppended()
 }
 
@@ -149,8 +162,8 @@ func (s *Store) appendEvents(ctx context.Context, t *txn, ch *changes) error {
 		return s.insertSQLite(ctx, t, rows, ch.events)
 	default:
 		// On PostgreSQL the INSERT takes the event order lock (the
-		// events_order trigger).
-		return s.insertReturning(ctx, t, rows, ch.events)
+		// events_order trigger), and appends the leaves (leaves.go).
+		return s.insertWithLeaves(ctx, t, rows, ch.events)
 	}
 }
 
@@ -174,29 +187,6 @@ func (s *Store) insertChunk() int {
 		return 500
 	}
 	return 1000
-}
-
-// insertReturning inserts rows by multi-row INSERTs that return the ids
-// the database draws (PostgreSQL), and sets them on events.
-func (s *Store) insertReturning(ctx context.Context, db bun.IDB, rows []stored.Event, events []flagadmin.Event) error {
-	chunk := s.insertChunk()
-	for start := 0; start < len(rows); start += chunk {
-		part := rows[start:min(len(rows), start+chunk)]
-		if _, err := db.NewInsert().Model(&part).Returning("id").Exec(ctx); err != nil {
-			return err
-		}
-		// Ids are drawn in VALUES order; RETURNING's row order is not
-		// promised, so hand them out sorted.
-		ids := make([]int64, len(part))
-		for i, r := range part {
-			ids[i] = r.ID
-		}
-		slices.Sort(ids)
-		for i, id := range ids {
-			events[start+i].ID = id
-		}
-	}
-	return nil
 }
 
 // insertSQLite inserts rows on SQLite by multi-row INSERTs, and sets

@@ -153,6 +153,9 @@ func (t tuning) record(ctx context.Context, db bun.IDB, ch *changes) error {
 		}
 	}
 	if t.counts {
+		if err := eventcounts.Remove(ctx, db, ch.pruned); err != nil {
+			return err
+		}
 		return eventcounts.Add(ctx, db, ch.events, !ch.bulk)
 	}
 	return nil

@@ -17,6 +17,7 @@ import (
 	"github.com/flagadmin/flagadmin/adapters/memstore"
 	"github.com/flagadmin/flagadmin/adapters/tlog"
 	"github.com/flagadmin/flagadmin/flagadmin"
+	"github.com/flagadmin/flagadmin/internal/dbtest"
 )
 
 // keyFiles writes a key pair with log keygen and returns the two files.
@@ -180,7 +181,20 @@ func TestServeSignsCheckpointsAndVerifies(t *testing.T) {
 
 func TestServeRetention(t *testing.T) {
 	signing, verifier := keyFiles(t)
+	for _, db := range []struct {
+		name string
+		url  func(testing.TB) string
+	}{{"memory", func(testing.TB) string { return memoryURL }}, {"SQLite", dbtest.SQLite}, {"Postgres", dbtest.Postgres}} {
+		t.Run(db.name, func(t *testing.T) { serveRetention(t, db.url(t), signing, verifier) })
+	}
+}
+
+// serveRetention serves the demo world on dbURL with a retention every
+// demo event is older than, and checks that they are pruned and that the
+// log verifies, over HTTP and (on a database) directly.
+func serveRetention(t *testing.T, dbURL, signing, verifier string) {
 	cfg := memoryConfig()
+	cfg.DB = dbURL
 	cfg.Demo = true
 	cfg.LogKey, cfg.LogSignerKey, _ = loadLogKey(signing)
 	cfg.Retention = time.Hour // every demo event is older
@@ -204,6 +218,12 @@ func TestServeRetention(t *testing.T) {
 	if !strings.Contains(stderr.String(), "retention: pruned events") {
 		t.Errorf("the log does not report the pruning:\n%s", stderr)
 	}
+	if dbURL != memoryURL {
+		code, stdout, errOut := runCLI(t, nil, "log", "verify", "--db", dbURL, "--key", verifier)
+		if code != 0 || !strings.Contains(stdout, "pruned: leaves 0 to 43 (events 1 to 44), removed by retention") {
+			t.Errorf("log verify --db after pruning: exit %d\nstdout %s\nstderr %s", code, stdout, errOut)
+		}
+	}
 }
 
 // tamperedStore edits the events its export reads: what a reader sees
@@ -224,9 +244,15 @@ func (s tamperedStore) ExportEvents(ctx context.Context, q flagadmin.EventQuery,
 	})
 }
 
+// logKeeper is a store that keeps the verifiable log.
+type logKeeper interface {
+	flagadmin.Store
+	flagadmin.LogStore
+}
+
 // logServer serves store, through edit, with its log signed by the key
 // file signing, and returns its URL.
-func logServer(t testing.TB, store *memstore.Store, signing string, edit func(flagadmin.Event) []flagadmin.Event) string {
+func logServer(t testing.TB, store logKeeper, signing string, edit func(flagadmin.Event) []flagadmin.Event) string {
 	t.Helper()
 	_, skey, err := loadLogKey(signing)
 	if err != nil {
@@ -361,16 +387,25 @@ func TestLogVerifyCatchesAnOlderCopy(t *testing.T) {
 func TestLogCommandsOnADatabase(t *testing.T) {
 	ctx := context.Background()
 	signing, verifier := keyFiles(t)
-	// A database that keeps no log yet.
+	// A SQL database keeps the log: the commands work on it.
 	db := "sqlite:" + filepath.Join(t.TempDir(), "db.sqlite")
-	for _, args := range [][]string{
-		{"log", "verify", "--key", verifier, "--db", db},
-		{"log", "hold", "--project", "p", "--db", db},
-		{"log", "holds", "--db", db},
+	if code, _, stderr := runCLI(t, nil, "migrate", "--db", db); code != 0 {
+		t.Fatalf("migrate: %s", stderr)
+	}
+	for _, c := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"log", "verify", "--key", verifier, "--db", db}, 1, "the database holds no checkpoint: a server signs them when started with --log-key"},
+		{[]string{"log", "holds", "--db", db}, 0, "no legal holds"},
+		{[]string{"log", "hold", "--project", "p", "--db", db}, 0, "the events of p in " + db + " are under legal hold"},
+		{[]string{"log", "holds", "--db", db}, 0, "p "},
+		{[]string{"log", "hold", "--project", "p", "--release", "--db", db}, 0, "released the legal hold on the events of p"},
 	} {
-		code, _, stderr := runCLI(t, nil, args...)
-		if code != 1 || !strings.Contains(stderr, "keeps no verifiable log yet") {
-			t.Errorf("%q: exit %d, %q", args, code, stderr)
+		code, stdout, stderr := runCLI(t, nil, c.args...)
+		if code != c.code || !strings.Contains(stdout+stderr, c.want) {
+			t.Errorf("%q: exit %d, %q %q; want %d and %q", c.args, code, stdout, stderr, c.code, c.want)
 		}
 	}
 	// The commands' work, on a store that keeps one.
@@ -407,13 +442,12 @@ func TestLogCommandsOnADatabase(t *testing.T) {
 	}
 }
 
+// storeWithoutLog is a store that keeps no verifiable log: it hides the
+// memstore's.
+type storeWithoutLog struct{ flagadmin.Store }
+
 func TestServeOnAStoreWithoutALog(t *testing.T) {
-	ctx := context.Background()
-	store, closeStore, err := openStore(ctx, "sqlite:"+filepath.Join(t.TempDir(), "db.sqlite"), buildLogger(memoryConfig(), &strings.Builder{}), true, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer closeStore()
+	store := storeWithoutLog{memstore.New()}
 	if parts, err := newLogParts(store, Config{}); err != nil || parts != nil || parts.config().Store != nil {
 		t.Errorf("without --log-key: got %v, %v; want no log and no error", parts, err)
 	}

@@ -2,8 +2,8 @@
 // written in the same transaction as the events (Add): the number of
 // events of each scope (every event, those without a project, those of one
 // project) in all, per value of each filtered column (feature, type,
-// creator, environment), per UTC day and per UTC month. Events are never
-// deleted, so the counts only grow.
+// creator, environment), per UTC day and per UTC month. Events removed
+// by retention are taken away from them (Remove).
 //
 // It is a speed-up of the store (bunstore.EventCounts), read through a
 // Plan: a search whose total is a sum of counted rows (no filter, one IS /
@@ -208,6 +208,29 @@ func Add(ctx context.Context, db bun.IDB, events []flagadmin.Event, spread bool)
 	return c.write(ctx, db, shard)
 }
 
+// Remove takes events away from event_counts (retention pruned them), in
+// the caller's write transaction: the deltas are negative, added to a
+// shard drawn as Add draws it, so the rows' sums drop by the events
+// removed. A row's newest is left as it is: pruning removes the oldest
+// events, and NewestSQL leaves out the projects whose count fell to 0.
+func Remove(ctx context.Context, db bun.IDB, events []flagadmin.Event) error {
+	if len(events) == 0 {
+		return nil
+	}
+	c := counts{}
+	for _, e := range events {
+		c.event(e)
+	}
+	for k, d := range c {
+		c[k] = delta{n: -d.n} // newest 0: the upsert keeps the stored one
+	}
+	shard := 0
+	if db.Dialect().Name() != dialect.SQLite {
+		shard = rand.IntN(Shards)
+	}
+	return c.write(ctx, db, shard)
+}
+
 // upsertChunk bounds the rows of one upsert statement.
 const upsertChunk = 2000
 
@@ -244,7 +267,7 @@ func onConflict(name dialect.Name) string {
 
 // NewestSQL selects (project, newest): the createdAt of the newest event
 // of each project with counted events, from its rows (every shard).
-const NewestSQL = "SELECT project, MAX(newest) AS newest FROM event_counts WHERE dim = 0 AND scope = 2 GROUP BY project"
+const NewestSQL = "SELECT project, MAX(newest) AS newest FROM event_counts WHERE dim = 0 AND scope = 2 GROUP BY project HAVING SUM(n) > 0"
 
 // Rebuild recomputes event_counts from the events table, all in shard 0,
 // in the caller's transaction: the events grouped by project and by each

@@ -1,0 +1,249 @@
+package bunstore
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/uptrace/bun"
+	"github.com/uptrace/bun/dialect"
+
+	"github.com/flagadmin/flagadmin/adapters/bunstore/internal/pgpage"
+	"github.com/flagadmin/flagadmin/adapters/bunstore/internal/stored"
+	"github.com/flagadmin/flagadmin/flagadmin"
+)
+
+// The leaves of the verifiable log (decisions §19) are appended by every
+// write transaction that appends events, at the step of record where
+// their ids are drawn and the event order lock is held (record.go): in
+// the same transaction, in id order, with the next indexes. The lock that
+// makes ids settle in commit order also makes the indexes consecutive: no
+// other writer can append a leaf until this transaction ends, and one
+// that rolls back takes its leaves with it. The log's size, the number of
+// leaves, is the one row of log_state, which only the lock's holder
+// changes.
+//
+// A leaf's hash is flagadmin.LeafHash of the event as it is stored (its
+// time to the millisecond, empty JSON as null), computed here, in Go:
+// the canonical form has one definition, the domain's.
+
+// leafRow is a row of log_leaves.
+type leafRow struct {
+	bun.BaseModel `bun:"table:log_leaves"`
+
+	Index   int64  `bun:"idx,pk"`
+	EventID int64  `bun:"event_id"`
+	Hash    []byte `bun:"hash"`
+	Pruned  bool   `bun:"pruned"`
+}
+
+// asStored returns e as the store reads it back: its time to the
+// millisecond, and empty data or preData as none (stored.RawText).
+func asStored(e flagadmin.Event) flagadmin.Event {
+	e.CreatedAt = stored.Time(stored.Millis(e.CreatedAt))
+	e.Data, e.PreData = stored.Raw(stored.RawText(e.Data)), stored.Raw(stored.RawText(e.PreData))
+	return e
+}
+
+// leavesOf returns the leaves of events (their ids set), without their
+// indexes. An event whose hash cannot be computed (data or preData that
+// is not JSON) is an error of kind ErrValidation, returned as it is.
+func leavesOf(events []flagadmin.Event) ([]leafRow, error) {
+	leaves := make([]leafRow, len(events))
+	for i, e := range events {
+		hash, err := flagadmin.LeafHash(asStored(e))
+		if err != nil {
+			return nil, &callbackError{fmt.Errorf("event %d: %w", i, err)}
+		}
+		leaves[i] = leafRow{EventID: e.ID, Hash: hash[:]}
+	}
+	return leaves, nil
+}
+
+// appendLeaves appends the leaves of ch's events, whose ids are drawn, in
+// t, which holds the event order lock; on PostgreSQL, events whose ids the
+// database drew by INSERT have theirs already (insertWithLeaves).
+func (s *Store) appendLeaves(ctx context.Context, t *txn, ch *changes) error {
+	if s.dialect == dialect.PG && !ch.bulk && !ch.givenIDs || s.test.noEventOrder() {
+		// A test that turns the event order lock off to show what it
+		// prevents keeps no leaves: they need it.
+		return nil
+	}
+	leaves, err := leavesOf(ch.events)
+	if err != nil {
+		return err
+	}
+	if ch.givenIDs {
+		// Drawn ids ascend past every id ever drawn; given ones must also
+		// pass the last leaf's, whose event may have been pruned.
+		if err := s.checkAfterLastLeaf(ctx, t, leaves[0].EventID); err != nil {
+			return err
+		}
+	}
+	if s.dialect == dialect.PG {
+		if ch.bulk {
+			return s.copyLeaves(ctx, t, leaves)
+		}
+		return appendLeavesPG(ctx, t, leaves)
+	}
+	size, err := s.logSizeLocked(ctx, t)
+	if err != nil {
+		return err
+	}
+	for i := range leaves {
+		leaves[i].Index = size + int64(i)
+	}
+	for start := 0; start < len(leaves); start += s.insertChunk() {
+		if err := insertLeafRows(ctx, t, leaves[start:min(len(leaves), start+s.insertChunk())]); err != nil {
+			return err
+		}
+	}
+	_, err = t.ExecContext(ctx, "UPDATE log_state SET size = ? WHERE id = 1", size+int64(len(leaves)))
+	return err
+}
+
+// logSizeLocked reads the log's size in t, which holds the event order
+// lock: on MySQL by a locking read, which sees the latest committed size
+// (a plain read would see t's snapshot, which may predate the lock).
+func (s *Store) logSizeLocked(ctx context.Context, t *txn) (int64, error) {
+	q := "SELECT size FROM log_state WHERE id = 1"
+	if s.dialect == dialect.MySQL {
+		q += " FOR UPDATE"
+	}
+	var size int64
+	err := t.QueryRowContext(ctx, q).Scan(&size)
+	return size, err
+}
+
+// checkAfterLastLeaf refuses a given id that does not pass the last
+// leaf's event id, as ErrConflict.
+func (s *Store) checkAfterLastLeaf(ctx context.Context, t *txn, first int64) error {
+	q := "SELECT COALESCE(MAX(event_id), 0) FROM log_leaves"
+	if s.dialect == dialect.MySQL {
+		q += " FOR UPDATE"
+	}
+	var last int64
+	if err := t.QueryRowContext(ctx, q).Scan(&last); err != nil {
+		return err
+	}
+	if first <= last {
+		return &callbackError{fmt.Errorf("%w: event id %d is not above the log's last (%d, pruned)", flagadmin.ErrConflict, first, last)}
+	}
+	return nil
+}
+
+// insertLeafRows inserts leaves with their indexes, in one statement.
+func insertLeafRows(ctx context.Context, db bun.IDB, leaves []leafRow) error {
+	if len(leaves) == 0 {
+		return nil
+	}
+	_, err := db.NewInsert().Model(&leaves).Exec(ctx)
+	return err
+}
+
+// pgLeafChunk bounds the leaves of one statement on PostgreSQL.
+const pgLeafChunk = 1000
+
+// appendLeavesPG appends leaves on PostgreSQL in one statement per chunk,
+// which raises the log's size and inserts the leaves from the size it
+// had: one round trip for a write's leaves.
+func appendLeavesPG(ctx context.Context, db bun.IDB, leaves []leafRow) error {
+	for start := 0; start < len(leaves); start += pgLeafChunk {
+		part := leaves[start:min(len(leaves), start+pgLeafChunk)]
+		var b strings.Builder
+		args := make([]any, 0, 2+3*len(part))
+		b.WriteString(`WITH o AS (UPDATE log_state SET size = size + ? WHERE id = 1 RETURNING size - ? AS start)
+			INSERT INTO log_leaves (idx, event_id, hash) SELECT o.start + v.k, v.event_id, v.hash FROM o, (VALUES `)
+		args = append(args, len(part), len(part))
+		for i, l := range part {
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			b.WriteString("(?::bigint, ?::bigint, ?::bytea)")
+			args = append(args, i, l.EventID, l.Hash)
+		}
+		b.WriteString(") AS v (k, event_id, hash)")
+		if _, err := db.ExecContext(ctx, b.String(), args...); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// copyLeaves appends many leaves on PostgreSQL: the log's size raised in
+// one statement, the leaves sent with COPY on t's pgx connection.
+func (s *Store) copyLeaves(ctx context.Context, t *txn, leaves []leafRow) error {
+	var start int64
+	err := t.QueryRowContext(ctx, "UPDATE log_state SET size = size + ? WHERE id = 1 RETURNING size - ?", len(leaves), len(leaves)).Scan(&start)
+	if err != nil {
+		return err
+	}
+	return pgpage.OnPgx(t.conn, func(pc *pgx.Conn) error {
+		next := 0
+		src := pgx.CopyFromFunc(func() ([]any, error) {
+			if next == len(leaves) {
+				return nil, nil
+			}
+			l := leaves[next]
+			next++
+			return []any{start + int64(next-1), l.EventID, l.Hash}, nil
+		})
+		_, err := pc.CopyFrom(ctx, pgx.Identifier{"log_leaves"}, []string{"idx", "event_id", "hash"}, src)
+		return err
+	})
+}
+
+// insertWithLeaves inserts rows on PostgreSQL by multi-row INSERTs that
+// append their leaves in the same statement, and sets the ids the
+// database draws on events. The statement inserts the events (its
+// trigger takes the event order lock before the first id is drawn), raises
+// the log's size and inserts a leaf per event, whose hash PostgreSQL
+// computes from the parts of the event's canonical JSON around its id
+// (flagadmin.LeafParts): SHA-256 of 0x00, the part before, the id's digits
+// and the part after, which is flagadmin.LeafHash. Ids are drawn in VALUES
+// order; the k-th smallest is the k-th row's. Keeping the tree then costs
+// no round trip under the lock, which writers of events hold one at a
+// time (record.go).
+func (s *Store) insertWithLeaves(ctx context.Context, db bun.IDB, rows []stored.Event, events []flagadmin.Event) error {
+	chunk := s.insertChunk()
+	for start := 0; start < len(rows); start += chunk {
+		part := rows[start:min(len(rows), start+chunk)]
+		var values strings.Builder
+		args := make([]any, 0, 1+3*len(part))
+		args = append(args, bun.Safe(db.NewInsert().Model(&part).Returning("id").String()))
+		for i := range part {
+			before, after, err := flagadmin.LeafParts(asStored(events[start+i]))
+			if err != nil {
+				return &callbackError{fmt.Errorf("event %d: %w", start+i, err)}
+			}
+			if i > 0 {
+				values.WriteString(", ")
+			}
+			values.WriteString("(?::bigint, ?::bytea, ?::bytea)")
+			args = append(args, i+1, before, after)
+		}
+		query := `WITH ins AS (?),
+			n AS (SELECT id, row_number() OVER (ORDER BY id) AS k FROM ins),
+			o AS (UPDATE log_state SET size = size + (SELECT count(*) FROM ins) WHERE id = 1
+				RETURNING size - (SELECT count(*) FROM ins) AS start),
+			leaves AS (INSERT INTO log_leaves (idx, event_id, hash)
+				SELECT o.start + n.k - 1, n.id, sha256('\x00'::bytea || p.before || convert_to(n.id::text, 'UTF8') || p.after)
+				FROM o, n JOIN (VALUES ` + values.String() + `) AS p (k, before, after) ON p.k = n.k)
+			SELECT id FROM n ORDER BY id`
+		if s.test.noEventOrder() { // see appendLeaves
+			query, args = "WITH ins AS (?) SELECT id FROM ins ORDER BY id", args[:1]
+		}
+		var ids []int64
+		if err := db.NewRaw(query, args...).Scan(ctx, &ids); err != nil {
+			return err
+		}
+		if len(ids) != len(part) {
+			return fmt.Errorf("inserted %d events, got %d ids", len(part), len(ids))
+		}
+		for i, id := range ids {
+			events[start+i].ID = id
+		}
+	}
+	return nil
+}

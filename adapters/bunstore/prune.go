@@ -1,0 +1,142 @@
+package bunstore
+
+import (
+	"context"
+	"time"
+
+	"github.com/uptrace/bun"
+	"github.com/uptrace/bun/dialect"
+
+	"github.com/flagadmin/flagadmin/adapters/bunstore/internal/stored"
+	"github.com/flagadmin/flagadmin/flagadmin"
+)
+
+// Retention (decisions §20): PruneEvents removes a batch of old events in
+// a write transaction of its own, through record as every write: the
+// summaries drop them (event_counts), the store's version rises. It takes
+// the prune lock first (the one row of log_prune), which HoldProject takes
+// too, so a hold is never placed while a prune that did not read it runs,
+// and pruners of several servers take turns. It takes no lock a writer of
+// events waits for but event_counts' rows and one row of store_versions,
+// from its summary step to its commit, as any writer does (record.go);
+// the event order lock is not needed: the leaves it marks are committed,
+// and their indexes do not move.
+
+// lockPrune takes the prune lock in tx (SQLite's single writer needs none).
+func (s *Store) lockPrune(ctx context.Context, tx bun.IDB) error {
+	if s.dialect == dialect.SQLite {
+		return nil
+	}
+	var id int
+	return tx.QueryRowContext(ctx, "SELECT id FROM log_prune WHERE id = 1 FOR UPDATE").Scan(&id)
+}
+
+// PruneEvents implements flagadmin.LogStore.
+func (s *Store) PruneEvents(ctx context.Context, before time.Time, limit int) ([]int64, error) {
+	if limit <= 0 {
+		return nil, nil
+	}
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
+	var ids []int64
+	err := s.inTx(ctx, "prune events", func(ctx context.Context, t *txn) (*changes, error) {
+		ids = nil
+		if err := s.lockPrune(ctx, t); err != nil {
+			return nil, err
+		}
+		// Read after the lock: on MySQL by a locking read, which sees the
+		// holds committed before it (a plain read would see the snapshot).
+		holdsSQL := "SELECT project FROM log_holds"
+		if s.dialect == dialect.MySQL {
+			holdsSQL += " LOCK IN SHARE MODE"
+		}
+		var held []string
+		if err := t.NewRaw(holdsSQL).Scan(ctx, &held); err != nil {
+			return nil, err
+		}
+		q := t.NewSelect().TableExpr("events").
+			Column("id", "created_at", "type", "created_by_user_id", "environment", "project", "feature_name").
+			Where("created_at < ?", stored.CeilMillis(before)).OrderExpr("id").Limit(int64(limit))
+		if len(held) > 0 {
+			q = q.Where("(project IS NULL OR project NOT IN (?))", bun.In(held))
+		}
+		var rows []stored.Event
+		if err := q.Scan(ctx, &rows); err != nil {
+			return nil, err
+		}
+		if len(rows) == 0 {
+			return nil, errNothingWritten
+		}
+		pruned := make([]flagadmin.Event, len(rows))
+		for i, r := range rows {
+			ids = append(ids, r.ID)
+			pruned[i] = flagadmin.Event{ID: r.ID, CreatedAt: stored.Time(r.CreatedAt), Type: r.Type, CreatedByUserID: r.CreatedByUserID,
+				Environment: r.Environment, Project: r.Project, FeatureName: r.FeatureName}
+		}
+		if _, err := t.NewDelete().TableExpr("events").Where("id IN (?)", bun.In(ids)).Exec(ctx); err != nil {
+			return nil, err
+		}
+		if _, err := t.NewUpdate().TableExpr("log_leaves").Set("pruned = ?", true).Where("event_id IN (?)", bun.In(ids)).Exec(ctx); err != nil {
+			return nil, err
+		}
+		return &changes{pruned: pruned}, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return ids, nil
+}
+
+// logHoldRow is a row of log_holds.
+type logHoldRow struct {
+	bun.BaseModel `bun:"table:log_holds"`
+
+	Project string `bun:"project,pk"`
+	Since   int64  `bun:"since"`
+}
+
+// HoldProject implements flagadmin.LogStore, under the prune lock.
+func (s *Store) HoldProject(ctx context.Context, project string, since time.Time) error {
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
+	err := s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+		if err := s.lockPrune(ctx, tx); err != nil {
+			return err
+		}
+		_, err := s.ignoreDuplicates(tx.NewInsert().Model(&logHoldRow{Project: project, Since: stored.Millis(since)})).Exec(ctx)
+		return err
+	})
+	return s.fail("hold project", err)
+}
+
+// ReleaseProject implements flagadmin.LogStore.
+func (s *Store) ReleaseProject(ctx context.Context, project string) error {
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
+	res, err := s.db.NewDelete().TableExpr("log_holds").Where("project = ?", project).Exec(ctx)
+	if err != nil {
+		return s.fail("release project", err)
+	}
+	if n, err := res.RowsAffected(); err != nil || n == 0 {
+		if err != nil {
+			return s.fail("release project", err)
+		}
+		return flagadmin.ErrNotFound
+	}
+	return nil
+}
+
+// LogHolds implements flagadmin.LogStore.
+func (s *Store) LogHolds(ctx context.Context) ([]flagadmin.LogHold, error) {
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
+	var rows []logHoldRow
+	if err := s.rdb.NewSelect().Model(&rows).OrderExpr("project").Scan(ctx); err != nil {
+		return nil, s.fail("log holds", err)
+	}
+	out := make([]flagadmin.LogHold, len(rows))
+	for i, r := range rows {
+		out[i] = flagadmin.LogHold{Project: r.Project, Since: stored.Time(r.Since)}
+	}
+	return out, nil
+}

@@ -1,0 +1,215 @@
+package main
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"net/url"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/flagadmin/flagadmin/adapters/bunstore"
+	"github.com/flagadmin/flagadmin/flagadmin"
+	"github.com/flagadmin/flagadmin/internal/dbtest"
+)
+
+// The verifiable log on the SQL stores: "flagadmin log verify", reading
+// the database (--db) and a server over it (--url), names the event that
+// was changed, removed, inserted or reordered by SQL, and catches an
+// older copy of the database put back with a checkpoint saved before.
+
+// sqlEngines are the databases of these tests; PostgreSQL and MySQL skip
+// without a server (internal/dbtest).
+var sqlEngines = []struct {
+	name string
+	url  func(testing.TB) string
+}{{"SQLite", dbtest.SQLite}, {"Postgres", dbtest.Postgres}, {"MySQL", dbtest.MySQL}}
+
+// rawDB opens the database of a store URL with its driver, for tampering.
+func rawDB(t *testing.T, dbURL string) *sql.DB {
+	t.Helper()
+	var db *sql.DB
+	var err error
+	switch {
+	case strings.HasPrefix(dbURL, "sqlite:"):
+		db, err = sql.Open("sqlite", strings.TrimPrefix(dbURL, "sqlite:"))
+	case strings.HasPrefix(dbURL, "postgres"):
+		db, err = sql.Open("pgx", dbURL)
+	default:
+		u, perr := url.Parse(dbURL)
+		if perr != nil {
+			t.Fatal(perr)
+		}
+		dsn := u.User.String() + "@tcp(" + u.Host + ")" + u.Path
+		db, err = sql.Open("mysql", dsn)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
+// execSQL runs statements on db.
+func execSQL(t *testing.T, db *sql.DB, stmts ...string) {
+	t.Helper()
+	for _, stmt := range stmts {
+		if _, err := db.Exec(stmt); err != nil {
+			t.Fatalf("%s: %v", stmt, err)
+		}
+	}
+}
+
+// awkwardEvent is the i-th of events whose canonical form is not how they
+// are written: unicode and escapes, keys out of order, numbers in several
+// notations and beyond 2^53, nulls, tags, and no project every third.
+func awkwardEvent(i int) flagadmin.Event {
+	e := flagadmin.Event{Type: flagadmin.EventFeatureUpdated, CreatedBy: "ådå 🚀 \"quoted\"", CreatedByUserID: ptr(int64(i)),
+		CreatedAt:   time.Date(2026, 1, 1, 0, i, 0, 123456789, time.UTC),
+		FeatureName: ptr(fmt.Sprintf("f-%d", i)), Environment: ptr("production"),
+		Data: json.RawMessage(fmt.Sprintf(`{ "z": %d, "a": "h\u00e9llo \ud83d\ude80 ✓", "n": [1.0, 1e2, -0, 12345678901234567890, 1e21, 0.000001],	"nested": {"y": null, "x": true, "é": "\u0001"}, "a": "last wins" }`, i)),
+		Tags: []flagadmin.Tag{{Type: "simple", Value: "ünïcode"}, {Type: "simple", Value: fmt.Sprint(i)}}}
+	if i%3 != 0 {
+		e.Project = ptr("default")
+		e.PreData = json.RawMessage(`{"b": 2,   "a": [ ]}`)
+	}
+	if i%5 == 0 {
+		e.Data, e.Tags, e.Environment = nil, nil, nil
+	}
+	return e
+}
+
+// sqlLogWorld opens a store on dbURL (migrated) with an admin token and
+// n awkward events, and returns it with their ids.
+func sqlLogWorld(t *testing.T, dbURL string, n int) (*bunstore.Store, []int64) {
+	t.Helper()
+	ctx := context.Background()
+	store, err := bunstore.Open(ctx, dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { store.Close() })
+	if err := flagadmin.NewService(store).LoadSeed(ctx, strings.NewReader(`{"apiTokens":[{"secret":"`+demoAdmin+`","type":"admin"}]}`)); err != nil {
+		t.Fatal(err)
+	}
+	return store, writeAwkward(t, store, 0, n)
+}
+
+// writeAwkward writes the awkward events from to to-1 and returns their ids.
+func writeAwkward(t *testing.T, store flagadmin.Store, from, to int) []int64 {
+	t.Helper()
+	b := &flagadmin.Batch{}
+	for i := from; i < to; i++ {
+		b.Events = append(b.Events, awkwardEvent(i))
+	}
+	if err := store.Write(context.Background(), b); err != nil {
+		t.Fatal(err)
+	}
+	ids := make([]int64, len(b.Events))
+	for i, e := range b.Events {
+		ids[i] = e.ID
+	}
+	return ids
+}
+
+// wantVerify runs log verify with args and checks its exit code and, when
+// it fails, the last line of its stderr.
+func wantVerify(t *testing.T, how string, want string, args ...string) {
+	t.Helper()
+	code, stdout, stderr := runCLI(t, nil, append([]string{"log", "verify"}, args...)...)
+	if want == "" {
+		if code != 0 || !strings.Contains(stdout, "OK: ") {
+			t.Errorf("%s: exit %d\nstdout %s\nstderr %s", how, code, stdout, stderr)
+		}
+		return
+	}
+	lines := strings.Split(strings.TrimSpace(stderr), "\n")
+	if code != 1 || !strings.Contains(lines[len(lines)-1], want) {
+		t.Errorf("%s: exit %d, last line of stderr %q; want 1 and %q\nstdout %s", how, code, lines[len(lines)-1], want, stdout)
+	}
+}
+
+func TestLogVerifyOnSQLNamesTheTamperedEvent(t *testing.T) {
+	signing, verifier := keyFiles(t)
+	for _, engine := range sqlEngines {
+		t.Run(engine.name, func(t *testing.T) {
+			for _, c := range []struct {
+				name   string
+				tamper func(ids []int64) []string
+				want   func(ids []int64) string
+			}{
+				{"untouched", func([]int64) []string { return nil }, func([]int64) string { return "" }},
+				{"a field changed", func(ids []int64) []string {
+					return []string{fmt.Sprintf("UPDATE events SET created_by = 'mallory' WHERE id = %d", ids[16])}
+				}, func(ids []int64) string {
+					return fmt.Sprintf("event %d (leaf 16) was changed: its leaf hash is not the one recorded when it was written", ids[16])
+				}},
+				{"data changed, the same JSON otherwise written", func(ids []int64) []string {
+					return []string{fmt.Sprintf(`UPDATE events SET data = '{"z": 7}' WHERE id = %d`, ids[7])}
+				}, func(ids []int64) string { return fmt.Sprintf("event %d (leaf 7) was changed", ids[7]) }},
+				{"one deleted", func(ids []int64) []string {
+					return []string{fmt.Sprintf("DELETE FROM events WHERE id = %d", ids[29])}
+				}, func(ids []int64) string {
+					return fmt.Sprintf("event %d (leaf 29) was removed: its leaf is in the log, not marked pruned", ids[29])
+				}},
+				{"one inserted", func(ids []int64) []string {
+					return []string{fmt.Sprintf(`INSERT INTO events (id, created_at, type, created_by, search_payload, search_meta)
+						VALUES (%d, 1767225600000, 'feature-updated', 'mallory', '', '')`, ids[len(ids)-1]+1)}
+				}, func(ids []int64) string {
+					return fmt.Sprintf("event %d was inserted: it has no leaf in the log", ids[len(ids)-1]+1)
+				}},
+				{"two ids swapped", func(ids []int64) []string {
+					return []string{
+						fmt.Sprintf("UPDATE events SET id = %d WHERE id = %d", -1, ids[4]),
+						fmt.Sprintf("UPDATE events SET id = %d WHERE id = %d", ids[4], ids[8]),
+						fmt.Sprintf("UPDATE events SET id = %d WHERE id = %d", ids[8], -1),
+					}
+				}, func(ids []int64) string {
+					return fmt.Sprintf("event %d (leaf 4) was reordered: it holds what was recorded as event %d", ids[4], ids[8])
+				}},
+			} {
+				t.Run(c.name, func(t *testing.T) {
+					dbURL := engine.url(t)
+					store, ids := sqlLogWorld(t, dbURL, 50)
+					base := logServer(t, store, signing, nil) // signs the checkpoint of the 50 events
+					execSQL(t, rawDB(t, dbURL), c.tamper(ids)...)
+					want := c.want(ids)
+					wantVerify(t, "--db", want, "--db", dbURL, "--key", verifier)
+					wantVerify(t, "--url", want, "--url", base, "--token", demoAdmin, "--key", verifier)
+				})
+			}
+		})
+	}
+}
+
+func TestLogVerifyOnSQLCatchesAnOlderCopy(t *testing.T) {
+	signing, verifier := keyFiles(t)
+	for _, engine := range sqlEngines {
+		t.Run(engine.name, func(t *testing.T) {
+			dbURL := engine.url(t)
+			store, ids := sqlLogWorld(t, dbURL, 30)
+			logServer(t, store, signing, nil) // the checkpoint of 30 events: in the copy
+			writeAwkward(t, store, 30, 40)
+			base := logServer(t, store, signing, nil) // the checkpoint of 40
+			saved := filepath.Join(t.TempDir(), "checkpoint")
+			wantVerify(t, "the live database", "", "--db", dbURL, "--key", verifier, "--save", saved)
+			// The copy of the database taken at 30 events put back (its
+			// rows, as they were then), and written to since.
+			execSQL(t, rawDB(t, dbURL),
+				fmt.Sprintf("DELETE FROM events WHERE id > %d", ids[29]),
+				"DELETE FROM log_leaves WHERE idx >= 30",
+				"DELETE FROM log_checkpoints WHERE size > 30",
+				"UPDATE log_state SET size = 30")
+			writeAwkward(t, store, 100, 115)
+			logServer(t, store, signing, nil) // a checkpoint of 45, consistent with the copy's 30
+			want := "the first 40 events no longer hash to the root of the trusted checkpoint"
+			wantVerify(t, "--db", want, "--db", dbURL, "--key", verifier, "--trusted", saved)
+			wantVerify(t, "--url", want, "--url", base, "--token", demoAdmin, "--key", verifier, "--trusted", saved)
+			// On its own, the copy is a consistent log.
+			wantVerify(t, "the copy on its own", "", "--db", dbURL, "--key", verifier)
+		})
+	}
+}
