@@ -7,10 +7,14 @@
 //
 // Data and preData are appended as they are: the stores hold them compact
 // and valid (the Service normalizes every event it writes, seed files
-// included), so they are neither validated nor compacted again.
+// included), so they are neither validated nor compacted again; except
+// that a line break, which only a database changed by hand can hold, is
+// compacted away, so that one event stays one line of NDJSON.
 package eventjson
 
 import (
+	"bytes"
+	"encoding/json"
 	"strconv"
 	"time"
 	"unicode/utf8"
@@ -75,6 +79,12 @@ func AppendTags(b []byte, tags []flagadmin.Tag) []byte {
 func AppendRaw(b, raw []byte) []byte {
 	if raw == nil {
 		return append(b, "null"...)
+	}
+	if bytes.ContainsAny(raw, "\r\n") {
+		var buf bytes.Buffer
+		if json.Compact(&buf, raw) == nil {
+			return append(b, buf.Bytes()...)
+		}
 	}
 	return append(b, raw...)
 }

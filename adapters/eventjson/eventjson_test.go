@@ -1,6 +1,7 @@
 package eventjson_test
 
 import (
+	"bytes"
 	"encoding/json"
 	"testing"
 	"time"
@@ -33,5 +34,24 @@ func TestAppendEventIsMarshalJSON(t *testing.T) {
 		if got := eventjson.AppendEvent([]byte("x"), &e); string(got) != "x"+string(want) {
 			t.Errorf("AppendEvent:\ngot  %s\nwant x%s", got, want)
 		}
+	}
+}
+
+// TestAppendEventKeepsOneLine: data holding line breaks (only a database
+// changed by hand holds them) is written compact, as MarshalJSON writes
+// it, so an event stays one line of NDJSON.
+func TestAppendEventKeepsOneLine(t *testing.T) {
+	e := flagadmin.Event{ID: 7, Type: "feature-created", CreatedBy: "admin",
+		Data: json.RawMessage("{\n  \"name\": \"a\\nb\",\r\n  \"n\": [1, 2]\n}"), PreData: json.RawMessage("[\n]")}
+	got := eventjson.AppendEvent(nil, &e)
+	if bytes.ContainsAny(got, "\r\n") {
+		t.Fatalf("AppendEvent wrote a line break: %s", got)
+	}
+	want, err := json.Marshal(e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("AppendEvent:\n%s\nMarshalJSON:\n%s", got, want)
 	}
 }
