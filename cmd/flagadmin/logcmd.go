@@ -207,8 +207,8 @@ func (c *cli) logVerify(ctx context.Context, args []string) error {
 func (c *cli) verifyLog(ctx context.Context, src tlog.Source, opts tlog.VerifyOptions, save string) error {
 	start := time.Now()
 	opts.Progress = func(p tlog.VerifyProgress) {
-		fmt.Fprintf(c.stderr, "checked %d of %d leaves, %d events read, %d problems (%s)\n",
-			p.Leaves, p.Size, p.Events, p.Problems, time.Since(start).Round(time.Millisecond))
+		fmt.Fprintf(c.stderr, "checked %d of %d leaves, %s read, %s (%s)\n",
+			p.Leaves, p.Size, plural(p.Events, "event"), plural(int64(p.Problems), "problem"), time.Since(start).Round(time.Millisecond))
 	}
 	r, err := tlog.Verify(ctx, src, opts)
 	if err != nil {
