@@ -1,5 +1,5 @@
 #!/bin/sh
-# bench-import.sh: the figure of issue 14. Builds an Unleash database of
+# bench-import.sh: the import's figure. Builds an Unleash database of
 # EVENTS generated events (internal/worldgen's default world, written as
 # Unleash 8.2.0 stores it by scripts/unleashgen, into the schema of the
 # fixture's dump), then imports it with "flagadmin import unleash" into

@@ -2,7 +2,7 @@
 # bench-store.sh runs the SQL store benchmarks of adapters/bunstore
 # (BenchmarkSearch, BenchmarkProjectStats, BenchmarkInsertEvents) on
 # PostgreSQL and SQLite, and on MariaDB/MySQL when it is reachable, then
-# prints the medians over the runs next to issue 3's targets.
+# prints the medians over the runs next to the store's targets.
 #
 # Usage: scripts/bench-store.sh            (everything, 1,000,000 events)
 #
@@ -99,7 +99,7 @@ done
 echo
 echo "Medians over $COUNT runs ($OUT)"
 # One "name unit value" line per metric of every result line, sorted, then
-# the median per name and unit, then a table with the targets of issue 3.
+# the median per name and unit, then a table with the store's targets.
 awk '/^Benchmark/ {
 	name = $1; sub(/-[0-9]+$/, "", name)
 	for (i = 3; i < NF; i += 2) print name, $(i + 1), $i
@@ -113,7 +113,7 @@ function flush() {
 { k = $1 " " $2; if (k != key) { flush(); key = k }; v[++n] = $3 }
 END { flush() }' | awk '
 # target NAME: the median p50 a PostgreSQL search must stay under (ms), per
-# issue 3; the other databases are held to PostgreSQL (SQLite: within 3x).
+# the store's targets; the other databases are held to PostgreSQL (SQLite: within 3x).
 function target(name,   probe) {
 	if (name !~ /^BenchmarkSearch\/postgres\//) return ""
 	probe = name; sub(/.*\//, "", probe)

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# bench.sh runs the end-to-end benchmark of issue 5 (cmd/flagadmin-bench)
+# bench.sh runs the end-to-end benchmark (cmd/flagadmin-bench)
 # on PostgreSQL and on SQLite with one command: for each database it loads
 # (or reuses) a world of 1,000,000 events, 200 projects and 20,000 features,
 # starts the server as a child process, measures the bare net/http ceiling,
@@ -109,7 +109,7 @@ fi
 
 if [ -f "$OUT/postgres.json" ] && [ -f "$OUT/sqlite.json" ]; then
 	echo
-	echo "== SQLite relative to PostgreSQL (issue 5: every search within 3x)"
+	echo "== SQLite relative to PostgreSQL (target: every search within 3x)"
 	"$BIN" compare "$OUT/postgres.json" "$OUT/sqlite.json" | tee "$OUT/sqlite-vs-postgres.txt"
 fi
 if [ -f "$OUT/postgres-uncached.json" ] && [ -f "$OUT/sqlite-uncached.json" ]; then

@@ -15,7 +15,7 @@ import (
 	"github.com/flagadmin/flagadmin/internal/worldgen"
 )
 
-// Kinds of issue 12: keyset paging and the export.
+// Keyset kinds: keyset paging and the export.
 //
 //   - cursor/first: the first unfiltered page of 50, as a walk starts.
 //   - cursor/deep: the page of 50 after a cursor 90% deep into the history
@@ -28,7 +28,7 @@ import (
 //   - walk/cursor: one walk of every event by next links through
 //     adapters/client, pages of 1000; events/s is its events over its time.
 
-// Classes of the kinds of issue 12.
+// Classes of the keyset kinds.
 const (
 	classCursorFirst = "cursor-first" // the first page: the reference of the deep one
 	classCursorDeep  = "cursor-deep"  // a deep page by cursor: p99 within 2x the first page's
@@ -36,7 +36,7 @@ const (
 	classWalk        = "walk"         // the client walking every event by cursor: >= 30,000 events/s
 )
 
-// Targets of issue 12.
+// Targets of the keyset kinds.
 const (
 	cursorDeepX        = 2.0
 	exportNDJSONRate   = 100000.0
@@ -49,7 +49,7 @@ const (
 // linkAfter finds the cursor of a Link rel="next".
 var linkAfter = regexp.MustCompile(`<[^>]*[?&]after=([A-Za-z0-9_-]+)>; rel="next"`)
 
-// keysetKinds returns the kinds of issue 12 over world w.
+// keysetKinds returns the keyset kinds over world w.
 func keysetKinds(w *worldgen.World) []kind {
 	total := w.Profile().Total
 	depth := max(1, min(total*cursorDepthPercent/100, total-50))
@@ -168,7 +168,7 @@ func runWalk(ctx context.Context, spec loadSpec, k kind) phaseResult {
 	return res
 }
 
-// evaluateKeyset checks the targets of issue 12 on the kinds that ran.
+// evaluateKeyset checks the keyset targets on the kinds that ran.
 func evaluateKeyset(r *results, add func(target, got string, ok bool)) {
 	byClass := map[string]phaseResult{}
 	for _, k := range r.Kinds {

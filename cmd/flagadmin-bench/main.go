@@ -165,12 +165,12 @@ Measures flagadmin end to end, over real HTTP, the way a deployer would:
       every request writes an event), mixed/search+writes (search/none
       with one request in 10 a completion: each write makes the server's
       cached results stale, so the next pages are read again).
-    Then the kinds of issue 12: cursor/first (the first page of 50),
+    Then the keyset kinds: cursor/first (the first page of 50),
     cursor/deep (the page of 50 after a cursor 90% deep into the history),
     export/ndjson and export/csv (the whole export, one connection; run
     --kinds export/ alone for the server's peak RSS to be the export's), and
     walk/cursor (adapters/client walking every event by next links).
-    Only when --kinds names it, the kind of issue 13: stream/fanout
+    Only when --kinds names it, the stream kind: stream/fanout
     (--streams live streams of GET /api/admin/events/stream open while
     --stream-rate lifecycle completions/s are written; the latency of each
     delivery from the write's send, and the server's peak RSS).
@@ -179,7 +179,7 @@ Measures flagadmin end to end, over real HTTP, the way a deployer would:
     mean response size, throughput as a share of the ceiling, and the CPU
     time per request of the server, of the load generator and of the rest
     of the machine (the database); then the server's peak RSS (VmHWM) and
-    the targets of issues 5 and 11 with a verdict.
+    the search targets with a verdict.
     --json writes all of it, with the machine and the database, to a file.
 
 compare prints OTHER's latencies and throughput relative to BASE's, kind by

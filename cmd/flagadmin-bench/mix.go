@@ -12,7 +12,7 @@ import (
 	"github.com/flagadmin/flagadmin/internal/worldgen"
 )
 
-// Target classes: which of issue 5's targets a kind of request is held to.
+// Target classes: which of the search targets a kind of request is held to.
 const (
 	classPage       = "page"       // a search page of 50 with its exact total: p99 < 25 ms and >= 30% of the ceiling
 	classQuery      = "query"      // the selective free-text query: p99 < 100 ms
@@ -95,8 +95,8 @@ func describe(p flagadmin.EventSearchParams) string {
 }
 
 // buildMix returns the request mix over world w, in the order the phases
-// run: first the varied kinds of issue 11 (buildVaried), which measure
-// what users send; then the fixed kinds of issue 5, each repeating one
+// run: first the varied kinds (buildVaried), which measure
+// what users send; then the fixed kinds, each repeating one
 // request: every search probe of the world (no filter, each
 // single filter, IS_ANY_OF of 5 projects, a month, the selective query,
 // offset 100000, all pages of 50), the deprecated search with {} and with

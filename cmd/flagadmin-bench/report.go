@@ -74,7 +74,7 @@ type serverInfo struct {
 	PeakRSSMiB   float64 `json:"peakRssMiB,omitempty"`
 }
 
-// targetCheck is one of issue 5's targets and whether the run met it.
+// targetCheck is one of the search targets and whether the run met it.
 type targetCheck struct {
 	Target string `json:"target"`
 	Got    string `json:"got"`
@@ -118,7 +118,7 @@ func collectMachine() machineInfo {
 	return m
 }
 
-// Targets of issue 5.
+// Targets of the fixed kinds.
 const (
 	pageP99Ms         = 25.0
 	pageCeilingShare  = 0.30
@@ -129,7 +129,7 @@ const (
 	manyProjects      = 1000  // from this many projects on, the 10,000-project target applies
 	peakRSSLimitMiB   = 150.0
 	sqliteVsPostgresX = 3.0
-	// Targets of issue 11's varied workload.
+	// Targets of the varied workload.
 	variedPageP99Ms        = 25.0
 	variedPageCeilingShare = 0.12
 	variedOffsetP99Ms      = 50.0
@@ -139,7 +139,7 @@ const (
 	checkMark, failTag     = "ok", "MISS"
 )
 
-// evaluate checks the run against the targets of issues 5 and 11.
+// evaluate checks the run against the search targets.
 func evaluate(r *results) []targetCheck {
 	var out []targetCheck
 	add := func(target, got string, ok bool) {
@@ -270,12 +270,12 @@ func printTable(w io.Writer, r *results) {
 	}
 }
 
-// printTargets writes the targets of issues 5 and 11 and the verdicts.
+// printTargets writes the search targets and the verdicts.
 func printTargets(w io.Writer, checks []targetCheck) {
 	if len(checks) == 0 {
 		return
 	}
-	fmt.Fprintln(w, "targets (issues 5 and 11):")
+	fmt.Fprintln(w, "targets:")
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	for _, c := range checks {
 		verdict := checkMark
@@ -327,7 +327,7 @@ func readResults(path string) (*results, error) {
 
 // compareResults writes, for every kind in both runs, the second run's
 // p50, p99 and requests/s relative to the first's; when the first is
-// PostgreSQL and the second SQLite, it checks issue 5's "every search
+// PostgreSQL and the second SQLite, it checks the target "every search
 // within 3x" on p50 and p99. It reports whether every check passed.
 func compareResults(w io.Writer, base, other *results) bool {
 	fmt.Fprintf(w, "%s (%s) relative to %s (%s)\n", other.Database.System, other.Database.URL, base.Database.System, base.Database.URL)

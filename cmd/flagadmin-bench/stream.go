@@ -18,7 +18,7 @@ import (
 	"github.com/flagadmin/flagadmin/internal/worldgen"
 )
 
-// The kind of issue 13: the live stream's fan-out.
+// The stream kind: the live stream's fan-out.
 //
 //   - stream/fanout: --streams streams of GET /api/admin/events/stream
 //     (type=IS:feature-completed) stay open while lifecycle completions
@@ -33,7 +33,7 @@ import (
 // classStream is the class of the stream kind.
 const classStream = "stream"
 
-// Targets of issue 13 (decisions §12).
+// Targets of the stream kind.
 const (
 	streamP99Ms      = 1000.0
 	streamPeakRSSMiB = 200.0
@@ -242,7 +242,7 @@ func runStreams(ctx context.Context, spec loadSpec, k kind, paths []string) phas
 // and its arrival, Unix ns.
 type delivery struct{ sent, at int64 }
 
-// evaluateStream checks the targets of issue 13 on the stream kind.
+// evaluateStream checks the stream targets on the stream kind.
 func evaluateStream(r *results, add func(target, got string, ok bool)) {
 	for _, k := range r.Kinds {
 		if k.Class != classStream {

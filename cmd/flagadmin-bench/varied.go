@@ -12,7 +12,7 @@ import (
 	"github.com/flagadmin/flagadmin/internal/worldgen"
 )
 
-// Target classes of the varied workload (issue 11).
+// Target classes of the varied workload.
 const (
 	classVariedPage     = "varied-page"     // varied unfiltered and single-filter pages: p99 < 25 ms and >= 12% of the ceiling
 	classVariedOffset   = "varied-offset"   // pages at random offsets over the whole history: p99 < 50 ms
