@@ -261,7 +261,16 @@ func TestPageReadsAfterConnectionsDropped(t *testing.T) {
 			if err != nil || n == 0 {
 				t.Fatalf("terminated %d backends: %v", n, err)
 			}
-			time.Sleep(50 * time.Millisecond) // the backends exit
+			// The backends exit: wait until none is left, or a read below
+			// could still run on one and its failure come later.
+			for deadline := time.Now().Add(30 * time.Second); n > 0; time.Sleep(10 * time.Millisecond) {
+				if time.Now().After(deadline) {
+					t.Fatalf("%d backends still there 30 s after they were terminated", n)
+				}
+				if err := killer.QueryRowContext(context.Background(), "SELECT COUNT(*) FROM pg_stat_activity WHERE application_name = $1", app).Scan(&n); err != nil {
+					t.Fatal(err)
+				}
+			}
 		}},
 		{"network cut", func(t *testing.T, proxy *faultproxy.Proxy) {
 			proxy.Set(faultproxy.Cut)
