@@ -40,15 +40,18 @@ func checkAnswered(t *testing.T, r *results, kinds int) {
 		t.Fatalf("got %d kinds, want %d", len(r.Kinds), kinds)
 	}
 	for _, k := range r.Kinds {
-		if k.Requests == 0 || k.Errors != 0 {
-			t.Errorf("%s: %d requests, %d errors (%s)", k.Kind, k.Requests, k.Errors, k.FirstError)
+		// The tests' windows are short (a few hundred ms): on a busy
+		// machine a kind's answers may all come after its window (Late),
+		// which is still an answer.
+		if k.Requests+k.Late == 0 || k.Errors != 0 {
+			t.Errorf("%s: %d requests (%d late), %d errors (%s)", k.Kind, k.Requests, k.Late, k.Errors, k.FirstError)
 		}
 		for status, n := range k.Statuses {
 			if status < 200 || status > 299 {
 				t.Errorf("%s: %d answers with status %d", k.Kind, n, status)
 			}
 		}
-		if k.Kind != "lifecycle/complete" && k.BytesPerRequest == 0 {
+		if k.Kind != "lifecycle/complete" && k.Requests > 0 && k.BytesPerRequest == 0 {
 			t.Errorf("%s: empty answers", k.Kind)
 		}
 	}
