@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -625,6 +626,16 @@ func (tab *uiTab) sameAsUnleash(u *unleashserver.Server, shown shownLog) {
 	}
 	var direct searchPage
 	u.Must(tab.t, http.MethodGet, "/api/admin/search/events?"+q.RawQuery, nil, &direct)
+	// Unleash keeps createdAt in microseconds and orders by it alone, so
+	// two events of one millisecond come in either order; flagadmin keeps
+	// the milliseconds its answers show, and orders such ties by id
+	// (newest first, decisions §4). Unleash's events, in that order:
+	slices.SortStableFunc(direct.Events, func(a, b webuiEvent) int {
+		if c := strings.Compare(b.CreatedAt, a.CreatedAt); c != 0 {
+			return c
+		}
+		return cmp.Compare(b.ID, a.ID)
+	})
 	if direct.Total != shown.total || !slices.Equal(direct.ids(), shown.ids) {
 		tab.t.Errorf("%s: the page shows %d events %v; Unleash answers %d events %v to %s", shown.path, shown.total, shown.ids, direct.Total, direct.ids(), q.RawQuery)
 	}
