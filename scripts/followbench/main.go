@@ -139,32 +139,63 @@ func newest(ctx context.Context, conn *pgx.Conn) (int64, error) {
 	return id, err
 }
 
+// benchRun is a follower of the source db into the store of -target, with
+// a connection of its own to the source for the benchmark's writes.
+type benchRun struct {
+	store copyStore
+	f     *follower
+	conn  *pgx.Conn
+	close func()
+}
+
+// start opens the target, starts following db into it and connects to db.
+func start(ctx context.Context, db, target string) (*benchRun, error) {
+	store, closeStore, err := openTarget(ctx, target)
+	if err != nil {
+		return nil, err
+	}
+	f, err := follow(db, store)
+	if err != nil {
+		closeStore()
+		return nil, err
+	}
+	conn, err := pgx.Connect(ctx, db)
+	if err != nil {
+		f.stop()
+		closeStore()
+		return nil, err
+	}
+	return &benchRun{store: store, f: f, conn: conn, close: func() {
+		conn.Close(context.Background())
+		f.stop()
+		closeStore()
+	}}, nil
+}
+
+// caughtUpNow waits until the copy holds the source's newest event, and
+// returns its id.
+func (r *benchRun) caughtUpNow(ctx context.Context) (int64, error) {
+	last, err := newest(ctx, r.conn)
+	if err != nil {
+		return 0, err
+	}
+	return last, r.f.caughtUp(last, 2*time.Minute)
+}
+
 const insertEvent = `INSERT INTO events (type, created_by, created_by_user_id, data, tags, project, feature_name, environment)
 	VALUES ('feature-strategy-update', 'admin', -42, $1::json, '[]', 'default', 'dark-mode', 'production') RETURNING id`
 
 // latency writes events at rate per second from 4 connections for d and
 // reports how long each took from its commit to the copy.
 func latency(ctx context.Context, db, target string, rate int, d time.Duration) error {
-	store, closeStore, err := openTarget(ctx, target)
+	r, err := start(ctx, db, target)
 	if err != nil {
 		return err
 	}
-	defer closeStore()
-	f, err := follow(db, store)
+	defer r.close()
+	store, f, conn := r.store, r.f, r.conn
+	last, err := r.caughtUpNow(ctx)
 	if err != nil {
-		return err
-	}
-	defer f.stop()
-	conn, err := pgx.Connect(ctx, db)
-	if err != nil {
-		return err
-	}
-	defer conn.Close(ctx)
-	last, err := newest(ctx, conn)
-	if err != nil {
-		return err
-	}
-	if err := f.caughtUp(last, 2*time.Minute); err != nil {
 		return err
 	}
 	var mu sync.Mutex
@@ -264,26 +295,13 @@ func latency(ctx context.Context, db, target string, rate int, d time.Duration) 
 // idleCost measures the CPU of the follower's backend on the source over d
 // while nothing is written.
 func idleCost(ctx context.Context, db, target string, d time.Duration) error {
-	store, closeStore, err := openTarget(ctx, target)
+	r, err := start(ctx, db, target)
 	if err != nil {
 		return err
 	}
-	defer closeStore()
-	f, err := follow(db, store)
-	if err != nil {
-		return err
-	}
-	defer f.stop()
-	conn, err := pgx.Connect(ctx, db)
-	if err != nil {
-		return err
-	}
-	defer conn.Close(ctx)
-	last, err := newest(ctx, conn)
-	if err != nil {
-		return err
-	}
-	if err := f.caughtUp(last, 2*time.Minute); err != nil {
+	defer r.close()
+	conn := r.conn
+	if _, err := r.caughtUpNow(ctx); err != nil {
 		return err
 	}
 	time.Sleep(2 * time.Second)
@@ -327,22 +345,13 @@ func ticks(path string) (int64, error) {
 // deletion until the token is refused by a service behind the server's
 // token cache.
 func tokenBound(ctx context.Context, db, target string, n int) error {
-	store, closeStore, err := openTarget(ctx, target)
+	r, err := start(ctx, db, target)
 	if err != nil {
 		return err
 	}
-	defer closeStore()
-	f, err := follow(db, store)
-	if err != nil {
-		return err
-	}
-	defer f.stop()
-	svc := flagadmin.NewService(storecache.New(store, storecache.Options{TokenTTL: storecache.DefaultTokenTTL, ResultCacheSize: storecache.DefaultResultCacheSize}))
-	conn, err := pgx.Connect(ctx, db)
-	if err != nil {
-		return err
-	}
-	defer conn.Close(ctx)
+	defer r.close()
+	conn := r.conn
+	svc := flagadmin.NewService(storecache.New(r.store, storecache.Options{TokenTTL: storecache.DefaultTokenTTL, ResultCacheSize: storecache.DefaultResultCacheSize}))
 	inTx := func(stmts ...string) error {
 		tx, err := conn.Begin(ctx)
 		if err != nil {
