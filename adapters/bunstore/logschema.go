@@ -23,22 +23,12 @@ const logMigration = "20261127000001"
 // that first takes the event order lock, so that no writer of an older
 // version appends an event meanwhile.
 func migrateLog(ctx context.Context, db *bun.DB) error {
-	name := db.Dialect().Name()
-	file := map[dialect.Name]string{dialect.PG: "log-postgres.sql", dialect.MySQL: "log-mysql.sql", dialect.SQLite: "log-sqlite.sql"}[name]
-	text, err := schemaFiles.ReadFile("schema/" + file)
+	stmts, err := schemaStatements(ctx, db, "log-")
 	if err != nil {
 		return err
 	}
-	ddl := string(text)
-	if name == dialect.MySQL {
-		collation, err := mysqlBinaryCollation(ctx, db)
-		if err != nil {
-			return err
-		}
-		ddl = strings.ReplaceAll(ddl, "{collation}", collation)
-	}
 	return inMigrationTx(ctx, db, func(ctx context.Context, tx bun.IDB) error {
-		if err := execAll(ctx, tx, statements(ddl)); err != nil {
+		if err := execAll(ctx, tx, stmts); err != nil {
 			return err
 		}
 		return backfillLeaves(ctx, tx)

@@ -72,8 +72,16 @@ var schemaFiles embed.FS
 // baselineSchema returns the statements of the baseline schema of db's
 // database: its schema file, split at blank lines, without comment lines.
 func baselineSchema(ctx context.Context, db bun.IDB) ([]string, error) {
+	return schemaStatements(ctx, db, "")
+}
+
+// schemaStatements returns the statements of the schema file of db's
+// database whose name starts with prefix ("" for the baseline, "log-" for
+// the log's migration): schema/<prefix>postgres.sql, mysql.sql or
+// sqlite.sql, {collation} filled in on MySQL.
+func schemaStatements(ctx context.Context, db bun.IDB, prefix string) ([]string, error) {
 	file := map[dialect.Name]string{dialect.PG: "postgres.sql", dialect.MySQL: "mysql.sql", dialect.SQLite: "sqlite.sql"}[db.Dialect().Name()]
-	text, err := schemaFiles.ReadFile("schema/" + file)
+	text, err := schemaFiles.ReadFile("schema/" + prefix + file)
 	if err != nil {
 		return nil, err
 	}
