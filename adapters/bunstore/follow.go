@@ -43,61 +43,14 @@ var _ flagadmin.FollowTarget = (*Store)(nil)
 // operations, reading FollowState (flagadmin.WithFollowState), as over
 // memstore.
 
-// followStateSQL creates follow_state on each database; the row is added by
-// followStateRowSQL.
-var followStateSQL = map[dialect.Name]string{
-	dialect.PG: `CREATE TABLE IF NOT EXISTS follow_state (
-	id SMALLINT NOT NULL PRIMARY KEY,
-	source_system_id TEXT NOT NULL,
-	source_database TEXT NOT NULL,
-	source_url TEXT NOT NULL,
-	event_position BIGINT NOT NULL,
-	holes BIGINT NOT NULL,
-	synced_at BIGINT NOT NULL,
-	holder TEXT NOT NULL,
-	lease_until BIGINT NOT NULL,
-	seq BIGINT NOT NULL
-)`,
-	dialect.MySQL: `CREATE TABLE IF NOT EXISTS follow_state (
-	id SMALLINT NOT NULL PRIMARY KEY,
-	source_system_id VARCHAR(64) NOT NULL,
-	source_database VARCHAR(255) NOT NULL,
-	source_url TEXT NOT NULL,
-	event_position BIGINT NOT NULL,
-	holes BIGINT NOT NULL,
-	synced_at BIGINT NOT NULL,
-	holder VARCHAR(255) NOT NULL,
-	lease_until BIGINT NOT NULL,
-	seq BIGINT NOT NULL
-) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4`,
-	dialect.SQLite: `CREATE TABLE IF NOT EXISTS follow_state (
-	id INTEGER NOT NULL PRIMARY KEY,
-	source_system_id TEXT NOT NULL,
-	source_database TEXT NOT NULL,
-	source_url TEXT NOT NULL,
-	event_position BIGINT NOT NULL,
-	holes BIGINT NOT NULL,
-	synced_at BIGINT NOT NULL,
-	holder TEXT NOT NULL,
-	lease_until BIGINT NOT NULL,
-	seq BIGINT NOT NULL
-)`,
-}
-
-// followStateRowSQL adds the one row of follow_state, unless it exists.
-var followStateRowSQL = map[dialect.Name]string{
-	dialect.PG:     "INSERT INTO follow_state VALUES (1, '', '', '', 0, 0, 0, '', 0, 0) ON CONFLICT DO NOTHING",
-	dialect.MySQL:  "INSERT IGNORE INTO follow_state VALUES (1, '', '', '', 0, 0, 0, '', 0, 0)",
-	dialect.SQLite: "INSERT INTO follow_state VALUES (1, '', '', '', 0, 0, 0, '', 0, 0) ON CONFLICT DO NOTHING",
-}
-
 // migrateFollowState is migration 20261127000002: the follow state's table
 // and its row. Both statements may run again.
 func migrateFollowState(ctx context.Context, db *bun.DB) error {
-	name := db.Dialect().Name()
-	return inMigrationTx(ctx, db, func(ctx context.Context, tx bun.IDB) error {
-		return execAll(ctx, tx, []string{followStateSQL[name], followStateRowSQL[name]})
-	})
+	stmts, err := schemaStatements(ctx, db, "follow-")
+	if err != nil {
+		return err
+	}
+	return inMigrationTx(ctx, db, func(ctx context.Context, tx bun.IDB) error { return execAll(ctx, tx, stmts) })
 }
 
 // followRow is the row of follow_state.
