@@ -132,7 +132,7 @@
 //
 // The store implements flagadmin.FollowTarget (follow.go), so a server
 // can follow a live Unleash into any of the three databases. The follow
-// state is the one row of follow_state: the source's identity, the
+// state is the one row of follow_state (schema/follow-*.sql): the source's identity, the
 // position and holes, the synced time and the follow lease, which several
 // servers sharing one database contend for with conditional UPDATEs. A
 // follower's batch (LoadFollow, ApplyFollow) is one transaction that
