@@ -228,8 +228,8 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		g.writeError(w, r, err)
 		return
 	}
-	write, isWrite := writeOf(r)
-	if !isWrite && !isWriteRoute(r) && g.serves(r) {
+	write, route, isWrite := writeRoute(r)
+	if !route && g.serves(r) {
 		w.Header().Set(SourceHeader, "local")
 		g.local.ServeHTTP(w, r)
 		return
@@ -244,7 +244,8 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // Forwards reports whether ServeHTTP sends r to the upstream (or refuses
 // it) rather than to the local handler.
 func (g *Gateway) Forwards(r *http.Request) bool {
-	return isWriteRoute(r) || !g.serves(r)
+	_, route, _ := writeRoute(r)
+	return route || !g.serves(r)
 }
 
 // exchange is the state of one forwarded request, in its context.

@@ -124,35 +124,30 @@ func (f FeedWaiter) Expect(ctx context.Context, w Write) (func(context.Context) 
 // forwarded without waiting, and the upstream answers it). A trailing
 // slash is allowed, as the upstream's router allows it.
 func writeOf(r *http.Request) (Write, bool) {
-	segs, ok := pathSegments(r.URL)
-	if !ok {
-		return Write{}, false
-	}
-	switch {
-	case r.Method == http.MethodPost && len(segs) == 8 && segs[0] == "api" && segs[1] == "admin" && segs[2] == "projects" &&
-		segs[4] == "features" && segs[6] == "lifecycle" && segs[7] == "complete":
-		return Write{EventType: EventFeatureCompleted, Project: segs[3], Feature: segs[5]}, true
-	case r.Method == http.MethodDelete && len(segs) == 4 && segs[0] == "api" && segs[1] == "admin" && segs[2] == "service-account":
-		id, err := strconv.ParseInt(segs[3], 10, 64)
-		if err != nil {
-			return Write{}, false
-		}
-		return Write{EventType: EventServiceAccountDeleted, ServiceAccountID: id}, true
-	}
-	return Write{}, false
+	w, _, ok := writeRoute(r)
+	return w, ok
 }
 
-// isWriteRoute reports whether r goes to the route of one of the two
-// writes, whatever its parameters: such a request is never answered
-// locally (a non-numeric service-account id is the upstream's to refuse).
-func isWriteRoute(r *http.Request) bool {
-	segs, ok := pathSegments(r.URL)
-	if !ok || len(segs) < 3 || segs[0] != "api" || segs[1] != "admin" {
-		return false
+// writeRoute reports whether r goes to the route of one of the two writes,
+// whatever its parameters (route: such a request is never answered
+// locally), and, when its event can be waited for, the write (ok).
+func writeRoute(r *http.Request) (w Write, route, ok bool) {
+	segs, valid := pathSegments(r.URL)
+	if !valid || len(segs) < 3 || segs[0] != "api" || segs[1] != "admin" {
+		return Write{}, false, false
 	}
-	return (r.Method == http.MethodPost && len(segs) == 8 && segs[2] == "projects" && segs[4] == "features" &&
-		segs[6] == "lifecycle" && segs[7] == "complete") ||
-		(r.Method == http.MethodDelete && len(segs) == 4 && segs[2] == "service-account")
+	switch {
+	case r.Method == http.MethodPost && len(segs) == 8 && segs[2] == "projects" &&
+		segs[4] == "features" && segs[6] == "lifecycle" && segs[7] == "complete":
+		return Write{EventType: EventFeatureCompleted, Project: segs[3], Feature: segs[5]}, true, true
+	case r.Method == http.MethodDelete && len(segs) == 4 && segs[2] == "service-account":
+		id, err := strconv.ParseInt(segs[3], 10, 64)
+		if err != nil {
+			return Write{}, true, false
+		}
+		return Write{EventType: EventServiceAccountDeleted, ServiceAccountID: id}, true, true
+	}
+	return Write{}, false, false
 }
 
 // pathSegments splits u's path into its unescaped segments, without the
