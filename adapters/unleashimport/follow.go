@@ -9,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -30,7 +31,15 @@ import (
 //     features, tokens) is read again, in one snapshot, every
 //     StateInterval, and sooner (MinStateInterval) after a poll that read
 //     events, since most of Unleash's changes announce themselves with an
-//     event; only what changed is applied, with the events of that poll.
+//     event; only what changed is applied, with the events of the poll
+//     that finds the reading done. The world is read on a connection of
+//     its own while polls go on (on 20,000 flags a reading takes a second
+//     or more; events do not wait for it), and its flags are read again
+//     only when what they are mapped from changed (reader.featuresKey).
+//     An event of a project the copy does not know yet waits for a
+//     reading of the world begun after it was read, so that a new private
+//     project's events are never shown before the project is known
+//     (heldProject).
 //   - Several servers: exactly one applies, the holder of the store's
 //     follow lease; the others serve the copy and take over when the
 //     lease ends (LeaseTTL after the holder's last renewal).
@@ -169,7 +178,13 @@ type Follower struct {
 	readSet   []string // what the follower reads of the schema, as first seen
 	gaps      gapTracker
 	prev      *worldState // the world as last applied; nil: the next is Full
-	lastWorld time.Time
+	lastWorld time.Time   // when the last reading of the world began
+	worldAt   time.Time   // when the reading of the world last applied began
+	worldSrc  *Source     // the world's own connection, idle (nil: none open)
+	reading   chan worldReading
+	stopRead  context.CancelFunc
+	held      heldEvent // the event delivery waits on for the world
+	absent    map[string]bool
 	started   time.Time
 	position  int64
 	holes     int64
@@ -180,7 +195,7 @@ type Follower struct {
 	outages   map[string]time.Time
 	retry     time.Duration
 
-	held      atomic.Bool
+	leased    atomic.Bool
 	needState atomic.Bool   // re-read the follow state (lease just acquired)
 	wake      chan struct{} // the lease changed hands
 	applied   atomic.Int64
@@ -238,7 +253,7 @@ func (f *Follower) Status() flagadmin.FollowStatus {
 	st := f.status
 	f.mu.Unlock()
 	st.Applied, st.Errors = f.applied.Load(), f.errs.Load()
-	st.Applying = f.held.Load() && st.State != flagadmin.FollowStateStopped
+	st.Applying = f.leased.Load() && st.State != flagadmin.FollowStateStopped
 	if st.SyncedAt != nil {
 		st.LagSeconds = max(0, f.opts.Now().Sub(*st.SyncedAt).Seconds())
 	}
@@ -267,7 +282,7 @@ func (f *Follower) Run(ctx context.Context) error {
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
 		defer cancel()
 		_ = f.store.ReleaseFollowLease(rctx, f.opts.Holder)
-		f.held.Store(false)
+		f.leased.Store(false)
 	}()
 	for {
 		wait, err := f.step(ctx)
@@ -306,14 +321,14 @@ func (f *Follower) leaseLoop(ctx context.Context) {
 			return
 		case err != nil:
 			f.errs.Add(1)
-			ok = f.held.Load() && now.Before(until) // keep it while it lasts
+			ok = f.leased.Load() && now.Before(until) // keep it while it lasts
 		case ok:
 			until = now.Add(f.opts.LeaseTTL)
 		}
 		if err == nil {
 			f.setStatus(func(s *flagadmin.FollowStatus) { s.Holder = st.Holder })
 		}
-		if was := f.held.Swap(ok); was != ok {
+		if was := f.leased.Swap(ok); was != ok {
 			if ok {
 				f.needState.Store(true)
 				f.log.Info("following: this server applies the source's changes (it holds the follow lease)", "holder", f.opts.Holder)
@@ -346,7 +361,7 @@ func stopf(format string, args ...any) error {
 // step does one unit of work and returns how long to wait before the
 // next, or an error that stops following.
 func (f *Follower) step(ctx context.Context) (time.Duration, error) {
-	if !f.held.Load() {
+	if !f.leased.Load() {
 		f.standby(ctx)
 		return f.opts.RenewEvery, nil
 	}
@@ -455,12 +470,118 @@ func (f *Follower) connect(ctx context.Context) error {
 	return nil
 }
 
-// closeSource closes the source connection, if open.
+// closeSource closes the source's connections, if open: the events' and
+// the world's (a reading in progress is canceled and waited for).
 func (f *Follower) closeSource() {
 	if f.src != nil {
 		f.src.Close()
 		f.src = nil
 	}
+	if f.reading != nil {
+		f.stopRead()
+		r := <-f.reading
+		f.reading = nil
+		if r.src != nil {
+			r.src.Close()
+		}
+	}
+	if f.worldSrc != nil {
+		f.worldSrc.Close()
+		f.worldSrc = nil
+	}
+}
+
+// worldReading is the outcome of a reading of the world on its own
+// connection (startWorld).
+type worldReading struct {
+	world *worldState
+	began time.Time
+	err   error
+	// src is the world's connection, to reuse; nil after a failure (closed).
+	src *Source
+}
+
+// startWorld begins a reading of the world on the world's connection
+// (opened, and checked to be the source the events are read from, when
+// none is), in a goroutine of its own; its outcome arrives on f.reading.
+// prev is the world as last applied, whose flags the reading keeps when
+// they did not change.
+func (f *Follower) startWorld(ctx context.Context, began time.Time, prev *worldState) {
+	src, started, url, name, want := f.worldSrc, f.started, f.url, f.name, f.source
+	f.worldSrc = nil
+	ch := make(chan worldReading, 1)
+	rctx, cancel := context.WithTimeout(ctx, f.opts.ReadTimeout)
+	f.reading, f.stopRead, f.lastWorld = ch, cancel, began
+	go func() {
+		defer cancel()
+		r := worldReading{began: began}
+		if src == nil {
+			src, r.err = Open(rctx, url)
+			if r.err == nil {
+				var id flagadmin.FollowSource
+				if id, _, r.err = src.identity(rctx, name); r.err == nil && !id.Same(want) {
+					r.err = stopf("the connection to %s for its flags and tokens reached another database (%q of system %s) than its events (%q of system %s)",
+						name, id.Database, id.SystemID, want.Database, want.SystemID)
+				}
+			}
+		}
+		if r.err == nil {
+			r.world, r.err = src.readWorldNow(rctx, started, prev)
+		}
+		if r.err != nil && src != nil {
+			src.Close()
+			src = nil
+		}
+		r.src = src
+		ch <- r
+	}()
+}
+
+// heldEvent is the first event of a project the copy does not know, and
+// when a poll first read it: delivery stops before it until a reading of
+// the world begun after then has been applied.
+type heldEvent struct {
+	id   int64
+	seen time.Time
+}
+
+// heldProject returns the index in events of the first event whose
+// project the copy does not know yet and that must wait for the world
+// (len(events) when none). An event waits until a reading of the world
+// begun after the event was first read is applied: a project created
+// with it (private, perhaps) is then known, and its visibility with it.
+// A project that reading did not find either no longer exists in Unleash
+// (events outlive their project): its events are delivered, and later
+// ones too (f.absent), until an event says it was created again.
+func (f *Follower) heldProject(events []flagadmin.Event, at time.Time, world *worldState, worldAt time.Time) int {
+	for i, e := range events {
+		if e.Project == nil || *e.Project == "" {
+			continue
+		}
+		project := *e.Project
+		if e.Type == "project-created" {
+			delete(f.absent, project)
+		}
+		if world != nil {
+			if _, known := world.projects[project]; known || f.absent[project] {
+				continue
+			}
+		}
+		if e.ID == f.held.id && world != nil && worldAt.After(f.held.seen) {
+			// Read before a reading of the world that did not find its
+			// project.
+			if f.absent == nil {
+				f.absent = map[string]bool{}
+			}
+			f.absent[project] = true
+			continue
+		}
+		if e.ID != f.held.id {
+			f.held = heldEvent{id: e.ID, seen: at}
+		}
+		return i
+	}
+	return len(events)
 }
 
 // reason describes a failure in one line for the log and the status.
@@ -519,7 +640,7 @@ func (f *Follower) importFirst(ctx context.Context) (time.Duration, error) {
 		case errors.As(err, &s):
 			return 0, err
 		case errors.Is(err, flagadmin.ErrFollowLeaseLost):
-			f.held.Store(false)
+			f.leased.Store(false)
 			return 0, nil
 		case errors.Is(err, flagadmin.ErrConflict):
 			// Another server imported meanwhile, or the store got data.
@@ -579,7 +700,7 @@ func (f *Follower) importSnapshot(ctx context.Context, start time.Time) (*Summar
 		return nil, flagadmin.FollowState{}, sourceError{err}
 	}
 	defer tx.Rollback(context.WithoutCancel(ctx))
-	r := &reader{src: src, tx: tx, sum: sum, prog: newProgress(f.opts.Progress), batchSize: f.opts.BatchSize}
+	r := &reader{src: src, tx: tx, sum: sum, prog: newProgress(f.opts.Progress), batchSize: f.opts.BatchSize, keyFeatures: true}
 	w, err := r.readWorld(ctx, start)
 	if err != nil {
 		return nil, flagadmin.FollowState{}, sourceError{err}
@@ -626,7 +747,7 @@ func (f *Follower) importSnapshot(ctx context.Context, start time.Time) (*Summar
 		return nil, st, err
 	}
 	sum.Elapsed = time.Since(start)
-	f.prev, f.lastWorld = stateOf(w), start
+	f.prev, f.lastWorld, f.worldAt = stateOf(w), start, start
 	f.applied.Add(int64(sum.Kind("events").Imported))
 	return sum, st, nil
 }
@@ -692,25 +813,52 @@ func (f *Follower) poll(ctx context.Context) (time.Duration, error) {
 	if err != nil {
 		return f.readFailed(ctx, err)
 	}
-	s := f.gaps.settle(f.position, ids)
-	deliver := events
-	for i, e := range events {
+	// The world read meanwhile, if its reading is done: applied with
+	// this poll's events.
+	var next *worldReading
+	if f.reading != nil {
+		select {
+		case r := <-f.reading:
+			f.reading, f.worldSrc = nil, r.src
+			if r.err != nil {
+				var s stop
+				if errors.As(r.err, &s) {
+					return 0, r.err
+				}
+				return f.readFailed(ctx, r.err)
+			}
+			next = &r
+		default:
+		}
+	}
+	// Delivery stops before an event whose project must wait for the
+	// world (its id and those above are read again).
+	world, worldAt := f.prev, f.worldAt
+	if next != nil {
+		world, worldAt = next.world, next.began
+	}
+	held := f.heldProject(events, at, world, worldAt)
+	settled := ids
+	if held < len(events) {
+		settled = ids[:slices.Index(ids, events[held].ID)]
+	}
+	s := f.gaps.settle(f.position, settled)
+	deliver := events[:held]
+	for i, e := range deliver {
 		if e.ID > s.position {
-			deliver = events[:i]
+			deliver = deliver[:i]
 			break
 		}
 	}
 	b := &flagadmin.FollowBatch{Events: deliver, Position: s.position, Holes: f.holes + s.holes}
-	since := at.Sub(f.lastWorld)
+	if next != nil {
+		diffInto(b, f.prev, next.world)
+	}
 	f.announced = f.announced || len(ids) > 0
-	var next *worldState
-	if f.prev == nil || since >= f.opts.StateInterval || (f.announced && since >= f.opts.MinStateInterval) {
-		w, err := f.src.readWorldNow(rctx, f.started)
-		if err != nil {
-			return f.readFailed(ctx, err)
-		}
-		next = stateOf(w)
-		diffInto(b, f.prev, next)
+	if since := f.opts.Now().Sub(f.lastWorld); f.reading == nil && (world == nil || since >= f.opts.StateInterval ||
+		(f.announced && since >= f.opts.MinStateInterval) || held < len(events)) {
+		f.startWorld(ctx, f.opts.Now(), world)
+		f.announced = false
 	}
 	if f.gaps.waiting() {
 		writers, err := f.src.writers(rctx, f.eventsOID)
@@ -747,7 +895,7 @@ func (f *Follower) poll(ctx context.Context) (time.Duration, error) {
 	f.applied.Add(int64(len(deliver)))
 	f.position, f.holes = s.position, b.Holes
 	if next != nil {
-		f.prev, f.lastWorld, f.announced = next, at, false
+		f.prev, f.worldAt = next.world, next.began
 	}
 	if s.waitingFor != 0 && f.blocked.IsZero() {
 		f.blocked = at
@@ -805,7 +953,7 @@ func (f *Follower) applyFailed(ctx context.Context, err error) time.Duration {
 	case ctx.Err() != nil:
 		return 0
 	case errors.Is(err, flagadmin.ErrFollowLeaseLost):
-		f.held.Store(false)
+		f.leased.Store(false)
 		f.log.Info("following: the follow lease was lost; another server may apply now", "holder", f.opts.Holder)
 		return 0
 	case errors.Is(err, flagadmin.ErrConflict):

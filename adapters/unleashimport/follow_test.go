@@ -636,6 +636,9 @@ func testFollowState(t *testing.T, target followTarget) {
 			f, err := store.Feature(ctx, "checkout-v2")
 			return err == nil && f.Stale && slices.Contains(f.Tags, flagadmin.Tag{Type: "simple", Value: "followed"})
 		}},
+		{"a flag changed by SQL (no event)", func() {
+			execSource(t, url, `UPDATE features SET stale = true WHERE name = 'search-autocomplete'`)
+		}, func() bool { f, err := store.Feature(ctx, "search-autocomplete"); return err == nil && f.Stale }},
 		{"a user created", func() {
 			u.change("user-created", nil, nil, `INSERT INTO users (id, name, email) VALUES (50, 'Zoe', 'zoe@example.com')`,
 				`INSERT INTO role_user (user_id, role_id, project) VALUES (50, 2, 'default')`)

@@ -202,19 +202,20 @@ func (s *Source) eventsAfter(ctx context.Context, after int64, limit int) ([]fla
 
 // readWorldNow reads and maps the world (everything but the events) in
 // one snapshot, as the import does; now is the time put where Unleash
-// has none.
-func (s *Source) readWorldNow(ctx context.Context, now time.Time) (*world, error) {
+// has none. The flags of prev (the world as last read, or nil) are kept
+// when what they are mapped from has not changed (reader.featuresKey).
+func (s *Source) readWorldNow(ctx context.Context, now time.Time, prev *worldState) (*worldState, error) {
 	tx, err := s.conn.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
 	if err != nil {
 		return nil, err
 	}
 	defer tx.Rollback(context.WithoutCancel(ctx))
-	r := &reader{src: s, tx: tx, sum: &Summary{}, prog: newProgress(nil)}
+	r := &reader{src: s, tx: tx, sum: &Summary{}, prog: newProgress(nil), keyFeatures: true, reuse: prev}
 	w, err := r.readWorld(ctx, now)
 	if err != nil {
 		return nil, err
 	}
-	return w, tx.Commit(ctx)
+	return stateOf(w), tx.Commit(ctx)
 }
 
 // gapRanges returns the runs of ids missing between the smallest id

@@ -17,6 +17,9 @@ type worldState struct {
 	projects map[string]flagadmin.Project
 	features map[string]flagadmin.Feature
 	tokens   map[string]flagadmin.APIToken
+	// featuresKey is the world's world.featuresKey: a reading with the same
+	// key shares features (never changed in place) instead of reading them.
+	featuresKey string
 }
 
 // stateOf indexes the world's rows by key.
@@ -25,7 +28,7 @@ func stateOf(w *world) *worldState {
 	s := &worldState{
 		users: make(map[int64]flagadmin.User, len(b.Users)), groups: make(map[int64]flagadmin.Group, len(b.Groups)),
 		projects: make(map[string]flagadmin.Project, len(b.Projects)), features: make(map[string]flagadmin.Feature, len(b.Features)),
-		tokens: make(map[string]flagadmin.APIToken, len(b.Tokens)),
+		tokens: make(map[string]flagadmin.APIToken, len(b.Tokens)), featuresKey: w.featuresKey,
 	}
 	for _, u := range b.Users {
 		s.users[u.ID] = u
@@ -38,6 +41,9 @@ func stateOf(w *world) *worldState {
 	}
 	for _, f := range b.Features {
 		s.features[f.Name] = f
+	}
+	if w.reused != nil {
+		s.features = w.reused
 	}
 	for _, t := range b.Tokens {
 		s.tokens[t.SecretHash] = t
