@@ -5,6 +5,7 @@
 package memstore
 
 import (
+	"container/heap"
 	"context"
 	"fmt"
 	"iter"
@@ -262,28 +263,61 @@ func (s *Store) PrivateProjects(ctx context.Context) ([]string, error) {
 }
 
 // SearchEvents implements flagadmin.Store with flagadmin.EventQuery.Matches.
+// It counts the matches and keeps only the page's worth of them (the
+// first Offset+Limit in CompareEvents order, or Limit after a cursor) in
+// a bounded heap: a date range over a million events then costs one pass,
+// not a sort of every match.
 func (s *Store) SearchEvents(ctx context.Context, q flagadmin.EventQuery) (flagadmin.EventPage, error) {
+	keep := q.Limit
+	if q.After == nil {
+		keep += q.Offset
+	}
+	top := &pageHeap{}
+	total := 0
 	s.mu.RLock()
-	var matches []flagadmin.Event
 	for _, e := range s.w.candidates(q) {
-		if q.Matches(e.Event, e.payload, e.meta) {
-			matches = append(matches, e.Event)
+		if !q.Matches(e.Event, e.payload, e.meta) {
+			continue
+		}
+		total++
+		if keep == 0 || !q.AfterCursor(e.Event) {
+			continue
+		}
+		if top.Len() < keep {
+			heap.Push(top, e.Event)
+		} else if flagadmin.CompareEvents(e.Event, (*top)[0]) < 0 {
+			(*top)[0] = e.Event
+			heap.Fix(top, 0)
 		}
 	}
 	s.mu.RUnlock()
+	matches := []flagadmin.Event(*top)
 	slices.SortFunc(matches, flagadmin.CompareEvents)
-	page := flagadmin.EventPage{Total: len(matches), Events: []flagadmin.Event{}}
-	start := q.Offset
-	if q.After != nil { // the first match after the cursor (see EventQuery.AfterCursor)
-		start = sort.Search(len(matches), func(i int) bool { return q.AfterCursor(matches[i]) })
+	page := flagadmin.EventPage{Total: total, Events: []flagadmin.Event{}}
+	start := 0
+	if q.After == nil {
+		start = q.Offset
 	}
-	if start < len(matches) {
-		end := min(len(matches), start+q.Limit)
-		for _, e := range matches[start:end] {
-			page.Events = append(page.Events, cloneEvent(e))
-		}
+	for _, e := range matches[min(start, len(matches)):] {
+		page.Events = append(page.Events, cloneEvent(e))
 	}
 	return page, nil
+}
+
+// pageHeap holds the first matches of a search: a heap whose root is the
+// one that sorts last (CompareEvents), to be replaced by a match that
+// sorts before it.
+type pageHeap []flagadmin.Event
+
+func (h pageHeap) Len() int           { return len(h) }
+func (h pageHeap) Less(i, j int) bool { return flagadmin.CompareEvents(h[i], h[j]) > 0 }
+func (h pageHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *pageHeap) Push(x any)        { *h = append(*h, x.(flagadmin.Event)) }
+func (h *pageHeap) Pop() any {
+	old := *h
+	e := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return e
 }
 
 // candidates returns the events q may match: those of its ids, found by
