@@ -57,6 +57,8 @@ type FollowStore interface {
 	flagadmin.FollowTarget
 	// Contents counts what the store holds, by kind; all 0 when empty.
 	Contents(ctx context.Context) (map[string]int64, error)
+	// Project returns a project of the store (flagadmin.Store's).
+	Project(ctx context.Context, id string) (flagadmin.Project, error)
 }
 
 // Defaults of FollowOptions.
@@ -552,8 +554,20 @@ type heldEvent struct {
 // with it (private, perhaps) is then known, and its visibility with it.
 // A project that reading did not find either no longer exists in Unleash
 // (events outlive their project): its events are delivered, and later
-// ones too (f.absent), until an event says it was created again.
-func (f *Follower) heldProject(events []flagadmin.Event, at time.Time, world *worldState, worldAt time.Time) int {
+// ones too (f.absent), until an event says it was created again. Before
+// the first reading since this server took the lease (world nil), the
+// projects the store holds are the ones the copy knows.
+func (f *Follower) heldProject(ctx context.Context, events []flagadmin.Event, at time.Time, world *worldState, worldAt time.Time) int {
+	stored := map[string]bool{}
+	inStore := func(id string) bool {
+		known, asked := stored[id]
+		if !asked {
+			_, err := f.store.Project(ctx, id)
+			known = err == nil // not found, or not answering: wait for the world
+			stored[id] = known
+		}
+		return known
+	}
 	for i, e := range events {
 		if e.Project == nil || *e.Project == "" {
 			continue
@@ -566,6 +580,8 @@ func (f *Follower) heldProject(events []flagadmin.Event, at time.Time, world *wo
 			if _, known := world.projects[project]; known || f.absent[project] {
 				continue
 			}
+		} else if e.Type != "project-created" && inStore(project) {
+			continue
 		}
 		if e.ID == f.held.id && world != nil && worldAt.After(f.held.seen) {
 			// Read before a reading of the world that did not find its
@@ -837,7 +853,7 @@ func (f *Follower) poll(ctx context.Context) (time.Duration, error) {
 	if next != nil {
 		world, worldAt = next.world, next.began
 	}
-	held := f.heldProject(events, at, world, worldAt)
+	held := f.heldProject(ctx, events, at, world, worldAt)
 	settled := ids
 	if held < len(events) {
 		settled = ids[:slices.Index(ids, events[held].ID)]

@@ -121,3 +121,42 @@ func slowWorldReads() unleashimport.FollowOptions {
 	o.ReadTimeout = time.Minute
 	return o
 }
+
+// A follower that starts on a copy (a restart, a takeover) has read no
+// world yet: events of the projects the store holds reach the copy at
+// once, and an event of a project created meanwhile waits for the world.
+func TestFollowResumeDoesNotWaitForTheWorld(t *testing.T) {
+	url := unleashfixture.Restore(t)
+	store := memstore.New()
+	r := startFollower(t, url, store, slowWorldReads())
+	caughtUp(t, r, fixtureEvents)
+	r.stop()
+	ctx := context.Background()
+
+	locker := connect(t, url)
+	lock := locker.begin()
+	if _, err := lock.Exec(ctx, `LOCK TABLE feature_tag IN ACCESS EXCLUSIVE MODE`); err != nil {
+		t.Fatal(err)
+	}
+	defer lock.Rollback(ctx)
+	u := connect(t, url)
+	known := u.event(nil, "feature-updated", ptr("payments"), ptr("dark-mode"), `{}`)
+	created := u.change("project-created", ptr("vault"), nil,
+		`INSERT INTO projects (id, name) VALUES ('vault', 'Vault')`,
+		`INSERT INTO project_settings (project, project_mode) VALUES ('vault', 'private')`)
+
+	r = startFollower(t, url, store, slowWorldReads())
+	waitFor(t, 20*time.Second, "an event of a project the copy holds, before the first reading of the world", func() bool {
+		return slices.Contains(storeIDs(t, store, fixtureEvents), known)
+	})
+	waitFor(t, 20*time.Second, "the follower reading the event after it", func() bool { return r.Status().LagEvents >= 1 })
+	if slices.Contains(storeIDs(t, store, fixtureEvents), created) {
+		t.Fatalf("event %d of the new project vault reached the copy before the project", created)
+	}
+	if err := lock.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 20*time.Second, "the new project's event once the world is read", func() bool {
+		return slices.Contains(storeIDs(t, store, fixtureEvents), created)
+	})
+}

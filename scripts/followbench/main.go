@@ -502,11 +502,35 @@ func peakRSS() int64 {
 	return 0
 }
 
-// discard is a follow store that keeps its follow state and lease and
-// drops the rows and events it is given: the follower's own cost.
+// discard is a follow store that keeps its follow state, its lease and
+// the ids of its projects, and drops the other rows and the events it is
+// given: the follower's own cost.
 type discard struct {
-	mu sync.Mutex
-	st flagadmin.FollowState
+	mu       sync.Mutex
+	st       flagadmin.FollowState
+	projects map[string]bool
+}
+
+func (d *discard) Project(_ context.Context, id string) (flagadmin.Project, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if !d.projects[id] {
+		return flagadmin.Project{}, flagadmin.ErrNotFound
+	}
+	return flagadmin.Project{ID: id}, nil
+}
+
+// keepProjects records the projects of a batch.
+func (d *discard) keepProjects(full bool, upsert []flagadmin.Project, remove []string) {
+	if d.projects == nil || full {
+		d.projects = map[string]bool{}
+	}
+	for _, p := range upsert {
+		d.projects[p.ID] = true
+	}
+	for _, id := range remove {
+		delete(d.projects, id)
+	}
 }
 
 func (d *discard) Contents(context.Context) (map[string]int64, error) { return map[string]int64{}, nil }
@@ -536,12 +560,13 @@ func (d *discard) ReleaseFollowLease(_ context.Context, holder string) error {
 	return nil
 }
 
-func (d *discard) LoadFollow(_ context.Context, _ string, _ time.Time, st flagadmin.FollowState, _ *flagadmin.Batch, events func(emit func([]flagadmin.Event) error) error) error {
+func (d *discard) LoadFollow(_ context.Context, _ string, _ time.Time, st flagadmin.FollowState, b *flagadmin.Batch, events func(emit func([]flagadmin.Event) error) error) error {
 	if err := events(func([]flagadmin.Event) error { return nil }); err != nil {
 		return err
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	d.keepProjects(true, b.Projects, nil)
 	d.st.Source, d.st.Position, d.st.Holes, d.st.SyncedAt = st.Source, st.Position, st.Holes, st.SyncedAt
 	return nil
 }
@@ -549,6 +574,7 @@ func (d *discard) LoadFollow(_ context.Context, _ string, _ time.Time, st flagad
 func (d *discard) ApplyFollow(_ context.Context, _ string, _ time.Time, b *flagadmin.FollowBatch) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	d.keepProjects(b.Full, b.Projects, b.DeleteProjects)
 	d.st.Position, d.st.Holes = b.Position, b.Holes
 	if !b.SyncedAt.IsZero() {
 		d.st.SyncedAt = b.SyncedAt
