@@ -314,7 +314,7 @@ func (f *Follower) Run(ctx context.Context) error {
 func (f *Follower) leaseLoop(ctx context.Context) {
 	ticker := time.NewTicker(f.opts.RenewEvery)
 	defer ticker.Stop()
-	var until time.Time
+	var until, failing time.Time
 	for {
 		now := f.opts.Now()
 		st, ok, err := f.store.AcquireFollowLease(ctx, f.opts.Holder, now, now.Add(f.opts.LeaseTTL))
@@ -323,18 +323,33 @@ func (f *Follower) leaseLoop(ctx context.Context) {
 			return
 		case err != nil:
 			f.errs.Add(1)
+			if failing.IsZero() {
+				failing = now
+				f.log.Warn("following: the follow lease cannot be renewed; this server keeps applying until it ends",
+					"holder", f.opts.Holder, "until", until.Format(time.RFC3339), "reason", flat(err))
+			}
 			ok = f.leased.Load() && now.Before(until) // keep it while it lasts
-		case ok:
-			until = now.Add(f.opts.LeaseTTL)
+		default:
+			if !failing.IsZero() {
+				f.log.Info("following: the follow lease can be renewed again", "holder", f.opts.Holder,
+					"failed_for", now.Sub(failing).Round(time.Millisecond).String())
+				failing = time.Time{}
+			}
+			if ok {
+				until = now.Add(f.opts.LeaseTTL)
+			}
 		}
 		if err == nil {
 			f.setStatus(func(s *flagadmin.FollowStatus) { s.Holder = st.Holder })
 		}
 		if was := f.leased.Swap(ok); was != ok {
-			if ok {
+			switch {
+			case ok:
 				f.needState.Store(true)
 				f.log.Info("following: this server applies the source's changes (it holds the follow lease)", "holder", f.opts.Holder)
-			} else {
+			case err != nil:
+				f.log.Warn("following: the follow lease ended while it could not be renewed; this server serves the copy until it gets the lease again", "holder", f.opts.Holder)
+			default:
 				f.log.Info("following: another server applies the source's changes; this one serves the copy", "holder", st.Holder)
 			}
 			select {
