@@ -446,10 +446,8 @@ func (f *Follower) connect(ctx context.Context) error {
 		return err
 	}
 	id, oid, err := src.identity(ctx, f.name)
-	if err == nil && f.readSet != nil {
-		if lost := src.lost(f.readSet); len(lost) > 0 {
-			err = stopf("the Unleash database at %s no longer has %s, which flagadmin reads (its schema is at migration %s)", f.name, describeLost(lost), src.LastMigration)
-		}
+	if err == nil {
+		err = src.stillHas(f.readSet, f.name)
 	}
 	if err == nil && f.following {
 		st, serr := f.store.FollowState(ctx)
@@ -519,12 +517,13 @@ type worldReading struct {
 }
 
 // startWorld begins a reading of the world on the world's connection
-// (opened, and checked to be the source the events are read from, when
-// none is), in a goroutine of its own; its outcome arrives on f.reading.
+// (opened when none is, and checked as connect checks the events': the
+// source the events are read from, with what the follower reads of its
+// schema), in a goroutine of its own; its outcome arrives on f.reading.
 // prev is the world as last applied, whose flags the reading keeps when
 // they did not change.
 func (f *Follower) startWorld(ctx context.Context, began time.Time, prev *worldState) {
-	src, started, url, name, want := f.worldSrc, f.started, f.url, f.name, f.source
+	src, started, url, name, want, readSet := f.worldSrc, f.started, f.url, f.name, f.source, f.readSet
 	f.worldSrc = nil
 	ch := make(chan worldReading, 1)
 	rctx, cancel := context.WithTimeout(ctx, f.opts.ReadTimeout)
@@ -539,6 +538,8 @@ func (f *Follower) startWorld(ctx context.Context, began time.Time, prev *worldS
 				if id, _, r.err = src.identity(rctx, name); r.err == nil && !id.Same(want) {
 					r.err = stopf("the connection to %s for its flags and tokens reached another database (%q of system %s) than its events (%q of system %s)",
 						name, id.Database, id.SystemID, want.Database, want.SystemID)
+				} else if r.err == nil {
+					r.err = src.stillHas(readSet, name)
 				}
 			}
 		}
@@ -969,8 +970,8 @@ func (f *Follower) readFailed(ctx context.Context, err error) (time.Duration, er
 		rctx, cancel := context.WithTimeout(ctx, f.opts.ReadTimeout)
 		defer cancel()
 		if ierr := f.src.reinspect(rctx, f.name); ierr == nil {
-			if lost := f.src.lost(f.readSet); len(lost) > 0 {
-				return 0, stopf("the Unleash database at %s no longer has %s, which flagadmin reads (its schema is at migration %s)", f.name, describeLost(lost), f.src.LastMigration)
+			if err := f.src.stillHas(f.readSet, f.name); err != nil {
+				return 0, err
 			}
 			return f.opts.RetryMin, nil // a column it reads when present went away: read without it
 		}

@@ -472,12 +472,28 @@ func testFollowInterleavings(t *testing.T, target followTarget) {
 					return
 				case <-time.After(30 * time.Millisecond):
 				}
-				ids := storeIDs(t, store, start)
+				var ids []int64
+				if err := store.ExportEvents(ctx, flagadmin.EventQuery{}, start, func(e flagadmin.Event) error {
+					ids = append(ids, e.ID)
+					return nil
+				}); err != nil {
+					t.Errorf("sampling the copy: %v", err)
+					return
+				}
 				mu.Lock()
 				samples = append(samples, ids)
 				mu.Unlock()
 			}
 		}()
+		stopped := false
+		stop := func() {
+			if !stopped {
+				stopped = true
+				close(stopSampling)
+				<-sampled
+			}
+		}
+		defer stop() // also when the test fails before the end
 		var wg sync.WaitGroup
 		var rolledBack sync.Map
 		begun := time.Now()
@@ -527,8 +543,7 @@ func testFollowInterleavings(t *testing.T, target followTarget) {
 			t.Fatal(err)
 		}
 		caughtUp(t, r, newest)
-		close(stopSampling)
-		<-sampled
+		stop()
 		rows, err := b.conn.Query(ctx, `SELECT id FROM events WHERE id > $1 ORDER BY id`, start)
 		if err != nil {
 			t.Fatal(err)

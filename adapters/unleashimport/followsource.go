@@ -79,6 +79,16 @@ func (s *Source) lost(was []string) []string {
 	return out
 }
 
+// stillHas stops following (an error wrapping ErrFollowStopped) when the
+// schema lost an entry of readSet, what the follower read of it when it
+// started (nil: nothing to compare yet).
+func (s *Source) stillHas(readSet []string, name string) error {
+	if lost := s.lost(readSet); len(lost) > 0 {
+		return stopf("the Unleash database at %s no longer has %s, which flagadmin reads (its schema is at migration %s)", name, describeLost(lost), s.LastMigration)
+	}
+	return nil
+}
+
 // reinspect reads the schema again (after a query failed on a missing
 // table or column, or on a new connection).
 func (s *Source) reinspect(ctx context.Context, where string) error {
