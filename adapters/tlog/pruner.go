@@ -18,7 +18,7 @@ const (
 	// pruner sizes its batches to it, so that a writer that waits behind
 	// a batch (on SQLite, whose one writer connection runs them in turns)
 	// never waits long.
-	DefaultPruneBudget = 15 * time.Millisecond
+	DefaultPruneBudget = 25 * time.Millisecond
 	// DefaultPrunePause is the pause between two full batches, which lets
 	// writers in between them.
 	DefaultPrunePause = 20 * time.Millisecond
@@ -37,8 +37,8 @@ type PrunerOptions struct {
 	Batch int
 	// Budget is how long one store call should take; 0 means
 	// DefaultPruneBudget. Each batch is sized from the time the one before
-	// took: smaller after one that took longer, up to twice as large
-	// after one that took less than half, never above Batch.
+	// took, in proportion to the budget: from half as large to twice as
+	// large, never above Batch.
 	Budget time.Duration
 	// Pause between full batches; 0 means DefaultPrunePause.
 	Pause time.Duration
@@ -119,13 +119,15 @@ func (p *Pruner) Pass(ctx context.Context) (int64, error) {
 }
 
 // nextBatch is the size of the batch after one of size that took took:
-// in proportion to the budget, at most twice size, from 1 to most.
+// in proportion to the budget, from half size to twice size, from 1 to
+// most. Halving at most keeps one stall (a batch that waited for the
+// database, not for its own work) from shrinking the batches to nothing.
 func nextBatch(size int, took, budget time.Duration, most int) int {
 	next := 2 * size
 	if took > 0 {
 		next = min(next, int(int64(size)*int64(budget)/int64(took)))
 	}
-	return max(1, min(next, most))
+	return max(1, size/2, min(next, most))
 }
 
 // Run makes passes until ctx ends: one at once, then one every Interval.

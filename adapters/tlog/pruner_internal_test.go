@@ -30,8 +30,8 @@ func (c *costlyPrunes) took(time.Time) time.Duration { return c.cost(c.asked[len
 
 // TestPrunerSizesBatchesToItsBudget prunes with batches whose time grows
 // with their size: the pruner starts small, grows to what fits the budget
-// (never above Batch), shrinks at once after a batch that took far longer
-// (a stall), and stops after a short batch.
+// (never above Batch), shrinks by half, no more, after a batch that took
+// far longer (a stall), and stops after a short batch.
 func TestPrunerSizesBatchesToItsBudget(t *testing.T) {
 	cases := []struct {
 		name      string
@@ -43,7 +43,7 @@ func TestPrunerSizesBatchesToItsBudget(t *testing.T) {
 	}{
 		{name: "cheap events: up to Batch", batch: 500, perEvent: time.Microsecond, wantLeast: 500, wantMost: 500},
 		{name: "dear events: the budget's size", batch: 500, perEvent: 100 * time.Microsecond, wantLeast: 75, wantMost: 150},
-		{name: "a stall", batch: 500, perEvent: 100 * time.Microsecond, stallAt: 12, wantLeast: 1, wantMost: 150},
+		{name: "a stall", batch: 500, perEvent: 100 * time.Microsecond, stallAt: 12, wantLeast: 75, wantMost: 150},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -75,8 +75,8 @@ func TestPrunerSizesBatchesToItsBudget(t *testing.T) {
 					t.Errorf("batch %d: got %d events, want %d to %d", i+1, size, c.wantLeast, c.wantMost)
 				}
 			}
-			if c.stallAt > 0 && store.asked[c.stallAt] > store.asked[c.stallAt-1]/50 {
-				t.Errorf("after a batch of %d that stalled, got one of %d, want at most a 50th", store.asked[c.stallAt-1], store.asked[c.stallAt])
+			if c.stallAt > 0 && store.asked[c.stallAt] != store.asked[c.stallAt-1]/2 {
+				t.Errorf("after a batch of %d that stalled, got one of %d, want half", store.asked[c.stallAt-1], store.asked[c.stallAt])
 			}
 		})
 	}
