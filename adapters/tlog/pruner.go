@@ -30,6 +30,12 @@ const (
 // timed one.
 const firstPruneBatch = 16
 
+// leastPruneBatch is the fewest events a batch is shrunk to (or Batch,
+// when smaller): on a machine so busy that even a few events take longer
+// than the budget, fewer would only slow the pruning down, the batch's
+// cost being mostly its statements, not its events.
+const leastPruneBatch = 50
+
 // PrunerOptions configure a Pruner.
 type PrunerOptions struct {
 	// Batch is the most events one store call prunes; 0 means
@@ -38,7 +44,7 @@ type PrunerOptions struct {
 	// Budget is how long one store call should take; 0 means
 	// DefaultPruneBudget. Each batch is sized from the time the one before
 	// took, in proportion to the budget: from half as large to twice as
-	// large, never above Batch.
+	// large, never below 50 events nor above Batch.
 	Budget time.Duration
 	// Pause between full batches; 0 means DefaultPrunePause.
 	Pause time.Duration
@@ -119,15 +125,16 @@ func (p *Pruner) Pass(ctx context.Context) (int64, error) {
 }
 
 // nextBatch is the size of the batch after one of size that took took:
-// in proportion to the budget, from half size to twice size, from 1 to
-// most. Halving at most keeps one stall (a batch that waited for the
-// database, not for its own work) from shrinking the batches to nothing.
+// in proportion to the budget, from half size to twice size, from
+// leastPruneBatch to most. Halving at most keeps one stall (a batch that
+// waited for the database, not for its own work) from shrinking the
+// batches to nothing.
 func nextBatch(size int, took, budget time.Duration, most int) int {
 	next := 2 * size
 	if took > 0 {
 		next = min(next, int(int64(size)*int64(budget)/int64(took)))
 	}
-	return max(1, size/2, min(next, most))
+	return min(most, max(leastPruneBatch, size/2, next))
 }
 
 // Run makes passes until ctx ends: one at once, then one every Interval.

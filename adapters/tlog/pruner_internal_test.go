@@ -44,6 +44,8 @@ func TestPrunerSizesBatchesToItsBudget(t *testing.T) {
 		{name: "cheap events: up to Batch", batch: 500, perEvent: time.Microsecond, wantLeast: 500, wantMost: 500},
 		{name: "dear events: the budget's size", batch: 500, perEvent: 100 * time.Microsecond, wantLeast: 75, wantMost: 150},
 		{name: "a stall", batch: 500, perEvent: 100 * time.Microsecond, stallAt: 12, wantLeast: 75, wantMost: 150},
+		{name: "very dear events: the least batch", batch: 500, perEvent: time.Millisecond, wantLeast: leastPruneBatch, wantMost: leastPruneBatch},
+		{name: "a Batch below the least", batch: 20, perEvent: time.Millisecond, wantLeast: 20, wantMost: 20},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -65,7 +67,7 @@ func TestPrunerSizesBatchesToItsBudget(t *testing.T) {
 				t.Errorf("got a first batch of %d, want %d", store.asked[0], firstPruneBatch)
 			}
 			for i, size := range store.asked {
-				if took := store.cost(size); size > 1 && i != c.stallAt-1 && took > 2*15*time.Millisecond {
+				if took := store.cost(size); size > min(leastPruneBatch, c.batch) && i != c.stallAt-1 && took > 2*15*time.Millisecond {
 					t.Errorf("batch %d of %d events took %v, more than twice the budget", i+1, size, took)
 				}
 				if size > c.batch {
