@@ -93,14 +93,6 @@ func (s *Store) loadAll(ctx context.Context, b *flagadmin.Batch, events func(emi
 		_ = tx.Rollback()
 		return s.fail("load", err)
 	}
-	if s.stopCheckpoints != nil {
-		// A SQLite file: copy the loaded store back from the write-ahead
-		// log now, on the writer connection (sqlitewal.go).
-		var busy, frames, copied int64
-		if err := conn.QueryRowContext(ctx, walCheckpointSQL).Scan(&busy, &frames, &copied); err != nil {
-			return s.fail("load: checkpoint", err)
-		}
-	}
 	return nil
 }
 

@@ -53,9 +53,6 @@ type Store struct {
 	openUnbounded func() (*bun.DB, error)
 	// loadProgress is told of Load's last steps (WithLoadProgress); nil for none.
 	loadProgress func(LoadStep)
-	// stopCheckpoints stops the checkpointer of a SQLite file's
-	// write-ahead log (sqlitewal.go); nil when there is none.
-	stopCheckpoints func()
 }
 
 // Option configures Open.
@@ -380,10 +377,8 @@ func (s *Store) openSQLite(path string) error {
 		return errors.New("bunstore: invalid sqlite URL: want sqlite:PATH (a file path without ? or #) or sqlite::memory:")
 	}
 	// One writer connection whose transactions take the write lock at
-	// BEGIN, so writers queue instead of failing to upgrade a read lock,
-	// and which leaves checkpoints to the store's checkpointer
-	// (sqlitewal.go).
-	w, err := sql.Open(sqliteshim.ShimName, path+"?"+sqliteParams+"&_pragma=wal_autocheckpoint(0)&_txlock=immediate")
+	// BEGIN, so writers queue instead of failing to upgrade a read lock.
+	w, err := sql.Open(sqliteshim.ShimName, path+"?"+sqliteParams+"&_txlock=immediate")
 	if err != nil {
 		return fmt.Errorf("bunstore: sqlite: %w", err)
 	}
@@ -401,7 +396,6 @@ func (s *Store) openSQLite(path string) error {
 	r.SetMaxIdleConns(n)
 	s.db = bun.NewDB(w, sqlitedialect.New())
 	s.rdb = bun.NewDB(r, sqlitedialect.New())
-	s.startCheckpoints()
 	return nil
 }
 
@@ -440,9 +434,6 @@ func (s *Store) ping(ctx context.Context) error {
 
 // Close closes the store's connections.
 func (s *Store) Close() error {
-	if s.stopCheckpoints != nil {
-		s.stopCheckpoints()
-	}
 	var errs []error
 	if s.rdb != nil && s.rdb != s.db {
 		errs = append(errs, s.rdb.Close())
