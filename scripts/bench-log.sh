@@ -19,7 +19,7 @@
 #          EVENTS events (default 1,000,000, loaded with bunstore's Load):
 #          inclusion proofs over HTTP (p50, p99), "flagadmin log verify"
 #          over HTTP (time, peak RSS of the verifier), then pruning half the
-#          events (tlog's pruner: batches sized to 15 ms, at most 500) while
+#          events (tlog's pruner: batches sized to 25 ms, 50 to 500 events) while
 #          4 writers complete lifecycles (the longest a write waited, the
 #          writes' p99, the batches' durations, each write that waited
 #          longer than 50 ms). PostgreSQL and SQLite (DBS, default

@@ -32,8 +32,8 @@ import (
 //     GET /api/admin/log/proof one after another (p50, p99);
 //   - verify: "flagadmin log verify --url" (the binary, a process of its
 //     own): its time and peak resident memory;
-//   - prune: the older half of the events pruned in batches of 500
-//     (tlog's pruner, 20 ms between batches) while 4 goroutines complete
+//   - prune: the older half of the events pruned by tlog's pruner (batches
+//     sized to its time budget, 20 ms between them) while 4 goroutines complete
 //     lifecycles: the pruning's time, and the writes' p99 and longest
 //     wait, against the same writes for 5 s before the pruning; the
 //     batches' durations, and the writes that waited longer than 50 ms,
