@@ -19,25 +19,30 @@
 #          EVENTS events (default 1,000,000, loaded with bunstore's Load):
 #          inclusion proofs over HTTP (p50, p99), "flagadmin log verify"
 #          over HTTP (time, peak RSS of the verifier), then pruning half the
-#          events in batches of 500 while 4 writers complete lifecycles
-#          (the longest a write waited, the writes' p99). PostgreSQL
-#          and SQLite (DBS, default "postgres sqlite").
+#          events (tlog's pruner: batches sized to 25 ms, 50 to 500 events) while
+#          4 writers complete lifecycles (the longest a write waited, the
+#          writes' p99, the batches' durations, each write that waited
+#          longer than 50 ms). PostgreSQL and SQLite (DBS, default
+#          "postgres sqlite"). PARTS="prune" runs only the pruning (after
+#          the load).
 #
 # Usage: scripts/bench-log.sh [ab|sql|scale|all] [BEFORE_REV]
 #
 # Settings (environment):
 #   PG_DSN    PostgreSQL server (default postgres://postgres@127.0.0.1:5432/test?sslmode=disable);
-#             the scale part makes the database sqllog_bench_log there and drops it
+#   PG_DB     the database the scale part makes there and drops (default sqllog_bench_log)
 #   SQLITE    the SQLite file of the scale part (default /tmp/sqllog-bench/log.db, removed after)
 #   ROUNDS    rounds of the ab part (default 4); BENCHTIME its -benchtime (default 3s);
 #             ENGINES its databases (default "Postgres SQLite")
 #   EVENTS    events of the scale part (default 1000000)
+#   PARTS     the scale part's parts: any of "proof verify prune" (default all three)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 PART="${1:-all}"
 BEFORE="${2:-2fcc062}"
 PG_DSN="${PG_DSN:-postgres://postgres@127.0.0.1:5432/test?sslmode=disable}"
+PG_DB="${PG_DB:-sqllog_bench_log}"
 SQLITE="${SQLITE:-/tmp/sqllog-bench/log.db}"
 ROUNDS="${ROUNDS:-4}"
 BENCHTIME="${BENCHTIME:-3s}"
@@ -74,19 +79,19 @@ scale() {
 	for db in ${DBS:-postgres sqlite}; do
 		local url
 		if [ "$db" = postgres ]; then
-			psql "$PG_DSN" -qc "DROP DATABASE IF EXISTS sqllog_bench_log" >/dev/null
-			psql "$PG_DSN" -qc "CREATE DATABASE sqllog_bench_log" >/dev/null
-			url="$(echo "$PG_DSN" | sed -E 's#/[^/?]+(\?|$)#/sqllog_bench_log\1#')"
+			psql "$PG_DSN" -qc "DROP DATABASE IF EXISTS $PG_DB" >/dev/null
+			psql "$PG_DSN" -qc "CREATE DATABASE $PG_DB" >/dev/null
+			url="$(echo "$PG_DSN" | sed -E "s#/[^/?]+(\\?|\$)#/$PG_DB\\1#")"
 		else
 			rm -rf "$(dirname "$SQLITE")"
 			mkdir -p "$(dirname "$SQLITE")"
 			url="sqlite:$SQLITE"
 		fi
 		echo "== $db, $EVENTS events"
-		FLAGADMIN_BENCH_LOG_DB="$url" FLAGADMIN_BENCH_LOG_EVENTS="$EVENTS" \
+		FLAGADMIN_BENCH_LOG_DB="$url" FLAGADMIN_BENCH_LOG_EVENTS="$EVENTS" FLAGADMIN_BENCH_LOG_PARTS="${PARTS:-proof verify prune}" \
 			go test ./cmd/flagadmin -run '^$' -bench 'LogSQL' -benchtime 1x -timeout 60m -v | grep -E 'log_sql_bench|Benchmark|^ok|FAIL'
 		if [ "$db" = postgres ]; then
-			psql "$PG_DSN" -qc "DROP DATABASE IF EXISTS sqllog_bench_log" >/dev/null
+			psql "$PG_DSN" -qc "DROP DATABASE IF EXISTS $PG_DB" >/dev/null
 		else
 			rm -rf "$(dirname "$SQLITE")"
 		fi

@@ -29,6 +29,11 @@ func SetAfterChange(s *Store, hook func(op string) error) { s.hooks().afterChang
 // from it aborts the transaction.
 func SetAfterEvents(s *Store, hook func() error) { s.hooks().afterEvents = hook }
 
+// SetAfterRecord installs a hook that runs at the end of every write
+// transaction, with every lock it takes held, right before its commit,
+// with the operation's name; an error from it aborts the transaction.
+func SetAfterRecord(s *Store, hook func(op string) error) { s.hooks().afterRecord = hook }
+
 // SetEventOrderLock turns the event order lock off (false) or back on, to
 // show what it prevents: the statement that takes it, and on PostgreSQL
 // the events_order trigger.

@@ -16,11 +16,34 @@ import (
 // summaries drop them (event_counts), the store's version rises. It takes
 // the prune lock first (the one row of log_prune), which HoldProject takes
 // too, so a hold is never placed while a prune that did not read it runs,
-// and pruners of several servers take turns. It takes no lock a writer of
-// events waits for but event_counts' rows and one row of store_versions,
-// from its summary step to its commit, as any writer does (record.go);
-// the event order lock is not needed: the leaves it marks are committed,
-// and their indexes do not move.
+// and pruners of several servers take turns. Under it, a batch shares no
+// row with a writer of events: besides the events it deletes and their
+// leaves, which it marks pruned (committed leaves, whose indexes do not
+// move: the event order lock is not needed), it writes only rows no writer
+// writes, each taken by one batch at a time: its own shard of event_counts
+// (eventcounts.PruneShard) and its own row of store_versions
+// (pruneVersionShard, migration 20261127000004). So a writer waits for no
+// batch on PostgreSQL and MySQL; on SQLite, whose one writer connection
+// runs them in turns, for one batch at most, which the pruner keeps short
+// (adapters/tlog).
+
+// pruneMigration is the migration that adds the row of store_versions
+// retention raises.
+const pruneMigration = "20261127000004"
+
+// pruneVersionShard is the row of store_versions a pruning batch raises,
+// and no other write.
+const pruneVersionShard = versionShards
+
+// migratePruneVersion is migration 20261127000004: the row of
+// store_versions retention raises. It may run again.
+func migratePruneVersion(ctx context.Context, db *bun.DB) error {
+	stmts, err := schemaStatements(ctx, db, "prune-")
+	if err != nil {
+		return err
+	}
+	return inMigrationTx(ctx, db, func(ctx context.Context, tx bun.IDB) error { return execAll(ctx, tx, stmts) })
+}
 
 // lockPrune takes the prune lock in tx (SQLite's single writer needs none).
 func (s *Store) lockPrune(ctx context.Context, tx bun.IDB) error {

@@ -111,6 +111,9 @@ type testHooks struct {
 	// ids drawn, the event order lock held), before it commits; an error
 	// aborts it.
 	afterEvents func() error
+	// afterRecord runs at the end of record, right before the commit,
+	// with the operation's name; an error aborts the transaction.
+	afterRecord func(op string) error
 	// eventOrderOff skips the statement that takes the event order lock
 	// (MySQL, and the paths that take it before inserting on PostgreSQL).
 	eventOrderOff bool
@@ -133,6 +136,17 @@ func (h *testHooks) eventsAppended() error {
 		return nil
 	}
 	if err := h.afterEvents(); err != nil {
+		return &callbackError{err}
+	}
+	return nil
+}
+
+// recorded runs the afterRecord hook, if any.
+func (h *testHooks) recorded(op string) error {
+	if h == nil || h.afterRecord == nil {
+		return nil
+	}
+	if err := h.afterRecord(op); err != nil {
 		return &callbackError{err}
 	}
 	return nil

@@ -2,6 +2,7 @@ package bunstore
 
 import (
 	"context"
+	"fmt"
 	"maps"
 	"math/rand/v2"
 	"slices"
@@ -57,13 +58,22 @@ func (s *Store) versionShard() int {
 }
 
 // bumpVersion raises the version in t, once per transaction: one row of
-// store_versions, drawn at random (row 0 on SQLite).
-func (s *Store) bumpVersion(ctx context.Context, t *txn) error {
+// store_versions, drawn at random (row 0 on SQLite), or for a pruning
+// batch the row no writer raises (prune.go).
+func (s *Store) bumpVersion(ctx context.Context, t *txn, pruning bool) error {
 	if t.versionRaised {
 		return nil
 	}
-	if _, err := t.ExecContext(ctx, "UPDATE store_versions SET v = v + 1 WHERE shard = ?", s.versionShard()); err != nil {
+	shard := s.versionShard()
+	if pruning {
+		shard = pruneVersionShard
+	}
+	res, err := t.ExecContext(ctx, "UPDATE store_versions SET v = v + 1 WHERE shard = ?", shard)
+	if err != nil {
 		return err
+	}
+	if n, err := res.RowsAffected(); err != nil || n != 1 {
+		return fmt.Errorf("raising row %d of store_versions: %d rows changed (%v)", shard, n, err)
 	}
 	t.versionRaised = true
 	return nil

@@ -12,9 +12,13 @@ import (
 
 // Defaults of a Pruner.
 const (
-	// DefaultPruneBatch is how many events one store call prunes: small,
-	// so that a writer never waits long behind it.
+	// DefaultPruneBatch is the most events one store call prunes.
 	DefaultPruneBatch = 500
+	// DefaultPruneBudget is how long one store call should take: the
+	// pruner sizes its batches to it, so that a writer that waits behind
+	// a batch (on SQLite, whose one writer connection runs them in turns)
+	// never waits long.
+	DefaultPruneBudget = 25 * time.Millisecond
 	// DefaultPrunePause is the pause between two full batches, which lets
 	// writers in between them.
 	DefaultPrunePause = 20 * time.Millisecond
@@ -22,10 +26,26 @@ const (
 	DefaultPruneInterval = time.Minute
 )
 
+// firstPruneBatch is the size of a Pruner's first batch, before it has
+// timed one.
+const firstPruneBatch = 16
+
+// leastPruneBatch is the fewest events a batch is shrunk to (or Batch,
+// when smaller): on a machine so busy that even a few events take longer
+// than the budget, fewer would only slow the pruning down, the batch's
+// cost being mostly its statements, not its events.
+const leastPruneBatch = 50
+
 // PrunerOptions configure a Pruner.
 type PrunerOptions struct {
-	// Batch is how many events one store call prunes; 0 means DefaultPruneBatch.
+	// Batch is the most events one store call prunes; 0 means
+	// DefaultPruneBatch.
 	Batch int
+	// Budget is how long one store call should take; 0 means
+	// DefaultPruneBudget. Each batch is sized from the time the one before
+	// took, in proportion to the budget: from half as large to twice as
+	// large, never below 50 events nor above Batch.
+	Budget time.Duration
 	// Pause between full batches; 0 means DefaultPrunePause.
 	Pause time.Duration
 	// Interval between passes once nothing is left to prune; 0 means
@@ -46,6 +66,10 @@ type Pruner struct {
 	retention time.Duration
 	opts      PrunerOptions
 	pruned    atomic.Int64
+	// size is the next batch's size; passes run one at a time.
+	size int
+	// since is how long ago a time was (time.Since; tests change it).
+	since func(time.Time) time.Duration
 }
 
 // NewPruner returns a Pruner of the events of store older than retention
@@ -53,6 +77,9 @@ type Pruner struct {
 func NewPruner(store flagadmin.LogStore, retention time.Duration, opts PrunerOptions) *Pruner {
 	if opts.Batch <= 0 {
 		opts.Batch = DefaultPruneBatch
+	}
+	if opts.Budget <= 0 {
+		opts.Budget = DefaultPruneBudget
 	}
 	if opts.Pause <= 0 {
 		opts.Pause = DefaultPrunePause
@@ -66,7 +93,7 @@ func NewPruner(store flagadmin.LogStore, retention time.Duration, opts PrunerOpt
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	return &Pruner{store: store, retention: retention, opts: opts}
+	return &Pruner{store: store, retention: retention, opts: opts, size: min(firstPruneBatch, opts.Batch), since: time.Since}
 }
 
 // Pruned returns how many events this Pruner has removed.
@@ -74,15 +101,19 @@ func (p *Pruner) Pruned() int64 { return p.pruned.Load() }
 
 // Pass prunes batch after batch, with a pause between them, until a batch
 // comes back short (nothing older is left) or ctx ends, and returns how
-// many events it removed.
+// many events it removed. It sizes each batch to the budget from the time
+// the one before took.
 func (p *Pruner) Pass(ctx context.Context) (int64, error) {
 	var n int64
 	for {
 		before := flagadmin.PruneBefore(p.opts.Clock(), p.retention)
-		ids, err := p.store.PruneEvents(ctx, before, p.opts.Batch)
+		size := p.size
+		start := time.Now()
+		ids, err := p.store.PruneEvents(ctx, before, size)
+		p.size = nextBatch(size, p.since(start), p.opts.Budget, p.opts.Batch)
 		n += int64(len(ids))
 		p.pruned.Add(int64(len(ids)))
-		if err != nil || len(ids) < p.opts.Batch {
+		if err != nil || len(ids) < size {
 			return n, err
 		}
 		select {
@@ -91,6 +122,19 @@ func (p *Pruner) Pass(ctx context.Context) (int64, error) {
 		case <-time.After(p.opts.Pause):
 		}
 	}
+}
+
+// nextBatch is the size of the batch after one of size that took took:
+// in proportion to the budget, from half size to twice size, from
+// leastPruneBatch to most. Halving at most keeps one stall (a batch that
+// waited for the database, not for its own work) from shrinking the
+// batches to nothing.
+func nextBatch(size int, took, budget time.Duration, most int) int {
+	next := 2 * size
+	if took > 0 {
+		next = min(next, int(int64(size)*int64(budget)/int64(took)))
+	}
+	return min(most, max(leastPruneBatch, size/2, next))
 }
 
 // Run makes passes until ctx ends: one at once, then one every Interval.

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -31,10 +32,18 @@ import (
 //     GET /api/admin/log/proof one after another (p50, p99);
 //   - verify: "flagadmin log verify --url" (the binary, a process of its
 //     own): its time and peak resident memory;
-//   - prune: the older half of the events pruned in batches of 500
-//     (tlog's pruner, 20 ms between batches) while 4 goroutines complete
+//   - prune: the older half of the events pruned by tlog's pruner (batches
+//     sized to its time budget, 20 ms between them) while 4 goroutines complete
 //     lifecycles: the pruning's time, and the writes' p99 and longest
-//     wait, against the same writes for 5 s before the pruning.
+//     wait, against the same writes for 5 s before the pruning; the
+//     batches' durations, and the writes that waited longer than 50 ms,
+//     each with the longest batch that ran while it waited.
+//
+// FLAGADMIN_BENCH_LOG_PARTS names the parts to run (default "proof verify
+// prune"; "" only loads), FLAGADMIN_BENCH_LOG_PRUNE how many events the
+// pruning removes (default half). A store that already holds events (a
+// copy of one loaded before) is used as it is, without loading it again.
+// On SQLite the size of the write-ahead log is printed after each part.
 //
 // scripts/bench-log.sh runs it on PostgreSQL and SQLite:
 //
@@ -51,6 +60,11 @@ func BenchmarkLogSQL(b *testing.B) {
 			b.Fatalf("FLAGADMIN_BENCH_LOG_EVENTS=%q: want an integer of 2 or more", v)
 		}
 	}
+	parts, ok := os.LookupEnv("FLAGADMIN_BENCH_LOG_PARTS")
+	if !ok {
+		parts = "proof verify prune"
+	}
+	run := func(part string) bool { return slices.Contains(strings.Fields(parts), part) }
 	ctx := context.Background()
 	bin := buildBinary(b)
 	signing := filepath.Join(b.TempDir(), "log.key")
@@ -62,10 +76,53 @@ func BenchmarkLogSQL(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer store.Close()
-	start := time.Now()
 	t0 := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+	if held, err := store.LogSize(ctx); err != nil {
+		b.Fatal(err)
+	} else if held > 0 {
+		b.Logf("the store holds %d events already: not loaded again", held)
+	} else {
+		loadLogBench(b, store, n, t0)
+	}
+	base := logServer(b, store, signing, nil)
+	size, _ := store.LogSize(ctx)
+
+	prune := n / 2
+	if v := os.Getenv("FLAGADMIN_BENCH_LOG_PRUNE"); v != "" {
+		if prune, err = strconv.Atoi(v); err != nil || prune < 1 || prune > n {
+			b.Fatalf("FLAGADMIN_BENCH_LOG_PRUNE=%q: want an integer from 1 to %d", v, n)
+		}
+	}
+	wal := func(after string) {
+		if path, ok := strings.CutPrefix(dbURL, "sqlite:"); ok {
+			if fi, err := os.Stat(path + "-wal"); err == nil {
+				b.Logf("write-ahead log after %s: %.1f MiB", after, float64(fi.Size())/(1<<20))
+			}
+		}
+	}
+	wal("the load")
+	for b.Loop() {
+		if run("proof") {
+			benchProofs(b, base, n, size)
+			wal("the proofs")
+		}
+		if run("verify") {
+			benchVerify(b, bin, base, signing, n)
+			wal("the verification")
+		}
+		if run("prune") {
+			benchPrune(b, store, bin, base, signing, n, prune, t0, wal)
+		}
+	}
+}
+
+// loadLogBench loads n events into the empty store, one a second from t0,
+// the seed of the writers' features, and the subtree hashes.
+func loadLogBench(b *testing.B, store *bunstore.Store, n int, t0 time.Time) {
+	ctx := context.Background()
+	start := time.Now()
 	project := "default"
-	err = store.Load(ctx, &flagadmin.Batch{}, func(emit func([]flagadmin.Event) error) error {
+	err := store.Load(ctx, &flagadmin.Batch{}, func(emit func([]flagadmin.Event) error) error {
 		batch := make([]flagadmin.Event, 0, 5000)
 		for i := range n {
 			batch = append(batch, flagadmin.Event{ID: int64(i + 1), Type: flagadmin.EventFeatureStrategyUpdate, CreatedBy: "ada@example.com",
@@ -104,115 +161,213 @@ func BenchmarkLogSQL(b *testing.B) {
 		b.Fatal(err)
 	}
 	b.Logf("stored the subtree hashes in %v", time.Since(start).Round(time.Millisecond))
-	base := logServer(b, store, signing, nil)
-	size, _ := store.LogSize(ctx)
+}
 
-	for b.Loop() {
-		// Proofs.
-		var took []time.Duration
-		for range 2000 {
-			id := 1 + rand.Int64N(int64(n))
-			begin := time.Now()
-			req, _ := http.NewRequest(http.MethodGet, fmt.Sprintf("%s/api/admin/log/proof?id=%d&size=%d", base, id, size), nil)
-			req.Header.Set("Authorization", demoAdmin)
-			resp, err := http.DefaultClient.Do(req)
-			if err != nil {
-				b.Fatal(err)
-			}
-			var body struct{ Hashes []string }
-			err = json.NewDecoder(resp.Body).Decode(&body)
-			resp.Body.Close()
-			took = append(took, time.Since(begin))
-			if err != nil || resp.StatusCode != http.StatusOK || len(body.Hashes) == 0 {
-				b.Fatalf("proof of %d: %d %v %d hashes", id, resp.StatusCode, err, len(body.Hashes))
-			}
-		}
-		p50, p99, _ := quantiles(took)
-		b.Logf("inclusion proofs over HTTP at %d leaves: p50 %v, p99 %v", size, p50, p99)
-		b.ReportMetric(float64(p99.Microseconds())/1000, "proof-p99-ms")
-
-		// Verify.
-		cmd := exec.Command(bin, "log", "verify", "--url", base, "--token", demoAdmin, "--key", signing+".pub")
-		var out strings.Builder
-		cmd.Stdout, cmd.Stderr = &out, &out
+// benchProofs times 2,000 inclusion proofs of random events over HTTP.
+func benchProofs(b *testing.B, base string, n int, size int64) {
+	var took []time.Duration
+	for range 2000 {
+		id := 1 + rand.Int64N(int64(n))
 		begin := time.Now()
-		if err := cmd.Start(); err != nil {
+		req, _ := http.NewRequest(http.MethodGet, fmt.Sprintf("%s/api/admin/log/proof?id=%d&size=%d", base, id, size), nil)
+		req.Header.Set("Authorization", demoAdmin)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
 			b.Fatal(err)
 		}
-		peak := make(chan int64)
-		go func() { peak <- watchPeakRSS(cmd.Process.Pid) }()
-		err := cmd.Wait()
-		verifyTook, rss := time.Since(begin), <-peak
-		if err != nil || !strings.Contains(out.String(), fmt.Sprintf("OK: %d events", n)) {
-			b.Fatalf("log verify: %v\n%s", err, out.String())
-		}
-		b.Logf("log verify over HTTP of %d events: %v, peak RSS %d MiB", n, verifyTook.Round(time.Millisecond), rss/1024)
-		b.ReportMetric(verifyTook.Seconds(), "verify-s")
-		b.ReportMetric(float64(rss)/1024, "verifier-peak-RSS-MiB")
-
-		// Pruning under writes.
-		svc := flagadmin.NewService(store)
-		writes := func(stop <-chan struct{}) []time.Duration {
-			var mu sync.Mutex
-			var all []time.Duration
-			var wg sync.WaitGroup
-			for g := range 4 {
-				wg.Go(func() {
-					for i := 0; ; i++ {
-						select {
-						case <-stop:
-							return
-						default:
-						}
-						status := flagadmin.StatusKept
-						if i%2 == 1 {
-							status = flagadmin.StatusDiscarded
-						}
-						begin := time.Now()
-						err := svc.CompleteLifecycle(ctx, flagadmin.AdminToken("bench"), "default", fmt.Sprintf("w-%d", (g*16+i)%64), flagadmin.CompleteRequest{Status: status})
-						if err != nil {
-							b.Error(err)
-							return
-						}
-						mu.Lock()
-						all = append(all, time.Since(begin))
-						mu.Unlock()
-					}
-				})
-			}
-			wg.Wait()
-			return all
-		}
-		stop := make(chan struct{})
-		time.AfterFunc(5*time.Second, func() { close(stop) })
-		alone := writes(stop)
-		stop = make(chan struct{})
-		var during []time.Duration
-		done := make(chan struct{})
-		go func() { during = writes(stop); close(done) }()
-		cut := t0.Add(time.Duration(n/2) * time.Second)
-		pruner := tlog.NewPruner(store, time.Hour, tlog.PrunerOptions{Clock: func() time.Time { return cut.Add(time.Hour) }})
-		begin = time.Now()
-		pruned, err := pruner.Pass(ctx)
-		pruneTook := time.Since(begin)
-		close(stop)
-		<-done
-		if err != nil || pruned != int64(n/2) {
-			b.Fatalf("pruned %d events (%v), want %d", pruned, err, n/2)
-		}
-		a50, a99, amax := quantiles(alone)
-		d50, d99, dmax := quantiles(during)
-		b.Logf("pruned %d events in %v (%.0f events/s)", pruned, pruneTook.Round(time.Millisecond), float64(pruned)/pruneTook.Seconds())
-		b.Logf("4 writers, 5 s alone: %d writes, p50 %v, p99 %v, longest %v", len(alone), a50, a99, amax)
-		b.Logf("4 writers, while pruning: %d writes, p50 %v, p99 %v, longest %v", len(during), d50, d99, dmax)
-		b.ReportMetric(float64(dmax.Microseconds())/1000, "write-max-ms-pruning")
-		b.ReportMetric(pruneTook.Seconds(), "prune-s")
-		// The proofs of the remaining events still verify.
-		wantVerifyOK := exec.Command(bin, "log", "verify", "--url", base, "--token", demoAdmin, "--key", signing+".pub")
-		if out, err := wantVerifyOK.CombinedOutput(); err != nil || !strings.Contains(string(out), "removed by retention") {
-			b.Fatalf("log verify after pruning: %v\n%s", err, out)
+		var body struct{ Hashes []string }
+		err = json.NewDecoder(resp.Body).Decode(&body)
+		resp.Body.Close()
+		took = append(took, time.Since(begin))
+		if err != nil || resp.StatusCode != http.StatusOK || len(body.Hashes) == 0 {
+			b.Fatalf("proof of %d: %d %v %d hashes", id, resp.StatusCode, err, len(body.Hashes))
 		}
 	}
+	p50, p99, _ := quantiles(took)
+	b.Logf("inclusion proofs over HTTP at %d leaves: p50 %v, p99 %v", size, p50, p99)
+	b.ReportMetric(float64(p99.Microseconds())/1000, "proof-p99-ms")
+}
+
+// benchVerify times "flagadmin log verify" of the whole log over HTTP.
+func benchVerify(b *testing.B, bin, base, signing string, n int) {
+	cmd := exec.Command(bin, "log", "verify", "--url", base, "--token", demoAdmin, "--key", signing+".pub")
+	var out strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &out
+	begin := time.Now()
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	peak := make(chan int64)
+	go func() { peak <- watchPeakRSS(cmd.Process.Pid) }()
+	err := cmd.Wait()
+	verifyTook, rss := time.Since(begin), <-peak
+	if err != nil || !strings.Contains(out.String(), fmt.Sprintf("OK: %d events", n)) {
+		b.Fatalf("log verify: %v\n%s", err, out.String())
+	}
+	b.Logf("log verify over HTTP of %d events: %v, peak RSS %d MiB", n, verifyTook.Round(time.Millisecond), rss/1024)
+	b.ReportMetric(verifyTook.Seconds(), "verify-s")
+	b.ReportMetric(float64(rss)/1024, "verifier-peak-RSS-MiB")
+}
+
+// benchPrune prunes the oldest prune of the n events while 4 writers
+// complete lifecycles, and checks the log still verifies.
+func benchPrune(b *testing.B, store *bunstore.Store, bin, base, signing string, n, prune int, t0 time.Time, wal func(after string)) {
+	ctx := context.Background()
+	svc := flagadmin.NewService(store)
+	writes := func(stop <-chan struct{}) []span {
+		var mu sync.Mutex
+		var all []span
+		var wg sync.WaitGroup
+		for g := range 4 {
+			wg.Go(func() {
+				for i := 0; ; i++ {
+					select {
+					case <-stop:
+						return
+					default:
+					}
+					status := flagadmin.StatusKept
+					if i%2 == 1 {
+						status = flagadmin.StatusDiscarded
+					}
+					begin := time.Now()
+					stacks := stacksAfter(time.Second, "a write")
+					err := svc.CompleteLifecycle(ctx, flagadmin.AdminToken("bench"), "default", fmt.Sprintf("w-%d", (g*16+i)%64), flagadmin.CompleteRequest{Status: status})
+					stacks.Stop()
+					if err != nil {
+						b.Error(err)
+						return
+					}
+					mu.Lock()
+					all = append(all, span{begin, time.Now()})
+					mu.Unlock()
+				}
+			})
+		}
+		wg.Wait()
+		return all
+	}
+	stop := make(chan struct{})
+	time.AfterFunc(5*time.Second, func() { close(stop) })
+	alone := writes(stop)
+	wal("the writes alone")
+	stop = make(chan struct{})
+	var during []span
+	done := make(chan struct{})
+	go func() { during = writes(stop); close(done) }()
+	cut := t0.Add(time.Duration(prune) * time.Second)
+	batches := &timedPrunes{LogStore: store}
+	pruner := tlog.NewPruner(batches, time.Hour, tlog.PrunerOptions{Clock: func() time.Time { return cut.Add(time.Hour) }})
+	begin := time.Now()
+	pruned, err := pruner.Pass(ctx)
+	pruneTook := time.Since(begin)
+	close(stop)
+	<-done
+	if err != nil || pruned != int64(prune) {
+		b.Fatalf("pruned %d events (%v), want %d", pruned, err, prune)
+	}
+	wal("the pruning")
+	a50, a99, amax := quantiles(durations(alone))
+	d50, d99, dmax := quantiles(durations(during))
+	b50, b99, bmax := quantiles(durations(batches.spans))
+	b.Logf("pruned %d events in %v (%.0f events/s), %d batches (%d events on average): p50 %v, p99 %v, longest %v", pruned,
+		pruneTook.Round(time.Millisecond), float64(pruned)/pruneTook.Seconds(), len(batches.spans), pruned/int64(len(batches.spans)), b50, b99, bmax)
+	if k := len(batches.spans) / 10; k > 0 {
+		first, _, _ := quantiles(durations(batches.spans[:k]))
+		last, _, _ := quantiles(durations(batches.spans[len(batches.spans)-k:]))
+		b.Logf("batches: p50 of the first tenth %v, of the last %v", first, last)
+	}
+	b.Logf("4 writers, 5 s alone: %d writes, p50 %v, p99 %v, longest %v", len(alone), a50, a99, amax)
+	b.Logf("4 writers, while pruning: %d writes, p50 %v, p99 %v, longest %v", len(during), d50, d99, dmax)
+	slow := 0
+	for _, w := range during {
+		if w.took() <= 50*time.Millisecond {
+			continue
+		}
+		if slow++; slow <= 20 {
+			var longest time.Duration
+			overlapping := 0
+			for _, p := range batches.spans {
+				if p.start.Before(w.end) && p.end.After(w.start) {
+					overlapping++
+					longest = max(longest, p.took())
+				}
+			}
+			b.Logf("  a write of %v at %v: %d batches ran meanwhile, the longest %v", w.took().Round(time.Millisecond),
+				w.start.Sub(begin).Round(time.Millisecond), overlapping, longest.Round(time.Millisecond))
+		}
+	}
+	b.Logf("writes longer than 50 ms while pruning: %d", slow)
+	b.ReportMetric(float64(dmax.Microseconds())/1000, "write-max-ms-pruning")
+	b.ReportMetric(pruneTook.Seconds(), "prune-s")
+	// The proofs of the remaining events still verify, up to a checkpoint
+	// signed now, of the events written meanwhile too (signed with this
+	// run's key: a copy of a store loaded before holds one of another).
+	_, skey, err := loadLogKey(signing)
+	if err != nil {
+		b.Fatal(err)
+	}
+	signer, err := tlog.NewSigner(store, tlog.NewProver(store), skey, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, _, err := signer.Sign(ctx); err != nil {
+		b.Fatalf("signing a checkpoint after the pruning: %v", err)
+	}
+	wantVerifyOK := exec.Command(bin, "log", "verify", "--url", base, "--token", demoAdmin, "--key", signing+".pub")
+	if out, err := wantVerifyOK.CombinedOutput(); err != nil || !strings.Contains(string(out), "removed by retention") {
+		b.Fatalf("log verify after pruning: %v\n%s", err, out)
+	}
+}
+
+// span is when something ran.
+type span struct{ start, end time.Time }
+
+// took is how long the span lasted.
+func (s span) took() time.Duration { return s.end.Sub(s.start) }
+
+// durations returns how long each span lasted.
+func durations(spans []span) []time.Duration {
+	d := make([]time.Duration, len(spans))
+	for i, s := range spans {
+		d[i] = s.took()
+	}
+	return d
+}
+
+// stacksAfter appends the stacks of every goroutine to the file
+// FLAGADMIN_BENCH_LOG_STACKS, if set, once d has passed, unless stopped.
+func stacksAfter(d time.Duration, what string) *time.Timer {
+	path := os.Getenv("FLAGADMIN_BENCH_LOG_STACKS")
+	return time.AfterFunc(d, func() {
+		if path == "" {
+			return
+		}
+		buf := make([]byte, 1<<22)
+		buf = buf[:runtime.Stack(buf, true)]
+		if f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644); err == nil {
+			fmt.Fprintf(f, "== %s running for %v at %s\n%s\n", what, d, time.Now().UTC().Format(time.StampMilli), buf)
+			f.Close()
+		}
+	})
+}
+
+// timedPrunes records when each PruneEvents call of a pruner ran (one
+// pruner: no lock).
+type timedPrunes struct {
+	flagadmin.LogStore
+	spans []span
+}
+
+// PruneEvents implements flagadmin.LogStore. With
+// FLAGADMIN_BENCH_LOG_STACKS set, the stacks of every goroutine while a
+// batch has run for a second are appended to that file.
+func (t *timedPrunes) PruneEvents(ctx context.Context, before time.Time, limit int) ([]int64, error) {
+	start := time.Now()
+	defer stacksAfter(time.Second, fmt.Sprintf("a batch of %d", limit)).Stop()
+	ids, err := t.LogStore.PruneEvents(ctx, before, limit)
+	t.spans = append(t.spans, span{start, time.Now()})
+	return ids, err
 }
 
 // quantiles returns the p50, p99 and largest of durations.

@@ -92,8 +92,13 @@ const (
 // PostgreSQL's (about 2700).
 const MaxKeyBytes = 1000
 
-// Shards is the number of shards of every row.
+// Shards is the number of shards of every row that writers draw from.
 const Shards = 8
+
+// PruneShard is the shard retention's negative deltas go to (Remove),
+// beyond those writers draw from: a pruning batch then holds no row a
+// writer waits for. Pruning batches take turns (the caller's prune lock).
+const PruneShard = Shards
 
 // key is a row of event_counts, without its shard.
 type key struct {
@@ -209,9 +214,8 @@ func Add(ctx context.Context, db bun.IDB, events []flagadmin.Event, spread bool)
 }
 
 // Remove takes events away from event_counts (retention pruned them), in
-// the caller's write transaction: the deltas are negative, added to a
-// shard drawn as Add draws it, so the rows' sums drop by the events
-// removed. A row's newest is left as it is: pruning removes the oldest
+// the caller's write transaction: the deltas are negative, added to
+// PruneShard, so the rows' sums drop by the events removed. A row's newest is left as it is: pruning removes the oldest
 // events, and NewestSQL leaves out the projects whose count fell to 0.
 func Remove(ctx context.Context, db bun.IDB, events []flagadmin.Event) error {
 	if len(events) == 0 {
@@ -224,11 +228,7 @@ func Remove(ctx context.Context, db bun.IDB, events []flagadmin.Event) error {
 	for k, d := range c {
 		c[k] = delta{n: -d.n} // newest 0: the upsert keeps the stored one
 	}
-	shard := 0
-	if db.Dialect().Name() != dialect.SQLite {
-		shard = rand.IntN(Shards)
-	}
-	return c.write(ctx, db, shard)
+	return c.write(ctx, db, PruneShard)
 }
 
 // upsertChunk bounds the rows of one upsert statement.
