@@ -12,9 +12,12 @@
 #          affects both alike. PostgreSQL and SQLite.
 #   sql    the same cost at the SQL level, on PostgreSQL: pgbench, 16
 #          clients, a bare events table with the event order lock's
-#          trigger, the plain INSERT against the INSERT that also appends
-#          the leaf and raises the log's size (as the store's statement
-#          does), and against each of the two alone.
+#          trigger, the plain INSERT ("plain") against the INSERT that also
+#          appends the leaf, its index read from the leaves by
+#          flagadmin_log_size as the store's statement does ("leaf"), and
+#          against the same with the log's size kept in a row every writer
+#          raises, as the store did before migration 20261127000003
+#          ("leaf+row").
 #   scale  BenchmarkLogSQL (cmd/flagadmin/log_sql_bench_test.go) on a store of
 #          EVENTS events (default 1,000,000, loaded with bunstore's Load):
 #          inclusion proofs over HTTP (p50, p99), "flagadmin log verify"
@@ -99,10 +102,13 @@ scale() {
 }
 
 sql() {
-	echo "== the statement alone (pgbench, 16 clients, 6 s each, two rounds): tps"
+	echo "== the statement alone (pgbench, 16 clients, 8 s each, three rounds): tps"
 	local schema=sqllog_bench_sql dir="$tmp/sql"
 	mkdir -p "$dir"
-	psql "$PG_DSN" -q <<-SQL
+	local url
+	url="$(echo "$PG_DSN" | sed -E 's#\?.*$##')?options=-csearch_path%3D$schema"
+	cat > "$dir/setup.sql" <<-SQL
+		SET client_min_messages = warning;
 		DROP SCHEMA IF EXISTS $schema CASCADE;
 		CREATE SCHEMA $schema;
 		SET search_path = $schema;
@@ -115,20 +121,21 @@ sql() {
 		CREATE UNIQUE INDEX log_leaves_event ON log_leaves (event_id);
 		CREATE FUNCTION lock_order() RETURNS trigger LANGUAGE plpgsql AS \$\$ BEGIN PERFORM 1 FROM event_order WHERE id = 1 FOR UPDATE; RETURN NULL; END \$\$;
 		CREATE TRIGGER events_order BEFORE INSERT ON events FOR EACH STATEMENT EXECUTE FUNCTION lock_order();
+		CREATE FUNCTION flagadmin_log_size() RETURNS BIGINT LANGUAGE plpgsql VOLATILE AS \$\$ BEGIN RETURN (SELECT COALESCE(MAX(idx) + 1, 0) FROM log_leaves); END \$\$;
 	SQL
 	local insert="INSERT INTO events (created_at, type, data) VALUES (1, 'feature-completed', '{\"a\":1}') RETURNING id"
+	local leaves="leaves AS (INSERT INTO log_leaves (idx, event_id, hash) SELECT o.start + n.k - 1, n.id, sha256('\\x00'::bytea || p.before || convert_to(n.id::text, 'UTF8') || p.after) FROM o, n JOIN (VALUES (1::bigint, '\\x7b22'::bytea, '\\x7d'::bytea)) AS p (k, before, after) ON p.k = n.k)"
 	printf 'BEGIN;\n%s;\nCOMMIT;\n' "$insert" > "$dir/plain.sql"
-	printf 'BEGIN;\nWITH ins AS (%s),\nn AS (SELECT id, row_number() OVER (ORDER BY id) AS k FROM ins),\no AS (UPDATE log_state SET size = size + (SELECT count(*) FROM ins) WHERE id = 1 RETURNING size - (SELECT count(*) FROM ins) AS start),\nleaves AS (INSERT INTO log_leaves (idx, event_id, hash) SELECT o.start + n.k - 1, n.id, sha256(%s || p.before || convert_to(n.id::text, %s) || p.after) FROM o, n JOIN (VALUES (1::bigint, %s::bytea, %s::bytea)) AS p (k, before, after) ON p.k = n.k)\nSELECT id FROM n ORDER BY id;\nCOMMIT;\n' \
-		"$insert" "'\\x00'::bytea" "'UTF8'" "'\\x7b22'" "'\\x7d'" > "$dir/leaf+size.sql"
-	printf 'BEGIN;\nWITH ins AS (%s),\no AS (UPDATE log_state SET size = size + (SELECT count(*) FROM ins) WHERE id = 1 RETURNING size)\nSELECT id FROM ins;\nCOMMIT;\n' "$insert" > "$dir/size.sql"
-	printf 'BEGIN;\nWITH ins AS (%s),\nleaves AS (INSERT INTO log_leaves (idx, event_id, hash) SELECT -id, id, sha256(%s || convert_to(id::text, %s)) FROM ins)\nSELECT id FROM ins;\nCOMMIT;\n' \
-		"$insert" "'\\x00'::bytea" "'UTF8'" > "$dir/leaf.sql"
-	local url
-	url="$(echo "$PG_DSN" | sed -E 's#\?.*$##')?options=-csearch_path%3D$schema"
-	for round in 1 2; do
-		for s in plain leaf+size size leaf; do
+	printf 'BEGIN;\nWITH ins AS (%s),\nn AS (SELECT id, row_number() OVER (ORDER BY id) AS k FROM ins),\no AS (SELECT flagadmin_log_size() AS start FROM (SELECT count(*) FROM ins) AS inserted),\n%s\nSELECT id FROM n ORDER BY id;\nCOMMIT;\n' \
+		"$insert" "$leaves" > "$dir/leaf.sql"
+	printf 'BEGIN;\nWITH ins AS (%s),\nn AS (SELECT id, row_number() OVER (ORDER BY id) AS k FROM ins),\no AS (UPDATE log_state SET size = size + (SELECT count(*) FROM ins) WHERE id = 1 RETURNING size - (SELECT count(*) FROM ins) AS start),\n%s\nSELECT id FROM n ORDER BY id;\nCOMMIT;\n' \
+		"$insert" "$leaves" > "$dir/leaf+row.sql"
+	for round in 1 2 3; do
+		for s in plain leaf leaf+row; do
+			# Each run on tables made afresh.
+			psql "$PG_DSN" -q -f "$dir/setup.sql"
 			printf 'round %d %-10s ' "$round" "$s"
-			pgbench "$url" -n -c 16 -j 2 -T 6 -f "$dir/$s.sql" 2>&1 | grep -Eo 'tps = [0-9.]+'
+			pgbench "$url" -n -c 16 -j 2 -T 8 -f "$dir/$s.sql" 2>&1 | grep -Eo 'tps = [0-9.]+'
 		done
 	done
 	psql "$PG_DSN" -qc "SET client_min_messages = warning; DROP SCHEMA $schema CASCADE"

@@ -146,8 +146,9 @@
 //
 // The store keeps the log of decisions §19 (flagadmin.LogStore): migration
 // 20261127000001 (schema/log-*.sql) adds log_leaves (one row per event
-// ever written: its index, id, leaf hash and whether it was pruned),
-// log_state (the log's size), log_hashes (the subtree hashes adapters/tlog
+// ever written: its index, id, leaf hash and whether it was pruned; the
+// log's size is the last index + 1, since migration 20261127000003,
+// schema/logsize-*.sql), log_hashes (the subtree hashes adapters/tlog
 // stores to speed proofs up), log_checkpoints and log_holds, and makes
 // the leaves of the events a database already holds. Every write
 // transaction appends its events' leaves under the event order lock, in

@@ -21,8 +21,13 @@ import (
 // makes ids settle in commit order also makes the indexes consecutive: no
 // other writer can append a leaf until this transaction ends, and one
 // that rolls back takes its leaves with it. The log's size, the number of
-// leaves, is the one row of log_state, which only the lock's holder
-// changes.
+// leaves, is the last leaf's idx + 1, which the lock's holder reads from
+// log_leaves' primary key as it was committed last: on PostgreSQL with a
+// snapshot taken after the lock (a statement of its own, or
+// flagadmin_log_size of schema/logsize-postgres.sql), on MySQL by a
+// locking read, on SQLite as the one writer. (It was once a row of its
+// own that every writer raised under the lock, and that update cost more
+// than the leaf.)
 //
 // A leaf's hash is flagadmin.LeafHash of the event as it is stored (its
 // time to the millisecond, empty JSON as null), computed here, in Go:
@@ -99,15 +104,21 @@ func (s *Store) appendLeaves(ctx context.Context, t *txn, ch *changes) error {
 			return err
 		}
 	}
-	_, err = t.ExecContext(ctx, "UPDATE log_state SET size = ? WHERE id = 1", size+int64(len(leaves)))
-	return err
+	return nil
 }
 
+// logSizeSQL reads the log's size: the last leaf's idx + 1.
+const logSizeSQL = "SELECT COALESCE(MAX(idx) + 1, 0) FROM log_leaves"
+
 // logSizeLocked reads the log's size in t, which holds the event order
-// lock: on MySQL by a locking read, which sees the latest committed size
-// (a plain read would see t's snapshot, which may predate the lock).
+// lock: on PostgreSQL in a statement of its own, whose snapshot is taken
+// after the lock; on MySQL by a locking read, which sees the latest
+// committed leaves (a plain read would see t's snapshot, which may predate
+// the lock). That read locks the last leaf, which a pruner holds while it
+// prunes the newest event: the deadlock that may follow is run again
+// (tx.go).
 func (s *Store) logSizeLocked(ctx context.Context, t *txn) (int64, error) {
-	q := "SELECT size FROM log_state WHERE id = 1"
+	q := logSizeSQL
 	if s.dialect == dialect.MySQL {
 		q += " FOR UPDATE"
 	}
@@ -146,16 +157,16 @@ func insertLeafRows(ctx context.Context, db bun.IDB, leaves []leafRow) error {
 const pgLeafChunk = 1000
 
 // appendLeavesPG appends leaves on PostgreSQL in one statement per chunk,
-// which raises the log's size and inserts the leaves from the size it
-// had: one round trip for a write's leaves.
+// which reads the log's size (flagadmin_log_size: the leaves committed
+// before the lock and the transaction's own) and inserts the leaves from
+// it: one round trip for a write's leaves.
 func appendLeavesPG(ctx context.Context, db bun.IDB, leaves []leafRow) error {
 	for start := 0; start < len(leaves); start += pgLeafChunk {
 		part := leaves[start:min(len(leaves), start+pgLeafChunk)]
 		var b strings.Builder
-		args := make([]any, 0, 2+3*len(part))
-		b.WriteString(`WITH o AS (UPDATE log_state SET size = size + ? WHERE id = 1 RETURNING size - ? AS start)
+		args := make([]any, 0, 3*len(part))
+		b.WriteString(`WITH o AS (SELECT flagadmin_log_size() AS start)
 			INSERT INTO log_leaves (idx, event_id, hash) SELECT o.start + v.k, v.event_id, v.hash FROM o, (VALUES `)
-		args = append(args, len(part), len(part))
 		for i, l := range part {
 			if i > 0 {
 				b.WriteString(", ")
@@ -171,11 +182,10 @@ func appendLeavesPG(ctx context.Context, db bun.IDB, leaves []leafRow) error {
 	return nil
 }
 
-// copyLeaves appends many leaves on PostgreSQL: the log's size raised in
+// copyLeaves appends many leaves on PostgreSQL: the log's size read in
 // one statement, the leaves sent with COPY on t's pgx connection.
 func (s *Store) copyLeaves(ctx context.Context, t *txn, leaves []leafRow) error {
-	var start int64
-	err := t.QueryRowContext(ctx, "UPDATE log_state SET size = size + ? WHERE id = 1 RETURNING size - ?", len(leaves), len(leaves)).Scan(&start)
+	start, err := s.logSizeLocked(ctx, t)
 	if err != nil {
 		return err
 	}
@@ -197,12 +207,16 @@ func (s *Store) copyLeaves(ctx context.Context, t *txn, leaves []leafRow) error 
 // insertWithLeaves inserts rows on PostgreSQL by multi-row INSERTs that
 // append their leaves in the same statement, and sets the ids the
 // database draws on events. The statement inserts the events (its
-// trigger takes the event order lock before the first id is drawn), raises
+// trigger takes the event order lock before the first id is drawn), reads
 // the log's size and inserts a leaf per event, whose hash PostgreSQL
 // computes from the parts of the event's canonical JSON around its id
 // (flagadmin.LeafParts): SHA-256 of 0x00, the part before, the id's digits
 // and the part after, which is flagadmin.LeafHash. Ids are drawn in VALUES
-// order; the k-th smallest is the k-th row's. Keeping the tree then costs
+// order; the k-th smallest is the k-th row's. The size is read once ins
+// has inserted its rows (o counts them first), so under the lock, by
+// flagadmin_log_size, whose snapshot holds the leaves committed before the
+// lock was granted (the statement's own snapshot predates it; a size read
+// with it would repeat an idx, which the primary key refuses). Keeping the tree then costs
 // no round trip under the lock, which writers of events hold one at a
 // time (record.go).
 func (s *Store) insertWithLeaves(ctx context.Context, db bun.IDB, rows []stored.Event, events []flagadmin.Event) error {
@@ -225,8 +239,7 @@ func (s *Store) insertWithLeaves(ctx context.Context, db bun.IDB, rows []stored.
 		}
 		query := `WITH ins AS (?),
 			n AS (SELECT id, row_number() OVER (ORDER BY id) AS k FROM ins),
-			o AS (UPDATE log_state SET size = size + (SELECT count(*) FROM ins) WHERE id = 1
-				RETURNING size - (SELECT count(*) FROM ins) AS start),
+			o AS (SELECT flagadmin_log_size() AS start FROM (SELECT count(*) FROM ins) AS inserted),
 			leaves AS (INSERT INTO log_leaves (idx, event_id, hash)
 				SELECT o.start + n.k - 1, n.id, sha256('\x00'::bytea || p.before || convert_to(n.id::text, 'UTF8') || p.after)
 				FROM o, n JOIN (VALUES ` + values.String() + `) AS p (k, before, after) ON p.k = n.k)

@@ -20,14 +20,14 @@ var _ flagadmin.LogStore = (*Store)(nil)
 // (flagadmin.LogStore): leaves.go appends the leaves, prune.go prunes.
 // Tables (schema/log-*.sql): log_leaves (idx, event_id, hash, pruned),
 // log_hashes (level, idx, hash), log_checkpoints and log_holds; the size
-// is log_state's one row.
+// is the last leaf's idx + 1 (leaves.go).
 
 // LogSize implements flagadmin.LogStore.
 func (s *Store) LogSize(ctx context.Context) (int64, error) {
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
 	var n int64
-	if err := s.rdb.DB.QueryRowContext(ctx, "SELECT size FROM log_state WHERE id = 1").Scan(&n); err != nil {
+	if err := s.rdb.DB.QueryRowContext(ctx, logSizeSQL).Scan(&n); err != nil {
 		return 0, s.fail("log size", err)
 	}
 	return n, nil

@@ -35,12 +35,27 @@ func migrateLog(ctx context.Context, db *bun.DB) error {
 	})
 }
 
+// logSizeMigration is the name of the migration that drops log_state: the
+// log's size is read from its leaves since (schema/logsize-*.sql).
+const logSizeMigration = "20261127000003"
+
+// migrateLogSize is the migration logSizeMigration; its statements may
+// run again.
+func migrateLogSize(ctx context.Context, db *bun.DB) error {
+	stmts, err := schemaStatements(ctx, db, "logsize-")
+	if err != nil {
+		return err
+	}
+	return inMigrationTx(ctx, db, func(ctx context.Context, tx bun.IDB) error { return execAll(ctx, tx, stmts) })
+}
+
 // backfillBatch is how many events the migration reads at a time.
 const backfillBatch = 5000
 
 // backfillLeaves makes the leaves of every stored event, in id order, and
-// sets the log's size, under the event order lock: what the log would
-// hold had it been kept from the first event.
+// sets the log's size (log_state, until logSizeMigration drops it), under
+// the event order lock: what the log would hold had it been kept from the
+// first event.
 func backfillLeaves(ctx context.Context, tx bun.IDB) error {
 	if tx.Dialect().Name() != dialect.SQLite {
 		if _, err := tx.ExecContext(ctx, eventOrderSQL); err != nil {

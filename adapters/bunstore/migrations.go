@@ -46,6 +46,7 @@ func newMigrations(o migrateOptions) *migrate.Migrations {
 	add(baseline, "baseline: the schema of the first release", migrateBaseline)
 	add(logMigration, "the verifiable log: its tables, and the leaves of the events stored", migrateLog)
 	add("20261127000002", "follow_state: the Unleash database the store follows, its position and the follow lease", migrateFollowState)
+	add(logSizeMigration, "the log's size read from its leaves, instead of a row every writer of events changed", migrateLogSize)
 	add(pruneMigration, "store_versions: the row retention raises, which no writer does", migratePruneVersion)
 	return ms
 }

@@ -32,8 +32,8 @@ import (
 //  3. one row of store_versions (bumpVersion);
 //  4. the one row of event_order, the event order lock (appendEvents): held
 //     to the commit, by a transaction that waits for no other lock;
-//  5. under it, the one row of log_state, with the leaves it appends
-//     (leaves.go), which no one else changes.
+//  5. under it, the leaves it appends (leaves.go), after the last one
+//     (on MySQL read by a locking read: see logSizeLocked).
 //
 // record is the one place that takes 2 to 5, in that order. PruneEvents
 // (prune.go) takes the prune lock, then 1 to 3 and no other, and of 2 and

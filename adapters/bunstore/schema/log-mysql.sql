@@ -16,8 +16,8 @@ CREATE TABLE IF NOT EXISTS log_leaves (
 
 -- The log's size, the number of leaves: one row, changed only by the
 -- holder of the event order lock (record.go), which appends the leaves.
--- It is a row of its own, so that the row writers wait to lock
--- (event_order) stays one that is only locked, never changed.
+-- Dropped by migration 20261127000003 (schema/logsize-*.sql): the size
+-- is read from log_leaves since.
 CREATE TABLE IF NOT EXISTS log_state (
 	id SMALLINT NOT NULL PRIMARY KEY,
 	size BIGINT NOT NULL
