@@ -10,6 +10,7 @@ import (
 	"github.com/uptrace/bun"
 	"github.com/uptrace/bun/dialect"
 
+	"github.com/flagadmin/flagadmin/adapters/bunstore/internal/sqlq"
 	"github.com/flagadmin/flagadmin/adapters/bunstore/internal/stored"
 	"github.com/flagadmin/flagadmin/flagadmin"
 )
@@ -251,4 +252,118 @@ func (s *Store) LatestCheckpoint(ctx context.Context) (flagadmin.Checkpoint, err
 		return flagadmin.Checkpoint{}, s.fail("latest checkpoint", err)
 	}
 	return flagadmin.Checkpoint{Size: r.Size, Root: root, Note: r.Note, SignedAt: stored.Time(r.SignedAt)}, nil
+}
+
+var _ flagadmin.LogProofReader = (*Store)(nil)
+
+// The kinds of the rows of a proof's statement (proofStatement).
+const (
+	proofRowLeaf    = 0 // the event's leaf: its idx and hash
+	proofRowSize    = 1 // the log's size, as idx
+	proofRowVisible = 2 // the event, visible: its id, as idx
+	proofRowHash    = 3 // a stored hash: its level, idx and hash
+)
+
+// ReadLogProof implements flagadmin.LogProofReader in one statement
+// (proofStatement), when the ProofReads tuning is on.
+func (s *Store) ReadLogProof(ctx context.Context, q flagadmin.LogProofQuery) (flagadmin.LogProofRows, error) {
+	if !s.tuning.proofs {
+		return flagadmin.LogProofRows{}, fmt.Errorf("bunstore: the %s tuning is off: %w", ProofReads, errors.ErrUnsupported)
+	}
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
+	stmt := s.proofStatement(q)
+	rows, err := s.rdb.QueryContext(ctx, stmt.Text, stmt.Args...)
+	if err != nil {
+		return flagadmin.LogProofRows{}, s.fail("read log proof", err)
+	}
+	defer rows.Close()
+	var out flagadmin.LogProofRows
+	for rows.Next() {
+		var (
+			kind, level int
+			idx         int64
+			hash        []byte
+		)
+		if err := rows.Scan(&kind, &level, &idx, &hash); err != nil {
+			return flagadmin.LogProofRows{}, s.fail("read log proof", err)
+		}
+		switch kind {
+		case proofRowSize:
+			out.Size = idx
+		case proofRowVisible:
+			out.Visible = true
+		case proofRowLeaf, proofRowHash:
+			h, err := hash32(hash)
+			if err != nil {
+				return flagadmin.LogProofRows{}, s.fail("read log proof", fmt.Errorf("hash %d of level %d: %w", idx, level, err))
+			}
+			if kind == proofRowLeaf {
+				// A visible event is not pruned: pruning removes the event.
+				out.Leaf = &flagadmin.LogLeaf{Index: idx, EventID: q.Event.IDs[0], Hash: h}
+			} else {
+				out.Hashes = append(out.Hashes, flagadmin.LogHash{Level: level, Index: idx, Hash: h})
+			}
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return flagadmin.LogProofRows{}, s.fail("read log proof", err)
+	}
+	return out, nil
+}
+
+// proofStatement is the one statement of a LogProofQuery: a UNION ALL of
+// short reads of primary keys, each row tagged with its kind
+// (proofRowLeaf...). The leaf is looked up by event id only when the
+// event passes the query's filter (the search's, s.filter: its id and what
+// the caller may see), in a common table expression the windows' parts
+// join, computing their ranges from its idx; a window of level L and
+// width W around leaf i is the hashes from i / (2^L·W) · W on, integer
+// division.
+func (s *Store) proofStatement(q flagadmin.LogProofQuery) sqlq.Fragment {
+	var with, visible sqlq.Fragment
+	var parts []sqlq.Fragment
+	// The leaf comes first when asked for, then the hashes: PostgreSQL
+	// types a UNION's column by its parts from the left, so the NULL
+	// hashes of the event and the size come after a part of bytea hashes.
+	if q.Event != nil && len(q.Event.IDs) == 1 {
+		filter := s.filter(*q.Event)
+		with = sqlq.Fill("WITH leaf AS (SELECT idx, hash FROM log_leaves WHERE ? AND EXISTS (SELECT 1 FROM events WHERE ?))",
+			sqlq.F("event_id = ?", q.Event.IDs[0]), filter)
+		visible = filter.Wrap(fmt.Sprintf("SELECT %d AS k, 0 AS lvl, id AS idx, NULL AS hash FROM events WHERE ", proofRowVisible), "")
+		parts = append(parts, sqlq.F("SELECT ? AS k, 0 AS lvl, idx, hash FROM leaf", proofRowLeaf))
+		div := "/"
+		if s.dialect == dialect.MySQL {
+			div = "DIV"
+		}
+		for _, w := range q.Windows {
+			if w.Width < 1 || w.End < 1 {
+				continue
+			}
+			span := (int64(1) << w.Level) * w.Width
+			start := "leaf.idx " + div + " ? * ?"
+			on := "h.idx >= " + start + " AND h.idx < " + start + " + ? AND h.idx < ?"
+			args := []any{span, w.Width, span, w.Width, w.Width, w.End}
+			if w.Level == 0 {
+				parts = append(parts, sqlq.F("SELECT ? AS k, 0 AS lvl, h.idx, h.hash FROM leaf JOIN log_leaves h ON "+on,
+					append([]any{proofRowHash}, args...)...))
+			} else {
+				parts = append(parts, sqlq.F("SELECT ? AS k, ? AS lvl, h.idx, h.hash FROM leaf JOIN log_hashes h ON h.level = ? AND "+on,
+					append([]any{proofRowHash, w.Level, w.Level}, args...)...))
+			}
+		}
+	}
+	for _, r := range q.Ranges {
+		start := max(r.Start, 0)
+		if start >= r.End {
+			continue
+		}
+		if r.Level == 0 {
+			parts = append(parts, sqlq.F("SELECT ? AS k, 0 AS lvl, idx, hash FROM log_leaves WHERE idx >= ? AND idx < ?", proofRowHash, start, r.End))
+		} else {
+			parts = append(parts, sqlq.F("SELECT ? AS k, ? AS lvl, idx, hash FROM log_hashes WHERE level = ? AND idx >= ? AND idx < ?", proofRowHash, r.Level, r.Level, start, r.End))
+		}
+	}
+	parts = append(parts, visible, sqlq.F("SELECT ? AS k, 0 AS lvl, size AS idx, NULL AS hash FROM log_state WHERE id = 1", proofRowSize))
+	return sqlq.Join(" ", with, sqlq.Join(" UNION ALL ", parts...))
 }
