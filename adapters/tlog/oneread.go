@@ -94,16 +94,17 @@ func (p *Prover) CheckedConsistencyProof(ctx context.Context, from, to int64) (f
 	return a, err
 }
 
-// rehashFrom builds the proof of nodes from the hashes read, reading the
-// nodes they do not cover (their stored level lacks some) with
-// NodeHashes.
+// rehashFrom builds the proof of nodes from the hashes read. A node
+// whose stored level lacks some of its hashes (they are built after the
+// leaves) is folded from the level below, read then, in one more read
+// per level missing.
 func (p *Prover) rehashFrom(ctx context.Context, nodes proof.Nodes, read []flagadmin.LogHash) ([][]byte, error) {
 	have := make(map[compact.NodeID][32]byte, len(read))
 	for _, h := range read {
 		have[compact.NewNodeID(uint(h.Level), uint64(h.Index))] = h.Hash
 	}
 	hashes := make([][]byte, len(nodes.IDs))
-	var missing []compact.NodeID
+	var below []flagadmin.LogHashRange
 	var at []int
 	for i, id := range nodes.IDs {
 		r := storedRange(id)
@@ -115,21 +116,29 @@ func (p *Prover) rehashFrom(ctx context.Context, nodes proof.Nodes, read []flaga
 			}
 			run = append(run, h)
 		}
-		if int64(len(run)) < r.End-r.Start {
-			missing = append(missing, id)
-			at = append(at, i)
+		if int64(len(run)) == r.End-r.Start {
+			root := fold(run)
+			hashes[i] = root[:]
 			continue
 		}
-		root := fold(run)
-		hashes[i] = root[:]
+		if r.Level == 0 {
+			return nil, fmt.Errorf("%w: leaves %d to %d", errShortLog, r.Start, r.End-1)
+		}
+		below = append(below, flagadmin.LogHashRange{Level: r.Level - TileHeight, Start: r.Start * tileWidth, End: r.End * tileWidth})
+		at = append(at, i)
 	}
-	if len(missing) > 0 {
-		more, err := p.NodeHashes(ctx, missing)
+	if len(below) > 0 {
+		runs, err := p.hashes(ctx, below)
 		if err != nil {
 			return nil, err
 		}
 		for k, i := range at {
-			hashes[i] = more[k]
+			var tiles [][32]byte
+			for j := 0; j+tileWidth <= len(runs[k]); j += tileWidth {
+				tiles = append(tiles, fold(runs[k][j:j+tileWidth]))
+			}
+			root := fold(tiles)
+			hashes[i] = root[:]
 		}
 	}
 	out, err := nodes.Rehash(hashes, hasher.HashChildren)
