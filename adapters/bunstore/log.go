@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/uptrace/bun"
 	"github.com/uptrace/bun/dialect"
 
@@ -273,7 +274,17 @@ func (s *Store) ReadLogProof(ctx context.Context, q flagadmin.LogProofQuery) (fl
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
 	stmt := s.proofStatement(q)
-	rows, err := s.rdb.QueryContext(ctx, stmt.Text, stmt.Args...)
+	var rows *sql.Rows
+	var err error
+	if s.dialect == dialect.PG {
+		// Prepared, and kept by the connection: the statement's text
+		// depends only on the tree's size and the caller's visibility, and
+		// planning it again each time would cost more than running it.
+		text, args := stmt.Dollar()
+		rows, err = s.rdb.DB.QueryContext(ctx, text, append([]any{pgx.QueryExecModeCacheStatement}, args...)...)
+	} else {
+		rows, err = s.rdb.QueryContext(ctx, stmt.Text, stmt.Args...)
+	}
 	if err != nil {
 		return flagadmin.LogProofRows{}, s.fail("read log proof", err)
 	}
@@ -323,6 +334,11 @@ func (s *Store) ReadLogProof(ctx context.Context, q flagadmin.LogProofQuery) (fl
 func (s *Store) proofStatement(q flagadmin.LogProofQuery) sqlq.Fragment {
 	var with, visible sqlq.Fragment
 	var parts []sqlq.Fragment
+	// The kinds and levels are written in the text, the positions are
+	// values: the text is the same for every proof in a tree of one size.
+	hashes := func(level int) string {
+		return fmt.Sprintf("SELECT %d AS k, %d AS lvl, h.idx, h.hash FROM ", proofRowHash, level)
+	}
 	// The leaf comes first when asked for, then the hashes: PostgreSQL
 	// types a UNION's column by its parts from the left, so the NULL
 	// hashes of the event and the size come after a part of bytea hashes.
@@ -331,7 +347,7 @@ func (s *Store) proofStatement(q flagadmin.LogProofQuery) sqlq.Fragment {
 		with = sqlq.Fill("WITH leaf AS (SELECT idx, hash FROM log_leaves WHERE ? AND EXISTS (SELECT 1 FROM events WHERE ?))",
 			sqlq.F("event_id = ?", q.Event.IDs[0]), filter)
 		visible = filter.Wrap(fmt.Sprintf("SELECT %d AS k, 0 AS lvl, id AS idx, NULL AS hash FROM events WHERE ", proofRowVisible), "")
-		parts = append(parts, sqlq.F("SELECT ? AS k, 0 AS lvl, idx, hash FROM leaf", proofRowLeaf))
+		parts = append(parts, sqlq.F(fmt.Sprintf("SELECT %d AS k, 0 AS lvl, idx, hash FROM leaf", proofRowLeaf)))
 		div := "/"
 		if s.dialect == dialect.MySQL {
 			div = "DIV"
@@ -340,16 +356,14 @@ func (s *Store) proofStatement(q flagadmin.LogProofQuery) sqlq.Fragment {
 			if w.Width < 1 || w.End < 1 {
 				continue
 			}
-			span := (int64(1) << w.Level) * w.Width
 			start := "leaf.idx " + div + " ? * ?"
+			span := (int64(1) << w.Level) * w.Width
 			on := "h.idx >= " + start + " AND h.idx < " + start + " + ? AND h.idx < ?"
 			args := []any{span, w.Width, span, w.Width, w.Width, w.End}
 			if w.Level == 0 {
-				parts = append(parts, sqlq.F("SELECT ? AS k, 0 AS lvl, h.idx, h.hash FROM leaf JOIN log_leaves h ON "+on,
-					append([]any{proofRowHash}, args...)...))
+				parts = append(parts, sqlq.F(hashes(0)+"leaf JOIN log_leaves h ON "+on, args...))
 			} else {
-				parts = append(parts, sqlq.F("SELECT ? AS k, ? AS lvl, h.idx, h.hash FROM leaf JOIN log_hashes h ON h.level = ? AND "+on,
-					append([]any{proofRowHash, w.Level, w.Level}, args...)...))
+				parts = append(parts, sqlq.F(hashes(w.Level)+fmt.Sprintf("leaf JOIN log_hashes h ON h.level = %d AND ", w.Level)+on, args...))
 			}
 		}
 	}
@@ -359,11 +373,11 @@ func (s *Store) proofStatement(q flagadmin.LogProofQuery) sqlq.Fragment {
 			continue
 		}
 		if r.Level == 0 {
-			parts = append(parts, sqlq.F("SELECT ? AS k, 0 AS lvl, idx, hash FROM log_leaves WHERE idx >= ? AND idx < ?", proofRowHash, start, r.End))
+			parts = append(parts, sqlq.F(hashes(0)+"log_leaves h WHERE h.idx >= ? AND h.idx < ?", start, r.End))
 		} else {
-			parts = append(parts, sqlq.F("SELECT ? AS k, ? AS lvl, idx, hash FROM log_hashes WHERE level = ? AND idx >= ? AND idx < ?", proofRowHash, r.Level, r.Level, start, r.End))
+			parts = append(parts, sqlq.F(hashes(r.Level)+fmt.Sprintf("log_hashes h WHERE h.level = %d AND h.idx >= ? AND h.idx < ?", r.Level), start, r.End))
 		}
 	}
-	parts = append(parts, visible, sqlq.F("SELECT ? AS k, 0 AS lvl, size AS idx, NULL AS hash FROM log_state WHERE id = 1", proofRowSize))
+	parts = append(parts, visible, sqlq.F(fmt.Sprintf("SELECT %d AS k, 0 AS lvl, size AS idx, NULL AS hash FROM log_state WHERE id = 1", proofRowSize)))
 	return sqlq.Join(" ", with, sqlq.Join(" UNION ALL ", parts...))
 }

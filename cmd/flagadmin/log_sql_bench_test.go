@@ -36,6 +36,9 @@ import (
 //     lifecycles: the pruning's time, and the writes' p99 and longest
 //     wait, against the same writes for 5 s before the pruning.
 //
+// FLAGADMIN_BENCH_LOG_PARTS names the parts to run, comma-separated
+// (default "proof,verify,prune").
+//
 // scripts/bench-log.sh runs it on PostgreSQL and SQLite:
 //
 //	FLAGADMIN_BENCH_LOG_DB=sqlite:/tmp/log.db go test ./cmd/flagadmin -run '^$' -bench LogSQL -benchtime 1x -timeout 60m -v
@@ -49,6 +52,16 @@ func BenchmarkLogSQL(b *testing.B) {
 		var err error
 		if n, err = strconv.Atoi(v); err != nil || n < 2 {
 			b.Fatalf("FLAGADMIN_BENCH_LOG_EVENTS=%q: want an integer of 2 or more", v)
+		}
+	}
+	parts := map[string]bool{"proof": true, "verify": true, "prune": true}
+	if v := os.Getenv("FLAGADMIN_BENCH_LOG_PARTS"); v != "" {
+		parts = map[string]bool{}
+		for _, p := range strings.Split(v, ",") {
+			if p = strings.TrimSpace(p); p != "proof" && p != "verify" && p != "prune" {
+				b.Fatalf("FLAGADMIN_BENCH_LOG_PARTS=%q: want parts of proof, verify, prune", v)
+			}
+			parts[strings.TrimSpace(p)] = true
 		}
 	}
 	ctx := context.Background()
@@ -108,110 +121,130 @@ func BenchmarkLogSQL(b *testing.B) {
 	size, _ := store.LogSize(ctx)
 
 	for b.Loop() {
-		// Proofs.
-		var took []time.Duration
-		for range 2000 {
-			id := 1 + rand.Int64N(int64(n))
-			begin := time.Now()
-			req, _ := http.NewRequest(http.MethodGet, fmt.Sprintf("%s/api/admin/log/proof?id=%d&size=%d", base, id, size), nil)
-			req.Header.Set("Authorization", demoAdmin)
-			resp, err := http.DefaultClient.Do(req)
-			if err != nil {
-				b.Fatal(err)
-			}
-			var body struct{ Hashes []string }
-			err = json.NewDecoder(resp.Body).Decode(&body)
-			resp.Body.Close()
-			took = append(took, time.Since(begin))
-			if err != nil || resp.StatusCode != http.StatusOK || len(body.Hashes) == 0 {
-				b.Fatalf("proof of %d: %d %v %d hashes", id, resp.StatusCode, err, len(body.Hashes))
-			}
+		if parts["proof"] {
+			proofs(b, base, n, size)
 		}
-		p50, p99, _ := quantiles(took)
-		b.Logf("inclusion proofs over HTTP at %d leaves: p50 %v, p99 %v", size, p50, p99)
-		b.ReportMetric(float64(p99.Microseconds())/1000, "proof-p99-ms")
+		if parts["verify"] {
+			verify(b, bin, base, signing, n)
+		}
+		if parts["prune"] {
+			prune(b, store, bin, base, signing, n, t0)
+		}
+	}
+}
 
-		// Verify.
-		cmd := exec.Command(bin, "log", "verify", "--url", base, "--token", demoAdmin, "--key", signing+".pub")
-		var out strings.Builder
-		cmd.Stdout, cmd.Stderr = &out, &out
+// proofs times 2,000 inclusion proofs of random events of the n in the
+// tree of size leaves, over HTTP, one after another.
+func proofs(b *testing.B, base string, n int, size int64) {
+	var took []time.Duration
+	for range 2000 {
+		id := 1 + rand.Int64N(int64(n))
 		begin := time.Now()
-		if err := cmd.Start(); err != nil {
+		req, _ := http.NewRequest(http.MethodGet, fmt.Sprintf("%s/api/admin/log/proof?id=%d&size=%d", base, id, size), nil)
+		req.Header.Set("Authorization", demoAdmin)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
 			b.Fatal(err)
 		}
-		peak := make(chan int64)
-		go func() { peak <- watchPeakRSS(cmd.Process.Pid) }()
-		err := cmd.Wait()
-		verifyTook, rss := time.Since(begin), <-peak
-		if err != nil || !strings.Contains(out.String(), fmt.Sprintf("OK: %d events", n)) {
-			b.Fatalf("log verify: %v\n%s", err, out.String())
+		var body struct{ Hashes []string }
+		err = json.NewDecoder(resp.Body).Decode(&body)
+		resp.Body.Close()
+		took = append(took, time.Since(begin))
+		if err != nil || resp.StatusCode != http.StatusOK || len(body.Hashes) == 0 {
+			b.Fatalf("proof of %d: %d %v %d hashes", id, resp.StatusCode, err, len(body.Hashes))
 		}
-		b.Logf("log verify over HTTP of %d events: %v, peak RSS %d MiB", n, verifyTook.Round(time.Millisecond), rss/1024)
-		b.ReportMetric(verifyTook.Seconds(), "verify-s")
-		b.ReportMetric(float64(rss)/1024, "verifier-peak-RSS-MiB")
+	}
+	p50, p99, _ := quantiles(took)
+	b.Logf("inclusion proofs over HTTP at %d leaves: p50 %v, p99 %v", size, p50, p99)
+	b.ReportMetric(float64(p99.Microseconds())/1000, "proof-p99-ms")
+}
 
-		// Pruning under writes.
-		svc := flagadmin.NewService(store)
-		writes := func(stop <-chan struct{}) []time.Duration {
-			var mu sync.Mutex
-			var all []time.Duration
-			var wg sync.WaitGroup
-			for g := range 4 {
-				wg.Go(func() {
-					for i := 0; ; i++ {
-						select {
-						case <-stop:
-							return
-						default:
-						}
-						status := flagadmin.StatusKept
-						if i%2 == 1 {
-							status = flagadmin.StatusDiscarded
-						}
-						begin := time.Now()
-						err := svc.CompleteLifecycle(ctx, flagadmin.AdminToken("bench"), "default", fmt.Sprintf("w-%d", (g*16+i)%64), flagadmin.CompleteRequest{Status: status})
-						if err != nil {
-							b.Error(err)
-							return
-						}
-						mu.Lock()
-						all = append(all, time.Since(begin))
-						mu.Unlock()
+// verify times "flagadmin log verify --url" of the n events and watches
+// its peak resident memory.
+func verify(b *testing.B, bin, base, signing string, n int) {
+	cmd := exec.Command(bin, "log", "verify", "--url", base, "--token", demoAdmin, "--key", signing+".pub")
+	var out strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &out
+	begin := time.Now()
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	peak := make(chan int64)
+	go func() { peak <- watchPeakRSS(cmd.Process.Pid) }()
+	err := cmd.Wait()
+	verifyTook, rss := time.Since(begin), <-peak
+	if err != nil || !strings.Contains(out.String(), fmt.Sprintf("OK: %d events", n)) {
+		b.Fatalf("log verify: %v\n%s", err, out.String())
+	}
+	b.Logf("log verify over HTTP of %d events: %v, peak RSS %d MiB", n, verifyTook.Round(time.Millisecond), rss/1024)
+	b.ReportMetric(verifyTook.Seconds(), "verify-s")
+	b.ReportMetric(float64(rss)/1024, "verifier-peak-RSS-MiB")
+}
+
+// prune prunes the older half of the n events while 4 goroutines complete
+// lifecycles, and times both.
+func prune(b *testing.B, store *bunstore.Store, bin, base, signing string, n int, t0 time.Time) {
+	ctx := context.Background()
+	svc := flagadmin.NewService(store)
+	writes := func(stop <-chan struct{}) []time.Duration {
+		var mu sync.Mutex
+		var all []time.Duration
+		var wg sync.WaitGroup
+		for g := range 4 {
+			wg.Go(func() {
+				for i := 0; ; i++ {
+					select {
+					case <-stop:
+						return
+					default:
 					}
-				})
-			}
-			wg.Wait()
-			return all
+					status := flagadmin.StatusKept
+					if i%2 == 1 {
+						status = flagadmin.StatusDiscarded
+					}
+					begin := time.Now()
+					err := svc.CompleteLifecycle(ctx, flagadmin.AdminToken("bench"), "default", fmt.Sprintf("w-%d", (g*16+i)%64), flagadmin.CompleteRequest{Status: status})
+					if err != nil {
+						b.Error(err)
+						return
+					}
+					mu.Lock()
+					all = append(all, time.Since(begin))
+					mu.Unlock()
+				}
+			})
 		}
-		stop := make(chan struct{})
-		time.AfterFunc(5*time.Second, func() { close(stop) })
-		alone := writes(stop)
-		stop = make(chan struct{})
-		var during []time.Duration
-		done := make(chan struct{})
-		go func() { during = writes(stop); close(done) }()
-		cut := t0.Add(time.Duration(n/2) * time.Second)
-		pruner := tlog.NewPruner(store, time.Hour, tlog.PrunerOptions{Clock: func() time.Time { return cut.Add(time.Hour) }})
-		begin = time.Now()
-		pruned, err := pruner.Pass(ctx)
-		pruneTook := time.Since(begin)
-		close(stop)
-		<-done
-		if err != nil || pruned != int64(n/2) {
-			b.Fatalf("pruned %d events (%v), want %d", pruned, err, n/2)
-		}
-		a50, a99, amax := quantiles(alone)
-		d50, d99, dmax := quantiles(during)
-		b.Logf("pruned %d events in %v (%.0f events/s)", pruned, pruneTook.Round(time.Millisecond), float64(pruned)/pruneTook.Seconds())
-		b.Logf("4 writers, 5 s alone: %d writes, p50 %v, p99 %v, longest %v", len(alone), a50, a99, amax)
-		b.Logf("4 writers, while pruning: %d writes, p50 %v, p99 %v, longest %v", len(during), d50, d99, dmax)
-		b.ReportMetric(float64(dmax.Microseconds())/1000, "write-max-ms-pruning")
-		b.ReportMetric(pruneTook.Seconds(), "prune-s")
-		// The proofs of the remaining events still verify.
-		wantVerifyOK := exec.Command(bin, "log", "verify", "--url", base, "--token", demoAdmin, "--key", signing+".pub")
-		if out, err := wantVerifyOK.CombinedOutput(); err != nil || !strings.Contains(string(out), "removed by retention") {
-			b.Fatalf("log verify after pruning: %v\n%s", err, out)
-		}
+		wg.Wait()
+		return all
+	}
+	stop := make(chan struct{})
+	time.AfterFunc(5*time.Second, func() { close(stop) })
+	alone := writes(stop)
+	stop = make(chan struct{})
+	var during []time.Duration
+	done := make(chan struct{})
+	go func() { during = writes(stop); close(done) }()
+	cut := t0.Add(time.Duration(n/2) * time.Second)
+	pruner := tlog.NewPruner(store, time.Hour, tlog.PrunerOptions{Clock: func() time.Time { return cut.Add(time.Hour) }})
+	begin := time.Now()
+	pruned, err := pruner.Pass(ctx)
+	pruneTook := time.Since(begin)
+	close(stop)
+	<-done
+	if err != nil || pruned != int64(n/2) {
+		b.Fatalf("pruned %d events (%v), want %d", pruned, err, n/2)
+	}
+	a50, a99, amax := quantiles(alone)
+	d50, d99, dmax := quantiles(during)
+	b.Logf("pruned %d events in %v (%.0f events/s)", pruned, pruneTook.Round(time.Millisecond), float64(pruned)/pruneTook.Seconds())
+	b.Logf("4 writers, 5 s alone: %d writes, p50 %v, p99 %v, longest %v", len(alone), a50, a99, amax)
+	b.Logf("4 writers, while pruning: %d writes, p50 %v, p99 %v, longest %v", len(during), d50, d99, dmax)
+	b.ReportMetric(float64(dmax.Microseconds())/1000, "write-max-ms-pruning")
+	b.ReportMetric(pruneTook.Seconds(), "prune-s")
+	// The proofs of the remaining events still verify.
+	wantVerifyOK := exec.Command(bin, "log", "verify", "--url", base, "--token", demoAdmin, "--key", signing+".pub")
+	if out, err := wantVerifyOK.CombinedOutput(); err != nil || !strings.Contains(string(out), "removed by retention") {
+		b.Fatalf("log verify after pruning: %v\n%s", err, out)
 	}
 }
 
