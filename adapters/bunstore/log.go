@@ -11,6 +11,7 @@ import (
 	"github.com/uptrace/bun"
 	"github.com/uptrace/bun/dialect"
 
+	"github.com/flagadmin/flagadmin/adapters/bunstore/internal/proofread"
 	"github.com/flagadmin/flagadmin/adapters/bunstore/internal/sqlq"
 	"github.com/flagadmin/flagadmin/adapters/bunstore/internal/stored"
 	"github.com/flagadmin/flagadmin/flagadmin"
@@ -257,23 +258,20 @@ func (s *Store) LatestCheckpoint(ctx context.Context) (flagadmin.Checkpoint, err
 
 var _ flagadmin.LogProofReader = (*Store)(nil)
 
-// The kinds of the rows of a proof's statement (proofStatement).
-const (
-	proofRowLeaf    = 0 // the event's leaf: its idx and hash
-	proofRowSize    = 1 // the log's size, as idx
-	proofRowVisible = 2 // the event, visible: its id, as idx
-	proofRowHash    = 3 // a stored hash: its level, idx and hash
-)
-
 // ReadLogProof implements flagadmin.LogProofReader in one statement
-// (proofStatement), when the ProofReads tuning is on.
+// (internal/proofread), when the ProofReads tuning is on; the event is
+// selected by the search's filter (s.filter).
 func (s *Store) ReadLogProof(ctx context.Context, q flagadmin.LogProofQuery) (flagadmin.LogProofRows, error) {
 	if !s.tuning.proofs {
 		return flagadmin.LogProofRows{}, fmt.Errorf("bunstore: the %s tuning is off: %w", ProofReads, errors.ErrUnsupported)
 	}
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
-	stmt := s.proofStatement(q)
+	var filter sqlq.Fragment
+	if q.Event != nil {
+		filter = s.filter(*q.Event)
+	}
+	stmt := proofread.Statement(q, filter, s.dialect == dialect.MySQL)
 	var rows *sql.Rows
 	var err error
 	if s.dialect == dialect.PG {
@@ -288,96 +286,6 @@ func (s *Store) ReadLogProof(ctx context.Context, q flagadmin.LogProofQuery) (fl
 	if err != nil {
 		return flagadmin.LogProofRows{}, s.fail("read log proof", err)
 	}
-	defer rows.Close()
-	var out flagadmin.LogProofRows
-	for rows.Next() {
-		var (
-			kind, level int
-			idx         int64
-			hash        []byte
-		)
-		if err := rows.Scan(&kind, &level, &idx, &hash); err != nil {
-			return flagadmin.LogProofRows{}, s.fail("read log proof", err)
-		}
-		switch kind {
-		case proofRowSize:
-			out.Size = idx
-		case proofRowVisible:
-			out.Visible = true
-		case proofRowLeaf, proofRowHash:
-			h, err := hash32(hash)
-			if err != nil {
-				return flagadmin.LogProofRows{}, s.fail("read log proof", fmt.Errorf("hash %d of level %d: %w", idx, level, err))
-			}
-			if kind == proofRowLeaf {
-				// A visible event is not pruned: pruning removes the event.
-				out.Leaf = &flagadmin.LogLeaf{Index: idx, EventID: q.Event.IDs[0], Hash: h}
-			} else {
-				out.Hashes = append(out.Hashes, flagadmin.LogHash{Level: level, Index: idx, Hash: h})
-			}
-		}
-	}
-	if err := rows.Err(); err != nil {
-		return flagadmin.LogProofRows{}, s.fail("read log proof", err)
-	}
-	return out, nil
-}
-
-// proofStatement is the one statement of a LogProofQuery: a UNION ALL of
-// short reads of primary keys, each row tagged with its kind
-// (proofRowLeaf...). The leaf is looked up by event id only when the
-// event passes the query's filter (the search's, s.filter: its id and what
-// the caller may see), in a common table expression the windows' parts
-// join, computing their ranges from its idx; a window of level L and
-// width W around leaf i is the hashes from i / (2^L·W) · W on, integer
-// division.
-func (s *Store) proofStatement(q flagadmin.LogProofQuery) sqlq.Fragment {
-	var with, visible sqlq.Fragment
-	var parts []sqlq.Fragment
-	// The kinds and levels are written in the text, the positions are
-	// values: the text is the same for every proof in a tree of one size.
-	hashes := func(level int) string {
-		return fmt.Sprintf("SELECT %d AS k, %d AS lvl, h.idx, h.hash FROM ", proofRowHash, level)
-	}
-	// The leaf comes first when asked for, then the hashes: PostgreSQL
-	// types a UNION's column by its parts from the left, so the NULL
-	// hashes of the event and the size come after a part of bytea hashes.
-	if q.Event != nil && len(q.Event.IDs) == 1 {
-		filter := s.filter(*q.Event)
-		with = sqlq.Fill("WITH leaf AS (SELECT idx, hash FROM log_leaves WHERE ? AND EXISTS (SELECT 1 FROM events WHERE ?))",
-			sqlq.F("event_id = ?", q.Event.IDs[0]), filter)
-		visible = filter.Wrap(fmt.Sprintf("SELECT %d AS k, 0 AS lvl, id AS idx, NULL AS hash FROM events WHERE ", proofRowVisible), "")
-		parts = append(parts, sqlq.F(fmt.Sprintf("SELECT %d AS k, 0 AS lvl, idx, hash FROM leaf", proofRowLeaf)))
-		div := "/"
-		if s.dialect == dialect.MySQL {
-			div = "DIV"
-		}
-		for _, w := range q.Windows {
-			if w.Width < 1 || w.End < 1 {
-				continue
-			}
-			start := "leaf.idx " + div + " ? * ?"
-			span := (int64(1) << w.Level) * w.Width
-			on := "h.idx >= " + start + " AND h.idx < " + start + " + ? AND h.idx < ?"
-			args := []any{span, w.Width, span, w.Width, w.Width, w.End}
-			if w.Level == 0 {
-				parts = append(parts, sqlq.F(hashes(0)+"leaf JOIN log_leaves h ON "+on, args...))
-			} else {
-				parts = append(parts, sqlq.F(hashes(w.Level)+fmt.Sprintf("leaf JOIN log_hashes h ON h.level = %d AND ", w.Level)+on, args...))
-			}
-		}
-	}
-	for _, r := range q.Ranges {
-		start := max(r.Start, 0)
-		if start >= r.End {
-			continue
-		}
-		if r.Level == 0 {
-			parts = append(parts, sqlq.F(hashes(0)+"log_leaves h WHERE h.idx >= ? AND h.idx < ?", start, r.End))
-		} else {
-			parts = append(parts, sqlq.F(hashes(r.Level)+fmt.Sprintf("log_hashes h WHERE h.level = %d AND h.idx >= ? AND h.idx < ?", r.Level), start, r.End))
-		}
-	}
-	parts = append(parts, visible, sqlq.F(fmt.Sprintf("SELECT %d AS k, 0 AS lvl, size AS idx, NULL AS hash FROM log_state WHERE id = 1", proofRowSize)))
-	return sqlq.Join(" ", with, sqlq.Join(" UNION ALL ", parts...))
+	out, err := proofread.Scan(rows, q)
+	return out, s.fail("read log proof", err)
 }

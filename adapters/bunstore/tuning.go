@@ -46,8 +46,8 @@ const (
 	// ProofReads reads what a proof of the verifiable log needs (the log's
 	// size, the event's leaf with the check that the caller may see it,
 	// the stored hashes around the leaf) in one statement
-	// (flagadmin.LogProofReader, log.go). Off, the Service reads it step
-	// by step, one statement each.
+	// (internal/proofread, for flagadmin.LogProofReader). Off, the
+	// Service reads it step by step, one statement each.
 	ProofReads Tuning = "proof-reads"
 )
 
