@@ -50,18 +50,14 @@ func (s *Service) DeprecatedSearchEvents(ctx context.Context, p Principal, req D
 	return s.search(ctx, p, q)
 }
 
+// search answers q with the events p may see (visibleQuery).
 func (s *Service) search(ctx context.Context, p Principal, q EventQuery) (EventPage, error) {
-	hidden, _, restricted, err := s.visibility(ctx, p)
+	q, none, err := s.visibleQuery(ctx, p, q)
 	if err != nil {
 		return EventPage{}, err
 	}
-	if restricted {
-		q.RequireProject = true
-		q.HiddenProjects = hidden
-		// A filter that names only hidden projects matches nothing: skip the store.
-		if len(q.Projects) > 0 && !slices.ContainsFunc(q.Projects, func(id string) bool { return !slices.Contains(hidden, id) }) {
-			return EventPage{Events: []Event{}}, nil
-		}
+	if none {
+		return EventPage{Events: []Event{}}, nil
 	}
 	page, err := s.store.SearchEvents(ctx, q)
 	if err != nil {
@@ -71,4 +67,20 @@ func (s *Service) search(ctx context.Context, p Principal, q EventQuery) (EventP
 		page.Events = []Event{}
 	}
 	return page, nil
+}
+
+// visibleQuery returns q restricted to the events p may see (decisions
+// §2): for a principal that is not a root admin, no event without a
+// project, nor of a private project p is not a member of. none: q then
+// matches nothing (its project filter names only hidden projects), so
+// the store need not be asked.
+func (s *Service) visibleQuery(ctx context.Context, p Principal, q EventQuery) (_ EventQuery, none bool, err error) {
+	hidden, _, restricted, err := s.visibility(ctx, p)
+	if err != nil || !restricted {
+		return q, false, err
+	}
+	q.RequireProject = true
+	q.HiddenProjects = hidden
+	none = len(q.Projects) > 0 && !slices.ContainsFunc(q.Projects, func(id string) bool { return !slices.Contains(hidden, id) })
+	return q, none, nil
 }

@@ -3,6 +3,7 @@ package flagadmin
 import (
 	"context"
 	"crypto/sha256"
+	"errors"
 	"fmt"
 	"strconv"
 	"time"
@@ -260,6 +261,96 @@ type LogProver interface {
 	ConsistencyProof(ctx context.Context, from, to int64) ([][]byte, error)
 }
 
+// LogProofReader is a LogStore that reads what a proof needs in one read
+// (one statement for a SQL store, so one snapshot): the log's size, an
+// event's leaf with the check that the caller may see the event, and the
+// stored hashes around that leaf, whose index the read itself finds. A
+// LogProver over it (adapters/tlog) then answers a proof request in one
+// read instead of one per step (LogReadProver).
+type LogProofReader interface {
+	// ReadLogProof reads what q names. It returns an error wrapping
+	// errors.ErrUnsupported when the store is set not to (a speed-up
+	// turned off): the caller then reads step by step.
+	ReadLogProof(ctx context.Context, q LogProofQuery) (LogProofRows, error)
+}
+
+// LogProofQuery is what one LogProofReader read returns.
+type LogProofQuery struct {
+	// Event, when not nil, selects an event the way a search does: its IDs
+	// hold the one event id; RequireProject and HiddenProjects are what
+	// the caller may see (decisions §2). Nil: no event is read, nor
+	// Windows.
+	Event *EventQuery
+	// Windows name stored hashes around the leaf of the event, when it is
+	// visible and has one.
+	Windows []LogHashWindow
+	// Ranges name stored hashes by position, as LogStore.LogHashes does.
+	Ranges []LogHashRange
+}
+
+// LogHashWindow names the hashes of one level around a leaf of index i:
+// the Width (a power of two) consecutive hashes of Level, aligned on
+// Width, that hold i's ancestor at that level (the subtree of index
+// i/2^Level), so from ⌊i / (2^Level·Width)⌋·Width on; only those with
+// indexes below End.
+type LogHashWindow struct {
+	Level int
+	Width int64
+	End   int64
+}
+
+// LogHash is a stored hash of the tree: the root of the perfect subtree
+// of 2^Level leaves of index Index at that level (level 0: a leaf's hash).
+type LogHash struct {
+	Level int
+	Index int64
+	Hash  [32]byte
+}
+
+// LogProofRows is what a LogProofReader read, all of it in one snapshot.
+type LogProofRows struct {
+	// Size is the log's size (LogStore.LogSize).
+	Size int64
+	// Visible: the query's Event selects a stored event.
+	Visible bool
+	// Leaf is the leaf of that event; nil when the event is not visible
+	// or has no leaf.
+	Leaf *LogLeaf
+	// Hashes are the stored hashes of the query's windows and ranges, in
+	// no particular order (one may come twice); those a level lacks are
+	// missing.
+	Hashes []LogHash
+}
+
+// LogReadProver is a LogProver that answers a proof request, the checks
+// of the Service included, in one read of its store (a LogProofReader).
+// The Service uses it when its prover is one, and proves step by step
+// (search, LeafIndex, LogSize, LogLeaves, LogProver) when it answers an
+// error wrapping errors.ErrUnsupported; both give the same answers.
+type LogReadProver interface {
+	// EventInclusionProof reads the event q selects (its id and what the
+	// caller may see, as for a search), its leaf, the log's size and, when
+	// the leaf's index is below size and size is at most the log's size,
+	// the inclusion path of the leaf in the tree of size leaves.
+	EventInclusionProof(ctx context.Context, q EventQuery, size int64) (LogProofAnswer, error)
+	// CheckedConsistencyProof reads the log's size and, when to is at most
+	// that size, the consistency path from the tree of from leaves to the
+	// tree of to leaves, 0 < from <= to.
+	CheckedConsistencyProof(ctx context.Context, from, to int64) (LogProofAnswer, error)
+}
+
+// LogProofAnswer is what a LogReadProver read and proved.
+type LogProofAnswer struct {
+	// LogSize is the log's size when read.
+	LogSize int64
+	// Visible and Leaf are LogProofRows': whether the event is visible,
+	// and its leaf (an inclusion proof only).
+	Visible bool
+	Leaf    *LogLeaf
+	// Hashes is the path; nil when the sizes asked for do not allow one.
+	Hashes [][]byte
+}
+
 // LogConfig is the verifiable log a Service serves (WithLog).
 type LogConfig struct {
 	// Store keeps the tree: the store the Service writes through, or the
@@ -399,39 +490,74 @@ func (s *Service) LogInclusionProof(ctx context.Context, p Principal, params Log
 	if err != nil {
 		return InclusionProof{}, err
 	}
-	page, err := s.search(ctx, p, EventQuery{IDs: []int64{id}, Limit: 1})
+	a, err := s.readInclusion(ctx, ls, p, id, size)
 	if err != nil {
 		return InclusionProof{}, err
 	}
-	if len(page.Events) == 0 {
+	switch {
+	case !a.Visible:
 		return InclusionProof{}, notFound("There is no event %d that you can see (it may have been pruned).", id)
+	case a.Leaf == nil:
+		return InclusionProof{}, notFound("Event %d has no leaf in the log.", id)
+	case size > a.LogSize:
+		return InclusionProof{}, treeTooLarge("size", a.LogSize, size)
+	case size <= a.Leaf.Index:
+		return InclusionProof{}, invalid("size", "event %d is leaf %d, so it is only in trees of size %d or more", id, a.Leaf.Index, a.Leaf.Index+1)
+	case a.Leaf.EventID != id:
+		return InclusionProof{}, fmt.Errorf("log: leaf %d does not hold event %d", a.Leaf.Index, id)
+	case a.Hashes == nil:
+		return InclusionProof{}, fmt.Errorf("log: no inclusion path of leaf %d in the tree of size %d", a.Leaf.Index, size)
 	}
+	leaf := a.Leaf.Hash
+	return InclusionProof{EventID: id, LeafIndex: a.Leaf.Index, TreeSize: size, LeafHash: leaf[:], Hashes: a.Hashes}, nil
+}
+
+// readInclusion reads what an inclusion proof of event id in the tree of
+// size leaves needs, for principal p: in one read of the store when the
+// prover can (LogReadProver), else step by step. The caller checks the
+// answer.
+func (s *Service) readInclusion(ctx context.Context, ls LogStore, p Principal, id, size int64) (LogProofAnswer, error) {
+	if rp, ok := s.log.Prover.(LogReadProver); ok {
+		q, none, err := s.visibleQuery(ctx, p, EventQuery{IDs: []int64{id}, Limit: 1})
+		if err != nil || none {
+			return LogProofAnswer{}, err
+		}
+		a, err := rp.EventInclusionProof(ctx, q, size)
+		if !errors.Is(err, errors.ErrUnsupported) {
+			return a, err
+		}
+	}
+	page, err := s.search(ctx, p, EventQuery{IDs: []int64{id}, Limit: 1})
+	if err != nil || len(page.Events) == 0 {
+		return LogProofAnswer{}, err
+	}
+	a := LogProofAnswer{Visible: true}
 	index, err := ls.LeafIndex(ctx, id)
 	if isKind(err, ErrNotFound) {
-		return InclusionProof{}, notFound("Event %d has no leaf in the log.", id)
+		return a, nil
 	}
 	if err != nil {
-		return InclusionProof{}, err
+		return LogProofAnswer{}, err
 	}
-	if err := s.checkTreeSize(ctx, ls, "size", size); err != nil {
-		return InclusionProof{}, err
+	if a.LogSize, err = ls.LogSize(ctx); err != nil {
+		return LogProofAnswer{}, err
 	}
-	if size <= index {
-		return InclusionProof{}, invalid("size", "event %d is leaf %d, so it is only in trees of size %d or more", id, index, index+1)
+	if size > a.LogSize || size <= index {
+		a.Leaf = &LogLeaf{Index: index, EventID: id}
+		return a, nil
 	}
 	leaves, err := ls.LogLeaves(ctx, index, index+1)
 	if err != nil {
-		return InclusionProof{}, err
+		return LogProofAnswer{}, err
 	}
-	if len(leaves) != 1 || leaves[0].EventID != id {
-		return InclusionProof{}, fmt.Errorf("log: leaf %d does not hold event %d", index, id)
+	if len(leaves) != 1 {
+		return LogProofAnswer{}, fmt.Errorf("log: leaf %d of event %d is missing", index, id)
 	}
-	hashes, err := s.log.Prover.InclusionProof(ctx, index, size)
-	if err != nil {
-		return InclusionProof{}, err
+	a.Leaf = &leaves[0]
+	if a.Hashes, err = s.log.Prover.InclusionProof(ctx, index, size); err != nil {
+		return LogProofAnswer{}, err
 	}
-	leaf := leaves[0].Hash
-	return InclusionProof{EventID: id, LeafIndex: index, TreeSize: size, LeafHash: leaf[:], Hashes: hashes}, nil
+	return a, nil
 }
 
 // LogConsistencyProof returns the consistency proof between two tree
@@ -459,14 +585,36 @@ func (s *Service) LogConsistencyProof(ctx context.Context, p Principal, params L
 	if err != nil {
 		return ConsistencyProof{}, err
 	}
-	if err := s.checkTreeSize(ctx, ls, "to", to); err != nil {
-		return ConsistencyProof{}, err
-	}
-	hashes, err := s.log.Prover.ConsistencyProof(ctx, from, to)
+	a, err := s.readConsistency(ctx, ls, from, to)
 	if err != nil {
 		return ConsistencyProof{}, err
 	}
-	return ConsistencyProof{From: from, To: to, Hashes: hashes}, nil
+	if to > a.LogSize {
+		return ConsistencyProof{}, treeTooLarge("to", a.LogSize, to)
+	}
+	if a.Hashes == nil {
+		return ConsistencyProof{}, fmt.Errorf("log: no consistency path from size %d to size %d", from, to)
+	}
+	return ConsistencyProof{From: from, To: to, Hashes: a.Hashes}, nil
+}
+
+// readConsistency reads the log's size and, when to is within it, the
+// consistency path from from to to: in one read of the store when the
+// prover can (LogReadProver), else in two.
+func (s *Service) readConsistency(ctx context.Context, ls LogStore, from, to int64) (LogProofAnswer, error) {
+	if rp, ok := s.log.Prover.(LogReadProver); ok {
+		a, err := rp.CheckedConsistencyProof(ctx, from, to)
+		if !errors.Is(err, errors.ErrUnsupported) {
+			return a, err
+		}
+	}
+	var a LogProofAnswer
+	var err error
+	if a.LogSize, err = ls.LogSize(ctx); err != nil || to > a.LogSize {
+		return a, err
+	}
+	a.Hashes, err = s.log.Prover.ConsistencyProof(ctx, from, to)
+	return a, err
 }
 
 // LogLeaves returns a run of leaves (GET /api/admin/log/leaves): what
@@ -524,16 +672,9 @@ func (s *Service) LogLeaves(ctx context.Context, p Principal, params LogLeavesPa
 	return page, nil
 }
 
-// checkTreeSize refuses a tree size larger than the log, naming param.
-func (s *Service) checkTreeSize(ctx context.Context, ls LogStore, param string, size int64) error {
-	n, err := ls.LogSize(ctx)
-	if err != nil {
-		return err
-	}
-	if size > n {
-		return invalid(param, "must be at most the log's size, %d, got %d", n, size)
-	}
-	return nil
+// treeTooLarge refuses a tree size larger than the log's, naming param.
+func treeTooLarge(param string, logSize, size int64) error {
+	return invalid(param, "must be at most the log's size, %d, got %d", logSize, size)
 }
 
 // parseLogInt parses a required decimal integer of at least lowest.

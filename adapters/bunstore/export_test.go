@@ -52,6 +52,10 @@ func SetEventOrderLock(t testing.TB, s *Store, on bool) {
 // DB returns the store's writer database, for tests that inspect the schema.
 func DB(s *Store) *bun.DB { return s.db }
 
+// ReaderDB returns the store's pool of reads: DB's, except on a SQLite
+// file.
+func ReaderDB(s *Store) *bun.DB { return s.rdb }
+
 // MigrationCount is the number of migrations the package defines.
 func MigrationCount() int { return len(newMigrations(migrateOptions{}).Sorted()) }
 

@@ -7,9 +7,12 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/uptrace/bun"
 	"github.com/uptrace/bun/dialect"
 
+	"github.com/flagadmin/flagadmin/adapters/bunstore/internal/proofread"
+	"github.com/flagadmin/flagadmin/adapters/bunstore/internal/sqlq"
 	"github.com/flagadmin/flagadmin/adapters/bunstore/internal/stored"
 	"github.com/flagadmin/flagadmin/flagadmin"
 )
@@ -251,4 +254,38 @@ func (s *Store) LatestCheckpoint(ctx context.Context) (flagadmin.Checkpoint, err
 		return flagadmin.Checkpoint{}, s.fail("latest checkpoint", err)
 	}
 	return flagadmin.Checkpoint{Size: r.Size, Root: root, Note: r.Note, SignedAt: stored.Time(r.SignedAt)}, nil
+}
+
+var _ flagadmin.LogProofReader = (*Store)(nil)
+
+// ReadLogProof implements flagadmin.LogProofReader in one statement
+// (internal/proofread), when the ProofReads tuning is on; the event is
+// selected by the search's filter (s.filter).
+func (s *Store) ReadLogProof(ctx context.Context, q flagadmin.LogProofQuery) (flagadmin.LogProofRows, error) {
+	if !s.tuning.proofs {
+		return flagadmin.LogProofRows{}, fmt.Errorf("bunstore: the %s tuning is off: %w", ProofReads, errors.ErrUnsupported)
+	}
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
+	var filter sqlq.Fragment
+	if q.Event != nil {
+		filter = s.filter(*q.Event)
+	}
+	stmt := proofread.Statement(q, filter, s.dialect == dialect.MySQL)
+	var rows *sql.Rows
+	var err error
+	if s.dialect == dialect.PG {
+		// Prepared, and kept by the connection: the statement's text
+		// depends only on the tree's size and the caller's visibility, and
+		// planning it again each time would cost more than running it.
+		text, args := stmt.Dollar()
+		rows, err = s.rdb.DB.QueryContext(ctx, text, append([]any{pgx.QueryExecModeCacheStatement}, args...)...)
+	} else {
+		rows, err = s.rdb.QueryContext(ctx, stmt.Text, stmt.Args...)
+	}
+	if err != nil {
+		return flagadmin.LogProofRows{}, s.fail("read log proof", err)
+	}
+	out, err := proofread.Scan(rows, q)
+	return out, s.fail("read log proof", err)
 }

@@ -43,10 +43,16 @@ const (
 	// FTS5 index (internal/textindex). Off, they scan the search texts.
 	// (PostgreSQL's trigram indexes serve its scans by themselves.)
 	TextIndex Tuning = "text-index"
+	// ProofReads reads what a proof of the verifiable log needs (the log's
+	// size, the event's leaf with the check that the caller may see it,
+	// the stored hashes around the leaf) in one statement
+	// (internal/proofread, for flagadmin.LogProofReader). Off, the
+	// Service reads it step by step, one statement each.
+	ProofReads Tuning = "proof-reads"
 )
 
 // tunings are the speed-ups, in the order options name them.
-var tunings = []Tuning{EventCounts, ProjectFigures, PageStatements, TextIndex}
+var tunings = []Tuning{EventCounts, ProjectFigures, PageStatements, TextIndex, ProofReads}
 
 // WithoutTuning turns the named speed-ups off, every one of them when none
 // is named: the plain store, whose every answer is computed from the base
@@ -90,6 +96,7 @@ type tuning struct {
 	figures   bool // ProjectFigures: project_stats kept
 	pages     bool // PageStatements, on PostgreSQL
 	textIndex bool // TextIndex, on SQLite
+	proofs    bool // ProofReads
 	// stale marks the summaries the store keeps but does not read: found
 	// stale when it opened without migrating, until Migrate rebuilds them.
 	// Meanwhile its writes keep them all the same, so that a rebuild by
@@ -125,6 +132,7 @@ func newTuning(name dialect.Name, off []Tuning) tuning {
 		figures:   on(ProjectFigures),
 		pages:     on(PageStatements) && name == dialect.PG,
 		textIndex: on(TextIndex) && name == dialect.SQLite,
+		proofs:    on(ProofReads),
 		stale:     &staleSummaries{},
 	}
 }

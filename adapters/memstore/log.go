@@ -93,6 +93,54 @@ func (s *Store) LogHashes(ctx context.Context, ranges []flagadmin.LogHashRange) 
 	return out, nil
 }
 
+var _ flagadmin.LogProofReader = (*Store)(nil)
+
+// ReadLogProof implements flagadmin.LogProofReader: everything under one
+// read lock, so one state of the store.
+func (s *Store) ReadLogProof(ctx context.Context, q flagadmin.LogProofQuery) (flagadmin.LogProofRows, error) {
+	if err := ctx.Err(); err != nil {
+		return flagadmin.LogProofRows{}, err
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	out := flagadmin.LogProofRows{Size: int64(len(s.w.leaves))}
+	add := func(level int, start, end int64) {
+		for i := max(start, 0); i < min(end, s.w.hashCount(level)); i++ {
+			h := flagadmin.LogHash{Level: level, Index: i}
+			if level == 0 {
+				h.Hash = s.w.leaves[i].hash
+			} else {
+				h.Hash = s.w.tiles[level][i]
+			}
+			out.Hashes = append(out.Hashes, h)
+		}
+	}
+	for _, r := range q.Ranges {
+		add(r.Level, r.Start, r.End)
+	}
+	if q.Event == nil {
+		return out, nil
+	}
+	for _, e := range s.w.candidates(*q.Event) {
+		out.Visible = out.Visible || q.Event.Matches(e.Event, e.payload, e.meta)
+	}
+	if !out.Visible || len(q.Event.IDs) != 1 {
+		return out, nil
+	}
+	id := q.Event.IDs[0]
+	leaves := s.w.leaves
+	i := sort.Search(len(leaves), func(i int) bool { return leaves[i].eventID >= id })
+	if i == len(leaves) || leaves[i].eventID != id {
+		return out, nil
+	}
+	out.Leaf = &flagadmin.LogLeaf{Index: int64(i), EventID: id, Hash: leaves[i].hash, Pruned: leaves[i].pruned}
+	for _, w := range q.Windows {
+		start := int64(i) / (int64(1) << w.Level) / w.Width * w.Width
+		add(w.Level, start, min(start+w.Width, w.End))
+	}
+	return out, nil
+}
+
 // hashCount is how many hashes of level the world holds.
 func (w *world) hashCount(level int) int64 {
 	if level == 0 {

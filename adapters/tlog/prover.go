@@ -112,9 +112,7 @@ func (p *Prover) RootHash(ctx context.Context, size int64) ([32]byte, error) {
 func (p *Prover) NodeHashes(ctx context.Context, ids []compact.NodeID) ([][]byte, error) {
 	ranges := make([]flagadmin.LogHashRange, len(ids))
 	for i, id := range ids {
-		base := int(id.Level) / TileHeight * TileHeight
-		span := int64(1) << (int(id.Level) - base)
-		ranges[i] = flagadmin.LogHashRange{Level: base, Start: int64(id.Index) * span, End: int64(id.Index+1) * span}
+		ranges[i] = storedRange(id)
 	}
 	runs, err := p.hashes(ctx, ranges)
 	if err != nil {
@@ -126,6 +124,14 @@ func (p *Prover) NodeHashes(ctx context.Context, ids []compact.NodeID) ([][]byte
 		out[i] = root[:]
 	}
 	return out, nil
+}
+
+// storedRange is the range of stored hashes node id is folded from: those
+// of the stored level at or below it.
+func storedRange(id compact.NodeID) flagadmin.LogHashRange {
+	base := int(id.Level) / TileHeight * TileHeight
+	span := int64(1) << (int(id.Level) - base)
+	return flagadmin.LogHashRange{Level: base, Start: int64(id.Index) * span, End: int64(id.Index+1) * span}
 }
 
 // errShortLog: the store has fewer leaves than a range needs.

@@ -449,6 +449,27 @@ func logCases() []testCase {
 			}
 			w.wantProofs(t, ls, hashes)
 		}},
+		{"log/the Service's proofs: in one read as step by step, of events the caller may see, verified", func(t *testing.T, w *world) {
+			ls := w.logStore(t)
+			w.fixture(visibilityFixture())
+			w.writeEvents(t, 290, str("default"), suiteNow)
+			w.writeEvents(t, 20, str("secret"), suiteNow)
+			w.wantServiceProofs(t, ls, nil)
+			wantNoError(t, "BuildTiles", tlog.NewProver(ls).BuildTiles(w.ctx))
+			w.wantServiceProofs(t, ls, nil)
+			// Leaves past the stored hashes: the proofs read the rest.
+			w.writeEvents(t, 40, nil, suiteNow)
+			w.wantServiceProofs(t, ls, nil)
+			// The fixture's events, of 2025, pruned: no proof of them.
+			ids, err := ls.PruneEvents(w.ctx, suiteNow.Add(-24*time.Hour), 100)
+			wantNoError(t, "PruneEvents", err)
+			pruned := map[int64]bool{}
+			for _, id := range ids {
+				pruned[id] = true
+			}
+			wantEqual(t, "pruned", len(pruned), 5)
+			w.wantServiceProofs(t, ls, pruned)
+		}},
 		{"log/proofs of a root taken before pruning still verify after it", func(t *testing.T, w *world) {
 			ls := w.logStore(t)
 			w.writeEvents(t, 150, str("default"), suiteNow.Add(-48*time.Hour))
@@ -470,4 +491,95 @@ func seedEventsNamed() []namedEvent {
 		out = append(out, namedEvent{name: fmt.Sprintf("seed%d", i), ev: e})
 	}
 	return out
+}
+
+// wantServiceProofs checks the Service's inclusion and consistency proofs
+// for a sample of events, callers and sizes: those of a Service whose
+// prover reads a proof at once (flagadmin.LogReadProver, when the store
+// can) and those of one that reads step by step must be the same answers,
+// an event the caller may not see (decisions §2) or that was pruned (in
+// pruned) has none, and every path verifies with the Merkle library's
+// verifiers against the roots of the leaves.
+func (w *world) wantServiceProofs(t *testing.T, ls flagadmin.LogStore, pruned map[int64]bool) {
+	t.Helper()
+	hashes := w.wantTreeOfEvents(t, ls, pruned)
+	leaves := w.leavesOf(t, ls)
+	size := int64(len(leaves))
+	prover := tlog.NewProver(ls)
+	oneRead := flagadmin.NewService(w.store, flagadmin.WithLog(flagadmin.LogConfig{Store: ls, Prover: prover}))
+	stepwise := flagadmin.NewService(w.store, flagadmin.WithLog(flagadmin.LogConfig{Store: ls, Prover: struct{ flagadmin.LogProver }{prover}}))
+	projects := map[int64]*string{}
+	for _, e := range w.exportAll(t) {
+		projects[e.ID] = e.Project
+	}
+	sees := func(secret string, id int64) bool {
+		project, ok := projects[id]
+		switch {
+		case !ok:
+			return false
+		case secret == adminSecret:
+			return true
+		case project == nil || *project == "vault":
+			return false
+		}
+		return *project != "secret" || secret == maxSecret
+	}
+	// Leaves of every project and none, the first and last, and an id no
+	// event has.
+	var sample []int
+	for i := 0; i < len(leaves); i += 37 {
+		sample = append(sample, i)
+	}
+	sample = append(sample, 1, 2, 3, 4, len(leaves)-1)
+	for _, secret := range []string{adminSecret, vicSecret, maxSecret} {
+		p := w.as(secret)
+		for _, i := range append(sample, -1) {
+			id, index := leaves[len(leaves)-1].EventID+1000, int64(len(leaves))
+			if i >= 0 {
+				id, index = leaves[i].EventID, int64(i)
+			}
+			for _, n := range []int64{index + 1, (index + size + 1) / 2, size, size + 1, max(index, 1)} {
+				what := fmt.Sprintf("%s: proof of event %d (leaf %d) in size %d", secret, id, index, n)
+				params := flagadmin.LogProofParams{ID: fmt.Sprint(id), Size: fmt.Sprint(n)}
+				got, err := oneRead.LogInclusionProof(w.ctx, p, params)
+				want, wantErr := stepwise.LogInclusionProof(w.ctx, p, params)
+				if fmt.Sprint(err) != fmt.Sprint(wantErr) || fmt.Sprint(got) != fmt.Sprint(want) {
+					t.Fatalf("%s: in one read got %+v, %v; step by step %+v, %v", what, got, err, want, wantErr)
+				}
+				switch {
+				case !sees(secret, id) || pruned[id]:
+					wantKind(t, what, err, flagadmin.ErrNotFound)
+				case n > size || n <= index:
+					wantKind(t, what, err, flagadmin.ErrValidation)
+				case err != nil:
+					t.Fatalf("%s: %v", what, err)
+				default:
+					if got.LeafIndex != index || got.EventID != id || !bytes.Equal(got.LeafHash, hashes[index]) {
+						t.Fatalf("%s: got leaf %d, event %d, hash %x; want %d, %d, %x", what, got.LeafIndex, got.EventID, got.LeafHash, index, id, hashes[index])
+					}
+					if err := proof.VerifyInclusion(rfc6962.DefaultHasher, uint64(index), uint64(n), hashes[index], got.Hashes, treeRoot(t, hashes[:n])); err != nil {
+						t.Fatalf("%s: does not verify: %v", what, err)
+					}
+				}
+			}
+		}
+	}
+	p := w.as(vicSecret)
+	for _, c := range [][2]int64{{1, 1}, {1, size}, {5, 16}, {17, 255}, {size / 3, size / 2}, {size / 2, size}, {size - 1, size}, {size, size}, {1, size + 1}} {
+		what := fmt.Sprintf("consistency from %d to %d", c[0], c[1])
+		params := flagadmin.LogConsistencyParams{From: fmt.Sprint(c[0]), To: fmt.Sprint(c[1])}
+		got, err := oneRead.LogConsistencyProof(w.ctx, p, params)
+		want, wantErr := stepwise.LogConsistencyProof(w.ctx, p, params)
+		if fmt.Sprint(err) != fmt.Sprint(wantErr) || fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Fatalf("%s: in one read got %+v, %v; step by step %+v, %v", what, got, err, want, wantErr)
+		}
+		if c[1] > size {
+			wantKind(t, what, err, flagadmin.ErrValidation)
+			continue
+		}
+		wantNoError(t, what, err)
+		if err := proof.VerifyConsistency(rfc6962.DefaultHasher, uint64(c[0]), uint64(c[1]), got.Hashes, treeRoot(t, hashes[:c[0]]), treeRoot(t, hashes[:c[1]])); err != nil {
+			t.Fatalf("%s: does not verify: %v", what, err)
+		}
+	}
 }

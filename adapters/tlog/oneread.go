@@ -1,0 +1,152 @@
+package tlog
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/transparency-dev/merkle/compact"
+	"github.com/transparency-dev/merkle/proof"
+
+	"github.com/flagadmin/flagadmin/flagadmin"
+)
+
+// Proofs in one read (flagadmin.LogReadProver): over a store that is a
+// flagadmin.LogProofReader, a proof request reads the log's size, the
+// event's leaf (with the check that the caller may see it) and every
+// stored hash its path may need in one read, one statement on a SQL store,
+// instead of one read per step. Which hashes an inclusion path needs
+// depends on the leaf's index, which the read itself finds, so the read
+// asks for the hashes around the leaf by windows: at each stored level,
+// the tile of tileWidth hashes that holds the leaf's ancestor (the path's
+// siblings at that level and the TileHeight-1 above it are folded from
+// it), and the tile at the tree's right edge (the nodes right of the
+// leaf's that the path folds into one). A path at a million leaves so
+// reads at most 2·tileWidth hashes per stored level, about 150. Hashes a
+// stored level lacks (the tiles are built after the leaves) are read
+// after, from the levels below, as Prover.NodeHashes does.
+
+var _ flagadmin.LogReadProver = (*Prover)(nil)
+
+// EventInclusionProof implements flagadmin.LogReadProver: one read of the
+// store when it is a flagadmin.LogProofReader, an error wrapping
+// errors.ErrUnsupported otherwise.
+func (p *Prover) EventInclusionProof(ctx context.Context, q flagadmin.EventQuery, size int64) (flagadmin.LogProofAnswer, error) {
+	r, ok := p.store.(flagadmin.LogProofReader)
+	if !ok {
+		return flagadmin.LogProofAnswer{}, fmt.Errorf("tlog: %T reads no proof at once: %w", p.store, errors.ErrUnsupported)
+	}
+	if size < 1 {
+		return flagadmin.LogProofAnswer{}, fmt.Errorf("tlog: inclusion in a tree of size %d", size)
+	}
+	read := flagadmin.LogProofQuery{Event: &q}
+	for level := 0; size>>level > 0; level += TileHeight {
+		end := size >> level
+		read.Windows = append(read.Windows, flagadmin.LogHashWindow{Level: level, Width: tileWidth, End: end})
+		if edge := end &^ (tileWidth - 1); edge < end {
+			read.Ranges = append(read.Ranges, flagadmin.LogHashRange{Level: level, Start: edge, End: end})
+		}
+	}
+	rows, err := r.ReadLogProof(ctx, read)
+	if err != nil {
+		return flagadmin.LogProofAnswer{}, err
+	}
+	a := flagadmin.LogProofAnswer{LogSize: rows.Size, Visible: rows.Visible, Leaf: rows.Leaf}
+	if a.Leaf == nil || size > a.LogSize || a.Leaf.Index >= size {
+		return a, nil
+	}
+	nodes, err := proof.Inclusion(uint64(a.Leaf.Index), uint64(size))
+	if err != nil {
+		return flagadmin.LogProofAnswer{}, fmt.Errorf("tlog: %w", err)
+	}
+	a.Hashes, err = p.rehashFrom(ctx, nodes, rows.Hashes)
+	return a, err
+}
+
+// CheckedConsistencyProof implements flagadmin.LogReadProver: one read of
+// the store when it is a flagadmin.LogProofReader, an error wrapping
+// errors.ErrUnsupported otherwise.
+func (p *Prover) CheckedConsistencyProof(ctx context.Context, from, to int64) (flagadmin.LogProofAnswer, error) {
+	r, ok := p.store.(flagadmin.LogProofReader)
+	if !ok {
+		return flagadmin.LogProofAnswer{}, fmt.Errorf("tlog: %T reads no proof at once: %w", p.store, errors.ErrUnsupported)
+	}
+	if from < 1 || to < from {
+		return flagadmin.LogProofAnswer{}, fmt.Errorf("tlog: consistency from size %d to size %d", from, to)
+	}
+	nodes, err := proof.Consistency(uint64(from), uint64(to))
+	if err != nil {
+		return flagadmin.LogProofAnswer{}, fmt.Errorf("tlog: %w", err)
+	}
+	var read flagadmin.LogProofQuery
+	for _, id := range nodes.IDs {
+		read.Ranges = append(read.Ranges, storedRange(id))
+	}
+	rows, err := r.ReadLogProof(ctx, read)
+	if err != nil {
+		return flagadmin.LogProofAnswer{}, err
+	}
+	a := flagadmin.LogProofAnswer{LogSize: rows.Size}
+	if to > a.LogSize {
+		return a, nil
+	}
+	a.Hashes, err = p.rehashFrom(ctx, nodes, rows.Hashes)
+	return a, err
+}
+
+// rehashFrom builds the proof of nodes from the hashes read. A node
+// whose stored level lacks some of its hashes (they are built after the
+// leaves) is folded from the level below, read then, in one more read
+// per level missing.
+func (p *Prover) rehashFrom(ctx context.Context, nodes proof.Nodes, read []flagadmin.LogHash) ([][]byte, error) {
+	have := make(map[compact.NodeID][32]byte, len(read))
+	for _, h := range read {
+		have[compact.NewNodeID(uint(h.Level), uint64(h.Index))] = h.Hash
+	}
+	hashes := make([][]byte, len(nodes.IDs))
+	var below []flagadmin.LogHashRange
+	var at []int
+	for i, id := range nodes.IDs {
+		r := storedRange(id)
+		run := make([][32]byte, 0, r.End-r.Start)
+		for j := r.Start; j < r.End; j++ {
+			h, ok := have[compact.NewNodeID(uint(r.Level), uint64(j))]
+			if !ok {
+				break
+			}
+			run = append(run, h)
+		}
+		if int64(len(run)) == r.End-r.Start {
+			root := fold(run)
+			hashes[i] = root[:]
+			continue
+		}
+		if r.Level == 0 {
+			return nil, fmt.Errorf("%w: leaves %d to %d", errShortLog, r.Start, r.End-1)
+		}
+		below = append(below, flagadmin.LogHashRange{Level: r.Level - TileHeight, Start: r.Start * tileWidth, End: r.End * tileWidth})
+		at = append(at, i)
+	}
+	if len(below) > 0 {
+		runs, err := p.hashes(ctx, below)
+		if err != nil {
+			return nil, err
+		}
+		for k, i := range at {
+			var tiles [][32]byte
+			for j := 0; j+tileWidth <= len(runs[k]); j += tileWidth {
+				tiles = append(tiles, fold(runs[k][j:j+tileWidth]))
+			}
+			root := fold(tiles)
+			hashes[i] = root[:]
+		}
+	}
+	out, err := nodes.Rehash(hashes, hasher.HashChildren)
+	if err != nil {
+		return nil, fmt.Errorf("tlog: %w", err)
+	}
+	if out == nil {
+		out = [][]byte{}
+	}
+	return out, nil
+}
