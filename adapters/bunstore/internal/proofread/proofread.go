@@ -78,7 +78,7 @@ func Statement(q flagadmin.LogProofQuery, filter sqlq.Fragment, mysql bool) sqlq
 			parts = append(parts, sqlq.F(hashes(r.Level)+fmt.Sprintf("log_hashes h WHERE h.level = %d AND h.idx >= ? AND h.idx < ?", r.Level), start, r.End))
 		}
 	}
-	parts = append(parts, visible, sqlq.F(fmt.Sprintf("SELECT %d AS k, 0 AS lvl, size AS idx, NULL AS hash FROM log_state WHERE id = 1", rowSize)))
+	parts = append(parts, visible, sqlq.F(fmt.Sprintf("SELECT %d AS k, 0 AS lvl, COALESCE(MAX(idx) + 1, 0) AS idx, NULL AS hash FROM log_leaves", rowSize)))
 	return sqlq.Join(" ", with, sqlq.Join(" UNION ALL ", parts...))
 }
 
