@@ -589,14 +589,14 @@ func (f *Follower) heldProject(ctx context.Context, events []flagadmin.Event, at
 			continue
 		}
 		project := *e.Project
-		if e.Type == "project-created" {
+		if e.Type == flagadmin.EventProjectCreated {
 			delete(f.absent, project)
 		}
 		if world != nil {
 			if _, known := world.projects[project]; known || f.absent[project] {
 				continue
 			}
-		} else if e.Type != "project-created" && inStore(project) {
+		} else if e.Type != flagadmin.EventProjectCreated && inStore(project) {
 			continue
 		}
 		if e.ID == f.held.id && world != nil && worldAt.After(f.held.seen) {

@@ -391,12 +391,15 @@ func (r *reader) lifecycleColumns() string {
 // statement takes PostgreSQL a few milliseconds, so a follower reads the
 // flags again only when one of those rows changed.
 func (r *reader) featuresKey(ctx context.Context, w *world) (string, error) {
-	parts := []string{fmt.Sprintf(`(SELECT count(*) || '/' || coalesce(sum(hashtextextended(t::text, 0)), 0) FROM (SELECT %s FROM features) t)`, featureColumns)}
+	sum := func(columns, table string) string {
+		return fmt.Sprintf(`(SELECT count(*) || '/' || coalesce(sum(hashtextextended(t::text, 0)), 0) FROM (SELECT %s FROM %s) t)`, columns, table)
+	}
+	parts := []string{sum(featureColumns, "features")}
 	if r.src.Has("feature_tag", "") {
-		parts = append(parts, fmt.Sprintf(`(SELECT count(*) || '/' || coalesce(sum(hashtextextended(t::text, 0)), 0) FROM (SELECT %s FROM feature_tag) t)`, tagColumns))
+		parts = append(parts, sum(tagColumns, "feature_tag"))
 	}
 	if r.src.Has("feature_lifecycles", "") {
-		parts = append(parts, fmt.Sprintf(`(SELECT count(*) || '/' || coalesce(sum(hashtextextended(t::text, 0)), 0) FROM (SELECT %s FROM feature_lifecycles) t)`, r.lifecycleColumns()))
+		parts = append(parts, sum(r.lifecycleColumns(), "feature_lifecycles"))
 	}
 	var key string
 	if err := r.tx.QueryRow(ctx, `SELECT `+strings.Join(parts, ` || ' ' || `)).Scan(&key); err != nil {
