@@ -25,15 +25,7 @@ func TestFollowEventsDoNotWaitForTheWorld(t *testing.T) {
 	caughtUp(t, r, fixtureEvents)
 	ctx := context.Background()
 
-	// Every reading of the world reads feature_tag; once the lock is
-	// granted, no reading can end until it is released (one that had read
-	// the table holds it until its end, and LOCK waits for that).
-	locker := connect(t, url)
-	lock := locker.begin()
-	if _, err := lock.Exec(ctx, `LOCK TABLE feature_tag IN ACCESS EXCLUSIVE MODE`); err != nil {
-		t.Fatal(err)
-	}
-	defer lock.Rollback(ctx)
+	release := holdWorldReadings(t, url)
 
 	u := connect(t, url)
 	tx := u.begin()
@@ -61,9 +53,7 @@ func TestFollowEventsDoNotWaitForTheWorld(t *testing.T) {
 		t.Fatalf("event %d of the new project vault reached the copy before the project", created)
 	}
 
-	if err := lock.Commit(ctx); err != nil {
-		t.Fatal(err)
-	}
+	release()
 	waitFor(t, 20*time.Second, "the new project's event once the world is read", func() bool {
 		return slices.Contains(storeIDs(t, store, fixtureEvents), created)
 	})
@@ -85,7 +75,6 @@ func TestFollowEventsOfAProjectThatIsGone(t *testing.T) {
 	store := memstore.New()
 	r := startFollower(t, url, store, slowWorldReads())
 	caughtUp(t, r, fixtureEvents)
-	ctx := context.Background()
 	u := connect(t, url)
 	at := func(id int64) func() bool {
 		return func() bool { return slices.Contains(storeIDs(t, store, fixtureEvents), id) }
@@ -93,12 +82,7 @@ func TestFollowEventsOfAProjectThatIsGone(t *testing.T) {
 	first := u.event(nil, "feature-updated", ptr("gone"), ptr("old-flag"), `{}`)
 	waitFor(t, 20*time.Second, "the first event of a project that is gone", at(first))
 
-	locker := connect(t, url)
-	lock := locker.begin()
-	if _, err := lock.Exec(ctx, `LOCK TABLE feature_tag IN ACCESS EXCLUSIVE MODE`); err != nil {
-		t.Fatal(err)
-	}
-	defer lock.Rollback(ctx)
+	release := holdWorldReadings(t, url)
 	second := u.event(nil, "feature-updated", ptr("gone"), ptr("old-flag"), `{}`)
 	waitFor(t, 20*time.Second, "a later event of the project that is gone, the world's reading held up", at(second))
 	again := u.event(nil, "project-created", ptr("gone"), nil, `{}`)
@@ -108,9 +92,7 @@ func TestFollowEventsOfAProjectThatIsGone(t *testing.T) {
 	if slices.Contains(storeIDs(t, store, fixtureEvents), again) {
 		t.Fatalf("event %d, the project created again, reached the copy before a reading of the world", again)
 	}
-	if err := lock.Commit(ctx); err != nil {
-		t.Fatal(err)
-	}
+	release()
 	waitFor(t, 20*time.Second, "the events after the world was read", at(known))
 }
 
@@ -131,14 +113,8 @@ func TestFollowResumeDoesNotWaitForTheWorld(t *testing.T) {
 	r := startFollower(t, url, store, slowWorldReads())
 	caughtUp(t, r, fixtureEvents)
 	r.stop()
-	ctx := context.Background()
 
-	locker := connect(t, url)
-	lock := locker.begin()
-	if _, err := lock.Exec(ctx, `LOCK TABLE feature_tag IN ACCESS EXCLUSIVE MODE`); err != nil {
-		t.Fatal(err)
-	}
-	defer lock.Rollback(ctx)
+	release := holdWorldReadings(t, url)
 	u := connect(t, url)
 	known := u.event(nil, "feature-updated", ptr("payments"), ptr("dark-mode"), `{}`)
 	created := u.change("project-created", ptr("vault"), nil,
@@ -153,10 +129,28 @@ func TestFollowResumeDoesNotWaitForTheWorld(t *testing.T) {
 	if slices.Contains(storeIDs(t, store, fixtureEvents), created) {
 		t.Fatalf("event %d of the new project vault reached the copy before the project", created)
 	}
-	if err := lock.Commit(ctx); err != nil {
-		t.Fatal(err)
-	}
+	release()
 	waitFor(t, 20*time.Second, "the new project's event once the world is read", func() bool {
 		return slices.Contains(storeIDs(t, store, fixtureEvents), created)
 	})
+}
+
+// holdWorldReadings locks a table every reading of the world reads
+// (feature_tag) in the source until release is called (or the test ends):
+// once the lock is granted, no reading can end until it is released (one
+// that had read the table holds it until its end, and LOCK waits for that).
+func holdWorldReadings(t *testing.T, url string) (release func()) {
+	t.Helper()
+	ctx := context.Background()
+	lock := connect(t, url).begin()
+	if _, err := lock.Exec(ctx, `LOCK TABLE feature_tag IN ACCESS EXCLUSIVE MODE`); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = lock.Rollback(ctx) })
+	return func() {
+		t.Helper()
+		if err := lock.Commit(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
 }
