@@ -60,26 +60,7 @@ func BenchmarkLogVerifyHTTP(b *testing.B) {
 	base := logServer(b, store, signing, nil)
 	b.Logf("a server of %d events in %v", n, time.Since(start).Round(time.Millisecond))
 	for b.Loop() {
-		cmd := exec.Command(bin, "log", "verify", "--url", base, "--token", demoAdmin, "--key", signing+".pub")
-		var out strings.Builder
-		cmd.Stdout, cmd.Stderr = &out, &out
-		begin := time.Now()
-		if err := cmd.Start(); err != nil {
-			b.Fatal(err)
-		}
-		// The child's rusage would count this process's memory (it is
-		// started sharing it): read its own high-water mark instead.
-		peak := make(chan int64)
-		go func() { peak <- watchPeakRSS(cmd.Process.Pid) }()
-		err := cmd.Wait()
-		took := time.Since(begin)
-		rss := <-peak
-		if err != nil || !strings.Contains(out.String(), fmt.Sprintf("OK: %d events", n)) {
-			b.Fatalf("log verify: %v\n%s", err, out.String())
-		}
-		b.ReportMetric(took.Seconds(), "verify-s")
-		b.ReportMetric(float64(rss)/1024, "verifier-peak-RSS-MiB")
-		b.ReportMetric(float64(n)/took.Seconds(), "events/s")
+		benchVerify(b, bin, base, signing, n)
 	}
 }
 
