@@ -226,7 +226,8 @@ func sqliteIndexes(ctx context.Context, tx bun.Tx) (drops []string, builds []ind
 	}
 	if fill {
 		refill := textindex.SQLiteRefill
-		builds = append(builds, indexBuild{sql: refill.Before}, indexBuild{refill.Fill, "build the full-text index events_text"}, indexBuild{sql: refill.After})
+		builds = append(builds, indexBuild{sql: refill.Before}, indexBuild{refill.Fill, "build the full-text index events_text"}, indexBuild{sql: refill.After},
+			indexBuild{refill.Merge, "merge the full-text index events_text"})
 	}
 	return drops, builds, err
 }
@@ -238,7 +239,8 @@ func sqliteIndexes(ctx context.Context, tx bun.Tx) (drops []string, builds []ind
 // done.
 type LoadStep struct {
 	// What is the step: "build index events_created_at_idx", "build the
-	// full-text index events_text", "commit".
+	// full-text index events_text", "merge the full-text index
+	// events_text", "commit".
 	What string
 	// Done is false when the step starts, true when it is done.
 	Done bool

@@ -73,15 +73,25 @@ func usable(text string) bool {
 
 // SQLiteRefill are the statements that fill events_text from the events,
 // for a bulk load that dropped its triggers: Fill, between Before and
-// After. FTS5 flushes its pending terms to a new segment each time they
-// pass hashsize (1 MiB by default), and merges segments as they pile up:
-// with 32 MiB (Before) the fill of a million events writes a thirtieth of
-// the segments and takes about half the time; After sets the default
-// again.
-var SQLiteRefill = struct{ Before, Fill, After string }{
+// After, then Merge. FTS5 flushes its pending terms to a new segment each
+// time they pass hashsize (1 MiB by default), and merges segments as they
+// pile up: with 32 MiB (Before) the fill of a million events writes a
+// thirtieth of the segments and takes about half the time; After sets the
+// default again.
+//
+// Merge then merges the index into one segment (FTS5's optimize). A fill
+// leaves up to three large segments on each level, so the writes after
+// it soon cascade into merges of those, and FTS5 merges a term's whole
+// list of rows at once: with trigrams, a list of nearly every event. On
+// SQLite's one writer connection every write waits for such a merge
+// (2.4 s on 1,000,000 events; 28 ms at most once merged: BENCHMARKS.md,
+// "Verifiable log and retention"). Merged, the next merges are of the
+// segments written since, small until they have grown to the index's size.
+var SQLiteRefill = struct{ Before, Fill, After, Merge string }{
 	hashSize(32 << 20),
 	"INSERT INTO events_text (rowid, search_payload, search_meta) SELECT id, search_payload, search_meta FROM events",
 	hashSize(1 << 20),
+	"INSERT INTO events_text (events_text) VALUES ('optimize')",
 }
 
 // hashSize sets the pending-terms size of events_text.

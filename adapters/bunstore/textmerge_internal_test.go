@@ -1,0 +1,106 @@
+package bunstore
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/flagadmin/flagadmin/adapters/bunstore/internal/textindex"
+	"github.com/flagadmin/flagadmin/flagadmin"
+	"github.com/flagadmin/flagadmin/internal/dbtest"
+)
+
+// TestTextIndexMergedAfterLoad loads events into a SQLite store with a
+// pending-terms size so small that the fill of events_text writes a
+// segment every few events, and checks that Load leaves the index in one
+// segment (a loaded index's many segments made the writes after the load
+// wait for their merges), and that migration 20261127000005 merges an
+// index written in many segments into one.
+func TestTextIndexMergedAfterLoad(t *testing.T) {
+	ctx := context.Background()
+	refill := textindex.SQLiteRefill
+	t.Cleanup(func() { textindex.SQLiteRefill = refill })
+	textindex.SQLiteRefill.Before = "INSERT INTO events_text (events_text, rank) VALUES ('hashsize', 1024)"
+
+	s, err := Open(ctx, dbtest.SQLite(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	project := "default"
+	err = s.Load(ctx, &flagadmin.Batch{}, func(emit func([]flagadmin.Event) error) error {
+		var events []flagadmin.Event
+		for i := range 400 {
+			name := fmt.Sprintf("flag-%d", i)
+			events = append(events, flagadmin.Event{ID: int64(i + 1), Type: flagadmin.EventFeatureUpdated, CreatedBy: "ada@example.com",
+				CreatedAt: time.Date(2026, 1, 1, 0, 0, i, 0, time.UTC), Project: &project, FeatureName: &name,
+				Data: json.RawMessage(fmt.Sprintf(`{"name":"flag-%d","description":"rollout %d of the checkout"}`, i, i))})
+		}
+		return emit(events)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := textSegments(t, s); n != 1 {
+		t.Errorf("after Load: %d segments in events_text, want 1", n)
+	}
+
+	// Writes with FTS5's own merging off leave a segment each.
+	if _, err := s.db.ExecContext(ctx, "INSERT INTO events_text (events_text, rank) VALUES ('automerge', 0)"); err != nil {
+		t.Fatal(err)
+	}
+	flag := "flag-1"
+	for i := range 8 {
+		if err := s.Write(ctx, &flagadmin.Batch{Events: []flagadmin.Event{{Type: flagadmin.EventFeatureUpdated, CreatedBy: "ada@example.com",
+			CreatedAt: time.Date(2026, 2, 1, 0, 0, i, 0, time.UTC), Project: &project, FeatureName: &flag,
+			Data: json.RawMessage(fmt.Sprintf(`{"name":"flag-1","description":"written after the load, %d"}`, i))}}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := textSegments(t, s); n < 9 {
+		t.Fatalf("after 8 writes without merging: %d segments, want 9 or more", n)
+	}
+	if err := migrateTextMerge(ctx, s.db); err != nil {
+		t.Fatal(err)
+	}
+	if n := textSegments(t, s); n != 1 {
+		t.Errorf("after migration %s: %d segments in events_text, want 1", textMergeMigration, n)
+	}
+	// The merged index still answers: the eight later events by their text.
+	var found int
+	if err := s.db.QueryRowContext(ctx, "SELECT count(*) FROM events_text WHERE events_text MATCH '\"after the load\"'").Scan(&found); err != nil || found != 8 {
+		t.Errorf("events found by their text after the merge: %d (%v), want 8", found, err)
+	}
+}
+
+// textSegments returns the number of segments of events_text: the second
+// count of FTS5's structure record (the row of id 10 of events_text_data:
+// a 4-byte cookie, a 4-byte marker in its second version, then the number
+// of levels and of segments, as SQLite varints).
+func textSegments(t *testing.T, s *Store) int {
+	t.Helper()
+	var rec []byte
+	if err := s.db.QueryRowContext(context.Background(), "SELECT block FROM events_text_data WHERE id = 10").Scan(&rec); err != nil {
+		t.Fatal(err)
+	}
+	i := 4
+	if len(rec) >= 8 && string(rec[4:8]) == "\xff\x00\x00\x01" {
+		i = 8
+	}
+	varint := func() int {
+		v := 0
+		for ; i < len(rec); i++ {
+			v = v<<7 | int(rec[i]&0x7f)
+			if rec[i]&0x80 == 0 {
+				i++
+				return v
+			}
+		}
+		t.Fatalf("structure record of events_text cut short: %x", rec)
+		return 0
+	}
+	varint() // levels
+	return varint()
+}
