@@ -52,8 +52,7 @@ SQLITE="${SQLITE:-/tmp/sqllog-bench/log.db}"
 ROUNDS="${ROUNDS:-4}"
 BENCHTIME="${BENCHTIME:-3s}"
 EVENTS="${EVENTS:-1000000}"
-PG_DB="${PG_DB:-sqllog_bench_log}"
-PARTS="${PARTS:-proof,verify,prune}"
+PARTS="${PARTS:-proof verify prune}"
 
 tmp="$(mktemp -d)"
 cleanup() {
@@ -95,7 +94,7 @@ scale() {
 			url="sqlite:$SQLITE"
 		fi
 		echo "== $db, $EVENTS events"
-		FLAGADMIN_BENCH_LOG_DB="$url" FLAGADMIN_BENCH_LOG_EVENTS="$EVENTS" FLAGADMIN_BENCH_LOG_PARTS="${PARTS:-proof verify prune}" \
+		FLAGADMIN_BENCH_LOG_DB="$url" FLAGADMIN_BENCH_LOG_EVENTS="$EVENTS" FLAGADMIN_BENCH_LOG_PARTS="$PARTS" \
 			go test ./cmd/flagadmin -run '^$' -bench 'LogSQL' -benchtime 1x -timeout 60m -v | grep -E 'log_sql_bench|Benchmark|^ok|FAIL'
 		if [ "$db" = postgres ]; then
 			psql "$PG_DSN" -qc "DROP DATABASE IF EXISTS $PG_DB" >/dev/null
