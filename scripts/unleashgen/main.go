@@ -8,9 +8,12 @@
 //
 //	unleashgen -db postgres://.../unleash_bench -events 1000000
 //	unleashgen -fingerprint -events 1000000
+//	unleashgen -last-day -events 1000000
 //
 // The second prints the world's fingerprint (worldgen.Config.Fingerprint),
-// for a script that marks the database with what it holds.
+// for a script that marks the database with what it holds; the third the
+// day (YYYY-MM-DD, UTC) of the world's newest events, the "today" of a
+// benchmark that looks at the log as its users would have on that day.
 //
 // The database must hold the Unleash schema (restore the fixture's dump
 // into it); the generated tables are emptied first. Rows go in with COPY,
@@ -35,9 +38,15 @@ func main() {
 	db := flag.String("db", "", "URL of the Unleash PostgreSQL database to fill (required)")
 	events := flag.Int("events", 1_000_000, "number of events")
 	fingerprint := flag.Bool("fingerprint", false, "print the fingerprint of the world (internal/worldgen's) and exit")
+	lastDay := flag.Bool("last-day", false, "print the day (YYYY-MM-DD, UTC) of the world's newest events and exit")
 	flag.Parse()
 	if *fingerprint {
 		fmt.Println(worldgen.Config{Events: *events}.Fingerprint())
+		return
+	}
+	if *lastDay {
+		// End is exclusive: the newest events are of the millisecond before it.
+		fmt.Println(worldgen.Config{Events: *events}.WithDefaults().End.Add(-time.Millisecond).Format(time.DateOnly))
 		return
 	}
 	if *db == "" {
