@@ -13,8 +13,6 @@ import (
 	"github.com/uptrace/bun"
 	"github.com/uptrace/bun/dialect"
 	"github.com/uptrace/bun/migrate"
-
-	"github.com/flagadmin/flagadmin/adapters/bunstore/internal/textindex"
 )
 
 // The schema is written once per database (schema/*.sql) and changed only
@@ -50,25 +48,7 @@ func newMigrations(o migrateOptions) *migrate.Migrations {
 	add("20261127000002", "follow_state: the Unleash database the store follows, its position and the follow lease", migrateFollowState)
 	add(logSizeMigration, "the log's size read from its leaves, instead of a row every writer of events changed", migrateLogSize)
 	add(pruneMigration, "store_versions: the row retention raises, which no writer does", migratePruneVersion)
-	add(textMergeMigration, "SQLite: the full-text index merged into one segment, as a load now leaves it", migrateTextMerge)
 	return ms
-}
-
-// textMergeMigration merges the full-text index of a SQLite database into
-// one segment, as Load now leaves it (textindex.SQLiteRefill.Merge): a
-// store loaded before, an import from Unleash for one, stalled its writes
-// on the merges of the segments its load left.
-const textMergeMigration = "20261127000005"
-
-// migrateTextMerge is migration 20261127000005: on SQLite, events_text
-// merged into one segment (about 20 s at 1,000,000 events); nothing on
-// the other databases. It may run again.
-func migrateTextMerge(ctx context.Context, db *bun.DB) error {
-	if db.Dialect().Name() != dialect.SQLite {
-		return nil
-	}
-	_, err := db.ExecContext(ctx, textindex.SQLiteRefill.Merge)
-	return err
 }
 
 // migrateBaseline is the baseline migration: the schema of schemaFiles, or
