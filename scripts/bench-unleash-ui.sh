@@ -4,7 +4,8 @@
 # database of EVENTS generated events (flagadmin-bench unleash-ui):
 #
 #   1. the search of Unleash's event log page (GET /api/admin/search/events
-#      with offset, limit and a from/to date range, as a user paging would),
+#      with offset, limit and a from/to date range, as a user paging would,
+#      on the generated world's last day: --today),
 #      signed in as admin in the browser's way (the session cookie): median
 #      and p90 of --loads loads directly against Unleash and through
 #      flagadmin, interleaved, and the ratio;

@@ -40,7 +40,7 @@ import (
 //   - search: the request of Unleash's event log page, GET
 //     /api/admin/search/events?offset=&limit=25&from=IS:&to=IS:, with the
 //     admin's session cookie as the browser sends it, over several date
-//     ranges and pages; --loads loads each way, direct and through
+//     ranges ending on --today and pages; --loads loads each way, direct and through
 //     flagadmin alternating: median and p90, and the ratio;
 //   - read-your-writes: --completions lifecycle completions of the flags
 //     of the project default in turn (the open-source Unleash lets a
