@@ -41,6 +41,9 @@
 #             ENGINES its databases (default "Postgres SQLite")
 #   EVENTS    events of the scale part (default 1000000)
 #   PARTS     the scale part's parts: any of "proof verify prune" (default all three)
+#   PRUNE     events the pruning removes (default half); ALONE how long the writes run
+#             alone first (default 5s): ALONE=3m PRUNE=1 PARTS=prune measures the
+#             writes' waits on the machine with no pruning
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -95,6 +98,7 @@ scale() {
 		fi
 		echo "== $db, $EVENTS events"
 		FLAGADMIN_BENCH_LOG_DB="$url" FLAGADMIN_BENCH_LOG_EVENTS="$EVENTS" FLAGADMIN_BENCH_LOG_PARTS="$PARTS" \
+			FLAGADMIN_BENCH_LOG_PRUNE="${PRUNE:-}" FLAGADMIN_BENCH_LOG_ALONE="${ALONE:-}" \
 			go test ./cmd/flagadmin -run '^$' -bench 'LogSQL' -benchtime 1x -timeout 60m -v | grep -E 'log_sql_bench|Benchmark|^ok|FAIL'
 		if [ "$db" = postgres ]; then
 			psql "$PG_DSN" -qc "DROP DATABASE IF EXISTS $PG_DB" >/dev/null
