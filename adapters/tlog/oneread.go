@@ -141,12 +141,5 @@ func (p *Prover) rehashFrom(ctx context.Context, nodes proof.Nodes, read []flaga
 			hashes[i] = root[:]
 		}
 	}
-	out, err := nodes.Rehash(hashes, hasher.HashChildren)
-	if err != nil {
-		return nil, fmt.Errorf("tlog: %w", err)
-	}
-	if out == nil {
-		out = [][]byte{}
-	}
-	return out, nil
+	return build(nodes, hashes)
 }

@@ -73,6 +73,12 @@ func (p *Prover) rehash(ctx context.Context, nodes proof.Nodes) ([][]byte, error
 	if err != nil {
 		return nil, err
 	}
+	return build(nodes, hashes)
+}
+
+// build makes the proof of nodes from the hashes of their IDs: never nil,
+// so that an empty proof encodes as [].
+func build(nodes proof.Nodes, hashes [][]byte) ([][]byte, error) {
 	out, err := nodes.Rehash(hashes, hasher.HashChildren)
 	if err != nil {
 		return nil, fmt.Errorf("tlog: %w", err)
