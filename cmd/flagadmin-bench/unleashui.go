@@ -72,10 +72,9 @@ type unleashUIOptions struct {
 	// Target is the store flagadmin follows Unleash into: memory, or
 	// sqlite (a new file in a temporary directory, or SQLiteFile).
 	Target, SQLiteFile string
-	// Today is the day the event log page is opened (YYYY-MM-DD): the end
-	// of its date ranges. Empty: the current day.
-	Today string
-	today time.Time
+	// Today is the day the event log page is opened: the end of its date
+	// ranges.
+	Today time.Time
 }
 
 func unleashUICommand(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -96,7 +95,14 @@ func unleashUICommand(ctx context.Context, args []string, stdout, stderr io.Writ
 	fs.StringVar(&o.Asset, "asset", "", "path of the static asset of the throughput phases; default the script index.html loads")
 	fs.StringVar(&o.FlagadminLog, "flagadmin-log", "", "file for flagadmin's log (default: a temporary file, removed)")
 	fs.StringVar(&o.Target, "target", "memory", "the store flagadmin follows Unleash into: memory, or sqlite (a new file in a temporary directory)")
-	fs.StringVar(&o.Today, "today", "", "the day (YYYY-MM-DD) the event log page is opened, where its date ranges end (default the current day; scripts/bench-unleash-ui.sh gives the generated world's last day, so that the page's last year holds the newest half of the log, as on a live Unleash)")
+	o.Today = time.Now().UTC()
+	fs.Func("today", "the day (YYYY-MM-DD) the event log page is opened, where its date ranges end (default the current day; scripts/bench-unleash-ui.sh gives the generated world's last day, so that the page's last year holds the newest half of the log, as on a live Unleash)",
+		func(v string) (err error) {
+			if o.Today, err = time.Parse(time.DateOnly, v); err != nil {
+				return errors.New("want a day as YYYY-MM-DD")
+			}
+			return nil
+		})
 	fs.StringVar(&o.SQLiteFile, "sqlite-file", "", "with --target sqlite: the SQLite file of the copy, kept after the run; one that follows --db already is resumed, not imported again")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: flagadmin-bench unleash-ui --flagadmin PATH --unleash DIR --db URL [flags]\n\n"+
@@ -117,15 +123,6 @@ func unleashUICommand(ctx context.Context, args []string, stdout, stderr io.Writ
 		fs.Usage()
 		return 2
 	}
-	today := time.Now().UTC()
-	if o.Today != "" {
-		var err error
-		if today, err = time.Parse(time.DateOnly, o.Today); err != nil {
-			fmt.Fprintf(stderr, "flagadmin-bench unleash-ui: --today %q: want a day as YYYY-MM-DD\n", o.Today)
-			return 2
-		}
-	}
-	o.today = today
 	if err := benchUnleashUI(ctx, o, stdout, stderr); err != nil {
 		fmt.Fprintln(stderr, "flagadmin-bench unleash-ui:", err)
 		return 1
@@ -189,7 +186,7 @@ func benchUnleashUI(ctx context.Context, o unleashUIOptions, stdout, stderr io.W
 			failed = append(failed, name)
 		}
 	}
-	phase("event log page", benchEventLog(ctx, client, un.base, fa.base, cookie, o.Loads, o.today, stdout))
+	phase("event log page", benchEventLog(ctx, client, un.base, fa.base, cookie, o.Loads, o.Today, stdout))
 	phase("read-your-writes", benchReadYourWrites(ctx, client, fa.base, o.DB, cookie, o.Completions, stdout))
 	targets := []target{{"direct", un.base, un.pid}, {"via flagadmin", fa.base, fa.pid}, {"bare proxy", bare.BaseURL, bare.PID}}
 	phase("latency", benchSmall(ctx, client, targets, cookie, o.Requests, stdout))
