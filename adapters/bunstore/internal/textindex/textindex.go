@@ -84,8 +84,8 @@ func usable(text string) bool {
 // it soon cascade into merges of those, and FTS5 merges a term's whole
 // list of rows at once: with trigrams, a list of nearly every event. On
 // SQLite's one writer connection every write waits for such a merge
-// (2.4 s on 1,000,000 events; 28 ms at most once merged: BENCHMARKS.md,
-// "Verifiable log and retention"). Merged, the next merges are of the
+// (2.4 s on 1,000,000 events; 28 ms at most once merged: measured with
+// scripts/bench-log.sh, docs/benchmarks-archive.md). Merged, the next merges are of the
 // segments written since, small until they have grown to the index's size.
 var SQLiteRefill = struct{ Before, Fill, After, Merge string }{
 	hashSize(32 << 20),
