@@ -28,6 +28,10 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 			next.ServeHTTP(w, r)
 			return
 		}
+		if err := s.notLoaded(); err != nil {
+			s.writeError(w, r, err)
+			return
+		}
 		p, err := s.authenticateRequest(r.Context(), r)
 		if err != nil {
 			s.writeError(w, r, err)

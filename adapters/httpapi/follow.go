@@ -13,9 +13,6 @@ type FollowReporter interface {
 	Status() flagadmin.FollowStatus
 }
 
-// msgNotImported is the message of /ready while a following server's
-// store does not hold the copy yet.
-const msgNotImported = "The copy of the Unleash database is not loaded yet: the import that starts following runs."
 
 // healthBody is the body of GET /health: Unleash's field, flagadmin's
 // own, and the follow state when the server follows Unleash.
@@ -38,8 +35,21 @@ func (s *Server) health(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, body)
 }
 
-// notImported reports whether the server follows Unleash and its store
-// does not hold the copy yet (GET /ready then answers 503).
-func (s *Server) notImported() bool {
-	return s.follow != nil && !s.follow.Status().Ready
+// notLoaded returns the 503 ServiceUnavailable of a server that follows
+// Unleash while its store does not hold the copy yet (GET /ready and every
+// /api/ request answer it: without the copy no token is known, and a 401
+// would tell a caller their token is wrong), saying how far the import is
+// or what keeps it from running; nil otherwise. It reads the follower's
+// status only, never the store, which the import may hold.
+func (s *Server) notLoaded() error {
+	if s.follow == nil {
+		return nil
+	}
+	why := s.follow.Status().NotLoaded()
+	if why == "" {
+		return nil
+	}
+	e := newAPIError(http.StatusServiceUnavailable, nameServiceUnavailable, "The copy of the Unleash database is not loaded yet: "+why+".")
+	e.headers = http.Header{"Retry-After": {retryAfterSeconds}}
+	return e
 }
