@@ -28,8 +28,7 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 			next.ServeHTTP(w, r)
 			return
 		}
-		if err := s.notLoaded(); err != nil {
-			s.writeError(w, r, err)
+		if s.answerNotLoaded(w) {
 			return
 		}
 		p, err := s.authenticateRequest(r.Context(), r)

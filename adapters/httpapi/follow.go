@@ -13,7 +13,6 @@ type FollowReporter interface {
 	Status() flagadmin.FollowStatus
 }
 
-
 // healthBody is the body of GET /health: Unleash's field, flagadmin's
 // own, and the follow state when the server follows Unleash.
 type healthBody struct {
@@ -35,21 +34,25 @@ func (s *Server) health(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, body)
 }
 
-// notLoaded returns the 503 ServiceUnavailable of a server that follows
-// Unleash while its store does not hold the copy yet (GET /ready and every
-// /api/ request answer it: without the copy no token is known, and a 401
-// would tell a caller their token is wrong), saying how far the import is
-// or what keeps it from running; nil otherwise. It reads the follower's
-// status only, never the store, which the import may hold.
-func (s *Server) notLoaded() error {
+// answerNotLoaded answers 503 ServiceUnavailable, with Retry-After, on a
+// server that follows Unleash while its store does not hold the copy yet,
+// and reports whether it did. GET /ready and every /api/ request answer it:
+// without the copy no token is known, and a 401 would tell a caller their
+// token is wrong. The message says how far the import is or what keeps it
+// from running. It reads the follower's status only, never the store,
+// which the import may hold, so it answers at once; it is not logged as a
+// failure of storage (the follower logs its state, the access log the
+// answer).
+func (s *Server) answerNotLoaded(w http.ResponseWriter) bool {
 	if s.follow == nil {
-		return nil
+		return false
 	}
 	why := s.follow.Status().NotLoaded()
 	if why == "" {
-		return nil
+		return false
 	}
 	e := newAPIError(http.StatusServiceUnavailable, nameServiceUnavailable, "The copy of the Unleash database is not loaded yet: "+why+".")
-	e.headers = http.Header{"Retry-After": {retryAfterSeconds}}
-	return e
+	w.Header().Set("Retry-After", retryAfterSeconds)
+	writeJSON(w, e.status, e)
+	return true
 }

@@ -137,6 +137,9 @@ func TestFollowingServerBeforeTheCopy(t *testing.T) {
 			}
 		})
 	}
+	if strings.Contains(e.logs.String(), "storage unavailable") {
+		t.Errorf("a copy not loaded yet is logged as a storage failure:\n%s", e.logs)
+	}
 }
 
 func TestFollowingServerHealthAndReady(t *testing.T) {

@@ -213,8 +213,7 @@ func (s *Server) API() huma.API { return s.api }
 // loaded yet is answered at once, without the ping: the import's
 // transaction may hold the store.
 func (s *Server) ready(w http.ResponseWriter, r *http.Request) {
-	if err := s.notLoaded(); err != nil {
-		s.writeError(w, r, err)
+	if s.answerNotLoaded(w) {
 		return
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), readyTimeout)

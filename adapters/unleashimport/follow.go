@@ -696,12 +696,15 @@ func (f *Follower) failed(what, msg string, err error) time.Duration {
 	}
 	if _, ongoing := f.outages[what]; !ongoing {
 		f.outages[what] = f.opts.Now()
-		synced := "never"
-		if st := f.Status(); st.SyncedAt != nil {
+		synced, then := "never", "; serving goes on from the copy, and following resumes by itself"
+		st := f.Status()
+		if st.SyncedAt != nil {
 			synced = st.SyncedAt.Format(time.RFC3339)
 		}
-		f.log.Warn("following paused: "+msg+"; serving goes on from the copy, and following resumes by itself",
-			"source", f.name, "reason", f.reason(err), "copy_as_of", synced)
+		if !st.Ready {
+			then = "; no copy is loaded yet (the API answers 503 until one is), and the import is tried again by itself"
+		}
+		f.log.Warn("following paused: "+msg+then, "source", f.name, "reason", f.reason(err), "copy_as_of", synced)
 		f.retry = f.opts.RetryMin
 	} else {
 		f.retry = min(2*f.retry, f.opts.RetryMax)

@@ -42,9 +42,8 @@ var (
 	ErrUnsupportedVersion = errors.New("unsupported Unleash version")
 	// ErrRefused: the source's server answered and refused the connection:
 	// the database does not exist, the role or its password is refused, or
-	// the role may not connect. A wrong setting, most likely. It comes with
-	// ErrUnreachable (errors.Is holds for both; the message is
-	// ErrUnreachable's).
+	// the role may not connect. A wrong setting, most likely. Such an
+	// error is of both kinds, ErrRefused and ErrUnreachable.
 	ErrRefused = errors.New("the Unleash database refused the connection")
 )
 
@@ -119,11 +118,10 @@ func Open(ctx context.Context, rawURL string) (*Source, error) {
 	}
 	conn, err := pgx.ConnectConfig(ctx, cfg)
 	if err != nil {
-		out := fmt.Errorf("%w at %s: %s", ErrUnreachable, redact(rawURL), connectReason(err))
 		if pe := (*pgconn.PgError)(nil); errors.As(err, &pe) && slices.Contains(refusedCodes, pe.Code) {
-			return nil, kindError{out, ErrRefused}
+			return nil, kindError{fmt.Errorf("%w at %s: %s", ErrRefused, redact(rawURL), connectReason(err)), ErrUnreachable}
 		}
-		return nil, out
+		return nil, fmt.Errorf("%w at %s: %s", ErrUnreachable, redact(rawURL), connectReason(err))
 	}
 	s := &Source{conn: conn, has: map[string]bool{}}
 	if err := s.inspect(ctx, redact(rawURL)); err != nil {
