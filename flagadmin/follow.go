@@ -246,6 +246,8 @@ func (s FollowStatus) NotLoaded() string {
 	switch {
 	case s.Ready:
 		return ""
+	case s.State == FollowStateImporting && s.CopyTotal > 0 && s.Copied >= s.CopyTotal:
+		return fmt.Sprintf("the import that starts following runs (all %d events copied; building the indexes and committing)", s.CopyTotal)
 	case s.State == FollowStateImporting && s.CopyTotal > 0:
 		return fmt.Sprintf("the import that starts following runs (%d of %d events copied)", s.Copied, s.CopyTotal)
 	case s.State == FollowStateImporting:

@@ -116,6 +116,8 @@ func TestFollowingServerBeforeTheCopy(t *testing.T) {
 	}{
 		{"importing", flagadmin.FollowStatus{State: flagadmin.FollowStateImporting, Copied: 120000, CopyTotal: 302000},
 			prefix + "the import that starts following runs (120000 of 302000 events copied)."},
+		{"committing", flagadmin.FollowStatus{State: flagadmin.FollowStateImporting, Copied: 302000, CopyTotal: 302000},
+			prefix + "the import that starts following runs (all 302000 events copied; building the indexes and committing)."},
 		{"the source cannot be reached", flagadmin.FollowStatus{State: flagadmin.FollowStatePaused, Reason: "the Unleash database cannot be reached: connection refused"},
 			prefix + "the import that starts following cannot run: the Unleash database cannot be reached: connection refused; it is tried again by itself."},
 		{"stopped", flagadmin.FollowStatus{State: flagadmin.FollowStateStopped, Reason: "the Unleash database at x no longer has events"},
