@@ -237,6 +237,15 @@ func (f *Follower) Check(ctx context.Context) (resume bool, err error) {
 		return false, err
 	}
 	if st.Following() {
+		// The copy is there: served from now on, before Run reaches
+		// anything.
+		f.setStatus(func(s *flagadmin.FollowStatus) {
+			s.Ready, s.Position, s.Holes = true, st.Position, st.Holes
+			if !st.SyncedAt.IsZero() {
+				t := st.SyncedAt
+				s.SyncedAt = &t
+			}
+		})
 		return true, nil
 	}
 	have, err := f.store.Contents(ctx)

@@ -291,3 +291,19 @@ func TestFollowUnreachableBeforeTheCopy(t *testing.T) {
 		t.Errorf("%d 'following paused' lines, want 1:\n%s", n, log)
 	}
 }
+
+// TestFollowResumedCopyIsReadyAtOnce: a store that holds a copy is ready
+// (served, /ready 200) as soon as Check found it, before the source is
+// reached.
+func TestFollowResumedCopyIsReadyAtOnce(t *testing.T) {
+	src := unleashfixture.Restore(t)
+	store := memstore.New()
+	first := startFollower(t, src, store, unleashimport.FollowOptions{})
+	caughtUp(t, first, fixtureEvents)
+	first.stop()
+	f := unleashimport.NewFollower("postgres://postgres@127.0.0.1:1/unleash?sslmode=disable", store, fastFollow(nil))
+	resume, err := f.Check(context.Background())
+	if st := f.Status(); err != nil || !resume || !st.Ready || st.Position != fixtureEvents || st.NotLoaded() != "" {
+		t.Errorf("after Check: resume %v, %v, status %+v; want the copy ready at position %d", resume, err, st, fixtureEvents)
+	}
+}
