@@ -3,6 +3,7 @@ package flagadmin
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 )
 
@@ -232,6 +233,33 @@ type FollowStatus struct {
 	Errors int64 `json:"errors"`
 	// SyncedAt is FollowState.SyncedAt (null before the first).
 	SyncedAt *time.Time `json:"syncedAt"`
+	// Copied and CopyTotal are, while the first import runs, the events
+	// it has copied so far and the events it copies (0 otherwise).
+	Copied    int64 `json:"copied,omitempty"`
+	CopyTotal int64 `json:"copyTotal,omitempty"`
+}
+
+// NotLoaded says in one line why the store does not hold the copy yet:
+// what the first import does, or what keeps it from running (the last
+// error). It is "" once the copy is loaded (Ready).
+func (s FollowStatus) NotLoaded() string {
+	switch {
+	case s.Ready:
+		return ""
+	case s.State == FollowStateImporting && s.CopyTotal > 0 && s.Copied >= s.CopyTotal:
+		return fmt.Sprintf("the import that starts following runs (all %d events copied; building the indexes and committing)", s.CopyTotal)
+	case s.State == FollowStateImporting && s.CopyTotal > 0:
+		return fmt.Sprintf("the import that starts following runs (%d of %d events copied)", s.Copied, s.CopyTotal)
+	case s.State == FollowStateImporting:
+		return "the import that starts following runs (reading users, projects, flags and tokens)"
+	case s.State == FollowStatePaused:
+		return "the import that starts following cannot run: " + s.Reason + "; it is tried again by itself"
+	case s.State == FollowStateStopped:
+		return "following stopped: " + s.Reason
+	case s.State == FollowStateStandby:
+		return "another server imports it"
+	}
+	return "following starts"
 }
 
 // The states of a FollowStatus.

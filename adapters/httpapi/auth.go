@@ -28,6 +28,9 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 			next.ServeHTTP(w, r)
 			return
 		}
+		if s.answerNotLoaded(w) {
+			return
+		}
 		p, err := s.authenticateRequest(r.Context(), r)
 		if err != nil {
 			s.writeError(w, r, err)

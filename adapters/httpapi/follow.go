@@ -13,10 +13,6 @@ type FollowReporter interface {
 	Status() flagadmin.FollowStatus
 }
 
-// msgNotImported is the message of /ready while a following server's
-// store does not hold the copy yet.
-const msgNotImported = "The copy of the Unleash database is not loaded yet: the import that starts following runs."
-
 // healthBody is the body of GET /health: Unleash's field, flagadmin's
 // own, and the follow state when the server follows Unleash.
 type healthBody struct {
@@ -38,8 +34,25 @@ func (s *Server) health(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, body)
 }
 
-// notImported reports whether the server follows Unleash and its store
-// does not hold the copy yet (GET /ready then answers 503).
-func (s *Server) notImported() bool {
-	return s.follow != nil && !s.follow.Status().Ready
+// answerNotLoaded answers 503 ServiceUnavailable, with Retry-After, on a
+// server that follows Unleash while its store does not hold the copy yet,
+// and reports whether it did. GET /ready and every /api/ request answer it:
+// without the copy no token is known, and a 401 would tell a caller their
+// token is wrong. The message says how far the import is or what keeps it
+// from running. It reads the follower's status only, never the store,
+// which the import may hold, so it answers at once; it is not logged as a
+// failure of storage (the follower logs its state, the access log the
+// answer).
+func (s *Server) answerNotLoaded(w http.ResponseWriter) bool {
+	if s.follow == nil {
+		return false
+	}
+	why := s.follow.Status().NotLoaded()
+	if why == "" {
+		return false
+	}
+	e := newAPIError(http.StatusServiceUnavailable, nameServiceUnavailable, "The copy of the Unleash database is not loaded yet: "+why+".")
+	w.Header().Set("Retry-After", retryAfterSeconds)
+	writeJSON(w, e.status, e)
+	return true
 }

@@ -20,21 +20,36 @@ func (following) FollowState(context.Context) (flagadmin.FollowState, error) {
 	return flagadmin.FollowState{Source: flagadmin.FollowSource{SystemID: "1", Database: "unleash", URL: "postgres://db.internal:5432/unleash"}, Position: 42}, nil
 }
 
-// reporter is a follower's status that a test changes.
-type reporter struct{ ready atomic.Bool }
+// reporter is a follower's status that a test changes: following once
+// ready, else the state it is given (importing by default).
+type reporter struct {
+	ready   atomic.Bool
+	loading atomic.Pointer[flagadmin.FollowStatus]
+}
 
 func (r *reporter) Status() flagadmin.FollowStatus {
 	synced := time.Date(2025, 3, 1, 11, 59, 58, 0, time.UTC)
+	if st := r.loading.Load(); st != nil && !r.ready.Load() {
+		return *st
+	}
 	return flagadmin.FollowStatus{Source: "postgres://db.internal:5432/unleash", State: flagadmin.FollowStateFollowing,
 		Ready: r.ready.Load(), Applying: true, Position: 42, LagSeconds: 2, SyncedAt: &synced}
 }
 
 // followEnv serves the test world as a server that follows Unleash: its
 // service refuses writes, and rep reports on the follower.
-func followEnv(t *testing.T, rep *reporter) *testEnv {
+func followEnv(t *testing.T, rep *reporter) *testEnv { return followEnvOn(t, rep, nil) }
+
+// followEnvOn is followEnv with the served store wrapped by wrap (when not
+// nil).
+func followEnvOn(t *testing.T, rep *reporter, wrap func(flagadmin.Store) flagadmin.Store) *testEnv {
 	t.Helper()
 	e := newEnv(t, Config{}, nil)
-	svc := flagadmin.NewService(e.served, flagadmin.WithClock(func() time.Time { return testNow }), flagadmin.WithFollowState(following{}))
+	served := e.served
+	if wrap != nil {
+		served = wrap(served)
+	}
+	svc := flagadmin.NewService(served, flagadmin.WithClock(func() time.Time { return testNow }), flagadmin.WithFollowState(following{}))
 	e.svc, e.server = svc, New(svc, Config{Logger: e.server.log, Follow: rep})
 	e.handler = storecache.Scope(e.server.Handler())
 	return e
@@ -77,12 +92,64 @@ func TestFollowingServerRefusesWrites(t *testing.T) {
 	}
 }
 
+// stalledPing is a store whose ping does not answer (a store whose one
+// writer the import's transaction holds).
+type stalledPing struct{ flagadmin.Store }
+
+func (stalledPing) Ping(ctx context.Context) error {
+	<-ctx.Done()
+	return ctx.Err()
+}
+
+// TestFollowingServerBeforeTheCopy: until the store holds the copy, GET
+// /ready and every /api/ request answer 503 ServiceUnavailable saying how
+// far the import is or what keeps it from running (not a 401: no token is
+// known yet), at once, without asking the store.
+func TestFollowingServerBeforeTheCopy(t *testing.T) {
+	rep := &reporter{}
+	e := followEnvOn(t, rep, func(s flagadmin.Store) flagadmin.Store { return stalledPing{s} })
+	const prefix = "The copy of the Unleash database is not loaded yet: "
+	for _, c := range []struct {
+		name string
+		st   flagadmin.FollowStatus
+		want string
+	}{
+		{"importing", flagadmin.FollowStatus{State: flagadmin.FollowStateImporting, Copied: 120000, CopyTotal: 302000},
+			prefix + "the import that starts following runs (120000 of 302000 events copied)."},
+		{"committing", flagadmin.FollowStatus{State: flagadmin.FollowStateImporting, Copied: 302000, CopyTotal: 302000},
+			prefix + "the import that starts following runs (all 302000 events copied; building the indexes and committing)."},
+		{"the source cannot be reached", flagadmin.FollowStatus{State: flagadmin.FollowStatePaused, Reason: "the Unleash database cannot be reached: connection refused"},
+			prefix + "the import that starts following cannot run: the Unleash database cannot be reached: connection refused; it is tried again by itself."},
+		{"stopped", flagadmin.FollowStatus{State: flagadmin.FollowStateStopped, Reason: "the Unleash database at x no longer has events"},
+			prefix + "following stopped: the Unleash database at x no longer has events."},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			st := c.st
+			rep.loading.Store(&st)
+			for _, r := range []request{
+				{method: "GET", path: "/ready"},
+				{method: "GET", path: "/api/admin/search/events", token: adminToken},
+				{method: "GET", path: "/api/admin/projects", token: "*:*.not-a-token"},
+			} {
+				w := e.do(t, r)
+				body := wantError(t, w, http.StatusServiceUnavailable, nameServiceUnavailable)
+				if body.Message != c.want || w.Header().Get("Retry-After") == "" {
+					t.Errorf("%s %s: %s %v; want the message %q", r.method, r.path, w.Body, w.Header(), c.want)
+				}
+			}
+		})
+	}
+	if strings.Contains(e.logs.String(), "storage unavailable") {
+		t.Errorf("a copy not loaded yet is logged as a storage failure:\n%s", e.logs)
+	}
+}
+
 func TestFollowingServerHealthAndReady(t *testing.T) {
 	rep := &reporter{}
 	e := followEnv(t, rep)
 	w := e.do(t, request{method: "GET", path: "/ready"})
-	body := wantError(t, w, http.StatusServiceUnavailable, nameServiceUnavailable)
-	if body.Message != msgNotImported || w.Header().Get("Retry-After") == "" {
+	wantError(t, w, http.StatusServiceUnavailable, nameServiceUnavailable)
+	if w.Header().Get("Retry-After") == "" {
 		t.Errorf("/ready before the import: %s %v", w.Body, w.Header())
 	}
 	rep.ready.Store(true)

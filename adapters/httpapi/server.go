@@ -209,18 +209,17 @@ func (s *Server) Handler() http.Handler { return s.handler }
 func (s *Server) API() huma.API { return s.api }
 
 // ready answers 200 when the store answers a ping (and, on a server that
-// follows Unleash, holds the copy), else 503 ServiceUnavailable.
+// follows Unleash, holds the copy), else 503 ServiceUnavailable. A copy not
+// loaded yet is answered at once, without the ping: the import's
+// transaction may hold the store.
 func (s *Server) ready(w http.ResponseWriter, r *http.Request) {
+	if s.answerNotLoaded(w) {
+		return
+	}
 	ctx, cancel := context.WithTimeout(r.Context(), readyTimeout)
 	defer cancel()
 	if err := s.svc.Ping(ctx); err != nil {
 		s.writeError(w, r, unavailable{err})
-		return
-	}
-	if s.notImported() {
-		e := newAPIError(http.StatusServiceUnavailable, nameServiceUnavailable, msgNotImported)
-		e.headers = http.Header{"Retry-After": {retryAfterSeconds}}
-		s.writeError(w, r, e)
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})

@@ -159,6 +159,10 @@ const blockedBatch = 256
 // is not a copy of it (Follower.Check).
 var ErrFollowRefused = errors.New("the store cannot follow this Unleash database")
 
+// ErrSourceRefused marks the error of CheckSource: the source can never be
+// followed as configured.
+var ErrSourceRefused = errors.New("the source cannot be followed")
+
 // ErrFollowStopped wraps the reason following stopped for good (Run's
 // error): the source lost what the follower reads, is another database, or
 // cannot be followed.
@@ -200,6 +204,8 @@ type Follower struct {
 	leased    atomic.Bool
 	needState atomic.Bool   // re-read the follow state (lease just acquired)
 	wake      chan struct{} // the lease changed hands
+	copying   atomic.Bool   // the first import's store transaction runs
+	renew     chan struct{} // renew the lease now (the copy just ended)
 	applied   atomic.Int64
 	errs      atomic.Int64
 
@@ -212,7 +218,7 @@ type Follower struct {
 func NewFollower(sourceURL string, store FollowStore, opts FollowOptions) *Follower {
 	opts.defaults()
 	f := &Follower{url: sourceURL, name: SourceName(sourceURL), store: store, opts: opts, log: opts.Logger,
-		outages: map[string]time.Time{}, wake: make(chan struct{}, 1)}
+		outages: map[string]time.Time{}, wake: make(chan struct{}, 1), renew: make(chan struct{}, 1)}
 	f.status = flagadmin.FollowStatus{Source: f.name, State: flagadmin.FollowStateStarting}
 	return f
 }
@@ -231,6 +237,15 @@ func (f *Follower) Check(ctx context.Context) (resume bool, err error) {
 		return false, err
 	}
 	if st.Following() {
+		// The copy is there: served from now on, before Run reaches
+		// anything.
+		f.setStatus(func(s *flagadmin.FollowStatus) {
+			s.Ready, s.Position, s.Holes = true, st.Position, st.Holes
+			if !st.SyncedAt.IsZero() {
+				t := st.SyncedAt
+				s.SyncedAt = &t
+			}
+		})
 		return true, nil
 	}
 	have, err := f.store.Contents(ctx)
@@ -247,6 +262,32 @@ func (f *Follower) Check(ctx context.Context) (resume bool, err error) {
 		return false, fmt.Errorf("%w: the store holds %s and is not a copy of %s; follow into an empty database", ErrFollowRefused, strings.Join(held, ", "), f.name)
 	}
 	return false, nil
+}
+
+// CheckSource reaches the source once, before Run, and returns an error of
+// kind ErrSourceRefused (its message saying why, in one line) when it can
+// never be followed as configured: it answers but is not an Unleash
+// database, or one older than 5.0, or its event ids cannot be followed (a
+// standby); or its server refuses the connection for its settings (a
+// database that does not exist, a role or password refused: ErrRefused).
+// A source that cannot be reached now is no refusal: CheckSource returns
+// nil and Run tries again until it can (the same refusals later, as when
+// a database is being restored, are outages too).
+func (f *Follower) CheckSource(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, f.opts.ReadTimeout)
+	defer cancel()
+	src, err := Open(ctx, f.url)
+	if err == nil {
+		_, _, err = src.identity(ctx, f.name)
+		src.Close()
+	}
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, ErrNotUnleash), errors.Is(err, ErrUnsupportedVersion), errors.Is(err, ErrRefused), errors.Is(err, errNotFollowable):
+		return kindError{err, ErrSourceRefused}
+	}
+	return nil
 }
 
 // Status reports the follower's state now.
@@ -292,8 +333,9 @@ func (f *Follower) Run(ctx context.Context) error {
 			return nil
 		}
 		if err != nil {
-			f.setStatus(func(s *flagadmin.FollowStatus) { s.State, s.Reason = flagadmin.FollowStateStopped, flat(err) })
-			f.log.Error("following stopped; serving goes on from the copy as it is", "source", f.name, "reason", flat(err))
+			why := stoppedReason(err)
+			f.setStatus(func(s *flagadmin.FollowStatus) { s.State, s.Reason = flagadmin.FollowStateStopped, why })
+			f.log.Error("following stopped; serving goes on from the copy as it is", "source", f.name, "reason", why)
 			return err
 		}
 		if wait > 0 {
@@ -315,12 +357,20 @@ func (f *Follower) leaseLoop(ctx context.Context) {
 	ticker := time.NewTicker(f.opts.RenewEvery)
 	defer ticker.Stop()
 	var until, failing time.Time
+	standby := false // the standby line was logged since this server last applied
 	for {
 		now := f.opts.Now()
 		st, ok, err := f.store.AcquireFollowLease(ctx, f.opts.Holder, now, now.Add(f.opts.LeaseTTL))
 		switch {
 		case ctx.Err() != nil:
 			return
+		case err != nil && f.copying.Load():
+			// The first copy's own transaction is the fence (LoadFollow
+			// checks at its end that no other server took the lease): a
+			// renewal that cannot run beside it, on a store with one
+			// writer (SQLite), does not end the lease; it is renewed as
+			// soon as the copy ends.
+			ok = f.leased.Load()
 		case err != nil:
 			f.errs.Add(1)
 			if failing.IsZero() {
@@ -342,16 +392,23 @@ func (f *Follower) leaseLoop(ctx context.Context) {
 		if err == nil {
 			f.setStatus(func(s *flagadmin.FollowStatus) { s.Holder = st.Holder })
 		}
-		if was := f.leased.Swap(ok); was != ok {
-			switch {
-			case ok:
+		was := f.leased.Swap(ok)
+		switch {
+		case ok:
+			standby = false
+			if !was {
 				f.needState.Store(true)
 				f.log.Info("following: this server applies the source's changes (it holds the follow lease)", "holder", f.opts.Holder)
-			case err != nil:
-				f.log.Warn("following: the follow lease ended while it could not be renewed; this server serves the copy until it gets the lease again", "holder", f.opts.Holder)
-			default:
-				f.log.Info("following: another server applies the source's changes; this one serves the copy", "holder", st.Holder)
 			}
+		case was && err != nil:
+			f.log.Warn("following: the follow lease ended while it could not be renewed; this server serves the copy until it gets the lease again", "holder", f.opts.Holder)
+		case err == nil && !standby:
+			// Once each time this server becomes standby: at start as
+			// after it applied.
+			standby = true
+			f.log.Info("following: another server applies the source's changes; this one serves the copy", "holder", f.opts.Holder, "applied_by", st.Holder)
+		}
+		if was != ok {
 			select {
 			case f.wake <- struct{}{}:
 			default:
@@ -361,8 +418,19 @@ func (f *Follower) leaseLoop(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-ticker.C:
+		case <-f.renew:
 		}
 	}
+}
+
+// stoppedReason is why following stopped, in one line, without the
+// "following stopped: " its error starts with (the state says it).
+func stoppedReason(err error) string {
+	why := flat(err)
+	for prefix := ErrFollowStopped.Error() + ": "; strings.HasPrefix(why, prefix); {
+		why = strings.TrimPrefix(why, prefix)
+	}
+	return why
 }
 
 // stop is a reason to stop following for good.
@@ -459,11 +527,14 @@ func (f *Follower) connect(ctx context.Context) error {
 				st.Source.URL, st.Source.Database, st.Source.SystemID, f.name, id.Database, id.SystemID)
 		}
 		if err == nil {
-			newest, nerr := src.newestEventID(ctx)
+			// The ids handed out, not the events there are: events
+			// deleted in the source after the copy took them stay in the
+			// copy, and following goes on.
+			drawn, nerr := src.lastDrawnID(ctx)
 			if nerr != nil {
 				err = nerr
-			} else if newest < f.position {
-				err = stopf("the newest event of %s is %d, below the copy's position %d: the database was restored from an older backup, or is not the one the copy was made from", f.name, newest, f.position)
+			} else if drawn < f.position {
+				err = stopf("the newest event id %s has handed out is %d, below the copy's position %d: the database was restored from an older backup, or is not the one the copy was made from", f.name, drawn, f.position)
 			}
 		}
 	}
@@ -634,12 +705,15 @@ func (f *Follower) failed(what, msg string, err error) time.Duration {
 	}
 	if _, ongoing := f.outages[what]; !ongoing {
 		f.outages[what] = f.opts.Now()
-		synced := "never"
-		if st := f.Status(); st.SyncedAt != nil {
+		synced, then := "never", "; serving goes on from the copy, and following resumes by itself"
+		st := f.Status()
+		if st.SyncedAt != nil {
 			synced = st.SyncedAt.Format(time.RFC3339)
 		}
-		f.log.Warn("following paused: "+msg+"; serving goes on from the copy, and following resumes by itself",
-			"source", f.name, "reason", f.reason(err), "copy_as_of", synced)
+		if !st.Ready {
+			then = "; no copy is loaded yet (the API answers 503 until one is), and the import is tried again by itself"
+		}
+		f.log.Warn("following paused: "+msg+then, "source", f.name, "reason", f.reason(err), "copy_as_of", synced)
 		f.retry = f.opts.RetryMin
 	} else {
 		f.retry = min(2*f.retry, f.opts.RetryMax)
@@ -690,6 +764,7 @@ func (f *Follower) importFirst(ctx context.Context) (time.Duration, error) {
 	f.following, f.position, f.holes, f.stored = true, st.Position, st.Holes, st.SyncedAt
 	f.setStatus(func(s *flagadmin.FollowStatus) {
 		s.State, s.Ready, s.Position, s.Holes = flagadmin.FollowStateFollowing, true, st.Position, st.Holes
+		s.Copied, s.CopyTotal = 0, 0
 		if !st.SyncedAt.IsZero() {
 			t := st.SyncedAt
 			s.SyncedAt = &t
@@ -732,7 +807,7 @@ func (f *Follower) importSnapshot(ctx context.Context, start time.Time) (*Summar
 		return nil, flagadmin.FollowState{}, sourceError{err}
 	}
 	defer tx.Rollback(context.WithoutCancel(ctx))
-	r := &reader{src: src, tx: tx, sum: sum, prog: newProgress(f.opts.Progress), batchSize: f.opts.BatchSize, keyFeatures: true}
+	r := &reader{src: src, tx: tx, sum: sum, prog: f.importProgress(), batchSize: f.opts.BatchSize, keyFeatures: true}
 	w, err := r.readWorld(ctx, start)
 	if err != nil {
 		return nil, flagadmin.FollowState{}, sourceError{err}
@@ -762,6 +837,7 @@ func (f *Follower) importSnapshot(ctx context.Context, start time.Time) (*Summar
 		st.SyncedAt = start
 	}
 	events := func(emit func([]flagadmin.Event) error) error {
+		r.prog.step("write users, groups, projects, flags, tokens")
 		if upTo == 0 {
 			return nil
 		}
@@ -775,13 +851,48 @@ func (f *Follower) importSnapshot(ctx context.Context, start time.Time) (*Summar
 		}
 		return err
 	}
-	if err := f.store.LoadFollow(ctx, f.opts.Holder, f.opts.Now(), st, &w.batch, events); err != nil {
+	f.copying.Store(true)
+	err = f.store.LoadFollow(ctx, f.opts.Holder, f.opts.Now(), st, &w.batch, events)
+	f.copying.Store(false)
+	select {
+	case f.renew <- struct{}{}: // the lease, which the copy may have kept from being renewed
+	default:
+	}
+	if err != nil {
 		return nil, st, err
 	}
+	r.prog.step("build the event indexes and commit")
 	sum.Elapsed = time.Since(start)
 	f.prev, f.lastWorld, f.worldAt = stateOf(w), start, start
-	f.applied.Add(int64(sum.Kind("events").Imported))
+	// kind, not Kind: a source with no events read none, and its summary
+	// says "events: 0" all the same.
+	f.applied.Add(int64(sum.kind("events").Imported))
 	return sum, st, nil
+}
+
+// importProgress reports the first import's progress: its lines to
+// FollowOptions.Progress, else to the log, and the events copied so far
+// to the status.
+func (f *Follower) importProgress() *progress {
+	out := f.opts.Progress
+	if out == nil {
+		out = logLines{f.log}
+	}
+	p := newProgress(out)
+	p.report = func(done, total int) {
+		f.setStatus(func(s *flagadmin.FollowStatus) { s.Copied, s.CopyTotal = int64(done), int64(total) })
+	}
+	return p
+}
+
+// logLines logs each line written to it ("following: importing").
+type logLines struct{ log *slog.Logger }
+
+func (l logLines) Write(p []byte) (int, error) {
+	for _, line := range strings.Split(strings.TrimRight(string(p), "\n"), "\n") {
+		l.log.Info("following: importing", "progress", line)
+	}
+	return len(p), nil
 }
 
 // settleImport settles the missing ids of an import's snapshot: it reads

@@ -151,6 +151,7 @@ func (s *Source) identity(ctx context.Context, name string) (flagadmin.FollowSou
 	if err != nil {
 		return src, 0, sourceFailure(err)
 	}
+	s.eventSeq = *seq
 	if cache != 1 || increment <= 0 {
 		return src, 0, fmt.Errorf("%w: the sequence %s of %s has CACHE %d and INCREMENT %d; event ids are followed in order only with CACHE 1 and a positive increment (Unleash's own: ALTER SEQUENCE %s CACHE 1)",
 			errNotFollowable, *seq, name, cache, increment, *seq)
@@ -183,6 +184,29 @@ func (s *Source) newestEventID(ctx context.Context) (int64, error) {
 		return 0, nil
 	}
 	return *id, nil
+}
+
+// lastDrawnID returns the largest event id the source has handed out: the
+// larger of its newest event and the last value of the sequence events.id
+// is drawn from (when the role may read it). Events deleted by hand do not
+// move the sequence back; a restore from an older backup does.
+func (s *Source) lastDrawnID(ctx context.Context) (int64, error) {
+	newest, err := s.newestEventID(ctx)
+	if err != nil || s.eventSeq == "" {
+		return newest, err
+	}
+	var last *int64
+	if err := s.conn.QueryRow(ctx, `SELECT pg_sequence_last_value($1::regclass)`, s.eventSeq).Scan(&last); err != nil {
+		var pe *pgconn.PgError
+		if errors.As(err, &pe) && pe.Code == "42501" {
+			return newest, nil // no privilege on the sequence: the events alone
+		}
+		return 0, err
+	}
+	if last != nil {
+		newest = max(newest, *last)
+	}
+	return newest, nil
 }
 
 // eventsAfter reads, in one statement (one snapshot), at most limit events

@@ -199,6 +199,7 @@ func orEmpty[T any](s []T) []T {
 // progress writes progress lines, each with the time the step took.
 type progress struct {
 	w          io.Writer
+	report     func(done, total int) // the events read so far, at every batch (nil: none)
 	total      int
 	start      time.Time
 	lastReport time.Time
@@ -230,10 +231,16 @@ func (p *progress) step(what string) {
 
 func (p *progress) startEvents(total int) {
 	p.total, p.start, p.lastReport = total, time.Now(), time.Now()
+	if p.report != nil {
+		p.report(0, total)
+	}
 }
 
-// events reports every second at most.
+// events reports every second at most (to report, at every call).
 func (p *progress) events(done int) {
+	if p.report != nil {
+		p.report(done, p.total)
+	}
 	if p.w == nil || time.Since(p.lastReport) < time.Second {
 		return
 	}

@@ -23,6 +23,7 @@ import (
 	"fmt"
 	"net/url"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -39,7 +40,28 @@ var (
 	ErrNotUnleash = errors.New("not an Unleash database")
 	// ErrUnsupportedVersion: the Unleash schema is older than 5.0.
 	ErrUnsupportedVersion = errors.New("unsupported Unleash version")
+	// ErrRefused: the source's server answered and refused the connection:
+	// the database does not exist, the role or its password is refused, or
+	// the role may not connect. A wrong setting, most likely. Such an
+	// error is of both kinds, ErrRefused and ErrUnreachable.
+	ErrRefused = errors.New("the Unleash database refused the connection")
 )
+
+// refusedCodes are PostgreSQL's codes of a connection refused by the
+// server for its settings: invalid_catalog_name (no such database),
+// invalid_authorization_specification (no such role, no pg_hba entry),
+// invalid_password, insufficient_privilege (no CONNECT).
+var refusedCodes = []string{"3D000", "28000", "28P01", "42501"}
+
+// kindError is an error that also is of the kind kind (errors.Is) without
+// adding to its message.
+type kindError struct {
+	error
+	kind error
+}
+
+func (e kindError) Is(target error) bool { return target == e.kind }
+func (e kindError) Unwrap() error        { return e.error }
 
 // OldestMigration is the first migration of the oldest supported schema:
 // Unleash 5.0 (April 2023). A database whose newest migration is older is
@@ -77,6 +99,7 @@ type Source struct {
 	// Migrations counts the applied migrations.
 	Migrations int
 	has        map[string]bool // "table" and "table.column" present
+	eventSeq   string          // the sequence of events.id (identity), "" before
 }
 
 // Open connects to the Unleash database at rawURL (postgres://...) and
@@ -95,6 +118,9 @@ func Open(ctx context.Context, rawURL string) (*Source, error) {
 	}
 	conn, err := pgx.ConnectConfig(ctx, cfg)
 	if err != nil {
+		if pe := (*pgconn.PgError)(nil); errors.As(err, &pe) && slices.Contains(refusedCodes, pe.Code) {
+			return nil, kindError{fmt.Errorf("%w at %s: %s", ErrRefused, redact(rawURL), connectReason(err)), ErrUnreachable}
+		}
 		return nil, fmt.Errorf("%w at %s: %s", ErrUnreachable, redact(rawURL), connectReason(err))
 	}
 	s := &Source{conn: conn, has: map[string]bool{}}

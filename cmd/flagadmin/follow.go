@@ -63,8 +63,11 @@ var followModule = fx.Module("follow", fx.Provide(newFollower))
 // newFollower returns the follower of cfg.Follow into the opened store, or
 // nil when the server follows nothing. On start it checks the store (a
 // store holding anything else than a copy of the source is refused, one
-// line) and runs the follower in the background: the import, if the store
-// is empty, then following. On stop it ends it, releasing its lease.
+// line), reaches the source once (one that can never be followed as
+// configured is refused, one line; one that cannot be reached now is tried
+// again by the follower, which reports why) and runs the follower in the
+// background: the import, if the store is empty, then following. On stop
+// it ends it, releasing its lease.
 func newFollower(lc fx.Lifecycle, cfg Config, store flagadmin.Store, log *slog.Logger, m *metrics.Metrics) (*unleashimport.Follower, error) {
 	if cfg.Follow == "" {
 		return nil, nil
@@ -87,6 +90,10 @@ func newFollower(lc fx.Lifecycle, cfg Config, store flagadmin.Store, log *slog.L
 					return cliErrorf("--follow: %s", flat(err))
 				}
 				return cliErrorf("--follow: cannot read the store: %s", withCause(err))
+			}
+			if err := f.CheckSource(start); err != nil {
+				cancel()
+				return cliErrorf("--follow: %s", flat(err))
 			}
 			if resume {
 				st, _ := target.FollowState(start)
@@ -266,19 +273,20 @@ func serverFollowStatus(ctx context.Context, base string) (flagadmin.FollowStatu
 // writeFollowStatus prints a follow status for a person.
 func writeFollowStatus(w io.Writer, st flagadmin.FollowStatus, now time.Time) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	state := st.State
+	state, why := st.State, st.NotLoaded() // why names the reason, if any, when the copy is not loaded
 	switch {
 	case st.State == flagadmin.FollowStateFollowing && st.Applying:
 		state += " (this server applies)"
-	case st.Reason != "":
+	case st.Reason != "" && why == "":
 		state += ": " + st.Reason
 	}
 	fmt.Fprintf(tw, "source\t%s\n", st.Source)
 	fmt.Fprintf(tw, "state\t%s\n", state)
-	if !st.Ready {
-		fmt.Fprintf(tw, "copy\tnot loaded yet (the import runs)\n")
+	if why != "" {
+		fmt.Fprintf(tw, "copy\tnot loaded yet: %s\n", why)
+	} else {
+		fmt.Fprintf(tw, "position\tevent id %d (%s never committed in Unleash)\n", st.Position, plural(st.Holes, "id"))
 	}
-	fmt.Fprintf(tw, "position\tevent id %d (%s never committed in Unleash)\n", st.Position, plural(st.Holes, "id"))
 	lag := "-"
 	switch {
 	case st.State == flagadmin.FollowStatePaused && st.SyncedAt != nil:

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"sync"
 	"testing"
@@ -19,6 +20,7 @@ import (
 	"github.com/flagadmin/flagadmin/adapters/memstore"
 	"github.com/flagadmin/flagadmin/adapters/storecache"
 	"github.com/flagadmin/flagadmin/flagadmin"
+	"github.com/flagadmin/flagadmin/internal/dbtest"
 	"github.com/flagadmin/flagadmin/internal/syncbuffer"
 	"github.com/flagadmin/flagadmin/internal/unleashfixture"
 )
@@ -343,5 +345,67 @@ func TestFollowedEventsReachStreamsExportsAndWebhooks(t *testing.T) {
 	}
 	if len(walked) < 2 || walked[0] != want[1] || walked[1] != want[0] {
 		t.Errorf("keyset walk: %v, want %s then %s first", walked, want[1], want[0])
+	}
+}
+
+// TestServeFollowRefusesASourceThatCannotBeFollowed: a --follow source
+// that answers but can never be followed as configured (not an Unleash
+// database, a database that does not exist, a role refused) ends serve at
+// start with one line, not a server that runs without a copy.
+func TestServeFollowRefusesASourceThatCannotBeFollowed(t *testing.T) {
+	src := unleashfixture.Restore(t)
+	with := func(change func(*url.URL)) string {
+		u, err := url.Parse(src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		change(u)
+		return u.String()
+	}
+	for _, c := range []struct{ name, source, want string }{
+		{"not an Unleash database", dbtest.Postgres(t), "flagadmin: --follow: not an Unleash database: "},
+		{"a database that does not exist", with(func(u *url.URL) { u.Path = "/no_such_database_here" }),
+			`flagadmin: --follow: the Unleash database refused the connection at postgres://postgres@127.0.0.1:5432/no_such_database_here: database "no_such_database_here" does not exist`},
+		{"a role that does not exist", with(func(u *url.URL) { u.User = url.User("no_such_role_here") }),
+			`role "no_such_role_here" does not exist`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			// A server that starts all the same runs until ctx ends.
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			var out, errOut syncbuffer.Buffer
+			code := run(ctx, []string{"serve", "--db", memoryURL, "--addr", "127.0.0.1:0", "--follow", c.source},
+				func(string) string { return "" }, &out, &errOut)
+			lines := strings.Split(strings.TrimSpace(errOut.String()), "\n")
+			last := lines[len(lines)-1]
+			if code != 1 || ctx.Err() != nil || !strings.HasPrefix(last, "flagadmin: --follow: ") || !strings.Contains(last, c.want) {
+				t.Errorf("exit %d; stderr:\n%s\nwant exit 1 at start and a last line with %q", code, errOut.String(), c.want)
+			}
+			if n := strings.Count(errOut.String(), "flagadmin: "); n != 1 || strings.Contains(errOut.String(), "following stopped") {
+				t.Errorf("stderr has %d error lines, want 1:\n%s", n, errOut.String())
+			}
+		})
+	}
+}
+
+// TestServeFollowUnreachableSourceBeforeTheCopy: a --follow source that
+// cannot be reached while the store holds no copy yet: the server runs and
+// retries, /ready, the API (503, not 401) and "follow status" say so,
+// naming the error once.
+func TestServeFollowUnreachableSourceBeforeTheCopy(t *testing.T) {
+	cfg := memoryConfig()
+	cfg.Follow = "postgres://postgres@127.0.0.1:1/unleash?sslmode=disable"
+	base, _ := startApp(t, cfg)
+	const want = "The copy of the Unleash database is not loaded yet: the import that starts following cannot run: the Unleash database cannot be reached: "
+	waitHTTP(t, base+"/ready", http.StatusServiceUnavailable, "", want)
+	status, body := call(t, http.MethodGet, base+"/api/admin/search/events", "*:*.unleash-insecure-admin-api-token", "")
+	if status != http.StatusServiceUnavailable || !strings.Contains(string(body), `"name":"ServiceUnavailable"`) || !strings.Contains(string(body), want) {
+		t.Errorf("an API call: %d %s; want 503 ServiceUnavailable saying %q", status, body, want)
+	}
+	code, stdout, _ := runCLI(t, nil, "follow", "status", "--url", base)
+	words := strings.Join(strings.Fields(stdout), " ")
+	if code != 0 || !strings.Contains(words, "state paused copy not loaded yet: the import that starts following cannot run: the Unleash database cannot be reached: ") ||
+		strings.Count(words, "cannot be reached") != 1 || strings.Contains(words, "stopped") || strings.Contains(words, "position") {
+		t.Errorf("follow status: exit %d:\n%s", code, stdout)
 	}
 }

@@ -35,6 +35,10 @@ follows its events (in order, each once) and its users, projects, flags and toke
 (within seconds); a restart resumes where it stopped. Write operations answer 409
 ReadOnlyError: make changes in Unleash. With several servers on one store, one
 applies and all serve. GET /health shows the follow state (flagadmin follow status).
+Until the copy is loaded, GET /ready and the API answer 503 saying how far the
+import is or why it cannot run (a source that cannot be reached is tried again);
+a source that is not an Unleash database, or refuses the connection (no such
+database, role or password refused), ends start-up with one line.
 
 With --log-key FILE (a key of flagadmin log keygen), the server signs a checkpoint of
 the event log (its size and Merkle root) at least every 10 s while the log grows,
