@@ -35,6 +35,9 @@ const (
 	FieldJSONOrNull
 	// FieldTags is a JSON array of tags, [] when there are none ([]Tag).
 	FieldTags
+	// FieldTextOrAbsent is a JSON string, its key left out when there is
+	// none (*string, nil for absent): never null.
+	FieldTextOrAbsent
 )
 
 // EventField is one field of an Event as every copy of it names it.
@@ -68,8 +71,8 @@ var eventFields = [...]EventField{
 	{"data", FieldJSONOrNull, func(e *Event) any { return e.Data }},
 	{"preData", FieldJSONOrNull, func(e *Event) any { return e.PreData }},
 	{"tags", FieldTags, func(e *Event) any { return e.Tags }},
-	{"groupType", FieldTextOrNull, func(e *Event) any { return e.GroupType }},
-	{"groupId", FieldTextOrNull, func(e *Event) any { return e.GroupID }},
+	{"groupType", FieldTextOrAbsent, func(e *Event) any { return e.GroupType }},
+	{"groupId", FieldTextOrAbsent, func(e *Event) any { return e.GroupID }},
 }
 
 // EventFields returns the fields of an Event in the order of the Event
@@ -91,7 +94,8 @@ func EventFieldNamed(name string) (EventField, bool) {
 }
 
 // MarshalJSON writes the event with the declared fields (EventFields) in
-// their order, createdAt in TimeLayout and tags as [] when empty, with
+// their order, createdAt in TimeLayout, tags as [] when empty and the
+// fields of kind FieldTextOrAbsent left out when nil, with
 // encoding/json (strings escaped as it escapes them with HTML escaping off;
 // data and preData compacted, an error when not valid JSON).
 func (e Event) MarshalJSON() ([]byte, error) { return appendEventJSON(&e, false) }
@@ -109,7 +113,7 @@ func appendEventJSON(e *Event, noID bool) ([]byte, error) {
 	buf.WriteByte('{')
 	first := true
 	for _, f := range eventFields {
-		if noID && f.Name == "id" {
+		if noID && f.Name == "id" || f.Kind == FieldTextOrAbsent && f.get(e).(*string) == nil {
 			continue
 		}
 		if !first {

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -212,8 +213,9 @@ func FuzzCanonicalJSON(f *testing.F) {
 }
 
 // TestCanonicalEventJSON checks that the event's canonical form is the
-// canonical form of its API JSON (Event.MarshalJSON), for events with every
-// field set and with none.
+// canonical form of its API JSON (Event.MarshalJSON) as it was when the
+// log began: groupType and groupId null when absent, tags without color;
+// for events with every field set and with none.
 func TestCanonicalEventJSON(t *testing.T) {
 	uid := int64(-42)
 	full := flagadmin.Event{
@@ -222,7 +224,7 @@ func TestCanonicalEventJSON(t *testing.T) {
 		Project: ptr("default"), FeatureName: ptr("new-checkout"),
 		Data:      json.RawMessage(`{"z":1.50,"a":"\u00e9","n":{"b":[1e2,true],"a":null}}`),
 		PreData:   json.RawMessage(`{"k":"v"}`),
-		Tags:      []flagadmin.Tag{{Type: "simple", Value: "zz"}, {Type: "simple", Value: "aa"}},
+		Tags:      []flagadmin.Tag{{Type: "simple", Value: "zz", Color: flagadmin.ColorOf("#FFFFFF")}, {Type: "simple", Value: "aa"}, {Type: "team", Value: "core", Color: flagadmin.NullColor}},
 		GroupType: ptr("transaction"), GroupID: ptr("01M8564MBTV5HMX3GH6SHGBVKG"),
 	}
 	for _, e := range []flagadmin.Event{full, {ID: 1, Type: "user-created", CreatedBy: "x"}} {
@@ -230,7 +232,23 @@ func TestCanonicalEventJSON(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		want, err := jcs.Transform(api)
+		var fields map[string]any
+		if err := json.Unmarshal(api, &fields); err != nil {
+			t.Fatal(err)
+		}
+		for _, k := range []string{"groupType", "groupId"} {
+			if _, ok := fields[k]; !ok {
+				fields[k] = nil
+			}
+		}
+		for _, tag := range fields["tags"].([]any) {
+			delete(tag.(map[string]any), "color")
+		}
+		leafJSON, err := json.Marshal(fields)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := jcs.Transform(leafJSON)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -242,8 +260,56 @@ func TestCanonicalEventJSON(t *testing.T) {
 			t.Errorf("event %d:\n got %s\nwant %s", e.ID, got, want)
 		}
 	}
-	if !bytes.Contains(mustCanonical(t, full), []byte(`"tags":[{"type":"simple","value":"zz"},{"type":"simple","value":"aa"}]`)) {
+	if !bytes.Contains(mustCanonical(t, full), []byte(`"tags":[{"type":"simple","value":"zz"},{"type":"simple","value":"aa"},{"type":"team","value":"core"}]`)) {
 		t.Errorf("tags: want them in the event's order (arrays are not sorted)")
+	}
+}
+
+// TestLeafUnchangedByTheEventJSON: the leaves of existing logs stay what
+// they were when the API JSON changed (groupType and groupId left out when
+// absent, tags with their color): the hashes below were computed before
+// that change, and an event decoded from the API JSON of today, as
+// `flagadmin log verify` reads it, still hashes to them.
+func TestLeafUnchangedByTheEventJSON(t *testing.T) {
+	uid := int64(3)
+	grouped := flagadmin.Event{ID: 2298, CreatedAt: time.Date(2026, 11, 23, 21, 49, 34, 314e6, time.UTC), Type: "feature-completed",
+		CreatedBy: "admin", CreatedByUserID: &uid, Project: ptr("default"), FeatureName: ptr("new-onboarding-flow"),
+		Data:      json.RawMessage(`{"status":"kept","statusValue":"guided","kept":true}`),
+		Tags:      []flagadmin.Tag{{Type: "area", Value: "web"}, {Type: "team", Value: "growth"}},
+		GroupType: ptr("transaction"), GroupID: ptr("01M8565GQB3V82G1290YFBVC94")}
+	ungrouped := flagadmin.Event{ID: 500, CreatedAt: time.Date(2026, 11, 23, 21, 48, 14, 657e6, time.UTC), Type: "feature-untagged",
+		CreatedBy: "bob.editor@example.com", CreatedByUserID: &uid, Project: ptr("default"), FeatureName: ptr("free-shipping-threshold"),
+		PreData: json.RawMessage(`{"type":"simple","value":"needs-review"}`),
+		Tags: []flagadmin.Tag{{Type: "simple", Value: "needs-review", Color: flagadmin.ColorOf("#FFFFFF")},
+			{Type: "team", Value: "checkout", Color: flagadmin.NullColor}}}
+	for _, c := range []struct {
+		e    flagadmin.Event
+		wire string
+		want string
+	}{
+		{grouped, `"groupType":"transaction","groupId":"01M8565GQB3V82G1290YFBVC94"}`, "11b1d584c161db4d53e78e5f25428d77b7dd43c859b19cd551ecde0388628368"},
+		{ungrouped, `"tags":[{"type":"simple","value":"needs-review","color":"#FFFFFF"},{"type":"team","value":"checkout","color":null}]}`, "220565e4585a1d3959362aad31370b596a9c528a769e6bcce644d56407772c3e"},
+	} {
+		api, err := json.Marshal(c.e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.HasSuffix(api, []byte(c.wire)) {
+			t.Errorf("event %d: the API JSON %s does not end with %s", c.e.ID, api, c.wire)
+		}
+		var back flagadmin.Event
+		if err := json.Unmarshal(api, &back); err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range []flagadmin.Event{c.e, back} {
+			h, err := flagadmin.LeafHash(e)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := fmt.Sprintf("%x", h); got != c.want {
+				t.Errorf("event %d: leaf %s, want %s as before", e.ID, got, c.want)
+			}
+		}
 	}
 }
 

@@ -3,7 +3,6 @@ package flagadmin
 import (
 	"context"
 	"encoding/json"
-	"slices"
 	"unicode/utf8"
 )
 
@@ -142,7 +141,7 @@ func (g *LifecycleGrant) Complete(ctx context.Context, featureName string, req C
 			Project:         &projectID,
 			FeatureName:     &featureName,
 			Data:            dataJSON,
-			Tags:            slices.Clone(f.Tags),
+			Tags:            flagEventTags(f.Tags),
 		}, nil
 	})
 	if isKind(err, ErrNotFound) && !isKindWithMessage(err) {

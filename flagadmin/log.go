@@ -39,11 +39,15 @@ func hashLeaf(data []byte) [32]byte {
 	return out
 }
 
-// CanonicalEventJSON returns the event's JSON (the Event JSON of the API,
-// decisions §4, as Event.MarshalJSON writes it) in the JSON
+// CanonicalEventJSON returns the event's JSON in the JSON
 // Canonicalization Scheme of RFC 8785 (see CanonicalJSON): the bytes a
-// leaf hash is computed over. Its data and preData must be JSON; an error
-// of kind ErrValidation names the one that is not.
+// leaf hash is computed over. It is the canonical form of the Event JSON
+// of the API as it was when the log began, which the leaves of every
+// existing log are computed from: groupType and groupId are null when
+// absent (the API now leaves them out), and each tag is its type and
+// value only (a tag's color, which the API now shows, is not in the
+// leaf). Its data and preData must be JSON; an error of kind
+// ErrValidation names the one that is not.
 func CanonicalEventJSON(e Event) ([]byte, error) {
 	before, after, err := LeafParts(e)
 	if err != nil {
@@ -93,7 +97,7 @@ func LeafParts(e Event) (before, after []byte, err error) {
 	b = append(b, `,"project":`...)
 	b = appendCanonicalStringPtr(b, e.Project)
 	b = append(b, `,"tags":[`...)
-	for i, t := range e.Tags {
+	for i, t := range e.Tags { // without color: see CanonicalEventJSON
 		if i > 0 {
 			b = append(b, ',')
 		}

@@ -3,6 +3,8 @@ package flagadmin
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
+	"regexp"
 	"time"
 	"unicode/utf8"
 )
@@ -25,20 +27,173 @@ func truncatePtr(t *time.Time) *time.Time {
 }
 
 // Tag is a label on a feature or an event (admin-api.md section 2.1).
+// Its JSON is Unleash's: {"value","type"} for a tag without a color key,
+// {"type","value","color"} for one with it (MarshalJSON).
 type Tag struct {
 	// Value is 2 to 50 characters.
-	Value string `json:"value"`
+	Value string
 	// Type is 2 to 50 characters.
-	Type string `json:"type"`
+	Type string
+	// Color is the color of the tag's type, as Unleash writes it on the
+	// tags of some events (those of a flag untagged: "#34A853", or null
+	// for a type without one). The zero TagColor: the tag has no color
+	// key, as Unleash writes a flag's tags on its other events.
+	Color TagColor
 }
 
-// Validate checks the 2 to 50 character bounds of both fields.
+// TagColor is the color key of a tag: absent (the zero value), null, or
+// a color such as "#34A853".
+type TagColor struct {
+	hex   string
+	state uint8 // colorAbsent, colorNull or colorSet
+}
+
+const (
+	colorAbsent uint8 = iota
+	colorNull
+	colorSet
+)
+
+// ColorOf returns the color hex, such as "#34A853".
+func ColorOf(hex string) TagColor { return TagColor{hex: hex, state: colorSet} }
+
+// NullColor is a color key holding null: Unleash's color of a tag type
+// that has none.
+var NullColor = TagColor{state: colorNull}
+
+// Present reports whether the tag has a color key, null or not.
+func (c TagColor) Present() bool { return c.state != colorAbsent }
+
+// Hex returns the color, and false when the key is absent or null.
+func (c TagColor) Hex() (string, bool) { return c.hex, c.state == colorSet }
+
+// String is the color, "null", or "" when absent.
+func (c TagColor) String() string {
+	switch c.state {
+	case colorSet:
+		return c.hex
+	case colorNull:
+		return "null"
+	}
+	return ""
+}
+
+// String is the tag as fmt shows a struct: {value type}, and the color
+// (or null) after them when the tag has a color key.
+func (t Tag) String() string {
+	if !t.Color.Present() {
+		return "{" + t.Value + " " + t.Type + "}"
+	}
+	return "{" + t.Value + " " + t.Type + " " + t.Color.String() + "}"
+}
+
+// flagEventTags returns a flag's tags as Unleash writes them on the
+// flag's events (created, completed, ...): type and value, no color key;
+// nil for nil.
+func flagEventTags(tags []Tag) []Tag {
+	if tags == nil {
+		return nil
+	}
+	out := make([]Tag, len(tags))
+	for i, t := range tags {
+		out[i] = Tag{Value: t.Value, Type: t.Type}
+	}
+	return out
+}
+
+// MarshalJSON writes the tag as Unleash does: {"value":…,"type":…}
+// without a color key, else {"type":…,"value":…,"color":…} (the color a
+// string or null). Strings are escaped as encoding/json escapes them.
+func (t Tag) MarshalJSON() ([]byte, error) {
+	return AppendTagJSON(make([]byte, 0, 32+len(t.Value)+len(t.Type)+len(t.Color.hex)), t), nil
+}
+
+// AppendTagJSON appends the tag's JSON (Tag.MarshalJSON), strings
+// escaped as encoding/json escapes them with HTML escaping off.
+func AppendTagJSON(b []byte, t Tag) []byte {
+	if !t.Color.Present() {
+		b = append(b, `{"value":`...)
+		b = appendJSONString(b, t.Value)
+		b = append(b, `,"type":`...)
+		b = appendJSONString(b, t.Type)
+		return append(b, '}')
+	}
+	b = append(b, `{"type":`...)
+	b = appendJSONString(b, t.Type)
+	b = append(b, `,"value":`...)
+	b = appendJSONString(b, t.Value)
+	b = append(b, `,"color":`...)
+	if hex, ok := t.Color.Hex(); ok {
+		b = appendJSONString(b, hex)
+	} else {
+		b = append(b, "null"...)
+	}
+	return append(b, '}')
+}
+
+// appendJSONString appends s as encoding/json writes it with HTML
+// escaping off: plain printable ASCII as it is, anything else through
+// the encoder.
+func appendJSONString(b []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < ' ' || c == '"' || c == '\\' || c >= utf8.RuneSelf {
+			q, _ := marshalJSON(s) // a string always encodes
+			return append(b, q...)
+		}
+	}
+	b = append(b, '"')
+	b = append(b, s...)
+	return append(b, '"')
+}
+
+// UnmarshalJSON reads a tag: value, type, and color when the key is
+// there (a string or null). Another key is an error, as Unleash's tags
+// have no other.
+func (t *Tag) UnmarshalJSON(data []byte) error {
+	var in map[string]json.RawMessage
+	if err := json.Unmarshal(data, &in); err != nil {
+		return err
+	}
+	*t = Tag{}
+	for k, raw := range in {
+		var err error
+		switch k {
+		case "value":
+			err = json.Unmarshal(raw, &t.Value)
+		case "type":
+			err = json.Unmarshal(raw, &t.Type)
+		case "color":
+			var hex *string
+			if err = json.Unmarshal(raw, &hex); err == nil {
+				t.Color = NullColor
+				if hex != nil {
+					t.Color = ColorOf(*hex)
+				}
+			}
+		default:
+			err = fmt.Errorf("json: unknown field %q", k)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// tagColorPattern is the form of a tag's color: Unleash's, #RRGGBB.
+var tagColorPattern = regexp.MustCompile(`^#[0-9A-Fa-f]{6}$`)
+
+// Validate checks the 2 to 50 character bounds of type and value, and
+// that a color, when there is one (not null), is #RRGGBB.
 func (t Tag) Validate() *ValidationError {
 	v := &ValidationError{}
 	for _, f := range []struct{ name, val string }{{"type", t.Type}, {"value", t.Value}} {
 		if n := utf8.RuneCountInString(f.val); n < 2 || n > 50 {
 			v.Fields = append(v.Fields, FieldError{Path: f.name, Message: "must be 2 to 50 characters"})
 		}
+	}
+	if hex, ok := t.Color.Hex(); ok && !tagColorPattern.MatchString(hex) {
+		v.Fields = append(v.Fields, FieldError{Path: "color", Message: "must be a color #RRGGBB or null"})
 	}
 	if len(v.Fields) == 0 {
 		return nil
@@ -47,7 +202,8 @@ func (t Tag) Validate() *ValidationError {
 }
 
 // Event is one record of the event log (admin-api.md section 2.1). Pointer
-// fields and nil raw JSON are written as null. EventFields declares its
+// fields and nil raw JSON are written as null, but for GroupType and
+// GroupID, whose keys are left out when nil. EventFields declares its
 // fields as every encoding names them; a field added here is declared there.
 type Event struct {
 	// ID is assigned by the store: unique, increasing in insertion order.
@@ -73,10 +229,11 @@ type Event struct {
 	// Tags related to the event; written as [] when there are none.
 	Tags []Tag `json:"tags"`
 	// GroupType says what GroupID groups, such as "transaction" (Unleash
-	// groups the events of one bulk change); null when absent.
+	// groups the events of one bulk change); nil, and left out of the
+	// JSON, when the event belongs to no group, as Unleash leaves it out.
 	GroupType *string `json:"groupType"`
 	// GroupID groups related events (filter "groupId"), such as the ULID of
-	// the Unleash transaction that wrote them; null when absent.
+	// the Unleash transaction that wrote them; nil and left out like GroupType.
 	GroupID *string `json:"groupId"`
 }
 

@@ -115,6 +115,25 @@ func TestLoadSeedEventsInFileOrder(t *testing.T) {
 	}
 }
 
+// TestLoadSeedTagColors: a seed file's tags may carry Unleash's color key
+// (a color or null); the events keep it as written, and one without the
+// key stays without it.
+func TestLoadSeedTagColors(t *testing.T) {
+	svc, store := newService(t)
+	tags := `[{"type":"area","value":"web","color":"#34A853"},{"type":"team","value":"growth","color":null},{"value":"checkout","type":"simple"}]`
+	seed := `{"events": [{"type": "feature-untagged", "createdBy": "a", "tags": ` + tags + `}]}`
+	if err := svc.LoadSeed(context.Background(), strings.NewReader(seed)); err != nil {
+		t.Fatal(err)
+	}
+	events := allEvents(t, store)
+	if len(events) != 1 {
+		t.Fatalf("got %d events, want 1", len(events))
+	}
+	if got, err := json.Marshal(events[0].Tags); err != nil || string(got) != tags {
+		t.Errorf("tags: got %s (%v), want %s", got, err, tags)
+	}
+}
+
 func TestLoadSeedWithoutEventsRecordsNone(t *testing.T) {
 	svc, store := newService(t)
 	seed := `{"users": [{"id": 1, "email": "a@example.com"}], "projects": [{"id": "p"}],
@@ -150,6 +169,8 @@ func TestParseSeedRejects(t *testing.T) {
 		{"not a date", `{"projects": [{"id": "a"}, {"id": "b"}, {"id": "c", "createdAt": "yesterday"}]}`, []string{"projects[2].createdAt"}},
 		{"not a date in a token", `{"apiTokens": [{"secret": "*:*.x", "type": "admin", "expiresAt": "2030-01-01"}]}`, []string{"apiTokens[0].expiresAt"}},
 		{"entry not an object", `{"events": ["feature-created"]}`, []string{"events[0]"}},
+		{"unknown tag field", `{"events": [{"type": "feature-created", "createdBy": "x", "tags": [{"type": "simple", "value": "ok", "colour": "#FFFFFF"}]}]}`, []string{"events[0].tags"}},
+		{"tag color not a string", `{"events": [{"type": "feature-created", "createdBy": "x", "tags": [{"type": "simple", "value": "ok", "color": 7}]}]}`, []string{"events[0].tags"}},
 		{"several at once", `{"x": 1, "users": [{"id": true}], "features": [{"name": "f", "stale": "no"}]}`, []string{"x", "users[0].id", "features[0].stale"}},
 	}
 	for _, tt := range tests {
@@ -205,6 +226,8 @@ func TestApplySeedRejects(t *testing.T) {
 		{"event data not an object", `{"events": [{"type": "feature-created", "createdBy": "x", "data": [1]}]}`, []string{"events[0].data"}},
 		{"event preData not an object", `{"events": [{"type": "feature-created", "createdBy": "x", "preData": "s"}]}`, []string{"events[0].preData"}},
 		{"event tag", `{"events": [{"type": "feature-created", "createdBy": "x", "tags": [{"type": "s", "value": "ok"}]}]}`, []string{"events[0].tags[0].type"}},
+		{"event tag color", `{"events": [{"type": "feature-created", "createdBy": "x", "tags": [{"type": "simple", "value": "ok", "color": "green"}]}]}`, []string{"events[0].tags[0].color"}},
+		{"feature tag color", `{"projects": [{"id": "p"}], "features": [{"name": "f", "project": "p", "tags": [{"type": "simple", "value": "ok", "color": "#12345"}]}]}`, []string{"features[0].tags[0].color"}},
 
 		{"feature's project unresolved", `{"features": [{"name": "f", "project": "nowhere"}]}`, []string{"features[0].project"}},
 		{"member user unresolved", `{"projects": [{"id": "p", "members": [{"userId": 9, "role": "Owner"}]}]}`, []string{"projects[0].members[0].userId"}},

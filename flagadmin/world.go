@@ -204,7 +204,7 @@ func (s *Service) CreateFeature(ctx context.Context, p Principal, ft Feature) (F
 	if err != nil {
 		return Feature{}, err
 	}
-	e.Project, e.FeatureName, e.Tags = &ft.Project, &ft.Name, slices.Clone(ft.Tags)
+	e.Project, e.FeatureName, e.Tags = &ft.Project, &ft.Name, flagEventTags(ft.Tags)
 	if err := s.store.Write(ctx, &Batch{Features: []Feature{ft}, Events: []Event{e}}); err != nil {
 		return Feature{}, err
 	}

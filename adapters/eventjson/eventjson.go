@@ -51,26 +51,27 @@ func AppendEvent(b []byte, e *flagadmin.Event) []byte {
 	b = AppendRaw(b, e.PreData)
 	b = append(b, `,"tags":`...)
 	b = AppendTags(b, e.Tags)
-	b = append(b, `,"groupType":`...)
-	b = AppendStringPtr(b, e.GroupType)
-	b = append(b, `,"groupId":`...)
-	b = AppendStringPtr(b, e.GroupID)
+	if e.GroupType != nil { // left out when absent, as Unleash does
+		b = append(b, `,"groupType":`...)
+		b = AppendString(b, *e.GroupType)
+	}
+	if e.GroupID != nil {
+		b = append(b, `,"groupId":`...)
+		b = AppendString(b, *e.GroupID)
+	}
 	return append(b, '}')
 }
 
 // AppendTags appends tags as a JSON array, [] when there are none (an
-// event's tags are never null on the wire).
+// event's tags are never null on the wire), each as flagadmin.Tag writes
+// itself (flagadmin.AppendTagJSON).
 func AppendTags(b []byte, tags []flagadmin.Tag) []byte {
 	b = append(b, '[')
 	for i, t := range tags {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = append(b, `{"value":`...)
-		b = AppendString(b, t.Value)
-		b = append(b, `,"type":`...)
-		b = AppendString(b, t.Type)
-		b = append(b, '}')
+		b = flagadmin.AppendTagJSON(b, t)
 	}
 	return append(b, ']')
 }

@@ -85,7 +85,7 @@ func csvCell(t *testing.T, k flagadmin.EventFieldKind, v any) string {
 
 // TestEventSchemaDocumentsEveryField: eventSchema, the OpenAPI schema of
 // an event, has the declared fields in their order, nullable exactly when
-// their kind is.
+// their kind is, required unless their key is left out when absent.
 func TestEventSchemaDocumentsEveryField(t *testing.T) {
 	typ := reflect.TypeFor[eventSchema]()
 	fields := flagadmin.EventFields()
@@ -114,6 +114,10 @@ func TestEventSchemaDocumentsEveryField(t *testing.T) {
 		nullable := f.Kind == flagadmin.FieldIntOrNull || f.Kind == flagadmin.FieldTextOrNull || f.Kind == flagadmin.FieldJSONOrNull
 		if p.Nullable != nullable {
 			t.Errorf("eventSchema.%s: nullable %v, want %v", f.Name, p.Nullable, nullable)
+		}
+		// A field left out when absent is not required; the others always are there.
+		if required, want := slices.Contains(schema.Required, f.Name), f.Kind != flagadmin.FieldTextOrAbsent; required != want {
+			t.Errorf("eventSchema.%s: required %v, want %v", f.Name, required, want)
 		}
 	}
 }

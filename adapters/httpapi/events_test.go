@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/flagadmin/flagadmin/flagadmin"
+	"github.com/flagadmin/flagadmin/internal/unleashschema"
 )
 
 const (
@@ -18,9 +19,13 @@ const (
 	deprecatedPath = "/api/admin/events/search"
 )
 
-// eventKeys are the keys of every event (admin-api.md §2.1, with groupType
-// and groupId, null when absent).
-var eventKeys = []string{"createdAt", "createdBy", "createdByUserId", "data", "environment", "featureName", "groupId", "groupType", "id", "preData", "project", "tags", "type"}
+// eventKeys are the keys of an event of no group (admin-api.md §2.1):
+// groupType and groupId are left out, as Unleash leaves them out.
+var eventKeys = []string{"createdAt", "createdBy", "createdByUserId", "data", "environment", "featureName", "id", "preData", "project", "tags", "type"}
+
+// groupedEventKeys are the keys of an event of a group, with groupType
+// and groupId.
+var groupedEventKeys = []string{"createdAt", "createdBy", "createdByUserId", "data", "environment", "featureName", "groupId", "groupType", "id", "preData", "project", "tags", "type"}
 
 type searchResponse struct {
 	Events []json.RawMessage `json:"events"`
@@ -93,9 +98,12 @@ func TestSearchEventsWireFormat(t *testing.T) {
 	if keys := keysOf(t, got.Events[0]); !slices.Equal(keys, eventKeys) {
 		t.Errorf("event keys: got %v, want %v", keys, eventKeys)
 	}
-	want := `{"id":1,"createdAt":"2025-01-02T00:00:00.000Z","type":"feature-created","createdBy":"ada@example.com","createdByUserId":1,"environment":null,"project":"default","featureName":"new-checkout","data":{"name":"new-checkout"},"preData":null,"tags":[{"value":"checkout","type":"simple"}],"groupType":null,"groupId":null}`
+	want := `{"id":1,"createdAt":"2025-01-02T00:00:00.000Z","type":"feature-created","createdBy":"ada@example.com","createdByUserId":1,"environment":null,"project":"default","featureName":"new-checkout","data":{"name":"new-checkout"},"preData":null,"tags":[{"value":"checkout","type":"simple"}]}`
 	if string(got.Events[0]) != want {
 		t.Errorf("event:\n got %s\nwant %s", got.Events[0], want)
+	}
+	if errs := unleashschema.EventErrors(got.Events[0]); errs != nil {
+		t.Errorf("Unleash's eventSchema refuses the event: %q", errs)
 	}
 	if strings.Contains(w.Body.String(), "$schema") {
 		t.Errorf("response has an injected $schema: %s", w.Body)
@@ -105,7 +113,8 @@ func TestSearchEventsWireFormat(t *testing.T) {
 func TestSearchEventsGroupID(t *testing.T) {
 	e := newEnv(t, Config{}, nil)
 	gtype, group := "transaction", "01M8564MBTV5HMX3GH6SHGBVKG"
-	if _, err := e.svc.AppendEvent(context.Background(), flagadmin.Event{Type: "feature-updated", CreatedBy: "ci", GroupType: &gtype, GroupID: &group}); err != nil {
+	tags := []flagadmin.Tag{{Type: "area", Value: "web", Color: flagadmin.ColorOf("#34A853")}, {Type: "team", Value: "growth", Color: flagadmin.NullColor}}
+	if _, err := e.svc.AppendEvent(context.Background(), flagadmin.Event{Type: "feature-updated", CreatedBy: "ci", Tags: tags, GroupType: &gtype, GroupID: &group}); err != nil {
 		t.Fatal(err)
 	}
 	w := e.do(t, request{method: http.MethodGet, path: searchPath + "?groupId=IS_ANY_OF:7,01M8564MBTV5HMX3GH6SHGBVKG", token: adminToken})
@@ -114,12 +123,19 @@ func TestSearchEventsGroupID(t *testing.T) {
 		t.Fatalf("groupId filter: got %v (total %d), want [6]", g, got.Total)
 	}
 	// The client sees the value it filtered on (Unleash's own tests check e.groupId).
-	if keys := keysOf(t, got.Events[0]); !slices.Equal(keys, eventKeys) {
-		t.Errorf("event keys: got %v, want %v", keys, eventKeys)
+	if keys := keysOf(t, got.Events[0]); !slices.Equal(keys, groupedEventKeys) {
+		t.Errorf("event keys: got %v, want %v", keys, groupedEventKeys)
 	}
 	var ev struct{ GroupType, GroupID *string }
 	if err := json.Unmarshal(got.Events[0], &ev); err != nil || ev.GroupID == nil || *ev.GroupID != group || ev.GroupType == nil || *ev.GroupType != gtype {
 		t.Errorf("groupType/groupId: got %s", got.Events[0])
+	}
+	// Tags keep their color as Unleash writes it: a string, or null.
+	if want := `"tags":[{"type":"area","value":"web","color":"#34A853"},{"type":"team","value":"growth","color":null}],"groupType":"transaction","groupId":"01M8564MBTV5HMX3GH6SHGBVKG"}`; !strings.HasSuffix(string(got.Events[0]), want) {
+		t.Errorf("event:\n got %s\nwant it to end with %s", got.Events[0], want)
+	}
+	if errs := unleashschema.EventErrors(got.Events[0]); errs != nil {
+		t.Errorf("Unleash's eventSchema refuses the event: %q", errs)
 	}
 }
 

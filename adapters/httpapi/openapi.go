@@ -118,14 +118,15 @@ type eventSchema struct {
 	Data            map[string]any `json:"data" nullable:"true" doc:"Extra data about the event, such as the flag's new state."`
 	PreData         map[string]any `json:"preData" nullable:"true" doc:"Data describing the previous state of the subject."`
 	Tags            []tagSchema    `json:"tags" nullable:"false" doc:"Tags related to the event; [] when there are none."`
-	GroupType       *string        `json:"groupType" doc:"What groupId groups, such as transaction (the events of one bulk change in Unleash); null when absent." example:"transaction"`
-	GroupID         *string        `json:"groupId" doc:"An id shared by related events, such as the ULID of the Unleash transaction that wrote them (filter groupId); null when absent." example:"01M8564MBTV5HMX3GH6SHGBVKG"`
+	GroupType       string         `json:"groupType,omitempty" doc:"What groupId groups, such as transaction (the events of one bulk change in Unleash); left out when the event belongs to no group." example:"transaction"`
+	GroupID         string         `json:"groupId,omitempty" doc:"An id shared by related events, such as the ULID of the Unleash transaction that wrote them (filter groupId); left out when the event belongs to no group." example:"01M8564MBTV5HMX3GH6SHGBVKG"`
 }
 
 // tagSchema documents flagadmin.Tag.
 type tagSchema struct {
-	Value string `json:"value" minLength:"2" maxLength:"50" doc:"The tag's value." example:"checkout"`
-	Type  string `json:"type" minLength:"2" maxLength:"50" doc:"The tag's type." example:"simple"`
+	Value string  `json:"value" minLength:"2" maxLength:"50" doc:"The tag's value." example:"checkout"`
+	Type  string  `json:"type" minLength:"2" maxLength:"50" doc:"The tag's type." example:"simple"`
+	Color *string `json:"color,omitempty" nullable:"true" pattern:"^#[0-9A-Fa-f]{6}$" doc:"The color of the tag's type, null for a type without one, as Unleash writes it on the tags of some events (a flag untagged); left out on the others." example:"#34A853"`
 }
 
 // projectSchema documents flagadmin.ProjectListEntry (admin-api.md §2.2,

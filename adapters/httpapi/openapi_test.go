@@ -29,6 +29,7 @@ type openAPIDoc struct {
 type schemaDoc struct {
 	Ref         string               `json:"$ref"`
 	Properties  map[string]schemaDoc `json:"properties"`
+	Required    []string             `json:"required"`
 	Pattern     string               `json:"pattern"`
 	Minimum     *float64             `json:"minimum"`
 	Maximum     *float64             `json:"maximum"`
@@ -204,6 +205,34 @@ func TestOpenAPIParameters(t *testing.T) {
 	status := doc.Components.Schemas["featureLifecycleCompletedSchema"].Properties["status"]
 	if status.Type != "string" {
 		t.Errorf("status: got type %v", status.Type)
+	}
+}
+
+// TestOpenAPIEventAsUnleashWritesIt: the served document says what
+// Unleash's eventSchema says of groupType and groupId (strings, never
+// null, left out when the event belongs to no group) and of a tag's color
+// (a string or null, not required), and keeps every other field required.
+func TestOpenAPIEventAsUnleashWritesIt(t *testing.T) {
+	doc, _ := fetchOpenAPI(t, newEnv(t, Config{}, nil))
+	event, tag := doc.Components.Schemas["eventSchema"], doc.Components.Schemas["tagSchema"]
+	for _, name := range []string{"groupType", "groupId"} {
+		if slices.Contains(event.Required, name) {
+			t.Errorf("eventSchema requires %s, which is left out when absent", name)
+		}
+		if typ := event.Properties[name].Type; typ != "string" {
+			t.Errorf("eventSchema.%s: type %v, want string (never null)", name, typ)
+		}
+	}
+	for _, name := range []string{"id", "createdAt", "type", "createdBy", "createdByUserId", "environment", "project", "featureName", "data", "preData", "tags"} {
+		if !slices.Contains(event.Required, name) {
+			t.Errorf("eventSchema does not require %s, which every event has", name)
+		}
+	}
+	if slices.Contains(tag.Required, "color") || !slices.Contains(tag.Required, "value") || !slices.Contains(tag.Required, "type") {
+		t.Errorf("tagSchema requires %q, want value and type, not color", tag.Required)
+	}
+	if typ, _ := tag.Properties["color"].Type.([]any); len(typ) != 2 || typ[0] != "string" || typ[1] != "null" {
+		t.Errorf("tagSchema.color: type %v, want [string null]", tag.Properties["color"].Type)
 	}
 }
 

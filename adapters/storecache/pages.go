@@ -46,7 +46,8 @@ func compactPage(p *flagadmin.EventPage) (*flagadmin.EventPage, int64) {
 		}
 		nTags += len(e.Tags)
 		for _, t := range e.Tags {
-			nBytes += len(t.Type) + len(t.Value)
+			hex, _ := t.Color.Hex()
+			nBytes += len(t.Type) + len(t.Value) + len(hex)
 		}
 	}
 	a := pageArena{
@@ -72,7 +73,11 @@ func compactPage(p *flagadmin.EventPage) (*flagadmin.EventPage, int64) {
 		if len(e.Tags) > 0 {
 			start := len(a.tags)
 			for _, t := range e.Tags {
-				a.tags = append(a.tags, flagadmin.Tag{Type: a.string(t.Type), Value: a.string(t.Value)})
+				color := t.Color // absent or null: no string
+				if hex, ok := color.Hex(); ok {
+					color = flagadmin.ColorOf(a.string(hex))
+				}
+				a.tags = append(a.tags, flagadmin.Tag{Type: a.string(t.Type), Value: a.string(t.Value), Color: color})
 			}
 			e.Tags = a.tags[start:len(a.tags):len(a.tags)]
 		}

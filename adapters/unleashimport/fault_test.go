@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/url"
+	"slices"
 	"strings"
 	"testing"
 
@@ -116,7 +117,7 @@ func TestBadRows(t *testing.T) {
 		`INSERT INTO tags (type, value) VALUES ('simple', 'x')`,
 		`INSERT INTO feature_tag (feature_name, tag_type, tag_value) VALUES ('dark-mode', 'simple', 'x')`,
 		`INSERT INTO events (type, created_by, tags, data, project, created_at)
-			VALUES ('made-up-event', 'someone', '[{"type":"simple","value":"y"},{"type":"simple","value":"ok"}]', '[1,2]', 'default', now())`,
+			VALUES ('made-up-event', 'someone', '[{"type":"simple","value":"y"},{"type":"simple","value":"ok","color":"green"},{"type":"team","value":"core","color":null}]', '[1,2]', 'default', now())`,
 		`SET session_replication_role = replica`, // no foreign key checks: a flag in a project that does not exist
 		`INSERT INTO features (name, project, type) VALUES ('orphan-flag', 'no-such-project', 'release')`,
 		`INSERT INTO favorite_projects (project, user_id) VALUES ('no-such-project', 3)`,
@@ -135,6 +136,7 @@ func TestBadRows(t *testing.T) {
 		{"favorite projects", "project not imported", true},
 		{"events", "type unknown to flagadmin: kept as it is", false},
 		{"events", "tag outside 2 to 50 characters: dropped", false},
+		{"events", "tag color not #RRGGBB or null: dropped", false},
 		{"events", `data not a JSON object: wrapped as {"value": ...}`, false},
 	} {
 		k := sum.Kind(c.kind)
@@ -155,8 +157,9 @@ func TestBadRows(t *testing.T) {
 		t.Fatalf("made-up-event: %v %+v", err, page)
 	}
 	e := page.Events[0]
-	if len(e.Tags) != 1 || e.Tags[0].Value != "ok" || string(e.Data) != `{"value":[1,2]}` || e.ID != 2298 {
-		t.Errorf("made-up-event: got %+v", e)
+	want := []flagadmin.Tag{{Type: "simple", Value: "ok"}, {Type: "team", Value: "core", Color: flagadmin.NullColor}}
+	if !slices.Equal(e.Tags, want) || string(e.Data) != `{"value":[1,2]}` || e.ID != 2298 {
+		t.Errorf("made-up-event: got %+v, want tags %+v", e, want)
 	}
 	f, _ := st.Feature(ctx, "dark-mode")
 	for _, tag := range f.Tags {

@@ -3,6 +3,7 @@ package unleashimport_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"reflect"
@@ -14,11 +15,13 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/flagadmin/flagadmin/adapters/bunstore"
+	"github.com/flagadmin/flagadmin/adapters/eventjson"
 	"github.com/flagadmin/flagadmin/adapters/memstore"
 	"github.com/flagadmin/flagadmin/adapters/unleashimport"
 	"github.com/flagadmin/flagadmin/flagadmin"
 	"github.com/flagadmin/flagadmin/internal/dbtest"
 	"github.com/flagadmin/flagadmin/internal/unleashfixture"
+	"github.com/flagadmin/flagadmin/internal/unleashschema"
 )
 
 // store is a target store and the same store as flagadmin.Store.
@@ -79,6 +82,7 @@ func TestImportFixture(t *testing.T) {
 			}
 			svc := flagadmin.NewService(st)
 			checkFacts(t, svc, st, exp, names)
+			checkEventsAsUnleashWritesThem(t, st, url)
 			checkTokens(t, svc, exp)
 			checkNextIDs(t, svc, st)
 
@@ -482,6 +486,72 @@ func checkEvents(t *testing.T, st store, exp *unleashfixture.Expected) {
 	if e.Type != "api-token-created" || e.CreatedBy != "admin" || *e.CreatedByUserID != -42 || *e.Project != "default" ||
 		*e.Environment != "production" || !bytes.Contains(e.Data, []byte(`"tokenName":"edge-proxy-secure"`)) || e.CreatedAt.Nanosecond()%int(time.Millisecond) != 0 {
 		t.Errorf("event 2296: got %+v", e)
+	}
+}
+
+// checkEventsAsUnleashWritesThem: every imported event, served, has the
+// tags Unleash stored, byte for byte (with their color where Unleash wrote
+// one), groupType and groupId exactly when the source row has them, and
+// passes Unleash's eventSchema.
+func checkEventsAsUnleashWritesThem(t *testing.T, st store, url string) {
+	t.Helper()
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	type row struct {
+		tags            string
+		groupType, grID *string
+	}
+	source := map[int64]row{}
+	rows, err := conn.Query(ctx, "SELECT id, tags::text, group_type, group_id FROM events")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		var id int64
+		var r row
+		if err := rows.Scan(&id, &r.tags, &r.groupType, &r.grID); err != nil {
+			t.Fatal(err)
+		}
+		source[id] = r
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	colored, problems := 0, 0
+	err = st.ExportEvents(ctx, flagadmin.EventQuery{}, 0, func(e flagadmin.Event) error {
+		r, ok := source[e.ID]
+		if !ok || problems > 5 {
+			return nil
+		}
+		served := eventjson.AppendEvent(nil, &e)
+		var keys map[string]json.RawMessage
+		if err := json.Unmarshal(served, &keys); err != nil {
+			return err
+		}
+		_, hasType := keys["groupType"]
+		_, hasID := keys["groupId"]
+		if string(keys["tags"]) != r.tags || hasType != (r.groupType != nil) || hasID != (r.grID != nil) {
+			problems++
+			t.Errorf("event %d: served %s; Unleash stored tags %s, group_type %v, group_id %v", e.ID, served, r.tags, r.groupType != nil, r.grID != nil)
+		}
+		if errs := unleashschema.EventErrors(served); errs != nil {
+			problems++
+			t.Errorf("event %d: Unleash's eventSchema refuses %s: %q", e.ID, served, errs)
+		}
+		if bytes.Contains(keys["tags"], []byte(`"color":`)) {
+			colored++
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if colored == 0 {
+		t.Errorf("no imported event has a tag color; Unleash's feature-untagged events carry them")
 	}
 }
 

@@ -169,15 +169,17 @@ func tokenScope(projects []string) (string, string) {
 }
 
 // eventTags maps an event's tags (JSON [{"type","value",...}]): each tag
-// keeps its type and value (Unleash's color is not kept); a tag outside
-// flagadmin's 2-to-50-character rule is dropped.
+// keeps its type and value, and its color key as Unleash wrote it (a
+// color, null, or no key); a tag outside flagadmin's 2-to-50-character
+// rule is dropped, and a color that is not #RRGGBB loses its key.
 func eventTags(raw []byte) ([]flagadmin.Tag, []string, error) {
 	if len(bytes.TrimSpace(raw)) == 0 || string(bytes.TrimSpace(raw)) == "null" {
 		return nil, nil, nil
 	}
 	var in []struct {
-		Type  any `json:"type"`
-		Value any `json:"value"`
+		Type  any             `json:"type"`
+		Value any             `json:"value"`
+		Color json.RawMessage `json:"color"`
 	}
 	if err := json.Unmarshal(raw, &in); err != nil {
 		return nil, []string{"tags not a JSON list of tags: dropped"}, nil
@@ -189,6 +191,19 @@ func eventTags(raw []byte) ([]flagadmin.Tag, []string, error) {
 		if tag.Validate() != nil {
 			notes = append(notes, "tag outside 2 to 50 characters: dropped")
 			continue
+		}
+		if t.Color != nil {
+			var hex *string
+			if json.Unmarshal(t.Color, &hex) == nil {
+				tag.Color = flagadmin.NullColor
+				if hex != nil {
+					tag.Color = flagadmin.ColorOf(*hex)
+				}
+			}
+			if !tag.Color.Present() || tag.Validate() != nil {
+				tag.Color = flagadmin.TagColor{}
+				notes = append(notes, "tag color not #RRGGBB or null: dropped")
+			}
 		}
 		out = append(out, tag)
 	}

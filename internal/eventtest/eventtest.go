@@ -23,9 +23,9 @@ var CreatedAt = time.Date(2025, 3, 4, 5, 6, 7, 890_000_000, time.UTC)
 // Full returns an event with every field of flagadmin.Event set, each to a
 // value no other field holds, none zero or null, all of them valid for a
 // store and a seed file: a known event type, data and preData JSON
-// objects, tags of 2 to 50 characters. It fails tb when a field of Event
-// is not declared by flagadmin.EventFields (Declared), or is of a type it
-// cannot fill.
+// objects, tags of 2 to 50 characters (without a color key, with a color,
+// with a null color). It fails tb when a field of Event is not declared
+// by flagadmin.EventFields (Declared), or is of a type it cannot fill.
 func Full(tb testing.TB) flagadmin.Event {
 	tb.Helper()
 	Declared(tb)
@@ -61,7 +61,9 @@ func fill(f reflect.Value, name string, n int64) error {
 	case json.RawMessage:
 		f.Set(reflect.ValueOf(json.RawMessage(`{"field":"` + s + `","n":` + fmt.Sprint(n) + `}`)))
 	case []flagadmin.Tag:
-		f.Set(reflect.ValueOf([]flagadmin.Tag{{Type: "simple", Value: s}, {Type: "t-" + name, Value: "second"}}))
+		// A tag without a color key, one with a color, one with a null color.
+		f.Set(reflect.ValueOf([]flagadmin.Tag{{Type: "simple", Value: s}, {Type: "t-" + name, Value: "second", Color: flagadmin.ColorOf("#34A853")},
+			{Type: "team", Value: "third", Color: flagadmin.NullColor}}))
 	default:
 		return fmt.Errorf("eventtest: flagadmin.Event.%s is a %s: teach Full to fill it", name, f.Type())
 	}

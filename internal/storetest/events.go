@@ -7,8 +7,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flagadmin/flagadmin/adapters/eventjson"
 	"github.com/flagadmin/flagadmin/flagadmin"
 	"github.com/flagadmin/flagadmin/internal/eventtest"
+	"github.com/flagadmin/flagadmin/internal/unleashschema"
 )
 
 // searchFixture is the world of the search cases: eight events A to H over
@@ -206,6 +208,55 @@ func eventCases() []testCase {
 			wantJSON(t, "plain data", bare.Data, "null")
 			wantJSON(t, "plain preData", bare.PreData, "null")
 			wantEqual(t, "plain tags", len(bare.Tags), 0)
+		}},
+		testCase{"events/served JSON: group keys only when grouped, tag colors kept, valid for Unleash's eventSchema", func(t *testing.T, w *world) {
+			// As Unleash 8.2.0 answers: groupType and groupId left out of
+			// an event of no group (its eventSchema refuses null there),
+			// and a tag's color kept as Unleash wrote it (a string, null,
+			// or no key), on every way a store gives events back.
+			grouped := ev(flagadmin.EventFeatureUntagged, "eve@example.com", i64(eveID), "2025-07-06T00:00:00Z", str("default"), str("alpha"), nil, "")
+			grouped.PreData = json.RawMessage(`{"type":"area","value":"web"}`)
+			grouped.Tags = []flagadmin.Tag{{Type: "area", Value: "web", Color: flagadmin.ColorOf("#34A853")}, {Type: "team", Value: "growth", Color: flagadmin.NullColor}}
+			grouped.GroupType, grouped.GroupID = str("transaction"), str("01M8565GQB3V82G1290YFBVC94")
+			ungrouped := ev(flagadmin.EventFeatureCompleted, "admin", i64(flagadmin.AdminTokenUserID), "2025-07-07T00:00:00Z", str("default"), str("alpha"), nil, `{"status":"kept","kept":true}`)
+			ungrouped.Tags = []flagadmin.Tag{{Type: "area", Value: "web"}}
+			w.load(accounts(), namedEvent{"grouped", grouped}, namedEvent{"ungrouped", ungrouped})
+			admin := w.as(adminSecret)
+			wantTags := map[string]string{
+				"grouped":   `"tags":[{"type":"area","value":"web","color":"#34A853"},{"type":"team","value":"growth","color":null}]`,
+				"ungrouped": `"tags":[{"value":"web","type":"area"}]`,
+			}
+			for _, way := range []struct {
+				name   string
+				events []flagadmin.Event
+			}{
+				{"search", w.search(t, admin, params{}).Events},
+				{"deprecated search", w.deprecated(t, admin, flagadmin.DeprecatedSearchRequest{}).Events},
+				{"export", w.export(t, admin, exportParams{})},
+			} {
+				names := w.eventNames(way.events)
+				if len(names) != 2 {
+					t.Fatalf("%s: got %q, want the two events", way.name, names)
+				}
+				for i, e := range way.events {
+					served := eventjson.AppendEvent(nil, &e)
+					var keys map[string]json.RawMessage
+					if err := json.Unmarshal(served, &keys); err != nil {
+						t.Fatal(err)
+					}
+					_, hasType := keys["groupType"]
+					_, hasID := keys["groupId"]
+					if grouped := names[i] == "grouped"; hasType != grouped || hasID != grouped {
+						t.Errorf("%s: %s: groupType there %v, groupId there %v, want both %v: %s", way.name, names[i], hasType, hasID, grouped, served)
+					}
+					if !strings.Contains(string(served), wantTags[names[i]]) {
+						t.Errorf("%s: %s: got %s, want %s", way.name, names[i], served, wantTags[names[i]])
+					}
+					if errs := unleashschema.EventErrors(served); errs != nil {
+						t.Errorf("%s: %s: Unleash's eventSchema refuses %s: %q", way.name, names[i], served, errs)
+					}
+				}
+			}
 		}},
 		testCase{"events/every declared field round-trips through search and export", func(t *testing.T, w *world) {
 			// Every field of flagadmin.Event set (eventtest.Full): a field a

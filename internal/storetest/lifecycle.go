@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -11,7 +12,7 @@ import (
 
 // lifecycleFixture has four projects and their features:
 //
-//	default  open       alpha (tags simple:checkout, team:payments), old (archived)
+//	default  open       alpha (tags simple:checkout with a color, team:payments), old (archived)
 //	guarded  protected  beta; members: Max (Member), the Platform group (Member)
 //	secret   private    gamma; members: Max (Member)
 //	other    open       delta
@@ -26,7 +27,7 @@ func lifecycleFixture() *flagadmin.Seed {
 		{ID: "other", Mode: flagadmin.ModeOpen},
 	}
 	alpha := feat("alpha", "default", flagadmin.TypeRelease, at("2026-01-01T00:00:00Z"))
-	alpha.Tags = []flagadmin.Tag{{Type: "simple", Value: "checkout"}, {Type: "team", Value: "payments"}}
+	alpha.Tags = []flagadmin.Tag{{Type: "simple", Value: "checkout", Color: flagadmin.ColorOf("#FFFFFF")}, {Type: "team", Value: "payments"}}
 	alpha.LastSeenAt = atp("2026-06-01T00:00:00Z")
 	old := feat("old", "default", flagadmin.TypeOperational, at("2025-01-01T00:00:00Z"))
 	old.ArchivedAt = atp("2026-05-01T00:00:00Z")
@@ -163,7 +164,11 @@ func lifecycleCases() []testCase {
 			e := events[0]
 			wantJSON(t, "data", e.Data, `{"status": "kept", "statusValue": "v2.1", "kept": true}`)
 			wantJSON(t, "preData", e.PreData, "null")
-			wantEqual(t, "tags", fmt.Sprint(e.Tags), "[{checkout simple} {payments team}]")
+			// The flag's tags as Unleash writes them on feature-completed:
+			// {"value","type"}, without the color of the tag's type.
+			tags, err := json.Marshal(e.Tags)
+			wantNoError(t, "tags", err)
+			wantEqual(t, "tags", string(tags), `[{"value":"checkout","type":"simple"},{"value":"payments","type":"team"}]`)
 			wantTime(t, "createdAt", &e.CreatedAt, &suiteNow)
 			wantEqual(t, "environment", fmtPtr(e.Environment), "null")
 			// The event is visible to searches by feature and type.

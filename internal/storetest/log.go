@@ -164,11 +164,19 @@ func (w *world) wantProofs(t *testing.T, ls flagadmin.LogStore, hashes [][]byte)
 	}
 }
 
-// logEvent is an event of the log cases: created minutes after base.
+// logEvent is an event of the log cases: created minutes after base; one
+// in two has a tag with a color, one in three belongs to a group.
 func logEvent(i int, project *string, base time.Time) flagadmin.Event {
-	return flagadmin.Event{Type: flagadmin.EventFeatureUpdated, CreatedBy: "ada@example.com", CreatedByUserID: i64(adaID),
+	e := flagadmin.Event{Type: flagadmin.EventFeatureUpdated, CreatedBy: "ada@example.com", CreatedByUserID: i64(adaID),
 		CreatedAt: base.Add(time.Duration(i) * time.Minute), Project: project, FeatureName: str(fmt.Sprintf("f%d", i)),
 		Data: []byte(fmt.Sprintf(`{"n": %d, "name": "f%d", "on": true}`, i, i)), Tags: []flagadmin.Tag{{Type: "simple", Value: "log"}}}
+	if i%2 == 1 {
+		e.Tags = append(e.Tags, flagadmin.Tag{Type: "area", Value: "web", Color: flagadmin.ColorOf("#34A853")})
+	}
+	if i%3 == 0 {
+		e.GroupType, e.GroupID = str("transaction"), str(fmt.Sprintf("g%d", i/6))
+	}
+	return e
 }
 
 // writeEvents writes n events (logEvent) in one batch and returns their ids.

@@ -142,7 +142,7 @@ func seedCases() []testCase {
 			f := w.feature(t, "alpha")
 			wantEqual(t, "project", f.Project, "default")
 			wantEqual(t, "type", f.Type, flagadmin.TypeRelease)
-			wantEqual(t, "tags", slices.Equal(f.Tags, []flagadmin.Tag{{Type: "simple", Value: "checkout"}, {Type: "team", Value: "payments"}}), true)
+			wantEqual(t, "tags", slices.Equal(f.Tags, []flagadmin.Tag{{Type: "simple", Value: "checkout", Color: flagadmin.ColorOf("#FFFFFF")}, {Type: "team", Value: "payments"}}), true)
 			wantTime(t, "lastSeenAt", f.LastSeenAt, atp("2026-06-01T00:00:00Z"))
 			wantTime(t, "createdAt", &f.CreatedAt, atp("2026-01-01T00:00:00Z"))
 			wantEqual(t, "lifecycle", f.Lifecycle, completed(flagadmin.StatusKept, "v1"))

@@ -231,7 +231,7 @@ func storeCases() []testCase {
 			wantTime(t, "lastSeenAt", f.LastSeenAt, &seen)
 			wantTime(t, "archivedAt", f.ArchivedAt, &seen)
 			wantEqual(t, "lifecycle", f.Lifecycle, flagadmin.Lifecycle{Stage: flagadmin.StageLive})
-			wantEqual(t, "tags (not saved)", fmt.Sprint(f.Tags), "[{checkout simple} {payments team}]")
+			wantEqual(t, "tags (not saved)", fmt.Sprint(f.Tags), "[{checkout simple #FFFFFF} {payments team}]")
 			wantEqual(t, "project", f.Project, "default")
 			if events := w.eventsOfType(flagadmin.EventFeatureStaleOn); len(events) != 1 {
 				t.Errorf("got %d feature-stale-on events, want 1", len(events))
@@ -332,7 +332,7 @@ func storeCases() []testCase {
 
 			again := w.feature(t, "alpha")
 			wantTime(t, "alpha lastSeenAt", again.LastSeenAt, atp("2026-06-01T00:00:00Z"))
-			wantEqual(t, "alpha tags", fmt.Sprint(again.Tags), "[{checkout simple} {payments team}]")
+			wantEqual(t, "alpha tags", fmt.Sprint(again.Tags), "[{checkout simple #FFFFFF} {payments team}]")
 			all := w.allEvents()
 			if len(all) != 2 {
 				t.Fatalf("got %d events, want 2", len(all))

@@ -171,12 +171,14 @@ func Tags(s *string) ([]flagadmin.Tag, error) {
 	return tags, nil
 }
 
-// parseCanonicalTags reads tags in the exact form the store writes them,
-// [{"value":"...","type":"..."},...] without spaces or escapes, without
-// reflection: decoding tags with encoding/json was a fifth of a search
-// page's server CPU. Anything else (an escape, a space, another order,
-// invalid UTF-8 or a control character) reports false, for
-// encoding/json to decode, so the result is always what it would give.
+// parseCanonicalTags reads tags in the exact form the store writes them
+// (flagadmin.Tag's JSON), [{"value":"...","type":"..."},...] or, for a
+// tag with a color key, {"type":"...","value":"...","color":"..." or
+// null}, without spaces or escapes, without reflection: decoding tags
+// with encoding/json was a fifth of a search page's server CPU. Anything
+// else (an escape, a space, another order, invalid UTF-8 or a control
+// character) reports false, for encoding/json to decode, so the result is
+// always what it would give.
 func parseCanonicalTags(s string) ([]flagadmin.Tag, bool) {
 	if len(s) < 2 || s[0] != '[' || s[len(s)-1] != ']' {
 		return nil, false
@@ -199,20 +201,45 @@ func parseCanonicalTags(s string) ([]flagadmin.Tag, bool) {
 	return tags, true
 }
 
-// parseCanonicalTag reads one tag, {"value":"...","type":"..."}, at the
-// start of s, and returns it with what follows it.
+// parseCanonicalTag reads one tag at the start of s, and returns it with
+// what follows it.
 func parseCanonicalTag(s string) (t flagadmin.Tag, rest string, ok bool) {
-	if rest, ok = strings.CutPrefix(s, `{"value":`); !ok {
+	if rest, ok = strings.CutPrefix(s, `{"value":`); ok {
+		if t.Value, rest, ok = plainJSONString(rest); !ok {
+			return t, "", false
+		}
+		if rest, ok = strings.CutPrefix(rest, `,"type":`); !ok {
+			return t, "", false
+		}
+		if t.Type, rest, ok = plainJSONString(rest); !ok {
+			return t, "", false
+		}
+		rest, ok = strings.CutPrefix(rest, "}")
+		return t, rest, ok
+	}
+	if rest, ok = strings.CutPrefix(s, `{"type":`); !ok {
+		return t, "", false
+	}
+	if t.Type, rest, ok = plainJSONString(rest); !ok {
+		return t, "", false
+	}
+	if rest, ok = strings.CutPrefix(rest, `,"value":`); !ok {
 		return t, "", false
 	}
 	if t.Value, rest, ok = plainJSONString(rest); !ok {
 		return t, "", false
 	}
-	if rest, ok = strings.CutPrefix(rest, `,"type":`); !ok {
+	if rest, ok = strings.CutPrefix(rest, `,"color":`); !ok {
 		return t, "", false
 	}
-	if t.Type, rest, ok = plainJSONString(rest); !ok {
-		return t, "", false
+	if after, null := strings.CutPrefix(rest, "null"); null {
+		t.Color, rest = flagadmin.NullColor, after
+	} else {
+		var hex string
+		if hex, rest, ok = plainJSONString(rest); !ok {
+			return t, "", false
+		}
+		t.Color = flagadmin.ColorOf(hex)
 	}
 	rest, ok = strings.CutPrefix(rest, "}")
 	return t, rest, ok

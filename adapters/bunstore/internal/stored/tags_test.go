@@ -44,6 +44,15 @@ func TestTagsOfAgreesWithEncodingJSON(t *testing.T) {
 		canonical([]flagadmin.Tag{{Value: "a", Type: "b"}, {Value: "c<&>d", Type: "ünï"}, {Value: `q"uote`, Type: `back\slash`}}),
 		canonical([]flagadmin.Tag{{Value: "tab\there", Type: "\u2028"}}),
 		`[{"type":"t","value":"v"}]`,
+		canonical([]flagadmin.Tag{{Value: "web", Type: "area", Color: flagadmin.ColorOf("#34A853")}, {Value: "v", Type: "t"}, {Value: "growth", Type: "team", Color: flagadmin.NullColor}}),
+		`[{"type":"t","value":"v","color":"#FFFFFF"}]`,
+		`[{"type":"t","value":"v","color":null}]`,
+		`[{"type":"t","value":"v","color":nul}]`,
+		`[{"type":"t","value":"v","color":1}]`,
+		`[{"type":"t","value":"v","color":"#FFF"]`,
+		`[{"type":"t","value":"v","color":"a\u0062"}]`,
+		`[{"value":"v","type":"t","color":"#FFFFFF"}]`,
+		`[{"type":"t","value":"v","color":"#FFFFFF","extra":1}]`,
 		`[ {"value":"v","type":"t"} ]`,
 		`[{"value":"v","type":"t"},]`,
 		`[{"value":"v","type":"t"}{"value":"v","type":"t"}]`,
@@ -67,7 +76,7 @@ func TestTagsOfAgreesWithEncodingJSON(t *testing.T) {
 }
 
 func FuzzTagsOf(f *testing.F) {
-	for _, s := range []string{"[]", `[{"value":"v","type":"t"}]`, `[{"value":"a","type":"b"},{"value":"c","type":"d"}]`, `[{"value":"\u00e9","type":"t"}]`} {
+	for _, s := range []string{"[]", `[{"value":"v","type":"t"}]`, `[{"type":"t","value":"v","color":null},{"type":"t","value":"v","color":"#FFFFFF"}]`, `[{"value":"a","type":"b"},{"value":"c","type":"d"}]`, `[{"value":"\u00e9","type":"t"}]`} {
 		f.Add(s)
 	}
 	f.Fuzz(checkTags)
