@@ -74,7 +74,8 @@ func (m *Maintainer) Run(ctx context.Context) {
 func (m *Maintainer) Round(ctx context.Context) error {
 	tilesErr := m.prover.BuildTiles(ctx)
 	if m.signer == nil {
-		return tilesErr
+		_, _, err := m.prover.Advance(ctx)
+		return errors.Join(err, tilesErr)
 	}
 	cp, signed, err := m.signer.Sign(ctx)
 	if cp.Note != nil {
@@ -96,6 +97,9 @@ func (m *Maintainer) report(err error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	switch {
+	case err != nil && err.Error() != m.failed && errors.Is(err, ErrInconsistent):
+		m.failed = err.Error()
+		m.log.Error("log: refusing to sign checkpoints; serving goes on", "problem", err)
 	case err != nil && err.Error() != m.failed:
 		m.failed = err.Error()
 		m.log.Error("log: cannot keep the verifiable log", "err", err)
@@ -111,6 +115,15 @@ func (m *Maintainer) Latest() (flagadmin.Checkpoint, bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return m.latest, m.known
+}
+
+// Refused returns why the signer stopped signing (an error wrapping
+// ErrInconsistent), nil while it signs or without a signer.
+func (m *Maintainer) Refused() error {
+	if m.signer == nil {
+		return nil
+	}
+	return m.signer.Refused()
 }
 
 // Signed returns how many checkpoints this Maintainer has signed.

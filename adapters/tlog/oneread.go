@@ -59,7 +59,9 @@ func (p *Prover) EventInclusionProof(ctx context.Context, q flagadmin.EventQuery
 	if err != nil {
 		return flagadmin.LogProofAnswer{}, fmt.Errorf("tlog: %w", err)
 	}
-	a.Hashes, err = p.rehashFrom(ctx, nodes, rows.Hashes)
+	a.Hashes, err = p.checkedInclusion(ctx, a.Leaf.Index, size, a.Leaf.Hash, nodes, func() ([][]byte, error) {
+		return p.rehashFrom(ctx, nodes, rows.Hashes)
+	})
 	return a, err
 }
 
@@ -90,7 +92,9 @@ func (p *Prover) CheckedConsistencyProof(ctx context.Context, from, to int64) (f
 	if to > a.LogSize {
 		return a, nil
 	}
-	a.Hashes, err = p.rehashFrom(ctx, nodes, rows.Hashes)
+	a.Hashes, err = p.checkedConsistency(ctx, from, to, nodes, func() ([][]byte, error) {
+		return p.rehashFrom(ctx, nodes, rows.Hashes)
+	})
 	return a, err
 }
 
@@ -101,7 +105,9 @@ func (p *Prover) CheckedConsistencyProof(ctx context.Context, from, to int64) (f
 func (p *Prover) rehashFrom(ctx context.Context, nodes proof.Nodes, read []flagadmin.LogHash) ([][]byte, error) {
 	have := make(map[compact.NodeID][32]byte, len(read))
 	for _, h := range read {
-		have[compact.NewNodeID(uint(h.Level), uint64(h.Index))] = h.Hash
+		run := [][32]byte{h.Hash}
+		p.fix(h.Level, h.Index, run)
+		have[compact.NewNodeID(uint(h.Level), uint64(h.Index))] = run[0]
 	}
 	hashes := make([][]byte, len(nodes.IDs))
 	var below []flagadmin.LogHashRange

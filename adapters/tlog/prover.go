@@ -36,6 +36,7 @@ var rangeFactory = &compact.RangeFactory{Hash: hasher.HashChildren}
 // only slower (it folds leaves). It is safe for concurrent use.
 type Prover struct {
 	store flagadmin.LogStore
+	check checkState
 }
 
 var _ flagadmin.LogProver = (*Prover)(nil)
@@ -52,7 +53,14 @@ func (p *Prover) InclusionProof(ctx context.Context, index, size int64) ([][]byt
 	if err != nil {
 		return nil, fmt.Errorf("tlog: %w", err)
 	}
-	return p.rehash(ctx, nodes)
+	leaf, err := p.store.LogHashes(ctx, []flagadmin.LogHashRange{{Level: 0, Start: index, End: index + 1}})
+	if err != nil {
+		return nil, err
+	}
+	if len(leaf) != 1 || len(leaf[0]) != 1 {
+		return nil, fmt.Errorf("%w: leaf %d", errShortLog, index)
+	}
+	return p.checkedInclusion(ctx, index, size, leaf[0][0], nodes, func() ([][]byte, error) { return p.rehash(ctx, nodes) })
 }
 
 // ConsistencyProof implements flagadmin.LogProver (RFC 9162 §2.1.4.1).
@@ -64,7 +72,7 @@ func (p *Prover) ConsistencyProof(ctx context.Context, from, to int64) ([][]byte
 	if err != nil {
 		return nil, fmt.Errorf("tlog: %w", err)
 	}
-	return p.rehash(ctx, nodes)
+	return p.checkedConsistency(ctx, from, to, nodes, func() ([][]byte, error) { return p.rehash(ctx, nodes) })
 }
 
 // rehash reads the hashes of a proof's nodes and builds the proof.
@@ -153,6 +161,9 @@ func (p *Prover) hashes(ctx context.Context, ranges []flagadmin.LogHashRange) ([
 	}
 	if len(runs) != len(ranges) {
 		return nil, fmt.Errorf("tlog: the store answered %d ranges for %d", len(runs), len(ranges))
+	}
+	for i, r := range ranges {
+		p.fix(r.Level, r.Start, runs[i])
 	}
 	var missing []flagadmin.LogHashRange
 	var owners []int
