@@ -192,6 +192,7 @@ func (c *cli) logVerify(ctx context.Context, args []string) error {
 		}
 		defer closeStore()
 		src = tlog.StoreSource(store, store.(flagadmin.LogStore))
+		opts.StoredHashes = store.(flagadmin.LogStore)
 	} else {
 		api, err := c.apiClient("flagadmin log verify", *baseURL, *token)
 		if err != nil {
@@ -243,7 +244,15 @@ func (c *cli) verifyLog(ctx context.Context, src tlog.Source, opts tlog.VerifyOp
 	if r.Beyond > 0 {
 		msg += "; " + plural(r.Beyond, "event") + " written since match their leaves (the next checkpoint signs them)"
 	}
+	if opts.StoredHashes != nil {
+		msg += fmt.Sprintf("; stored hashes of the tree recomputed from the leaves: %d, all equal", r.StoredHashes)
+	}
 	fmt.Fprintln(c.stdout, msg)
+	if opts.Trusted == nil {
+		fmt.Fprintln(c.stdout, "NOTE: without --trusted, a rollback to an older copy of the database cannot be detected: "+
+			"an older copy is a consistent log with an older checkpoint. Save this checkpoint (--save FILE) and pass --trusted FILE next time, "+
+			"or pass the server's checkpoint state file (--log-key FILE"+tlog.StateSuffix+", or its --log-state)")
+	}
 	if save != "" {
 		if err := os.WriteFile(save, r.Note, 0o644); err != nil {
 			return cliErrorf("--save: %s", flat(err))
