@@ -334,4 +334,3 @@ func TestLogProofsSurviveACorruptStoredHash(t *testing.T) {
 		})
 	}
 }
-
