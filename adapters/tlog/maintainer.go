@@ -59,7 +59,7 @@ func (m *Maintainer) Run(ctx context.Context) {
 	t := time.NewTicker(m.interval)
 	defer t.Stop()
 	for {
-		m.report(m.Round(ctx))
+		m.Round(ctx)
 		select {
 		case <-ctx.Done():
 			return
@@ -70,8 +70,15 @@ func (m *Maintainer) Run(ctx context.Context) {
 
 // Round stores the new subtree hashes and, with a signer, signs a
 // checkpoint if the log grew. A failure to store subtree hashes does not
-// stop the signing (they only speed proofs up).
+// stop the signing (they only speed proofs up). The first of a run of
+// failures is logged, and the recovery.
 func (m *Maintainer) Round(ctx context.Context) error {
+	err := m.round(ctx)
+	m.report(err)
+	return err
+}
+
+func (m *Maintainer) round(ctx context.Context) error {
 	tilesErr := m.prover.BuildTiles(ctx)
 	if m.signer == nil {
 		_, _, err := m.prover.Advance(ctx)

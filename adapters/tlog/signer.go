@@ -223,9 +223,15 @@ func (s *Signer) extends(ctx context.Context, cp flagadmin.Checkpoint, size int6
 			return nil
 		}
 	}
-	s.refused = fmt.Errorf("%w: %s", ErrInconsistent, why)
+	s.refused = refusal(why)
 	return s.refused
 }
+
+// refusal is why a Signer stopped signing: of kind ErrInconsistent.
+type refusal string
+
+func (r refusal) Error() string        { return string(r) }
+func (r refusal) Is(target error) bool { return target == ErrInconsistent }
 
 // sign makes the checkpoint of a tree of size leaves with root.
 func (s *Signer) sign(size int64, root [32]byte) (flagadmin.Checkpoint, error) {

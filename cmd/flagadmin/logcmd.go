@@ -9,6 +9,7 @@ import (
 	"io"
 	"iter"
 	"log/slog"
+	"net/http"
 	"os"
 	"strings"
 	"text/tabwriter"
@@ -214,6 +215,11 @@ func (c *cli) verifyLog(ctx context.Context, src tlog.Source, opts tlog.VerifyOp
 	r, err := tlog.Verify(ctx, src, opts)
 	if err != nil {
 		var ce *client.Error
+		if errors.As(err, &ce) && ce.Status == http.StatusConflict {
+			// The server refuses to sign: the log does not extend the
+			// last checkpoint it signed.
+			return cliErrorf("the log does not verify: %s", ce.Message)
+		}
 		if errors.As(err, &ce) && errors.Is(err, flagadmin.ErrNoAccess) {
 			return cliErrorf("flagadmin log verify: the token may not read the log's leaves: it needs an admin token or a root Admin's personal token (%s)", flat(err))
 		}
@@ -249,9 +255,8 @@ func (c *cli) verifyLog(ctx context.Context, src tlog.Source, opts tlog.VerifyOp
 	}
 	fmt.Fprintln(c.stdout, msg)
 	if opts.Trusted == nil {
-		fmt.Fprintln(c.stdout, "NOTE: without --trusted, a rollback to an older copy of the database cannot be detected: "+
-			"an older copy is a consistent log with an older checkpoint. Save this checkpoint (--save FILE) and pass --trusted FILE next time, "+
-			"or pass the server's checkpoint state file (--log-key FILE"+tlog.StateSuffix+", or its --log-state)")
+		fmt.Fprintln(c.stdout, "NOTE: without --trusted, a rollback to an older copy of the database cannot be detected (an older copy is a consistent log): "+
+			"save this checkpoint with --save FILE and pass --trusted FILE next time, or pass the server's state file (its --log-key FILE"+tlog.StateSuffix+")")
 	}
 	if save != "" {
 		if err := os.WriteFile(save, r.Note, 0o644); err != nil {
