@@ -159,6 +159,37 @@ func (p *Prover) extend(ctx context.Context, a *anchor, size int64) (*anchor, er
 // An error wrapping ErrLeavesChanged when the leaves disagree with the
 // tree computed from them before.
 func (p *Prover) CheckedRoot(ctx context.Context, size int64) ([32]byte, error) {
+	return p.checkedRoot(ctx, size, nil)
+}
+
+// rootRanges names the stored hashes checkedRoot needs for the tree of
+// size, for a read that fetches them with a proof's; none when its root
+// is known without reading.
+func (p *Prover) rootRanges(size int64) []flagadmin.LogHashRange {
+	a := p.check.anchor.Load()
+	if a == nil || size <= 0 || size >= a.size {
+		return nil
+	}
+	p.check.mu.Lock()
+	_, known := p.check.roots[size]
+	p.check.mu.Unlock()
+	if known {
+		return nil
+	}
+	nodes, err := proof.Consistency(uint64(size), uint64(a.size))
+	if err != nil {
+		return nil
+	}
+	var out []flagadmin.LogHashRange
+	for _, id := range append(compact.RangeNodes(0, uint64(size), nil), nodes.IDs...) {
+		out = append(out, storedRange(id))
+	}
+	return out
+}
+
+// checkedRoot is CheckedRoot, from the hashes read when not nil (a read
+// that asked for rootRanges), else reading them.
+func (p *Prover) checkedRoot(ctx context.Context, size int64, read []flagadmin.LogHash) ([32]byte, error) {
 	a, err := p.current(ctx)
 	if err != nil {
 		return [32]byte{}, err
@@ -186,15 +217,30 @@ func (p *Prover) CheckedRoot(ctx context.Context, size int64) ([32]byte, error) 
 	if err != nil {
 		return [32]byte{}, fmt.Errorf("tlog: %w", err)
 	}
-	ids := append(compact.RangeNodes(0, uint64(size), nil), nodes.IDs...)
+	rangeIDs := compact.RangeNodes(0, uint64(size), nil)
+	ids := append(rangeIDs, nodes.IDs...)
 	try := func() ([32]byte, error) {
-		root, err := p.RootHash(ctx, size)
-		if err != nil {
-			return root, err
-		}
-		path, err := p.rehash(ctx, nodes)
-		if err != nil {
-			return root, err
+		var root [32]byte
+		var path [][]byte
+		if read != nil {
+			hashes, err := p.hashesFrom(ctx, rangeIDs, read)
+			if err != nil {
+				return root, err
+			}
+			if root, err = rootOfRange(size, hashes); err != nil {
+				return root, err
+			}
+			if path, err = p.rehashFrom(ctx, nodes, read); err != nil {
+				return root, err
+			}
+		} else {
+			var err error
+			if root, err = p.RootHash(ctx, size); err != nil {
+				return root, err
+			}
+			if path, err = p.rehash(ctx, nodes); err != nil {
+				return root, err
+			}
 		}
 		if err := proof.VerifyConsistency(hasher, uint64(size), uint64(a.size), path, root[:], a.root[:]); err != nil {
 			return root, errUnverified{fmt.Errorf("tlog: the root of the tree of %d leaves: %w", size, err)}
@@ -215,6 +261,20 @@ func (p *Prover) CheckedRoot(ctx context.Context, size int64) ([32]byte, error) 
 	c.roots[size] = root
 	c.mu.Unlock()
 	return root, nil
+}
+
+// rootOfRange returns the root of the tree of size leaves from the hashes
+// of its compact range (compact.RangeNodes).
+func rootOfRange(size int64, hashes [][]byte) ([32]byte, error) {
+	r, err := rangeFactory.NewRange(0, uint64(size), hashes)
+	if err != nil {
+		return [32]byte{}, fmt.Errorf("tlog: %w", err)
+	}
+	root, err := r.GetRootHash(nil)
+	if err != nil {
+		return [32]byte{}, fmt.Errorf("tlog: %w", err)
+	}
+	return [32]byte(root), nil
 }
 
 // errUnverified marks a check that failed (as opposed to a read).
@@ -339,8 +399,8 @@ func (p *Prover) fix(level int, start int64, run [][32]byte) {
 
 // checkedInclusion builds the inclusion path of a leaf of hash leaf with
 // build and checks it against the checked root of the tree of size.
-func (p *Prover) checkedInclusion(ctx context.Context, index, size int64, leaf [32]byte, nodes proof.Nodes, build func() ([][]byte, error)) ([][]byte, error) {
-	root, err := p.CheckedRoot(ctx, size)
+func (p *Prover) checkedInclusion(ctx context.Context, index, size int64, leaf [32]byte, nodes proof.Nodes, read []flagadmin.LogHash, build func() ([][]byte, error)) ([][]byte, error) {
+	root, err := p.checkedRoot(ctx, size, read)
 	if err != nil {
 		return nil, err
 	}
@@ -359,12 +419,12 @@ func (p *Prover) checkedInclusion(ctx context.Context, index, size int64, leaf [
 // checkedConsistency builds the consistency path from the tree of from
 // leaves to the tree of to leaves with build and checks it against their
 // checked roots.
-func (p *Prover) checkedConsistency(ctx context.Context, from, to int64, nodes proof.Nodes, build func() ([][]byte, error)) ([][]byte, error) {
-	r1, err := p.CheckedRoot(ctx, from)
+func (p *Prover) checkedConsistency(ctx context.Context, from, to int64, nodes proof.Nodes, read []flagadmin.LogHash, build func() ([][]byte, error)) ([][]byte, error) {
+	r1, err := p.checkedRoot(ctx, from, read)
 	if err != nil {
 		return nil, err
 	}
-	r2, err := p.CheckedRoot(ctx, to)
+	r2, err := p.checkedRoot(ctx, to, read)
 	if err != nil {
 		return nil, err
 	}

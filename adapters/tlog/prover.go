@@ -60,7 +60,7 @@ func (p *Prover) InclusionProof(ctx context.Context, index, size int64) ([][]byt
 	if len(leaf) != 1 || len(leaf[0]) != 1 {
 		return nil, fmt.Errorf("%w: leaf %d", errShortLog, index)
 	}
-	return p.checkedInclusion(ctx, index, size, leaf[0][0], nodes, func() ([][]byte, error) { return p.rehash(ctx, nodes) })
+	return p.checkedInclusion(ctx, index, size, leaf[0][0], nodes, nil, func() ([][]byte, error) { return p.rehash(ctx, nodes) })
 }
 
 // ConsistencyProof implements flagadmin.LogProver (RFC 9162 §2.1.4.1).
@@ -72,7 +72,7 @@ func (p *Prover) ConsistencyProof(ctx context.Context, from, to int64) ([][]byte
 	if err != nil {
 		return nil, fmt.Errorf("tlog: %w", err)
 	}
-	return p.checkedConsistency(ctx, from, to, nodes, func() ([][]byte, error) { return p.rehash(ctx, nodes) })
+	return p.checkedConsistency(ctx, from, to, nodes, nil, func() ([][]byte, error) { return p.rehash(ctx, nodes) })
 }
 
 // rehash reads the hashes of a proof's nodes and builds the proof.
@@ -103,20 +103,11 @@ func (p *Prover) RootHash(ctx context.Context, size int64) ([32]byte, error) {
 	if size == 0 {
 		return [32]byte(hasher.EmptyRoot()), nil
 	}
-	ids := compact.RangeNodes(0, uint64(size), nil)
-	hashes, err := p.NodeHashes(ctx, ids)
+	hashes, err := p.NodeHashes(ctx, compact.RangeNodes(0, uint64(size), nil))
 	if err != nil {
 		return [32]byte{}, err
 	}
-	r, err := rangeFactory.NewRange(0, uint64(size), hashes)
-	if err != nil {
-		return [32]byte{}, fmt.Errorf("tlog: %w", err)
-	}
-	root, err := r.GetRootHash(nil)
-	if err != nil {
-		return [32]byte{}, fmt.Errorf("tlog: %w", err)
-	}
-	return [32]byte(root), nil
+	return rootOfRange(size, hashes)
 }
 
 // NodeHashes returns the hashes of perfect subtrees of the tree (whose
