@@ -61,6 +61,7 @@ type checkState struct {
 
 	mu    sync.Mutex
 	roots map[int64][32]byte          // checked roots of smaller trees
+	tiled atomic.Pointer[[]int64]     // stored hashes by level, as BuildTiles left them
 	fixed map[compact.NodeID][32]byte // stored hashes replaced by their leaves'
 	nFix  atomic.Int64                // len(fixed)
 
@@ -182,7 +183,7 @@ func (p *Prover) rootRanges(size int64) []flagadmin.LogHashRange {
 	}
 	var out []flagadmin.LogHashRange
 	for _, id := range append(compact.RangeNodes(0, uint64(size), nil), nodes.IDs...) {
-		out = append(out, storedRange(id))
+		out = append(out, p.rangeOf(id))
 	}
 	return out
 }

@@ -83,7 +83,7 @@ func (p *Prover) CheckedConsistencyProof(ctx context.Context, from, to int64) (f
 	}
 	var read flagadmin.LogProofQuery
 	for _, id := range nodes.IDs {
-		read.Ranges = append(read.Ranges, storedRange(id))
+		read.Ranges = append(read.Ranges, p.rangeOf(id))
 	}
 	read.Ranges = append(read.Ranges, p.rootRanges(from)...)
 	read.Ranges = append(read.Ranges, p.rootRanges(to)...)
@@ -125,8 +125,13 @@ func (p *Prover) hashesFrom(ctx context.Context, ids []compact.NodeID, read []fl
 	hashes := make([][]byte, len(ids))
 	var below []flagadmin.LogHashRange
 	var at []int
+	levels := make([]int, len(ids)) // the level each node is folded from
 	for i, id := range ids {
-		r := storedRange(id)
+		r := p.rangeOf(id)
+		if _, ok := have[compact.NewNodeID(uint(r.Level), uint64(r.Start))]; !ok {
+			r = storedRange(id) // read by a query that knew no better
+		}
+		levels[i] = r.Level
 		run := make([][32]byte, 0, r.End-r.Start)
 		for j := r.Start; j < r.End; j++ {
 			h, ok := have[compact.NewNodeID(uint(r.Level), uint64(j))]
@@ -154,7 +159,7 @@ func (p *Prover) hashesFrom(ctx context.Context, ids []compact.NodeID, read []fl
 		}
 		for k, i := range at {
 			run := runs[k]
-			if storedRange(ids[i]).Level > 0 {
+			if levels[i] > 0 {
 				var tiles [][32]byte
 				for j := 0; j+tileWidth <= len(runs[k]); j += tileWidth {
 					tiles = append(tiles, fold(runs[k][j:j+tileWidth]))

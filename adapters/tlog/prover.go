@@ -214,6 +214,7 @@ func (p *Prover) BuildTiles(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	var tiled []int64 // the hashes stored, by stored level from TileHeight
 	for level := TileHeight; below >= tileWidth; level += TileHeight {
 		have, err := p.store.LogHashCount(ctx, level)
 		if err != nil {
@@ -236,7 +237,28 @@ func (p *Prover) BuildTiles(ctx context.Context) error {
 			}
 			have += n
 		}
+		tiled = append(tiled, have)
 		below = complete
 	}
+	p.check.tiled.Store(&tiled)
 	return nil
+}
+
+// rangeOf is the range of stored hashes node id is folded from, as
+// storedRange, but from a lower level where the stored level lacks some
+// of them as far as the last BuildTiles saw: what one read should fetch.
+func (p *Prover) rangeOf(id compact.NodeID) flagadmin.LogHashRange {
+	r := storedRange(id)
+	tiled := p.check.tiled.Load()
+	if tiled == nil {
+		return r
+	}
+	for r.Level > 0 {
+		k := r.Level/TileHeight - 1
+		if k < len(*tiled) && r.End <= (*tiled)[k] {
+			break
+		}
+		r = flagadmin.LogHashRange{Level: r.Level - TileHeight, Start: r.Start * tileWidth, End: r.End * tileWidth}
+	}
+	return r
 }
