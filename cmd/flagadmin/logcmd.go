@@ -144,7 +144,10 @@ It reads a running server (--url, --token: an admin token or a root Admin's
 personal token, as it reads every event and leaf) or a database directly (--db).
 Progress goes to stderr. The exit code is 0 when everything holds, 1 otherwise.
 --save FILE writes the newest checkpoint to FILE once it verified: pass it as
---trusted next time.`,
+--trusted next time (a server's state file, FILE.checkpoint beside its key,
+serves too). Without --trusted, a rollback to an older copy of the database
+cannot be detected, and a NOTE says so. With --db, every stored hash of the
+tree is recomputed from the leaves too.`,
 	env: []string{envURL, envToken},
 }
 
@@ -153,7 +156,7 @@ func (c *cli) logVerify(ctx context.Context, args []string) error {
 	baseURL, token := serverFlags(fs)
 	db := fs.String("db", "", "read the database at `URL` directly instead of a server (sqlite:PATH, postgres://..., mysql://...)")
 	keyFile := fs.String("key", "", "the verifier key `FILE` (FILE.pub of flagadmin log keygen)")
-	trustedFile := fs.String("trusted", "", "a checkpoint `FILE` saved earlier (by --save, or from GET /api/admin/log/checkpoint)")
+	trustedFile := fs.String("trusted", "", "a checkpoint `FILE` saved earlier (by --save, from GET /api/admin/log/checkpoint, or a server's state file)")
 	save := fs.String("save", "", "write the newest checkpoint to `FILE` once it verified")
 	rest, err := c.parse(fs, logVerifyCommand, args)
 	if err != nil {

@@ -39,7 +39,9 @@ applies and all serve. GET /health shows the follow state (flagadmin follow stat
 With --log-key FILE (a key of flagadmin log keygen), the server signs a checkpoint of
 the event log (its size and Merkle root) at least every 10 s while the log grows,
 and serves it at GET /api/admin/log/checkpoint with proofs beside it (flagadmin
-log verify checks them). With --retention 90d, events older than that are pruned
+log verify checks them). It keeps the last checkpoint it signed in FILE.checkpoint
+(--log-state) and refuses to sign a log that does not extend it (/health says why).
+With --retention 90d, events older than that are pruned
 in the background, except those of projects under legal hold (flagadmin log hold).
 
 With --webhooks FILE, the server POSTs each event a sink's filter matches to the
