@@ -140,16 +140,13 @@ func (p *Prover) extend(ctx context.Context, a *anchor, size int64) (*anchor, er
 		}
 		start = end
 	}
-	out := &anchor{size: size, nodes: r.Hashes()}
-	if size == 0 {
-		out.root = [32]byte(hasher.EmptyRoot())
-		return out, nil
+	out := &anchor{size: size, nodes: r.Hashes(), root: [32]byte(hasher.EmptyRoot())}
+	if size > 0 {
+		var err error
+		if out.root, err = rootOfRange(size, out.nodes); err != nil {
+			return nil, err
+		}
 	}
-	root, err := r.GetRootHash(nil)
-	if err != nil {
-		return nil, fmt.Errorf("tlog: %w", err)
-	}
-	out.root = [32]byte(root)
 	return out, nil
 }
 
@@ -283,7 +280,7 @@ type errUnverified struct{ err error }
 
 func (e errUnverified) Error() string { return e.err.Error() }
 
-// repaired runs try, which builds an answer from the hashes of the nodes
+// repairedRun runs try, which builds an answer from the hashes of the nodes
 // ids and returns the error of its check; when the check fails, the
 // stored hashes those nodes are folded from are compared with their
 // leaves, those that differ are replaced, and try runs again. Its second
