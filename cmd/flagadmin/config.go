@@ -262,7 +262,7 @@ func (s *settings) config(fs *flag.FlagSet) (Config, error) {
 			return err
 		}},
 		{s.logState, func(raw string) (err error) {
-			cfg.LogState, err = parseLogState(raw, cfg.LogKey)
+			cfg.LogState, err = parseLogState(raw, cfg.LogKey, cfg.DB)
 			return err
 		}},
 		{s.retention, into(&cfg.Retention, parseRetention)},

@@ -36,7 +36,8 @@ func bindLogSettings(bind func(name, env, def, usage string, unleash unleashRead
 			"the newest at GET /api/admin/log/checkpoint. Give every server on one database the same key", nil)
 	logState = bind("log-state", envLogState, "",
 		"with --log-key: the `FILE` the server keeps the last checkpoint it signed in, outside the database\n"+
-			"(default: the key's file + "+tlog.StateSuffix+"); it never signs a log that does not extend it.\n"+
+			"(default: the key's file + "+tlog.StateSuffix+", none on memory:); it never signs a log that does\n"+
+			"not extend it.\n"+
 			"Each server keeps its own, on a disk the database's operators cannot write", nil)
 	retention = bind("retention", envRetention, "",
 		"the `DURATION` events are kept, such as 90d or 2160h; older ones are pruned in small batches\n"+
@@ -46,13 +47,16 @@ func bindLogSettings(bind func(name, env, def, usage string, unleash unleashRead
 }
 
 // parseLogState reads --log-state: a file name beside a key file, by
-// default the key's file + tlog.StateSuffix.
-func parseLogState(raw, keyFile string) (string, error) {
+// default the key's file + tlog.StateSuffix; none on memory:, whose log
+// starts empty in every process.
+func parseLogState(raw, keyFile, dbURL string) (string, error) {
 	raw = strings.TrimSpace(raw)
 	switch {
 	case keyFile == "" && raw != "":
 		return "", errors.New("needs --log-key: only a server that signs checkpoints keeps one")
-	case keyFile == "":
+	case dbURL == memoryURL && raw != "":
+		return "", errors.New("memory: starts empty in every process, so no checkpoint survives it; give a database")
+	case keyFile == "", dbURL == memoryURL:
 		return "", nil
 	case raw == "":
 		raw = keyFile + tlog.StateSuffix
