@@ -143,8 +143,8 @@ func (s *Signer) Refused() error {
 // since the newest checkpoint (or there is none), and returns the newest
 // checkpoint with whether it signed it. Before signing it checks that the
 // tree, recomputed from the store's leaves, still has the root of the
-// newest stored checkpoint and of the one in the state file at their
-// sizes: if not, it refuses, now and from then on, with an error wrapping
+// newest stored checkpoint (when this key signed it) and of the one in
+// the state file at their sizes: if not, it refuses, now and from then on, with an error wrapping
 // ErrInconsistent. The state file is written before the store.
 func (s *Signer) Sign(ctx context.Context) (flagadmin.Checkpoint, bool, error) {
 	s.mu.Lock()
@@ -153,6 +153,12 @@ func (s *Signer) Sign(ctx context.Context) (flagadmin.Checkpoint, bool, error) {
 	found := err == nil
 	if err != nil && !errors.Is(err, flagadmin.ErrNotFound) {
 		return flagadmin.Checkpoint{}, false, err
+	}
+	if found {
+		// Only a checkpoint of this key states what it signed: another
+		// (a row written by hand, an old key's) is no base to extend.
+		cp, err := OpenCheckpoint(latest.Note, s.verifier)
+		found = err == nil && int64(cp.Size) == latest.Size && [32]byte(cp.Hash) == latest.Root
 	}
 	if s.refused != nil {
 		return latest, false, s.refused
