@@ -365,7 +365,26 @@ type LogConfig struct {
 	// Signing: the server signs checkpoints (it has a key). Without it
 	// the checkpoint answers ErrNotFound saying how to configure one.
 	Signing bool
+	// Refused, when not nil, says why the server stopped signing (nil
+	// while it signs): the log no longer extends a checkpoint it signed.
+	// The checkpoint then answers a *LogRefusedError.
+	Refused func() error
 }
+
+// LogRefusedError is the answer of LogCheckpoint while the server refuses
+// to sign: the log in its store does not extend a checkpoint it signed
+// (rewritten, or an older copy of the database put back). It is of kind
+// ErrConflict.
+type LogRefusedError struct {
+	// Problem says what the server found.
+	Problem string
+}
+
+func (e *LogRefusedError) Error() string {
+	return "This server refuses to sign the log's checkpoints: " + e.Problem
+}
+
+func (e *LogRefusedError) Unwrap() error { return ErrConflict }
 
 // WithLog gives the Service the verifiable log of decisions §19. Without
 // it, the log's operations answer ErrNotFound.
@@ -463,6 +482,11 @@ func (s *Service) LogCheckpoint(ctx context.Context, p Principal) (Checkpoint, e
 	if !s.log.Signing {
 		return Checkpoint{}, notFound("This server signs no checkpoints: start it with --log-key FILE " +
 			"(or FLAGADMIN_LOG_KEY), a key written by \"flagadmin log keygen --out FILE\".")
+	}
+	if s.log.Refused != nil {
+		if err := s.log.Refused(); err != nil {
+			return Checkpoint{}, &LogRefusedError{Problem: err.Error()}
+		}
 	}
 	c, err := ls.LatestCheckpoint(ctx)
 	if isKind(err, ErrNotFound) {

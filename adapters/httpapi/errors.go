@@ -123,6 +123,7 @@ func mapError(err error) *apiError {
 		ve  *flagadmin.ValidationError
 		he  *humaError
 		ro  *flagadmin.ReadOnlyError
+		lr  *flagadmin.LogRefusedError
 	)
 	switch {
 	case err == nil:
@@ -153,6 +154,8 @@ func mapError(err error) *apiError {
 		// names the source, whose URL carries no credentials.
 		return newAPIError(http.StatusConflict, nameReadOnly, "This flagadmin keeps a read-only copy of the Unleash database "+
 			ro.Source+" (it follows it): make the change in Unleash.")
+	case errors.As(err, &lr):
+		return newAPIError(http.StatusConflict, nameConflict, lr.Error())
 	case errors.Is(err, flagadmin.ErrConflict):
 		return newAPIError(http.StatusConflict, nameConflict, msgConflict)
 	case errors.Is(err, flagadmin.ErrBadGateway):

@@ -89,9 +89,11 @@ func (s *Server) registerLog() {
 			"format (the origin line, the number of events, the base64 root hash of the RFC 9162 Merkle tree "+
 			"of the events, a blank line, then an Ed25519 signature line). The server signs one at least every "+
 			"10 seconds while the log grows. Any admin-API principal may read it: it reveals only the number "+
-			"of events. A server started without a signing key (--log-key) has none: 404.",
+			"of events. A server started without a signing key (--log-key) has none: 404. A server that found "+
+			"the log no longer extends the last checkpoint it signed (rewritten, or an older copy of the "+
+			"database put back) refuses to sign and answers 409 saying why.",
 		"The checkpoint, as text.",
-		http.StatusUnauthorized, http.StatusForbidden, http.StatusNotFound, http.StatusInternalServerError, http.StatusServiceUnavailable)
+		http.StatusUnauthorized, http.StatusForbidden, http.StatusNotFound, http.StatusConflict, http.StatusInternalServerError, http.StatusServiceUnavailable)
 	checkpoint.Responses["200"].Content = map[string]*huma.MediaType{"text/plain": {Schema: &huma.Schema{Type: huma.TypeString,
 		Examples: []any{"flagadmin.example.com/log\n1000\nRa0nGgSHkWAjX4gVPaVdRy0UbTMVhNyiHZ9gEJNvd+Y=\n\n— flagadmin.example.com/log Az3grj1s…\n"}}}}
 	register(s, checkpoint, s.logCheckpoint)

@@ -105,7 +105,7 @@ func TestOpenAPIOperations(t *testing.T) {
 		{"/api/admin/service-account/{id}", "delete", "deleteServiceAccount", tagServiceAccounts, false,
 			[]string{"200", "400", "401", "403", "404", "409", "500", "503"}},
 		{"/api/admin/log/checkpoint", "get", "getLogCheckpoint", tagLog, false,
-			[]string{"200", "401", "403", "404", "500", "503"}},
+			[]string{"200", "401", "403", "404", "409", "500", "503"}},
 		{"/api/admin/log/proof", "get", "getLogInclusionProof", tagLog, false,
 			[]string{"200", "400", "401", "403", "404", "500", "503"}},
 		{"/api/admin/log/consistency", "get", "getLogConsistencyProof", tagLog, false,

@@ -100,6 +100,9 @@ type Config struct {
 	// Authorization header by its browser session (decisions §18), such
 	// as gateway.Sessions in front of Unleash. Nil: such a request is 401.
 	Sessions SessionAuthenticator
+	// LogSigner, when the server signs the log's checkpoints, reports
+	// whether it still does: GET /health shows it. Nil for none.
+	LogSigner LogSigner
 }
 
 // BodyCache keeps encoded response bodies between requests. It is the
@@ -130,6 +133,7 @@ type Server struct {
 	bodies         BodyCache // nil when off
 	follow         FollowReporter
 	sessions       SessionAuthenticator
+	logSigner      LogSigner
 
 	// The live streams (stream.go).
 	feed                  flagadmin.EventFeed
@@ -147,7 +151,7 @@ func New(svc *flagadmin.Service, cfg Config) *Server {
 	installErrorModel() // before the first huma.Register
 	s := &Server{svc: svc, log: cfg.Logger, maxBody: cfg.MaxBodyBytes, maxHeader: cfg.MaxHeaderBytes,
 		bodyRead: cfg.BodyReadTimeout, storageTimeout: max(cfg.StorageTimeout, 0), mux: http.NewServeMux(), bodies: cfg.BodyCache,
-		follow: cfg.Follow, sessions: cfg.Sessions}
+		follow: cfg.Follow, sessions: cfg.Sessions, logSigner: cfg.LogSigner}
 	if s.log == nil {
 		s.log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}

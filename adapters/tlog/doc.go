@@ -8,6 +8,13 @@
 // 10 s while the log grows), retention (Pruner), and the audit that
 // recomputes the tree from the events (Verify).
 //
+// Against someone who can write the database but holds no key: a Signer
+// keeps the last checkpoint it signed in a state file outside the
+// database (KeepState) and refuses to sign a tree that does not extend
+// it, and a Prover checks every proof it answers against the tree it
+// recomputed from the leaves, replacing stored hashes that disagree with
+// their leaves (checked.go).
+//
 // The domain owns the rules: the leaf hash (flagadmin.LeafHash) and the
 // ports. Everything here can be rebuilt from the leaves a store keeps.
 package tlog

@@ -59,7 +59,7 @@ func (m *Maintainer) Run(ctx context.Context) {
 	t := time.NewTicker(m.interval)
 	defer t.Stop()
 	for {
-		m.report(m.Round(ctx))
+		m.Round(ctx)
 		select {
 		case <-ctx.Done():
 			return
@@ -70,11 +70,19 @@ func (m *Maintainer) Run(ctx context.Context) {
 
 // Round stores the new subtree hashes and, with a signer, signs a
 // checkpoint if the log grew. A failure to store subtree hashes does not
-// stop the signing (they only speed proofs up).
+// stop the signing (they only speed proofs up). The first of a run of
+// failures is logged, and the recovery.
 func (m *Maintainer) Round(ctx context.Context) error {
+	err := m.round(ctx)
+	m.report(err)
+	return err
+}
+
+func (m *Maintainer) round(ctx context.Context) error {
 	tilesErr := m.prover.BuildTiles(ctx)
 	if m.signer == nil {
-		return tilesErr
+		_, _, err := m.prover.Advance(ctx)
+		return errors.Join(err, tilesErr)
 	}
 	cp, signed, err := m.signer.Sign(ctx)
 	if cp.Note != nil {
@@ -96,6 +104,9 @@ func (m *Maintainer) report(err error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	switch {
+	case err != nil && err.Error() != m.failed && errors.Is(err, ErrInconsistent):
+		m.failed = err.Error()
+		m.log.Error("log: refusing to sign checkpoints; serving goes on", "problem", err)
 	case err != nil && err.Error() != m.failed:
 		m.failed = err.Error()
 		m.log.Error("log: cannot keep the verifiable log", "err", err)
@@ -111,6 +122,15 @@ func (m *Maintainer) Latest() (flagadmin.Checkpoint, bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return m.latest, m.known
+}
+
+// Refused returns why the signer stopped signing (an error wrapping
+// ErrInconsistent), nil while it signs or without a signer.
+func (m *Maintainer) Refused() error {
+	if m.signer == nil {
+		return nil
+	}
+	return m.signer.Refused()
 }
 
 // Signed returns how many checkpoints this Maintainer has signed.

@@ -47,6 +47,7 @@ func (p *Prover) EventInclusionProof(ctx context.Context, q flagadmin.EventQuery
 			read.Ranges = append(read.Ranges, flagadmin.LogHashRange{Level: level, Start: edge, End: end})
 		}
 	}
+	read.Ranges = append(read.Ranges, p.rootRanges(size)...)
 	rows, err := r.ReadLogProof(ctx, read)
 	if err != nil {
 		return flagadmin.LogProofAnswer{}, err
@@ -59,7 +60,9 @@ func (p *Prover) EventInclusionProof(ctx context.Context, q flagadmin.EventQuery
 	if err != nil {
 		return flagadmin.LogProofAnswer{}, fmt.Errorf("tlog: %w", err)
 	}
-	a.Hashes, err = p.rehashFrom(ctx, nodes, rows.Hashes)
+	a.Hashes, err = p.checkedInclusion(ctx, a.Leaf.Index, size, a.Leaf.Hash, nodes, rows.Hashes, func() ([][]byte, error) {
+		return p.rehashFrom(ctx, nodes, rows.Hashes)
+	})
 	return a, err
 }
 
@@ -80,8 +83,10 @@ func (p *Prover) CheckedConsistencyProof(ctx context.Context, from, to int64) (f
 	}
 	var read flagadmin.LogProofQuery
 	for _, id := range nodes.IDs {
-		read.Ranges = append(read.Ranges, storedRange(id))
+		read.Ranges = append(read.Ranges, p.rangeOf(id))
 	}
+	read.Ranges = append(read.Ranges, p.rootRanges(from)...)
+	read.Ranges = append(read.Ranges, p.rootRanges(to)...)
 	rows, err := r.ReadLogProof(ctx, read)
 	if err != nil {
 		return flagadmin.LogProofAnswer{}, err
@@ -90,7 +95,9 @@ func (p *Prover) CheckedConsistencyProof(ctx context.Context, from, to int64) (f
 	if to > a.LogSize {
 		return a, nil
 	}
-	a.Hashes, err = p.rehashFrom(ctx, nodes, rows.Hashes)
+	a.Hashes, err = p.checkedConsistency(ctx, from, to, nodes, rows.Hashes, func() ([][]byte, error) {
+		return p.rehashFrom(ctx, nodes, rows.Hashes)
+	})
 	return a, err
 }
 
@@ -99,15 +106,32 @@ func (p *Prover) CheckedConsistencyProof(ctx context.Context, from, to int64) (f
 // leaves) is folded from the level below, read then, in one more read
 // per level missing.
 func (p *Prover) rehashFrom(ctx context.Context, nodes proof.Nodes, read []flagadmin.LogHash) ([][]byte, error) {
+	hashes, err := p.hashesFrom(ctx, nodes.IDs, read)
+	if err != nil {
+		return nil, err
+	}
+	return build(nodes, hashes)
+}
+
+// hashesFrom returns the hashes of the nodes ids from the hashes read,
+// folding those a stored level lacks from the level below, read then.
+func (p *Prover) hashesFrom(ctx context.Context, ids []compact.NodeID, read []flagadmin.LogHash) ([][]byte, error) {
 	have := make(map[compact.NodeID][32]byte, len(read))
 	for _, h := range read {
-		have[compact.NewNodeID(uint(h.Level), uint64(h.Index))] = h.Hash
+		run := [][32]byte{h.Hash}
+		p.fix(h.Level, h.Index, run)
+		have[compact.NewNodeID(uint(h.Level), uint64(h.Index))] = run[0]
 	}
-	hashes := make([][]byte, len(nodes.IDs))
+	hashes := make([][]byte, len(ids))
 	var below []flagadmin.LogHashRange
 	var at []int
-	for i, id := range nodes.IDs {
-		r := storedRange(id)
+	levels := make([]int, len(ids)) // the level each node is folded from
+	for i, id := range ids {
+		r := p.rangeOf(id)
+		if _, ok := have[compact.NewNodeID(uint(r.Level), uint64(r.Start))]; !ok {
+			r = storedRange(id) // read by a query that knew no better
+		}
+		levels[i] = r.Level
 		run := make([][32]byte, 0, r.End-r.Start)
 		for j := r.Start; j < r.End; j++ {
 			h, ok := have[compact.NewNodeID(uint(r.Level), uint64(j))]
@@ -121,10 +145,11 @@ func (p *Prover) rehashFrom(ctx context.Context, nodes proof.Nodes, read []flaga
 			hashes[i] = root[:]
 			continue
 		}
-		if r.Level == 0 {
-			return nil, fmt.Errorf("%w: leaves %d to %d", errShortLog, r.Start, r.End-1)
+		if r.Level == 0 { // not read with the rest: read now
+			below = append(below, r)
+		} else {
+			below = append(below, flagadmin.LogHashRange{Level: r.Level - TileHeight, Start: r.Start * tileWidth, End: r.End * tileWidth})
 		}
-		below = append(below, flagadmin.LogHashRange{Level: r.Level - TileHeight, Start: r.Start * tileWidth, End: r.End * tileWidth})
 		at = append(at, i)
 	}
 	if len(below) > 0 {
@@ -133,13 +158,17 @@ func (p *Prover) rehashFrom(ctx context.Context, nodes proof.Nodes, read []flaga
 			return nil, err
 		}
 		for k, i := range at {
-			var tiles [][32]byte
-			for j := 0; j+tileWidth <= len(runs[k]); j += tileWidth {
-				tiles = append(tiles, fold(runs[k][j:j+tileWidth]))
+			run := runs[k]
+			if levels[i] > 0 {
+				var tiles [][32]byte
+				for j := 0; j+tileWidth <= len(runs[k]); j += tileWidth {
+					tiles = append(tiles, fold(runs[k][j:j+tileWidth]))
+				}
+				run = tiles
 			}
-			root := fold(tiles)
+			root := fold(run)
 			hashes[i] = root[:]
 		}
 	}
-	return build(nodes, hashes)
+	return hashes, nil
 }

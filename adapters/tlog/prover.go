@@ -36,6 +36,7 @@ var rangeFactory = &compact.RangeFactory{Hash: hasher.HashChildren}
 // only slower (it folds leaves). It is safe for concurrent use.
 type Prover struct {
 	store flagadmin.LogStore
+	check checkState
 }
 
 var _ flagadmin.LogProver = (*Prover)(nil)
@@ -52,7 +53,14 @@ func (p *Prover) InclusionProof(ctx context.Context, index, size int64) ([][]byt
 	if err != nil {
 		return nil, fmt.Errorf("tlog: %w", err)
 	}
-	return p.rehash(ctx, nodes)
+	leaf, err := p.store.LogHashes(ctx, []flagadmin.LogHashRange{{Level: 0, Start: index, End: index + 1}})
+	if err != nil {
+		return nil, err
+	}
+	if len(leaf) != 1 || len(leaf[0]) != 1 {
+		return nil, fmt.Errorf("%w: leaf %d", errShortLog, index)
+	}
+	return p.checkedInclusion(ctx, index, size, leaf[0][0], nodes, nil, func() ([][]byte, error) { return p.rehash(ctx, nodes) })
 }
 
 // ConsistencyProof implements flagadmin.LogProver (RFC 9162 §2.1.4.1).
@@ -64,7 +72,7 @@ func (p *Prover) ConsistencyProof(ctx context.Context, from, to int64) ([][]byte
 	if err != nil {
 		return nil, fmt.Errorf("tlog: %w", err)
 	}
-	return p.rehash(ctx, nodes)
+	return p.checkedConsistency(ctx, from, to, nodes, nil, func() ([][]byte, error) { return p.rehash(ctx, nodes) })
 }
 
 // rehash reads the hashes of a proof's nodes and builds the proof.
@@ -95,20 +103,11 @@ func (p *Prover) RootHash(ctx context.Context, size int64) ([32]byte, error) {
 	if size == 0 {
 		return [32]byte(hasher.EmptyRoot()), nil
 	}
-	ids := compact.RangeNodes(0, uint64(size), nil)
-	hashes, err := p.NodeHashes(ctx, ids)
+	hashes, err := p.NodeHashes(ctx, compact.RangeNodes(0, uint64(size), nil))
 	if err != nil {
 		return [32]byte{}, err
 	}
-	r, err := rangeFactory.NewRange(0, uint64(size), hashes)
-	if err != nil {
-		return [32]byte{}, fmt.Errorf("tlog: %w", err)
-	}
-	root, err := r.GetRootHash(nil)
-	if err != nil {
-		return [32]byte{}, fmt.Errorf("tlog: %w", err)
-	}
-	return [32]byte(root), nil
+	return rootOfRange(size, hashes)
 }
 
 // NodeHashes returns the hashes of perfect subtrees of the tree (whose
@@ -153,6 +152,9 @@ func (p *Prover) hashes(ctx context.Context, ranges []flagadmin.LogHashRange) ([
 	}
 	if len(runs) != len(ranges) {
 		return nil, fmt.Errorf("tlog: the store answered %d ranges for %d", len(runs), len(ranges))
+	}
+	for i, r := range ranges {
+		p.fix(r.Level, r.Start, runs[i])
 	}
 	var missing []flagadmin.LogHashRange
 	var owners []int
@@ -212,6 +214,7 @@ func (p *Prover) BuildTiles(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	var tiled []int64 // the hashes stored, by stored level from TileHeight
 	for level := TileHeight; below >= tileWidth; level += TileHeight {
 		have, err := p.store.LogHashCount(ctx, level)
 		if err != nil {
@@ -234,7 +237,28 @@ func (p *Prover) BuildTiles(ctx context.Context) error {
 			}
 			have += n
 		}
+		tiled = append(tiled, have)
 		below = complete
 	}
+	p.check.tiled.Store(&tiled)
 	return nil
+}
+
+// rangeOf is the range of stored hashes node id is folded from, as
+// storedRange, but from a lower level where the stored level lacks some
+// of them as far as the last BuildTiles saw: what one read should fetch.
+func (p *Prover) rangeOf(id compact.NodeID) flagadmin.LogHashRange {
+	r := storedRange(id)
+	tiled := p.check.tiled.Load()
+	if tiled == nil {
+		return r
+	}
+	for r.Level > 0 {
+		k := r.Level/TileHeight - 1
+		if k < len(*tiled) && r.End <= (*tiled)[k] {
+			break
+		}
+		r = flagadmin.LogHashRange{Level: r.Level - TileHeight, Start: r.Start * tileWidth, End: r.End * tileWidth}
+	}
+	return r
 }

@@ -46,6 +46,10 @@ type VerifyOptions struct {
 	// PageSize is how many leaves one Source.Leaves call asks for; 0
 	// means flagadmin.LogLeavesMaxCount.
 	PageSize int
+	// StoredHashes, when not nil, is the store whose stored subtree
+	// hashes are recomputed from its leaves too (reading a database
+	// directly): each that differs is a BadHashes problem.
+	StoredHashes flagadmin.LogStore
 }
 
 // VerifyProgress is how far a Verify has come.
@@ -79,6 +83,8 @@ const (
 	BadRoot ProblemKind = "root"
 	// Inconsistent: the log does not extend the trusted checkpoint.
 	Inconsistent ProblemKind = "consistency"
+	// BadHashes: a stored subtree hash is not the hash of its leaves.
+	BadHashes ProblemKind = "stored hash"
 )
 
 // Problem is one thing Verify found wrong.
@@ -131,6 +137,9 @@ type Report struct {
 	Beyond int64
 	// Pruned are the ranges of pruned leaves.
 	Pruned []PrunedRange
+	// StoredHashes is how many stored subtree hashes were recomputed from
+	// the leaves (VerifyOptions.StoredHashes).
+	StoredHashes int64
 	// Problems are the first maxProblems problems, in log order, then the
 	// problems of the roots; Omitted counts those left out.
 	Problems []Problem
@@ -189,6 +198,13 @@ func Verify(ctx context.Context, src Source, opts VerifyOptions) (*Report, error
 	}
 	if err := v.run(); err != nil {
 		return nil, err
+	}
+	if opts.StoredHashes != nil {
+		n, err := checkStoredHashes(ctx, opts.StoredHashes, func(p Problem) { v.problem(p) })
+		if err != nil {
+			return nil, fmt.Errorf("check the stored hashes: %w", err)
+		}
+		v.report.StoredHashes = n
 	}
 	return v.report, nil
 }
@@ -380,7 +396,7 @@ func (v *verification) pruned(l flagadmin.LogLeaf) {
 
 // problem lists p (within maxProblems) and returns its index, -1 when left out.
 func (v *verification) problem(p Problem) int {
-	if p.Kind != BadRoot && p.Kind != Inconsistent {
+	if p.Kind != BadRoot && p.Kind != Inconsistent && p.Kind != BadHashes {
 		v.eventProblems++
 	}
 	r := v.report

@@ -102,6 +102,9 @@ type Config struct {
 	// LogSignerKey is the signing key read from LogKey. It is secret:
 	// never logged nor printed.
 	LogSignerKey string
+	// LogState is the file the server keeps its last signed checkpoint
+	// in, outside the database; empty without LogKey.
+	LogState string
 	// Retention is how long events are kept before they are pruned; 0
 	// keeps them for ever.
 	Retention time.Duration
@@ -135,7 +138,7 @@ type settings struct {
 	follow                                                                                           *setting
 	demo                                                                                             *bool
 	webhooks                                                                                         *setting
-	logKey, retention                                                                                *setting
+	logKey, logState, retention                                                                      *setting
 	gatewaySettings
 }
 
@@ -201,7 +204,7 @@ func newSettings(fs *flag.FlagSet, getenv func(string) string, which int) *setti
 	s.maxStreams = bind("max-streams", envMaxStreams, strconv.Itoa(defaultMaxStreams),
 		"the `NUMBER` of live event streams (GET /api/admin/events/stream) held at once at most; beyond it a new\n"+
 			"one is answered 503 ServiceUnavailable with Retry-After", nil)
-	s.logKey, s.retention = bindLogSettings(bind)
+	s.logKey, s.logState, s.retention = bindLogSettings(bind)
 	s.gatewaySettings = bindGateway(bind)
 	return s
 }
@@ -256,6 +259,10 @@ func (s *settings) config(fs *flag.FlagSet) (Config, error) {
 		{s.follow, into(&cfg.Follow, parseFollowURL)},
 		{s.logKey, func(raw string) (err error) {
 			cfg.LogKey, cfg.LogSignerKey, err = loadLogKey(raw)
+			return err
+		}},
+		{s.logState, func(raw string) (err error) {
+			cfg.LogState, err = parseLogState(raw, cfg.LogKey, cfg.DB)
 			return err
 		}},
 		{s.retention, into(&cfg.Retention, parseRetention)},

@@ -2,10 +2,12 @@ package main
 
 import (
 	"context"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -13,6 +15,7 @@ import (
 
 	"go.uber.org/fx"
 
+	"github.com/flagadmin/flagadmin/adapters/httpapi"
 	"github.com/flagadmin/flagadmin/adapters/metrics"
 	"github.com/flagadmin/flagadmin/adapters/tlog"
 	"github.com/flagadmin/flagadmin/flagadmin"
@@ -22,17 +25,49 @@ import (
 // (stored subtree hashes, and with --log-key a signed checkpoint at least
 // every 10 s while the log grows) and, with --retention, the pruner.
 
-// bindLogSettings registers --log-key and --retention with bind.
-func bindLogSettings(bind func(name, env, def, usage string, unleash unleashReader) *setting) (logKey, retention *setting) {
+// envLogState names the file of --log-state.
+const envLogState = "FLAGADMIN_LOG_STATE"
+
+// bindLogSettings registers --log-key, --log-state and --retention with bind.
+func bindLogSettings(bind func(name, env, def, usage string, unleash unleashReader) *setting) (logKey, logState, retention *setting) {
 	logKey = bind("log-key", envLogKey, "",
 		"`FILE` of the key that signs the event log's checkpoints (written by flagadmin log keygen);\n"+
 			"with it the server signs a checkpoint at least every 10 s while the log grows and serves\n"+
 			"the newest at GET /api/admin/log/checkpoint. Give every server on one database the same key", nil)
+	logState = bind("log-state", envLogState, "",
+		"with --log-key: the `FILE` the server keeps the last checkpoint it signed in, outside the database\n"+
+			"(default: the key's file + "+tlog.StateSuffix+", none on memory:); it never signs a log that does\n"+
+			"not extend it.\n"+
+			"Each server keeps its own, on a disk the database's operators cannot write", nil)
 	retention = bind("retention", envRetention, "",
 		"the `DURATION` events are kept, such as 90d or 2160h; older ones are pruned in small batches\n"+
 			"in the background, except those of projects under a legal hold (flagadmin log hold). Their\n"+
 			"leaf hashes stay, so checkpoints and proofs stay valid. Empty or 0 keeps events for ever", nil)
-	return logKey, retention
+	return logKey, logState, retention
+}
+
+// parseLogState reads --log-state: a file name beside a key file, by
+// default the key's file + tlog.StateSuffix; none on memory:, whose log
+// starts empty in every process.
+func parseLogState(raw, keyFile, dbURL string) (string, error) {
+	raw = strings.TrimSpace(raw)
+	switch {
+	case keyFile == "" && raw != "":
+		return "", errors.New("needs --log-key: only a server that signs checkpoints keeps one")
+	case dbURL == memoryURL && raw != "":
+		return "", errors.New("memory: starts empty in every process, so no checkpoint survives it; give a database")
+	case keyFile == "", dbURL == memoryURL:
+		return "", nil
+	case raw == "":
+		raw = keyFile + tlog.StateSuffix
+	}
+	if fi, err := os.Stat(raw); err == nil && fi.IsDir() {
+		return "", fmt.Errorf("%s is a directory; give a file name, such as %s", raw, filepath.Join(raw, "flagadmin"+tlog.StateSuffix))
+	}
+	if fi, err := os.Stat(filepath.Dir(raw)); err != nil || !fi.IsDir() {
+		return "", fmt.Errorf("the directory of %s does not exist", raw)
+	}
+	return raw, nil
 }
 
 // loadLogKey reads the signing key file of --log-key; empty keeps none.
@@ -83,6 +118,8 @@ type logParts struct {
 	store  flagadmin.LogStore
 	prover *tlog.Prover
 	signer *tlog.Signer
+	// created says that the state file did not exist and was created.
+	created *tlog.StateCreated
 }
 
 // config is what the Service is given (zero without a log).
@@ -90,7 +127,19 @@ func (p *logParts) config() flagadmin.LogConfig {
 	if p == nil {
 		return flagadmin.LogConfig{}
 	}
-	return flagadmin.LogConfig{Store: p.store, Prover: p.prover, Signing: p.signer != nil}
+	c := flagadmin.LogConfig{Store: p.store, Prover: p.prover, Signing: p.signer != nil}
+	if p.signer != nil {
+		c.Refused = p.signer.Refused
+	}
+	return c
+}
+
+// signing reports on the signer for /health; nil without one.
+func (p *logParts) signing() httpapi.LogSigner {
+	if p == nil || p.signer == nil {
+		return nil
+	}
+	return p.signer
 }
 
 // newLogParts returns the log of the opened store (not through the caches:
@@ -114,6 +163,14 @@ func newLogParts(opened flagadmin.Store, cfg Config) (*logParts, error) {
 			return nil, cliErrorf("--log-key: %s", flat(err))
 		}
 		p.signer = signer
+		if cfg.LogState == "" { // a Config made in code: no state kept
+			return p, nil
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), openTimeout)
+		defer cancel()
+		if p.created, err = signer.KeepState(ctx, cfg.LogState); err != nil {
+			return nil, cliErrorf("--log-state: %s", flat(err))
+		}
 	}
 	return p, nil
 }
@@ -125,18 +182,29 @@ func startLog(lc fx.Lifecycle, parts *logParts, cfg Config, log *slog.Logger, m 
 		return
 	}
 	log = log.With("component", "log")
+	parts.prover.OnRepair(func(r tlog.Repair) {
+		log.Warn("log: a stored hash of the tree disagrees with its leaves; proofs use the leaves' (flagadmin log verify --db names it)",
+			"level", r.Level, "index", r.Index, "stored", base64.StdEncoding.EncodeToString(r.Stored[:]), "leaves", base64.StdEncoding.EncodeToString(r.Want[:]))
+	})
 	keeper := tlog.NewMaintainer(parts.prover, parts.signer, tlog.MaintainerOptions{Logger: log})
 	var pruner *tlog.Pruner
 	if cfg.Retention > 0 {
 		pruner = tlog.NewPruner(parts.store, cfg.Retention, tlog.PrunerOptions{Logger: log})
 	}
-	registerLogStats(m, keeper, pruner, parts.signer != nil)
+	registerLogStats(m, keeper, pruner, parts.prover, parts.signer != nil)
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	lc.Append(fx.Hook{
 		OnStart: func(context.Context) error {
 			if parts.signer != nil {
-				log.Info("log: signing checkpoints", "origin", parts.signer.Origin(), "key", cfg.LogKey)
+				log.Info("log: signing checkpoints", "origin", parts.signer.Origin(), "key", cfg.LogKey, "state", cfg.LogState)
+				if c := parts.created; c != nil && c.Size > 0 {
+					log.Warn("log: created the checkpoint state file from the database's newest checkpoint, whose signature verifies; from now on the server signs only logs that extend it",
+						"state", cfg.LogState, "size", c.Size)
+				} else if c != nil {
+					log.Warn("log: the checkpoint state file does not exist; the server creates it with the first checkpoint it signs",
+						"state", cfg.LogState)
+				}
 			}
 			wg.Go(func() { keeper.Run(ctx) })
 			if pruner != nil {
@@ -159,9 +227,12 @@ func startLog(lc fx.Lifecycle, parts *logParts, cfg Config, log *slog.Logger, m 
 	})
 }
 
-// registerLogStats exports the events pruned and, when the server signs,
-// the age of the newest checkpoint.
-func registerLogStats(m *metrics.Metrics, keeper *tlog.Maintainer, pruner *tlog.Pruner, signing bool) {
+// registerLogStats exports the events pruned, the stored hashes repaired
+// and, when the server signs, the age of the newest checkpoint and whether
+// it refuses to sign.
+func registerLogStats(m *metrics.Metrics, keeper *tlog.Maintainer, pruner *tlog.Pruner, prover *tlog.Prover, signing bool) {
+	m.CounterFunc("log_hashes_repaired_total", "Stored hashes of the event log's tree found to disagree with their leaves by this server; "+
+		"its proofs use the leaves' hashes instead.", nil, func() float64 { return float64(prover.Repaired()) })
 	m.CounterFunc("events_pruned_total", "Events removed by retention by this server (their leaves stay in the log).", nil,
 		func() float64 {
 			if pruner == nil {
@@ -183,4 +254,12 @@ func registerLogStats(m *metrics.Metrics, keeper *tlog.Maintainer, pruner *tlog.
 		})
 	m.CounterFunc("log_checkpoints_signed_total", "Checkpoints of the event log signed by this server.", nil,
 		func() float64 { return float64(keeper.Signed()) })
+	m.GaugeFunc("log_signing_refused", "1 while this server refuses to sign checkpoints because the log does not extend the last "+
+		"checkpoint it signed (rewritten, or an older copy of the database put back; /health says why), else 0.", nil,
+		func() float64 {
+			if keeper.Refused() != nil {
+				return 1
+			}
+			return 0
+		})
 }

@@ -9,6 +9,7 @@ import (
 	"io"
 	"iter"
 	"log/slog"
+	"net/http"
 	"os"
 	"strings"
 	"text/tabwriter"
@@ -143,7 +144,10 @@ It reads a running server (--url, --token: an admin token or a root Admin's
 personal token, as it reads every event and leaf) or a database directly (--db).
 Progress goes to stderr. The exit code is 0 when everything holds, 1 otherwise.
 --save FILE writes the newest checkpoint to FILE once it verified: pass it as
---trusted next time.`,
+--trusted next time (a server's state file, FILE.checkpoint beside its key,
+serves too). Without --trusted, a rollback to an older copy of the database
+cannot be detected, and a NOTE says so. With --db, every stored hash of the
+tree is recomputed from the leaves too.`,
 	env: []string{envURL, envToken},
 }
 
@@ -152,7 +156,7 @@ func (c *cli) logVerify(ctx context.Context, args []string) error {
 	baseURL, token := serverFlags(fs)
 	db := fs.String("db", "", "read the database at `URL` directly instead of a server (sqlite:PATH, postgres://..., mysql://...)")
 	keyFile := fs.String("key", "", "the verifier key `FILE` (FILE.pub of flagadmin log keygen)")
-	trustedFile := fs.String("trusted", "", "a checkpoint `FILE` saved earlier (by --save, or from GET /api/admin/log/checkpoint)")
+	trustedFile := fs.String("trusted", "", "a checkpoint `FILE` saved earlier (by --save, from GET /api/admin/log/checkpoint, or a server's state file)")
 	save := fs.String("save", "", "write the newest checkpoint to `FILE` once it verified")
 	rest, err := c.parse(fs, logVerifyCommand, args)
 	if err != nil {
@@ -192,6 +196,7 @@ func (c *cli) logVerify(ctx context.Context, args []string) error {
 		}
 		defer closeStore()
 		src = tlog.StoreSource(store, store.(flagadmin.LogStore))
+		opts.StoredHashes = store.(flagadmin.LogStore)
 	} else {
 		api, err := c.apiClient("flagadmin log verify", *baseURL, *token)
 		if err != nil {
@@ -213,6 +218,11 @@ func (c *cli) verifyLog(ctx context.Context, src tlog.Source, opts tlog.VerifyOp
 	r, err := tlog.Verify(ctx, src, opts)
 	if err != nil {
 		var ce *client.Error
+		if errors.As(err, &ce) && ce.Status == http.StatusConflict {
+			// The server refuses to sign: the log does not extend the
+			// last checkpoint it signed.
+			return cliErrorf("the log does not verify: %s", ce.Message)
+		}
 		if errors.As(err, &ce) && errors.Is(err, flagadmin.ErrNoAccess) {
 			return cliErrorf("flagadmin log verify: the token may not read the log's leaves: it needs an admin token or a root Admin's personal token (%s)", flat(err))
 		}
@@ -243,7 +253,14 @@ func (c *cli) verifyLog(ctx context.Context, src tlog.Source, opts tlog.VerifyOp
 	if r.Beyond > 0 {
 		msg += "; " + plural(r.Beyond, "event") + " written since match their leaves (the next checkpoint signs them)"
 	}
+	if opts.StoredHashes != nil {
+		msg += fmt.Sprintf("; stored hashes of the tree recomputed from the leaves: %d, all equal", r.StoredHashes)
+	}
 	fmt.Fprintln(c.stdout, msg)
+	if opts.Trusted == nil {
+		fmt.Fprintln(c.stdout, "NOTE: without --trusted, a rollback to an older copy of the database cannot be detected (an older copy is a consistent log): "+
+			"save this checkpoint with --save FILE and pass --trusted FILE next time, or pass the server's state file (its --log-key FILE"+tlog.StateSuffix+")")
+	}
 	if save != "" {
 		if err := os.WriteFile(save, r.Note, 0o644); err != nil {
 			return cliErrorf("--save: %s", flat(err))

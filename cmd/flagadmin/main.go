@@ -296,6 +296,7 @@ var envHelp = map[string]string{
 	envWebhooks:        "webhook configuration file: a JSON or YAML list of sinks {name, url, secret, filter}",
 	envFollow:          "URL of an Unleash PostgreSQL database to follow: the store becomes its read-only copy, kept current",
 	envLogKey:          "file of the key that signs the event log's checkpoints (flagadmin log keygen); none: no checkpoints",
+	envLogState:        "file the server keeps its last signed checkpoint in (default: the --log-key file + .checkpoint)",
 	envRetention:       "how long events are kept, such as 90d (default: for ever); older ones are pruned unless their project is held",
 	envUpstream:        "base URL of the Unleash server to stand in front of, such as http://unleash:4242 (default: none)",
 	envUpstreamTimeout: "with an upstream: the longest wait for Unleash's answer before 504 (default " + gateway.DefaultTimeout.String() + ")",

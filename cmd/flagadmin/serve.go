@@ -43,7 +43,9 @@ database, role or password refused), ends start-up with one line.
 With --log-key FILE (a key of flagadmin log keygen), the server signs a checkpoint of
 the event log (its size and Merkle root) at least every 10 s while the log grows,
 and serves it at GET /api/admin/log/checkpoint with proofs beside it (flagadmin
-log verify checks them). With --retention 90d, events older than that are pruned
+log verify checks them). It keeps the last checkpoint it signed in FILE.checkpoint
+(--log-state) and refuses to sign a log that does not extend it (/health says why).
+With --retention 90d, events older than that are pruned
 in the background, except those of projects under legal hold (flagadmin log hold).
 
 With --webhooks FILE, the server POSTs each event a sink's filter matches to the
@@ -68,7 +70,7 @@ BadGatewayError; no answer within --upstream-timeout: 504 GatewayTimeout.
 
 A bad configuration, an unreachable database or a busy port ends start-up with
 one line on stderr and exit code 1.`,
-	env: []string{envAddr, envDB, envSeed, envAdminTokens, envLogLevel, envLogFormat, envTokenCache, envResultCache, envDBTimeout, envMaxStreams, envMetricsAddr, envWebhooks, envFollow, envLogKey, envRetention,
+	env: []string{envAddr, envDB, envSeed, envAdminTokens, envLogLevel, envLogFormat, envTokenCache, envResultCache, envDBTimeout, envMaxStreams, envMetricsAddr, envWebhooks, envFollow, envLogKey, envLogState, envRetention,
 		envUpstream, envUpstreamTimeout, envFollowWait},
 }
 

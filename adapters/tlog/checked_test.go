@@ -1,0 +1,97 @@
+package tlog_test
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+	"testing"
+
+	"github.com/transparency-dev/merkle/proof"
+	"github.com/transparency-dev/merkle/rfc6962"
+
+	"github.com/flagadmin/flagadmin/adapters/memstore"
+	"github.com/flagadmin/flagadmin/adapters/tlog"
+	"github.com/flagadmin/flagadmin/flagadmin"
+)
+
+// corruptHash is a log whose stored hash of level 4, index 3 reads wrong,
+// step by step only (it hides the store's one read).
+type corruptHash struct {
+	flagadmin.LogStore
+}
+
+func (c corruptHash) LogHashes(ctx context.Context, ranges []flagadmin.LogHashRange) ([][][32]byte, error) {
+	runs, err := c.LogStore.LogHashes(ctx, ranges)
+	for i, r := range ranges {
+		if r.Level == 4 && r.Start <= 3 && 3-r.Start < int64(len(runs[i])) {
+			runs[i][3-r.Start][5] ^= 0xff
+		}
+	}
+	return runs, err
+}
+
+func TestProverChecksProofsAgainstTheLeaves(t *testing.T) {
+	ctx := context.Background()
+	s := memstore.New()
+	write(t, s, 0, 300, "")
+	if err := tlog.NewProver(s).BuildTiles(ctx); err != nil {
+		t.Fatal(err)
+	}
+	leaves := leafHashes(t, s)
+	p := tlog.NewProver(corruptHash{s})
+	var repairs []tlog.Repair
+	p.OnRepair(func(r tlog.Repair) { repairs = append(repairs, r) })
+	for _, size := range []int64{300, 100, 64} {
+		root := rootOf(t, leaves[:size])
+		for i := range size {
+			path, err := p.InclusionProof(ctx, i, size)
+			if err != nil {
+				t.Fatalf("inclusion of %d in %d: %v", i, size, err)
+			}
+			if err := proof.VerifyInclusion(rfc6962.DefaultHasher, uint64(i), uint64(size), leaves[i], path, root); err != nil {
+				t.Fatalf("inclusion of %d in %d served does not verify: %v", i, size, err)
+			}
+		}
+	}
+	for _, c := range [][2]int64{{1, 300}, {50, 300}, {64, 100}, {63, 64}, {200, 300}} {
+		path, err := p.ConsistencyProof(ctx, c[0], c[1])
+		if err != nil {
+			t.Fatalf("consistency %v: %v", c, err)
+		}
+		if err := proof.VerifyConsistency(rfc6962.DefaultHasher, uint64(c[0]), uint64(c[1]), path, rootOf(t, leaves[:c[0]]), rootOf(t, leaves[:c[1]])); err != nil {
+			t.Errorf("consistency %v served does not verify: %v", c, err)
+		}
+	}
+	if len(repairs) != 1 || repairs[0].Level != 4 || repairs[0].Index != 3 || p.Repaired() != 1 {
+		t.Errorf("repairs: %+v (%d), want the hash of level 4, index 3, once", repairs, p.Repaired())
+	}
+	// Leaves rewritten under a prover that read them before: the proof
+	// of a changed leaf is not served.
+	lie := &switchedLog{Store: s}
+	p = tlog.NewProver(lie)
+	if _, _, err := p.Advance(ctx); err != nil {
+		t.Fatal(err)
+	}
+	lie.on.Store(true)
+	if path, err := p.InclusionProof(ctx, 60, 300); !errors.Is(err, tlog.ErrLeavesChanged) {
+		t.Errorf("the proof of a leaf changed under the prover: got %d hashes, %v; want ErrLeavesChanged", len(path), err)
+	}
+}
+
+// switchedLog reads leaves 50 and up changed once on is set.
+type switchedLog struct {
+	*memstore.Store
+	on atomic.Bool
+}
+
+func (l *switchedLog) LogHashes(ctx context.Context, ranges []flagadmin.LogHashRange) ([][][32]byte, error) {
+	runs, err := l.Store.LogHashes(ctx, ranges)
+	for i, r := range ranges {
+		for j := range runs[i] {
+			if l.on.Load() && r.Level == 0 && r.Start+int64(j) >= 50 {
+				runs[i][j][0] ^= 1
+			}
+		}
+	}
+	return runs, err
+}
