@@ -12,6 +12,7 @@ import (
 
 	"github.com/flagadmin/flagadmin/adapters/bunstore"
 	"github.com/flagadmin/flagadmin/flagadmin"
+	"github.com/flagadmin/flagadmin/internal/dbtest"
 )
 
 // runCLI runs the command line args with the environment env.
@@ -397,22 +398,81 @@ func TestHelpHidesEnvironmentValues(t *testing.T) {
 	}
 }
 
+// existingDBCommands are the commands that read or change what a database
+// holds but never create one, with the arguments each needs besides --db.
+func existingDBCommands(t *testing.T) [][]string {
+	_, verifier := keyFiles(t)
+	return [][]string{
+		{"token", "list"}, {"token", "revoke", "abc"}, {"user", "list"}, {"service-account", "list"}, {"webhooks", "status"},
+		{"log", "verify", "--key", verifier}, {"log", "holds"}, {"log", "hold", "--project", "web"}, {"follow", "status"},
+	}
+}
+
 // TestReadCommandsNeedAnExistingDatabase: the commands that read or change
 // what a database holds refuse a SQLite file that does not exist (a typo
-// of --db) rather than create an empty database and list nothing.
+// of --db) rather than create an empty database and list nothing; without
+// --db, the default database is not created either.
 func TestReadCommandsNeedAnExistingDatabase(t *testing.T) {
 	dir := t.TempDir()
 	db := "sqlite:" + filepath.Join(dir, "typo.db")
-	for _, args := range [][]string{
-		{"token", "list"}, {"token", "revoke", "abc"}, {"user", "list"}, {"service-account", "list"}, {"webhooks", "status"},
+	t.Chdir(dir)
+	for _, args := range existingDBCommands(t) {
+		for _, tt := range []struct {
+			db   string
+			args []string
+		}{{db, append(slices.Clone(args), "--db", db)}, {defaultDB, args}} {
+			if tt.db == defaultDB && args[1] == "verify" {
+				continue // without --db, log verify reads a server
+			}
+			code, stdout, stderr := runCLI(t, nil, tt.args...)
+			want := "flagadmin: database " + tt.db + " does not exist: give the --db of the server (flagadmin migrate or serve creates a new one)\n"
+			if code != 1 || stdout != "" || stderr != want {
+				t.Errorf("%q: exit %d, stdout %q, stderr %q; want 1 and %q", tt.args, code, stdout, stderr, want)
+			}
+			if entries, _ := os.ReadDir(dir); len(entries) > 0 {
+				t.Fatalf("%q created %s", tt.args, entries[0].Name())
+			}
+		}
+	}
+}
+
+// TestReadCommandsNeedFlagadminSchema: on a database that exists but holds
+// no flagadmin schema (an empty SQLite file, a PostgreSQL schema or MySQL
+// database of something else), the same commands say so and leave it as
+// it was: they never migrate it.
+func TestReadCommandsNeedFlagadminSchema(t *testing.T) {
+	commands := existingDBCommands(t)
+	for _, engine := range []struct {
+		name string
+		url  func(testing.TB) string
+	}{
+		{"sqlite", func(t testing.TB) string {
+			db := dbtest.SQLite(t)
+			if err := os.WriteFile(strings.TrimPrefix(db, "sqlite:"), nil, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			return db
+		}},
+		{"postgres", dbtest.Postgres},
+		{"mysql", dbtest.MySQL},
 	} {
-		code, stdout, stderr := runCLI(t, nil, append(args, "--db", db)...)
-		want := "flagadmin: database " + db + " does not exist: give the --db of the server (flagadmin migrate or serve creates a new one)\n"
-		if code != 1 || stdout != "" || stderr != want {
-			t.Errorf("%q: exit %d, stdout %q, stderr %q; want 1 and %q", args, code, stdout, stderr, want)
-		}
-		if entries, _ := os.ReadDir(dir); len(entries) > 0 {
-			t.Fatalf("%q created %s", args, entries[0].Name())
-		}
+		t.Run(engine.name, func(t *testing.T) {
+			db := engine.url(t)
+			want := "flagadmin: database " + bunstore.RedactURL(db) + " has no flagadmin schema: give the --db of the server (flagadmin migrate or serve creates one)\n"
+			for _, args := range commands {
+				code, stdout, stderr := runCLI(t, nil, append(slices.Clone(args), "--db", db)...)
+				if code != 1 || stdout != "" || stderr != want {
+					t.Errorf("%q: exit %d, stdout %q, stderr %q; want 1 and %q", args, code, stdout, stderr, want)
+				}
+			}
+			store, err := bunstore.Open(context.Background(), db, bunstore.WithoutMigrate())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer store.Close()
+			if st, err := store.Schema(context.Background()); err != nil || !st.Empty() {
+				t.Errorf("after the commands: schema %+v, %v; want none", st, err)
+			}
+		})
 	}
 }

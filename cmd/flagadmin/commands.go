@@ -146,6 +146,20 @@ func (c *cli) seed(ctx context.Context, args []string) error {
 	return nil
 }
 
+// openExistingService opens the configured database for a one-off command
+// that reads (or with migrate, changes) what it holds, never creating one
+// (openExisting). memory: is a new, empty store.
+func (c *cli) openExistingService(ctx context.Context, cfg Config, migrate bool) (*flagadmin.Service, func() error, error) {
+	if cfg.DB == memoryURL {
+		return c.openService(ctx, cfg)
+	}
+	store, err := openExisting(ctx, cfg.DB, buildLogger(cfg, c.stderr), migrate)
+	if err != nil {
+		return nil, nil, err
+	}
+	return flagadmin.NewService(store), store.Close, nil
+}
+
 // openService opens the configured database, migrated, for a one-off command.
 func (c *cli) openService(ctx context.Context, cfg Config) (*flagadmin.Service, func() error, error) {
 	ctx, cancel := context.WithTimeout(ctx, openTimeout)

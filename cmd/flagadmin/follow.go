@@ -189,9 +189,7 @@ func (c *cli) followCmd(ctx context.Context, args []string) error {
 	if cfg.DB == memoryURL {
 		return cliErrorf("memory: keeps nothing between processes; ask the server with --url")
 	}
-	openCtx, cancel := context.WithTimeout(ctx, openTimeout)
-	defer cancel()
-	store, err := openBunstore(openCtx, cfg.DB, buildLogger(cfg, c.stderr), false, bunstore.WithTimeout(defaultDBTimeout))
+	store, err := openExisting(ctx, cfg.DB, buildLogger(cfg, c.stderr), false)
 	if err != nil {
 		return err
 	}

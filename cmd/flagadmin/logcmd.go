@@ -268,7 +268,8 @@ func (s apiSource) Events(ctx context.Context) iter.Seq2[flagadmin.Event, error]
 	return s.api.ExportEvents(ctx, flagadmin.EventSearchParams{}, 0)
 }
 
-// openLogStore opens a database that keeps the verifiable log.
+// openLogStore opens the existing database that keeps the verifiable log
+// (openExisting): migrate for a command that writes.
 func (c *cli) openLogStore(ctx context.Context, dbURL string, migrate bool, log *slog.Logger) (flagadmin.Store, func() error, error) {
 	dbURL, err := parseDBURL(dbURL)
 	if err != nil {
@@ -277,17 +278,11 @@ func (c *cli) openLogStore(ctx context.Context, dbURL string, migrate bool, log 
 	if dbURL == memoryURL {
 		return nil, nil, cliErrorf("--db: memory: starts empty in every process; give the server's database, or read the server with --url")
 	}
-	openCtx, cancel := context.WithTimeout(ctx, openTimeout)
-	defer cancel()
-	store, closeStore, err := openStore(openCtx, dbURL, log, migrate, defaultDBTimeout)
+	store, err := openExisting(ctx, dbURL, log, migrate)
 	if err != nil {
 		return nil, nil, err
 	}
-	if _, ok := store.(flagadmin.LogStore); !ok {
-		closeStore()
-		return nil, nil, cliErrorf("%s keeps no verifiable log yet", bunstore.RedactURL(dbURL))
-	}
-	return store, closeStore, nil
+	return store, store.Close, nil
 }
 
 var logHoldCommand = command{
