@@ -177,6 +177,70 @@ func TestFlagsBeforeTheCommand(t *testing.T) {
 	}
 }
 
+// TestFlagsBeforeEveryCommand: for every command, flags given before it
+// reach it (its own outcome, never serve's "unknown flag"), and its errors
+// suggest only flags it has (those of its help).
+func TestFlagsBeforeEveryCommand(t *testing.T) {
+	dir := t.TempDir()
+	missing := "sqlite:" + filepath.Join(dir, "missing.db")
+	_, verifier := keyFiles(t)
+	notExist := "database " + missing + " does not exist"
+	tests := []struct {
+		pre, cmd, post []string
+		want           string // on stdout with exit 0, else on stderr with exit 1
+		ok             bool
+	}{
+		{[]string{"--db", "memory:", "--addr", "nowhere"}, []string{"serve"}, nil, "--addr: \"nowhere\" is not a host:port address", false},
+		{[]string{"--db", "memory:"}, []string{"migrate"}, nil, "memory: has no schema", true},
+		{[]string{"--db", "memory:"}, []string{"seed"}, []string{"x.json"}, "memory: keeps nothing", false},
+		{[]string{"--db", "memory:", "--type", "bogus"}, []string{"token", "create"}, nil, "--type: unknown token type", false},
+		{[]string{"--db", missing}, []string{"token", "list"}, nil, notExist, false},
+		{[]string{"--db", missing}, []string{"token", "revoke"}, []string{"abc"}, notExist, false},
+		{[]string{"--db", missing}, []string{"service-account", "list"}, nil, notExist, false},
+		{[]string{"--db", "memory:", "--name", "x"}, []string{"service-account", "create"}, nil, "memory: keeps nothing", false},
+		{[]string{"--db", missing}, []string{"user", "list"}, nil, notExist, false},
+		{[]string{"--root-role", "Boss", "--name", "x"}, []string{"user", "create"}, nil, "--root-role: \"Boss\" is not a root role", false},
+		{nil, []string{"version"}, nil, "flagadmin ", true},
+		{[]string{"--url", "http://127.0.0.1:1", "--token", "*:*.x", "--after-id", "-1"}, []string{"events", "export"}, nil, "--after-id must be 0 or more", false},
+		{[]string{"--url", "http://127.0.0.1:1", "--format", "xml"}, []string{"events", "tail"}, nil, "--format must be text or ndjson", false},
+		{[]string{"--db", missing}, []string{"webhooks", "status"}, nil, notExist, false},
+		{[]string{"--to-seed", filepath.Join(dir, "s.json"), "--dry-run"}, []string{"import", "unleash"}, []string{"--from", "postgres://127.0.0.1:1/u"}, "--to-seed and --dry-run exclude each other", false},
+		{[]string{"--url", "http://127.0.0.1:1"}, []string{"follow", "status"}, nil, "cannot reach the server at http://127.0.0.1:1", false},
+		{[]string{"--db", missing}, []string{"follow", "status"}, nil, notExist, false},
+		{[]string{"--out", filepath.Join(dir, "k"), "--origin", "a.test/log"}, []string{"log", "keygen"}, nil, "wrote the signing key of a.test/log", true},
+		{[]string{"--key", verifier, "--db", missing}, []string{"log", "verify"}, nil, notExist, false},
+		{[]string{"--key", verifier, "--db", "memory:"}, []string{"log", "verify"}, nil, "memory: starts empty", false},
+		{[]string{"--db", missing, "--project", "web"}, []string{"log", "hold"}, nil, notExist, false},
+		{[]string{"--db", missing}, []string{"log", "holds"}, nil, notExist, false},
+		{[]string{"--db", "memory:"}, []string{"log", "holds"}, nil, "memory: starts empty", false},
+	}
+	covered := map[string]bool{}
+	for _, tt := range tests {
+		covered[tt.cmd[0]] = true
+		args := slices.Concat(tt.pre, tt.cmd, tt.post)
+		code, stdout, stderr := runCLI(t, nil, args...)
+		got := stderr
+		if tt.ok {
+			got = stdout
+		}
+		if code != map[bool]int{true: 0, false: 1}[tt.ok] || !strings.Contains(got, tt.want) {
+			t.Errorf("%q: exit %d, stdout %q, stderr %q; want %q", args, code, stdout, stderr, tt.want)
+			continue
+		}
+		_, help, _ := runCLI(t, nil, append(slices.Clone(tt.cmd), "--help")...)
+		for _, m := range regexp.MustCompile(`--[a-z][a-z-]*`).FindAllString(stderr, -1) {
+			if !strings.Contains(help, "\n  "+m+" ") && !strings.Contains(help, "\n  "+m+"\n") {
+				t.Errorf("%q: the error %q names %s, which flagadmin %s does not have", args, stderr, m, strings.Join(tt.cmd, " "))
+			}
+		}
+	}
+	for _, cm := range commands {
+		if !covered[cm.name] {
+			t.Errorf("no case for flagadmin %s", cm.name)
+		}
+	}
+}
+
 // TestHelpListsOnlyTheVariablesACommandReads checks that a database
 // command's help leaves out the server's variables, Unleash's too.
 func TestHelpListsOnlyTheVariablesACommandReads(t *testing.T) {
@@ -193,7 +257,7 @@ func TestVersion(t *testing.T) {
 	if code != 0 || !strings.HasPrefix(want, "flagadmin ") || strings.Count(want, "\n") != 1 {
 		t.Errorf("got exit %d, %q; want 0 and one line flagadmin <version>", code, want)
 	}
-	for _, flag := range []string{"--version", "-version"} {
+	for _, flag := range []string{"--version", "-version", "-v"} {
 		if code, stdout, stderr := runCLI(t, nil, flag); code != 0 || stdout != want || stderr != "" {
 			t.Errorf("flagadmin %s: exit %d, stdout %q, stderr %q; want 0 and %q", flag, code, stdout, stderr, want)
 		}

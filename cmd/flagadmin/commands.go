@@ -42,7 +42,7 @@ func versionString() string {
 }
 
 var versionCommand = command{
-	usage:   "flagadmin version (or flagadmin --version)",
+	usage:   "flagadmin version (or flagadmin --version, flagadmin -v)",
 	summary: "Prints the version of flagadmin and of the Go toolchain that built it.",
 }
 

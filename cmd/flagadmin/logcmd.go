@@ -185,6 +185,9 @@ func (c *cli) logVerify(ctx context.Context, args []string) error {
 	}
 	var src tlog.Source
 	if *db != "" {
+		if strings.TrimSpace(*db) == memoryURL {
+			return cliErrorf("--db: memory: starts empty in every process; give the server's database, or read the server with --url")
+		}
 		quiet := buildLogger(Config{LogLevel: slog.LevelWarn, LogFormat: defaultLogFormat}, c.stderr)
 		store, closeStore, err := c.openLogStore(ctx, *db, false, quiet)
 		if err != nil {
@@ -276,7 +279,7 @@ func (c *cli) openLogStore(ctx context.Context, dbURL string, migrate bool, log 
 		return nil, nil, cliErrorf("--db: %v", err)
 	}
 	if dbURL == memoryURL {
-		return nil, nil, cliErrorf("--db: memory: starts empty in every process; give the server's database, or read the server with --url")
+		return nil, nil, cliErrorf("--db: memory: starts empty in every process; give the server's database")
 	}
 	store, err := openExisting(ctx, dbURL, log, migrate)
 	if err != nil {
