@@ -429,6 +429,13 @@ func TestTokenCreateCommand(t *testing.T) {
 	if code != 1 || stdout != "" || !strings.Contains(stderr, "--user-id: user 99 does not exist") {
 		t.Errorf("token for a missing user: exit %d, stdout %q, stderr %q", code, stdout, stderr)
 	}
+	for _, typ := range []string{"client", "frontend"} {
+		code, stdout, stderr = runCLI(t, env, "token", "create", "--type", typ, "--project", "nosuch", "--environment", "production")
+		want := "flagadmin: cannot create the token: --project: project \"nosuch\" does not exist\n"
+		if code != 1 || stdout != "" || stderr != want {
+			t.Errorf("%s token of a missing project: exit %d, stdout %q, stderr %q; want 1 and %q", typ, code, stdout, stderr, want)
+		}
+	}
 }
 
 func TestMigrateCommand(t *testing.T) {

@@ -92,12 +92,23 @@ func TestConfigLogSettings(t *testing.T) {
 	if err != nil || cfg.Retention != 36*time.Hour || cfg.LogKey != "" {
 		t.Errorf("--retention 36h: got %v (%v)", cfg.Retention, err)
 	}
+	for raw, want := range map[string]time.Duration{
+		"0": 0, "0d": 0, "0h": 0, "0s": 0, "": 0, " 0d ": 0,
+		"1h": time.Hour, "90m": 90 * time.Minute, "1d": 24 * time.Hour, "90d": 90 * 24 * time.Hour, "2160h": 2160 * time.Hour,
+	} {
+		if cfg, err := parseServe(t, nil, "--retention", raw); err != nil || cfg.Retention != want {
+			t.Errorf("--retention %q: got %v (%v), want %v", raw, cfg.Retention, err, want)
+		}
+	}
 	for _, c := range []struct {
 		args []string
 		want string
 	}{
 		{[]string{"--retention", "ten days"}, `--retention: "ten days" is not a retention`},
 		{[]string{"--retention", "-5h"}, "--retention"},
+		{[]string{"--retention", "-1d"}, `--retention: "-1d" is not a retention`},
+		{[]string{"--retention", "1ns"}, `--retention: "1ns" is shorter than the shortest retention, 1h`},
+		{[]string{"--retention", "59m"}, `--retention: "59m" is shorter than the shortest retention, 1h`},
 		{[]string{"--log-key", filepath.Join(t.TempDir(), "none")}, "--log-key: cannot read the signing key"},
 		{[]string{"--log-key", verifier}, "not a signing key"},
 	} {
@@ -435,6 +446,18 @@ func TestLogCommandsOnADatabase(t *testing.T) {
 	}
 	if err := c.hold(ctx, store, "memory:", "bad\x00id", false); err == nil || !strings.Contains(err.Error(), "--project: must not contain a NUL") {
 		t.Errorf("hold a bad id: got %v", err)
+	}
+	for _, id := range []string{"bad project!", "a,b", strings.Repeat("p", 101)} {
+		if err := c.hold(ctx, store, "memory:", id, false); err == nil || !strings.Contains(err.Error(), "cannot hold the project: --project: must be a project id: 1 to 100 letters, digits, or _ . ~ -") {
+			t.Errorf("hold %q: got %v, want --project refused", id, err)
+		}
+	}
+	out.Reset()
+	if err := c.hold(ctx, store, "memory:", "not-created-yet", false); err != nil || !strings.Contains(out.String(), "under legal hold") {
+		t.Errorf("hold a project that does not exist (yet): %v: %s", err, out.String())
+	}
+	if err := c.hold(ctx, store, "memory:", "not-created-yet", true); err != nil {
+		t.Errorf("release it: %v", err)
 	}
 	out.Reset()
 	if err := c.listHolds(ctx, store, &out); err != nil || strings.TrimSpace(out.String()) != "no legal holds" {

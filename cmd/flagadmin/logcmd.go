@@ -292,9 +292,11 @@ var logHoldCommand = command{
 	usage:   "flagadmin log hold --project P [--release] [flags]",
 	summary: "Puts the events of project P under legal hold, or with --release ends the hold.",
 	about: `Retention (serve --retention) never prunes a held project's events until the hold
-is released with --release. P need not exist any more
-(events outlive their projects); events without a project follow the retention.
-The hold is stored in the database and applies to every server on it at once.`,
+is released with --release. P is a project id (1 to 100 letters, digits, or
+_ . ~ -); the project need not exist: not any more (events outlive their
+projects), nor yet (a hold placed first keeps every event of the project once it
+is created). Events without a project follow the retention. The hold is stored
+in the database, which must exist, and applies to every server on it at once.`,
 	env: []string{envDB, envLogLevel, envLogFormat},
 }
 
