@@ -139,7 +139,10 @@ func (c *cli) seed(ctx context.Context, args []string) error {
 		return err
 	}
 	defer closeStore()
-	if err := svc.ApplySeed(ctx, seed); err != nil {
+	err = svc.ApplySeed(ctx, seed, flagadmin.WithSeedProgress(seedProgress(func(loaded, total int) {
+		fmt.Fprintf(c.stderr, "loaded %d of %d events\n", loaded, total)
+	})))
+	if err != nil {
 		return seedError("seed file "+file, err)
 	}
 	fmt.Fprintf(c.stdout, "loaded %s into %s: %s\n", file, bunstore.RedactURL(cfg.DB), seedSummary(seed))
