@@ -217,7 +217,7 @@ func (p *progress) since() time.Duration {
 
 func (p *progress) table(name string, rows int) {
 	if p.w != nil {
-		fmt.Fprintf(p.w, "read %s: %d rows in %s\n", name, rows, p.since())
+		fmt.Fprintf(p.w, "read %s: %s in %s\n", name, nounCount(int64(rows), "rows"), p.since())
 	}
 }
 

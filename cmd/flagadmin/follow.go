@@ -282,7 +282,7 @@ func writeFollowStatus(w io.Writer, st flagadmin.FollowStatus, now time.Time) {
 	case st.State == flagadmin.FollowStatePaused && st.SyncedAt != nil:
 		lag = "unknown events (the source cannot be read), at least " + age(time.Duration(st.LagSeconds*float64(time.Second)))
 	case st.LagEvents >= 0 && st.SyncedAt != nil:
-		lag = fmt.Sprintf("%d events, %s", st.LagEvents, age(time.Duration(st.LagSeconds*float64(time.Second))))
+		lag = plural(st.LagEvents, "event") + ", " + age(time.Duration(st.LagSeconds*float64(time.Second)))
 	case st.SyncedAt != nil:
 		lag = age(time.Duration(st.LagSeconds * float64(time.Second)))
 	}

@@ -324,7 +324,7 @@ func TestLogVerifyNamesTheTamperedEvent(t *testing.T) {
 				e.CreatedBy = "mallory"
 			}
 			return same(e)
-		}, "the log does not verify: event 17 (leaf 16) was changed: its leaf hash is not the one recorded when it was written (and 1 more problems, above)"},
+		}, "the log does not verify: event 17 (leaf 16) was changed: its leaf hash is not the one recorded when it was written (and 1 more problem, above)"},
 		{"one deleted", func(e flagadmin.Event) []flagadmin.Event {
 			if e.ID == 30 {
 				return nil
@@ -479,6 +479,40 @@ func TestServeOnAStoreWithoutALog(t *testing.T) {
 	for _, cfg := range []Config{{LogSignerKey: key}, {Retention: time.Hour}} {
 		if _, err := newLogParts(store, cfg); err == nil || !strings.Contains(err.Error(), "keeps no verifiable log yet") {
 			t.Errorf("%+v: got %v, want an error saying the database keeps no log", cfg.Retention, err)
+		}
+	}
+}
+
+// TestLogVerifyCountsInWords: the lines of log verify and follow status
+// write one of a thing in the singular and more in the plural.
+func TestLogVerifyCountsInWords(t *testing.T) {
+	problems := func(n int) []tlog.Problem { return make([]tlog.Problem, n) }
+	for _, tt := range []struct {
+		got, want string
+	}{
+		{verifiedLine(&tlog.Report{Events: 1, Leaves: 1, CheckpointSize: 1, Beyond: 1}, 0),
+			"OK: 1 event and 1 leaf checked in 0s; the tree has the signed root of the 1 event of the checkpoint; 1 event written since matches its leaf (the next checkpoint signs it)"},
+		{verifiedLine(&tlog.Report{Events: 3, Leaves: 3, CheckpointSize: 1, TrustedSize: 1, Beyond: 2}, 0),
+			"OK: 3 events and 3 leaves checked in 0s; the tree has the signed root of the 1 event of the checkpoint, and the root of the 1 event of the trusted checkpoint; 2 events written since match their leaves (the next checkpoint signs them)"},
+		{verifiedLine(&tlog.Report{Events: 2, Leaves: 2, CheckpointSize: 2}, 0),
+			"OK: 2 events and 2 leaves checked in 0s; the tree has the signed root of the 2 events of the checkpoint"},
+		{failedLine(&tlog.Report{Problems: problems(2)}), "the log does not verify: " + tlog.Problem{}.String() + " (and 1 more problem, above)"},
+		{failedLine(&tlog.Report{Problems: problems(2), Omitted: 1}), "the log does not verify: " + tlog.Problem{}.String() + " (and 2 more problems, above)"},
+		{failedLine(&tlog.Report{Problems: problems(1)}), "the log does not verify: " + tlog.Problem{}.String()},
+		{prunedLine(tlog.PrunedRange{FirstLeaf: 4, LastLeaf: 4, FirstID: 5, LastID: 5}), "pruned: leaf 4 (event 5), removed by retention; its leaf hash counts"},
+		{prunedLine(tlog.PrunedRange{FirstLeaf: 0, LastLeaf: 3, FirstID: 1, LastID: 4}), "pruned: leaves 0 to 3 (events 1 to 4), removed by retention; their leaf hashes count"},
+	} {
+		if tt.got != tt.want {
+			t.Errorf("got  %q\nwant %q", tt.got, tt.want)
+		}
+	}
+	now := time.Now()
+	synced := now.Add(-time.Minute)
+	for n, want := range map[int64]string{1: " 1 event, 1m0s\n", 2: " 2 events, 1m0s\n"} {
+		var out strings.Builder
+		writeFollowStatus(&out, flagadmin.FollowStatus{State: flagadmin.FollowStateFollowing, Ready: true, LagEvents: n, SyncedAt: &synced, LagSeconds: 60}, now)
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("follow status with a lag of %d: %q, want %q", n, out.String(), want)
 		}
 	}
 }

@@ -464,9 +464,12 @@ func noArgs(fs *flag.FlagSet, args []string) error {
 }
 
 // plural writes n and noun, with an s unless n is 1: "1 event", "2 events".
-func plural(n int64, noun string) string {
+func plural(n int64, noun string) string { return pluralOf(n, noun, noun+"s") }
+
+// pluralOf writes n and one when n is 1, else n and many: "1 leaf", "2 leaves".
+func pluralOf(n int64, one, many string) string {
 	if n == 1 {
-		return "1 " + noun
+		return "1 " + one
 	}
-	return strconv.FormatInt(n, 10) + " " + noun + "s"
+	return strconv.FormatInt(n, 10) + " " + many
 }
