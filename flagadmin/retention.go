@@ -15,13 +15,18 @@ import (
 const MaxHoldProjectLength = 255
 
 // HoldProject places a legal hold on the events of project: they are
-// never pruned until ReleaseProject. project need not exist (events
-// outlive their projects). Needs the ADMIN permission. Holding a held
-// project keeps its first hold.
+// never pruned until ReleaseProject. project must be a valid project id
+// (ValidName) but need not exist: not any more (events outlive their
+// projects), nor yet (a hold placed first keeps every event of the project
+// once it is created). Needs the ADMIN permission. Holding a held project
+// keeps its first hold.
 func (s *Service) HoldProject(ctx context.Context, p Principal, project string) error {
 	ls, err := s.holdCheck(p, project)
 	if err != nil {
 		return err
+	}
+	if !ValidName(project) {
+		return invalid("project", "must be a project id: 1 to 100 letters, digits, or _ . ~ -, got %s", QuoteInput(project))
 	}
 	return ls.HoldProject(ctx, project, s.now())
 }

@@ -165,13 +165,60 @@ func (s *Service) LoadSeed(ctx context.Context, r io.Reader) error {
 	return s.ApplySeed(ctx, seed)
 }
 
+// Loader is a store that loads a whole world into itself while it is
+// empty, in bulk: the rows of a batch, then the events that events passes
+// to emit, batch by batch, each keeping its id; all or nothing, with no
+// storage deadline (it takes as long as the data does), and building what
+// the store derives from the events (the log's leaves, the indexes) as a
+// load builds it. It refuses a store that is not empty with ErrConflict.
+// Imports and seeds into an empty store use it; the stores of
+// adapters/bunstore and adapters/memstore implement it.
+type Loader interface {
+	// Contents counts what the store holds, by kind ("users", "groups",
+	// "projects", "features", "tokens", "events"); all 0 when empty.
+	Contents(ctx context.Context) (map[string]int64, error)
+	// Load writes b (without Then) and the events events emits.
+	Load(ctx context.Context, b *Batch, events func(emit func([]Event) error) error) error
+}
+
+// WithLoader sets the bulk path ApplySeed takes into an empty store, for a
+// Service whose store is a wrapper (a cache) of l: by default the store
+// itself when it is a Loader. l must write the store the Service reads.
+func WithLoader(l Loader) Option { return func(s *Service) { s.loader = l } }
+
+// SeedOption tunes ApplySeed.
+type SeedOption func(*seedOptions)
+
+type seedOptions struct {
+	progress func(loaded, total int)
+}
+
+// WithSeedProgress has ApplySeed call progress(loaded, total) as it loads
+// the events of a seed into an empty store in bulk: after each batch of
+// events it passes to the store, the last with loaded == total (before the
+// store builds its indexes and commits).
+func WithSeedProgress(progress func(loaded, total int)) SeedOption {
+	return func(o *seedOptions) { o.progress = progress }
+}
+
+// seedLoadBatch is how many events a seed's load passes to the store at a
+// time.
+const seedLoadBatch = 5000
+
 // ApplySeed validates a seed and writes it to the store in one transaction:
 // everything or, when any entry is wrong, nothing. Errors name the entry
 // ("projects[2].mode: must be one of ..."). References must resolve within
 // the seed or to rows already in the store; ids and names must be new.
 // Loading records no events of its own: the store gets exactly the seed's
-// events, in file order.
-func (s *Service) ApplySeed(ctx context.Context, seed *Seed) error {
+// events, in file order. Into an empty store that is a Loader (or with
+// WithLoader), the seed is a bulk load, with no storage deadline, its
+// events getting the ids 1, 2, ... in file order; otherwise it is one
+// write.
+func (s *Service) ApplySeed(ctx context.Context, seed *Seed, opts ...SeedOption) error {
+	var o seedOptions
+	for _, opt := range opts {
+		opt(&o)
+	}
 	now := s.now()
 	var f fieldErrors
 	b := &Batch{}
@@ -278,7 +325,53 @@ func (s *Service) ApplySeed(ctx context.Context, seed *Seed) error {
 	if v := f.err(); v != nil {
 		return v
 	}
+	if s.loader != nil {
+		if err := s.CheckWritable(ctx); err != nil {
+			return err
+		}
+		have, err := s.loader.Contents(ctx)
+		if err != nil {
+			return err
+		}
+		if isEmpty(have) {
+			return loadSeed(ctx, s.loader, b, o.progress)
+		}
+	}
 	return s.store.Write(ctx, b)
+}
+
+// isEmpty reports whether the counts of Loader.Contents are all 0.
+func isEmpty(have map[string]int64) bool {
+	for _, n := range have {
+		if n != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// loadSeed loads the checked batch b of a seed into the empty store of l,
+// its events numbered 1, 2, ... in order, telling progress (when not nil)
+// after each batch of them.
+func loadSeed(ctx context.Context, l Loader, b *Batch, progress func(loaded, total int)) error {
+	events := b.Events
+	rows := *b
+	rows.Events = nil
+	return l.Load(ctx, &rows, func(emit func([]Event) error) error {
+		for start := 0; start < len(events); start += seedLoadBatch {
+			batch := slices.Clone(events[start:min(start+seedLoadBatch, len(events))])
+			for i := range batch {
+				batch[i].ID = int64(start + i + 1)
+			}
+			if err := emit(batch); err != nil {
+				return err
+			}
+			if progress != nil {
+				progress(start+len(batch), len(events))
+			}
+		}
+		return nil
+	})
 }
 
 // seedChecker checks a seed's ids and references against the seed itself

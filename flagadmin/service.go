@@ -18,6 +18,9 @@ type Service struct {
 	random io.Reader
 	// log is the verifiable log (WithLog); zero when there is none.
 	log LogConfig
+	// loader is the bulk path of seeds into an empty store (WithLoader);
+	// nil when the store has none.
+	loader Loader
 }
 
 // Option configures a Service.
@@ -34,6 +37,9 @@ func NewService(store Store, opts ...Option) *Service {
 	s := &Service{store: store, clock: time.Now, random: defaultRandom}
 	if r, ok := store.(FollowStateReader); ok {
 		s.follow = r
+	}
+	if l, ok := store.(Loader); ok {
+		s.loader = l
 	}
 	for _, o := range opts {
 		o(s)

@@ -218,7 +218,8 @@ type NewAPIToken struct {
 	Type   TokenType
 	UserID *int64
 	// Project and Environment scope client and frontend tokens; "*" (or
-	// empty) for all, but not both: "*:*" is the scope of admin tokens.
+	// empty) for all, but not both: "*:*" is the scope of admin tokens. A
+	// project other than "*" must exist.
 	Project, Environment string
 	ExpiresAt            *time.Time
 }
@@ -237,6 +238,11 @@ func (s *Service) CreateAPIToken(ctx context.Context, p Principal, n NewAPIToken
 	if tok.UserID != nil {
 		if _, err := s.store.User(ctx, *tok.UserID); err != nil {
 			return "", APIToken{}, refError(err, "userId", "user %d does not exist", *tok.UserID)
+		}
+	}
+	if (tok.Type == TokenClient || tok.Type == TokenFrontend) && tok.Project != "*" {
+		if _, err := s.store.Project(ctx, tok.Project); err != nil {
+			return "", APIToken{}, refError(err, "project", "project %s does not exist", QuoteInput(tok.Project))
 		}
 	}
 	if err := s.store.Write(ctx, &Batch{Tokens: []APIToken{tok}, Events: []Event{e}}); err != nil {

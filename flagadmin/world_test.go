@@ -374,6 +374,9 @@ func TestCreateAPIToken(t *testing.T) {
 			if _, err := svc.CreateUser(ctx, flagadmin.System, flagadmin.User{Email: "ada@example.com", RootRole: flagadmin.RoleEditor}); err != nil {
 				t.Fatal(err)
 			}
+			if _, err := svc.CreateProject(ctx, flagadmin.System, flagadmin.Project{ID: "web"}); err != nil {
+				t.Fatal(err)
+			}
 			secret, tok, err := svc.CreateAPIToken(ctx, flagadmin.System, tt.token)
 			if err != nil {
 				t.Fatal(err)
@@ -448,6 +451,8 @@ func TestCreateAPITokenRejects(t *testing.T) {
 		{"client for everything", flagadmin.NewAPIToken{Type: flagadmin.TokenClient}, []string{"environment"}},
 		{"frontend for everything", flagadmin.NewAPIToken{Type: flagadmin.TokenFrontend, Project: "*", Environment: "*"}, []string{"environment"}},
 		{"client of a project named user", flagadmin.NewAPIToken{Type: flagadmin.TokenClient, Project: "user", Environment: "dev"}, []string{"project"}},
+		{"client of a missing project", flagadmin.NewAPIToken{Type: flagadmin.TokenClient, Project: "nosuch", Environment: "dev"}, []string{"project"}},
+		{"frontend of a missing project", flagadmin.NewAPIToken{Type: flagadmin.TokenFrontend, Project: "nosuch", Environment: "*"}, []string{"project"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

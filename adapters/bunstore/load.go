@@ -52,7 +52,9 @@ func contents(ctx context.Context, db bun.IDB) (map[string]int64, error) {
 // All or nothing: an error of events or emit's caller, a lost connection or
 // a cancelled ctx rolls everything back, and the store stays empty. A store
 // that is not empty is refused with ErrConflict before anything is
-// written. Load has no storage deadline: it takes as long as the data does.
+// written. Load has no storage deadline: on PostgreSQL and MySQL it runs on
+// a connection of its own, without the server-side limits of WithTimeout,
+// and takes as long as the data does.
 func (s *Store) Load(ctx context.Context, b *flagadmin.Batch, events func(emit func([]flagadmin.Event) error) error) error {
 	return s.loadAll(ctx, b, events, nil)
 }
@@ -65,7 +67,18 @@ func (s *Store) loadAll(ctx context.Context, b *flagadmin.Batch, events func(emi
 	if b.Then != nil {
 		return fmt.Errorf("bunstore: Load takes a batch without Then")
 	}
-	conn, err := s.db.Conn(ctx)
+	db := s.db
+	if s.openUnbounded != nil {
+		// The store's own connections carry the server-side limits of
+		// its storage deadline (WithTimeout), which a load must not have.
+		unbounded, err := s.openUnbounded()
+		if err != nil {
+			return s.fail("load", err)
+		}
+		defer unbounded.Close()
+		db = unbounded
+	}
+	conn, err := db.Conn(ctx)
 	if err != nil {
 		return s.fail("load", err)
 	}

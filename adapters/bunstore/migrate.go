@@ -235,3 +235,48 @@ func (s *Store) migrateSQLite(ctx context.Context, o migrateOptions) error {
 		return nil
 	})
 }
+
+// SchemaState is how far a database's schema is from the store's
+// migrations (Schema).
+type SchemaState struct {
+	// Applied names the store's migrations the database has, oldest first:
+	// none on a database without flagadmin's schema.
+	Applied []string
+	// Pending names those it lacks, oldest first: none when it is up to date.
+	Pending []string
+}
+
+// Empty reports whether the database has none of flagadmin's schema.
+func (st SchemaState) Empty() bool { return len(st.Applied) == 0 }
+
+// Schema reports which of the store's migrations the database has, without
+// changing anything: for a program that must not create or migrate a
+// schema (one that only reads), to refuse a database that is not yet, or
+// not fully, flagadmin's. It runs under the storage deadline (WithTimeout).
+func (s *Store) Schema(ctx context.Context) (SchemaState, error) {
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
+	var applied map[string]bool
+	switch exists, err := tableExists(ctx, s.db, "bun_migrations"); {
+	case err != nil:
+		return SchemaState{}, withDetail(s.fail("schema", err))
+	case exists:
+		var names []string
+		if err := s.db.NewRaw("SELECT name FROM bun_migrations").Scan(ctx, &names); err != nil {
+			return SchemaState{}, withDetail(s.fail("schema", err))
+		}
+		applied = make(map[string]bool, len(names))
+		for _, n := range names {
+			applied[n] = true
+		}
+	}
+	var st SchemaState
+	for _, m := range newMigrations(migrateOptions{}).Sorted() {
+		if applied[m.Name] {
+			st.Applied = append(st.Applied, m.Name)
+		} else {
+			st.Pending = append(st.Pending, m.Name)
+		}
+	}
+	return st, nil
+}

@@ -145,3 +145,28 @@ func TestGeneratedIDsContinueAboveGivenOnes(t *testing.T) {
 		}
 	})
 }
+
+// TestSchemaReportsWithoutMigrating: Schema tells a database without
+// flagadmin's schema (all migrations pending) from one up to date, and
+// creates nothing itself.
+func TestSchemaReportsWithoutMigrating(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, url string) {
+		ctx := context.Background()
+		s, err := bunstore.Open(ctx, url, bunstore.WithoutMigrate())
+		must(t, "Open", err)
+		defer s.Close()
+		for range 2 {
+			st, err := s.Schema(ctx)
+			must(t, "Schema", err)
+			if !st.Empty() || len(st.Pending) == 0 {
+				t.Fatalf("Schema of a new database: %+v; want empty, every migration pending", st)
+			}
+		}
+		must(t, "Migrate", s.Migrate(ctx))
+		st, err := s.Schema(ctx)
+		must(t, "Schema", err)
+		if st.Empty() || len(st.Pending) > 0 {
+			t.Errorf("Schema after Migrate: %+v; want every migration applied", st)
+		}
+	})
+}

@@ -92,8 +92,9 @@ func WithoutMigrate() Option { return func(o *options) { o.migrate = false } }
 //     waiting for another process's write lock when the context ends, so
 //     this is what bounds that wait.
 //
-// Migrate, and so Open, runs without these limits (on connections of its
-// own): a migration may take longer. d <= 0 means no deadline (the default).
+// Migrate, and so Open, and Load run without these limits (on connections
+// of their own): a migration or a load may take longer. d <= 0 means no
+// deadline (the default).
 func WithTimeout(d time.Duration) Option {
 	return func(o *options) { o.timeout = max(d, 0) }
 }

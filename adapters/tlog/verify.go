@@ -338,7 +338,7 @@ func (v *verification) run() error {
 func (v *verification) leaf(l flagadmin.LogLeaf, ev *flagadmin.Event) {
 	r := v.report
 	if l.Index != v.expect {
-		v.problem(Problem{Kind: BadLeaves, LeafIndex: -1, Detail: fmt.Sprintf("leaves %d to %d are missing from the log", v.expect, l.Index-1)})
+		v.problem(Problem{Kind: BadLeaves, LeafIndex: -1, Detail: missingLeaves(v.expect, l.Index-1)})
 		v.broken = true
 	} else if l.Index > 0 && l.EventID <= v.prevID {
 		v.problem(Problem{Kind: BadLeaves, LeafIndex: -1, Detail: fmt.Sprintf("leaf %d names event %d, after event %d: leaves must follow the ids", l.Index, l.EventID, v.prevID)})
@@ -429,8 +429,12 @@ func (v *verification) checkRoots() {
 	}
 	if t := v.trusted; t != nil && size == int64(t.Size) {
 		if root, ok := v.root(); ok && !bytes.Equal(root[:], t.Hash) {
-			v.problem(Problem{Kind: Inconsistent, LeafIndex: -1, Detail: fmt.Sprintf(
-				"the first %d events no longer hash to the root of the trusted checkpoint: the log was rewritten, or an older copy of the database put back, since it was saved", t.Size)})
+			first := fmt.Sprintf("the first %d events no longer hash", t.Size)
+			if t.Size == 1 {
+				first = "the first event no longer hashes"
+			}
+			v.problem(Problem{Kind: Inconsistent, LeafIndex: -1, Detail: first +
+				" to the root of the trusted checkpoint: the log was rewritten, or an older copy of the database put back, since it was saved"})
 		}
 	}
 }
@@ -455,16 +459,16 @@ func (v *verification) finish() {
 		v.problem(Problem{Kind: BadRoot, LeafIndex: -1, Detail: "the tree cannot be recomputed: leaves are missing"})
 	} else if size < r.CheckpointSize {
 		v.problem(Problem{Kind: BadRoot, LeafIndex: -1, Detail: fmt.Sprintf(
-			"the log has %d leaves, fewer than the %d the newest checkpoint covers: leaves were removed", size, r.CheckpointSize)})
+			"the log has %s, fewer than the %d the newest checkpoint covers: leaves were removed", count(size, "leaf", "leaves"), r.CheckpointSize)})
 	}
 	if t := v.trusted; t != nil {
 		if int64(t.Size) > r.CheckpointSize {
 			v.problem(Problem{Kind: Inconsistent, LeafIndex: -1, Detail: fmt.Sprintf(
-				"the newest checkpoint covers %d events, fewer than the %d of the trusted checkpoint: the log went back in time (an older copy of the database put back?)", r.CheckpointSize, t.Size)})
+				"the newest checkpoint covers %s, fewer than the %d of the trusted checkpoint: the log went back in time (an older copy of the database put back?)", count(r.CheckpointSize, "event", "events"), t.Size)})
 		}
 		if !v.broken && size < int64(t.Size) {
 			v.problem(Problem{Kind: Inconsistent, LeafIndex: -1, Detail: fmt.Sprintf(
-				"the log has %d leaves, fewer than the %d of the trusted checkpoint", size, t.Size)})
+				"the log has %s, fewer than the %d of the trusted checkpoint", count(size, "leaf", "leaves"), t.Size)})
 		}
 	}
 	v.reordered()
@@ -546,4 +550,20 @@ func (r *leafReader) refresh(ctx context.Context) (bool, error) {
 	r.dry = false
 	_, ok, err := r.peek(ctx)
 	return ok, err
+}
+
+// missingLeaves says that the leaves first to last are missing.
+func missingLeaves(first, last int64) string {
+	if first == last {
+		return fmt.Sprintf("leaf %d is missing from the log", first)
+	}
+	return fmt.Sprintf("leaves %d to %d are missing from the log", first, last)
+}
+
+// count writes n with one when n is 1, else with many: "1 leaf", "2 leaves".
+func count(n int64, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return fmt.Sprintf("%d %s", n, many)
 }

@@ -18,12 +18,7 @@ import (
 // the whole world in one transaction, keeping the ids given (events
 // included), so that an interrupted import leaves it empty.
 // *bunstore.Store and *memstore.Store implement it.
-type Target interface {
-	// Contents counts what the store holds, by kind; all 0 when empty.
-	Contents(ctx context.Context) (map[string]int64, error)
-	// Load writes b and the events that events emits, all or nothing.
-	Load(ctx context.Context, b *flagadmin.Batch, events func(emit func([]flagadmin.Event) error) error) error
-}
+type Target = flagadmin.Loader
 
 // ErrNotEmpty: the target store holds data already. It matches
 // flagadmin.ErrConflict too.
@@ -218,7 +213,7 @@ func (p *progress) since() time.Duration {
 
 func (p *progress) table(name string, rows int) {
 	if p.w != nil {
-		fmt.Fprintf(p.w, "read %s: %d rows in %s\n", name, rows, p.since())
+		fmt.Fprintf(p.w, "read %s: %s in %s\n", name, nounCount(int64(rows), "rows"), p.since())
 	}
 }
 

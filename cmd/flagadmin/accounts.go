@@ -141,10 +141,7 @@ func (c *cli) accountCommand(ctx context.Context, args []string, service bool) e
 		defer closeStore()
 		return c.createAccount(ctx, svc, cfg, u, withToken, tokenName, expiresAt)
 	}
-	if err := existingDatabase(cfg.DB); err != nil {
-		return err
-	}
-	svc, closeStore, err := c.openService(ctx, cfg)
+	svc, closeStore, err := c.openExistingService(ctx, cfg, false)
 	if err != nil {
 		return err
 	}
@@ -321,10 +318,7 @@ func (c *cli) tokenList(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	if err := existingDatabase(cfg.DB); err != nil {
-		return err
-	}
-	svc, closeStore, err := c.openService(ctx, cfg)
+	svc, closeStore, err := c.openExistingService(ctx, cfg, false)
 	if err != nil {
 		return err
 	}
@@ -384,10 +378,7 @@ func (c *cli) tokenRevoke(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	if err := existingDatabase(cfg.DB); err != nil {
-		return err
-	}
-	svc, closeStore, err := c.openService(ctx, cfg)
+	svc, closeStore, err := c.openExistingService(ctx, cfg, true)
 	if err != nil {
 		return err
 	}

@@ -148,12 +148,16 @@ func newServedStore(opened flagadmin.Store, cfg Config, m *metrics.Metrics) serv
 }
 
 // newService returns the Service over the served store: with the
-// verifiable log of the opened store when it keeps one, and refusing writes
-// while the opened store follows an Unleash database (decisions §17).
+// verifiable log of the opened store when it keeps one, loading seeds into
+// the opened store in bulk, and refusing writes while the opened store
+// follows an Unleash database (decisions §17).
 func newService(store servedStore, log *logParts) *flagadmin.Service {
 	opts := []flagadmin.Option{flagadmin.WithLog(log.config())}
 	if fr, ok := store.opened.(flagadmin.FollowStateReader); ok {
 		opts = append(opts, flagadmin.WithFollowState(fr))
+	}
+	if l, ok := store.opened.(flagadmin.Loader); ok { // a seed's bulk load, under the caches
+		opts = append(opts, flagadmin.WithLoader(l))
 	}
 	return flagadmin.NewService(store.Store, opts...)
 }

@@ -70,13 +70,40 @@ func (b *bootstrap) loadWorld(ctx context.Context, what string, data []byte) err
 	}
 	seed, err := flagadmin.ParseSeed(bytes.NewReader(data))
 	if err == nil {
-		err = b.svc.ApplySeed(ctx, seed)
+		b.log.Info("loading "+what, seedSummaryAttrs(seed)...)
+		err = b.svc.ApplySeed(ctx, seed, flagadmin.WithSeedProgress(seedProgress(func(loaded, total int) {
+			b.log.Info("loading "+what, "events", loaded, "total", total)
+		})))
 	}
 	if err != nil {
 		return seedError(what, err)
 	}
 	b.log.Info("loaded "+what, seedSummaryAttrs(seed)...)
 	return nil
+}
+
+// seedProgressStep is the fewest events between two progress reports of a
+// seed's load: a seed smaller than this loads without any.
+const seedProgressStep = 10_000
+
+// seedProgress returns the progress function of a seed's load that passes
+// on to report a tenth of the events at a time, seedProgressStep at least,
+// and the end: a few lines however large the seed.
+func seedProgress(report func(loaded, total int)) func(loaded, total int) {
+	next := 0
+	return func(loaded, total int) {
+		step := max(seedProgressStep, total/10)
+		if next == 0 {
+			next = step
+		}
+		if total < seedProgressStep || (loaded < next && loaded < total) {
+			return
+		}
+		report(loaded, total)
+		for next <= loaded {
+			next += step
+		}
+	}
 }
 
 // loadDemo loads the built-in demo world and prints its tokens, when they

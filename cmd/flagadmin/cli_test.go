@@ -12,6 +12,7 @@ import (
 
 	"github.com/flagadmin/flagadmin/adapters/bunstore"
 	"github.com/flagadmin/flagadmin/flagadmin"
+	"github.com/flagadmin/flagadmin/internal/dbtest"
 )
 
 // runCLI runs the command line args with the environment env.
@@ -176,6 +177,70 @@ func TestFlagsBeforeTheCommand(t *testing.T) {
 	}
 }
 
+// TestFlagsBeforeEveryCommand: for every command, flags given before it
+// reach it (its own outcome, never serve's "unknown flag"), and its errors
+// suggest only flags it has (those of its help).
+func TestFlagsBeforeEveryCommand(t *testing.T) {
+	dir := t.TempDir()
+	missing := "sqlite:" + filepath.Join(dir, "missing.db")
+	_, verifier := keyFiles(t)
+	notExist := "database " + missing + " does not exist"
+	tests := []struct {
+		pre, cmd, post []string
+		want           string // on stdout with exit 0, else on stderr with exit 1
+		ok             bool
+	}{
+		{[]string{"--db", "memory:", "--addr", "nowhere"}, []string{"serve"}, nil, "--addr: \"nowhere\" is not a host:port address", false},
+		{[]string{"--db", "memory:"}, []string{"migrate"}, nil, "memory: has no schema", true},
+		{[]string{"--db", "memory:"}, []string{"seed"}, []string{"x.json"}, "memory: keeps nothing", false},
+		{[]string{"--db", "memory:", "--type", "bogus"}, []string{"token", "create"}, nil, "--type: unknown token type", false},
+		{[]string{"--db", missing}, []string{"token", "list"}, nil, notExist, false},
+		{[]string{"--db", missing}, []string{"token", "revoke"}, []string{"abc"}, notExist, false},
+		{[]string{"--db", missing}, []string{"service-account", "list"}, nil, notExist, false},
+		{[]string{"--db", "memory:", "--name", "x"}, []string{"service-account", "create"}, nil, "memory: keeps nothing", false},
+		{[]string{"--db", missing}, []string{"user", "list"}, nil, notExist, false},
+		{[]string{"--root-role", "Boss", "--name", "x"}, []string{"user", "create"}, nil, "--root-role: \"Boss\" is not a root role", false},
+		{nil, []string{"version"}, nil, "flagadmin ", true},
+		{[]string{"--url", "http://127.0.0.1:1", "--token", "*:*.x", "--after-id", "-1"}, []string{"events", "export"}, nil, "--after-id must be 0 or more", false},
+		{[]string{"--url", "http://127.0.0.1:1", "--format", "xml"}, []string{"events", "tail"}, nil, "--format must be text or ndjson", false},
+		{[]string{"--db", missing}, []string{"webhooks", "status"}, nil, notExist, false},
+		{[]string{"--to-seed", filepath.Join(dir, "s.json"), "--dry-run"}, []string{"import", "unleash"}, []string{"--from", "postgres://127.0.0.1:1/u"}, "--to-seed and --dry-run exclude each other", false},
+		{[]string{"--url", "http://127.0.0.1:1"}, []string{"follow", "status"}, nil, "cannot reach the server at http://127.0.0.1:1", false},
+		{[]string{"--db", missing}, []string{"follow", "status"}, nil, notExist, false},
+		{[]string{"--out", filepath.Join(dir, "k"), "--origin", "a.test/log"}, []string{"log", "keygen"}, nil, "wrote the signing key of a.test/log", true},
+		{[]string{"--key", verifier, "--db", missing}, []string{"log", "verify"}, nil, notExist, false},
+		{[]string{"--key", verifier, "--db", "memory:"}, []string{"log", "verify"}, nil, "memory: starts empty", false},
+		{[]string{"--db", missing, "--project", "web"}, []string{"log", "hold"}, nil, notExist, false},
+		{[]string{"--db", missing}, []string{"log", "holds"}, nil, notExist, false},
+		{[]string{"--db", "memory:"}, []string{"log", "holds"}, nil, "memory: starts empty", false},
+	}
+	covered := map[string]bool{}
+	for _, tt := range tests {
+		covered[tt.cmd[0]] = true
+		args := slices.Concat(tt.pre, tt.cmd, tt.post)
+		code, stdout, stderr := runCLI(t, nil, args...)
+		got := stderr
+		if tt.ok {
+			got = stdout
+		}
+		if code != map[bool]int{true: 0, false: 1}[tt.ok] || !strings.Contains(got, tt.want) {
+			t.Errorf("%q: exit %d, stdout %q, stderr %q; want %q", args, code, stdout, stderr, tt.want)
+			continue
+		}
+		_, help, _ := runCLI(t, nil, append(slices.Clone(tt.cmd), "--help")...)
+		for _, m := range regexp.MustCompile(`--[a-z][a-z-]*`).FindAllString(stderr, -1) {
+			if !strings.Contains(help, "\n  "+m+" ") && !strings.Contains(help, "\n  "+m+"\n") {
+				t.Errorf("%q: the error %q names %s, which flagadmin %s does not have", args, stderr, m, strings.Join(tt.cmd, " "))
+			}
+		}
+	}
+	for _, cm := range commands {
+		if !covered[cm.name] {
+			t.Errorf("no case for flagadmin %s", cm.name)
+		}
+	}
+}
+
 // TestHelpListsOnlyTheVariablesACommandReads checks that a database
 // command's help leaves out the server's variables, Unleash's too.
 func TestHelpListsOnlyTheVariablesACommandReads(t *testing.T) {
@@ -192,7 +257,7 @@ func TestVersion(t *testing.T) {
 	if code != 0 || !strings.HasPrefix(want, "flagadmin ") || strings.Count(want, "\n") != 1 {
 		t.Errorf("got exit %d, %q; want 0 and one line flagadmin <version>", code, want)
 	}
-	for _, flag := range []string{"--version", "-version"} {
+	for _, flag := range []string{"--version", "-version", "-v"} {
 		if code, stdout, stderr := runCLI(t, nil, flag); code != 0 || stdout != want || stderr != "" {
 			t.Errorf("flagadmin %s: exit %d, stdout %q, stderr %q; want 0 and %q", flag, code, stdout, stderr, want)
 		}
@@ -364,6 +429,13 @@ func TestTokenCreateCommand(t *testing.T) {
 	if code != 1 || stdout != "" || !strings.Contains(stderr, "--user-id: user 99 does not exist") {
 		t.Errorf("token for a missing user: exit %d, stdout %q, stderr %q", code, stdout, stderr)
 	}
+	for _, typ := range []string{"client", "frontend"} {
+		code, stdout, stderr = runCLI(t, env, "token", "create", "--type", typ, "--project", "nosuch", "--environment", "production")
+		want := "flagadmin: cannot create the token: --project: project \"nosuch\" does not exist\n"
+		if code != 1 || stdout != "" || stderr != want {
+			t.Errorf("%s token of a missing project: exit %d, stdout %q, stderr %q; want 1 and %q", typ, code, stdout, stderr, want)
+		}
+	}
 }
 
 func TestMigrateCommand(t *testing.T) {
@@ -397,22 +469,81 @@ func TestHelpHidesEnvironmentValues(t *testing.T) {
 	}
 }
 
+// existingDBCommands are the commands that read or change what a database
+// holds but never create one, with the arguments each needs besides --db.
+func existingDBCommands(t *testing.T) [][]string {
+	_, verifier := keyFiles(t)
+	return [][]string{
+		{"token", "list"}, {"token", "revoke", "abc"}, {"user", "list"}, {"service-account", "list"}, {"webhooks", "status"},
+		{"log", "verify", "--key", verifier}, {"log", "holds"}, {"log", "hold", "--project", "web"}, {"follow", "status"},
+	}
+}
+
 // TestReadCommandsNeedAnExistingDatabase: the commands that read or change
 // what a database holds refuse a SQLite file that does not exist (a typo
-// of --db) rather than create an empty database and list nothing.
+// of --db) rather than create an empty database and list nothing; without
+// --db, the default database is not created either.
 func TestReadCommandsNeedAnExistingDatabase(t *testing.T) {
 	dir := t.TempDir()
 	db := "sqlite:" + filepath.Join(dir, "typo.db")
-	for _, args := range [][]string{
-		{"token", "list"}, {"token", "revoke", "abc"}, {"user", "list"}, {"service-account", "list"}, {"webhooks", "status"},
+	t.Chdir(dir)
+	for _, args := range existingDBCommands(t) {
+		for _, tt := range []struct {
+			db   string
+			args []string
+		}{{db, append(slices.Clone(args), "--db", db)}, {defaultDB, args}} {
+			if tt.db == defaultDB && args[1] == "verify" {
+				continue // without --db, log verify reads a server
+			}
+			code, stdout, stderr := runCLI(t, nil, tt.args...)
+			want := "flagadmin: database " + tt.db + " does not exist: give the --db of the server (flagadmin migrate or serve creates a new one)\n"
+			if code != 1 || stdout != "" || stderr != want {
+				t.Errorf("%q: exit %d, stdout %q, stderr %q; want 1 and %q", tt.args, code, stdout, stderr, want)
+			}
+			if entries, _ := os.ReadDir(dir); len(entries) > 0 {
+				t.Fatalf("%q created %s", tt.args, entries[0].Name())
+			}
+		}
+	}
+}
+
+// TestReadCommandsNeedFlagadminSchema: on a database that exists but holds
+// no flagadmin schema (an empty SQLite file, a PostgreSQL schema or MySQL
+// database of something else), the same commands say so and leave it as
+// it was: they never migrate it.
+func TestReadCommandsNeedFlagadminSchema(t *testing.T) {
+	commands := existingDBCommands(t)
+	for _, engine := range []struct {
+		name string
+		url  func(testing.TB) string
+	}{
+		{"sqlite", func(t testing.TB) string {
+			db := dbtest.SQLite(t)
+			if err := os.WriteFile(strings.TrimPrefix(db, "sqlite:"), nil, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			return db
+		}},
+		{"postgres", dbtest.Postgres},
+		{"mysql", dbtest.MySQL},
 	} {
-		code, stdout, stderr := runCLI(t, nil, append(args, "--db", db)...)
-		want := "flagadmin: database " + db + " does not exist: give the --db of the server (flagadmin migrate or serve creates a new one)\n"
-		if code != 1 || stdout != "" || stderr != want {
-			t.Errorf("%q: exit %d, stdout %q, stderr %q; want 1 and %q", args, code, stdout, stderr, want)
-		}
-		if entries, _ := os.ReadDir(dir); len(entries) > 0 {
-			t.Fatalf("%q created %s", args, entries[0].Name())
-		}
+		t.Run(engine.name, func(t *testing.T) {
+			db := engine.url(t)
+			want := "flagadmin: database " + bunstore.RedactURL(db) + " has no flagadmin schema: give the --db of the server (flagadmin migrate or serve creates one)\n"
+			for _, args := range commands {
+				code, stdout, stderr := runCLI(t, nil, append(slices.Clone(args), "--db", db)...)
+				if code != 1 || stdout != "" || stderr != want {
+					t.Errorf("%q: exit %d, stdout %q, stderr %q; want 1 and %q", args, code, stdout, stderr, want)
+				}
+			}
+			store, err := bunstore.Open(context.Background(), db, bunstore.WithoutMigrate())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer store.Close()
+			if st, err := store.Schema(context.Background()); err != nil || !st.Empty() {
+				t.Errorf("after the commands: schema %+v, %v; want none", st, err)
+			}
+		})
 	}
 }

@@ -42,7 +42,7 @@ func versionString() string {
 }
 
 var versionCommand = command{
-	usage:   "flagadmin version (or flagadmin --version)",
+	usage:   "flagadmin version (or flagadmin --version, flagadmin -v)",
 	summary: "Prints the version of flagadmin and of the Go toolchain that built it.",
 }
 
@@ -139,11 +139,28 @@ func (c *cli) seed(ctx context.Context, args []string) error {
 		return err
 	}
 	defer closeStore()
-	if err := svc.ApplySeed(ctx, seed); err != nil {
+	err = svc.ApplySeed(ctx, seed, flagadmin.WithSeedProgress(seedProgress(func(loaded, total int) {
+		fmt.Fprintf(c.stderr, "loaded %d of %d events\n", loaded, total)
+	})))
+	if err != nil {
 		return seedError("seed file "+file, err)
 	}
 	fmt.Fprintf(c.stdout, "loaded %s into %s: %s\n", file, bunstore.RedactURL(cfg.DB), seedSummary(seed))
 	return nil
+}
+
+// openExistingService opens the configured database for a one-off command
+// that reads (or with migrate, changes) what it holds, never creating one
+// (openExisting). memory: is a new, empty store.
+func (c *cli) openExistingService(ctx context.Context, cfg Config, migrate bool) (*flagadmin.Service, func() error, error) {
+	if cfg.DB == memoryURL {
+		return c.openService(ctx, cfg)
+	}
+	store, err := openExisting(ctx, cfg.DB, buildLogger(cfg, c.stderr), migrate)
+	if err != nil {
+		return nil, nil, err
+	}
+	return flagadmin.NewService(store), store.Close, nil
 }
 
 // openService opens the configured database, migrated, for a one-off command.

@@ -196,9 +196,7 @@ func (c *cli) followCmd(ctx context.Context, args []string) error {
 	if cfg.DB == memoryURL {
 		return cliErrorf("memory: keeps nothing between processes; ask the server with --url")
 	}
-	openCtx, cancel := context.WithTimeout(ctx, openTimeout)
-	defer cancel()
-	store, err := openBunstore(openCtx, cfg.DB, buildLogger(cfg, c.stderr), false, bunstore.WithTimeout(defaultDBTimeout))
+	store, err := openExisting(ctx, cfg.DB, buildLogger(cfg, c.stderr), false)
 	if err != nil {
 		return err
 	}
@@ -292,7 +290,7 @@ func writeFollowStatus(w io.Writer, st flagadmin.FollowStatus, now time.Time) {
 	case st.State == flagadmin.FollowStatePaused && st.SyncedAt != nil:
 		lag = "unknown events (the source cannot be read), at least " + age(time.Duration(st.LagSeconds*float64(time.Second)))
 	case st.LagEvents >= 0 && st.SyncedAt != nil:
-		lag = fmt.Sprintf("%d events, %s", st.LagEvents, age(time.Duration(st.LagSeconds*float64(time.Second))))
+		lag = plural(st.LagEvents, "event") + ", " + age(time.Duration(st.LagSeconds*float64(time.Second)))
 	case st.SyncedAt != nil:
 		lag = age(time.Duration(st.LagSeconds * float64(time.Second)))
 	}

@@ -42,7 +42,8 @@ func bindLogSettings(bind func(name, env, def, usage string, unleash unleashRead
 	retention = bind("retention", envRetention, "",
 		"the `DURATION` events are kept, such as 90d or 2160h; older ones are pruned in small batches\n"+
 			"in the background, except those of projects under a legal hold (flagadmin log hold). Their\n"+
-			"leaf hashes stay, so checkpoints and proofs stay valid. Empty or 0 keeps events for ever", nil)
+			"leaf hashes stay, so checkpoints and proofs stay valid. The shortest is 1h; empty or 0 (or 0d)\n"+
+			"keeps events for ever", nil)
 	return logKey, logState, retention
 }
 
@@ -86,21 +87,35 @@ func loadLogKey(path string) (file, key string, err error) {
 	return path, strings.TrimSpace(string(b)), nil
 }
 
+// minRetention is the shortest retention: the pruner looks once a minute,
+// and events kept for less would leave search and export about as soon as
+// they were written.
+const minRetention = time.Hour
+
 // parseRetention reads --retention: a number of days (90d) or a Go
-// duration (2160h); empty or 0 keeps events for ever.
+// duration (2160h) of at least minRetention; empty or zero (0, 0d, 0h)
+// keeps events for ever.
 func parseRetention(raw string) (time.Duration, error) {
 	raw = strings.TrimSpace(raw)
-	if raw == "" || raw == "0" {
+	if raw == "" {
 		return 0, nil
 	}
+	var d time.Duration
+	var err error
 	if days, ok := strings.CutSuffix(raw, "d"); ok {
-		if n, err := strconv.Atoi(days); err == nil && n > 0 && n < 1<<20 {
-			return time.Duration(n) * 24 * time.Hour, nil
+		var n int
+		if n, err = strconv.Atoi(days); err == nil && (n < 0 || n >= 1<<20) {
+			err = strconv.ErrRange
 		}
+		d = time.Duration(n) * 24 * time.Hour
+	} else {
+		d, err = time.ParseDuration(raw)
 	}
-	d, err := time.ParseDuration(raw)
-	if err != nil || d < 0 {
+	switch {
+	case err != nil || d < 0:
 		return 0, fmt.Errorf("%q is not a retention; use a number of days such as 90d, a duration such as 2160h, or 0 to keep events for ever", raw)
+	case d > 0 && d < minRetention:
+		return 0, fmt.Errorf("%q is shorter than the shortest retention, 1h; use 1h or more, such as 90d, or 0 to keep events for ever", raw)
 	}
 	return d, nil
 }

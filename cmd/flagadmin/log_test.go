@@ -92,12 +92,23 @@ func TestConfigLogSettings(t *testing.T) {
 	if err != nil || cfg.Retention != 36*time.Hour || cfg.LogKey != "" {
 		t.Errorf("--retention 36h: got %v (%v)", cfg.Retention, err)
 	}
+	for raw, want := range map[string]time.Duration{
+		"0": 0, "0d": 0, "0h": 0, "0s": 0, "": 0, " 0d ": 0,
+		"1h": time.Hour, "90m": 90 * time.Minute, "1d": 24 * time.Hour, "90d": 90 * 24 * time.Hour, "2160h": 2160 * time.Hour,
+	} {
+		if cfg, err := parseServe(t, nil, "--retention", raw); err != nil || cfg.Retention != want {
+			t.Errorf("--retention %q: got %v (%v), want %v", raw, cfg.Retention, err, want)
+		}
+	}
 	for _, c := range []struct {
 		args []string
 		want string
 	}{
 		{[]string{"--retention", "ten days"}, `--retention: "ten days" is not a retention`},
 		{[]string{"--retention", "-5h"}, "--retention"},
+		{[]string{"--retention", "-1d"}, `--retention: "-1d" is not a retention`},
+		{[]string{"--retention", "1ns"}, `--retention: "1ns" is shorter than the shortest retention, 1h`},
+		{[]string{"--retention", "59m"}, `--retention: "59m" is shorter than the shortest retention, 1h`},
 		{[]string{"--log-key", filepath.Join(t.TempDir(), "none")}, "--log-key: cannot read the signing key"},
 		{[]string{"--log-key", verifier}, "not a signing key"},
 	} {
@@ -313,7 +324,7 @@ func TestLogVerifyNamesTheTamperedEvent(t *testing.T) {
 				e.CreatedBy = "mallory"
 			}
 			return same(e)
-		}, "the log does not verify: event 17 (leaf 16) was changed: its leaf hash is not the one recorded when it was written (and 1 more problems, above)"},
+		}, "the log does not verify: event 17 (leaf 16) was changed: its leaf hash is not the one recorded when it was written (and 1 more problem, above)"},
 		{"one deleted", func(e flagadmin.Event) []flagadmin.Event {
 			if e.ID == 30 {
 				return nil
@@ -436,6 +447,18 @@ func TestLogCommandsOnADatabase(t *testing.T) {
 	if err := c.hold(ctx, store, "memory:", "bad\x00id", false); err == nil || !strings.Contains(err.Error(), "--project: must not contain a NUL") {
 		t.Errorf("hold a bad id: got %v", err)
 	}
+	for _, id := range []string{"bad project!", "a,b", strings.Repeat("p", 101)} {
+		if err := c.hold(ctx, store, "memory:", id, false); err == nil || !strings.Contains(err.Error(), "cannot hold the project: --project: must be a project id: 1 to 100 letters, digits, or _ . ~ -") {
+			t.Errorf("hold %q: got %v, want --project refused", id, err)
+		}
+	}
+	out.Reset()
+	if err := c.hold(ctx, store, "memory:", "not-created-yet", false); err != nil || !strings.Contains(out.String(), "under legal hold") {
+		t.Errorf("hold a project that does not exist (yet): %v: %s", err, out.String())
+	}
+	if err := c.hold(ctx, store, "memory:", "not-created-yet", true); err != nil {
+		t.Errorf("release it: %v", err)
+	}
 	out.Reset()
 	if err := c.listHolds(ctx, store, &out); err != nil || strings.TrimSpace(out.String()) != "no legal holds" {
 		t.Errorf("holds after the release: %v: %q", err, out.String())
@@ -456,6 +479,40 @@ func TestServeOnAStoreWithoutALog(t *testing.T) {
 	for _, cfg := range []Config{{LogSignerKey: key}, {Retention: time.Hour}} {
 		if _, err := newLogParts(store, cfg); err == nil || !strings.Contains(err.Error(), "keeps no verifiable log yet") {
 			t.Errorf("%+v: got %v, want an error saying the database keeps no log", cfg.Retention, err)
+		}
+	}
+}
+
+// TestLogVerifyCountsInWords: the lines of log verify and follow status
+// write one of a thing in the singular and more in the plural.
+func TestLogVerifyCountsInWords(t *testing.T) {
+	problems := func(n int) []tlog.Problem { return make([]tlog.Problem, n) }
+	for _, tt := range []struct {
+		got, want string
+	}{
+		{verifiedLine(&tlog.Report{Events: 1, Leaves: 1, CheckpointSize: 1, Beyond: 1}, 0, false),
+			"OK: 1 event and 1 leaf checked in 0s; the tree has the signed root of the 1 event of the checkpoint; 1 event written since matches its leaf (the next checkpoint signs it)"},
+		{verifiedLine(&tlog.Report{Events: 3, Leaves: 3, CheckpointSize: 1, TrustedSize: 1, Beyond: 2}, 0, false),
+			"OK: 3 events and 3 leaves checked in 0s; the tree has the signed root of the 1 event of the checkpoint, and the root of the 1 event of the trusted checkpoint; 2 events written since match their leaves (the next checkpoint signs them)"},
+		{verifiedLine(&tlog.Report{Events: 2, Leaves: 2, CheckpointSize: 2}, 0, false),
+			"OK: 2 events and 2 leaves checked in 0s; the tree has the signed root of the 2 events of the checkpoint"},
+		{failedLine(&tlog.Report{Problems: problems(2)}), "the log does not verify: " + tlog.Problem{}.String() + " (and 1 more problem, above)"},
+		{failedLine(&tlog.Report{Problems: problems(2), Omitted: 1}), "the log does not verify: " + tlog.Problem{}.String() + " (and 2 more problems, above)"},
+		{failedLine(&tlog.Report{Problems: problems(1)}), "the log does not verify: " + tlog.Problem{}.String()},
+		{prunedLine(tlog.PrunedRange{FirstLeaf: 4, LastLeaf: 4, FirstID: 5, LastID: 5}), "pruned: leaf 4 (event 5), removed by retention; its leaf hash counts"},
+		{prunedLine(tlog.PrunedRange{FirstLeaf: 0, LastLeaf: 3, FirstID: 1, LastID: 4}), "pruned: leaves 0 to 3 (events 1 to 4), removed by retention; their leaf hashes count"},
+	} {
+		if tt.got != tt.want {
+			t.Errorf("got  %q\nwant %q", tt.got, tt.want)
+		}
+	}
+	now := time.Now()
+	synced := now.Add(-time.Minute)
+	for n, want := range map[int64]string{1: " 1 event, 1m0s\n", 2: " 2 events, 1m0s\n"} {
+		var out strings.Builder
+		writeFollowStatus(&out, flagadmin.FollowStatus{State: flagadmin.FollowStateFollowing, Ready: true, LagEvents: n, SyncedAt: &synced, LagSeconds: 60}, now)
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("follow status with a lag of %d: %q, want %q", n, out.String(), want)
 		}
 	}
 }

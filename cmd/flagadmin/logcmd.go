@@ -189,6 +189,9 @@ func (c *cli) logVerify(ctx context.Context, args []string) error {
 	}
 	var src tlog.Source
 	if *db != "" {
+		if strings.TrimSpace(*db) == memoryURL {
+			return cliErrorf("--db: memory: starts empty in every process; give the server's database, or read the server with --url")
+		}
 		quiet := buildLogger(Config{LogLevel: slog.LevelWarn, LogFormat: defaultLogFormat}, c.stderr)
 		store, closeStore, err := c.openLogStore(ctx, *db, false, quiet)
 		if err != nil {
@@ -212,8 +215,8 @@ func (c *cli) logVerify(ctx context.Context, args []string) error {
 func (c *cli) verifyLog(ctx context.Context, src tlog.Source, opts tlog.VerifyOptions, save string) error {
 	start := time.Now()
 	opts.Progress = func(p tlog.VerifyProgress) {
-		fmt.Fprintf(c.stderr, "checked %d of %d leaves, %s read, %s (%s)\n",
-			p.Leaves, p.Size, plural(p.Events, "event"), plural(int64(p.Problems), "problem"), time.Since(start).Round(time.Millisecond))
+		fmt.Fprintf(c.stderr, "checked %d of %s, %s read, %s (%s)\n",
+			p.Leaves, pluralOf(p.Size, "leaf", "leaves"), plural(p.Events, "event"), plural(int64(p.Problems), "problem"), time.Since(start).Round(time.Millisecond))
 	}
 	r, err := tlog.Verify(ctx, src, opts)
 	if err != nil {
@@ -228,9 +231,9 @@ func (c *cli) verifyLog(ctx context.Context, src tlog.Source, opts tlog.VerifyOp
 		}
 		return cliErrorf("flagadmin log verify: %s", flat(err))
 	}
-	fmt.Fprintf(c.stdout, "checkpoint: %s, %d events, root %s, signature valid\n", r.Origin, r.CheckpointSize, base64.StdEncoding.EncodeToString(r.CheckpointRoot[:]))
+	fmt.Fprintf(c.stdout, "checkpoint: %s, %s, root %s, signature valid\n", r.Origin, plural(r.CheckpointSize, "event"), base64.StdEncoding.EncodeToString(r.CheckpointRoot[:]))
 	for _, p := range r.Pruned {
-		fmt.Fprintf(c.stdout, "pruned: leaves %d to %d (events %d to %d), removed by retention; their leaf hashes count\n", p.FirstLeaf, p.LastLeaf, p.FirstID, p.LastID)
+		fmt.Fprintln(c.stdout, prunedLine(p))
 	}
 	for _, p := range r.Problems {
 		fmt.Fprintf(c.stdout, "PROBLEM: %s\n", p)
@@ -239,24 +242,9 @@ func (c *cli) verifyLog(ctx context.Context, src tlog.Source, opts tlog.VerifyOp
 		fmt.Fprintf(c.stdout, "PROBLEM: and %d more\n", r.Omitted)
 	}
 	if !r.OK() {
-		more := ""
-		if n := int64(len(r.Problems)-1) + r.Omitted; n > 0 {
-			more = fmt.Sprintf(" (and %d more problems, above)", n)
-		}
-		return cliErrorf("the log does not verify: %s%s", r.Problems[0], more)
+		return cliErrorf("%s", failedLine(r))
 	}
-	msg := fmt.Sprintf("OK: %d events and %d leaves checked in %s; the tree has the signed root of the %d events of the checkpoint",
-		r.Events, r.Leaves, time.Since(start).Round(time.Millisecond), r.CheckpointSize)
-	if r.TrustedSize > 0 {
-		msg += fmt.Sprintf(", and the root of the %d events of the trusted checkpoint", r.TrustedSize)
-	}
-	if r.Beyond > 0 {
-		msg += "; " + plural(r.Beyond, "event") + " written since match their leaves (the next checkpoint signs them)"
-	}
-	if opts.StoredHashes != nil {
-		msg += fmt.Sprintf("; stored hashes of the tree recomputed from the leaves: %d, all equal", r.StoredHashes)
-	}
-	fmt.Fprintln(c.stdout, msg)
+	fmt.Fprintln(c.stdout, verifiedLine(r, time.Since(start), opts.StoredHashes != nil))
 	if opts.Trusted == nil {
 		fmt.Fprintln(c.stdout, "NOTE: without --trusted, a rollback to an older copy of the database cannot be detected (an older copy is a consistent log): "+
 			"save this checkpoint with --save FILE and pass --trusted FILE next time, or pass the server's state file (its --log-key FILE"+tlog.StateSuffix+")")
@@ -268,6 +256,46 @@ func (c *cli) verifyLog(ctx context.Context, src tlog.Source, opts tlog.VerifyOp
 		fmt.Fprintf(c.stdout, "saved the checkpoint to %s: pass it as --trusted next time\n", save)
 	}
 	return nil
+}
+
+// prunedLine reports a range of leaves pruned by retention.
+func prunedLine(p tlog.PrunedRange) string {
+	if p.FirstLeaf == p.LastLeaf {
+		return fmt.Sprintf("pruned: leaf %d (event %d), removed by retention; its leaf hash counts", p.FirstLeaf, p.FirstID)
+	}
+	return fmt.Sprintf("pruned: leaves %d to %d (events %d to %d), removed by retention; their leaf hashes count", p.FirstLeaf, p.LastLeaf, p.FirstID, p.LastID)
+}
+
+// failedLine is the one line of a log that does not verify: its first
+// problem and how many more there are.
+func failedLine(r *tlog.Report) string {
+	more := ""
+	switch n := int64(len(r.Problems)-1) + r.Omitted; {
+	case n == 1:
+		more = " (and 1 more problem, above)"
+	case n > 1:
+		more = fmt.Sprintf(" (and %d more problems, above)", n)
+	}
+	return fmt.Sprintf("the log does not verify: %s%s", r.Problems[0], more)
+}
+
+// verifiedLine is the line of a log that verifies, checked in took.
+func verifiedLine(r *tlog.Report, took time.Duration, storedHashes bool) string {
+	msg := fmt.Sprintf("OK: %s and %s checked in %s; the tree has the signed root of the %s of the checkpoint",
+		plural(r.Events, "event"), pluralOf(r.Leaves, "leaf", "leaves"), took.Round(time.Millisecond), plural(r.CheckpointSize, "event"))
+	if r.TrustedSize > 0 {
+		msg += fmt.Sprintf(", and the root of the %s of the trusted checkpoint", plural(r.TrustedSize, "event"))
+	}
+	switch {
+	case r.Beyond == 1:
+		msg += "; 1 event written since matches its leaf (the next checkpoint signs it)"
+	case r.Beyond > 1:
+		msg += fmt.Sprintf("; %d events written since match their leaves (the next checkpoint signs them)", r.Beyond)
+	}
+	if storedHashes {
+		msg += fmt.Sprintf("; stored hashes of the tree recomputed from the leaves: %d, all equal", r.StoredHashes)
+	}
+	return msg
 }
 
 // apiSource is the Source of a running server: its checkpoint, its leaves
@@ -285,35 +313,32 @@ func (s apiSource) Events(ctx context.Context) iter.Seq2[flagadmin.Event, error]
 	return s.api.ExportEvents(ctx, flagadmin.EventSearchParams{}, 0)
 }
 
-// openLogStore opens a database that keeps the verifiable log.
+// openLogStore opens the existing database that keeps the verifiable log
+// (openExisting): migrate for a command that writes.
 func (c *cli) openLogStore(ctx context.Context, dbURL string, migrate bool, log *slog.Logger) (flagadmin.Store, func() error, error) {
 	dbURL, err := parseDBURL(dbURL)
 	if err != nil {
 		return nil, nil, cliErrorf("--db: %v", err)
 	}
 	if dbURL == memoryURL {
-		return nil, nil, cliErrorf("--db: memory: starts empty in every process; give the server's database, or read the server with --url")
+		return nil, nil, cliErrorf("--db: memory: starts empty in every process; give the server's database")
 	}
-	openCtx, cancel := context.WithTimeout(ctx, openTimeout)
-	defer cancel()
-	store, closeStore, err := openStore(openCtx, dbURL, log, migrate, defaultDBTimeout)
+	store, err := openExisting(ctx, dbURL, log, migrate)
 	if err != nil {
 		return nil, nil, err
 	}
-	if _, ok := store.(flagadmin.LogStore); !ok {
-		closeStore()
-		return nil, nil, cliErrorf("%s keeps no verifiable log yet", bunstore.RedactURL(dbURL))
-	}
-	return store, closeStore, nil
+	return store, store.Close, nil
 }
 
 var logHoldCommand = command{
 	usage:   "flagadmin log hold --project P [--release] [flags]",
 	summary: "Puts the events of project P under legal hold, or with --release ends the hold.",
 	about: `Retention (serve --retention) never prunes a held project's events until the hold
-is released with --release. P need not exist any more
-(events outlive their projects); events without a project follow the retention.
-The hold is stored in the database and applies to every server on it at once.`,
+is released with --release. P is a project id (1 to 100 letters, digits, or
+_ . ~ -); the project need not exist: not any more (events outlive their
+projects), nor yet (a hold placed first keeps every event of the project once it
+is created). Events without a project follow the retention. The hold is stored
+in the database, which must exist, and applies to every server on it at once.`,
 	env: []string{envDB, envLogLevel, envLogFormat},
 }
 

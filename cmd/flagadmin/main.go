@@ -15,7 +15,7 @@
 //	flagadmin import unleash    import an Unleash database
 //	flagadmin follow status     show how a server follows Unleash (serve --follow)
 //	flagadmin log ...           keys, audit and legal holds of the verifiable log
-//	flagadmin version           print the version (or flagadmin --version)
+//	flagadmin version           print the version (or flagadmin --version, -v)
 //
 // Configuration comes from flags and environment variables (a flag wins):
 // FLAGADMIN_ADDR, FLAGADMIN_DB, FLAGADMIN_SEED, FLAGADMIN_ADMIN_TOKENS,
@@ -126,48 +126,57 @@ func (c *cli) dispatch(ctx context.Context, args []string) error {
 		}
 		return c.serve(ctx, args)
 	}
-	switch cmd, rest := args[0], args[1:]; cmd {
-	case "serve":
-		return c.serve(ctx, rest)
-	case "migrate":
-		return c.migrate(ctx, rest)
-	case "seed":
-		return c.seed(ctx, rest)
-	case "token":
-		return c.token(ctx, rest)
-	case "service-account":
-		return c.accountCommand(ctx, rest, true)
-	case "user":
-		return c.accountCommand(ctx, rest, false)
-	case "version":
-		return c.version(rest)
-	case "events":
-		return c.events(ctx, rest)
-	case "webhooks":
-		return c.webhooks(ctx, rest)
-	case "import":
-		return c.importCmd(ctx, rest)
-	case "follow":
-		return c.followCmd(ctx, rest)
-	case "log":
-		return c.logCmd(ctx, rest)
-	case "help":
+	cmd, rest := args[0], args[1:]
+	if cmd == "help" {
 		if len(rest) > 0 {
 			return c.dispatch(ctx, append(slices.Clone(rest), "--help"))
 		}
 		fmt.Fprint(c.stdout, mainHelp)
 		return errHelpShown
-	default:
+	}
+	cm, ok := commandNamed(cmd)
+	if !ok {
 		return cliErrorf("unknown command %q; the commands are serve, migrate, seed, token, service-account, user, events export, events tail, webhooks status, import unleash, follow status, log and version (flagadmin --help)", cmd)
 	}
+	return cm.run(c, ctx, rest)
 }
 
-// commands are the names dispatch knows; subcommands tells those that take
-// a subcommand (token create, events export, ...).
-var (
-	commands    = []string{"serve", "migrate", "seed", "token", "service-account", "user", "version", "events", "webhooks", "import", "log", "help"}
-	subcommands = []string{"token", "service-account", "user", "events", "webhooks", "import", "log"}
-)
+// commandEntry is a command of dispatch: its name, whether a subcommand
+// follows it (token create, follow status), and what runs it.
+type commandEntry struct {
+	name string
+	sub  bool
+	run  func(c *cli, ctx context.Context, args []string) error
+}
+
+// commands are the commands dispatch runs, but help.
+var commands = []commandEntry{
+	{"serve", false, (*cli).serve},
+	{"migrate", false, (*cli).migrate},
+	{"seed", false, (*cli).seed},
+	{"token", true, (*cli).token},
+	{"service-account", true, func(c *cli, ctx context.Context, args []string) error { return c.accountCommand(ctx, args, true) }},
+	{"user", true, func(c *cli, ctx context.Context, args []string) error { return c.accountCommand(ctx, args, false) }},
+	{"version", false, func(c *cli, _ context.Context, args []string) error { return c.version(args) }},
+	{"events", true, (*cli).events},
+	{"webhooks", true, (*cli).webhooks},
+	{"import", true, (*cli).importCmd},
+	{"follow", true, (*cli).followCmd},
+	{"log", true, (*cli).logCmd},
+}
+
+// commandNamed returns the entry of commands named name, or help's (which
+// takes no subcommand of its own).
+func commandNamed(name string) (commandEntry, bool) {
+	if name == "help" {
+		return commandEntry{name: name}, true
+	}
+	i := slices.IndexFunc(commands, func(cm commandEntry) bool { return cm.name == name })
+	if i < 0 {
+		return commandEntry{}, false
+	}
+	return commands[i], true
+}
 
 // commandFirst moves flags given before the command after it and its
 // subcommand: "flagadmin --db sqlite:x.db seed world.json" runs as
@@ -177,15 +186,16 @@ var (
 // are serve's).
 func commandFirst(args []string) []string {
 	for i, a := range args {
-		if i == 0 || !slices.Contains(commands, a) || !onlyFlags(args[:i], a) {
+		cm, ok := commandNamed(a)
+		if i == 0 || !ok || !onlyFlags(args[:i], a) {
 			continue
 		}
 		end := i + 1
-		if slices.Contains(subcommands, a) && end < len(args) && !strings.HasPrefix(args[end], "-") {
+		if cm.sub && end < len(args) && !strings.HasPrefix(args[end], "-") {
 			end++ // the subcommand
 		}
 		out := slices.Concat(args[i:end], args[:i], args[end:])
-		if end == i+1 && slices.Contains(subcommands, a) {
+		if end == i+1 && cm.sub {
 			// No subcommand (or a flag such as --help in its place): the
 			// flags go last, where the subcommand is looked for first.
 			out = slices.Concat(args[i:end], args[end:], args[:i])
@@ -236,7 +246,15 @@ func isHelpFlag(arg string) bool {
 	return false
 }
 
-func isVersionFlag(arg string) bool { return arg == "--version" || arg == "-version" }
+// isVersionFlag reports whether arg asks for the version instead of a
+// command: --version, or -v.
+func isVersionFlag(arg string) bool {
+	switch arg {
+	case "-v", "--v", "-version", "--version":
+		return true
+	}
+	return false
+}
 
 const mainHelp = `flagadmin serves eleven operations of an admin API over HTTP, on SQLite,
 PostgreSQL, MySQL/MariaDB or in memory, and manages their database.
@@ -258,7 +276,7 @@ Usage:
   flagadmin import unleash [flags]       import an Unleash database
   flagadmin follow status [flags]        show how a server follows Unleash (serve --follow)
   flagadmin log keygen|verify|hold|holds keys, audit and legal holds of the event log
-  flagadmin version                      print the version (or --version)
+  flagadmin version                      print the version (or --version, -v)
 
 Flags go after the command (flagadmin seed --db sqlite:x.db FILE); flags given
 before it are passed to it.
@@ -447,9 +465,12 @@ func noArgs(fs *flag.FlagSet, args []string) error {
 }
 
 // plural writes n and noun, with an s unless n is 1: "1 event", "2 events".
-func plural(n int64, noun string) string {
+func plural(n int64, noun string) string { return pluralOf(n, noun, noun+"s") }
+
+// pluralOf writes n and one when n is 1, else n and many: "1 leaf", "2 leaves".
+func pluralOf(n int64, one, many string) string {
 	if n == 1 {
-		return "1 " + noun
+		return "1 " + one
 	}
-	return strconv.FormatInt(n, 10) + " " + noun + "s"
+	return strconv.FormatInt(n, 10) + " " + many
 }

@@ -35,10 +35,9 @@ func openStore(ctx context.Context, dbURL string, log *slog.Logger, migrate bool
 	return store, store.Close, nil
 }
 
-// existingDatabase refuses a SQLite database file that does not exist, for
-// the commands that only read or change what a database holds (a list, a
-// revocation, the webhook state): opening it would create an empty
-// database, likely beside the one meant.
+// existingDatabase refuses a SQLite database file that does not exist
+// (openExisting): opening it would create an empty database, likely beside
+// the one meant.
 func existingDatabase(dbURL string) error {
 	path, ok := strings.CutPrefix(dbURL, "sqlite:")
 	if !ok || path == ":memory:" {
@@ -51,6 +50,43 @@ func existingDatabase(dbURL string) error {
 		return cliErrorf("database %s does not exist: give the --db of the server (flagadmin migrate or serve creates a new one)", dbURL)
 	}
 	return nil
+}
+
+// openExisting opens the database of dbURL for a command that reads or
+// changes what it holds but must never create one: a SQLite file that
+// does not exist, or a database without flagadmin's schema, is refused,
+// likely a typo of --db. A schema older than this flagadmin's is brought
+// up to date when migrate is set (the command writes), and refused
+// otherwise: a command that only reads never changes the schema. Each
+// operation of the store runs under the default storage deadline.
+func openExisting(ctx context.Context, dbURL string, log *slog.Logger, migrate bool) (*bunstore.Store, error) {
+	if err := existingDatabase(dbURL); err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, openTimeout)
+	defer cancel()
+	store, err := openBunstore(ctx, dbURL, log, false, bunstore.WithTimeout(defaultDBTimeout))
+	if err != nil {
+		return nil, err
+	}
+	schema, err := store.Schema(ctx)
+	switch {
+	case err != nil:
+		err = cliErrorf("cannot read the schema of %s: %s", bunstore.RedactURL(dbURL), withCause(err))
+	case schema.Empty():
+		err = cliErrorf("database %s has no flagadmin schema: give the --db of the server (flagadmin migrate or serve creates one)", bunstore.RedactURL(dbURL))
+	case len(schema.Pending) > 0 && !migrate:
+		err = cliErrorf("database %s has the schema of an older flagadmin: run flagadmin migrate on it first", bunstore.RedactURL(dbURL))
+	case len(schema.Pending) > 0:
+		if err = store.Migrate(ctx); err != nil {
+			err = cliErrorf("migrate %s: %s", bunstore.RedactURL(dbURL), flat(err))
+		}
+	}
+	if err != nil {
+		store.Close()
+		return nil, err
+	}
+	return store, nil
 }
 
 // openBunstore opens a bunstore with log as its logger and the options

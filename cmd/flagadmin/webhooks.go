@@ -145,12 +145,7 @@ func (c *cli) webhooks(ctx context.Context, args []string) error {
 	if cfg.DB == memoryURL {
 		return cliErrorf("memory: keeps no webhook state between processes; give the server's --db")
 	}
-	if err := existingDatabase(cfg.DB); err != nil {
-		return err
-	}
-	openCtx, cancel := context.WithTimeout(ctx, openTimeout)
-	defer cancel()
-	store, err := openBunstore(openCtx, cfg.DB, buildLogger(cfg, c.stderr), false, bunstore.WithTimeout(defaultDBTimeout))
+	store, err := openExisting(ctx, cfg.DB, buildLogger(cfg, c.stderr), false)
 	if err != nil {
 		return err
 	}

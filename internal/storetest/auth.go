@@ -134,7 +134,9 @@ func authCases() []testCase {
 		}})
 	}
 	cases = append(cases, testCase{"auth/tokens created by the service authenticate", func(t *testing.T, w *world) {
-		w.load(accounts())
+		seed := accounts()
+		seed.Projects = []flagadmin.Project{{ID: "default"}} // a client token's project must exist
+		w.load(seed)
 		ctx, sys := w.ctx, flagadmin.System
 		adminS, _, err := w.svc.CreateAPIToken(ctx, sys, flagadmin.NewAPIToken{Name: "robot", Type: flagadmin.TokenAdmin})
 		wantNoError(t, "CreateAPIToken(admin)", err)
