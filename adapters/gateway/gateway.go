@@ -123,6 +123,11 @@ type Config struct {
 	// Logger receives one line per forwarded request and the causes of
 	// failures; nil discards them.
 	Logger *slog.Logger
+	// RequestID returns the id of the request a context belongs to
+	// (httpapi.RequestID, with httpapi.RequestIDs in front of the gateway,
+	// which also sends it upstream), for the log line of each forwarded
+	// request; nil logs none.
+	RequestID func(context.Context) string
 }
 
 // Gateway is the handler in front of the local API and the upstream.
@@ -136,6 +141,7 @@ type Gateway struct {
 	maxHeader       int64
 	bodyRead, stall time.Duration
 	log             *slog.Logger
+	requestID       func(context.Context) string
 	proxy           *httputil.ReverseProxy
 	upstreamHost    string // for messages
 }
@@ -152,7 +158,7 @@ func New(cfg Config) (*Gateway, error) {
 		upstream: cfg.Upstream, local: cfg.Local, serves: cfg.Serves, writeError: cfg.WriteError, waiter: cfg.Waiter,
 		followWait: positive(cfg.FollowWait, DefaultFollowWait), maxHeader: cfg.MaxHeaderBytes,
 		bodyRead: positive(cfg.BodyReadTimeout, DefaultBodyReadTimeout), stall: positive(cfg.StallTimeout, DefaultStallTimeout),
-		log: cfg.Logger, upstreamHost: cfg.Upstream.Host,
+		log: cfg.Logger, requestID: cfg.RequestID, upstreamHost: cfg.Upstream.Host,
 	}
 	if g.maxHeader <= 0 {
 		g.maxHeader = DefaultMaxHeaderBytes
@@ -299,6 +305,9 @@ func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, write *Write) 
 		}
 		if x.write != nil {
 			attrs = append(attrs, slog.Duration("follow_wait", x.waited), slog.Bool("lag", x.lag))
+		}
+		if g.requestID != nil {
+			attrs = append(attrs, slog.String("request_id", g.requestID(r.Context())))
 		}
 		g.log.LogAttrs(r.Context(), slog.LevelInfo, "forwarded", attrs...)
 	}()

@@ -205,18 +205,21 @@ func newFrontDoor(in frontDoorIn) (*frontDoor, error) {
 		FollowWait: in.Config.FollowWait,
 		Transport:  in.Transport,
 		Logger:     in.Logger,
+		RequestID:  httpapi.RequestID,
 	})
 	if err != nil {
 		return nil, cliErrorf("--upstream: %v", err)
 	}
 	counted := in.Metrics.Instrument(gw, func(*http.Request) string { return upstreamRoute })
-	handler := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	// Forwarded requests get their id as the API's own (sent upstream
+	// too); the API's handler takes the same id for the local ones.
+	handler := httpapi.RequestIDs(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if gw.Forwards(r) {
 			counted.ServeHTTP(w, r)
 			return
 		}
 		gw.ServeHTTP(w, r) // the local handler counts its own
-	})
+	}))
 	in.Logger.Info("in front of Unleash: requests flagadmin does not serve go to the upstream", "upstream", in.Config.Upstream.String())
 	return &frontDoor{handler: handler, listen: gateway.Listener, connContext: gateway.ConnContext}, nil
 }

@@ -380,3 +380,60 @@ func TestGatewaySmuggling(t *testing.T) {
 		t.Errorf("Unleash got %d requests", n)
 	}
 }
+
+// TestGatewayRequestID: a forwarded request has its id as a local one:
+// the client's X-Request-Id echoed (or a new one), sent to Unleash with
+// the request, and on the log lines of the request, its 502 included.
+func TestGatewayRequestID(t *testing.T) {
+	var (
+		mu   sync.Mutex
+		sent []string
+	)
+	up := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		sent = append(sent, r.Header.Get("X-Request-Id"))
+		mu.Unlock()
+		w.WriteHeader(http.StatusNoContent)
+	})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: up}
+	go srv.Serve(ln)
+	t.Cleanup(func() { srv.Close() })
+	base, _, logs := startGateway(t, "http://"+ln.Addr().String(), nil)
+
+	resp, _ := get(t, base+"/api/admin/features", map[string]string{"X-Request-Id": "client-id-1"})
+	fresh, _ := get(t, base+"/api/admin/features", map[string]string{"X-Request-Id": "not a usable id"})
+	mu.Lock()
+	got := slices.Clone(sent)
+	mu.Unlock()
+	if resp.Header.Get("X-Request-Id") != "client-id-1" || fresh.Header.Get("X-Request-Id") == "" || fresh.Header.Get("X-Request-Id") == "not a usable id" ||
+		!slices.Equal(got, []string{"client-id-1", fresh.Header.Get("X-Request-Id")}) {
+		t.Errorf("answers' ids %q and %q, Unleash got %q; want the client's usable id echoed, a new one for the other, each sent upstream",
+			resp.Header.Get("X-Request-Id"), fresh.Header.Get("X-Request-Id"), got)
+	}
+
+	closed, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closedURL := "http://" + closed.Addr().String()
+	closed.Close()
+	base, _, logs = startGateway(t, closedURL, nil)
+	resp, body := get(t, base+"/api/admin/features", nil)
+	wantAPIError(t, resp, body, http.StatusBadGateway, "BadGatewayError")
+	id := resp.Header.Get("X-Request-Id")
+	if id == "" {
+		t.Fatalf("the 502 has no X-Request-Id")
+	}
+	var failed, forwarded bool
+	for _, line := range strings.Split(logs.String(), "\n") {
+		failed = failed || strings.Contains(line, `msg="request failed"`) && strings.Contains(line, "request_id="+id)
+		forwarded = forwarded || strings.Contains(line, "msg=forwarded") && strings.Contains(line, "request_id="+id)
+	}
+	if !failed || !forwarded {
+		t.Errorf("the log lines of the 502 with request_id=%s: failure %v, forwarded %v; log:\n%s", id, failed, forwarded, logs.String())
+	}
+}
