@@ -138,7 +138,8 @@ func newSessions(cfg Config, transport *http.Transport, log *slog.Logger) (*gate
 	if cfg.Upstream == nil {
 		return nil, nil
 	}
-	s, err := gateway.NewSessions(gateway.SessionsConfig{Upstream: cfg.Upstream, Transport: transport, Timeout: cfg.UpstreamTimeout, Logger: log})
+	s, err := gateway.NewSessions(gateway.SessionsConfig{Upstream: cfg.Upstream, Transport: transport,
+		Timeout: min(cfg.UpstreamTimeout, gateway.DefaultSessionTimeout), Logger: log})
 	if err != nil {
 		return nil, cliErrorf("--upstream: %v", err)
 	}

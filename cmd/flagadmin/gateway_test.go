@@ -437,3 +437,54 @@ func TestGatewayRequestID(t *testing.T) {
 		t.Errorf("the log lines of the 502 with request_id=%s: failure %v, forwarded %v; log:\n%s", id, failed, forwarded, logs.String())
 	}
 }
+
+// TestGatewaySessionUnleashHangs: while Unleash accepts connections but
+// never answers, a session checked a moment ago keeps working from its
+// kept answer, and a new session is a 504 GatewayTimeout within the
+// session check's bound, not after --upstream-timeout.
+func TestGatewaySessionUnleashHangs(t *testing.T) {
+	var hang atomic.Bool
+	up := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if hang.Load() {
+			select {
+			case <-r.Context().Done():
+			case <-t.Context().Done():
+			}
+			return
+		}
+		c, err := r.Cookie("unleash-session")
+		if r.URL.Path != "/api/admin/user" || err != nil || unleashSessions[c.Value] == "" {
+			w.WriteHeader(http.StatusUnauthorized)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, unleashSessions[c.Value])
+	})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: up}
+	go srv.Serve(ln)
+	t.Cleanup(func() { srv.Close() })
+	const upstreamTimeout = 30 * time.Second
+	base, _, _ := startGateway(t, "http://"+ln.Addr().String(), func(c *Config) { c.UpstreamTimeout = upstreamTimeout })
+
+	search := base + "/api/admin/search/events?limit=1"
+	if resp, body := get(t, search, map[string]string{"Cookie": "unleash-session=ada-session"}); resp.StatusCode != http.StatusOK {
+		t.Fatalf("search with a session while Unleash answers: %d %s", resp.StatusCode, body)
+	}
+	hang.Store(true)
+	if resp, body := get(t, search, map[string]string{"Cookie": "unleash-session=ada-session"}); resp.StatusCode != http.StatusOK {
+		t.Errorf("the session checked a moment ago, Unleash hanging: %d %s; want 200 from the kept answer", resp.StatusCode, body)
+	}
+	start := time.Now()
+	resp, body := get(t, search, map[string]string{"Cookie": "unleash-session=vic-session"})
+	took := time.Since(start)
+	wantAPIError(t, resp, body, http.StatusGatewayTimeout, "GatewayTimeout")
+	// The bound is gateway.DefaultSessionTimeout; the margin is for a busy machine.
+	if took > gateway.DefaultSessionTimeout+upstreamTimeout/3 {
+		t.Errorf("a new session's check took %v with Unleash hanging; want about %v, far less than --upstream-timeout %v",
+			took, gateway.DefaultSessionTimeout, upstreamTimeout)
+	}
+}
