@@ -22,6 +22,12 @@
 // sees its own write, or at most Config.FollowWait, then carries
 // X-Flagadmin-Lag.
 //
+// Each forwarded request carries the gateway's name in Via (flagadmin-
+// and a random token of the Gateway); a request that arrives with it came
+// back (the upstream leads back to this server) and is answered 502
+// BadGatewayError (flagadmin.ErrUpstreamLoop) with LoopHeader, not
+// forwarded again. CheckUpstream finds such an upstream at start.
+//
 // Two more pieces come with it: Sessions authenticates Unleash's browser
 // sessions for the local handler (its cookie, asking the upstream whom it
 // belongs to), and Listener with ConnContext refuse requests whose
@@ -30,6 +36,7 @@ package gateway
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"io"
@@ -40,6 +47,7 @@ import (
 	"net/url"
 	"os"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -56,6 +64,11 @@ const (
 	// gateway waited for it. The next search through flagadmin may not see
 	// the write yet.
 	LagHeader = "X-Flagadmin-Lag"
+	// LoopHeader is on the answer to a request that came back to the
+	// gateway that forwarded it (a forwarding loop): that gateway's name in
+	// Via. Answers of the upstream keep it, so that CheckUpstream sees a
+	// loop through other servers.
+	LoopHeader = "X-Flagadmin-Loop"
 )
 
 // Defaults of Config.
@@ -143,7 +156,13 @@ type Gateway struct {
 	log             *slog.Logger
 	requestID       func(context.Context) string
 	proxy           *httputil.ReverseProxy
+	transport       http.RoundTripper
 	upstreamHost    string // for messages
+	// via is the gateway's name in the Via header of the requests it
+	// forwards: "flagadmin-" and a random token of this Gateway, so that a
+	// request that comes back to it is recognized (a loop), while one from
+	// another flagadmin server in front of it (chained on purpose) is not.
+	via string
 }
 
 // New returns a Gateway for cfg.
@@ -158,7 +177,7 @@ func New(cfg Config) (*Gateway, error) {
 		upstream: cfg.Upstream, local: cfg.Local, serves: cfg.Serves, writeError: cfg.WriteError, waiter: cfg.Waiter,
 		followWait: positive(cfg.FollowWait, DefaultFollowWait), maxHeader: cfg.MaxHeaderBytes,
 		bodyRead: positive(cfg.BodyReadTimeout, DefaultBodyReadTimeout), stall: positive(cfg.StallTimeout, DefaultStallTimeout),
-		log: cfg.Logger, requestID: cfg.RequestID, upstreamHost: cfg.Upstream.Host,
+		log: cfg.Logger, requestID: cfg.RequestID, upstreamHost: cfg.Upstream.Host, via: "flagadmin-" + rand.Text()[:16],
 	}
 	if g.maxHeader <= 0 {
 		g.maxHeader = DefaultMaxHeaderBytes
@@ -170,6 +189,7 @@ func New(cfg Config) (*Gateway, error) {
 	if transport == nil {
 		transport = NewTransport(positive(cfg.Timeout, DefaultTimeout))
 	}
+	g.transport = transport
 	g.proxy = &httputil.ReverseProxy{
 		Rewrite:        g.rewrite,
 		Transport:      transport,
@@ -234,6 +254,11 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		g.writeError(w, r, err)
 		return
 	}
+	if g.cameBack(r) {
+		w.Header().Set(LoopHeader, g.via)
+		g.writeError(w, r, fmt.Errorf("%w: %s %s came back from %s", flagadmin.ErrUpstreamLoop, r.Method, r.URL.Path, g.upstreamHost))
+		return
+	}
 	write, route, isWrite := writeRoute(r)
 	if !route && g.serves(r) {
 		w.Header().Set(SourceHeader, "local")
@@ -245,6 +270,57 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		wp = &write
 	}
 	g.forward(w, r, wp)
+}
+
+// cameBack reports whether r was forwarded by this gateway: its name is
+// in r's Via header. Every request that arrives so is refused, a locally
+// served one too, so that a loop ends at its second pass whatever the path.
+func (g *Gateway) cameBack(r *http.Request) bool {
+	for _, v := range r.Header.Values("Via") {
+		for entry := range strings.SplitSeq(v, ",") {
+			// received-protocol received-by [comment]
+			if f := strings.Fields(entry); len(f) >= 2 && f[1] == g.via {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// viaEntry is the gateway's entry in the Via header of a request it forwards.
+func (g *Gateway) viaEntry(r *http.Request) string {
+	if r.ProtoMajor >= 2 {
+		return strconv.Itoa(r.ProtoMajor) + " " + g.via
+	}
+	return strconv.Itoa(r.ProtoMajor) + "." + strconv.Itoa(r.ProtoMinor) + " " + g.via
+}
+
+// ErrUpstreamIsSelf is CheckUpstream's error when the upstream leads back
+// to the gateway itself.
+var ErrUpstreamIsSelf = errors.New("the upstream leads back to this server: a request forwarded to it comes back")
+
+// CheckUpstream asks the upstream once whether it answers (GET
+// <upstream>/health, as a forwarded request, bounded by ctx) and returns
+// the status of its answer. It returns ErrUpstreamIsSelf when the request
+// came back to this gateway (the upstream is this server, or leads back
+// to it), and the transport's error when the upstream does not answer.
+// The gateway must be serving for it to tell itself.
+func (g *Gateway) CheckUpstream(ctx context.Context) (int, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, g.upstream.JoinPath("health").String(), nil)
+	if err != nil {
+		return 0, err
+	}
+	req.Header.Set("Via", g.viaEntry(req))
+	resp, err := g.transport.RoundTrip(req)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10)) // the connection goes back to the pool
+	if resp.Header.Get(LoopHeader) == g.via {
+		return resp.StatusCode, ErrUpstreamIsSelf
+	}
+	return resp.StatusCode, nil
 }
 
 // Forwards reports whether ServeHTTP sends r to the upstream (or refuses
@@ -323,6 +399,7 @@ func (g *Gateway) rewrite(pr *httputil.ProxyRequest) {
 	pr.SetURL(g.upstream)
 	pr.Out.URL.RawQuery = pr.In.URL.RawQuery // ReverseProxy drops the parameters url.ParseQuery rejects
 	pr.SetXForwarded()
+	pr.Out.Header.Add("Via", g.viaEntry(pr.In))
 	neverResent(pr.Out)
 }
 

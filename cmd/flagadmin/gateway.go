@@ -121,7 +121,35 @@ func parseUpstream(raw string) (*url.URL, error) {
 // gatewayModule provides what a server in front of Unleash adds: the
 // transport to Unleash, the session authenticator of the API, and the
 // front door of the main listener (the gateway, or the API alone).
-var gatewayModule = fx.Module("gateway", fx.Provide(newUpstreamTransport, newSessions, newFrontDoor))
+var gatewayModule = fx.Module("gateway", fx.Provide(newUpstreamTransport, newSessions, newFrontDoor), fx.Invoke(checkUpstreamAtStart))
+
+// upstreamCheckTimeout bounds the check of the upstream at start.
+const upstreamCheckTimeout = 2 * time.Second
+
+// checkUpstreamAtStart asks the upstream once when the server serves (its
+// hook runs after the listener's): an upstream that leads back to this
+// server fails start-up in one line; one that does not answer is a
+// warning (Unleash may start later), one that answers an info line.
+func checkUpstreamAtStart(lc fx.Lifecycle, cfg Config, door *frontDoor, _ *Listener, log *slog.Logger) {
+	if door.gateway == nil {
+		return
+	}
+	lc.Append(fx.Hook{OnStart: func(ctx context.Context) error {
+		ctx, cancel := context.WithTimeout(ctx, min(cfg.UpstreamTimeout, upstreamCheckTimeout))
+		defer cancel()
+		status, err := door.gateway.CheckUpstream(ctx)
+		switch {
+		case errors.Is(err, gateway.ErrUpstreamIsSelf):
+			return cliErrorf("--upstream %s is this flagadmin server (a request forwarded to it comes back): give Unleash's address", cfg.Upstream)
+		case err != nil:
+			log.Warn("the upstream does not answer yet; requests forwarded to it get 502 or 504 until it does",
+				"upstream", cfg.Upstream.String(), "error", err.Error())
+		default:
+			log.Info("the upstream answers", "upstream", cfg.Upstream.String(), "status", status)
+		}
+		return nil
+	}})
+}
 
 // newUpstreamTransport returns the connections to the upstream, shared
 // by the proxy and the session checks; nil without --upstream.
@@ -163,6 +191,8 @@ type frontDoor struct {
 	handler     http.Handler
 	listen      func(net.Listener) net.Listener
 	connContext func(context.Context, net.Conn) context.Context
+	// gateway is the gateway in front of Unleash; nil without --upstream.
+	gateway *gateway.Gateway
 }
 
 // frontDoorIn are the dependencies of the front door. Waiter is the
@@ -222,5 +252,5 @@ func newFrontDoor(in frontDoorIn) (*frontDoor, error) {
 		gw.ServeHTTP(w, r) // the local handler counts its own
 	}))
 	in.Logger.Info("in front of Unleash: requests flagadmin does not serve go to the upstream", "upstream", in.Config.Upstream.String())
-	return &frontDoor{handler: handler, listen: gateway.Listener, connContext: gateway.ConnContext}, nil
+	return &frontDoor{handler: handler, listen: gateway.Listener, connContext: gateway.ConnContext, gateway: gw}, nil
 }

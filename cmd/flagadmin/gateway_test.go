@@ -109,7 +109,7 @@ func newFakeUnleash(t *testing.T) *fakeUnleash {
 		t.Fatal(err)
 	}
 	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path != "/api/admin/user" {
+		if r.URL.Path != "/api/admin/user" && r.URL.Path != "/health" { // the session checks, the check at start
 			u.requests.Add(1)
 		}
 		mux.ServeHTTP(w, r)
@@ -390,6 +390,9 @@ func TestGatewayRequestID(t *testing.T) {
 		sent []string
 	)
 	up := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/health" {
+			return // the check at start
+		}
 		mu.Lock()
 		sent = append(sent, r.Header.Get("X-Request-Id"))
 		mu.Unlock()
@@ -486,5 +489,53 @@ func TestGatewaySessionUnleashHangs(t *testing.T) {
 	if took > gateway.DefaultSessionTimeout+upstreamTimeout/3 {
 		t.Errorf("a new session's check took %v with Unleash hanging; want about %v, far less than --upstream-timeout %v",
 			took, gateway.DefaultSessionTimeout, upstreamTimeout)
+	}
+}
+
+// TestGatewayUpstreamIsItself: a server whose upstream is its own address
+// fails start-up with one line saying so (the command exits 1 with it).
+func TestGatewayUpstreamIsItself(t *testing.T) {
+	addr := freeAddr(t)
+	cfg := memoryConfig()
+	cfg.Demo = true
+	cfg.Addr = addr
+	u, err := parseUpstream("http://" + addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.GatewayConfig = GatewayConfig{Upstream: u, UpstreamTimeout: 5 * time.Second, FollowWait: 5 * time.Second}
+	app := fx.New(serveOptions(cfg, io.Discard))
+	err = app.Start(t.Context())
+	if err == nil {
+		app.Stop(t.Context())
+		t.Fatal("the server started in front of itself")
+	}
+	want := "--upstream http://" + addr + " is this flagadmin server (a request forwarded to it comes back): give Unleash's address"
+	if got := startupError(err).Error(); got != want {
+		t.Errorf("start-up error %q, want %q", got, want)
+	}
+}
+
+// TestGatewayChecksUpstreamAtStart: at start, the server says in one log
+// line whether Unleash answers: a warning when it does not (it may start
+// later; serving goes on), an info line with its status when it does.
+func TestGatewayChecksUpstreamAtStart(t *testing.T) {
+	closed, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closedURL := "http://" + closed.Addr().String()
+	closed.Close()
+	base, _, logs := startGateway(t, closedURL, nil)
+	if !strings.Contains(logs.String(), `level=WARN msg="the upstream does not answer yet; requests forwarded to it get 502 or 504 until it does" upstream=`+closedURL) {
+		t.Errorf("no warning that the upstream does not answer:\n%s", logs.String())
+	}
+	if resp, body := get(t, base+"/health", nil); resp.StatusCode != http.StatusOK {
+		t.Errorf("/health with the upstream down: %d %s, want 200", resp.StatusCode, body)
+	}
+	up := newFakeUnleash(t)
+	_, _, logs = startGateway(t, up.url, nil)
+	if !strings.Contains(logs.String(), `level=INFO msg="the upstream answers" upstream=`+up.url+" status=404") {
+		t.Errorf("no line that the upstream answers:\n%s", logs.String())
 	}
 }
