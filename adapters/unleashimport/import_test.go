@@ -691,7 +691,8 @@ func sameEventsButIDs(a, b []flagadmin.Event) bool {
 // default project with the one Unleash 8.2.0 answered on the fixture
 // (responses/projects.json), field for field, for the fields computed from
 // what the import reads: when an SDK last reported one of its flags
-// (Unleash keeps it in last_seen_at_metrics), its flags and members.
+// (Unleash keeps it in last_seen_at_metrics), its flags (those whose
+// lifecycle is completed: cleanupCount) and members.
 func checkProjectListAsUnleash(t *testing.T, svc *flagadmin.Service) {
 	t.Helper()
 	raw, err := os.ReadFile(filepath.Join(unleashfixture.Dir(), "responses", "projects.json"))
@@ -722,7 +723,7 @@ func checkProjectListAsUnleash(t *testing.T, svc *flagadmin.Service) {
 	if i < 0 || len(unleash.Projects) != 1 {
 		t.Fatalf("the default project: ours %v, Unleash's %d entries", ours, len(unleash.Projects))
 	}
-	for _, field := range []string{"id", "name", "description", "featureCount", "memberCount", "createdAt", "archivedAt", "mode", "lastReportedFlagUsage"} {
+	for _, field := range []string{"id", "name", "description", "featureCount", "memberCount", "createdAt", "archivedAt", "mode", "lastReportedFlagUsage", "cleanupCount"} {
 		if got, want := ours[i][field], unleash.Projects[0][field]; !reflect.DeepEqual(got, want) {
 			t.Errorf("default project's %s: %v, Unleash answers %v", field, got, want)
 		}
