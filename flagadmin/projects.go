@@ -128,6 +128,10 @@ func (p ProjectListEntry) MarshalJSON() ([]byte, error) {
 type ProjectListOptions struct {
 	// Archived lists only archived projects when true, only active ones when false.
 	Archived bool
+	// Only, when not empty, lists only the project of that id (when the
+	// caller sees it), as open-source Unleash lists its default project
+	// only: for a server in front of one.
+	Only string
 }
 
 // Health returns the health score of a project: round(100 - stale% -
@@ -190,7 +194,7 @@ func (s *Service) listProjects(ctx context.Context, p Principal, opts ProjectLis
 	// sort in about a third of the time.
 	visible := make([]*ProjectStats, 0, len(stats))
 	for i := range stats {
-		if !isHidden[stats[i].Project.ID] {
+		if !isHidden[stats[i].Project.ID] && (opts.Only == "" || stats[i].Project.ID == opts.Only) {
 			visible = append(visible, &stats[i])
 		}
 	}

@@ -141,6 +141,10 @@ type Config struct {
 	// which also sends it upstream), for the log line of each forwarded
 	// request; nil logs none.
 	RequestID func(context.Context) string
+	// Edition, when not nil, learns which Unleash the upstream is from
+	// the requests for the project list (Edition.Learn) before they are
+	// served locally.
+	Edition *Edition
 }
 
 // Gateway is the handler in front of the local API and the upstream.
@@ -155,6 +159,7 @@ type Gateway struct {
 	bodyRead, stall time.Duration
 	log             *slog.Logger
 	requestID       func(context.Context) string
+	edition         *Edition
 	proxy           *httputil.ReverseProxy
 	transport       http.RoundTripper
 	upstreamHost    string // for messages
@@ -177,7 +182,7 @@ func New(cfg Config) (*Gateway, error) {
 		upstream: cfg.Upstream, local: cfg.Local, serves: cfg.Serves, writeError: cfg.WriteError, waiter: cfg.Waiter,
 		followWait: positive(cfg.FollowWait, DefaultFollowWait), maxHeader: cfg.MaxHeaderBytes,
 		bodyRead: positive(cfg.BodyReadTimeout, DefaultBodyReadTimeout), stall: positive(cfg.StallTimeout, DefaultStallTimeout),
-		log: cfg.Logger, requestID: cfg.RequestID, upstreamHost: cfg.Upstream.Host, via: "flagadmin-" + rand.Text()[:16],
+		log: cfg.Logger, requestID: cfg.RequestID, edition: cfg.Edition, upstreamHost: cfg.Upstream.Host, via: "flagadmin-" + rand.Text()[:16],
 	}
 	if g.maxHeader <= 0 {
 		g.maxHeader = DefaultMaxHeaderBytes
@@ -261,6 +266,9 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	write, route, isWrite := writeRoute(r)
 	if !route && g.serves(r) {
+		if g.edition != nil && r.Method == http.MethodGet && r.URL.Path == projectListPath {
+			g.edition.Learn(r)
+		}
 		w.Header().Set(SourceHeader, "local")
 		g.local.ServeHTTP(w, r)
 		return

@@ -100,6 +100,11 @@ type Config struct {
 	// Authorization header by its browser session (decisions §18), such
 	// as gateway.Sessions in front of Unleash. Nil: such a request is 401.
 	Sessions SessionAuthenticator
+	// ProjectListOnly, when not nil, may limit the project list to one
+	// project, the one it returns when not empty, active, whatever archived
+	// says: in front of open-source Unleash, whose project list is its
+	// default project only (gateway.Edition.ProjectListOnly).
+	ProjectListOnly func() string
 }
 
 // BodyCache keeps encoded response bodies between requests. It is the
@@ -130,6 +135,7 @@ type Server struct {
 	bodies         BodyCache // nil when off
 	follow         FollowReporter
 	sessions       SessionAuthenticator
+	projectsOnly   func() string
 
 	// The live streams (stream.go).
 	feed                  flagadmin.EventFeed
@@ -147,7 +153,7 @@ func New(svc *flagadmin.Service, cfg Config) *Server {
 	installErrorModel() // before the first huma.Register
 	s := &Server{svc: svc, log: cfg.Logger, maxBody: cfg.MaxBodyBytes, maxHeader: cfg.MaxHeaderBytes,
 		bodyRead: cfg.BodyReadTimeout, storageTimeout: max(cfg.StorageTimeout, 0), mux: http.NewServeMux(), bodies: cfg.BodyCache,
-		follow: cfg.Follow, sessions: cfg.Sessions}
+		follow: cfg.Follow, sessions: cfg.Sessions, projectsOnly: cfg.ProjectListOnly}
 	if s.log == nil {
 		s.log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}

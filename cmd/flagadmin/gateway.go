@@ -121,7 +121,7 @@ func parseUpstream(raw string) (*url.URL, error) {
 // gatewayModule provides what a server in front of Unleash adds: the
 // transport to Unleash, the session authenticator of the API, and the
 // front door of the main listener (the gateway, or the API alone).
-var gatewayModule = fx.Module("gateway", fx.Provide(newUpstreamTransport, newSessions, newFrontDoor), fx.Invoke(checkUpstreamAtStart))
+var gatewayModule = fx.Module("gateway", fx.Provide(newUpstreamTransport, newSessions, newEdition, newFrontDoor), fx.Invoke(checkUpstreamAtStart))
 
 // upstreamCheckTimeout bounds the check of the upstream at start.
 const upstreamCheckTimeout = 2 * time.Second
@@ -174,6 +174,19 @@ func newSessions(cfg Config, transport *http.Transport, log *slog.Logger) (*gate
 	return s, nil
 }
 
+// newEdition returns what tells which Unleash the upstream is (its
+// project list); nil without --upstream.
+func newEdition(cfg Config, transport *http.Transport, log *slog.Logger) (*gateway.Edition, error) {
+	if cfg.Upstream == nil {
+		return nil, nil
+	}
+	e, err := gateway.NewEdition(cfg.Upstream, transport, min(cfg.UpstreamTimeout, gateway.DefaultSessionTimeout), log)
+	if err != nil {
+		return nil, cliErrorf("--upstream: %v", err)
+	}
+	return e, nil
+}
+
 var _ httpapi.SessionAuthenticator = (*gateway.Sessions)(nil)
 
 // sessionPort returns s as the API's session port, nil (no interface
@@ -206,6 +219,7 @@ type frontDoorIn struct {
 	Metrics   *metrics.Metrics
 	Feed      *eventfeed.Feed
 	Transport *http.Transport
+	Edition   *gateway.Edition
 	Logger    *slog.Logger
 	Waiter    gateway.Waiter `optional:"true"`
 }
@@ -237,6 +251,7 @@ func newFrontDoor(in frontDoorIn) (*frontDoor, error) {
 		Transport:  in.Transport,
 		Logger:     in.Logger,
 		RequestID:  httpapi.RequestID,
+		Edition:    in.Edition,
 	})
 	if err != nil {
 		return nil, cliErrorf("--upstream: %v", err)

@@ -34,6 +34,7 @@ type fakeUnleash struct {
 	requests    atomic.Int32
 	store       func() flagadmin.Store // flagadmin's store, once started
 	followDelay time.Duration
+	enterprise  string // versionInfo.current.enterprise of its ui-config: "" for the open-source edition
 	mu          sync.Mutex
 	completedAt map[string]time.Time // feature -> when its event reached the store
 }
@@ -60,6 +61,15 @@ func newFakeUnleash(t *testing.T) *fakeUnleash {
 		}
 		w.Header().Set("Content-Type", "application/json; charset=utf-8")
 		io.WriteString(w, unleashSessions[c.Value])
+	})
+	mux.HandleFunc("GET /api/admin/ui-config", func(w http.ResponseWriter, r *http.Request) {
+		c, err := r.Cookie("unleash-session")
+		if r.Header.Get("Authorization") == "" && (err != nil || unleashSessions[c.Value] == "") {
+			w.WriteHeader(http.StatusUnauthorized)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json; charset=utf-8")
+		fmt.Fprintf(w, `{"version":"8.2.0","versionInfo":{"current":{"oss":"8.2.0","enterprise":%q},"isLatest":true},"flags":{}}`, u.enterprise)
 	})
 	mux.HandleFunc("GET /static/app.js", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/javascript")
@@ -109,7 +119,9 @@ func newFakeUnleash(t *testing.T) *fakeUnleash {
 		t.Fatal(err)
 	}
 	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path != "/api/admin/user" && r.URL.Path != "/health" { // the session checks, the check at start
+		switch r.URL.Path {
+		case "/api/admin/user", "/api/admin/ui-config", "/health": // flagadmin's questions: sessions, edition, the check at start
+		default:
 			u.requests.Add(1)
 		}
 		mux.ServeHTTP(w, r)
@@ -537,5 +549,49 @@ func TestGatewayChecksUpstreamAtStart(t *testing.T) {
 	_, _, logs = startGateway(t, up.url, nil)
 	if !strings.Contains(logs.String(), `level=INFO msg="the upstream answers" upstream=`+up.url+" status=404") {
 		t.Errorf("no line that the upstream answers:\n%s", logs.String())
+	}
+}
+
+// TestGatewayProjectListAsUnleash: in front of open-source Unleash, whose
+// project list is its default project only (whatever archived says), the
+// project list served from the copy is too; in front of Unleash
+// Enterprise it lists every project, as a server on its own does.
+func TestGatewayProjectListAsUnleash(t *testing.T) {
+	ids := func(base string, header map[string]string, query string) []string {
+		t.Helper()
+		resp, body := get(t, base+"/api/admin/projects"+query, header)
+		if resp.StatusCode != http.StatusOK || resp.Header.Get(gateway.SourceHeader) != "local" {
+			t.Fatalf("project list: %d %s", resp.StatusCode, body)
+		}
+		var list struct{ Projects []struct{ ID string } }
+		if err := json.Unmarshal([]byte(body), &list); err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, p := range list.Projects {
+			out = append(out, p.ID)
+		}
+		return out
+	}
+	admin := map[string]string{"Authorization": demoAdmin}
+	oss := newFakeUnleash(t)
+	base, _, _ := startGateway(t, oss.url, nil)
+	for _, c := range []struct {
+		header map[string]string
+		query  string
+	}{{admin, ""}, {admin, "?archived=true"}, {map[string]string{"Cookie": "unleash-session=ada-session"}, ""}} {
+		if got := ids(base, c.header, c.query); !slices.Equal(got, []string{"default"}) {
+			t.Errorf("in front of open-source Unleash, %v%s lists %v; want [default] as Unleash's own", c.header, c.query, got)
+		}
+	}
+	if resp, body := get(t, base+"/api/admin/projects?archived=maybe", admin); resp.StatusCode != http.StatusBadRequest {
+		t.Errorf("archived=maybe: %d %s, want 400", resp.StatusCode, body)
+	}
+
+	enterprise := newFakeUnleash(t)
+	enterprise.enterprise = "8.2.0"
+	base, _, _ = startGateway(t, enterprise.url, nil)
+	if got := ids(base, admin, ""); len(got) < 2 || !slices.Contains(got, "default") {
+		t.Errorf("in front of Unleash Enterprise the list is %v; want every active project", got)
 	}
 }
