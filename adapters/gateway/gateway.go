@@ -28,10 +28,12 @@
 // BadGatewayError (flagadmin.ErrUpstreamLoop) with LoopHeader, not
 // forwarded again. CheckUpstream finds such an upstream at start.
 //
-// Two more pieces come with it: Sessions authenticates Unleash's browser
+// More pieces come with it: Sessions authenticates Unleash's browser
 // sessions for the local handler (its cookie, asking the upstream whom it
-// belongs to), and Listener with ConnContext refuse requests whose
-// length is ambiguous (request smuggling) before they are forwarded.
+// belongs to); Edition tells whether the upstream is open-source Unleash,
+// whose project list is its default project only; and Listener with
+// ConnContext refuse requests whose length is ambiguous (request
+// smuggling) before they are forwarded.
 package gateway
 
 import (
