@@ -81,20 +81,23 @@ func (o ProjectOwner) MarshalJSON() ([]byte, error) {
 // ProjectListEntry is one element of the project list (admin-api.md section
 // 2.2, decisions section 6).
 type ProjectListEntry struct {
-	ID                    string         `json:"id"`
-	Name                  string         `json:"name"`
-	Description           string         `json:"description"`
-	Health                int            `json:"health"`
-	TechnicalDebt         int            `json:"technicalDebt"`
-	FeatureCount          int            `json:"featureCount"`
-	MemberCount           int            `json:"memberCount"`
-	CreatedAt             time.Time      `json:"createdAt"`
-	LastUpdatedAt         *time.Time     `json:"lastUpdatedAt"`
-	ArchivedAt            *time.Time     `json:"archivedAt"`
-	Favorite              bool           `json:"favorite"`
-	Mode                  ProjectMode    `json:"mode"`
-	LastReportedFlagUsage *time.Time     `json:"lastReportedFlagUsage"`
-	Owners                []ProjectOwner `json:"owners"`
+	ID                    string      `json:"id"`
+	Name                  string      `json:"name"`
+	Description           string      `json:"description"`
+	Health                int         `json:"health"`
+	TechnicalDebt         int         `json:"technicalDebt"`
+	FeatureCount          int         `json:"featureCount"`
+	MemberCount           int         `json:"memberCount"`
+	CreatedAt             time.Time   `json:"createdAt"`
+	LastUpdatedAt         *time.Time  `json:"lastUpdatedAt"`
+	ArchivedAt            *time.Time  `json:"archivedAt"`
+	Favorite              bool        `json:"favorite"`
+	Mode                  ProjectMode `json:"mode"`
+	LastReportedFlagUsage *time.Time  `json:"lastReportedFlagUsage"`
+	// CleanupCount counts the features whose lifecycle is completed;
+	// absent from the JSON when 0, as in Unleash's answer.
+	CleanupCount int            `json:"cleanupCount,omitempty"`
+	Owners       []ProjectOwner `json:"owners"`
 }
 
 // MarshalJSON writes the entry's fields in the order of the struct with
@@ -115,15 +118,20 @@ func (p ProjectListEntry) MarshalJSON() ([]byte, error) {
 		LastUpdatedAt         *string        `json:"lastUpdatedAt"`
 		ArchivedAt            *string        `json:"archivedAt"`
 		LastReportedFlagUsage *string        `json:"lastReportedFlagUsage"`
+		CleanupCount          int            `json:"cleanupCount,omitempty"`
 	}{p.ID, p.Name, p.Description, p.Health, p.TechnicalDebt, p.FeatureCount, p.MemberCount, p.Favorite,
 		p.Mode, p.Owners, formatTime(p.CreatedAt), formatTimePtr(p.LastUpdatedAt), formatTimePtr(p.ArchivedAt),
-		formatTimePtr(p.LastReportedFlagUsage)})
+		formatTimePtr(p.LastReportedFlagUsage), p.CleanupCount})
 }
 
 // ProjectListOptions are the parameters of the project list.
 type ProjectListOptions struct {
 	// Archived lists only archived projects when true, only active ones when false.
 	Archived bool
+	// Only, when not empty, lists only the project of that id (when the
+	// caller sees it), as open-source Unleash lists its default project
+	// only: for a server in front of one.
+	Only string
 }
 
 // Health returns the health score of a project: round(100 - stale% -
@@ -186,7 +194,7 @@ func (s *Service) listProjects(ctx context.Context, p Principal, opts ProjectLis
 	// sort in about a third of the time.
 	visible := make([]*ProjectStats, 0, len(stats))
 	for i := range stats {
-		if !isHidden[stats[i].Project.ID] {
+		if !isHidden[stats[i].Project.ID] && (opts.Only == "" || stats[i].Project.ID == opts.Only) {
 			visible = append(visible, &stats[i])
 		}
 	}
@@ -221,6 +229,7 @@ func setProjectListEntry(e *ProjectListEntry, st *ProjectStats) {
 		Favorite:              st.Favorite,
 		Mode:                  st.Project.Mode,
 		LastReportedFlagUsage: st.LastReportedFlagUsage,
+		CleanupCount:          st.CleanupCount,
 		Owners:                sortedOwners(st.Owners),
 	}
 }

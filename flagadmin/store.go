@@ -232,6 +232,14 @@ func (q ProjectStatsQuery) Standing(f Feature) FeatureStanding {
 	}
 }
 
+// InCleanup reports whether f counts in its project's CleanupCount: its
+// lifecycle stage is completed (archived or not; an archived feature's
+// stage is normally archived), as Unleash counts the flags its project
+// list shows as "in cleanup" (a flag's latest lifecycle stage). It is the
+// one statement of the rule: memstore applies it as it is, a SQL store
+// writes it in its query.
+func InCleanup(f Feature) bool { return f.Lifecycle.Stage == StageCompleted }
+
 // CountedMembers returns the users a project's MemberCount counts
 // (ProjectStats; decisions §6), ascending: each user holding a role in the
 // project directly (a membership's UserID), and each user of a group
@@ -274,6 +282,8 @@ type ProjectStats struct {
 	LastUpdatedAt *time.Time
 	// LastReportedFlagUsage is the newest lastSeenAt of the project's features.
 	LastReportedFlagUsage *time.Time
+	// CleanupCount counts the project's features InCleanup.
+	CleanupCount int
 	// Favorite: FavoritesOf favorited the project.
 	Favorite bool
 	// Owners are the users and groups holding the Owner role (UserOwner,

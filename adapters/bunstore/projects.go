@@ -106,6 +106,9 @@ func (s *Store) projectList(ctx context.Context, tx bun.Tx, q flagadmin.ProjectS
 		out[i].FeatureCount, out[i].StaleCount, out[i].PotentiallyStaleCount = int(f.Features), int(f.Stale), int(f.PotentiallyStale)
 		out[i].MemberCount, out[i].LastReportedFlagUsage = int(f.Members), stored.TimePtr(f.LastSeenAt)
 	}
+	if err := cleanupCounts(ctx, tx, out, at); err != nil {
+		return nil, err
+	}
 	if err := projectOwners(ctx, tx, out, at); err != nil {
 		return nil, err
 	}
@@ -120,6 +123,28 @@ func (s *Store) projectList(ctx context.Context, tx bun.Tx, q flagadmin.ProjectS
 		}
 	}
 	return out, err
+}
+
+// cleanupCounts sets the CleanupCount of the projects of out (at: their
+// index by id), counted from the features: the SQL form of
+// flagadmin.InCleanup (the lifecycle stage is completed, archived or not).
+func cleanupCounts(ctx context.Context, tx bun.Tx, out []flagadmin.ProjectStats, at map[string]int) error {
+	rows, err := tx.QueryContext(ctx, "SELECT project, COUNT(*) FROM features WHERE lifecycle_stage = ? GROUP BY project", flagadmin.StageCompleted)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id string
+		var n int
+		if err := rows.Scan(&id, &n); err != nil {
+			return err
+		}
+		if i, ok := at[id]; ok {
+			out[i].CleanupCount = n
+		}
+	}
+	return rows.Err()
 }
 
 // listedProjects returns the projects, archived or active, each with the

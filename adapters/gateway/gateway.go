@@ -22,14 +22,23 @@
 // sees its own write, or at most Config.FollowWait, then carries
 // X-Flagadmin-Lag.
 //
-// Two more pieces come with it: Sessions authenticates Unleash's browser
+// Each forwarded request carries the gateway's name in Via (flagadmin-
+// and a random token of the Gateway); a request that arrives with it came
+// back (the upstream leads back to this server) and is answered 502
+// BadGatewayError (flagadmin.ErrUpstreamLoop) with LoopHeader, not
+// forwarded again. CheckUpstream finds such an upstream at start.
+//
+// More pieces come with it: Sessions authenticates Unleash's browser
 // sessions for the local handler (its cookie, asking the upstream whom it
-// belongs to), and Listener with ConnContext refuse requests whose
-// length is ambiguous (request smuggling) before they are forwarded.
+// belongs to); Edition tells whether the upstream is open-source Unleash,
+// whose project list is its default project only; and Listener with
+// ConnContext refuse requests whose length is ambiguous (request
+// smuggling) before they are forwarded.
 package gateway
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"io"
@@ -40,6 +49,7 @@ import (
 	"net/url"
 	"os"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -56,6 +66,11 @@ const (
 	// gateway waited for it. The next search through flagadmin may not see
 	// the write yet.
 	LagHeader = "X-Flagadmin-Lag"
+	// LoopHeader is on the answer to a request that came back to the
+	// gateway that forwarded it (a forwarding loop): that gateway's name in
+	// Via. Answers of the upstream keep it, so that CheckUpstream sees a
+	// loop through other servers.
+	LoopHeader = "X-Flagadmin-Loop"
 )
 
 // Defaults of Config.
@@ -123,6 +138,15 @@ type Config struct {
 	// Logger receives one line per forwarded request and the causes of
 	// failures; nil discards them.
 	Logger *slog.Logger
+	// RequestID returns the id of the request a context belongs to
+	// (httpapi.RequestID, with httpapi.RequestIDs in front of the gateway,
+	// which also sends it upstream), for the log line of each forwarded
+	// request; nil logs none.
+	RequestID func(context.Context) string
+	// Edition, when not nil, learns which Unleash the upstream is from
+	// the requests for the project list (Edition.Learn) before they are
+	// served locally.
+	Edition *Edition
 }
 
 // Gateway is the handler in front of the local API and the upstream.
@@ -136,8 +160,16 @@ type Gateway struct {
 	maxHeader       int64
 	bodyRead, stall time.Duration
 	log             *slog.Logger
+	requestID       func(context.Context) string
+	edition         *Edition
 	proxy           *httputil.ReverseProxy
+	transport       http.RoundTripper
 	upstreamHost    string // for messages
+	// via is the gateway's name in the Via header of the requests it
+	// forwards: "flagadmin-" and a random token of this Gateway, so that a
+	// request that comes back to it is recognized (a loop), while one from
+	// another flagadmin server in front of it (chained on purpose) is not.
+	via string
 }
 
 // New returns a Gateway for cfg.
@@ -152,7 +184,7 @@ func New(cfg Config) (*Gateway, error) {
 		upstream: cfg.Upstream, local: cfg.Local, serves: cfg.Serves, writeError: cfg.WriteError, waiter: cfg.Waiter,
 		followWait: positive(cfg.FollowWait, DefaultFollowWait), maxHeader: cfg.MaxHeaderBytes,
 		bodyRead: positive(cfg.BodyReadTimeout, DefaultBodyReadTimeout), stall: positive(cfg.StallTimeout, DefaultStallTimeout),
-		log: cfg.Logger, upstreamHost: cfg.Upstream.Host,
+		log: cfg.Logger, requestID: cfg.RequestID, edition: cfg.Edition, upstreamHost: cfg.Upstream.Host, via: "flagadmin-" + rand.Text()[:16],
 	}
 	if g.maxHeader <= 0 {
 		g.maxHeader = DefaultMaxHeaderBytes
@@ -164,6 +196,7 @@ func New(cfg Config) (*Gateway, error) {
 	if transport == nil {
 		transport = NewTransport(positive(cfg.Timeout, DefaultTimeout))
 	}
+	g.transport = transport
 	g.proxy = &httputil.ReverseProxy{
 		Rewrite:        g.rewrite,
 		Transport:      transport,
@@ -228,8 +261,16 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		g.writeError(w, r, err)
 		return
 	}
+	if g.cameBack(r) {
+		w.Header().Set(LoopHeader, g.via)
+		g.writeError(w, r, fmt.Errorf("%w: %s %s came back from %s", flagadmin.ErrUpstreamLoop, r.Method, r.URL.Path, g.upstreamHost))
+		return
+	}
 	write, route, isWrite := writeRoute(r)
 	if !route && g.serves(r) {
+		if g.edition != nil && r.Method == http.MethodGet && r.URL.Path == projectListPath {
+			g.edition.Learn(r)
+		}
 		w.Header().Set(SourceHeader, "local")
 		g.local.ServeHTTP(w, r)
 		return
@@ -239,6 +280,57 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		wp = &write
 	}
 	g.forward(w, r, wp)
+}
+
+// cameBack reports whether r was forwarded by this gateway: its name is
+// in r's Via header. Every request that arrives so is refused, a locally
+// served one too, so that a loop ends at its second pass whatever the path.
+func (g *Gateway) cameBack(r *http.Request) bool {
+	for _, v := range r.Header.Values("Via") {
+		for entry := range strings.SplitSeq(v, ",") {
+			// received-protocol received-by [comment]
+			if f := strings.Fields(entry); len(f) >= 2 && f[1] == g.via {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// viaEntry is the gateway's entry in the Via header of a request it forwards.
+func (g *Gateway) viaEntry(r *http.Request) string {
+	if r.ProtoMajor >= 2 {
+		return strconv.Itoa(r.ProtoMajor) + " " + g.via
+	}
+	return strconv.Itoa(r.ProtoMajor) + "." + strconv.Itoa(r.ProtoMinor) + " " + g.via
+}
+
+// ErrUpstreamIsSelf is CheckUpstream's error when the upstream leads back
+// to the gateway itself.
+var ErrUpstreamIsSelf = errors.New("the upstream leads back to this server: a request forwarded to it comes back")
+
+// CheckUpstream asks the upstream once whether it answers (GET
+// <upstream>/health, as a forwarded request, bounded by ctx) and returns
+// the status of its answer. It returns ErrUpstreamIsSelf when the request
+// came back to this gateway (the upstream is this server, or leads back
+// to it), and the transport's error when the upstream does not answer.
+// The gateway must be serving for it to tell itself.
+func (g *Gateway) CheckUpstream(ctx context.Context) (int, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, g.upstream.JoinPath("health").String(), nil)
+	if err != nil {
+		return 0, err
+	}
+	req.Header.Set("Via", g.viaEntry(req))
+	resp, err := g.transport.RoundTrip(req)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10)) // the connection goes back to the pool
+	if resp.Header.Get(LoopHeader) == g.via {
+		return resp.StatusCode, ErrUpstreamIsSelf
+	}
+	return resp.StatusCode, nil
 }
 
 // Forwards reports whether ServeHTTP sends r to the upstream (or refuses
@@ -300,6 +392,9 @@ func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, write *Write) 
 		if x.write != nil {
 			attrs = append(attrs, slog.Duration("follow_wait", x.waited), slog.Bool("lag", x.lag))
 		}
+		if g.requestID != nil {
+			attrs = append(attrs, slog.String("request_id", g.requestID(r.Context())))
+		}
 		g.log.LogAttrs(r.Context(), slog.LevelInfo, "forwarded", attrs...)
 	}()
 	g.proxy.ServeHTTP(fw, r.WithContext(context.WithValue(r.Context(), exchangeKey{}, x)))
@@ -314,6 +409,7 @@ func (g *Gateway) rewrite(pr *httputil.ProxyRequest) {
 	pr.SetURL(g.upstream)
 	pr.Out.URL.RawQuery = pr.In.URL.RawQuery // ReverseProxy drops the parameters url.ParseQuery rejects
 	pr.SetXForwarded()
+	pr.Out.Header.Add("Via", g.viaEntry(pr.In))
 	neverResent(pr.Out)
 }
 

@@ -3,6 +3,7 @@ package gateway
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -383,5 +384,54 @@ func TestNewChecksTheUpstream(t *testing.T) {
 		if _, err := New(Config{Upstream: u, Local: localHandler, Serves: func(*http.Request) bool { return false }, WriteError: writeError}); err == nil {
 			t.Errorf("New accepted the upstream %q", raw)
 		}
+	}
+}
+
+// TestForwardingLoop: a gateway whose upstream is itself forwards a
+// request once; when it comes back (the gateway's name in Via), it is
+// answered 502 BadGatewayError with LoopHeader and not forwarded again.
+// CheckUpstream (whose /health would be a local route) tells the gateway
+// it is its own upstream.
+func TestForwardingLoop(t *testing.T) {
+	e := newEnv(t, selfUpstream, func(c *Config) {
+		serves := c.Serves
+		c.Serves = func(r *http.Request) bool { return r.URL.Path == "/health" || serves(r) }
+	})
+	resp, body := e.do(t, http.MethodGet, "/api/admin/features", nil, nil)
+	if resp.StatusCode != http.StatusBadGateway || errorName(t, body) != "BadGatewayError" || resp.Header.Get(LoopHeader) == "" ||
+		!strings.Contains(body, "leads back to this server") {
+		t.Errorf("through a gateway in front of itself: %d %s %s %q; want 502 BadGatewayError saying it loops",
+			resp.StatusCode, body, LoopHeader, resp.Header.Get(LoopHeader))
+	}
+	if n := strings.Count(e.logs.String(), `"msg":"forwarded"`); n != 1 {
+		t.Errorf("%d requests forwarded, want 1 (it comes back once):\n%s", n, e.logs.String())
+	}
+	if _, err := e.gw.CheckUpstream(t.Context()); !errors.Is(err, ErrUpstreamIsSelf) {
+		t.Errorf("CheckUpstream of a gateway in front of itself: %v, want ErrUpstreamIsSelf", err)
+	}
+}
+
+// TestChainedGateways: a gateway in front of another one (chained on
+// purpose) is not a loop: the request reaches the upstream with both
+// gateways' Via entries, and CheckUpstream reports the upstream's answer.
+func TestChainedGateways(t *testing.T) {
+	up := newUpstream(t, func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusTeapot) }, false)
+	inner := newEnv(t, up.URL, nil)
+	outer := newEnv(t, inner.url, nil)
+	resp, body := outer.do(t, http.MethodGet, "/api/admin/features", nil, map[string]string{"Via": "1.1 corporate-proxy"})
+	if resp.StatusCode != http.StatusTeapot {
+		t.Fatalf("through two gateways: %d %s, want the upstream's 418", resp.StatusCode, body)
+	}
+	got := up.requests()
+	if len(got) != 1 {
+		t.Fatalf("the upstream got %d requests, want 1", len(got))
+	}
+	via := strings.Join(got[0].header.Values("Via"), ", ")
+	if entries := strings.Split(via, ", "); len(entries) != 3 || entries[0] != "1.1 corporate-proxy" ||
+		entries[1] != "1.1 "+outer.gw.via || entries[2] != "1.1 "+inner.gw.via {
+		t.Errorf("Via at the upstream %q, want the client's entry then each gateway's", via)
+	}
+	if status, err := outer.gw.CheckUpstream(t.Context()); err != nil || status != http.StatusTeapot {
+		t.Errorf("CheckUpstream through another gateway: %d %v, want the upstream's 418", status, err)
 	}
 }

@@ -102,10 +102,20 @@ var localHandler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request)
 	_, _ = io.WriteString(w, "local "+r.URL.Path)
 })
 
+// selfUpstream as newEnv's upstream URL is the gateway's own address.
+const selfUpstream = "self"
+
 // newEnv serves a Gateway in front of upstreamURL; edit changes its
 // configuration.
 func newEnv(t testing.TB, upstreamURL string, edit func(*Config)) *env {
 	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if upstreamURL == selfUpstream {
+		upstreamURL = "http://" + ln.Addr().String()
+	}
 	u, err := url.Parse(upstreamURL)
 	if err != nil {
 		t.Fatal(err)
@@ -127,10 +137,7 @@ func newEnv(t testing.TB, upstreamURL string, edit func(*Config)) *env {
 	}
 	gw, err := New(cfg)
 	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
+		ln.Close()
 		t.Fatal(err)
 	}
 	srv := &http.Server{Handler: gw, ConnContext: ConnContext, DisableGeneralOptionsHandler: true,

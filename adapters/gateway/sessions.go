@@ -40,14 +40,22 @@ import (
 // release, and the table would reach the copy up to 5 s after a logout
 // anyway. Asking the upstream gives exactly Unleash's decision, costs one
 // small request per session per 5 s, and needs nothing of the follower.
-// While the upstream cannot be reached, requests with a session get 502
-// (not 401, which would sign the browser out).
+// While the upstream cannot be reached, a session whose answer is kept
+// keeps working (at most SessionTTL after it was asked); another gets
+// 502, or 504 after DefaultSessionTimeout when the upstream hangs (not
+// 401, which would sign the browser out): the answer flagadmin serves from
+// its copy does not wait for the upstream's own timeout.
 
 // DefaultSessionCookie is the name of Unleash's session cookie.
 const DefaultSessionCookie = "unleash-session"
 
 // SessionTTL is the longest a session's answer is kept (decisions §18).
 const SessionTTL = 5 * time.Second
+
+// DefaultSessionTimeout bounds one question about a session: Unleash
+// answers it in milliseconds, and a request served from the copy should
+// not wait for an upstream that hangs as long as a forwarded one does.
+const DefaultSessionTimeout = time.Second
 
 // Bounds of the session check.
 const (
@@ -72,7 +80,7 @@ type SessionsConfig struct {
 	Upstream *url.URL
 	// Transport carries the questions; nil means NewTransport(Timeout).
 	Transport http.RoundTripper
-	// Timeout bounds one question; 0 means DefaultTimeout.
+	// Timeout bounds one question; 0 means DefaultSessionTimeout.
 	Timeout time.Duration
 	// Cookie is the name of the session cookie; "" means DefaultSessionCookie.
 	Cookie string
@@ -106,7 +114,7 @@ func NewSessions(cfg SessionsConfig) (*Sessions, error) {
 	if err := checkUpstream(cfg.Upstream); err != nil {
 		return nil, err
 	}
-	timeout := positive(cfg.Timeout, DefaultTimeout)
+	timeout := positive(cfg.Timeout, DefaultSessionTimeout)
 	transport := cfg.Transport
 	if transport == nil {
 		transport = NewTransport(timeout)

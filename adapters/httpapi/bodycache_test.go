@@ -224,13 +224,14 @@ func TestProjectListStreamsWithoutBodyCache(t *testing.T) {
 func TestProjectListKey(t *testing.T) {
 	// Every field of ProjectListOptions must be in the key: adding one
 	// means adding it there, then here.
-	if n := reflect.TypeFor[flagadmin.ProjectListOptions]().NumField(); n != 1 {
-		t.Fatalf("ProjectListOptions has %d fields; projectListKey knows of 1 (Archived)", n)
+	if n := reflect.TypeFor[flagadmin.ProjectListOptions]().NumField(); n != 2 {
+		t.Fatalf("ProjectListOptions has %d fields; projectListKey knows of 2 (Archived, Only)", n)
 	}
 	ada := flagadmin.User{ID: 1, RootRole: flagadmin.RoleAdmin}
 	adaDemoted := flagadmin.User{ID: 1, RootRole: flagadmin.RoleViewer}
 	vic := flagadmin.User{ID: 3, RootRole: flagadmin.RoleViewer}
 	active, archived := flagadmin.ProjectListOptions{}, flagadmin.ProjectListOptions{Archived: true}
+	onlyDefault := flagadmin.ProjectListOptions{Only: "default"}
 	same := [][2]struct {
 		p    flagadmin.Principal
 		opts flagadmin.ProjectListOptions
@@ -253,10 +254,12 @@ func TestProjectListKey(t *testing.T) {
 	}{
 		"admin token":          {flagadmin.AdminToken("admin"), active},
 		"admin token archived": {flagadmin.AdminToken("admin"), archived},
+		"admin token default":  {flagadmin.AdminToken("admin"), onlyDefault},
 		"ada":                  {flagadmin.AsUser(ada), active},
 		"ada archived":         {flagadmin.AsUser(ada), archived},
 		"ada no longer admin":  {flagadmin.AsUser(adaDemoted), active},
 		"vic":                  {flagadmin.AsUser(vic), active},
+		"vic default":          {flagadmin.AsUser(vic), onlyDefault},
 	} {
 		key, ok := projectListKey(c.p, c.opts)
 		if !ok {

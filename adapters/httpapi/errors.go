@@ -43,14 +43,16 @@ const retryAfterSeconds = "5"
 
 // Fixed messages of the errors whose cause must not reach the caller.
 const (
-	msgInternal    = "An unexpected error occurred. Quote the error id when you report it."
-	msgUnavailable = "The storage is unavailable or did not answer in time. Try again later."
-	msgConflict    = "The change conflicts with existing data."
-	msgBadData     = "Request validation failed"
-	msgContentType = "The request body must be JSON (Content-Type application/json)."
-	msgTimeout     = "The request body did not arrive in time."
-	msgBadGateway  = "The upstream server could not be reached or did not answer properly. Try again later."
-	msgGateway504  = "The upstream server did not answer in time. Try again later."
+	msgInternal     = "An unexpected error occurred. Quote the error id when you report it."
+	msgUnavailable  = "The storage is unavailable or did not answer in time. Try again later."
+	msgConflict     = "The change conflicts with existing data."
+	msgBadData      = "Request validation failed"
+	msgContentType  = "The request body must be JSON (Content-Type application/json)."
+	msgTimeout      = "The request body did not arrive in time."
+	msgBadGateway   = "The upstream server could not be reached or did not answer properly. Try again later."
+	msgGateway504   = "The upstream server did not answer in time. Try again later."
+	msgUpstreamLoop = "The request came back to the flagadmin server that forwarded it (a forwarding loop): " +
+		"its upstream leads back to itself. Set its upstream (--upstream) to Unleash's address."
 )
 
 // apiError is the body of every error response: {id, name, message,
@@ -158,6 +160,8 @@ func mapError(err error) *apiError {
 		return newAPIError(http.StatusConflict, nameConflict, lr.Error())
 	case errors.Is(err, flagadmin.ErrConflict):
 		return newAPIError(http.StatusConflict, nameConflict, msgConflict)
+	case errors.Is(err, flagadmin.ErrUpstreamLoop):
+		return newAPIError(http.StatusBadGateway, nameBadGateway, msgUpstreamLoop)
 	case errors.Is(err, flagadmin.ErrBadGateway):
 		// Before the storage and context kinds: an upstream that timed
 		// out is a 504 whatever else its error wraps.

@@ -106,6 +106,10 @@ func appendProjectListEntry(b []byte, p *flagadmin.ProjectListEntry) []byte {
 	b = appendJSONTimePtr(b, p.ArchivedAt)
 	b = append(b, `,"lastReportedFlagUsage":`...)
 	b = appendJSONTimePtr(b, p.LastReportedFlagUsage)
+	if p.CleanupCount != 0 {
+		b = append(b, `,"cleanupCount":`...)
+		b = strconv.AppendInt(b, int64(p.CleanupCount), 10)
+	}
 	return append(b, '}')
 }
 

@@ -25,6 +25,36 @@ func requestID(ctx context.Context) string {
 	return id
 }
 
+// RequestID returns the request id of ctx, given by the API's handler or
+// by RequestIDs; "" for none.
+func RequestID(ctx context.Context) string { return requestID(ctx) }
+
+// RequestIDs gives every request the id the API's handler gives its own,
+// for a handler in front of the API that answers some requests elsewhere
+// (a gateway forwarding them): the client's X-Request-Id when usable, else
+// a new one, on the answer, in the context (RequestID, and the log line of
+// an error written with Server.WriteError), and on the request itself, so
+// that a server it is forwarded to gets the same id. The API's handler
+// behind it takes that id as the client's.
+func RequestIDs(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		r, id := withRequestID(w, r)
+		r.Header.Set(RequestIDHeader, id)
+		next.ServeHTTP(w, r)
+	})
+}
+
+// withRequestID gives r its id: the client's X-Request-Id when usable,
+// else a new one; the id goes on the answer and into r's context.
+func withRequestID(w http.ResponseWriter, r *http.Request) (*http.Request, string) {
+	id := r.Header.Get(RequestIDHeader)
+	if !validRequestID(id) {
+		id = newUUID()
+	}
+	w.Header().Set(RequestIDHeader, id)
+	return r.WithContext(context.WithValue(r.Context(), requestIDKey{}, id)), id
+}
+
 // validRequestID accepts 1 to 128 letters, digits and - _ . : so a client's
 // id cannot forge log lines or headers.
 func validRequestID(id string) bool {
@@ -76,14 +106,10 @@ func (w *responseRecorder) Unwrap() http.ResponseWriter { return w.ResponseWrite
 func (s *Server) observe(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
-		id := r.Header.Get(RequestIDHeader)
-		if !validRequestID(id) {
-			id = newUUID()
-		}
-		w.Header().Set(RequestIDHeader, id)
+		r, id := withRequestID(w, r)
 		rec := &responseRecorder{ResponseWriter: w}
 		route := s.routePattern(r)
-		ctx := context.WithValue(r.Context(), requestIDKey{}, id)
+		ctx := r.Context()
 		defer func() {
 			status := rec.status
 			if status == 0 {
@@ -99,7 +125,7 @@ func (s *Server) observe(next http.Handler) http.Handler {
 				slog.String("request_id", id),
 			)
 		}()
-		next.ServeHTTP(rec, r.WithContext(ctx))
+		next.ServeHTTP(rec, r)
 	})
 }
 

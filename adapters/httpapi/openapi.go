@@ -145,6 +145,7 @@ type projectSchema struct {
 	Favorite              bool                 `json:"favorite" doc:"Whether the calling user marked the project as favorite; false for admin tokens."`
 	Mode                  string               `json:"mode" enum:"open,protected,private" doc:"Who can see and change the project."`
 	LastReportedFlagUsage *string              `json:"lastReportedFlagUsage" format:"date-time" doc:"The newest time any of its features was seen by an SDK."`
+	CleanupCount          int                  `json:"cleanupCount,omitempty" minimum:"1" doc:"The number of its features whose lifecycle is completed (archived ones too): Unleash's flags in cleanup. Absent when none."`
 	Owners                []projectOwnerSchema `json:"owners" nullable:"false" minItems:"1" doc:"Users then groups holding the Owner role; [{\"ownerType\":\"system\"}] when there are none."`
 }
 

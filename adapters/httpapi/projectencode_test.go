@@ -80,9 +80,10 @@ func (p projectOracleEntry) MarshalJSON() ([]byte, error) {
 		LastUpdatedAt         *projectOracleTime `json:"lastUpdatedAt"`
 		ArchivedAt            *projectOracleTime `json:"archivedAt"`
 		LastReportedFlagUsage *projectOracleTime `json:"lastReportedFlagUsage"`
+		CleanupCount          int                `json:"cleanupCount,omitempty"`
 	}{plain{p.ID, p.Name, p.Description, p.Health, p.TechnicalDebt, p.FeatureCount, p.MemberCount, p.CreatedAt,
 		p.LastUpdatedAt, p.ArchivedAt, p.Favorite, p.Mode, p.LastReportedFlagUsage, owners},
-		projectOracleTime(p.CreatedAt), projectOracleTimePtr(p.LastUpdatedAt), projectOracleTimePtr(p.ArchivedAt), projectOracleTimePtr(p.LastReportedFlagUsage)})
+		projectOracleTime(p.CreatedAt), projectOracleTimePtr(p.LastUpdatedAt), projectOracleTimePtr(p.ArchivedAt), projectOracleTimePtr(p.LastReportedFlagUsage), p.CleanupCount})
 }
 
 // projectOracleMarshal is json.Marshal without HTML escaping.
@@ -106,6 +107,7 @@ func projectEntries() []flagadmin.ProjectListEntry {
 		{},
 		{ID: "web", Name: tricky, Description: tricky, Health: 43, TechnicalDebt: 57, FeatureCount: 7, MemberCount: 1 << 40,
 			CreatedAt: t1, LastUpdatedAt: &t2, ArchivedAt: &t1, Favorite: true, Mode: flagadmin.ModePrivate, LastReportedFlagUsage: &t2,
+			CleanupCount: 5,
 			Owners: []flagadmin.ProjectOwner{
 				flagadmin.UserOwner(flagadmin.User{ID: 3, Name: tricky, Email: email}),
 				flagadmin.UserOwner(flagadmin.User{ID: 4, Username: "no-mail"}),

@@ -75,6 +75,11 @@ func (s *Server) getProjects(ctx context.Context, in *getProjectsInput) (*getPro
 		return nil, s.fail(ctx, err)
 	}
 	opts := flagadmin.ProjectListOptions{Archived: archived}
+	if s.projectsOnly != nil {
+		if only := s.projectsOnly(); only != "" {
+			opts = flagadmin.ProjectListOptions{Only: only} // archived is validated, then not used, as by that Unleash
+		}
+	}
 	if key, ok := projectListKey(p, opts); ok && s.bodies != nil {
 		body, err := s.bodies.Load(ctx, key, func(ctx context.Context) ([]byte, error) {
 			list, err := s.svc.ListProjects(ctx, p, opts)
@@ -105,7 +110,7 @@ func (s *Server) getProjects(ctx context.Context, in *getProjectsInput) (*getPro
 // may have kept). ok is false for a principal that cannot list projects
 // (ListProjects answers its error).
 func projectListKey(p flagadmin.Principal, opts flagadmin.ProjectListOptions) (key string, ok bool) {
-	key = "GET /api/admin/projects?archived=" + strconv.FormatBool(opts.Archived)
+	key = "GET /api/admin/projects?archived=" + strconv.FormatBool(opts.Archived) + "&only=" + opts.Only
 	switch {
 	case p.Kind == flagadmin.PrincipalAdminToken || p.Kind == flagadmin.PrincipalSystem:
 		return key + " root", true

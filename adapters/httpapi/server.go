@@ -103,6 +103,11 @@ type Config struct {
 	// LogSigner, when the server signs the log's checkpoints, reports
 	// whether it still does: GET /health shows it. Nil for none.
 	LogSigner LogSigner
+	// ProjectListOnly, when not nil, may limit the project list to one
+	// project, the one it returns when not empty, active, whatever archived
+	// says: in front of open-source Unleash, whose project list is its
+	// default project only (gateway.Edition.ProjectListOnly).
+	ProjectListOnly func() string
 }
 
 // BodyCache keeps encoded response bodies between requests. It is the
@@ -134,6 +139,7 @@ type Server struct {
 	follow         FollowReporter
 	sessions       SessionAuthenticator
 	logSigner      LogSigner
+	projectsOnly   func() string
 
 	// The live streams (stream.go).
 	feed                  flagadmin.EventFeed
@@ -151,7 +157,7 @@ func New(svc *flagadmin.Service, cfg Config) *Server {
 	installErrorModel() // before the first huma.Register
 	s := &Server{svc: svc, log: cfg.Logger, maxBody: cfg.MaxBodyBytes, maxHeader: cfg.MaxHeaderBytes,
 		bodyRead: cfg.BodyReadTimeout, storageTimeout: max(cfg.StorageTimeout, 0), mux: http.NewServeMux(), bodies: cfg.BodyCache,
-		follow: cfg.Follow, sessions: cfg.Sessions, logSigner: cfg.LogSigner}
+		follow: cfg.Follow, sessions: cfg.Sessions, logSigner: cfg.LogSigner, projectsOnly: cfg.ProjectListOnly}
 	if s.log == nil {
 		s.log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}

@@ -382,6 +382,9 @@ func (s *Store) ProjectStats(ctx context.Context, q flagadmin.ProjectStatsQuery)
 			t := *f.LastSeenAt
 			st.LastReportedFlagUsage = &t
 		}
+		if flagadmin.InCleanup(f) {
+			st.CleanupCount++
+		}
 		switch q.Standing(f) {
 		case flagadmin.NotCounted:
 			continue

@@ -655,6 +655,13 @@ func testFollowState(t *testing.T, target followTarget) {
 		{"a flag changed by SQL (no event)", func() {
 			execSource(t, url, `UPDATE features SET stale = true WHERE name = 'search-autocomplete'`)
 		}, func() bool { f, err := store.Feature(ctx, "search-autocomplete"); return err == nil && f.Stale }},
+		{"an SDK reports a flag (last_seen_at_metrics, no event)", func() {
+			execSource(t, url, `INSERT INTO last_seen_at_metrics (feature_name, environment, last_seen_at) VALUES ('checkout-v2', 'production', '2026-12-01T10:00:00.123Z')
+				ON CONFLICT (feature_name, environment) DO UPDATE SET last_seen_at = EXCLUDED.last_seen_at`)
+		}, func() bool {
+			f, err := store.Feature(ctx, "checkout-v2")
+			return err == nil && f.LastSeenAt != nil && f.LastSeenAt.Equal(time.Date(2026, 12, 1, 10, 0, 0, 123e6, time.UTC))
+		}},
 		{"a user created", func() {
 			u.change("user-created", nil, nil, `INSERT INTO users (id, name, email) VALUES (50, 'Zoe', 'zoe@example.com')`,
 				`INSERT INTO role_user (user_id, role_id, project) VALUES (50, 2, 'default')`)

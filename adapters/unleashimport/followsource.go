@@ -41,6 +41,7 @@ var readColumns = map[string][]string{
 	"feature_tag":            {"feature_name", "tag_type", "tag_value"},
 	"feature_lifecycles":     {"feature", "stage", "created_at", "status", "status_value"},
 	"features":               {"name", "project", "type", "stale", "created_at", "archived_at", "last_seen_at"},
+	"last_seen_at_metrics":   {"feature_name", "last_seen_at"},
 	"api_token_project":      {"secret", "project"},
 	"api_tokens":             {"secret", "token_name", "username", "type", "environment", "expires_at", "created_at"},
 	"api_tokens_v2":          {"token_name", "type", "created_at"},

@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"reflect"
 	"slices"
 	"strconv"
@@ -83,6 +85,7 @@ func TestImportFixture(t *testing.T) {
 			svc := flagadmin.NewService(st)
 			checkFacts(t, svc, st, exp, names)
 			checkEventsAsUnleashWritesThem(t, st, url)
+			checkProjectListAsUnleash(t, svc)
 			checkTokens(t, svc, exp)
 			checkNextIDs(t, svc, st)
 
@@ -751,4 +754,47 @@ func sameEventsButIDs(a, b []flagadmin.Event) bool {
 		}
 	}
 	return true
+}
+
+// checkProjectListAsUnleash compares the project list's entry of the
+// default project with the one Unleash 8.2.0 answered on the fixture
+// (responses/projects.json), field for field, for the fields computed from
+// what the import reads: when an SDK last reported one of its flags
+// (Unleash keeps it in last_seen_at_metrics), its flags (those whose
+// lifecycle is completed: cleanupCount) and members.
+func checkProjectListAsUnleash(t *testing.T, svc *flagadmin.Service) {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join(unleashfixture.Dir(), "responses", "projects.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var recorded struct{ Response struct{ Body string } }
+	if err := json.Unmarshal(raw, &recorded); err != nil {
+		t.Fatal(err)
+	}
+	var unleash struct{ Projects []map[string]any }
+	if err := json.Unmarshal([]byte(recorded.Response.Body), &unleash); err != nil {
+		t.Fatal(err)
+	}
+	list, err := svc.ListProjects(context.Background(), flagadmin.AdminToken("admin"), flagadmin.ProjectListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := json.Marshal(list)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ours []map[string]any
+	if err := json.Unmarshal(b, &ours); err != nil {
+		t.Fatal(err)
+	}
+	i := slices.IndexFunc(ours, func(p map[string]any) bool { return p["id"] == "default" })
+	if i < 0 || len(unleash.Projects) != 1 {
+		t.Fatalf("the default project: ours %v, Unleash's %d entries", ours, len(unleash.Projects))
+	}
+	for _, field := range []string{"id", "name", "description", "featureCount", "memberCount", "createdAt", "archivedAt", "mode", "lastReportedFlagUsage", "cleanupCount"} {
+		if got, want := ours[i][field], unleash.Projects[0][field]; !reflect.DeepEqual(got, want) {
+			t.Errorf("default project's %s: %v, Unleash answers %v", field, got, want)
+		}
+	}
 }

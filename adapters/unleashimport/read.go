@@ -375,7 +375,18 @@ func (r *reader) readFavorites(ctx context.Context, w *world) error {
 const (
 	featureColumns = `name, coalesce(project, ''), coalesce(type, 'release'), coalesce(stale, false), created_at, archived_at, last_seen_at`
 	tagColumns     = `feature_name, tag_type, tag_value`
+	// lastSeenColumns: Unleash 5.7 and later keep when SDKs last reported
+	// a flag in last_seen_at_metrics, one row per environment, and no
+	// longer in features.last_seen_at; Unleash's project list takes the
+	// newest of a project's rows (its lastReportedFlagUsage).
+	lastSeenColumns = `feature_name, last_seen_at`
 )
+
+// hasLastSeenMetrics reports whether the source keeps flags' last seen
+// times in last_seen_at_metrics.
+func (r *reader) hasLastSeenMetrics() bool {
+	return r.src.Has("last_seen_at_metrics", "feature_name") && r.src.Has("last_seen_at_metrics", "last_seen_at")
+}
 
 func (r *reader) lifecycleColumns() string {
 	return fmt.Sprintf(`feature, stage, %s, %s, created_at`,
@@ -400,6 +411,9 @@ func (r *reader) featuresKey(ctx context.Context, w *world) (string, error) {
 	}
 	if r.src.Has("feature_lifecycles", "") {
 		parts = append(parts, sum(r.lifecycleColumns(), "feature_lifecycles"))
+	}
+	if r.hasLastSeenMetrics() {
+		parts = append(parts, sum(lastSeenColumns, "last_seen_at_metrics"))
 	}
 	var key string
 	if err := r.tx.QueryRow(ctx, `SELECT `+strings.Join(parts, ` || ' ' || `)).Scan(&key); err != nil {
@@ -464,6 +478,22 @@ func (r *reader) readFeatures(ctx context.Context, w *world) error {
 			return err
 		}
 	}
+	lastSeen := map[string]time.Time{}
+	if r.hasLastSeenMetrics() {
+		q := `SELECT feature_name, max(last_seen_at) FROM last_seen_at_metrics WHERE last_seen_at IS NOT NULL GROUP BY feature_name`
+		err := r.each(ctx, q, func(rows pgx.Rows) error {
+			var name string
+			var at time.Time
+			if err := rows.Scan(&name, &at); err != nil {
+				return err
+			}
+			lastSeen[name] = at
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+	}
 	c := r.sum.kind("flags")
 	err := r.each(ctx, `SELECT `+featureColumns+` FROM features ORDER BY name`, func(rows pgx.Rows) error {
 		var f flagadmin.Feature
@@ -490,6 +520,9 @@ func (r *reader) readFeatures(ctx context.Context, w *world) error {
 			created = &w.now
 		}
 		f.CreatedAt = flagadmin.Truncate(*created)
+		if at, ok := lastSeen[f.Name]; ok && (f.LastSeenAt == nil || at.After(*f.LastSeenAt)) {
+			f.LastSeenAt = &at // the newest report, in either place
+		}
 		for _, p := range []**time.Time{&f.ArchivedAt, &f.LastSeenAt} {
 			if *p != nil {
 				t := flagadmin.Truncate(**p)

@@ -210,9 +210,14 @@ func newFeed(lc fx.Lifecycle, store flagadmin.Store, follower *unleashimport.Fol
 // served store, the live stream on feed, the follow state of follower
 // (nil when the server follows nothing) and, in front of Unleash,
 // Unleash's browser sessions.
-func newAPIServer(svc *flagadmin.Service, store servedStore, feed *eventfeed.Feed, follower *unleashimport.Follower, sessions *gateway.Sessions, logs *logParts, cfg Config, log *slog.Logger) *httpapi.Server {
-	return httpapi.New(svc, httpapi.Config{Logger: log, Version: versionString(), StorageTimeout: cfg.DBTimeout, BodyCache: store.bodies,
-		Feed: feed, MaxStreams: cfg.MaxStreams, Follow: followReporter(follower), Sessions: sessionPort(sessions), LogSigner: logs.signing()})
+func newAPIServer(svc *flagadmin.Service, store servedStore, feed *eventfeed.Feed, follower *unleashimport.Follower, sessions *gateway.Sessions,
+	edition *gateway.Edition, logs *logParts, cfg Config, log *slog.Logger) *httpapi.Server {
+	c := httpapi.Config{Logger: log, Version: versionString(), StorageTimeout: cfg.DBTimeout, BodyCache: store.bodies,
+		Feed: feed, MaxStreams: cfg.MaxStreams, Follow: followReporter(follower), Sessions: sessionPort(sessions), LogSigner: logs.signing()}
+	if edition != nil {
+		c.ProjectListOnly = edition.ProjectListOnly
+	}
+	return httpapi.New(svc, c)
 }
 
 // newHTTPServer returns the net/http server of the front door (the API,

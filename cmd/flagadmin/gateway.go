@@ -121,7 +121,35 @@ func parseUpstream(raw string) (*url.URL, error) {
 // gatewayModule provides what a server in front of Unleash adds: the
 // transport to Unleash, the session authenticator of the API, and the
 // front door of the main listener (the gateway, or the API alone).
-var gatewayModule = fx.Module("gateway", fx.Provide(newUpstreamTransport, newSessions, newFrontDoor))
+var gatewayModule = fx.Module("gateway", fx.Provide(newUpstreamTransport, newSessions, newEdition, newFrontDoor), fx.Invoke(checkUpstreamAtStart))
+
+// upstreamCheckTimeout bounds the check of the upstream at start.
+const upstreamCheckTimeout = 2 * time.Second
+
+// checkUpstreamAtStart asks the upstream once when the server serves (its
+// hook runs after the listener's): an upstream that leads back to this
+// server fails start-up in one line; one that does not answer is a
+// warning (Unleash may start later), one that answers an info line.
+func checkUpstreamAtStart(lc fx.Lifecycle, cfg Config, door *frontDoor, _ *Listener, log *slog.Logger) {
+	if door.gateway == nil {
+		return
+	}
+	lc.Append(fx.Hook{OnStart: func(ctx context.Context) error {
+		ctx, cancel := context.WithTimeout(ctx, min(cfg.UpstreamTimeout, upstreamCheckTimeout))
+		defer cancel()
+		status, err := door.gateway.CheckUpstream(ctx)
+		switch {
+		case errors.Is(err, gateway.ErrUpstreamIsSelf):
+			return cliErrorf("--upstream %s is this flagadmin server (a request forwarded to it comes back): give Unleash's address", cfg.Upstream)
+		case err != nil:
+			log.Warn("the upstream does not answer yet; requests forwarded to it get 502 or 504 until it does",
+				"upstream", cfg.Upstream.String(), "error", err.Error())
+		default:
+			log.Info("the upstream answers", "upstream", cfg.Upstream.String(), "status", status)
+		}
+		return nil
+	}})
+}
 
 // newUpstreamTransport returns the connections to the upstream, shared
 // by the proxy and the session checks; nil without --upstream.
@@ -138,11 +166,25 @@ func newSessions(cfg Config, transport *http.Transport, log *slog.Logger) (*gate
 	if cfg.Upstream == nil {
 		return nil, nil
 	}
-	s, err := gateway.NewSessions(gateway.SessionsConfig{Upstream: cfg.Upstream, Transport: transport, Timeout: cfg.UpstreamTimeout, Logger: log})
+	s, err := gateway.NewSessions(gateway.SessionsConfig{Upstream: cfg.Upstream, Transport: transport,
+		Timeout: min(cfg.UpstreamTimeout, gateway.DefaultSessionTimeout), Logger: log})
 	if err != nil {
 		return nil, cliErrorf("--upstream: %v", err)
 	}
 	return s, nil
+}
+
+// newEdition returns what tells which Unleash the upstream is (its
+// project list); nil without --upstream.
+func newEdition(cfg Config, transport *http.Transport, log *slog.Logger) (*gateway.Edition, error) {
+	if cfg.Upstream == nil {
+		return nil, nil
+	}
+	e, err := gateway.NewEdition(cfg.Upstream, transport, min(cfg.UpstreamTimeout, gateway.DefaultSessionTimeout), log)
+	if err != nil {
+		return nil, cliErrorf("--upstream: %v", err)
+	}
+	return e, nil
 }
 
 var _ httpapi.SessionAuthenticator = (*gateway.Sessions)(nil)
@@ -162,6 +204,8 @@ type frontDoor struct {
 	handler     http.Handler
 	listen      func(net.Listener) net.Listener
 	connContext func(context.Context, net.Conn) context.Context
+	// gateway is the gateway in front of Unleash; nil without --upstream.
+	gateway *gateway.Gateway
 }
 
 // frontDoorIn are the dependencies of the front door. Waiter is the
@@ -175,6 +219,7 @@ type frontDoorIn struct {
 	Metrics   *metrics.Metrics
 	Feed      *eventfeed.Feed
 	Transport *http.Transport
+	Edition   *gateway.Edition
 	Logger    *slog.Logger
 	Waiter    gateway.Waiter `optional:"true"`
 }
@@ -205,18 +250,22 @@ func newFrontDoor(in frontDoorIn) (*frontDoor, error) {
 		FollowWait: in.Config.FollowWait,
 		Transport:  in.Transport,
 		Logger:     in.Logger,
+		RequestID:  httpapi.RequestID,
+		Edition:    in.Edition,
 	})
 	if err != nil {
 		return nil, cliErrorf("--upstream: %v", err)
 	}
 	counted := in.Metrics.Instrument(gw, func(*http.Request) string { return upstreamRoute })
-	handler := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	// Forwarded requests get their id as the API's own (sent upstream
+	// too); the API's handler takes the same id for the local ones.
+	handler := httpapi.RequestIDs(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if gw.Forwards(r) {
 			counted.ServeHTTP(w, r)
 			return
 		}
 		gw.ServeHTTP(w, r) // the local handler counts its own
-	})
+	}))
 	in.Logger.Info("in front of Unleash: requests flagadmin does not serve go to the upstream", "upstream", in.Config.Upstream.String())
-	return &frontDoor{handler: handler, listen: gateway.Listener, connContext: gateway.ConnContext}, nil
+	return &frontDoor{handler: handler, listen: gateway.Listener, connContext: gateway.ConnContext, gateway: gw}, nil
 }

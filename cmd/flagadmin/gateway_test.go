@@ -34,6 +34,7 @@ type fakeUnleash struct {
 	requests    atomic.Int32
 	store       func() flagadmin.Store // flagadmin's store, once started
 	followDelay time.Duration
+	enterprise  string // versionInfo.current.enterprise of its ui-config: "" for the open-source edition
 	mu          sync.Mutex
 	completedAt map[string]time.Time // feature -> when its event reached the store
 }
@@ -60,6 +61,15 @@ func newFakeUnleash(t *testing.T) *fakeUnleash {
 		}
 		w.Header().Set("Content-Type", "application/json; charset=utf-8")
 		io.WriteString(w, unleashSessions[c.Value])
+	})
+	mux.HandleFunc("GET /api/admin/ui-config", func(w http.ResponseWriter, r *http.Request) {
+		c, err := r.Cookie("unleash-session")
+		if r.Header.Get("Authorization") == "" && (err != nil || unleashSessions[c.Value] == "") {
+			w.WriteHeader(http.StatusUnauthorized)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json; charset=utf-8")
+		fmt.Fprintf(w, `{"version":"8.2.0","versionInfo":{"current":{"oss":"8.2.0","enterprise":%q},"isLatest":true},"flags":{}}`, u.enterprise)
 	})
 	mux.HandleFunc("GET /static/app.js", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/javascript")
@@ -109,7 +119,9 @@ func newFakeUnleash(t *testing.T) *fakeUnleash {
 		t.Fatal(err)
 	}
 	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path != "/api/admin/user" {
+		switch r.URL.Path {
+		case "/api/admin/user", "/api/admin/ui-config", "/health": // flagadmin's questions: sessions, edition, the check at start
+		default:
 			u.requests.Add(1)
 		}
 		mux.ServeHTTP(w, r)
@@ -378,5 +390,208 @@ func TestGatewaySmuggling(t *testing.T) {
 	}
 	if n := up.requests.Load(); n != 0 {
 		t.Errorf("Unleash got %d requests", n)
+	}
+}
+
+// TestGatewayRequestID: a forwarded request has its id as a local one:
+// the client's X-Request-Id echoed (or a new one), sent to Unleash with
+// the request, and on the log lines of the request, its 502 included.
+func TestGatewayRequestID(t *testing.T) {
+	var (
+		mu   sync.Mutex
+		sent []string
+	)
+	up := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/health" {
+			return // the check at start
+		}
+		mu.Lock()
+		sent = append(sent, r.Header.Get("X-Request-Id"))
+		mu.Unlock()
+		w.WriteHeader(http.StatusNoContent)
+	})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: up}
+	go srv.Serve(ln)
+	t.Cleanup(func() { srv.Close() })
+	base, _, logs := startGateway(t, "http://"+ln.Addr().String(), nil)
+
+	resp, _ := get(t, base+"/api/admin/features", map[string]string{"X-Request-Id": "client-id-1"})
+	fresh, _ := get(t, base+"/api/admin/features", map[string]string{"X-Request-Id": "not a usable id"})
+	mu.Lock()
+	got := slices.Clone(sent)
+	mu.Unlock()
+	if resp.Header.Get("X-Request-Id") != "client-id-1" || fresh.Header.Get("X-Request-Id") == "" || fresh.Header.Get("X-Request-Id") == "not a usable id" ||
+		!slices.Equal(got, []string{"client-id-1", fresh.Header.Get("X-Request-Id")}) {
+		t.Errorf("answers' ids %q and %q, Unleash got %q; want the client's usable id echoed, a new one for the other, each sent upstream",
+			resp.Header.Get("X-Request-Id"), fresh.Header.Get("X-Request-Id"), got)
+	}
+
+	closed, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closedURL := "http://" + closed.Addr().String()
+	closed.Close()
+	base, _, logs = startGateway(t, closedURL, nil)
+	resp, body := get(t, base+"/api/admin/features", nil)
+	wantAPIError(t, resp, body, http.StatusBadGateway, "BadGatewayError")
+	id := resp.Header.Get("X-Request-Id")
+	if id == "" {
+		t.Fatalf("the 502 has no X-Request-Id")
+	}
+	var failed, forwarded bool
+	for _, line := range strings.Split(logs.String(), "\n") {
+		failed = failed || strings.Contains(line, `msg="request failed"`) && strings.Contains(line, "request_id="+id)
+		forwarded = forwarded || strings.Contains(line, "msg=forwarded") && strings.Contains(line, "request_id="+id)
+	}
+	if !failed || !forwarded {
+		t.Errorf("the log lines of the 502 with request_id=%s: failure %v, forwarded %v; log:\n%s", id, failed, forwarded, logs.String())
+	}
+}
+
+// TestGatewaySessionUnleashHangs: while Unleash accepts connections but
+// never answers, a session checked a moment ago keeps working from its
+// kept answer, and a new session is a 504 GatewayTimeout within the
+// session check's bound, not after --upstream-timeout.
+func TestGatewaySessionUnleashHangs(t *testing.T) {
+	var hang atomic.Bool
+	up := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if hang.Load() {
+			select {
+			case <-r.Context().Done():
+			case <-t.Context().Done():
+			}
+			return
+		}
+		c, err := r.Cookie("unleash-session")
+		if r.URL.Path != "/api/admin/user" || err != nil || unleashSessions[c.Value] == "" {
+			w.WriteHeader(http.StatusUnauthorized)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, unleashSessions[c.Value])
+	})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: up}
+	go srv.Serve(ln)
+	t.Cleanup(func() { srv.Close() })
+	const upstreamTimeout = 30 * time.Second
+	base, _, _ := startGateway(t, "http://"+ln.Addr().String(), func(c *Config) { c.UpstreamTimeout = upstreamTimeout })
+
+	search := base + "/api/admin/search/events?limit=1"
+	if resp, body := get(t, search, map[string]string{"Cookie": "unleash-session=ada-session"}); resp.StatusCode != http.StatusOK {
+		t.Fatalf("search with a session while Unleash answers: %d %s", resp.StatusCode, body)
+	}
+	hang.Store(true)
+	if resp, body := get(t, search, map[string]string{"Cookie": "unleash-session=ada-session"}); resp.StatusCode != http.StatusOK {
+		t.Errorf("the session checked a moment ago, Unleash hanging: %d %s; want 200 from the kept answer", resp.StatusCode, body)
+	}
+	start := time.Now()
+	resp, body := get(t, search, map[string]string{"Cookie": "unleash-session=vic-session"})
+	took := time.Since(start)
+	wantAPIError(t, resp, body, http.StatusGatewayTimeout, "GatewayTimeout")
+	// The bound is gateway.DefaultSessionTimeout; the margin is for a busy machine.
+	if took > gateway.DefaultSessionTimeout+upstreamTimeout/3 {
+		t.Errorf("a new session's check took %v with Unleash hanging; want about %v, far less than --upstream-timeout %v",
+			took, gateway.DefaultSessionTimeout, upstreamTimeout)
+	}
+}
+
+// TestGatewayUpstreamIsItself: a server whose upstream is its own address
+// fails start-up with one line saying so (the command exits 1 with it).
+func TestGatewayUpstreamIsItself(t *testing.T) {
+	addr := freeAddr(t)
+	cfg := memoryConfig()
+	cfg.Demo = true
+	cfg.Addr = addr
+	u, err := parseUpstream("http://" + addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.GatewayConfig = GatewayConfig{Upstream: u, UpstreamTimeout: 5 * time.Second, FollowWait: 5 * time.Second}
+	app := fx.New(serveOptions(cfg, io.Discard))
+	err = app.Start(t.Context())
+	if err == nil {
+		app.Stop(t.Context())
+		t.Fatal("the server started in front of itself")
+	}
+	want := "--upstream http://" + addr + " is this flagadmin server (a request forwarded to it comes back): give Unleash's address"
+	if got := startupError(err).Error(); got != want {
+		t.Errorf("start-up error %q, want %q", got, want)
+	}
+}
+
+// TestGatewayChecksUpstreamAtStart: at start, the server says in one log
+// line whether Unleash answers: a warning when it does not (it may start
+// later; serving goes on), an info line with its status when it does.
+func TestGatewayChecksUpstreamAtStart(t *testing.T) {
+	closed, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closedURL := "http://" + closed.Addr().String()
+	closed.Close()
+	base, _, logs := startGateway(t, closedURL, nil)
+	if !strings.Contains(logs.String(), `level=WARN msg="the upstream does not answer yet; requests forwarded to it get 502 or 504 until it does" upstream=`+closedURL) {
+		t.Errorf("no warning that the upstream does not answer:\n%s", logs.String())
+	}
+	if resp, body := get(t, base+"/health", nil); resp.StatusCode != http.StatusOK {
+		t.Errorf("/health with the upstream down: %d %s, want 200", resp.StatusCode, body)
+	}
+	up := newFakeUnleash(t)
+	_, _, logs = startGateway(t, up.url, nil)
+	if !strings.Contains(logs.String(), `level=INFO msg="the upstream answers" upstream=`+up.url+" status=404") {
+		t.Errorf("no line that the upstream answers:\n%s", logs.String())
+	}
+}
+
+// TestGatewayProjectListAsUnleash: in front of open-source Unleash, whose
+// project list is its default project only (whatever archived says), the
+// project list served from the copy is too; in front of Unleash
+// Enterprise it lists every project, as a server on its own does.
+func TestGatewayProjectListAsUnleash(t *testing.T) {
+	ids := func(base string, header map[string]string, query string) []string {
+		t.Helper()
+		resp, body := get(t, base+"/api/admin/projects"+query, header)
+		if resp.StatusCode != http.StatusOK || resp.Header.Get(gateway.SourceHeader) != "local" {
+			t.Fatalf("project list: %d %s", resp.StatusCode, body)
+		}
+		var list struct{ Projects []struct{ ID string } }
+		if err := json.Unmarshal([]byte(body), &list); err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, p := range list.Projects {
+			out = append(out, p.ID)
+		}
+		return out
+	}
+	admin := map[string]string{"Authorization": demoAdmin}
+	oss := newFakeUnleash(t)
+	base, _, _ := startGateway(t, oss.url, nil)
+	for _, c := range []struct {
+		header map[string]string
+		query  string
+	}{{admin, ""}, {admin, "?archived=true"}, {map[string]string{"Cookie": "unleash-session=ada-session"}, ""}} {
+		if got := ids(base, c.header, c.query); !slices.Equal(got, []string{"default"}) {
+			t.Errorf("in front of open-source Unleash, %v%s lists %v; want [default] as Unleash's own", c.header, c.query, got)
+		}
+	}
+	if resp, body := get(t, base+"/api/admin/projects?archived=maybe", admin); resp.StatusCode != http.StatusBadRequest {
+		t.Errorf("archived=maybe: %d %s, want 400", resp.StatusCode, body)
+	}
+
+	enterprise := newFakeUnleash(t)
+	enterprise.enterprise = "8.2.0"
+	base, _, _ = startGateway(t, enterprise.url, nil)
+	if got := ids(base, admin, ""); len(got) < 2 || !slices.Contains(got, "default") {
+		t.Errorf("in front of Unleash Enterprise the list is %v; want every active project", got)
 	}
 }

@@ -3,9 +3,13 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/url"
+	"reflect"
+	"slices"
 	"testing"
 	"time"
 
@@ -134,5 +138,96 @@ func TestFollowRealUnleash(t *testing.T) {
 	}
 	if fmt.Sprint(ids) != fmt.Sprint(unleashIDs) {
 		t.Errorf("flagadmin's events %v, Unleash's %v", ids, unleashIDs)
+	}
+}
+
+// TestFrontRealUnleashProjectList runs the real Unleash (open source) and
+// a flagadmin that follows it and stands in front of it: the project list
+// through flagadmin is Unleash's own, the default project only although
+// the database holds another, with the fields computed from what
+// flagadmin copies as Unleash answers them (when an SDK last reported a
+// flag, the flags in cleanup). health, lastUpdatedAt and onboardingStatus
+// differ by design (see docs/following-unleash.md).
+func TestFrontRealUnleashProjectList(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the real Unleash; skipped with -short")
+	}
+	u := unleashserver.Start(t)
+	ctx := t.Context()
+	for _, name := range []string{"seen-flag", "done-flag"} {
+		u.Must(t, http.MethodPost, "/api/admin/projects/default/features", map[string]any{"name": name}, nil)
+	}
+	conn, err := pgx.Connect(ctx, u.DatabaseURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	// Unleash writes a new flag's initial stage a moment after creating
+	// it; completed before that, the flag's newest stage would be initial.
+	for start := time.Now(); ; time.Sleep(20 * time.Millisecond) {
+		var n int
+		if err := conn.QueryRow(ctx, `SELECT count(*) FROM feature_lifecycles WHERE feature = 'done-flag' AND stage = 'initial'`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		if n == 1 {
+			break
+		}
+		if time.Since(start) > 10*time.Second {
+			t.Fatal("Unleash wrote no initial stage of done-flag")
+		}
+	}
+	u.Must(t, http.MethodPost, "/api/admin/projects/default/features/done-flag/lifecycle/complete", map[string]any{"status": "kept"}, nil)
+	for _, q := range []string{
+		// An SDK's report, as Unleash's last-seen job writes it; a project by SQL (open source has no API for it).
+		`INSERT INTO last_seen_at_metrics (feature_name, environment, last_seen_at) VALUES ('seen-flag', 'development', now() - interval '8 days')`,
+		`INSERT INTO projects (id, name) VALUES ('other', 'Other')`,
+	} {
+		if _, err := conn.Exec(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	cfg := memoryConfig()
+	cfg.Follow = u.DatabaseURL
+	up, err := parseUpstream(u.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.GatewayConfig = GatewayConfig{Upstream: up, UpstreamTimeout: 10 * time.Second, FollowWait: 5 * time.Second}
+	stderr := &syncbuffer.Buffer{}
+	var l *Listener
+	app := fxtest.New(t, serveOptions(cfg, stderr), fx.Populate(&l))
+	app.RequireStart()
+	t.Cleanup(app.RequireStop)
+	base := "http://" + l.Addr().String()
+	waitHTTP(t, base+"/ready", http.StatusOK)
+
+	fields := []string{"id", "name", "description", "featureCount", "memberCount", "createdAt", "archivedAt", "mode", "lastReportedFlagUsage", "cleanupCount", "owners"}
+	list := func(status int, body []byte) []map[string]any {
+		t.Helper()
+		var l struct{ Projects []map[string]any }
+		if status != http.StatusOK || json.Unmarshal(body, &l) != nil {
+			t.Fatalf("project list: %d %s", status, body)
+		}
+		for _, p := range l.Projects {
+			maps.DeleteFunc(p, func(k string, _ any) bool { return !slices.Contains(fields, k) })
+		}
+		return l.Projects
+	}
+	for _, query := range []string{"", "?archived=true"} {
+		// Both answers are read again until they agree: flagadmin's copy
+		// follows within seconds.
+		var got, want []map[string]any
+		for start := time.Now(); ; time.Sleep(50 * time.Millisecond) {
+			want = list(u.Call(t, http.MethodGet, "/api/admin/projects"+query, nil))
+			got = list(call(t, http.MethodGet, base+"/api/admin/projects"+query, unleashserver.AdminToken, ""))
+			if reflect.DeepEqual(got, want) {
+				break
+			}
+			if time.Since(start) > 5*time.Second {
+				t.Fatalf("project list%s through flagadmin:\n%v\nUnleash's:\n%v\nflagadmin's log:\n%s\nUnleash's log:\n%s", query, got, want, stderr, u.Log)
+			}
+		}
+		t.Logf("project list%s: %v", query, got)
 	}
 }

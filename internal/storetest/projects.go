@@ -267,6 +267,29 @@ func projectCases() []testCase {
 			wantTime(t, "p lastReportedFlagUsage", project(t, list, "p").LastReportedFlagUsage, atp("2026-06-10T08:00:00.125Z"))
 			wantTime(t, "q lastReportedFlagUsage", project(t, list, "q").LastReportedFlagUsage, nil)
 		}},
+		testCase{"projects/cleanupCount counts the features InCleanup", func(t *testing.T, w *world) {
+			seed := accounts()
+			seed.Projects = []flagadmin.Project{{ID: "p"}, {ID: "q"}}
+			seed.Features = append(freshFeatures("p", "p", 4), freshFeatures("q", "q", 1)...)
+			seed.Features[0].Lifecycle = flagadmin.Lifecycle{Stage: flagadmin.StageCompleted, Status: flagadmin.StatusKept}
+			seed.Features[1].Lifecycle = flagadmin.Lifecycle{Stage: flagadmin.StageCompleted, Status: flagadmin.StatusDiscarded}
+			seed.Features[1].ArchivedAt = atp("2026-06-01T10:00:00Z") // archived, its stage still completed: counted
+			seed.Features[2].Lifecycle = flagadmin.Lifecycle{Stage: flagadmin.StageLive}
+			seed.Features[4].Lifecycle = flagadmin.Lifecycle{Stage: flagadmin.StageArchived}
+			w.load(seed)
+			want := map[string]int{}
+			for _, f := range seed.Features {
+				if flagadmin.InCleanup(f) {
+					want[f.Project]++
+				}
+			}
+			list := w.projects(t, w.as(adminSecret), false)
+			for _, id := range []string{"p", "q"} {
+				if got := project(t, list, id).CleanupCount; got != want[id] || id == "p" && got != 2 {
+					t.Errorf("%s cleanupCount: got %d, want %d", id, got, want[id])
+				}
+			}
+		}},
 		testCase{"projects/figures of a world built through the service", func(t *testing.T, w *world) {
 			ctx, sys := w.ctx, flagadmin.System
 			olga, err := w.svc.CreateUser(ctx, sys, flagadmin.User{Name: "Olga Owner", Email: "olga@example.com", RootRole: flagadmin.RoleEditor})
