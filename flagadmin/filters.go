@@ -207,7 +207,8 @@ type EventQuery struct {
 	TextScope TextScope
 	// RequireProject hides events whose project is null.
 	RequireProject bool
-	// HiddenProjects hides events of these projects.
+	// HiddenProjects hides events naming any of these projects: whose
+	// project is one of them or, comma-joined, includes one (ProjectHidden).
 	HiddenProjects []string
 	// Limit and Offset page the result, ordered by createdAt then id, both descending.
 	Limit, Offset int
