@@ -12,7 +12,7 @@ import (
 
 // TestImportedMultiProjectEvents: the fixture's event 2294, the creation
 // of a token for default and payments (project "default,payments"), and
-// its five events of tokens for every project (flagadmin.AllProjects) are hidden from a
+// its five events of tokens for every project ("*") are hidden from a
 // Viewer who may not see payments, in both searches, their totals and
 // the export, and seen by a member of payments, who sees every project
 // (Dave is a root Viewer outside payments, the only private project; Bob
@@ -44,7 +44,7 @@ func TestImportedMultiProjectEvents(t *testing.T) {
 				name      string
 				secret    string
 				sees2294  bool
-				everyProj int // events of project flagadmin.AllProjects seen
+				everyProj int // events of project "*" seen
 			}{
 				{"Viewer outside payments", davePAT, false, 0},
 				{"member of payments", bobPAT, true, 5},
