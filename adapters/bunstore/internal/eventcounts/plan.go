@@ -28,8 +28,8 @@ type Plan struct {
 	from, before *int64
 	noProject    bool
 	hidden       []string
-	// hiddenKeys is the condition on a project column that selects the
-	// events of hidden (hiddenKeys), empty when nothing is hidden.
+	// hiddenKeys selects, on the project column of event_counts or events,
+	// the rows of the hidden projects (hiddenKeys); empty when none is.
 	hiddenKeys sqlq.Fragment
 }
 
