@@ -69,18 +69,28 @@ func (s *Service) search(ctx context.Context, p Principal, q EventQuery) (EventP
 	return page, nil
 }
 
-// visibleQuery returns q restricted to the events p may see (decisions
-// §2): for a principal that is not a root admin, no event without a
-// project, nor of a private project p is not a member of. none: q then
-// matches nothing (its project filter names only hidden projects), so
-// the store need not be asked.
+// visibleQuery returns q restricted to the events p may see (restrict).
+// none: q then matches nothing, so the store need not be asked.
 func (s *Service) visibleQuery(ctx context.Context, p Principal, q EventQuery) (_ EventQuery, none bool, err error) {
 	hidden, _, restricted, err := s.visibility(ctx, p)
 	if err != nil || !restricted {
 		return q, false, err
 	}
-	q.RequireProject = true
-	q.HiddenProjects = hidden
-	none = len(q.Projects) > 0 && !slices.ContainsFunc(q.Projects, func(id string) bool { return !slices.Contains(hidden, id) })
+	none = q.restrict(hidden)
 	return q, none, nil
+}
+
+// restrict narrows q to the events a principal that is not a root admin
+// may see, hidden being the private projects it is not a member of: no
+// event without a project, nor one naming a hidden project, nor, when
+// any project is hidden, one naming every project (ProjectHidden). none:
+// q then matches nothing (its project filter names only hidden
+// projects).
+func (q *EventQuery) restrict(hidden []string) (none bool) {
+	q.RequireProject = true
+	q.HiddenProjects = nil
+	if len(hidden) > 0 {
+		q.HiddenProjects = append(slices.Clip(hidden), AllProjects)
+	}
+	return len(q.Projects) > 0 && !slices.ContainsFunc(q.Projects, func(id string) bool { return !ProjectHidden(id, q.HiddenProjects) })
 }

@@ -2,7 +2,6 @@ package flagadmin
 
 import (
 	"context"
-	"slices"
 	"strconv"
 )
 
@@ -135,11 +134,7 @@ func (s *Service) ExportEvents(ctx context.Context, p Principal, params EventExp
 		return nil, err
 	}
 	if restricted {
-		exp.Query.RequireProject = true
-		exp.Query.HiddenProjects = hidden
-		if len(q.Projects) > 0 && !slices.ContainsFunc(q.Projects, func(id string) bool { return !slices.Contains(hidden, id) }) {
-			exp.none = true
-		}
+		exp.none = exp.Query.restrict(hidden)
 	}
 	return exp, nil
 }

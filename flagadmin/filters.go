@@ -1,6 +1,7 @@
 package flagadmin
 
 import (
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -206,7 +207,8 @@ type EventQuery struct {
 	TextScope TextScope
 	// RequireProject hides events whose project is null.
 	RequireProject bool
-	// HiddenProjects hides events of these projects.
+	// HiddenProjects hides events naming any of these projects: whose
+	// project is one of them or, comma-joined, includes one (ProjectHidden).
 	HiddenProjects []string
 	// Limit and Offset page the result, ordered by createdAt then id, both descending.
 	Limit, Offset int
@@ -214,6 +216,19 @@ type EventQuery struct {
 	// see AfterCursor); Offset is then 0. Like Limit and Offset it does not
 	// change the total.
 	After *EventPosition
+}
+
+// PageEnd is how many matches, in search order, a page of q reaches:
+// Offset+Limit, or Limit after a cursor; math.MaxInt when the sum does not
+// fit in an int (an offset is any integer of 0 or more).
+func (q EventQuery) PageEnd() int {
+	if q.After != nil {
+		return q.Limit
+	}
+	if q.Offset > math.MaxInt-q.Limit {
+		return math.MaxInt
+	}
+	return q.Offset + q.Limit
 }
 
 // EventPage is a page of events with the count of all matches.

@@ -138,7 +138,7 @@ func (q EventQuery) Matches(e Event, payload, meta string) bool {
 	if q.RequireProject && e.Project == nil {
 		return false
 	}
-	if e.Project != nil && slices.Contains(q.HiddenProjects, *e.Project) {
+	if e.Project != nil && ProjectHidden(*e.Project, q.HiddenProjects) {
 		return false
 	}
 	if q.Text != "" {
@@ -151,6 +151,30 @@ func (q EventQuery) Matches(e Event, payload, meta string) bool {
 		}
 	}
 	return true
+}
+
+// AllProjects is the project Unleash records on the events of a token
+// for every project.
+const AllProjects = "*"
+
+// ProjectHidden reports whether an event whose project column is project
+// is hidden by hidden, the projects a caller may not see: when the
+// column names one of them, as a whole or as one of its comma-joined
+// projects (Unleash records the events of a token for several projects
+// with their ids joined by commas, "default,payments"). A caller who may
+// not see some project has AllProjects among its hidden projects too
+// (restrict), so an event naming every project is seen only by callers
+// who see every project.
+func ProjectHidden(project string, hidden []string) bool {
+	if len(hidden) == 0 {
+		return false
+	}
+	for p := range strings.SplitSeq(project, ",") {
+		if slices.Contains(hidden, p) {
+			return true
+		}
+	}
+	return false
 }
 
 func matchStr(values []string, col *string) bool {

@@ -271,3 +271,30 @@ func FuzzSearchTexts(f *testing.F) {
 		}
 	})
 }
+
+func TestProjectHidden(t *testing.T) {
+	hidden := []string{"payments", flagadmin.AllProjects}
+	tests := []struct {
+		project string
+		hidden  []string
+		want    bool
+	}{
+		{"default", hidden, false},
+		{"payments", hidden, true},
+		{"default,payments", hidden, true},
+		{"payments,default", hidden, true},
+		{"default,mobile,payments", hidden, true},
+		{"default,mobile", hidden, false},
+		{"default,payments-v2", hidden, false},
+		{"Payments,default", hidden, false},
+		{"*", hidden, true},
+		{"*", nil, false},
+		{"default,payments", nil, false},
+		{"", hidden, false},
+	}
+	for _, tt := range tests {
+		if got := flagadmin.ProjectHidden(tt.project, tt.hidden); got != tt.want {
+			t.Errorf("ProjectHidden(%q, %q) = %v, want %v", tt.project, tt.hidden, got, tt.want)
+		}
+	}
+}

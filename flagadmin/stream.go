@@ -111,8 +111,7 @@ func (s *Service) StreamEvents(ctx context.Context, p Principal, params EventStr
 		return nil, err
 	}
 	if restricted {
-		st.Query.RequireProject = true
-		st.Query.HiddenProjects = hidden
+		st.Query.restrict(hidden)
 	}
 	return st, nil
 }

@@ -89,8 +89,8 @@ func TestStreamEventsVisibilityAndStart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !st.Query.RequireProject || !slices.Equal(st.Query.HiddenProjects, []string{"secret"}) {
-		t.Errorf("a Viewer's query: got %+v, want project-less events and the private project hidden", st.Query)
+	if !st.Query.RequireProject || !slices.Equal(st.Query.HiddenProjects, []string{"secret", flagadmin.AllProjects}) {
+		t.Errorf("a Viewer's query: got %+v, want project-less events, the private project and events of every project hidden", st.Query)
 	}
 	admin, err := svc.StreamEvents(ctx, flagadmin.AdminToken("admin"), flagadmin.EventStreamParams{})
 	if err != nil {

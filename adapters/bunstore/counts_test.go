@@ -3,6 +3,7 @@ package bunstore_test
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/flagadmin/flagadmin/adapters/bunstore"
 	"github.com/flagadmin/flagadmin/adapters/memstore"
@@ -40,17 +41,25 @@ func TestCountedTotals(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		// A few project-less events written through the transactional path.
+		p0, p1, p2 := w.Projects()[0].ID, w.Projects()[1].ID, w.Projects()[2].ID
+		// A few project-less events written through the transactional
+		// path, and events naming several projects (comma-joined, or "*"
+		// for every project) over the months.
 		extra := []flagadmin.Event{
 			{CreatedAt: w.Config().End, Type: flagadmin.EventUserCreated, CreatedBy: "system"},
 			{CreatedAt: w.Config().End, Type: flagadmin.EventUserCreated, CreatedBy: "system"},
+		}
+		for i, project := range []string{p0 + "," + p1, p2 + "," + p0, flagadmin.AllProjects, p0 + "," + p2 + "," + p1, p0 + ",x" + p1} {
+			for j := range 8 {
+				at := w.Config().End.AddDate(0, 0, -(i*8+j)*9-1)
+				extra = append(extra, flagadmin.Event{CreatedAt: at, Type: flagadmin.EventAPITokenCreated, CreatedBy: "system", Project: &project})
+			}
 		}
 		for _, s := range []flagadmin.Store{store, mem} {
 			if err := s.Write(ctx, &flagadmin.Batch{Events: append([]flagadmin.Event(nil), extra...)}); err != nil {
 				t.Fatal(err)
 			}
 		}
-		p0, p1, p2 := w.Projects()[0].ID, w.Projects()[1].ID, w.Projects()[2].ID
 		page, err := mem.SearchEvents(ctx, flagadmin.EventQuery{Limit: 1, Projects: []string{p0}})
 		if err != nil || len(page.Events) == 0 {
 			t.Fatalf("no events in project %s: %v", p0, err)
@@ -61,6 +70,7 @@ func TestCountedTotals(t *testing.T) {
 			uid = *e.CreatedByUserID
 		}
 		env := "production"
+		from, before := w.Config().End.AddDate(0, -14, 0).Truncate(24*time.Hour), w.Config().End.Truncate(24*time.Hour)
 		queries := []flagadmin.EventQuery{
 			{},
 			{Projects: []string{p0}},
@@ -79,6 +89,13 @@ func TestCountedTotals(t *testing.T) {
 			{Offset: 1500, RequireProject: true},
 			{Offset: 3990, RequireProject: true, HiddenProjects: []string{p1}},
 			{Offset: 2, Projects: []string{p0, p2}},
+			{RequireProject: true, HiddenProjects: []string{p1, flagadmin.AllProjects}},
+			{RequireProject: true, HiddenProjects: []string{p2, flagadmin.AllProjects}, Types: []string{flagadmin.EventAPITokenCreated}},
+			{RequireProject: true, HiddenProjects: []string{p1, flagadmin.AllProjects}, Projects: []string{p0, p0 + "," + p2 + "," + p1, flagadmin.AllProjects}},
+			{Offset: 1500, RequireProject: true, HiddenProjects: []string{p1, flagadmin.AllProjects}},
+			{Offset: 3900, RequireProject: true, HiddenProjects: []string{p2, flagadmin.AllProjects}},
+			{RequireProject: true, HiddenProjects: []string{p1, flagadmin.AllProjects}, From: &from, Before: &before},
+			{Offset: 1200, RequireProject: true, HiddenProjects: []string{p2, flagadmin.AllProjects}, From: &from, Before: &before},
 		}
 		check := func(stage string) {
 			t.Helper()

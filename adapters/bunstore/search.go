@@ -34,7 +34,7 @@ func (s *Store) SearchEvents(ctx context.Context, q flagadmin.EventQuery) (flaga
 	if q.Text != "" {
 		return s.searchText(ctx, q)
 	}
-	plan := s.tuning.planSearch(q)
+	plan := s.tuning.planSearch(s.dialect, q)
 	if s.tuning.pages && q.Limit > 0 && !plan.Seeks() {
 		text, args := pgpage.Statement(s.rdb.QueryGen(), pgpage.Search{Query: q, Total: s.total(q, plan), Where: s.pageWhere})
 		page, err := pgpage.Read(ctx, s.rdb.DB, text, args, q.Limit)
@@ -195,7 +195,7 @@ func (s *Store) filter(q flagadmin.EventQuery) sqlq.Fragment {
 		conds = append(conds, sqlq.F("project IS NOT NULL"))
 	}
 	if len(q.HiddenProjects) > 0 {
-		conds = append(conds, sqlq.In("project", q.HiddenProjects).Wrap("(project IS NULL OR NOT ", ")"))
+		conds = append(conds, stored.ProjectHidden(s.dialect, "project", q.HiddenProjects).Wrap("(project IS NULL OR NOT ", ")"))
 	}
 	if q.Text != "" {
 		conds = append(conds, s.textFilter(q.Text, q.TextScope))

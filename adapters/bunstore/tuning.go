@@ -169,13 +169,14 @@ func (t tuning) record(ctx context.Context, db bun.IDB, ch *changes) error {
 	return nil
 }
 
-// planSearch is how q's total and the start of its page are found: from
-// event_counts when kept, else (the zero plan) from the events.
-func (t tuning) planSearch(q flagadmin.EventQuery) eventcounts.Plan {
+// planSearch is how q's total and the start of its page are found, on a
+// database of dialect d: from event_counts when kept, else (the zero
+// plan) from the events.
+func (t tuning) planSearch(d dialect.Name, q flagadmin.EventQuery) eventcounts.Plan {
 	if !t.readCounts() {
 		return eventcounts.Plan{}
 	}
-	return eventcounts.PlanFor(q)
+	return eventcounts.PlanFor(d, q)
 }
 
 // projectFigures returns the figures of the projects of q, by project

@@ -143,14 +143,18 @@ func TestFollowReplaysThenFollowsWithQueryAndVisibility(t *testing.T) {
 	write(t, store, "web", 0, 5)
 	write(t, store, "secret", 5, 2)
 	f := start(t, store, eventfeed.Options{})
-	// A Viewer's stream: the private project hidden.
-	q := flagadmin.EventQuery{RequireProject: true, HiddenProjects: []string{"secret"}}
+	// A Viewer's stream: the private project hidden, and with it events
+	// naming it among several projects, and events naming every project.
+	q := flagadmin.EventQuery{RequireProject: true, HiddenProjects: []string{"secret", flagadmin.AllProjects}}
 	fl := follow(t.Context(), f, q, 2, true, nil)
 	fl.waitFor(t, 3)
 	write(t, store, "secret", 7, 1)
-	write(t, store, "web", 8, 2)
+	write(t, store, "web,secret", 8, 1)
+	write(t, store, flagadmin.AllProjects, 9, 1)
+	write(t, store, "web", 10, 1)
+	write(t, store, "web,mobile", 11, 1)
 	fl.waitFor(t, 5)
-	want := append(names(2, 3), names(8, 2)...)
+	want := append(names(2, 3), names(10, 2)...)
 	if got := fl.names(); !slices.Equal(got, want) {
 		t.Errorf("got %v, want %v", got, want)
 	}

@@ -9,8 +9,10 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 
+	"github.com/flagadmin/flagadmin/adapters/storecache"
 	"github.com/flagadmin/flagadmin/flagadmin"
 )
 
@@ -195,6 +197,52 @@ func TestPanicRecovery(t *testing.T) {
 	}
 	if !strings.Contains(e.logs.String(), "store exploded") {
 		t.Errorf("the panic is not logged:\n%s", e.logs)
+	}
+}
+
+// panicOnceStore is a VersionedStore (so served behind the result cache)
+// whose first event search panics.
+type panicOnceStore struct {
+	flagadmin.VersionedStore
+	panicked atomic.Bool
+}
+
+func (s *panicOnceStore) SearchEvents(ctx context.Context, q flagadmin.EventQuery) (flagadmin.EventPage, error) {
+	if !s.panicked.Swap(true) {
+		explodeInSearch()
+	}
+	return s.VersionedStore.SearchEvents(ctx, q)
+}
+
+// explodeInSearch panics; the log must name it in the panic's stack.
+func explodeInSearch() { panic("store exploded in search") }
+
+// TestPanicThroughResultCache: a panic in a store read computed by the
+// result cache is logged with the stack where it was raised, and leaves
+// nothing held: the same search is then answered, and so is a write.
+func TestPanicThroughResultCache(t *testing.T) {
+	e := newEnv(t, Config{}, func(s flagadmin.Store) flagadmin.Store {
+		return &panicOnceStore{VersionedStore: s.(flagadmin.VersionedStore)}
+	})
+	if _, ok := e.served.(*storecache.Store); !ok {
+		t.Fatalf("the served store is %T, want the result cache", e.served)
+	}
+	w := e.do(t, request{method: http.MethodGet, path: searchPath, token: vicToken})
+	wantError(t, w, http.StatusInternalServerError, nameInternal)
+	mustNotLeak(t, w)
+	logs := e.logs.String()
+	if !strings.Contains(logs, "store exploded in search") || !strings.Contains(logs, "explodeInSearch") {
+		t.Errorf("the log lacks the panic value or the stack where it was raised:\n%s", logs)
+	}
+	for _, r := range []request{
+		{method: http.MethodGet, path: searchPath, token: vicToken},
+		{method: http.MethodPost, path: "/api/admin/events/search", token: vicToken, body: `{}`},
+		{method: http.MethodPost, path: "/api/admin/projects/default/features/new-checkout/lifecycle/complete", token: adminToken, body: `{"status":"kept"}`},
+		{method: http.MethodGet, path: searchPath, token: vicToken},
+	} {
+		if w := e.do(t, r); w.Code != http.StatusOK {
+			t.Errorf("%s %s after the panic: got %d %s, want 200", r.method, r.path, w.Code, w.Body)
+		}
 	}
 }
 

@@ -18,20 +18,8 @@ func (s *Store) ExportEvents(ctx context.Context, q flagadmin.EventQuery, afterI
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		batch = batch[:0]
-		s.mu.RLock()
-		events := s.w.events
-		i := sort.Search(len(events), func(i int) bool { return events[i].ID > afterID })
-		for ; i < len(events) && len(batch) < cap(batch); i++ {
-			if e := events[i]; q.Matches(e.Event, e.payload, e.meta) {
-				batch = append(batch, cloneEvent(e.Event))
-			}
-		}
-		if i < len(events) {
-			afterID = events[i-1].ID // the scan stopped with a full batch
-		}
-		done := i == len(events)
-		s.mu.RUnlock()
+		var done bool
+		batch, afterID, done = s.exportBatch(q, afterID, batch[:0])
 		for _, e := range batch {
 			if err := fn(e); err != nil {
 				return err
@@ -41,6 +29,25 @@ func (s *Store) ExportEvents(ctx context.Context, q flagadmin.EventQuery, afterI
 			return nil
 		}
 	}
+}
+
+// exportBatch appends to batch, under the read lock, the matches of q
+// after afterID until batch is full; next is where the scan stopped, done
+// whether it reached the newest event.
+func (s *Store) exportBatch(q flagadmin.EventQuery, afterID int64, batch []flagadmin.Event) (_ []flagadmin.Event, next int64, done bool) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	events := s.w.events
+	i := sort.Search(len(events), func(i int) bool { return events[i].ID > afterID })
+	for ; i < len(events) && len(batch) < cap(batch); i++ {
+		if e := events[i]; q.Matches(e.Event, e.payload, e.meta) {
+			batch = append(batch, cloneEvent(e.Event))
+		}
+	}
+	if i < len(events) {
+		afterID = events[i-1].ID // the scan stopped with a full batch
+	}
+	return batch, afterID, i == len(events)
 }
 
 // LastEventID returns the id of the newest event, 0 when there is none:

@@ -268,13 +268,27 @@ func (s *Store) PrivateProjects(ctx context.Context) ([]string, error) {
 // a bounded heap: a date range over a million events then costs one pass,
 // not a sort of every match.
 func (s *Store) SearchEvents(ctx context.Context, q flagadmin.EventQuery) (flagadmin.EventPage, error) {
-	keep := q.Limit
+	top, total := s.pageMatches(q)
+	matches := []flagadmin.Event(*top)
+	slices.SortFunc(matches, flagadmin.CompareEvents)
+	page := flagadmin.EventPage{Total: total, Events: []flagadmin.Event{}}
+	start := 0
 	if q.After == nil {
-		keep += q.Offset
+		start = q.Offset
 	}
-	top := &pageHeap{}
-	total := 0
+	for _, e := range matches[min(start, len(matches)):] {
+		page.Events = append(page.Events, cloneEvent(e))
+	}
+	return page, nil
+}
+
+// pageMatches returns the first q.PageEnd() matches of q (in no order)
+// and the count of all matches, under the read lock.
+func (s *Store) pageMatches(q flagadmin.EventQuery) (top *pageHeap, total int) {
 	s.mu.RLock()
+	defer s.mu.RUnlock()
+	keep := q.PageEnd()
+	top = &pageHeap{}
 	for _, e := range s.w.candidates(q) {
 		if !q.Matches(e.Event, e.payload, e.meta) {
 			continue
@@ -290,18 +304,7 @@ func (s *Store) SearchEvents(ctx context.Context, q flagadmin.EventQuery) (flaga
 			heap.Fix(top, 0)
 		}
 	}
-	s.mu.RUnlock()
-	matches := []flagadmin.Event(*top)
-	slices.SortFunc(matches, flagadmin.CompareEvents)
-	page := flagadmin.EventPage{Total: total, Events: []flagadmin.Event{}}
-	start := 0
-	if q.After == nil {
-		start = q.Offset
-	}
-	for _, e := range matches[min(start, len(matches)):] {
-		page.Events = append(page.Events, cloneEvent(e))
-	}
-	return page, nil
+	return top, total
 }
 
 // pageHeap holds the first matches of a search: a heap whose root is the

@@ -3,8 +3,10 @@ package storecache
 import (
 	"context"
 	"errors"
+	"fmt"
 	"maps"
 	"math"
+	"runtime/debug"
 	"slices"
 	"strconv"
 	"sync"
@@ -67,6 +69,24 @@ type cached struct {
 // errFlightAbandoned is the error of a computation that panicked.
 var errFlightAbandoned = errors.New("storecache: the computation of a cached result was abandoned")
 
+// FlightPanic is what a cached read re-raises when its computation
+// panicked: the original panic value and the stack where it was raised
+// (the re-raise happens on another stack). Its message shows both.
+type FlightPanic struct {
+	Value any
+	Stack []byte
+}
+
+func (p *FlightPanic) Error() string {
+	return fmt.Sprintf("%v\n\noriginal stack:\n%s", p.Value, p.Stack)
+}
+
+// Unwrap returns the original value when it is an error.
+func (p *FlightPanic) Unwrap() error {
+	err, _ := p.Value.(error)
+	return err
+}
+
 func newResultCache(maxBytes int64) *resultCache {
 	c := &resultCache{max: maxBytes, version: math.MinInt64}
 	// The LRU is bounded by bytes below, not by its length.
@@ -87,12 +107,12 @@ func (c *resultCache) load(ctx context.Context, key []byte, version int64, holds
 		return v, nil
 	}
 	var ran bool
-	var panicked any
+	var panicked *FlightPanic
 	ch := c.flights.DoChan(string(key)+"@"+strconv.FormatInt(version, 10), func() (v any, err error) {
 		ran = true
 		defer func() {
 			if p := recover(); p != nil {
-				panicked, v, err = p, nil, errFlightAbandoned
+				panicked, v, err = &FlightPanic{Value: p, Stack: debug.Stack()}, nil, errFlightAbandoned
 			}
 		}()
 		// A flight that ended just before this one began may have cached it.

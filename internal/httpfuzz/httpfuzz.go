@@ -215,7 +215,8 @@ func (g *Generator) value(name string) string {
 	case 4:
 		return g.pick("IS:2025-01-01", "IS:2025-02-30", "IS:2025-1-1", "IS:9999-12-31", "IS:0000-01-01")
 	case 5:
-		return g.pick("0", "1", "50", "1000", "1001", "-1", "1.0", "1e2", "10.5", " 5", "99999999999999999999", "true", "false", "TRUE")
+		return g.pick("0", "1", "50", "1000", "1001", "-1", "1.0", "1e2", "10.5", " 5", "99999999999999999999", "9223372036854775807",
+			"9223372036854775000", "true", "false", "TRUE")
 	case 6:
 		if g.chance(5) {
 			return strings.Repeat(g.pick("a", "%41", "%00", "%ff", "+"), 1000+g.rng.IntN(20000))
@@ -227,6 +228,39 @@ func (g *Generator) value(name string) string {
 		return "IS_ANY_OF:" + strings.Repeat(g.word()+",", g.rng.IntN(1200))
 	}
 	return "IS:" + g.word()
+}
+
+// edgeCounts are counts at the edges of the paging parameters' ranges.
+var edgeCounts = []string{"0", "1", "49", "50", "100", "101", "999", "1000", "4611686018427387904", "9223372036854775806", "9223372036854775807"}
+
+// plausibleSearch returns the target and method of an event search with
+// known filter values and paging at the edges of its range: a request
+// that reaches the store.
+func (g *Generator) plausibleSearch() (target, method string) {
+	if g.chance(50) {
+		return "/api/admin/events/search", "POST"
+	}
+	w := g.world
+	var parts []string
+	for range g.rng.IntN(3) {
+		parts = append(parts, g.pick("project=IS:"+g.pick(w.Projects...), "feature=IS:"+g.pick(w.Features...),
+			"project=IS_ANY_OF:"+g.pick(w.Projects...)+","+g.pick(w.Projects...), "type=IS:feature-created", "query=a"))
+	}
+	parts = append(parts, "offset="+g.pick(edgeCounts...), "limit="+g.pick(edgeCounts...))
+	return "/api/admin/search/events?" + strings.Join(parts[:len(parts)-g.rng.IntN(2)], "&"), "GET"
+}
+
+// plausibleBody returns a deprecated search body with known filter values
+// and paging at the edges of its range.
+func (g *Generator) plausibleBody() string {
+	fields := []string{`"offset":` + g.pick(edgeCounts...)}
+	if g.chance(50) {
+		fields = append(fields, `"limit":`+g.pick(edgeCounts...))
+	}
+	if g.chance(50) {
+		fields = append(fields, `"project":`+strconv.Quote(g.pick(g.world.Projects...)))
+	}
+	return "{" + strings.Join(fields, ",") + "}"
 }
 
 // query returns a query string (without "?"), "" for none.
@@ -260,7 +294,7 @@ func (g *Generator) query() string {
 // escapes of NUL and surrogates, wrong types, raw invalid UTF-8.
 var jsonValues = []string{
 	`"kept"`, `"discarded"`, `"maybe"`, `""`, `null`, `true`, `1`, `10`, `10.0`, `1e2`, `1E+1`, `10.5`, `1e-1`, `-0`, `-1`, `0`, `101`,
-	`1e400`, `-1e400`, `1e999999999999999999999`, `99999999999999999999`, `0.0000001e7`, `"10"`, `[]`, `{}`, `[1,2]`, `{"a":1}`,
+	`1e400`, `-1e400`, `1e999999999999999999999`, `99999999999999999999`, `9223372036854775807`, `9223372036854775000`, `0.0000001e7`, `"10"`, `[]`, `{}`, `[1,2]`, `{"a":1}`,
 	`"\u0000"`, `"x\u0000"`, `"\ud800"`, `"\udc00"`, `"\ud800\udc00"`, `"\ud800x"`, "\"\xff\"", "\"\xc0\x80\"", "\"\xed\xa0\x80\"",
 	`"feature-created"`, `"no-such-type"`, `"default"`, `"checkout"`, `"new-checkout"`, `"\"'; DROP TABLE events; --"`,
 	`"%"`, `"_"`, `"é"`, `"\n"`,
@@ -298,10 +332,14 @@ func (g *Generator) body() string {
 // Next returns the next raw request.
 func (g *Generator) Next() []byte {
 	target, method := g.path()
-	if method == "" || g.chance(20) {
+	plausible := g.chance(5)
+	switch {
+	case plausible:
+		target, method = g.plausibleSearch()
+	case method == "" || g.chance(20):
 		method = g.pick("GET", "POST", "DELETE", "PUT", "PATCH", "HEAD", "OPTIONS", "get", "FOO")
 	}
-	if q := g.query(); q != "" || g.chance(5) {
+	if q := g.query(); !plausible && (q != "" || g.chance(5)) {
 		target += "?" + q
 	}
 	var b strings.Builder
@@ -324,7 +362,10 @@ func (g *Generator) Next() []byte {
 		b.WriteString("X-Request-Id: " + g.pick("abc", "../../etc", strings.Repeat("r", 200), "a b") + "\r\n")
 	}
 	body := ""
-	if method == "POST" || method == "PUT" || method == "PATCH" || g.chance(5) {
+	switch {
+	case plausible && method == "POST":
+		body = g.plausibleBody()
+	case method == "POST" || method == "PUT" || method == "PATCH" || g.chance(5):
 		body = g.body()
 	}
 	if body != "" || g.chance(20) {

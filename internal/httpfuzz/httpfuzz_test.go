@@ -8,6 +8,8 @@ import (
 	"net/http/httptest"
 	"os"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -57,7 +59,8 @@ func openSQL(t *testing.T, url string) flagadmin.Store {
 }
 
 // serve loads the demo world into store and returns the production
-// handler over it, with the caches flagadmin serve uses.
+// handler over it, with the caches and the storage deadline flagadmin
+// serve uses.
 func serve(t *testing.T, store flagadmin.Store) http.Handler {
 	t.Helper()
 	seed, err := os.ReadFile(demoSeed)
@@ -73,16 +76,80 @@ func serve(t *testing.T, store flagadmin.Store) http.Handler {
 	if err := svc.LoadSeed(context.Background(), bytes.NewReader(seed)); err != nil {
 		t.Fatalf("load the demo world: %v", err)
 	}
-	return storecache.Scope(httpapi.New(svc, httpapi.Config{BodyReadTimeout: time.Second}).Handler())
+	cfg := httpapi.Config{BodyReadTimeout: time.Second, StorageTimeout: 5 * time.Second, BodyCache: cached.Bodies()}
+	return storecache.Scope(httpapi.New(svc, cfg).Handler())
 }
 
 // fuzzRequests is how many generated requests TestGeneratedRequests sends
 // to each store; -short sends a tenth.
 const fuzzRequests = 20_000
 
+// burstClients is how many clients send the generated requests at once.
+const burstClients = 4
+
+// stallLimit: a burst in which no request is answered for this long has
+// wedged the server.
+const stallLimit = time.Minute
+
+// answer is the outcome of one generated request.
+type answer struct {
+	served bool // false: Go's request parser refused it
+	code   int
+	err    error // the failed check
+}
+
+// burst sends raws to h from burstClients goroutines at once and returns
+// their answers, in the order of raws. It stops sending after maxFailures
+// failed checks, and fails t when no request is answered for stallLimit.
+func burst(t *testing.T, h http.Handler, raws [][]byte, maxFailures int64) []answer {
+	t.Helper()
+	answers := make([]answer, len(raws))
+	var next, answered, failed atomic.Int64
+	var wg sync.WaitGroup
+	for range burstClients {
+		wg.Go(func() {
+			for failed.Load() < maxFailures {
+				i := next.Add(1) - 1
+				if i >= int64(len(raws)) {
+					return
+				}
+				if w, req, ok := httpfuzz.Serve(h, raws[i]); ok {
+					answers[i] = answer{served: true, code: w.Code, err: httpfuzz.Check(w, req.Method, req.RequestURI)}
+					if answers[i].err != nil {
+						failed.Add(1)
+					}
+				}
+				answered.Add(1)
+			}
+		})
+	}
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	tick := time.NewTicker(stallLimit)
+	defer tick.Stop()
+	for seen := int64(-1); ; {
+		select {
+		case <-done:
+			return answers
+		case <-tick.C:
+			n := answered.Load()
+			if n == seen {
+				for _, a := range answers {
+					if a.err != nil {
+						t.Error(a.err)
+					}
+				}
+				t.Fatalf("the server is wedged: no request answered for %v after %d answers", stallLimit, n)
+			}
+			seen = n
+		}
+	}
+}
+
 // TestGeneratedRequests sends fuzzRequests random requests from a fixed
-// seed to the whole handler over each store and checks every answer
-// (httpfuzz.Check), then that the server still answers /health.
+// seed to the whole handler over each store, from burstClients clients
+// at once, and checks every answer (httpfuzz.Check), then that the server
+// still answers /health and an event search.
 func TestGeneratedRequests(t *testing.T) {
 	for _, st := range stores {
 		t.Run(st.name, func(t *testing.T) {
@@ -92,40 +159,45 @@ func TestGeneratedRequests(t *testing.T) {
 				n /= 10
 			}
 			gen := httpfuzz.NewGenerator(1, demoWorld)
+			raws := make([][]byte, n)
+			for i := range raws {
+				raws[i] = gen.Next()
+			}
 			start := time.Now()
+			answers := burst(t, h, raws, 10)
 			served, refused, fivexx, failures := 0, 0, 0, 0
 			statuses := map[int]int{}
-			for range n {
-				raw := gen.Next()
-				w, req, ok := httpfuzz.Serve(h, raw)
-				if !ok {
+			for i, a := range answers {
+				if !a.served {
 					refused++
 					continue
 				}
 				served++
-				statuses[w.Code]++
-				if w.Code >= 500 {
+				statuses[a.code]++
+				if a.code >= 500 {
 					fivexx++
 				}
-				if err := httpfuzz.Check(w, req.Method, req.RequestURI); err != nil {
+				if a.err != nil {
 					failures++
-					if failures <= 10 {
-						t.Errorf("%v\nrequest: %.500q", err, raw)
-					}
+					t.Errorf("%v\nrequest: %.500q", a.err, raws[i])
 				}
 			}
 			t.Logf("%s: %d requests generated, %d served by the handler, %d refused by Go's request parser, %d answered 5xx, %d failed checks, in %v; statuses %v",
 				st.name, n, served, refused, fivexx, failures, time.Since(start).Round(time.Millisecond), statuses)
-			w, _, _ := httpfuzz.Serve(h, []byte("GET /health HTTP/1.1\r\nHost: x\r\n\r\n"))
-			if w == nil || w.Code != http.StatusOK {
-				t.Errorf("/health after fuzzing: %v", w)
+			for _, raw := range []string{
+				"GET /health HTTP/1.1\r\nHost: x\r\n\r\n",
+				"GET /api/admin/search/events HTTP/1.1\r\nHost: x\r\nAuthorization: user:demo-vic-token\r\n\r\n",
+			} {
+				if w, _, _ := httpfuzz.Serve(h, []byte(raw)); w == nil || w.Code != http.StatusOK {
+					t.Errorf("%.40q after fuzzing: %v", raw, w)
+				}
 			}
 		})
 	}
 }
 
-// seedRequests are the requests of issue 10 (items 2 to 7), raw, for the
-// native fuzz target's corpus.
+// seedRequests are raw requests for the native fuzz target's corpus:
+// refused texts and numbers, and the largest offset.
 var seedRequests = []struct{ method, target, token, accept, contentType, body string }{
 	{"GET", "/api/admin/search/events?feature=IS:x%00", "user:demo-vic-token", "", "", ""},
 	{"GET", "/api/admin/search/events?project=IS:%ff", "user:demo-vic-token", "", "", ""},
@@ -156,11 +228,13 @@ var seedRequests = []struct{ method, target, token, accept, contentType, body st
 	{"POST", "/api/admin/projects/default/features/x%00/lifecycle/complete", "*:*.demo-admin-token", "", "", `{"status":"kept"}`},
 	{"POST", "/api/admin/projects/default/features/dark-mode/lifecycle/complete", "user:demo-eve-token", "", "", `{"status":"kept","extra":1}`},
 	{"GET", "/api/admin/" + strings.Repeat("z", 3000), "user:demo-vic-token", "", "", ""},
+	{"GET", "/api/admin/search/events?offset=9223372036854775807", "user:demo-vic-token", "", "", ""},
+	{"POST", "/api/admin/events/search", "user:demo-vic-token", "", "application/json", `{"offset":9223372036854775807}`},
 }
 
 // FuzzRequest fuzzes one request's method, target, token, Accept,
 // Content-Type and body against the whole handler over a memory store,
-// with the inputs of issue 10 as its seed corpus. Without -fuzz, go test
+// with seedRequests as its seed corpus. Without -fuzz, go test
 // runs the corpus.
 func FuzzRequest(f *testing.F) {
 	for _, s := range seedRequests {

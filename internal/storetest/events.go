@@ -128,6 +128,8 @@ func eventCases() []testCase {
 		{"paging/last partial page", params{Offset: "6", Limit: "3"}, []string{"F", "G"}, 8},
 		{"paging/offset at the end gives an empty page with the total", params{Offset: "8"}, nil, 8},
 		{"paging/offset beyond the end gives an empty page with the total", params{Offset: "100", Limit: "5"}, nil, 8},
+		{"paging/the largest offset gives an empty page with the total", params{Offset: "9223372036854775807", Limit: "1000"}, nil, 8},
+		{"paging/the largest offset with a filter of several values", params{Project: "IS_ANY_OF:default,mobile", Offset: "9223372036854775807"}, nil, 6},
 		{"paging/total counts filter matches, not the page", params{Project: "IS:default", Offset: "1", Limit: "1"}, []string{"B"}, 3},
 	}
 	var cases []testCase

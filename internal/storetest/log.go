@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -460,6 +461,9 @@ func logCases() []testCase {
 		{"log/the Service's proofs: in one read as step by step, of events the caller may see, verified", func(t *testing.T, w *world) {
 			ls := w.logStore(t)
 			w.fixture(visibilityFixture())
+			for _, project := range []string{"default,secret", "default,guarded", "secret,vault", flagadmin.AllProjects} {
+				w.writeEvents(t, 2, str(project), suiteNow)
+			}
 			w.writeEvents(t, 290, str("default"), suiteNow)
 			w.writeEvents(t, 20, str("secret"), suiteNow)
 			w.wantServiceProofs(t, ls, nil)
@@ -520,6 +524,13 @@ func (w *world) wantServiceProofs(t *testing.T, ls flagadmin.LogStore, pruned ma
 	for _, e := range w.exportAll(t) {
 		projects[e.ID] = e.Project
 	}
+	// The project columns whose events each caller may see: an event
+	// naming a project it may not see, or every project, has no proof
+	// for it.
+	visible := map[string][]string{
+		vicSecret: {"default", "guarded", "default,guarded"},
+		maxSecret: {"default", "guarded", "secret", "default,guarded", "default,secret"},
+	}
 	sees := func(secret string, id int64) bool {
 		project, ok := projects[id]
 		switch {
@@ -527,16 +538,21 @@ func (w *world) wantServiceProofs(t *testing.T, ls flagadmin.LogStore, pruned ma
 			return false
 		case secret == adminSecret:
 			return true
-		case project == nil || *project == "vault":
+		case project == nil:
 			return false
 		}
-		return *project != "secret" || secret == maxSecret
+		return slices.Contains(visible[secret], *project)
 	}
-	// Leaves of every project and none, the first and last, and an id no
-	// event has.
+	// Leaves of every project and none, every event naming several
+	// projects, the first and last, and an id no event has.
 	var sample []int
 	for i := 0; i < len(leaves); i += 37 {
 		sample = append(sample, i)
+	}
+	for i, l := range leaves {
+		if p := projects[l.EventID]; p != nil && (strings.Contains(*p, ",") || *p == flagadmin.AllProjects) {
+			sample = append(sample, i)
+		}
 	}
 	sample = append(sample, 1, 2, 3, 4, len(leaves)-1)
 	for _, secret := range []string{adminSecret, vicSecret, maxSecret} {

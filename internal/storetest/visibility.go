@@ -1,7 +1,9 @@
 package storetest
 
 import (
+	"fmt"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/flagadmin/flagadmin/flagadmin"
@@ -41,6 +43,111 @@ func visibilityFixture() (*flagadmin.Seed, []namedEvent) {
 		e("vault", "vault", "2025-04-04T00:00:00Z"),
 		e("global", "", "2025-04-05T00:00:00Z"),
 	}
+}
+
+// multiProjectFixture is visibilityFixture with events that name several
+// projects, as Unleash records those of a token for several projects
+// (comma-joined) or for every project ("*"), newer than its own, oldest
+// first: default+guarded, default+secret, secret+vault, every, and two
+// that name no existing project but look alike: default+secrets,
+// default+Secret.
+func multiProjectFixture() (*flagadmin.Seed, []namedEvent) {
+	seed, events := visibilityFixture()
+	for i, e := range []struct{ name, project string }{
+		{"default+guarded", "default,guarded"}, {"default+secret", "default,secret"}, {"secret+vault", "secret,vault"},
+		{"every", flagadmin.AllProjects}, {"default+secrets", "default,secrets"}, {"default+Secret", "default,Secret"},
+	} {
+		at := fmt.Sprintf("2025-04-%02dT00:00:00Z", 6+i)
+		events = append(events, namedEvent{e.name, ev(flagadmin.EventAPITokenCreated, "ada@example.com", i64(adaID), at, str(e.project), nil, nil,
+			`{"tokenName": "`+e.name+`", "projects": ["`+strings.ReplaceAll(e.project, ",", `", "`)+`"]}`)})
+	}
+	return seed, events
+}
+
+// multiProjectCases: an event naming several projects is seen only by a
+// caller who may see every one of them, and one naming every project
+// ("*") only by a caller who sees every project, in both searches (page
+// and total, whatever the filters the totals are summed for), the export
+// and the proofs; a project filter matches the project column whole.
+func multiProjectCases() []testCase {
+	everything := []string{"default+Secret", "default+secrets", "every", "secret+vault", "default+secret", "default+guarded", "global", "vault", "secret", "guarded", "default"}
+	outsider := []string{"default+Secret", "default+secrets", "default+guarded", "guarded", "default"}
+	member := []string{"default+Secret", "default+secrets", "default+secret", "default+guarded", "secret", "guarded", "default"}
+	callers := []struct {
+		name   string
+		secret string
+		want   []string
+	}{
+		{"admin token sees every event", adminSecret, everything},
+		{"Viewer sees those naming only projects it sees", vicSecret, outsider},
+		{"Editor sees those naming only projects it sees", eveSecret, outsider},
+		{"member of one private project sees those naming only projects it sees", maxSecret, member},
+		{"member through a group likewise", gusSecret, member},
+	}
+	only := func(names []string, keep func(string) bool) []string {
+		var out []string
+		for _, n := range names {
+			if keep(n) {
+				out = append(out, n)
+			}
+		}
+		return out
+	}
+	multi := func(n string) bool { return strings.Contains(n, "+") || n == "every" }
+	var cases []testCase
+	for _, c := range callers {
+		cases = append(cases,
+			testCase{"visibility/multi-project/search/" + c.name, func(t *testing.T, w *world) {
+				w.fixture(multiProjectFixture())
+				p := w.as(c.secret)
+				w.wantPage(t, w.search(t, p, params{}), len(c.want), c.want...)
+				w.wantPage(t, w.search(t, p, params{Limit: "2", Offset: "1"}), len(c.want), c.want[1:3]...)
+				typed := only(c.want, multi)
+				w.wantPage(t, w.search(t, p, params{Type: "IS:" + flagadmin.EventAPITokenCreated}), len(typed), typed...)
+				w.wantPage(t, w.search(t, p, params{CreatedBy: "IS:" + fmt.Sprint(adaID)}), len(typed), typed...)
+				ranged := only(c.want, func(n string) bool { return multi(n) || n == "global" })
+				w.wantPage(t, w.search(t, p, params{From: "IS:2025-04-05", To: "IS:2025-04-30"}), len(ranged), ranged...)
+				w.wantPage(t, w.search(t, p, params{Query: "tokenname"}), len(typed), typed...)
+			}},
+			testCase{"visibility/multi-project/deprecated/" + c.name, func(t *testing.T, w *world) {
+				w.fixture(multiProjectFixture())
+				w.wantPage(t, w.deprecated(t, w.as(c.secret), deprecatedReq{}), len(c.want), c.want...)
+			}},
+			testCase{"visibility/multi-project/export/" + c.name, func(t *testing.T, w *world) {
+				w.fixture(multiProjectFixture())
+				got := w.eventNames(w.export(t, w.as(c.secret), exportParams{}))
+				want := slices.Clone(c.want)
+				slices.Reverse(want)
+				if !slices.Equal(got, want) {
+					t.Errorf("export: got %v, want %v", got, want)
+				}
+			}},
+		)
+	}
+	cases = append(cases,
+		testCase{"visibility/multi-project/a project filter matches the project column whole", func(t *testing.T, w *world) {
+			w.fixture(multiProjectFixture())
+			for _, secret := range []string{adminSecret, maxSecret, vicSecret} {
+				w.wantPage(t, w.search(t, w.as(secret), params{Project: "IS:default"}), 1, "default")
+				w.wantPage(t, w.deprecated(t, w.as(secret), deprecatedReq{Project: str("default")}), 1, "default")
+			}
+			w.wantPage(t, w.deprecated(t, w.as(maxSecret), deprecatedReq{Project: str("default,secret")}), 1, "default+secret")
+			w.wantPage(t, w.deprecated(t, w.as(vicSecret), deprecatedReq{Project: str("default,secret")}), 0)
+			w.wantPage(t, w.deprecated(t, w.as(maxSecret), deprecatedReq{Project: str(flagadmin.AllProjects)}), 0)
+			w.wantPage(t, w.deprecated(t, w.as(adminSecret), deprecatedReq{Project: str(flagadmin.AllProjects)}), 1, "every")
+		}},
+		testCase{"visibility/multi-project/every project is seen by a caller who sees every project", func(t *testing.T, w *world) {
+			seed, events := multiProjectFixture()
+			seed.Projects = slices.DeleteFunc(seed.Projects, func(p flagadmin.Project) bool { return p.ID == "vault" })
+			w.load(seed, events...)
+			// Max is a member of the only private project left.
+			w.wantPage(t, w.search(t, w.as(maxSecret), params{Type: "IS:" + flagadmin.EventAPITokenCreated}), 6,
+				"default+Secret", "default+secrets", "every", "secret+vault", "default+secret", "default+guarded")
+			w.wantPage(t, w.search(t, w.as(vicSecret), params{Type: "IS:" + flagadmin.EventAPITokenCreated}), 3,
+				"default+Secret", "default+secrets", "default+guarded")
+		}},
+	)
+	return cases
 }
 
 func visibilityCases() []testCase {

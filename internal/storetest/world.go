@@ -49,7 +49,7 @@ func Run(t *testing.T, newStore func(t *testing.T) flagadmin.Store) {
 	t.Helper()
 	var cases []testCase
 	for _, area := range [][]testCase{
-		eventCases(), deprecatedCases(), visibilityCases(), projectCases(), lifecycleCases(),
+		eventCases(), deprecatedCases(), visibilityCases(), multiProjectCases(), projectCases(), lifecycleCases(),
 		serviceAccountCases(), authCases(), seedCases(), storeCases(), concurrencyCases(),
 		versionCases(), keysetCases(), exportCases(), accountCases(), settledCases(), logCases(),
 	} {

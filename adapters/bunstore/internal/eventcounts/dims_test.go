@@ -3,6 +3,8 @@ package eventcounts
 import (
 	"testing"
 
+	"github.com/uptrace/bun/dialect"
+
 	"github.com/flagadmin/flagadmin/flagadmin"
 )
 
@@ -30,11 +32,11 @@ func TestUncountedFiltersAreCounted(t *testing.T) {
 		{GroupIDs: []string{"g"}, Limit: 10},
 		{GroupIDs: []string{"g"}, Types: []string{"feature-created"}, Limit: 10},
 	} {
-		if p := PlanFor(q); p.kind != planNone {
+		if p := PlanFor(dialect.SQLite, q); p.kind != planNone {
 			t.Errorf("PlanFor(%+v): got plan kind %v, want none (count)", q, p.kind)
 		}
 	}
-	if p := PlanFor(flagadmin.EventQuery{Types: []string{"feature-created"}, Limit: 10}); p.kind == planNone {
+	if p := PlanFor(dialect.SQLite, flagadmin.EventQuery{Types: []string{"feature-created"}, Limit: 10}); p.kind == planNone {
 		t.Errorf("PlanFor(type): got no plan, want one from the counts")
 	}
 }

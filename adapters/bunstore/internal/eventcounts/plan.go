@@ -1,9 +1,12 @@
 package eventcounts
 
 import (
+	"fmt"
 	"maps"
 	"slices"
 	"strconv"
+
+	"github.com/uptrace/bun/dialect"
 
 	"github.com/flagadmin/flagadmin/adapters/bunstore/internal/sqlq"
 	"github.com/flagadmin/flagadmin/adapters/bunstore/internal/stored"
@@ -25,6 +28,9 @@ type Plan struct {
 	from, before *int64
 	noProject    bool
 	hidden       []string
+	// hiddenKeys selects, on the project column of event_counts or events,
+	// the rows of the hidden projects (hiddenKeys); empty when none is.
+	hiddenKeys sqlq.Fragment
 }
 
 // planKind is where a plan reads the total from.
@@ -38,13 +44,15 @@ const (
 
 // rows are the rows of event_counts of one dim and scope with any of
 // the projects, values and nums given (each list one empty string or 0 when the
-// dim has none), every shard of each.
+// dim has none), every shard of each. A projectCond, when not empty,
+// selects the projects instead of projects.
 type rows struct {
-	dim      Dim
-	scope    Scope
-	projects []string
-	values   []string
-	nums     []int64
+	dim         Dim
+	scope       Scope
+	projects    []string
+	projectCond sqlq.Fragment
+	values      []string
+	nums        []int64
 }
 
 // SeekMinOffset is the smallest offset for which a page skips whole
@@ -57,8 +65,8 @@ const SeekMinOffset = 1000
 // counts per project and without a project take off what the caller
 // cannot see); or whole days (dayBound) and no column filter, with any
 // visibility. A project or value too long to be counted (MaxKeyBytes)
-// leaves q to be counted.
-func PlanFor(q flagadmin.EventQuery) Plan {
+// leaves q to be counted. d is the store's database.
+func PlanFor(d dialect.Name, q flagadmin.EventQuery) Plan {
 	if q.Text != "" {
 		return Plan{}
 	}
@@ -67,6 +75,7 @@ func PlanFor(q flagadmin.EventQuery) Plan {
 		return Plan{}
 	}
 	hidden := slices.Sorted(maps.Keys(setOf(q.HiddenProjects))) // deduplicated, in one order
+	keys := hiddenKeys(d, hidden)
 	var p Plan
 	switch {
 	case filters > 1 || (filters == 1 && (q.From != nil || q.Before != nil)):
@@ -78,17 +87,37 @@ func PlanFor(q flagadmin.EventQuery) Plan {
 		// count them too, and let a large offset skip whole days.
 		p = Plan{kind: planDays, noProject: q.RequireProject, hidden: hidden}
 	case filters == 0:
-		p = allPlan(q, hidden)
+		p = allPlan(q, hidden, keys)
 	case dim == DimEvents: // the project filter
 		p = projectPlan(values, hidden)
 	default:
-		p = columnPlan(q, dim, values, nums, hidden)
+		p = columnPlan(q, dim, values, nums, hidden, keys)
 	}
 	if p.kind == planNone || !countable(p.hidden) || !p.countable() {
 		return Plan{}
 	}
-	p.q = q
+	p.q, p.hiddenKeys = q, keys
 	return p
+}
+
+// hiddenKeys is the condition on the project column of event_counts or
+// events that selects the events of the hidden projects (empty when none
+// is): a hidden project's own, and those of every project of the counts
+// that names one among comma-joined projects (flagadmin.ProjectHidden),
+// found among the keys of the rows per project, a row per project and
+// shard. A comma-joined project longer than MaxKeyBytes has no row: its
+// events stay counted.
+func hiddenKeys(d dialect.Name, hidden []string) sqlq.Fragment {
+	if len(hidden) == 0 {
+		return sqlq.Fragment{}
+	}
+	own := sqlq.In("project", hidden)
+	listed := stored.ListsProject(d, "project", hidden)
+	if listed.Empty() {
+		return own
+	}
+	keys := listed.Wrap(fmt.Sprintf("project IN (SELECT project FROM event_counts WHERE dim = %d AND scope = %d AND ", DimEvents, ScopeProject), ")")
+	return sqlq.Join(" OR ", own, keys).Wrap("(", ")")
 }
 
 // dimOf is the dim that counts the events by the column of a column
@@ -140,25 +169,25 @@ func dayPlan(q flagadmin.EventQuery, hidden []string) Plan {
 
 // allPlan counts every event, less those without a project (for callers
 // who see only events with one) and those of hidden projects.
-func allPlan(q flagadmin.EventQuery, hidden []string) Plan {
+func allPlan(q flagadmin.EventQuery, hidden []string, keys sqlq.Fragment) Plan {
 	p := Plan{kind: planKeys, plus: []rows{one(DimEvents, ScopeAll)}}
 	if q.RequireProject {
 		p.minus = append(p.minus, one(DimEvents, ScopeNoProject))
 	}
 	if len(hidden) > 0 {
 		r := one(DimEvents, ScopeProject)
-		r.projects = hidden
+		r.projects, r.projectCond = hidden, keys
 		p.minus = append(p.minus, r)
 	}
 	return p
 }
 
-// projectPlan counts the events of the projects of a project filter that
-// are not hidden.
+// projectPlan counts the events of the projects of a project filter (each
+// the whole project column) that are not hidden.
 func projectPlan(projects, hidden []string) Plan {
 	var shown []string
 	for p := range setOf(projects) {
-		if !slices.Contains(hidden, p) {
+		if !flagadmin.ProjectHidden(p, hidden) {
 			shown = append(shown, p)
 		}
 	}
@@ -174,7 +203,7 @@ func projectPlan(projects, hidden []string) Plan {
 // columnPlan counts the events with one of the values (or nums) in the
 // column of dim, less their events in hidden projects and, for callers who
 // see only events with a project, those without one.
-func columnPlan(q flagadmin.EventQuery, dim Dim, values []string, nums []int64, hidden []string) Plan {
+func columnPlan(q flagadmin.EventQuery, dim Dim, values []string, nums []int64, hidden []string, keys sqlq.Fragment) Plan {
 	all := one(dim, ScopeAll)
 	if dim == DimCreator {
 		all.nums = slices.Sorted(maps.Keys(setOf(nums)))
@@ -184,7 +213,7 @@ func columnPlan(q flagadmin.EventQuery, dim Dim, values []string, nums []int64, 
 	p := Plan{kind: planKeys, plus: []rows{all}}
 	if len(hidden) > 0 {
 		inHidden := all
-		inHidden.scope, inHidden.projects = ScopeProject, hidden
+		inHidden.scope, inHidden.projects, inHidden.projectCond = ScopeProject, hidden, keys
 		p.minus = append(p.minus, inHidden)
 	}
 	if q.RequireProject {
@@ -266,7 +295,7 @@ func (p Plan) days(scope Scope) sqlq.Fragment {
 // hiddenEvents is the condition on events of the hidden projects' events
 // in the plan's range.
 func (p Plan) hiddenEvents() sqlq.Fragment {
-	cond := sqlq.In("project", p.hidden)
+	cond := p.hiddenKeys
 	if p.q.From != nil {
 		cond = sqlq.And(cond, sqlq.F("created_at >= ?", stored.CeilMillis(*p.q.From)))
 	}
@@ -289,7 +318,11 @@ func sum(rs []rows) sqlq.Fragment {
 // from from (inclusive) to before (exclusive), nil for no bound.
 func (r rows) condition(from, before *int64) sqlq.Fragment {
 	cond := sqlq.F("dim = " + strconv.Itoa(int(r.dim)) + " AND scope = " + strconv.Itoa(int(r.scope)))
-	parts := []sqlq.Fragment{cond, eqOrIn("project", r.projects), eqOrIn("value", r.values)}
+	projects := r.projectCond
+	if projects.Empty() {
+		projects = eqOrIn("project", r.projects)
+	}
+	parts := []sqlq.Fragment{cond, projects, eqOrIn("value", r.values)}
 	switch {
 	case r.nums != nil:
 		parts = append(parts, eqOrIn("num", r.nums))

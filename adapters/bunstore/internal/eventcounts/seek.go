@@ -142,7 +142,7 @@ func (p Plan) monthSeek(ctx context.Context, db bun.IDB) (Start, error) {
 	}
 	if len(p.hidden) > 0 {
 		r := one(DimEvents, ScopeProject)
-		r.projects = p.hidden
+		r.projects, r.projectCond = p.hidden, p.hiddenKeys
 		if err := db.NewRaw("SELECT ?", sum([]rows{r})).Scan(ctx, &hiddenAll); err != nil {
 			return Start{}, err
 		}
@@ -163,7 +163,7 @@ func (p Plan) monthSeek(ctx context.Context, db bun.IDB) (Start, error) {
 		return Start{}, err
 	}
 	if len(p.hidden) > 0 {
-		cond := sqlq.And(sqlq.In("project", p.hidden),
+		cond := sqlq.And(p.hiddenKeys,
 			sqlq.F("created_at >= ? AND created_at < ?", first*msPerDay, next*msPerDay))
 		if err := p.takeHiddenDays(ctx, db, cond, days); err != nil {
 			return Start{}, err
@@ -251,7 +251,7 @@ func (p Plan) takeHiddenMonths(ctx context.Context, db bun.IDB, months []period)
 		return nil
 	}
 	r := one(DimMonth, ScopeProject)
-	r.projects, r.nums = p.hidden, nil
+	r.projects, r.projectCond, r.nums = p.hidden, p.hiddenKeys, nil
 	oldest, newest := months[len(months)-1].Num, months[0].Num+1
 	cond := r.condition(&oldest, &newest)
 	var hidden []period

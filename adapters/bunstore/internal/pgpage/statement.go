@@ -83,7 +83,7 @@ func statement(s Search, prepared bool) sqlq.Fragment {
 		parts := make([]sqlq.Fragment, len(split))
 		for i, one := range split {
 			parts[i] = sqlq.And(s.Where(one), notPast).
-				Wrap("(SELECT id, created_at FROM events WHERE ", order+" LIMIT "+strconv.Itoa(q.Offset+q.Limit)+")")
+				Wrap("(SELECT id, created_at FROM events WHERE ", order+" LIMIT "+strconv.Itoa(q.PageEnd())+")")
 		}
 		ids = sqlq.Join(" UNION ALL ", parts...).Wrap("SELECT id FROM (", ") AS u"+order+page(q.Limit, q.Offset))
 	} else {
@@ -149,13 +149,13 @@ const (
 )
 
 // splitFilter returns, when q filters one column by 2 to splitMaxValues
-// distinct values and q.Offset+q.Limit is at most splitMaxRows, one query
+// distinct values and q.PageEnd() is at most splitMaxRows, one query
 // per value, each q with that value alone; else nil. A page of q is then
 // read from each value's own index range (PostgreSQL reads an IN list on
 // an index as one range per value, but cannot merge them in order: it
 // reads every match and sorts).
 func splitFilter(q flagadmin.EventQuery) []flagadmin.EventQuery {
-	if q.Offset+q.Limit > splitMaxRows {
+	if q.PageEnd() > splitMaxRows {
 		return nil
 	}
 	one, ok := oneColumn(q)

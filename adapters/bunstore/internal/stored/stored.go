@@ -12,7 +12,9 @@ import (
 	"unicode/utf8"
 
 	"github.com/uptrace/bun"
+	"github.com/uptrace/bun/dialect"
 
+	"github.com/flagadmin/flagadmin/adapters/bunstore/internal/sqlq"
 	"github.com/flagadmin/flagadmin/flagadmin"
 )
 
@@ -89,6 +91,47 @@ func (r Event) Event() (flagadmin.Event, error) {
 		Environment: r.Environment, Project: r.Project, FeatureName: r.FeatureName,
 		Data: Raw(r.Data), PreData: Raw(r.PreData), Tags: tags, GroupType: r.GroupType, GroupID: r.GroupID,
 	}, nil
+}
+
+// ProjectHidden is the SQL form of flagadmin.ProjectHidden on column, a
+// project column, for hidden (not empty) on the database of dialect d:
+// the column is one of hidden, or holds comma-joined projects one of
+// which is (ListsProject).
+func ProjectHidden(d dialect.Name, column string, hidden []string) sqlq.Fragment {
+	one := sqlq.In(column, hidden)
+	listed := ListsProject(d, column, hidden)
+	if listed.Empty() {
+		return one
+	}
+	return sqlq.Join(" OR ", one, listed).Wrap("(", ")")
+}
+
+// ListsProject is the condition that column holds comma-joined projects
+// one of which is in projects, on the database of dialect d; empty when
+// no project of projects can be one of them (a project with a comma is
+// only ever a whole column). Its tests are exact and case-sensitive on
+// every database (SQLite's LIKE, which folds case, only tells a comma
+// apart).
+func ListsProject(d dialect.Name, column string, projects []string) sqlq.Fragment {
+	var contains string
+	switch d {
+	case dialect.PG:
+		contains = "strpos(',' || " + column + " || ',', ?) > 0"
+	case dialect.MySQL:
+		contains = "LOCATE(?, CONCAT(',', " + column + ", ',')) > 0"
+	default:
+		contains = "instr(',' || " + column + " || ',', ?) > 0"
+	}
+	var parts []sqlq.Fragment
+	for _, p := range projects {
+		if !strings.Contains(p, ",") {
+			parts = append(parts, sqlq.F(contains, ","+p+","))
+		}
+	}
+	if len(parts) == 0 {
+		return sqlq.Fragment{}
+	}
+	return sqlq.Join(" OR ", parts...).Wrap("("+column+" LIKE '%,%' AND (", "))")
 }
 
 // Millis is t in Unix milliseconds (the domain keeps millisecond precision).
