@@ -52,6 +52,10 @@ const webuiBound = 170 * time.Second
 //     the events of the search answers flagadmin served (each marked
 //     X-Flagadmin-Source: local, read back from the browser's network
 //     events), which are Unleash's own answer to the same search;
+//   - each event's card on the event log shows what it shows when the
+//     browser talks to Unleash directly: a "Group id" row with the
+//     event's group (Unleash groups the events of one transaction), none
+//     for an event without a group;
 //   - text typed in the event log's search box reaches flagadmin's
 //     search as its query;
 //   - the personal dashboard's event timeline shows what it shows when
@@ -60,6 +64,10 @@ const webuiBound = 170 * time.Second
 //     flagadmin's events carry no label and summary, decisions §4, so the
 //     UI writes "admin triggered feature-created" where Unleash's summary
 //     says "admin created checkout-banner in project default");
+//   - the Projects page reads as when the browser talks to Unleash
+//     directly: "Projects (1)" (open-source Unleash lists its default
+//     project only), the card's flags, flags in cleanup and last
+//     reported usage;
 //   - a Viewer sees no event of a private project and no project-less
 //     event (decisions §2). Unleash's open-source build has no private
 //     projects of its own (a project's mode is an Enterprise setting, and
