@@ -343,20 +343,7 @@ func seedWebUI(t *testing.T, u *unleashserver.Server, db *pgx.Conn) {
 	u.Must(t, http.MethodPost, "/api/admin/projects/default/features/checkout-banner/environments/production/off", nil, nil)
 	// search-ranking is done (in cleanup), and an SDK reported
 	// checkout-banner 8 days ago, as Unleash's last-seen job writes it.
-	// Unleash writes a new flag's initial stage a moment after creating
-	// it; completed before that, the flag's newest stage would be initial.
-	for start := time.Now(); ; time.Sleep(20 * time.Millisecond) {
-		var n int
-		if err := db.QueryRow(context.Background(), `SELECT count(*) FROM feature_lifecycles WHERE feature = 'search-ranking' AND stage = 'initial'`).Scan(&n); err != nil {
-			t.Fatal(err)
-		}
-		if n == 1 {
-			break
-		}
-		if time.Since(start) > 10*time.Second {
-			t.Fatal("Unleash wrote no initial stage of search-ranking")
-		}
-	}
+	waitInitialStage(t, db, "search-ranking")
 	u.Must(t, http.MethodPost, "/api/admin/projects/default/features/search-ranking/lifecycle/complete", map[string]any{"status": "kept"}, nil)
 	if _, err := db.Exec(context.Background(), `INSERT INTO last_seen_at_metrics (feature_name, environment, last_seen_at) VALUES ('checkout-banner', 'production', now() - interval '8 days')`); err != nil {
 		t.Fatal(err)
