@@ -162,20 +162,7 @@ func TestFrontRealUnleashProjectList(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Close(context.WithoutCancel(ctx))
-	// Unleash writes a new flag's initial stage a moment after creating
-	// it; completed before that, the flag's newest stage would be initial.
-	for start := time.Now(); ; time.Sleep(20 * time.Millisecond) {
-		var n int
-		if err := conn.QueryRow(ctx, `SELECT count(*) FROM feature_lifecycles WHERE feature = 'done-flag' AND stage = 'initial'`).Scan(&n); err != nil {
-			t.Fatal(err)
-		}
-		if n == 1 {
-			break
-		}
-		if time.Since(start) > 10*time.Second {
-			t.Fatal("Unleash wrote no initial stage of done-flag")
-		}
-	}
+	waitInitialStage(t, conn, "done-flag")
 	u.Must(t, http.MethodPost, "/api/admin/projects/default/features/done-flag/lifecycle/complete", map[string]any{"status": "kept"}, nil)
 	for _, q := range []string{
 		// An SDK's report, as Unleash's last-seen job writes it; a project by SQL (open source has no API for it).
@@ -229,5 +216,24 @@ func TestFrontRealUnleashProjectList(t *testing.T) {
 			}
 		}
 		t.Logf("project list%s: %v", query, got)
+	}
+}
+
+// waitInitialStage waits until Unleash has written flag's initial
+// lifecycle stage, which it does a moment after creating the flag: a flag
+// completed before that would have initial as its newest stage.
+func waitInitialStage(t *testing.T, db *pgx.Conn, flag string) {
+	t.Helper()
+	for start := time.Now(); ; time.Sleep(20 * time.Millisecond) {
+		var n int
+		if err := db.QueryRow(t.Context(), `SELECT count(*) FROM feature_lifecycles WHERE feature = $1 AND stage = 'initial'`, flag).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		if n == 1 {
+			return
+		}
+		if time.Since(start) > 10*time.Second {
+			t.Fatalf("Unleash wrote no initial stage of %s", flag)
+		}
 	}
 }

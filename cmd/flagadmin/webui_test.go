@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"slices"
 	"strconv"
@@ -51,6 +52,10 @@ const webuiBound = 170 * time.Second
 //     the events of the search answers flagadmin served (each marked
 //     X-Flagadmin-Source: local, read back from the browser's network
 //     events), which are Unleash's own answer to the same search;
+//   - each event's card on the event log shows what it shows when the
+//     browser talks to Unleash directly: a "Group id" row with the
+//     event's group (Unleash groups the events of one transaction), none
+//     for an event without a group;
 //   - text typed in the event log's search box reaches flagadmin's
 //     search as its query;
 //   - the personal dashboard's event timeline shows what it shows when
@@ -59,6 +64,10 @@ const webuiBound = 170 * time.Second
 //     flagadmin's events carry no label and summary, decisions §4, so the
 //     UI writes "admin triggered feature-created" where Unleash's summary
 //     says "admin created checkout-banner in project default");
+//   - the Projects page reads as when the browser talks to Unleash
+//     directly: "Projects (1)" (open-source Unleash lists its default
+//     project only), the card's flags, flags in cleanup and last
+//     reported usage;
 //   - a Viewer sees no event of a private project and no project-less
 //     event (decisions §2). Unleash's open-source build has no private
 //     projects of its own (a project's mode is an Enterprise setting, and
@@ -124,6 +133,7 @@ func TestUnleashWebUI(t *testing.T) {
 	// The global event log.
 	global := admin.eventLog("/history", "")
 	admin.sameAsUnleash(u, global)
+	cards := admin.eventCards("/history") // compared with Unleash's below
 	if global.total != int(last) {
 		t.Errorf("/history: the page counts %d events, Unleash has %d", global.total, last)
 	}
@@ -187,6 +197,62 @@ func TestUnleashWebUI(t *testing.T) {
 		t.Errorf("the event timeline shows no event")
 	}
 	t.Logf("the timeline's tooltips through flagadmin:\n%s\ndirectly:\n%s", strings.Join(timeline.tooltips, "\n"), strings.Join(unleashTimeline.tooltips, "\n"))
+
+	// Each event's card on the event log, through flagadmin and directly:
+	// Unleash's UI shows a "Group id" row (a link to the group's events)
+	// for an event of a group (Unleash groups the events of one
+	// transaction, such as a flag's creation) and none for an event
+	// without one (a segment's).
+	directCards := direct.eventCards("/history")
+	if !reflect.DeepEqual(cards, directCards) {
+		t.Errorf("the event log's cards through flagadmin:\n%s\ndirectly:\n%s", cardsText(cards), cardsText(directCards))
+	}
+	groups := eventGroups(t, db)
+	var grouped, ungrouped int
+	for _, c := range cards {
+		g, ok := groups[c.ID]
+		switch {
+		case !ok:
+			t.Errorf("the event log shows event %d, which Unleash does not hold", c.ID)
+		case g == "" && c.Group != nil:
+			t.Errorf("event %d has no group; its card shows %s", c.ID, c.groupRow())
+		case g == "":
+			ungrouped++
+		case c.Group == nil || c.Group.Text != g || !strings.Contains(c.Group.Href, "groupId="+url.QueryEscape("IS:"+g)):
+			t.Errorf("event %d is of group %q; its card shows %s", c.ID, g, c.groupRow())
+		default:
+			grouped++
+		}
+	}
+	if len(cards) != min(len(groups), 25) || grouped == 0 || ungrouped == 0 {
+		t.Errorf("the event log shows %d cards of Unleash's %d events, %d of a group and %d of none; want the first page, some of each", len(cards), len(groups), grouped, ungrouped)
+	}
+	t.Logf("the event log's cards through flagadmin are Unleash's: %d of a group, %d without a Group id row", grouped, ungrouped)
+
+	// The Projects page, through flagadmin and directly: the count in its
+	// heading and each card's name, flags, flags in cleanup and when an
+	// SDK last reported one of its flags. Open-source Unleash lists its
+	// default project only; flagadmin's copy is read again until it
+	// agrees (it asks Unleash which build it stands in front of within a
+	// second of the first project list).
+	unleashProjects := direct.projects(false)
+	if unleashProjects.Heading != "Projects (1)" || len(unleashProjects.Cards) != 1 ||
+		!slices.Contains(unleashProjects.Cards[0], "2 flags · 1 in cleanup") || slices.Contains(unleashProjects.Cards[0], "No activity") {
+		t.Errorf("directly, Unleash's Projects page reads %q with the cards %q; want the default project, a flag in cleanup and a reported usage", unleashProjects.Heading, unleashProjects.Cards)
+	}
+	for deadline, reload := time.Now().Add(20*time.Second), false; ; reload = true {
+		projects := admin.projects(reload)
+		if reflect.DeepEqual(projects, unleashProjects) {
+			t.Logf("the Projects page through flagadmin is Unleash's: %q, cards %q", projects.Heading, projects.Cards)
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Errorf("the Projects page through flagadmin reads %q with the cards %q; directly, %q with %q",
+				projects.Heading, projects.Cards, unleashProjects.Heading, unleashProjects.Cards)
+			break
+		}
+	}
+
 	for _, a := range direct.answers() {
 		if a.source != "" {
 			t.Errorf("Unleash's own answer %s carries %s: %q", a.url, gateway.SourceHeader, a.source)
@@ -275,6 +341,30 @@ func seedWebUI(t *testing.T, u *unleashserver.Server, db *pgx.Conn) {
 		u.Must(t, http.MethodPost, "/api/admin/projects/default/features/"+f.name+"/environments/"+f.env+"/on", nil, nil)
 	}
 	u.Must(t, http.MethodPost, "/api/admin/projects/default/features/checkout-banner/environments/production/off", nil, nil)
+	// search-ranking is done (in cleanup), and an SDK reported
+	// checkout-banner 8 days ago, as Unleash's last-seen job writes it.
+	waitInitialStage(t, db, "search-ranking")
+	u.Must(t, http.MethodPost, "/api/admin/projects/default/features/search-ranking/lifecycle/complete", map[string]any{"status": "kept"}, nil)
+	if _, err := db.Exec(context.Background(), `INSERT INTO last_seen_at_metrics (feature_name, environment, last_seen_at) VALUES ('checkout-banner', 'production', now() - interval '8 days')`); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// eventGroups returns the group id of each of Unleash's events, "" for
+// an event without a group.
+func eventGroups(t *testing.T, db *pgx.Conn) map[int64]string {
+	t.Helper()
+	rows, err := db.Query(context.Background(), `SELECT id, coalesce(group_id, '') FROM events`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	groups := map[int64]string{}
+	var id int64
+	var group string
+	if _, err := pgx.ForEachRow(rows, []any{&id, &group}, func() error { groups[id] = group; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	return groups
 }
 
 // hiddenFromViewers returns the ids of Unleash's events a Viewer may not
@@ -469,16 +559,42 @@ func newUITab(t *testing.T, alloc context.Context, base string) *uiTab {
 func (tab *uiTab) run(actions ...chromedp.Action) {
 	tab.t.Helper()
 	if err := chromedp.Run(tab.ctx, actions...); err != nil {
-		var text string
-		_ = chromedp.Run(tab.ctx, chromedp.Evaluate(`location.href + "\n" + (document.body ? document.body.innerText.slice(0, 3000) : "")`, &text))
-		tab.t.Fatalf("browser at %s: %v\nthe page:\n%s", tab.base, err, text)
+		tab.fail(err)
 	}
 }
 
-// poll waits until expression (JavaScript) is truthy, at most 45 s.
+// fail fails the test with err and the page's text.
+func (tab *uiTab) fail(err error) {
+	tab.t.Helper()
+	var text string
+	_ = chromedp.Run(tab.ctx, chromedp.Evaluate(`location.href + "\n" + (document.body ? document.body.innerText.slice(0, 3000) : "")`, &text))
+	tab.t.Fatalf("browser at %s: %v\nthe page:\n%s", tab.base, err, text)
+}
+
+// poll waits until expression (JavaScript) is truthy, at most 45 s. A
+// poll does not survive a navigation (the UI's own, after signing in,
+// replaces the page's JavaScript context): it is started again in the
+// new page.
 func (tab *uiTab) poll(expression string, res any) {
 	tab.t.Helper()
-	tab.run(chromedp.Poll(expression, res, chromedp.WithPollingInterval(50*time.Millisecond), chromedp.WithPollingTimeout(45*time.Second)))
+	deadline := time.Now().Add(45 * time.Second)
+	for {
+		err := chromedp.Run(tab.ctx, chromedp.Poll(expression, res, chromedp.WithPollingInterval(50*time.Millisecond), chromedp.WithPollingTimeout(time.Until(deadline))))
+		if err == nil {
+			return
+		}
+		if !navigatedAway(err) || time.Now().After(deadline) {
+			tab.fail(err)
+		}
+	}
+}
+
+// navigatedAway reports whether err says the page's JavaScript context
+// went away under a command (the page navigated).
+func navigatedAway(err error) bool {
+	msg := err.Error()
+	return strings.Contains(msg, "Cannot find context with specified id") || strings.Contains(msg, "Execution context was destroyed") ||
+		strings.Contains(msg, "Inspected target navigated or closed")
 }
 
 // answers returns the search answers the tab has received so far.
@@ -568,7 +684,7 @@ const eventLogScript = `(() => {
 func (tab *uiTab) eventLog(path, want string) shownLog {
 	tab.t.Helper()
 	var loc string
-	tab.run(chromedp.Evaluate(`location.pathname`, &loc))
+	tab.poll(`location.pathname`, &loc)
 	if loc != path {
 		tab.run(chromedp.Navigate(tab.base + path))
 	}
@@ -710,7 +826,7 @@ func (tab *uiTab) timeline() shownTimeline {
 	if len(shown.times) != shown.count {
 		tab.t.Errorf("%s: the timeline counts %d events, its %d markers show %d (%q)", tab.base, shown.count, len(markers), len(shown.times), shown.times)
 	}
-	tab.t.Logf("%s: the timeline shows %d events (%d markers), drawn from %d served [%s]", tab.base, shown.count, len(markers), len(a.Events), tab.elapsed())
+	tab.t.Logf("%s: the timeline shows %d events (%d markers), drawn from %d served by %s (%d, %s %q) [%s]", tab.base, shown.count, len(markers), len(a.Events), a.url, a.status, gateway.SourceHeader, a.source, tab.elapsed())
 	return shown
 }
 
@@ -730,4 +846,107 @@ func (tab *uiTab) fetchSearch(path string) searchAnswer {
 		tab.t.Fatalf("%s: %v in %s", path, err, res.Body)
 	}
 	return a
+}
+
+// eventCard is an event's card on an event log page: its id and its
+// "Group id" row, nil when the card has none.
+type eventCard struct {
+	ID    int64
+	Group *struct{ Text, Href string }
+}
+
+func (c eventCard) groupRow() string {
+	if c.Group == nil {
+		return "no Group id row"
+	}
+	return fmt.Sprintf("the Group id row %q (a link to %q)", c.Group.Text, c.Group.Href)
+}
+
+func cardsText(cards []eventCard) string {
+	var b strings.Builder
+	for _, c := range cards {
+		fmt.Fprintf(&b, "  event %d: %s\n", c.ID, c.groupRow())
+	}
+	return b.String()
+}
+
+// eventCardsScript reads the cards of an event log page once its first
+// page (25) is listed (none, while loading): each card's rows ("Event id:", "Group id:", …)
+// are the terms and descriptions of a list.
+const eventCardsScript = `(() => {
+	const main = document.querySelector("main");
+	const m = main && main.innerText.match(/Event log \((\d+)\)/i);
+	if (!m) return null;
+	const cards = [...main.querySelectorAll("dl")].map(dl => {
+		const rows = {};
+		for (const dd of dl.querySelectorAll(":scope > dd")) {
+			const label = dd.previousElementSibling, a = dd.querySelector("a");
+			if (label) rows[label.innerText.trim()] = {text: dd.innerText.trim(), href: a ? a.getAttribute("href") : ""};
+		}
+		return rows;
+	}).filter(rows => rows["Event id:"]);
+	if (Number(m[1]) === 0 || cards.length !== Math.min(Number(m[1]), 25)) return null; // 0: still loading
+	return cards.map(rows => ({id: Number(rows["Event id:"].text), group: rows["Group id:"] || null}));
+})()`
+
+// eventCards opens the event log at path (unless the tab is there) and
+// reads its cards.
+func (tab *uiTab) eventCards(path string) []eventCard {
+	tab.t.Helper()
+	var loc string
+	tab.poll(`location.pathname`, &loc)
+	if loc != path {
+		tab.route(path)
+	}
+	var cards []eventCard
+	tab.poll(eventCardsScript, &cards)
+	tab.t.Logf("%s%s: %d event cards read [%s]", tab.base, path, len(cards), tab.elapsed())
+	return cards
+}
+
+// route shows path in the tab as the UI's own links do, without loading
+// the UI again (which takes seconds on a busy machine).
+func (tab *uiTab) route(path string) {
+	tab.t.Helper()
+	tab.run(chromedp.Evaluate(fmt.Sprintf(`history.pushState(null, "", %q); dispatchEvent(new PopStateEvent("popstate"))`, path), nil))
+	tab.poll(fmt.Sprintf(`location.pathname === %q`, path), nil)
+}
+
+// shownProjects is what the Projects page shows: its heading and each
+// project card (a link to the project; not the open-source build's card
+// offering more projects): the link, then the card's text above its
+// footer, one line an item (the footer's update time and member count
+// are not compared: flagadmin's lastUpdatedAt differs from Unleash's by
+// design).
+type shownProjects struct {
+	Heading string
+	Cards   [][]string
+}
+
+// projectsScript reads the Projects page once its cards are those of
+// the count in its heading (not none, nor the placeholders, shown while
+// loading).
+const projectsScript = `(() => {
+	const root = document.querySelector("main") || document.body;
+	const m = root.innerText.match(/Projects \(\d+\)/);
+	if (!m) return null;
+	const cards = [...root.querySelectorAll('a[href^="/projects/"] > .MuiCard-root')]
+		.map(c => [c.parentElement.getAttribute("href"), ...c.firstElementChild.innerText.split("\n").map(l => l.trim()).filter(l => l)]);
+	if (!cards.length || cards.length !== Number(m[0].match(/\d+/)[0]) || cards.some(c => c.length < 2 || /^\/projects\/loading\d/.test(c[0]))) return null;
+	return {heading: m[0], cards};
+})()`
+
+// projects opens the Projects page (loading the UI again when reload)
+// and reads it.
+func (tab *uiTab) projects(reload bool) shownProjects {
+	tab.t.Helper()
+	if reload {
+		tab.run(chromedp.Navigate(tab.base + "/projects"))
+	} else {
+		tab.route("/projects")
+	}
+	var shown shownProjects
+	tab.poll(projectsScript, &shown)
+	tab.t.Logf("%s/projects: %q read [%s]", tab.base, shown.Heading, tab.elapsed())
+	return shown
 }
