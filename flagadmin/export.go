@@ -75,7 +75,7 @@ func ParseEventExport(p EventExportParams) (EventQuery, ExportFormat, int64, err
 	case string(ExportCSV):
 		format = ExportCSV
 	default:
-		v.Fields = append(v.Fields, FieldError{Path: "format", Message: "must be ndjson or csv, got " + quoteInput(p.Format)})
+		v.Fields = append(v.Fields, FieldError{Path: "format", Message: "must be ndjson or csv, got " + QuoteInput(p.Format)})
 	}
 	afterID, err := parseAfterID("afterId", p.AfterID)
 	if ve, ok := err.(*ValidationError); ok {
@@ -93,7 +93,7 @@ func parseAfterID(param, raw string) (int64, error) {
 	if raw == "" {
 		return 0, nil
 	}
-	bad := invalid(param, "must be an integer of 0 or more (the id of the last event received), got %s", quoteInput(raw))
+	bad := invalid(param, "must be an integer of 0 or more (the id of the last event received), got %s", QuoteInput(raw))
 	for i := 0; i < len(raw); i++ {
 		if raw[i] < '0' || raw[i] > '9' {
 			return 0, bad
@@ -104,16 +104,6 @@ func parseAfterID(param, raw string) (int64, error) {
 		return 0, bad
 	}
 	return n, nil
-}
-
-// quoteInput quotes a caller's value for a message, cut to its first 100
-// characters (decisions §16).
-func quoteInput(s string) string {
-	r := []rune(s)
-	if len(r) > 100 {
-		return strconv.Quote(string(r[:100])) + "…"
-	}
-	return strconv.Quote(s)
 }
 
 // ExportEvents prepares the export of every event matching params that p

@@ -710,7 +710,7 @@ func parseLogInt(param, raw string, lowest int64) (int64, *ValidationError) {
 	if raw == "" {
 		return 0, invalid(param, "is required")
 	}
-	bad := invalid(param, "must be an integer of %d or more, got %s", lowest, quoteInput(raw))
+	bad := invalid(param, "must be an integer of %d or more, got %s", lowest, QuoteInput(raw))
 	for i := 0; i < len(raw); i++ {
 		if raw[i] < '0' || raw[i] > '9' {
 			return 0, bad

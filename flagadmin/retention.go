@@ -40,7 +40,7 @@ func (s *Service) ReleaseProject(ctx context.Context, p Principal, project strin
 	}
 	err = ls.ReleaseProject(ctx, project)
 	if isKind(err, ErrNotFound) && !isKindWithMessage(err) {
-		return notFound("Project %s has no legal hold.", quoteInput(project))
+		return notFound("Project %s has no legal hold.", QuoteInput(project))
 	}
 	return err
 }

@@ -76,7 +76,7 @@ func (s WebhookSink) Validate() error {
 	case s.URL == "":
 		return invalid("url", "is required")
 	case err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "":
-		return invalid("url", "must be an http or https URL with a host, got %s", quoteInput(s.URL))
+		return invalid("url", "must be an http or https URL with a host, got %s", QuoteInput(s.URL))
 	}
 	if s.Secret == "" {
 		return invalid("secret", "is required")
@@ -101,7 +101,7 @@ func (e *SinkConfigError) Error() string {
 	if e.Name == "" {
 		return "sink " + strconv.Itoa(e.Index+1) + ": " + e.Err.Error()
 	}
-	return "sink " + quoteInput(e.Name) + ": " + e.Err.Error()
+	return "sink " + QuoteInput(e.Name) + ": " + e.Err.Error()
 }
 
 func (e *SinkConfigError) Unwrap() error { return e.Err }

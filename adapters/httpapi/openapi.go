@@ -161,7 +161,7 @@ type projectOwnerSchema struct {
 // (decisions §3).
 type errorSchema struct {
 	ID      string              `json:"id" format:"uuid" doc:"The id of this error instance (a UUID); quote it when reporting a problem."`
-	Name    string              `json:"name" enum:"BadDataError,AuthenticationRequired,NoAccessError,NotFoundError,RequestTimeout,ContentTooLarge,ContentTypeError,InternalError,ServiceUnavailable" doc:"The kind of error."`
+	Name    string              `json:"name" enum:"BadDataError,AuthenticationRequired,NoAccessError,NotFoundError,MethodNotAllowedError,RequestTimeout,ReadOnlyError,ConflictError,ContentTooLarge,ContentTypeError,InternalError,BadGatewayError,ServiceUnavailable,GatewayTimeout" doc:"The kind of error."`
 	Message string              `json:"message" doc:"What went wrong, for humans; not a fixed value."`
 	Details []errorDetailSchema `json:"details,omitempty" doc:"On 400: every offending parameter or field."`
 }
@@ -174,15 +174,16 @@ type errorDetailSchema struct {
 
 // errorDescriptions describe each error status in the OpenAPI document.
 var errorDescriptions = map[int]string{
-	http.StatusBadRequest:            "BadDataError: a parameter or the body is malformed; details name each offending parameter or field.",
-	http.StatusUnauthorized:          "AuthenticationRequired: the Authorization header is missing, or its token is unknown, expired or belongs to a deleted account.",
-	http.StatusForbidden:             "NoAccessError: valid credentials without the permission the operation needs. Client and frontend tokens are always refused.",
-	http.StatusNotFound:              "NotFoundError: the resource does not exist or is not visible to the caller.",
-	http.StatusConflict:              "ReadOnlyError: this server keeps a read-only copy of an Unleash database (it follows it); make the change in Unleash. The message names the database.",
+	http.StatusBadRequest:   "BadDataError: a parameter or the body is malformed; details name each offending parameter or field.",
+	http.StatusUnauthorized: "AuthenticationRequired: the Authorization header is missing, or its token is unknown, expired or belongs to a deleted account.",
+	http.StatusForbidden:    "NoAccessError: valid credentials without the permission the operation needs. Client and frontend tokens are always refused.",
+	http.StatusNotFound:     "NotFoundError: the resource does not exist or is not visible to the caller.",
+	http.StatusConflict: "ReadOnlyError: this server keeps a read-only copy of an Unleash database (it follows it); make the change in Unleash. The message names the database. " +
+		"ConflictError (the log's checkpoint): the server refuses to sign a log that does not extend the last checkpoint it signed; the message says why.",
 	http.StatusRequestEntityTooLarge: "ContentTooLarge: the request body is larger than the limit (%d bytes).",
 	http.StatusUnsupportedMediaType:  "ContentTypeError: the body has a Content-Type other than JSON.",
 	http.StatusInternalServerError:   "InternalError: an unexpected error. The message never shows its cause; the server logs it with the error id.",
-	http.StatusServiceUnavailable:    "ServiceUnavailable: the storage is unreachable or did not answer in time. Retry after Retry-After seconds.",
+	http.StatusServiceUnavailable:    "ServiceUnavailable: the storage is unreachable or did not answer in time, or a server that follows Unleash has not loaded its copy yet (the message says how far the copy is, or why it cannot be made). Retry after Retry-After seconds.",
 }
 
 // operation returns an operation with its id, tag, the API key security

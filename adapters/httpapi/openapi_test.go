@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -295,6 +296,23 @@ func TestOpenAPIDescriptionCountsTheOperations(t *testing.T) {
 		}
 		if strings.Contains(doc.Info.Description, "live stream") != stream {
 			t.Errorf("stream %v: the description mentions the live stream: %v", stream, !stream)
+		}
+	}
+}
+
+// TestErrorSchemaNamesEveryError holds the error schema's name enum to the
+// names the server answers with: a client generated from the document must
+// accept every error body it can receive.
+func TestErrorSchemaNamesEveryError(t *testing.T) {
+	field, ok := reflect.TypeFor[errorSchema]().FieldByName("Name")
+	if !ok {
+		t.Fatal("errorSchema has no Name field")
+	}
+	documented := strings.Split(field.Tag.Get("enum"), ",")
+	for _, name := range []string{nameBadData, nameAuthentication, nameNoAccess, nameNotFound, nameMethodNotAllowed, nameConflict,
+		nameReadOnly, nameContentTooLarge, nameContentType, nameRequestTimeout, nameInternal, nameServiceUnavailable, nameBadGateway, nameGatewayTimeout} {
+		if !slices.Contains(documented, name) {
+			t.Errorf("errorSchema's name enum %v lacks %q", documented, name)
 		}
 	}
 }
