@@ -221,6 +221,9 @@ func startLog(lc fx.Lifecycle, parts *logParts, cfg Config, log *slog.Logger, m 
 						"state", cfg.LogState)
 				}
 			}
+			if err := recordRetention(parts, cfg.Retention, log); err != nil {
+				return err
+			}
 			wg.Go(func() { keeper.Run(ctx) })
 			if pruner != nil {
 				log.Info("retention: pruning events", "olderThan", cfg.Retention.String())
@@ -240,6 +243,35 @@ func startLog(lc fx.Lifecycle, parts *logParts, cfg Config, log *slog.Logger, m 
 			}
 		},
 	})
+}
+
+// recordRetention records the server's retention rule in the log when it
+// differs from the last one recorded (a retention-changed event; of
+// servers starting together, one records it). A server that follows a
+// source writes no event of its own.
+func recordRetention(parts *logParts, retention time.Duration, log *slog.Logger) error {
+	store, ok := parts.store.(flagadmin.Store)
+	if !ok {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), openTimeout)
+	defer cancel()
+	svc := flagadmin.NewService(store, flagadmin.WithLog(parts.config()))
+	recorded, err := svc.RecordRetention(ctx, flagadmin.System, retention)
+	var ro *flagadmin.ReadOnlyError
+	switch {
+	case errors.As(err, &ro):
+		return nil
+	case err != nil:
+		return cliErrorf("--retention: cannot record the retention in the log: %s", withCause(err))
+	case recorded:
+		rule := "for ever"
+		if retention > 0 {
+			rule = retention.String()
+		}
+		log.Info("retention: recorded the new rule in the log", "keep", rule)
+	}
+	return nil
 }
 
 // registerLogStats exports the events pruned, the stored hashes repaired
