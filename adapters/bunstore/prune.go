@@ -14,18 +14,21 @@ import (
 // Retention (decisions §20): PruneEvents removes a batch of old events in
 // a write transaction of its own, through record as every write: the
 // summaries drop them (event_counts), the store's version rises. It takes
-// the prune lock first (the one row of log_prune), which HoldProject takes
-// too, so a hold is never placed while a prune that did not read it runs,
-// and pruners of several servers take turns. Under it, a batch shares no
-// row with a writer of events: besides the events it deletes and their
-// leaves, which it marks pruned (committed leaves, whose indexes do not
-// move: the event order lock is not needed), it writes only rows no writer
-// writes, each taken by one batch at a time: its own shard of event_counts
-// (eventcounts.PruneShard) and its own row of store_versions
-// (pruneVersionShard, migration 20261127000004). So a writer waits for no
-// batch on PostgreSQL and MySQL; on SQLite, whose one writer connection
-// runs them in turns, for one batch at most, which the pruner keeps short
-// (adapters/tlog).
+// the prune lock first (the one row of log_prune), which HoldProject,
+// ReleaseProject and RecordRetention take too, so a hold is never placed
+// while a prune that did not read it runs, pruners of several servers
+// take turns, and of servers recording the same new rule one does. Under
+// it, until the batch records itself, it shares no row with a writer of
+// events: besides the events it deletes and their leaves, which it marks
+// pruned (committed leaves, whose indexes do not move), it writes only
+// rows no writer writes, each taken by one batch at a time: its own shard
+// of event_counts (eventcounts.PruneShard) and its own row of
+// store_versions (pruneVersionShard, migration 20261127000004). Its
+// events-pruned event comes last, through record like any write's events,
+// so the rows every writer takes (event_counts, the event order lock) are
+// held only from then to the commit, as by any writer. On SQLite, whose
+// one writer connection runs them in turns, a writer waits for one batch
+// at most, which the pruner keeps short (adapters/tlog).
 
 // pruneMigration is the migration that adds the row of store_versions
 // retention raises.
