@@ -221,8 +221,10 @@ func startLog(lc fx.Lifecycle, parts *logParts, cfg Config, log *slog.Logger, m 
 						"state", cfg.LogState)
 				}
 			}
-			if err := recordRetention(parts, cfg.Retention, log); err != nil {
-				return err
+			if cfg.Follow == "" { // a copy of Unleash writes no event of its own
+				if err := recordRetention(parts, cfg.Retention, log); err != nil {
+					return err
+				}
 			}
 			wg.Go(func() { keeper.Run(ctx) })
 			if pruner != nil {
@@ -247,8 +249,8 @@ func startLog(lc fx.Lifecycle, parts *logParts, cfg Config, log *slog.Logger, m 
 
 // recordRetention records the server's retention rule in the log when it
 // differs from the last one recorded (a retention-changed event; of
-// servers starting together, one records it). A server that follows a
-// source writes no event of its own.
+// servers starting together, one records it). A database that follows a
+// source gets no event of its own: retention is refused on it.
 func recordRetention(parts *logParts, retention time.Duration, log *slog.Logger) error {
 	store, ok := parts.store.(flagadmin.Store)
 	if !ok {
@@ -260,6 +262,8 @@ func recordRetention(parts *logParts, retention time.Duration, log *slog.Logger)
 	recorded, err := svc.RecordRetention(ctx, flagadmin.System, retention)
 	var ro *flagadmin.ReadOnlyError
 	switch {
+	case errors.As(err, &ro) && retention > 0:
+		return cliErrorf("--retention: this database is a copy of %s that keeps its event ids, and retention records each pruning in an event of its own", ro.Source)
 	case errors.As(err, &ro):
 		return nil
 	case err != nil:
