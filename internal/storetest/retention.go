@@ -159,7 +159,11 @@ func retentionCases() []testCase {
 				fmt.Sprintf("[[%d %d] [%d %d]]", old[0], old[len(old)-1], more[0], more[len(more)-1]))
 			wantEqual(t, "retention", fmt.Sprint(d["retention"]), fmt.Sprint(float64(86400)))
 			wantEqual(t, "after the events it removed", events[0].ID > want[len(want)-1], true)
-			_ = held
+			for _, id := range held {
+				if slices.Contains(ids, id) {
+					t.Errorf("event %d of the held project: pruned", id)
+				}
+			}
 
 			// Nothing left to prune, even much later: no event; and the
 			// events of retention itself are never pruned.
