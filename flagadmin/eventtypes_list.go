@@ -165,6 +165,13 @@ const (
 	EventActionsCreated             = "actions-created"
 	EventActionsUpdated             = "actions-updated"
 	EventActionsDeleted             = "actions-deleted"
+
+	// flagadmin's own types: retention is in the log (retention.go).
+	// Their events are never pruned.
+	EventRetentionChanged = "retention-changed"
+	EventLogHoldAdded     = "log-hold-added"
+	EventLogHoldReleased  = "log-hold-released"
+	EventEventsPruned     = "events-pruned"
 )
 
 // eventTypes lists every known event type in the order of the contract.
@@ -315,4 +322,8 @@ var eventTypes = []string{
 	EventActionsCreated,
 	EventActionsUpdated,
 	EventActionsDeleted,
+	EventRetentionChanged,
+	EventLogHoldAdded,
+	EventLogHoldReleased,
+	EventEventsPruned,
 }

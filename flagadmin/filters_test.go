@@ -419,7 +419,8 @@ func TestEventTypes(t *testing.T) {
 			t.Errorf("IsKnownEventType(%q) = false", typ)
 		}
 	}
-	for _, typ := range []string{"feature-created", "feature-completed", "service-account-deleted", "change-request-configuration-updated", "actions-deleted"} {
+	for _, typ := range []string{"feature-created", "feature-completed", "service-account-deleted", "change-request-configuration-updated", "actions-deleted",
+		"retention-changed", "log-hold-added", "log-hold-released", "events-pruned"} {
 		if !seen[typ] {
 			t.Errorf("EventTypes() lacks %q", typ)
 		}

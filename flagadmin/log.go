@@ -235,19 +235,32 @@ type LogStore interface {
 
 	// PruneEvents removes at most limit events created before before,
 	// lowest ids first, except those of a held project (HoldProject; an
-	// event without a project is never held), and returns their ids,
+	// event without a project is never held) and those of the types
+	// retention records (IsRetentionEvent), and returns their ids,
 	// ascending. Their leaves stay, marked pruned, with their hashes. The
 	// events leave searches, exports, stream replays and totals in the
 	// same transaction, which raises the store's version (a
 	// VersionedStore); the hold is checked in that transaction too, so a
-	// hold placed before the call returns protects the project.
-	PruneEvents(ctx context.Context, before time.Time, limit int) ([]int64, error)
+	// hold placed before the call returns protects the project. When it
+	// removes any, it calls record with their ids in that transaction and
+	// appends the event record returns (an events-pruned event), as Write
+	// appends events: the batch and its event are stored together or not
+	// at all. An error of record is returned as it is, nothing removed.
+	PruneEvents(ctx context.Context, before time.Time, limit int, record func(ids []int64) (Event, error)) ([]int64, error)
 	// HoldProject places a legal hold on the events of project, whether
-	// or not such a project exists (events outlive their projects).
-	// Holding a held project keeps its first hold.
-	HoldProject(ctx context.Context, project string, since time.Time) error
-	// ReleaseProject ends the hold on project; ErrNotFound when it has none.
-	ReleaseProject(ctx context.Context, project string) error
+	// or not such a project exists (events outlive their projects), and
+	// appends e, in one transaction. When the project is held already it
+	// keeps the first hold, writes nothing and returns ErrConflict.
+	HoldProject(ctx context.Context, project string, since time.Time, e Event) error
+	// ReleaseProject ends the hold on project and appends e, in one
+	// transaction; ErrNotFound, and nothing written, when it has none.
+	ReleaseProject(ctx context.Context, project string, e Event) error
+	// RecordRetention reads the newest event of type EventRetentionChanged
+	// and calls fn with it (nil when there is none); when fn returns an
+	// event, it is appended in the same transaction. Of concurrent calls,
+	// each reads what the ones before it appended: the read and the write
+	// are serialized with each other (and with pruning and holds).
+	RecordRetention(ctx context.Context, fn func(last *Event) (*Event, error)) error
 	// LogHolds returns the holds, by project.
 	LogHolds(ctx context.Context) ([]LogHold, error)
 }

@@ -2,6 +2,7 @@ package flagadmin
 
 import (
 	"context"
+	"encoding/json"
 	"time"
 )
 
@@ -10,6 +11,29 @@ import (
 // pruner), except those of projects under a legal hold. Pruned events
 // leave searches and exports; their leaves keep their hashes, so
 // checkpoints and proofs of the remaining events stay valid.
+//
+// Retention is in the log: a change of the rule (RecordRetention), a hold
+// placed or released, and each pruning batch (PrunedEvent) is an event of
+// flagadmin's own types, written in the transaction of the change it
+// records. Those events are never pruned (IsRetentionEvent): they are
+// what accounts for every event retention removed, and the newest
+// retention-changed event is the rule a server compares its own with.
+
+// IsRetentionEvent reports whether t is one of the types retention
+// records; events of these types are never pruned.
+func IsRetentionEvent(t string) bool {
+	switch t {
+	case EventRetentionChanged, EventLogHoldAdded, EventLogHoldReleased, EventEventsPruned:
+		return true
+	}
+	return false
+}
+
+// RetentionEventTypes returns the types IsRetentionEvent reports, for a
+// store that excludes them in a query.
+func RetentionEventTypes() []string {
+	return []string{EventRetentionChanged, EventLogHoldAdded, EventLogHoldReleased, EventEventsPruned}
+}
 
 // MaxHoldProjectLength bounds the project id of a hold.
 const MaxHoldProjectLength = 255
@@ -28,7 +52,38 @@ func (s *Service) HoldProject(ctx context.Context, p Principal, project string) 
 	if !ValidName(project) {
 		return invalid("project", "must be a project id: 1 to 100 letters, digits, or _ . ~ -, got %s", QuoteInput(project))
 	}
-	return ls.HoldProject(ctx, project, s.now())
+	if err := s.writable(ctx); err != nil {
+		return err
+	}
+	e, err := s.holdEvent(p, EventLogHoldAdded, project)
+	if err != nil {
+		return err
+	}
+	err = ls.HoldProject(ctx, project, e.CreatedAt, e)
+	if isKind(err, ErrConflict) { // held already: the first hold stays, nothing changed
+		return nil
+	}
+	return err
+}
+
+// holdEvent is the event of a hold placed or released: the project in
+// its project field and data, by p.
+func (s *Service) holdEvent(p Principal, typ, project string) (Event, error) {
+	data, err := json.Marshal(map[string]string{"project": project})
+	if err != nil {
+		return Event{}, err
+	}
+	by, byID := p.Actor()
+	return Event{CreatedAt: s.now(), Type: typ, CreatedBy: by, CreatedByUserID: byID, Project: &project, Data: data}, nil
+}
+
+// writable returns ErrReadOnly while the store follows a source, as every
+// write of the Service does (readOnlyGuard).
+func (s *Service) writable(ctx context.Context) error {
+	if g, ok := s.store.(readOnlyGuard); ok {
+		return g.check(ctx)
+	}
+	return nil
 }
 
 // ReleaseProject ends the legal hold on project; ErrNotFound when it has
@@ -38,7 +93,14 @@ func (s *Service) ReleaseProject(ctx context.Context, p Principal, project strin
 	if err != nil {
 		return err
 	}
-	err = ls.ReleaseProject(ctx, project)
+	if err := s.writable(ctx); err != nil {
+		return err
+	}
+	e, err := s.holdEvent(p, EventLogHoldReleased, project)
+	if err != nil {
+		return err
+	}
+	err = ls.ReleaseProject(ctx, project, e)
 	if isKind(err, ErrNotFound) && !isKindWithMessage(err) {
 		return notFound("Project %s has no legal hold.", QuoteInput(project))
 	}
@@ -78,4 +140,97 @@ func (s *Service) holdCheck(p Principal, project string) (LogStore, error) {
 // it are pruned. It is now minus retention, at store precision.
 func PruneBefore(now time.Time, retention time.Duration) time.Time {
 	return Truncate(now.Add(-retention))
+}
+
+// RecordRetention records the retention rule a server runs with (0: keep
+// events for ever) when it differs from the rule the newest
+// retention-changed event holds (for ever when there is none): one
+// retention-changed event by p, whose data are {"retention": seconds,
+// "previous": seconds}, each null for ever. It reports whether it wrote
+// one. The comparison and the write are one transaction, so of several
+// servers starting with the same new rule, one records it. Needs the
+// ADMIN permission.
+func (s *Service) RecordRetention(ctx context.Context, p Principal, retention time.Duration) (bool, error) {
+	if err := requireRootAdmin(p); err != nil {
+		return false, err
+	}
+	ls, err := s.logConfigured(false)
+	if err != nil {
+		return false, err
+	}
+	if err := s.writable(ctx); err != nil {
+		return false, err
+	}
+	rule := retentionSeconds(retention)
+	recorded := false
+	err = ls.RecordRetention(ctx, func(last *Event) (*Event, error) {
+		recorded = false
+		var previous *int64
+		if last != nil {
+			var d struct {
+				Retention *int64 `json:"retention"`
+			}
+			if err := json.Unmarshal(last.Data, &d); err != nil {
+				return nil, err
+			}
+			previous = d.Retention
+		}
+		if equalPtr(previous, rule) {
+			return nil, nil
+		}
+		data, err := json.Marshal(map[string]*int64{"retention": rule, "previous": previous})
+		if err != nil {
+			return nil, err
+		}
+		by, byID := p.Actor()
+		recorded = true
+		return &Event{CreatedAt: s.now(), Type: EventRetentionChanged, CreatedBy: by, CreatedByUserID: byID, Data: data}, nil
+	})
+	return recorded && err == nil, err
+}
+
+// retentionSeconds is a retention as its events give it: whole seconds,
+// nil for ever (0 or less).
+func retentionSeconds(retention time.Duration) *int64 {
+	if retention <= 0 {
+		return nil
+	}
+	n := int64(retention / time.Second)
+	return &n
+}
+
+func equalPtr(a, b *int64) bool {
+	return a == nil && b == nil || a != nil && b != nil && *a == *b
+}
+
+// PrunedEvent is the events-pruned event of one pruning batch, by the
+// system, at at: it removed the events of ids (ascending, at least one),
+// created before before under retention. Its data are {"count": n,
+// "before": createdAt cut-off, "firstId", "lastId", "ranges": the ids as
+// runs [first, last] of consecutive ids, "retention": seconds}.
+func PrunedEvent(ids []int64, before time.Time, retention time.Duration, at time.Time) (Event, error) {
+	if len(ids) == 0 {
+		return Event{}, invalid("ids", "is empty: a pruning that removed nothing is not recorded")
+	}
+	ranges := [][2]int64{}
+	for _, id := range ids {
+		if n := len(ranges); n > 0 && ranges[n-1][1]+1 == id {
+			ranges[n-1][1] = id
+			continue
+		}
+		ranges = append(ranges, [2]int64{id, id})
+	}
+	data, err := json.Marshal(struct {
+		Count     int        `json:"count"`
+		Before    string     `json:"before"`
+		FirstID   int64      `json:"firstId"`
+		LastID    int64      `json:"lastId"`
+		Ranges    [][2]int64 `json:"ranges"`
+		Retention *int64     `json:"retention"`
+	}{len(ids), formatTime(before), ids[0], ids[len(ids)-1], ranges, retentionSeconds(retention)})
+	if err != nil {
+		return Event{}, err
+	}
+	by, byID := System.Actor()
+	return Event{CreatedAt: Truncate(at), Type: EventEventsPruned, CreatedBy: by, CreatedByUserID: byID, Data: data}, nil
 }

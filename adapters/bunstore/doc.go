@@ -161,11 +161,13 @@
 //
 // PruneEvents (prune.go) removes a batch of old events in a write
 // transaction of its own, through record: event_counts drop them, the
-// version rises, their leaves are marked pruned. The holds are read under
-// a prune lock (the one row of log_prune) that HoldProject also takes. A
-// batch writes no row a writer writes: its deltas go to a shard of
-// event_counts of its own, and it raises a row of store_versions of its
-// own (migration 20261127000004, schema/prune-*.sql).
+// version rises, their leaves are marked pruned, and the batch's
+// events-pruned event is appended as any write appends its events. The
+// holds are read under a prune lock (the one row of log_prune) that
+// HoldProject, ReleaseProject and RecordRetention also take. Until its
+// event, a batch writes no row a writer writes: its deltas go to a shard
+// of event_counts of its own, and it raises a row of store_versions of
+// its own (migration 20261127000004, schema/prune-*.sql).
 //
 // Driver errors are mapped to flagadmin.ErrNotFound, ErrConflict and
 // ErrUnavailable in one function (internal/dberr); the error text never

@@ -14,18 +14,21 @@ import (
 // Retention (decisions §20): PruneEvents removes a batch of old events in
 // a write transaction of its own, through record as every write: the
 // summaries drop them (event_counts), the store's version rises. It takes
-// the prune lock first (the one row of log_prune), which HoldProject takes
-// too, so a hold is never placed while a prune that did not read it runs,
-// and pruners of several servers take turns. Under it, a batch shares no
-// row with a writer of events: besides the events it deletes and their
-// leaves, which it marks pruned (committed leaves, whose indexes do not
-// move: the event order lock is not needed), it writes only rows no writer
-// writes, each taken by one batch at a time: its own shard of event_counts
-// (eventcounts.PruneShard) and its own row of store_versions
-// (pruneVersionShard, migration 20261127000004). So a writer waits for no
-// batch on PostgreSQL and MySQL; on SQLite, whose one writer connection
-// runs them in turns, for one batch at most, which the pruner keeps short
-// (adapters/tlog).
+// the prune lock first (the one row of log_prune), which HoldProject,
+// ReleaseProject and RecordRetention take too, so a hold is never placed
+// while a prune that did not read it runs, pruners of several servers
+// take turns, and of servers recording the same new rule one does. Under
+// it, until the batch records itself, it shares no row with a writer of
+// events: besides the events it deletes and their leaves, which it marks
+// pruned (committed leaves, whose indexes do not move), it writes only
+// rows no writer writes, each taken by one batch at a time: its own shard
+// of event_counts (eventcounts.PruneShard) and its own row of
+// store_versions (pruneVersionShard, migration 20261127000004). Its
+// events-pruned event comes last, through record like any write's events,
+// so the rows every writer takes (event_counts, the event order lock) are
+// held only from then to the commit, as by any writer. On SQLite, whose
+// one writer connection runs them in turns, a writer waits for one batch
+// at most, which the pruner keeps short (adapters/tlog).
 
 // pruneMigration is the migration that adds the row of store_versions
 // retention raises.
@@ -55,7 +58,7 @@ func (s *Store) lockPrune(ctx context.Context, tx bun.IDB) error {
 }
 
 // PruneEvents implements flagadmin.LogStore.
-func (s *Store) PruneEvents(ctx context.Context, before time.Time, limit int) ([]int64, error) {
+func (s *Store) PruneEvents(ctx context.Context, before time.Time, limit int, record func([]int64) (flagadmin.Event, error)) ([]int64, error) {
 	if limit <= 0 {
 		return nil, nil
 	}
@@ -79,7 +82,8 @@ func (s *Store) PruneEvents(ctx context.Context, before time.Time, limit int) ([
 		}
 		q := t.NewSelect().TableExpr("events").
 			Column("id", "created_at", "type", "created_by_user_id", "environment", "project", "feature_name").
-			Where("created_at < ?", stored.CeilMillis(before)).OrderExpr("id").Limit(int64(limit))
+			Where("created_at < ?", stored.CeilMillis(before)).
+			Where("type NOT IN (?)", bun.In(flagadmin.RetentionEventTypes())).OrderExpr("id").Limit(int64(limit))
 		if len(held) > 0 {
 			q = q.Where("(project IS NULL OR project NOT IN (?))", bun.In(held))
 		}
@@ -102,7 +106,11 @@ func (s *Store) PruneEvents(ctx context.Context, before time.Time, limit int) ([
 		if _, err := t.NewUpdate().TableExpr("log_leaves").Set("pruned = ?", true).Where("event_id IN (?)", bun.In(ids)).Exec(ctx); err != nil {
 			return nil, err
 		}
-		return &changes{pruned: pruned}, nil
+		e, err := record(ids)
+		if err != nil {
+			return nil, &callbackError{err}
+		}
+		return &changes{pruned: pruned, events: []flagadmin.Event{e}}, nil
 	})
 	if err != nil {
 		return nil, err
@@ -119,34 +127,85 @@ type logHoldRow struct {
 }
 
 // HoldProject implements flagadmin.LogStore, under the prune lock.
-func (s *Store) HoldProject(ctx context.Context, project string, since time.Time) error {
+func (s *Store) HoldProject(ctx context.Context, project string, since time.Time, e flagadmin.Event) error {
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
-	err := s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
-		if err := s.lockPrune(ctx, tx); err != nil {
-			return err
+	return s.inTx(ctx, "hold project", func(ctx context.Context, t *txn) (*changes, error) {
+		if err := s.lockPrune(ctx, t); err != nil {
+			return nil, err
 		}
-		_, err := s.ignoreDuplicates(tx.NewInsert().Model(&logHoldRow{Project: project, Since: stored.Millis(since)})).Exec(ctx)
-		return err
+		res, err := s.ignoreDuplicates(t.NewInsert().Model(&logHoldRow{Project: project, Since: stored.Millis(since)})).Exec(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if n, err := res.RowsAffected(); err != nil || n == 0 {
+			if err != nil {
+				return nil, err
+			}
+			return nil, &callbackError{flagadmin.ErrConflict}
+		}
+		return &changes{events: []flagadmin.Event{e}}, nil
 	})
-	return s.fail("hold project", err)
 }
 
-// ReleaseProject implements flagadmin.LogStore.
-func (s *Store) ReleaseProject(ctx context.Context, project string) error {
+// ReleaseProject implements flagadmin.LogStore, under the prune lock.
+func (s *Store) ReleaseProject(ctx context.Context, project string, e flagadmin.Event) error {
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
-	res, err := s.db.NewDelete().TableExpr("log_holds").Where("project = ?", project).Exec(ctx)
-	if err != nil {
-		return s.fail("release project", err)
-	}
-	if n, err := res.RowsAffected(); err != nil || n == 0 {
-		if err != nil {
-			return s.fail("release project", err)
+	return s.inTx(ctx, "release project", func(ctx context.Context, t *txn) (*changes, error) {
+		if err := s.lockPrune(ctx, t); err != nil {
+			return nil, err
 		}
-		return flagadmin.ErrNotFound
-	}
-	return nil
+		res, err := t.NewDelete().TableExpr("log_holds").Where("project = ?", project).Exec(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if n, err := res.RowsAffected(); err != nil || n == 0 {
+			if err != nil {
+				return nil, err
+			}
+			return nil, &callbackError{flagadmin.ErrNotFound}
+		}
+		return &changes{events: []flagadmin.Event{e}}, nil
+	})
+}
+
+// RecordRetention implements flagadmin.LogStore, under the prune lock,
+// which serializes it with itself: the newest retention-changed event is
+// read after the lock (on MySQL by a locking read, which sees what was
+// committed before it).
+func (s *Store) RecordRetention(ctx context.Context, fn func(*flagadmin.Event) (*flagadmin.Event, error)) error {
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
+	return s.inTx(ctx, "record retention", func(ctx context.Context, t *txn) (*changes, error) {
+		if err := s.lockPrune(ctx, t); err != nil {
+			return nil, err
+		}
+		q := t.NewSelect().Model((*stored.Event)(nil)).Where("type = ?", flagadmin.EventRetentionChanged).OrderExpr("id DESC").Limit(1)
+		if s.dialect == dialect.MySQL {
+			q = q.For("UPDATE")
+		}
+		var rows []stored.Event
+		if err := q.Scan(ctx, &rows); err != nil {
+			return nil, err
+		}
+		var last *flagadmin.Event
+		if len(rows) > 0 {
+			e, err := rows[0].Event()
+			if err != nil {
+				return nil, err
+			}
+			last = &e
+		}
+		e, err := fn(last)
+		if err != nil {
+			return nil, &callbackError{err}
+		}
+		if e == nil {
+			return nil, errNothingWritten
+		}
+		return &changes{events: []flagadmin.Event{*e}}, nil
+	})
 }
 
 // LogHolds implements flagadmin.LogStore.

@@ -10,14 +10,15 @@ import (
 	"github.com/flagadmin/flagadmin/flagadmin"
 )
 
-// TestPruningBatchHoldsNoRowWritersTake holds a pruning batch open right
-// before its commit, every lock it takes held, and writes events that
-// count in the same rows of event_counts (all events, the project, the
-// type, the creator, the environment, the feature) meanwhile: on
-// PostgreSQL and MySQL every write must go through without waiting for
-// the batch, whichever shard of event_counts and row of store_versions it
-// draws. SQLite's one writer connection runs a batch and a write in turns
-// by design.
+// TestPruningBatchHoldsNoRowWritersTake holds a pruning batch open once
+// it has removed its events, right before it records them (its
+// events-pruned event, whose writing takes the rows every writer takes,
+// as briefly as any writer), and writes events that count in the same
+// rows of event_counts (all events, the project, the type, the creator,
+// the environment, the feature) meanwhile: on PostgreSQL and MySQL every
+// write must go through without waiting for the batch, whichever shard of
+// event_counts and row of store_versions it draws. SQLite's one writer
+// connection runs a batch and a write in turns by design.
 func TestPruningBatchHoldsNoRowWritersTake(t *testing.T) {
 	forEachEngine(t, func(t *testing.T, url string) {
 		if strings.HasPrefix(url, "sqlite") {
@@ -38,7 +39,7 @@ func TestPruningBatchHoldsNoRowWritersTake(t *testing.T) {
 		must(t, "Version", err)
 
 		held, release := make(chan struct{}), make(chan struct{})
-		bunstore.SetAfterRecord(s, func(op string) error {
+		bunstore.SetAfterChange(s, func(op string) error {
 			if op == "prune events" {
 				close(held)
 				<-release
@@ -51,7 +52,10 @@ func TestPruningBatchHoldsNoRowWritersTake(t *testing.T) {
 		}
 		pruned := make(chan result, 1)
 		go func() {
-			ids, err := s.PruneEvents(ctx, time.Date(2021, 1, 1, 0, 0, 0, 0, time.UTC), 5)
+			before := time.Date(2021, 1, 1, 0, 0, 0, 0, time.UTC)
+			ids, err := s.PruneEvents(ctx, before, 5, func(ids []int64) (flagadmin.Event, error) {
+				return flagadmin.PrunedEvent(ids, before, time.Hour, time.Now())
+			})
 			pruned <- result{ids, err}
 		}()
 		<-held

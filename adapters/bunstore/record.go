@@ -35,10 +35,12 @@ import (
 //  5. under it, the leaves it appends (leaves.go), after the last one
 //     (on MySQL read by a locking read: see logSizeLocked).
 //
-// record is the one place that takes 2 to 5, in that order. PruneEvents
-// (prune.go) takes the prune lock, then 1 to 3 and no other, and of 2 and
-// 3 only rows no writer takes: its own shard of event_counts and its own
-// row of store_versions. Load is the
+// record is the one place that takes 2 to 5, in that order. PruneEvents,
+// HoldProject, ReleaseProject and RecordRetention (prune.go) take the
+// prune lock first, which no other writer takes. A pruning batch's
+// deletes take of 2 and 3 only rows no writer takes (its own shard of
+// event_counts and its own row of store_versions); its events-pruned
+// event then takes 2 to 5 like any write's. Load is the
 // exception: it holds the event order lock from its start, on an empty
 // store no other writer may write to meanwhile.
 //

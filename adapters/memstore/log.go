@@ -212,7 +212,7 @@ func (s *Store) LatestCheckpoint(ctx context.Context) (flagadmin.Checkpoint, err
 // PruneEvents implements flagadmin.LogStore. It finds the batch and
 // removes it under the write lock: a batch of the oldest events costs
 // about its size; one behind held events costs a pass over the events.
-func (s *Store) PruneEvents(ctx context.Context, before time.Time, limit int) ([]int64, error) {
+func (s *Store) PruneEvents(ctx context.Context, before time.Time, limit int, record func([]int64) (flagadmin.Event, error)) ([]int64, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -230,7 +230,7 @@ func (s *Store) PruneEvents(ctx context.Context, before time.Time, limit int) ([
 		if !e.CreatedAt.Before(before) {
 			continue
 		}
-		if _, held := s.holds[deref(e.Project)]; e.Project != nil && held {
+		if _, held := s.holds[deref(e.Project)]; e.Project != nil && held || flagadmin.IsRetentionEvent(e.Type) {
 			continue
 		}
 		if first < 0 {
@@ -241,6 +241,15 @@ func (s *Store) PruneEvents(ctx context.Context, before time.Time, limit int) ([
 	}
 	if len(ids) == 0 {
 		return nil, nil
+	}
+	// The batch's event is prepared first: on an error nothing changes.
+	e, err := record(ids)
+	if err != nil {
+		return nil, err
+	}
+	prepared, err := s.w.prepareEvents([]flagadmin.Event{e})
+	if err != nil {
+		return nil, err
 	}
 	pruned := map[int64]bool{}
 	for _, id := range ids {
@@ -268,6 +277,7 @@ func (s *Store) PruneEvents(ctx context.Context, before time.Time, limit int) ([
 		clear(s.w.events[len(kept):])
 		s.w.events = kept
 	}
+	s.w.appendEvents(prepared)
 	s.version++
 	return ids, nil
 }
@@ -280,20 +290,25 @@ func deref(s *string) string {
 }
 
 // HoldProject implements flagadmin.LogStore.
-func (s *Store) HoldProject(ctx context.Context, project string, since time.Time) error {
+func (s *Store) HoldProject(ctx context.Context, project string, since time.Time, e flagadmin.Event) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if _, held := s.holds[project]; !held {
-		s.holds[project] = since
+	if _, held := s.holds[project]; held {
+		return flagadmin.ErrConflict
 	}
+	if _, err := s.w.appendEvent(e); err != nil {
+		return err
+	}
+	s.holds[project] = since
+	s.version++
 	return nil
 }
 
 // ReleaseProject implements flagadmin.LogStore.
-func (s *Store) ReleaseProject(ctx context.Context, project string) error {
+func (s *Store) ReleaseProject(ctx context.Context, project string, e flagadmin.Event) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -302,7 +317,37 @@ func (s *Store) ReleaseProject(ctx context.Context, project string) error {
 	if _, held := s.holds[project]; !held {
 		return flagadmin.ErrNotFound
 	}
+	if _, err := s.w.appendEvent(e); err != nil {
+		return err
+	}
 	delete(s.holds, project)
+	s.version++
+	return nil
+}
+
+// RecordRetention implements flagadmin.LogStore, under the write lock.
+func (s *Store) RecordRetention(ctx context.Context, fn func(*flagadmin.Event) (*flagadmin.Event, error)) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var last *flagadmin.Event
+	for i := len(s.w.events) - 1; i >= 0; i-- {
+		if s.w.events[i].Type == flagadmin.EventRetentionChanged {
+			e := cloneEvent(s.w.events[i].Event)
+			last = &e
+			break
+		}
+	}
+	e, err := fn(last)
+	if err != nil || e == nil {
+		return err
+	}
+	if _, err := s.w.appendEvent(*e); err != nil {
+		return err
+	}
+	s.version++
 	return nil
 }
 

@@ -60,7 +60,9 @@ type PrunerOptions struct {
 
 // Pruner removes the events older than a retention (decisions §20), in
 // small batches (flagadmin.LogStore.PruneEvents): never the events of a
-// project under a legal hold, and never their leaves.
+// project under a legal hold, nor retention's own events, and never
+// their leaves. Each batch that removes events records them in an
+// events-pruned event (flagadmin.PrunedEvent) in its own transaction.
 type Pruner struct {
 	store     flagadmin.LogStore
 	retention time.Duration
@@ -109,7 +111,9 @@ func (p *Pruner) Pass(ctx context.Context) (int64, error) {
 		before := flagadmin.PruneBefore(p.opts.Clock(), p.retention)
 		size := p.size
 		start := time.Now()
-		ids, err := p.store.PruneEvents(ctx, before, size)
+		ids, err := p.store.PruneEvents(ctx, before, size, func(ids []int64) (flagadmin.Event, error) {
+			return flagadmin.PrunedEvent(ids, before, p.retention, p.opts.Clock())
+		})
 		p.size = nextBatch(size, p.since(start), p.opts.Budget, p.opts.Batch)
 		n += int64(len(ids))
 		p.pruned.Add(int64(len(ids)))

@@ -18,7 +18,7 @@ type costlyPrunes struct {
 	asked []int
 }
 
-func (c *costlyPrunes) PruneEvents(_ context.Context, _ time.Time, limit int) ([]int64, error) {
+func (c *costlyPrunes) PruneEvents(_ context.Context, _ time.Time, limit int, _ func([]int64) (flagadmin.Event, error)) ([]int64, error) {
 	c.asked = append(c.asked, limit)
 	n := min(limit, c.left)
 	c.left -= n

@@ -281,7 +281,7 @@ func TestVerifyReportsPrunedRanges(t *testing.T) {
 	if _, _, err := newSigner(t, s, skey).Sign(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.HoldProject(ctx, "held", t0); err != nil {
+	if err := s.HoldProject(ctx, "held", t0, flagadmin.Event{CreatedAt: t0, Type: flagadmin.EventLogHoldAdded, CreatedBy: "system", Project: ptr("held")}); err != nil {
 		t.Fatal(err)
 	}
 	// Events are a minute apart from t0: prune those of the first 150 minutes.
@@ -294,9 +294,10 @@ func TestVerifyReportsPrunedRanges(t *testing.T) {
 	if !r.OK() {
 		t.Fatalf("after pruning: got %+v, want OK", r.Problems)
 	}
+	// The hold and each of the 19 batches (7 events, the last 4) are events too.
 	want := []tlog.PrunedRange{{FirstLeaf: 0, LastLeaf: 99, FirstID: 1, LastID: 100}, {FirstLeaf: 120, LastLeaf: 149, FirstID: 121, LastID: 150}}
-	if fmt.Sprint(r.Pruned) != fmt.Sprint(want) || r.Events != 70 || r.Leaves != 200 {
-		t.Errorf("report: got pruned %+v, %d events, %d leaves; want %+v, 70, 200", r.Pruned, r.Events, r.Leaves, want)
+	if fmt.Sprint(r.Pruned) != fmt.Sprint(want) || r.Events != 90 || r.Leaves != 220 {
+		t.Errorf("report: got pruned %+v, %d events, %d leaves; want %+v, 90, 220", r.Pruned, r.Events, r.Leaves, want)
 	}
 	// A deleted event among pruned ones is still a removal.
 	r = verify(t, tampered{Source: tlog.StoreSource(s, s), edit: func(e flagadmin.Event) []flagadmin.Event {

@@ -50,6 +50,9 @@ func (s *settings) checkFollow(cfg Config, set map[string]bool) error {
 	case cfg.Seed != "":
 		_, seedSource, _ := s.lookup(s.seed, set)
 		return cliErrorf("%s and %s exclude each other: a store that follows Unleash holds Unleash's world only", seedSource, source)
+	case cfg.Retention > 0:
+		_, retSource, _ := s.lookup(s.retention, set)
+		return cliErrorf("%s and %s exclude each other: the copy keeps Unleash's event ids, and retention records each pruning in an event of its own", retSource, source)
 	case sameDatabase(cfg.DB, cfg.Follow):
 		return cliErrorf("%s is the database of --db (%s); the copy goes into another database", source, bunstore.RedactURL(cfg.DB))
 	}

@@ -40,6 +40,8 @@ func TestFollowConfig(t *testing.T) {
 			"flagadmin: --seed and --follow exclude each other: a store that follows Unleash holds Unleash's world only"},
 		{"with the demo", []string{"serve", "--follow", "postgres://u@db/unleash", "--demo"}, nil,
 			"flagadmin: --demo and --follow exclude each other"},
+		{"with a retention", []string{"serve", "--follow", "postgres://u@db/unleash", "--retention", "90d"}, nil,
+			"flagadmin: --retention and --follow exclude each other: the copy keeps Unleash's event ids"},
 		{"into the source itself", []string{"serve", "--follow", "postgres://u:secret@db:5432/unleash", "--db", "postgres://u:secret@db/unleash"}, nil,
 			"flagadmin: --follow is the database of --db (postgres://u:xxxxx@db/unleash); the copy goes into another database"},
 	} {

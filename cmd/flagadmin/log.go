@@ -221,6 +221,11 @@ func startLog(lc fx.Lifecycle, parts *logParts, cfg Config, log *slog.Logger, m 
 						"state", cfg.LogState)
 				}
 			}
+			if cfg.Follow == "" { // a copy of Unleash writes no event of its own
+				if err := recordRetention(parts, cfg.Retention, log); err != nil {
+					return err
+				}
+			}
 			wg.Go(func() { keeper.Run(ctx) })
 			if pruner != nil {
 				log.Info("retention: pruning events", "olderThan", cfg.Retention.String())
@@ -240,6 +245,37 @@ func startLog(lc fx.Lifecycle, parts *logParts, cfg Config, log *slog.Logger, m 
 			}
 		},
 	})
+}
+
+// recordRetention records the server's retention rule in the log when it
+// differs from the last one recorded (a retention-changed event; of
+// servers starting together, one records it). A database that follows a
+// source gets no event of its own: retention is refused on it.
+func recordRetention(parts *logParts, retention time.Duration, log *slog.Logger) error {
+	store, ok := parts.store.(flagadmin.Store)
+	if !ok {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), openTimeout)
+	defer cancel()
+	svc := flagadmin.NewService(store, flagadmin.WithLog(parts.config()))
+	recorded, err := svc.RecordRetention(ctx, flagadmin.System, retention)
+	var ro *flagadmin.ReadOnlyError
+	switch {
+	case errors.As(err, &ro) && retention > 0:
+		return cliErrorf("--retention: this database is a copy of %s that keeps its event ids, and retention records each pruning in an event of its own", ro.Source)
+	case errors.As(err, &ro):
+		return nil
+	case err != nil:
+		return cliErrorf("--retention: cannot record the retention in the log: %s", withCause(err))
+	case recorded:
+		rule := "for ever"
+		if retention > 0 {
+			rule = retention.String()
+		}
+		log.Info("retention: recorded the new rule in the log", "keep", rule)
+	}
+	return nil
 }
 
 // registerLogStats exports the events pruned, the stored hashes repaired

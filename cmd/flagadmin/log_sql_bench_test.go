@@ -399,10 +399,10 @@ type timedPrunes struct {
 // PruneEvents implements flagadmin.LogStore. With
 // FLAGADMIN_BENCH_LOG_STACKS set, the stacks of every goroutine while a
 // batch has run for a second are appended to that file.
-func (t *timedPrunes) PruneEvents(ctx context.Context, before time.Time, limit int) ([]int64, error) {
+func (t *timedPrunes) PruneEvents(ctx context.Context, before time.Time, limit int, record func([]int64) (flagadmin.Event, error)) ([]int64, error) {
 	start := time.Now()
 	defer stacksAfter(time.Second, fmt.Sprintf("a batch of %d", limit)).Stop()
-	ids, err := t.LogStore.PruneEvents(ctx, before, limit)
+	ids, err := t.LogStore.PruneEvents(ctx, before, limit, record)
 	t.spans = append(t.spans, span{start, time.Now()})
 	return ids, err
 }

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flagadmin/flagadmin/adapters/bunstore"
 	"github.com/flagadmin/flagadmin/adapters/httpapi"
 	"github.com/flagadmin/flagadmin/adapters/memstore"
 	"github.com/flagadmin/flagadmin/adapters/tlog"
@@ -214,9 +215,26 @@ func serveRetention(t *testing.T, dbURL, signing, verifier string) {
 		_, body := call(t, http.MethodGet, base+"/metrics", "", "")
 		return strings.Contains(string(body), "flagadmin_events_pruned_total 44")
 	})
+	// What is left are retention's own events: the rule, recorded at
+	// start, and the pruning's, which account for every event it removed.
+	wantRetentionEvents(t, base, 1)
+	var page struct {
+		Events []struct {
+			Data struct{ Count int } `json:"data"`
+		} `json:"events"`
+		Total int `json:"total"`
+	}
 	_, body := call(t, http.MethodGet, base+"/api/admin/search/events", demoAdmin, "")
-	if !strings.Contains(string(body), `"total":0`) {
-		t.Errorf("search after pruning: %s", body)
+	_, pruned := call(t, http.MethodGet, base+"/api/admin/search/events?type=IS:events-pruned", demoAdmin, "")
+	if err := json.Unmarshal(pruned, &page); err != nil || page.Total == 0 {
+		t.Fatalf("events-pruned events: %v %s", err, pruned)
+	}
+	n := 0
+	for _, e := range page.Events {
+		n += e.Data.Count
+	}
+	if n != 44 || !strings.Contains(string(body), fmt.Sprintf(`"total":%d`, 1+page.Total)) {
+		t.Errorf("after pruning: the events-pruned events count %d events, want 44; the search finds %s", n, body)
 	}
 	waitFor(t, "a checkpoint", func() bool {
 		status, _ := call(t, http.MethodGet, base+"/api/admin/log/checkpoint", demoAdmin, "")
@@ -233,6 +251,31 @@ func serveRetention(t *testing.T, dbURL, signing, verifier string) {
 		code, stdout, errOut := runCLI(t, nil, "log", "verify", "--db", dbURL, "--key", verifier)
 		if code != 0 || !strings.Contains(stdout, "pruned: leaves 0 to 43 (events 1 to 44), removed by retention") {
 			t.Errorf("log verify --db after pruning: exit %d\nstdout %s\nstderr %s", code, stdout, errOut)
+		}
+		// Another server with the same rule records nothing; one that
+		// keeps events for ever records the change back.
+		cfg.Demo = false
+		again, _ := startApp(t, cfg)
+		wantRetentionEvents(t, again, 1)
+		cfg.Retention = 0
+		forever, _ := startApp(t, cfg)
+		wantRetentionEvents(t, forever, 2)
+	}
+}
+
+// wantRetentionEvents checks that the server at base holds n
+// retention-changed events, the first from for ever to one hour, the
+// second back to for ever.
+func wantRetentionEvents(t *testing.T, base string, n int) {
+	t.Helper()
+	_, body := call(t, http.MethodGet, base+"/api/admin/search/events?type=IS:retention-changed", demoAdmin, "")
+	want := []string{`"total":` + fmt.Sprint(n), `"data":{"previous":null,"retention":3600}`}
+	if n > 1 {
+		want = append(want, `"data":{"previous":3600,"retention":null}`)
+	}
+	for _, w := range want {
+		if !strings.Contains(string(body), w) {
+			t.Errorf("retention-changed events: no %s in %s", w, body)
 		}
 	}
 }
@@ -395,6 +438,30 @@ func TestLogVerifyCatchesAnOlderCopy(t *testing.T) {
 	}
 }
 
+// wantHoldEvents checks that the database holds one log-hold-added and
+// one log-hold-released event of project, by the system, in that order.
+func wantHoldEvents(t *testing.T, db, project string) {
+	t.Helper()
+	store, err := bunstore.Open(context.Background(), db, bunstore.WithoutMigrate())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	var got []string
+	err = store.ExportEvents(context.Background(), flagadmin.EventQuery{Types: []string{flagadmin.EventLogHoldAdded, flagadmin.EventLogHoldReleased}}, 0,
+		func(e flagadmin.Event) error {
+			got = append(got, fmt.Sprintf("%s %s by %s %s", e.Type, *e.Project, e.CreatedBy, e.Data))
+			return nil
+		})
+	want := []string{
+		fmt.Sprintf(`log-hold-added %s by system {"project":%q}`, project, project),
+		fmt.Sprintf(`log-hold-released %s by system {"project":%q}`, project, project),
+	}
+	if err != nil || fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("the hold's events: got %q (%v), want %q", got, err, want)
+	}
+}
+
 func TestLogCommandsOnADatabase(t *testing.T) {
 	ctx := context.Background()
 	signing, verifier := keyFiles(t)
@@ -411,6 +478,7 @@ func TestLogCommandsOnADatabase(t *testing.T) {
 		{[]string{"log", "verify", "--key", verifier, "--db", db}, 1, "the database holds no checkpoint: a server signs them when started with --log-key"},
 		{[]string{"log", "holds", "--db", db}, 0, "no legal holds"},
 		{[]string{"log", "hold", "--project", "p", "--db", db}, 0, "the events of p in " + db + " are under legal hold"},
+		{[]string{"log", "hold", "--project", "p", "--db", db}, 0, "the events of p in " + db + " are under legal hold"},
 		{[]string{"log", "holds", "--db", db}, 0, "p "},
 		{[]string{"log", "hold", "--project", "p", "--release", "--db", db}, 0, "released the legal hold on the events of p"},
 	} {
@@ -419,6 +487,9 @@ func TestLogCommandsOnADatabase(t *testing.T) {
 			t.Errorf("%q: exit %d, %q %q; want %d and %q", c.args, code, stdout, stderr, c.code, c.want)
 		}
 	}
+	// The hold and its release are in the log, once each (the second hold
+	// changed nothing), by the CLI's actor.
+	wantHoldEvents(t, db, "p")
 	// The commands' work, on a store that keeps one.
 	store := logWorld(t, 20, "ada")
 	logServer(t, store, signing, nil) // signs a checkpoint

@@ -338,7 +338,9 @@ is released with --release. P is a project id (1 to 100 letters, digits, or
 _ . ~ -); the project need not exist: not any more (events outlive their
 projects), nor yet (a hold placed first keeps every event of the project once it
 is created). Events without a project follow the retention. The hold is stored
-in the database, which must exist, and applies to every server on it at once.`,
+in the database, which must exist, and applies to every server on it at once.
+Placing and releasing it are recorded in the log (log-hold-added,
+log-hold-released events, by "system"); holding a held project changes nothing.`,
 	env: []string{envDB, envLogLevel, envLogFormat},
 }
 

@@ -332,11 +332,11 @@ func logCases() []testCase {
 			oldHeld := w.writeEvents(t, 5, str("held"), old)
 			oldNone := w.writeEvents(t, 5, nil, old)
 			recent := w.writeEvents(t, 5, str("default"), suiteNow)
-			wantNoError(t, "HoldProject", ls.HoldProject(w.ctx, "held", suiteNow))
+			wantNoError(t, "HoldProject", ls.HoldProject(w.ctx, "held", suiteNow, holdEvent(flagadmin.EventLogHoldAdded, "held")))
 			before := w.leavesOf(t, ls)
 			v0 := version(t, w, vs)
 			cut := suiteNow.Add(-24 * time.Hour)
-			first, err := ls.PruneEvents(w.ctx, cut, 6)
+			first, err := ls.PruneEvents(w.ctx, cut, 6, pruneRecord(cut))
 			wantNoError(t, "PruneEvents", err)
 			wantEqual(t, "first batch", fmt.Sprint(first), fmt.Sprint(oldDefault[:6]))
 			if version(t, w, vs) <= v0 {
@@ -344,7 +344,7 @@ func logCases() []testCase {
 			}
 			var rest []int64
 			for {
-				ids, err := ls.PruneEvents(w.ctx, cut, 6)
+				ids, err := ls.PruneEvents(w.ctx, cut, 6, pruneRecord(cut))
 				wantNoError(t, "PruneEvents", err)
 				if len(ids) == 0 {
 					break
@@ -380,16 +380,16 @@ func logCases() []testCase {
 		{"log/holds: the first one stays, a release ends it", func(t *testing.T, w *world) {
 			ls := w.logStore(t)
 			t1 := suiteNow.Truncate(time.Millisecond)
-			wantNoError(t, "HoldProject", ls.HoldProject(w.ctx, "b", t1))
-			wantNoError(t, "HoldProject", ls.HoldProject(w.ctx, "a", t1))
-			wantNoError(t, "HoldProject again", ls.HoldProject(w.ctx, "b", t1.Add(time.Hour)))
+			wantNoError(t, "HoldProject", ls.HoldProject(w.ctx, "b", t1, holdEvent(flagadmin.EventLogHoldAdded, "b")))
+			wantNoError(t, "HoldProject", ls.HoldProject(w.ctx, "a", t1, holdEvent(flagadmin.EventLogHoldAdded, "a")))
+			wantKind(t, "HoldProject again", ls.HoldProject(w.ctx, "b", t1.Add(time.Hour), holdEvent(flagadmin.EventLogHoldAdded, "b")), flagadmin.ErrConflict)
 			holds, err := ls.LogHolds(w.ctx)
 			wantNoError(t, "LogHolds", err)
 			wantEqual(t, "holds", len(holds), 2)
 			wantEqual(t, "first hold", holds[0].Project, "a")
 			wantEqual(t, "b held since its first hold", holds[1].Since.Equal(t1), true)
-			wantNoError(t, "ReleaseProject", ls.ReleaseProject(w.ctx, "a"))
-			wantKind(t, "ReleaseProject again", ls.ReleaseProject(w.ctx, "a"), flagadmin.ErrNotFound)
+			wantNoError(t, "ReleaseProject", ls.ReleaseProject(w.ctx, "a", holdEvent(flagadmin.EventLogHoldReleased, "a")))
+			wantKind(t, "ReleaseProject again", ls.ReleaseProject(w.ctx, "a", holdEvent(flagadmin.EventLogHoldReleased, "a")), flagadmin.ErrNotFound)
 			holds, _ = ls.LogHolds(w.ctx)
 			wantEqual(t, "holds after a release", len(holds), 1)
 		}},
@@ -397,7 +397,7 @@ func logCases() []testCase {
 			ls := w.logStore(t)
 			old := w.writeEvents(t, 200, str("default"), suiteNow.Add(-48*time.Hour))
 			held := w.writeEvents(t, 20, str("held"), suiteNow.Add(-48*time.Hour))
-			wantNoError(t, "HoldProject", ls.HoldProject(w.ctx, "held", suiteNow))
+			wantNoError(t, "HoldProject", ls.HoldProject(w.ctx, "held", suiteNow, holdEvent(flagadmin.EventLogHoldAdded, "held")))
 			var (
 				mu      sync.Mutex
 				written []int64
@@ -408,7 +408,7 @@ func logCases() []testCase {
 				if i == 0 { // the pruner
 					defer close(stop)
 					for {
-						ids, err := ls.PruneEvents(w.ctx, suiteNow.Add(-24*time.Hour), 7)
+						ids, err := ls.PruneEvents(w.ctx, suiteNow.Add(-24*time.Hour), 7, pruneRecord(suiteNow.Add(-24*time.Hour)))
 						if err != nil {
 							return err
 						}
@@ -473,7 +473,7 @@ func logCases() []testCase {
 			w.writeEvents(t, 40, nil, suiteNow)
 			w.wantServiceProofs(t, ls, nil)
 			// The fixture's events, of 2025, pruned: no proof of them.
-			ids, err := ls.PruneEvents(w.ctx, suiteNow.Add(-24*time.Hour), 100)
+			ids, err := ls.PruneEvents(w.ctx, suiteNow.Add(-24*time.Hour), 100, pruneRecord(suiteNow.Add(-24*time.Hour)))
 			wantNoError(t, "PruneEvents", err)
 			pruned := map[int64]bool{}
 			for _, id := range ids {
@@ -488,7 +488,7 @@ func logCases() []testCase {
 			w.writeEvents(t, 150, str("default"), suiteNow)
 			hashes := w.wantTreeOfEvents(t, ls, nil)
 			wantNoError(t, "BuildTiles", tlog.NewProver(ls).BuildTiles(w.ctx))
-			ids, err := ls.PruneEvents(w.ctx, suiteNow.Add(-24*time.Hour), 1000)
+			ids, err := ls.PruneEvents(w.ctx, suiteNow.Add(-24*time.Hour), 1000, pruneRecord(suiteNow.Add(-24*time.Hour)))
 			wantNoError(t, "PruneEvents", err)
 			wantEqual(t, "pruned", len(ids), 150)
 			w.wantProofs(t, ls, hashes)

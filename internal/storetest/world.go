@@ -51,7 +51,7 @@ func Run(t *testing.T, newStore func(t *testing.T) flagadmin.Store) {
 	for _, area := range [][]testCase{
 		eventCases(), deprecatedCases(), visibilityCases(), multiProjectCases(), projectCases(), lifecycleCases(),
 		serviceAccountCases(), authCases(), seedCases(), storeCases(), concurrencyCases(),
-		versionCases(), keysetCases(), exportCases(), accountCases(), settledCases(), logCases(),
+		versionCases(), keysetCases(), exportCases(), accountCases(), settledCases(), logCases(), retentionCases(),
 	} {
 		cases = append(cases, area...)
 	}
