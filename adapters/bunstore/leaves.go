@@ -14,7 +14,7 @@ import (
 	"github.com/flagadmin/flagadmin/flagadmin"
 )
 
-// The leaves of the verifiable log (decisions §19) are appended by every
+// The leaves of the verifiable log are appended by every
 // write transaction that appends events, at the step of record where
 // their ids are drawn and the event order lock is held (record.go): in
 // the same transaction, in id order, with the next indexes. The lock that
