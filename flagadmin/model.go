@@ -210,7 +210,8 @@ type Event struct {
 	ID int64 `json:"id"`
 	// CreatedAt is when the event happened, UTC with millisecond precision.
 	CreatedAt time.Time `json:"createdAt"`
-	// Type is one of the event types of the contract (IsKnownEventType).
+	// Type is the event's type: a known one (IsKnownEventType) for events
+	// the Service records; imported and followed events keep Unleash's.
 	Type string `json:"type"`
 	// CreatedBy names the actor: a user's email, username or name, or a token's name.
 	CreatedBy string `json:"createdBy"`
