@@ -195,7 +195,7 @@ type ProjectStatsQuery struct {
 }
 
 // FeatureStanding is how a feature counts in its project's figures
-// (ProjectStats: health, featureCount).
+// (ProjectStats: its health and feature count).
 type FeatureStanding int
 
 // The standings of a feature. Each counted feature has exactly one of
