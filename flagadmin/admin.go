@@ -9,15 +9,15 @@ import "context"
 // changing the line that builds it. Errors are the kinds of this package in
 // both cases (errors.Is(err, ErrNotFound), a *ValidationError, ...).
 type Admin interface {
-	// CompleteLifecycle marks a feature's lifecycle completed (admin-api.md §4.1).
+	// CompleteLifecycle marks a feature's lifecycle completed (POST .../lifecycle/complete).
 	CompleteLifecycle(ctx context.Context, projectID, featureName string, req CompleteRequest) error
-	// SearchEvents runs the query-string event search (§4.2).
+	// SearchEvents runs the query-string event search (GET /api/admin/search/events).
 	SearchEvents(ctx context.Context, params EventSearchParams) (EventPage, error)
-	// DeprecatedSearchEvents runs the body-based event search (§4.3).
+	// DeprecatedSearchEvents runs the body-based event search (POST /api/admin/events/search).
 	DeprecatedSearchEvents(ctx context.Context, req DeprecatedSearchRequest) (EventPage, error)
-	// ListProjects lists the projects the caller can see (§4.4).
+	// ListProjects lists the projects the caller can see (GET /api/admin/projects).
 	ListProjects(ctx context.Context, opts ProjectListOptions) ([]ProjectListEntry, error)
-	// DeleteServiceAccount deletes a service account by its id (§4.5).
+	// DeleteServiceAccount deletes a service account by its id (DELETE /api/admin/service-account/:id).
 	DeleteServiceAccount(ctx context.Context, id string) error
 }
 

@@ -7,9 +7,9 @@ import (
 	"time"
 )
 
-// Keyset paging of the query-string search (decisions §10). A page answered
-// by offset or by cursor that is not the last one names the position of its
-// last event as a cursor; the next page is the matches that come after that
+// Keyset paging of the query-string search. A page answered by offset or
+// by cursor that is not the last one names the position of its last event
+// as a cursor (opaque to clients); the next page is the matches after that
 // position in the order of CompareEvents. New events sort before the first
 // page (their createdAt is the server time, their id larger), so a walk by
 // cursor visits every event that matched when it began exactly once.

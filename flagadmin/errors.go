@@ -24,8 +24,8 @@ var (
 	ErrConflict = errors.New("conflict")
 	// ErrUnavailable: storage is unreachable, overloaded or timed out (HTTP 503).
 	ErrUnavailable = errors.New("storage unavailable")
-	// ErrBadGateway: the upstream a server stands in front of (decisions
-	// §18) could not be reached or answered badly (HTTP 502). Only a
+	// ErrBadGateway: the upstream a server stands in front of (--upstream)
+	// could not be reached or answered badly (HTTP 502). Only a
 	// gateway returns it, never the Service.
 	ErrBadGateway = errors.New("bad gateway")
 	// ErrGatewayTimeout: the upstream did not answer in time (HTTP 504).

@@ -57,8 +57,8 @@ type EventField struct {
 // time.Time, string, *int64, *string, json.RawMessage or []Tag.
 func (f EventField) Value(e *Event) any { return f.get(e) }
 
-// eventFields is the declaration, in the order of the contract (admin-api.md
-// §2.1), which is the order of the Event JSON.
+// eventFields is the declaration, in the order of Unleash's event schema,
+// which is the order of the Event JSON.
 var eventFields = [...]EventField{
 	{"id", FieldInt, func(e *Event) any { return e.ID }},
 	{"createdAt", FieldTime, func(e *Event) any { return e.CreatedAt }},

@@ -13,7 +13,7 @@ const DeprecatedSearchVersion = 1
 // caller's visibility applied, and a page returned with the total. The
 // page's events may be shared with other callers (a Store may hand one
 // page to several reads): they must not be changed. page.Next is the cursor of the next page
-// (decisions §10), "" on the last one.
+// (keyset paging), "" on the last one.
 func (s *Service) SearchEvents(ctx context.Context, p Principal, params EventSearchParams) (EventPage, error) {
 	if err := requireAdminAPI(p); err != nil {
 		return EventPage{}, err

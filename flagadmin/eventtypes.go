@@ -11,7 +11,7 @@ var knownEventTypes = func() map[string]struct{} {
 }()
 
 // IsKnownEventType reports whether t is one of the event types of the
-// contract (admin-api.md section 6). The comparison is case-sensitive.
+// contract (eventtypes_list.go). The comparison is case-sensitive.
 func IsKnownEventType(t string) bool {
 	_, ok := knownEventTypes[t]
 	return ok

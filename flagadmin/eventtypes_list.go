@@ -1,8 +1,9 @@
-// Event types of admin-api.md section 6, one constant each.
+// Event types Unleash's admin API lists, one constant each.
 
 package flagadmin
 
-// Event types of admin-api.md section 6. The two searches accept exactly these values.
+// Event types Unleash's admin API lists. The deprecated search accepts exactly these
+// as its type; the query-string search accepts any type name.
 const (
 	// Feature and flag types.
 	EventApplicationCreated                = "application-created"

@@ -5,7 +5,7 @@ import (
 	"strconv"
 )
 
-// ExportFormat is the format of an export of the event log (decisions §11).
+// ExportFormat is the format of an export of the event log: NDJSON or CSV.
 type ExportFormat string
 
 // Export formats.
@@ -107,7 +107,7 @@ func parseAfterID(param, raw string) (int64, error) {
 }
 
 // ExportEvents prepares the export of every event matching params that p
-// may see (GET /api/admin/events/export, decisions §11): the same
+// may see (GET /api/admin/events/export), in id order: the same
 // permission, filters, validation and visibility as SearchEvents. Errors
 // here come before anything is sent; Run streams the events.
 func (s *Service) ExportEvents(ctx context.Context, p Principal, params EventExportParams) (*EventExport, error) {

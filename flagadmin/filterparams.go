@@ -104,7 +104,7 @@ var filterParams = [...]FilterParam{
 		raw:  func(p *EventSearchParams) *string { return &p.Project },
 		strs: func(q *EventQuery) *[]string { return &q.Projects }},
 	// Any type name: Unleash adds types in every release, and imported or
-	// followed events carry them (decisions §4).
+	// followed events carry them; a name matches the events of that type.
 	{Name: "type", Kind: FilterStrings, Uses: filterUses | UseDeprecatedSearch, Column: "type", MaxItemLength: MaxEventTypeLength, item: "an event type",
 		raw:  func(p *EventSearchParams) *string { return &p.Type },
 		strs: func(q *EventQuery) *[]string { return &q.Types }},

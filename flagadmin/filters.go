@@ -16,7 +16,7 @@ const (
 	OpIsAnyOf = "IS_ANY_OF"
 )
 
-// Bounds of the two searches (admin-api.md section 8, decisions sections 4 and 5).
+// Bounds of the two searches (docs/api.md, "Limits").
 const (
 	SearchDefaultLimit     = 50
 	SearchMaxLimit         = 1000
@@ -171,8 +171,8 @@ type EventSearchParams struct {
 	To          string
 	Offset      string
 	Limit       string
-	// After is the cursor of a Link rel="next" (keyset paging, decisions
-	// §10): the page starts after the event it names. Offset must be 0.
+	// After is the cursor of a Link rel="next" (keyset paging, cursor.go):
+	// the page starts after the event it names. Offset must be 0.
 	After string
 }
 

@@ -7,14 +7,14 @@ import (
 	"time"
 )
 
-// Following a live Unleash (decisions §17): a store keeps a copy of an
-// Unleash database's world and its event log, kept current by a follower
+// Following a live Unleash (docs/following-unleash.md): a store keeps a
+// copy of an Unleash database's world and its event log, kept current by a follower
 // (adapters/unleashimport.Follower) that reads Unleash and writes through
 // the port below. This file holds what the rule needs from the domain: the
 // follow state a store keeps, the batch a follower applies, the port
 // (FollowTarget) and the read-only rule of a following store.
 
-// ErrReadOnly: the store follows an Unleash database (decisions §17, §21):
+// ErrReadOnly: the store follows an Unleash database:
 // its data is a copy that only the follower changes, so a write operation
 // is refused (HTTP 409 ReadOnlyError). Errors of this kind are
 // *ReadOnlyError values that name the source.
@@ -148,7 +148,7 @@ type FollowStateReader interface {
 }
 
 // FollowTarget is a store that can follow an Unleash database: the port a
-// follower writes through (decisions §17). Implementations:
+// follower writes through. Implementations:
 // adapters/memstore and adapters/bunstore (SQLite, PostgreSQL, MySQL);
 // internal/storetest.RunFollow is their contract suite.
 //
@@ -289,7 +289,7 @@ const (
 func WithFollowState(r FollowStateReader) Option { return func(s *Service) { s.follow = r } }
 
 // readOnlyGuard is the Service's store when it may follow: its four write
-// methods refuse while the store follows a source (decisions §17); reads
+// methods refuse while the store follows a source; reads
 // pass through. Every write operation of the Service writes through one of
 // them, after its authentication, permission and input checks, so a write
 // to a following store answers ErrReadOnly where it would have written.

@@ -14,7 +14,7 @@ import (
 
 // This file writes JSON in the JSON Canonicalization Scheme (JCS, RFC
 // 8785): the form the leaf hashes of the event log are computed over
-// (decisions §19). It is written here, with the standard library only,
+// (docs/verifiable-log.md). It is written here, with the standard library only,
 // because the leaf hash is a rule of the domain; its tests hold it to RFC
 // 8785's own examples and to a separate implementation.
 //

@@ -69,10 +69,10 @@ type LifecycleGrant struct {
 // and returns the grant to do so: ErrNotFound when the project does not
 // exist or is private and invisible to p, ErrNoAccess without
 // UPDATE_FEATURE, ErrValidation when projectID is not valid text
-// (decisions §16: before the lookup, which could not answer). The check
+// (checked before the lookup, which could not answer). The check
 // reads the project once. CompleteLifecycle runs it before it validates
 // the body; a transport that validates bodies itself runs it first, so
-// that 403 comes before 400 (decisions §1), and then completes with the
+// that 403 comes before 400, and then completes with the
 // grant (LifecycleGrant.Complete), which does not check again.
 //
 // For a caller that is not a root admin, the same store reads happen in the

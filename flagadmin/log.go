@@ -9,7 +9,7 @@ import (
 	"time"
 )
 
-// The verifiable log (decisions §19): the events form an append-only
+// The verifiable log (docs/verifiable-log.md): the events form an append-only
 // Merkle tree as RFC 9162 (Certificate Transparency 2.0) defines it. Leaf
 // n is the n-th event in id order, from 0, whatever the gaps in ids; its
 // hash is LeafHash. Stores keep the leaves as they write events (LogStore);
@@ -147,7 +147,7 @@ type LogLeaf struct {
 	EventID int64
 	// Hash is the event's LeafHash, computed when it was written.
 	Hash [32]byte
-	// Pruned: the event was removed by retention (decisions §20); the leaf
+	// Pruned: the event was removed by retention (PruneEvents); the leaf
 	// and its hash stay.
 	Pruned bool
 }
@@ -175,7 +175,7 @@ type Checkpoint struct {
 	SignedAt time.Time
 }
 
-// LogHold is a legal hold (decisions §20): the events of Project are
+// LogHold is a legal hold (flagadmin log hold): the events of Project are
 // never pruned while it lasts.
 type LogHold struct {
 	Project string
@@ -183,7 +183,7 @@ type LogHold struct {
 	Since time.Time
 }
 
-// LogStore is the storage of the verifiable log (decisions §19, §20): a
+// LogStore is the storage of the verifiable log and its retention: a
 // Store that keeps it implements this too. adapters/memstore does;
 // internal/storetest holds every implementation to the same contract.
 //
@@ -192,8 +192,8 @@ type LogHold struct {
 // transaction, in id order, with the next index (consecutive from 0,
 // whatever the gaps in ids) and the hash LeafHash gives for the event as
 // stored, its id included. A write that fails appends nothing; concurrent
-// writers append one tree (the order that makes ids settle, decisions
-// §12, serializes them). Leaves are never changed or removed: pruning
+// writers append one tree (the lock that makes events commit in id order
+// serializes them). Leaves are never changed or removed: pruning
 // marks them (LogLeaf.Pruned).
 //
 // Stored subtree hashes (levels above 0) only speed proofs up: they are
@@ -295,7 +295,7 @@ type LogProofReader interface {
 type LogProofQuery struct {
 	// Event, when not nil, selects an event the way a search does: its IDs
 	// hold the one event id; RequireProject and HiddenProjects are what
-	// the caller may see (decisions §2). Nil: no event is read, nor
+	// the caller's visibility, as in a search. Nil: no event is read, nor
 	// Windows.
 	Event *EventQuery
 	// Windows name stored hashes around the leaf of the event, when it is
@@ -399,7 +399,7 @@ func (e *LogRefusedError) Error() string {
 
 func (e *LogRefusedError) Unwrap() error { return ErrConflict }
 
-// WithLog gives the Service the verifiable log of decisions §19. Without
+// WithLog gives the Service the verifiable log (docs/verifiable-log.md). Without
 // it, the log's operations answer ErrNotFound.
 func WithLog(c LogConfig) Option { return func(s *Service) { s.log = c } }
 
@@ -510,7 +510,7 @@ func (s *Service) LogCheckpoint(ctx context.Context, p Principal) (Checkpoint, e
 
 // LogInclusionProof returns the inclusion proof of an event in the tree of
 // a size (GET /api/admin/log/proof), for an event the caller may see
-// (decisions §2): one it may not see, a pruned one and a missing one are
+// (as in a search): one it may not see, a pruned one and a missing one are
 // all ErrNotFound. id and size are validated by name (ErrValidation).
 func (s *Service) LogInclusionProof(ctx context.Context, p Principal, params LogProofParams) (InclusionProof, error) {
 	if err := requireAdminAPI(p); err != nil {

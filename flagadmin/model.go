@@ -26,7 +26,7 @@ func truncatePtr(t *time.Time) *time.Time {
 	return &v
 }
 
-// Tag is a label on a feature or an event (admin-api.md section 2.1).
+// Tag is a label on a feature or an event.
 // Its JSON is Unleash's: {"value","type"} for a tag without a color key,
 // {"type","value","color"} for one with it (MarshalJSON).
 type Tag struct {
@@ -201,7 +201,7 @@ func (t Tag) Validate() *ValidationError {
 	return v
 }
 
-// Event is one record of the event log (admin-api.md section 2.1). Pointer
+// Event is one record of the event log, with Unleash's fields. Pointer
 // fields and nil raw JSON are written as null, but for GroupType and
 // GroupID, whose keys are left out when nil. EventFields declares its
 // fields as every encoding names them; a field added here is declared there.
@@ -210,7 +210,8 @@ type Event struct {
 	ID int64 `json:"id"`
 	// CreatedAt is when the event happened, UTC with millisecond precision.
 	CreatedAt time.Time `json:"createdAt"`
-	// Type is one of the event types of the contract (IsKnownEventType).
+	// Type is the event's type: a known one (IsKnownEventType) for events
+	// the Service records; imported and followed events keep Unleash's.
 	Type string `json:"type"`
 	// CreatedBy names the actor: a user's email, username or name, or a token's name.
 	CreatedBy string `json:"createdBy"`

@@ -78,8 +78,8 @@ func (o ProjectOwner) MarshalJSON() ([]byte, error) {
 	}
 }
 
-// ProjectListEntry is one element of the project list (admin-api.md section
-// 2.2, decisions section 6).
+// ProjectListEntry is one element of the project list, with Unleash's
+// fields (docs/api.md, "List projects").
 type ProjectListEntry struct {
 	ID                    string      `json:"id"`
 	Name                  string      `json:"name"`

@@ -6,7 +6,7 @@ import (
 	"time"
 )
 
-// Retention (decisions §20): events older than a configured age are
+// Retention (--retention): events older than a configured age are
 // pruned in small batches (LogStore.PruneEvents, run by adapters/tlog's
 // pruner), except those of projects under a legal hold. Pruned events
 // leave searches and exports; their leaves keep their hashes, so

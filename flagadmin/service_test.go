@@ -197,7 +197,7 @@ func TestCompleteLifecycleRejects(t *testing.T) {
 }
 
 // TestCompleteLifecyclePrecedence checks that permission and existence are
-// decided before the body is validated: 403 and 404 before 400 (decisions §1).
+// decided before the body is validated: 403 and 404 before 400.
 func TestCompleteLifecyclePrecedence(t *testing.T) {
 	svc, store := serviceWorldService(t)
 	ctx := context.Background()

@@ -9,7 +9,7 @@ import (
 // DeleteServiceAccount deletes a service account (DELETE
 // /api/admin/service-account/:id). It needs the ADMIN permission. An unknown
 // or non-numeric id, or the id of a normal user, is ErrNotFound; an id that
-// is not valid text (invalid UTF-8, NUL) is ErrValidation (decisions §16). In one
+// is not valid text (invalid UTF-8, NUL) is ErrValidation. In one
 // transaction the account and all its tokens are removed and a
 // service-account-deleted event is recorded with the account in preData.
 func (s *Service) DeleteServiceAccount(ctx context.Context, p Principal, id string) error {

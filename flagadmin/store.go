@@ -126,8 +126,7 @@ type currentReadsKey struct{}
 // reading (a wrapper that keeps results between calls) reads the storage
 // under such a context; a Store that always reads the storage does so
 // anyway. A live stream re-checks its token this way, so that a deleted
-// account or an expired token ends it within the re-check interval
-// (decisions §12).
+// account or an expired token ends it within the re-check interval.
 func WithCurrentReads(ctx context.Context) context.Context {
 	return context.WithValue(ctx, currentReadsKey{}, true)
 }
@@ -196,7 +195,7 @@ type ProjectStatsQuery struct {
 }
 
 // FeatureStanding is how a feature counts in its project's figures
-// (ProjectStats; decisions §6).
+// (ProjectStats: its health and feature count).
 type FeatureStanding int
 
 // The standings of a feature. Each counted feature has exactly one of
@@ -241,7 +240,7 @@ func (q ProjectStatsQuery) Standing(f Feature) FeatureStanding {
 func InCleanup(f Feature) bool { return f.Lifecycle.Stage == StageCompleted }
 
 // CountedMembers returns the users a project's MemberCount counts
-// (ProjectStats; decisions §6), ascending: each user holding a role in the
+// (ProjectStats), ascending: each user holding a role in the
 // project directly (a membership's UserID), and each user of a group
 // holding one (a membership's GroupID, its users from groupUsers), once,
 // whatever the role and however many ways the user holds one. A group with

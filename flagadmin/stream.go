@@ -5,8 +5,8 @@ import (
 	"errors"
 )
 
-// The live stream of the event log (GET /api/admin/events/stream,
-// decisions §12): the export's filters and visibility, a resume point,
+// The live stream of the event log (GET /api/admin/events/stream, Server-Sent
+// Events): the export's filters and visibility, a resume point,
 // then events as they are recorded.
 
 // EventStreamParams are the raw parameters of a live stream: the search's
@@ -95,7 +95,7 @@ func ParseEventStream(p EventStreamParams) (EventQuery, int64, bool, error) {
 }
 
 // StreamEvents prepares the live stream of the events matching params that
-// p may see (decisions §12): the same permission, filters, validation and
+// p may see: the same permission, filters, validation and
 // visibility as ExportEvents. Errors here come before anything is sent.
 func (s *Service) StreamEvents(ctx context.Context, p Principal, params EventStreamParams) (*EventStream, error) {
 	if err := requireAdminAPI(p); err != nil {

@@ -7,7 +7,7 @@ import (
 )
 
 // MaxQuotedInput is how many characters of a caller's input a message
-// quotes at most (decisions §16); longer input is cut and followed by "…".
+// quotes at most; longer input is cut and followed by "…".
 const MaxQuotedInput = 100
 
 // QuoteInput quotes s for a message as %q does, keeping at most its first
@@ -30,8 +30,8 @@ func QuoteInput(s string) string {
 }
 
 // checkText enforces the rule of every text value a caller sends (filters,
-// path segments, body strings): valid UTF-8 without a NUL character
-// (decisions §16). Stores cannot hold or compare such text (PostgreSQL
+// path segments, body strings): valid UTF-8 without a NUL character.
+// Stores cannot hold or compare such text (PostgreSQL
 // refuses both, SQLite's statements break on NUL), so the Service refuses it
 // before any storage work, naming param.
 func checkText(param, s string) *ValidationError {

@@ -28,7 +28,7 @@ func TestQuoteInput(t *testing.T) {
 	}
 }
 
-// badTexts are values that break the text rule of decisions §16.
+// badTexts are values that break the text rule: valid UTF-8, no NUL.
 var badTexts = map[string]string{
 	"NUL":                   "x\x00y",
 	"invalid byte":          "x\xff",
@@ -96,7 +96,7 @@ func TestParseRejectsBadText(t *testing.T) {
 }
 
 // TestParseQuotesAtMost100Characters checks messages quoting the caller's
-// input stay short whatever its size (decisions §16).
+// input stay short whatever its size.
 func TestParseQuotesAtMost100Characters(t *testing.T) {
 	huge := strings.Repeat("z", 300_000)
 	errs := map[string]error{}

@@ -8,8 +8,8 @@ import (
 	"time"
 )
 
-// Webhooks (decisions §13): sinks configured at start-up, each receiving
-// the events its filter matches, in id order, at least once. This file
+// Webhooks (docs/streams-and-webhooks.md): sinks configured at start-up,
+// each receiving the events its filter matches, in id order, at least once. This file
 // holds what the rule needs from the domain: the sink's definition and its
 // validation, and the port of the delivery state a store keeps. The
 // delivery itself (HTTP, signatures, retries) is an adapter
@@ -25,7 +25,7 @@ type WebhookSink struct {
 	// Secret keys the HMAC-SHA256 signature of every request.
 	Secret string
 	// Filter selects the events, as the query-string filters of the event
-	// search (decisions §4); Limit, Offset and After must be empty.
+	// search; Limit, Offset and After must be empty.
 	Filter EventSearchParams
 }
 
@@ -152,7 +152,7 @@ type SinkState struct {
 	CreatedAt time.Time
 }
 
-// SinkStore keeps the delivery state of webhook sinks (decisions §13):
+// SinkStore keeps the delivery state of webhook sinks:
 // where each sink is, and which server delivers for it. Implementations:
 // adapters/memstore and adapters/bunstore; internal/storetest.RunSinks is
 // their contract suite. Times are the caller's clock, compared with the

@@ -106,7 +106,7 @@ func (s *Service) AddGroupMember(ctx context.Context, p Principal, groupID, user
 		return refError(err, "userId", "user %d does not exist", userID)
 	}
 	if slices.Contains(g.Users, userID) {
-		return nil // already a member: no change, so no event (decisions §9)
+		return nil // already a member: no change, so no event
 	}
 	e, err := actorEvent(p, EventGroupUserAdded, s.now(), map[string]any{"groupId": groupID, "userId": userID})
 	if err != nil {

@@ -1,5 +1,5 @@
 #!/bin/sh
-# bench-follow.sh: the figures of following a live Unleash (decisions §17),
+# bench-follow.sh: the figures of following a live Unleash (--follow),
 # measured by scripts/followbench on a copy of the Unleash 8.2.0 fixture
 # (the schema and rows Unleash wrote) on PostgreSQL:
 #

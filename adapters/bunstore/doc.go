@@ -69,7 +69,7 @@
 // filters them in the index. On PostgreSQL and SQLite the indexes of
 // nullable columns leave out the rows where the column is null, which no
 // filter matches. The page's ids are read from the index and only those
-// rows fetched (a deferred join). A page by cursor (keyset, decisions §10)
+// rows fetched (a deferred join). A page by cursor (keyset paging)
 // is a range of the same index, as cheap at any depth.
 //
 // With event_counts, a search with no filter, one column filter, or a
@@ -144,10 +144,10 @@
 //
 // # The verifiable log and retention
 //
-// The store keeps the log of decisions §19 (flagadmin.LogStore): migration
+// The store keeps the verifiable log (flagadmin.LogStore): migration
 // 20261127000001 (schema/log-*.sql) adds log_leaves (one row per event
 // ever written: its index, id, leaf hash and whether it was pruned; the
-// log's size is the last index + 1, since migration 20261127000003,
+// log's size is the last index + 1, read from it: migration 20261127000003,
 // schema/logsize-*.sql), log_hashes (the subtree hashes adapters/tlog
 // stores to speed proofs up), log_checkpoints and log_holds, and makes
 // the leaves of the events a database already holds. Every write

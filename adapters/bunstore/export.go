@@ -11,7 +11,7 @@ import (
 	"github.com/flagadmin/flagadmin/flagadmin"
 )
 
-// Keyset paging and the export (decisions §10 and §11).
+// Keyset paging of the search, and the export in id order.
 
 // after is the condition of a page by cursor (q.After), empty without
 // one: the rows after the cursor's position in the order (created_at, id)

@@ -17,7 +17,7 @@ import (
 
 var _ flagadmin.FollowTarget = (*Store)(nil)
 
-// Following a live Unleash (flagadmin.FollowTarget, decisions §17). The
+// Following a live Unleash (flagadmin.FollowTarget). The
 // follow state is the one row of follow_state (migration 20261127000002):
 // the source's identity, the position, the holes, the synced time and the
 // follow lease. Times are Unix milliseconds of the callers' clocks.

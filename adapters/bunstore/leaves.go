@@ -14,8 +14,8 @@ import (
 	"github.com/flagadmin/flagadmin/flagadmin"
 )
 
-// The leaves of the verifiable log (decisions §19) are appended by every
-// write transaction that appends events, at the step of record where
+// The leaves of the verifiable log are appended by every write
+// transaction that appends events, at the step of record where
 // their ids are drawn and the event order lock is held (record.go): in
 // the same transaction, in id order, with the next indexes. The lock that
 // makes ids settle in commit order also makes the indexes consecutive: no
@@ -25,9 +25,8 @@ import (
 // log_leaves' primary key as it was committed last: on PostgreSQL with a
 // snapshot taken after the lock (a statement of its own, or
 // flagadmin_log_size of schema/logsize-postgres.sql), on MySQL by a
-// locking read, on SQLite as the one writer. (It was once a row of its
-// own that every writer raised under the lock, and that update cost more
-// than the leaf.)
+// locking read, on SQLite as the one writer. (A row of its own that every
+// writer raised under the lock would cost more than the leaf.)
 //
 // A leaf's hash is flagadmin.LeafHash of the event as it is stored (its
 // time to the millisecond, empty JSON as null), computed here, in Go:

@@ -13,7 +13,7 @@ import (
 )
 
 // logMigration is the name of the migration that adds the verifiable log
-// (decisions §19, §20): the tables of schema/log-*.sql and the leaves of
+// and its retention: the tables of schema/log-*.sql and the leaves of
 // the events a database already holds.
 const logMigration = "20261127000001"
 

@@ -11,7 +11,7 @@ import (
 	"github.com/flagadmin/flagadmin/flagadmin"
 )
 
-// Retention (decisions §20): PruneEvents removes a batch of old events in
+// Retention (--retention): PruneEvents removes a batch of old events in
 // a write transaction of its own, through record as every write: the
 // summaries drop them (event_counts), the store's version rises. It takes
 // the prune lock first (the one row of log_prune), which HoldProject,

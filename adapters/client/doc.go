@@ -31,7 +31,7 @@
 // completion, a write, is retried only when the connection could not be
 // opened, so the request certainly never reached the server.
 //
-// The verifiable log (decisions §19): LogCheckpoint, LogInclusionProof,
+// The verifiable log: LogCheckpoint, LogInclusionProof,
 // LogConsistencyProof and LogLeaves read it; VerifyEvent checks that an
 // event the caller holds is in the log a signed checkpoint commits to, and
 // VerifyConsistency that the log only grew between two checkpoints, with

@@ -138,7 +138,7 @@ func decodeEvents(raw []json.RawMessage, what string) ([]flagadmin.Event, error)
 	return out, nil
 }
 
-// decodeEvent decodes one Event (admin-api.md §2.1): id (1 or more),
+// decodeEvent decodes one Event: id (1 or more),
 // createdAt, type and createdBy are required; a null data or preData is nil.
 func decodeEvent(raw []byte) (flagadmin.Event, error) {
 	var w wireEvent

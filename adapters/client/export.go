@@ -14,7 +14,7 @@ import (
 	"github.com/flagadmin/flagadmin/flagadmin"
 )
 
-// ExportFormat is the format of an export (decisions §11).
+// ExportFormat is the format of an export: NDJSON or CSV.
 type ExportFormat string
 
 // Export formats.
@@ -39,7 +39,7 @@ const maxExportLine = 16 << 20
 // *Error values; opening is retried like a GET.
 //
 // Reading to io.EOF means the export is complete. A transfer the server
-// cut off (decisions §11: the response ends without its final chunk) reads
+// cut off (the response ends without its final chunk) reads
 // as an error, io.ErrUnexpectedEOF or a connection error, never as io.EOF;
 // resume it with afterID set to the last id received. A response whose end
 // could not be told from a cut (an HTTP/1 body delimited by closing the

@@ -19,7 +19,7 @@ import (
 	"github.com/flagadmin/flagadmin/flagadmin"
 )
 
-// exportServer serves GET /api/admin/events/export as decisions §11 says,
+// exportServer serves GET /api/admin/events/export as the server does,
 // over n events (ids 1..n, feature-updated, every even one in project
 // "even"): the search filters (project here), format=ndjson|csv,
 // afterId=<n>, limit/offset/after refused with 400 before the first byte,

@@ -18,7 +18,7 @@ import (
 	"github.com/flagadmin/flagadmin/flagadmin"
 )
 
-// Paths of the verifiable log (decisions §19).
+// Paths of the verifiable log.
 const (
 	logCheckpointPath  = "/api/admin/log/checkpoint"
 	logProofPath       = "/api/admin/log/proof"

@@ -16,8 +16,8 @@ import (
 	"github.com/flagadmin/flagadmin/flagadmin"
 )
 
-// cursorServer serves n events (ids n..1, newest first) the way decisions
-// §10 pages them: pages of limit, and a Link rel="next" carrying the
+// cursorServer serves n events (ids n..1, newest first) the way keyset
+// paging pages them: pages of limit, and a Link rel="next" carrying the
 // request's query without offset and with after=<cursor> on every page but
 // the last. It refuses a request that mixes after and offset, and records
 // the query of every request.

@@ -1,5 +1,5 @@
 // Package eventjson writes an event as its JSON, the Event JSON of the admin
-// API (decisions §4), by hand and without reflection: the bytes are exactly
+// API's search pages, by hand and without reflection: the bytes are exactly
 // those encoding/json writes for a flagadmin.Event (its MarshalJSON) with
 // HTML escaping off, as the API writes them. It is the one encoder of
 // events: the HTTP API's pages, export and stream, and the webhook bodies

@@ -1,5 +1,5 @@
 // Package gateway lets a flagadmin server stand where Unleash's address
-// was (decisions §18). Requests flagadmin serves from its copy of Unleash
+// was (--upstream). Requests flagadmin serves from its copy of Unleash
 // (the searches, the project list, export, stream, proofs, metrics, docs,
 // health) go to a local handler, each answer marked X-Flagadmin-Source:
 // local; everything else goes to the upstream Unleash through the
@@ -79,7 +79,7 @@ const (
 	// and headers; the body then takes as long as it streams).
 	DefaultTimeout = 30 * time.Second
 	// DefaultFollowWait bounds the wait of a forwarded write for its event
-	// in the copy (decisions §18).
+	// in the copy (--follow-wait).
 	DefaultFollowWait = 5 * time.Second
 	// DefaultMaxHeaderBytes is the limit of a forwarded request's line and
 	// headers, as the admin API's own (httpapi.DefaultMaxHeaderBytes).

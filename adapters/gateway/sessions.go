@@ -25,8 +25,8 @@ import (
 // Authorization header. A request flagadmin serves itself with such a
 // cookie is authenticated as the user Unleash takes the session for, with
 // that user's root role (from Unleash) and project roles (from the copy),
-// so the visibility rules of decisions §2 apply to it as to the user's
-// own tokens.
+// so it sees what the user's own tokens see (private projects, events
+// without a project).
 //
 // Whom a session belongs to is asked of the upstream: GET
 // /api/admin/user with the cookie answers the user and its permissions
@@ -49,7 +49,8 @@ import (
 // DefaultSessionCookie is the name of Unleash's session cookie.
 const DefaultSessionCookie = "unleash-session"
 
-// SessionTTL is the longest a session's answer is kept (decisions §18).
+// SessionTTL is the longest a session's answer is kept: a session Unleash
+// ends stops authenticating here within it.
 const SessionTTL = 5 * time.Second
 
 // DefaultSessionTimeout bounds one question about a session: Unleash
@@ -236,8 +237,9 @@ func (s *Sessions) ask(ctx context.Context, session string) (sessionAnswer, erro
 // rootRole maps the user's Unleash root role to flagadmin's: Admin when
 // Unleash gives the user the ADMIN permission (or its root role is
 // Admin), Editor for Unleash's Editor, else Viewer (custom root roles of
-// Unleash Enterprise included, as the importer maps them). Visibility
-// (decisions §2) then depends only on whether the user is a root admin.
+// Unleash Enterprise included, as the importer maps them). Which private
+// projects and project-less events the user sees then depends only on
+// whether the user is a root admin.
 func (me meAnswer) rootRole() flagadmin.RootRole {
 	for _, p := range me.Permissions {
 		if p.Permission == "ADMIN" && p.Project == nil {

@@ -69,7 +69,7 @@ func (w Write) Matches(e flagadmin.Event) bool {
 
 // Waiter tells when flagadmin's copy of the upstream holds the event of a
 // forwarded write. FeedWaiter implements it over the store's events; the
-// follower of a live Unleash (decisions §17) can implement it from its
+// follower of a live Unleash (--follow) can implement it from its
 // own position.
 type Waiter interface {
 	// Expect is called before w is forwarded. It returns the wait: a

@@ -17,10 +17,11 @@ func isAPIPath(path string) bool {
 }
 
 // authenticate resolves the Authorization header (or the browser session,
-// see SessionAuthenticator) of every /api/ request before routing and validation (decisions §1: 401, then 403, then
-// 400/404/415, then the handler) and stores the principal in the request's
-// context. The domain decides: Service.AuthenticateAdmin answers
-// ErrAuthenticationRequired (401) or, for client and frontend tokens,
+// see SessionAuthenticator) of every /api/ request before routing and
+// validation (401, then 403, then 400/404/415, then the handler) and
+// stores the principal in the request's context. The domain decides:
+// Service.AuthenticateAdmin answers ErrAuthenticationRequired (401) or,
+// for client and frontend tokens,
 // ErrNoAccess (403).
 func (s *Server) authenticate(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -41,7 +42,7 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 }
 
 // SessionAuthenticator authenticates browser sessions: those of the
-// system a server stands in front of (decisions §18), such as
+// system a server stands in front of (--upstream), such as
 // gateway.Sessions for Unleash's session cookie.
 type SessionAuthenticator interface {
 	// AuthenticateSession returns the principal of r's session. ok is

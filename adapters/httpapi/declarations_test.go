@@ -19,7 +19,7 @@ import (
 // flagadmin.FilterParams), held to them.
 
 // TestCSVRecordCarriesEveryColumn: the CSV columns are the declared event
-// fields but those decisions §11 leaves out, and the hand-written record
+// fields but groupType and groupId, and the hand-written record
 // of an event with every field set (eventtest.Full) holds each column's
 // value in its place.
 func TestCSVRecordCarriesEveryColumn(t *testing.T) {

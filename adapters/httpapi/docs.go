@@ -60,7 +60,7 @@ func (s *Server) registerDocs() {
 		}
 		name := strings.TrimPrefix(r.URL.Path, "/docs/")
 		if name == "" {
-			page(w, r) // never a redirect (decisions §16)
+			page(w, r) // never a redirect: paths are not redirected
 			return
 		}
 		if !isDocsFile(name) {

@@ -18,7 +18,7 @@ import (
 	"github.com/flagadmin/flagadmin/flagadmin"
 )
 
-// Error names of decisions §3, one per status.
+// Error names of the API, one per status (docs/api.md, "Errors").
 const (
 	nameBadData        = "BadDataError"
 	nameAuthentication = "AuthenticationRequired"
@@ -56,7 +56,7 @@ const (
 )
 
 // apiError is the body of every error response: {id, name, message,
-// details?} (decisions §3), with the status and headers it is sent with. It
+// details?}, with the status and headers it is sent with. It
 // implements huma.StatusError and huma.HeadersError, so handlers return it
 // and Huma writes it; the middleware writes it with writeError.
 type apiError struct {
@@ -152,7 +152,7 @@ func mapError(err error) *apiError {
 	case errors.Is(err, flagadmin.ErrNotFound):
 		return newAPIError(http.StatusNotFound, nameNotFound, err.Error())
 	case errors.As(err, &ro):
-		// A server that follows Unleash (decisions §17, §21): the message
+		// A server that follows Unleash, with no upstream: the message
 		// names the source, whose URL carries no credentials.
 		return newAPIError(http.StatusConflict, nameReadOnly, "This flagadmin keeps a read-only copy of the Unleash database "+
 			ro.Source+" (it follows it): make the change in Unleash.")
@@ -205,7 +205,7 @@ func fromHuma(he *humaError) *apiError {
 		return newAPIError(he.status, nameInternal, msgInternal)
 	}
 	// Any other client error Huma may raise is a malformed request: the
-	// names of decisions §3 and §15 are the only ones this API answers.
+	// names of statusNames are the only ones this API answers.
 	return badData(humaDetails(he))
 }
 
@@ -327,7 +327,7 @@ func (s *Server) fail(ctx context.Context, err error) *apiError {
 }
 
 // WriteError writes the error response of err, mapped as every error of
-// the API is (status, JSON body of decisions §3, headers such as
+// the API is (status, JSON body {id, name, message, details?}, headers such as
 // Retry-After; the cause of a 5xx logged, never shown). It is for a
 // handler in front of the API that answers some requests itself, such as
 // a gateway whose upstream failed (flagadmin.ErrBadGateway,
@@ -346,7 +346,7 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	writeJSON(w, e.status, e)
 }
 
-// statusNames are the error names of decisions §3, by status.
+// statusNames are the error names of the API, by status.
 var statusNames = map[int]string{
 	http.StatusBadRequest:            nameBadData,
 	http.StatusUnauthorized:          nameAuthentication,
@@ -394,7 +394,7 @@ func newUUID() string {
 }
 
 // maxErrorBody bounds the JSON of an error body, newline included, under
-// the 4 KiB of decisions §16.
+// 4 KiB.
 const maxErrorBody = 4000
 
 // Bounds of the texts of an error body, in characters, before its encoded

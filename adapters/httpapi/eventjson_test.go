@@ -73,7 +73,7 @@ func TestSearchBodiesLikeReflection(t *testing.T) {
 		{"all", "", flagadmin.EventSearchParams{}, `{}`, "", "application/json", 7},
 		{"one", "limit=1&offset=1", flagadmin.EventSearchParams{Limit: "1", Offset: "1"}, `{"limit":1,"offset":1}`, "application/json", "application/json", 1},
 		{"none", "type=IS:user-deleted", flagadmin.EventSearchParams{Type: "IS:user-deleted"}, `{"type":"user-deleted"}`, "*/*", "application/json", 0},
-		{"accept json", "limit=3", flagadmin.EventSearchParams{Limit: "3"}, `{"limit":3}`, "json", "application/json", 3}, // decisions §16: JSON whatever Accept says
+		{"accept json", "limit=3", flagadmin.EventSearchParams{Limit: "3"}, `{"limit":3}`, "json", "application/json", 3}, // JSON whatever Accept says
 		{"accept html", "limit=2", flagadmin.EventSearchParams{Limit: "2"}, `{"limit":2}`, "text/html", "application/json", 2},
 	}
 	for _, c := range cases {

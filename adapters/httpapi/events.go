@@ -57,12 +57,12 @@ type searchEventsOutput struct {
 }
 
 // deprecatedSearchEventsSchema is the body of the deprecated search
-// (admin-api.md §4.3). Every field is optional; unknown fields are ignored.
+// (POST /api/admin/events/search). Every field is optional; unknown fields are ignored.
 // Its schema documents the rules; checkInput checks the JSON types and the
 // domain (flagadmin.ParseDeprecatedSearch) the values.
 type deprecatedSearchEventsSchema struct {
 	_       struct{} `additionalProperties:"true"`
-	Type    *string  `json:"type,omitempty" doc:"Only events of this type (one of the event types of admin-api.md section 6; case-sensitive). An unknown type is a 400." example:"feature-created"`
+	Type    *string  `json:"type,omitempty" doc:"Only events of this type (one of the known event types; case-sensitive). An unknown type is a 400." example:"feature-created"`
 	Project *string  `json:"project,omitempty" doc:"Only events of this project (exact, case-sensitive)." example:"default"`
 	Feature *string  `json:"feature,omitempty" doc:"Only events of this feature flag (exact, case-sensitive)." example:"new-checkout"`
 	Query   *string  `json:"query,omitempty" maxLength:"1000" doc:"Free text, matched case-insensitively as a literal substring of the event type, the creator (createdBy) and the JSON of data, preData and tags." example:"checkout"`

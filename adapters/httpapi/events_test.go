@@ -19,7 +19,7 @@ const (
 	deprecatedPath = "/api/admin/events/search"
 )
 
-// eventKeys are the keys of an event of no group (admin-api.md §2.1):
+// eventKeys are the keys of an event of no group:
 // groupType and groupId are left out, as Unleash leaves them out.
 var eventKeys = []string{"createdAt", "createdBy", "createdByUserId", "data", "environment", "featureName", "id", "preData", "project", "tags", "type"}
 

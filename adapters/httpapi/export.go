@@ -18,7 +18,7 @@ import (
 	"github.com/flagadmin/flagadmin/flagadmin"
 )
 
-// The export (decisions §11) streams every matching event as it is read:
+// The export (NDJSON or CSV, in id order) streams every matching event as it is read:
 // the store hands over one batch at a time, the events go through a
 // buffered writer to the connection, and a client that reads slowly blocks
 // the writes and so the next batch. The status and headers are sent with
@@ -39,7 +39,7 @@ const (
 )
 
 // csvOmitted are the declared event fields (flagadmin.EventFields) that a
-// CSV export has no column for: decisions §11 fixes its columns.
+// CSV export has no column for: its columns are fixed (docs/api.md, "Export").
 var csvOmitted = []string{"groupType", "groupId"}
 
 // csvColumns are the columns of a CSV export: the declared event fields
@@ -135,7 +135,7 @@ func (s *Server) registerExport() {
 		Description: `attachment; filename="events-<UTC time as 20261123T214500Z>.<ndjson|csv>"`,
 		Schema:      &huma.Schema{Type: huma.TypeString},
 	}}
-	register(s, op, s.exportEvents) // checkInput: each parameter once, with a value (decisions §16)
+	register(s, op, s.exportEvents) // checkInput: each parameter once, with a value
 }
 
 func (s *Server) exportEvents(ctx context.Context, in *exportEventsInput) (*exportEventsOutput, error) {
@@ -265,7 +265,7 @@ func appendExportEventJSON(b []byte, e flagadmin.Event) ([]byte, error) {
 	return append(appendEvent(b, &e), '\n'), nil
 }
 
-// appendCSVRecord appends the CSV record of e (decisions §11), its
+// appendCSVRecord appends the CSV record of e (RFC 4180 quoting), its
 // csvColumns by hand for speed, ending with LF; tags is scratch space for
 // the tags' JSON.
 func appendCSVRecord(b []byte, e flagadmin.Event, scratch *bytes.Buffer) ([]byte, error) {

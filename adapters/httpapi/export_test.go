@@ -237,7 +237,7 @@ func TestExportBadParameters(t *testing.T) {
 		"from=IS:2025-13-01":           "from",
 		"project=default":              "project",
 		"createdBy=IS:ada@example.com": "createdBy",
-		// decisions §16: a parameter given empty, or twice
+		// a parameter given empty, or twice
 		"format=":                           "format",
 		"afterId=":                          "afterId",
 		"format=csv&format=ndjson":          "format",
@@ -253,7 +253,7 @@ func TestExportBadParameters(t *testing.T) {
 		w := e.do(t, request{method: http.MethodGet, path: "/api/admin/events/export?" + query, token: adminToken})
 		wantDetailPath(t, wantError(t, w, http.StatusBadRequest, nameBadData), param)
 	}
-	// An empty free text is no text filter (decisions §16).
+	// An empty free text is no text filter.
 	if w := e.do(t, request{method: http.MethodGet, path: "/api/admin/events/export?query=", token: adminToken}); w.Code != http.StatusOK {
 		t.Errorf("query=: %d %s, want 200", w.Code, w.Body)
 	}

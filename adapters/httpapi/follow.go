@@ -7,7 +7,7 @@ import (
 )
 
 // FollowReporter reports on the follower of an Unleash database that keeps
-// the served store (decisions §17), such as *unleashimport.Follower.
+// the served store, such as *unleashimport.Follower.
 type FollowReporter interface {
 	// Status returns the follower's state now.
 	Status() flagadmin.FollowStatus

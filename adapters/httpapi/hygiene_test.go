@@ -12,7 +12,7 @@ import (
 	"time"
 )
 
-// TestQueryStringHygiene: decisions §16 for query strings, on every
+// TestQueryStringHygiene: the input rules for query strings, on every
 // operation with query parameters.
 func TestQueryStringHygiene(t *testing.T) {
 	e := newEnv(t, Config{}, nil)
@@ -57,7 +57,7 @@ func TestQueryStringHygiene(t *testing.T) {
 	}
 }
 
-// badTextCases are values decisions §16 refuses in any parameter, path
+// badTextCases are values (NUL, invalid UTF-8) refused in any parameter, path
 // segment or JSON string, as URL escapes.
 var badTextCases = map[string]string{
 	"NUL":            "x%00",
@@ -156,7 +156,7 @@ func unescape(s string) string {
 	return b.String()
 }
 
-// TestJSONBodyHygiene: decisions §16 for JSON bodies: numbers, syntax
+// TestJSONBodyHygiene: the input rules for JSON bodies: numbers, syntax
 // errors, invalid UTF-8 and the API's own words.
 func TestJSONBodyHygiene(t *testing.T) {
 	e := newEnv(t, Config{}, nil)
@@ -242,7 +242,7 @@ func TestParseJSONInteger(t *testing.T) {
 }
 
 // TestErrorBodiesBounded: a message quotes at most 100 characters of the
-// input and an error body stays under 4 KiB (decisions §16).
+// input and an error body stays under 4 KiB.
 func TestErrorBodiesBounded(t *testing.T) {
 	e := newEnv(t, Config{}, nil)
 	huge := strings.Repeat("z", 300_000)
@@ -297,8 +297,7 @@ func nameOf(t *testing.T, w *httptest.ResponseRecorder) string {
 	return e.Name
 }
 
-// TestAlwaysJSON: every response is application/json whatever Accept says
-// (decisions §16).
+// TestAlwaysJSON: every response is application/json whatever Accept says.
 func TestAlwaysJSON(t *testing.T) {
 	e := newEnv(t, Config{}, nil)
 	reqs := []request{
@@ -323,7 +322,7 @@ func TestAlwaysJSON(t *testing.T) {
 }
 
 // TestPathsNeverRedirect: a path ServeMux would clean and redirect is no
-// route: 404 NotFoundError as JSON (decisions §16).
+// route: 404 NotFoundError as JSON.
 func TestPathsNeverRedirect(t *testing.T) {
 	e := newEnv(t, Config{}, nil)
 	cases := []request{
@@ -408,8 +407,8 @@ func rawExchange(t *testing.T, addr, raw string, halfClose bool) (*http.Response
 }
 
 // TestBodyFraming: a body cut short or badly framed is a 400 BadDataError,
-// one that stops arriving a 408 RequestTimeout, never a 500 (decisions
-// §15, §16); over raw connections, on both operations with a body.
+// one that stops arriving a 408 RequestTimeout, never a 500; over raw
+// connections, on both operations with a body.
 func TestBodyFraming(t *testing.T) {
 	e := newEnv(t, Config{BodyReadTimeout: 300 * time.Millisecond}, nil)
 	srv := httptest.NewServer(e.handler)

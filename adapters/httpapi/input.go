@@ -19,14 +19,14 @@ import (
 )
 
 // register registers an operation with checkInput as its last middleware,
-// after any of its own (the lifecycle authorizes first: decisions §1).
+// after any of its own (the lifecycle authorizes first: 403 before 400).
 func register[I, O any](s *Server, op huma.Operation, handler func(context.Context, *I) (*O, error)) {
 	op.Middlewares = append(op.Middlewares, s.checkInput)
 	huma.Register(s.api, op, handler)
 }
 
-// checkInput holds the wire rules of decisions §16 that every operation
-// shares, checked before Huma reads the parameters and the body:
+// checkInput holds the input rules every operation shares (docs/api.md,
+// "Input validation"), checked before Huma reads the parameters and the body:
 //
 //   - the query string decodes, and each parameter the operation declares
 //     is given at most once and, unless its schema allows "", with a

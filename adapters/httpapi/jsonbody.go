@@ -17,8 +17,8 @@ const pathBody = "body"
 
 // checkJSONBody checks a request body before Huma decodes it into the
 // operation's body type, so that what encoding/json would accept silently
-// or report in a Go decoder's words is a 400 in this API's words
-// (decisions §16):
+// or report in a Go decoder's words is a 400 BadDataError in this API's
+// words:
 //
 //   - a syntax error names its 0-based byte offset, path "body";
 //   - invalid UTF-8 in a string, or an escaped lone surrogate, which
@@ -302,7 +302,7 @@ func parseJSONInteger(num string) (int64, bool) {
 }
 
 // jsonInt is an integer body field that accepts an integral JSON number in
-// any notation (10, 10.0, 1e2), as decisions §16 asks; checkJSONBody has
+// any notation (10, 10.0, 1e2) as that integer; checkJSONBody has
 // refused every other number before it is decoded.
 type jsonInt int64
 

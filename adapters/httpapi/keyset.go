@@ -7,7 +7,7 @@ import (
 	"github.com/danielgtaylor/huma/v2"
 )
 
-// Keyset paging of the search (decisions §10): a page that is not the last
+// Keyset paging of the search (flagadmin/cursor.go): a page that is not the last
 // carries Link: <URL>; rel="next", URL being the request's path and query
 // with offset removed and after set to the page's cursor, every other
 // parameter kept as the client wrote it (unknown ones too).

@@ -10,8 +10,8 @@ import (
 	"github.com/flagadmin/flagadmin/flagadmin"
 )
 
-// featureLifecycleCompletedSchema is the body of the lifecycle completion
-// (admin-api.md §2.4). Unknown fields are refused. Its tags document the
+// featureLifecycleCompletedSchema is the body of the lifecycle completion,
+// as Unleash names it. Unknown fields are refused. Its tags document the
 // rules; checkInput refuses unknown fields and wrong JSON types, and the
 // domain (flagadmin.CompleteRequest.Validate) checks the values, so its
 // messages are the ones callers get.
@@ -52,7 +52,7 @@ type lifecycleGrantKey struct{}
 
 // authorizeLifecycle checks the caller's permission on the path's project
 // before Huma reads and validates the body, so that 404 for the project and
-// 403 come before 400 (decisions §1), and hands the grant to the handler,
+// 403 come before 400, and hands the grant to the handler,
 // which completes with it: the permission is checked once per request.
 func (s *Server) authorizeLifecycle(ctx huma.Context, next func(huma.Context)) {
 	r, w := humago.Unwrap(ctx)
@@ -69,8 +69,7 @@ func (s *Server) authorizeLifecycle(ctx huma.Context, next func(huma.Context)) {
 }
 
 // readBodyAsJSON makes Huma parse the body as JSON whatever Content-Type the
-// client sent (decisions §7: any Content-Type is accepted if the body
-// parses as JSON).
+// client sent: any Content-Type is accepted if the body parses as JSON.
 func readBodyAsJSON(ctx huma.Context, next func(huma.Context)) {
 	r, _ := humago.Unwrap(ctx)
 	r.Header.Set("Content-Type", "application/json")

@@ -61,7 +61,7 @@ func TestCompleteLifecycle200(t *testing.T) {
 }
 
 func TestCompleteLifecycleContentTypes(t *testing.T) {
-	// Any Content-Type is accepted if the body parses as JSON (decisions §7).
+	// Any Content-Type is accepted if the body parses as JSON.
 	for _, ct := range []string{"application/json", "application/json; charset=utf-8", "text/plain", "application/x-www-form-urlencoded", "application/octet-stream"} {
 		t.Run(ct, func(t *testing.T) {
 			e := newEnv(t, Config{}, nil)
@@ -175,8 +175,8 @@ func TestCompleteLifecycle5xx(t *testing.T) {
 	})
 }
 
-// TestCompleteLifecyclePermissionBeforeBody checks decisions §1's
-// precedence: a caller without permission learns that before anything about
+// TestCompleteLifecyclePermissionBeforeBody checks the order 401, 403,
+// then 400: a caller without permission learns that before anything about
 // its body (403 before 400), and a private project it cannot see stays 404.
 func TestCompleteLifecyclePermissionBeforeBody(t *testing.T) {
 	e := newEnv(t, Config{}, nil)
@@ -205,7 +205,7 @@ func (s *projectReadCounter) ProjectRoles(ctx context.Context, userID int64) (ma
 
 // TestCompleteLifecycleChecksPermissionOnce: a completion over HTTP reads
 // the project, and the caller's project roles, once, whatever its answer:
-// the transport's check before the body (decisions §1) is the only one.
+// the transport's check before the body is the only one.
 func TestCompleteLifecycleChecksPermissionOnce(t *testing.T) {
 	counter := &projectReadCounter{}
 	e := newEnv(t, Config{}, func(s flagadmin.Store) flagadmin.Store { counter.Store = s; return counter })

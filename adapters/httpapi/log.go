@@ -9,7 +9,7 @@ import (
 	"github.com/flagadmin/flagadmin/flagadmin"
 )
 
-// The verifiable log (decisions §19): the newest signed checkpoint, the
+// The verifiable log (docs/verifiable-log.md): the newest signed checkpoint,
 // inclusion and consistency proofs, and the leaves "flagadmin log verify"
 // reads. Hashes are base64 (standard encoding) in JSON bodies.
 

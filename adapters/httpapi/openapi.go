@@ -105,7 +105,7 @@ func newRegistry() huma.Registry {
 	return r
 }
 
-// eventSchema documents flagadmin.Event as it is written (admin-api.md §2.1).
+// eventSchema documents flagadmin.Event as it is written (eventjson).
 type eventSchema struct {
 	ID              int64          `json:"id" minimum:"1" doc:"The event's id: unique, increasing in insertion order."`
 	CreatedAt       string         `json:"createdAt" format:"date-time" doc:"When the event happened: RFC 3339 in UTC with milliseconds." example:"2025-01-02T03:04:05.000Z"`
@@ -129,8 +129,7 @@ type tagSchema struct {
 	Color *string `json:"color,omitempty" nullable:"true" pattern:"^#[0-9A-Fa-f]{6}$" doc:"The color of the tag's type, null for a type without one, as Unleash writes it on the tags of some events (a flag untagged); left out on the others." example:"#34A853"`
 }
 
-// projectSchema documents flagadmin.ProjectListEntry (admin-api.md §2.2,
-// decisions §6).
+// projectSchema documents flagadmin.ProjectListEntry.
 type projectSchema struct {
 	ID                    string               `json:"id" doc:"The project's id." example:"default"`
 	Name                  string               `json:"name" doc:"The project's display name." example:"Default"`
@@ -157,8 +156,7 @@ type projectOwnerSchema struct {
 	ImageURL  *string `json:"imageUrl,omitempty" nullable:"true" doc:"A user owner's avatar URL, null without an email; absent for groups and system."`
 }
 
-// errorSchema documents apiError, the body of every error response
-// (decisions §3).
+// errorSchema documents apiError, the body of every error response.
 type errorSchema struct {
 	ID      string              `json:"id" format:"uuid" doc:"The id of this error instance (a UUID); quote it when reporting a problem."`
 	Name    string              `json:"name" enum:"BadDataError,AuthenticationRequired,NoAccessError,NotFoundError,MethodNotAllowedError,RequestTimeout,ReadOnlyError,ConflictError,ContentTooLarge,ContentTypeError,InternalError,BadGatewayError,ServiceUnavailable,GatewayTimeout" doc:"The kind of error."`

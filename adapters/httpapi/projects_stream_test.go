@@ -82,7 +82,7 @@ func checkProjectsBytes(t *testing.T, e *testEnv) {
 		if !bytes.Equal(w.Body.Bytes(), want.Bytes()) {
 			t.Errorf("Accept %q: the body differs from Huma's encoding (%d vs %d bytes)", accept, w.Body.Len(), want.Len())
 		}
-		// decisions §16: application/json whatever Accept says.
+		// application/json whatever Accept says.
 		if ct := w.Header().Get("Content-Type"); ct != "application/json" {
 			t.Errorf("Accept %q: Content-Type %q, want application/json", accept, ct)
 		}

@@ -1,8 +1,8 @@
 // Package httpapi serves the admin API of flagadmin over HTTP with Huma v2
-// on the standard library's ServeMux: the five operations of admin-api.md,
-// the export of the event log and, given a feed, its live stream, with the
-// errors, authentication and limits of decisions.md, the OpenAPI
-// 3.1 document at /openapi.json and /openapi.yaml (3.0 at /openapi-3.0.json
+// on the standard library's ServeMux: the five operations of Unleash's admin
+// API it implements, the export of the event log and, given a feed, its live
+// stream, with the errors, authentication and limits docs/api.md describes,
+// the OpenAPI 3.1 document at /openapi.json and /openapi.yaml (3.0 at /openapi-3.0.json
 // and /openapi-3.0.yaml), its interactive documentation at /docs (Swagger
 // UI, embedded), and the operational endpoints /health and /ready.
 //
@@ -97,7 +97,7 @@ type Config struct {
 	// until the store holds the copy. Nil for a server that follows nothing.
 	Follow FollowReporter
 	// Sessions, when not nil, authenticates a request to /api/ that has no
-	// Authorization header by its browser session (decisions §18), such
+	// Authorization header by its browser session, such
 	// as gateway.Sessions in front of Unleash. Nil: such a request is 401.
 	Sessions SessionAuthenticator
 	// LogSigner, when the server signs the log's checkpoints, reports
@@ -243,7 +243,7 @@ func (u unavailable) Unwrap() []error { return []error{flagadmin.ErrUnavailable,
 
 // route serves r with the mux, except a path that is not in canonical
 // form (//, /./, /../, a trailing /.): ServeMux would redirect it with an
-// HTML body; it is no route, so 404 NotFoundError (decisions §16).
+// HTML body; it is no route, so 404 NotFoundError as JSON.
 func (s *Server) route(w http.ResponseWriter, r *http.Request) {
 	if !canonicalPath(r.URL.Path) {
 		s.notFound(w, r)
@@ -295,7 +295,7 @@ func (s *Server) Route(r *http.Request) string {
 // operation, an OpenAPI document, /health, /ready, or a GET or HEAD of the
 // docs page or one of its files. It is false for what the API would answer
 // 404 or 405 (an unknown path, a method a path does not serve), so that a
-// gateway in front of another server (decisions §18) passes those on.
+// gateway in front of another server (--upstream) passes those on.
 func (s *Server) Serves(r *http.Request) bool {
 	switch p := s.routePattern(r); p {
 	case "", "/":

@@ -16,8 +16,8 @@ import (
 	"github.com/flagadmin/flagadmin/flagadmin"
 )
 
-// The live stream (decisions §12) is Server-Sent Events: the headers go
-// out at once, then one SSE event per log event (id, event type, the
+// The live stream (GET /api/admin/events/stream) is Server-Sent Events:
+// the headers go out at once, then one SSE event per log event (id, event type, the
 // Event JSON of the search's pages on one data line), a keep-alive
 // comment when nothing else was sent for a while, and, when the server
 // ends the stream, a last event "end" whose data says why. Its events come
@@ -98,7 +98,7 @@ func (s *Server) registerStream() {
 		// The data line of each event is one Event JSON.
 		"text/event-stream": {Schema: registry.Schema(reflect.TypeFor[flagadmin.Event](), true, "")},
 	}
-	register(s, op, s.streamEvents) // checkInput: each parameter once, with a value (decisions §16)
+	register(s, op, s.streamEvents) // checkInput: each parameter once, with a value
 }
 
 func (s *Server) streamEvents(ctx context.Context, in *streamEventsInput) (*streamEventsOutput, error) {

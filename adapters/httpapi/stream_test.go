@@ -287,7 +287,7 @@ func TestStreamBadParametersAre400BeforeTheStream(t *testing.T) {
 		{"?after=abc", nil, "after"},
 		{"?type=no-such-type", nil, "type"},
 		{"?from=IS:2025-02-30", nil, "from"},
-		// decisions §16: a parameter given empty, or twice
+		// a parameter given empty, or twice
 		{"?afterId=", nil, "afterId"},
 		{"?afterId=1&afterId=2", nil, "afterId"},
 		{"?type=", nil, "type"},

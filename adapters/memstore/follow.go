@@ -11,7 +11,7 @@ import (
 
 var _ flagadmin.FollowTarget = (*Store)(nil)
 
-// followStates is the store's follow state (decisions §17) under its own
+// followStates is the store's follow state (--follow) under its own
 // lock, taken after the world's, never before.
 type followStates struct {
 	mu sync.Mutex

@@ -1,4 +1,4 @@
-// Package tlog is flagadmin's verifiable log (decisions §19, §20) over a
+// Package tlog is flagadmin's verifiable log and its retention over a
 // store's leaves (flagadmin.LogStore): the Merkle tree of RFC 9162 and its
 // proofs (Prover, with github.com/transparency-dev/merkle), signed
 // checkpoints in the C2SP tlog-checkpoint format with Ed25519 keys

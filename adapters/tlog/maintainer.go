@@ -12,7 +12,7 @@ import (
 )
 
 // DefaultMaintainInterval is how often a Maintainer looks at the log: half
-// the 10 s within which decisions §19 wants a checkpoint of a growing log.
+// the 10 s within which a growing log gets a new checkpoint.
 const DefaultMaintainInterval = 5 * time.Second
 
 // MaintainerOptions configure a Maintainer.

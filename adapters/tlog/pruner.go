@@ -58,7 +58,7 @@ type PrunerOptions struct {
 	Logger *slog.Logger
 }
 
-// Pruner removes the events older than a retention (decisions §20), in
+// Pruner removes the events older than a retention (--retention), in
 // small batches (flagadmin.LogStore.PruneEvents): never the events of a
 // project under a legal hold, nor retention's own events, and never
 // their leaves. Each batch that removes events records them in an

@@ -113,7 +113,7 @@ func (p Problem) String() string {
 }
 
 // PrunedRange is a run of consecutive leaves whose events were pruned by
-// retention (decisions §20).
+// retention.
 type PrunedRange struct {
 	FirstLeaf, LastLeaf int64
 	FirstID, LastID     int64

@@ -20,8 +20,8 @@ import (
 	"github.com/flagadmin/flagadmin/flagadmin"
 )
 
-// Following a live Unleash (decisions §17). A Follower keeps a store a
-// copy of an Unleash database: on an empty store it first imports the
+// Following a live Unleash (docs/following-unleash.md). A Follower keeps a
+// store a copy of an Unleash database: on an empty store it first imports the
 // database as Import does (the same reading and mapping), then it follows:
 //
 //   - Events: every poll reads the events after the position in one

@@ -11,7 +11,8 @@ import (
 	"github.com/flagadmin/flagadmin/flagadmin"
 )
 
-// The mapping rules of decisions §14, one function per rule. Each returns
+// The mapping rules of the import (docs/migrating-from-unleash.md, "What
+// is carried over"), one function per rule. Each returns
 // the flagadmin value and, when the value is not exactly the source's, the
 // reason as it appears in the summary ("" when nothing was changed).
 

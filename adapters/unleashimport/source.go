@@ -1,6 +1,6 @@
 // Package unleashimport reads an Unleash PostgreSQL database (the schema of
-// Unleash 5.x to 8.x) and maps it to flagadmin's world, as decisions §14
-// says: users and service accounts, root roles, groups, projects, project
+// Unleash 5.x to 8.x) and maps it to flagadmin's world (mapping.go):
+// users and service accounts, root roles, groups, projects, project
 // roles, favorites, features with their lifecycle, API tokens and personal
 // access tokens (hashed on the way in), and every event with its id. The
 // mapping rules are all in this package (mapping.go); the domain's own
@@ -14,7 +14,7 @@
 // A Follower (follow.go) keeps a store a copy of a live Unleash with the
 // same reading and mapping: the import first, then every event in id order
 // (gaps.go says how a missing id is known to be settled) and the world's
-// changes (decisions §17).
+// changes.
 package unleashimport
 
 import (

@@ -13,7 +13,7 @@ import (
 	"github.com/flagadmin/flagadmin/flagadmin"
 )
 
-// LoadSinks reads the webhook configuration file at path (decisions §13)
+// LoadSinks reads the webhook configuration file at path
 // and validates it: see ParseSinks.
 func LoadSinks(path string) ([]flagadmin.WebhookSink, error) {
 	b, err := os.ReadFile(path)

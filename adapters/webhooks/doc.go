@@ -1,4 +1,4 @@
-// Package webhooks delivers the event log to webhook sinks (decisions §13):
+// Package webhooks delivers the event log to webhook sinks, at least once:
 // each matching event is POSTed as its Event JSON, signed with the sink's
 // secret (HMAC-SHA256 over "<timestamp>.<body>"), in id order, retried with
 // exponential backoff until a 2xx answer. The position of each sink is kept

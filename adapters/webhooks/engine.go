@@ -30,7 +30,8 @@ type Store interface {
 	flagadmin.SinkStore
 }
 
-// Defaults of Options: those of decisions §13.
+// Defaults of Options: the delivery docs/streams-and-webhooks.md describes
+// ("Delivery guarantees").
 const (
 	DefaultLeaseTTL       = 20 * time.Second
 	DefaultRenewEvery     = 5 * time.Second
@@ -40,7 +41,7 @@ const (
 	DefaultBackoffMax     = 5 * time.Minute
 )
 
-// Options tune an Engine. The zero value is §13's behaviour; tests shorten
+// Options tune an Engine. The zero value is the defaults above; tests shorten
 // the times.
 type Options struct {
 	// Holder identifies this engine in the sinks' leases; default

@@ -578,7 +578,7 @@ func TestTheDatabaseDownWhileDeliveringPausesAndResumes(t *testing.T) {
 }
 
 func TestRetryWaitsDoubleWithJitterUpToTheMaximum(t *testing.T) {
-	// The schedule's defaults are §13's: 1 s doubling to 5 min.
+	// The schedule's defaults: 1 s doubling to 5 min.
 	waits := webhooks.RetryWaits(webhooks.Options{}, 12)
 	want := []time.Duration{1, 2, 4, 8, 16, 32, 64, 128, 256, 300, 300, 300}
 	for i, w := range waits {

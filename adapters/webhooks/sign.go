@@ -10,7 +10,7 @@ import (
 	"time"
 )
 
-// The headers of a webhook request (decisions §13).
+// The headers of a webhook request; receivers deduplicate by HeaderEventID.
 const (
 	HeaderEventID   = "X-Flagadmin-Event-Id"
 	HeaderEventType = "X-Flagadmin-Event-Type"

@@ -150,7 +150,7 @@ func newServedStore(opened flagadmin.Store, cfg Config, m *metrics.Metrics) serv
 // newService returns the Service over the served store: with the
 // verifiable log of the opened store when it keeps one, loading seeds into
 // the opened store in bulk, and refusing writes while the opened store
-// follows an Unleash database (decisions §17).
+// follows an Unleash database (flagadmin.ErrReadOnly).
 func newService(store servedStore, log *logParts) *flagadmin.Service {
 	opts := []flagadmin.Option{flagadmin.WithLog(log.config())}
 	if fr, ok := store.opened.(flagadmin.FollowStateReader); ok {

@@ -51,9 +51,9 @@ const (
 	// defaultResultCacheSize is storecache's recommendation, which
 	// cmd/flagadmin-bench's server uses too.
 	defaultResultCacheSize = storecache.DefaultResultCacheSize
-	// defaultDBTimeout is the storage deadline of a request (decisions §16).
+	// defaultDBTimeout is the storage deadline of a request: past it, 503.
 	defaultDBTimeout = 5 * time.Second
-	// defaultMaxStreams bounds the live streams of a server (decisions §12).
+	// defaultMaxStreams bounds the live streams of a server; one more is 503.
 	defaultMaxStreams = httpapi.DefaultMaxStreams
 )
 
@@ -94,7 +94,7 @@ type Config struct {
 	// MaxStreams bounds the live event streams the server holds at once.
 	MaxStreams int
 	// Follow is the URL of an Unleash PostgreSQL database the server
-	// follows (decisions §17); empty for none.
+	// follows (--follow); empty for none.
 	Follow string
 	// LogKey is the file of the key that signs the log's checkpoints;
 	// empty for none (the server then signs no checkpoint).

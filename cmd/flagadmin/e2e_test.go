@@ -156,7 +156,7 @@ func (p *process) exitCode(t *testing.T) int {
 	return 0
 }
 
-// apiError is the error body of decisions section 3.
+// apiError is the error body of every error response.
 type apiError struct {
 	ID      string `json:"id"`
 	Name    string `json:"name"`

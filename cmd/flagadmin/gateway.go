@@ -30,7 +30,7 @@ const (
 const upstreamRoute = "upstream"
 
 // GatewayConfig is the configuration of a server in front of Unleash
-// (decisions §18); a zero Upstream means the server stands in front of
+// (--upstream); a zero Upstream means the server stands in front of
 // nothing.
 type GatewayConfig struct {
 	// Upstream is the base URL of the Unleash server everything flagadmin

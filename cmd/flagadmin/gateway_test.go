@@ -312,7 +312,7 @@ func TestGatewayReadYourWrites(t *testing.T) {
 
 // TestGatewaySessions: a request with Unleash's session cookie and no
 // Authorization header is the user Unleash says, seeing what that user
-// sees (decisions §2): a Viewer no private project nor project-less
+// sees: a Viewer no private project nor project-less
 // events, the private project's owner its events, an admin everything.
 // A session Unleash refuses is 401.
 func TestGatewaySessions(t *testing.T) {

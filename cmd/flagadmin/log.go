@@ -21,7 +21,7 @@ import (
 	"github.com/flagadmin/flagadmin/flagadmin"
 )
 
-// The verifiable log of a server (decisions §19, §20): the tree's upkeep
+// The verifiable log of a server and its retention: the tree's upkeep
 // (stored subtree hashes, and with --log-key a signed checkpoint at least
 // every 10 s while the log grows) and, with --retention, the pruner.
 

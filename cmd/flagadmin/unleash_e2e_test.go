@@ -25,7 +25,7 @@ import (
 // TestFollowRealUnleash runs the real Unleash (unleash-server from npm) on
 // a new PostgreSQL database and a flagadmin that follows it into memory,
 // changes things through Unleash's own admin API, and checks each change at
-// flagadmin within the bounds of decisions §17: an event searchable within
+// flagadmin within the bounds following promises: an event searchable within
 // a second or two, state within 5 s, a deleted token refused within 5 s.
 func TestFollowRealUnleash(t *testing.T) {
 	if testing.Short() {

@@ -45,7 +45,7 @@ const webuiBound = 170 * time.Second
 
 // TestUnleashWebUI drives Unleash's own web UI (unleash-server 8.2.0, in
 // headless Chromium) through flagadmin standing in front of it (serve
-// --follow <Unleash's database> --upstream <Unleash>), decisions §18:
+// --follow <Unleash's database> --upstream <Unleash>):
 //
 //   - the admin signs in at flagadmin's address;
 //   - the event log pages (global /history, a project's, a flag's) show
@@ -61,7 +61,7 @@ const webuiBound = 170 * time.Second
 //   - the personal dashboard's event timeline shows what it shows when
 //     the browser talks to Unleash directly: as many events, at the same
 //     times, from the same events served (its tooltips word them apart:
-//     flagadmin's events carry no label and summary, decisions §4, so the
+//     flagadmin's events carry no label and summary (they are optional), so the
 //     UI writes "admin triggered feature-created" where Unleash's summary
 //     says "admin created checkout-banner in project default");
 //   - the Projects page reads as when the browser talks to Unleash
@@ -69,7 +69,7 @@ const webuiBound = 170 * time.Second
 //     project only), the card's flags, flags in cleanup and last
 //     reported usage;
 //   - a Viewer sees no event of a private project and no project-less
-//     event (decisions §2). Unleash's open-source build has no private
+//     event. Unleash's open-source build has no private
 //     projects of its own (a project's mode is an Enterprise setting, and
 //     it shows a Viewer every project's events): the private project is
 //     made in Unleash's database, as an Enterprise Unleash would store it,
@@ -368,7 +368,7 @@ func eventGroups(t *testing.T, db *pgx.Conn) map[int64]string {
 }
 
 // hiddenFromViewers returns the ids of Unleash's events a Viewer may not
-// see (decisions §2): the private project's and the project-less ones.
+// see: the private project's and the project-less ones.
 func hiddenFromViewers(t *testing.T, db *pgx.Conn) []int64 {
 	t.Helper()
 	rows, err := db.Query(context.Background(), `SELECT id FROM events WHERE project IS NULL OR project = 'vault' ORDER BY id`)
@@ -745,7 +745,7 @@ func (tab *uiTab) sameAsUnleash(u *unleashserver.Server, shown shownLog) {
 	// Unleash keeps createdAt in microseconds and orders by it alone, so
 	// two events of one millisecond come in either order; flagadmin keeps
 	// the milliseconds its answers show, and orders such ties by id
-	// (newest first, decisions §4). Unleash's events, in that order:
+	// (newest first, as the search orders them). Unleash's events, in that order:
 	slices.SortStableFunc(direct.Events, func(a, b webuiEvent) int {
 		if c := strings.Compare(b.CreatedAt, a.CreatedAt); c != 0 {
 			return c

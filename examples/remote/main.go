@@ -126,7 +126,7 @@ func embeddedWorld(ctx context.Context) (*flagadmin.Service, string, error) {
 	return svc, secret, err
 }
 
-// worldSeed is the embedded world (see shared/spec/seed-format.md).
+// worldSeed is the embedded world (a seed file: docs/testing.md, "Seed files").
 const worldSeed = `{
   "users": [{"id": 1, "name": "Ada", "email": "ada@example.com", "rootRole": "Admin"}],
   "serviceAccounts": [{"id": 10, "name": "CI bot", "username": "ci-bot", "rootRole": "Editor"}],

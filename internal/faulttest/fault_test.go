@@ -27,7 +27,7 @@ import (
 // is answered quickly.
 const deadline = 500 * time.Millisecond
 
-// slack is what an answer may take beyond the deadline (decisions §16).
+// slack is what an answer may take beyond the deadline: 503 within it plus 1 s.
 const slack = time.Second
 
 const adminToken = "*:*.fault-admin"

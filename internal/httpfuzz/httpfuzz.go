@@ -1,7 +1,7 @@
 // Package httpfuzz drives the whole HTTP handler of flagadmin with raw
 // HTTP/1.1 requests, generated at random from a fixed seed or fuzzed, and
-// checks every answer against the failure rules of decisions §3, §15 and
-// §16: no 5xx, every error a JSON {id, name, message} whose name belongs
+// checks every answer against the API's failure rules (docs/api.md,
+// "Errors"): no 5xx, every error a JSON {id, name, message} whose name belongs
 // to its status, no SQL, driver, file path or stack text in any body, and
 // error bodies under 4 KiB. Its tests run it against every store.
 package httpfuzz
@@ -32,7 +32,8 @@ func Serve(h http.Handler, raw []byte) (w *httptest.ResponseRecorder, req *http.
 	return w, req, true
 }
 
-// AllowedNames are the error names of each status (decisions §3 and §15).
+// AllowedNames are the error names of each status a server that neither
+// follows nor stands in front of Unleash answers.
 var AllowedNames = map[int]string{
 	400: "BadDataError",
 	401: "AuthenticationRequired",
@@ -46,7 +47,7 @@ var AllowedNames = map[int]string{
 	503: "ServiceUnavailable",
 }
 
-// MaxErrorBody bounds an error body (decisions §16: under 4 KiB).
+// MaxErrorBody bounds an error body: under 4 KiB.
 const MaxErrorBody = 4096
 
 // leaks are texts of SQL, drivers, file paths and stacks that no body may

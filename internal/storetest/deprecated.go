@@ -8,7 +8,7 @@ import (
 
 type deprecatedReq = flagadmin.DeprecatedSearchRequest
 
-// deprecatedCases run the body-based search (decisions §5) over searchFixture
+// deprecatedCases run the deprecated body-based search over searchFixture
 // with the admin token.
 func deprecatedCases() []testCase {
 	all := []string{"H", "E", "D", "C", "B", "A", "F", "G"}

@@ -70,8 +70,8 @@ func followEvent(id int64, typ string, project, feature *string) flagadmin.Event
 	return e
 }
 
-// RunFollow runs the contract cases of flagadmin.FollowTarget (decisions
-// §17: the load that starts following, batches applied at once with their
+// RunFollow runs the contract cases of flagadmin.FollowTarget (the load
+// that starts following, batches applied at once with their
 // events' own ids, deletes that take what refers to them along, the lease
 // and its fencing, and the read-only service). newStore must return a
 // new, empty store for each call. Times are made up, so the cases neither

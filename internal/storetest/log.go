@@ -18,7 +18,7 @@ import (
 	"github.com/flagadmin/flagadmin/flagadmin"
 )
 
-// The cases of the verifiable log (decisions §19, §20) for a store that
+// The cases of the verifiable log and its retention for a store that
 // implements flagadmin.LogStore; others skip them. The reference is the
 // events themselves: the tree a store keeps must be the tree of the
 // leaf hashes of its events in id order, as the Merkle library computes it,
@@ -509,7 +509,7 @@ func seedEventsNamed() []namedEvent {
 // for a sample of events, callers and sizes: those of a Service whose
 // prover reads a proof at once (flagadmin.LogReadProver, when the store
 // can) and those of one that reads step by step must be the same answers,
-// an event the caller may not see (decisions §2) or that was pruned (in
+// an event the caller may not see (as in a search) or that was pruned (in
 // pruned) has none, and every path verifies with the Merkle library's
 // verifiers against the roots of the leaves.
 func (w *world) wantServiceProofs(t *testing.T, ls flagadmin.LogStore, pruned map[int64]bool) {

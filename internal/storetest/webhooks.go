@@ -16,8 +16,8 @@ type SinkTestStore interface {
 	flagadmin.SinkStore
 }
 
-// RunSinks runs the contract cases of flagadmin.SinkStore (decisions
-// §13: the first-seen position, the lease's exclusivity, its takeover
+// RunSinks runs the contract cases of flagadmin.SinkStore (the
+// first-seen position, the lease's exclusivity, its takeover
 // after expiry, fencing). newStore must return a new, empty store for each
 // call. Times are made up (the store compares those it is given), so the
 // cases neither sleep nor depend on the clock.

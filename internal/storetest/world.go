@@ -4,9 +4,9 @@
 //
 // Each case gets a fresh store, builds its world through the domain (the
 // Service's create operations with the System principal, or ApplySeed with a
-// Seed literal), and asserts the contract of admin-api.md, decisions.md and
-// seed-format.md through the Service and, where the contract concerns storage
-// directly, through the Store. Every Service the suite builds reads the fixed
+// Seed literal), and asserts the contract of the API (docs/api.md) and of
+// seed files (docs/testing.md) through the Service and, where the contract
+// concerns storage directly, through the Store. Every Service the suite builds reads the fixed
 // time 2026-06-15T12:00:00Z, so ages, staleness and expiry are deterministic.
 package storetest
 

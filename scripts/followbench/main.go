@@ -1,4 +1,4 @@
-// Command followbench measures following a live Unleash (decisions §17)
+// Command followbench measures following a live Unleash (--follow)
 // against an Unleash database (the fixture's schema and rows, restored by
 // scripts/bench-follow.sh), into the store of -target: memory (the
 // default) or a database URL for bunstore (sqlite:PATH, postgres://...,

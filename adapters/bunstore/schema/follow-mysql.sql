@@ -1,4 +1,4 @@
--- The follow state (decisions §17) on MySQL and MariaDB: migration 20261127000002
+-- The follow state on MySQL and MariaDB: migration 20261127000002
 -- (migrations.go, follow.go). Statements are separated by blank lines; both
 -- may run again.
 

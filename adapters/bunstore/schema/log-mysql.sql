@@ -1,4 +1,4 @@
--- The verifiable log (decisions §19, §20) on MySQL and MariaDB: migration
+-- The verifiable log and its retention on MySQL and MariaDB: migration
 -- 20261127000001 (migrations.go, log.go). Statements are separated by
 -- blank lines; {collation} as in mysql.sql.
 
