@@ -53,10 +53,11 @@ const DefaultSessionCookie = "unleash-session"
 // ends stops authenticating here within it.
 const SessionTTL = 5 * time.Second
 
-// DefaultSessionTimeout bounds one question about a session: Unleash
-// answers it in milliseconds, and a request served from the copy should
+// DefaultSessionTimeout bounds one question about a session, its answer's
+// body included: Unleash answers it in milliseconds (well under a second
+// even on a loaded machine), and a request served from the copy should
 // not wait for an upstream that hangs as long as a forwarded one does.
-const DefaultSessionTimeout = time.Second
+const DefaultSessionTimeout = 2 * time.Second
 
 // Bounds of the session check.
 const (
@@ -196,6 +197,23 @@ type meAnswer struct {
 	} `json:"permissions"`
 }
 
+// unreachable is the error of a session check that got no answer: 504
+// when the upstream did not answer (or finish answering) within the
+// bound, else 502.
+func (s *Sessions) unreachable(ctx context.Context, err error) error {
+	s.log.WarnContext(ctx, "cannot check an Unleash session", slog.String("error", err.Error()))
+	if isTimeout(err) {
+		return fmt.Errorf("%w: checking a session with %s: %v", flagadmin.ErrGatewayTimeout, s.userURL.Host, err)
+	}
+	return fmt.Errorf("%w: checking a session with %s: %v", flagadmin.ErrBadGateway, s.userURL.Host, err)
+}
+
+// isTimeout reports whether err is a network timeout or a deadline.
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout() || errors.Is(err, context.DeadlineExceeded)
+}
+
 // ask asks the upstream whom the session belongs to. Bounded by the
 // client's timeout, not by the request that asked first (others may wait
 // for the same answer).
@@ -209,12 +227,7 @@ func (s *Sessions) ask(ctx context.Context, session string) (sessionAnswer, erro
 	start := time.Now()
 	resp, err := s.client.Do(req)
 	if err != nil {
-		s.log.WarnContext(ctx, "cannot check an Unleash session", slog.String("error", err.Error()))
-		var ne net.Error
-		if errors.As(err, &ne) && ne.Timeout() {
-			return sessionAnswer{}, fmt.Errorf("%w: checking a session with %s: %v", flagadmin.ErrGatewayTimeout, s.userURL.Host, err)
-		}
-		return sessionAnswer{}, fmt.Errorf("%w: checking a session with %s: %v", flagadmin.ErrBadGateway, s.userURL.Host, err)
+		return sessionAnswer{}, s.unreachable(ctx, err)
 	}
 	defer resp.Body.Close()
 	switch {
@@ -226,7 +239,11 @@ func (s *Sessions) ask(ctx context.Context, session string) (sessionAnswer, erro
 		return sessionAnswer{refused: true}, nil
 	}
 	var me meAnswer
-	if err := json.NewDecoder(io.LimitReader(resp.Body, maxUserAnswer)).Decode(&me); err != nil || me.User == nil || me.User.ID == nil {
+	err = json.NewDecoder(io.LimitReader(resp.Body, maxUserAnswer)).Decode(&me)
+	if isTimeout(err) { // the answer's body did not arrive within the bound
+		return sessionAnswer{}, s.unreachable(ctx, err)
+	}
+	if err != nil || me.User == nil || me.User.ID == nil {
 		return sessionAnswer{}, fmt.Errorf("%w: %s answered a session check with a body that is not a user", flagadmin.ErrBadGateway, s.userURL.Host)
 	}
 	return sessionAnswer{principal: flagadmin.AsUser(flagadmin.User{

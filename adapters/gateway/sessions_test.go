@@ -207,3 +207,31 @@ func TestSessionCachedAtMostTTL(t *testing.T) {
 		t.Errorf("a TTL over %v was accepted", SessionTTL)
 	}
 }
+
+// TestSessionAnswerCutOff: an upstream that sends the headers of its
+// answer and then stalls is a gateway timeout (504) once the check's bound
+// has passed, not a "body that is not a user" (502).
+func TestSessionAnswerCutOff(t *testing.T) {
+	release := make(chan struct{})
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusOK)
+		fmt.Fprint(w, `{"user":{"id":1,`)
+		w.(http.Flusher).Flush()
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+	}))
+	t.Cleanup(up.Close)
+	t.Cleanup(func() { close(release) })
+	u, _ := url.Parse(up.URL)
+	s, err := NewSessions(SessionsConfig{Upstream: u, TTL: SessionTTL, Timeout: 100 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _, err = s.AuthenticateSession(context.Background(), sessionRequest("slow-session"))
+	if !errors.Is(err, flagadmin.ErrGatewayTimeout) {
+		t.Errorf("a session answer cut off by the bound: %v; want %v", err, flagadmin.ErrGatewayTimeout)
+	}
+}
