@@ -368,10 +368,12 @@ func eventGroups(t *testing.T, db *pgx.Conn) map[int64]string {
 }
 
 // hiddenFromViewers returns the ids of Unleash's events a Viewer may not
-// see: the private project's and the project-less ones.
+// see: the project-less ones, and those naming the private project or
+// every project ("*"), alone or among others (a token's projects,
+// comma-joined).
 func hiddenFromViewers(t *testing.T, db *pgx.Conn) []int64 {
 	t.Helper()
-	rows, err := db.Query(context.Background(), `SELECT id FROM events WHERE project IS NULL OR project = 'vault' ORDER BY id`)
+	rows, err := db.Query(context.Background(), `SELECT id FROM events WHERE project IS NULL OR string_to_array(project, ',') && ARRAY['vault', '*'] ORDER BY id`)
 	if err != nil {
 		t.Fatal(err)
 	}
