@@ -233,12 +233,7 @@ func TestGatewayRouteSplit(t *testing.T) {
 // TestGatewayErrors: Unleash unreachable is 502 BadGatewayError, too slow
 // 504 GatewayTimeout, both in the API's error body.
 func TestGatewayErrors(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	closed := "http://" + ln.Addr().String()
-	ln.Close()
+	closed := "http://" + freeAddr(t) // nothing listens there
 	base, _, _ := startGateway(t, closed, nil)
 	resp, body := get(t, base+"/api/admin/features", nil)
 	wantAPIError(t, resp, body, http.StatusBadGateway, "BadGatewayError")
@@ -430,12 +425,7 @@ func TestGatewayRequestID(t *testing.T) {
 			resp.Header.Get("X-Request-Id"), fresh.Header.Get("X-Request-Id"), got)
 	}
 
-	closed, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	closedURL := "http://" + closed.Addr().String()
-	closed.Close()
+	closedURL := "http://" + freeAddr(t) // nothing listens there
 	base, _, logs = startGateway(t, closedURL, nil)
 	resp, body := get(t, base+"/api/admin/features", nil)
 	wantAPIError(t, resp, body, http.StatusBadGateway, "BadGatewayError")
@@ -532,12 +522,7 @@ func TestGatewayUpstreamIsItself(t *testing.T) {
 // line whether Unleash answers: a warning when it does not (it may start
 // later; serving goes on), an info line with its status when it does.
 func TestGatewayChecksUpstreamAtStart(t *testing.T) {
-	closed, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	closedURL := "http://" + closed.Addr().String()
-	closed.Close()
+	closedURL := "http://" + freeAddr(t) // nothing listens there
 	base, _, logs := startGateway(t, closedURL, nil)
 	if !strings.Contains(logs.String(), `level=WARN msg="the upstream does not answer yet; requests forwarded to it get 502 or 504 until it does" upstream=`+closedURL) {
 		t.Errorf("no warning that the upstream does not answer:\n%s", logs.String())
