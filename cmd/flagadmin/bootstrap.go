@@ -14,25 +14,29 @@ import (
 )
 
 // bootstrap prepares the store at start, before the server serves: it
-// loads the demo world or the seed file into an empty store, then creates
-// the configured admin tokens, or one generated admin token when the store
-// has none.
+// loads the demo world or the seed file into an empty store, creates the
+// configured admin tokens, or one generated admin token when the store
+// has none, then records the retention rule in the log when it changed.
+// All of it is done before the first request is served, so a database
+// that stalls during start-up holds no request that a stop would cut.
 type bootstrap struct {
 	cfg   Config
 	svc   *flagadmin.Service
 	store flagadmin.Store // the service's
 	log   *slog.Logger
 	out   io.Writer
+	parts *logParts // nil when the store keeps no log
 }
 
 // newBootstrap returns the start-up work on the service's store.
-func newBootstrap(cfg Config, svc *flagadmin.Service, store servedStore, log *slog.Logger, out console) *bootstrap {
-	return &bootstrap{cfg: cfg, svc: svc, store: store.Store, log: log, out: out.Writer}
+func newBootstrap(cfg Config, svc *flagadmin.Service, store servedStore, parts *logParts, log *slog.Logger, out console) *bootstrap {
+	return &bootstrap{cfg: cfg, svc: svc, store: store.Store, log: log, out: out.Writer, parts: parts}
 }
 
-// run loads the demo world or the seed file, then the admin tokens. A
-// server that follows Unleash does neither: its store is Unleash's copy,
-// tokens included.
+// run loads the demo world or the seed file, then the admin tokens, then
+// records the retention rule. A server that follows Unleash does none of
+// it: its store is Unleash's copy, tokens included, and writes no event of
+// its own.
 func (b *bootstrap) run(ctx context.Context) error {
 	if b.cfg.Follow != "" {
 		if len(b.cfg.AdminTokens) > 0 {
@@ -54,7 +58,13 @@ func (b *bootstrap) run(ctx context.Context) error {
 			return err
 		}
 	}
-	return b.adminTokens(ctx)
+	if err := b.adminTokens(ctx); err != nil {
+		return err
+	}
+	if b.parts == nil {
+		return nil
+	}
+	return recordRetention(b.parts, b.cfg.Retention, b.log.With("component", "log"))
 }
 
 // loadWorld applies a seed to the store when the store is empty, and says

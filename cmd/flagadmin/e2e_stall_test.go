@@ -64,7 +64,18 @@ func TestEndToEndStopDuringStall(t *testing.T) {
 			}
 		}()
 	}
-	time.Sleep(300 * time.Millisecond) // the requests are held by the frozen database
+	// Wait until the server holds every request (its in-flight gauge; /metrics
+	// itself is not counted): a request still in the listen queue at SIGTERM
+	// is not the server's to answer.
+	for end := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		n, _ := sample(scrape(t, base+metricsPath), "flagadmin_http_requests_in_flight", nil)
+		if n == float64(len(paths)) {
+			break
+		}
+		if time.Now().After(end) {
+			t.Fatalf("%v requests in flight after 20 s, want %d", n, len(paths))
+		}
+	}
 	stopAt := time.Now()
 	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
@@ -87,5 +98,5 @@ func TestEndToEndStopDuringStall(t *testing.T) {
 			t.Errorf("%s: answered after %v, want within the deadline %v and a second", paths[i], a.took, dbTimeout)
 		}
 	}
-	t.Logf("answers %+v; exited %v after SIGTERM (deadline %v, stop timeout %v)", answers, exited, dbTimeout, stopTimeout)
+	t.Logf("answers %+v; exited %v after SIGTERM (deadline %v, stop timeout %v)\n%s", answers, exited, dbTimeout, stopTimeout, p.stderr)
 }

@@ -121,8 +121,8 @@ func parseRetention(raw string) (time.Duration, error) {
 }
 
 // logModule keeps the log of the opened store: its upkeep and pruner run
-// from the app's start (after the HTTP server's, so after the seed) to
-// its stop.
+// from the app's start (after the HTTP server's, so after the seed and
+// the retention rule the bootstrap records) to its stop.
 var logModule = fx.Module("log",
 	fx.Provide(newLogParts),
 	fx.Invoke(startLog),
@@ -219,11 +219,6 @@ func startLog(lc fx.Lifecycle, parts *logParts, cfg Config, log *slog.Logger, m 
 				} else if c != nil {
 					log.Warn("log: the checkpoint state file does not exist; the server creates it with the first checkpoint it signs",
 						"state", cfg.LogState)
-				}
-			}
-			if cfg.Follow == "" { // a copy of Unleash writes no event of its own
-				if err := recordRetention(parts, cfg.Retention, log); err != nil {
-					return err
 				}
 			}
 			wg.Go(func() { keeper.Run(ctx) })
