@@ -2,7 +2,6 @@ package flagadmin
 
 import (
 	"context"
-	"crypto/sha256"
 	"errors"
 	"fmt"
 	"strconv"
@@ -12,134 +11,16 @@ import (
 // The verifiable log (docs/verifiable-log.md): the events form an append-only
 // Merkle tree as RFC 9162 (Certificate Transparency 2.0) defines it. Leaf
 // n is the n-th event in id order, from 0, whatever the gaps in ids; its
-// hash is LeafHash. Stores keep the leaves as they write events (LogStore);
-// the tree's interior hashes, proofs and signed checkpoints are computed
-// by an adapter (adapters/tlog) through the ports of this file, so the
-// domain needs neither a Merkle library nor a signature scheme.
+// hash is LeafHash (leaf.go). Stores keep the leaves as they write events
+// (LogStore); the tree's interior hashes, proofs and signed checkpoints
+// are computed by an adapter (adapters/tlog) through the ports of this
+// file, so the domain needs neither a Merkle library nor a signature
+// scheme.
 
-// LeafHash returns the hash of the event's leaf in the log's Merkle tree:
-// SHA-256 of the byte 0x00 followed by CanonicalEventJSON(e) (RFC 9162's
-// leaf hash of the event JSON in RFC 8785's canonical form). The error is
-// CanonicalEventJSON's: e's data or preData is not JSON.
-func LeafHash(e Event) ([32]byte, error) {
-	canonical, err := CanonicalEventJSON(e)
-	if err != nil {
-		return [32]byte{}, err
-	}
-	return hashLeaf(canonical), nil
-}
-
-// hashLeaf is RFC 9162's leaf hash of data.
-func hashLeaf(data []byte) [32]byte {
-	h := sha256.New()
-	h.Write([]byte{0})
-	h.Write(data)
-	var out [32]byte
-	h.Sum(out[:0])
-	return out
-}
-
-// CanonicalEventJSON returns the event's JSON in the JSON
-// Canonicalization Scheme of RFC 8785 (see CanonicalJSON): the bytes a
-// leaf hash is computed over. It is the canonical form of the Event JSON
-// of the API as it was when the log began, which the leaves of every
-// existing log are computed from: groupType and groupId are null when
-// absent (the API now leaves them out), and each tag is its type and
-// value only (a tag's color, which the API now shows, is not in the
-// leaf). Its data and preData must be JSON; an error of kind
-// ErrValidation names the one that is not.
-func CanonicalEventJSON(e Event) ([]byte, error) {
-	before, after, err := LeafParts(e)
-	if err != nil {
-		return nil, err
-	}
-	b := make([]byte, 0, len(before)+24+len(after))
-	b = append(b, before...)
-	b = appendCanonicalNumber(b, float64(e.ID))
-	return append(b, after...), nil
-}
-
-// LeafParts returns CanonicalEventJSON(e) split around the event's id:
-// the canonical JSON is before, then the id, then after. For an id from 0
-// to 2^53 the id is written as its decimal digits, so a store that draws
-// ids as it inserts can compute a leaf's hash, SHA-256 of 0x00, before,
-// the id's digits and after, in the statement that draws it; LeafHash is
-// that hash. e.ID is not read. The error is CanonicalEventJSON's.
-func LeafParts(e Event) (before, after []byte, err error) {
-	b := make([]byte, 0, 256+len(e.CreatedBy))
-	// The members in RFC 8785's order (their names are ASCII: byte order).
-	b = append(b, `{"createdAt":`...)
-	b = appendCanonicalString(b, formatTime(e.CreatedAt))
-	b = append(b, `,"createdBy":`...)
-	b = appendCanonicalString(b, e.CreatedBy)
-	b = append(b, `,"createdByUserId":`...)
-	b = appendCanonicalInt(b, e.CreatedByUserID)
-	b = append(b, `,"data":`...)
-	b, err = appendCanonicalRaw(b, "data", e.Data)
-	if err != nil {
-		return nil, nil, err
-	}
-	b = append(b, `,"environment":`...)
-	b = appendCanonicalStringPtr(b, e.Environment)
-	b = append(b, `,"featureName":`...)
-	b = appendCanonicalStringPtr(b, e.FeatureName)
-	b = append(b, `,"groupId":`...)
-	b = appendCanonicalStringPtr(b, e.GroupID)
-	b = append(b, `,"groupType":`...)
-	b = appendCanonicalStringPtr(b, e.GroupType)
-	b = append(b, `,"id":`...)
-	before = b
-	b = make([]byte, 0, 64+len(e.PreData))
-	b = append(b, `,"preData":`...)
-	if b, err = appendCanonicalRaw(b, "preData", e.PreData); err != nil {
-		return nil, nil, err
-	}
-	b = append(b, `,"project":`...)
-	b = appendCanonicalStringPtr(b, e.Project)
-	b = append(b, `,"tags":[`...)
-	for i, t := range e.Tags { // without color: see CanonicalEventJSON
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = append(b, `{"type":`...)
-		b = appendCanonicalString(b, t.Type)
-		b = append(b, `,"value":`...)
-		b = appendCanonicalString(b, t.Value)
-		b = append(b, '}')
-	}
-	b = append(b, `],"type":`...)
-	b = appendCanonicalString(b, e.Type)
-	return before, append(b, '}'), nil
-}
-
-func appendCanonicalStringPtr(b []byte, s *string) []byte {
-	if s == nil {
-		return append(b, "null"...)
-	}
-	return appendCanonicalString(b, *s)
-}
-
-func appendCanonicalInt(b []byte, n *int64) []byte {
-	if n == nil {
-		return append(b, "null"...)
-	}
-	return appendCanonicalNumber(b, float64(*n))
-}
-
-// appendCanonicalRaw appends stored JSON (data, preData) in canonical
-// form, null when nil.
-func appendCanonicalRaw(b []byte, field string, raw []byte) ([]byte, error) {
-	if raw == nil {
-		return append(b, "null"...), nil
-	}
-	out, err := AppendCanonicalJSON(b, raw)
-	if err != nil {
-		return nil, invalid(field, "is not JSON: %v", err)
-	}
-	return out, nil
-}
-
-// LogLeaf is one leaf of the log's tree as a store keeps it.
+// LogLeaf is one leaf of the log's tree as a store keeps it: its hash,
+// and what the hash commits to (leaf.go), kept when the event is pruned,
+// so that the hash can be recomputed (LeafOf) and the removal checked
+// against the retention the log records.
 type LogLeaf struct {
 	// Index is the leaf's position: 0 for the first event ever written.
 	Index int64
@@ -147,9 +28,19 @@ type LogLeaf struct {
 	EventID int64
 	// Hash is the event's LeafHash, computed when it was written.
 	Hash [32]byte
-	// Pruned: the event was removed by retention (PruneEvents); the leaf
-	// and its hash stay.
+	// Pruned: the event was removed by retention (PruneEvents); the leaf,
+	// its hash and what it commits to stay (a tombstone).
 	Pruned bool
+	// CreatedAt, Project and Type are the event's: what retention decides
+	// on, committed apart from the rest of the event.
+	CreatedAt time.Time
+	Project   *string
+	Type      string
+	// Content is the event's ContentCommitment.
+	Content [32]byte
+	// Salt is the event's salt; nil once the event is pruned. It is given
+	// only to callers who may see the event.
+	Salt []byte
 }
 
 // LogHashRange names consecutive hashes of one level of the tree: the
@@ -419,8 +310,11 @@ type InclusionProof struct {
 	// TreeSize is the size of the tree the proof is for.
 	TreeSize int64
 	// LeafHash is the leaf's hash as stored (a verifier computes its own,
-	// LeafHash of the event it holds).
+	// LeafHash of the event it holds with Salt).
 	LeafHash []byte
+	// Salt is the event's salt (leaf.go), which the caller needs to
+	// compute the leaf of the event it sees.
+	Salt []byte
 	// Hashes is the inclusion path, from the leaf's sibling up.
 	Hashes [][]byte
 }

@@ -1,0 +1,171 @@
+package flagadmin
+
+import (
+	"crypto/rand"
+	"crypto/sha256"
+	"strconv"
+	"time"
+)
+
+// The leaf of an event in the verifiable log, format v1
+// (docs/verifiable-log.md shows a worked example):
+//
+//	content  = RFC 8785 canonical JSON of the event as the API shows it,
+//	           without its "id" (SeedEventJSON)
+//	commit   = SHA-256(salt || content)                    (32 bytes)
+//	fields   = RFC 8785 canonical JSON of
+//	           {"createdAt": ..., "id": ..., "project": ..., "type": ...}
+//	input    = "flagadmin-leaf-v1\n" || fields || "\n" || commit
+//	leaf     = SHA-256(0x00 || input)                       (RFC 9162)
+//
+// The leaf commits to what retention decides on (fields) apart from the
+// rest of the event (commit), so the leaf of a pruned event can still be
+// recomputed from its tombstone (LogLeaf without the event) and its
+// removal checked against the retention the log records. The salt, 16
+// random bytes drawn when the event is written, makes the leaf
+// unguessable: a caller who may not see an event cannot confirm a guess
+// of its content from its leaf hash or from the hashes of a proof. It is
+// given only to callers who may see the event.
+
+// LeafFormat names the leaf format; the checkpoints of a log name it.
+const LeafFormat = "flagadmin-leaf-v1"
+
+// SaltSize is the size of an event's salt in bytes (128 bits).
+const SaltSize = 16
+
+// NewSalt returns a new random salt.
+func NewSalt() []byte {
+	b := make([]byte, SaltSize)
+	rand.Read(b) // never fails (crypto/rand)
+	return b
+}
+
+// EventContent returns the canonical JSON (RFC 8785) of the event as the
+// API shows it, without its id: the content a leaf commits to. Its data
+// and preData must be JSON; an error of kind ErrValidation names the one
+// that is not.
+func EventContent(e Event) ([]byte, error) {
+	for _, f := range []struct {
+		name string
+		raw  []byte
+	}{{"data", e.Data}, {"preData", e.PreData}} {
+		if f.raw != nil {
+			if _, err := CanonicalJSON(f.raw); err != nil {
+				return nil, invalid(f.name, "is not JSON: %v", err)
+			}
+		}
+	}
+	raw, err := SeedEventJSON(e)
+	if err != nil {
+		return nil, invalid("data", "is not JSON: %v", err)
+	}
+	return CanonicalJSON(raw)
+}
+
+// ContentCommitment returns SHA-256 of the event's salt followed by its
+// EventContent. The salt must be SaltSize bytes; the error otherwise, or
+// EventContent's, is of kind ErrValidation.
+func ContentCommitment(e Event) ([32]byte, error) {
+	if len(e.Salt) != SaltSize {
+		return [32]byte{}, invalid("salt", "must be %d bytes, got %d", SaltSize, len(e.Salt))
+	}
+	content, err := EventContent(e)
+	if err != nil {
+		return [32]byte{}, err
+	}
+	h := sha256.New()
+	h.Write(e.Salt)
+	h.Write(content)
+	var out [32]byte
+	h.Sum(out[:0])
+	return out, nil
+}
+
+// LeafHash returns the hash of the event's leaf (format v1, above): of
+// its id, createdAt, project and type, and of its ContentCommitment. The
+// error is ContentCommitment's.
+func LeafHash(e Event) ([32]byte, error) {
+	before, after, err := LeafParts(e)
+	if err != nil {
+		return [32]byte{}, err
+	}
+	return hashLeafInput(before, e.ID, after), nil
+}
+
+// LeafParts returns the leaf input of e split around its id: the input is
+// before, the id's decimal digits, then after. A store that draws ids as
+// it inserts can so compute a leaf's hash, SHA-256 of 0x00, before, the
+// id's digits and after, in the statement that draws it (ids from 0 to
+// 2^53 are written as their digits in canonical JSON, and ids past it as
+// their digits too). e.ID is not read.
+// The error is ContentCommitment's.
+func LeafParts(e Event) (before, after []byte, err error) {
+	commit, err := ContentCommitment(e)
+	if err != nil {
+		return nil, nil, err
+	}
+	before, after = leafParts(e.CreatedAt, e.Project, e.Type, commit)
+	return before, after, nil
+}
+
+// LeafOf returns the hash of the leaf l commits to: computed from its
+// event id, CreatedAt, Project, Type and Content alone, so it holds for
+// a tombstone as for a leaf whose event is kept. A verifier compares it
+// with l.Hash, and, when it holds the event, l's fields with the event's
+// (LeafMatches).
+func LeafOf(l LogLeaf) [32]byte {
+	before, after := leafParts(l.CreatedAt, l.Project, l.Type, l.Content)
+	return hashLeafInput(before, l.EventID, after)
+}
+
+// LeafMatches reports whether the event e (with its salt) is the one
+// leaf l commits to: the same id, createdAt, project and type, and the
+// same content commitment. The error is ContentCommitment's.
+func LeafMatches(l LogLeaf, e Event) (bool, error) {
+	commit, err := ContentCommitment(e)
+	if err != nil {
+		return false, err
+	}
+	return e.ID == l.EventID && Truncate(e.CreatedAt).Equal(Truncate(l.CreatedAt)) &&
+		equalStringPtr(e.Project, l.Project) && e.Type == l.Type && commit == l.Content, nil
+}
+
+// leafParts writes the leaf input around the id (LeafParts).
+func leafParts(createdAt time.Time, project *string, typ string, commit [32]byte) (before, after []byte) {
+	// The members in RFC 8785's order (their names are ASCII: byte order).
+	b := make([]byte, 0, 64+len(LeafFormat))
+	b = append(b, LeafFormat+"\n"...)
+	b = append(b, `{"createdAt":`...)
+	b = appendCanonicalString(b, formatTime(createdAt))
+	b = append(b, `,"id":`...)
+	before = b
+	a := make([]byte, 0, 64+len(typ)+32)
+	a = append(a, `,"project":`...)
+	if project == nil {
+		a = append(a, "null"...)
+	} else {
+		a = appendCanonicalString(a, *project)
+	}
+	a = append(a, `,"type":`...)
+	a = appendCanonicalString(a, typ)
+	a = append(a, "}\n"...)
+	return before, append(a, commit[:]...)
+}
+
+// hashLeafInput is RFC 9162's leaf hash of before, id and after. The id
+// is written as its decimal digits: its canonical JSON for the ids a
+// store draws (up to 2^53), and still one number past them.
+func hashLeafInput(before []byte, id int64, after []byte) [32]byte {
+	h := sha256.New()
+	h.Write([]byte{0})
+	h.Write(before)
+	h.Write(strconv.AppendInt(nil, id, 10))
+	h.Write(after)
+	var out [32]byte
+	h.Sum(out[:0])
+	return out
+}
+
+func equalStringPtr(a, b *string) bool {
+	return a == nil && b == nil || a != nil && b != nil && *a == *b
+}

@@ -1,0 +1,232 @@
+package flagadmin_test
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/gowebpki/jcs"
+	"github.com/transparency-dev/merkle/rfc6962"
+
+	"github.com/flagadmin/flagadmin/flagadmin"
+)
+
+// The leaf (v1) is rebuilt here from its definition with a separate RFC
+// 8785 implementation (gowebpki/jcs) and RFC 6962's leaf hash.
+
+// workedSalt and workedEvent are the worked example of docs/verifiable-log.md.
+var workedSalt, _ = hex.DecodeString("000102030405060708090a0b0c0d0e0f")
+
+func workedEvent() flagadmin.Event {
+	uid := int64(3)
+	return flagadmin.Event{ID: 2298, CreatedAt: time.Date(2026, 11, 23, 21, 49, 34, 314e6, time.UTC), Type: "feature-completed",
+		CreatedBy: "admin", CreatedByUserID: &uid, Project: ptr("default"), FeatureName: ptr("new-onboarding-flow"),
+		Data: json.RawMessage(`{"status":"kept","statusValue":"guided","kept":true}`),
+		Tags: []flagadmin.Tag{{Type: "area", Value: "web", Color: flagadmin.ColorOf("#FFFFFF")}, {Type: "team", Value: "growth"}},
+		Salt: workedSalt}
+}
+
+// leafByDefinition computes the leaf of e from the format's definition.
+func leafByDefinition(t *testing.T, e flagadmin.Event) [32]byte {
+	t.Helper()
+	api, err := json.Marshal(e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var fields map[string]any
+	if err := json.Unmarshal(api, &fields); err != nil {
+		t.Fatal(err)
+	}
+	delete(fields, "id")
+	noID, err := json.Marshal(fields)
+	if err != nil {
+		t.Fatal(err)
+	}
+	content, err := jcs.Transform(noID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	commit := sha256.Sum256(append(append([]byte{}, e.Salt...), content...))
+	r, err := json.Marshal(map[string]any{"id": e.ID, "createdAt": e.CreatedAt.UTC().Format("2006-01-02T15:04:05.000Z"), "project": e.Project, "type": e.Type})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc, err := jcs.Transform(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	input := append(append(append([]byte("flagadmin-leaf-v1\n"), rc...), '\n'), commit[:]...)
+	var out [32]byte
+	copy(out[:], rfc6962.DefaultHasher.HashLeaf(input))
+	return out
+}
+
+// TestLeafWorkedExample pins the worked example of the docs: its content,
+// commitment and leaf hash, and that the definition gives the same.
+func TestLeafWorkedExample(t *testing.T) {
+	e := workedEvent()
+	content, err := flagadmin.EventContent(e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const wantContent = `{"createdAt":"2026-11-23T21:49:34.314Z","createdBy":"admin","createdByUserId":3,"data":{"kept":true,"status":"kept","statusValue":"guided"},"environment":null,"featureName":"new-onboarding-flow","preData":null,"project":"default","tags":[{"color":"#FFFFFF","type":"area","value":"web"},{"type":"team","value":"growth"}],"type":"feature-completed"}`
+	if string(content) != wantContent {
+		t.Errorf("content:\n got %s\nwant %s", content, wantContent)
+	}
+	commit, err := flagadmin.ContentCommitment(e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := flagadmin.LeafHash(e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := leafByDefinition(t, e); got != want {
+		t.Errorf("LeafHash %x, by the definition %x", got, want)
+	}
+	const wantCommit, wantLeaf = "9bec3b4c2f213b959b40fa70085229e8a74b6a699b12fe1cc8e690cd38473c3d", "37a54bc6388cba81c2568bb64a21386e2ee53544f7efd1989d946fb800a0a713"
+	if hex.EncodeToString(commit[:]) != wantCommit || hex.EncodeToString(got[:]) != wantLeaf {
+		t.Errorf("commit %x leaf %x, want %s and %s as the docs show", commit, got, wantCommit, wantLeaf)
+	}
+}
+
+// TestLeafHash: the leaf is the definition's for events with every field
+// set and with none; it depends on every field the API shows, on the
+// salt, and not on how the stored JSON is spelled.
+func TestLeafHash(t *testing.T) {
+	uid := int64(-42)
+	full := flagadmin.Event{
+		ID: 1<<53 - 1, CreatedAt: time.Date(2025, 1, 2, 3, 4, 5, 678e6, time.UTC), Type: "feature-created",
+		CreatedBy: "ädä <ada@example.com>\n", CreatedByUserID: &uid, Environment: ptr("production"),
+		Project: ptr("default"), FeatureName: ptr("new-checkout"),
+		Data:      json.RawMessage(`{"z":1.50,"a":"\u00e9","n":{"b":[1e2,true],"a":null}}`),
+		PreData:   json.RawMessage(`{"k":"v"}`),
+		Tags:      []flagadmin.Tag{{Type: "simple", Value: "zz", Color: flagadmin.ColorOf("#FFFFFF")}, {Type: "simple", Value: "aa"}, {Type: "team", Value: "core", Color: flagadmin.NullColor}},
+		GroupType: ptr("transaction"), GroupID: ptr("01M8564MBTV5HMX3GH6SHGBVKG"), Salt: flagadmin.NewSalt(),
+	}
+	empty := flagadmin.Event{ID: 1, Type: "user-created", CreatedBy: "x", Salt: flagadmin.NewSalt()}
+	for _, e := range []flagadmin.Event{full, empty} {
+		got, err := flagadmin.LeafHash(e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := leafByDefinition(t, e); got != want {
+			t.Errorf("event %d: LeafHash %x, by the definition %x", e.ID, got, want)
+		}
+	}
+	base, _ := flagadmin.LeafHash(full)
+	respelled := full
+	respelled.Data = json.RawMessage(`{ "n":{"a":null,"b":[100,true]}, "a" : "\u00e9", "z":1.5 }`)
+	if h, _ := flagadmin.LeafHash(respelled); h != base {
+		t.Errorf("the same data written otherwise: %x, want %x", h, base)
+	}
+	for name, change := range map[string]func(*flagadmin.Event){
+		"id":          func(e *flagadmin.Event) { e.ID++ },
+		"createdAt":   func(e *flagadmin.Event) { e.CreatedAt = e.CreatedAt.Add(time.Millisecond) },
+		"type":        func(e *flagadmin.Event) { e.Type = "feature-updated" },
+		"createdBy":   func(e *flagadmin.Event) { e.CreatedBy = "eve" },
+		"userId":      func(e *flagadmin.Event) { n := int64(1); e.CreatedByUserID = &n },
+		"environment": func(e *flagadmin.Event) { e.Environment = nil },
+		"project":     func(e *flagadmin.Event) { e.Project = ptr("other") },
+		"feature":     func(e *flagadmin.Event) { e.FeatureName = ptr("x") },
+		"data":        func(e *flagadmin.Event) { e.Data = json.RawMessage(`{}`) },
+		"preData":     func(e *flagadmin.Event) { e.PreData = nil },
+		"tag color": func(e *flagadmin.Event) {
+			e.Tags = append([]flagadmin.Tag{}, e.Tags...)
+			e.Tags[0].Color = flagadmin.NullColor
+		},
+		"tag order": func(e *flagadmin.Event) { e.Tags = []flagadmin.Tag{e.Tags[1], e.Tags[0], e.Tags[2]} },
+		"groupType": func(e *flagadmin.Event) { e.GroupType = nil },
+		"groupId":   func(e *flagadmin.Event) { e.GroupID = ptr("01M8564MBTV5HMX3GH6SHGBVKH") },
+		"salt":      func(e *flagadmin.Event) { e.Salt = flagadmin.NewSalt() },
+	} {
+		e := full
+		change(&e)
+		if h, err := flagadmin.LeafHash(e); err != nil || h == base {
+			t.Errorf("%s changed: leaf %x (err %v), want another than %x", name, h, err, base)
+		}
+	}
+	broken := full
+	broken.PreData = json.RawMessage(`{"a":`)
+	if _, err := flagadmin.LeafHash(broken); !errors.Is(err, flagadmin.ErrValidation) {
+		t.Errorf("preData that is not JSON: got %v, want ErrValidation", err)
+	}
+	unsalted := full
+	unsalted.Salt = nil
+	if _, err := flagadmin.LeafHash(unsalted); !errors.Is(err, flagadmin.ErrValidation) {
+		t.Errorf("no salt: got %v, want ErrValidation", err)
+	}
+}
+
+// TestLeafOf: a leaf's hash is recomputed from its tombstone (id,
+// createdAt, project, type, content commitment) alone, and LeafMatches
+// tells the event it commits to from any other.
+func TestLeafOf(t *testing.T) {
+	e := workedEvent()
+	hash, _ := flagadmin.LeafHash(e)
+	commit, _ := flagadmin.ContentCommitment(e)
+	leaf := flagadmin.LogLeaf{EventID: e.ID, Hash: hash, CreatedAt: e.CreatedAt, Project: e.Project, Type: e.Type, Content: commit}
+	if got := flagadmin.LeafOf(leaf); got != hash {
+		t.Errorf("LeafOf the tombstone: %x, want %x", got, hash)
+	}
+	if ok, err := flagadmin.LeafMatches(leaf, e); !ok || err != nil {
+		t.Errorf("LeafMatches of its event: %v %v", ok, err)
+	}
+	for name, change := range map[string]func(*flagadmin.LogLeaf){
+		"older":   func(l *flagadmin.LogLeaf) { l.CreatedAt = l.CreatedAt.AddDate(-1, 0, 0) },
+		"project": func(l *flagadmin.LogLeaf) { l.Project = nil },
+		"type":    func(l *flagadmin.LogLeaf) { l.Type = "feature-created" },
+		"id":      func(l *flagadmin.LogLeaf) { l.EventID-- },
+		"content": func(l *flagadmin.LogLeaf) { l.Content[0] ^= 1 },
+	} {
+		l := leaf
+		change(&l)
+		if flagadmin.LeafOf(l) == hash {
+			t.Errorf("tombstone with another %s: the same hash", name)
+		}
+		if ok, _ := flagadmin.LeafMatches(l, e); ok {
+			t.Errorf("tombstone with another %s: matches the event", name)
+		}
+	}
+	other := e
+	other.CreatedBy = "eve"
+	if ok, _ := flagadmin.LeafMatches(leaf, other); ok {
+		t.Error("LeafMatches of a changed event: true")
+	}
+}
+
+// TestLeafParts: the leaf hash is SHA-256 of 0x00, the part before the
+// id, the id's decimal digits and the part after, for ids up to 2^53 (a
+// store computes it so in SQL).
+func TestLeafParts(t *testing.T) {
+	e := flagadmin.Event{CreatedAt: time.Date(2025, 1, 2, 0, 0, 0, 0, time.UTC), Type: "feature-created",
+		CreatedBy: "ådå", Project: ptr("p"), Data: json.RawMessage(`{"b":100,"a":"x"}`), PreData: json.RawMessage(`[1e21]`),
+		Tags: []flagadmin.Tag{{Type: "simple", Value: "t"}}, Salt: flagadmin.NewSalt()}
+	before, after, err := flagadmin.LeafParts(e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []int64{0, 1, 7, 123456789, 1 << 53} {
+		e.ID = id
+		want, err := flagadmin.LeafHash(e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		joined := append(append(append([]byte{0}, before...), strconv.FormatInt(id, 10)...), after...)
+		if got := sha256.Sum256(joined); got != want {
+			t.Errorf("id %d: SHA-256 of the parts %x, LeafHash %x", id, got, want)
+		}
+	}
+	e.Data = json.RawMessage(`{`)
+	if _, _, err := flagadmin.LeafParts(e); !errors.Is(err, flagadmin.ErrValidation) {
+		t.Errorf("LeafParts of data that is not JSON: got %v, want ErrValidation", err)
+	}
+	if !bytes.HasPrefix(before, []byte(flagadmin.LeafFormat+"\n")) {
+		t.Errorf("the leaf input does not start with its format's name: %q", before)
+	}
+}
