@@ -31,9 +31,17 @@
 // More pieces come with it: Sessions authenticates Unleash's browser
 // sessions for the local handler (its cookie, asking the upstream whom it
 // belongs to); Edition tells whether the upstream is open-source Unleash,
-// whose project list is its default project only; and Listener with
-// ConnContext refuse requests whose length is ambiguous (request
-// smuggling) before they are forwarded.
+// whose project list is its default project only.
+//
+// Request smuggling: Go's server reads each request's length one way
+// (Transfer-Encoding chunked over Content-Length, identical Content-Length
+// headers as one; conflicting ones, other transfer codings and malformed
+// lengths it refuses, closing the connection), and the reverse proxy
+// frames what it read anew, so the upstream reads every request as the
+// gateway did. What is left is a proxy in front of flagadmin that would
+// read a chunked request by its Content-Length: after a chunked request
+// the gateway closes the connection, so no request hidden behind its
+// chunks is served.
 package gateway
 
 import (
@@ -114,9 +122,9 @@ type Config struct {
 	// WriteError writes an error answer the way the admin API writes
 	// them (httpapi.Server.WriteError): the gateway's errors are of kinds
 	// flagadmin.ErrBadGateway (502), flagadmin.ErrGatewayTimeout (504),
-	// flagadmin.ErrValidation (400: ambiguous framing, headers over the
-	// limit, a forwarded body cut short) and os.ErrDeadlineExceeded (408:
-	// a forwarded body that stopped arriving). Required.
+	// flagadmin.ErrValidation (400: headers over the limit, a forwarded
+	// body cut short) and os.ErrDeadlineExceeded (408: a forwarded body
+	// that stopped arriving). Required.
 	WriteError func(w http.ResponseWriter, r *http.Request, err error)
 	// Waiter tells when the copy holds a forwarded write's event; nil
 	// answers forwarded writes as soon as the upstream does.
@@ -252,14 +260,18 @@ func NewTransport(timeout time.Duration) *http.Transport {
 	}
 }
 
-// ServeHTTP answers r: a request of ambiguous length is refused (see
-// Listener); the two writes go upstream and wait for their event; what
-// Serves accepts is served locally; the rest goes upstream.
+// ServeHTTP answers r: the two writes go upstream and wait for their
+// event; what Serves accepts is served locally; the rest goes upstream.
+// A chunked request ends its connection.
 func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if err := checkFraming(r); err != nil {
-		w.Header().Set("Connection", "close") // the rest of the connection cannot be trusted
-		g.writeError(w, r, err)
-		return
+	if len(r.TransferEncoding) > 0 {
+		// Go's server reads a chunked request by its chunks and drops a
+		// Content-Length it came with, unseen here. A proxy in front that
+		// went by that Content-Length instead could carry a request hidden
+		// after the chunks, which Go's server would read as the next one:
+		// so nothing more is read on this connection (RFC 9112 asks that
+		// of a request with both).
+		w.Header().Set("Connection", "close")
 	}
 	if g.cameBack(r) {
 		w.Header().Set(LoopHeader, g.via)

@@ -84,7 +84,7 @@ func newUpstream(t testing.TB, handler http.HandlerFunc, readBody bool) *upstrea
 	return u
 }
 
-// env is a Gateway served on a watched listener, as cmd/flagadmin serves it.
+// env is a Gateway served by an http.Server, as cmd/flagadmin serves it.
 type env struct {
 	gw     *Gateway
 	url    string // the gateway's base URL
@@ -140,9 +140,9 @@ func newEnv(t testing.TB, upstreamURL string, edit func(*Config)) *env {
 		ln.Close()
 		t.Fatal(err)
 	}
-	srv := &http.Server{Handler: gw, ConnContext: ConnContext, DisableGeneralOptionsHandler: true,
+	srv := &http.Server{Handler: gw, DisableGeneralOptionsHandler: true,
 		ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second, WriteTimeout: 60 * time.Second, IdleTimeout: time.Minute}
-	go srv.Serve(Listener(ln))
+	go srv.Serve(ln)
 	t.Cleanup(func() { srv.Close() })
 	client := &http.Client{
 		Transport:     &http.Transport{DisableCompression: true},

@@ -229,7 +229,6 @@ func newHTTPServer(cfg Config, api *httpapi.Server, door *frontDoor, log *slog.L
 	srv := &http.Server{
 		Addr:                         cfg.Addr,
 		Handler:                      door.handler,
-		ConnContext:                  door.connContext,
 		ReadHeaderTimeout:            readHeaderTimeout,
 		ReadTimeout:                  readTimeout,
 		WriteTimeout:                 writeTimeout,
@@ -261,7 +260,7 @@ func (l *Listener) Addr() net.Addr {
 // then prepare the store (seed, demo world, admin tokens); then serve in a
 // goroutine. On stop: shut down gracefully, letting in-flight requests
 // finish.
-func newListener(lc fx.Lifecycle, srv *http.Server, door *frontDoor, boot *bootstrap, log *slog.Logger, sd fx.Shutdowner) *Listener {
+func newListener(lc fx.Lifecycle, srv *http.Server, boot *bootstrap, log *slog.Logger, sd fx.Shutdowner) *Listener {
 	l := &Listener{}
 	lc.Append(fx.Hook{
 		OnStart: func(ctx context.Context) error {
@@ -269,7 +268,6 @@ func newListener(lc fx.Lifecycle, srv *http.Server, door *frontDoor, boot *boots
 			if err != nil {
 				return cliErrorf("cannot listen on %s: %v", srv.Addr, listenReason(err))
 			}
-			ln = door.listen(ln)
 			if err := boot.run(ctx); err != nil {
 				ln.Close()
 				return err

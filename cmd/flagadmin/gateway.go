@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"net/http"
 	"net/url"
 	"strings"
@@ -198,12 +197,9 @@ func sessionPort(s *gateway.Sessions) httpapi.SessionAuthenticator {
 	return s
 }
 
-// frontDoor is what the main listener serves: the handler, the wrapping
-// of its listener, and the http.Server's ConnContext.
+// frontDoor is what the main listener serves.
 type frontDoor struct {
-	handler     http.Handler
-	listen      func(net.Listener) net.Listener
-	connContext func(context.Context, net.Conn) context.Context
+	handler http.Handler
 	// gateway is the gateway in front of Unleash; nil without --upstream.
 	gateway *gateway.Gateway
 }
@@ -227,11 +223,11 @@ type frontDoorIn struct {
 // newFrontDoor returns the API alone (serverHandler) without --upstream;
 // with it, the gateway: the API's routes and /metrics served locally,
 // everything else forwarded, counted in the metrics under the route
-// "upstream", on a listener that refuses requests of ambiguous length.
+// "upstream".
 func newFrontDoor(in frontDoorIn) (*frontDoor, error) {
 	local := serverHandler(in.Config, in.API, in.Metrics)
 	if in.Config.Upstream == nil {
-		return &frontDoor{handler: local, listen: func(ln net.Listener) net.Listener { return ln }}, nil
+		return &frontDoor{handler: local}, nil
 	}
 	metricsHere := in.Config.MetricsAddr == ""
 	waiter := in.Waiter
@@ -267,5 +263,5 @@ func newFrontDoor(in frontDoorIn) (*frontDoor, error) {
 		gw.ServeHTTP(w, r) // the local handler counts its own
 	}))
 	in.Logger.Info("in front of Unleash: requests flagadmin does not serve go to the upstream", "upstream", in.Config.Upstream.String())
-	return &frontDoor{handler: handler, listen: gateway.Listener, connContext: gateway.ConnContext, gateway: gw}, nil
+	return &frontDoor{handler: handler, gateway: gw}, nil
 }
