@@ -117,15 +117,7 @@ func NewRetentionReplay(report func(RetentionVerdict)) *RetentionReplay {
 // (the caller has checked it against the leaf), and retention events
 // change the state the passes after it are judged by.
 func (r *RetentionReplay) Next(l LogLeaf, e *Event) {
-	if !r.seen {
-		r.gaps = append(r.gaps, [2]int64{math.MinInt64, l.EventID - 1})
-		r.lastID, r.seen = l.EventID, true
-	} else if l.EventID > r.lastID {
-		if l.EventID > r.lastID+1 {
-			r.gaps = append(r.gaps, [2]int64{r.lastID + 1, l.EventID - 1})
-		}
-		r.lastID = l.EventID
-	}
+	r.track(l)
 	if e == nil {
 		r.missing(l)
 		return
@@ -166,6 +158,26 @@ func (r *RetentionReplay) Next(l LogLeaf, e *Event) {
 		}
 	case EventEventsPruned:
 		r.pass(l, e)
+	}
+}
+
+// Skip takes the next leaf of the log like Next, for a leaf the caller
+// judged itself (a tombstone that does not hash to its leaf): its id
+// counts as one the log holds, and nothing is reported on it.
+func (r *RetentionReplay) Skip(l LogLeaf) {
+	r.track(l)
+}
+
+// track notes the id of the next leaf.
+func (r *RetentionReplay) track(l LogLeaf) {
+	if !r.seen {
+		r.gaps = append(r.gaps, [2]int64{math.MinInt64, l.EventID - 1})
+		r.lastID, r.seen = l.EventID, true
+	} else if l.EventID > r.lastID {
+		if l.EventID > r.lastID+1 {
+			r.gaps = append(r.gaps, [2]int64{r.lastID + 1, l.EventID - 1})
+		}
+		r.lastID = l.EventID
 	}
 }
 
