@@ -314,3 +314,25 @@ func TestRetentionReplay(t *testing.T) {
 		})
 	}
 }
+
+// A verifier replays a log leaf by leaf: event 2 was pruned by the pass
+// of event 4 under the 30-day rule of event 1; event 3 is missing too,
+// but no pass lists it.
+func ExampleRetentionReplay() {
+	day := func(n int) time.Time { return time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).AddDate(0, 0, n) }
+	rule := flagadmin.Event{ID: 1, CreatedAt: day(0), Type: flagadmin.EventRetentionChanged, Data: json.RawMessage(`{"retention":2592000,"previous":null}`)}
+	pass, _ := flagadmin.PrunedEvent([]int64{2}, flagadmin.PruneBefore(day(40), 720*time.Hour), 720*time.Hour, day(40))
+	pass.ID = 4
+	leaf := func(index int64, e flagadmin.Event) flagadmin.LogLeaf {
+		return flagadmin.LogLeaf{Index: index, EventID: e.ID, CreatedAt: e.CreatedAt, Project: e.Project, Type: e.Type}
+	}
+	replay := flagadmin.NewRetentionReplay(func(v flagadmin.RetentionVerdict) { fmt.Println(v) })
+	replay.Next(leaf(0, rule), &rule)
+	replay.Next(leaf(1, flagadmin.Event{ID: 2, CreatedAt: day(1), Type: flagadmin.EventFeatureCreated}), nil)
+	replay.Next(leaf(2, flagadmin.Event{ID: 3, CreatedAt: day(2), Type: flagadmin.EventFeatureCreated}), nil)
+	replay.Next(leaf(3, pass), &pass)
+	replay.Finish()
+	// Output:
+	// event 2 was pruned by retention (the pruning pass of event 4)
+	// event 3 is missing: no recorded pruning pass removed it
+}
