@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"time"
 
 	"github.com/transparency-dev/formats/log"
 	"github.com/transparency-dev/merkle/proof"
@@ -114,10 +115,15 @@ func (c *Client) LogLeaves(ctx context.Context, start int64, count int) (flagadm
 		TreeSize int64 `json:"treeSize"`
 		Start    int64 `json:"start"`
 		Leaves   []struct {
-			Index  int64  `json:"index"`
-			ID     int64  `json:"id"`
-			Hash   []byte `json:"hash"`
-			Pruned bool   `json:"pruned"`
+			Index     int64     `json:"index"`
+			ID        int64     `json:"id"`
+			Hash      []byte    `json:"hash"`
+			Pruned    bool      `json:"pruned"`
+			CreatedAt time.Time `json:"createdAt"`
+			Project   *string   `json:"project"`
+			Type      string    `json:"type"`
+			Content   []byte    `json:"content"`
+			Salt      []byte    `json:"salt"`
 		} `json:"leaves"`
 	}
 	if err := c.getJSON(ctx, logLeavesPath, q, "log leaves", &wire); err != nil {
@@ -128,7 +134,11 @@ func (c *Client) LogLeaves(ctx context.Context, start int64, count int) (flagadm
 		if len(l.Hash) != 32 {
 			return flagadmin.LogLeafPage{}, fmt.Errorf("client: log leaves: leaf %d has a hash of %d bytes, want 32", l.Index, len(l.Hash))
 		}
-		page.Leaves[i] = flagadmin.LogLeaf{Index: l.Index, EventID: l.ID, Hash: [32]byte(l.Hash), Pruned: l.Pruned}
+		if len(l.Content) != 32 {
+			return flagadmin.LogLeafPage{}, fmt.Errorf("client: log leaves: leaf %d has a content commitment of %d bytes, want 32", l.Index, len(l.Content))
+		}
+		page.Leaves[i] = flagadmin.LogLeaf{Index: l.Index, EventID: l.ID, Hash: [32]byte(l.Hash), Pruned: l.Pruned,
+			CreatedAt: l.CreatedAt.UTC(), Project: l.Project, Type: l.Type, Content: [32]byte(l.Content), Salt: l.Salt}
 	}
 	return page, nil
 }

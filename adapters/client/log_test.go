@@ -139,6 +139,11 @@ func TestLogLeavesAndCheckpoint(t *testing.T) {
 	if err != nil || page.TreeSize != worldEvents || len(page.Leaves) != worldEvents-1000 || page.Leaves[0].Index != 1000 {
 		t.Fatalf("LogLeaves: got %d of %d (%v)", len(page.Leaves), page.TreeSize, err)
 	}
+	for _, l := range page.Leaves[:3] { // what each leaf commits to comes through
+		if flagadmin.LeafOf(l) != l.Hash || len(l.Salt) != flagadmin.SaltSize {
+			t.Errorf("leaf %d: got %+v, want its fields and salt, which hash to its hash", l.Index, l)
+		}
+	}
 	_, err = newClient(t, s.URL, vicToken).LogLeaves(ctx, 0, 1)
 	wantAPIError(t, err, http.StatusForbidden, "NoAccessError", flagadmin.ErrNoAccess)
 	// A server without a key.

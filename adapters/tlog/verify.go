@@ -2,10 +2,13 @@ package tlog
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"iter"
+	"slices"
+	"strings"
 
 	"github.com/transparency-dev/formats/log"
 	"github.com/transparency-dev/merkle/compact"
@@ -67,9 +70,12 @@ type ProblemKind string
 
 // The problems Verify finds.
 const (
-	// Changed: the event is not the one recorded: its leaf hash differs.
+	// Changed: the event is not the one recorded: it does not match its
+	// leaf, or the leaf's recorded fields do not hash to its hash.
 	Changed ProblemKind = "changed"
-	// Removed: the event of a leaf is gone, and not by retention.
+	// Removed: the event of a leaf is gone, and no pruning pass the log
+	// records removed it while it was eligible
+	// (flagadmin.RetentionReplay), whatever the leaf's pruned flag says.
 	Removed ProblemKind = "removed"
 	// Inserted: an event has no leaf: it was not written through the log.
 	Inserted ProblemKind = "inserted"
@@ -85,6 +91,10 @@ const (
 	Inconsistent ProblemKind = "consistency"
 	// BadHashes: a stored subtree hash is not the hash of its leaves.
 	BadHashes ProblemKind = "stored hash"
+	// BadRecord: a retention event does not account for what it records
+	// (a pruning pass that lists events the log did not hold before it,
+	// data that cannot be read).
+	BadRecord ProblemKind = "retention record"
 )
 
 // Problem is one thing Verify found wrong.
@@ -109,11 +119,15 @@ func (p Problem) String() string {
 	if p.LeafIndex >= 0 {
 		where += fmt.Sprintf(" (leaf %d)", p.LeafIndex)
 	}
+	if p.Kind == BadRecord {
+		return fmt.Sprintf("%s does not account for retention: %s", where, p.Detail)
+	}
 	return fmt.Sprintf("%s was %s: %s", where, p.Kind, p.Detail)
 }
 
 // PrunedRange is a run of consecutive leaves whose events were pruned by
-// retention.
+// retention: each removed by a pruning pass the log records, while it was
+// eligible.
 type PrunedRange struct {
 	FirstLeaf, LastLeaf int64
 	FirstID, LastID     int64
@@ -135,13 +149,15 @@ type Report struct {
 	// (written since it was signed): each was compared with its event,
 	// but no signature covers them yet.
 	Beyond int64
-	// Pruned are the ranges of pruned leaves.
+	// Pruned are the ranges of leaves whose events retention removed,
+	// leaf ascending.
 	Pruned []PrunedRange
 	// StoredHashes is how many stored subtree hashes were recomputed from
 	// the leaves (VerifyOptions.StoredHashes).
 	StoredHashes int64
-	// Problems are the first maxProblems problems, in log order, then the
-	// problems of the roots; Omitted counts those left out.
+	// Problems are the first maxProblems problems in log order (a
+	// problem of the roots where the tree reached the checkpoint's size,
+	// those of the stored hashes last); Omitted counts those left out.
 	Problems []Problem
 	Omitted  int64
 }
@@ -161,11 +177,17 @@ const maxStash = 10000
 
 // Verify recomputes the log's tree from the events and checks it against
 // the newest signed checkpoint, and against opts.Trusted when given. It
-// reads the leaves and the events side by side, in constant memory: each
-// event's leaf hash is computed (flagadmin.LeafHash) and compared with its
-// stored leaf, which names the first event changed, removed, inserted or
-// reordered; pruned leaves count with their stored hashes. The error is
-// for what stops the check (the source failing, a signature that does not
+// reads the leaves and the events side by side: each leaf's recorded
+// fields must hash to its hash (flagadmin.LeafOf), and each event must be
+// the one its leaf commits to (flagadmin.LeafMatches, with the leaf's
+// salt), which names the first event changed, removed, inserted or
+// reordered. A leaf whose event is missing counts with its stored hash;
+// the event counts as pruned only where the retention events of the log,
+// replayed in order (flagadmin.RetentionReplay), show a pruning pass that
+// removed it while it was eligible, and as removed otherwise, whatever
+// the leaf's pruned flag says. Memory stays constant but for the missing
+// events whose pass is still ahead in the log. The error is for what
+// stops the check (the source failing, a signature that does not
 // verify); what the check finds is in the Report.
 func Verify(ctx context.Context, src Source, opts VerifyOptions) (*Report, error) {
 	if opts.Verifier == nil {
@@ -187,6 +209,7 @@ func Verify(ctx context.Context, src Source, opts VerifyOptions) (*Report, error
 	}
 	v := &verification{src: src, opts: opts, ctx: ctx, leaves: &leafReader{src: src, pageSize: opts.PageSize},
 		report: &Report{Origin: cp.Origin, CheckpointSize: int64(cp.Size), CheckpointRoot: [32]byte(cp.Hash), Note: raw}}
+	v.replay = flagadmin.NewRetentionReplay(v.retention)
 	v.cpRoot = [32]byte(cp.Hash)
 	if opts.Trusted != nil {
 		t, err := OpenCheckpoint(opts.Trusted, opts.Verifier)
@@ -235,13 +258,31 @@ type verification struct {
 	// suspects are the first changed, removed and inserted events, to
 	// tell which were reordered.
 	suspects []suspect
+	// keys are where each of report.Problems was found, to keep them in
+	// log order; seq numbers the problems.
+	keys []problemKey
+	seq  int
+	// replay decides on the missing events; pruned are the runs of those
+	// it accepted, in the order it did.
+	replay *flagadmin.RetentionReplay
+	pruned []PrunedRange
 }
 
-// suspect is a changed event (leaf and event), a removed one (leaf only)
-// or an inserted one (event only), with its problem.
+// problemKey places a problem in the log: pos is 2·index+1 for a leaf's,
+// 2·index for one found before leaf index; seq tells problems apart.
+type problemKey struct {
+	pos int64
+	seq int
+}
+
+// suspect is a changed event (leaf and event), a removed one (its leaf,
+// read again when needed) or an inserted one (event only), with its
+// problem.
 type suspect struct {
-	problem int // index in report.Problems, -1 when not listed
+	problem int // the problem's seq, -1 when not listed
 	leaf    *flagadmin.LogLeaf
+	// removed is the leaf index of a removed event, -1 for none.
+	removed int64
 	event   *flagadmin.Event
 }
 
@@ -345,23 +386,35 @@ func (v *verification) leaf(l flagadmin.LogLeaf, ev *flagadmin.Event) {
 	}
 	v.expect, v.prevID = l.Index+1, l.EventID
 	hash := l.Hash
+	forged := flagadmin.LeafOf(l) != l.Hash
 	switch {
-	case ev == nil && l.Pruned:
-		v.pruned(l)
+	case ev == nil && forged:
+		// A tombstone rewritten (to look old, or of another project)
+		// accounts for nothing.
+		v.replay.Skip(l)
+		v.problem(Problem{Kind: Removed, EventID: l.EventID, LeafIndex: l.Index,
+			Detail: "its leaf's recorded fields do not hash to its leaf hash: they were rewritten, and do not account for its removal"})
 	case ev == nil:
-		p := v.problem(Problem{Kind: Removed, EventID: l.EventID, LeafIndex: l.Index, Detail: "its leaf is in the log, not marked pruned"})
-		v.suspect(p, &l, nil)
+		v.replay.Next(l, nil) // the replay decides (retention)
+	case forged:
+		v.replay.Next(l, ev)
+		v.problem(Problem{Kind: Changed, EventID: ev.ID, LeafIndex: l.Index,
+			Detail: "its leaf's recorded fields do not hash to its leaf hash: the leaf was rewritten"})
 	default:
-		h, err := flagadmin.LeafHash(*ev)
+		e := *ev
+		e.Salt = l.Salt
+		match, err := flagadmin.LeafMatches(l, e)
 		switch {
 		case err != nil:
 			v.problem(Problem{Kind: Changed, EventID: ev.ID, LeafIndex: l.Index, Detail: err.Error()})
-		case h != l.Hash:
-			p := v.problem(Problem{Kind: Changed, EventID: ev.ID, LeafIndex: l.Index, Detail: "its leaf hash is not the one recorded when it was written"})
-			e := *ev
-			v.suspect(p, &l, &e)
-			hash = h
+		case !match:
+			p := v.problem(Problem{Kind: Changed, EventID: ev.ID, LeafIndex: l.Index, Detail: mismatch(l, e)})
+			v.suspect(p, &l, -1, &e)
+			if h, err := flagadmin.LeafHash(e); err == nil {
+				hash = h
+			}
 		}
+		v.replay.Next(l, &e)
 	}
 	r.Leaves++
 	if l.Index >= r.CheckpointSize {
@@ -381,36 +434,109 @@ func (v *verification) leaf(l flagadmin.LogLeaf, ev *flagadmin.Event) {
 // inserted reports an event that has no leaf.
 func (v *verification) inserted(e flagadmin.Event) {
 	p := v.problem(Problem{Kind: Inserted, EventID: e.ID, LeafIndex: -1, Detail: "it has no leaf in the log"})
-	v.suspect(p, nil, &e)
+	v.suspect(p, nil, -1, &e)
 }
 
-// pruned adds a pruned leaf to the report's ranges.
-func (v *verification) pruned(l flagadmin.LogLeaf) {
-	r := v.report
-	if n := len(r.Pruned); n > 0 && r.Pruned[n-1].LastLeaf == l.Index-1 {
-		r.Pruned[n-1].LastLeaf, r.Pruned[n-1].LastID = l.Index, l.EventID
-		return
+// retention takes a verdict of the replay: a missing event pruned by
+// retention, or a problem.
+func (v *verification) retention(d flagadmin.RetentionVerdict) {
+	switch {
+	case d.Pruned:
+		if n := len(v.pruned); n > 0 && v.pruned[n-1].LastLeaf == d.LeafIndex-1 {
+			v.pruned[n-1].LastLeaf, v.pruned[n-1].LastID = d.LeafIndex, d.EventID
+			return
+		}
+		v.pruned = append(v.pruned, PrunedRange{FirstLeaf: d.LeafIndex, LastLeaf: d.LeafIndex, FirstID: d.EventID, LastID: d.EventID})
+	case d.Record:
+		v.problem(Problem{Kind: BadRecord, EventID: d.EventID, LeafIndex: d.LeafIndex, Detail: d.Reason})
+	default:
+		p := v.problem(Problem{Kind: Removed, EventID: d.EventID, LeafIndex: d.LeafIndex, Detail: d.Reason})
+		v.suspect(p, nil, d.LeafIndex, nil)
 	}
-	r.Pruned = append(r.Pruned, PrunedRange{FirstLeaf: l.Index, LastLeaf: l.Index, FirstID: l.EventID, LastID: l.EventID})
 }
 
-// problem lists p (within maxProblems) and returns its index, -1 when left out.
+// prunedRanges returns the runs of pruned leaves in leaf order, adjacent
+// ones joined.
+func (v *verification) prunedRanges() []PrunedRange {
+	slices.SortFunc(v.pruned, func(a, b PrunedRange) int { return cmp.Compare(a.FirstLeaf, b.FirstLeaf) })
+	var out []PrunedRange
+	for _, p := range v.pruned {
+		if n := len(out); n > 0 && out[n-1].LastLeaf == p.FirstLeaf-1 {
+			out[n-1].LastLeaf, out[n-1].LastID = p.LastLeaf, p.LastID
+			continue
+		}
+		out = append(out, p)
+	}
+	return out
+}
+
+// mismatch says how the event e differs from its leaf l.
+func mismatch(l flagadmin.LogLeaf, e flagadmin.Event) string {
+	var fields []string
+	if !flagadmin.Truncate(e.CreatedAt).Equal(flagadmin.Truncate(l.CreatedAt)) {
+		fields = append(fields, "createdAt")
+	}
+	if (e.Project == nil) != (l.Project == nil) || e.Project != nil && *e.Project != *l.Project {
+		fields = append(fields, "project")
+	}
+	if e.Type != l.Type {
+		fields = append(fields, "type")
+	}
+	if c, err := flagadmin.ContentCommitment(e); err == nil && c != l.Content {
+		fields = append(fields, "content")
+	}
+	if len(fields) == 0 {
+		return "it is not the event its leaf commits to"
+	}
+	verb := "differs"
+	if len(fields) > 1 {
+		verb = "differ"
+	}
+	list := strings.Join(fields, ", ")
+	if n := len(fields); n > 1 {
+		list = strings.Join(fields[:n-1], ", ") + " and " + fields[n-1]
+	}
+	return fmt.Sprintf("its %s %s from what its leaf recorded when it was written", list, verb)
+}
+
+// problem lists p, keeping the first maxProblems in log order, and
+// returns its seq, -1 when left out.
 func (v *verification) problem(p Problem) int {
 	if p.Kind != BadRoot && p.Kind != Inconsistent && p.Kind != BadHashes {
 		v.eventProblems++
 	}
 	r := v.report
-	if len(r.Problems) >= maxProblems {
+	key := problemKey{pos: 2 * v.expect, seq: v.seq}
+	if p.LeafIndex >= 0 {
+		key.pos = 2*p.LeafIndex + 1
+	}
+	v.seq++
+	i, _ := slices.BinarySearchFunc(v.keys, key.pos+1, func(k problemKey, pos int64) int { return cmp.Compare(k.pos, pos) })
+	if i >= maxProblems {
 		r.Omitted++
 		return -1
 	}
-	r.Problems = append(r.Problems, p)
-	return len(r.Problems) - 1
+	r.Problems = slices.Insert(r.Problems, i, p)
+	v.keys = slices.Insert(v.keys, i, key)
+	if len(r.Problems) > maxProblems {
+		r.Problems, v.keys = r.Problems[:maxProblems], v.keys[:maxProblems]
+		r.Omitted++
+	}
+	return key.seq
 }
 
-func (v *verification) suspect(problem int, l *flagadmin.LogLeaf, e *flagadmin.Event) {
+// problemOf returns the index in report.Problems of the problem seq, -1
+// when it was left out.
+func (v *verification) problemOf(seq int) int {
+	if seq < 0 {
+		return -1
+	}
+	return slices.IndexFunc(v.keys, func(k problemKey) bool { return k.seq == seq })
+}
+
+func (v *verification) suspect(problem int, l *flagadmin.LogLeaf, removed int64, e *flagadmin.Event) {
 	if problem >= 0 && len(v.suspects) < 3*maxMismatches {
-		v.suspects = append(v.suspects, suspect{problem: problem, leaf: l, event: e})
+		v.suspects = append(v.suspects, suspect{problem: problem, leaf: l, removed: removed, event: e})
 	}
 }
 
@@ -454,6 +580,8 @@ func (v *verification) root() ([32]byte, bool) {
 // finish reports the checkpoints the log is too short for, and tells
 // reordered events from changed ones.
 func (v *verification) finish() {
+	v.replay.Finish()
+	v.report.Pruned = v.prunedRanges()
 	r, size := v.report, int64(v.tree.End())
 	if v.broken {
 		v.problem(Problem{Kind: BadRoot, LeafIndex: -1, Detail: "the tree cannot be recomputed: leaves are missing"})
@@ -478,31 +606,52 @@ func (v *verification) finish() {
 }
 
 // reordered finds the suspects that hold what another one recorded: an
-// event whose leaf hash, with the other's id, is the other's leaf hash.
+// event whose leaf hash, with the other's id (and its own salt or the
+// other's), is the other's leaf hash.
 func (v *verification) reordered() {
 	r := v.report
+	for i, s := range v.suspects {
+		if s.removed < 0 {
+			continue
+		}
+		// The leaf of a removed event was not kept: read it again.
+		ls, _, err := v.src.Leaves(v.ctx, s.removed, 1)
+		if err == nil && len(ls) == 1 && ls[0].Index == s.removed {
+			v.suspects[i].leaf = &ls[0]
+		}
+	}
 	for _, s := range v.suspects {
 		if s.event == nil {
 			continue
 		}
 		for _, o := range v.suspects {
-			if o.leaf == nil || o.leaf.EventID == s.event.ID {
+			if o.leaf == nil || o.leaf.EventID == s.event.ID || !holds(*s.event, *o.leaf) {
 				continue
 			}
-			moved := *s.event
-			moved.ID = o.leaf.EventID
-			if h, err := flagadmin.LeafHash(moved); err != nil || h != o.leaf.Hash {
-				continue
+			if p := v.problemOf(s.problem); p >= 0 {
+				r.Problems[p] = Problem{Kind: Reordered, EventID: s.event.ID, LeafIndex: r.Problems[p].LeafIndex,
+					OtherEventID: o.leaf.EventID, Detail: fmt.Sprintf("it holds what was recorded as event %d", o.leaf.EventID)}
 			}
-			r.Problems[s.problem] = Problem{Kind: Reordered, EventID: s.event.ID, LeafIndex: r.Problems[s.problem].LeafIndex,
-				OtherEventID: o.leaf.EventID, Detail: fmt.Sprintf("it holds what was recorded as event %d", o.leaf.EventID)}
-			if o.event == nil { // the other's event is gone: it moved here
-				r.Problems[o.problem] = Problem{Kind: Reordered, EventID: o.leaf.EventID, LeafIndex: o.leaf.Index,
+			if p := v.problemOf(o.problem); p >= 0 && o.event == nil { // the other's event is gone: it moved here
+				r.Problems[p] = Problem{Kind: Reordered, EventID: o.leaf.EventID, LeafIndex: o.leaf.Index,
 					OtherEventID: s.event.ID, Detail: fmt.Sprintf("what was recorded as it is now event %d", s.event.ID)}
 			}
 			break
 		}
 	}
+}
+
+// holds reports whether e, with the id of leaf l, is l's event: with e's
+// own salt (read from its leaf) or with l's.
+func holds(e flagadmin.Event, l flagadmin.LogLeaf) bool {
+	e.ID = l.EventID
+	for _, salt := range [][]byte{e.Salt, l.Salt} {
+		e.Salt = salt
+		if h, err := flagadmin.LeafHash(e); err == nil && h == l.Hash {
+			return true
+		}
+	}
+	return false
 }
 
 func (v *verification) progress() VerifyProgress {

@@ -117,7 +117,7 @@ func TestVerifyFindsTampering(t *testing.T) {
 				e.CreatedBy = "mallory"
 			}
 			return same(e)
-		}, "event 1230 (leaf 122) was changed: its leaf hash is not the one recorded when it was written", tlog.Changed, true},
+		}, "event 1230 (leaf 122) was changed: its content differs from what its leaf recorded when it was written", tlog.Changed, true},
 		{"the data of one event changed", func(e flagadmin.Event) []flagadmin.Event {
 			if e.ID == 50 {
 				e.Data = json.RawMessage(`{"name":"f-5","n":6}`)
@@ -129,7 +129,7 @@ func TestVerifyFindsTampering(t *testing.T) {
 				return nil
 			}
 			return same(e)
-		}, "event 2000 (leaf 199) was removed: its leaf is in the log, not marked pruned", tlog.Removed, false},
+		}, "event 2000 (leaf 199) was removed: no recorded pruning pass removed it", tlog.Removed, false},
 		{"one event inserted between two", func(e flagadmin.Event) []flagadmin.Event {
 			if e.ID == 3000 {
 				ins := e
@@ -188,7 +188,17 @@ func TestVerifyFindsTampering(t *testing.T) {
 
 	t.Run("an event and its leaf rewritten alike", func(t *testing.T) {
 		forge := func(e flagadmin.Event) flagadmin.Event { e.CreatedBy = "mallory"; return e }
-		forged, _ := flagadmin.LeafHash(forge(events[100]))
+		leaf, err := s.LogLeaves(context.Background(), 9, 10) // event 100's
+		if err != nil || len(leaf) != 1 || leaf[0].EventID != 100 {
+			t.Fatalf("the leaf of event 100: got %+v (%v)", leaf, err)
+		}
+		e := forge(events[100])
+		e.Salt = leaf[0].Salt
+		forged, err := flagadmin.LeafHash(e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		content, _ := flagadmin.ContentCommitment(e)
 		r := verify(t, tampered{Source: src,
 			edit: func(e flagadmin.Event) []flagadmin.Event {
 				if e.ID == 100 {
@@ -199,7 +209,7 @@ func TestVerifyFindsTampering(t *testing.T) {
 			leaves: func(ls []flagadmin.LogLeaf) []flagadmin.LogLeaf {
 				for i := range ls {
 					if ls[i].EventID == 100 {
-						ls[i].Hash = forged
+						ls[i].Hash, ls[i].Content = forged, content
 					}
 				}
 				return ls
@@ -281,7 +291,12 @@ func TestVerifyReportsPrunedRanges(t *testing.T) {
 	if _, _, err := newSigner(t, s, skey).Sign(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.HoldProject(ctx, "held", t0, flagadmin.Event{CreatedAt: t0, Type: flagadmin.EventLogHoldAdded, CreatedBy: "system", Project: ptr("held")}); err != nil {
+	// The rule, then the hold, as a server and log hold record them.
+	svc := flagadmin.NewService(s, flagadmin.WithLog(flagadmin.LogConfig{Store: s}), flagadmin.WithClock(func() time.Time { return t0.Add(200 * time.Minute) }))
+	if _, err := svc.RecordRetention(ctx, flagadmin.System, time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	if err := svc.HoldProject(ctx, flagadmin.System, "held"); err != nil {
 		t.Fatal(err)
 	}
 	// Events are a minute apart from t0: prune those of the first 150 minutes.
@@ -294,10 +309,11 @@ func TestVerifyReportsPrunedRanges(t *testing.T) {
 	if !r.OK() {
 		t.Fatalf("after pruning: got %+v, want OK", r.Problems)
 	}
-	// The hold and each of the 19 batches (7 events, the last 4) are events too.
+	// The rule, the hold and each of the 19 batches (7 events, the last 4)
+	// are events too.
 	want := []tlog.PrunedRange{{FirstLeaf: 0, LastLeaf: 99, FirstID: 1, LastID: 100}, {FirstLeaf: 120, LastLeaf: 149, FirstID: 121, LastID: 150}}
-	if fmt.Sprint(r.Pruned) != fmt.Sprint(want) || r.Events != 90 || r.Leaves != 220 {
-		t.Errorf("report: got pruned %+v, %d events, %d leaves; want %+v, 90, 220", r.Pruned, r.Events, r.Leaves, want)
+	if fmt.Sprint(r.Pruned) != fmt.Sprint(want) || r.Events != 91 || r.Leaves != 221 {
+		t.Errorf("report: got pruned %+v, %d events, %d leaves; want %+v, 91, 221", r.Pruned, r.Events, r.Leaves, want)
 	}
 	// A deleted event among pruned ones is still a removal.
 	r = verify(t, tampered{Source: tlog.StoreSource(s, s), edit: func(e flagadmin.Event) []flagadmin.Event {

@@ -145,7 +145,7 @@ func TestLogVerifyOnSQLNamesTheTamperedEvent(t *testing.T) {
 				{"a field changed", func(ids []int64) []string {
 					return []string{fmt.Sprintf("UPDATE events SET created_by = 'mallory' WHERE id = %d", ids[16])}
 				}, func(ids []int64) string {
-					return fmt.Sprintf("event %d (leaf 16) was changed: its leaf hash is not the one recorded when it was written", ids[16])
+					return fmt.Sprintf("event %d (leaf 16) was changed: its content differs from what its leaf recorded when it was written", ids[16])
 				}},
 				{"data changed, the same JSON otherwise written", func(ids []int64) []string {
 					return []string{fmt.Sprintf(`UPDATE events SET data = '{"z": 7}' WHERE id = %d`, ids[7])}
@@ -153,7 +153,7 @@ func TestLogVerifyOnSQLNamesTheTamperedEvent(t *testing.T) {
 				{"one deleted", func(ids []int64) []string {
 					return []string{fmt.Sprintf("DELETE FROM events WHERE id = %d", ids[29])}
 				}, func(ids []int64) string {
-					return fmt.Sprintf("event %d (leaf 29) was removed: its leaf is in the log, not marked pruned", ids[29])
+					return fmt.Sprintf("event %d (leaf 29) was removed: no recorded pruning pass removed it", ids[29])
 				}},
 				{"one inserted", func(ids []int64) []string {
 					return []string{fmt.Sprintf(`INSERT INTO events (id, created_at, type, created_by, search_payload, search_meta)

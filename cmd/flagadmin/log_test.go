@@ -367,13 +367,13 @@ func TestLogVerifyNamesTheTamperedEvent(t *testing.T) {
 				e.CreatedBy = "mallory"
 			}
 			return same(e)
-		}, "the log does not verify: event 17 (leaf 16) was changed: its leaf hash is not the one recorded when it was written (and 1 more problem, above)"},
+		}, "the log does not verify: event 17 (leaf 16) was changed: its content differs from what its leaf recorded when it was written (and 1 more problem, above)"},
 		{"one deleted", func(e flagadmin.Event) []flagadmin.Event {
 			if e.ID == 30 {
 				return nil
 			}
 			return same(e)
-		}, "the log does not verify: event 30 (leaf 29) was removed: its leaf is in the log, not marked pruned"},
+		}, "the log does not verify: event 30 (leaf 29) was removed: no recorded pruning pass removed it"},
 		{"one inserted", func(e flagadmin.Event) []flagadmin.Event {
 			if e.ID == 50 {
 				x := e
@@ -406,6 +406,67 @@ func TestLogVerifyNamesTheTamperedEvent(t *testing.T) {
 			}
 			if !strings.Contains(stdout, "PROBLEM: ") {
 				t.Errorf("stdout lists no problem: %s", stdout)
+			}
+		})
+	}
+}
+
+// leafEditor is a log store whose leaves are edited as they are read:
+// what a reader sees after the leaves' rows were changed by hand.
+type leafEditor struct {
+	logKeeper
+	edit func(l *flagadmin.LogLeaf)
+}
+
+func (s leafEditor) LogLeaves(ctx context.Context, start, end int64) ([]flagadmin.LogLeaf, error) {
+	leaves, err := s.logKeeper.LogLeaves(ctx, start, end)
+	for i := range leaves {
+		s.edit(&leaves[i])
+	}
+	return leaves, err
+}
+
+// TestLogVerifyRefusesRemovalsRetentionDidNotRecord: an event deleted and
+// its leaf marked pruned, on a log that never had retention, is a
+// removal, even with its tombstone made to look old, with --trusted or
+// without.
+func TestLogVerifyRefusesRemovalsRetentionDidNotRecord(t *testing.T) {
+	signing, verifier := keyFiles(t)
+	store := logWorld(t, 50, "ada")
+	deleted := func(e flagadmin.Event) []flagadmin.Event {
+		if e.ID == 30 {
+			return nil
+		}
+		return []flagadmin.Event{e}
+	}
+	trusted := filepath.Join(t.TempDir(), "checkpoint")
+	if code, _, stderr := runCLI(t, nil, "log", "verify", "--url", logServer(t, store, signing, nil), "--token", demoAdmin, "--key", verifier, "--save", trusted); code != 0 {
+		t.Fatalf("the untouched log: %s", stderr)
+	}
+	for _, c := range []struct {
+		name string
+		edit func(l *flagadmin.LogLeaf)
+		want string
+	}{
+		{"marked pruned", func(l *flagadmin.LogLeaf) {
+			if l.EventID == 30 {
+				l.Pruned, l.Salt = true, nil
+			}
+		}, "the log does not verify: event 30 (leaf 29) was removed: no recorded pruning pass removed it"},
+		{"marked pruned, its tombstone made to look old", func(l *flagadmin.LogLeaf) {
+			if l.EventID == 30 {
+				l.Pruned, l.Salt, l.CreatedAt = true, nil, l.CreatedAt.AddDate(-1, 0, 0)
+			}
+		}, "the log does not verify: event 30 (leaf 29) was removed: its leaf's recorded fields do not hash to its leaf hash"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			base := logServer(t, leafEditor{logKeeper: store, edit: c.edit}, signing, deleted)
+			for _, args := range [][]string{{}, {"--trusted", trusted}} {
+				code, stdout, stderr := runCLI(t, nil, append([]string{"log", "verify", "--url", base, "--token", demoAdmin, "--key", verifier}, args...)...)
+				lines := strings.Split(strings.TrimSpace(stderr), "\n")
+				if code != 1 || !strings.HasPrefix(lines[len(lines)-1], "flagadmin: "+c.want) || strings.Contains(stdout, "pruned: ") {
+					t.Errorf("%v: exit %d, last line of stderr %q\nstdout %s; want 1 and %q, nothing pruned", args, code, lines[len(lines)-1], stdout, c.want)
+				}
 			}
 		})
 	}

@@ -135,10 +135,13 @@ var logVerifyCommand = command{
 	summary: "Checks the event log against its signed checkpoints; names the first event changed, removed, inserted or reordered.",
 	about: `It checks the newest checkpoint's signature (with the verifier key), its root, and with --trusted a
 checkpoint saved earlier (the log must still have its root at its size: this
-catches an older copy of the database put back). Each event's leaf hash is
-compared with the one recorded when it was written, so the first event changed,
-removed, inserted or reordered is named. Events pruned by retention are reported
-as pruned ranges, not as problems: their leaf hashes still count.
+catches an older copy of the database put back). Each event is checked against
+its leaf (recorded when it was written), so the first event changed, removed,
+inserted or reordered is named. Events pruned by retention are reported as pruned
+ranges, not as problems (their leaf hashes still count), where the log's own
+retention events account for each: a pruning pass recorded after it removed it
+while it was older than the retention then in force and its project was not
+held. Any other missing event is reported as removed, whatever its leaf says.
 
 It reads a running server (--url, --token: an admin token or a root Admin's
 personal token, as it reads every event and leaf) or a database directly (--db).
