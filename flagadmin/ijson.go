@@ -1,0 +1,763 @@
+package flagadmin
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"unicode/utf16"
+	"unicode/utf8"
+
+	"github.com/gowebpki/jcs"
+)
+
+// The log's normal form. A leaf commits to the event as the API shows it,
+// in RFC 8785's canonical JSON, and RFC 8785 is defined on I-JSON (RFC
+// 7493) only: a JSON text beyond it has no canonical form (a strict
+// implementation refuses it), or one that does not bind what the API
+// shows (9007199254740993 and 9007199254740992 are one double). So an
+// event is brought into I-JSON once, when it is written, imported or
+// followed (NormalizeEvent), and stored so: what the API shows is then
+// exactly what its leaf commits to, and every RFC 8785 implementation
+// computes the same leaf. The rules:
+//
+//   - a number is kept when its decimal value is the value of the nearest
+//     double as ECMAScript writes it (1, 1.0, 1e0 and 0.1 are kept);
+//     otherwise, beyond double precision (9007199254740993,
+//     0.30000000000000000001, 1e-400) or a negative zero, it becomes the
+//     nearest double as ECMAScript writes it (9007199254740992, 0.3, 0);
+//   - a number beyond the range of a double (1e400) is refused
+//     (RefuseOutOfRange: writes through the API and seed files), or becomes
+//     the JSON string of its text, "1e400" (OutOfRangeAsString: imported and
+//     followed events, which flagadmin records as Unleash holds them rather
+//     than lose them);
+//   - of the members of an object with one name, the last one is kept, as
+//     ECMAScript's JSON.parse and PostgreSQL's jsonb keep it;
+//   - an unpaired surrogate (\ud800 without its partner) and a byte that is
+//     not UTF-8 become U+FFFD, in data and preData as in the event's text
+//     fields (as encoding/json writes them);
+//   - createdByUserId beyond ±2^53, which a double cannot hold exactly, is
+//     refused (RefuseOutOfRange) or becomes the nearest double
+//     (OutOfRangeAsString).
+//
+// EventContent refuses an event that is not in this form, so the log
+// never commits to a value other than the one the API shows: a stored
+// event changed to a text outside the form is reported as changed.
+
+// OutOfRange says what NormalizeEvent does with what a double cannot hold
+// at all: a number beyond its range in data or preData, and
+// createdByUserId beyond ±2^53.
+type OutOfRange int
+
+const (
+	// RefuseOutOfRange refuses the event with an error of kind
+	// ErrValidation that names the field: for events written through the
+	// API and seed files, whose writer can say what it means.
+	RefuseOutOfRange OutOfRange = iota
+	// OutOfRangeAsString writes such a number as the JSON string of its
+	// text, and createdByUserId as the nearest double: for events imported
+	// or followed from Unleash, which must not be lost.
+	OutOfRangeAsString
+)
+
+// maxSafeInteger is 2^53: every integer up to it is exactly a double.
+const maxSafeInteger = 1 << 53
+
+// NormalizeEvent brings e into the log's normal form (this file's comment)
+// (assigning new values to its fields, never writing through them, so
+// the caller's copies of its data, tags and text stay as they were) and returns a short note for each kind of change it made
+// (none when e was in the form already). data and preData must be JSON;
+// an error, of kind ErrValidation, names the field that is not, or that
+// holds what outOfRange refuses.
+func NormalizeEvent(e *Event, outOfRange OutOfRange) (changes []string, err error) {
+	changes, v := normalizeEventForm(e, outOfRange)
+	if v != nil {
+		return nil, v
+	}
+	return changes, nil
+}
+
+// normalizeEventForm is NormalizeEvent.
+func normalizeEventForm(e *Event, outOfRange OutOfRange) ([]string, *ValidationError) {
+	var f fieldErrors
+	var notes noteSet
+	for _, d := range []struct {
+		name string
+		raw  *[]byte
+	}{{"data", (*[]byte)(&e.Data)}, {"preData", (*[]byte)(&e.PreData)}} {
+		if *d.raw == nil {
+			continue
+		}
+		out, dn, err := normalizeJSON(*d.raw, outOfRange)
+		if err != nil {
+			f.add(d.name, "%v", err)
+			continue
+		}
+		*d.raw = out
+		for _, n := range dn {
+			notes.add(d.name + ": " + n)
+		}
+	}
+	if id := e.CreatedByUserID; id != nil && (*id > maxSafeInteger || *id < -maxSafeInteger) {
+		if outOfRange == RefuseOutOfRange {
+			f.add("createdByUserId", "must be between -2^53 and 2^53 (an integer every JSON reader holds exactly), got %d", *id)
+		} else {
+			v := nearestDoubleInt(*id)
+			e.CreatedByUserID = &v
+			notes.add("createdByUserId: beyond 2^53: the nearest double")
+		}
+	}
+	// Text fields get new values, never written through their pointers:
+	// the caller's copies stay as they were.
+	for _, s := range []struct {
+		name string
+		v    *string
+	}{{"type", &e.Type}, {"createdBy", &e.CreatedBy}} {
+		if !utf8.ValidString(*s.v) {
+			*s.v = validUTF8(*s.v)
+			notes.add(s.name + ": a byte that is not UTF-8: U+FFFD")
+		}
+	}
+	for _, s := range []struct {
+		name string
+		v    **string
+	}{{"environment", &e.Environment}, {"project", &e.Project}, {"featureName", &e.FeatureName},
+		{"groupType", &e.GroupType}, {"groupId", &e.GroupID}} {
+		if *s.v != nil && !utf8.ValidString(**s.v) {
+			v := validUTF8(**s.v)
+			*s.v = &v
+			notes.add(s.name + ": a byte that is not UTF-8: U+FFFD")
+		}
+	}
+	cloned := false
+	for i, t := range e.Tags {
+		if !utf8.ValidString(t.Type) || !utf8.ValidString(t.Value) {
+			if !cloned {
+				e.Tags, cloned = slices.Clone(e.Tags), true
+			}
+			e.Tags[i].Type, e.Tags[i].Value = validUTF8(t.Type), validUTF8(t.Value)
+			notes.add("tags: a byte that is not UTF-8: U+FFFD")
+		}
+	}
+	if v := f.err(); v != nil {
+		return nil, v
+	}
+	return notes, nil
+}
+
+// checkNormal returns an error of kind ErrValidation, naming the field,
+// when e is not in the log's normal form.
+func checkNormal(e Event) error {
+	changes, err := NormalizeEvent(&e, RefuseOutOfRange) // changes e's copy only
+	if err != nil {
+		return err
+	}
+	if len(changes) > 0 {
+		field, what, _ := strings.Cut(changes[0], ": ")
+		return invalid(field, "is not in the log's normal form (I-JSON): %s", what)
+	}
+	return nil
+}
+
+// noteSet is a list of notes without repeats.
+type noteSet []string
+
+func (n *noteSet) add(s string) {
+	for _, x := range *n {
+		if x == s {
+			return
+		}
+	}
+	*n = append(*n, s)
+}
+
+// nearestDoubleInt returns the integer value of the double nearest v, or
+// the largest double below 2^63 when that is 2^63 (beyond int64).
+func nearestDoubleInt(v int64) int64 {
+	f := float64(v)
+	if f >= math.MaxInt64 {
+		return int64(math.Nextafter(math.MaxInt64, 0))
+	}
+	return int64(f)
+}
+
+// validUTF8 replaces each byte of s that is not UTF-8 by U+FFFD, as
+// encoding/json writes such a string.
+func validUTF8(s string) string {
+	var b strings.Builder
+	for i := 0; i < len(s); {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		b.WriteRune(r) // RuneError for a byte that is not UTF-8
+		i += size
+	}
+	return b.String()
+}
+
+// maxNormalDepth bounds the nesting of arrays and objects, as
+// encoding/json and RFC 8785 implementations do.
+const maxNormalDepth = 10000
+
+// normalizeJSON returns the JSON text raw in the log's normal form: raw
+// itself when it is in the form, else a compact text with the members in
+// their order, and a note for each kind of change. raw must be one JSON
+// value (RFC 8259); the error says where it is not, or where a number
+// beyond the range of a double is when outOfRange refuses it.
+func normalizeJSON(raw []byte, outOfRange OutOfRange) ([]byte, []string, error) {
+	n := normalizer{in: raw, outOfRange: outOfRange}
+	n.skipSpace()
+	if err := n.value(0); err != nil {
+		return nil, nil, err
+	}
+	n.skipSpace()
+	if n.pos != len(n.in) {
+		return nil, nil, n.errorf("unexpected %q after the value", n.in[n.pos])
+	}
+	if len(n.notes) == 0 {
+		return raw, nil, nil
+	}
+	return n.out, n.notes, nil
+}
+
+// normalizer reads one JSON text and writes its normal form to out.
+type normalizer struct {
+	in         []byte
+	pos        int
+	out        []byte
+	outOfRange OutOfRange
+	notes      noteSet
+	// path holds the member names and array indexes down to the value
+	// being read, for errors.
+	path []pathStep
+}
+
+// pathStep is one step of a JSON Pointer.
+type pathStep struct {
+	name  string
+	index int // -1 for a member
+}
+
+// pointer returns the JSON Pointer (RFC 6901) of the value being read.
+func (n *normalizer) pointer() string {
+	if len(n.path) == 0 {
+		return "the top level"
+	}
+	var b strings.Builder
+	for _, s := range n.path {
+		b.WriteByte('/')
+		if s.index >= 0 {
+			b.WriteString(strconv.Itoa(s.index))
+		} else {
+			b.WriteString(strings.NewReplacer("~", "~0", "/", "~1").Replace(s.name))
+		}
+	}
+	return b.String()
+}
+
+// errNotJSON marks the errors of text that is not JSON.
+var errNotJSON = errors.New("not valid JSON")
+
+func (n *normalizer) errorf(format string, args ...any) error {
+	return fmt.Errorf("%w: at byte %d: %s", errNotJSON, n.pos, fmt.Sprintf(format, args...))
+}
+
+func (n *normalizer) skipSpace() {
+	for n.pos < len(n.in) {
+		switch n.in[n.pos] {
+		case ' ', '\t', '\n', '\r':
+			n.pos++
+		default:
+			return
+		}
+	}
+}
+
+// value writes the normal form of the value at n.pos; depth is the number
+// of arrays and objects around it.
+func (n *normalizer) value(depth int) error {
+	if n.pos >= len(n.in) {
+		return n.errorf("unexpected end of input")
+	}
+	switch b := n.in[n.pos]; {
+	case b == '{':
+		return n.object(depth)
+	case b == '[':
+		return n.array(depth)
+	case b == '"':
+		_, err := n.str(false)
+		return err
+	case b == '-' || (b >= '0' && b <= '9'):
+		return n.number()
+	default:
+		for _, lit := range []string{"true", "false", "null"} {
+			if len(n.in)-n.pos >= len(lit) && string(n.in[n.pos:n.pos+len(lit)]) == lit {
+				n.pos += len(lit)
+				n.out = append(n.out, lit...)
+				return nil
+			}
+		}
+		return n.errorf("unexpected %q", b)
+	}
+}
+
+// member is the span of one member of an object in n.out, and its name.
+type member struct {
+	name       string
+	start, end int
+}
+
+func (n *normalizer) object(depth int) error {
+	if depth >= maxNormalDepth {
+		return n.errorf("nested more than %d levels deep", maxNormalDepth)
+	}
+	n.pos++ // {
+	n.out = append(n.out, '{')
+	n.skipSpace()
+	if n.pos < len(n.in) && n.in[n.pos] == '}' {
+		n.pos++
+		n.out = append(n.out, '}')
+		return nil
+	}
+	var members []member
+	n.path = append(n.path, pathStep{index: -1})
+	for {
+		if n.pos >= len(n.in) || n.in[n.pos] != '"' {
+			return n.errorf("want a member name in quotes")
+		}
+		start := len(n.out)
+		if len(members) > 0 {
+			n.out = append(n.out, ',')
+		}
+		name, err := n.str(true)
+		if err != nil {
+			return err
+		}
+		n.path[len(n.path)-1].name = name
+		n.skipSpace()
+		if n.pos >= len(n.in) || n.in[n.pos] != ':' {
+			return n.errorf("want : after a member name")
+		}
+		n.pos++
+		n.out = append(n.out, ':')
+		n.skipSpace()
+		if err := n.value(depth + 1); err != nil {
+			return err
+		}
+		members = append(members, member{name: name, start: start, end: len(n.out)})
+		n.skipSpace()
+		if n.pos >= len(n.in) {
+			return n.errorf("unexpected end of input in an object")
+		}
+		if n.in[n.pos] == '}' {
+			n.pos++
+			break
+		}
+		if n.in[n.pos] != ',' {
+			return n.errorf("want , or } after a member")
+		}
+		n.pos++
+		n.skipSpace()
+	}
+	n.path = n.path[:len(n.path)-1]
+	n.dropRepeatedNames(members)
+	n.out = append(n.out, '}')
+	return nil
+}
+
+// dropRepeatedNames removes from n.out every member of an object (members,
+// the last at the end of n.out) whose name a later member repeats: the
+// last one wins.
+func (n *normalizer) dropRepeatedNames(members []member) {
+	if len(members) < 2 {
+		return
+	}
+	var drop []int
+	if len(members) <= 16 {
+		for i := range members {
+			for j := i + 1; j < len(members); j++ {
+				if members[j].name == members[i].name {
+					drop = append(drop, i)
+					break
+				}
+			}
+		}
+	} else {
+		last := make(map[string]int, len(members))
+		for i, m := range members {
+			last[m.name] = i
+		}
+		for i, m := range members {
+			if last[m.name] != i {
+				drop = append(drop, i)
+			}
+		}
+	}
+	if len(drop) == 0 {
+		return
+	}
+	n.notes.add("a member name given twice: the last member kept")
+	// Rebuild the object's members from its first byte, keeping the others.
+	objStart := members[0].start
+	kept := make([]byte, 0, len(n.out)-objStart)
+	first := true
+	for i, m := range members {
+		if len(drop) > 0 && drop[0] == i {
+			drop = drop[1:]
+			continue
+		}
+		text := n.out[m.start:m.end]
+		if i > 0 {
+			text = text[1:] // its comma
+		}
+		if !first {
+			kept = append(kept, ',')
+		}
+		first = false
+		kept = append(kept, text...)
+	}
+	n.out = append(n.out[:objStart], kept...)
+}
+
+func (n *normalizer) array(depth int) error {
+	if depth >= maxNormalDepth {
+		return n.errorf("nested more than %d levels deep", maxNormalDepth)
+	}
+	n.pos++ // [
+	n.out = append(n.out, '[')
+	n.skipSpace()
+	if n.pos < len(n.in) && n.in[n.pos] == ']' {
+		n.pos++
+		n.out = append(n.out, ']')
+		return nil
+	}
+	n.path = append(n.path, pathStep{index: 0})
+	for {
+		if err := n.value(depth + 1); err != nil {
+			return err
+		}
+		n.skipSpace()
+		if n.pos >= len(n.in) {
+			return n.errorf("unexpected end of input in an array")
+		}
+		if n.in[n.pos] == ']' {
+			n.pos++
+			n.path = n.path[:len(n.path)-1]
+			n.out = append(n.out, ']')
+			return nil
+		}
+		if n.in[n.pos] != ',' {
+			return n.errorf("want , or ] after an array element")
+		}
+		n.out = append(n.out, ',')
+		n.path[len(n.path)-1].index++
+		n.pos++
+		n.skipSpace()
+	}
+}
+
+// str reads the string at n.pos and writes it: as it is when it is
+// I-JSON, else with each unpaired surrogate and each byte that is not
+// UTF-8 replaced by U+FFFD. It returns the decoded string when decode is
+// set (a member name).
+func (n *normalizer) str(decode bool) (string, error) {
+	start := n.pos
+	n.pos++            // "
+	var units []uint16 // the decoded string, when needed
+	clean := true      // no unpaired surrogate, every byte UTF-8
+	for {
+		if n.pos >= len(n.in) {
+			return "", n.errorf("unexpected end of input in a string")
+		}
+		b := n.in[n.pos]
+		switch {
+		case b == '"':
+			n.pos++
+			if clean {
+				n.out = append(n.out, n.in[start:n.pos]...)
+				if decode {
+					return decodeString(n.in[start:n.pos]), nil
+				}
+				return "", nil
+			}
+			n.notes.add("an unpaired surrogate or a byte that is not UTF-8: U+FFFD")
+			s := string(utf16.Decode(units)) // an unpaired surrogate decodes as U+FFFD
+			n.out = appendCanonicalString(n.out, s)
+			return s, nil
+		case b == '\\':
+			if n.pos+1 >= len(n.in) {
+				return "", n.errorf("unexpected end of input in an escape")
+			}
+			esc := n.in[n.pos+1]
+			n.pos += 2
+			switch esc {
+			case '"', '\\', '/':
+				units = append(units, uint16(esc))
+			case 'b':
+				units = append(units, '\b')
+			case 'f':
+				units = append(units, '\f')
+			case 'n':
+				units = append(units, '\n')
+			case 'r':
+				units = append(units, '\r')
+			case 't':
+				units = append(units, '\t')
+			case 'u':
+				if n.pos+4 > len(n.in) || !isHex4(n.in[n.pos:n.pos+4]) {
+					return "", n.errorf("\\u must be followed by four hex digits")
+				}
+				u, _ := strconv.ParseUint(string(n.in[n.pos:n.pos+4]), 16, 16)
+				units = append(units, uint16(u))
+				n.pos += 4
+			default:
+				n.pos -= 2
+				return "", n.errorf("unknown escape \\%c", esc)
+			}
+		case b < 0x20:
+			return "", n.errorf("control character %#02x in a string", b)
+		case b < utf8.RuneSelf:
+			units = append(units, uint16(b))
+			n.pos++
+		default:
+			r, size := utf8.DecodeRune(n.in[n.pos:])
+			if r == utf8.RuneError && size == 1 {
+				clean = false
+			}
+			n.pos += size
+			units = utf16.AppendRune(units, r)
+		}
+		if clean && len(units) > 0 {
+			// A surrogate is unpaired unless a high one is followed by a low one.
+			last := units[len(units)-1]
+			if utf16.IsSurrogate(rune(last)) {
+				prev := len(units) >= 2 && units[len(units)-2] >= 0xd800 && units[len(units)-2] < 0xdc00
+				if last >= 0xdc00 && !prev {
+					clean = false
+				}
+				if last < 0xdc00 && !n.lowSurrogateFollows() {
+					clean = false
+				}
+			}
+		}
+	}
+}
+
+// lowSurrogateFollows reports whether the input at n.pos is the \u escape
+// of a low surrogate.
+func (n *normalizer) lowSurrogateFollows() bool {
+	in := n.in[n.pos:]
+	if len(in) < 6 || in[0] != '\\' || in[1] != 'u' || !isHex4(in[2:6]) {
+		return false
+	}
+	u, _ := strconv.ParseUint(string(in[2:6]), 16, 16)
+	return u >= 0xdc00 && u <= 0xdfff
+}
+
+// decodeString returns the string a JSON string (with its quotes) writes,
+// one that is I-JSON.
+func decodeString(quoted []byte) string {
+	var s string
+	json.Unmarshal(quoted, &s) // checked by str
+	return s
+}
+
+func isHex4(b []byte) bool {
+	for _, c := range b {
+		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F') {
+			return false
+		}
+	}
+	return true
+}
+
+// number reads the number at n.pos, after checking it against RFC 8259's
+// grammar (strconv accepts more), and writes its normal form.
+func (n *normalizer) number() error {
+	start := n.pos
+	if n.in[n.pos] == '-' {
+		n.pos++
+	}
+	switch {
+	case n.pos < len(n.in) && n.in[n.pos] == '0':
+		n.pos++
+	case n.pos < len(n.in) && n.in[n.pos] >= '1' && n.in[n.pos] <= '9':
+		n.digits()
+	default:
+		return n.errorf("a number needs a digit")
+	}
+	if n.pos < len(n.in) && n.in[n.pos] == '.' {
+		n.pos++
+		if n.digits() == 0 {
+			return n.errorf("a fraction needs a digit")
+		}
+	}
+	if n.pos < len(n.in) && (n.in[n.pos] == 'e' || n.in[n.pos] == 'E') {
+		n.pos++
+		if n.pos < len(n.in) && (n.in[n.pos] == '+' || n.in[n.pos] == '-') {
+			n.pos++
+		}
+		if n.digits() == 0 {
+			return n.errorf("an exponent needs a digit")
+		}
+	}
+	text := string(n.in[start:n.pos])
+	f, err := strconv.ParseFloat(text, 64)
+	if err != nil || math.IsInf(f, 0) {
+		// Syntax was checked above: the number is beyond the range of a double.
+		if n.outOfRange == RefuseOutOfRange {
+			return fmt.Errorf("the number %s at %s is beyond the range of a double (I-JSON): give it as a string", QuoteInput(text), n.pointer())
+		}
+		n.notes.add("a number beyond the range of a double: the string of its text")
+		n.out = strconv.AppendQuote(n.out, text) // digits, sign, '.', 'e' and '+' need no escape
+		return nil
+	}
+	es, _ := jcs.NumberToJSON(f) // finite: no error
+	if sameDecimal(text, es) {
+		n.out = append(n.out, text...)
+		return nil
+	}
+	if _, digits, _, _ := decimalOf(text); digits == "" {
+		n.notes.add("a negative zero: 0")
+	} else {
+		n.notes.add("a number beyond double precision: the nearest double")
+	}
+	n.out = append(n.out, es...)
+	return nil
+}
+
+func (n *normalizer) digits() int {
+	c := 0
+	for n.pos < len(n.in) && n.in[n.pos] >= '0' && n.in[n.pos] <= '9' {
+		n.pos++
+		c++
+	}
+	return c
+}
+
+// sameDecimal reports whether the JSON numbers a and b have the same
+// decimal value, a negative zero being another value than 0.
+func sameDecimal(a, b string) bool {
+	an, ad, ae, aok := decimalOf(a)
+	bn, bd, be, bok := decimalOf(b)
+	return aok && bok && an == bn && ad == bd && ae == be
+}
+
+// decimalOf returns the value of the JSON number s as 0.digits × 10^exp,
+// digits without leading or trailing zeros ("" for zero); ok is false
+// when the exponent does not fit an int64.
+func decimalOf(s string) (neg bool, digits string, exp int64, ok bool) {
+	neg = strings.HasPrefix(s, "-")
+	s = strings.TrimPrefix(s, "-")
+	mantissa, e, hasExp := strings.Cut(strings.ToLower(s), "e")
+	if hasExp {
+		var err error
+		if exp, err = strconv.ParseInt(e, 10, 64); err != nil {
+			return neg, "", 0, false
+		}
+	}
+	intPart, frac, _ := strings.Cut(mantissa, ".")
+	digits = intPart + frac
+	point := int64(len(intPart))
+	trimmed := strings.TrimLeft(digits, "0")
+	point -= int64(len(digits) - len(trimmed))
+	digits = strings.TrimRight(trimmed, "0")
+	if digits == "" {
+		return neg, "", 0, true
+	}
+	if (exp > 0 && point > math.MaxInt64-exp) || (exp < 0 && point < math.MinInt64-exp) {
+		return neg, "", 0, false
+	}
+	return neg, digits, point + exp, true
+}
+
+// normalizingStore is the Service's store: every event the Service
+// writes, through any of the four write methods, is brought into the
+// log's normal form first (RefuseOutOfRange), whoever built it. Events
+// the Service builds from checked input are in it already; an event
+// described by the caller (AppendEvent, seed files) was normalized when
+// it was checked, and is left as it is here.
+type normalizingStore struct {
+	Store
+}
+
+// normalEvents returns events in the normal form: events itself when
+// they are in it already, else a copy.
+func normalEvents(events []Event) ([]Event, error) {
+	out := events
+	for i := range events {
+		e := events[i]
+		changes, err := NormalizeEvent(&e, RefuseOutOfRange)
+		if err != nil {
+			return nil, err
+		}
+		if len(changes) > 0 {
+			if &out[0] == &events[0] {
+				out = slices.Clone(events)
+			}
+			out[i] = e
+		}
+	}
+	return out, nil
+}
+
+func (s normalizingStore) Write(ctx context.Context, b *Batch) error {
+	events, err := normalEvents(b.Events)
+	if err != nil {
+		return err
+	}
+	c := *b // b stays as it is unless the write succeeds
+	c.Events = events
+	if then := b.Then; then != nil {
+		c.Then = func(b *Batch) ([]Event, error) {
+			events, err := then(b)
+			if err != nil {
+				return nil, err
+			}
+			return normalEvents(events)
+		}
+	}
+	if err := s.Store.Write(ctx, &c); err != nil {
+		return err
+	}
+	c.Then = b.Then
+	*b = c
+	return nil
+}
+
+func (s normalizingStore) UpdateFeature(ctx context.Context, name string, fn func(*Feature) (*Event, error)) error {
+	return s.Store.UpdateFeature(ctx, name, func(f *Feature) (*Event, error) {
+		e, err := fn(f)
+		if err != nil || e == nil {
+			return e, err
+		}
+		if _, err := NormalizeEvent(e, RefuseOutOfRange); err != nil {
+			return nil, err
+		}
+		return e, nil
+	})
+}
+
+func (s normalizingStore) DeleteUser(ctx context.Context, id int64, fn func(User) (Event, error)) error {
+	return s.Store.DeleteUser(ctx, id, func(u User) (Event, error) {
+		e, err := fn(u)
+		if err != nil {
+			return e, err
+		}
+		_, err = NormalizeEvent(&e, RefuseOutOfRange)
+		return e, err
+	})
+}
+
+func (s normalizingStore) DeleteToken(ctx context.Context, hash string, fn func(APIToken) (Event, error)) error {
+	return s.Store.DeleteToken(ctx, hash, func(t APIToken) (Event, error) {
+		e, err := fn(t)
+		if err != nil {
+			return e, err
+		}
+		_, err = NormalizeEvent(&e, RefuseOutOfRange)
+		return e, err
+	})
+}
