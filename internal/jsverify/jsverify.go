@@ -25,6 +25,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flagadmin/flagadmin/adapters/eventjson"
 	"github.com/flagadmin/flagadmin/flagadmin"
 )
 
@@ -48,17 +49,14 @@ type Line struct {
 	Leaf  string          `json:"leaf"`
 }
 
-// LineOf returns e's line with the leaf flagadmin computes (LeafHash).
+// LineOf returns e's line: the event as the API writes it (eventjson, the
+// one encoder of events) and the leaf flagadmin computes (LeafHash).
 func LineOf(e flagadmin.Event) (Line, error) {
 	leaf, err := flagadmin.LeafHash(e)
 	if err != nil {
 		return Line{}, err
 	}
-	event, err := json.Marshal(e)
-	if err != nil {
-		return Line{}, err
-	}
-	return Line{Salt: hex.EncodeToString(e.Salt), Event: event, Leaf: hex.EncodeToString(leaf[:])}, nil
+	return Line{Salt: hex.EncodeToString(e.Salt), Event: eventjson.AppendEvent(nil, &e), Leaf: hex.EncodeToString(leaf[:])}, nil
 }
 
 // Run runs verify.mjs on lines and returns what it printed and whether it

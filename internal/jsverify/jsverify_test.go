@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flagadmin/flagadmin/adapters/eventjson"
 	"github.com/flagadmin/flagadmin/flagadmin"
 	"github.com/flagadmin/flagadmin/internal/jsverify"
 )
@@ -44,7 +45,7 @@ func events(t *testing.T) []flagadmin.Event {
 	at := time.Date(2026, 12, 2, 6, 30, 15, 123_000_000, time.UTC)
 	str := func(s string) *string { return &s }
 	admin, user := int64(flagadmin.AdminTokenUserID), int64(7)
-	tags := []flagadmin.Tag{{Type: "simple", Value: "checkout"}, {Type: "team", Value: "Ünïcode ☃"}}
+	tags := []flagadmin.Tag{{Type: "simple", Value: "checkout"}, {Type: "team", Value: "Ünïcode ☃", Color: flagadmin.ColorOf("#34A853")}}
 	var out []flagadmin.Event
 	for i, data := range ordinary {
 		e := flagadmin.Event{ID: int64(i + 1), CreatedAt: at.Add(time.Duration(i) * time.Second), Type: flagadmin.EventFeatureUpdated,
@@ -121,7 +122,7 @@ func TestNodeFindsAWrongLeaf(t *testing.T) {
 		t.Fatalf("normalized data %s, want %s", e.Data, want)
 	}
 	e.Data = json.RawMessage(`{"n":100000000000000000000,"m":-1.2345678901234e+29}`)
-	ls[changed].Event, _ = json.Marshal(e)
+	ls[changed].Event = eventjson.AppendEvent(nil, &e)
 	out, ok := jsverify.Run(t, ls)
 	if ok {
 		t.Fatalf("verify.mjs accepted a wrong leaf and a changed event:\n%s", out)
