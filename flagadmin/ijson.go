@@ -1,6 +1,7 @@
 package flagadmin
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -207,36 +208,62 @@ const maxNormalDepth = 10000
 // value (RFC 8259); the error says where it is not, or where a number
 // beyond the range of a double is when outOfRange refuses it.
 func normalizeJSON(raw []byte, outOfRange OutOfRange) ([]byte, []string, error) {
+	// A first reading only checks: most texts are in the form already,
+	// and a leaf hash checks every event it is computed for.
 	n := normalizer{in: raw, outOfRange: outOfRange}
-	n.skipSpace()
-	if err := n.value(0); err != nil {
+	if err := n.run(); err != nil {
 		return nil, nil, err
-	}
-	n.skipSpace()
-	if n.pos != len(n.in) {
-		return nil, nil, n.errorf("unexpected %q after the value", n.in[n.pos])
 	}
 	if len(n.notes) == 0 {
 		return raw, nil, nil
 	}
-	return n.out, n.notes, nil
+	w := normalizer{in: raw, outOfRange: outOfRange, write: true, out: make([]byte, 0, len(raw))}
+	if err := w.run(); err != nil {
+		return nil, nil, err
+	}
+	return w.out, w.notes, nil
 }
 
-// normalizer reads one JSON text and writes its normal form to out.
+// normalizer reads one JSON text and, when write is set, writes its
+// normal form to out.
 type normalizer struct {
 	in         []byte
 	pos        int
+	write      bool
 	out        []byte
 	outOfRange OutOfRange
 	notes      noteSet
 	// path holds the member names and array indexes down to the value
 	// being read, for errors.
 	path []pathStep
+	// levels holds, per depth, the members of the object being read at
+	// that depth (scratch space, reused).
+	levels [][]member
+}
+
+// run reads the whole text.
+func (n *normalizer) run() error {
+	n.skipSpace()
+	if err := n.value(0); err != nil {
+		return err
+	}
+	n.skipSpace()
+	if n.pos != len(n.in) {
+		return n.errorf("unexpected %q after the value", n.in[n.pos])
+	}
+	return nil
+}
+
+// put writes b when the normalizer writes.
+func (n *normalizer) put(b ...byte) {
+	if n.write {
+		n.out = append(n.out, b...)
+	}
 }
 
 // pathStep is one step of a JSON Pointer.
 type pathStep struct {
-	name  string
+	name  []byte
 	index int // -1 for a member
 }
 
@@ -251,7 +278,7 @@ func (n *normalizer) pointer() string {
 		if s.index >= 0 {
 			b.WriteString(strconv.Itoa(s.index))
 		} else {
-			b.WriteString(strings.NewReplacer("~", "~0", "/", "~1").Replace(s.name))
+			b.WriteString(strings.NewReplacer("~", "~0", "/", "~1").Replace(string(s.name)))
 		}
 	}
 	return b.String()
@@ -275,8 +302,8 @@ func (n *normalizer) skipSpace() {
 	}
 }
 
-// value writes the normal form of the value at n.pos; depth is the number
-// of arrays and objects around it.
+// value reads the value at n.pos; depth is the number of arrays and
+// objects around it.
 func (n *normalizer) value(depth int) error {
 	if n.pos >= len(n.in) {
 		return n.errorf("unexpected end of input")
@@ -295,7 +322,7 @@ func (n *normalizer) value(depth int) error {
 		for _, lit := range []string{"true", "false", "null"} {
 			if len(n.in)-n.pos >= len(lit) && string(n.in[n.pos:n.pos+len(lit)]) == lit {
 				n.pos += len(lit)
-				n.out = append(n.out, lit...)
+				n.put(n.in[n.pos-len(lit) : n.pos]...)
 				return nil
 			}
 		}
@@ -303,9 +330,10 @@ func (n *normalizer) value(depth int) error {
 	}
 }
 
-// member is the span of one member of an object in n.out, and its name.
+// member is one member of an object: its name (decoded) and, when the
+// normalizer writes, its span in n.out.
 type member struct {
-	name       string
+	name       []byte
 	start, end int
 }
 
@@ -314,14 +342,17 @@ func (n *normalizer) object(depth int) error {
 		return n.errorf("nested more than %d levels deep", maxNormalDepth)
 	}
 	n.pos++ // {
-	n.out = append(n.out, '{')
+	n.put('{')
 	n.skipSpace()
 	if n.pos < len(n.in) && n.in[n.pos] == '}' {
 		n.pos++
-		n.out = append(n.out, '}')
+		n.put('}')
 		return nil
 	}
-	var members []member
+	for len(n.levels) <= depth {
+		n.levels = append(n.levels, nil)
+	}
+	members := n.levels[depth][:0]
 	n.path = append(n.path, pathStep{index: -1})
 	for {
 		if n.pos >= len(n.in) || n.in[n.pos] != '"' {
@@ -329,7 +360,7 @@ func (n *normalizer) object(depth int) error {
 		}
 		start := len(n.out)
 		if len(members) > 0 {
-			n.out = append(n.out, ',')
+			n.put(',')
 		}
 		name, err := n.str(true)
 		if err != nil {
@@ -341,7 +372,7 @@ func (n *normalizer) object(depth int) error {
 			return n.errorf("want : after a member name")
 		}
 		n.pos++
-		n.out = append(n.out, ':')
+		n.put(':')
 		n.skipSpace()
 		if err := n.value(depth + 1); err != nil {
 			return err
@@ -363,13 +394,14 @@ func (n *normalizer) object(depth int) error {
 	}
 	n.path = n.path[:len(n.path)-1]
 	n.dropRepeatedNames(members)
-	n.out = append(n.out, '}')
+	n.levels[depth] = members[:0]
+	n.put('}')
 	return nil
 }
 
-// dropRepeatedNames removes from n.out every member of an object (members,
-// the last at the end of n.out) whose name a later member repeats: the
-// last one wins.
+// dropRepeatedNames notes, and removes from n.out when it writes, every
+// member of an object (members, the last at the end of n.out) whose name
+// a later member repeats: the last one wins.
 func (n *normalizer) dropRepeatedNames(members []member) {
 	if len(members) < 2 {
 		return
@@ -378,7 +410,7 @@ func (n *normalizer) dropRepeatedNames(members []member) {
 	if len(members) <= 16 {
 		for i := range members {
 			for j := i + 1; j < len(members); j++ {
-				if members[j].name == members[i].name {
+				if bytes.Equal(members[j].name, members[i].name) {
 					drop = append(drop, i)
 					break
 				}
@@ -387,10 +419,10 @@ func (n *normalizer) dropRepeatedNames(members []member) {
 	} else {
 		last := make(map[string]int, len(members))
 		for i, m := range members {
-			last[m.name] = i
+			last[string(m.name)] = i
 		}
 		for i, m := range members {
-			if last[m.name] != i {
+			if last[string(m.name)] != i {
 				drop = append(drop, i)
 			}
 		}
@@ -399,6 +431,9 @@ func (n *normalizer) dropRepeatedNames(members []member) {
 		return
 	}
 	n.notes.add("a member name given twice: the last member kept")
+	if !n.write {
+		return
+	}
 	// Rebuild the object's members from its first byte, keeping the others.
 	objStart := members[0].start
 	kept := make([]byte, 0, len(n.out)-objStart)
@@ -426,11 +461,11 @@ func (n *normalizer) array(depth int) error {
 		return n.errorf("nested more than %d levels deep", maxNormalDepth)
 	}
 	n.pos++ // [
-	n.out = append(n.out, '[')
+	n.put('[')
 	n.skipSpace()
 	if n.pos < len(n.in) && n.in[n.pos] == ']' {
 		n.pos++
-		n.out = append(n.out, ']')
+		n.put(']')
 		return nil
 	}
 	n.path = append(n.path, pathStep{index: 0})
@@ -445,13 +480,13 @@ func (n *normalizer) array(depth int) error {
 		if n.in[n.pos] == ']' {
 			n.pos++
 			n.path = n.path[:len(n.path)-1]
-			n.out = append(n.out, ']')
+			n.put(']')
 			return nil
 		}
 		if n.in[n.pos] != ',' {
 			return n.errorf("want , or ] after an array element")
 		}
-		n.out = append(n.out, ',')
+		n.put(',')
 		n.path[len(n.path)-1].index++
 		n.pos++
 		n.skipSpace()
@@ -460,66 +495,75 @@ func (n *normalizer) array(depth int) error {
 
 // str reads the string at n.pos and writes it: as it is when it is
 // I-JSON, else with each unpaired surrogate and each byte that is not
-// UTF-8 replaced by U+FFFD. It returns the decoded string when decode is
+// UTF-8 replaced by U+FFFD. It returns the string, decoded, when decode is
 // set (a member name).
-func (n *normalizer) str(decode bool) (string, error) {
+func (n *normalizer) str(decode bool) ([]byte, error) {
 	start := n.pos
-	n.pos++            // "
-	var units []uint16 // the decoded string, when needed
-	clean := true      // no unpaired surrogate, every byte UTF-8
+	n.pos++          // "
+	clean := true    // no unpaired surrogate, every byte UTF-8
+	escaped := false // a \ escape seen
+	paired := false  // the last \u escape was a high surrogate whose low one follows
 	for {
 		if n.pos >= len(n.in) {
-			return "", n.errorf("unexpected end of input in a string")
+			return nil, n.errorf("unexpected end of input in a string")
 		}
 		b := n.in[n.pos]
 		switch {
 		case b == '"':
 			n.pos++
-			if clean {
-				n.out = append(n.out, n.in[start:n.pos]...)
-				if decode {
-					return decodeString(n.in[start:n.pos]), nil
+			text := n.in[start:n.pos]
+			if !clean {
+				n.notes.add("an unpaired surrogate or a byte that is not UTF-8: U+FFFD")
+				s := decodeLenient(text[1 : len(text)-1])
+				if n.write {
+					n.out = appendCanonicalString(n.out, s)
 				}
-				return "", nil
+				return []byte(s), nil
 			}
-			n.notes.add("an unpaired surrogate or a byte that is not UTF-8: U+FFFD")
-			s := string(utf16.Decode(units)) // an unpaired surrogate decodes as U+FFFD
-			n.out = appendCanonicalString(n.out, s)
-			return s, nil
+			n.put(text...)
+			switch {
+			case !decode:
+				return nil, nil
+			case !escaped:
+				return text[1 : len(text)-1], nil
+			}
+			var s string
+			if err := json.Unmarshal(text, &s); err != nil {
+				return nil, n.errorf("%v", err)
+			}
+			return []byte(s), nil
 		case b == '\\':
+			escaped = true
 			if n.pos+1 >= len(n.in) {
-				return "", n.errorf("unexpected end of input in an escape")
+				return nil, n.errorf("unexpected end of input in an escape")
 			}
 			esc := n.in[n.pos+1]
 			n.pos += 2
 			switch esc {
-			case '"', '\\', '/':
-				units = append(units, uint16(esc))
-			case 'b':
-				units = append(units, '\b')
-			case 'f':
-				units = append(units, '\f')
-			case 'n':
-				units = append(units, '\n')
-			case 'r':
-				units = append(units, '\r')
-			case 't':
-				units = append(units, '\t')
+			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
 			case 'u':
 				if n.pos+4 > len(n.in) || !isHex4(n.in[n.pos:n.pos+4]) {
-					return "", n.errorf("\\u must be followed by four hex digits")
+					return nil, n.errorf("\\u must be followed by four hex digits")
 				}
-				u, _ := strconv.ParseUint(string(n.in[n.pos:n.pos+4]), 16, 16)
-				units = append(units, uint16(u))
+				u := hex4(n.in[n.pos : n.pos+4])
 				n.pos += 4
+				switch {
+				case paired: // the low surrogate of a pair
+					paired = false
+				case u >= 0xd800 && u < 0xdc00:
+					if paired = n.lowSurrogateFollows(); !paired {
+						clean = false
+					}
+				case u >= 0xdc00 && u < 0xe000:
+					clean = false
+				}
 			default:
 				n.pos -= 2
-				return "", n.errorf("unknown escape \\%c", esc)
+				return nil, n.errorf("unknown escape \\%c", esc)
 			}
 		case b < 0x20:
-			return "", n.errorf("control character %#02x in a string", b)
+			return nil, n.errorf("control character %#02x in a string", b)
 		case b < utf8.RuneSelf:
-			units = append(units, uint16(b))
 			n.pos++
 		default:
 			r, size := utf8.DecodeRune(n.in[n.pos:])
@@ -527,20 +571,6 @@ func (n *normalizer) str(decode bool) (string, error) {
 				clean = false
 			}
 			n.pos += size
-			units = utf16.AppendRune(units, r)
-		}
-		if clean && len(units) > 0 {
-			// A surrogate is unpaired unless a high one is followed by a low one.
-			last := units[len(units)-1]
-			if utf16.IsSurrogate(rune(last)) {
-				prev := len(units) >= 2 && units[len(units)-2] >= 0xd800 && units[len(units)-2] < 0xdc00
-				if last >= 0xdc00 && !prev {
-					clean = false
-				}
-				if last < 0xdc00 && !n.lowSurrogateFollows() {
-					clean = false
-				}
-			}
 		}
 	}
 }
@@ -552,16 +582,64 @@ func (n *normalizer) lowSurrogateFollows() bool {
 	if len(in) < 6 || in[0] != '\\' || in[1] != 'u' || !isHex4(in[2:6]) {
 		return false
 	}
-	u, _ := strconv.ParseUint(string(in[2:6]), 16, 16)
-	return u >= 0xdc00 && u <= 0xdfff
+	u := hex4(in[2:6])
+	return u >= 0xdc00 && u < 0xe000
 }
 
-// decodeString returns the string a JSON string (with its quotes) writes,
-// one that is I-JSON.
-func decodeString(quoted []byte) string {
-	var s string
-	json.Unmarshal(quoted, &s) // checked by str
-	return s
+// decodeLenient returns the string a JSON string's content (checked,
+// without its quotes) writes, with each unpaired surrogate and each byte
+// that is not UTF-8 as U+FFFD.
+func decodeLenient(content []byte) string {
+	var units []uint16
+	for i := 0; i < len(content); {
+		b := content[i]
+		switch {
+		case b == '\\':
+			switch esc := content[i+1]; esc {
+			case 'b':
+				units = append(units, '\b')
+			case 'f':
+				units = append(units, '\f')
+			case 'n':
+				units = append(units, '\n')
+			case 'r':
+				units = append(units, '\r')
+			case 't':
+				units = append(units, '\t')
+			case 'u':
+				units = append(units, hex4(content[i+2:i+6]))
+				i += 4
+			default: // " \ /
+				units = append(units, uint16(esc))
+			}
+			i += 2
+		case b < utf8.RuneSelf:
+			units = append(units, uint16(b))
+			i++
+		default:
+			r, size := utf8.DecodeRune(content[i:]) // RuneError for a byte that is not UTF-8
+			units = utf16.AppendRune(units, r)
+			i += size
+		}
+	}
+	return string(utf16.Decode(units)) // an unpaired surrogate decodes as U+FFFD
+}
+
+// hex4 returns the value of four hex digits (checked by isHex4).
+func hex4(b []byte) uint16 {
+	var u uint16
+	for _, c := range b {
+		switch {
+		case c >= 'a':
+			c -= 'a' - 10
+		case c >= 'A':
+			c -= 'A' - 10
+		default:
+			c -= '0'
+		}
+		u = u<<4 | uint16(c)
+	}
+	return u
 }
 
 func isHex4(b []byte) bool {
@@ -603,6 +681,11 @@ func (n *normalizer) number() error {
 			return n.errorf("an exponent needs a digit")
 		}
 	}
+	if digits := n.in[start:n.pos]; len(digits) <= 15 && isInteger(digits) && string(digits) != "-0" {
+		// An integer of at most 15 digits is a double exactly, written so.
+		n.put(digits...)
+		return nil
+	}
 	text := string(n.in[start:n.pos])
 	f, err := strconv.ParseFloat(text, 64)
 	if err != nil || math.IsInf(f, 0) {
@@ -611,12 +694,14 @@ func (n *normalizer) number() error {
 			return fmt.Errorf("the number %s at %s is beyond the range of a double (I-JSON): give it as a string", QuoteInput(text), n.pointer())
 		}
 		n.notes.add("a number beyond the range of a double: the string of its text")
-		n.out = strconv.AppendQuote(n.out, text) // digits, sign, '.', 'e' and '+' need no escape
+		if n.write {
+			n.out = strconv.AppendQuote(n.out, text) // digits, sign, '.', 'e' and '+' need no escape
+		}
 		return nil
 	}
 	es, _ := jcs.NumberToJSON(f) // finite: no error
 	if sameDecimal(text, es) {
-		n.out = append(n.out, text...)
+		n.put(n.in[start:n.pos]...)
 		return nil
 	}
 	if _, digits, _, _ := decimalOf(text); digits == "" {
@@ -624,8 +709,21 @@ func (n *normalizer) number() error {
 	} else {
 		n.notes.add("a number beyond double precision: the nearest double")
 	}
-	n.out = append(n.out, es...)
+	if n.write {
+		n.out = append(n.out, es...)
+	}
 	return nil
+}
+
+// isInteger reports whether the JSON number b is an integer written
+// without fraction or exponent.
+func isInteger(b []byte) bool {
+	for i, c := range b {
+		if (c < '0' || c > '9') && !(i == 0 && c == '-') {
+			return false
+		}
+	}
+	return true
 }
 
 func (n *normalizer) digits() int {
