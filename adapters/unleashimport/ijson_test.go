@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/gowebpki/jcs"
 	"github.com/jackc/pgx/v5"
@@ -40,8 +42,7 @@ type nonIJSONCase struct{ data, want, wantPre, note string }
 // TestImportNormalizesEvents: events whose data is not I-JSON are imported
 // (into a seed file too) in the log's normal form, counted as mapped down
 // with what changed, and their content is what a strict RFC 8785
-// implementation writes. Following reads events as the import does
-// (scanEvent), so it stores the same.
+// implementation writes. TestFollowNormalizesEvents checks following.
 func TestImportNormalizesEvents(t *testing.T) {
 	url := unleashfixture.Restore(t)
 	ctx := context.Background()
@@ -141,17 +142,61 @@ func checkStrictContent(t *testing.T, e flagadmin.Event) {
 type saltingLoader struct{ *memstore.Store }
 
 func (s saltingLoader) Load(ctx context.Context, b *flagadmin.Batch, events func(emit func([]flagadmin.Event) error) error) error {
-	for i := range b.Events {
-		b.Events[i].Salt = flagadmin.NewSalt()
-	}
-	return s.Store.Load(ctx, b, func(emit func([]flagadmin.Event) error) error {
-		return events(func(batch []flagadmin.Event) error {
-			for i := range batch {
-				if batch[i].Salt == nil {
-					batch[i].Salt = flagadmin.NewSalt()
-				}
-			}
-			return emit(batch)
-		})
+	c := *b
+	c.Events = salted(b.Events)
+	return s.Store.Load(ctx, &c, func(emit func([]flagadmin.Event) error) error {
+		return events(func(batch []flagadmin.Event) error { return emit(salted(batch)) })
 	})
+}
+
+// TestFollowNormalizesEvents: events written in Unleash while it is
+// followed are stored in the normal form, as imported ones are.
+func TestFollowNormalizesEvents(t *testing.T) {
+	url := unleashfixture.Restore(t)
+	store := saltingFollowStore{memstore.New()}
+	r := startFollower(t, url, store, unleashimport.FollowOptions{})
+	caughtUp(t, r, fixtureEvents)
+	u := connect(t, url)
+	ids := make([]int64, len(unleashNonIJSON))
+	for i, c := range unleashNonIJSON {
+		ids[i] = u.event(nil, "feature-updated", ptr("default"), nil, c.data)
+	}
+	caughtUp(t, r, ids[len(ids)-1])
+	for i, c := range unleashNonIJSON {
+		page, err := store.SearchEvents(context.Background(), flagadmin.EventQuery{Limit: 1, IDs: []int64{ids[i]}})
+		if err != nil || len(page.Events) != 1 {
+			t.Fatalf("followed event %d: %+v, %v", ids[i], page, err)
+		}
+		if e := page.Events[0]; string(e.Data) != c.want {
+			t.Errorf("%s: followed data %s, want %s", c.data, e.Data, c.want)
+		}
+		checkStrictContent(t, page.Events[0])
+	}
+}
+
+// saltingFollowStore gives every event it is given a salt, as
+// saltingLoader does.
+type saltingFollowStore struct{ *memstore.Store }
+
+func (s saltingFollowStore) LoadFollow(ctx context.Context, holder string, now time.Time, st flagadmin.FollowState, b *flagadmin.Batch, events func(emit func([]flagadmin.Event) error) error) error {
+	return s.Store.LoadFollow(ctx, holder, now, st, b, func(emit func([]flagadmin.Event) error) error {
+		return events(func(batch []flagadmin.Event) error { return emit(salted(batch)) })
+	})
+}
+
+func (s saltingFollowStore) ApplyFollow(ctx context.Context, holder string, now time.Time, b *flagadmin.FollowBatch) error {
+	c := *b
+	c.Events = salted(b.Events)
+	return s.Store.ApplyFollow(ctx, holder, now, &c)
+}
+
+// salted returns events, each with a salt.
+func salted(events []flagadmin.Event) []flagadmin.Event {
+	out := slices.Clone(events)
+	for i := range out {
+		if out[i].Salt == nil {
+			out[i].Salt = flagadmin.NewSalt()
+		}
+	}
+	return out
 }
