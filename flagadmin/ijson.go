@@ -68,12 +68,13 @@ const (
 // maxSafeInteger is 2^53: every integer up to it is exactly a double.
 const maxSafeInteger = 1 << 53
 
-// NormalizeEvent brings e into the log's normal form (this file's comment)
-// (assigning new values to its fields, never writing through them, so
-// the caller's copies of its data, tags and text stay as they were) and returns a short note for each kind of change it made
-// (none when e was in the form already). data and preData must be JSON;
-// an error, of kind ErrValidation, names the field that is not, or that
-// holds what outOfRange refuses.
+// NormalizeEvent brings e into the log's normal form (the rules above) and
+// returns a short note for each kind of change it made, none when e was in
+// the form already. It assigns new values to e's fields and never writes
+// through them: the caller's copies of its data, tags and text stay as
+// they were. data and preData must be JSON; an error, of kind
+// ErrValidation, names the field that is not, or that holds what
+// outOfRange refuses.
 func NormalizeEvent(e *Event, outOfRange OutOfRange) (changes []string, err error) {
 	changes, v := normalizeEventForm(e, outOfRange)
 	if v != nil {
