@@ -41,19 +41,13 @@ func NewSalt() []byte {
 }
 
 // EventContent returns the canonical JSON (RFC 8785) of the event as the
-// API shows it, without its id: the content a leaf commits to. Its data
-// and preData must be JSON; an error of kind ErrValidation names the one
-// that is not.
+// API shows it, without its id: the content a leaf commits to. The event
+// must be in the log's normal form (NormalizeEvent), so that the content
+// binds every value the API shows; an error of kind ErrValidation names
+// the field that is not JSON or not in that form.
 func EventContent(e Event) ([]byte, error) {
-	for _, f := range []struct {
-		name string
-		raw  []byte
-	}{{"data", e.Data}, {"preData", e.PreData}} {
-		if f.raw != nil {
-			if _, err := CanonicalJSON(f.raw); err != nil {
-				return nil, invalid(f.name, "is not JSON: %v", err)
-			}
-		}
+	if err := checkNormal(e); err != nil {
+		return nil, err
 	}
 	raw, err := SeedEventJSON(e)
 	if err != nil {

@@ -44,8 +44,9 @@ func NewService(store Store, opts ...Option) *Service {
 	for _, o := range opts {
 		o(s)
 	}
+	s.store = normalizingStore{Store: store}
 	if s.follow != nil {
-		s.store = readOnlyGuard{Store: store, follow: s.follow}
+		s.store = readOnlyGuard{Store: s.store, follow: s.follow}
 	}
 	return s
 }

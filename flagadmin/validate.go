@@ -174,7 +174,13 @@ func normalizeEvent(e *Event, now time.Time) *ValidationError {
 	for i, t := range e.Tags {
 		f.merge(fmt.Sprintf("tags[%d]", i), t.Validate())
 	}
-	return f.err()
+	if v := f.err(); v != nil {
+		return v
+	}
+	// Into the log's normal form: a number beyond the range of a double
+	// is refused, naming the field (the writer can give it as a string).
+	_, v := normalizeEventForm(e, RefuseOutOfRange)
+	return v
 }
 
 // normalizeToken checks a token given with its secret (seed files).

@@ -819,6 +819,17 @@ func mapEvent(e *flagadmin.Event, at *time.Time, uid *int32, data, pre, tags *st
 	for _, n := range notes {
 		c.mapDown(n)
 	}
+	// Into the log's normal form (I-JSON), as every event is written: a
+	// number beyond the range of a double becomes the string of its text,
+	// so that Unleash's event is kept.
+	normal, err := flagadmin.NormalizeEvent(e, flagadmin.OutOfRangeAsString)
+	if err != nil {
+		c.skip("data or preData that flagadmin cannot hold (nested too deep)")
+		return false
+	}
+	for _, n := range normal {
+		c.mapDown(n)
+	}
 	return true
 }
 

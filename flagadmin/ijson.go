@@ -1,0 +1,862 @@
+package flagadmin
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"unicode/utf16"
+	"unicode/utf8"
+
+	"github.com/gowebpki/jcs"
+)
+
+// The log's normal form. A leaf commits to the event as the API shows it,
+// in RFC 8785's canonical JSON, and RFC 8785 is defined on I-JSON (RFC
+// 7493) only: a JSON text beyond it has no canonical form (a strict
+// implementation refuses it), or one that does not bind what the API
+// shows (9007199254740993 and 9007199254740992 are one double). So an
+// event is brought into I-JSON once, when it is written, imported or
+// followed (NormalizeEvent), and stored so: what the API shows is then
+// exactly what its leaf commits to, and every RFC 8785 implementation
+// computes the same leaf. The rules:
+//
+//   - a number is kept when its decimal value is the value of the nearest
+//     double as ECMAScript writes it (1, 1.0, 1e0 and 0.1 are kept);
+//     otherwise, beyond double precision (9007199254740993,
+//     0.30000000000000000001, 1e-400) or a negative zero, it becomes the
+//     nearest double as ECMAScript writes it (9007199254740992, 0.3, 0);
+//   - a number beyond the range of a double (1e400) is refused
+//     (RefuseOutOfRange: writes through the API and seed files), or becomes
+//     the JSON string of its text, "1e400" (OutOfRangeAsString: imported and
+//     followed events, which flagadmin records as Unleash holds them rather
+//     than lose them);
+//   - of the members of an object with one name, the last one is kept, as
+//     ECMAScript's JSON.parse and PostgreSQL's jsonb keep it;
+//   - an unpaired surrogate (\ud800 without its partner) and a byte that is
+//     not UTF-8 become U+FFFD, in data and preData as in the event's text
+//     fields (as encoding/json writes them);
+//   - createdByUserId beyond ±2^53, which a double cannot hold exactly, is
+//     refused (RefuseOutOfRange) or becomes the nearest double
+//     (OutOfRangeAsString).
+//
+// EventContent refuses an event that is not in this form, so the log
+// never commits to a value other than the one the API shows: a stored
+// event changed to a text outside the form is reported as changed.
+
+// OutOfRange says what NormalizeEvent does with what a double cannot hold
+// at all: a number beyond its range in data or preData, and
+// createdByUserId beyond ±2^53.
+type OutOfRange int
+
+const (
+	// RefuseOutOfRange refuses the event with an error of kind
+	// ErrValidation that names the field: for events written through the
+	// API and seed files, whose writer can say what it means.
+	RefuseOutOfRange OutOfRange = iota
+	// OutOfRangeAsString writes such a number as the JSON string of its
+	// text, and createdByUserId as the nearest double: for events imported
+	// or followed from Unleash, which must not be lost.
+	OutOfRangeAsString
+)
+
+// maxSafeInteger is 2^53: every integer up to it is exactly a double.
+const maxSafeInteger = 1 << 53
+
+// NormalizeEvent brings e into the log's normal form (the rules above) and
+// returns a short note for each kind of change it made, none when e was in
+// the form already. It assigns new values to e's fields and never writes
+// through them: the caller's copies of its data, tags and text stay as
+// they were. data and preData must be JSON; an error, of kind
+// ErrValidation, names the field that is not, or that holds what
+// outOfRange refuses.
+func NormalizeEvent(e *Event, outOfRange OutOfRange) (changes []string, err error) {
+	changes, v := normalizeEventForm(e, outOfRange)
+	if v != nil {
+		return nil, v
+	}
+	return changes, nil
+}
+
+// normalizeEventForm is NormalizeEvent.
+func normalizeEventForm(e *Event, outOfRange OutOfRange) ([]string, *ValidationError) {
+	var f fieldErrors
+	var notes noteSet
+	for _, d := range []struct {
+		name string
+		raw  *[]byte
+	}{{"data", (*[]byte)(&e.Data)}, {"preData", (*[]byte)(&e.PreData)}} {
+		if *d.raw == nil {
+			continue
+		}
+		out, dn, err := normalizeJSON(*d.raw, outOfRange)
+		if err != nil {
+			f.add(d.name, "%v", err)
+			continue
+		}
+		*d.raw = out
+		for _, n := range dn {
+			notes.add(d.name + ": " + n)
+		}
+	}
+	if id := e.CreatedByUserID; id != nil && (*id > maxSafeInteger || *id < -maxSafeInteger) {
+		if outOfRange == RefuseOutOfRange {
+			f.add("createdByUserId", "must be between -2^53 and 2^53 (an integer every JSON reader holds exactly), got %d", *id)
+		} else {
+			v := nearestDoubleInt(*id)
+			e.CreatedByUserID = &v
+			notes.add("createdByUserId: beyond 2^53: the nearest double")
+		}
+	}
+	// Text fields get new values, never written through their pointers:
+	// the caller's copies stay as they were.
+	for _, s := range []struct {
+		name string
+		v    *string
+	}{{"type", &e.Type}, {"createdBy", &e.CreatedBy}} {
+		if !utf8.ValidString(*s.v) {
+			*s.v = validUTF8(*s.v)
+			notes.add(s.name + ": a byte that is not UTF-8: U+FFFD")
+		}
+	}
+	for _, s := range []struct {
+		name string
+		v    **string
+	}{{"environment", &e.Environment}, {"project", &e.Project}, {"featureName", &e.FeatureName},
+		{"groupType", &e.GroupType}, {"groupId", &e.GroupID}} {
+		if *s.v != nil && !utf8.ValidString(**s.v) {
+			v := validUTF8(**s.v)
+			*s.v = &v
+			notes.add(s.name + ": a byte that is not UTF-8: U+FFFD")
+		}
+	}
+	cloned := false
+	for i, t := range e.Tags {
+		if !utf8.ValidString(t.Type) || !utf8.ValidString(t.Value) {
+			if !cloned {
+				e.Tags, cloned = slices.Clone(e.Tags), true
+			}
+			e.Tags[i].Type, e.Tags[i].Value = validUTF8(t.Type), validUTF8(t.Value)
+			notes.add("tags: a byte that is not UTF-8: U+FFFD")
+		}
+	}
+	if v := f.err(); v != nil {
+		return nil, v
+	}
+	return notes, nil
+}
+
+// checkNormal returns an error of kind ErrValidation, naming the field,
+// when e is not in the log's normal form.
+func checkNormal(e Event) error {
+	changes, err := NormalizeEvent(&e, RefuseOutOfRange) // changes e's copy only
+	if err != nil {
+		return err
+	}
+	if len(changes) > 0 {
+		field, what, _ := strings.Cut(changes[0], ": ")
+		return invalid(field, "is not in the log's normal form (I-JSON): %s", what)
+	}
+	return nil
+}
+
+// noteSet is a list of notes without repeats.
+type noteSet []string
+
+func (n *noteSet) add(s string) {
+	for _, x := range *n {
+		if x == s {
+			return
+		}
+	}
+	*n = append(*n, s)
+}
+
+// nearestDoubleInt returns the integer value of the double nearest v, or
+// the largest double below 2^63 when that is 2^63 (beyond int64).
+func nearestDoubleInt(v int64) int64 {
+	f := float64(v)
+	if f >= math.MaxInt64 {
+		return int64(math.Nextafter(math.MaxInt64, 0))
+	}
+	return int64(f)
+}
+
+// validUTF8 replaces each byte of s that is not UTF-8 by U+FFFD, as
+// encoding/json writes such a string.
+func validUTF8(s string) string {
+	var b strings.Builder
+	for i := 0; i < len(s); {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		b.WriteRune(r) // RuneError for a byte that is not UTF-8
+		i += size
+	}
+	return b.String()
+}
+
+// maxNormalDepth bounds the nesting of arrays and objects, as
+// encoding/json and RFC 8785 implementations do.
+const maxNormalDepth = 10000
+
+// normalizeJSON returns the JSON text raw in the log's normal form: raw
+// itself when it is in the form, else a compact text with the members in
+// their order, and a note for each kind of change. raw must be one JSON
+// value (RFC 8259); the error says where it is not, or where a number
+// beyond the range of a double is when outOfRange refuses it.
+func normalizeJSON(raw []byte, outOfRange OutOfRange) ([]byte, []string, error) {
+	// A first reading only checks: most texts are in the form already,
+	// and a leaf hash checks every event it is computed for.
+	n := normalizer{in: raw, outOfRange: outOfRange}
+	if err := n.run(); err != nil {
+		return nil, nil, err
+	}
+	if len(n.notes) == 0 {
+		return raw, nil, nil
+	}
+	w := normalizer{in: raw, outOfRange: outOfRange, write: true, out: make([]byte, 0, len(raw))}
+	if err := w.run(); err != nil {
+		return nil, nil, err
+	}
+	return w.out, w.notes, nil
+}
+
+// normalizer reads one JSON text and, when write is set, writes its
+// normal form to out.
+type normalizer struct {
+	in         []byte
+	pos        int
+	write      bool
+	out        []byte
+	outOfRange OutOfRange
+	notes      noteSet
+	// path holds the member names and array indexes down to the value
+	// being read, for errors.
+	path []pathStep
+	// levels holds, per depth, the members of the object being read at
+	// that depth (scratch space, reused).
+	levels [][]member
+}
+
+// run reads the whole text.
+func (n *normalizer) run() error {
+	n.skipSpace()
+	if err := n.value(0); err != nil {
+		return err
+	}
+	n.skipSpace()
+	if n.pos != len(n.in) {
+		return n.errorf("unexpected %q after the value", n.in[n.pos])
+	}
+	return nil
+}
+
+// put writes b when the normalizer writes.
+func (n *normalizer) put(b ...byte) {
+	if n.write {
+		n.out = append(n.out, b...)
+	}
+}
+
+// pathStep is one step of a JSON Pointer.
+type pathStep struct {
+	name  []byte
+	index int // -1 for a member
+}
+
+// pointer returns the JSON Pointer (RFC 6901) of the value being read.
+func (n *normalizer) pointer() string {
+	if len(n.path) == 0 {
+		return "the top level"
+	}
+	var b strings.Builder
+	for _, s := range n.path {
+		b.WriteByte('/')
+		if s.index >= 0 {
+			b.WriteString(strconv.Itoa(s.index))
+		} else {
+			b.WriteString(strings.NewReplacer("~", "~0", "/", "~1").Replace(string(s.name)))
+		}
+	}
+	return b.String()
+}
+
+// errNotJSON marks the errors of text that is not JSON.
+var errNotJSON = errors.New("not valid JSON")
+
+func (n *normalizer) errorf(format string, args ...any) error {
+	return fmt.Errorf("%w: at byte %d: %s", errNotJSON, n.pos, fmt.Sprintf(format, args...))
+}
+
+func (n *normalizer) skipSpace() {
+	for n.pos < len(n.in) {
+		switch n.in[n.pos] {
+		case ' ', '\t', '\n', '\r':
+			n.pos++
+		default:
+			return
+		}
+	}
+}
+
+// value reads the value at n.pos; depth is the number of arrays and
+// objects around it.
+func (n *normalizer) value(depth int) error {
+	if n.pos >= len(n.in) {
+		return n.errorf("unexpected end of input")
+	}
+	switch b := n.in[n.pos]; {
+	case b == '{':
+		return n.object(depth)
+	case b == '[':
+		return n.array(depth)
+	case b == '"':
+		_, err := n.str(false)
+		return err
+	case b == '-' || (b >= '0' && b <= '9'):
+		return n.number()
+	default:
+		for _, lit := range []string{"true", "false", "null"} {
+			if len(n.in)-n.pos >= len(lit) && string(n.in[n.pos:n.pos+len(lit)]) == lit {
+				n.pos += len(lit)
+				n.put(n.in[n.pos-len(lit) : n.pos]...)
+				return nil
+			}
+		}
+		return n.errorf("unexpected %q", b)
+	}
+}
+
+// member is one member of an object: its name (decoded) and, when the
+// normalizer writes, its span in n.out.
+type member struct {
+	name       []byte
+	start, end int
+}
+
+func (n *normalizer) object(depth int) error {
+	if depth >= maxNormalDepth {
+		return n.errorf("nested more than %d levels deep", maxNormalDepth)
+	}
+	n.pos++ // {
+	n.put('{')
+	n.skipSpace()
+	if n.pos < len(n.in) && n.in[n.pos] == '}' {
+		n.pos++
+		n.put('}')
+		return nil
+	}
+	for len(n.levels) <= depth {
+		n.levels = append(n.levels, nil)
+	}
+	members := n.levels[depth][:0]
+	n.path = append(n.path, pathStep{index: -1})
+	for {
+		if n.pos >= len(n.in) || n.in[n.pos] != '"' {
+			return n.errorf("want a member name in quotes")
+		}
+		start := len(n.out)
+		if len(members) > 0 {
+			n.put(',')
+		}
+		name, err := n.str(true)
+		if err != nil {
+			return err
+		}
+		n.path[len(n.path)-1].name = name
+		n.skipSpace()
+		if n.pos >= len(n.in) || n.in[n.pos] != ':' {
+			return n.errorf("want : after a member name")
+		}
+		n.pos++
+		n.put(':')
+		n.skipSpace()
+		if err := n.value(depth + 1); err != nil {
+			return err
+		}
+		members = append(members, member{name: name, start: start, end: len(n.out)})
+		n.skipSpace()
+		if n.pos >= len(n.in) {
+			return n.errorf("unexpected end of input in an object")
+		}
+		if n.in[n.pos] == '}' {
+			n.pos++
+			break
+		}
+		if n.in[n.pos] != ',' {
+			return n.errorf("want , or } after a member")
+		}
+		n.pos++
+		n.skipSpace()
+	}
+	n.path = n.path[:len(n.path)-1]
+	n.dropRepeatedNames(members)
+	n.levels[depth] = members[:0]
+	n.put('}')
+	return nil
+}
+
+// dropRepeatedNames notes, and removes from n.out when it writes, every
+// member of an object (members, the last at the end of n.out) whose name
+// a later member repeats: the last one wins.
+func (n *normalizer) dropRepeatedNames(members []member) {
+	if len(members) < 2 {
+		return
+	}
+	var drop []int
+	if len(members) <= 16 {
+		for i := range members {
+			for j := i + 1; j < len(members); j++ {
+				if bytes.Equal(members[j].name, members[i].name) {
+					drop = append(drop, i)
+					break
+				}
+			}
+		}
+	} else {
+		last := make(map[string]int, len(members))
+		for i, m := range members {
+			last[string(m.name)] = i
+		}
+		for i, m := range members {
+			if last[string(m.name)] != i {
+				drop = append(drop, i)
+			}
+		}
+	}
+	if len(drop) == 0 {
+		return
+	}
+	n.notes.add("a member name given twice: the last member kept")
+	if !n.write {
+		return
+	}
+	// Rebuild the object's members from its first byte, keeping the others.
+	objStart := members[0].start
+	kept := make([]byte, 0, len(n.out)-objStart)
+	first := true
+	for i, m := range members {
+		if len(drop) > 0 && drop[0] == i {
+			drop = drop[1:]
+			continue
+		}
+		text := n.out[m.start:m.end]
+		if i > 0 {
+			text = text[1:] // its comma
+		}
+		if !first {
+			kept = append(kept, ',')
+		}
+		first = false
+		kept = append(kept, text...)
+	}
+	n.out = append(n.out[:objStart], kept...)
+}
+
+func (n *normalizer) array(depth int) error {
+	if depth >= maxNormalDepth {
+		return n.errorf("nested more than %d levels deep", maxNormalDepth)
+	}
+	n.pos++ // [
+	n.put('[')
+	n.skipSpace()
+	if n.pos < len(n.in) && n.in[n.pos] == ']' {
+		n.pos++
+		n.put(']')
+		return nil
+	}
+	n.path = append(n.path, pathStep{index: 0})
+	for {
+		if err := n.value(depth + 1); err != nil {
+			return err
+		}
+		n.skipSpace()
+		if n.pos >= len(n.in) {
+			return n.errorf("unexpected end of input in an array")
+		}
+		if n.in[n.pos] == ']' {
+			n.pos++
+			n.path = n.path[:len(n.path)-1]
+			n.put(']')
+			return nil
+		}
+		if n.in[n.pos] != ',' {
+			return n.errorf("want , or ] after an array element")
+		}
+		n.put(',')
+		n.path[len(n.path)-1].index++
+		n.pos++
+		n.skipSpace()
+	}
+}
+
+// str reads the string at n.pos and writes it: as it is when it is
+// I-JSON, else with each unpaired surrogate and each byte that is not
+// UTF-8 replaced by U+FFFD. It returns the string, decoded, when decode is
+// set (a member name).
+func (n *normalizer) str(decode bool) ([]byte, error) {
+	start := n.pos
+	n.pos++          // "
+	clean := true    // no unpaired surrogate, every byte UTF-8
+	escaped := false // a \ escape seen
+	paired := false  // the last \u escape was a high surrogate whose low one follows
+	for {
+		if n.pos >= len(n.in) {
+			return nil, n.errorf("unexpected end of input in a string")
+		}
+		b := n.in[n.pos]
+		switch {
+		case b == '"':
+			n.pos++
+			text := n.in[start:n.pos]
+			if !clean {
+				n.notes.add("an unpaired surrogate or a byte that is not UTF-8: U+FFFD")
+				s := decodeLenient(text[1 : len(text)-1])
+				if n.write {
+					n.out = appendCanonicalString(n.out, s)
+				}
+				return []byte(s), nil
+			}
+			n.put(text...)
+			switch {
+			case !decode:
+				return nil, nil
+			case !escaped:
+				return text[1 : len(text)-1], nil
+			}
+			var s string
+			if err := json.Unmarshal(text, &s); err != nil {
+				return nil, n.errorf("%v", err)
+			}
+			return []byte(s), nil
+		case b == '\\':
+			escaped = true
+			if n.pos+1 >= len(n.in) {
+				return nil, n.errorf("unexpected end of input in an escape")
+			}
+			esc := n.in[n.pos+1]
+			n.pos += 2
+			switch esc {
+			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+			case 'u':
+				if n.pos+4 > len(n.in) || !isHex4(n.in[n.pos:n.pos+4]) {
+					return nil, n.errorf("\\u must be followed by four hex digits")
+				}
+				u := hex4(n.in[n.pos : n.pos+4])
+				n.pos += 4
+				switch {
+				case paired: // the low surrogate of a pair
+					paired = false
+				case u >= 0xd800 && u < 0xdc00:
+					if paired = n.lowSurrogateFollows(); !paired {
+						clean = false
+					}
+				case u >= 0xdc00 && u < 0xe000:
+					clean = false
+				}
+			default:
+				n.pos -= 2
+				return nil, n.errorf("unknown escape \\%c", esc)
+			}
+		case b < 0x20:
+			return nil, n.errorf("control character %#02x in a string", b)
+		case b < utf8.RuneSelf:
+			n.pos++
+		default:
+			r, size := utf8.DecodeRune(n.in[n.pos:])
+			if r == utf8.RuneError && size == 1 {
+				clean = false
+			}
+			n.pos += size
+		}
+	}
+}
+
+// lowSurrogateFollows reports whether the input at n.pos is the \u escape
+// of a low surrogate.
+func (n *normalizer) lowSurrogateFollows() bool {
+	in := n.in[n.pos:]
+	if len(in) < 6 || in[0] != '\\' || in[1] != 'u' || !isHex4(in[2:6]) {
+		return false
+	}
+	u := hex4(in[2:6])
+	return u >= 0xdc00 && u < 0xe000
+}
+
+// decodeLenient returns the string a JSON string's content (checked,
+// without its quotes) writes, with each unpaired surrogate and each byte
+// that is not UTF-8 as U+FFFD.
+func decodeLenient(content []byte) string {
+	var units []uint16
+	for i := 0; i < len(content); {
+		b := content[i]
+		switch {
+		case b == '\\':
+			switch esc := content[i+1]; esc {
+			case 'b':
+				units = append(units, '\b')
+			case 'f':
+				units = append(units, '\f')
+			case 'n':
+				units = append(units, '\n')
+			case 'r':
+				units = append(units, '\r')
+			case 't':
+				units = append(units, '\t')
+			case 'u':
+				units = append(units, hex4(content[i+2:i+6]))
+				i += 4
+			default: // " \ /
+				units = append(units, uint16(esc))
+			}
+			i += 2
+		case b < utf8.RuneSelf:
+			units = append(units, uint16(b))
+			i++
+		default:
+			r, size := utf8.DecodeRune(content[i:]) // RuneError for a byte that is not UTF-8
+			units = utf16.AppendRune(units, r)
+			i += size
+		}
+	}
+	return string(utf16.Decode(units)) // an unpaired surrogate decodes as U+FFFD
+}
+
+// hex4 returns the value of four hex digits (checked by isHex4).
+func hex4(b []byte) uint16 {
+	var u uint16
+	for _, c := range b {
+		switch {
+		case c >= 'a':
+			c -= 'a' - 10
+		case c >= 'A':
+			c -= 'A' - 10
+		default:
+			c -= '0'
+		}
+		u = u<<4 | uint16(c)
+	}
+	return u
+}
+
+func isHex4(b []byte) bool {
+	for _, c := range b {
+		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F') {
+			return false
+		}
+	}
+	return true
+}
+
+// number reads the number at n.pos, after checking it against RFC 8259's
+// grammar (strconv accepts more), and writes its normal form.
+func (n *normalizer) number() error {
+	start := n.pos
+	if n.in[n.pos] == '-' {
+		n.pos++
+	}
+	switch {
+	case n.pos < len(n.in) && n.in[n.pos] == '0':
+		n.pos++
+	case n.pos < len(n.in) && n.in[n.pos] >= '1' && n.in[n.pos] <= '9':
+		n.digits()
+	default:
+		return n.errorf("a number needs a digit")
+	}
+	if n.pos < len(n.in) && n.in[n.pos] == '.' {
+		n.pos++
+		if n.digits() == 0 {
+			return n.errorf("a fraction needs a digit")
+		}
+	}
+	if n.pos < len(n.in) && (n.in[n.pos] == 'e' || n.in[n.pos] == 'E') {
+		n.pos++
+		if n.pos < len(n.in) && (n.in[n.pos] == '+' || n.in[n.pos] == '-') {
+			n.pos++
+		}
+		if n.digits() == 0 {
+			return n.errorf("an exponent needs a digit")
+		}
+	}
+	if digits := n.in[start:n.pos]; len(digits) <= 15 && isInteger(digits) && string(digits) != "-0" {
+		// An integer of at most 15 digits is a double exactly, written so.
+		n.put(digits...)
+		return nil
+	}
+	text := string(n.in[start:n.pos])
+	f, err := strconv.ParseFloat(text, 64)
+	if err != nil || math.IsInf(f, 0) {
+		// Syntax was checked above: the number is beyond the range of a double.
+		if n.outOfRange == RefuseOutOfRange {
+			return fmt.Errorf("the number %s at %s is beyond the range of a double (I-JSON): give it as a string", QuoteInput(text), n.pointer())
+		}
+		n.notes.add("a number beyond the range of a double: the string of its text")
+		if n.write {
+			n.out = strconv.AppendQuote(n.out, text) // digits, sign, '.', 'e' and '+' need no escape
+		}
+		return nil
+	}
+	es, _ := jcs.NumberToJSON(f) // finite: no error
+	if sameDecimal(text, es) {
+		n.put(n.in[start:n.pos]...)
+		return nil
+	}
+	if _, digits, _, _ := decimalOf(text); digits == "" {
+		n.notes.add("a negative zero: 0")
+	} else {
+		n.notes.add("a number beyond double precision: the nearest double")
+	}
+	if n.write {
+		n.out = append(n.out, es...)
+	}
+	return nil
+}
+
+// isInteger reports whether the JSON number b is an integer written
+// without fraction or exponent.
+func isInteger(b []byte) bool {
+	for i, c := range b {
+		if (c < '0' || c > '9') && !(i == 0 && c == '-') {
+			return false
+		}
+	}
+	return true
+}
+
+func (n *normalizer) digits() int {
+	c := 0
+	for n.pos < len(n.in) && n.in[n.pos] >= '0' && n.in[n.pos] <= '9' {
+		n.pos++
+		c++
+	}
+	return c
+}
+
+// sameDecimal reports whether the JSON numbers a and b have the same
+// decimal value, a negative zero being another value than 0.
+func sameDecimal(a, b string) bool {
+	an, ad, ae, aok := decimalOf(a)
+	bn, bd, be, bok := decimalOf(b)
+	return aok && bok && an == bn && ad == bd && ae == be
+}
+
+// decimalOf returns the value of the JSON number s as 0.digits × 10^exp,
+// digits without leading or trailing zeros ("" for zero); ok is false
+// when the exponent does not fit an int64.
+func decimalOf(s string) (neg bool, digits string, exp int64, ok bool) {
+	neg = strings.HasPrefix(s, "-")
+	s = strings.TrimPrefix(s, "-")
+	mantissa, e, hasExp := strings.Cut(strings.ToLower(s), "e")
+	if hasExp {
+		var err error
+		if exp, err = strconv.ParseInt(e, 10, 64); err != nil {
+			return neg, "", 0, false
+		}
+	}
+	intPart, frac, _ := strings.Cut(mantissa, ".")
+	digits = intPart + frac
+	point := int64(len(intPart))
+	trimmed := strings.TrimLeft(digits, "0")
+	point -= int64(len(digits) - len(trimmed))
+	digits = strings.TrimRight(trimmed, "0")
+	if digits == "" {
+		return neg, "", 0, true
+	}
+	if (exp > 0 && point > math.MaxInt64-exp) || (exp < 0 && point < math.MinInt64-exp) {
+		return neg, "", 0, false
+	}
+	return neg, digits, point + exp, true
+}
+
+// normalizingStore is the Service's store: every event the Service
+// writes, through any of the four write methods, is brought into the
+// log's normal form first (RefuseOutOfRange), whoever built it. Events
+// the Service builds from checked input are in it already; an event
+// described by the caller (AppendEvent, seed files) was normalized when
+// it was checked, and is left as it is here.
+type normalizingStore struct {
+	Store
+}
+
+// normalEvents returns events in the normal form: events itself when
+// they are in it already, else a copy.
+func normalEvents(events []Event) ([]Event, error) {
+	out := events
+	for i := range events {
+		e := events[i]
+		changes, err := NormalizeEvent(&e, RefuseOutOfRange)
+		if err != nil {
+			return nil, err
+		}
+		if len(changes) > 0 {
+			if &out[0] == &events[0] {
+				out = slices.Clone(events)
+			}
+			out[i] = e
+		}
+	}
+	return out, nil
+}
+
+func (s normalizingStore) Write(ctx context.Context, b *Batch) error {
+	events, err := normalEvents(b.Events)
+	if err != nil {
+		return err
+	}
+	c := *b // b stays as it is unless the write succeeds
+	c.Events = events
+	if then := b.Then; then != nil {
+		c.Then = func(b *Batch) ([]Event, error) {
+			events, err := then(b)
+			if err != nil {
+				return nil, err
+			}
+			return normalEvents(events)
+		}
+	}
+	if err := s.Store.Write(ctx, &c); err != nil {
+		return err
+	}
+	c.Then = b.Then
+	*b = c
+	return nil
+}
+
+func (s normalizingStore) UpdateFeature(ctx context.Context, name string, fn func(*Feature) (*Event, error)) error {
+	return s.Store.UpdateFeature(ctx, name, func(f *Feature) (*Event, error) {
+		e, err := fn(f)
+		if err != nil || e == nil {
+			return e, err
+		}
+		if _, err := NormalizeEvent(e, RefuseOutOfRange); err != nil {
+			return nil, err
+		}
+		return e, nil
+	})
+}
+
+func (s normalizingStore) DeleteUser(ctx context.Context, id int64, fn func(User) (Event, error)) error {
+	return s.Store.DeleteUser(ctx, id, func(u User) (Event, error) {
+		e, err := fn(u)
+		if err != nil {
+			return e, err
+		}
+		_, err = NormalizeEvent(&e, RefuseOutOfRange)
+		return e, err
+	})
+}
+
+func (s normalizingStore) DeleteToken(ctx context.Context, hash string, fn func(APIToken) (Event, error)) error {
+	return s.Store.DeleteToken(ctx, hash, func(t APIToken) (Event, error) {
+		e, err := fn(t)
+		if err != nil {
+			return e, err
+		}
+		_, err = NormalizeEvent(&e, RefuseOutOfRange)
+		return e, err
+	})
+}
