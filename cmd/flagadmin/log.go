@@ -45,7 +45,7 @@ func bindLogSettings(bind func(name, env, def, usage string, unleash unleashRead
 			"not extend it.\n"+
 			"Each server keeps its own, on a disk the database's operators cannot write", nil)
 	logWitness = bind("log-witness", envLogWitness, "",
-		"with --log-key: a witness to submit each checkpoint to, as `URL=KEY`: the witness's prefix\n"+
+		"with --log-key: a `WITNESS` to submit each checkpoint to, written URL=KEY: the witness's prefix\n"+
 			"(C2SP tlog-witness: checkpoints go to URL/add-checkpoint) and its verifier key. Repeat the flag,\n"+
 			"or separate witnesses with commas. The server serves each checkpoint with the cosignatures\n"+
 			"it got; a witness that cannot be reached leaves them uncosigned and never delays a write", nil)
