@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/base64"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -298,6 +299,10 @@ func (ws *Witnesses) submit(ctx context.Context, w *witnessState, cp flagadmin.C
 			old = known
 			continue
 		}
+		lines = cosignatureLines(lines, w.Verifier)
+		if lines == nil {
+			return fmt.Errorf("the witness answered no cosignature line of its key %s+%08x", w.Name(), w.Verifier.KeyHash())
+		}
 		if _, err := Cosigned(append(bytes.Clone(cp.Note), lines...), w.Verifier); err != nil {
 			return fmt.Errorf("the witness's answer: %v", err)
 		}
@@ -364,6 +369,27 @@ func (ws *Witnesses) addCheckpoint(ctx context.Context, w *witnessState, old int
 		return nil, 0, witnessRefusal(fmt.Sprintf("the witness refused the request: %q", said))
 	}
 	return nil, 0, fmt.Errorf("the witness answered %s: %q", resp.Status, said)
+}
+
+// cosignatureLines keeps, of a witness's answer, the signature lines of
+// its key (the note's "— name base64" lines whose signature starts with
+// the key's hash): a line in another's name, served beside the
+// checkpoint, would make that other witness's cosignature fail to verify.
+func cosignatureLines(answer []byte, v note.Verifier) []byte {
+	var out []byte
+	prefix := "\u2014 " + v.Name() + " "
+	for line := range strings.Lines(string(answer)) {
+		b64, ok := strings.CutPrefix(strings.TrimSuffix(line, "\n"), prefix)
+		if !ok {
+			continue
+		}
+		sig, err := base64.StdEncoding.DecodeString(b64)
+		if err != nil || len(sig) < 4 || binary.BigEndian.Uint32(sig) != v.KeyHash() {
+			continue
+		}
+		out = append(out, strings.TrimSuffix(line, "\n")+"\n"...)
+	}
+	return out
 }
 
 // originOf is the first line of a checkpoint note.

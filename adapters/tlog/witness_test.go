@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/ed25519"
 	"crypto/rand"
+	"encoding/base64"
 	"fmt"
 	"io"
 	"log/slog"
@@ -313,5 +314,46 @@ func TestWitnessUnreachableIsLoggedOncePerOutage(t *testing.T) {
 	outage()
 	if n := strings.Count(w.log.String(), "a witness cannot cosign"); n != 2 {
 		t.Errorf("two outages were logged %d times, want twice:\n%s", n, w.log)
+	}
+}
+
+// TestWitnessAnswerKeepsItsOwnLines: of a witness's answer, only the
+// lines of its own key are served with the checkpoint: a line in another
+// witness's name would make that witness's cosignature fail to verify.
+func TestWitnessAnswerKeepsItsOwnLines(t *testing.T) {
+	skey, _ := keys(t)
+	signer, wkey := witnessKeys(t)
+	other, okey := witnessKeys(t)
+	fake := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		_, signed, _ := bytes.Cut(body, []byte("\n\n"))
+		text := string(signed[:bytes.LastIndex(signed, []byte("\n\n"))+1])
+		mine, _ := note.Sign(&note.Note{Text: text}, signer)
+		// A forged line: the other witness's name and key hash, with a
+		// signature that does not verify.
+		theirs, _ := note.Sign(&note.Note{Text: text}, other)
+		line := strings.TrimSuffix(string(theirs[bytes.LastIndex(theirs, []byte("\n\n"))+2:]), "\n")
+		name, b64, _ := strings.Cut(strings.TrimPrefix(line, "— "), " ")
+		sig, _ := base64.StdEncoding.DecodeString(b64)
+		sig[len(sig)-1] ^= 1
+		rw.Write(mine[bytes.LastIndex(mine, []byte("\n\n"))+2:])
+		fmt.Fprintf(rw, "— %s %s\n", name, base64.StdEncoding.EncodeToString(sig))
+		rw.Write([]byte("— witness.test/fake not-base64\n"))
+	}))
+	t.Cleanup(fake.Close)
+	s := memstore.New()
+	saltedWrite(t, s, 0, 5)
+	w := newWitnessed(t, s, skey, witnessOf(t, fake.URL, wkey))
+	var cp flagadmin.Checkpoint
+	waitFor(t, "a cosigned checkpoint", func() bool {
+		cp = w.round(t)
+		_, err := tlog.Cosigned(cp.Note, witnessOf(t, fake.URL, wkey).Verifier)
+		return err == nil
+	})
+	if _, err := tlog.Cosigned(cp.Note, witnessOf(t, fake.URL, okey).Verifier); err == nil || !strings.Contains(err.Error(), "no cosignature of the witness witness.test/fake") {
+		t.Errorf("the other witness's key: %v, want no cosignature (the forged line dropped)\n%s", err, cp.Note)
+	}
+	if n := strings.Count(string(cp.Note), "— "); n != 2 {
+		t.Errorf("the served note has %d signature lines, want the log's and the witness's:\n%s", n, cp.Note)
 	}
 }
