@@ -47,30 +47,28 @@ type Witness struct {
 
 var (
 	buildOnce sync.Once
-	binDir    string
+	tools     = map[string]string{} // litewitness and witnessctl: their binaries
 	buildErr  error
 )
 
-// binaries builds litewitness and witnessctl once per test process.
-func binaries(t testing.TB) string {
+// binaries builds litewitness and witnessctl once per test process, as
+// the module's tools (go tool -n builds them into the build cache and
+// prints where).
+func binaries(t testing.TB) {
 	t.Helper()
 	buildOnce.Do(func() {
-		binDir, buildErr = os.MkdirTemp("", "witnesstest-")
-		if buildErr != nil {
-			return
-		}
 		for _, tool := range []string{"litewitness", "witnessctl"} {
-			out, err := exec.Command("go", "build", "-o", filepath.Join(binDir, tool), "filippo.io/torchwood/cmd/"+tool).CombinedOutput()
+			out, err := exec.Command("go", "tool", "-n", tool).Output()
 			if err != nil {
-				buildErr = fmt.Errorf("go build filippo.io/torchwood/cmd/%s: %v\n%s", tool, err, out)
+				buildErr = fmt.Errorf("go tool -n %s (a tool of the module: filippo.io/torchwood/cmd/%s): %v", tool, tool, err)
 				return
 			}
+			tools[tool] = strings.TrimSpace(string(out))
 		}
 	})
 	if buildErr != nil {
 		t.Fatal(buildErr)
 	}
-	return binDir
 }
 
 // Start starts a litewitness named name that knows the log of origin with
@@ -82,7 +80,7 @@ func Start(t testing.TB, name, origin, logKey string) *Witness {
 			t.Skipf("litewitness keeps its key in an ssh-agent, and %s is not installed", tool)
 		}
 	}
-	bin := binaries(t)
+	binaries(t)
 	dir, err := os.MkdirTemp("", "witness-") // short: a socket path has ~100 bytes at most
 	if err != nil {
 		t.Fatal(err)
@@ -107,8 +105,8 @@ func Start(t testing.TB, name, origin, logKey string) *Witness {
 		t.Fatalf("ssh-keygen -l: %q", fields)
 	}
 	w.finger = fields[1]
-	run(t, filepath.Join(bin, "witnessctl"), "add-log", "-db", w.DB, "-origin", origin)
-	run(t, filepath.Join(bin, "witnessctl"), "add-key", "-db", w.DB, "-origin", origin, "-key", logKey)
+	run(t, tools["witnessctl"], "add-log", "-db", w.DB, "-origin", origin)
+	run(t, tools["witnessctl"], "add-key", "-db", w.DB, "-origin", origin, "-key", logKey)
 	w.Name = name
 	w.addr = freeAddr(t)
 	w.URL = "http://" + w.addr
@@ -122,7 +120,7 @@ func (w *Witness) start() {
 	t := w.t
 	t.Helper()
 	w.stderr = &syncbuffer.Buffer{}
-	w.cmd = exec.Command(filepath.Join(binDir, "litewitness"), "-name", w.Name, "-db", w.DB, "-ssh-agent", w.sock, "-key", w.finger, "-listen", w.addr)
+	w.cmd = exec.Command(tools["litewitness"], "-name", w.Name, "-db", w.DB, "-ssh-agent", w.sock, "-key", w.finger, "-listen", w.addr)
 	w.cmd.Stderr = w.stderr
 	if err := w.cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -181,7 +179,7 @@ type Log struct {
 // Logs returns the logs the witness knows, as its database holds them.
 func (w *Witness) Logs() []Log {
 	w.t.Helper()
-	out := run(w.t, filepath.Join(binDir, "witnessctl"), "list-logs", "-db", w.DB)
+	out := run(w.t, tools["witnessctl"], "list-logs", "-db", w.DB)
 	var logs []Log
 	dec := json.NewDecoder(strings.NewReader(out))
 	for {
