@@ -225,7 +225,26 @@ func (p *logParts) signing() httpapi.LogSigner {
 	if p == nil || p.signer == nil {
 		return nil
 	}
+	if p.witnesses != nil {
+		return witnessedSigner{p.signer, p.witnesses}
+	}
 	return p.signer
+}
+
+// witnessedSigner reports on the signer and its witnesses for /health.
+type witnessedSigner struct {
+	*tlog.Signer
+	witnesses *tlog.Witnesses
+}
+
+var _ httpapi.LogWitnesses = witnessedSigner{}
+
+func (s witnessedSigner) WitnessHealth() []httpapi.WitnessHealth {
+	var out []httpapi.WitnessHealth
+	for _, st := range s.witnesses.Status() {
+		out = append(out, httpapi.WitnessHealth{Name: st.Name, URL: st.URL, CosignedSize: st.CosignedSize, Problem: st.Problem})
+	}
+	return out
 }
 
 // newLogParts returns the log of the opened store (not through the caches:

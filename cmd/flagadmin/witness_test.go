@@ -3,6 +3,7 @@ package main
 import (
 	"crypto/ed25519"
 	"crypto/rand"
+	"encoding/json"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -163,6 +164,24 @@ func TestServeWithAWitness(t *testing.T) {
 	})
 	if got := w.Size("flagadmin.test/log"); got != 46 {
 		t.Errorf("the witness knows %d events after the rollback, want the 46 it cosigned", got)
+	}
+	var health struct {
+		Log struct {
+			Signing   string
+			Witnesses []struct {
+				Name         string
+				CosignedSize int64
+				Problem      string
+			}
+		}
+	}
+	waitFor(t, "/health to show the witness's refusal of the checkpoint of 45 events", func() bool {
+		_, body = call(t, http.MethodGet, base+"/health", "", "")
+		return json.Unmarshal(body, &health) == nil && len(health.Log.Witnesses) == 1 &&
+			strings.Contains(health.Log.Witnesses[0].Problem, "the witness has seen a larger tree of this log (46 events) than this checkpoint (45 events)")
+	})
+	if st := health.Log.Witnesses[0]; health.Log.Signing != "signing" || st.Name != "witness.test/lite" || st.CosignedSize != -1 {
+		t.Errorf("/health: %s; want the server signing, and the witness with nothing cosigned", body)
 	}
 	if n := regexp.MustCompile("a witness refuses to cosign").FindAllStringIndex(stderr.String(), -1); len(n) != 1 {
 		t.Errorf("the refusal was logged %d times, want once:\n%s", len(n), stderr)
