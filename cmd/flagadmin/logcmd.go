@@ -202,6 +202,9 @@ func (c *cli) logVerify(ctx context.Context, args []string) error {
 	if *db != "" && (set["url"] || set["token"]) {
 		return cliErrorf("flagadmin log verify reads a server (--url, --token) or a database (--db), not both")
 	}
+	if *db != "" && len(witnesses) > 0 {
+		return cliErrorf("--witness reads the checkpoint a server serves (--url): the server holds the witnesses' cosignatures, the database does not")
+	}
 	var src tlog.Source
 	if *db != "" {
 		if strings.TrimSpace(*db) == memoryURL {
@@ -238,7 +241,7 @@ func parseWitnessKeys(raw string) ([]note.Verifier, error) {
 		if b, err := os.ReadFile(item); err == nil {
 			text = string(b)
 		} else if !strings.Contains(item, "+") {
-			return nil, cliErrorf("--witness: %s", flat(err))
+			return nil, cliErrorf("--witness: %s is neither a witness's verifier key (name+hash+key) nor a file holding one", flagadmin.QuoteInput(item))
 		}
 		v, err := tlog.ParseWitnessKey(text)
 		if err != nil {

@@ -66,6 +66,15 @@ func TestConfigLogWitness(t *testing.T) {
 			t.Errorf("%q: got %v, want one line with %q", c.args, err, c.want)
 		}
 	}
+	// Cosignatures are the server's: log verify --db has none to check.
+	code, _, errOut := runCLI(t, nil, "log", "verify", "--db", "sqlite:"+filepath.Join(t.TempDir(), "x.db"), "--key", verifier, "--witness", one)
+	if code != 1 || !strings.HasPrefix(errOut, "flagadmin: --witness reads the checkpoint a server serves (--url)") {
+		t.Errorf("log verify --db --witness: exit %d, %q", code, errOut)
+	}
+	code, _, errOut = runCLI(t, nil, "log", "verify", "--url", "http://127.0.0.1:1", "--key", verifier, "--witness", "nothing")
+	if code == 0 || !strings.HasPrefix(errOut, "flagadmin: --witness: ") || strings.Count(errOut, "\n") != 1 {
+		t.Errorf("log verify --witness nothing: exit %d, %q", code, errOut)
+	}
 	// A plain note key of the log is read as the cosignature key of the
 	// same Ed25519 key (what a witness made with note keys would give).
 	if _, err := parseServe(t, nil, "--log-key", signing, "--log-witness", "https://w1.example="+logKey); err != nil {
