@@ -273,6 +273,10 @@ type LogConfig struct {
 	// while it signs): the log no longer extends a checkpoint it signed.
 	// The checkpoint then answers a *LogRefusedError.
 	Refused func() error
+	// Cosign, when not nil, returns a checkpoint with the cosignatures
+	// the server holds of it from witnesses added to its note; the
+	// checkpoint is served so.
+	Cosign func(Checkpoint) Checkpoint
 }
 
 // LogRefusedError is the answer of LogCheckpoint while the server refuses
@@ -374,8 +378,9 @@ func (s *Service) logConfigured(proofs bool) (LogStore, error) {
 }
 
 // LogCheckpoint returns the newest signed checkpoint (GET
-// /api/admin/log/checkpoint): any admin-API principal may read it, as it
-// reveals only the number of events. ErrNotFound, saying how to configure
+// /api/admin/log/checkpoint), with the witnesses' cosignatures the server
+// holds of it: any admin-API principal may read it, as it reveals only the
+// number of events. ErrNotFound, saying how to configure
 // a key, when the server does not sign; ErrNotFound too before the first
 // checkpoint is signed.
 func (s *Service) LogCheckpoint(ctx context.Context, p Principal) (Checkpoint, error) {
@@ -398,6 +403,9 @@ func (s *Service) LogCheckpoint(ctx context.Context, p Principal) (Checkpoint, e
 	c, err := ls.LatestCheckpoint(ctx)
 	if isKind(err, ErrNotFound) {
 		return Checkpoint{}, notFound("No checkpoint has been signed yet: the server signs one within 10 seconds of starting.")
+	}
+	if err == nil && s.log.Cosign != nil {
+		c = s.log.Cosign(c)
 	}
 	return c, err
 }

@@ -29,11 +29,32 @@ type LogSigner interface {
 	Refused() error
 }
 
-// logHealth is the signing state of a server with a key: "signing", or
-// "refused" with the problem found.
-type logHealth struct {
-	Signing string `json:"signing"`
+// LogWitnesses, when the LogSigner implements it too, adds to /health
+// the state of the witnesses the server submits its checkpoints to.
+type LogWitnesses interface {
+	// WitnessHealth returns the state of each witness.
+	WitnessHealth() []WitnessHealth
+}
+
+// WitnessHealth is the state of one witness in /health.
+type WitnessHealth struct {
+	// Name is the witness's name, as its cosignatures give it.
+	Name string `json:"name"`
+	// URL is where the server submits its checkpoints.
+	URL string `json:"url"`
+	// CosignedSize is the size of the newest checkpoint the witness
+	// cosigned for this server; -1 before the first.
+	CosignedSize int64 `json:"cosignedSize"`
+	// Problem is why the last submission failed; empty when it did not.
 	Problem string `json:"problem,omitempty"`
+}
+
+// logHealth is the signing state of a server with a key: "signing", or
+// "refused" with the problem found; and its witnesses, if any.
+type logHealth struct {
+	Signing   string          `json:"signing"`
+	Problem   string          `json:"problem,omitempty"`
+	Witnesses []WitnessHealth `json:"witnesses,omitempty"`
 }
 
 // health answers 200 while the process is up, with Unleash's body field
@@ -51,6 +72,9 @@ func (s *Server) health(w http.ResponseWriter, r *http.Request) {
 		body.Log = &logHealth{Signing: "signing"}
 		if err := s.logSigner.Refused(); err != nil {
 			body.Log.Signing, body.Log.Problem = "refused", err.Error()
+		}
+		if w, ok := s.logSigner.(LogWitnesses); ok {
+			body.Log.Witnesses = w.WitnessHealth()
 		}
 	}
 	writeJSON(w, http.StatusOK, body)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -119,8 +120,10 @@ func (p *Prover) current(ctx context.Context) (*anchor, error) {
 func (p *Prover) extend(ctx context.Context, a *anchor, size int64) (*anchor, error) {
 	r := rangeFactory.NewEmptyRange(0)
 	if a != nil {
+		// A copy: appending to a range writes over its hashes, and a is
+		// the tree other readers check against.
 		var err error
-		if r, err = rangeFactory.NewRange(0, uint64(a.size), a.nodes); err != nil {
+		if r, err = rangeFactory.NewRange(0, uint64(a.size), slices.Clone(a.nodes)); err != nil {
 			return nil, fmt.Errorf("tlog: %w", err)
 		}
 	}

@@ -2,7 +2,9 @@ package tlog_test
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
+	"fmt"
 	"sync/atomic"
 	"testing"
 
@@ -94,4 +96,48 @@ func (l *switchedLog) LogHashes(ctx context.Context, ranges []flagadmin.LogHashR
 		}
 	}
 	return runs, err
+}
+
+// TestProverTreeBeyondItsAnchor: a root or a proof of a tree larger than
+// the one the Prover last advanced to is computed from a copy of that
+// tree, which stays as it was for the next ones (a witness asks for a
+// proof from its size to each new checkpoint).
+func TestProverTreeBeyondItsAnchor(t *testing.T) {
+	ctx := context.Background()
+	s := memstore.New()
+	saltedWrite(t, s, 0, 9)
+	p := tlog.NewProver(s)
+	if _, _, err := p.Advance(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for size := int64(10); size <= 20; size++ {
+		saltedWrite(t, s, int(size)-1, 1)
+		want, err := tlog.NewProver(s).RootHash(ctx, size)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, err := p.CheckedRoot(ctx, size); err != nil || got != want {
+			t.Errorf("CheckedRoot(%d) = %x, %v; want %x", size, got[:4], err, want[:4])
+		}
+		if _, err := p.ConsistencyProof(ctx, 8, size); err != nil {
+			t.Errorf("ConsistencyProof(8, %d): %v", size, err)
+		}
+	}
+}
+
+// saltedWrite writes the test events first to first+n-1, each with a salt
+// of its own (the same in every store: two stores written alike hold the
+// same leaves).
+func saltedWrite(t testing.TB, s *memstore.Store, first, n int) {
+	t.Helper()
+	b := &flagadmin.Batch{}
+	for i := first; i < first+n; i++ {
+		e := event(i, "default")
+		salt := sha256.Sum256(fmt.Appendf(nil, "salt %d", i))
+		e.Salt = salt[:flagadmin.SaltSize]
+		b.Events = append(b.Events, e)
+	}
+	if err := s.Write(context.Background(), b); err != nil {
+		t.Fatalf("write: %v", err)
+	}
 }

@@ -5,8 +5,10 @@
 // (Signer, GenerateKey, with golang.org/x/mod/sumdb/note and
 // github.com/transparency-dev/formats), their upkeep (Maintainer: the
 // stored subtree hashes that make proofs cheap, a checkpoint at least every
-// 10 s while the log grows), retention (Pruner), and the audit that
-// recomputes the tree from the events (Verify).
+// 10 s while the log grows), the witnesses that cosign checkpoints
+// (Witnesses, the C2SP tlog-witness protocol, in the background),
+// retention (Pruner), and the audit that recomputes the tree from the
+// events (Verify).
 //
 // Against someone who can write the database but holds no key: a Signer
 // keeps the last checkpoint it signed in a state file outside the

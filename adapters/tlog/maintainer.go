@@ -22,17 +22,23 @@ type MaintainerOptions struct {
 	// Logger receives failures (once per run of failures) and recoveries;
 	// nil discards them.
 	Logger *slog.Logger
+	// Witnesses, when not nil, are handed the newest checkpoint after
+	// each round (Witnesses.Submit, which returns at once: the witnesses
+	// are asked in the background, by Witnesses.Run).
+	Witnesses *Witnesses
 }
 
 // Maintainer keeps a store's tree served well: each round stores the
 // subtree hashes the new leaves complete (Prover.BuildTiles) and, with a
-// Signer, signs a checkpoint when the log has grown. Run does a round at
+// Signer, signs a checkpoint when the log has grown, and hands the newest
+// to the witnesses. Run does a round at
 // once and then every Interval.
 type Maintainer struct {
-	prover   *Prover
-	signer   *Signer
-	interval time.Duration
-	log      *slog.Logger
+	prover    *Prover
+	signer    *Signer
+	witnesses *Witnesses
+	interval  time.Duration
+	log       *slog.Logger
 
 	mu     sync.Mutex
 	latest flagadmin.Checkpoint
@@ -44,7 +50,7 @@ type Maintainer struct {
 // NewMaintainer returns a Maintainer of prover's tree; signer may be nil
 // (no checkpoints: the server has no key).
 func NewMaintainer(prover *Prover, signer *Signer, opts MaintainerOptions) *Maintainer {
-	m := &Maintainer{prover: prover, signer: signer, interval: opts.Interval, log: opts.Logger}
+	m := &Maintainer{prover: prover, signer: signer, witnesses: opts.Witnesses, interval: opts.Interval, log: opts.Logger}
 	if m.interval <= 0 {
 		m.interval = DefaultMaintainInterval
 	}
@@ -92,6 +98,9 @@ func (m *Maintainer) round(ctx context.Context) error {
 			m.signed++
 		}
 		m.mu.Unlock()
+		if m.witnesses != nil {
+			m.witnesses.Submit(cp)
+		}
 	}
 	return errors.Join(err, tilesErr)
 }

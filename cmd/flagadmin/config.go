@@ -16,6 +16,7 @@ import (
 	"github.com/flagadmin/flagadmin/adapters/bunstore"
 	"github.com/flagadmin/flagadmin/adapters/httpapi"
 	"github.com/flagadmin/flagadmin/adapters/storecache"
+	"github.com/flagadmin/flagadmin/adapters/tlog"
 	"github.com/flagadmin/flagadmin/flagadmin"
 )
 
@@ -105,6 +106,9 @@ type Config struct {
 	// LogState is the file the server keeps its last signed checkpoint
 	// in, outside the database; empty without LogKey.
 	LogState string
+	// LogWitnesses are the witnesses the server submits its checkpoints
+	// to (with LogKey); none by default.
+	LogWitnesses []tlog.Witness
 	// Retention is how long events are kept before they are pruned; 0
 	// keeps them for ever.
 	Retention time.Duration
@@ -138,7 +142,7 @@ type settings struct {
 	follow                                                                                           *setting
 	demo                                                                                             *bool
 	webhooks                                                                                         *setting
-	logKey, logState, retention                                                                      *setting
+	logKey, logState, logWitness, retention                                                          *setting
 	gatewaySettings
 }
 
@@ -204,9 +208,34 @@ func newSettings(fs *flag.FlagSet, getenv func(string) string, which int) *setti
 	s.maxStreams = bind("max-streams", envMaxStreams, strconv.Itoa(defaultMaxStreams),
 		"the `NUMBER` of live event streams (GET /api/admin/events/stream) held at once at most; beyond it a new\n"+
 			"one is answered 503 ServiceUnavailable with Retry-After", nil)
-	s.logKey, s.logState, s.retention = bindLogSettings(bind)
+	s.logKey, s.logState, s.logWitness, s.retention = bindLogSettings(bind)
+	repeatable(fs, s.logWitness)
 	s.gatewaySettings = bindGateway(bind)
 	return s
+}
+
+// repeatable makes the flag of a list setting add to the list each time
+// it is given (comma-separated), rather than keep the last.
+func repeatable(fs *flag.FlagSet, st *setting) {
+	fs.Lookup(st.flag).Value = &listValue{&st.value}
+}
+
+// listValue is the flag.Value of a repeatable flag.
+type listValue struct{ value *string }
+
+func (l *listValue) String() string {
+	if l == nil || l.value == nil {
+		return ""
+	}
+	return *l.value
+}
+
+func (l *listValue) Set(v string) error {
+	if *l.value != "" {
+		v = *l.value + "," + v
+	}
+	*l.value = v
+	return nil
 }
 
 // lookup returns the value of st in effect and the name of its source for
@@ -263,6 +292,10 @@ func (s *settings) config(fs *flag.FlagSet) (Config, error) {
 		}},
 		{s.logState, func(raw string) (err error) {
 			cfg.LogState, err = parseLogState(raw, cfg.LogKey, cfg.DB)
+			return err
+		}},
+		{s.logWitness, func(raw string) (err error) {
+			cfg.LogWitnesses, err = parseLogWitnesses(raw, cfg.LogKey)
 			return err
 		}},
 		{s.retention, into(&cfg.Retention, parseRetention)},

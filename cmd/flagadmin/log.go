@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/base64"
 	"errors"
@@ -25,11 +26,15 @@ import (
 // (stored subtree hashes, and with --log-key a signed checkpoint at least
 // every 10 s while the log grows) and, with --retention, the pruner.
 
-// envLogState names the file of --log-state.
-const envLogState = "FLAGADMIN_LOG_STATE"
+// Environment variables of --log-state and --log-witness.
+const (
+	envLogState   = "FLAGADMIN_LOG_STATE"
+	envLogWitness = "FLAGADMIN_LOG_WITNESS"
+)
 
-// bindLogSettings registers --log-key, --log-state and --retention with bind.
-func bindLogSettings(bind func(name, env, def, usage string, unleash unleashReader) *setting) (logKey, logState, retention *setting) {
+// bindLogSettings registers --log-key, --log-state, --log-witness and
+// --retention with bind.
+func bindLogSettings(bind func(name, env, def, usage string, unleash unleashReader) *setting) (logKey, logState, logWitness, retention *setting) {
 	logKey = bind("log-key", envLogKey, "",
 		"`FILE` of the key that signs the event log's checkpoints (written by flagadmin log keygen);\n"+
 			"with it the server signs a checkpoint at least every 10 s while the log grows and serves\n"+
@@ -39,12 +44,73 @@ func bindLogSettings(bind func(name, env, def, usage string, unleash unleashRead
 			"(default: the key's file + "+tlog.StateSuffix+", none on memory:); it never signs a log that does\n"+
 			"not extend it.\n"+
 			"Each server keeps its own, on a disk the database's operators cannot write", nil)
+	logWitness = bind("log-witness", envLogWitness, "",
+		"with --log-key: a `WITNESS` to submit each checkpoint to, written URL=KEY: the witness's prefix\n"+
+			"(C2SP tlog-witness: checkpoints go to URL/add-checkpoint) and its verifier key. Repeat the flag,\n"+
+			"or separate witnesses with commas. The server serves each checkpoint with the cosignatures\n"+
+			"it got; a witness that cannot be reached leaves them uncosigned and never delays a write", nil)
 	retention = bind("retention", envRetention, "",
 		"the `DURATION` events are kept, such as 90d or 2160h; older ones are pruned in small batches\n"+
 			"in the background, except those of projects under a legal hold (flagadmin log hold). Their\n"+
 			"leaf hashes stay, so checkpoints and proofs stay valid. The shortest is 1h; empty or 0 (or 0d)\n"+
 			"keeps events for ever", nil)
-	return logKey, logState, retention
+	return logKey, logState, logWitness, retention
+}
+
+// parseLogWitnesses reads --log-witness: witnesses as URL=KEY, separated
+// by commas; none when empty.
+func parseLogWitnesses(raw, keyFile string) ([]tlog.Witness, error) {
+	var list []tlog.Witness
+	seen := map[string]bool{}
+	for item := range strings.SplitSeq(raw, ",") {
+		item = strings.TrimSpace(item)
+		if item == "" {
+			continue
+		}
+		w, err := parseLogWitness(item)
+		if err != nil {
+			return nil, err
+		}
+		if seen[w.Name()] {
+			return nil, fmt.Errorf("two witnesses are named %s; give each witness once", w.Name())
+		}
+		seen[w.Name()] = true
+		list = append(list, w)
+	}
+	if len(list) > 0 && keyFile == "" {
+		return nil, errors.New("needs --log-key: witnesses cosign the checkpoints the server signs")
+	}
+	return list, nil
+}
+
+// parseLogWitness reads one URL=KEY. A URL may hold = and a key's base64
+// ends with =: the URL is the part before the first = that leaves a
+// valid URL and key on its sides.
+func parseLogWitness(item string) (tlog.Witness, error) {
+	var urlErr, keyErr error
+	for i := range len(item) {
+		if item[i] != '=' {
+			continue
+		}
+		u, err := tlog.ParseWitnessURL(item[:i])
+		if err != nil {
+			urlErr = cmp.Or(urlErr, err)
+			continue
+		}
+		v, err := tlog.ParseWitnessKey(item[i+1:])
+		if err != nil {
+			keyErr = cmp.Or(keyErr, err)
+			continue
+		}
+		return tlog.Witness{URL: u, Verifier: v}, nil
+	}
+	switch {
+	case keyErr != nil:
+		return tlog.Witness{}, fmt.Errorf("%s: %v", flagadmin.QuoteInput(item), keyErr)
+	case urlErr != nil:
+		return tlog.Witness{}, urlErr
+	}
+	return tlog.Witness{}, fmt.Errorf("%s is not URL=KEY: the witness's URL, =, and its verifier key", flagadmin.QuoteInput(item))
 }
 
 // parseLogState reads --log-state: a file name beside a key file, by
@@ -133,6 +199,8 @@ type logParts struct {
 	store  flagadmin.LogStore
 	prover *tlog.Prover
 	signer *tlog.Signer
+	// witnesses cosign the checkpoints; nil without --log-witness.
+	witnesses *tlog.Witnesses
 	// created says that the state file did not exist and was created.
 	created *tlog.StateCreated
 }
@@ -146,6 +214,9 @@ func (p *logParts) config() flagadmin.LogConfig {
 	if p.signer != nil {
 		c.Refused = p.signer.Refused
 	}
+	if p.witnesses != nil {
+		c.Cosign = p.witnesses.Cosign
+	}
 	return c
 }
 
@@ -154,13 +225,32 @@ func (p *logParts) signing() httpapi.LogSigner {
 	if p == nil || p.signer == nil {
 		return nil
 	}
+	if p.witnesses != nil {
+		return witnessedSigner{p.signer, p.witnesses}
+	}
 	return p.signer
+}
+
+// witnessedSigner reports on the signer and its witnesses for /health.
+type witnessedSigner struct {
+	*tlog.Signer
+	witnesses *tlog.Witnesses
+}
+
+var _ httpapi.LogWitnesses = witnessedSigner{}
+
+func (s witnessedSigner) WitnessHealth() []httpapi.WitnessHealth {
+	var out []httpapi.WitnessHealth
+	for _, st := range s.witnesses.Status() {
+		out = append(out, httpapi.WitnessHealth{Name: st.Name, URL: st.URL, CosignedSize: st.CosignedSize, Problem: st.Problem})
+	}
+	return out
 }
 
 // newLogParts returns the log of the opened store (not through the caches:
 // the tree is read as it is stored). A store that keeps none serves no
 // log; --log-key and --retention then stop start-up.
-func newLogParts(opened flagadmin.Store, cfg Config) (*logParts, error) {
+func newLogParts(opened flagadmin.Store, cfg Config, log *slog.Logger) (*logParts, error) {
 	ls, ok := opened.(flagadmin.LogStore)
 	if !ok {
 		switch {
@@ -178,6 +268,9 @@ func newLogParts(opened flagadmin.Store, cfg Config) (*logParts, error) {
 			return nil, cliErrorf("--log-key: %s", flat(err))
 		}
 		p.signer = signer
+		if len(cfg.LogWitnesses) > 0 {
+			p.witnesses = tlog.NewWitnesses(p.prover, cfg.LogWitnesses, tlog.WitnessOptions{Logger: log.With("component", "log")})
+		}
 		if cfg.LogState == "" { // a Config made in code: no state kept
 			return p, nil
 		}
@@ -201,12 +294,13 @@ func startLog(lc fx.Lifecycle, parts *logParts, cfg Config, log *slog.Logger, m 
 		log.Warn("log: a stored hash of the tree disagrees with its leaves; proofs use the leaves' (flagadmin log verify --db names it)",
 			"level", r.Level, "index", r.Index, "stored", base64.StdEncoding.EncodeToString(r.Stored[:]), "leaves", base64.StdEncoding.EncodeToString(r.Want[:]))
 	})
-	keeper := tlog.NewMaintainer(parts.prover, parts.signer, tlog.MaintainerOptions{Logger: log})
+	keeper := tlog.NewMaintainer(parts.prover, parts.signer, tlog.MaintainerOptions{Logger: log, Witnesses: parts.witnesses})
 	var pruner *tlog.Pruner
 	if cfg.Retention > 0 {
 		pruner = tlog.NewPruner(parts.store, cfg.Retention, tlog.PrunerOptions{Logger: log})
 	}
 	registerLogStats(m, keeper, pruner, parts.prover, parts.signer != nil)
+	registerWitnessStats(m, parts.witnesses)
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	lc.Append(fx.Hook{
@@ -220,6 +314,12 @@ func startLog(lc fx.Lifecycle, parts *logParts, cfg Config, log *slog.Logger, m 
 					log.Warn("log: the checkpoint state file does not exist; the server creates it with the first checkpoint it signs",
 						"state", cfg.LogState)
 				}
+			}
+			if parts.witnesses != nil {
+				for _, w := range cfg.LogWitnesses {
+					log.Info("log: submitting checkpoints to a witness", "witness", w.Name(), "url", w.URL)
+				}
+				wg.Go(func() { parts.witnesses.Run(ctx) })
 			}
 			wg.Go(func() { keeper.Run(ctx) })
 			if pruner != nil {
@@ -308,4 +408,38 @@ func registerLogStats(m *metrics.Metrics, keeper *tlog.Maintainer, pruner *tlog.
 			}
 			return 0
 		})
+}
+
+// registerWitnessStats exports, per witness (by name), the size of the
+// newest checkpoint it cosigned, when, and whether its last submission
+// failed.
+func registerWitnessStats(m *metrics.Metrics, witnesses *tlog.Witnesses) {
+	if witnesses == nil {
+		return
+	}
+	each := func(f func(tlog.WitnessStatus) float64) func() map[string]float64 {
+		return func() map[string]float64 {
+			out := map[string]float64{}
+			for _, st := range witnesses.Status() {
+				out[st.Name] = f(st)
+			}
+			return out
+		}
+	}
+	m.GaugesFunc("log_witness_cosigned_size", "Size of the newest checkpoint of the event log the witness cosigned for this server; "+
+		"-1 before the first.", "witness", each(func(st tlog.WitnessStatus) float64 { return float64(st.CosignedSize) }))
+	m.GaugesFunc("log_witness_cosigned_timestamp_seconds", "When the witness last cosigned a checkpoint of the event log for this "+
+		"server, in seconds since 1970; 0 before the first.", "witness", each(func(st tlog.WitnessStatus) float64 {
+		if st.LastCosigned.IsZero() {
+			return 0
+		}
+		return float64(st.LastCosigned.UnixMilli()) / 1000
+	}))
+	m.GaugesFunc("log_witness_failing", "1 while the last submission of a checkpoint to the witness failed (unreachable, or refused: "+
+		"the server's log says why), else 0.", "witness", each(func(st tlog.WitnessStatus) float64 {
+		if st.Problem != "" {
+			return 1
+		}
+		return 0
+	}))
 }

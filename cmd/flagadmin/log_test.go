@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -558,7 +559,7 @@ func TestLogCommandsOnADatabase(t *testing.T) {
 	c := &cli{getenv: func(string) string { return "" }, stdout: &out, stderr: &errOut}
 	b, _ := os.ReadFile(verifier)
 	v, _ := tlog.ParseVerifierKey(string(b))
-	if err := c.verifyLog(ctx, tlog.StoreSource(store, store), tlog.VerifyOptions{Verifier: v}, ""); err != nil || !strings.Contains(out.String(), "OK: 20 events") {
+	if err := c.verifyLog(ctx, tlog.StoreSource(store, store), tlog.VerifyOptions{Verifier: v}, "", nil); err != nil || !strings.Contains(out.String(), "OK: 20 events") {
 		t.Errorf("verify the database: %v\n%s", err, out.String())
 	}
 	out.Reset()
@@ -603,13 +604,13 @@ type storeWithoutLog struct{ flagadmin.Store }
 
 func TestServeOnAStoreWithoutALog(t *testing.T) {
 	store := storeWithoutLog{memstore.New()}
-	if parts, err := newLogParts(store, Config{}); err != nil || parts != nil || parts.config().Store != nil {
+	if parts, err := newLogParts(store, Config{}, slog.Default()); err != nil || parts != nil || parts.config().Store != nil {
 		t.Errorf("without --log-key: got %v, %v; want no log and no error", parts, err)
 	}
 	signing, _ := keyFiles(t)
 	_, key, _ := loadLogKey(signing)
 	for _, cfg := range []Config{{LogSignerKey: key}, {Retention: time.Hour}} {
-		if _, err := newLogParts(store, cfg); err == nil || !strings.Contains(err.Error(), "keeps no verifiable log yet") {
+		if _, err := newLogParts(store, cfg, slog.Default()); err == nil || !strings.Contains(err.Error(), "keeps no verifiable log yet") {
 			t.Errorf("%+v: got %v, want an error saying the database keeps no log", cfg.Retention, err)
 		}
 	}

@@ -15,6 +15,8 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"golang.org/x/mod/sumdb/note"
+
 	"github.com/flagadmin/flagadmin/adapters/bunstore"
 	"github.com/flagadmin/flagadmin/adapters/client"
 	"github.com/flagadmin/flagadmin/adapters/tlog"
@@ -131,7 +133,7 @@ func defaultOrigin() string {
 }
 
 var logVerifyCommand = command{
-	usage:   "flagadmin log verify --key FILE.pub [flags]",
+	usage:   "flagadmin log verify --key FILE.pub [--witness KEY]... [flags]",
 	summary: "Checks the event log against its signed checkpoints; names the first event changed, removed, inserted or reordered.",
 	about: `It checks the newest checkpoint's signature (with the verifier key), its root, and with --trusted a
 checkpoint saved earlier (the log must still have its root at its size: this
@@ -150,7 +152,12 @@ Progress goes to stderr. The exit code is 0 when everything holds, 1 otherwise.
 --trusted next time (a server's state file, FILE.checkpoint beside its key,
 serves too). Without --trusted, a rollback to an older copy of the database
 cannot be detected, and a NOTE says so. With --db, every stored hash of the
-tree is recomputed from the leaves too.`,
+tree is recomputed from the leaves too.
+
+--witness KEY (repeatable) requires a valid cosignature of that witness on the
+checkpoint (a C2SP tlog-witness, to which the server submits its checkpoints:
+serve --log-witness). A witness cosigns only a tree that extends every tree of
+the log it saw before, so a log put back to an older copy gets no cosignature.`,
 	env: []string{envURL, envToken},
 }
 
@@ -161,6 +168,10 @@ func (c *cli) logVerify(ctx context.Context, args []string) error {
 	keyFile := fs.String("key", "", "the verifier key `FILE` (FILE.pub of flagadmin log keygen)")
 	trustedFile := fs.String("trusted", "", "a checkpoint `FILE` saved earlier (by --save, from GET /api/admin/log/checkpoint, or a server's state file)")
 	save := fs.String("save", "", "write the newest checkpoint to `FILE` once it verified")
+	var witnessKeys listValue
+	witnessKeys.value = new(string)
+	fs.Var(&witnessKeys, "witness", "require a valid cosignature of the witness of verifier `KEY` (the key, or a FILE holding it) on the\n"+
+		"checkpoint; repeat the flag for several witnesses")
 	rest, err := c.parse(fs, logVerifyCommand, args)
 	if err != nil {
 		return err
@@ -179,6 +190,10 @@ func (c *cli) logVerify(ctx context.Context, args []string) error {
 	if err != nil {
 		return cliErrorf("--key: %s: %s", *keyFile, flat(err))
 	}
+	witnesses, err := parseWitnessKeys(*witnessKeys.value)
+	if err != nil {
+		return err
+	}
 	opts := tlog.VerifyOptions{Verifier: verifier}
 	if *trustedFile != "" {
 		if opts.Trusted, err = os.ReadFile(*trustedFile); err != nil {
@@ -189,6 +204,9 @@ func (c *cli) logVerify(ctx context.Context, args []string) error {
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	if *db != "" && (set["url"] || set["token"]) {
 		return cliErrorf("flagadmin log verify reads a server (--url, --token) or a database (--db), not both")
+	}
+	if *db != "" && len(witnesses) > 0 {
+		return cliErrorf("--witness reads the checkpoint a server serves (--url): the server holds the witnesses' cosignatures, the database does not")
 	}
 	var src tlog.Source
 	if *db != "" {
@@ -210,12 +228,36 @@ func (c *cli) logVerify(ctx context.Context, args []string) error {
 		}
 		src = apiSource{api}
 	}
-	return c.verifyLog(ctx, src, opts, *save)
+	return c.verifyLog(ctx, src, opts, *save, witnesses)
+}
+
+// parseWitnessKeys reads the keys of log verify --witness (comma-separated
+// by listValue): each a witness's verifier key, or a file holding one.
+func parseWitnessKeys(raw string) ([]note.Verifier, error) {
+	var list []note.Verifier
+	for item := range strings.SplitSeq(raw, ",") {
+		item = strings.TrimSpace(item)
+		if item == "" {
+			continue
+		}
+		text := item
+		if b, err := os.ReadFile(item); err == nil {
+			text = string(b)
+		} else if !strings.Contains(item, "+") {
+			return nil, cliErrorf("--witness: %s is neither a witness's verifier key (name+hash+key) nor a file holding one", flagadmin.QuoteInput(item))
+		}
+		v, err := tlog.ParseWitnessKey(text)
+		if err != nil {
+			return nil, cliErrorf("--witness: %s: %s", flagadmin.QuoteInput(item), flat(err))
+		}
+		list = append(list, v)
+	}
+	return list, nil
 }
 
 // verifyLog runs the verification and reports it: progress on stderr, the
 // result on stdout.
-func (c *cli) verifyLog(ctx context.Context, src tlog.Source, opts tlog.VerifyOptions, save string) error {
+func (c *cli) verifyLog(ctx context.Context, src tlog.Source, opts tlog.VerifyOptions, save string, witnesses []note.Verifier) error {
 	start := time.Now()
 	opts.Progress = func(p tlog.VerifyProgress) {
 		fmt.Fprintf(c.stderr, "checked %d of %s, %s read, %s (%s)\n",
@@ -235,6 +277,15 @@ func (c *cli) verifyLog(ctx context.Context, src tlog.Source, opts tlog.VerifyOp
 		return cliErrorf("flagadmin log verify: %s", flat(err))
 	}
 	fmt.Fprintf(c.stdout, "checkpoint: %s, %s, root %s, signature valid\n", r.Origin, plural(r.CheckpointSize, "event"), base64.StdEncoding.EncodeToString(r.CheckpointRoot[:]))
+	var uncosigned []string
+	for _, v := range witnesses {
+		at, err := tlog.Cosigned(r.Note, v)
+		if err != nil {
+			uncosigned = append(uncosigned, err.Error())
+			continue
+		}
+		fmt.Fprintf(c.stdout, "witness: %s cosigned the checkpoint at %s\n", v.Name(), at.UTC().Format(time.RFC3339))
+	}
 	for _, p := range r.Pruned {
 		fmt.Fprintln(c.stdout, prunedLine(p))
 	}
@@ -244,11 +295,25 @@ func (c *cli) verifyLog(ctx context.Context, src tlog.Source, opts tlog.VerifyOp
 	if r.Omitted > 0 {
 		fmt.Fprintf(c.stdout, "PROBLEM: and %d more\n", r.Omitted)
 	}
+	for _, p := range uncosigned {
+		fmt.Fprintf(c.stdout, "PROBLEM: the checkpoint has %s\n", p)
+	}
 	if !r.OK() {
 		return cliErrorf("%s", failedLine(r))
 	}
+	if len(uncosigned) > 0 {
+		more := ""
+		if len(uncosigned) > 1 {
+			more = fmt.Sprintf(" (and %d more witnesses, above)", len(uncosigned)-1)
+		}
+		return cliErrorf("the checkpoint of %s is not cosigned as required: it has %s%s; the witness may not have seen it yet (try again), may be unreachable, or refused it (the server's log says why)",
+			plural(r.CheckpointSize, "event"), uncosigned[0], more)
+	}
 	fmt.Fprintln(c.stdout, verifiedLine(r, time.Since(start), opts.StoredHashes != nil))
-	if opts.Trusted == nil {
+	if opts.Trusted == nil && len(witnesses) > 0 {
+		fmt.Fprintln(c.stdout, "NOTE: a witness cosigns only a tree that extends every tree of the log it saw before, so no witness above had seen a larger or "+
+			"different tree when it cosigned; a cosignature made long ago may be an old checkpoint served again (its time is above)")
+	} else if opts.Trusted == nil {
 		fmt.Fprintln(c.stdout, "NOTE: without --trusted, a rollback to an older copy of the database cannot be detected (an older copy is a consistent log): "+
 			"save this checkpoint with --save FILE and pass --trusted FILE next time, or pass the server's state file (its --log-key FILE"+tlog.StateSuffix+")")
 	}
