@@ -152,22 +152,44 @@ func (s *Service) Authenticate(ctx context.Context, authorization string) (Princ
 	}
 	shape, ok := TokenShape(secret)
 	if !ok {
-		return Principal{}, authRequired("The API token is not valid.")
+		return Principal{}, authRequired(msgTokenInvalid)
 	}
-	hash := HashSecret(secret)
-	tok, user, err := s.store.LookupToken(ctx, hash)
-	if errors.Is(err, ErrNotFound) {
-		return Principal{}, authRequired("The API token is not valid.")
-	}
+	tok, user, err := s.storedToken(ctx, secret)
 	if err != nil {
 		return Principal{}, err
-	}
-	if subtle.ConstantTimeCompare([]byte(tok.SecretHash), []byte(hash)) != 1 {
-		return Principal{}, authRequired("The API token is not valid.")
 	}
 	if tok.ExpiresAt != nil && !s.now().Before(*tok.ExpiresAt) {
 		return Principal{}, authRequired("The API token has expired.")
 	}
+	return tokenPrincipal(tok, user, shape)
+}
+
+// msgTokenInvalid is the answer to a secret that is no token's: one
+// message whatever the reason, so it tells nothing of the tokens stored.
+const msgTokenInvalid = "The API token is not valid."
+
+// storedToken finds the token whose secret is secret, and its account
+// when it is a user's: ErrAuthenticationRequired when no token has it.
+func (s *Service) storedToken(ctx context.Context, secret string) (APIToken, *User, error) {
+	hash := HashSecret(secret)
+	tok, user, err := s.store.LookupToken(ctx, hash)
+	if errors.Is(err, ErrNotFound) {
+		return APIToken{}, nil, authRequired(msgTokenInvalid)
+	}
+	if err != nil {
+		return APIToken{}, nil, err
+	}
+	if subtle.ConstantTimeCompare([]byte(tok.SecretHash), []byte(hash)) != 1 {
+		return APIToken{}, nil, authRequired(msgTokenInvalid)
+	}
+	return tok, user, nil
+}
+
+// tokenPrincipal is who a stored token authenticates as, when its secret
+// has the shape of its type: an admin token, the user account a user
+// token belongs to (refused once the account is deleted), or a client or
+// frontend token.
+func tokenPrincipal(tok APIToken, user *User, shape TokenType) (Principal, error) {
 	switch {
 	case tok.Type == TokenAdmin && shape == TokenAdmin:
 		return AdminToken(tok.Name), nil
@@ -179,7 +201,7 @@ func (s *Service) Authenticate(ctx context.Context, authorization string) (Princ
 	case (tok.Type == TokenClient || tok.Type == TokenFrontend) && shape == TokenClient:
 		return Principal{Kind: PrincipalClientToken, Name: tok.Name}, nil
 	}
-	return Principal{}, authRequired("The API token is not valid.")
+	return Principal{}, authRequired(msgTokenInvalid)
 }
 
 // AuthenticateAdmin is Authenticate for a transport of the admin API: it

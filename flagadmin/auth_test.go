@@ -206,6 +206,20 @@ func TestAuthenticateTokenOfMissingAccount(t *testing.T) {
 	wantKind(t, err, flagadmin.ErrAuthenticationRequired)
 }
 
+func TestAuthenticateTokenOfAnotherHash(t *testing.T) {
+	// A store that answers a token whose hash is not the secret's (a
+	// lookup that matched loosely): the secret is not that token's.
+	store := lookupStore{Store: memstore.New(), lookup: func(hash string) (flagadmin.APIToken, *flagadmin.User, error) {
+		return flagadmin.APIToken{SecretHash: flagadmin.HashSecret("*:*.another-secret"), Type: flagadmin.TokenAdmin, Name: "admin"}, nil, nil
+	}}
+	svc := flagadmin.NewService(store, fixedClock(testNow))
+	p, err := svc.Authenticate(context.Background(), "*:*.admin-secret")
+	wantKind(t, err, flagadmin.ErrAuthenticationRequired)
+	if err == nil || err.Error() != "The API token is not valid." {
+		t.Errorf("got principal %+v, error %v, want the error The API token is not valid.", p, err)
+	}
+}
+
 func TestAuthenticateStoreFailure(t *testing.T) {
 	store := lookupStore{Store: memstore.New(), lookup: func(string) (flagadmin.APIToken, *flagadmin.User, error) {
 		return flagadmin.APIToken{}, nil, fmt.Errorf("dial: %w", flagadmin.ErrUnavailable)

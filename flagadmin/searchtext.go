@@ -118,39 +118,36 @@ func compactJSON(raw json.RawMessage) []byte {
 // semantics of EventQuery: the in-memory store uses it directly and SQL
 // stores must agree with it.
 func (q EventQuery) Matches(e Event, payload, meta string) bool {
-	if !matchStr(q.Features, e.FeatureName) || !matchStr(q.Projects, e.Project) ||
-		!matchStr(q.Environments, e.Environment) || !matchInt(q.CreatedByUserIDs, e.CreatedByUserID) ||
-		!matchStr(q.GroupIDs, e.GroupID) {
-		return false
+	return q.matchesColumns(e) && q.inPeriod(e) && q.shows(e) && q.matchesText(payload, meta)
+}
+
+// matchesColumns reports whether each column filter of q (an empty one
+// matches everything) holds one of its values.
+func (q EventQuery) matchesColumns(e Event) bool {
+	return matchColumn(q.Features, e.FeatureName) && matchColumn(q.Projects, e.Project) &&
+		matchColumn(q.Environments, e.Environment) && matchColumn(q.CreatedByUserIDs, e.CreatedByUserID) &&
+		matchColumn(q.GroupIDs, e.GroupID) && matchColumn(q.Types, &e.Type) && matchColumn(q.IDs, &e.ID)
+}
+
+// inPeriod reports whether e was created from q.From on and before q.Before.
+func (q EventQuery) inPeriod(e Event) bool {
+	return (q.From == nil || !e.CreatedAt.Before(*q.From)) && (q.Before == nil || e.CreatedAt.Before(*q.Before))
+}
+
+// shows reports whether the caller of q may see e: it names a project
+// when q requires one, and none the caller may not see.
+func (q EventQuery) shows(e Event) bool {
+	if e.Project == nil {
+		return !q.RequireProject
 	}
-	if len(q.Types) > 0 && !slices.Contains(q.Types, e.Type) {
-		return false
-	}
-	if len(q.IDs) > 0 && !slices.Contains(q.IDs, e.ID) {
-		return false
-	}
-	if q.From != nil && e.CreatedAt.Before(*q.From) {
-		return false
-	}
-	if q.Before != nil && !e.CreatedAt.Before(*q.Before) {
-		return false
-	}
-	if q.RequireProject && e.Project == nil {
-		return false
-	}
-	if e.Project != nil && ProjectHidden(*e.Project, q.HiddenProjects) {
-		return false
-	}
-	if q.Text != "" {
-		found := strings.Contains(payload, q.Text)
-		if !found && q.TextScope == TextPayloadTypeCreator {
-			found = strings.Contains(meta, q.Text)
-		}
-		if !found {
-			return false
-		}
-	}
-	return true
+	return !ProjectHidden(*e.Project, q.HiddenProjects)
+}
+
+// matchesText reports whether the text of q, if any, is in the event's
+// payload, or in its type and creator when the scope says so.
+func (q EventQuery) matchesText(payload, meta string) bool {
+	return q.Text == "" || strings.Contains(payload, q.Text) ||
+		q.TextScope == TextPayloadTypeCreator && strings.Contains(meta, q.Text)
 }
 
 // AllProjects is the project Unleash records on the events of a token
@@ -177,11 +174,9 @@ func ProjectHidden(project string, hidden []string) bool {
 	return false
 }
 
-func matchStr(values []string, col *string) bool {
-	return len(values) == 0 || (col != nil && slices.Contains(values, *col))
-}
-
-func matchInt(values []int64, col *int64) bool {
+// matchColumn reports whether a column filter holds: it has no values, or
+// the column (nil when absent) is one of them.
+func matchColumn[T comparable](values []T, col *T) bool {
 	return len(values) == 0 || (col != nil && slices.Contains(values, *col))
 }
 

@@ -68,22 +68,12 @@ func (c *Client) Tail(ctx context.Context, params flagadmin.EventSearchParams, a
 			if stopped {
 				return
 			}
-			if !opened && (brokeAt.IsZero() || !transient(err) || time.Since(brokeAt) > ReconnectPatience) || ctx.Err() != nil {
+			if ctx.Err() != nil || !reconnectable(opened, err, brokeAt) {
 				yield(flagadmin.Event{}, err)
 				return
 			}
 			if opened {
 				brokeAt = time.Now()
-			}
-			if ctx.Err() != nil {
-				yield(flagadmin.Event{}, ctx.Err())
-				return
-			}
-			var end *StreamEnd
-			var ce *connectionError
-			if opened && !errors.As(err, &end) && !errors.As(err, &ce) {
-				yield(flagadmin.Event{}, err)
-				return
 			}
 			if last > before {
 				breaks = 0
@@ -98,6 +88,20 @@ func (c *Client) Tail(ctx context.Context, params flagadmin.EventSearchParams, a
 			}
 		}
 	}
+}
+
+// reconnectable reports whether Tail opens the stream again after an
+// attempt that ended with err: a stream that was open and broke (the
+// connection was lost, or the server ended it), or a failure to open it
+// that may pass, within ReconnectPatience of the last break (brokeAt, zero
+// before the first: the first opening is retried like a GET, not here).
+func reconnectable(opened bool, err error, brokeAt time.Time) bool {
+	if !opened {
+		return !brokeAt.IsZero() && transient(err) && time.Since(brokeAt) <= ReconnectPatience
+	}
+	var end *StreamEnd
+	var ce *connectionError
+	return errors.As(err, &end) || errors.As(err, &ce)
 }
 
 // transient reports whether a failure to open the stream may pass: the

@@ -118,70 +118,114 @@ func toAPIError(err error) *apiError {
 	return e
 }
 
+// mapError answers err with the rule of the first error kind it is (nil,
+// or none of them: a 500).
 func mapError(err error) *apiError {
-	var (
-		ae  *apiError
-		mbe *http.MaxBytesError
-		ve  *flagadmin.ValidationError
-		he  *humaError
-		ro  *flagadmin.ReadOnlyError
-		lr  *flagadmin.LogRefusedError
-	)
-	switch {
-	case err == nil:
-		return newAPIError(http.StatusInternalServerError, nameInternal, msgInternal)
-	case errors.As(err, &ae):
-		return ae
-	case errors.As(err, &mbe):
+	if err == nil {
+		return internalError(err)
+	}
+	for _, rule := range errorRules {
+		if e := rule(err); e != nil {
+			return e
+		}
+	}
+	return internalError(err)
+}
+
+// errorRule answers an error of its kind; nil when err is not of it.
+type errorRule func(err error) *apiError
+
+// errorRules are the error kinds and their answers, the first that matches
+// wins. The order matters where an error is of several kinds: an upstream
+// loop is also a bad gateway; an upstream that failed (502) or timed out
+// (504) is so whatever storage or context error it also wraps.
+var errorRules = []errorRule{
+	as(func(ae *apiError) *apiError { return ae }),
+	as(func(mbe *http.MaxBytesError) *apiError {
 		return newAPIError(http.StatusRequestEntityTooLarge, nameContentTooLarge,
 			fmt.Sprintf("The request body is larger than the limit of %d bytes.", mbe.Limit))
-	case errors.Is(err, errBodyFraming):
+	}),
+	is(errBodyFraming, func(error) *apiError {
 		return badData([]errorDetail{{Path: pathBody, Message: "is cut short or badly framed: fewer bytes than Content-Length, or a broken chunked encoding"}})
-	case errors.Is(err, errBodyTimeout):
-		return newAPIError(http.StatusRequestTimeout, nameRequestTimeout, msgTimeout)
-	case errors.Is(err, errHeadersTooLarge):
-		return badData([]errorDetail{{Message: err.Error()}})
-	case errors.As(err, &ve):
-		return badData(fieldDetails(ve.Fields))
-	case errors.Is(err, flagadmin.ErrValidation):
-		return badData([]errorDetail{{Message: err.Error()}})
-	case errors.Is(err, flagadmin.ErrAuthenticationRequired):
-		return newAPIError(http.StatusUnauthorized, nameAuthentication, err.Error())
-	case errors.Is(err, flagadmin.ErrNoAccess):
-		return newAPIError(http.StatusForbidden, nameNoAccess, err.Error())
-	case errors.Is(err, flagadmin.ErrNotFound):
-		return newAPIError(http.StatusNotFound, nameNotFound, err.Error())
-	case errors.As(err, &ro):
-		// A server that follows Unleash, with no upstream: the message
-		// names the source, whose URL carries no credentials.
+	}),
+	is(errBodyTimeout, fixedError(http.StatusRequestTimeout, nameRequestTimeout, msgTimeout)),
+	is(errHeadersTooLarge, badDataOf),
+	as(func(ve *flagadmin.ValidationError) *apiError { return badData(fieldDetails(ve.Fields)) }),
+	is(flagadmin.ErrValidation, badDataOf),
+	is(flagadmin.ErrAuthenticationRequired, sayingError(http.StatusUnauthorized, nameAuthentication)),
+	is(flagadmin.ErrNoAccess, sayingError(http.StatusForbidden, nameNoAccess)),
+	is(flagadmin.ErrNotFound, sayingError(http.StatusNotFound, nameNotFound)),
+	// A server that follows Unleash, with no upstream: the message names
+	// the source, whose URL carries no credentials.
+	as(func(ro *flagadmin.ReadOnlyError) *apiError {
 		return newAPIError(http.StatusConflict, nameReadOnly, "This flagadmin keeps a read-only copy of the Unleash database "+
 			ro.Source+" (it follows it): make the change in Unleash.")
-	case errors.As(err, &lr):
+	}),
+	as(func(lr *flagadmin.LogRefusedError) *apiError {
 		return newAPIError(http.StatusConflict, nameConflict, lr.Error())
-	case errors.Is(err, flagadmin.ErrConflict):
-		return newAPIError(http.StatusConflict, nameConflict, msgConflict)
-	case errors.Is(err, flagadmin.ErrUpstreamLoop):
-		return newAPIError(http.StatusBadGateway, nameBadGateway, msgUpstreamLoop)
-	case errors.Is(err, flagadmin.ErrBadGateway):
-		// Before the storage and context kinds: an upstream that timed
-		// out is a 504 whatever else its error wraps.
-		return newAPIError(http.StatusBadGateway, nameBadGateway, msgBadGateway)
-	case errors.Is(err, flagadmin.ErrGatewayTimeout):
-		return newAPIError(http.StatusGatewayTimeout, nameGatewayTimeout, msgGateway504)
-	case errors.Is(err, flagadmin.ErrUnavailable), errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
-		// The storage did not answer in time, or the request's context
-		// ended while it waited (the client went away: the log says so).
-		e := newAPIError(http.StatusServiceUnavailable, nameServiceUnavailable, msgUnavailable)
-		e.headers = http.Header{"Retry-After": {retryAfterSeconds}}
-		return e
-	case errors.Is(err, os.ErrDeadlineExceeded):
-		// A read deadline on the client's connection passed: its request
-		// body stopped arriving (a gateway forwarding it says so).
-		return newAPIError(http.StatusRequestTimeout, nameRequestTimeout, msgTimeout)
-	case errors.As(err, &he):
-		return fromHuma(he)
+	}),
+	is(flagadmin.ErrConflict, fixedError(http.StatusConflict, nameConflict, msgConflict)),
+	is(flagadmin.ErrUpstreamLoop, fixedError(http.StatusBadGateway, nameBadGateway, msgUpstreamLoop)),
+	is(flagadmin.ErrBadGateway, fixedError(http.StatusBadGateway, nameBadGateway, msgBadGateway)),
+	is(flagadmin.ErrGatewayTimeout, fixedError(http.StatusGatewayTimeout, nameGatewayTimeout, msgGateway504)),
+	// The storage did not answer in time, or the request's context ended
+	// while it waited (the client went away: the log says so).
+	is(flagadmin.ErrUnavailable, unavailableError),
+	is(context.DeadlineExceeded, unavailableError),
+	is(context.Canceled, unavailableError),
+	// A read deadline on the client's connection passed: its request body
+	// stopped arriving (a gateway forwarding it says so).
+	is(os.ErrDeadlineExceeded, fixedError(http.StatusRequestTimeout, nameRequestTimeout, msgTimeout)),
+	as(fromHuma),
+}
+
+// is is the rule of the errors that are kind (errors.Is).
+func is(kind error, answer func(err error) *apiError) errorRule {
+	return func(err error) *apiError {
+		if errors.Is(err, kind) {
+			return answer(err)
+		}
+		return nil
 	}
+}
+
+// as is the rule of the errors of type T (errors.As), answered from the
+// one found.
+func as[T error](answer func(T) *apiError) errorRule {
+	return func(err error) *apiError {
+		var target T
+		if errors.As(err, &target) {
+			return answer(target)
+		}
+		return nil
+	}
+}
+
+// fixedError answers with a status, a name and a fixed message: the cause
+// is not the caller's to read.
+func fixedError(status int, name, message string) func(error) *apiError {
+	return func(error) *apiError { return newAPIError(status, name, message) }
+}
+
+// sayingError answers with a status and a name, and the error's own
+// message, which the domain writes for the caller.
+func sayingError(status int, name string) func(error) *apiError {
+	return func(err error) *apiError { return newAPIError(status, name, err.Error()) }
+}
+
+// badDataOf is a 400 whose one detail is the error's message.
+func badDataOf(err error) *apiError { return badData([]errorDetail{{Message: err.Error()}}) }
+
+// internalError is a 500; its cause is logged, never shown.
+func internalError(error) *apiError {
 	return newAPIError(http.StatusInternalServerError, nameInternal, msgInternal)
+}
+
+// unavailableError is a 503, to be tried again after Retry-After.
+func unavailableError(error) *apiError {
+	e := newAPIError(http.StatusServiceUnavailable, nameServiceUnavailable, msgUnavailable)
+	e.headers = http.Header{"Retry-After": {retryAfterSeconds}}
+	return e
 }
 
 // fromHuma maps an error Huma reports. Its 422 (schema validation) is a 400

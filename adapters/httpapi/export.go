@@ -153,8 +153,8 @@ func (s *Server) exportEvents(ctx context.Context, in *exportEventsInput) (*expo
 	}}, nil
 }
 
-// exportWriter writes an export's bytes, sending the status and headers
-// with the first of them.
+// exportWriter writes an export's bytes, sending the status and headers,
+// then the format's header row, before the first of them.
 type exportWriter struct {
 	w       http.ResponseWriter
 	rc      *http.ResponseController
@@ -164,17 +164,74 @@ type exportWriter struct {
 	pending int
 	// scratch is reused for each event's bytes.
 	scratch []byte
-	start   func()
+	// contentType and filename are the headers' (Content-Type and
+	// Content-Disposition).
+	contentType, filename string
+	// header is the format's header row, if any.
+	header []byte
+	// encode appends the bytes of an event.
+	encode func(b []byte, e flagadmin.Event) ([]byte, error)
 }
 
-// write buffers b, starting the response first when it has not begun.
-func (x *exportWriter) write(b []byte) error {
-	if !x.started {
-		x.started = true
-		x.start()
+// newExportWriter writes an export of the format to w.
+func newExportWriter(w http.ResponseWriter, format flagadmin.ExportFormat) *exportWriter {
+	x := &exportWriter{w: w, rc: http.NewResponseController(w), buf: bufio.NewWriterSize(w, exportBufferSize)}
+	x.contentType, x.encode = "application/x-ndjson", appendExportEventJSON
+	ext := "ndjson"
+	if format == flagadmin.ExportCSV {
+		var tags bytes.Buffer
+		x.contentType, x.header = "text/csv; charset=utf-8", []byte(csvHeader)
+		x.encode = func(b []byte, e flagadmin.Event) ([]byte, error) { return appendCSVRecord(b, e, &tags) }
+		ext = "csv"
 	}
-	_, err := x.buf.Write(b)
+	x.filename = "events-" + time.Now().UTC().Format("20060102T150405Z") + "." + ext
+	return x
+}
+
+// begin starts the response, once: status, headers and the header row.
+func (x *exportWriter) begin() error {
+	if x.started {
+		return nil
+	}
+	x.started = true
+	// The server's write timeout is for answers of a known size; an
+	// export takes as long as it takes, bounded by exportStallTimeout.
+	_ = x.rc.SetWriteDeadline(time.Now().Add(exportStallTimeout))
+	h := x.w.Header()
+	h.Set("Content-Type", x.contentType)
+	h.Set("Content-Disposition", `attachment; filename="`+x.filename+`"`)
+	h.Set("Cache-Control", "no-store")
+	h.Set("X-Content-Type-Options", "nosniff")
+	x.w.WriteHeader(http.StatusOK)
+	_, err := x.buf.Write(x.header)
 	return err
+}
+
+// event writes the bytes of e, flushing every exportFlushEvery events.
+func (x *exportWriter) event(e flagadmin.Event) error {
+	var err error
+	if x.scratch, err = x.encode(x.scratch[:0], e); err != nil {
+		return err
+	}
+	if err := x.begin(); err != nil {
+		return err
+	}
+	if _, err := x.buf.Write(x.scratch); err != nil {
+		return err
+	}
+	if x.pending++; x.pending >= exportFlushEvery {
+		return x.flush()
+	}
+	return nil
+}
+
+// finish ends an export that ran to its end: an export of no events is
+// its header row alone (or empty), sent like any other.
+func (x *exportWriter) finish() error {
+	if err := x.begin(); err != nil {
+		return err
+	}
+	return x.flush()
 }
 
 // flush sends the buffered bytes to the client, moving the write deadline.
@@ -190,58 +247,12 @@ func (x *exportWriter) flush() error {
 // streamExport runs exp and writes its events to w. See the comment at the
 // top of this file for what happens on failure.
 func (s *Server) streamExport(w http.ResponseWriter, r *http.Request, exp *flagadmin.EventExport) {
-	contentType, ext := "application/x-ndjson", "ndjson"
-	if exp.Format == flagadmin.ExportCSV {
-		contentType, ext = "text/csv; charset=utf-8", "csv"
-	}
-	filename := "events-" + time.Now().UTC().Format("20060102T150405Z") + "." + ext
-	x := &exportWriter{w: w, rc: http.NewResponseController(w), buf: bufio.NewWriterSize(w, exportBufferSize)}
-	x.start = func() {
-		// The server's write timeout is for answers of a known size; an
-		// export takes as long as it takes, bounded by exportStallTimeout.
-		_ = x.rc.SetWriteDeadline(time.Now().Add(exportStallTimeout))
-		h := w.Header()
-		h.Set("Content-Type", contentType)
-		h.Set("Content-Disposition", `attachment; filename="`+filename+`"`)
-		h.Set("Cache-Control", "no-store")
-		h.Set("X-Content-Type-Options", "nosniff")
-		w.WriteHeader(http.StatusOK)
-	}
-	var tags bytes.Buffer
+	x := newExportWriter(w, exp.Format)
 	ctx, cancel := streamContext(r.Context())
 	defer cancel()
-	err := exp.Run(ctx, func(e flagadmin.Event) error {
-		var err error
-		if exp.Format == flagadmin.ExportCSV {
-			if !x.started {
-				if err := x.write([]byte(csvHeader)); err != nil {
-					return err
-				}
-			}
-			x.scratch, err = appendCSVRecord(x.scratch[:0], e, &tags)
-		} else {
-			x.scratch, err = appendExportEventJSON(x.scratch[:0], e)
-		}
-		if err != nil {
-			return err
-		}
-		if err := x.write(x.scratch); err != nil {
-			return err
-		}
-		if x.pending++; x.pending >= exportFlushEvery {
-			return x.flush()
-		}
-		return nil
-	})
-	if err == nil && !x.started && exp.Format == flagadmin.ExportCSV {
-		err = x.write([]byte(csvHeader)) // no events: the header row alone
-	}
+	err := exp.Run(ctx, x.event)
 	if err == nil {
-		if !x.started {
-			x.started = true
-			x.start()
-		}
-		err = x.flush()
+		err = x.finish()
 	}
 	if err == nil {
 		return

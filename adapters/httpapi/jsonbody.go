@@ -104,58 +104,69 @@ func (c *bodyChecker) value(path string, s *huma.Schema) error {
 	if err != nil {
 		return err
 	}
-	want := ""
-	if s != nil {
-		want = s.Type
-	}
 	switch tok := tok.(type) {
 	case json.Delim:
 		if tok == '{' {
-			if want != "" && want != huma.TypeObject {
-				c.add(path, typeMessage(s))
-				s = nil
-			}
-			return c.object(path, s)
+			return c.object(path, c.expect(path, s, huma.TypeObject))
 		}
-		if want != "" && want != huma.TypeArray {
-			c.add(path, typeMessage(s))
-			s = nil
-		}
-		var items *huma.Schema
-		if s != nil {
-			items = s.Items
-		}
-		for i := 0; c.dec.More(); i++ {
-			if err := c.value(path+"["+strconv.Itoa(i)+"]", items); err != nil {
-				return err
-			}
-		}
-		_, err := c.dec.Token() // ]
-		return err
+		return c.array(path, c.expect(path, s, huma.TypeArray))
 	case string:
 		if !validJSONString(c.body[start:c.dec.InputOffset()]) {
 			c.add(path, "must be valid UTF-8 text")
-		} else if want != "" && want != huma.TypeString {
-			c.add(path, typeMessage(s))
+		} else {
+			c.expect(path, s, huma.TypeString)
 		}
 	case json.Number:
-		switch want {
-		case "", huma.TypeNumber:
-		case huma.TypeInteger:
-			if _, ok := parseJSONInteger(string(tok)); !ok {
-				c.add(path, typeMessage(s))
-			}
-		default:
-			c.add(path, typeMessage(s))
-		}
+		c.number(path, s, tok)
 	case bool:
-		if want != "" && want != huma.TypeBoolean {
-			c.add(path, typeMessage(s))
-		}
+		c.expect(path, s, huma.TypeBoolean)
 	case nil:
 		// null is "absent" for every optional field; the domain decides.
 	}
 	return nil
+}
+
+// expect records at path that the value is not of the type s wants, when
+// s wants one and it is not typ. It returns the schema to check the
+// value's contents with: s, or nil (anything) once the type is wrong.
+func (c *bodyChecker) expect(path string, s *huma.Schema, typ string) *huma.Schema {
+	if s == nil || s.Type == "" || s.Type == typ {
+		return s
+	}
+	c.add(path, typeMessage(s))
+	return nil
+}
+
+// array checks the items of an array whose '[' was read.
+func (c *bodyChecker) array(path string, s *huma.Schema) error {
+	var items *huma.Schema
+	if s != nil {
+		items = s.Items
+	}
+	for i := 0; c.dec.More(); i++ {
+		if err := c.value(path+"["+strconv.Itoa(i)+"]", items); err != nil {
+			return err
+		}
+	}
+	_, err := c.dec.Token() // ]
+	return err
+}
+
+// number checks a number: any number is a number; an integer must be a
+// whole number within the integers a body may hold.
+func (c *bodyChecker) number(path string, s *huma.Schema, n json.Number) {
+	if s == nil {
+		return
+	}
+	switch s.Type {
+	case "", huma.TypeNumber:
+	case huma.TypeInteger:
+		if _, ok := parseJSONInteger(string(n)); !ok {
+			c.add(path, typeMessage(s))
+		}
+	default:
+		c.add(path, typeMessage(s))
+	}
 }
 
 // object checks the members of an object whose '{' was read.

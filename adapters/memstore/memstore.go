@@ -358,53 +358,21 @@ func (s *Store) ProjectStats(ctx context.Context, q flagadmin.ProjectStatsQuery)
 		if (p.ArchivedAt != nil) != q.Archived {
 			continue
 		}
-		st := &flagadmin.ProjectStats{Project: bareProject(p)}
-		if q.FavoritesOf != nil {
-			st.Favorite = p.favorites[*q.FavoritesOf]
-		}
-		for uid, r := range p.userRoles {
-			if r == flagadmin.ProjectRoleOwner {
-				st.Owners = append(st.Owners, flagadmin.UserOwner(s.w.users[uid]))
-			}
-		}
-		for gid, r := range p.groupRoles {
-			if r == flagadmin.ProjectRoleOwner {
-				st.Owners = append(st.Owners, flagadmin.GroupOwner(s.w.groups[gid].Group))
-			}
-		}
-		st.MemberCount = len(flagadmin.CountedMembers(p.memberships(), s.w.groupUsers))
+		st := s.w.projectStats(p, q)
 		byProject[id] = st
 		out = append(out, st)
 	}
 	for _, f := range s.w.features {
-		st, ok := byProject[f.Project]
-		if !ok {
-			continue
+		if st, ok := byProject[f.Project]; ok {
+			countFeature(st, f, q)
 		}
-		if f.LastSeenAt != nil && (st.LastReportedFlagUsage == nil || f.LastSeenAt.After(*st.LastReportedFlagUsage)) {
-			t := *f.LastSeenAt
-			st.LastReportedFlagUsage = &t
-		}
-		if flagadmin.InCleanup(f) {
-			st.CleanupCount++
-		}
-		switch q.Standing(f) {
-		case flagadmin.NotCounted:
-			continue
-		case flagadmin.Stale:
-			st.StaleCount++
-		case flagadmin.PotentiallyStale:
-			st.PotentiallyStaleCount++
-		}
-		st.FeatureCount++
 	}
 	for _, e := range s.w.events {
 		if e.Project == nil {
 			continue
 		}
-		if st, ok := byProject[*e.Project]; ok && (st.LastUpdatedAt == nil || e.CreatedAt.After(*st.LastUpdatedAt)) {
-			t := e.CreatedAt
-			st.LastUpdatedAt = &t
+		if st, ok := byProject[*e.Project]; ok {
+			st.LastUpdatedAt = later(st.LastUpdatedAt, e.CreatedAt)
 		}
 	}
 	res := make([]flagadmin.ProjectStats, len(out))
@@ -412,6 +380,62 @@ func (s *Store) ProjectStats(ctx context.Context, q flagadmin.ProjectStatsQuery)
 		res[i] = *st
 	}
 	return res, nil
+}
+
+// projectStats begins the figures of p with what the project itself
+// holds: whether the user of q made it a favorite, its owners and how
+// many members it counts.
+func (w *world) projectStats(p *project, q flagadmin.ProjectStatsQuery) *flagadmin.ProjectStats {
+	st := &flagadmin.ProjectStats{Project: bareProject(p), Owners: w.projectOwners(p)}
+	if q.FavoritesOf != nil {
+		st.Favorite = p.favorites[*q.FavoritesOf]
+	}
+	st.MemberCount = len(flagadmin.CountedMembers(p.memberships(), w.groupUsers))
+	return st
+}
+
+// projectOwners returns the users, then the groups, holding p's Owner role.
+func (w *world) projectOwners(p *project) []flagadmin.ProjectOwner {
+	var owners []flagadmin.ProjectOwner
+	for uid, r := range p.userRoles {
+		if r == flagadmin.ProjectRoleOwner {
+			owners = append(owners, flagadmin.UserOwner(w.users[uid]))
+		}
+	}
+	for gid, r := range p.groupRoles {
+		if r == flagadmin.ProjectRoleOwner {
+			owners = append(owners, flagadmin.GroupOwner(w.groups[gid].Group))
+		}
+	}
+	return owners
+}
+
+// countFeature adds f to the figures of its project: when it was last
+// seen, whether it is in cleanup, and its standing, when q counts it.
+func countFeature(st *flagadmin.ProjectStats, f flagadmin.Feature, q flagadmin.ProjectStatsQuery) {
+	if f.LastSeenAt != nil {
+		st.LastReportedFlagUsage = later(st.LastReportedFlagUsage, *f.LastSeenAt)
+	}
+	if flagadmin.InCleanup(f) {
+		st.CleanupCount++
+	}
+	switch q.Standing(f) {
+	case flagadmin.NotCounted:
+		return
+	case flagadmin.Stale:
+		st.StaleCount++
+	case flagadmin.PotentiallyStale:
+		st.PotentiallyStaleCount++
+	}
+	st.FeatureCount++
+}
+
+// later returns the later of at (nil: none yet) and t.
+func later(at *time.Time, t time.Time) *time.Time {
+	if at != nil && !t.After(*at) {
+		return at
+	}
+	return &t
 }
 
 // UpdateFeature implements flagadmin.Store. The write lock serializes

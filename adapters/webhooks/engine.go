@@ -385,9 +385,31 @@ var errBatchFull = errors.New("webhooks: batch full")
 // it is delivered, and advances the stored position after each; it
 // returns when ctx ends or the lease is lost.
 func (s *sink) deliver(ctx context.Context, position int64) error {
-	o := &s.e.opts
-	storeRetry := s.e.newBackoff()
 	batch := make([]flagadmin.Event, 0, flagadmin.ExportBatchSize)
+	for {
+		var err error
+		if batch, err = s.nextBatch(ctx, position, batch[:0]); err != nil {
+			return err
+		}
+		s.noteLag(batch)
+		if len(batch) == 0 {
+			if err := s.waitForEvents(ctx); err != nil {
+				return err
+			}
+			continue
+		}
+		if err := s.sendBatch(ctx, batch); err != nil {
+			return err
+		}
+		position = batch[len(batch)-1].ID
+	}
+}
+
+// nextBatch reads the sink's next events after position into batch, up to
+// its capacity, retrying while the event log cannot be read; it fails only
+// when ctx ends.
+func (s *sink) nextBatch(ctx context.Context, position int64, batch []flagadmin.Event) ([]flagadmin.Event, error) {
+	retry := s.e.newBackoff()
 	for {
 		batch = batch[:0]
 		err := s.e.store.ExportEvents(ctx, s.q, position, func(ev flagadmin.Event) error {
@@ -397,52 +419,64 @@ func (s *sink) deliver(ctx context.Context, position int64) error {
 			}
 			return nil
 		})
-		if err != nil && !errors.Is(err, errBatchFull) {
-			if ctx.Err() != nil {
-				return ctx.Err()
-			}
-			s.log().Warn("webhooks: cannot read the event log; retrying", "err", err)
-			if !sleep(ctx, storeRetry.NextBackOff()) {
-				return ctx.Err()
-			}
-			continue
+		if err == nil || errors.Is(err, errBatchFull) {
+			return batch, nil
 		}
-		storeRetry.Reset()
-		full := len(batch) == cap(batch)
-		s.update(func(x *SinkStats) {
-			x.LagEvents, x.LagAtLeast, x.OldestPending = int64(len(batch)), full, time.Time{}
-			if len(batch) > 0 {
-				x.OldestPending = batch[0].CreatedAt
-			}
-		})
-		if len(batch) == 0 {
-			select {
-			case <-ctx.Done():
-				return ctx.Err()
-			case <-s.wake:
-			case <-time.After(o.PollEvery):
-			}
-			continue
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
 		}
-		for i := range batch {
-			ev := &batch[i]
-			if err := s.post(ctx, ev); err != nil {
-				return err
-			}
-			if err := s.advance(ctx, ev.ID); err != nil {
-				return err
-			}
-			position = ev.ID
-			s.update(func(x *SinkStats) {
-				x.Position, x.Delivered, x.Attempts, x.LastError = ev.ID, x.Delivered+1, 0, ""
-				x.LagEvents--
-				x.OldestPending = time.Time{}
-				if i+1 < len(batch) {
-					x.OldestPending = batch[i+1].CreatedAt
-				}
-			})
+		s.log().Warn("webhooks: cannot read the event log; retrying", "err", err)
+		if !sleep(ctx, retry.NextBackOff()) {
+			return nil, ctx.Err()
 		}
 	}
+}
+
+// noteLag records the events a batch leaves to deliver: all of them, or at
+// least as many when it is full.
+func (s *sink) noteLag(batch []flagadmin.Event) {
+	full := len(batch) == cap(batch)
+	s.update(func(x *SinkStats) {
+		x.LagEvents, x.LagAtLeast, x.OldestPending = int64(len(batch)), full, time.Time{}
+		if len(batch) > 0 {
+			x.OldestPending = batch[0].CreatedAt
+		}
+	})
+}
+
+// waitForEvents waits until an event may have been recorded: the engine
+// wakes the sink, or PollEvery passes. It fails only when ctx ends.
+func (s *sink) waitForEvents(ctx context.Context) error {
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-s.wake:
+	case <-time.After(s.e.opts.PollEvery):
+	}
+	return nil
+}
+
+// sendBatch delivers the events of batch in order, advancing the stored
+// position after each.
+func (s *sink) sendBatch(ctx context.Context, batch []flagadmin.Event) error {
+	for i := range batch {
+		ev := &batch[i]
+		if err := s.post(ctx, ev); err != nil {
+			return err
+		}
+		if err := s.advance(ctx, ev.ID); err != nil {
+			return err
+		}
+		s.update(func(x *SinkStats) {
+			x.Position, x.Delivered, x.Attempts, x.LastError = ev.ID, x.Delivered+1, 0, ""
+			x.LagEvents--
+			x.OldestPending = time.Time{}
+			if i+1 < len(batch) {
+				x.OldestPending = batch[i+1].CreatedAt
+			}
+		})
+	}
+	return nil
 }
 
 // advance stores the position after a delivery, retrying while the

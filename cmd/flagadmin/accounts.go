@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"strconv"
@@ -72,27 +73,14 @@ func (c *cli) accountCommand(ctx context.Context, args []string, service bool) e
 	if err != nil {
 		return err
 	}
-	cmd := *group.command(sub)
 	full := "flagadmin " + group.name + " " + sub
 	fs := newFlagSet(full)
 	s := newSettings(fs, c.getenv, withDB)
-	var u flagadmin.User
-	var rootRole, tokenName, expires string
-	var withToken bool
+	var a newAccount
 	if sub == "create" {
-		fs.StringVar(&u.Name, "name", "", "display `NAME`")
-		fs.StringVar(&u.Username, "username", "", "user `NAME` (login name)")
-		if !service {
-			fs.StringVar(&u.Email, "email", "", "email `ADDRESS` (events the user causes name it as createdBy)")
-		}
-		fs.StringVar(&rootRole, "root-role", "Viewer", "root `ROLE`: Viewer, Editor or Admin")
-		if service {
-			fs.BoolVar(&withToken, "token", false, "also create a token for the account and print its secret, once")
-			fs.StringVar(&tokenName, "token-name", "", "`NAME` of the token of --token (default: the account's username or name)")
-			fs.StringVar(&expires, "expires", "", "`EXPIRY` of the token of --token: RFC 3339 time, yyyy-mm-dd, or a duration such as 90d (default: never)")
-		}
+		a.flags(fs, service)
 	}
-	positional, err := c.parse(fs, cmd, rest)
+	positional, err := c.parse(fs, *group.command(sub), rest)
 	if err != nil {
 		return err
 	}
@@ -104,42 +92,7 @@ func (c *cli) accountCommand(ctx context.Context, args []string, service bool) e
 		return err
 	}
 	if sub == "create" {
-		u.Name, u.Username, u.Email, u.IsService = strings.TrimSpace(u.Name), strings.TrimSpace(u.Username), strings.TrimSpace(u.Email), service
-		role, err := parseRootRole(rootRole)
-		if err != nil {
-			return err
-		}
-		u.RootRole = role
-		if u.Name == "" && u.Username == "" && u.Email == "" {
-			if service {
-				return cliErrorf("%s needs --name or --username", full)
-			}
-			return cliErrorf("%s needs --name, --username or --email", full)
-		}
-		if !withToken && (tokenName != "" || expires != "") {
-			return cliErrorf("--token-name and --expires describe the token of --token; add --token")
-		}
-		var expiresAt *time.Time
-		if expires != "" {
-			now := time.Now()
-			at, err := parseExpiry(expires, now)
-			if err != nil {
-				return cliErrorf("--expires: %v", err)
-			}
-			if !at.After(now) {
-				return cliErrorf("--expires: %s is in the past", at.Format(time.RFC3339))
-			}
-			expiresAt = &at
-		}
-		if cfg.DB == memoryURL {
-			return cliErrorf("memory: keeps nothing after this command ends; create accounts in a database (sqlite:, postgres://, mysql://)")
-		}
-		svc, closeStore, err := c.openService(ctx, cfg)
-		if err != nil {
-			return err
-		}
-		defer closeStore()
-		return c.createAccount(ctx, svc, cfg, u, withToken, tokenName, expiresAt)
+		return c.accountCreate(ctx, cfg, full, service, a)
 	}
 	svc, closeStore, err := c.openExistingService(ctx, cfg, false)
 	if err != nil {
@@ -147,6 +100,92 @@ func (c *cli) accountCommand(ctx context.Context, args []string, service bool) e
 	}
 	defer closeStore()
 	return c.listAccounts(ctx, svc, service)
+}
+
+// newAccount is what service-account create and user create are given:
+// the account, and for a service account with --token, its token.
+type newAccount struct {
+	user                         flagadmin.User
+	rootRole, tokenName, expires string
+	withToken                    bool
+}
+
+// flags registers the flags of create: the account's, the email of a
+// user, and the token's of a service account.
+func (a *newAccount) flags(fs *flag.FlagSet, service bool) {
+	fs.StringVar(&a.user.Name, "name", "", "display `NAME`")
+	fs.StringVar(&a.user.Username, "username", "", "user `NAME` (login name)")
+	if !service {
+		fs.StringVar(&a.user.Email, "email", "", "email `ADDRESS` (events the user causes name it as createdBy)")
+	}
+	fs.StringVar(&a.rootRole, "root-role", "Viewer", "root `ROLE`: Viewer, Editor or Admin")
+	if service {
+		fs.BoolVar(&a.withToken, "token", false, "also create a token for the account and print its secret, once")
+		fs.StringVar(&a.tokenName, "token-name", "", "`NAME` of the token of --token (default: the account's username or name)")
+		fs.StringVar(&a.expires, "expires", "", "`EXPIRY` of the token of --token: RFC 3339 time, yyyy-mm-dd, or a duration such as 90d (default: never)")
+	}
+}
+
+// account returns the account to create and the expiry of its token (nil:
+// never). It refuses, in this order: an unknown root role, an account
+// without a name, token flags without --token, an expiry it cannot read
+// or in the past.
+func (a *newAccount) account(full string, service bool) (flagadmin.User, *time.Time, error) {
+	u := a.user
+	u.Name, u.Username, u.Email, u.IsService = strings.TrimSpace(u.Name), strings.TrimSpace(u.Username), strings.TrimSpace(u.Email), service
+	role, err := parseRootRole(a.rootRole)
+	if err != nil {
+		return flagadmin.User{}, nil, err
+	}
+	u.RootRole = role
+	if u.Name == "" && u.Username == "" && u.Email == "" {
+		if service {
+			return flagadmin.User{}, nil, cliErrorf("%s needs --name or --username", full)
+		}
+		return flagadmin.User{}, nil, cliErrorf("%s needs --name, --username or --email", full)
+	}
+	if !a.withToken && (a.tokenName != "" || a.expires != "") {
+		return flagadmin.User{}, nil, cliErrorf("--token-name and --expires describe the token of --token; add --token")
+	}
+	expiresAt, err := tokenExpiry(a.expires, time.Now())
+	if err != nil {
+		return flagadmin.User{}, nil, err
+	}
+	return u, expiresAt, nil
+}
+
+// tokenExpiry reads --expires (see parseExpiry): nil when raw is empty,
+// an error when it cannot be read or is not after now.
+func tokenExpiry(raw string, now time.Time) (*time.Time, error) {
+	if raw == "" {
+		return nil, nil
+	}
+	at, err := parseExpiry(raw, now)
+	if err != nil {
+		return nil, cliErrorf("--expires: %v", err)
+	}
+	if !at.After(now) {
+		return nil, cliErrorf("--expires: %s is in the past", at.Format(time.RFC3339))
+	}
+	return &at, nil
+}
+
+// accountCreate runs service-account create (service set) or user create,
+// into a database that keeps it.
+func (c *cli) accountCreate(ctx context.Context, cfg Config, full string, service bool, a newAccount) error {
+	u, expiresAt, err := a.account(full, service)
+	if err != nil {
+		return err
+	}
+	if cfg.DB == memoryURL {
+		return cliErrorf("memory: keeps nothing after this command ends; create accounts in a database (sqlite:, postgres://, mysql://)")
+	}
+	svc, closeStore, err := c.openService(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer closeStore()
+	return c.createAccount(ctx, svc, cfg, u, a.withToken, a.tokenName, expiresAt)
 }
 
 // commandGroup is a command made of subcommands, such as token create,

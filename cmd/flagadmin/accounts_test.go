@@ -140,6 +140,30 @@ func TestServiceAccountAndTokenCommands(t *testing.T) {
 	}
 }
 
+// TestAccountCreateRefusals: each refusal of create is one line, and
+// nothing is written.
+func TestAccountCreateRefusals(t *testing.T) {
+	db := "sqlite:" + filepath.Join(t.TempDir(), "accounts.db")
+	env := map[string]string{envDB: db}
+	for _, tc := range []struct {
+		want string
+		args []string
+	}{
+		{"flagadmin user create needs --name, --username or --email", []string{"user", "create", "--root-role", "admin"}},
+		{"flagadmin service-account create needs --name or --username", []string{"service-account", "create", "--name", "  "}},
+		{`--root-role: "root" is not a root role`, []string{"service-account", "create", "--root-role", "root"}},
+		{"--token-name and --expires describe the token of --token; add --token", []string{"service-account", "create", "--name", "x", "--token-name", "t"}},
+		{"--expires: 2020-01-01T00:00:00Z is in the past", []string{"service-account", "create", "--name", "x", "--token", "--expires", "2020-01-01"}},
+		{"unknown flag --email", []string{"service-account", "create", "--email", "a@example.com"}},
+		{"unknown flag --token", []string{"user", "create", "--name", "x", "--token"}},
+	} {
+		wantOneLine(t, env, tc.want, tc.args...)
+	}
+	if users, err := openTestService(t, db).ListUsers(context.Background(), flagadmin.System); err != nil || len(users) != 0 {
+		t.Errorf("after the refusals: %d accounts (%v), want none", len(users), err)
+	}
+}
+
 func TestAccountCommandsHelp(t *testing.T) {
 	for _, args := range [][]string{
 		{"service-account", "-h"}, {"service-account", "create", "-h"}, {"service-account", "list", "--help"},

@@ -172,79 +172,118 @@ func normalizeFilters(p *flagadmin.EventSearchParams) {
 }
 
 // export runs events export.
-func (c *cli) export(ctx context.Context, api *client.Client, p flagadmin.EventSearchParams, exportFormat client.ExportFormat, out string, afterIDValue int64, progressEvery time.Duration) error {
-	afterID, progress := &afterIDValue, &progressEvery
-	w := c.stdout
-	dest := "stdout"
-	var file *exportFile
-	if out != "" {
-		var err error
-		if file, err = openExportFile(out, *afterID > 0); err != nil {
-			return cliErrorf("flagadmin events export: --out: %s", flat(err))
-		}
-		w, dest = file.f, out
-		if file.appending {
-			dest += " (appended)"
-		}
+func (c *cli) export(ctx context.Context, api *client.Client, p flagadmin.EventSearchParams, exportFormat client.ExportFormat, out string, afterID int64, progressEvery time.Duration) error {
+	w, dest, file, err := c.exportOutput(out, afterID)
+	if err != nil {
+		return err
 	}
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	x := &exporter{api: api, params: p, format: exportFormat, lastID: *afterID, out: bufio.NewWriterSize(w, 256<<10), header: *afterID == 0}
-	start := time.Now()
-	report := func(final bool) {
-		elapsed := time.Since(start)
-		rate := float64(x.written.Load()) / max(elapsed.Seconds(), 1e-9)
-		if final {
-			fmt.Fprintf(c.stderr, "exported %d events in %s (%.0f events/s) to %s; last id %d\n", x.written.Load(), elapsed.Round(time.Millisecond), rate, dest, x.lastID)
-			return
-		}
-		fmt.Fprintf(c.stderr, "exported %d events (%.0f events/s)\n", x.written.Load(), rate)
+	x := &exporter{api: api, params: p, format: exportFormat, lastID: afterID, out: bufio.NewWriterSize(w, 256<<10), header: afterID == 0}
+	report := exportReport{w: c.stderr, x: x, dest: dest, start: time.Now()}
+	stopProgress := report.every(progressEvery)
+	err = x.run(ctx)
+	stopProgress()
+	if err := x.finishOutput(file, err); err != nil {
+		return exportFailure(err, x, file, dest)
 	}
+	report.final()
+	return nil
+}
+
+// exportOutput opens where an export goes: stdout, or the --out file (a
+// new one, or appended to when resuming after afterID). dest names it in
+// messages.
+func (c *cli) exportOutput(out string, afterID int64) (w io.Writer, dest string, file *exportFile, err error) {
+	if out == "" {
+		return c.stdout, "stdout", nil, nil
+	}
+	if file, err = openExportFile(out, afterID > 0); err != nil {
+		return nil, "", nil, cliErrorf("flagadmin events export: --out: %s", flat(err))
+	}
+	dest = out
+	if file.appending {
+		dest += " (appended)"
+	}
+	return file.f, dest, file, nil
+}
+
+// exportReport tells on stderr how an export goes: its progress while it
+// runs, and its figures at the end.
+type exportReport struct {
+	w     io.Writer
+	x     *exporter
+	dest  string
+	start time.Time
+}
+
+// every reports the progress each period (none when period is not
+// positive) until stop is called.
+func (r exportReport) every(period time.Duration) (stop func()) {
 	done := make(chan struct{})
-	if *progress > 0 {
+	if period > 0 {
 		go func() {
-			tick := time.NewTicker(*progress)
+			tick := time.NewTicker(period)
 			defer tick.Stop()
 			for {
 				select {
 				case <-done:
 					return
 				case <-tick.C:
-					report(false)
+					fmt.Fprintf(r.w, "exported %d events (%.0f events/s)\n", r.x.written.Load(), r.rate(time.Since(r.start)))
 				}
 			}
 		}()
 	}
-	err := x.run(ctx)
-	close(done)
+	return func() { close(done) }
+}
+
+// final reports an export that ended well.
+func (r exportReport) final() {
+	elapsed := time.Since(r.start)
+	fmt.Fprintf(r.w, "exported %d events in %s (%.0f events/s) to %s; last id %d\n",
+		r.x.written.Load(), elapsed.Round(time.Millisecond), r.rate(elapsed), r.dest, r.x.lastID)
+}
+
+// rate is the events written per second in the elapsed time.
+func (r exportReport) rate(elapsed time.Duration) float64 {
+	return float64(r.x.written.Load()) / max(elapsed.Seconds(), 1e-9)
+}
+
+// finishOutput flushes the export's output and closes its --out file,
+// which keeps what was written when the export succeeded or wrote events.
+// It returns err, the export's, or else the first failure to write.
+func (x *exporter) finishOutput(file *exportFile, err error) error {
 	if ferr := x.out.Flush(); err == nil && ferr != nil {
 		err = writeError{ferr}
 	}
-	written := x.written.Load()
 	if file != nil {
-		if ferr := file.finish(err == nil || written > 0); err == nil && ferr != nil {
+		if ferr := file.finish(err == nil || x.written.Load() > 0); err == nil && ferr != nil {
 			err = writeError{ferr}
 		}
 	}
-	if err != nil {
-		where := ""
-		switch {
-		case written == 0 && file != nil && !file.appending:
-			where = "; no event was written and " + out + " was left as it was"
-		case written == 0:
-			where = "; no event was written"
-		case resumable(err):
-			where = fmt.Sprintf("; %d events written to %s, the last id %d: resume with --after-id %d", written, dest, x.lastID, x.lastID)
-		default:
-			where = fmt.Sprintf("; %d events written to %s, the last id %d", written, dest, x.lastID)
-		}
-		if errors.Is(err, context.Canceled) {
-			return cliErrorf("flagadmin events export: interrupted%s", where)
-		}
-		return cliErrorf("flagadmin events export: %s%s", flat(err), where)
+	return err
+}
+
+// exportFailure is the one line of an export that failed with err: what
+// it wrote to dest and, when it can be, how to resume it.
+func exportFailure(err error, x *exporter, file *exportFile, dest string) error {
+	written := x.written.Load()
+	var where string
+	switch {
+	case written == 0 && file != nil && !file.appending:
+		where = "; no event was written and " + file.path + " was left as it was"
+	case written == 0:
+		where = "; no event was written"
+	case resumable(err):
+		where = fmt.Sprintf("; %d events written to %s, the last id %d: resume with --after-id %d", written, dest, x.lastID, x.lastID)
+	default:
+		where = fmt.Sprintf("; %d events written to %s, the last id %d", written, dest, x.lastID)
 	}
-	report(true)
-	return nil
+	if errors.Is(err, context.Canceled) {
+		return cliErrorf("flagadmin events export: interrupted%s", where)
+	}
+	return cliErrorf("flagadmin events export: %s%s", flat(err), where)
 }
 
 // resumable reports whether an export that failed with err can be resumed

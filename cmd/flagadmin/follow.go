@@ -159,32 +159,21 @@ lag in events is known only to the server that applies.`,
 
 // followCmd runs "flagadmin follow status".
 func (c *cli) followCmd(ctx context.Context, args []string) error {
-	if len(args) == 0 {
-		return cliErrorf("flagadmin follow needs a subcommand: status (see flagadmin follow -h)")
-	}
-	if isHelpFlag(args[0]) {
-		args = []string{"status", "-h"}
-	}
-	if args[0] != "status" {
-		return cliErrorf("unknown subcommand %q of flagadmin follow; the only one is status", args[0])
+	args, err := soleSubcommand(args, "flagadmin follow", "subcommand", "status", "-h")
+	if err != nil {
+		return err
 	}
 	fs := newFlagSet("flagadmin follow status")
 	s := newSettings(fs, c.getenv, withDB)
 	server := fs.String("url", "", "base `URL` of the server to ask (env "+envURL+")")
-	rest, err := c.parse(fs, followStatusCommand, args[1:])
+	rest, err := c.parse(fs, followStatusCommand, args)
 	if err != nil {
 		return err
 	}
 	if err := noArgs(fs, rest); err != nil {
 		return err
 	}
-	set := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-	base := *server
-	if base == "" && !set["db"] {
-		base = c.getenv(envURL)
-	}
-	if base != "" {
+	if base := c.followServer(fs, *server); base != "" {
 		st, err := serverFollowStatus(ctx, base)
 		if err != nil {
 			return err
@@ -196,6 +185,22 @@ func (c *cli) followCmd(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
+	return c.storeFollowStatus(ctx, cfg)
+}
+
+// followServer returns the server follow status asks: --url, else
+// FLAGADMIN_URL unless --db was given; "" to read the store instead.
+func (c *cli) followServer(fs *flag.FlagSet, given string) string {
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if given == "" && !set["db"] {
+		return c.getenv(envURL)
+	}
+	return given
+}
+
+// storeFollowStatus prints what the configured store records of following.
+func (c *cli) storeFollowStatus(ctx context.Context, cfg Config) error {
 	if cfg.DB == memoryURL {
 		return cliErrorf("memory: keeps nothing between processes; ask the server with --url")
 	}

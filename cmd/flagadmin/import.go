@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"net/url"
 	"os"
@@ -36,48 +37,36 @@ reasons) to stdout.`,
 	env: []string{envDB, envLogLevel, envLogFormat},
 }
 
+// importCmd runs flagadmin import unleash.
 func (c *cli) importCmd(ctx context.Context, args []string) error {
-	if len(args) == 0 {
-		return cliErrorf("flagadmin import needs a source: unleash (see flagadmin import --help)")
-	}
-	if isHelpFlag(args[0]) {
-		args = []string{"unleash", "--help"}
-	}
-	if args[0] != "unleash" {
-		return cliErrorf("unknown source %q of flagadmin import; the only one is unleash", args[0])
+	args, err := soleSubcommand(args, "flagadmin import", "source", "unleash", "--help")
+	if err != nil {
+		return err
 	}
 	fs := newFlagSet("flagadmin import unleash")
 	s := newSettings(fs, c.getenv, withDB)
-	from := fs.String("from", "", "`URL` of the Unleash PostgreSQL database, postgres://user:pass@host:5432/unleash (required)")
-	toSeed := fs.String("to-seed", "", "write a seed `FILE` instead of importing into --db")
-	dryRun := fs.Bool("dry-run", false, "read and map everything, print the summary, write nothing")
-	rest, err := c.parse(fs, importUnleashCommand, args[1:])
+	var f importFlags
+	f.register(fs)
+	rest, err := c.parse(fs, importUnleashCommand, args)
 	if err != nil {
 		return err
 	}
 	if err := noArgs(fs, rest); err != nil {
 		return err
 	}
-	if *from == "" {
-		return cliErrorf("--from is required: the URL of the Unleash database (postgres://user:pass@host:5432/unleash)")
-	}
-	if *toSeed != "" && *dryRun {
-		return cliErrorf("--to-seed and --dry-run exclude each other")
+	if err := f.check(); err != nil {
+		return err
 	}
 	cfg, err := s.config(fs)
 	if err != nil {
 		return err
 	}
-	if *toSeed == "" && !*dryRun && cfg.DB == memoryURL {
-		return cliErrorf("memory: keeps nothing after this command ends; import into a database (sqlite:, postgres://, mysql://), or use --to-seed or --dry-run")
-	}
-	if *toSeed == "" && !*dryRun && sameDatabase(cfg.DB, *from) {
-		return cliErrorf("--db is the Unleash database itself (%s); import into another, empty database", bunstore.RedactURL(cfg.DB))
+	if err := f.checkTarget(cfg); err != nil {
+		return err
 	}
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
-
-	src, err := unleashimport.Open(ctx, *from)
+	src, err := unleashimport.Open(ctx, f.from)
 	if err != nil {
 		if ctx.Err() != nil {
 			return importError(ctx, err)
@@ -85,25 +74,84 @@ func (c *cli) importCmd(ctx context.Context, args []string) error {
 		return cliErrorf("%s", flat(err))
 	}
 	defer src.Close()
-	opts := unleashimport.Options{Progress: c.stderr}
-	var sum *unleashimport.Summary
-	var into string
-	switch {
-	case *dryRun:
-		into = "nowhere (dry run)"
-		sum, err = unleashimport.DryRun(ctx, src, opts)
-	case *toSeed != "":
-		into = *toSeed
-		sum, err = writeSeedFile(ctx, src, *toSeed, opts)
-	default:
-		into = bunstore.RedactURL(cfg.DB)
-		sum, err = c.importIntoDB(ctx, src, cfg, opts)
-	}
+	sum, into, err := c.importInto(ctx, src, cfg, f)
 	if err != nil {
 		return importError(ctx, err)
 	}
 	fmt.Fprintf(c.stdout, "imported %s into %s in %s\n", sum.Schema, into, sum.Elapsed.Round(1e6))
 	return sum.Write(c.stdout)
+}
+
+// soleSubcommand checks the first of args, the one subcommand a command
+// has (sole, such as unleash of flagadmin import; kind says what it is),
+// and returns the arguments after it. A help flag in its place asks for
+// the subcommand's help (help, its flag).
+func soleSubcommand(args []string, command, kind, sole, help string) ([]string, error) {
+	if len(args) == 0 {
+		return nil, cliErrorf("%s needs a %s: %s (see %s %s)", command, kind, sole, command, help)
+	}
+	if isHelpFlag(args[0]) {
+		args = []string{sole, help}
+	}
+	if args[0] != sole {
+		return nil, cliErrorf("unknown %s %q of %s; the only one is %s", kind, args[0], command, sole)
+	}
+	return args[1:], nil
+}
+
+// importFlags are the flags of import unleash: where from, and where to
+// instead of the database (--db).
+type importFlags struct {
+	from, toSeed string
+	dryRun       bool
+}
+
+func (f *importFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&f.from, "from", "", "`URL` of the Unleash PostgreSQL database, postgres://user:pass@host:5432/unleash (required)")
+	fs.StringVar(&f.toSeed, "to-seed", "", "write a seed `FILE` instead of importing into --db")
+	fs.BoolVar(&f.dryRun, "dry-run", false, "read and map everything, print the summary, write nothing")
+}
+
+// check refuses an import without a source, or with both other targets.
+func (f *importFlags) check() error {
+	if f.from == "" {
+		return cliErrorf("--from is required: the URL of the Unleash database (postgres://user:pass@host:5432/unleash)")
+	}
+	if f.toSeed != "" && f.dryRun {
+		return cliErrorf("--to-seed and --dry-run exclude each other")
+	}
+	return nil
+}
+
+// intoDB reports whether the import goes into the configured database.
+func (f *importFlags) intoDB() bool { return f.toSeed == "" && !f.dryRun }
+
+// checkTarget refuses an import into a database that would not keep it,
+// or that is the source itself.
+func (f *importFlags) checkTarget(cfg Config) error {
+	if f.intoDB() && cfg.DB == memoryURL {
+		return cliErrorf("memory: keeps nothing after this command ends; import into a database (sqlite:, postgres://, mysql://), or use --to-seed or --dry-run")
+	}
+	if f.intoDB() && sameDatabase(cfg.DB, f.from) {
+		return cliErrorf("--db is the Unleash database itself (%s); import into another, empty database", bunstore.RedactURL(cfg.DB))
+	}
+	return nil
+}
+
+// importInto imports src where the flags say: nowhere (dry run), a seed
+// file, or the configured database. into names it for the summary.
+func (c *cli) importInto(ctx context.Context, src *unleashimport.Source, cfg Config, f importFlags) (sum *unleashimport.Summary, into string, err error) {
+	opts := unleashimport.Options{Progress: c.stderr}
+	switch {
+	case f.dryRun:
+		sum, err = unleashimport.DryRun(ctx, src, opts)
+		return sum, "nowhere (dry run)", err
+	case f.toSeed != "":
+		sum, err = writeSeedFile(ctx, src, f.toSeed, opts)
+		return sum, f.toSeed, err
+	}
+	sum, err = c.importIntoDB(ctx, src, cfg, opts)
+	return sum, bunstore.RedactURL(cfg.DB), err
 }
 
 // sameDatabase reports whether two PostgreSQL URLs name the same database

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"strings"
@@ -32,6 +33,7 @@ server no longer accepts the token.`,
 	env: []string{envURL, envToken},
 }
 
+// eventsTail runs events tail.
 func (c *cli) eventsTail(ctx context.Context, args []string) error {
 	fs := newFlagSet("flagadmin events tail")
 	baseURL, token := serverFlags(fs)
@@ -45,11 +47,8 @@ func (c *cli) eventsTail(ctx context.Context, args []string) error {
 	if err := noArgs(fs, rest); err != nil {
 		return err
 	}
-	if *format != "text" && *format != "ndjson" {
-		return cliErrorf("flagadmin events tail: --format must be text or ndjson, got %q", *format)
-	}
-	if *afterID < -1 {
-		return cliErrorf("flagadmin events tail: --after-id must be 0 or more, got %d", *afterID)
+	if err := checkTailFlags(*format, *afterID); err != nil {
+		return err
 	}
 	normalizeFilters(p)
 	api, err := c.apiClient("flagadmin events tail", *baseURL, *token)
@@ -58,47 +57,84 @@ func (c *cli) eventsTail(ctx context.Context, args []string) error {
 	}
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	out := bufio.NewWriter(c.stdout)
-	last := *afterID
-	reconnect := func(err error, after int64) {
-		last = max(last, after)
-		var end *client.StreamEnd
-		if errors.As(err, &end) {
-			fmt.Fprintf(c.stderr, "the server ended the stream (%s); resuming after id %d\n", end.Reason, after)
-			return
-		}
-		fmt.Fprintf(c.stderr, "connection lost (%s); resuming after id %d\n", flat(err), after)
-	}
-	for ev, err := range api.Tail(ctx, *p, *afterID, reconnect) {
+	t := &tailOutput{out: bufio.NewWriter(c.stdout), stderr: c.stderr, ndjson: *format == "ndjson", last: *afterID}
+	for ev, err := range api.Tail(ctx, *p, *afterID, t.reconnecting) {
 		if err != nil {
-			if ctx.Err() != nil {
-				if last < 0 {
-					fmt.Fprintln(c.stderr, "stopped before any event")
-					return nil
-				}
-				fmt.Fprintf(c.stderr, "stopped; the last id was %d (resume with --after-id %d)\n", last, last)
-				return nil
-			}
-			if last < 0 {
-				return cliErrorf("flagadmin events tail: %s", flat(err))
-			}
-			return cliErrorf("flagadmin events tail: %s; the last id was %d", flat(err), last)
+			return t.stopped(ctx, err)
 		}
-		if *format == "ndjson" {
-			b, err := json.Marshal(ev)
-			if err != nil {
-				return cliErrorf("flagadmin events tail: %s", flat(err))
-			}
-			out.Write(append(b, '\n'))
-		} else {
-			out.WriteString(eventLine(ev))
+		if err := t.print(ev); err != nil {
+			return err
 		}
-		if err := out.Flush(); err != nil {
-			return cliErrorf("flagadmin events tail: %s", flat(err))
-		}
-		last = ev.ID
 	}
 	return nil
+}
+
+// checkTailFlags refuses a --format or an --after-id events tail cannot use.
+func checkTailFlags(format string, afterID int64) error {
+	if format != "text" && format != "ndjson" {
+		return cliErrorf("flagadmin events tail: --format must be text or ndjson, got %q", format)
+	}
+	if afterID < -1 {
+		return cliErrorf("flagadmin events tail: --after-id must be 0 or more, got %d", afterID)
+	}
+	return nil
+}
+
+// tailOutput prints what events tail follows: each event on stdout, the
+// reconnections and the end on stderr.
+type tailOutput struct {
+	out    *bufio.Writer
+	stderr io.Writer
+	ndjson bool
+	// last is the id of the last event printed or resumed after; -1
+	// before the first.
+	last int64
+}
+
+// reconnecting says that the stream resumes after id after, and why.
+func (t *tailOutput) reconnecting(err error, after int64) {
+	t.last = max(t.last, after)
+	var end *client.StreamEnd
+	if errors.As(err, &end) {
+		fmt.Fprintf(t.stderr, "the server ended the stream (%s); resuming after id %d\n", end.Reason, after)
+		return
+	}
+	fmt.Fprintf(t.stderr, "connection lost (%s); resuming after id %d\n", flat(err), after)
+}
+
+// print writes ev, as its JSON or its text line, at once.
+func (t *tailOutput) print(ev flagadmin.Event) error {
+	if t.ndjson {
+		b, err := json.Marshal(ev)
+		if err != nil {
+			return cliErrorf("flagadmin events tail: %s", flat(err))
+		}
+		t.out.Write(append(b, '\n'))
+	} else {
+		t.out.WriteString(eventLine(ev))
+	}
+	if err := t.out.Flush(); err != nil {
+		return cliErrorf("flagadmin events tail: %s", flat(err))
+	}
+	t.last = ev.ID
+	return nil
+}
+
+// stopped ends the command when the stream ended with err: a stop asked
+// for (Ctrl-C) is no failure; either way the last id, once there is one,
+// says where to resume.
+func (t *tailOutput) stopped(ctx context.Context, err error) error {
+	switch {
+	case ctx.Err() != nil && t.last < 0:
+		fmt.Fprintln(t.stderr, "stopped before any event")
+		return nil
+	case ctx.Err() != nil:
+		fmt.Fprintf(t.stderr, "stopped; the last id was %d (resume with --after-id %d)\n", t.last, t.last)
+		return nil
+	case t.last < 0:
+		return cliErrorf("flagadmin events tail: %s", flat(err))
+	}
+	return cliErrorf("flagadmin events tail: %s; the last id was %d", flat(err), t.last)
 }
 
 // eventLine is the text line of an event.
