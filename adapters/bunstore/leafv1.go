@@ -160,6 +160,7 @@ func rebuildLeaves(ctx context.Context, tx bun.IDB, o migrateOptions) error {
 			break
 		}
 		leaves := make([]leafRow, len(rows))
+		var salted []stored.Event
 		for i, r := range rows {
 			e, err := r.Event()
 			if err != nil {
@@ -168,9 +169,7 @@ func rebuildLeaves(ctx context.Context, tx bun.IDB, o migrateOptions) error {
 			e.Salt = r.Salt
 			if len(e.Salt) != flagadmin.SaltSize {
 				e.Salt = flagadmin.NewSalt()
-				if _, err := tx.ExecContext(ctx, "UPDATE events SET salt = ? WHERE id = ?", e.Salt, e.ID); err != nil {
-					return err
-				}
+				salted = append(salted, stored.Event{ID: e.ID, Salt: e.Salt})
 			}
 			l, err := leafOf(e)
 			if err != nil {
@@ -179,12 +178,47 @@ func rebuildLeaves(ctx context.Context, tx bun.IDB, o migrateOptions) error {
 			l.Index = size + int64(i)
 			leaves[i] = l
 		}
+		if err := saveSalts(ctx, tx, salted); err != nil {
+			return err
+		}
 		if err := insertLeafRows(ctx, tx, leaves); err != nil {
 			return err
 		}
 		size += int64(len(rows))
 		after = rows[len(rows)-1].ID
 		o.report(leafV1Migration, fmt.Sprintf("rebuilt %d of %d leaves", size, total))
+	}
+	return nil
+}
+
+// saltChunk bounds the events of one statement of saveSalts.
+const saltChunk = 500
+
+// saveSalts stores the salts of events (their ids and salts set), a few
+// hundred in a statement: UPDATE ... SET salt = CASE id WHEN ... END.
+func saveSalts(ctx context.Context, tx bun.IDB, events []stored.Event) error {
+	for start := 0; start < len(events); start += saltChunk {
+		part := events[start:min(len(events), start+saltChunk)]
+		var b strings.Builder
+		args := make([]any, 0, 3*len(part))
+		then := " WHEN ? THEN ?"
+		if tx.Dialect().Name() == dialect.PG {
+			then += "::bytea" // else the CASE is of type text
+		}
+		b.WriteString("UPDATE events SET salt = CASE id")
+		for _, e := range part {
+			b.WriteString(then)
+			args = append(args, e.ID, e.Salt)
+		}
+		b.WriteString(" END WHERE id IN (?)")
+		ids := make([]int64, len(part))
+		for i, e := range part {
+			ids[i] = e.ID
+		}
+		args = append(args, bun.In(ids))
+		if _, err := tx.NewRaw(b.String(), args...).Exec(ctx); err != nil {
+			return err
+		}
 	}
 	return nil
 }

@@ -16,34 +16,45 @@ import (
 // v0Release is the last migration of the release before leaf format v1.
 const v0Release = "20261127000004"
 
-// v0Events is how many events the database of v0Log holds.
-const v0Events = 12
+// v0Events is how many events the database of v0Log holds: more than
+// the rebuild reads at a time (5000), so that it reports its progress
+// twice.
+const v0Events = 5003
 
 // v0Log opens a database as the release before leaf format v1 left it:
 // its migrations only, v0Events events without salts written by that
-// release (rows of its schema), a leaf per event of the old format, stored
-// interior hashes and a signed checkpoint.
+// release (rows of its schema, event i of id 2i), a leaf per event of the
+// old format, stored interior hashes and a signed checkpoint.
 func v0Log(t *testing.T, url string) *bunstore.Store {
 	t.Helper()
 	ctx := context.Background()
 	s := open(t, url, bunstore.WithoutMigrate())
 	must(t, "Migrate to the release before v1", s.Migrate(ctx, bunstore.MigrateUpTo(v0Release)))
 	db := bunstore.DB(s)
-	for i := 1; i <= v0Events; i++ {
-		var project, data, tags any
-		if i%3 != 0 {
-			project = fmt.Sprintf("p%d", i%2)
+	const chunk = 250
+	for first := 1; first <= v0Events; first += chunk {
+		var events, leaves []string
+		var eventArgs, leafArgs []any
+		for i := first; i < first+chunk && i <= v0Events; i++ {
+			var project, data, tags any
+			if i%3 != 0 {
+				project = fmt.Sprintf("p%d", i%2)
+			}
+			if i%2 == 0 {
+				data = fmt.Sprintf(`{"n": %d, "name": "f%d", "on": true}`, i, i)
+				tags = `[{"type":"simple","value":"x"},{"type":"area","value":"web","color":"#34A853"}]`
+			}
+			events = append(events, "(?, ?, ?, 'ådå', ?, ?, ?, ?, '', '')")
+			eventArgs = append(eventArgs, i*2, int64(1767225600000+i*60000+i), flagadmin.EventFeatureUpdated, project, fmt.Sprintf("f%d", i), data, tags)
+			old := sha256.Sum256([]byte(fmt.Sprintf("v0 leaf %d", i)))
+			leaves = append(leaves, "(?, ?, ?)")
+			leafArgs = append(leafArgs, i-1, i*2, old[:])
 		}
-		if i%2 == 0 {
-			data = fmt.Sprintf(`{"n": %d, "name": "f%d", "on": true}`, i, i)
-			tags = `[{"type":"simple","value":"x"},{"type":"area","value":"web","color":"#34A853"}]`
-		}
-		_, err := db.ExecContext(ctx, `INSERT INTO events (id, created_at, type, created_by, project, feature_name, data, tags, search_payload, search_meta)
-			VALUES (?, ?, ?, 'ådå', ?, ?, ?, ?, '', '')`, i*2, int64(1767225600000+i*60000+i), flagadmin.EventFeatureUpdated, project, fmt.Sprintf("f%d", i), data, tags)
-		must(t, "insert a v0 event", err)
-		old := sha256.Sum256([]byte(fmt.Sprintf("v0 leaf %d", i)))
-		_, err = db.ExecContext(ctx, "INSERT INTO log_leaves (idx, event_id, hash) VALUES (?, ?, ?)", i-1, i*2, old[:])
-		must(t, "insert a v0 leaf", err)
+		_, err := db.ExecContext(ctx, "INSERT INTO events (id, created_at, type, created_by, project, feature_name, data, tags, search_payload, search_meta) VALUES "+
+			strings.Join(events, ", "), eventArgs...)
+		must(t, "insert v0 events", err)
+		_, err = db.ExecContext(ctx, "INSERT INTO log_leaves (idx, event_id, hash) VALUES "+strings.Join(leaves, ", "), leafArgs...)
+		must(t, "insert v0 leaves", err)
 	}
 	if strings.HasPrefix(url, "postgres") { // as the release's writes did: ids are drawn above the given ones
 		_, err := db.ExecContext(ctx, "SELECT setval(pg_get_serial_sequence('events', 'id'), ?)", 2*v0Events)
@@ -51,7 +62,7 @@ func v0Log(t *testing.T, url string) *bunstore.Store {
 	}
 	_, err := db.ExecContext(ctx, "INSERT INTO log_hashes (level, idx, hash) VALUES (1, 0, ?), (1, 1, ?)", make([]byte, 32), make([]byte, 32))
 	must(t, "insert v0 interior hashes", err)
-	_, err = db.ExecContext(ctx, "INSERT INTO log_checkpoints (size, root, note, signed_at) VALUES (12, ?, ?, 1767225600000)", make([]byte, 32), []byte("old\n"))
+	_, err = db.ExecContext(ctx, "INSERT INTO log_checkpoints (size, root, note, signed_at) VALUES (?, ?, ?, 1767225600000)", v0Events, make([]byte, 32), []byte("old\n"))
 	must(t, "insert a v0 checkpoint", err)
 	return s
 }
@@ -80,13 +91,13 @@ func TestLeafV1MigrationRebuildsTheLog(t *testing.T) {
 				progress = append(progress, m.Progress)
 			}
 		})))
-		if want := fmt.Sprintf("rebuilt %d of %d leaves", v0Events, v0Events); len(progress) == 0 || progress[len(progress)-1] != want {
-			t.Errorf("progress of the rebuild: got %q, want it to end with %q", progress, want)
+		if want := fmt.Sprintf("[rebuilt 5000 of %d leaves rebuilt %d of %d leaves]", v0Events, v0Events, v0Events); fmt.Sprint(progress) != want {
+			t.Errorf("progress of the rebuild: got %q, want %s", progress, want)
 		}
 		must(t, "Write after", s.Write(ctx, &flagadmin.Batch{Events: []flagadmin.Event{{Type: flagadmin.EventFeatureCreated, CreatedBy: "eve", CreatedAt: time.Date(2026, 2, 1, 0, 0, 0, 0, time.UTC)}}}))
 		var events []flagadmin.Event
 		must(t, "ExportEvents", s.ExportEvents(ctx, flagadmin.EventQuery{}, 0, func(e flagadmin.Event) error { events = append(events, e); return nil }))
-		leaves, err := s.LogLeaves(ctx, 0, 100)
+		leaves, err := s.LogLeaves(ctx, 0, 2*v0Events)
 		must(t, "LogLeaves", err)
 		if len(events) != v0Events+1 || len(leaves) != len(events) {
 			t.Fatalf("got %d leaves for %d events, want %d of each", len(leaves), len(events), v0Events+1)
@@ -117,7 +128,7 @@ func TestLeafV1MigrationRebuildsTheLog(t *testing.T) {
 		}
 		// Running the migrations again changes nothing.
 		must(t, "Migrate again", s.Migrate(ctx))
-		again, err := s.LogLeaves(ctx, 0, 100)
+		again, err := s.LogLeaves(ctx, 0, 2*v0Events)
 		must(t, "LogLeaves", err)
 		for i := range again {
 			if again[i].Hash != leaves[i].Hash || string(again[i].Salt) != string(leaves[i].Salt) {
