@@ -451,8 +451,10 @@ func (s *Service) LogInclusionProof(ctx context.Context, p Principal, params Log
 	case a.Hashes == nil:
 		return InclusionProof{}, fmt.Errorf("log: no inclusion path of leaf %d in the tree of size %d", a.Leaf.Index, size)
 	}
+	// The caller may see the event (a.Visible): it gets the salt, with
+	// which it computes the leaf of the event it sees.
 	leaf := a.Leaf.Hash
-	return InclusionProof{EventID: id, LeafIndex: a.Leaf.Index, TreeSize: size, LeafHash: leaf[:], Hashes: a.Hashes}, nil
+	return InclusionProof{EventID: id, LeafIndex: a.Leaf.Index, TreeSize: size, LeafHash: leaf[:], Salt: a.Leaf.Salt, Hashes: a.Hashes}, nil
 }
 
 // readInclusion reads what an inclusion proof of event id in the tree of

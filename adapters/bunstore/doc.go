@@ -149,13 +149,16 @@
 // ever written: its index, id, leaf hash and whether it was pruned; the
 // log's size is the last index + 1, read from it: migration 20261127000003,
 // schema/logsize-*.sql), log_hashes (the subtree hashes adapters/tlog
-// stores to speed proofs up), log_checkpoints and log_holds, and makes
-// the leaves of the events a database already holds. Every write
-// transaction appends its events' leaves under the event order lock, in
-// id order, in the same transaction (leaves.go): on PostgreSQL inside the
-// events' INSERT, where the database hashes each leaf from
-// flagadmin.LeafParts (the canonical JSON around the id it draws);
-// elsewhere from flagadmin.LeafHash, in one more statement. Bulk paths
+// stores to speed proofs up), log_checkpoints and log_holds. Migration
+// 20261202000001 (leafv1.go, schema/leafv1-*.sql) brings leaf format v1:
+// each event's salt (events.salt, drawn as it is written), each leaf's
+// tombstone (created_at, project, type, content, kept when the event is
+// pruned), and the leaves of the events a database already holds, rebuilt.
+// Every write transaction gives its events their salts and appends their
+// leaves under the event order lock, in id order, in the same transaction
+// (leaves.go): on PostgreSQL inside the events' INSERT, where the database
+// hashes each leaf from flagadmin.LeafParts (the leaf input around the id
+// it draws); elsewhere from flagadmin.LeafHash, in one more statement. Bulk paths
 // (Load, InsertEvents) send the leaves with COPY on PostgreSQL. Proofs
 // read the hashes of all their nodes in one statement (LogHashes).
 //

@@ -56,6 +56,13 @@ func DB(s *Store) *bun.DB { return s.db }
 // file.
 func ReaderDB(s *Store) *bun.DB { return s.rdb }
 
+// MigrateUpTo has Migrate apply the migrations up to the one named last
+// only, as an earlier release did.
+func MigrateUpTo(last string) MigrateOption { return func(o *migrateOptions) { o.upTo = last } }
+
+// LeafV1Migration is the name of the migration to leaf format v1.
+const LeafV1Migration = leafV1Migration
+
 // MigrationCount is the number of migrations the package defines.
 func MigrationCount() int { return len(newMigrations(migrateOptions{}).Sorted()) }
 

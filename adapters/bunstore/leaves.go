@@ -2,6 +2,7 @@ package bunstore
 
 import (
 	"context"
+	"crypto/sha256"
 	"fmt"
 	"strings"
 
@@ -29,17 +30,41 @@ import (
 // writer raised under the lock would cost more than the leaf.)
 //
 // A leaf's hash is flagadmin.LeafHash of the event as it is stored (its
-// time to the millisecond, empty JSON as null), computed here, in Go:
-// the canonical form has one definition, the domain's.
+// time to the millisecond, empty JSON as null, its salt), computed in Go
+// (leavesOf) or, on PostgreSQL, in the INSERT from flagadmin.LeafParts
+// (insertWithLeaves): the canonical form has one definition, the
+// domain's. Beside the hash a leaf keeps what it commits to apart from
+// the rest of the event, its tombstone: the event's time, project and
+// type, and its content commitment, which stay when the event is pruned.
 
-// leafRow is a row of log_leaves.
+// leafRow is a row of log_leaves; Salt is read from the event's row
+// (nil once it is pruned).
 type leafRow struct {
 	bun.BaseModel `bun:"table:log_leaves"`
 
-	Index   int64  `bun:"idx,pk"`
-	EventID int64  `bun:"event_id"`
-	Hash    []byte `bun:"hash"`
-	Pruned  bool   `bun:"pruned"`
+	Index     int64   `bun:"idx,pk"`
+	EventID   int64   `bun:"event_id"`
+	Hash      []byte  `bun:"hash"`
+	Pruned    bool    `bun:"pruned"`
+	CreatedAt int64   `bun:"created_at"`
+	Project   *string `bun:"project"`
+	Type      string  `bun:"type"`
+	Content   []byte  `bun:"content"`
+	Salt      []byte  `bun:"salt,scanonly"`
+}
+
+// logLeaf returns the leaf of the row.
+func (r leafRow) logLeaf() (flagadmin.LogLeaf, error) {
+	h, err := hash32(r.Hash)
+	if err != nil {
+		return flagadmin.LogLeaf{}, fmt.Errorf("leaf %d: %w", r.Index, err)
+	}
+	c, err := hash32(r.Content)
+	if err != nil {
+		return flagadmin.LogLeaf{}, fmt.Errorf("leaf %d: content: %w", r.Index, err)
+	}
+	return flagadmin.LogLeaf{Index: r.Index, EventID: r.EventID, Hash: h, Pruned: r.Pruned,
+		CreatedAt: stored.Time(r.CreatedAt), Project: r.Project, Type: r.Type, Content: c, Salt: r.Salt}, nil
 }
 
 // asStored returns e as the store reads it back: its time to the
@@ -50,17 +75,30 @@ func asStored(e flagadmin.Event) flagadmin.Event {
 	return e
 }
 
-// leavesOf returns the leaves of events (their ids set), without their
-// indexes. An event whose hash cannot be computed (data or preData that
-// is not JSON) is an error of kind ErrValidation, returned as it is.
+// leafOf returns the leaf of e as stored (its id and salt set), without
+// its index. The error is flagadmin.ContentCommitment's.
+func leafOf(e flagadmin.Event) (leafRow, error) {
+	e = asStored(e)
+	content, err := flagadmin.ContentCommitment(e)
+	if err != nil {
+		return leafRow{}, err
+	}
+	hash := flagadmin.LeafOf(flagadmin.LogLeaf{EventID: e.ID, CreatedAt: e.CreatedAt, Project: e.Project, Type: e.Type, Content: content})
+	return leafRow{EventID: e.ID, Hash: hash[:], CreatedAt: stored.Millis(e.CreatedAt), Project: e.Project, Type: e.Type, Content: content[:]}, nil
+}
+
+// leavesOf returns the leaves of events (their ids and salts set),
+// without their indexes. An event whose hash cannot be computed (data or
+// preData that is not JSON) is an error of kind ErrValidation, returned
+// as it is.
 func leavesOf(events []flagadmin.Event) ([]leafRow, error) {
 	leaves := make([]leafRow, len(events))
 	for i, e := range events {
-		hash, err := flagadmin.LeafHash(asStored(e))
+		l, err := leafOf(e)
 		if err != nil {
 			return nil, &callbackError{fmt.Errorf("event %d: %w", i, err)}
 		}
-		leaves[i] = leafRow{EventID: e.ID, Hash: hash[:]}
+		leaves[i] = l
 	}
 	return leaves, nil
 }
@@ -163,17 +201,18 @@ func appendLeavesPG(ctx context.Context, db bun.IDB, leaves []leafRow) error {
 	for start := 0; start < len(leaves); start += pgLeafChunk {
 		part := leaves[start:min(len(leaves), start+pgLeafChunk)]
 		var b strings.Builder
-		args := make([]any, 0, 3*len(part))
+		args := make([]any, 0, 7*len(part))
 		b.WriteString(`WITH o AS (SELECT flagadmin_log_size() AS start)
-			INSERT INTO log_leaves (idx, event_id, hash) SELECT o.start + v.k, v.event_id, v.hash FROM o, (VALUES `)
+			INSERT INTO log_leaves (idx, event_id, hash, created_at, project, type, content)
+			SELECT o.start + v.k, v.event_id, v.hash, v.created_at, v.project, v.type, v.content FROM o, (VALUES `)
 		for i, l := range part {
 			if i > 0 {
 				b.WriteString(", ")
 			}
-			b.WriteString("(?::bigint, ?::bigint, ?::bytea)")
-			args = append(args, i, l.EventID, l.Hash)
+			b.WriteString("(?::bigint, ?::bigint, ?::bytea, ?::bigint, ?::text, ?::text, ?::bytea)")
+			args = append(args, i, l.EventID, l.Hash, l.CreatedAt, l.Project, l.Type, l.Content)
 		}
-		b.WriteString(") AS v (k, event_id, hash)")
+		b.WriteString(") AS v (k, event_id, hash, created_at, project, type, content)")
 		if _, err := db.ExecContext(ctx, b.String(), args...); err != nil {
 			return err
 		}
@@ -196,21 +235,24 @@ func (s *Store) copyLeaves(ctx context.Context, t *txn, leaves []leafRow) error 
 			}
 			l := leaves[next]
 			next++
-			return []any{start + int64(next-1), l.EventID, l.Hash}, nil
+			return []any{start + int64(next-1), l.EventID, l.Hash, l.CreatedAt, l.Project, l.Type, l.Content}, nil
 		})
-		_, err := pc.CopyFrom(ctx, pgx.Identifier{"log_leaves"}, []string{"idx", "event_id", "hash"}, src)
+		_, err := pc.CopyFrom(ctx, pgx.Identifier{"log_leaves"}, []string{"idx", "event_id", "hash", "created_at", "project", "type", "content"}, src)
 		return err
 	})
 }
 
 // insertWithLeaves inserts rows on PostgreSQL by multi-row INSERTs that
 // append their leaves in the same statement, and sets the ids the
-// database draws on events. The statement inserts the events (its
-// trigger takes the event order lock before the first id is drawn), reads
-// the log's size and inserts a leaf per event, whose hash PostgreSQL
-// computes from the parts of the event's canonical JSON around its id
-// (flagadmin.LeafParts): SHA-256 of 0x00, the part before, the id's digits
-// and the part after, which is flagadmin.LeafHash. Ids are drawn in VALUES
+// database draws on events (whose salts are set). The statement inserts
+// the events (its trigger takes the event order lock before the first id
+// is drawn), reads the log's size and inserts a leaf per event, whose
+// hash PostgreSQL computes from the parts of the event's leaf input around
+// its id (flagadmin.LeafParts): SHA-256 of 0x00, the part before, the
+// id's digits and the part after, which is flagadmin.LeafHash. The leaf's
+// tombstone is the inserted event's created_at, project and type, and its
+// content commitment, the last 32 bytes of the part after (the leaf input
+// ends with it). Ids are drawn in VALUES
 // order; the k-th smallest is the k-th row's. The size is read once ins
 // has inserted its rows (o counts them first), so under the lock, by
 // flagadmin_log_size, whose snapshot holds the leaves committed before the
@@ -223,8 +265,8 @@ func (s *Store) insertWithLeaves(ctx context.Context, db bun.IDB, rows []stored.
 	for start := 0; start < len(rows); start += chunk {
 		part := rows[start:min(len(rows), start+chunk)]
 		var values strings.Builder
-		args := make([]any, 0, 1+3*len(part))
-		args = append(args, bun.Safe(db.NewInsert().Model(&part).Returning("id").String()))
+		args := make([]any, 0, 1+4*len(part))
+		args = append(args, bun.Safe(db.NewInsert().Model(&part).Returning("id, created_at, project, type").String()))
 		for i := range part {
 			before, after, err := flagadmin.LeafParts(asStored(events[start+i]))
 			if err != nil {
@@ -233,15 +275,16 @@ func (s *Store) insertWithLeaves(ctx context.Context, db bun.IDB, rows []stored.
 			if i > 0 {
 				values.WriteString(", ")
 			}
-			values.WriteString("(?::bigint, ?::bytea, ?::bytea)")
-			args = append(args, i+1, before, after)
+			values.WriteString("(?::bigint, ?::bytea, ?::bytea, ?::bytea)")
+			args = append(args, i+1, before, after, after[len(after)-sha256.Size:])
 		}
 		query := `WITH ins AS (?),
-			n AS (SELECT id, row_number() OVER (ORDER BY id) AS k FROM ins),
+			n AS (SELECT id, created_at, project, type, row_number() OVER (ORDER BY id) AS k FROM ins),
 			o AS (SELECT flagadmin_log_size() AS start FROM (SELECT count(*) FROM ins) AS inserted),
-			leaves AS (INSERT INTO log_leaves (idx, event_id, hash)
-				SELECT o.start + n.k - 1, n.id, sha256('\x00'::bytea || p.before || convert_to(n.id::text, 'UTF8') || p.after)
-				FROM o, n JOIN (VALUES ` + values.String() + `) AS p (k, before, after) ON p.k = n.k)
+			leaves AS (INSERT INTO log_leaves (idx, event_id, hash, created_at, project, type, content)
+				SELECT o.start + n.k - 1, n.id, sha256('\x00'::bytea || p.before || convert_to(n.id::text, 'UTF8') || p.after),
+					n.created_at, n.project, n.type, p.content
+				FROM o, n JOIN (VALUES ` + values.String() + `) AS p (k, before, after, content) ON p.k = n.k)
 			SELECT id FROM n ORDER BY id`
 		if s.test.noEventOrder() { // see appendLeaves
 			query, args = "WITH ins AS (?) SELECT id FROM ins ORDER BY id", args[:1]

@@ -21,7 +21,8 @@ var _ flagadmin.LogStore = (*Store)(nil)
 
 // The verifiable log's reads and its stored hashes and checkpoints
 // (flagadmin.LogStore): leaves.go appends the leaves, prune.go prunes.
-// Tables (schema/log-*.sql): log_leaves (idx, event_id, hash, pruned),
+// Tables (schema/log-*.sql, leafv1-*.sql): log_leaves (idx, event_id,
+// hash, pruned, and the tombstone: created_at, project, type, content),
 // log_hashes (level, idx, hash), log_checkpoints and log_holds; the size
 // is the last leaf's idx + 1 (leaves.go).
 
@@ -46,20 +47,25 @@ func (s *Store) LogLeaves(ctx context.Context, start, end int64) ([]flagadmin.Lo
 		return nil, nil
 	}
 	var rows []leafRow
-	err := s.rdb.NewRaw("SELECT idx, event_id, hash, pruned FROM log_leaves WHERE idx >= ? AND idx < ? ORDER BY idx", start, end).Scan(ctx, &rows)
+	err := s.rdb.NewRaw(leafColumnsSQL+" WHERE l.idx >= ? AND l.idx < ? ORDER BY l.idx", start, end).Scan(ctx, &rows)
 	if err != nil {
 		return nil, s.fail("log leaves", err)
 	}
 	out := make([]flagadmin.LogLeaf, 0, len(rows))
 	for _, r := range rows {
-		h, err := hash32(r.Hash)
+		l, err := r.logLeaf()
 		if err != nil {
-			return nil, s.fail("log leaves", fmt.Errorf("leaf %d: %w", r.Index, err))
+			return nil, s.fail("log leaves", err)
 		}
-		out = append(out, flagadmin.LogLeaf{Index: r.Index, EventID: r.EventID, Hash: h, Pruned: r.Pruned})
+		out = append(out, l)
 	}
 	return out, nil
 }
+
+// leafColumnsSQL reads leaves (leafRow) with their events' salts: a
+// pruned event's leaf has none.
+const leafColumnsSQL = "SELECT l.idx, l.event_id, l.hash, l.pruned, l.created_at, l.project, l.type, l.content, e.salt " +
+	"FROM log_leaves l LEFT JOIN events e ON e.id = l.event_id"
 
 // hash32 is a stored hash as the domain holds it.
 func hash32(b []byte) ([32]byte, error) {

@@ -15,9 +15,9 @@ import (
 
 // TestLogMigrationMakesTheLeavesOfStoredEvents drops the log's tables of
 // a database that holds events, as a database made before the log was,
-// and migrates it again: the migration makes one leaf per event, in id
-// order, each the event's flagadmin.LeafHash, and the log goes on from
-// there.
+// and migrates it again: the migrations make one leaf per event, in id
+// order, each of the event's flagadmin.LeafHash with its salt (which the
+// event matches), and the log goes on from there.
 func TestLogMigrationMakesTheLeavesOfStoredEvents(t *testing.T) {
 	forEachEngine(t, func(t *testing.T, url string) {
 		ctx := context.Background()
@@ -32,7 +32,7 @@ func TestLogMigrationMakesTheLeavesOfStoredEvents(t *testing.T) {
 		db := bunstore.DB(s)
 		for _, stmt := range []string{
 			"DROP TABLE log_leaves", "DROP TABLE log_hashes", "DROP TABLE log_checkpoints",
-			"DROP TABLE log_holds", "DROP TABLE log_prune", "DELETE FROM bun_migrations WHERE name IN ('20261127000001', '20261127000003')",
+			"DROP TABLE log_holds", "DROP TABLE log_prune", "DELETE FROM bun_migrations WHERE name IN ('20261127000001', '20261127000003', '" + bunstore.LeafV1Migration + "')",
 		} {
 			if _, err := db.ExecContext(ctx, stmt); err != nil {
 				t.Fatalf("%s: %v", stmt, err)
@@ -50,10 +50,14 @@ func TestLogMigrationMakesTheLeavesOfStoredEvents(t *testing.T) {
 			t.Fatalf("got %d leaves, size %d, for %d events", len(leaves), size, len(events))
 		}
 		for i, e := range events {
+			e.Salt = leaves[i].Salt
 			want, err := flagadmin.LeafHash(e)
 			must(t, "LeafHash", err)
 			if leaves[i].Index != int64(i) || leaves[i].EventID != e.ID || leaves[i].Hash != want {
 				t.Errorf("leaf %d: got index %d, event %d, hash %x; want event %d, hash %x", i, leaves[i].Index, leaves[i].EventID, leaves[i].Hash, e.ID, want)
+			}
+			if ok, err := flagadmin.LeafMatches(leaves[i], e); !ok || err != nil {
+				t.Errorf("leaf %d: its event does not match it (%v)", i, err)
 			}
 		}
 	})

@@ -35,6 +35,9 @@ const baseline = "20261126000000"
 func newMigrations(o migrateOptions) *migrate.Migrations {
 	ms := migrate.NewMigrations()
 	add := func(name, comment string, up func(ctx context.Context, db *bun.DB) error) {
+		if o.upTo != "" && name > o.upTo {
+			return
+		}
 		ms.Add(migrate.Migration{
 			Name:    name,
 			Comment: comment,
@@ -44,10 +47,12 @@ func newMigrations(o migrateOptions) *migrate.Migrations {
 		})
 	}
 	add(baseline, "baseline: the schema of the first release", migrateBaseline)
-	add(logMigration, "the verifiable log: its tables, and the leaves of the events stored", migrateLog)
+	add(logMigration, "the verifiable log: its tables", migrateLog)
 	add("20261127000002", "follow_state: the Unleash database the store follows, its position and the follow lease", migrateFollowState)
 	add(logSizeMigration, "the log's size read from its leaves, instead of a row every writer of events changed", migrateLogSize)
 	add(pruneMigration, "store_versions: the row retention raises, which no writer does", migratePruneVersion)
+	add(leafV1Migration, "leaf format v1: a salt for every event, the log's leaves rebuilt, its checkpoints signed again",
+		func(ctx context.Context, db *bun.DB) error { return migrateLeafV1(ctx, db, o) })
 	return ms
 }
 

@@ -118,6 +118,9 @@ func (s *Store) record(ctx context.Context, t *txn, ch *changes) error {
 		return err
 	}
 	if len(ch.events) > 0 {
+		if err := saltEvents(ch.events); err != nil {
+			return err
+		}
 		if err := s.appendEvents(ctx, t, ch); err != nil {
 			return err
 		}
@@ -135,6 +138,23 @@ func (s *Store) record(ctx context.Context, t *txn, ch *changes) error {
 		}
 	}
 	return s.test.recorded(ch.op)
+}
+
+// saltEvents gives each event without a salt a new one
+// (flagadmin.NewSalt), stored with it: its leaf commits to it
+// (flagadmin.LeafHash). A given salt of another size than
+// flagadmin.SaltSize is an error of kind ErrValidation.
+func saltEvents(events []flagadmin.Event) error {
+	for i := range events {
+		switch {
+		case events[i].Salt == nil:
+			events[i].Salt = flagadmin.NewSalt()
+		case len(events[i].Salt) != flagadmin.SaltSize:
+			return &callbackError{fmt.Errorf("event %d: %w", i, &flagadmin.ValidationError{Fields: []flagadmin.FieldError{{Path: "salt",
+				Message: fmt.Sprintf("must be %d bytes, got %d", flagadmin.SaltSize, len(events[i].Salt))}}})}
+		}
+	}
+	return nil
 }
 
 // appendEvents takes the event order lock and inserts ch's events, setting
@@ -294,7 +314,7 @@ func (s *Store) continueIDs(ctx context.Context, db bun.IDB, last int64) error {
 }
 
 // copyColumns are the columns COPY fills, in stored.Event's order.
-var copyColumns = []string{"id", "created_at", "type", "created_by", "created_by_user_id", "environment", "project", "feature_name", "data", "pre_data", "tags", "group_type", "group_id", "search_payload", "search_meta"}
+var copyColumns = []string{"id", "created_at", "type", "created_by", "created_by_user_id", "environment", "project", "feature_name", "data", "pre_data", "tags", "group_type", "group_id", "search_payload", "search_meta", "salt"}
 
 // copyEvents sends events with COPY on PostgreSQL, far less parsing than
 // INSERT, on the pgx connection under t's connection, inside t: with the
@@ -318,7 +338,7 @@ func (s *Store) copyEvents(ctx context.Context, t *txn, events []flagadmin.Event
 			r, err := stored.EventOf(events[next])
 			next++
 			return []any{r.ID, r.CreatedAt, r.Type, r.CreatedBy, r.CreatedByUserID, r.Environment, r.Project, r.FeatureName,
-				r.Data, r.PreData, r.Tags, r.GroupType, r.GroupID, r.SearchPayload, r.SearchMeta}, err
+				r.Data, r.PreData, r.Tags, r.GroupType, r.GroupID, r.SearchPayload, r.SearchMeta, r.Salt}, err
 		})
 		_, err := pc.CopyFrom(ctx, pgx.Identifier{"events"}, copyColumns, src)
 		return err

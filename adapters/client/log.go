@@ -82,12 +82,13 @@ func (c *Client) LogInclusionProof(ctx context.Context, id, size int64) (flagadm
 		LeafIndex int64    `json:"leafIndex"`
 		TreeSize  int64    `json:"treeSize"`
 		LeafHash  []byte   `json:"leafHash"`
+		Salt      []byte   `json:"salt"`
 		Hashes    [][]byte `json:"hashes"`
 	}
 	if err := c.getJSON(ctx, logProofPath, q, "log inclusion proof", &wire); err != nil {
 		return flagadmin.InclusionProof{}, err
 	}
-	return flagadmin.InclusionProof{EventID: wire.ID, LeafIndex: wire.LeafIndex, TreeSize: wire.TreeSize, LeafHash: wire.LeafHash, Hashes: wire.Hashes}, nil
+	return flagadmin.InclusionProof{EventID: wire.ID, LeafIndex: wire.LeafIndex, TreeSize: wire.TreeSize, LeafHash: wire.LeafHash, Salt: wire.Salt, Hashes: wire.Hashes}, nil
 }
 
 // LogConsistencyProof returns the proof that the tree of from events is a
@@ -131,11 +132,8 @@ func (c *Client) LogLeaves(ctx context.Context, start int64, count int) (flagadm
 	}
 	page := flagadmin.LogLeafPage{TreeSize: wire.TreeSize, Start: wire.Start, Leaves: make([]flagadmin.LogLeaf, len(wire.Leaves))}
 	for i, l := range wire.Leaves {
-		if len(l.Hash) != 32 {
-			return flagadmin.LogLeafPage{}, fmt.Errorf("client: log leaves: leaf %d has a hash of %d bytes, want 32", l.Index, len(l.Hash))
-		}
-		if len(l.Content) != 32 {
-			return flagadmin.LogLeafPage{}, fmt.Errorf("client: log leaves: leaf %d has a content commitment of %d bytes, want 32", l.Index, len(l.Content))
+		if len(l.Hash) != 32 || len(l.Content) != 32 {
+			return flagadmin.LogLeafPage{}, fmt.Errorf("client: log leaves: leaf %d has a hash of %d bytes and a content of %d, want 32 each", l.Index, len(l.Hash), len(l.Content))
 		}
 		page.Leaves[i] = flagadmin.LogLeaf{Index: l.Index, EventID: l.ID, Hash: [32]byte(l.Hash), Pruned: l.Pruned,
 			CreatedAt: l.CreatedAt.UTC(), Project: l.Project, Type: l.Type, Content: [32]byte(l.Content), Salt: l.Salt}
@@ -160,10 +158,13 @@ func (c *Client) getJSON(ctx context.Context, path string, q url.Values, what st
 
 // VerifyEvent checks that ev, as the caller holds it (from a search, an
 // export, a stream or a webhook), is in the log a signed checkpoint
-// commits to, unchanged: it computes the event's leaf hash
-// (flagadmin.LeafHash), asks the server for its inclusion proof in the
-// tree of the checkpoint's size, and checks the proof against the
-// checkpoint's root with the Merkle library's verifier. checkpoint is a
+// commits to, unchanged: it asks the server for the event's inclusion
+// proof in the tree of the checkpoint's size, which carries the event's
+// salt, computes the event's leaf hash with that salt
+// (flagadmin.LeafHash), and checks the proof against the checkpoint's
+// root with the Merkle library's verifier. (The server chooses nothing
+// by giving the salt: a leaf commits to it, and another salt giving the
+// same leaf for a changed event would break SHA-256.) checkpoint is a
 // note the caller holds, or nil for the server's newest; v checks its
 // signature. It returns the checkpoint it checked against. An event that
 // does not verify is an error wrapping ErrNotProven; the server's errors
@@ -179,8 +180,7 @@ func (c *Client) VerifyEvent(ctx context.Context, ev flagadmin.Event, checkpoint
 	if err != nil {
 		return Checkpoint{}, err
 	}
-	leaf, err := flagadmin.LeafHash(ev)
-	if err != nil {
+	if _, err := flagadmin.EventContent(ev); err != nil {
 		return cp, fmt.Errorf("client: event %d: %w", ev.ID, err)
 	}
 	p, err := c.LogInclusionProof(ctx, ev.ID, cp.Size)
@@ -189,6 +189,11 @@ func (c *Client) VerifyEvent(ctx context.Context, ev flagadmin.Event, checkpoint
 	}
 	if p.EventID != ev.ID || p.TreeSize != cp.Size {
 		return cp, fmt.Errorf("client: event %d: %w: the server answered the proof of event %d in a tree of %d", ev.ID, ErrNotProven, p.EventID, p.TreeSize)
+	}
+	ev.Salt = p.Salt
+	leaf, err := flagadmin.LeafHash(ev)
+	if err != nil {
+		return cp, fmt.Errorf("client: event %d: %w: the server's salt: %v", ev.ID, ErrNotProven, err)
 	}
 	if err := proof.VerifyInclusion(rfc6962.DefaultHasher, uint64(p.LeafIndex), uint64(cp.Size), leaf[:], p.Hashes, cp.Root[:]); err != nil {
 		return cp, fmt.Errorf("client: event %d: %w: it is not in the log of %s as the checkpoint of %d events signs it: %v", ev.ID, ErrNotProven, cp.Origin, cp.Size, err)

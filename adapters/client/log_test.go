@@ -2,7 +2,9 @@ package client_test
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -30,7 +32,7 @@ func startLogServer(t *testing.T, skey, vkey string) *logServer {
 	t.Helper()
 	ctx := context.Background()
 	store := memstore.New()
-	if err := flagadmin.NewService(store).LoadSeed(ctx, strings.NewReader(worldSeed(t))); err != nil {
+	if err := flagadmin.NewService(saltedLoads{store}).LoadSeed(ctx, strings.NewReader(worldSeed(t))); err != nil {
 		t.Fatal(err)
 	}
 	prover := tlog.NewProver(store)
@@ -54,6 +56,25 @@ func startLogServer(t *testing.T, skey, vkey string) *logServer {
 	}
 	t.Cleanup(s.Close)
 	return s
+}
+
+// saltedLoads loads events with salts made from their order, so that two
+// servers of the test world hold one log, as a copy of a database does
+// (a store draws each salt at random).
+type saltedLoads struct{ *memstore.Store }
+
+func (s saltedLoads) Load(ctx context.Context, b *flagadmin.Batch, events func(emit func([]flagadmin.Event) error) error) error {
+	n := 0
+	return s.Store.Load(ctx, b, func(emit func([]flagadmin.Event) error) error {
+		return events(func(batch []flagadmin.Event) error {
+			for i := range batch {
+				n++
+				h := sha256.Sum256([]byte(fmt.Sprint("salt of event ", n)))
+				batch[i].Salt = h[:flagadmin.SaltSize]
+			}
+			return emit(batch)
+		})
+	})
 }
 
 func TestVerifyEvent(t *testing.T) {
@@ -139,9 +160,22 @@ func TestLogLeavesAndCheckpoint(t *testing.T) {
 	if err != nil || page.TreeSize != worldEvents || len(page.Leaves) != worldEvents-1000 || page.Leaves[0].Index != 1000 {
 		t.Fatalf("LogLeaves: got %d of %d (%v)", len(page.Leaves), page.TreeSize, err)
 	}
-	for _, l := range page.Leaves[:3] { // what each leaf commits to comes through
+	// Each leaf with what it commits to: its hash is LeafOf them, and its
+	// event, with its salt, matches it.
+	events, err := s.store.SearchEvents(ctx, flagadmin.EventQuery{IDs: []int64{page.Leaves[0].EventID, page.Leaves[1].EventID}, Limit: 2})
+	if err != nil || len(events.Events) != 2 {
+		t.Fatalf("the leaves' events: %v", err)
+	}
+	for i, l := range page.Leaves {
 		if flagadmin.LeafOf(l) != l.Hash || len(l.Salt) != flagadmin.SaltSize {
-			t.Errorf("leaf %d: got %+v, want its fields and salt, which hash to its hash", l.Index, l)
+			t.Fatalf("leaf %d: LeafOf %x, hash %x, salt %x", l.Index, flagadmin.LeafOf(l), l.Hash, l.Salt)
+		}
+		if i < 2 {
+			ev := events.Events[1-i] // newest first
+			ev.Salt = l.Salt
+			if ok, err := flagadmin.LeafMatches(l, ev); !ok || err != nil {
+				t.Errorf("leaf %d: its event does not match it (%v)", l.Index, err)
+			}
 		}
 	}
 	_, err = newClient(t, s.URL, vicToken).LogLeaves(ctx, 0, 1)

@@ -34,7 +34,8 @@ type logProofSchema struct {
 	ID        int64    `json:"id" doc:"The event's id."`
 	LeafIndex int64    `json:"leafIndex" minimum:"0" doc:"The index of the event's leaf: its position in id order, from 0."`
 	TreeSize  int64    `json:"treeSize" minimum:"1" doc:"The size of the tree the proof is for (the size parameter)."`
-	LeafHash  []byte   `json:"leafHash" doc:"The leaf hash recorded for the event, base64: SHA-256 of 0x00 and the event's JSON in RFC 8785 canonical form. A verifier computes it from the event it holds."`
+	LeafHash  []byte   `json:"leafHash" doc:"The leaf hash recorded for the event, base64: leaf format v1 (docs/verifiable-log.md) of the event's id, createdAt, project and type and of SHA-256 of its salt and its JSON without the id in RFC 8785 canonical form. A verifier computes it from the event it holds and the salt."`
+	Salt      []byte   `json:"salt" doc:"The event's salt, 16 random bytes drawn when it was written, base64: with it the caller computes the leaf of the event it holds. Given only to callers who may see the event; without it a leaf hash tells nothing about the event's content."`
 	Hashes    [][]byte `json:"hashes" nullable:"false" doc:"The inclusion path of RFC 9162 section 2.1.3, base64, from the leaf's sibling up."`
 }
 
@@ -63,12 +64,19 @@ type logLeavesInput struct {
 	Count string `query:"count" minLength:"1" doc:"How many leaves: an integer from 1 to 10000; default 1000." example:"1000"`
 }
 
-// logLeafSchema is one leaf.
+// logLeafSchema is one leaf: its hash, what the hash commits to (kept
+// when the event is pruned: a tombstone) and, while the event is kept,
+// its salt.
 type logLeafSchema struct {
-	Index  int64  `json:"index" minimum:"0" doc:"The leaf's index."`
-	ID     int64  `json:"id" doc:"The id of the leaf's event."`
-	Hash   []byte `json:"hash" doc:"The leaf hash recorded when the event was written, base64."`
-	Pruned bool   `json:"pruned" doc:"The event was removed by retention: only its leaf hash is left."`
+	Index     int64   `json:"index" minimum:"0" doc:"The leaf's index."`
+	ID        int64   `json:"id" doc:"The id of the leaf's event."`
+	Hash      []byte  `json:"hash" doc:"The leaf hash recorded when the event was written, base64: leaf format v1 of id, createdAt, project, type and content (docs/verifiable-log.md)."`
+	Pruned    bool    `json:"pruned" doc:"The event was removed by retention: its leaf stays, with what its hash commits to, without its salt."`
+	CreatedAt string  `json:"createdAt" format:"date-time" doc:"The event's createdAt, as the event shows it: RFC 3339 in UTC with milliseconds." example:"2025-01-02T03:04:05.000Z"`
+	Project   *string `json:"project" nullable:"true" doc:"The event's project; null for an event without one."`
+	Type      string  `json:"type" doc:"The event's type."`
+	Content   []byte  `json:"content" doc:"The event's content commitment, base64: SHA-256 of its salt and its JSON without the id in RFC 8785 canonical form (32 bytes)."`
+	Salt      []byte  `json:"salt,omitempty" doc:"The event's salt, base64 (16 bytes); absent once the event is pruned."`
 }
 
 // logLeavesSchema is the body of GET /api/admin/log/leaves.
@@ -100,10 +108,11 @@ func (s *Server) registerLog() {
 
 	inclusion := s.operation("getLogInclusionProof", http.MethodGet, "/api/admin/log/proof", tagLog,
 		"Prove that an event is in the log",
-		"Returns the index of the event's leaf and its inclusion path in the tree of the given size "+
-			"(RFC 9162 section 2.1.3): with a checkpoint of that size, a client checks that the event it "+
-			"holds was recorded, unchanged, in the log the checkpoint signs. Only for an event the caller "+
-			"may see (as in the search): others are a 404, like missing or pruned ones.",
+		"Returns the index of the event's leaf, its salt and its inclusion path in the tree of the given "+
+			"size (RFC 9162 section 2.1.3): with a checkpoint of that size, a client computes the leaf of the "+
+			"event it holds with the salt and checks that it was recorded, unchanged, in the log the checkpoint "+
+			"signs. Only for an event the caller may see (as in the search): others are a 404, like missing "+
+			"or pruned ones.",
 		"The inclusion proof.",
 		http.StatusBadRequest, http.StatusUnauthorized, http.StatusForbidden, http.StatusNotFound,
 		http.StatusInternalServerError, http.StatusServiceUnavailable)
@@ -124,9 +133,11 @@ func (s *Server) registerLog() {
 	leaves := s.operation("getLogLeaves", http.MethodGet, "/api/admin/log/leaves", tagLog,
 		"Read the log's leaves",
 		"Returns a run of the log's leaves, each with its event's id, the leaf hash recorded when the event "+
-			"was written, and whether retention pruned the event (its leaf hash stays). flagadmin log verify "+
-			"reads them beside the export to recompute the tree and name any event changed, removed, "+
-			"inserted or reordered. Needs the ADMIN permission (leaves name every event's id).",
+			"was written, what the hash commits to (the event's createdAt, project and type, and its content "+
+			"commitment), the event's salt, and whether retention pruned the event (its leaf stays, with all "+
+			"but the salt). flagadmin log verify reads them beside the export to recompute the tree and name "+
+			"any event changed, removed, inserted or reordered. Needs the ADMIN permission (leaves name every "+
+			"event's id and give every salt).",
 		"The leaves.",
 		http.StatusBadRequest, http.StatusUnauthorized, http.StatusForbidden, http.StatusNotFound,
 		http.StatusInternalServerError, http.StatusServiceUnavailable)
@@ -155,7 +166,7 @@ func (s *Server) logInclusionProof(ctx context.Context, in *logProofInput) (*log
 	if err != nil {
 		return nil, s.fail(ctx, err)
 	}
-	return &logProofOutput{Body: logProofSchema{ID: pr.EventID, LeafIndex: pr.LeafIndex, TreeSize: pr.TreeSize, LeafHash: pr.LeafHash, Hashes: pr.Hashes}}, nil
+	return &logProofOutput{Body: logProofSchema{ID: pr.EventID, LeafIndex: pr.LeafIndex, TreeSize: pr.TreeSize, LeafHash: pr.LeafHash, Salt: pr.Salt, Hashes: pr.Hashes}}, nil
 }
 
 func (s *Server) logConsistencyProof(ctx context.Context, in *logConsistencyInput) (*logConsistencyOutput, error) {
@@ -181,7 +192,8 @@ func (s *Server) logLeaves(ctx context.Context, in *logLeavesInput) (*logLeavesO
 	}
 	out := logLeavesSchema{TreeSize: page.TreeSize, Start: page.Start, Leaves: make([]logLeafSchema, len(page.Leaves))}
 	for i, l := range page.Leaves {
-		out.Leaves[i] = logLeafSchema{Index: l.Index, ID: l.EventID, Hash: l.Hash[:], Pruned: l.Pruned}
+		out.Leaves[i] = logLeafSchema{Index: l.Index, ID: l.EventID, Hash: l.Hash[:], Pruned: l.Pruned,
+			CreatedAt: flagadmin.Truncate(l.CreatedAt).Format(flagadmin.TimeLayout), Project: l.Project, Type: l.Type, Content: l.Content[:], Salt: l.Salt}
 	}
 	return &logLeavesOutput{Body: out}, nil
 }

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/transparency-dev/merkle/proof"
 	"github.com/transparency-dev/merkle/rfc6962"
@@ -108,6 +109,7 @@ type proofBody struct {
 	LeafIndex int64    `json:"leafIndex"`
 	TreeSize  int64    `json:"treeSize"`
 	LeafHash  []byte   `json:"leafHash"`
+	Salt      []byte   `json:"salt"`
 	Hashes    [][]byte `json:"hashes"`
 }
 
@@ -138,7 +140,13 @@ func TestLogInclusionProof(t *testing.T) {
 			continue
 		}
 		p := decodeJSON[proofBody](t, w)
-		leaf, _ := flagadmin.LeafHash(e.event(t, c.id))
+		// The caller computes the leaf of the event it sees with the salt.
+		ev := e.event(t, c.id)
+		ev.Salt = p.Salt
+		leaf, err := flagadmin.LeafHash(ev)
+		if err != nil {
+			t.Fatalf("proof of %d: the leaf of the event with the salt %x: %v", c.id, p.Salt, err)
+		}
 		root, _ := e.prover.RootHash(ctx, c.size)
 		if p.ID != c.id || p.LeafIndex != c.id-1 || p.TreeSize != c.size || string(p.LeafHash) != string(leaf[:]) || p.Hashes == nil {
 			t.Errorf("proof of %d in %d: got %+v", c.id, c.size, p)
@@ -216,6 +224,11 @@ func TestLogLeaves(t *testing.T) {
 			Index, ID int64
 			Hash      []byte
 			Pruned    bool
+			CreatedAt string
+			Project   *string
+			Type      string
+			Content   []byte
+			Salt      []byte
 		}
 	}
 	b := decodeJSON[leavesBody](t, e.do(t, request{method: http.MethodGet, path: "/api/admin/log/leaves", token: adaToken}))
@@ -223,10 +236,37 @@ func TestLogLeaves(t *testing.T) {
 		t.Fatalf("leaves: got %+v, want the 5 leaves", b)
 	}
 	for i, l := range b.Leaves {
-		want, _ := flagadmin.LeafHash(e.event(t, int64(i+1)))
+		ev := e.event(t, int64(i+1))
+		ev.Salt = l.Salt
+		want, err := flagadmin.LeafHash(ev)
+		if err != nil {
+			t.Fatalf("leaf %d: the leaf of its event with its salt %x: %v", i, l.Salt, err)
+		}
 		if l.Index != int64(i) || l.ID != int64(i+1) || string(l.Hash) != string(want[:]) || l.Pruned {
 			t.Errorf("leaf %d: got %+v", i, l)
 		}
+		// What the leaf commits to, as served, gives its hash (flagadmin.LeafOf).
+		at, err := time.Parse(time.RFC3339Nano, l.CreatedAt)
+		if err != nil || len(l.Content) != 32 {
+			t.Fatalf("leaf %d: createdAt %q (%v), content of %d bytes", i, l.CreatedAt, err, len(l.Content))
+		}
+		tomb := flagadmin.LogLeaf{EventID: l.ID, CreatedAt: at, Project: l.Project, Type: l.Type, Content: [32]byte(l.Content)}
+		if h := flagadmin.LeafOf(tomb); string(h[:]) != string(l.Hash) || l.CreatedAt != ev.CreatedAt.UTC().Format(flagadmin.TimeLayout) {
+			t.Errorf("leaf %d: its fields %+v do not give its hash, or are not its event's", i, l)
+		}
+	}
+	// A pruned leaf keeps its fields, and has no salt.
+	pruned, err := e.store.PruneEvents(context.Background(), time.Now().Add(time.Hour), 1, func(ids []int64) (flagadmin.Event, error) {
+		return flagadmin.Event{Type: flagadmin.EventEventsPruned, CreatedBy: "system", CreatedAt: time.Now()}, nil
+	})
+	if err != nil || len(pruned) != 1 {
+		t.Fatalf("PruneEvents: %v, %v", pruned, err)
+	}
+	r := e.get(t, "/api/admin/log/leaves?count=1", adminToken)
+	first := decodeJSON[leavesBody](t, r).Leaves[0]
+	if !first.Pruned || first.ID != pruned[0] || first.Salt != nil || strings.Contains(r.Body.String(), `"salt"`) ||
+		string(first.Hash) != string(b.Leaves[0].Hash) || string(first.Content) != string(b.Leaves[0].Content) || first.CreatedAt != b.Leaves[0].CreatedAt {
+		t.Errorf("the pruned leaf: got %s, want its fields without a salt", r.Body)
 	}
 	b = decodeJSON[leavesBody](t, e.do(t, request{method: http.MethodGet, path: "/api/admin/log/leaves?start=3&count=1", token: adminToken}))
 	if len(b.Leaves) != 1 || b.Leaves[0].Index != 3 {

@@ -14,11 +14,24 @@ import (
 var _ flagadmin.LogStore = (*Store)(nil)
 
 // leaf is a leaf of the log's tree (flagadmin.LogLeaf without its index,
-// which is its position in world.leaves).
+// which is its position in world.leaves): its hash, what the hash commits
+// to, and the event's salt, dropped when the event is pruned (the leaf
+// stays, a tombstone).
 type leaf struct {
-	eventID int64
-	hash    [32]byte
-	pruned  bool
+	eventID   int64
+	hash      [32]byte
+	pruned    bool
+	createdAt time.Time
+	project   *string
+	typ       string
+	content   [32]byte
+	salt      []byte
+}
+
+// logLeaf returns l as the domain holds it, with index i.
+func (l leaf) logLeaf(i int64) flagadmin.LogLeaf {
+	return flagadmin.LogLeaf{Index: i, EventID: l.eventID, Hash: l.hash, Pruned: l.pruned,
+		CreatedAt: l.createdAt, Project: clonePtr(l.project), Type: l.typ, Content: l.content, Salt: slices.Clone(l.salt)}
 }
 
 // LogSize implements flagadmin.LogStore.
@@ -44,8 +57,7 @@ func (s *Store) LogLeaves(ctx context.Context, start, end int64) ([]flagadmin.Lo
 	}
 	out := make([]flagadmin.LogLeaf, 0, end-start)
 	for i := start; i < end; i++ {
-		l := s.w.leaves[i]
-		out = append(out, flagadmin.LogLeaf{Index: i, EventID: l.eventID, Hash: l.hash, Pruned: l.pruned})
+		out = append(out, s.w.leaves[i].logLeaf(i))
 	}
 	return out, nil
 }
@@ -133,7 +145,8 @@ func (s *Store) ReadLogProof(ctx context.Context, q flagadmin.LogProofQuery) (fl
 	if i == len(leaves) || leaves[i].eventID != id {
 		return out, nil
 	}
-	out.Leaf = &flagadmin.LogLeaf{Index: int64(i), EventID: id, Hash: leaves[i].hash, Pruned: leaves[i].pruned}
+	l := leaves[i].logLeaf(int64(i))
+	out.Leaf = &l
 	for _, w := range q.Windows {
 		start := int64(i) / (int64(1) << w.Level) / w.Width * w.Width
 		add(w.Level, start, min(start+w.Width, w.End))
@@ -259,7 +272,7 @@ func (s *Store) PruneEvents(ctx context.Context, before time.Time, limit int, re
 	j := sort.Search(len(s.w.leaves), func(j int) bool { return s.w.leaves[j].eventID >= ids[0] })
 	for ; j < len(s.w.leaves) && s.w.leaves[j].eventID <= ids[len(ids)-1]; j++ {
 		if pruned[s.w.leaves[j].eventID] {
-			s.w.leaves[j].pruned = true
+			s.w.leaves[j].pruned, s.w.leaves[j].salt = true, nil
 		}
 	}
 	if first == 0 && last == len(ids)-1 {

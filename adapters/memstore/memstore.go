@@ -342,6 +342,7 @@ func (w *world) candidates(q flagadmin.EventQuery) []storedEvent {
 func cloneEvent(e flagadmin.Event) flagadmin.Event {
 	e.Data = slices.Clone(e.Data)
 	e.PreData = slices.Clone(e.PreData)
+	e.Salt = slices.Clone(e.Salt)
 	e.Tags = slices.Clone(e.Tags)
 	e.CreatedByUserID, e.GroupType, e.GroupID = clonePtr(e.CreatedByUserID), clonePtr(e.GroupType), clonePtr(e.GroupID)
 	e.Environment, e.Project, e.FeatureName = clonePtr(e.Environment), clonePtr(e.Project), clonePtr(e.FeatureName)
@@ -501,20 +502,29 @@ type preparedEvent struct {
 	leaf   leaf
 }
 
-// prepareEvents gives copies of events the next ids and computes their
-// leaves, changing nothing: an event whose leaf hash cannot be computed
-// (data or preData that is not JSON) is an error of kind ErrValidation.
+// prepareEvents gives copies of events the next ids, a salt to those
+// without one (flagadmin.NewSalt), and computes their leaves, changing
+// nothing: an event whose leaf hash cannot be computed (data or preData
+// that is not JSON, a given salt of the wrong size) is an error of kind
+// ErrValidation. The salt is kept with the leaf, not with the stored
+// event: the store reads it back only for the log.
 func (w *world) prepareEvents(events []flagadmin.Event) ([]preparedEvent, error) {
 	out := make([]preparedEvent, len(events))
 	for i, e := range events {
 		e = cloneEvent(e)
 		e.ID = w.nextEventID + int64(i)
+		if e.Salt == nil {
+			e.Salt = flagadmin.NewSalt()
+		}
 		hash, err := flagadmin.LeafHash(e)
 		if err != nil {
 			return nil, fmt.Errorf("event %d: %w", i, err)
 		}
+		content, _ := flagadmin.ContentCommitment(e) // LeafHash computed it
+		l := leaf{eventID: e.ID, hash: hash, createdAt: flagadmin.Truncate(e.CreatedAt), project: clonePtr(e.Project), typ: e.Type, content: content, salt: e.Salt}
+		e.Salt = nil
 		payload, meta := flagadmin.SearchTexts(e)
-		out[i] = preparedEvent{stored: storedEvent{Event: e, payload: payload, meta: meta}, leaf: leaf{eventID: e.ID, hash: hash}}
+		out[i] = preparedEvent{stored: storedEvent{Event: e, payload: payload, meta: meta}, leaf: l}
 	}
 	return out, nil
 }

@@ -46,11 +46,26 @@ func write(t testing.TB, s *memstore.Store, first, n int, project string) {
 }
 
 // leafHashes computes the leaf hashes of the store's events from the
-// events themselves.
+// events themselves, each with its salt (which the store keeps for the
+// log: its leaf's, in id order like the events).
 func leafHashes(t testing.TB, s *memstore.Store) [][]byte {
 	t.Helper()
+	ctx := context.Background()
+	size, err := s.LogSize(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	leaves, err := s.LogLeaves(ctx, 0, size)
+	if err != nil {
+		t.Fatal(err)
+	}
 	var out [][]byte
-	err := s.ExportEvents(context.Background(), flagadmin.EventQuery{}, 0, func(e flagadmin.Event) error {
+	err = s.ExportEvents(ctx, flagadmin.EventQuery{}, 0, func(e flagadmin.Event) error {
+		l := leaves[len(out)]
+		if l.EventID != e.ID {
+			return fmt.Errorf("leaf %d is of event %d, want event %d", l.Index, l.EventID, e.ID)
+		}
+		e.Salt = l.Salt
 		h, err := flagadmin.LeafHash(e)
 		out = append(out, h[:])
 		return err

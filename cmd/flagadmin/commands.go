@@ -78,17 +78,22 @@ func (c *cli) migrate(ctx context.Context, args []string) error {
 		fmt.Fprintln(c.stdout, "memory: has no schema; nothing to migrate")
 		return nil
 	}
-	ctx, cancel := context.WithTimeout(ctx, openTimeout)
+	// Opening is bounded; the migrations are not: one may rebuild a large
+	// log (leaf format v1), showing its progress as it goes.
+	openCtx, cancel := context.WithTimeout(ctx, openTimeout)
 	defer cancel()
-	store, err := openBunstore(ctx, cfg.DB, buildLogger(cfg, c.stderr), false)
+	store, err := openBunstore(openCtx, cfg.DB, buildLogger(cfg, c.stderr), false)
 	if err != nil {
 		return err
 	}
 	defer store.Close()
 	progress := bunstore.WithProgress(func(m bunstore.MigrationStep) {
-		if m.Done {
+		switch {
+		case m.Progress != "":
+			fmt.Fprintf(c.stdout, "  %s\n", m.Progress)
+		case m.Done:
 			fmt.Fprintf(c.stdout, "  done in %s\n", m.Took.Round(time.Millisecond))
-		} else {
+		default:
 			fmt.Fprintf(c.stdout, "%s: %s\n", m.Name, m.Comment)
 		}
 	})

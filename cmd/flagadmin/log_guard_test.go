@@ -136,12 +136,18 @@ func TestLogSignerRefusesForgedHistory(t *testing.T) {
 				t.Fatal(err)
 			}
 			forged.CreatedBy = "mallory"
+			leaves, err := store.LogLeaves(ctx, 5, 6)
+			if err != nil || len(leaves) != 1 {
+				t.Fatalf("leaf 5: %v", err)
+			}
+			forged.Salt = leaves[0].Salt
 			leaf, err := flagadmin.LeafHash(forged)
 			if err != nil {
 				t.Fatal(err)
 			}
+			content, _ := flagadmin.ContentCommitment(forged)
 			execArgs(t, db, dbURL, "UPDATE events SET created_by = ? WHERE id = ?", "mallory", ids[5])
-			execArgs(t, db, dbURL, "UPDATE log_leaves SET hash = ? WHERE idx = ?", leaf[:], 5)
+			execArgs(t, db, dbURL, "UPDATE log_leaves SET hash = ?, content = ? WHERE idx = ?", leaf[:], content[:], 5)
 			execSQL(t, db, "DELETE FROM log_hashes", "DELETE FROM log_checkpoints")
 			if err := tlog.NewProver(store).BuildTiles(ctx); err != nil {
 				t.Fatal(err)

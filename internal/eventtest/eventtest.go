@@ -26,12 +26,17 @@ var CreatedAt = time.Date(2025, 3, 4, 5, 6, 7, 890_000_000, time.UTC)
 // objects, tags of 2 to 50 characters (without a color key, with a color,
 // with a null color). It fails tb when a field of Event is not declared
 // by flagadmin.EventFields (Declared), or is of a type it cannot fill.
+// Its Salt is nil: the salt is the log's, never shown with the event
+// (hidden), and a store draws one.
 func Full(tb testing.TB) flagadmin.Event {
 	tb.Helper()
 	Declared(tb)
 	var e flagadmin.Event
 	v := reflect.ValueOf(&e).Elem()
 	for i := range v.NumField() {
+		if hidden(v.Type().Field(i)) {
+			continue
+		}
 		if err := fill(v.Field(i), v.Type().Field(i).Name, int64(i)); err != nil {
 			tb.Fatal(err)
 		}
@@ -74,7 +79,8 @@ func fill(f reflect.Value, name string, n int64) error {
 // exactly one of flagadmin.EventFields and each declared field reads
 // exactly one field of Event: setting a field of Event must change the
 // Value of one declared field, and each declared field must change with
-// one field of Event.
+// one field of Event. A field never shown (hidden, as Salt) is not
+// declared.
 func Declared(tb testing.TB) {
 	tb.Helper()
 	fields := flagadmin.EventFields()
@@ -82,6 +88,9 @@ func Declared(tb testing.TB) {
 	readers := make([]int, len(fields))
 	typ := reflect.TypeFor[flagadmin.Event]()
 	for i := range typ.NumField() {
+		if hidden(typ.Field(i)) {
+			continue
+		}
 		var e flagadmin.Event
 		if err := fill(reflect.ValueOf(&e).Elem().Field(i), typ.Field(i).Name, int64(i)); err != nil {
 			tb.Fatal(err)
@@ -103,6 +112,10 @@ func Declared(tb testing.TB) {
 		}
 	}
 }
+
+// hidden reports whether f is a field of flagadmin.Event never shown with
+// the event (json:"-", as Salt), so not a declared field.
+func hidden(f reflect.StructField) bool { return f.Tag.Get("json") == "-" }
 
 // Diff returns the names of the declared fields whose values differ
 // between want and got, with both values, one line each; nil when none

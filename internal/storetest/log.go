@@ -65,14 +65,19 @@ func (w *world) leavesOf(t *testing.T, ls flagadmin.LogStore) []flagadmin.LogLea
 }
 
 // wantTreeOfEvents checks that the log's leaves are the leaves of the
-// events: one per event, in id order, indexes from 0, each hash the
-// event's LeafHash; pruned ids (none when nil) have leaves marked pruned
-// and no event. It returns the leaf hashes.
+// events: one per event, in id order, indexes from 0; each leaf's hash is
+// the hash of what it commits to (flagadmin.LeafOf), and the leaf of a
+// stored event carries its salt, of flagadmin.SaltSize bytes and unlike
+// every other event's, with which the event matches the leaf
+// (flagadmin.LeafMatches: its id, time, project, type and content); pruned
+// ids (none when nil) have leaves marked pruned, without a salt, and no
+// event. It returns the leaf hashes.
 func (w *world) wantTreeOfEvents(t *testing.T, ls flagadmin.LogStore, pruned map[int64]bool) [][]byte {
 	t.Helper()
 	events := w.exportAll(t)
 	leaves := w.leavesOf(t, ls)
 	hashes := make([][]byte, len(leaves))
+	salts := map[string]int64{}
 	next := 0
 	for i, l := range leaves {
 		hashes[i] = slices.Clone(l.Hash[:])
@@ -82,9 +87,15 @@ func (w *world) wantTreeOfEvents(t *testing.T, ls flagadmin.LogStore, pruned map
 		if i > 0 && l.EventID <= leaves[i-1].EventID {
 			t.Fatalf("leaf %d: event %d after event %d, want ids ascending", i, l.EventID, leaves[i-1].EventID)
 		}
+		if got := flagadmin.LeafOf(l); got != l.Hash {
+			t.Errorf("leaf %d (event %d): LeafOf its fields %x, want its hash %x", i, l.EventID, got, l.Hash)
+		}
 		if pruned[l.EventID] {
 			if !l.Pruned {
 				t.Errorf("leaf %d of pruned event %d: not marked pruned", i, l.EventID)
+			}
+			if l.Salt != nil {
+				t.Errorf("leaf %d of pruned event %d: got salt %x, want none", i, l.EventID, l.Salt)
 			}
 			continue
 		}
@@ -94,10 +105,20 @@ func (w *world) wantTreeOfEvents(t *testing.T, ls flagadmin.LogStore, pruned map
 		if next >= len(events) || events[next].ID != l.EventID {
 			t.Fatalf("leaf %d names event %d, want the next event in id order (%s)", i, l.EventID, nextID(events, next))
 		}
-		want, err := flagadmin.LeafHash(events[next])
-		wantNoError(t, "LeafHash", err)
-		if want != l.Hash {
-			t.Errorf("leaf %d (event %d): got hash %x, want LeafHash of the stored event %x", i, l.EventID, l.Hash, want)
+		if len(l.Salt) != flagadmin.SaltSize {
+			t.Errorf("leaf %d (event %d): got a salt of %d bytes, want %d", i, l.EventID, len(l.Salt), flagadmin.SaltSize)
+		} else if other, ok := salts[string(l.Salt)]; ok {
+			t.Errorf("leaf %d (event %d): the salt of event %d, want one of its own", i, l.EventID, other)
+		}
+		salts[string(l.Salt)] = l.EventID
+		e := events[next]
+		if e.Salt != nil {
+			t.Errorf("event %d: read back with its salt, want none (the salt is the log's)", e.ID)
+		}
+		e.Salt = l.Salt
+		match, err := flagadmin.LeafMatches(l, e)
+		if err != nil || !match {
+			t.Errorf("leaf %d (event %d): the stored event with the leaf's salt does not match it (%v): leaf %+v", i, l.EventID, err, l)
 		}
 		next++
 	}
@@ -105,6 +126,26 @@ func (w *world) wantTreeOfEvents(t *testing.T, ls flagadmin.LogStore, pruned map
 		t.Fatalf("got %d leaves for %d events: event %d has no leaf", len(leaves), len(events), events[next].ID)
 	}
 	return hashes
+}
+
+// leafText formats a leaf for a comparison: its fields, the project's
+// value and the time as an instant.
+func leafText(l flagadmin.LogLeaf) string {
+	project := "null"
+	if l.Project != nil {
+		project = fmt.Sprintf("%q", *l.Project)
+	}
+	return fmt.Sprintf("{index %d, event %d, hash %x, pruned %v, createdAt %s, project %s, type %q, content %x, salt %x}",
+		l.Index, l.EventID, l.Hash, l.Pruned, l.CreatedAt.UTC().Format(time.RFC3339Nano), project, l.Type, l.Content, l.Salt)
+}
+
+// leavesText formats leaves for a comparison (leafText).
+func leavesText(leaves []flagadmin.LogLeaf) string {
+	out := make([]string, len(leaves))
+	for i, l := range leaves {
+		out[i] = leafText(l)
+	}
+	return strings.Join(out, "\n")
 }
 
 func nextID(events []flagadmin.Event, i int) string {
@@ -204,6 +245,10 @@ func logCases() []testCase {
 			w.writeEvents(t, 300, str("default"), suiteNow.Add(-time.Hour))
 			wantNoError(t, "complete", w.complete(eveSecret, "default", "alpha", kept("v1")))
 			wantNoError(t, "DeleteServiceAccount", w.svc.DeleteServiceAccount(w.ctx, w.as(adminSecret), fmt.Sprint(ciID)))
+			wantNoError(t, "DeleteToken", w.store.DeleteToken(w.ctx, flagadmin.HashSecret(eveSecret), func(flagadmin.APIToken) (flagadmin.Event, error) {
+				return flagadmin.Event{Type: flagadmin.EventAPITokenDeleted, CreatedBy: "admin", CreatedAt: suiteNow}, nil
+			}))
+			wantNoError(t, "HoldProject", ls.HoldProject(w.ctx, "default", suiteNow, holdEvent(flagadmin.EventLogHoldAdded, "default")))
 			hashes := w.wantTreeOfEvents(t, ls, nil)
 			if len(hashes) < 300 {
 				t.Fatalf("got %d leaves, want at least 300", len(hashes))
@@ -242,7 +287,7 @@ func logCases() []testCase {
 				t.Errorf("Store.UpdateFeature with a failing callback: got %v, want the callback's error", err)
 			}
 			after := w.leavesOf(t, ls)
-			wantEqual(t, "leaves after the failed writes", fmt.Sprint(after), fmt.Sprint(before))
+			wantEqual(t, "leaves after the failed writes", leavesText(after), leavesText(before))
 			w.wantTreeOfEvents(t, ls, nil)
 		}},
 		{"log/concurrent writers make one tree", func(t *testing.T, w *world) {
@@ -359,8 +404,15 @@ func logCases() []testCase {
 			w.wantTreeOfEvents(t, ls, pruned)
 			after := w.leavesOf(t, ls)
 			for i := range before {
-				if before[i].Hash != after[i].Hash || before[i].EventID != after[i].EventID {
-					t.Errorf("leaf %d: changed by pruning", i)
+				// A pruned leaf keeps its hash and what it commits to (a
+				// tombstone); it loses only its salt.
+				b, a := before[i], after[i]
+				b.Pruned, b.Salt, a.Pruned, a.Salt = false, nil, false, nil
+				if leafText(a) != leafText(b) {
+					t.Errorf("leaf %d: changed by pruning: got %s, want %s", i, leafText(a), leafText(b))
+				}
+				if pruned[after[i].EventID] && (after[i].Salt != nil || flagadmin.LeafOf(after[i]) != after[i].Hash) {
+					t.Errorf("leaf %d, pruned: salt %x, LeafOf %x, hash %x; want no salt and LeafOf its hash", i, after[i].Salt, flagadmin.LeafOf(after[i]), after[i].Hash)
 				}
 			}
 			remaining := w.exportAll(t)
@@ -492,6 +544,36 @@ func logCases() []testCase {
 			wantNoError(t, "PruneEvents", err)
 			wantEqual(t, "pruned", len(ids), 150)
 			w.wantProofs(t, ls, hashes)
+		}},
+		{"log/a salt given with an event is kept, one of another size is refused", func(t *testing.T, w *world) {
+			ls := w.logStore(t)
+			given := flagadmin.NewSalt()
+			e := logEvent(1, str("default"), suiteNow)
+			e.Salt = slices.Clone(given)
+			wantNoError(t, "Store.Write", w.store.Write(w.ctx, &flagadmin.Batch{Events: []flagadmin.Event{e}}))
+			leaves := w.leavesOf(t, ls)
+			wantEqual(t, "leaves", len(leaves), 1)
+			wantEqual(t, "the leaf's salt", fmt.Sprintf("%x", leaves[0].Salt), fmt.Sprintf("%x", given))
+			for _, size := range []int{0, 8, flagadmin.SaltSize + 1} {
+				bad := logEvent(2, str("default"), suiteNow)
+				bad.Salt = make([]byte, size)
+				err := w.store.Write(w.ctx, &flagadmin.Batch{Events: []flagadmin.Event{logEvent(3, nil, suiteNow), bad}})
+				wantKind(t, fmt.Sprintf("Store.Write of an event with a salt of %d bytes", size), err, flagadmin.ErrValidation)
+			}
+			w.wantTreeOfEvents(t, ls, nil)
+			wantEqual(t, "leaves after the refused writes", len(w.leavesOf(t, ls)), 1)
+		}},
+		{"log/the Service gives the salt with the proof of an event the caller may see", func(t *testing.T, w *world) {
+			ls := w.logStore(t)
+			w.load(lifecycleFixture())
+			w.writeEvents(t, 3, str("default"), suiteNow)
+			leaves := w.leavesOf(t, ls)
+			svc := flagadmin.NewService(w.store, flagadmin.WithLog(flagadmin.LogConfig{Store: ls, Prover: tlog.NewProver(ls)}))
+			for _, l := range leaves {
+				got, err := svc.LogInclusionProof(w.ctx, w.as(adminSecret), flagadmin.LogProofParams{ID: fmt.Sprint(l.EventID), Size: fmt.Sprint(len(leaves))})
+				wantNoError(t, "LogInclusionProof", err)
+				wantEqual(t, fmt.Sprintf("salt of event %d", l.EventID), fmt.Sprintf("%x", got.Salt), fmt.Sprintf("%x", l.Salt))
+			}
 		}},
 	}
 }

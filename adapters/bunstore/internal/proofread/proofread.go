@@ -27,7 +27,7 @@ import (
 const (
 	rowLeaf    = 0 // the event's leaf: its idx and hash
 	rowSize    = 1 // the log's size, as idx
-	rowVisible = 2 // the event, visible: its id, as idx
+	rowVisible = 2 // the event, visible: its id, as idx, and its salt, as hash
 	rowHash    = 3 // a stored hash: its level, idx and hash
 )
 
@@ -42,11 +42,12 @@ func Statement(q flagadmin.LogProofQuery, filter sqlq.Fragment, mysql bool) sqlq
 	}
 	// The leaf comes first when asked for, then the hashes: PostgreSQL
 	// types a UNION's column by its parts from the left, so the NULL
-	// hashes of the event and the size come after a part of bytea hashes.
+	// hash of the size comes after a part of bytea hashes. The event's
+	// row carries its salt in the hash column.
 	if q.Event != nil && len(q.Event.IDs) == 1 {
 		with = sqlq.Fill("WITH leaf AS (SELECT idx, hash FROM log_leaves WHERE ? AND EXISTS (SELECT 1 FROM events WHERE ?))",
 			sqlq.F("event_id = ?", q.Event.IDs[0]), filter)
-		visible = filter.Wrap(fmt.Sprintf("SELECT %d AS k, 0 AS lvl, id AS idx, NULL AS hash FROM events WHERE ", rowVisible), "")
+		visible = filter.Wrap(fmt.Sprintf("SELECT %d AS k, 0 AS lvl, id AS idx, salt AS hash FROM events WHERE ", rowVisible), "")
 		parts = append(parts, sqlq.F(fmt.Sprintf("SELECT %d AS k, 0 AS lvl, idx, hash FROM leaf", rowLeaf)))
 		div := "/"
 		if mysql {
@@ -86,6 +87,7 @@ func Statement(q flagadmin.LogProofQuery, filter sqlq.Fragment, mysql bool) sqlq
 func Scan(rows *sql.Rows, q flagadmin.LogProofQuery) (flagadmin.LogProofRows, error) {
 	defer rows.Close()
 	var out flagadmin.LogProofRows
+	var salt []byte
 	for rows.Next() {
 		var (
 			kind, level int
@@ -99,7 +101,7 @@ func Scan(rows *sql.Rows, q flagadmin.LogProofQuery) (flagadmin.LogProofRows, er
 		case rowSize:
 			out.Size = idx
 		case rowVisible:
-			out.Visible = true
+			out.Visible, salt = true, hash
 		case rowLeaf, rowHash:
 			if len(hash) != 32 {
 				return flagadmin.LogProofRows{}, fmt.Errorf("a stored hash of %d bytes, want 32 (level %d, index %d)", len(hash), level, idx)
@@ -111,6 +113,9 @@ func Scan(rows *sql.Rows, q flagadmin.LogProofQuery) (flagadmin.LogProofRows, er
 				out.Hashes = append(out.Hashes, flagadmin.LogHash{Level: level, Index: idx, Hash: [32]byte(hash)})
 			}
 		}
+	}
+	if out.Leaf != nil {
+		out.Leaf.Salt = salt
 	}
 	return out, rows.Err()
 }

@@ -62,10 +62,13 @@ type Event struct {
 	GroupID         *string `bun:"group_id"`
 	SearchPayload   string  `bun:"search_payload"`
 	SearchMeta      string  `bun:"search_meta"`
+	// Salt is the event's salt (flagadmin.Event.Salt), read back only for
+	// the verifiable log: not one of EventColumns.
+	Salt []byte `bun:"salt"`
 }
 
-// EventOf returns the row of e with its search texts (flagadmin.SearchTexts)
-// and its id.
+// EventOf returns the row of e with its search texts (flagadmin.SearchTexts),
+// its id and its salt.
 func EventOf(e flagadmin.Event) (Event, error) {
 	tags, err := TagsText(e.Tags)
 	if err != nil {
@@ -76,7 +79,7 @@ func EventOf(e flagadmin.Event) (Event, error) {
 		ID: e.ID, CreatedAt: Millis(e.CreatedAt), Type: e.Type, CreatedBy: e.CreatedBy, CreatedByUserID: e.CreatedByUserID,
 		Environment: e.Environment, Project: e.Project, FeatureName: e.FeatureName,
 		Data: RawText(e.Data), PreData: RawText(e.PreData), Tags: tags, GroupType: e.GroupType, GroupID: e.GroupID,
-		SearchPayload: payload, SearchMeta: meta,
+		SearchPayload: payload, SearchMeta: meta, Salt: e.Salt,
 	}, nil
 }
 
