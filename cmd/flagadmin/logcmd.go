@@ -315,7 +315,7 @@ func (c *cli) verifyLog(ctx context.Context, src tlog.Source, opts tlog.VerifyOp
 			"different tree when it cosigned; a cosignature made long ago may be an old checkpoint served again (its time is above)")
 	} else if opts.Trusted == nil {
 		fmt.Fprintln(c.stdout, "NOTE: without --trusted, a rollback to an older copy of the database cannot be detected (an older copy is a consistent log): "+
-			"save this checkpoint with --save FILE and pass --trusted FILE next time, or pass the server's state file (its --log-key FILE"+tlog.StateSuffix+")")
+			"save this checkpoint with --save FILE and pass --trusted FILE next time, or pass the server's state file (its --log-key FILE"+tlog.StateSuffix+"), or require a witness's cosignature with --witness KEY")
 	}
 	if save != "" {
 		if err := os.WriteFile(save, r.Note, 0o644); err != nil {
