@@ -34,6 +34,16 @@ func reflectionJSON(t *testing.T, v any) string {
 // escaping rule, written straight to the store as the Service stores
 // events (data and preData compact JSON objects, see normalizeEvent).
 func trickyEvents() []flagadmin.Event {
+	events := trickyEventsAsGiven()
+	for i := range events { // as the Service stores them: bytes that are not UTF-8 become U+FFFD
+		if _, err := flagadmin.NormalizeEvent(&events[i], flagadmin.RefuseOutOfRange); err != nil {
+			panic(err)
+		}
+	}
+	return events
+}
+
+func trickyEventsAsGiven() []flagadmin.Event {
 	s := func(v string) *string { return &v }
 	id := int64(-42)
 	return []flagadmin.Event{

@@ -103,7 +103,12 @@ func writeAwkward(t *testing.T, store flagadmin.Store, from, to int) []int64 {
 	t.Helper()
 	b := &flagadmin.Batch{}
 	for i := from; i < to; i++ {
-		b.Events = append(b.Events, awkwardEvent(i))
+		e := awkwardEvent(i)
+		// In the log's normal form, as the Service writes events.
+		if _, err := flagadmin.NormalizeEvent(&e, flagadmin.RefuseOutOfRange); err != nil {
+			t.Fatal(err)
+		}
+		b.Events = append(b.Events, e)
 	}
 	if err := store.Write(context.Background(), b); err != nil {
 		t.Fatal(err)
