@@ -160,6 +160,18 @@ func TestLogVerifyOnSQLNamesTheTamperedEvent(t *testing.T) {
 				}, func(ids []int64) string {
 					return fmt.Sprintf("event %d (leaf 29) was removed: no recorded pruning pass removed it", ids[29])
 				}},
+				{"one deleted, its leaf marked pruned", func(ids []int64) []string {
+					return []string{fmt.Sprintf("DELETE FROM events WHERE id = %d", ids[29]),
+						fmt.Sprintf("UPDATE log_leaves SET pruned = TRUE WHERE event_id = %d", ids[29])}
+				}, func(ids []int64) string {
+					return fmt.Sprintf("event %d (leaf 29) was removed: no recorded pruning pass removed it", ids[29])
+				}},
+				{"one deleted, its tombstone made old and marked pruned", func(ids []int64) []string {
+					return []string{fmt.Sprintf("DELETE FROM events WHERE id = %d", ids[29]),
+						fmt.Sprintf("UPDATE log_leaves SET pruned = TRUE, created_at = 0 WHERE event_id = %d", ids[29])}
+				}, func(ids []int64) string {
+					return fmt.Sprintf("event %d (leaf 29) was removed: its leaf's recorded fields do not hash to its leaf hash", ids[29])
+				}},
 				{"one inserted", func(ids []int64) []string {
 					return []string{fmt.Sprintf(`INSERT INTO events (id, created_at, type, created_by, search_payload, search_meta)
 						VALUES (%d, 1767225600000, 'feature-updated', 'mallory', '', '')`, ids[len(ids)-1]+1)}
