@@ -925,7 +925,10 @@ func TestFollowImportSettlesItsSnapshot(t *testing.T) {
 			ended := make(chan error, 1)
 			go func() { time.Sleep(c.after); ended <- c.end(txA) }()
 			r := startFollower(t, url, store, opts)
-			waitFor(t, 10*time.Second, "imported", func() bool { return r.Status().Ready })
+			// The import's line is logged just after the status says ready.
+			waitFor(t, 10*time.Second, "imported", func() bool {
+				return r.Status().Ready && strings.Contains(buf.String(), "following: imported")
+			})
 			if err := <-ended; err != nil {
 				t.Fatal(err)
 			}
