@@ -49,11 +49,90 @@ func EventContent(e Event) ([]byte, error) {
 	if err := checkNormal(e); err != nil {
 		return nil, err
 	}
-	raw, err := SeedEventJSON(e)
-	if err != nil {
-		return nil, invalid("data", "is not JSON: %v", err)
+	// The members of the API's Event JSON without "id", written in RFC
+	// 8785's order (their names are ASCII: byte order), each value in its
+	// canonical form: strings and data by the RFC 8785 library, integers
+	// (within ±2^53 in the normal form) as their digits. A test holds it
+	// to the library's canonical form of SeedEventJSON.
+	b := make([]byte, 0, 256+len(e.Data)+len(e.PreData))
+	b = append(b, `{"createdAt":`...)
+	b = appendCanonicalString(b, formatTime(e.CreatedAt))
+	b = append(b, `,"createdBy":`...)
+	b = appendCanonicalString(b, e.CreatedBy)
+	b = append(b, `,"createdByUserId":`...)
+	if e.CreatedByUserID == nil {
+		b = append(b, "null"...)
+	} else {
+		b = strconv.AppendInt(b, *e.CreatedByUserID, 10)
 	}
-	return CanonicalJSON(raw)
+	var err error
+	b = append(b, `,"data":`...)
+	if b, err = appendContentRaw(b, "data", e.Data); err != nil {
+		return nil, err
+	}
+	b = append(b, `,"environment":`...)
+	b = appendContentStringPtr(b, e.Environment)
+	b = append(b, `,"featureName":`...)
+	b = appendContentStringPtr(b, e.FeatureName)
+	if e.GroupID != nil {
+		b = append(b, `,"groupId":`...)
+		b = appendCanonicalString(b, *e.GroupID)
+	}
+	if e.GroupType != nil {
+		b = append(b, `,"groupType":`...)
+		b = appendCanonicalString(b, *e.GroupType)
+	}
+	b = append(b, `,"preData":`...)
+	if b, err = appendContentRaw(b, "preData", e.PreData); err != nil {
+		return nil, err
+	}
+	b = append(b, `,"project":`...)
+	b = appendContentStringPtr(b, e.Project)
+	b = append(b, `,"tags":[`...)
+	for i, t := range e.Tags {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, '{')
+		if t.Color.Present() {
+			b = append(b, `"color":`...)
+			if hex, ok := t.Color.Hex(); ok {
+				b = appendCanonicalString(b, hex)
+			} else {
+				b = append(b, "null"...)
+			}
+			b = append(b, ',')
+		}
+		b = append(b, `"type":`...)
+		b = appendCanonicalString(b, t.Type)
+		b = append(b, `,"value":`...)
+		b = appendCanonicalString(b, t.Value)
+		b = append(b, '}')
+	}
+	b = append(b, `],"type":`...)
+	b = appendCanonicalString(b, e.Type)
+	return append(b, '}'), nil
+}
+
+// appendContentStringPtr appends s as a canonical JSON string, null when nil.
+func appendContentStringPtr(b []byte, s *string) []byte {
+	if s == nil {
+		return append(b, "null"...)
+	}
+	return appendCanonicalString(b, *s)
+}
+
+// appendContentRaw appends stored JSON (data, preData) in canonical form,
+// null when nil; an error of kind ErrValidation names field.
+func appendContentRaw(b []byte, field string, raw []byte) ([]byte, error) {
+	if raw == nil {
+		return append(b, "null"...), nil
+	}
+	out, err := AppendCanonicalJSON(b, raw)
+	if err != nil {
+		return nil, invalid(field, "is not JSON: %v", err)
+	}
+	return out, nil
 }
 
 // ContentCommitment returns SHA-256 of the event's salt followed by its

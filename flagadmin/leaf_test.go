@@ -230,3 +230,38 @@ func TestLeafParts(t *testing.T) {
 		t.Errorf("the leaf input does not start with its format's name: %q", before)
 	}
 }
+
+// TestEventContentIsTheLibrarys: the content is what the RFC 8785 library
+// makes of the event's JSON without its id (SeedEventJSON), for events
+// whose strings need every escape, with and without groups, tag colors,
+// data and preData.
+func TestEventContentIsTheLibrarys(t *testing.T) {
+	uid := int64(-9007199254740992)
+	odd := "q\"\\/\b\f\n\r\t\u0001\u001f\u007f\u2028\u2029é😀<&>"
+	events := []flagadmin.Event{
+		{CreatedAt: time.Date(2026, 1, 2, 3, 4, 5, 6e6, time.UTC), Type: odd, CreatedBy: odd, CreatedByUserID: &uid,
+			Environment: ptr(odd), Project: ptr(odd), FeatureName: ptr(odd), GroupType: ptr(odd), GroupID: ptr(odd),
+			Data:    json.RawMessage(`{"z":[1e2,0.1,-5,1e21,1e-7,"` + "\\u0001\\ud83d\\ude00" + `"],"a":{"é":null,"e":true}}`),
+			PreData: json.RawMessage(`[]`),
+			Tags:    []flagadmin.Tag{{Type: odd, Value: odd, Color: flagadmin.ColorOf(odd)}, {Type: "t", Value: "v", Color: flagadmin.NullColor}, {Type: "a", Value: "b"}}},
+		{Type: "x", CreatedBy: ""},
+		{Type: "y", CreatedBy: "z", GroupID: ptr("only the id"), Tags: []flagadmin.Tag{}},
+	}
+	for i, e := range events {
+		seed, err := flagadmin.SeedEventJSON(e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := jcs.Transform(seed)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := flagadmin.EventContent(e)
+		if err != nil {
+			t.Fatalf("event %d: %v", i, err)
+		}
+		if !bytes.Equal(got, want) {
+			t.Errorf("event %d:\n got %s\nwant %s", i, got, want)
+		}
+	}
+}
