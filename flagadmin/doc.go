@@ -20,7 +20,6 @@
 // Unleash database, follow.go). A transport maps these kinds to statuses in
 // one place.
 //
-// The package imports only the standard library, and github.com/gowebpki/jcs
-// for RFC 8785's canonical JSON, the definition the log's leaves rely on
-// (jcs.go).
+// The package imports only the standard library. The leaf format of the
+// verifiable log, which needs RFC 8785's canonical JSON, is adapters/tlog/leaf.
 package flagadmin

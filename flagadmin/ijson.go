@@ -12,8 +12,6 @@ import (
 	"strings"
 	"unicode/utf16"
 	"unicode/utf8"
-
-	"github.com/gowebpki/jcs"
 )
 
 // The log's normal form. A leaf commits to the event as the API shows it,
@@ -151,9 +149,10 @@ func normalizeEventForm(e *Event, outOfRange OutOfRange) ([]string, *ValidationE
 	return notes, nil
 }
 
-// checkNormal returns an error of kind ErrValidation, naming the field,
-// when e is not in the log's normal form.
-func checkNormal(e Event) error {
+// CheckNormal returns nil when e is in the log's normal form (NormalizeEvent
+// would change nothing), else an error of kind ErrValidation naming the
+// first field that is not: a leaf commits only to events in that form.
+func CheckNormal(e Event) error {
 	changes, err := NormalizeEvent(&e, RefuseOutOfRange) // changes e's copy only
 	if err != nil {
 		return err
@@ -517,7 +516,7 @@ func (n *normalizer) str(decode bool) ([]byte, error) {
 				n.notes.add("an unpaired surrogate or a byte that is not UTF-8: U+FFFD")
 				s := decodeLenient(text[1 : len(text)-1])
 				if n.write {
-					n.out = appendCanonicalString(n.out, s)
+					n.out = appendJSONString(n.out, s)
 				}
 				return []byte(s), nil
 			}
@@ -700,7 +699,7 @@ func (n *normalizer) number() error {
 		}
 		return nil
 	}
-	es, _ := jcs.NumberToJSON(f) // finite: no error
+	es := string(appendECMAScriptNumber(nil, f)) // finite
 	if sameDecimal(text, es) {
 		n.put(n.in[start:n.pos]...)
 		return nil
@@ -859,4 +858,45 @@ func (s normalizingStore) DeleteToken(ctx context.Context, hash string, fn func(
 		_, err = NormalizeEvent(&e, RefuseOutOfRange)
 		return e, err
 	})
+}
+
+// appendECMAScriptNumber appends finite f as ECMAScript's
+// Number.prototype.toString writes it (the form RFC 8785 gives numbers):
+// the shortest decimal that reads back as f, 0 for -0, in fixed notation
+// from 1e-7 to 1e21, else as d.ddde±x.
+func appendECMAScriptNumber(dst []byte, f float64) []byte {
+	switch {
+	case f == 0:
+		return append(dst, '0')
+	case f < 0:
+		dst = append(dst, '-')
+		f = -f
+	}
+	// Shortest round-trip digits d1.d2d3...e±x.
+	var scratch [32]byte
+	mantissa, exp, _ := bytes.Cut(strconv.AppendFloat(scratch[:0], f, 'e', -1, 64), []byte{'e'})
+	digits := append([]byte{mantissa[0]}, bytes.TrimPrefix(mantissa[1:], []byte{'.'})...)
+	x, _ := strconv.Atoi(string(exp))
+	k, n := len(digits), x+1 // the value is 0.digits × 10^n
+	switch {
+	case k <= n && n <= 21:
+		dst = append(dst, digits...)
+		dst = append(dst, bytes.Repeat([]byte{'0'}, n-k)...)
+	case 0 < n && n <= 21:
+		dst = append(append(append(dst, digits[:n]...), '.'), digits[n:]...)
+	case -6 < n && n <= 0:
+		dst = append(append(dst, "0."...), bytes.Repeat([]byte{'0'}, -n)...)
+		dst = append(dst, digits...)
+	default:
+		dst = append(dst, digits[0])
+		if k > 1 {
+			dst = append(append(dst, '.'), digits[1:]...)
+		}
+		dst = append(dst, 'e')
+		if n-1 >= 0 {
+			dst = append(dst, '+')
+		}
+		dst = strconv.AppendInt(dst, int64(n-1), 10)
+	}
+	return dst
 }

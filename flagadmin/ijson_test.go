@@ -11,6 +11,7 @@ import (
 	"github.com/gowebpki/jcs"
 
 	"github.com/flagadmin/flagadmin/adapters/memstore"
+	"github.com/flagadmin/flagadmin/adapters/tlog/leaf"
 	"github.com/flagadmin/flagadmin/flagadmin"
 )
 
@@ -67,7 +68,7 @@ func TestNormalizeEvent(t *testing.T) {
 			}
 			// The event as given is not in the form: the log does not
 			// commit to a value other than the one the API shows.
-			if _, err := flagadmin.LeafHash(normalEventOf(c.in)); err == nil {
+			if _, err := leaf.LeafHash(normalEventOf(c.in)); err == nil {
 				t.Errorf("LeafHash of %s: got no error, want it refused as not in the normal form", c.in)
 			}
 		})
@@ -113,7 +114,7 @@ func TestNormalizeEventFields(t *testing.T) {
 	e.CreatedByUserID = ptr(int64(1<<53 + 1))
 	_, err := flagadmin.NormalizeEvent(&e, flagadmin.RefuseOutOfRange)
 	wantValidation(t, err, "createdByUserId")
-	if _, err := flagadmin.LeafHash(e); err == nil {
+	if _, err := leaf.LeafHash(e); err == nil {
 		t.Error("LeafHash with createdByUserId 2^53+1: got no error, want it refused")
 	}
 	for _, c := range []struct{ in, want int64 }{
@@ -127,7 +128,7 @@ func TestNormalizeEventFields(t *testing.T) {
 	project := "a\xffb"
 	e = normalEventOf(`{}`)
 	e.CreatedBy, e.Project, e.Tags = "x\xfe", &project, []flagadmin.Tag{{Type: "simple", Value: "v\xc0"}}
-	if _, err := flagadmin.LeafHash(e); err == nil {
+	if _, err := leaf.LeafHash(e); err == nil {
 		t.Error("LeafHash with text that is not UTF-8: got no error, want it refused")
 	}
 	given := e
@@ -213,7 +214,7 @@ func checkStored(t *testing.T, store flagadmin.Store, id int64, want string) {
 // is accepted by a strict RFC 8785 implementation and left unchanged.
 func checkStrictContent(t *testing.T, e flagadmin.Event) {
 	t.Helper()
-	content, err := flagadmin.EventContent(e)
+	content, err := leaf.EventContent(e)
 	if err != nil {
 		t.Fatalf("EventContent: %v", err)
 	}
@@ -221,7 +222,7 @@ func checkStrictContent(t *testing.T, e flagadmin.Event) {
 	if err != nil || !bytes.Equal(strict, content) {
 		t.Errorf("gowebpki/jcs on the content: %s, %v; want it unchanged:\n%s", strict, err, content)
 	}
-	if _, err := flagadmin.LeafHash(withSalt(e)); err != nil {
+	if _, err := leaf.LeafHash(withSalt(e)); err != nil {
 		t.Errorf("LeafHash: %v", err)
 	}
 }
@@ -229,12 +230,12 @@ func checkStrictContent(t *testing.T, e flagadmin.Event) {
 // normalEventOf is an ordinary event with data.
 func normalEventOf(data string) flagadmin.Event {
 	return flagadmin.Event{ID: 1, CreatedAt: testNow, Type: flagadmin.EventFeatureCreated, CreatedBy: "ada",
-		Data: json.RawMessage(data), Salt: flagadmin.NewSalt()}
+		Data: json.RawMessage(data), Salt: leaf.NewSalt()}
 }
 
 func withSalt(e flagadmin.Event) flagadmin.Event {
 	if e.Salt == nil {
-		e.Salt = flagadmin.NewSalt()
+		e.Salt = leaf.NewSalt()
 	}
 	return e
 }

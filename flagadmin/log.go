@@ -11,14 +11,14 @@ import (
 // The verifiable log (docs/verifiable-log.md): the events form an append-only
 // Merkle tree as RFC 9162 (Certificate Transparency 2.0) defines it. Leaf
 // n is the n-th event in id order, from 0, whatever the gaps in ids; its
-// hash is LeafHash (leaf.go). Stores keep the leaves as they write events
+// hash is adapters/tlog/leaf's LeafHash. Stores keep the leaves as they write events
 // (LogStore); the tree's interior hashes, proofs and signed checkpoints
 // are computed by an adapter (adapters/tlog) through the ports of this
 // file, so the domain needs neither a Merkle library nor a signature
 // scheme.
 
 // LogLeaf is one leaf of the log's tree as a store keeps it: its hash,
-// and what the hash commits to (leaf.go), kept when the event is pruned,
+// and what the hash commits to (adapters/tlog/leaf), kept when the event is pruned,
 // so that the hash can be recomputed (LeafOf) and the removal checked
 // against the retention the log records.
 type LogLeaf struct {
@@ -316,7 +316,7 @@ type InclusionProof struct {
 	// LeafHash is the leaf's hash as stored (a verifier computes its own,
 	// LeafHash of the event it holds with Salt).
 	LeafHash []byte
-	// Salt is the event's salt (leaf.go), which the caller needs to
+	// Salt is the event's salt (adapters/tlog/leaf), which the caller needs to
 	// compute the leaf of the event it sees.
 	Salt []byte
 	// Hashes is the inclusion path, from the leaf's sibling up.

@@ -237,7 +237,7 @@ type Event struct {
 	// the Unleash transaction that wrote them; nil and left out like GroupType.
 	GroupID *string `json:"groupId"`
 	// Salt is the random salt of the event's leaf in the verifiable log
-	// (leaf.go), never shown with the event: a store draws it
+	// (adapters/tlog/leaf), never shown with the event: a store draws it
 	// (NewSalt) when it writes an event without one, and reads it back
 	// only for the log.
 	Salt []byte `json:"-"`

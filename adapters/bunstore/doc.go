@@ -157,8 +157,8 @@
 // Every write transaction gives its events their salts and appends their
 // leaves under the event order lock, in id order, in the same transaction
 // (leaves.go): on PostgreSQL inside the events' INSERT, where the database
-// hashes each leaf from flagadmin.LeafParts (the leaf input around the id
-// it draws); elsewhere from flagadmin.LeafHash, in one more statement. Bulk paths
+// hashes each leaf from leaf.LeafParts (the leaf input around the id
+// it draws); elsewhere from leaf.LeafHash, in one more statement. Bulk paths
 // (Load, InsertEvents) send the leaves with COPY on PostgreSQL. Proofs
 // read the hashes of all their nodes in one statement (LogHashes).
 //

@@ -11,10 +11,10 @@ import (
 	"github.com/uptrace/bun/dialect"
 
 	"github.com/flagadmin/flagadmin/adapters/bunstore/internal/stored"
-	"github.com/flagadmin/flagadmin/flagadmin"
+	"github.com/flagadmin/flagadmin/adapters/tlog/leaf"
 )
 
-// leafV1Migration is the migration to leaf format v1 (flagadmin/leaf.go):
+// leafV1Migration is the migration to leaf format v1 (adapters/tlog/leaf):
 // the columns of schema/leafv1-*.sql, a salt for every stored event, and
 // the log's leaves rebuilt from the events.
 const leafV1Migration = "20261202000001"
@@ -25,7 +25,7 @@ var errPrunedBeforeV1 = errors.New("the verifiable log cannot be rebuilt under l
 
 // migrateLeafV1 is the migration leafV1Migration. A leaf of format v1
 // commits to its event's content with the event's salt, so the leaves of
-// the log are rebuilt: every event gets a salt (flagadmin.NewSalt) and
+// the log are rebuilt: every event gets a salt (leaf.NewSalt) and
 // every leaf its v1 hash and tombstone (created_at, project, type,
 // content), computed from its event, at the same index; the stored
 // interior hashes and the checkpoints, of the old leaves, are deleted
@@ -167,8 +167,8 @@ func rebuildLeaves(ctx context.Context, tx bun.IDB, o migrateOptions) error {
 				return fmt.Errorf("event %d: %w", r.ID, err)
 			}
 			e.Salt = r.Salt
-			if len(e.Salt) != flagadmin.SaltSize {
-				e.Salt = flagadmin.NewSalt()
+			if len(e.Salt) != leaf.SaltSize {
+				e.Salt = leaf.NewSalt()
 				salted = append(salted, stored.Event{ID: e.ID, Salt: e.Salt})
 			}
 			l, err := leafOf(e)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/flagadmin/flagadmin/adapters/bunstore"
+	"github.com/flagadmin/flagadmin/adapters/tlog/leaf"
 	"github.com/flagadmin/flagadmin/flagadmin"
 )
 
@@ -78,7 +79,7 @@ func count(t *testing.T, s *bunstore.Store, query string) int64 {
 // TestLeafV1MigrationRebuildsTheLog migrates a database of the release
 // before leaf format v1: every event gets a salt of its own, every leaf,
 // at its index, its v1 hash and tombstone, which its event matches
-// (flagadmin.LeafMatches) and its fields hash to (flagadmin.LeafOf); the
+// (leaf.LeafMatches) and its fields hash to (leaf.LeafOf); the
 // old interior hashes and checkpoints are gone, the rebuild reports its
 // progress, and the log goes on.
 func TestLeafV1MigrationRebuildsTheLog(t *testing.T) {
@@ -108,16 +109,16 @@ func TestLeafV1MigrationRebuildsTheLog(t *testing.T) {
 			if l.Index != int64(i) || l.EventID != e.ID || i < v0Events && e.ID != int64(2*(i+1)) {
 				t.Fatalf("leaf %d: got index %d, event %d; want the leaf of event %d at its index", i, l.Index, l.EventID, e.ID)
 			}
-			if len(l.Salt) != flagadmin.SaltSize || salts[string(l.Salt)] {
-				t.Errorf("leaf %d: salt %x, want %d bytes of its own", i, l.Salt, flagadmin.SaltSize)
+			if len(l.Salt) != leaf.SaltSize || salts[string(l.Salt)] {
+				t.Errorf("leaf %d: salt %x, want %d bytes of its own", i, l.Salt, leaf.SaltSize)
 			}
 			salts[string(l.Salt)] = true
 			e.Salt = l.Salt
-			if ok, err := flagadmin.LeafMatches(l, e); !ok || err != nil {
+			if ok, err := leaf.LeafMatches(l, e); !ok || err != nil {
 				t.Errorf("leaf %d: its event does not match it (%v)", i, err)
 			}
-			if flagadmin.LeafOf(l) != l.Hash {
-				t.Errorf("leaf %d: LeafOf %x, hash %x", i, flagadmin.LeafOf(l), l.Hash)
+			if leaf.LeafOf(l) != l.Hash {
+				t.Errorf("leaf %d: LeafOf %x, hash %x", i, leaf.LeafOf(l), l.Hash)
 			}
 		}
 		if n := count(t, s, "SELECT COUNT(*) FROM log_hashes"); n != 0 {

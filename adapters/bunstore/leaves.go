@@ -12,6 +12,7 @@ import (
 
 	"github.com/flagadmin/flagadmin/adapters/bunstore/internal/pgpage"
 	"github.com/flagadmin/flagadmin/adapters/bunstore/internal/stored"
+	"github.com/flagadmin/flagadmin/adapters/tlog/leaf"
 	"github.com/flagadmin/flagadmin/flagadmin"
 )
 
@@ -29,9 +30,9 @@ import (
 // locking read, on SQLite as the one writer. (A row of its own that every
 // writer raised under the lock would cost more than the leaf.)
 //
-// A leaf's hash is flagadmin.LeafHash of the event as it is stored (its
+// A leaf's hash is leaf.LeafHash of the event as it is stored (its
 // time to the millisecond, empty JSON as null, its salt), computed in Go
-// (leavesOf) or, on PostgreSQL, in the INSERT from flagadmin.LeafParts
+// (leavesOf) or, on PostgreSQL, in the INSERT from leaf.LeafParts
 // (insertWithLeaves): the canonical form has one definition, the
 // domain's. Beside the hash a leaf keeps what it commits to apart from
 // the rest of the event, its tombstone: the event's time, project and
@@ -76,14 +77,14 @@ func asStored(e flagadmin.Event) flagadmin.Event {
 }
 
 // leafOf returns the leaf of e as stored (its id and salt set), without
-// its index. The error is flagadmin.ContentCommitment's.
+// its index. The error is leaf.ContentCommitment's.
 func leafOf(e flagadmin.Event) (leafRow, error) {
 	e = asStored(e)
-	content, err := flagadmin.ContentCommitment(e)
+	content, err := leaf.ContentCommitment(e)
 	if err != nil {
 		return leafRow{}, err
 	}
-	hash := flagadmin.LeafOf(flagadmin.LogLeaf{EventID: e.ID, CreatedAt: e.CreatedAt, Project: e.Project, Type: e.Type, Content: content})
+	hash := leaf.LeafOf(flagadmin.LogLeaf{EventID: e.ID, CreatedAt: e.CreatedAt, Project: e.Project, Type: e.Type, Content: content})
 	return leafRow{EventID: e.ID, Hash: hash[:], CreatedAt: stored.Millis(e.CreatedAt), Project: e.Project, Type: e.Type, Content: content[:]}, nil
 }
 
@@ -248,8 +249,8 @@ func (s *Store) copyLeaves(ctx context.Context, t *txn, leaves []leafRow) error 
 // the events (its trigger takes the event order lock before the first id
 // is drawn), reads the log's size and inserts a leaf per event, whose
 // hash PostgreSQL computes from the parts of the event's leaf input around
-// its id (flagadmin.LeafParts): SHA-256 of 0x00, the part before, the
-// id's digits and the part after, which is flagadmin.LeafHash. The leaf's
+// its id (leaf.LeafParts): SHA-256 of 0x00, the part before, the
+// id's digits and the part after, which is leaf.LeafHash. The leaf's
 // tombstone is the inserted event's created_at, project and type, and its
 // content commitment, the last 32 bytes of the part after (the leaf input
 // ends with it). Ids are drawn in VALUES
@@ -268,7 +269,7 @@ func (s *Store) insertWithLeaves(ctx context.Context, db bun.IDB, rows []stored.
 		args := make([]any, 0, 1+4*len(part))
 		args = append(args, bun.Safe(db.NewInsert().Model(&part).Returning("id, created_at, project, type").String()))
 		for i := range part {
-			before, after, err := flagadmin.LeafParts(asStored(events[start+i]))
+			before, after, err := leaf.LeafParts(asStored(events[start+i]))
 			if err != nil {
 				return &callbackError{fmt.Errorf("event %d: %w", start+i, err)}
 			}

@@ -10,13 +10,14 @@ import (
 
 	"github.com/flagadmin/flagadmin/adapters/bunstore"
 	"github.com/flagadmin/flagadmin/adapters/tlog"
+	"github.com/flagadmin/flagadmin/adapters/tlog/leaf"
 	"github.com/flagadmin/flagadmin/flagadmin"
 )
 
 // TestLogMigrationMakesTheLeavesOfStoredEvents drops the log's tables of
 // a database that holds events, as a database made before the log was,
 // and migrates it again: the migrations make one leaf per event, in id
-// order, each of the event's flagadmin.LeafHash with its salt (which the
+// order, each of the event's leaf.LeafHash with its salt (which the
 // event matches), and the log goes on from there.
 func TestLogMigrationMakesTheLeavesOfStoredEvents(t *testing.T) {
 	forEachEngine(t, func(t *testing.T, url string) {
@@ -51,12 +52,12 @@ func TestLogMigrationMakesTheLeavesOfStoredEvents(t *testing.T) {
 		}
 		for i, e := range events {
 			e.Salt = leaves[i].Salt
-			want, err := flagadmin.LeafHash(e)
+			want, err := leaf.LeafHash(e)
 			must(t, "LeafHash", err)
 			if leaves[i].Index != int64(i) || leaves[i].EventID != e.ID || leaves[i].Hash != want {
 				t.Errorf("leaf %d: got index %d, event %d, hash %x; want event %d, hash %x", i, leaves[i].Index, leaves[i].EventID, leaves[i].Hash, e.ID, want)
 			}
-			if ok, err := flagadmin.LeafMatches(leaves[i], e); !ok || err != nil {
+			if ok, err := leaf.LeafMatches(leaves[i], e); !ok || err != nil {
 				t.Errorf("leaf %d: its event does not match it (%v)", i, err)
 			}
 		}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/flagadmin/flagadmin/adapters/bunstore/internal/pgpage"
 	"github.com/flagadmin/flagadmin/adapters/bunstore/internal/stored"
+	"github.com/flagadmin/flagadmin/adapters/tlog/leaf"
 	"github.com/flagadmin/flagadmin/flagadmin"
 )
 
@@ -141,17 +142,17 @@ func (s *Store) record(ctx context.Context, t *txn, ch *changes) error {
 }
 
 // saltEvents gives each event without a salt a new one
-// (flagadmin.NewSalt), stored with it: its leaf commits to it
-// (flagadmin.LeafHash). A given salt of another size than
-// flagadmin.SaltSize is an error of kind ErrValidation.
+// (leaf.NewSalt), stored with it: its leaf commits to it
+// (leaf.LeafHash). A given salt of another size than
+// leaf.SaltSize is an error of kind ErrValidation.
 func saltEvents(events []flagadmin.Event) error {
 	for i := range events {
 		switch {
 		case events[i].Salt == nil:
-			events[i].Salt = flagadmin.NewSalt()
-		case len(events[i].Salt) != flagadmin.SaltSize:
+			events[i].Salt = leaf.NewSalt()
+		case len(events[i].Salt) != leaf.SaltSize:
 			return &callbackError{fmt.Errorf("event %d: %w", i, &flagadmin.ValidationError{Fields: []flagadmin.FieldError{{Path: "salt",
-				Message: fmt.Sprintf("must be %d bytes, got %d", flagadmin.SaltSize, len(events[i].Salt))}}})}
+				Message: fmt.Sprintf("must be %d bytes, got %d", leaf.SaltSize, len(events[i].Salt))}}})}
 		}
 	}
 	return nil

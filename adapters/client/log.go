@@ -16,6 +16,7 @@ import (
 	"github.com/transparency-dev/merkle/rfc6962"
 	"golang.org/x/mod/sumdb/note"
 
+	"github.com/flagadmin/flagadmin/adapters/tlog/leaf"
 	"github.com/flagadmin/flagadmin/flagadmin"
 )
 
@@ -161,7 +162,7 @@ func (c *Client) getJSON(ctx context.Context, path string, q url.Values, what st
 // commits to, unchanged: it asks the server for the event's inclusion
 // proof in the tree of the checkpoint's size, which carries the event's
 // salt, computes the event's leaf hash with that salt
-// (flagadmin.LeafHash), and checks the proof against the checkpoint's
+// (leaf.LeafHash), and checks the proof against the checkpoint's
 // root with the Merkle library's verifier. (The server chooses nothing
 // by giving the salt: a leaf commits to it, and another salt giving the
 // same leaf for a changed event would break SHA-256.) checkpoint is a
@@ -180,7 +181,7 @@ func (c *Client) VerifyEvent(ctx context.Context, ev flagadmin.Event, checkpoint
 	if err != nil {
 		return Checkpoint{}, err
 	}
-	if _, err := flagadmin.EventContent(ev); err != nil {
+	if _, err := leaf.EventContent(ev); err != nil {
 		return cp, fmt.Errorf("client: event %d: %w", ev.ID, err)
 	}
 	p, err := c.LogInclusionProof(ctx, ev.ID, cp.Size)
@@ -191,7 +192,7 @@ func (c *Client) VerifyEvent(ctx context.Context, ev flagadmin.Event, checkpoint
 		return cp, fmt.Errorf("client: event %d: %w: the server answered the proof of event %d in a tree of %d", ev.ID, ErrNotProven, p.EventID, p.TreeSize)
 	}
 	ev.Salt = p.Salt
-	leaf, err := flagadmin.LeafHash(ev)
+	leaf, err := leaf.LeafHash(ev)
 	if err != nil {
 		return cp, fmt.Errorf("client: event %d: %w: the server's salt: %v", ev.ID, ErrNotProven, err)
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/flagadmin/flagadmin/adapters/httpapi"
 	"github.com/flagadmin/flagadmin/adapters/memstore"
 	"github.com/flagadmin/flagadmin/adapters/tlog"
+	"github.com/flagadmin/flagadmin/adapters/tlog/leaf"
 	"github.com/flagadmin/flagadmin/flagadmin"
 )
 
@@ -70,7 +71,7 @@ func (s saltedLoads) Load(ctx context.Context, b *flagadmin.Batch, events func(e
 			for i := range batch {
 				n++
 				h := sha256.Sum256([]byte(fmt.Sprint("salt of event ", n)))
-				batch[i].Salt = h[:flagadmin.SaltSize]
+				batch[i].Salt = h[:leaf.SaltSize]
 			}
 			return emit(batch)
 		})
@@ -167,13 +168,13 @@ func TestLogLeavesAndCheckpoint(t *testing.T) {
 		t.Fatalf("the leaves' events: %v", err)
 	}
 	for i, l := range page.Leaves {
-		if flagadmin.LeafOf(l) != l.Hash || len(l.Salt) != flagadmin.SaltSize {
-			t.Fatalf("leaf %d: LeafOf %x, hash %x, salt %x", l.Index, flagadmin.LeafOf(l), l.Hash, l.Salt)
+		if leaf.LeafOf(l) != l.Hash || len(l.Salt) != leaf.SaltSize {
+			t.Fatalf("leaf %d: LeafOf %x, hash %x, salt %x", l.Index, leaf.LeafOf(l), l.Hash, l.Salt)
 		}
 		if i < 2 {
 			ev := events.Events[1-i] // newest first
 			ev.Salt = l.Salt
-			if ok, err := flagadmin.LeafMatches(l, ev); !ok || err != nil {
+			if ok, err := leaf.LeafMatches(l, ev); !ok || err != nil {
 				t.Errorf("leaf %d: its event does not match it (%v)", l.Index, err)
 			}
 		}

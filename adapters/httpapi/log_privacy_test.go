@@ -8,7 +8,7 @@ import (
 	"net/http"
 	"testing"
 
-	"github.com/flagadmin/flagadmin/flagadmin"
+	"github.com/flagadmin/flagadmin/adapters/tlog/leaf"
 )
 
 // TestLogHidesWhatACallerMayNotSee plays the guessing attack on the
@@ -84,8 +84,8 @@ func TestLogHidesWhatACallerMayNotSee(t *testing.T) {
 	for _, id := range hidden {
 		ev := e.event(t, id)
 		salt := real[id]
-		if len(salt) != flagadmin.SaltSize {
-			t.Fatalf("event %d: the admin's leaves give salt %x, want %d bytes", id, salt, flagadmin.SaltSize)
+		if len(salt) != leaf.SaltSize {
+			t.Fatalf("event %d: the admin's leaves give salt %x, want %d bytes", id, salt, leaf.SaltSize)
 		}
 		for _, b := range bodies {
 			if bytes.Contains(b, []byte(base64.StdEncoding.EncodeToString(salt))) {
@@ -93,21 +93,21 @@ func TestLogHidesWhatACallerMayNotSee(t *testing.T) {
 			}
 		}
 		ev.Salt = salt
-		if h, err := flagadmin.LeafHash(ev); err != nil || !seen[h] {
+		if h, err := leaf.LeafHash(ev); err != nil || !seen[h] {
 			t.Fatalf("event %d: its leaf (err %v) is not among the %d hashes the Viewer gathered: the test would prove nothing", id, err, len(seen))
 		}
-		guesses := append([][]byte{make([]byte, flagadmin.SaltSize)}, salts...)
+		guesses := append([][]byte{make([]byte, leaf.SaltSize)}, salts...)
 		for _, g := range guesses {
 			ev.Salt = g
-			if h, err := flagadmin.LeafHash(ev); err == nil && seen[h] {
+			if h, err := leaf.LeafHash(ev); err == nil && seen[h] {
 				t.Errorf("event %d: confirmed by the Viewer with salt %x", id, g)
 			}
 		}
-		content, err := flagadmin.EventContent(ev)
+		content, err := leaf.EventContent(ev)
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, unsalted := range [][]byte{content, append([]byte(flagadmin.LeafFormat+"\n"), content...)} {
+		for _, unsalted := range [][]byte{content, append([]byte(leaf.LeafFormat+"\n"), content...)} {
 			if h := rfcLeaf(unsalted); seen[h] {
 				t.Errorf("event %d: confirmed by the Viewer from its unsalted content", id)
 			}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/flagadmin/flagadmin/adapters/memstore"
 	"github.com/flagadmin/flagadmin/adapters/tlog"
+	"github.com/flagadmin/flagadmin/adapters/tlog/leaf"
 	"github.com/flagadmin/flagadmin/flagadmin"
 )
 
@@ -143,7 +144,7 @@ func TestLogInclusionProof(t *testing.T) {
 		// The caller computes the leaf of the event it sees with the salt.
 		ev := e.event(t, c.id)
 		ev.Salt = p.Salt
-		leaf, err := flagadmin.LeafHash(ev)
+		leaf, err := leaf.LeafHash(ev)
 		if err != nil {
 			t.Fatalf("proof of %d: the leaf of the event with the salt %x: %v", c.id, p.Salt, err)
 		}
@@ -238,20 +239,20 @@ func TestLogLeaves(t *testing.T) {
 	for i, l := range b.Leaves {
 		ev := e.event(t, int64(i+1))
 		ev.Salt = l.Salt
-		want, err := flagadmin.LeafHash(ev)
+		want, err := leaf.LeafHash(ev)
 		if err != nil {
 			t.Fatalf("leaf %d: the leaf of its event with its salt %x: %v", i, l.Salt, err)
 		}
 		if l.Index != int64(i) || l.ID != int64(i+1) || string(l.Hash) != string(want[:]) || l.Pruned {
 			t.Errorf("leaf %d: got %+v", i, l)
 		}
-		// What the leaf commits to, as served, gives its hash (flagadmin.LeafOf).
+		// What the leaf commits to, as served, gives its hash (leaf.LeafOf).
 		at, err := time.Parse(time.RFC3339Nano, l.CreatedAt)
 		if err != nil || len(l.Content) != 32 {
 			t.Fatalf("leaf %d: createdAt %q (%v), content of %d bytes", i, l.CreatedAt, err, len(l.Content))
 		}
 		tomb := flagadmin.LogLeaf{EventID: l.ID, CreatedAt: at, Project: l.Project, Type: l.Type, Content: [32]byte(l.Content)}
-		if h := flagadmin.LeafOf(tomb); string(h[:]) != string(l.Hash) || l.CreatedAt != ev.CreatedAt.UTC().Format(flagadmin.TimeLayout) {
+		if h := leaf.LeafOf(tomb); string(h[:]) != string(l.Hash) || l.CreatedAt != ev.CreatedAt.UTC().Format(flagadmin.TimeLayout) {
 			t.Errorf("leaf %d: its fields %+v do not give its hash, or are not its event's", i, l)
 		}
 	}

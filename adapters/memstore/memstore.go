@@ -15,6 +15,7 @@ import (
 	"sync"
 	"time"
 
+	logleaf "github.com/flagadmin/flagadmin/adapters/tlog/leaf"
 	"github.com/flagadmin/flagadmin/flagadmin"
 )
 
@@ -503,7 +504,7 @@ type preparedEvent struct {
 }
 
 // prepareEvents gives copies of events the next ids, a salt to those
-// without one (flagadmin.NewSalt), and computes their leaves, changing
+// without one (logleaf.NewSalt), and computes their leaves, changing
 // nothing: an event whose leaf hash cannot be computed (data or preData
 // that is not JSON, a given salt of the wrong size) is an error of kind
 // ErrValidation. The salt is kept with the leaf, not with the stored
@@ -514,13 +515,13 @@ func (w *world) prepareEvents(events []flagadmin.Event) ([]preparedEvent, error)
 		e = cloneEvent(e)
 		e.ID = w.nextEventID + int64(i)
 		if e.Salt == nil {
-			e.Salt = flagadmin.NewSalt()
+			e.Salt = logleaf.NewSalt()
 		}
-		hash, err := flagadmin.LeafHash(e)
+		hash, err := logleaf.LeafHash(e)
 		if err != nil {
 			return nil, fmt.Errorf("event %d: %w", i, err)
 		}
-		content, _ := flagadmin.ContentCommitment(e) // LeafHash computed it
+		content, _ := logleaf.ContentCommitment(e) // LeafHash computed it
 		l := leaf{eventID: e.ID, hash: hash, createdAt: flagadmin.Truncate(e.CreatedAt), project: clonePtr(e.Project), typ: e.Type, content: content, salt: e.Salt}
 		e.Salt = nil
 		payload, meta := flagadmin.SearchTexts(e)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/flagadmin/flagadmin/adapters/memstore"
 	"github.com/flagadmin/flagadmin/adapters/tlog"
+	"github.com/flagadmin/flagadmin/adapters/tlog/leaf"
 	"github.com/flagadmin/flagadmin/flagadmin"
 )
 
@@ -134,7 +135,7 @@ func saltedWrite(t testing.TB, s *memstore.Store, first, n int) {
 	for i := first; i < first+n; i++ {
 		e := event(i, "default")
 		salt := sha256.Sum256(fmt.Appendf(nil, "salt %d", i))
-		e.Salt = salt[:flagadmin.SaltSize]
+		e.Salt = salt[:leaf.SaltSize]
 		b.Events = append(b.Events, e)
 	}
 	if err := s.Write(context.Background(), b); err != nil {

@@ -17,6 +17,6 @@
 // recomputed from the leaves, replacing stored hashes that disagree with
 // their leaves (checked.go).
 //
-// The domain owns the rules: the leaf hash (flagadmin.LeafHash) and the
+// The domain owns the rules: the leaf hash (leaf.LeafHash) and the
 // ports. Everything here can be rebuilt from the leaves a store keeps.
 package tlog

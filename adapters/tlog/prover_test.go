@@ -13,6 +13,7 @@ import (
 
 	"github.com/flagadmin/flagadmin/adapters/memstore"
 	"github.com/flagadmin/flagadmin/adapters/tlog"
+	"github.com/flagadmin/flagadmin/adapters/tlog/leaf"
 	"github.com/flagadmin/flagadmin/flagadmin"
 )
 
@@ -66,7 +67,7 @@ func leafHashes(t testing.TB, s *memstore.Store) [][]byte {
 			return fmt.Errorf("leaf %d is of event %d, want event %d", l.Index, l.EventID, e.ID)
 		}
 		e.Salt = l.Salt
-		h, err := flagadmin.LeafHash(e)
+		h, err := leaf.LeafHash(e)
 		out = append(out, h[:])
 		return err
 	})

@@ -12,6 +12,7 @@ import (
 	"golang.org/x/mod/sumdb/note"
 
 	"github.com/flagadmin/flagadmin/adapters/tlog"
+	"github.com/flagadmin/flagadmin/adapters/tlog/leaf"
 	"github.com/flagadmin/flagadmin/flagadmin"
 )
 
@@ -302,13 +303,13 @@ func (f *fakeLog) appendLocked(e flagadmin.Event) error {
 	f.lastID++
 	e.ID, e.CreatedAt = f.lastID, flagadmin.Truncate(e.CreatedAt)
 	if e.Salt == nil {
-		e.Salt = flagadmin.NewSalt()
+		e.Salt = leaf.NewSalt()
 	}
-	h, err := flagadmin.LeafHash(e)
+	h, err := leaf.LeafHash(e)
 	if err != nil {
 		return err
 	}
-	c, err := flagadmin.ContentCommitment(e)
+	c, err := leaf.ContentCommitment(e)
 	if err != nil {
 		return err
 	}

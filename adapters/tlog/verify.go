@@ -14,6 +14,7 @@ import (
 	"github.com/transparency-dev/merkle/compact"
 	"golang.org/x/mod/sumdb/note"
 
+	"github.com/flagadmin/flagadmin/adapters/tlog/leaf"
 	"github.com/flagadmin/flagadmin/flagadmin"
 )
 
@@ -178,8 +179,8 @@ const maxStash = 10000
 // Verify recomputes the log's tree from the events and checks it against
 // the newest signed checkpoint, and against opts.Trusted when given. It
 // reads the leaves and the events side by side: each leaf's recorded
-// fields must hash to its hash (flagadmin.LeafOf), and each event must be
-// the one its leaf commits to (flagadmin.LeafMatches, with the leaf's
+// fields must hash to its hash (leaf.LeafOf), and each event must be
+// the one its leaf commits to (leaf.LeafMatches, with the leaf's
 // salt), which names the first event changed, removed, inserted or
 // reordered. A leaf whose event is missing counts with its stored hash;
 // the event counts as pruned only where the retention events of the log,
@@ -386,7 +387,7 @@ func (v *verification) leaf(l flagadmin.LogLeaf, ev *flagadmin.Event) {
 	}
 	v.expect, v.prevID = l.Index+1, l.EventID
 	hash := l.Hash
-	forged := flagadmin.LeafOf(l) != l.Hash
+	forged := leaf.LeafOf(l) != l.Hash
 	switch {
 	case ev == nil && forged:
 		// A tombstone rewritten (to look old, or of another project)
@@ -403,14 +404,14 @@ func (v *verification) leaf(l flagadmin.LogLeaf, ev *flagadmin.Event) {
 	default:
 		e := *ev
 		e.Salt = l.Salt
-		match, err := flagadmin.LeafMatches(l, e)
+		match, err := leaf.LeafMatches(l, e)
 		switch {
 		case err != nil:
 			v.problem(Problem{Kind: Changed, EventID: ev.ID, LeafIndex: l.Index, Detail: err.Error()})
 		case !match:
 			p := v.problem(Problem{Kind: Changed, EventID: ev.ID, LeafIndex: l.Index, Detail: mismatch(l, e)})
 			v.suspect(p, &l, -1, &e)
-			if h, err := flagadmin.LeafHash(e); err == nil {
+			if h, err := leaf.LeafHash(e); err == nil {
 				hash = h
 			}
 		}
@@ -482,7 +483,7 @@ func mismatch(l flagadmin.LogLeaf, e flagadmin.Event) string {
 	if e.Type != l.Type {
 		fields = append(fields, "type")
 	}
-	if c, err := flagadmin.ContentCommitment(e); err == nil && c != l.Content {
+	if c, err := leaf.ContentCommitment(e); err == nil && c != l.Content {
 		fields = append(fields, "content")
 	}
 	if len(fields) == 0 {
@@ -647,7 +648,7 @@ func holds(e flagadmin.Event, l flagadmin.LogLeaf) bool {
 	e.ID = l.EventID
 	for _, salt := range [][]byte{e.Salt, l.Salt} {
 		e.Salt = salt
-		if h, err := flagadmin.LeafHash(e); err == nil && h == l.Hash {
+		if h, err := leaf.LeafHash(e); err == nil && h == l.Hash {
 			return true
 		}
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/flagadmin/flagadmin/adapters/memstore"
 	"github.com/flagadmin/flagadmin/adapters/tlog"
+	logleaf "github.com/flagadmin/flagadmin/adapters/tlog/leaf"
 	"github.com/flagadmin/flagadmin/flagadmin"
 )
 
@@ -194,11 +195,11 @@ func TestVerifyFindsTampering(t *testing.T) {
 		}
 		e := forge(events[100])
 		e.Salt = leaf[0].Salt
-		forged, err := flagadmin.LeafHash(e)
+		forged, err := logleaf.LeafHash(e)
 		if err != nil {
 			t.Fatal(err)
 		}
-		content, _ := flagadmin.ContentCommitment(e)
+		content, _ := logleaf.ContentCommitment(e)
 		r := verify(t, tampered{Source: src,
 			edit: func(e flagadmin.Event) []flagadmin.Event {
 				if e.ID == 100 {

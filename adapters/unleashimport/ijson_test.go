@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/flagadmin/flagadmin/adapters/memstore"
+	"github.com/flagadmin/flagadmin/adapters/tlog/leaf"
 	"github.com/flagadmin/flagadmin/adapters/unleashimport"
 	"github.com/flagadmin/flagadmin/flagadmin"
 	"github.com/flagadmin/flagadmin/internal/unleashfixture"
@@ -127,7 +128,7 @@ func jsonSame(raw json.RawMessage, want string) bool {
 // accepted by a strict RFC 8785 implementation and left unchanged.
 func checkStrictContent(t *testing.T, e flagadmin.Event) {
 	t.Helper()
-	content, err := flagadmin.EventContent(e)
+	content, err := leaf.EventContent(e)
 	if err != nil {
 		t.Fatalf("EventContent of event %d: %v", e.ID, err)
 	}
@@ -137,7 +138,7 @@ func checkStrictContent(t *testing.T, e flagadmin.Event) {
 }
 
 // saltingLoader gives every event it loads a salt: the stores draw it
-// themselves (flagadmin.NewSalt) once they keep salts; until then this
+// themselves (leaf.NewSalt) once they keep salts; until then this
 // stands in.
 type saltingLoader struct{ *memstore.Store }
 
@@ -195,7 +196,7 @@ func salted(events []flagadmin.Event) []flagadmin.Event {
 	out := slices.Clone(events)
 	for i := range out {
 		if out[i].Salt == nil {
-			out[i].Salt = flagadmin.NewSalt()
+			out[i].Salt = leaf.NewSalt()
 		}
 	}
 	return out

@@ -21,6 +21,7 @@ import (
 	"github.com/transparency-dev/merkle/rfc6962"
 
 	"github.com/flagadmin/flagadmin/adapters/tlog"
+	logleaf "github.com/flagadmin/flagadmin/adapters/tlog/leaf"
 	"github.com/flagadmin/flagadmin/flagadmin"
 	"github.com/flagadmin/flagadmin/internal/dbtest"
 	"github.com/flagadmin/flagadmin/internal/syncbuffer"
@@ -141,11 +142,11 @@ func TestLogSignerRefusesForgedHistory(t *testing.T) {
 				t.Fatalf("leaf 5: %v", err)
 			}
 			forged.Salt = leaves[0].Salt
-			leaf, err := flagadmin.LeafHash(forged)
+			leaf, err := logleaf.LeafHash(forged)
 			if err != nil {
 				t.Fatal(err)
 			}
-			content, _ := flagadmin.ContentCommitment(forged)
+			content, _ := logleaf.ContentCommitment(forged)
 			execArgs(t, db, dbURL, "UPDATE events SET created_by = ? WHERE id = ?", "mallory", ids[5])
 			execArgs(t, db, dbURL, "UPDATE log_leaves SET hash = ?, content = ? WHERE idx = ?", leaf[:], content[:], 5)
 			execSQL(t, db, "DELETE FROM log_hashes", "DELETE FROM log_checkpoints")

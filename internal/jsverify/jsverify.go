@@ -26,6 +26,7 @@ import (
 	"time"
 
 	"github.com/flagadmin/flagadmin/adapters/eventjson"
+	"github.com/flagadmin/flagadmin/adapters/tlog/leaf"
 	"github.com/flagadmin/flagadmin/flagadmin"
 )
 
@@ -52,7 +53,7 @@ type Line struct {
 // LineOf returns e's line: the event as the API writes it (eventjson, the
 // one encoder of events) and the leaf flagadmin computes (LeafHash).
 func LineOf(e flagadmin.Event) (Line, error) {
-	leaf, err := flagadmin.LeafHash(e)
+	leaf, err := leaf.LeafHash(e)
 	if err != nil {
 		return Line{}, err
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/flagadmin/flagadmin/adapters/eventjson"
+	"github.com/flagadmin/flagadmin/adapters/tlog/leaf"
 	"github.com/flagadmin/flagadmin/flagadmin"
 	"github.com/flagadmin/flagadmin/internal/jsverify"
 )
@@ -74,7 +75,7 @@ func events(t *testing.T) []flagadmin.Event {
 	// The largest id a store draws (2^53).
 	out = append(out, flagadmin.Event{ID: 1 << 53, CreatedAt: at, Type: flagadmin.EventFeatureCreated, CreatedBy: "x"})
 	for i := range out {
-		out[i].Salt = flagadmin.NewSalt()
+		out[i].Salt = leaf.NewSalt()
 	}
 	return out
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/transparency-dev/merkle/rfc6962"
 
 	"github.com/flagadmin/flagadmin/adapters/tlog"
+	"github.com/flagadmin/flagadmin/adapters/tlog/leaf"
 	"github.com/flagadmin/flagadmin/flagadmin"
 )
 
@@ -66,10 +67,10 @@ func (w *world) leavesOf(t *testing.T, ls flagadmin.LogStore) []flagadmin.LogLea
 
 // wantTreeOfEvents checks that the log's leaves are the leaves of the
 // events: one per event, in id order, indexes from 0; each leaf's hash is
-// the hash of what it commits to (flagadmin.LeafOf), and the leaf of a
-// stored event carries its salt, of flagadmin.SaltSize bytes and unlike
+// the hash of what it commits to (leaf.LeafOf), and the leaf of a
+// stored event carries its salt, of leaf.SaltSize bytes and unlike
 // every other event's, with which the event matches the leaf
-// (flagadmin.LeafMatches: its id, time, project, type and content); pruned
+// (leaf.LeafMatches: its id, time, project, type and content); pruned
 // ids (none when nil) have leaves marked pruned, without a salt, and no
 // event. It returns the leaf hashes.
 func (w *world) wantTreeOfEvents(t *testing.T, ls flagadmin.LogStore, pruned map[int64]bool) [][]byte {
@@ -87,7 +88,7 @@ func (w *world) wantTreeOfEvents(t *testing.T, ls flagadmin.LogStore, pruned map
 		if i > 0 && l.EventID <= leaves[i-1].EventID {
 			t.Fatalf("leaf %d: event %d after event %d, want ids ascending", i, l.EventID, leaves[i-1].EventID)
 		}
-		if got := flagadmin.LeafOf(l); got != l.Hash {
+		if got := leaf.LeafOf(l); got != l.Hash {
 			t.Errorf("leaf %d (event %d): LeafOf its fields %x, want its hash %x", i, l.EventID, got, l.Hash)
 		}
 		if pruned[l.EventID] {
@@ -105,8 +106,8 @@ func (w *world) wantTreeOfEvents(t *testing.T, ls flagadmin.LogStore, pruned map
 		if next >= len(events) || events[next].ID != l.EventID {
 			t.Fatalf("leaf %d names event %d, want the next event in id order (%s)", i, l.EventID, nextID(events, next))
 		}
-		if len(l.Salt) != flagadmin.SaltSize {
-			t.Errorf("leaf %d (event %d): got a salt of %d bytes, want %d", i, l.EventID, len(l.Salt), flagadmin.SaltSize)
+		if len(l.Salt) != leaf.SaltSize {
+			t.Errorf("leaf %d (event %d): got a salt of %d bytes, want %d", i, l.EventID, len(l.Salt), leaf.SaltSize)
 		} else if other, ok := salts[string(l.Salt)]; ok {
 			t.Errorf("leaf %d (event %d): the salt of event %d, want one of its own", i, l.EventID, other)
 		}
@@ -116,7 +117,7 @@ func (w *world) wantTreeOfEvents(t *testing.T, ls flagadmin.LogStore, pruned map
 			t.Errorf("event %d: read back with its salt, want none (the salt is the log's)", e.ID)
 		}
 		e.Salt = l.Salt
-		match, err := flagadmin.LeafMatches(l, e)
+		match, err := leaf.LeafMatches(l, e)
 		if err != nil || !match {
 			t.Errorf("leaf %d (event %d): the stored event with the leaf's salt does not match it (%v): leaf %+v", i, l.EventID, err, l)
 		}
@@ -411,8 +412,8 @@ func logCases() []testCase {
 				if leafText(a) != leafText(b) {
 					t.Errorf("leaf %d: changed by pruning: got %s, want %s", i, leafText(a), leafText(b))
 				}
-				if pruned[after[i].EventID] && (after[i].Salt != nil || flagadmin.LeafOf(after[i]) != after[i].Hash) {
-					t.Errorf("leaf %d, pruned: salt %x, LeafOf %x, hash %x; want no salt and LeafOf its hash", i, after[i].Salt, flagadmin.LeafOf(after[i]), after[i].Hash)
+				if pruned[after[i].EventID] && (after[i].Salt != nil || leaf.LeafOf(after[i]) != after[i].Hash) {
+					t.Errorf("leaf %d, pruned: salt %x, LeafOf %x, hash %x; want no salt and LeafOf its hash", i, after[i].Salt, leaf.LeafOf(after[i]), after[i].Hash)
 				}
 			}
 			remaining := w.exportAll(t)
@@ -547,14 +548,14 @@ func logCases() []testCase {
 		}},
 		{"log/a salt given with an event is kept, one of another size is refused", func(t *testing.T, w *world) {
 			ls := w.logStore(t)
-			given := flagadmin.NewSalt()
+			given := leaf.NewSalt()
 			e := logEvent(1, str("default"), suiteNow)
 			e.Salt = slices.Clone(given)
 			wantNoError(t, "Store.Write", w.store.Write(w.ctx, &flagadmin.Batch{Events: []flagadmin.Event{e}}))
 			leaves := w.leavesOf(t, ls)
 			wantEqual(t, "leaves", len(leaves), 1)
 			wantEqual(t, "the leaf's salt", fmt.Sprintf("%x", leaves[0].Salt), fmt.Sprintf("%x", given))
-			for _, size := range []int{0, 8, flagadmin.SaltSize + 1} {
+			for _, size := range []int{0, 8, leaf.SaltSize + 1} {
 				bad := logEvent(2, str("default"), suiteNow)
 				bad.Salt = make([]byte, size)
 				err := w.store.Write(w.ctx, &flagadmin.Batch{Events: []flagadmin.Event{logEvent(3, nil, suiteNow), bad}})

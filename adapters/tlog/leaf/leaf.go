@@ -1,10 +1,18 @@
-package flagadmin
+// Package leaf is the leaf format of the verifiable log: the bytes a leaf
+// hash commits to, computed from an event (LeafHash) or from its
+// tombstone (LeafOf), in RFC 8785's canonical JSON (jcs.go). The stores
+// and the verifier share it; the domain, flagadmin, keeps the events in
+// the normal form the format needs (flagadmin.NormalizeEvent).
+package leaf
 
 import (
 	"crypto/rand"
 	"crypto/sha256"
+	"fmt"
 	"strconv"
 	"time"
+
+	"github.com/flagadmin/flagadmin/flagadmin"
 )
 
 // The leaf of an event in the verifiable log, format v1
@@ -20,7 +28,7 @@ import (
 //
 // The leaf commits to what retention decides on (fields) apart from the
 // rest of the event (commit), so the leaf of a pruned event can still be
-// recomputed from its tombstone (LogLeaf without the event) and its
+// recomputed from its tombstone (flagadmin.LogLeaf without the event) and its
 // removal checked against the retention the log records. The salt, 16
 // random bytes drawn when the event is written, makes the leaf
 // unguessable: a caller who may not see an event cannot confirm a guess
@@ -42,11 +50,11 @@ func NewSalt() []byte {
 
 // EventContent returns the canonical JSON (RFC 8785) of the event as the
 // API shows it, without its id: the content a leaf commits to. The event
-// must be in the log's normal form (NormalizeEvent), so that the content
+// must be in the log's normal form (flagadmin.NormalizeEvent), so that the content
 // binds every value the API shows; an error of kind ErrValidation names
 // the field that is not JSON or not in that form.
-func EventContent(e Event) ([]byte, error) {
-	if err := checkNormal(e); err != nil {
+func EventContent(e flagadmin.Event) ([]byte, error) {
+	if err := flagadmin.CheckNormal(e); err != nil {
 		return nil, err
 	}
 	// The members of the API's Event JSON without "id", written in RFC
@@ -138,7 +146,7 @@ func appendContentRaw(b []byte, field string, raw []byte) ([]byte, error) {
 // ContentCommitment returns SHA-256 of the event's salt followed by its
 // EventContent. The salt must be SaltSize bytes; the error otherwise, or
 // EventContent's, is of kind ErrValidation.
-func ContentCommitment(e Event) ([32]byte, error) {
+func ContentCommitment(e flagadmin.Event) ([32]byte, error) {
 	if len(e.Salt) != SaltSize {
 		return [32]byte{}, invalid("salt", "must be %d bytes, got %d", SaltSize, len(e.Salt))
 	}
@@ -157,7 +165,7 @@ func ContentCommitment(e Event) ([32]byte, error) {
 // LeafHash returns the hash of the event's leaf (format v1, above): of
 // its id, createdAt, project and type, and of its ContentCommitment. The
 // error is ContentCommitment's.
-func LeafHash(e Event) ([32]byte, error) {
+func LeafHash(e flagadmin.Event) ([32]byte, error) {
 	before, after, err := LeafParts(e)
 	if err != nil {
 		return [32]byte{}, err
@@ -172,7 +180,7 @@ func LeafHash(e Event) ([32]byte, error) {
 // 2^53 are written as their digits in canonical JSON, and ids past it as
 // their digits too). e.ID is not read.
 // The error is ContentCommitment's.
-func LeafParts(e Event) (before, after []byte, err error) {
+func LeafParts(e flagadmin.Event) (before, after []byte, err error) {
 	commit, err := ContentCommitment(e)
 	if err != nil {
 		return nil, nil, err
@@ -186,7 +194,7 @@ func LeafParts(e Event) (before, after []byte, err error) {
 // a tombstone as for a leaf whose event is kept. A verifier compares it
 // with l.Hash, and, when it holds the event, l's fields with the event's
 // (LeafMatches).
-func LeafOf(l LogLeaf) [32]byte {
+func LeafOf(l flagadmin.LogLeaf) [32]byte {
 	before, after := leafParts(l.CreatedAt, l.Project, l.Type, l.Content)
 	return hashLeafInput(before, l.EventID, after)
 }
@@ -194,12 +202,12 @@ func LeafOf(l LogLeaf) [32]byte {
 // LeafMatches reports whether the event e (with its salt) is the one
 // leaf l commits to: the same id, createdAt, project and type, and the
 // same content commitment. The error is ContentCommitment's.
-func LeafMatches(l LogLeaf, e Event) (bool, error) {
+func LeafMatches(l flagadmin.LogLeaf, e flagadmin.Event) (bool, error) {
 	commit, err := ContentCommitment(e)
 	if err != nil {
 		return false, err
 	}
-	return e.ID == l.EventID && Truncate(e.CreatedAt).Equal(Truncate(l.CreatedAt)) &&
+	return e.ID == l.EventID && flagadmin.Truncate(e.CreatedAt).Equal(flagadmin.Truncate(l.CreatedAt)) &&
 		equalStringPtr(e.Project, l.Project) && e.Type == l.Type && commit == l.Content, nil
 }
 
@@ -241,4 +249,12 @@ func hashLeafInput(before []byte, id int64, after []byte) [32]byte {
 
 func equalStringPtr(a, b *string) bool {
 	return a == nil && b == nil || a != nil && b != nil && *a == *b
+}
+
+// formatTime formats t as the API writes times.
+func formatTime(t time.Time) string { return t.UTC().Format(flagadmin.TimeLayout) }
+
+// invalid is a validation error of field.
+func invalid(field, format string, args ...any) error {
+	return &flagadmin.ValidationError{Fields: []flagadmin.FieldError{{Path: field, Message: fmt.Sprintf(format, args...)}}}
 }

@@ -1,4 +1,4 @@
-package flagadmin
+package leaf
 
 import (
 	"encoding/json"
@@ -10,15 +10,13 @@ import (
 // Canonical JSON, the form the leaf hashes of the event log are computed
 // over (docs/verifiable-log.md), is RFC 8785's JSON Canonicalization
 // Scheme, written by github.com/gowebpki/jcs: a small, pure-Go, maintained
-// implementation of that RFC and nothing else. It is the one import of the
-// domain outside the standard library because it is the definition of the
-// rule, not a framework: a leaf must be the one any strict RFC 8785
-// implementation computes, in any language, so the domain uses a strict
-// one rather than its own reading of the RFC.
+// implementation of that RFC and nothing else: a leaf must be the one any
+// strict RFC 8785 implementation computes, in any language, so the log
+// uses a strict one rather than its own reading of the RFC.
 //
 // RFC 8785 is defined on I-JSON only and refuses the rest (a name given
 // twice, an unpaired surrogate, a byte that is not UTF-8, a number beyond
-// the range of a double). NormalizeEvent (ijson.go) brings every event
+// the range of a double). flagadmin.NormalizeEvent brings every event
 // into I-JSON when it is written, imported or followed, so canonicalizing
 // a stored event never fails.
 

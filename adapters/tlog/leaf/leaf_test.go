@@ -1,4 +1,4 @@
-package flagadmin_test
+package leaf_test
 
 import (
 	"bytes"
@@ -13,6 +13,7 @@ import (
 	"github.com/gowebpki/jcs"
 	"github.com/transparency-dev/merkle/rfc6962"
 
+	logleaf "github.com/flagadmin/flagadmin/adapters/tlog/leaf"
 	"github.com/flagadmin/flagadmin/flagadmin"
 )
 
@@ -70,7 +71,7 @@ func leafByDefinition(t *testing.T, e flagadmin.Event) [32]byte {
 // commitment and leaf hash, and that the definition gives the same.
 func TestLeafWorkedExample(t *testing.T) {
 	e := workedEvent()
-	content, err := flagadmin.EventContent(e)
+	content, err := logleaf.EventContent(e)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -78,11 +79,11 @@ func TestLeafWorkedExample(t *testing.T) {
 	if string(content) != wantContent {
 		t.Errorf("content:\n got %s\nwant %s", content, wantContent)
 	}
-	commit, err := flagadmin.ContentCommitment(e)
+	commit, err := logleaf.ContentCommitment(e)
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := flagadmin.LeafHash(e)
+	got, err := logleaf.LeafHash(e)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -107,11 +108,11 @@ func TestLeafHash(t *testing.T) {
 		Data:      json.RawMessage(`{"z":1.50,"a":"\u00e9","n":{"b":[1e2,true],"a":null}}`),
 		PreData:   json.RawMessage(`{"k":"v"}`),
 		Tags:      []flagadmin.Tag{{Type: "simple", Value: "zz", Color: flagadmin.ColorOf("#FFFFFF")}, {Type: "simple", Value: "aa"}, {Type: "team", Value: "core", Color: flagadmin.NullColor}},
-		GroupType: ptr("transaction"), GroupID: ptr("01M8564MBTV5HMX3GH6SHGBVKG"), Salt: flagadmin.NewSalt(),
+		GroupType: ptr("transaction"), GroupID: ptr("01M8564MBTV5HMX3GH6SHGBVKG"), Salt: logleaf.NewSalt(),
 	}
-	empty := flagadmin.Event{ID: 1, Type: "user-created", CreatedBy: "x", Salt: flagadmin.NewSalt()}
+	empty := flagadmin.Event{ID: 1, Type: "user-created", CreatedBy: "x", Salt: logleaf.NewSalt()}
 	for _, e := range []flagadmin.Event{full, empty} {
-		got, err := flagadmin.LeafHash(e)
+		got, err := logleaf.LeafHash(e)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -119,10 +120,10 @@ func TestLeafHash(t *testing.T) {
 			t.Errorf("event %d: LeafHash %x, by the definition %x", e.ID, got, want)
 		}
 	}
-	base, _ := flagadmin.LeafHash(full)
+	base, _ := logleaf.LeafHash(full)
 	respelled := full
 	respelled.Data = json.RawMessage(`{ "n":{"a":null,"b":[100,true]}, "a" : "\u00e9", "z":1.5 }`)
-	if h, _ := flagadmin.LeafHash(respelled); h != base {
+	if h, _ := logleaf.LeafHash(respelled); h != base {
 		t.Errorf("the same data written otherwise: %x, want %x", h, base)
 	}
 	for name, change := range map[string]func(*flagadmin.Event){
@@ -143,22 +144,22 @@ func TestLeafHash(t *testing.T) {
 		"tag order": func(e *flagadmin.Event) { e.Tags = []flagadmin.Tag{e.Tags[1], e.Tags[0], e.Tags[2]} },
 		"groupType": func(e *flagadmin.Event) { e.GroupType = nil },
 		"groupId":   func(e *flagadmin.Event) { e.GroupID = ptr("01M8564MBTV5HMX3GH6SHGBVKH") },
-		"salt":      func(e *flagadmin.Event) { e.Salt = flagadmin.NewSalt() },
+		"salt":      func(e *flagadmin.Event) { e.Salt = logleaf.NewSalt() },
 	} {
 		e := full
 		change(&e)
-		if h, err := flagadmin.LeafHash(e); err != nil || h == base {
+		if h, err := logleaf.LeafHash(e); err != nil || h == base {
 			t.Errorf("%s changed: leaf %x (err %v), want another than %x", name, h, err, base)
 		}
 	}
 	broken := full
 	broken.PreData = json.RawMessage(`{"a":`)
-	if _, err := flagadmin.LeafHash(broken); !errors.Is(err, flagadmin.ErrValidation) {
+	if _, err := logleaf.LeafHash(broken); !errors.Is(err, flagadmin.ErrValidation) {
 		t.Errorf("preData that is not JSON: got %v, want ErrValidation", err)
 	}
 	unsalted := full
 	unsalted.Salt = nil
-	if _, err := flagadmin.LeafHash(unsalted); !errors.Is(err, flagadmin.ErrValidation) {
+	if _, err := logleaf.LeafHash(unsalted); !errors.Is(err, flagadmin.ErrValidation) {
 		t.Errorf("no salt: got %v, want ErrValidation", err)
 	}
 }
@@ -168,13 +169,13 @@ func TestLeafHash(t *testing.T) {
 // tells the event it commits to from any other.
 func TestLeafOf(t *testing.T) {
 	e := workedEvent()
-	hash, _ := flagadmin.LeafHash(e)
-	commit, _ := flagadmin.ContentCommitment(e)
+	hash, _ := logleaf.LeafHash(e)
+	commit, _ := logleaf.ContentCommitment(e)
 	leaf := flagadmin.LogLeaf{EventID: e.ID, Hash: hash, CreatedAt: e.CreatedAt, Project: e.Project, Type: e.Type, Content: commit}
-	if got := flagadmin.LeafOf(leaf); got != hash {
+	if got := logleaf.LeafOf(leaf); got != hash {
 		t.Errorf("LeafOf the tombstone: %x, want %x", got, hash)
 	}
-	if ok, err := flagadmin.LeafMatches(leaf, e); !ok || err != nil {
+	if ok, err := logleaf.LeafMatches(leaf, e); !ok || err != nil {
 		t.Errorf("LeafMatches of its event: %v %v", ok, err)
 	}
 	for name, change := range map[string]func(*flagadmin.LogLeaf){
@@ -186,16 +187,16 @@ func TestLeafOf(t *testing.T) {
 	} {
 		l := leaf
 		change(&l)
-		if flagadmin.LeafOf(l) == hash {
+		if logleaf.LeafOf(l) == hash {
 			t.Errorf("tombstone with another %s: the same hash", name)
 		}
-		if ok, _ := flagadmin.LeafMatches(l, e); ok {
+		if ok, _ := logleaf.LeafMatches(l, e); ok {
 			t.Errorf("tombstone with another %s: matches the event", name)
 		}
 	}
 	other := e
 	other.CreatedBy = "eve"
-	if ok, _ := flagadmin.LeafMatches(leaf, other); ok {
+	if ok, _ := logleaf.LeafMatches(leaf, other); ok {
 		t.Error("LeafMatches of a changed event: true")
 	}
 }
@@ -206,14 +207,14 @@ func TestLeafOf(t *testing.T) {
 func TestLeafParts(t *testing.T) {
 	e := flagadmin.Event{CreatedAt: time.Date(2025, 1, 2, 0, 0, 0, 0, time.UTC), Type: "feature-created",
 		CreatedBy: "ådå", Project: ptr("p"), Data: json.RawMessage(`{"b":100,"a":"x"}`), PreData: json.RawMessage(`[1e21]`),
-		Tags: []flagadmin.Tag{{Type: "simple", Value: "t"}}, Salt: flagadmin.NewSalt()}
-	before, after, err := flagadmin.LeafParts(e)
+		Tags: []flagadmin.Tag{{Type: "simple", Value: "t"}}, Salt: logleaf.NewSalt()}
+	before, after, err := logleaf.LeafParts(e)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, id := range []int64{0, 1, 7, 123456789, 1 << 53} {
 		e.ID = id
-		want, err := flagadmin.LeafHash(e)
+		want, err := logleaf.LeafHash(e)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -223,10 +224,10 @@ func TestLeafParts(t *testing.T) {
 		}
 	}
 	e.Data = json.RawMessage(`{`)
-	if _, _, err := flagadmin.LeafParts(e); !errors.Is(err, flagadmin.ErrValidation) {
+	if _, _, err := logleaf.LeafParts(e); !errors.Is(err, flagadmin.ErrValidation) {
 		t.Errorf("LeafParts of data that is not JSON: got %v, want ErrValidation", err)
 	}
-	if !bytes.HasPrefix(before, []byte(flagadmin.LeafFormat+"\n")) {
+	if !bytes.HasPrefix(before, []byte(logleaf.LeafFormat+"\n")) {
 		t.Errorf("the leaf input does not start with its format's name: %q", before)
 	}
 }
@@ -256,7 +257,7 @@ func TestEventContentIsTheLibrarys(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		got, err := flagadmin.EventContent(e)
+		got, err := logleaf.EventContent(e)
 		if err != nil {
 			t.Fatalf("event %d: %v", i, err)
 		}
@@ -265,3 +266,4 @@ func TestEventContentIsTheLibrarys(t *testing.T) {
 		}
 	}
 }
+func ptr[T any](v T) *T { return &v }

@@ -1,4 +1,4 @@
-package flagadmin_test
+package leaf_test
 
 import (
 	"bytes"
@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flagadmin/flagadmin/adapters/tlog/leaf"
 	"github.com/flagadmin/flagadmin/flagadmin"
 )
 
@@ -33,7 +34,7 @@ func TestCanonicalJSONVectors(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			got, err := flagadmin.CanonicalJSON(raw)
+			got, err := leaf.CanonicalJSON(raw)
 			if err != nil {
 				t.Fatalf("CanonicalJSON: %v", err)
 			}
@@ -79,7 +80,7 @@ func TestCanonicalJSONNumbers(t *testing.T) {
 		f := math.Float64frombits(c.bits)
 		// The shortest text that reads back as f, in Go's notation.
 		in := strconv.FormatFloat(f, 'g', -1, 64)
-		got, err := flagadmin.CanonicalJSON([]byte(in))
+		got, err := leaf.CanonicalJSON([]byte(in))
 		if err != nil {
 			t.Errorf("%016x (%s): %v", c.bits, in, err)
 			continue
@@ -98,7 +99,7 @@ func TestCanonicalJSONRefusesBeyondIJSON(t *testing.T) {
 		`{"a":1,"b":2,"a":3}`, `{"x":{"k":"first","k":"second"}}`, `[1e400]`, `[-1e400]`,
 		`"a\uD800b"`, `"\uDC00"`, `"\uDE00\uD83D"`, "\"a\xffb\"",
 	} {
-		if got, err := flagadmin.CanonicalJSON([]byte(in)); err == nil {
+		if got, err := leaf.CanonicalJSON([]byte(in)); err == nil {
 			t.Errorf("CanonicalJSON(%q): got %q, want an error", in, got)
 		}
 	}
@@ -115,7 +116,7 @@ func TestCanonicalJSONRefusesWhatIsNotJSON(t *testing.T) {
 		if json.Valid([]byte(in)) {
 			t.Fatalf("test case %q is valid JSON", in)
 		}
-		if got, err := flagadmin.CanonicalJSON([]byte(in)); err == nil {
+		if got, err := leaf.CanonicalJSON([]byte(in)); err == nil {
 			t.Errorf("CanonicalJSON(%q): got %q, want an error", in, got)
 		}
 	}
@@ -129,10 +130,10 @@ func BenchmarkLeafHash(b *testing.B) {
 		CreatedByUserID: &uid, Environment: ptr("production"), Project: ptr("default"), FeatureName: ptr("new-checkout"),
 		Data:    json.RawMessage(`{"id":"5f1c","name":"flexibleRollout","constraints":[],"parameters":{"groupId":"new-checkout","rollout":"50","stickiness":"default"},"segments":[],"sortOrder":0,"disabled":false,"title":null}`),
 		PreData: json.RawMessage(`{"id":"5f1c","name":"flexibleRollout","constraints":[],"parameters":{"groupId":"new-checkout","rollout":"25","stickiness":"default"},"segments":[],"sortOrder":0,"disabled":false,"title":null}`),
-		Tags:    []flagadmin.Tag{{Type: "simple", Value: "checkout"}}, Salt: flagadmin.NewSalt()}
+		Tags:    []flagadmin.Tag{{Type: "simple", Value: "checkout"}}, Salt: leaf.NewSalt()}
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := flagadmin.LeafHash(e); err != nil {
+		if _, err := leaf.LeafHash(e); err != nil {
 			b.Fatal(err)
 		}
 	}
