@@ -10,30 +10,24 @@ package jsverify
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
-	"fmt"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
-	"strings"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/flagadmin/flagadmin/adapters/eventjson"
 	"github.com/flagadmin/flagadmin/adapters/tlog/leaf"
 	"github.com/flagadmin/flagadmin/flagadmin"
+	"github.com/flagadmin/flagadmin/internal/npmci"
 )
 
 // Timeouts.
 const (
-	installTimeout = 5 * time.Minute
-	runTimeout     = 2 * time.Minute
+	runTimeout = 2 * time.Minute
 )
 
 // Dir is this package's directory, where verify.mjs and package.json are.
@@ -65,7 +59,7 @@ func LineOf(e flagadmin.Event) (Line, error) {
 // fails t; without node or npm, t is skipped.
 func Run(t testing.TB, lines []Line) (output string, ok bool) {
 	t.Helper()
-	install(t)
+	installer.Ensure(t)
 	var in bytes.Buffer
 	enc := json.NewEncoder(&in)
 	enc.SetEscapeHTML(false)
@@ -91,60 +85,5 @@ func Run(t testing.TB, lines []Line) (output string, ok bool) {
 	return "", false
 }
 
-var installed struct {
-	once sync.Once
-	err  error
-	skip string
-}
-
-// install runs "npm ci" in Dir unless node_modules was installed from the
-// same lock file, once per process and under a file lock across processes.
-func install(t testing.TB) {
-	t.Helper()
-	installed.once.Do(func() {
-		for _, tool := range []string{"node", "npm"} {
-			if _, err := exec.LookPath(tool); err != nil {
-				installed.skip = tool + " is not installed: the independent verifier of the log's leaves is a Node script"
-				return
-			}
-		}
-		installed.err = installLocked()
-	})
-	if installed.skip != "" {
-		t.Skip(installed.skip)
-	}
-	if installed.err != nil {
-		t.Fatalf("jsverify: %v", installed.err)
-	}
-}
-
-func installLocked() error {
-	dir := Dir()
-	lockFile, err := os.ReadFile(filepath.Join(dir, "package-lock.json"))
-	if err != nil {
-		return err
-	}
-	sum := sha256.Sum256(lockFile)
-	want := hex.EncodeToString(sum[:])
-	lock, err := os.OpenFile(filepath.Join(os.TempDir(), "flagadmin-jsverify-npm-ci.lock"), os.O_CREATE|os.O_RDWR, 0o644)
-	if err != nil {
-		return err
-	}
-	defer lock.Close()
-	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
-		return err
-	}
-	defer syscall.Flock(int(lock.Fd()), syscall.LOCK_UN)
-	stamp := filepath.Join(dir, "node_modules", ".flagadmin-installed")
-	if have, err := os.ReadFile(stamp); err == nil && strings.TrimSpace(string(have)) == want {
-		return nil
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), installTimeout)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, "npm", "ci", "--ignore-scripts", "--no-audit", "--no-fund", "--loglevel=error")
-	cmd.Dir = dir
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return fmt.Errorf("npm ci in %s: %v\n%s", dir, err, out)
-	}
-	return os.WriteFile(stamp, []byte(want+"\n"), 0o644)
-}
+// installer installs Dir's npm packages for the tests.
+var installer = npmci.New(Dir(), "flagadmin-jsverify-npm-ci.lock", "the independent verifier of the log's leaves is a Node script")

@@ -12,7 +12,6 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
-	"crypto/sha256"
 	"database/sql"
 	"encoding/hex"
 	"encoding/json"
@@ -26,8 +25,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
-	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -35,6 +32,7 @@ import (
 	_ "github.com/jackc/pgx/v5/stdlib" // the pgx database/sql driver
 
 	"github.com/flagadmin/flagadmin/internal/dbtest"
+	"github.com/flagadmin/flagadmin/internal/npmci"
 	"github.com/flagadmin/flagadmin/internal/syncbuffer"
 )
 
@@ -44,9 +42,8 @@ const AdminToken = "*:*.unleash-insecure-admin-api-token"
 
 // Timeouts.
 const (
-	installTimeout = 5 * time.Minute
-	startTimeout   = 2 * time.Minute
-	stopTimeout    = 10 * time.Second
+	startTimeout = 2 * time.Minute
+	stopTimeout  = 10 * time.Second
 )
 
 // Dir is testdata/unleash, where package.json and start.mjs are.
@@ -65,63 +62,8 @@ type Server struct {
 	Log *syncbuffer.Buffer
 }
 
-var installed struct {
-	once sync.Once
-	err  error
-	skip string
-}
-
-// install runs "npm ci" in Dir unless node_modules was installed from the
-// same lock file, once per process and under a file lock across processes.
-func install(t testing.TB) {
-	t.Helper()
-	installed.once.Do(func() {
-		for _, tool := range []string{"node", "npm"} {
-			if _, err := exec.LookPath(tool); err != nil {
-				installed.skip = tool + " is not installed: the end-to-end tests run the real Unleash (unleash-server from npm)"
-				return
-			}
-		}
-		installed.err = installLocked()
-	})
-	if installed.skip != "" {
-		t.Skip(installed.skip)
-	}
-	if installed.err != nil {
-		t.Fatalf("unleashserver: %v", installed.err)
-	}
-}
-
-func installLocked() error {
-	dir := Dir()
-	lockFile, err := os.ReadFile(filepath.Join(dir, "package-lock.json"))
-	if err != nil {
-		return err
-	}
-	sum := sha256.Sum256(lockFile)
-	want := hex.EncodeToString(sum[:])
-	lock, err := os.OpenFile(filepath.Join(os.TempDir(), "flagadmin-unleash-npm-ci.lock"), os.O_CREATE|os.O_RDWR, 0o644)
-	if err != nil {
-		return err
-	}
-	defer lock.Close()
-	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
-		return err
-	}
-	defer syscall.Flock(int(lock.Fd()), syscall.LOCK_UN)
-	stamp := filepath.Join(dir, "node_modules", ".flagadmin-installed")
-	if have, err := os.ReadFile(stamp); err == nil && strings.TrimSpace(string(have)) == want {
-		return nil
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), installTimeout)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, "npm", "ci", "--ignore-scripts", "--no-audit", "--no-fund", "--loglevel=error")
-	cmd.Dir = dir
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return fmt.Errorf("npm ci in %s: %v\n%s", dir, err, out)
-	}
-	return os.WriteFile(stamp, []byte(want+"\n"), 0o644)
-}
+// installer installs Dir's npm packages for the tests.
+var installer = npmci.New(Dir(), "flagadmin-unleash-npm-ci.lock", "the end-to-end tests run the real Unleash (unleash-server from npm)")
 
 // Start starts an Unleash on a new database and waits until it answers
 // GET /health; it stops, and the database is dropped, when t ends.
@@ -131,7 +73,7 @@ func Start(t testing.TB) *Server {
 	if dsn == "" {
 		t.Skipf("%s is not set: Unleash runs on PostgreSQL", dbtest.PostgresEnv)
 	}
-	install(t)
+	installer.Ensure(t)
 	db, name := createDatabase(t, dsn)
 	s := &Server{DatabaseURL: db, Log: &syncbuffer.Buffer{}}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
