@@ -517,11 +517,11 @@ func (w *world) prepareEvents(events []flagadmin.Event) ([]preparedEvent, error)
 		if e.Salt == nil {
 			e.Salt = logleaf.NewSalt()
 		}
-		hash, err := logleaf.LeafHash(e)
+		content, err := logleaf.ContentCommitment(e)
 		if err != nil {
 			return nil, fmt.Errorf("event %d: %w", i, err)
 		}
-		content, _ := logleaf.ContentCommitment(e) // LeafHash computed it
+		hash := logleaf.LeafOf(flagadmin.LogLeaf{EventID: e.ID, CreatedAt: e.CreatedAt, Project: e.Project, Type: e.Type, Content: content})
 		l := leaf{eventID: e.ID, hash: hash, createdAt: flagadmin.Truncate(e.CreatedAt), project: clonePtr(e.Project), typ: e.Type, content: content, salt: e.Salt}
 		e.Salt = nil
 		payload, meta := flagadmin.SearchTexts(e)
