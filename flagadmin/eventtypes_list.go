@@ -175,7 +175,8 @@ const (
 	EventEventsPruned     = "events-pruned"
 )
 
-// eventTypes lists every known event type in the order of the contract.
+// eventTypes lists every known event type in the order Unleash's admin API
+// lists them, then flagadmin's own.
 var eventTypes = []string{
 	EventApplicationCreated,
 	EventFeatureCreated,

@@ -70,7 +70,7 @@ func TestStoreCountsEventsByType(t *testing.T) {
 	if got := counterValue(t, m, "flagadmin_storage_errors_total", "kind", "other"); got != 0 {
 		t.Errorf("a 404 counted as a storage error: %v", got)
 	}
-	// A type outside the contract's list is counted as other.
+	// A type that is not a known event type is counted as other.
 	s := m.Store(memstore.New())
 	if err := s.Write(ctx, &flagadmin.Batch{Events: []flagadmin.Event{{Type: "made-up-by-a-seed", CreatedBy: "x"}}}); err != nil {
 		t.Fatal(err)
