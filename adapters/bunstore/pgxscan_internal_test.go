@@ -22,7 +22,7 @@ import (
 // prepared shapes, full and empty pages, with each total plan (whose total
 // is a bigint, an integer or a numeric), through queryPage (pgx's raw
 // values, text format for literal statements and binary for prepared ones)
-// and through database/sql (queryPageSQL, the reader queryPage replaced).
+// and through database/sql (queryPageSQL).
 // The pages must be the same, down to their JSON.
 func TestPgxPagesAgreeWithDatabaseSQL(t *testing.T) {
 	ctx := context.Background()
@@ -172,9 +172,9 @@ func (s *Store) pageStatement(q flagadmin.EventQuery, prepared bool) (string, []
 	return pgpage.Literal(s.rdb.QueryGen(), search)
 }
 
-// queryPageSQL reads a page statement's rows through database/sql, as
-// pgpage.Read did before it read pgx's raw values: the reference the pgx
-// reader is checked and measured against.
+// queryPageSQL reads a page statement's rows through database/sql's
+// scanning: the reference the pgx reader (pgpage.Read, over pgx's raw
+// values) is checked and measured against.
 func (s *Store) queryPageSQL(ctx context.Context, query string, args []any, limit int) (flagadmin.EventPage, error) {
 	page := flagadmin.EventPage{Events: make([]flagadmin.Event, 0, min(max(limit, 0), pgpage.Capacity))}
 	rows, err := s.rdb.DB.QueryContext(ctx, query, args...)

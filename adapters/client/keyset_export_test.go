@@ -16,7 +16,7 @@ import (
 )
 
 // The client's Link walk and export against the real server (httpapi over
-// memstore and SQLite), now that the server sends next links and exports.
+// memstore and SQLite), which sends next links and exports.
 
 // TestCursorWalkAgainstServerWhileWriting walks the log by the server's
 // next links while events are written between pages: the walk visits the

@@ -99,9 +99,10 @@ func hashSize(bytes int) string {
 	return fmt.Sprintf("INSERT INTO events_text (events_text, rank) VALUES ('hashsize', %d)", bytes)
 }
 
-// The pg_trgm indexes over the search texts. They replaced an index over
-// both texts joined (oldIndex), which made every query-string search
-// recheck two LIKEs, one on a concatenation, per candidate row.
+// The pg_trgm indexes over the search texts, one per text. oldIndex, one
+// index over both texts joined, is dropped where a database holds it: it
+// made every query-string search recheck two LIKEs, one on a
+// concatenation, per candidate row.
 const (
 	payloadIndex = "events_payload_trgm"
 	metaIndex    = "events_meta_trgm"
