@@ -375,7 +375,7 @@ func (r *recordingStore) UpdateFeature(ctx context.Context, name string, fn func
 // TestLifecycleHiddenProjectSameStoreWork checks that a lifecycle call on a
 // private project the caller cannot see does exactly the store work of a
 // call on a project that does not exist, so the two 404s cannot be told
-// apart by their timing (issue 10, defect 8).
+// apart by their timing.
 func TestLifecycleHiddenProjectSameStoreWork(t *testing.T) {
 	for _, user := range []int64{2, 3} { // an Editor and a Viewer, neither a member of priv
 		_, store := serviceWorldService(t)

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# bench-unleash-ui.sh: flagadmin in front of the real Unleash (decisions
-# §18, §21), measured against Unleash directly, on an Unleash 8.2.0
+# bench-unleash-ui.sh: flagadmin in front of the real Unleash (--upstream:
+# served from its copy or forwarded), measured against Unleash directly, on an Unleash 8.2.0
 # database of EVENTS generated events (flagadmin-bench unleash-ui):
 #
 #   1. the search of Unleash's event log page (GET /api/admin/search/events

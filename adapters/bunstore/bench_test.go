@@ -1,6 +1,6 @@
 package bunstore_test
 
-// Benchmarks of the SQL store at realistic size (issue 3's targets). They
+// Benchmarks of the SQL store at realistic size (a million events). They
 // skip unless a database is configured:
 //
 //	FLAGADMIN_BENCH_POSTGRES_DSN=postgres://postgres@127.0.0.1:5432/test?sslmode=disable
@@ -104,8 +104,8 @@ func checkPage(b *testing.B, p worldgen.Probe, page flagadmin.EventPage, err err
 const deepPages = 97
 
 // BenchmarkDeepPage times a page of 50 with its exact total at offsets
-// spread over the whole history (issue 11's varied/offset: the page skips
-// whole months, then days, by their counts), through Store.SearchEvents,
+// spread over the whole history (as flagadmin-bench's varied/offset does:
+// the page skips whole months, then days, by their counts), through Store.SearchEvents,
 // for each visibility: all events (an admin), only events with a project,
 // and all but the world's private projects (a viewer). Every page is
 // checked for 50 events and a total that does not change.

@@ -26,8 +26,7 @@ const hiddenWorld = `{
 // answers 404, for a private project the Viewer cannot see ("hidden") and for
 // a project that does not exist ("missing"), on SQLite and PostgreSQL
 // (skipped without a server). The two should take the same time: a
-// difference would tell a caller that the private project exists (issue
-// 10, defect 8). Compare with benchstat or by eye:
+// difference would tell a caller that the private project exists. Compare with benchstat or by eye:
 //
 //	go test ./adapters/bunstore/ -run '^$' -bench LifecycleNotFound -count 10
 func BenchmarkLifecycleNotFound(b *testing.B) {

@@ -21,7 +21,7 @@ import (
 
 // unleashResponses is the directory of responses recorded from
 // unleash-server 8.2.0, relative to this package in a checkout that has
-// shared/ beside it (/work/main, a worktree under /work, CI).
+// the fixtures' shared/ directory beside it (docs/testing.md).
 const unleashResponses = "../../../shared/fixtures/unleash-8.2.0/responses"
 
 // recording is one recorded exchange.

@@ -279,7 +279,7 @@ func itoa(n int) string {
 // TestTextRuleOnSQLStores: NUL and invalid UTF-8 in filters, the
 // deprecated search's fields, the lifecycle's path ids and statusValue,
 // and the service account id are 400 naming the parameter on SQLite and
-// PostgreSQL, where they were 500 (issue 10 item 2 and 3).
+// PostgreSQL, never a 500 from the database refusing the text.
 func TestTextRuleOnSQLStores(t *testing.T) {
 	const admin, vic = "*:*.demo-admin-token", "user:demo-vic-token"
 	cases := []struct {
