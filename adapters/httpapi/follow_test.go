@@ -168,7 +168,7 @@ func TestFollowingServerHealthAndReady(t *testing.T) {
 		health.Follow["lagSeconds"] != 2.0 || health.Follow["syncedAt"] != "2025-03-01T11:59:58Z" || health.Follow["source"] != "postgres://db.internal:5432/unleash" {
 		t.Errorf("/health: %s", w.Body)
 	}
-	// A server that follows nothing answers as before.
+	// A server that follows nothing answers without the follow field.
 	plain := newEnv(t, Config{}, nil)
 	if w := plain.do(t, request{method: "GET", path: "/health"}); strings.TrimSpace(w.Body.String()) != `{"health":"GOOD","status":"ok"}` {
 		t.Errorf("/health of a server that follows nothing: %s", w.Body)
