@@ -291,17 +291,9 @@ func newTokenRequest(fs *flag.FlagSet, name, typ string, userID int64, project, 
 	} else if set["project"] || set["environment"] {
 		return n, cliErrorf("--project and --environment scope client and frontend tokens only")
 	}
-	if expires != "" {
-		at, err := parseExpiry(expires, now)
-		if err != nil {
-			return n, cliErrorf("--expires: %v", err)
-		}
-		if !at.After(now) {
-			return n, cliErrorf("--expires: %s is in the past", at.Format(time.RFC3339))
-		}
-		n.ExpiresAt = &at
-	}
-	return n, nil
+	at, err := tokenExpiry(expires, now)
+	n.ExpiresAt = at
+	return n, err
 }
 
 // parseExpiry reads an RFC 3339 time, a yyyy-mm-dd date (midnight UTC), or

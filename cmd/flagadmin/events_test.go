@@ -12,6 +12,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -23,15 +24,17 @@ import (
 const exportTestToken = "*:*.export-test-secret"
 
 // exportFailAbove fails every export once it reaches an event with an id
-// above `above` (0: never), as a database that keeps failing would.
+// above `above` (0: never), as a database that keeps failing would. The
+// test sets above while the server may still be finishing a response, so
+// it is atomic.
 type exportFailAbove struct {
 	flagadmin.Store
-	above int64
+	above atomic.Int64
 }
 
 func (f *exportFailAbove) ExportEvents(ctx context.Context, q flagadmin.EventQuery, afterID int64, fn func(flagadmin.Event) error) error {
 	return f.Store.ExportEvents(ctx, q, afterID, func(e flagadmin.Event) error {
-		if f.above > 0 && e.ID > f.above {
+		if above := f.above.Load(); above > 0 && e.ID > above {
 			return errors.Join(flagadmin.ErrUnavailable, errors.New("database down"))
 		}
 		return fn(e)
@@ -143,10 +146,10 @@ func TestEventsExport(t *testing.T) {
 
 			// A server that keeps failing mid-export: the command stops with
 			// whole records and says where to resume; resuming completes it.
-			faulty.above = 1700
+			faulty.above.Store(1700)
 			broken := filepath.Join(dir, "broken."+format)
 			code, _, stderr = runCLI(t, env, "events", "export", "--url", srv.URL, "--format", format, "--out", broken, "--progress", "0")
-			faulty.above = 0
+			faulty.above.Store(0)
 			m := regexp.MustCompile(`resume with --after-id (\d+)\n$`).FindStringSubmatch(stderr)
 			if code != 1 || m == nil || strings.Count(stderr, "\n") != 1 {
 				t.Fatalf("broken export: exit %d, stderr %q; want 1 and one line naming the id to resume after", code, stderr)
@@ -257,10 +260,10 @@ func TestEventsExportFailureLeavesNoFile(t *testing.T) {
 	// A failure after some events (the server's storage fails for events
 	// above 1700, after it sent some): they stay, as whole records, and the
 	// resume is offered.
-	faulty.above = 1700
+	faulty.above.Store(1700)
 	partial := filepath.Join(dir, "partial.ndjson")
 	code, _, stderr = runCLI(t, nil, "events", "export", "--url", srv.URL, "--token", exportTestToken, "--out", partial, "--progress", "0")
-	faulty.above = 0
+	faulty.above.Store(0)
 	m := regexp.MustCompile(`; (\d+) events written to ` + regexp.QuoteMeta(partial) + `, the last id (\d+): resume with --after-id (\d+)\n$`).FindStringSubmatch(stderr)
 	if code != 1 || m == nil || m[1] != m[2] || m[2] != m[3] {
 		t.Fatalf("a failure after some events: exit %d, stderr %q", code, stderr)
