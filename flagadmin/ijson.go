@@ -83,70 +83,103 @@ func NormalizeEvent(e *Event, outOfRange OutOfRange) (changes []string, err erro
 
 // normalizeEventForm is NormalizeEvent.
 func normalizeEventForm(e *Event, outOfRange OutOfRange) ([]string, *ValidationError) {
-	var f fieldErrors
-	var notes noteSet
+	n := eventNormalization{e: e, outOfRange: outOfRange}
+	n.data()
+	n.createdByUserID()
+	n.textFields()
+	n.tags()
+	if v := n.f.err(); v != nil {
+		return nil, v
+	}
+	return n.notes, nil
+}
+
+// eventNormalization is one run of NormalizeEvent on an event: the
+// fields it refuses, and a note for each kind of change it makes.
+type eventNormalization struct {
+	e          *Event
+	outOfRange OutOfRange
+	f          fieldErrors
+	notes      noteSet
+}
+
+// data brings data and preData into the normal form.
+func (n *eventNormalization) data() {
 	for _, d := range []struct {
 		name string
 		raw  *[]byte
-	}{{"data", (*[]byte)(&e.Data)}, {"preData", (*[]byte)(&e.PreData)}} {
+	}{{"data", (*[]byte)(&n.e.Data)}, {"preData", (*[]byte)(&n.e.PreData)}} {
 		if *d.raw == nil {
 			continue
 		}
-		out, dn, err := normalizeJSON(*d.raw, outOfRange)
+		out, dn, err := normalizeJSON(*d.raw, n.outOfRange)
 		if err != nil {
-			f.add(d.name, "%v", err)
+			n.f.add(d.name, "%v", err)
 			continue
 		}
 		*d.raw = out
-		for _, n := range dn {
-			notes.add(d.name + ": " + n)
+		for _, note := range dn {
+			n.notes.add(d.name + ": " + note)
 		}
 	}
-	if id := e.CreatedByUserID; id != nil && (*id > maxSafeInteger || *id < -maxSafeInteger) {
-		if outOfRange == RefuseOutOfRange {
-			f.add("createdByUserId", "must be between -2^53 and 2^53 (an integer every JSON reader holds exactly), got %d", *id)
-		} else {
-			v := nearestDoubleInt(*id)
-			e.CreatedByUserID = &v
-			notes.add("createdByUserId: beyond 2^53: the nearest double")
-		}
+}
+
+// createdByUserID refuses, or makes the nearest double, a createdByUserId
+// beyond ±2^53.
+func (n *eventNormalization) createdByUserID() {
+	id := n.e.CreatedByUserID
+	if id == nil || (*id <= maxSafeInteger && *id >= -maxSafeInteger) {
+		return
 	}
-	// Text fields get new values, never written through their pointers:
-	// the caller's copies stay as they were.
+	if n.outOfRange == RefuseOutOfRange {
+		n.f.add("createdByUserId", "must be between -2^53 and 2^53 (an integer every JSON reader holds exactly), got %d", *id)
+		return
+	}
+	v := nearestDoubleInt(*id)
+	n.e.CreatedByUserID = &v
+	n.notes.add("createdByUserId: beyond 2^53: the nearest double")
+}
+
+// textFields replaces each byte that is not UTF-8 in the event's text
+// fields by U+FFFD. The fields get new values, never written through
+// their pointers: the caller's copies stay as they were.
+func (n *eventNormalization) textFields() {
 	for _, s := range []struct {
 		name string
 		v    *string
-	}{{"type", &e.Type}, {"createdBy", &e.CreatedBy}} {
+	}{{"type", &n.e.Type}, {"createdBy", &n.e.CreatedBy}} {
 		if !utf8.ValidString(*s.v) {
 			*s.v = validUTF8(*s.v)
-			notes.add(s.name + ": a byte that is not UTF-8: U+FFFD")
+			n.notes.add(s.name + ": a byte that is not UTF-8: U+FFFD")
 		}
 	}
 	for _, s := range []struct {
 		name string
 		v    **string
-	}{{"environment", &e.Environment}, {"project", &e.Project}, {"featureName", &e.FeatureName},
-		{"groupType", &e.GroupType}, {"groupId", &e.GroupID}} {
+	}{{"environment", &n.e.Environment}, {"project", &n.e.Project}, {"featureName", &n.e.FeatureName},
+		{"groupType", &n.e.GroupType}, {"groupId", &n.e.GroupID}} {
 		if *s.v != nil && !utf8.ValidString(**s.v) {
 			v := validUTF8(**s.v)
 			*s.v = &v
-			notes.add(s.name + ": a byte that is not UTF-8: U+FFFD")
+			n.notes.add(s.name + ": a byte that is not UTF-8: U+FFFD")
 		}
 	}
+}
+
+// tags replaces each byte that is not UTF-8 in the event's tags by
+// U+FFFD, in a copy of the tags: the caller's stay as they were.
+func (n *eventNormalization) tags() {
 	cloned := false
-	for i, t := range e.Tags {
-		if !utf8.ValidString(t.Type) || !utf8.ValidString(t.Value) {
-			if !cloned {
-				e.Tags, cloned = slices.Clone(e.Tags), true
-			}
-			e.Tags[i].Type, e.Tags[i].Value = validUTF8(t.Type), validUTF8(t.Value)
-			notes.add("tags: a byte that is not UTF-8: U+FFFD")
+	for i, t := range n.e.Tags {
+		if utf8.ValidString(t.Type) && utf8.ValidString(t.Value) {
+			continue
 		}
+		if !cloned {
+			n.e.Tags, cloned = slices.Clone(n.e.Tags), true
+		}
+		n.e.Tags[i].Type, n.e.Tags[i].Value = validUTF8(t.Type), validUTF8(t.Value)
+		n.notes.add("tags: a byte that is not UTF-8: U+FFFD")
 	}
-	if v := f.err(); v != nil {
-		return nil, v
-	}
-	return notes, nil
 }
 
 // CheckNormal returns nil when e is in the log's normal form (NormalizeEvent
@@ -344,70 +377,118 @@ func (n *normalizer) object(depth int) error {
 	n.pos++ // {
 	n.put('{')
 	n.skipSpace()
-	if n.pos < len(n.in) && n.in[n.pos] == '}' {
-		n.pos++
+	if n.skip("}") {
 		n.put('}')
 		return nil
 	}
-	for len(n.levels) <= depth {
-		n.levels = append(n.levels, nil)
+	members, err := n.members(depth)
+	if err != nil {
+		return err
 	}
-	members := n.levels[depth][:0]
-	n.path = append(n.path, pathStep{index: -1})
-	for {
-		if n.pos >= len(n.in) || n.in[n.pos] != '"' {
-			return n.errorf("want a member name in quotes")
-		}
-		start := len(n.out)
-		if len(members) > 0 {
-			n.put(',')
-		}
-		name, err := n.str(true)
-		if err != nil {
-			return err
-		}
-		n.path[len(n.path)-1].name = name
-		n.skipSpace()
-		if n.pos >= len(n.in) || n.in[n.pos] != ':' {
-			return n.errorf("want : after a member name")
-		}
-		n.pos++
-		n.put(':')
-		n.skipSpace()
-		if err := n.value(depth + 1); err != nil {
-			return err
-		}
-		members = append(members, member{name: name, start: start, end: len(n.out)})
-		n.skipSpace()
-		if n.pos >= len(n.in) {
-			return n.errorf("unexpected end of input in an object")
-		}
-		if n.in[n.pos] == '}' {
-			n.pos++
-			break
-		}
-		if n.in[n.pos] != ',' {
-			return n.errorf("want , or } after a member")
-		}
-		n.pos++
-		n.skipSpace()
-	}
-	n.path = n.path[:len(n.path)-1]
 	n.dropRepeatedNames(members)
 	n.levels[depth] = members[:0]
 	n.put('}')
 	return nil
 }
 
+// members reads the members of the object at depth, up to and past its
+// }, and returns them (in the scratch space of n.levels[depth]).
+func (n *normalizer) members(depth int) ([]member, error) {
+	for len(n.levels) <= depth {
+		n.levels = append(n.levels, nil)
+	}
+	members := n.levels[depth][:0]
+	n.path = append(n.path, pathStep{index: -1})
+	for more := true; more; {
+		m, err := n.member(depth, len(members) == 0)
+		if err != nil {
+			return nil, err
+		}
+		members = append(members, m)
+		if more, err = n.next('}', "an object", "a member"); err != nil {
+			return nil, err
+		}
+	}
+	n.path = n.path[:len(n.path)-1]
+	return members, nil
+}
+
+// member reads one member of an object at depth; its span in n.out
+// starts with the comma before it unless it is the first.
+func (n *normalizer) member(depth int, first bool) (member, error) {
+	if n.pos >= len(n.in) || n.in[n.pos] != '"' {
+		return member{}, n.errorf("want a member name in quotes")
+	}
+	start := len(n.out)
+	if !first {
+		n.put(',')
+	}
+	name, err := n.str(true)
+	if err != nil {
+		return member{}, err
+	}
+	n.path[len(n.path)-1].name = name
+	n.skipSpace()
+	if !n.skip(":") {
+		return member{}, n.errorf("want : after a member name")
+	}
+	n.put(':')
+	n.skipSpace()
+	if err := n.value(depth + 1); err != nil {
+		return member{}, err
+	}
+	return member{name: name, start: start, end: len(n.out)}, nil
+}
+
+// next reads what follows an element of an array or a member of an
+// object (what, in the errors): a comma and the space after it (more is
+// true), or closing, which ends the array or object in.
+func (n *normalizer) next(closing byte, in, what string) (more bool, err error) {
+	n.skipSpace()
+	if n.pos >= len(n.in) {
+		return false, n.errorf("unexpected end of input in %s", in)
+	}
+	switch n.in[n.pos] {
+	case closing:
+		n.pos++
+		return false, nil
+	case ',':
+		n.pos++
+		n.skipSpace()
+		return true, nil
+	}
+	return false, n.errorf("want , or %c after %s", closing, what)
+}
+
+// skip moves past the byte at n.pos and reports true when it is one of
+// set.
+func (n *normalizer) skip(set string) bool {
+	if n.pos < len(n.in) && strings.IndexByte(set, n.in[n.pos]) >= 0 {
+		n.pos++
+		return true
+	}
+	return false
+}
+
 // dropRepeatedNames notes, and removes from n.out when it writes, every
 // member of an object (members, the last at the end of n.out) whose name
 // a later member repeats: the last one wins.
 func (n *normalizer) dropRepeatedNames(members []member) {
-	if len(members) < 2 {
+	drop := repeatedNames(members)
+	if len(drop) == 0 {
 		return
 	}
+	n.notes.add("a member name given twice: the last member kept")
+	if n.write {
+		n.removeMembers(members, drop)
+	}
+}
+
+// repeatedNames returns, in order, the indexes of the members whose name
+// a later member repeats.
+func repeatedNames(members []member) []int {
 	var drop []int
-	if len(members) <= 16 {
+	if len(members) <= 16 { // comparing each pair is faster than a map
 		for i := range members {
 			for j := i + 1; j < len(members); j++ {
 				if bytes.Equal(members[j].name, members[i].name) {
@@ -416,25 +497,23 @@ func (n *normalizer) dropRepeatedNames(members []member) {
 				}
 			}
 		}
-	} else {
-		last := make(map[string]int, len(members))
-		for i, m := range members {
-			last[string(m.name)] = i
+		return drop
+	}
+	last := make(map[string]int, len(members))
+	for i, m := range members {
+		last[string(m.name)] = i
+	}
+	for i, m := range members {
+		if last[string(m.name)] != i {
+			drop = append(drop, i)
 		}
-		for i, m := range members {
-			if last[string(m.name)] != i {
-				drop = append(drop, i)
-			}
-		}
 	}
-	if len(drop) == 0 {
-		return
-	}
-	n.notes.add("a member name given twice: the last member kept")
-	if !n.write {
-		return
-	}
-	// Rebuild the object's members from its first byte, keeping the others.
+	return drop
+}
+
+// removeMembers rewrites the object's members in n.out, from its first
+// member on, without the members at the indexes drop (in order).
+func (n *normalizer) removeMembers(members []member, drop []int) {
 	objStart := members[0].start
 	kept := make([]byte, 0, len(n.out)-objStart)
 	first := true
@@ -463,8 +542,7 @@ func (n *normalizer) array(depth int) error {
 	n.pos++ // [
 	n.put('[')
 	n.skipSpace()
-	if n.pos < len(n.in) && n.in[n.pos] == ']' {
-		n.pos++
+	if n.skip("]") {
 		n.put(']')
 		return nil
 	}
@@ -473,23 +551,17 @@ func (n *normalizer) array(depth int) error {
 		if err := n.value(depth + 1); err != nil {
 			return err
 		}
-		n.skipSpace()
-		if n.pos >= len(n.in) {
-			return n.errorf("unexpected end of input in an array")
+		more, err := n.next(']', "an array", "an array element")
+		if err != nil {
+			return err
 		}
-		if n.in[n.pos] == ']' {
-			n.pos++
+		if !more {
 			n.path = n.path[:len(n.path)-1]
 			n.put(']')
 			return nil
 		}
-		if n.in[n.pos] != ',' {
-			return n.errorf("want , or ] after an array element")
-		}
 		n.put(',')
 		n.path[len(n.path)-1].index++
-		n.pos++
-		n.skipSpace()
 	}
 }
 
@@ -499,70 +571,59 @@ func (n *normalizer) array(depth int) error {
 // set (a member name).
 func (n *normalizer) str(decode bool) ([]byte, error) {
 	start := n.pos
-	n.pos++          // "
-	clean := true    // no unpaired surrogate, every byte UTF-8
-	escaped := false // a \ escape seen
-	paired := false  // the last \u escape was a high surrogate whose low one follows
+	clean, escaped, err := n.scanString()
+	if err != nil {
+		return nil, err
+	}
+	text := n.in[start:n.pos]
+	content := text[1 : len(text)-1]
+	switch {
+	case !clean:
+		n.notes.add("an unpaired surrogate or a byte that is not UTF-8: U+FFFD")
+		s := decodeLenient(content)
+		if n.write {
+			n.out = appendJSONString(n.out, s)
+		}
+		return []byte(s), nil
+	case !decode:
+		n.put(text...)
+		return nil, nil
+	case !escaped:
+		n.put(text...)
+		return content, nil
+	}
+	n.put(text...)
+	var s string
+	if err := json.Unmarshal(text, &s); err != nil {
+		return nil, n.errorf("%v", err)
+	}
+	return []byte(s), nil
+}
+
+// scanString moves past the string at n.pos, checking it against RFC
+// 8259's grammar. clean is false when the string holds an unpaired
+// surrogate or a byte that is not UTF-8; escaped is true when it holds a
+// \ escape.
+func (n *normalizer) scanString() (clean, escaped bool, err error) {
+	n.pos++ // "
+	clean = true
 	for {
 		if n.pos >= len(n.in) {
-			return nil, n.errorf("unexpected end of input in a string")
+			return false, false, n.errorf("unexpected end of input in a string")
 		}
-		b := n.in[n.pos]
-		switch {
+		switch b := n.in[n.pos]; {
 		case b == '"':
 			n.pos++
-			text := n.in[start:n.pos]
-			if !clean {
-				n.notes.add("an unpaired surrogate or a byte that is not UTF-8: U+FFFD")
-				s := decodeLenient(text[1 : len(text)-1])
-				if n.write {
-					n.out = appendJSONString(n.out, s)
-				}
-				return []byte(s), nil
-			}
-			n.put(text...)
-			switch {
-			case !decode:
-				return nil, nil
-			case !escaped:
-				return text[1 : len(text)-1], nil
-			}
-			var s string
-			if err := json.Unmarshal(text, &s); err != nil {
-				return nil, n.errorf("%v", err)
-			}
-			return []byte(s), nil
+			return clean, escaped, nil
 		case b == '\\':
 			escaped = true
-			if n.pos+1 >= len(n.in) {
-				return nil, n.errorf("unexpected end of input in an escape")
+			lone, err := n.escape()
+			if err != nil {
+				return false, false, err
 			}
-			esc := n.in[n.pos+1]
-			n.pos += 2
-			switch esc {
-			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
-			case 'u':
-				if n.pos+4 > len(n.in) || !isHex4(n.in[n.pos:n.pos+4]) {
-					return nil, n.errorf("\\u must be followed by four hex digits")
-				}
-				u := hex4(n.in[n.pos : n.pos+4])
-				n.pos += 4
-				switch {
-				case paired: // the low surrogate of a pair
-					paired = false
-				case u >= 0xd800 && u < 0xdc00:
-					if paired = n.lowSurrogateFollows(); !paired {
-						clean = false
-					}
-				case u >= 0xdc00 && u < 0xe000:
-					clean = false
-				}
-			default:
-				n.pos -= 2
-				return nil, n.errorf("unknown escape \\%c", esc)
-			}
+			clean = clean && !lone
 		case b < 0x20:
-			return nil, n.errorf("control character %#02x in a string", b)
+			return false, false, n.errorf("control character %#02x in a string", b)
 		case b < utf8.RuneSelf:
 			n.pos++
 		default:
@@ -573,6 +634,47 @@ func (n *normalizer) str(decode bool) ([]byte, error) {
 			n.pos += size
 		}
 	}
+}
+
+// escape moves past the escape at n.pos, and past the low surrogate's
+// escape after a high surrogate's; lone is true for a surrogate without
+// its partner.
+func (n *normalizer) escape() (lone bool, err error) {
+	if n.pos+1 >= len(n.in) {
+		return false, n.errorf("unexpected end of input in an escape")
+	}
+	switch esc := n.in[n.pos+1]; esc {
+	case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+		n.pos += 2
+		return false, nil
+	case 'u':
+		n.pos += 2
+		return n.unicodeEscape()
+	default:
+		return false, n.errorf("unknown escape \\%c", esc)
+	}
+}
+
+// unicodeEscape moves past the four hex digits of a \u escape at n.pos,
+// and past the escape of the low surrogate that follows a high one; lone
+// is true for a surrogate without its partner.
+func (n *normalizer) unicodeEscape() (lone bool, err error) {
+	if n.pos+4 > len(n.in) || !isHex4(n.in[n.pos:n.pos+4]) {
+		return false, n.errorf("\\u must be followed by four hex digits")
+	}
+	u := hex4(n.in[n.pos : n.pos+4])
+	n.pos += 4
+	switch {
+	case u >= 0xd800 && u < 0xdc00: // a high surrogate
+		if !n.lowSurrogateFollows() {
+			return true, nil
+		}
+		n.pos += len(`\udc00`)
+		return false, nil
+	case u >= 0xdc00 && u < 0xe000: // a low surrogate without a high one
+		return true, nil
+	}
+	return false, nil
 }
 
 // lowSurrogateFollows reports whether the input at n.pos is the \u escape
@@ -655,56 +757,71 @@ func isHex4(b []byte) bool {
 // grammar (strconv accepts more), and writes its normal form.
 func (n *normalizer) number() error {
 	start := n.pos
-	if n.in[n.pos] == '-' {
-		n.pos++
+	if err := n.scanNumber(); err != nil {
+		return err
 	}
+	text := n.in[start:n.pos]
+	if len(text) <= 15 && isInteger(text) && string(text) != "-0" {
+		// An integer of at most 15 digits is a double exactly, written so.
+		n.put(text...)
+		return nil
+	}
+	f, err := strconv.ParseFloat(string(text), 64)
+	if err != nil || math.IsInf(f, 0) {
+		// Syntax was checked: the number is beyond the range of a double.
+		return n.beyondRange(string(text))
+	}
+	n.nearestDouble(text, f)
+	return nil
+}
+
+// scanNumber moves past the number at n.pos, checking it against RFC
+// 8259's grammar: a sign, an integer part without leading zeros, then a
+// fraction and an exponent, each optional and with at least one digit.
+func (n *normalizer) scanNumber() error {
+	n.skip("-")
 	switch {
-	case n.pos < len(n.in) && n.in[n.pos] == '0':
-		n.pos++
+	case n.skip("0"):
 	case n.pos < len(n.in) && n.in[n.pos] >= '1' && n.in[n.pos] <= '9':
 		n.digits()
 	default:
 		return n.errorf("a number needs a digit")
 	}
-	if n.pos < len(n.in) && n.in[n.pos] == '.' {
-		n.pos++
-		if n.digits() == 0 {
-			return n.errorf("a fraction needs a digit")
-		}
+	if n.skip(".") && n.digits() == 0 {
+		return n.errorf("a fraction needs a digit")
 	}
-	if n.pos < len(n.in) && (n.in[n.pos] == 'e' || n.in[n.pos] == 'E') {
-		n.pos++
-		if n.pos < len(n.in) && (n.in[n.pos] == '+' || n.in[n.pos] == '-') {
-			n.pos++
-		}
+	if n.skip("eE") {
+		n.skip("+-")
 		if n.digits() == 0 {
 			return n.errorf("an exponent needs a digit")
 		}
 	}
-	if digits := n.in[start:n.pos]; len(digits) <= 15 && isInteger(digits) && string(digits) != "-0" {
-		// An integer of at most 15 digits is a double exactly, written so.
-		n.put(digits...)
-		return nil
+	return nil
+}
+
+// beyondRange refuses the number text, beyond the range of a double, or
+// writes it as the string of its text, as n.outOfRange says.
+func (n *normalizer) beyondRange(text string) error {
+	if n.outOfRange == RefuseOutOfRange {
+		return fmt.Errorf("the number %s at %s is beyond the range of a double (I-JSON): give it as a string", QuoteInput(text), n.pointer())
 	}
-	text := string(n.in[start:n.pos])
-	f, err := strconv.ParseFloat(text, 64)
-	if err != nil || math.IsInf(f, 0) {
-		// Syntax was checked above: the number is beyond the range of a double.
-		if n.outOfRange == RefuseOutOfRange {
-			return fmt.Errorf("the number %s at %s is beyond the range of a double (I-JSON): give it as a string", QuoteInput(text), n.pointer())
-		}
-		n.notes.add("a number beyond the range of a double: the string of its text")
-		if n.write {
-			n.out = strconv.AppendQuote(n.out, text) // digits, sign, '.', 'e' and '+' need no escape
-		}
-		return nil
+	n.notes.add("a number beyond the range of a double: the string of its text")
+	if n.write {
+		n.out = strconv.AppendQuote(n.out, text) // digits, sign, '.', 'e' and '+' need no escape
 	}
+	return nil
+}
+
+// nearestDouble writes the number text as it is when its decimal value is
+// that of f, its nearest double, as ECMAScript writes it; else it writes
+// f so.
+func (n *normalizer) nearestDouble(text []byte, f float64) {
 	es := string(appendECMAScriptNumber(nil, f)) // finite
-	if sameDecimal(text, es) {
-		n.put(n.in[start:n.pos]...)
-		return nil
+	if sameDecimal(string(text), es) {
+		n.put(text...)
+		return
 	}
-	if _, digits, _, _ := decimalOf(text); digits == "" {
+	if _, digits, _, _ := decimalOf(string(text)); digits == "" {
 		n.notes.add("a negative zero: 0")
 	} else {
 		n.notes.add("a number beyond double precision: the nearest double")
@@ -712,7 +829,6 @@ func (n *normalizer) number() error {
 	if n.write {
 		n.out = append(n.out, es...)
 	}
-	return nil
 }
 
 // isInteger reports whether the JSON number b is an integer written

@@ -2,6 +2,7 @@ package flagadmin
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"sort"
@@ -236,64 +237,93 @@ type prunedData struct {
 // pass takes an events-pruned event: it decides on the missing events it
 // lists.
 func (r *RetentionReplay) pass(l LogLeaf, e *Event) {
-	var d prunedData
-	if err := json.Unmarshal(e.Data, &d); err != nil {
-		r.record(l, "its data are not those of an events-pruned event: %v", err)
+	d, before, err := readPass(e)
+	if err != nil {
+		r.record(l, "%v", err)
 		return
 	}
+	judge := r.judge(e, before, d.Retention)
+	reported := false // only the first problem with the ids it lists is recorded
+	for _, rg := range d.Ranges {
+		first, last, problem := r.heldRun(rg, e.ID)
+		if problem != "" && !reported {
+			r.record(l, "%s", problem)
+			reported = true
+		}
+		r.decide(first, last, e.ID, judge)
+	}
+	r.compact()
+}
+
+// readPass returns the data of the events-pruned event e and its cut-off,
+// or an error that says why they are not those of a pass.
+func readPass(e *Event) (prunedData, time.Time, error) {
+	var d prunedData
+	if err := json.Unmarshal(e.Data, &d); err != nil {
+		return d, time.Time{}, fmt.Errorf("its data are not those of an events-pruned event: %v", err)
+	}
 	if d.Before == nil || len(d.Ranges) == 0 {
-		r.record(l, "its data are not those of an events-pruned event: they need before and ranges")
-		return
+		return d, time.Time{}, errors.New("its data are not those of an events-pruned event: they need before and ranges")
 	}
 	before, err := time.Parse(time.RFC3339Nano, *d.Before)
 	if err != nil {
-		r.record(l, "its cut-off %s is not a time", QuoteInput(*d.Before))
-		return
+		return d, time.Time{}, fmt.Errorf("its cut-off %s is not a time", QuoteInput(*d.Before))
 	}
+	return d, before, d.checkRanges()
+}
+
+// checkRanges returns an error when the ranges of a pass are not ascending
+// runs of ids, or do not agree with its count, firstId and lastId.
+func (d prunedData) checkRanges() error {
 	var count int64
 	for i, rg := range d.Ranges {
 		if rg[0] > rg[1] || i > 0 && rg[0] <= d.Ranges[i-1][1] {
-			r.record(l, "its ranges are not ascending runs of ids: %v", d.Ranges)
-			return
+			return fmt.Errorf("its ranges are not ascending runs of ids: %v", d.Ranges)
 		}
 		count += rg[1] - rg[0] + 1
 	}
 	if d.Count != nil && *d.Count != count || d.FirstID != nil && *d.FirstID != d.Ranges[0][0] ||
 		d.LastID != nil && *d.LastID != d.Ranges[len(d.Ranges)-1][1] {
-		r.record(l, "its count, firstId and lastId do not agree with its ranges")
-		return
+		return errors.New("its count, firstId and lastId do not agree with its ranges")
 	}
-	judge := r.judge(e, before, d.Retention)
-	reported := false
-	for _, rg := range d.Ranges {
-		first, last := rg[0], rg[1]
-		if last >= e.ID && !reported {
-			r.record(l, "it lists %s, not before it in the log", idRun(max(first, e.ID), last))
-			reported = true
-		}
-		last = min(last, e.ID-1)
-		if first > last {
+	return nil
+}
+
+// heldRun returns the ids first to last of the run rg, listed by the pass
+// passID, that the log holds before the pass (none when first > last),
+// and what is wrong with the run, "" when nothing: ids not before the
+// pass in the log, or ids the log does not hold.
+func (r *RetentionReplay) heldRun(rg [2]int64, passID int64) (first, last int64, problem string) {
+	first, last = rg[0], rg[1]
+	if last >= passID {
+		problem = fmt.Sprintf("it lists %s, not before it in the log", idRun(max(first, passID), last))
+	}
+	last = min(last, passID-1)
+	if first > last {
+		return first, last, problem
+	}
+	if g, ok := r.gapIn(first, last); ok && problem == "" {
+		problem = fmt.Sprintf("it lists %s, which the log does not hold", idRun(g[0], g[1]))
+	}
+	return first, last, problem
+}
+
+// decide reports the verdict of the pass passID, by judge, on each
+// missing event with an id from first to last that no pass listed before.
+func (r *RetentionReplay) decide(first, last, passID int64, judge func(*pendingLeaf) string) {
+	i := sort.Search(len(r.pending), func(i int) bool { return r.pending[i].id >= first })
+	for ; i < len(r.pending) && r.pending[i].id <= last; i++ {
+		p := &r.pending[i]
+		if p.done {
 			continue
 		}
-		if g, ok := r.gapIn(first, last); ok && !reported {
-			r.record(l, "it lists %s, which the log does not hold", idRun(g[0], g[1]))
-			reported = true
-		}
-		i := sort.Search(len(r.pending), func(i int) bool { return r.pending[i].id >= first })
-		for ; i < len(r.pending) && r.pending[i].id <= last; i++ {
-			p := &r.pending[i]
-			if p.done {
-				continue
-			}
-			p.done = true
-			r.resolved++
-			v := RetentionVerdict{EventID: p.id, LeafIndex: p.index, Pass: e.ID}
-			v.Reason = judge(p)
-			v.Pruned = v.Reason == ""
-			r.report(v)
-		}
+		p.done = true
+		r.resolved++
+		v := RetentionVerdict{EventID: p.id, LeafIndex: p.index, Pass: passID}
+		v.Reason = judge(p)
+		v.Pruned = v.Reason == ""
+		r.report(v)
 	}
-	r.compact()
 }
 
 // judge returns the rule of the pass e, with its cut-off before and its

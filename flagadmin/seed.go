@@ -219,112 +219,21 @@ func (s *Service) ApplySeed(ctx context.Context, seed *Seed, opts ...SeedOption)
 	for _, opt := range opts {
 		opt(&o)
 	}
-	now := s.now()
 	var f fieldErrors
-	b := &Batch{}
-	c := &seedChecker{s: s, ctx: ctx, f: &f, users: map[int64]bool{}, groups: map[int64]bool{}, projects: map[string]bool{}, features: map[string]bool{}}
-
-	// users before serviceAccounts, in file order: a map would make the
-	// entry named by a duplicate id, and the write order, random.
-	for _, sec := range []struct {
-		key  string
-		list []User
-	}{{"users", seed.Users}, {"serviceAccounts", seed.ServiceAccounts}} {
-		key, list := sec.key, sec.list
-		for i, u := range list {
-			path := fmt.Sprintf("%s[%d]", key, i)
-			u.IsService = key == "serviceAccounts"
-			f.merge(path, normalizeUser(&u))
-			if u.ID == 0 { // a negative id is reported by normalizeUser
-				f.add(path+".id", "is required and must be a positive integer")
-			} else if err := fresh(c, path+".id", "user", u.ID, c.users, func() error { _, err := s.store.User(ctx, u.ID); return err }); err != nil {
-				return err
-			}
-			b.Users = append(b.Users, u)
-		}
-	}
-	for i, g := range seed.Groups {
-		path := fmt.Sprintf("groups[%d]", i)
-		f.merge(path, normalizeGroup(&g))
-		if g.ID == 0 { // a negative id is reported by normalizeGroup
-			f.add(path+".id", "is required and must be a positive integer")
-		} else if err := fresh(c, path+".id", "group", g.ID, c.groups, func() error { _, err := s.store.Group(ctx, g.ID); return err }); err != nil {
-			return err
-		}
-		for j, uid := range g.Users {
-			if err := c.userRef(fmt.Sprintf("%s.users[%d]", path, j), uid); err != nil {
-				return err
-			}
-		}
-		b.Groups = append(b.Groups, g)
-	}
-	for i, p := range seed.Projects {
-		path := fmt.Sprintf("projects[%d]", i)
-		f.merge(path, normalizeProject(&p, now))
-		if err := fresh(c, path+".id", "project", p.ID, c.projects, func() error { _, err := s.store.Project(ctx, p.ID); return err }); err != nil {
-			return err
-		}
-		for j, m := range p.Members {
-			mp := fmt.Sprintf("%s.members[%d]", path, j)
-			var err error
-			switch {
-			case m.UserID != nil && m.GroupID == nil:
-				err = c.userRef(mp+".userId", *m.UserID)
-			case m.GroupID != nil && m.UserID == nil:
-				err = c.groupRef(mp+".groupId", *m.GroupID)
-			}
-			if err != nil {
-				return err
-			}
-		}
-		for j, uid := range p.FavoritedBy {
-			if err := c.userRef(fmt.Sprintf("%s.favoritedBy[%d]", path, j), uid); err != nil {
-				return err
-			}
-		}
-		b.Projects = append(b.Projects, p)
-	}
-	for i, ft := range seed.Features {
-		path := fmt.Sprintf("features[%d]", i)
-		f.merge(path, normalizeFeature(&ft, now))
-		if err := fresh(c, path+".name", "feature", ft.Name, c.features, func() error { _, err := s.store.Feature(ctx, ft.Name); return err }); err != nil {
-			return err
-		}
-		if ft.Project != "" {
-			if err := c.projectRef(path+".project", ft.Project); err != nil {
-				return err
-			}
-		}
-		b.Features = append(b.Features, ft)
-	}
-	secrets := map[string]bool{}
-	for i, st := range seed.APITokens {
-		path := fmt.Sprintf("apiTokens[%d]", i)
-		tok := APIToken{Name: st.Name, Type: st.Type, UserID: st.UserID, ExpiresAt: st.ExpiresAt}
-		f.merge(path, normalizeToken(&tok, st.Secret, now))
-		if secrets[st.Secret] {
-			f.add(path+".secret", "is used by another token of the file")
-		}
-		secrets[st.Secret] = true
-		if _, _, err := s.store.LookupToken(ctx, tok.SecretHash); err == nil {
-			f.add(path+".secret", "a token with this secret already exists")
-		} else if !isKind(err, ErrNotFound) {
-			return err
-		}
-		if tok.UserID != nil {
-			if err := c.userRef(path+".userId", *tok.UserID); err != nil {
-				return err
-			}
-		}
-		b.Tokens = append(b.Tokens, tok)
-	}
-	for i, e := range seed.Events {
-		f.merge(fmt.Sprintf("events[%d]", i), normalizeEvent(&e, now))
-		b.Events = append(b.Events, e)
+	c := &seedChecker{s: s, ctx: ctx, f: &f, now: s.now(), users: map[int64]bool{}, groups: map[int64]bool{}, projects: map[string]bool{}, features: map[string]bool{}}
+	b, err := c.batch(seed)
+	if err != nil {
+		return err
 	}
 	if v := f.err(); v != nil {
 		return v
 	}
+	return s.writeSeed(ctx, b, o.progress)
+}
+
+// writeSeed writes the checked batch b of a seed: as a bulk load into an
+// empty store that is a Loader, else as one write.
+func (s *Service) writeSeed(ctx context.Context, b *Batch, progress func(loaded, total int)) error {
 	if s.loader != nil {
 		if err := s.CheckWritable(ctx); err != nil {
 			return err
@@ -334,7 +243,7 @@ func (s *Service) ApplySeed(ctx context.Context, seed *Seed, opts ...SeedOption)
 			return err
 		}
 		if isEmpty(have) {
-			return loadSeed(ctx, s.loader, b, o.progress)
+			return loadSeed(ctx, s.loader, b, progress)
 		}
 	}
 	return s.store.Write(ctx, b)
@@ -380,10 +289,184 @@ type seedChecker struct {
 	s        *Service
 	ctx      context.Context
 	f        *fieldErrors
+	now      time.Time
 	users    map[int64]bool
 	groups   map[int64]bool
 	projects map[string]bool
 	features map[string]bool
+}
+
+// batch checks the sections of seed and returns the batch that writes
+// them, the problems it finds recorded in c.f. A section is checked after
+// the ones its references may name: users and service accounts, groups,
+// projects, features, API tokens, events. The error is the store's, when
+// a lookup fails.
+func (c *seedChecker) batch(seed *Seed) (*Batch, error) {
+	b := &Batch{}
+	for _, section := range []func(*Seed, *Batch) error{
+		c.addUsers, c.addGroups, c.addProjects, c.addFeatures, c.addTokens,
+	} {
+		if err := section(seed, b); err != nil {
+			return nil, err
+		}
+	}
+	for i, e := range seed.Events {
+		c.f.merge(fmt.Sprintf("events[%d]", i), normalizeEvent(&e, c.now))
+		b.Events = append(b.Events, e)
+	}
+	return b, nil
+}
+
+// addUsers checks the users, then the service accounts, in file order: a
+// map would make the entry named by a duplicate id, and the write order,
+// random.
+func (c *seedChecker) addUsers(seed *Seed, b *Batch) error {
+	for _, sec := range []struct {
+		key  string
+		list []User
+	}{{"users", seed.Users}, {"serviceAccounts", seed.ServiceAccounts}} {
+		for i, u := range sec.list {
+			path := fmt.Sprintf("%s[%d]", sec.key, i)
+			u.IsService = sec.key == "serviceAccounts"
+			c.f.merge(path, normalizeUser(&u))
+			if err := c.freshUserID(path+".id", u.ID); err != nil {
+				return err
+			}
+			b.Users = append(b.Users, u)
+		}
+	}
+	return nil
+}
+
+// freshUserID checks a user's id: given, and new to the seed and the store.
+// A negative id is reported by normalizeUser.
+func (c *seedChecker) freshUserID(path string, id int64) error {
+	if id == 0 {
+		c.f.add(path, "is required and must be a positive integer")
+		return nil
+	}
+	return fresh(c, path, "user", id, c.users, func() error { _, err := c.s.store.User(c.ctx, id); return err })
+}
+
+// addGroups checks the groups: each id given and new, each member a user.
+func (c *seedChecker) addGroups(seed *Seed, b *Batch) error {
+	for i, g := range seed.Groups {
+		path := fmt.Sprintf("groups[%d]", i)
+		c.f.merge(path, normalizeGroup(&g))
+		if err := c.freshGroupID(path+".id", g.ID); err != nil {
+			return err
+		}
+		for j, uid := range g.Users {
+			if err := c.userRef(fmt.Sprintf("%s.users[%d]", path, j), uid); err != nil {
+				return err
+			}
+		}
+		b.Groups = append(b.Groups, g)
+	}
+	return nil
+}
+
+// freshGroupID checks a group's id: given, and new to the seed and the
+// store. A negative id is reported by normalizeGroup.
+func (c *seedChecker) freshGroupID(path string, id int64) error {
+	if id == 0 {
+		c.f.add(path, "is required and must be a positive integer")
+		return nil
+	}
+	return fresh(c, path, "group", id, c.groups, func() error { _, err := c.s.store.Group(c.ctx, id); return err })
+}
+
+// addProjects checks the projects: each id new, each member a user or a
+// group, each user who favorited it a user.
+func (c *seedChecker) addProjects(seed *Seed, b *Batch) error {
+	for i, p := range seed.Projects {
+		path := fmt.Sprintf("projects[%d]", i)
+		c.f.merge(path, normalizeProject(&p, c.now))
+		if err := fresh(c, path+".id", "project", p.ID, c.projects, func() error { _, err := c.s.store.Project(c.ctx, p.ID); return err }); err != nil {
+			return err
+		}
+		for j, m := range p.Members {
+			if err := c.memberRef(fmt.Sprintf("%s.members[%d]", path, j), m); err != nil {
+				return err
+			}
+		}
+		for j, uid := range p.FavoritedBy {
+			if err := c.userRef(fmt.Sprintf("%s.favoritedBy[%d]", path, j), uid); err != nil {
+				return err
+			}
+		}
+		b.Projects = append(b.Projects, p)
+	}
+	return nil
+}
+
+// memberRef checks that a project member names a user or a group that
+// exists. A member naming both or neither is reported by normalizeProject.
+func (c *seedChecker) memberRef(path string, m ProjectMembership) error {
+	switch {
+	case m.UserID != nil && m.GroupID == nil:
+		return c.userRef(path+".userId", *m.UserID)
+	case m.GroupID != nil && m.UserID == nil:
+		return c.groupRef(path+".groupId", *m.GroupID)
+	}
+	return nil
+}
+
+// addFeatures checks the features: each name new, each project one that
+// exists.
+func (c *seedChecker) addFeatures(seed *Seed, b *Batch) error {
+	for i, ft := range seed.Features {
+		path := fmt.Sprintf("features[%d]", i)
+		c.f.merge(path, normalizeFeature(&ft, c.now))
+		if err := fresh(c, path+".name", "feature", ft.Name, c.features, func() error { _, err := c.s.store.Feature(c.ctx, ft.Name); return err }); err != nil {
+			return err
+		}
+		if ft.Project != "" {
+			if err := c.projectRef(path+".project", ft.Project); err != nil {
+				return err
+			}
+		}
+		b.Features = append(b.Features, ft)
+	}
+	return nil
+}
+
+// addTokens checks the API tokens: each secret new to the file and the
+// store, each user one that exists.
+func (c *seedChecker) addTokens(seed *Seed, b *Batch) error {
+	secrets := map[string]bool{}
+	for i, st := range seed.APITokens {
+		path := fmt.Sprintf("apiTokens[%d]", i)
+		tok := APIToken{Name: st.Name, Type: st.Type, UserID: st.UserID, ExpiresAt: st.ExpiresAt}
+		c.f.merge(path, normalizeToken(&tok, st.Secret, c.now))
+		if secrets[st.Secret] {
+			c.f.add(path+".secret", "is used by another token of the file")
+		}
+		secrets[st.Secret] = true
+		if err := c.freshSecret(path+".secret", tok.SecretHash); err != nil {
+			return err
+		}
+		if tok.UserID != nil {
+			if err := c.userRef(path+".userId", *tok.UserID); err != nil {
+				return err
+			}
+		}
+		b.Tokens = append(b.Tokens, tok)
+	}
+	return nil
+}
+
+// freshSecret reports a field error when the store has a token with the
+// secret whose hash is hash.
+func (c *seedChecker) freshSecret(path, hash string) error {
+	_, _, err := c.s.store.LookupToken(c.ctx, hash)
+	switch {
+	case err == nil:
+		c.f.add(path, "a token with this secret already exists")
+	case !isKind(err, ErrNotFound):
+		return err
+	}
+	return nil
 }
 
 // fresh records id in seen and reports a field error when the seed or the

@@ -434,13 +434,28 @@ func touchedProjects(ctx context.Context, db bun.IDB, b *flagadmin.FollowBatch) 
 // of its key, or is added; a group's members, a project's members and
 // favorites are replaced with the lists given.
 func upsertFollowRows(ctx context.Context, t *txn, b *flagadmin.FollowBatch) error {
+	for _, upsert := range []func(context.Context, *txn, *flagadmin.FollowBatch) error{
+		upsertFollowUsers, upsertFollowGroups, upsertFollowProjects, upsertFollowFeatures, upsertFollowTokens,
+	} {
+		if err := upsert(ctx, t, b); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// upsertFollowUsers stores b's users.
+func upsertFollowUsers(ctx context.Context, t *txn, b *flagadmin.FollowBatch) error {
 	users := make([]userRow, len(b.Users))
 	for i, u := range b.Users {
 		users[i] = userRowOf(u)
 	}
-	if err := upsertWithIDs(ctx, t, users, "id", func(r userRow) int64 { return r.ID }); err != nil {
-		return err
-	}
+	return upsertWithIDs(ctx, t, users, "id", func(r userRow) int64 { return r.ID })
+}
+
+// upsertFollowGroups stores b's groups, each with the members given in
+// place of its stored ones.
+func upsertFollowGroups(ctx context.Context, t *txn, b *flagadmin.FollowBatch) error {
 	groups := make([]groupRow, len(b.Groups))
 	var groupIDs []any
 	var members []groupMemberRow
@@ -457,9 +472,12 @@ func upsertFollowRows(ctx context.Context, t *txn, b *flagadmin.FollowBatch) err
 	if err := deleteIn(ctx, t, "group_members", "group_id", groupIDs); err != nil {
 		return err
 	}
-	if err := insertChunks(ctx, t, members); err != nil {
-		return err
-	}
+	return insertChunks(ctx, t, members)
+}
+
+// upsertFollowProjects stores b's projects, each with the members and
+// favorites given in place of its stored ones.
+func upsertFollowProjects(ctx context.Context, t *txn, b *flagadmin.FollowBatch) error {
 	projects := make([]projectRow, len(b.Projects))
 	var projectIDs []any
 	var roles []projectMemberRow
@@ -487,9 +505,11 @@ func upsertFollowRows(ctx context.Context, t *txn, b *flagadmin.FollowBatch) err
 	if err := insertChunks(ctx, t, roles); err != nil {
 		return err
 	}
-	if err := insertChunks(ctx, t, favorites); err != nil {
-		return err
-	}
+	return insertChunks(ctx, t, favorites)
+}
+
+// upsertFollowFeatures stores b's features.
+func upsertFollowFeatures(ctx context.Context, t *txn, b *flagadmin.FollowBatch) error {
 	features := make([]featureRow, len(b.Features))
 	for i, f := range b.Features {
 		r, err := featureRowOf(f)
@@ -498,9 +518,11 @@ func upsertFollowRows(ctx context.Context, t *txn, b *flagadmin.FollowBatch) err
 		}
 		features[i] = r
 	}
-	if err := upsertRows(ctx, t, features, "name"); err != nil {
-		return err
-	}
+	return upsertRows(ctx, t, features, "name")
+}
+
+// upsertFollowTokens stores b's API tokens.
+func upsertFollowTokens(ctx context.Context, t *txn, b *flagadmin.FollowBatch) error {
 	tokens := make([]tokenRow, len(b.Tokens))
 	for i, tk := range b.Tokens {
 		tokens[i] = tokenRowOf(tk)

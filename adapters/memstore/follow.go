@@ -209,16 +209,33 @@ func (a *after) project(id string) bool {
 // not exist once b is applied, as ErrConflict.
 func (w *world) checkFollow(b *flagadmin.FollowBatch) error {
 	a := newAfter(w, b)
-	for _, g := range b.Groups {
+	for _, check := range []func() error{a.checkGroups, a.checkProjects, a.checkFeatures, a.checkTokens} {
+		if err := check(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// checkGroups reports the first group of the batch with a user that will
+// not exist.
+func (a *after) checkGroups() error {
+	for _, g := range a.b.Groups {
 		for _, uid := range g.Users {
 			if !a.user(uid) {
 				return conflict("group %d: user %d does not exist", g.ID, uid)
 			}
 		}
 	}
-	for _, p := range b.Projects {
+	return nil
+}
+
+// checkProjects reports the first project of the batch with a member, or
+// a user who favorited it, that will not exist.
+func (a *after) checkProjects() error {
+	for _, p := range a.b.Projects {
 		for _, m := range p.Members {
-			if (m.UserID == nil || !a.user(*m.UserID)) && (m.GroupID == nil || !a.group(*m.GroupID)) {
+			if !a.member(m) {
 				return conflict("project %q: member does not exist", p.ID)
 			}
 		}
@@ -228,12 +245,30 @@ func (w *world) checkFollow(b *flagadmin.FollowBatch) error {
 			}
 		}
 	}
-	for _, f := range b.Features {
+	return nil
+}
+
+// member reports whether the user or the group a project member names
+// will exist.
+func (a *after) member(m flagadmin.ProjectMembership) bool {
+	return m.UserID != nil && a.user(*m.UserID) || m.GroupID != nil && a.group(*m.GroupID)
+}
+
+// checkFeatures reports the first feature of the batch whose project will
+// not exist.
+func (a *after) checkFeatures() error {
+	for _, f := range a.b.Features {
 		if !a.project(f.Project) {
 			return conflict("feature %q: project %q does not exist", f.Name, f.Project)
 		}
 	}
-	for _, t := range b.Tokens {
+	return nil
+}
+
+// checkTokens reports the first token of the batch whose user will not
+// exist.
+func (a *after) checkTokens() error {
+	for _, t := range a.b.Tokens {
 		if t.UserID != nil && !a.user(*t.UserID) {
 			return conflict("token %q: user %d does not exist", t.Name, *t.UserID)
 		}

@@ -234,24 +234,7 @@ func (s *Store) PruneEvents(ctx context.Context, before time.Time, limit int, re
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	var ids []int64
-	first, last := -1, -1
-	for i, e := range s.w.events {
-		if len(ids) == limit {
-			break
-		}
-		if !e.CreatedAt.Before(before) {
-			continue
-		}
-		if _, held := s.holds[deref(e.Project)]; e.Project != nil && held || flagadmin.IsRetentionEvent(e.Type) {
-			continue
-		}
-		if first < 0 {
-			first = i
-		}
-		last = i
-		ids = append(ids, e.ID)
-	}
+	ids, first, last := s.prunable(before, limit)
 	if len(ids) == 0 {
 		return nil, nil
 	}
@@ -268,31 +251,77 @@ func (s *Store) PruneEvents(ctx context.Context, before time.Time, limit int, re
 	for _, id := range ids {
 		pruned[id] = true
 	}
-	// The leaves are in id order like the events: one pass marks them.
-	j := sort.Search(len(s.w.leaves), func(j int) bool { return s.w.leaves[j].eventID >= ids[0] })
-	for ; j < len(s.w.leaves) && s.w.leaves[j].eventID <= ids[len(ids)-1]; j++ {
-		if pruned[s.w.leaves[j].eventID] {
-			s.w.leaves[j].pruned, s.w.leaves[j].salt = true, nil
-		}
-	}
-	if first == 0 && last == len(ids)-1 {
-		// The oldest events, the usual batch: drop them from the front
-		// (their slots are cleared so the collector frees what they hold).
-		clear(s.w.events[:len(ids)])
-		s.w.events = s.w.events[len(ids):]
-	} else {
-		kept := s.w.events[:first]
-		for _, e := range s.w.events[first:] {
-			if !pruned[e.ID] {
-				kept = append(kept, e)
-			}
-		}
-		clear(s.w.events[len(kept):])
-		s.w.events = kept
-	}
+	s.w.markPruned(ids, pruned)
+	s.w.dropPruned(pruned, first, last)
 	s.w.appendEvents(prepared)
 	s.version++
 	return ids, nil
+}
+
+// prunable returns the ids of the first limit events, in id order, that
+// retention may remove with the cut-off before, and the positions of the
+// first and the last of them in s.w.events (-1 when there is none).
+func (s *Store) prunable(before time.Time, limit int) (ids []int64, first, last int) {
+	first, last = -1, -1
+	for i, e := range s.w.events {
+		if len(ids) == limit {
+			break
+		}
+		if !s.prunableEvent(e, before) {
+			continue
+		}
+		if first < 0 {
+			first = i
+		}
+		last = i
+		ids = append(ids, e.ID)
+	}
+	return ids, first, last
+}
+
+// prunableEvent reports whether retention may remove e with the cut-off
+// before: e was created before it, its project is not held, and it is
+// not one of retention's own events.
+func (s *Store) prunableEvent(e storedEvent, before time.Time) bool {
+	if !e.CreatedAt.Before(before) {
+		return false
+	}
+	if _, held := s.holds[deref(e.Project)]; e.Project != nil && held || flagadmin.IsRetentionEvent(e.Type) {
+		return false
+	}
+	return true
+}
+
+// markPruned marks the leaves of the events ids (id ascending, and in
+// pruned) pruned, forgetting their salts. The leaves are in id order like
+// the events: one pass marks them.
+func (w *world) markPruned(ids []int64, pruned map[int64]bool) {
+	j := sort.Search(len(w.leaves), func(j int) bool { return w.leaves[j].eventID >= ids[0] })
+	for ; j < len(w.leaves) && w.leaves[j].eventID <= ids[len(ids)-1]; j++ {
+		if pruned[w.leaves[j].eventID] {
+			w.leaves[j].pruned, w.leaves[j].salt = true, nil
+		}
+	}
+}
+
+// dropPruned removes the events in pruned, the first and the last of them
+// at the positions first and last of w.events. Slots left behind are
+// cleared so the collector frees what they hold.
+func (w *world) dropPruned(pruned map[int64]bool, first, last int) {
+	if first == 0 && last == len(pruned)-1 {
+		// The oldest events, the usual batch: drop them from the front.
+		clear(w.events[:len(pruned)])
+		w.events = w.events[len(pruned):]
+		return
+	}
+	kept := w.events[:first]
+	for _, e := range w.events[first:] {
+		if !pruned[e.ID] {
+			kept = append(kept, e)
+		}
+	}
+	clear(w.events[len(kept):])
+	w.events = kept
 }
 
 func deref(s *string) string {

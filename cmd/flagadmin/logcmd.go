@@ -179,16 +179,9 @@ func (c *cli) logVerify(ctx context.Context, args []string) error {
 	if err := noArgs(fs, rest); err != nil {
 		return err
 	}
-	if *keyFile == "" {
-		return cliErrorf("flagadmin log verify needs --key FILE.pub, the log's verifier key")
-	}
-	b, err := os.ReadFile(*keyFile)
+	verifier, err := readVerifierKey(*keyFile)
 	if err != nil {
-		return cliErrorf("--key: %s", flat(err))
-	}
-	verifier, err := tlog.ParseVerifierKey(string(b))
-	if err != nil {
-		return cliErrorf("--key: %s: %s", *keyFile, flat(err))
+		return err
 	}
 	witnesses, err := parseWitnessKeys(*witnessKeys.value)
 	if err != nil {
@@ -200,35 +193,68 @@ func (c *cli) logVerify(ctx context.Context, args []string) error {
 			return cliErrorf("--trusted: %s", flat(err))
 		}
 	}
+	if err := checkVerifySource(fs, *db, witnesses); err != nil {
+		return err
+	}
+	src, closeSource, err := c.verifySource(ctx, *db, *baseURL, *token, &opts)
+	if err != nil {
+		return err
+	}
+	defer closeSource()
+	return c.verifyLog(ctx, src, opts, *save, witnesses)
+}
+
+// readVerifierKey reads the log's verifier key of log verify --key.
+func readVerifierKey(keyFile string) (note.Verifier, error) {
+	if keyFile == "" {
+		return nil, cliErrorf("flagadmin log verify needs --key FILE.pub, the log's verifier key")
+	}
+	b, err := os.ReadFile(keyFile)
+	if err != nil {
+		return nil, cliErrorf("--key: %s", flat(err))
+	}
+	verifier, err := tlog.ParseVerifierKey(string(b))
+	if err != nil {
+		return nil, cliErrorf("--key: %s: %s", keyFile, flat(err))
+	}
+	return verifier, nil
+}
+
+// checkVerifySource checks that log verify reads a server or a database,
+// not both, and requires witnesses only of a server.
+func checkVerifySource(fs *flag.FlagSet, db string, witnesses []note.Verifier) error {
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-	if *db != "" && (set["url"] || set["token"]) {
+	if db != "" && (set["url"] || set["token"]) {
 		return cliErrorf("flagadmin log verify reads a server (--url, --token) or a database (--db), not both")
 	}
-	if *db != "" && len(witnesses) > 0 {
+	if db != "" && len(witnesses) > 0 {
 		return cliErrorf("--witness reads the checkpoint a server serves (--url): the server holds the witnesses' cosignatures, the database does not")
 	}
-	var src tlog.Source
-	if *db != "" {
-		if strings.TrimSpace(*db) == memoryURL {
-			return cliErrorf("--db: memory: starts empty in every process; give the server's database, or read the server with --url")
-		}
-		quiet := buildLogger(Config{LogLevel: slog.LevelWarn, LogFormat: defaultLogFormat}, c.stderr)
-		store, closeStore, err := c.openLogStore(ctx, *db, false, quiet)
+	return nil
+}
+
+// verifySource opens what log verify reads: the database at db, whose
+// stored hashes opts then has recomputed too, or else the server at
+// baseURL. closeSource releases it.
+func (c *cli) verifySource(ctx context.Context, db, baseURL, token string, opts *tlog.VerifyOptions) (src tlog.Source, closeSource func() error, err error) {
+	if db == "" {
+		api, err := c.apiClient("flagadmin log verify", baseURL, token)
 		if err != nil {
-			return err
+			return nil, nil, err
 		}
-		defer closeStore()
-		src = tlog.StoreSource(store, store.(flagadmin.LogStore))
-		opts.StoredHashes = store.(flagadmin.LogStore)
-	} else {
-		api, err := c.apiClient("flagadmin log verify", *baseURL, *token)
-		if err != nil {
-			return err
-		}
-		src = apiSource{api}
+		return apiSource{api}, func() error { return nil }, nil
 	}
-	return c.verifyLog(ctx, src, opts, *save, witnesses)
+	if strings.TrimSpace(db) == memoryURL {
+		return nil, nil, cliErrorf("--db: memory: starts empty in every process; give the server's database, or read the server with --url")
+	}
+	quiet := buildLogger(Config{LogLevel: slog.LevelWarn, LogFormat: defaultLogFormat}, c.stderr)
+	store, closeStore, err := c.openLogStore(ctx, db, false, quiet)
+	if err != nil {
+		return nil, nil, err
+	}
+	opts.StoredHashes = store.(flagadmin.LogStore)
+	return tlog.StoreSource(store, store.(flagadmin.LogStore)), closeStore, nil
 }
 
 // parseWitnessKeys reads the keys of log verify --witness (comma-separated
@@ -265,19 +291,46 @@ func (c *cli) verifyLog(ctx context.Context, src tlog.Source, opts tlog.VerifyOp
 	}
 	r, err := tlog.Verify(ctx, src, opts)
 	if err != nil {
-		var ce *client.Error
-		if errors.As(err, &ce) && ce.Status == http.StatusConflict {
-			// The server refuses to sign: the log does not extend the
-			// last checkpoint it signed.
-			return cliErrorf("the log does not verify: %s", ce.Message)
-		}
-		if errors.As(err, &ce) && errors.Is(err, flagadmin.ErrNoAccess) {
-			return cliErrorf("flagadmin log verify: the token may not read the log's leaves: it needs an admin token or a root Admin's personal token (%s)", flat(err))
-		}
-		return cliErrorf("flagadmin log verify: %s", flat(err))
+		return verifyError(err)
 	}
 	fmt.Fprintf(c.stdout, "checkpoint: %s, %s, root %s, signature valid\n", r.Origin, plural(r.CheckpointSize, "event"), base64.StdEncoding.EncodeToString(r.CheckpointRoot[:]))
-	var uncosigned []string
+	uncosigned := c.reportCosignatures(r, witnesses)
+	c.reportFindings(r, uncosigned)
+	if !r.OK() {
+		return cliErrorf("%s", failedLine(r))
+	}
+	if len(uncosigned) > 0 {
+		return uncosignedError(r, uncosigned)
+	}
+	fmt.Fprintln(c.stdout, verifiedLine(r, time.Since(start), opts.StoredHashes != nil))
+	c.noteRollback(opts.Trusted != nil, len(witnesses) > 0)
+	if save != "" {
+		if err := os.WriteFile(save, r.Note, 0o644); err != nil {
+			return cliErrorf("--save: %s", flat(err))
+		}
+		fmt.Fprintf(c.stdout, "saved the checkpoint to %s: pass it as --trusted next time\n", save)
+	}
+	return nil
+}
+
+// verifyError is the error of log verify when the verification could not
+// run to its end.
+func verifyError(err error) error {
+	var ce *client.Error
+	if errors.As(err, &ce) && ce.Status == http.StatusConflict {
+		// The server refuses to sign: the log does not extend the
+		// last checkpoint it signed.
+		return cliErrorf("the log does not verify: %s", ce.Message)
+	}
+	if errors.As(err, &ce) && errors.Is(err, flagadmin.ErrNoAccess) {
+		return cliErrorf("flagadmin log verify: the token may not read the log's leaves: it needs an admin token or a root Admin's personal token (%s)", flat(err))
+	}
+	return cliErrorf("flagadmin log verify: %s", flat(err))
+}
+
+// reportCosignatures writes a line for each witness that cosigned the
+// checkpoint, and returns why each of the others did not.
+func (c *cli) reportCosignatures(r *tlog.Report, witnesses []note.Verifier) (uncosigned []string) {
 	for _, v := range witnesses {
 		at, err := tlog.Cosigned(r.Note, v)
 		if err != nil {
@@ -286,6 +339,12 @@ func (c *cli) verifyLog(ctx context.Context, src tlog.Source, opts tlog.VerifyOp
 		}
 		fmt.Fprintf(c.stdout, "witness: %s cosigned the checkpoint at %s\n", v.Name(), at.UTC().Format(time.RFC3339))
 	}
+	return uncosigned
+}
+
+// reportFindings writes the pruned ranges of the log, then its problems
+// and the witnesses' missing cosignatures (uncosigned).
+func (c *cli) reportFindings(r *tlog.Report, uncosigned []string) {
 	for _, p := range r.Pruned {
 		fmt.Fprintln(c.stdout, prunedLine(p))
 	}
@@ -298,32 +357,34 @@ func (c *cli) verifyLog(ctx context.Context, src tlog.Source, opts tlog.VerifyOp
 	for _, p := range uncosigned {
 		fmt.Fprintf(c.stdout, "PROBLEM: the checkpoint has %s\n", p)
 	}
-	if !r.OK() {
-		return cliErrorf("%s", failedLine(r))
+}
+
+// uncosignedError is the error of a log that verifies but whose
+// checkpoint lacks a required cosignature (uncosigned says why, per
+// witness).
+func uncosignedError(r *tlog.Report, uncosigned []string) error {
+	more := ""
+	if len(uncosigned) > 1 {
+		more = fmt.Sprintf(" (and %d more witnesses, above)", len(uncosigned)-1)
 	}
-	if len(uncosigned) > 0 {
-		more := ""
-		if len(uncosigned) > 1 {
-			more = fmt.Sprintf(" (and %d more witnesses, above)", len(uncosigned)-1)
-		}
-		return cliErrorf("the checkpoint of %s is not cosigned as required: it has %s%s; the witness may not have seen it yet (try again), may be unreachable, or refused it (the server's log says why)",
-			plural(r.CheckpointSize, "event"), uncosigned[0], more)
-	}
-	fmt.Fprintln(c.stdout, verifiedLine(r, time.Since(start), opts.StoredHashes != nil))
-	if opts.Trusted == nil && len(witnesses) > 0 {
+	return cliErrorf("the checkpoint of %s is not cosigned as required: it has %s%s; the witness may not have seen it yet (try again), may be unreachable, or refused it (the server's log says why)",
+		plural(r.CheckpointSize, "event"), uncosigned[0], more)
+}
+
+// noteRollback writes, for a log verified without a trusted checkpoint,
+// what the verification cannot tell: with witnesses, that an old
+// cosignature may be an old checkpoint served again; without, that a
+// rollback to an older copy of the database goes unseen.
+func (c *cli) noteRollback(trusted, witnessed bool) {
+	switch {
+	case trusted:
+	case witnessed:
 		fmt.Fprintln(c.stdout, "NOTE: a witness cosigns only a tree that extends every tree of the log it saw before, so no witness above had seen a larger or "+
 			"different tree when it cosigned; a cosignature made long ago may be an old checkpoint served again (its time is above)")
-	} else if opts.Trusted == nil {
+	default:
 		fmt.Fprintln(c.stdout, "NOTE: without --trusted, a rollback to an older copy of the database cannot be detected (an older copy is a consistent log): "+
 			"save this checkpoint with --save FILE and pass --trusted FILE next time, or pass the server's state file (its --log-key FILE"+tlog.StateSuffix+"), or require a witness's cosignature with --witness KEY")
 	}
-	if save != "" {
-		if err := os.WriteFile(save, r.Note, 0o644); err != nil {
-			return cliErrorf("--save: %s", flat(err))
-		}
-		fmt.Fprintf(c.stdout, "saved the checkpoint to %s: pass it as --trusted next time\n", save)
-	}
-	return nil
 }
 
 // prunedLine reports a range of leaves pruned by retention.

@@ -67,6 +67,17 @@ const SeekMinOffset = 1000
 // visibility. A project or value too long to be counted (MaxKeyBytes)
 // leaves q to be counted. d is the store's database.
 func PlanFor(d dialect.Name, q flagadmin.EventQuery) Plan {
+	p := planOf(d, q)
+	if p.kind == planNone || !countable(p.hidden) || !p.countable() {
+		return Plan{}
+	}
+	return p
+}
+
+// planOf returns the plan of counts that would serve q, whose rows are
+// yet to be found countable; a plan of kind planNone when no counts can
+// serve q.
+func planOf(d dialect.Name, q flagadmin.EventQuery) Plan {
 	if q.Text != "" {
 		return Plan{}
 	}
@@ -92,9 +103,6 @@ func PlanFor(d dialect.Name, q flagadmin.EventQuery) Plan {
 		p = projectPlan(values, hidden)
 	default:
 		p = columnPlan(q, dim, values, nums, hidden, keys)
-	}
-	if p.kind == planNone || !countable(p.hidden) || !p.countable() {
-		return Plan{}
 	}
 	p.q, p.hiddenKeys = q, keys
 	return p
