@@ -18,6 +18,12 @@ import (
 // memoryURL is the database URL of the in-memory store.
 const memoryURL = "memory:"
 
+// inMemory reports whether a database URL names a database that lives in
+// the process and starts empty in the next: memory: and sqlite::memory:.
+func inMemory(dbURL string) bool {
+	return dbURL == memoryURL || dbURL == "sqlite::memory:"
+}
+
 // openStore opens the store of a database URL checked by parseDBURL:
 // memory: is a new memstore, anything else a bunstore (which checks that the
 // database is reachable), migrated to the current schema when migrate is

@@ -60,6 +60,10 @@ func TestConfigLogWitness(t *testing.T) {
 		{[]string{"--log-key", signing, "--log-witness", "https://w1.example=not-a-key"}, "not a witness verifier key"},
 		{[]string{"--log-key", signing, "--log-witness", "https://w1.example=PRIVATE+KEY+x+1234+abcd"}, "this is a signing key"},
 		{[]string{"--log-key", signing, "--log-witness", "https://w1.example=" + one + ",https://w2.example=" + one}, "two witnesses are named witness.example/one"},
+		// A witness of a log that starts empty in every process would
+		// refuse it for ever after the first restart.
+		{[]string{"--db", "memory:", "--log-key", signing, "--log-witness", "https://w1.example=" + one}, "--log-witness: --db memory: starts empty in every process, and a witness remembers the largest tree it cosigned"},
+		{[]string{"--db", "sqlite::memory:", "--log-key", signing, "--log-witness", "https://w1.example=" + one}, "--log-witness: --db sqlite::memory: starts empty"},
 	} {
 		_, err := parseServe(t, nil, c.args...)
 		if err == nil || !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), "\n") {
