@@ -41,6 +41,50 @@ func openStore(ctx context.Context, dbURL string, log *slog.Logger, migrate bool
 	return store, store.Close, nil
 }
 
+// openServedStore opens the store of the server: memory: as openStore
+// does, a database within openTimeout, then migrated within bound (the
+// migrations are logged as they start). A migration still running at
+// the bound, such as the rebuild of a large log, fails start-up with a
+// line that says to run flagadmin migrate first, which has no bound.
+func openServedStore(ctx context.Context, cfg Config, log *slog.Logger, bound time.Duration) (flagadmin.Store, func() error, error) {
+	if cfg.DB == memoryURL {
+		return openStore(ctx, cfg.DB, log, false, cfg.DBTimeout)
+	}
+	openCtx, cancel := context.WithTimeout(ctx, openTimeout)
+	defer cancel()
+	store, err := openBunstore(openCtx, cfg.DB, log, false, bunstore.WithTimeout(cfg.DBTimeout))
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := migrateAtStart(ctx, store, cfg.DB, log, bound); err != nil {
+		store.Close()
+		return nil, nil, err
+	}
+	return store, store.Close, nil
+}
+
+// migrateAtStart applies the migrations store lacks within bound, logging
+// each as it starts.
+func migrateAtStart(ctx context.Context, store *bunstore.Store, dbURL string, log *slog.Logger, bound time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, bound)
+	defer cancel()
+	running := "the migrations"
+	err := store.Migrate(ctx, bunstore.WithProgress(func(m bunstore.MigrationStep) {
+		if !m.Done && m.Progress == "" {
+			running = "the migration " + m.Name + " (" + m.Comment + ")"
+			log.Info("migrating the database", "db", bunstore.RedactURL(dbURL), "step", m.Name, "what", m.Comment)
+		}
+	}))
+	switch {
+	case err != nil && ctx.Err() == context.DeadlineExceeded:
+		return cliErrorf("migrate %s: %s did not finish within the %v serve gives it at start-up; run flagadmin migrate first, with the same --db "+
+			"(it has no time limit and shows its progress), then start serve again", bunstore.RedactURL(dbURL), running, bound)
+	case err != nil:
+		return cliErrorf("migrate %s: %s", bunstore.RedactURL(dbURL), flat(err))
+	}
+	return nil
+}
+
 // existingDatabase refuses a SQLite database file that does not exist
 // (openExisting): opening it would create an empty database, likely beside
 // the one meant.

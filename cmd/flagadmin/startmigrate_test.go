@@ -1,0 +1,44 @@
+package main
+
+import (
+	"context"
+	"log/slog"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/flagadmin/flagadmin/internal/syncbuffer"
+)
+
+// TestServeMigrationBound: the migrations serve runs at start-up are
+// bounded; one still running at the bound (the rebuild of a large log
+// takes minutes) fails start-up in one line that says to run flagadmin
+// migrate first, with the same --db. With the bound of a server, the
+// migrations run, each logged as it starts.
+func TestServeMigrationBound(t *testing.T) {
+	db := "sqlite:" + filepath.Join(t.TempDir(), "x.db")
+	cfg := Config{DB: db}
+	log := &syncbuffer.Buffer{}
+	logger := slog.New(slog.NewTextHandler(log, nil))
+	_, _, err := openServedStore(context.Background(), cfg, logger, time.Nanosecond)
+	want := "migrate " + db + ": the migrations did not finish within the 1ns serve gives it at start-up; run flagadmin migrate first, with the same --db"
+	if err == nil || !strings.HasPrefix(err.Error(), want) || strings.Contains(err.Error(), "\n") {
+		t.Fatalf("a migration cut by the bound: got %v, want one line starting %q", err, want)
+	}
+	if got := startupError(err).Error(); got != err.Error() {
+		t.Errorf("serve reports %q, want the line itself", got)
+	}
+
+	store, closeStore, err := openServedStore(context.Background(), cfg, logger, openTimeout)
+	if err != nil {
+		t.Fatal(err)
+	}
+	closeStore()
+	if _, ok := store.(interface{ Close() error }); !ok {
+		t.Errorf("the served store is a %T, want the database's", store)
+	}
+	if !strings.Contains(log.String(), `msg="migrating the database" db=`+db+" step=20261202000001") {
+		t.Errorf("the migrations were not logged as they started:\n%s", log)
+	}
+}
