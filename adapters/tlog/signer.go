@@ -131,6 +131,17 @@ func (s *Signer) KeepState(ctx context.Context, path string) (*StateCreated, err
 	return created, nil
 }
 
+// Saved returns the checkpoint of the state file (KeepState), and false
+// when there is none.
+func (s *Signer) Saved() (flagadmin.Checkpoint, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.saved == nil {
+		return flagadmin.Checkpoint{}, false
+	}
+	return *s.saved, true
+}
+
 // Refused returns why the Signer stopped signing (an error wrapping
 // ErrInconsistent), nil while it signs.
 func (s *Signer) Refused() error {

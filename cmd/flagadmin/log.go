@@ -211,6 +211,8 @@ type logParts struct {
 	witnesses *tlog.Witnesses
 	// created says that the state file did not exist and was created.
 	created *tlog.StateCreated
+	// cosigned is what was read of the kept cosigned checkpoint.
+	cosigned tlog.KeptCosignatures
 }
 
 // config is what the Service is given (zero without a log).
@@ -287,8 +289,34 @@ func newLogParts(opened flagadmin.Store, cfg Config, log *slog.Logger) (*logPart
 		if p.created, err = signer.KeepState(ctx, cfg.LogState); err != nil {
 			return nil, cliErrorf("--log-state: %s", flat(err))
 		}
+		if p.witnesses != nil {
+			if err := p.keepCosigned(ctx, cosignedFile(cfg)); err != nil {
+				return nil, err
+			}
+		}
 	}
 	return p, nil
+}
+
+// cosignedFile is the file the server keeps its newest cosigned checkpoint
+// in: beside the state file, named after it.
+func cosignedFile(cfg Config) string { return cfg.LogState + tlog.CosignedSuffix }
+
+// keepCosigned has the witnesses keep their newest cosigned checkpoint in
+// file, and serve at once the cosignatures it holds of the log's current
+// checkpoint: the newest of the database's and of the state file's.
+func (p *logParts) keepCosigned(ctx context.Context, file string) error {
+	current, err := p.store.LatestCheckpoint(ctx)
+	if err != nil && !errors.Is(err, flagadmin.ErrNotFound) {
+		return cliErrorf("--log-witness: cannot read the newest checkpoint: %s", withCause(err))
+	}
+	if saved, ok := p.signer.Saved(); ok && (err != nil || saved.Size > current.Size) {
+		current = saved
+	}
+	if p.cosigned, err = p.witnesses.KeepCosigned(file, current); err != nil {
+		return cliErrorf("--log-witness: %s", flat(err))
+	}
+	return nil
 }
 
 // startLog runs the log's upkeep and, with a retention, its pruner, and
@@ -327,6 +355,7 @@ func startLog(lc fx.Lifecycle, parts *logParts, cfg Config, log *slog.Logger, m 
 				for _, w := range cfg.LogWitnesses {
 					log.Info("log: submitting checkpoints to a witness", "witness", w.Name(), "url", w.URL)
 				}
+				logKeptCosignatures(log, parts.cosigned, cosignedFile(cfg))
 				wg.Go(func() { parts.witnesses.Run(ctx) })
 			}
 			wg.Go(func() { keeper.Run(ctx) })
@@ -348,6 +377,18 @@ func startLog(lc fx.Lifecycle, parts *logParts, cfg Config, log *slog.Logger, m 
 			}
 		},
 	})
+}
+
+// logKeptCosignatures says which cosignatures kept in file the server
+// serves from the start, and which it does not, and why.
+func logKeptCosignatures(log *slog.Logger, kept tlog.KeptCosignatures, file string) {
+	if len(kept.Restored) > 0 {
+		log.Info("log: serving the cosignatures kept of the current checkpoint", "file", file, "size", kept.Size,
+			"witnesses", strings.Join(kept.Restored, ","))
+	}
+	for _, why := range kept.Dropped {
+		log.Warn("log: a kept cosignature is not served; the witnesses are asked again", "problem", why)
+	}
 }
 
 // recordRetention records the server's retention rule in the log when it
