@@ -42,3 +42,25 @@ func TestServeMigrationBound(t *testing.T) {
 		t.Errorf("the migrations were not logged as they started:\n%s", log)
 	}
 }
+
+// TestServeRefusesANewerSchema: a database migrated by a newer flagadmin
+// (a migration this one does not know) is refused by serve and by a
+// command that reads it, in one line that says so, so that this version
+// never writes what the newer one does not expect.
+func TestServeRefusesANewerSchema(t *testing.T) {
+	db := "sqlite:" + filepath.Join(t.TempDir(), "x.db")
+	if code, _, errOut := runCLI(t, nil, "migrate", "--db", db); code != 0 {
+		t.Fatalf("migrate: exit %d: %s", code, errOut)
+	}
+	execSQL(t, rawDB(t, db), "INSERT INTO bun_migrations (name, group_id, migrated_at) VALUES ('20991231000000', 99, CURRENT_TIMESTAMP)")
+	for _, args := range [][]string{
+		{"serve", "--db", db, "--addr", "127.0.0.1:0"},
+		{"migrate", "--db", db},
+		{"webhooks", "status", "--db", db},
+	} {
+		code, _, errOut := runCLI(t, nil, args...)
+		if code != 1 || !strings.Contains(errOut, "was migrated by a newer flagadmin") || !strings.Contains(errOut, "20991231000000") || strings.Count(errOut, "\n") != 1 {
+			t.Errorf("%q: exit %d, %q; want one line saying a newer flagadmin migrated it", args, code, errOut)
+		}
+	}
+}

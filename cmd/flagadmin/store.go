@@ -125,6 +125,9 @@ func openExisting(ctx context.Context, dbURL string, log *slog.Logger, migrate b
 		err = cliErrorf("cannot read the schema of %s: %s", bunstore.RedactURL(dbURL), withCause(err))
 	case schema.Empty():
 		err = cliErrorf("database %s has no flagadmin schema: give the --db of the server (flagadmin migrate or serve creates one)", bunstore.RedactURL(dbURL))
+	case len(schema.Unknown) > 0:
+		err = cliErrorf("database %s was migrated by a newer flagadmin (it has migrations %s, which this one does not know): run that flagadmin or a newer one",
+			bunstore.RedactURL(dbURL), strings.Join(schema.Unknown, ", "))
 	case len(schema.Pending) > 0 && !migrate:
 		err = cliErrorf("database %s has the schema of an older flagadmin: run flagadmin migrate on it first", bunstore.RedactURL(dbURL))
 	case len(schema.Pending) > 0:
