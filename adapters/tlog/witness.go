@@ -340,20 +340,11 @@ func (ws *Witnesses) submit(ctx context.Context, w *witnessState, cp flagadmin.C
 // the tree of old leaves. It returns the cosignature lines, or on a 409
 // nil and the size the witness knows.
 func (ws *Witnesses) addCheckpoint(ctx context.Context, w *witnessState, old int64, cp flagadmin.Checkpoint) ([]byte, int64, error) {
-	var body bytes.Buffer
-	fmt.Fprintf(&body, "old %d\n", old)
-	if old > 0 && old < cp.Size {
-		proof, err := ws.prover.ConsistencyProof(ctx, old, cp.Size)
-		if err != nil {
-			return nil, 0, fmt.Errorf("the consistency proof from %d events: %v", old, err)
-		}
-		for _, h := range proof {
-			body.WriteString(base64.StdEncoding.EncodeToString(h) + "\n")
-		}
+	body, err := ws.addCheckpointBody(ctx, old, cp)
+	if err != nil {
+		return nil, 0, err
 	}
-	body.WriteString("\n")
-	body.Write(cp.Note)
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, w.URL+"/add-checkpoint", &body)
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, w.URL+"/add-checkpoint", body)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -367,6 +358,33 @@ func (ws *Witnesses) addCheckpoint(ctx context.Context, w *witnessState, old int
 	if err != nil {
 		return nil, 0, fmt.Errorf("the witness's answer was cut off: %v", err)
 	}
+	return witnessAnswer(resp, answer, old, cp)
+}
+
+// addCheckpointBody is the body of an add-checkpoint request: "old N",
+// the consistency proof from the tree of old leaves to cp's, a blank line
+// and cp's note.
+func (ws *Witnesses) addCheckpointBody(ctx context.Context, old int64, cp flagadmin.Checkpoint) (*bytes.Buffer, error) {
+	var body bytes.Buffer
+	fmt.Fprintf(&body, "old %d\n", old)
+	if old > 0 && old < cp.Size {
+		proof, err := ws.prover.ConsistencyProof(ctx, old, cp.Size)
+		if err != nil {
+			return nil, fmt.Errorf("the consistency proof from %d events: %v", old, err)
+		}
+		for _, h := range proof {
+			body.WriteString(base64.StdEncoding.EncodeToString(h) + "\n")
+		}
+	}
+	body.WriteString("\n")
+	body.Write(cp.Note)
+	return &body, nil
+}
+
+// witnessAnswer reads the witness's answer to an add-checkpoint request
+// of cp from the tree of old leaves: the cosignature lines (200), or nil
+// and the size the witness knows (409), or why it refused or failed.
+func witnessAnswer(resp *http.Response, answer []byte, old int64, cp flagadmin.Checkpoint) ([]byte, int64, error) {
 	said := strings.TrimSpace(string(answer))
 	if i := strings.IndexByte(said, '\n'); i >= 0 {
 		said = said[:i]
