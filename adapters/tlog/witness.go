@@ -496,7 +496,12 @@ func (ws *Witnesses) KeepCosigned(path string, current flagadmin.Checkpoint) (Ke
 		return kept, fmt.Errorf("cannot read the file of the cosigned checkpoint: %v", err)
 	}
 	kept.Size = checkpointSize(b)
-	if len(current.Note) == 0 || !bytes.HasPrefix(b, current.Note) {
+	switch {
+	case len(current.Note) == 0:
+		kept.Dropped = append(kept.Dropped, fmt.Sprintf("%s holds a checkpoint of %d events, and the log has none signed: its cosignatures are not served",
+			path, kept.Size))
+		return kept, nil
+	case !bytes.HasPrefix(b, current.Note):
 		kept.Dropped = append(kept.Dropped, fmt.Sprintf("%s holds a checkpoint of %d events, not the current one (of %d events): its cosignatures are not served",
 			path, kept.Size, current.Size))
 		return kept, nil

@@ -138,6 +138,12 @@ func TestWitnessCosignaturesKeptAcrossARestart(t *testing.T) {
 		t.Errorf("an edited file's cosignature is served:\n%s", got.Note)
 	}
 
+	// A new database, no checkpoint signed yet: nothing is served.
+	empty := startKeeping(t, memstore.New(), skey, file, wit)
+	if empty.kept.Restored != nil || len(empty.kept.Dropped) != 1 || !strings.Contains(empty.kept.Dropped[0], "and the log has none signed") {
+		t.Errorf("a file beside a log without checkpoints: %+v", empty.kept)
+	}
+
 	// A witness the server is not given: its cosignature is not served.
 	os.WriteFile(file, cosigned.Note, 0o644)
 	_, otherKey := witnessKeys(t)
