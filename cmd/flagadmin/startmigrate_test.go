@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flagadmin/flagadmin/adapters/bunstore"
+	"github.com/flagadmin/flagadmin/flagadmin"
 	"github.com/flagadmin/flagadmin/internal/syncbuffer"
 )
 
@@ -40,6 +42,43 @@ func TestServeMigrationBound(t *testing.T) {
 	}
 	if !strings.Contains(log.String(), `msg="migrating the database" db=`+db+" step=20261202000001") {
 		t.Errorf("the migrations were not logged as they started:\n%s", log)
+	}
+}
+
+// TestServeMigrationBoundCutsARebuild: the rebuild of a log under leaf
+// format v1 still running at serve's bound is cut short, changing
+// nothing, and the line names it; flagadmin migrate then runs it.
+func TestServeMigrationBoundCutsARebuild(t *testing.T) {
+	db := "sqlite:" + filepath.Join(t.TempDir(), "x.db")
+	ctx := context.Background()
+	store, err := bunstore.Open(ctx, db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 20000
+	for first := 0; first < n; first += 1000 {
+		var batch flagadmin.Batch
+		for i := first; i < first+1000; i++ {
+			batch.Events = append(batch.Events, flagadmin.Event{Type: flagadmin.EventFeatureCreated, CreatedBy: "eve", CreatedAt: time.Date(2026, 2, 1, 0, 0, 0, i, time.UTC)})
+		}
+		if err := store.Write(ctx, &batch); err != nil {
+			t.Fatal(err)
+		}
+	}
+	store.Close()
+	// The log as the release before v1 left it, to be rebuilt.
+	execSQL(t, rawDB(t, db), "UPDATE log_leaves SET content = NULL",
+		"DELETE FROM bun_migrations WHERE name >= '20261202000001'")
+
+	logger := slog.New(slog.NewTextHandler(&syncbuffer.Buffer{}, nil))
+	_, _, err = openServedStore(ctx, Config{DB: db}, logger, 100*time.Millisecond)
+	want := "migrate " + db + ": the migration 20261202000001 (leaf format v1: a salt for every event, the log's leaves rebuilt, its checkpoints signed again) " +
+		"did not finish within the 100ms serve gives it at start-up; run flagadmin migrate first, with the same --db"
+	if err == nil || !strings.HasPrefix(err.Error(), want) || strings.Contains(err.Error(), "\n") {
+		t.Fatalf("a rebuild cut by the bound: got %v, want one line starting %q", err, want)
+	}
+	if code, stdout, errOut := runCLI(t, nil, "migrate", "--db", db); code != 0 || !strings.Contains(stdout, "rebuilt 20000 of 20000 leaves") {
+		t.Fatalf("migrate after the cut: exit %d\n%s%s", code, stdout, errOut)
 	}
 }
 
