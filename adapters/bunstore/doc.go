@@ -58,7 +58,9 @@
 // migrations is carried over to the baseline without losing a row
 // (carryover.go). Replicas that start at once serialize on a lock that
 // dies with its connection (PostgreSQL pg_advisory_lock, MySQL GET_LOCK,
-// SQLite a write transaction), so a crash never leaves it held.
+// SQLite a write transaction), so a crash never leaves it held. A
+// database that has migrations this version does not know, made by a
+// newer one, is refused (ErrNewerSchema; Schema reports them).
 //
 // # Event search
 //
@@ -154,6 +156,10 @@
 // each event's salt (events.salt, drawn as it is written), each leaf's
 // tombstone (created_at, project, type, content, kept when the event is
 // pruned), and the leaves of the events a database already holds, rebuilt.
+// Migration 20261202000002 (leafv1required.go) makes those columns
+// required, so that a version older than v1 cannot write an event or a
+// leaf without them: NOT NULL on PostgreSQL and MySQL, aborting triggers
+// on SQLite.
 // Every write transaction gives its events their salts and appends their
 // leaves under the event order lock, in id order, in the same transaction
 // (leaves.go): on PostgreSQL inside the events' INSERT, where the database

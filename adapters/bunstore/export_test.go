@@ -86,3 +86,7 @@ func SchemaFile(name string) string {
 	}
 	return string(b)
 }
+
+// LeafV1RequiredMigration is the name of the migration that makes the
+// columns of leaf format v1 required.
+const LeafV1RequiredMigration = leafV1RequiredMigration

@@ -5,6 +5,8 @@ import (
 	"database/sql"
 	"database/sql/driver"
 	"errors"
+	"fmt"
+	"strings"
 	"time"
 
 	"github.com/uptrace/bun"
@@ -149,14 +151,59 @@ func (s *Store) warnNoTrigram(cause error) {
 // runMigrations applies the migrations db lacks, then brings the summaries
 // in line with the store's tuning (syncSummaries).
 func (s *Store) runMigrations(ctx context.Context, db *bun.DB, o migrateOptions) error {
-	m := migrate.NewMigrator(db, newMigrations(o), migrate.WithMarkAppliedOnSuccess(true))
+	ms := newMigrations(o)
+	m := migrate.NewMigrator(db, ms, migrate.WithMarkAppliedOnSuccess(true))
 	if err := m.Init(ctx); err != nil {
 		return err
+	}
+	if o.upTo == "" {
+		if err := refuseUnknownMigrations(ctx, db, ms); err != nil {
+			return err
+		}
 	}
 	if _, err := m.Migrate(ctx); err != nil {
 		return err
 	}
 	return s.syncSummaries(ctx, db, o)
+}
+
+// ErrNewerSchema: the database has migrations this version of the store
+// does not know: a newer version migrated it, and this one would write
+// what the newer one no longer reads.
+var ErrNewerSchema = errors.New("the database was migrated by a newer flagadmin")
+
+// unknownMigrations returns the migrations db has applied that ms does
+// not hold, oldest first: those of a newer version. The names of the
+// development versions before the baseline are the carry-over's, not
+// unknown.
+func unknownMigrations(ctx context.Context, db bun.IDB, ms *migrate.Migrations) ([]string, error) {
+	var names []string
+	if err := db.NewRaw("SELECT name FROM bun_migrations WHERE name >= ? ORDER BY name", baseline).Scan(ctx, &names); err != nil {
+		return nil, err
+	}
+	known := map[string]bool{}
+	for _, m := range ms.Sorted() {
+		known[m.Name] = true
+	}
+	var unknown []string
+	for _, n := range names {
+		if !known[n] {
+			unknown = append(unknown, n)
+		}
+	}
+	return unknown, nil
+}
+
+// refuseUnknownMigrations returns an error of ErrNewerSchema when db has
+// migrations ms does not hold.
+func refuseUnknownMigrations(ctx context.Context, db bun.IDB, ms *migrate.Migrations) error {
+	unknown, err := unknownMigrations(ctx, db, ms)
+	if err != nil || len(unknown) == 0 {
+		return err
+	}
+	// A callbackError: the store returns it as it is (fail), one line.
+	return &callbackError{fmt.Errorf("%w (it has migrations %s, which this one does not know): "+
+		"run that flagadmin or a newer one; this one would write what the newer one does not expect", ErrNewerSchema, strings.Join(unknown, ", "))}
 }
 
 // withSessionLock runs fn while holding a lock taken by lockSQL on a
@@ -258,6 +305,9 @@ type SchemaState struct {
 	Applied []string
 	// Pending names those it lacks, oldest first: none when it is up to date.
 	Pending []string
+	// Unknown names the migrations the database has that the store does
+	// not know, oldest first: a newer version migrated it (ErrNewerSchema).
+	Unknown []string
 }
 
 // Empty reports whether the database has none of flagadmin's schema.
@@ -285,7 +335,15 @@ func (s *Store) Schema(ctx context.Context) (SchemaState, error) {
 		}
 	}
 	var st SchemaState
-	for _, m := range newMigrations(migrateOptions{}).Sorted() {
+	ms := newMigrations(migrateOptions{})
+	if applied != nil {
+		unknown, err := unknownMigrations(ctx, s.db, ms)
+		if err != nil {
+			return SchemaState{}, withDetail(s.fail("schema", err))
+		}
+		st.Unknown = unknown
+	}
+	for _, m := range ms.Sorted() {
 		if applied[m.Name] {
 			st.Applied = append(st.Applied, m.Name)
 		} else {

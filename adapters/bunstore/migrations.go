@@ -53,6 +53,8 @@ func newMigrations(o migrateOptions) *migrate.Migrations {
 	add(pruneMigration, "store_versions: the row retention raises, which no writer does", migratePruneVersion)
 	add(leafV1Migration, "leaf format v1: a salt for every event, the log's leaves rebuilt, its checkpoints signed again",
 		func(ctx context.Context, db *bun.DB) error { return migrateLeafV1(ctx, db, o) })
+	add(leafV1RequiredMigration, "leaf format v1 required: an event without a salt, a leaf without its tombstone refused (written by an older flagadmin)",
+		func(ctx context.Context, db *bun.DB) error { return migrateLeafV1Required(ctx, db, o) })
 	return ms
 }
 

@@ -207,11 +207,7 @@ func (p *Prover) checkedRoot(ctx context.Context, size int64, read []flagadmin.L
 	case size == 0:
 		return [32]byte(hasher.EmptyRoot()), nil
 	}
-	c := &p.check
-	c.mu.Lock()
-	root, ok := c.roots[size]
-	c.mu.Unlock()
-	if ok {
+	if root, ok := p.check.knownRoot(size); ok {
 		return root, nil
 	}
 	nodes, err := proof.Consistency(uint64(size), uint64(a.size))
@@ -221,38 +217,62 @@ func (p *Prover) checkedRoot(ctx context.Context, size int64, read []flagadmin.L
 	rangeIDs := compact.RangeNodes(0, uint64(size), nil)
 	ids := append(rangeIDs, nodes.IDs...)
 	try := func() ([32]byte, error) {
-		var root [32]byte
-		var path [][]byte
-		if read != nil {
-			hashes, err := p.hashesFrom(ctx, rangeIDs, read)
-			if err != nil {
-				return root, err
-			}
-			if root, err = rootOfRange(size, hashes); err != nil {
-				return root, err
-			}
-			if path, err = p.rehashFrom(ctx, nodes, read); err != nil {
-				return root, err
-			}
-		} else {
-			var err error
-			if root, err = p.RootHash(ctx, size); err != nil {
-				return root, err
-			}
-			if path, err = p.rehash(ctx, nodes); err != nil {
-				return root, err
-			}
+		root, path, err := p.rootAndPath(ctx, size, rangeIDs, nodes, read)
+		if err != nil {
+			return root, err
 		}
 		if err := proof.VerifyConsistency(hasher, uint64(size), uint64(a.size), path, root[:], a.root[:]); err != nil {
 			return root, errUnverified{fmt.Errorf("tlog: the root of the tree of %d leaves: %w", size, err)}
 		}
 		return root, nil
 	}
-	root, err = repairedRun(ctx, p, ids, try)
+	root, err := repairedRun(ctx, p, ids, try)
 	if err != nil {
 		return [32]byte{}, err
 	}
+	p.check.rememberRoot(size, root)
+	return root, nil
+}
+
+// rootAndPath returns the root of the tree of size leaves, folded from the
+// stored hashes of its compact range (rangeIDs), and the consistency path
+// of nodes from it to the anchor's tree: from the hashes read when not nil,
+// else reading them.
+func (p *Prover) rootAndPath(ctx context.Context, size int64, rangeIDs []compact.NodeID, nodes proof.Nodes, read []flagadmin.LogHash) ([32]byte, [][]byte, error) {
+	if read == nil {
+		root, err := p.RootHash(ctx, size)
+		if err != nil {
+			return root, nil, err
+		}
+		path, err := p.rehash(ctx, nodes)
+		return root, path, err
+	}
+	hashes, err := p.hashesFrom(ctx, rangeIDs, read)
+	if err != nil {
+		return [32]byte{}, nil, err
+	}
+	root, err := rootOfRange(size, hashes)
+	if err != nil {
+		return root, nil, err
+	}
+	path, err := p.rehashFrom(ctx, nodes, read)
+	return root, path, err
+}
+
+// knownRoot returns the checked root of the tree of size leaves, if it
+// was checked before.
+func (c *checkState) knownRoot(size int64) ([32]byte, bool) {
 	c.mu.Lock()
+	defer c.mu.Unlock()
+	root, ok := c.roots[size]
+	return root, ok
+}
+
+// rememberRoot keeps the checked root of the tree of size leaves (at most
+// maxCheckedRoots of them: all are forgotten when there are more).
+func (c *checkState) rememberRoot(size int64, root [32]byte) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	if len(c.roots) >= maxCheckedRoots {
 		clear(c.roots)
 	}
@@ -260,8 +280,6 @@ func (p *Prover) checkedRoot(ctx context.Context, size int64, read []flagadmin.L
 		c.roots = map[int64][32]byte{}
 	}
 	c.roots[size] = root
-	c.mu.Unlock()
-	return root, nil
 }
 
 // rootOfRange returns the root of the tree of size leaves from the hashes

@@ -131,6 +131,17 @@ func (s *Signer) KeepState(ctx context.Context, path string) (*StateCreated, err
 	return created, nil
 }
 
+// Saved returns the checkpoint of the state file (KeepState), and false
+// when there is none.
+func (s *Signer) Saved() (flagadmin.Checkpoint, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.saved == nil {
+		return flagadmin.Checkpoint{}, false
+	}
+	return *s.saved, true
+}
+
 // Refused returns why the Signer stopped signing (an error wrapping
 // ErrInconsistent), nil while it signs.
 func (s *Signer) Refused() error {
@@ -149,16 +160,9 @@ func (s *Signer) Refused() error {
 func (s *Signer) Sign(ctx context.Context) (flagadmin.Checkpoint, bool, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	latest, err := s.store.LatestCheckpoint(ctx)
-	found := err == nil
-	if err != nil && !errors.Is(err, flagadmin.ErrNotFound) {
+	latest, own, err := s.latest(ctx)
+	if err != nil {
 		return flagadmin.Checkpoint{}, false, err
-	}
-	if found {
-		// Only a checkpoint of this key states what it signed: another
-		// (a row written by hand, an old key's) is no base to extend.
-		cp, err := OpenCheckpoint(latest.Note, s.verifier)
-		found = err == nil && int64(cp.Size) == latest.Size && [32]byte(cp.Hash) == latest.Root
 	}
 	if s.refused != nil {
 		return latest, false, s.refused
@@ -167,41 +171,77 @@ func (s *Signer) Sign(ctx context.Context) (flagadmin.Checkpoint, bool, error) {
 	if err != nil {
 		return latest, false, err
 	}
-	base := flagadmin.Checkpoint{Size: -1}
-	if found {
-		if err := s.extends(ctx, latest, size, "the newest checkpoint in the database, signed at "+latest.SignedAt.UTC().Format(time.RFC3339)); err != nil {
-			return latest, false, err
-		}
-		base = latest
-	}
-	if s.saved != nil {
-		if err := s.extends(ctx, *s.saved, size, "the checkpoint this server signed last (in "+s.state+")"); err != nil {
-			return latest, false, err
-		}
-		if s.saved.Size > base.Size {
-			base = *s.saved
-			if err := s.store.SaveCheckpoint(ctx, base); err != nil { // the database lost it
-				return latest, false, err
-			}
-		}
+	base, err := s.base(ctx, latest, own, size)
+	if err != nil {
+		return latest, false, err
 	}
 	if base.Size == size {
 		return base, false, nil
 	}
-	cp, err := s.sign(size, root)
+	cp, err := s.signAndKeep(ctx, size, root)
 	if err != nil {
 		return base, false, err
 	}
+	return cp, true, nil
+}
+
+// latest returns the store's newest checkpoint (zero when there is none),
+// and whether this key signed it: only a checkpoint of this key states
+// what it signed, and another (a row written by hand, an old key's) is no
+// base to extend.
+func (s *Signer) latest(ctx context.Context) (flagadmin.Checkpoint, bool, error) {
+	latest, err := s.store.LatestCheckpoint(ctx)
+	switch {
+	case errors.Is(err, flagadmin.ErrNotFound):
+		return latest, false, nil
+	case err != nil:
+		return flagadmin.Checkpoint{}, false, err
+	}
+	cp, err := OpenCheckpoint(latest.Note, s.verifier)
+	return latest, err == nil && int64(cp.Size) == latest.Size && [32]byte(cp.Hash) == latest.Root, nil
+}
+
+// base checks that the tree of size leaves extends the store's newest
+// checkpoint (latest, when own: this key signed it) and the state file's,
+// and returns the larger of them (Size -1 for none). The state file's,
+// when the larger, is stored again: the database lost it.
+func (s *Signer) base(ctx context.Context, latest flagadmin.Checkpoint, own bool, size int64) (flagadmin.Checkpoint, error) {
+	base := flagadmin.Checkpoint{Size: -1}
+	if own {
+		if err := s.extends(ctx, latest, size, "the newest checkpoint in the database, signed at "+latest.SignedAt.UTC().Format(time.RFC3339)); err != nil {
+			return base, err
+		}
+		base = latest
+	}
+	if s.saved == nil {
+		return base, nil
+	}
+	if err := s.extends(ctx, *s.saved, size, "the checkpoint this server signed last (in "+s.state+")"); err != nil {
+		return base, err
+	}
+	if s.saved.Size > base.Size {
+		base = *s.saved
+		if err := s.store.SaveCheckpoint(ctx, base); err != nil {
+			return base, err
+		}
+	}
+	return base, nil
+}
+
+// signAndKeep signs the checkpoint of the tree of size leaves with root,
+// and keeps it: in the state file first, then in the store.
+func (s *Signer) signAndKeep(ctx context.Context, size int64, root [32]byte) (flagadmin.Checkpoint, error) {
+	cp, err := s.sign(size, root)
+	if err != nil {
+		return cp, err
+	}
 	if s.state != "" {
 		if err := writeState(s.state, cp.Note); err != nil {
-			return base, false, err
+			return cp, err
 		}
 		s.saved = &cp
 	}
-	if err := s.store.SaveCheckpoint(ctx, cp); err != nil {
-		return base, false, err
-	}
-	return cp, true, nil
+	return cp, s.store.SaveCheckpoint(ctx, cp)
 }
 
 // extends checks that the tree of size leaves extends cp (named by what),

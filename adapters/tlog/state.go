@@ -24,26 +24,33 @@ func readState(path string) ([]byte, error) {
 	return b, nil
 }
 
-// writeState replaces the state file with note, atomically: a temporary
+// writeState replaces the state file with note, atomically (replaceFile).
+func writeState(path string, note []byte) error {
+	if err := replaceFile(path, note); err != nil {
+		return fmt.Errorf("cannot write the checkpoint state file %s: %v", path, err)
+	}
+	return nil
+}
+
+// replaceFile replaces the file path with data, atomically: a temporary
 // file in the same directory, synced, renamed over it, and the directory
-// synced, so that a crash leaves the old checkpoint or the new one.
-func writeState(path string, note []byte) (err error) {
+// synced, so that a crash leaves the old content or the new one.
+func replaceFile(path string, data []byte) (err error) {
 	dir := filepath.Dir(path)
 	f, err := os.CreateTemp(dir, filepath.Base(path)+".tmp-*")
 	if err != nil {
-		return fmt.Errorf("cannot write the checkpoint state file: %v", err)
+		return err
 	}
 	defer func() {
 		if err != nil {
 			f.Close()
 			os.Remove(f.Name())
-			err = fmt.Errorf("cannot write the checkpoint state file %s: %v", path, err)
 		}
 	}()
 	if err := f.Chmod(0o644); err != nil {
 		return err
 	}
-	if _, err := f.Write(note); err != nil {
+	if _, err := f.Write(data); err != nil {
 		return err
 	}
 	if err := f.Sync(); err != nil {

@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -38,6 +39,17 @@ import (
 // checkpoint to Witnesses.Submit, which only records it; one goroutine per
 // witness submits the newest checkpoint when it can. A witness that cannot
 // be reached leaves the checkpoints uncosigned, nothing more.
+//
+// The newest cosigned checkpoint can be kept in a file (KeepCosigned), so
+// that a server started again serves its cosignatures at once, not only
+// once the witnesses answer again. The file is no more trusted than the
+// database: a cosignature read from it is served only when it verifies
+// with the key of a witness the server is given, and only for the log's
+// current checkpoint.
+
+// CosignedSuffix is added to the state file's name to name the file a
+// server keeps its newest cosigned checkpoint in (KeepCosigned).
+const CosignedSuffix = ".cosigned"
 
 // DefaultWitnessTimeout bounds one request to a witness.
 const DefaultWitnessTimeout = 10 * time.Second
@@ -147,6 +159,13 @@ type Witnesses struct {
 
 	mu      sync.Mutex
 	pending flagadmin.Checkpoint
+
+	// keep is the file of the newest cosigned checkpoint ("" for none),
+	// kept what it holds, keepErr why it was last not written.
+	keepMu  sync.Mutex
+	keep    string
+	kept    []byte
+	keepErr error
 }
 
 // witnessState is one witness's state: what it knows and cosigned.
@@ -225,6 +244,9 @@ func (ws *Witnesses) Run(ctx context.Context) {
 					return
 				}
 				ws.report(w, err)
+				if err == nil {
+					ws.keepCosigned()
+				}
 			}
 		})
 	}
@@ -318,20 +340,11 @@ func (ws *Witnesses) submit(ctx context.Context, w *witnessState, cp flagadmin.C
 // the tree of old leaves. It returns the cosignature lines, or on a 409
 // nil and the size the witness knows.
 func (ws *Witnesses) addCheckpoint(ctx context.Context, w *witnessState, old int64, cp flagadmin.Checkpoint) ([]byte, int64, error) {
-	var body bytes.Buffer
-	fmt.Fprintf(&body, "old %d\n", old)
-	if old > 0 && old < cp.Size {
-		proof, err := ws.prover.ConsistencyProof(ctx, old, cp.Size)
-		if err != nil {
-			return nil, 0, fmt.Errorf("the consistency proof from %d events: %v", old, err)
-		}
-		for _, h := range proof {
-			body.WriteString(base64.StdEncoding.EncodeToString(h) + "\n")
-		}
+	body, err := ws.addCheckpointBody(ctx, old, cp)
+	if err != nil {
+		return nil, 0, err
 	}
-	body.WriteString("\n")
-	body.Write(cp.Note)
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, w.URL+"/add-checkpoint", &body)
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, w.URL+"/add-checkpoint", body)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -345,6 +358,33 @@ func (ws *Witnesses) addCheckpoint(ctx context.Context, w *witnessState, old int
 	if err != nil {
 		return nil, 0, fmt.Errorf("the witness's answer was cut off: %v", err)
 	}
+	return witnessAnswer(resp, answer, old, cp)
+}
+
+// addCheckpointBody is the body of an add-checkpoint request: "old N",
+// the consistency proof from the tree of old leaves to cp's, a blank line
+// and cp's note.
+func (ws *Witnesses) addCheckpointBody(ctx context.Context, old int64, cp flagadmin.Checkpoint) (*bytes.Buffer, error) {
+	var body bytes.Buffer
+	fmt.Fprintf(&body, "old %d\n", old)
+	if old > 0 && old < cp.Size {
+		proof, err := ws.prover.ConsistencyProof(ctx, old, cp.Size)
+		if err != nil {
+			return nil, fmt.Errorf("the consistency proof from %d events: %v", old, err)
+		}
+		for _, h := range proof {
+			body.WriteString(base64.StdEncoding.EncodeToString(h) + "\n")
+		}
+	}
+	body.WriteString("\n")
+	body.Write(cp.Note)
+	return &body, nil
+}
+
+// witnessAnswer reads the witness's answer to an add-checkpoint request
+// of cp from the tree of old leaves: the cosignature lines (200), or nil
+// and the size the witness knows (409), or why it refused or failed.
+func witnessAnswer(resp *http.Response, answer []byte, old int64, cp flagadmin.Checkpoint) ([]byte, int64, error) {
 	said := strings.TrimSpace(string(answer))
 	if i := strings.IndexByte(said, '\n'); i >= 0 {
 		said = said[:i]
@@ -418,5 +458,122 @@ func (ws *Witnesses) report(w *witnessState, err error) {
 		}
 	case err == nil && before != nil:
 		ws.log.Info("log: a witness cosigns again", "witness", w.Name(), "url", w.URL, "size", size)
+	}
+}
+
+// KeptCosignatures is what KeepCosigned found in its file.
+type KeptCosignatures struct {
+	// Size is the size of the checkpoint the file holds, -1 when there is
+	// no file or it holds no checkpoint.
+	Size int64
+	// Restored names the witnesses whose cosignatures of the current
+	// checkpoint were read from the file, and are served.
+	Restored []string
+	// Dropped says why cosignatures in the file are not served: of
+	// another checkpoint, or not verifying with a witness's key.
+	Dropped []string
+}
+
+// KeepCosigned makes ws keep the newest checkpoint its witnesses cosigned,
+// with their cosignatures, in the file path (replaced atomically each time
+// a witness cosigns), and reads what the file holds now: cosignatures of
+// current, the log's current checkpoint, that verify with the key of one
+// of ws's witnesses are served at once (Cosign) as if that witness had
+// just answered. The rest is not served: a file of another checkpoint (an
+// older one, or of a log that was rolled back), a cosignature that does
+// not verify (the file was edited), one of a witness not given. Call it
+// before Run. It fails only when the file exists and cannot be read.
+func (ws *Witnesses) KeepCosigned(path string, current flagadmin.Checkpoint) (KeptCosignatures, error) {
+	kept := KeptCosignatures{Size: -1}
+	ws.keepMu.Lock()
+	ws.keep = path
+	ws.keepMu.Unlock()
+	b, err := os.ReadFile(path)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return kept, nil
+	case err != nil:
+		return kept, fmt.Errorf("cannot read the file of the cosigned checkpoint: %v", err)
+	}
+	kept.Size = checkpointSize(b)
+	switch {
+	case len(current.Note) == 0:
+		kept.Dropped = append(kept.Dropped, fmt.Sprintf("%s holds a checkpoint of %d events, and the log has none signed: its cosignatures are not served",
+			path, kept.Size))
+		return kept, nil
+	case !bytes.HasPrefix(b, current.Note):
+		kept.Dropped = append(kept.Dropped, fmt.Sprintf("%s holds a checkpoint of %d events, not the current one (of %d events): its cosignatures are not served",
+			path, kept.Size, current.Size))
+		return kept, nil
+	}
+	rest := b[len(current.Note):]
+	for _, w := range ws.list {
+		lines := cosignatureLines(rest, w.Verifier)
+		if lines == nil {
+			continue
+		}
+		at, err := Cosigned(append(bytes.Clone(current.Note), lines...), w.Verifier)
+		if err != nil {
+			kept.Dropped = append(kept.Dropped, fmt.Sprintf("%s: %v: not served", path, err))
+			continue
+		}
+		w.mu.Lock()
+		w.known, w.cosigned, w.lines, w.at = current.Size, current, lines, at
+		w.mu.Unlock()
+		kept.Restored = append(kept.Restored, w.Name())
+	}
+	return kept, nil
+}
+
+// checkpointSize is the tree size a checkpoint note states on its second
+// line, -1 when it states none.
+func checkpointSize(note []byte) int64 {
+	lines := strings.SplitN(string(note), "\n", 3)
+	if len(lines) < 3 {
+		return -1
+	}
+	n, err := strconv.ParseInt(lines[1], 10, 64)
+	if err != nil || n < 0 {
+		return -1
+	}
+	return n
+}
+
+// keepCosigned writes the newest checkpoint a witness cosigned, with the
+// cosignatures every witness made of it, to the file of KeepCosigned (when
+// it changed). A failure is logged when it starts a run of failures, and
+// the recovery.
+func (ws *Witnesses) keepCosigned() {
+	ws.keepMu.Lock()
+	defer ws.keepMu.Unlock()
+	if ws.keep == "" {
+		return
+	}
+	newest := flagadmin.Checkpoint{Size: -1}
+	for _, w := range ws.list {
+		w.mu.Lock()
+		if w.cosigned.Size > newest.Size {
+			newest = w.cosigned
+		}
+		w.mu.Unlock()
+	}
+	if newest.Size < 0 {
+		return
+	}
+	note := ws.Cosign(newest).Note
+	if bytes.Equal(note, ws.kept) {
+		return
+	}
+	err := replaceFile(ws.keep, note)
+	switch {
+	case err != nil && ws.keepErr == nil:
+		ws.log.Warn("log: cannot keep the cosigned checkpoint; a restart serves the checkpoint uncosigned until the witnesses answer again",
+			"file", ws.keep, "problem", err)
+	case err == nil && ws.keepErr != nil:
+		ws.log.Info("log: the cosigned checkpoint is kept again", "file", ws.keep, "size", newest.Size)
+	}
+	ws.keepErr = err
+	if err == nil {
+		ws.kept = note
 	}
 }

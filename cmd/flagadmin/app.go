@@ -29,7 +29,8 @@ const (
 	startTimeout = 2 * time.Minute
 	// stopTimeout bounds the graceful stop: in-flight requests get this long to finish.
 	stopTimeout = 30 * time.Second
-	// openTimeout bounds opening (and migrating) the database.
+	// openTimeout bounds opening the database, and the migrations serve
+	// runs at start-up (those of flagadmin migrate are not bounded).
 	openTimeout = time.Minute
 
 	readHeaderTimeout = 10 * time.Second
@@ -107,9 +108,7 @@ func newFxLogger(cfg Config, log *slog.Logger) fxevent.Logger {
 // runs stop hooks in the reverse order of their constructors, and the
 // server depends on the store).
 func newStore(lc fx.Lifecycle, cfg Config, log *slog.Logger) (flagadmin.Store, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), openTimeout)
-	defer cancel()
-	store, closeStore, err := openStore(ctx, cfg.DB, log, true, cfg.DBTimeout)
+	store, closeStore, err := openServedStore(context.Background(), cfg, log, openTimeout)
 	if err != nil {
 		return nil, err
 	}

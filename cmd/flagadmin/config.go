@@ -295,7 +295,7 @@ func (s *settings) config(fs *flag.FlagSet) (Config, error) {
 			return err
 		}},
 		{s.logWitness, func(raw string) (err error) {
-			cfg.LogWitnesses, err = parseLogWitnesses(raw, cfg.LogKey)
+			cfg.LogWitnesses, err = parseLogWitnesses(raw, cfg.LogKey, cfg.DB)
 			return err
 		}},
 		{s.retention, into(&cfg.Retention, parseRetention)},

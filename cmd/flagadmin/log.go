@@ -41,14 +41,15 @@ func bindLogSettings(bind func(name, env, def, usage string, unleash unleashRead
 			"the newest at GET /api/admin/log/checkpoint. Give every server on one database the same key", nil)
 	logState = bind("log-state", envLogState, "",
 		"with --log-key: the `FILE` the server keeps the last checkpoint it signed in, outside the database\n"+
-			"(default: the key's file + "+tlog.StateSuffix+", none on memory:); it never signs a log that does\n"+
-			"not extend it.\n"+
+			"(default: the key's file + "+tlog.StateSuffix+"; none on memory: or sqlite::memory:, refused with them).\n"+
+			"It never signs a log that does not extend it.\n"+
 			"Each server keeps its own, on a disk the database's operators cannot write", nil)
 	logWitness = bind("log-witness", envLogWitness, "",
 		"with --log-key: a `WITNESS` to submit each checkpoint to, written URL=KEY: the witness's prefix\n"+
 			"(C2SP tlog-witness: checkpoints go to URL/add-checkpoint) and its verifier key. Repeat the flag,\n"+
 			"or separate witnesses with commas. The server serves each checkpoint with the cosignatures\n"+
-			"it got; a witness that cannot be reached leaves them uncosigned and never delays a write", nil)
+			"it got; a witness that cannot be reached leaves them uncosigned and never delays a write.\n"+
+			"Refused with --db memory: or sqlite::memory:, whose log starts empty in every process", nil)
 	retention = bind("retention", envRetention, "",
 		"the `DURATION` events are kept, such as 90d or 2160h; older ones are pruned in small batches\n"+
 			"in the background, except those of projects under a legal hold (flagadmin log hold). Their\n"+
@@ -58,8 +59,10 @@ func bindLogSettings(bind func(name, env, def, usage string, unleash unleashRead
 }
 
 // parseLogWitnesses reads --log-witness: witnesses as URL=KEY, separated
-// by commas; none when empty.
-func parseLogWitnesses(raw, keyFile string) ([]tlog.Witness, error) {
+// by commas; none when empty. A database in memory is refused: a witness
+// remembers the largest tree of the log it cosigned, and would refuse
+// every checkpoint of the new, empty log of the next process.
+func parseLogWitnesses(raw, keyFile, dbURL string) ([]tlog.Witness, error) {
 	var list []tlog.Witness
 	seen := map[string]bool{}
 	for item := range strings.SplitSeq(raw, ",") {
@@ -77,8 +80,12 @@ func parseLogWitnesses(raw, keyFile string) ([]tlog.Witness, error) {
 		seen[w.Name()] = true
 		list = append(list, w)
 	}
-	if len(list) > 0 && keyFile == "" {
+	switch {
+	case len(list) > 0 && keyFile == "":
 		return nil, errors.New("needs --log-key: witnesses cosign the checkpoints the server signs")
+	case len(list) > 0 && inMemory(dbURL):
+		return nil, fmt.Errorf("--db %s starts empty in every process, and a witness remembers the largest tree it cosigned: "+
+			"after a restart it would refuse every checkpoint of the new log, for ever; give a database (sqlite:PATH, postgres://..., mysql://...)", dbURL)
 	}
 	return list, nil
 }
@@ -114,16 +121,17 @@ func parseLogWitness(item string) (tlog.Witness, error) {
 }
 
 // parseLogState reads --log-state: a file name beside a key file, by
-// default the key's file + tlog.StateSuffix; none on memory:, whose log
-// starts empty in every process.
+// default the key's file + tlog.StateSuffix; none on a database in memory,
+// whose log starts empty in every process (a checkpoint kept from the last
+// one would make the next refuse to sign: its log does not extend it).
 func parseLogState(raw, keyFile, dbURL string) (string, error) {
 	raw = strings.TrimSpace(raw)
 	switch {
 	case keyFile == "" && raw != "":
 		return "", errors.New("needs --log-key: only a server that signs checkpoints keeps one")
-	case dbURL == memoryURL && raw != "":
-		return "", errors.New("memory: starts empty in every process, so no checkpoint survives it; give a database")
-	case keyFile == "", dbURL == memoryURL:
+	case inMemory(dbURL) && raw != "":
+		return "", fmt.Errorf("--db %s starts empty in every process, so the next one would refuse to sign a log that does not extend the checkpoint kept; give a database (sqlite:PATH, postgres://..., mysql://...)", dbURL)
+	case keyFile == "", inMemory(dbURL):
 		return "", nil
 	case raw == "":
 		raw = keyFile + tlog.StateSuffix
@@ -203,6 +211,8 @@ type logParts struct {
 	witnesses *tlog.Witnesses
 	// created says that the state file did not exist and was created.
 	created *tlog.StateCreated
+	// cosigned is what was read of the kept cosigned checkpoint.
+	cosigned tlog.KeptCosignatures
 }
 
 // config is what the Service is given (zero without a log).
@@ -279,8 +289,34 @@ func newLogParts(opened flagadmin.Store, cfg Config, log *slog.Logger) (*logPart
 		if p.created, err = signer.KeepState(ctx, cfg.LogState); err != nil {
 			return nil, cliErrorf("--log-state: %s", flat(err))
 		}
+		if p.witnesses != nil {
+			if err := p.keepCosigned(ctx, cosignedFile(cfg)); err != nil {
+				return nil, err
+			}
+		}
 	}
 	return p, nil
+}
+
+// cosignedFile is the file the server keeps its newest cosigned checkpoint
+// in: beside the state file, named after it.
+func cosignedFile(cfg Config) string { return cfg.LogState + tlog.CosignedSuffix }
+
+// keepCosigned has the witnesses keep their newest cosigned checkpoint in
+// file, and serve at once the cosignatures it holds of the log's current
+// checkpoint: the newest of the database's and of the state file's.
+func (p *logParts) keepCosigned(ctx context.Context, file string) error {
+	current, err := p.store.LatestCheckpoint(ctx)
+	if err != nil && !errors.Is(err, flagadmin.ErrNotFound) {
+		return cliErrorf("--log-witness: cannot read the newest checkpoint: %s", withCause(err))
+	}
+	if saved, ok := p.signer.Saved(); ok && (err != nil || saved.Size > current.Size) {
+		current = saved
+	}
+	if p.cosigned, err = p.witnesses.KeepCosigned(file, current); err != nil {
+		return cliErrorf("--log-witness: %s", flat(err))
+	}
+	return nil
 }
 
 // startLog runs the log's upkeep and, with a retention, its pruner, and
@@ -319,6 +355,7 @@ func startLog(lc fx.Lifecycle, parts *logParts, cfg Config, log *slog.Logger, m 
 				for _, w := range cfg.LogWitnesses {
 					log.Info("log: submitting checkpoints to a witness", "witness", w.Name(), "url", w.URL)
 				}
+				logKeptCosignatures(log, parts.cosigned, cosignedFile(cfg))
 				wg.Go(func() { parts.witnesses.Run(ctx) })
 			}
 			wg.Go(func() { keeper.Run(ctx) })
@@ -340,6 +377,18 @@ func startLog(lc fx.Lifecycle, parts *logParts, cfg Config, log *slog.Logger, m 
 			}
 		},
 	})
+}
+
+// logKeptCosignatures says which cosignatures kept in file the server
+// serves from the start, and which it does not, and why.
+func logKeptCosignatures(log *slog.Logger, kept tlog.KeptCosignatures, file string) {
+	if len(kept.Restored) > 0 {
+		log.Info("log: serving the cosignatures kept of the current checkpoint", "file", file, "size", kept.Size,
+			"witnesses", strings.Join(kept.Restored, ","))
+	}
+	for _, why := range kept.Dropped {
+		log.Warn("log: a kept cosignature is not served; the witnesses are asked again", "problem", why)
+	}
 }
 
 // recordRetention records the server's retention rule in the log when it

@@ -241,9 +241,12 @@ func TestLogStateFileCreatedAndFlags(t *testing.T) {
 	if err != nil || cfg.LogState != signing+tlog.StateSuffix {
 		t.Errorf("default --log-state: %q (%v), want %q", cfg.LogState, err, signing+tlog.StateSuffix)
 	}
-	// memory: starts empty in every process: no state survives it.
-	if cfg, err := parseServe(t, nil, "--log-key", signing, "--db", "memory:"); err != nil || cfg.LogState != "" {
-		t.Errorf("--log-state on memory:: %q (%v), want none", cfg.LogState, err)
+	// A database in memory starts empty in every process: no state
+	// survives it (the next process would refuse to sign its new log).
+	for _, db := range []string{"memory:", "sqlite::memory:"} {
+		if cfg, err := parseServe(t, nil, "--log-key", signing, "--db", db); err != nil || cfg.LogState != "" {
+			t.Errorf("--log-state on %s: %q (%v), want none", db, cfg.LogState, err)
+		}
 	}
 	notCheckpoint := filepath.Join(t.TempDir(), "junk")
 	os.WriteFile(notCheckpoint, []byte("junk\n"), 0o644)
@@ -252,7 +255,8 @@ func TestLogStateFileCreatedAndFlags(t *testing.T) {
 		want string
 	}{
 		{[]string{"--log-state", "x.checkpoint"}, "--log-state: needs --log-key"},
-		{[]string{"--log-key", signing, "--db", "memory:", "--log-state", "x.checkpoint"}, "--log-state: memory: starts empty in every process"},
+		{[]string{"--log-key", signing, "--db", "memory:", "--log-state", "x.checkpoint"}, "--log-state: --db memory: starts empty in every process"},
+		{[]string{"--log-key", signing, "--db", "sqlite::memory:", "--log-state", "x.checkpoint"}, "--log-state: --db sqlite::memory: starts empty in every process"},
 		{[]string{"--log-key", signing, "--log-state", t.TempDir()}, "--log-state: " + os.TempDir()},
 		{[]string{"--log-key", signing, "--log-state", "/nonexistent/dir/x.checkpoint"}, "--log-state: the directory of /nonexistent/dir/x.checkpoint does not exist"},
 	} {

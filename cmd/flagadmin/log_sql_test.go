@@ -173,8 +173,8 @@ func TestLogVerifyOnSQLNamesTheTamperedEvent(t *testing.T) {
 					return fmt.Sprintf("event %d (leaf 29) was removed: its leaf's recorded fields do not hash to its leaf hash", ids[29])
 				}},
 				{"one inserted", func(ids []int64) []string {
-					return []string{fmt.Sprintf(`INSERT INTO events (id, created_at, type, created_by, search_payload, search_meta)
-						VALUES (%d, 1767225600000, 'feature-updated', 'mallory', '', '')`, ids[len(ids)-1]+1)}
+					return []string{fmt.Sprintf(`INSERT INTO events (id, created_at, type, created_by, search_payload, search_meta, salt)
+						SELECT %d, 1767225600000, 'feature-updated', 'mallory', '', '', salt FROM events WHERE id = %d`, ids[len(ids)-1]+1, ids[0])}
 				}, func(ids []int64) string {
 					return fmt.Sprintf("event %d was inserted: it has no leaf in the log", ids[len(ids)-1]+1)
 				}},

@@ -18,6 +18,12 @@ import (
 // memoryURL is the database URL of the in-memory store.
 const memoryURL = "memory:"
 
+// inMemory reports whether a database URL names a database that lives in
+// the process and starts empty in the next: memory: and sqlite::memory:.
+func inMemory(dbURL string) bool {
+	return dbURL == memoryURL || dbURL == "sqlite::memory:"
+}
+
 // openStore opens the store of a database URL checked by parseDBURL:
 // memory: is a new memstore, anything else a bunstore (which checks that the
 // database is reachable), migrated to the current schema when migrate is
@@ -33,6 +39,50 @@ func openStore(ctx context.Context, dbURL string, log *slog.Logger, migrate bool
 		return nil, nil, err
 	}
 	return store, store.Close, nil
+}
+
+// openServedStore opens the store of the server: memory: as openStore
+// does, a database within openTimeout, then migrated within bound (the
+// migrations are logged as they start). A migration still running at
+// the bound, such as the rebuild of a large log, fails start-up with a
+// line that says to run flagadmin migrate first, which has no bound.
+func openServedStore(ctx context.Context, cfg Config, log *slog.Logger, bound time.Duration) (flagadmin.Store, func() error, error) {
+	if cfg.DB == memoryURL {
+		return openStore(ctx, cfg.DB, log, false, cfg.DBTimeout)
+	}
+	openCtx, cancel := context.WithTimeout(ctx, openTimeout)
+	defer cancel()
+	store, err := openBunstore(openCtx, cfg.DB, log, false, bunstore.WithTimeout(cfg.DBTimeout))
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := migrateAtStart(ctx, store, cfg.DB, log, bound); err != nil {
+		store.Close()
+		return nil, nil, err
+	}
+	return store, store.Close, nil
+}
+
+// migrateAtStart applies the migrations store lacks within bound, logging
+// each as it starts.
+func migrateAtStart(ctx context.Context, store *bunstore.Store, dbURL string, log *slog.Logger, bound time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, bound)
+	defer cancel()
+	running := "the migrations"
+	err := store.Migrate(ctx, bunstore.WithProgress(func(m bunstore.MigrationStep) {
+		if !m.Done && m.Progress == "" {
+			running = "the migration " + m.Name + " (" + m.Comment + ")"
+			log.Info("migrating the database", "db", bunstore.RedactURL(dbURL), "step", m.Name, "what", m.Comment)
+		}
+	}))
+	switch {
+	case err != nil && ctx.Err() == context.DeadlineExceeded:
+		return cliErrorf("migrate %s: %s did not finish within the %v serve gives it at start-up; run flagadmin migrate first, with the same --db "+
+			"(it has no time limit and shows its progress), then start serve again", bunstore.RedactURL(dbURL), running, bound)
+	case err != nil:
+		return cliErrorf("migrate %s: %s", bunstore.RedactURL(dbURL), flat(err))
+	}
+	return nil
 }
 
 // existingDatabase refuses a SQLite database file that does not exist
@@ -75,6 +125,9 @@ func openExisting(ctx context.Context, dbURL string, log *slog.Logger, migrate b
 		err = cliErrorf("cannot read the schema of %s: %s", bunstore.RedactURL(dbURL), withCause(err))
 	case schema.Empty():
 		err = cliErrorf("database %s has no flagadmin schema: give the --db of the server (flagadmin migrate or serve creates one)", bunstore.RedactURL(dbURL))
+	case len(schema.Unknown) > 0:
+		err = cliErrorf("database %s was migrated by a newer flagadmin (it has migrations %s, which this one does not know): run that flagadmin or a newer one",
+			bunstore.RedactURL(dbURL), strings.Join(schema.Unknown, ", "))
 	case len(schema.Pending) > 0 && !migrate:
 		err = cliErrorf("database %s has the schema of an older flagadmin: run flagadmin migrate on it first", bunstore.RedactURL(dbURL))
 	case len(schema.Pending) > 0:

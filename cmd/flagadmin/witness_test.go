@@ -3,7 +3,9 @@ package main
 import (
 	"crypto/ed25519"
 	"crypto/rand"
+	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -60,6 +62,10 @@ func TestConfigLogWitness(t *testing.T) {
 		{[]string{"--log-key", signing, "--log-witness", "https://w1.example=not-a-key"}, "not a witness verifier key"},
 		{[]string{"--log-key", signing, "--log-witness", "https://w1.example=PRIVATE+KEY+x+1234+abcd"}, "this is a signing key"},
 		{[]string{"--log-key", signing, "--log-witness", "https://w1.example=" + one + ",https://w2.example=" + one}, "two witnesses are named witness.example/one"},
+		// A witness of a log that starts empty in every process would
+		// refuse it for ever after the first restart.
+		{[]string{"--db", "memory:", "--log-key", signing, "--log-witness", "https://w1.example=" + one}, "--log-witness: --db memory: starts empty in every process, and a witness remembers the largest tree it cosigned"},
+		{[]string{"--db", "sqlite::memory:", "--log-key", signing, "--log-witness", "https://w1.example=" + one}, "--log-witness: --db sqlite::memory: starts empty"},
 	} {
 		_, err := parseServe(t, nil, c.args...)
 		if err == nil || !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), "\n") {
@@ -222,4 +228,70 @@ func copyFile(t *testing.T, from, to string) {
 func lastLine(out string) string {
 	lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
 	return lines[len(lines)-1]
+}
+
+// TestServeKeepsItsCosignatures: the server keeps the newest cosigned
+// checkpoint beside its state file, and started again serves it cosigned
+// at once, while the witness is down; a file edited to hold a cosignature
+// that does not verify is not served, and the log says so.
+func TestServeKeepsItsCosignatures(t *testing.T) {
+	signing, verifier := keyFiles(t)
+	b, _ := os.ReadFile(verifier)
+	w := witnesstest.Start(t, "witness.test/lite", "flagadmin.test/log", strings.TrimSpace(string(b)))
+	dir := t.TempDir()
+	cfg := signingConfig(t, "sqlite:"+filepath.Join(dir, "flagadmin.db"), signing, filepath.Join(dir, "log.key.checkpoint"))
+	cfg.Demo = true
+	cfg.LogWitnesses = []tlog.Witness{{URL: w.URL, Verifier: mustWitnessKey(t, w.VerifierKey)}}
+	kept := cfg.LogState + tlog.CosignedSuffix
+	base, _, stop := restartableApp(t, cfg)
+	served := func(base string) string {
+		status, body := call(t, http.MethodGet, base+"/api/admin/log/checkpoint", demoAdmin, "")
+		if status != http.StatusOK {
+			return fmt.Sprintf("%d\n%s", status, body)
+		}
+		return string(body)
+	}
+	var cosigned string
+	waitFor(t, "the cosigned checkpoint of 44 events kept beside the state file", func() bool {
+		cosigned = served(base)
+		b, _ := os.ReadFile(kept)
+		return strings.Split(cosigned, "\n")[1] == "44" && strings.Contains(cosigned, "— witness.test/lite ") && string(b) == cosigned
+	})
+	stop()
+
+	// The witness is down: the server started again serves the cosigned
+	// checkpoint from its first request, and log verify --witness passes.
+	w.Stop()
+	cfg.Demo = false
+	base, stderr, stop := restartableApp(t, cfg)
+	if got := served(base); got != cosigned {
+		t.Errorf("the first checkpoint served after a restart:\n%s\nwant the cosigned one:\n%s", got, cosigned)
+	}
+	if !strings.Contains(stderr.String(), "log: serving the cosignatures kept of the current checkpoint") {
+		t.Errorf("the server does not say it serves the kept cosignatures:\n%s", stderr)
+	}
+	code, stdout, errOut := runCLI(t, nil, "log", "verify", "--url", base, "--token", demoAdmin, "--key", verifier, "--witness", w.VerifierKey)
+	if code != 0 || !strings.Contains(stdout, "witness: witness.test/lite cosigned the checkpoint at ") {
+		t.Errorf("log verify --witness after a restart: exit %d\nstdout %s\nstderr %s", code, stdout, errOut)
+	}
+	stop()
+
+	// The file edited: the witness's signature changed by one bit.
+	i := strings.LastIndex(cosigned, "— witness.test/lite ") + len("— witness.test/lite ")
+	sig, err := base64.StdEncoding.DecodeString(strings.TrimSuffix(cosigned[i:], "\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sig[len(sig)-1] ^= 1
+	edited := cosigned[:i] + base64.StdEncoding.EncodeToString(sig) + "\n"
+	if err := os.WriteFile(kept, []byte(edited), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	base, stderr, _ = restartableApp(t, cfg)
+	if got := served(base); strings.Contains(got, "witness.test/lite") {
+		t.Errorf("an edited cosignature is served:\n%s", got)
+	}
+	if !strings.Contains(stderr.String(), "log: a kept cosignature is not served") || !strings.Contains(stderr.String(), "does not verify") {
+		t.Errorf("the server does not say it drops the edited cosignature:\n%s", stderr)
+	}
 }
