@@ -20,6 +20,57 @@ import (
 // assumptions), the events after a position, the writers of the events
 // table, and whether the schema still has what it reads.
 
+// followSource is what a follower reads of an Unleash database, on one
+// connection: *Source, or a fake that drives the follower's steps in its
+// tests. Each method is a reading; the rules (when an id is settled, when
+// the source is another database, when following stops) are the
+// follower's.
+type followSource interface {
+	// identity reads who the source is, and checks that its event ids
+	// can be followed (errNotFollowable when they cannot).
+	identity(ctx context.Context, name string) (flagadmin.FollowSource, error)
+	// schema is the schema as last inspected; reinspect reads it again.
+	schema() sourceSchema
+	reinspect(ctx context.Context, where string) error
+	// lastDrawnID is the largest event id the source has handed out.
+	lastDrawnID(ctx context.Context) (int64, error)
+	// eventsAfter reads, in one snapshot, at most limit events above
+	// after, mapped; ids lists every id read, skipped events' too.
+	eventsAfter(ctx context.Context, after int64, limit int) (events []flagadmin.Event, ids []int64, err error)
+	// writers are the transactions that hold a write lock on the events
+	// table now (the gap rule's readings).
+	writers(ctx context.Context) ([]string, error)
+	// newestEventID is the largest event id visible now, 0 for none.
+	newestEventID(ctx context.Context) (int64, error)
+	// readWorldNow reads and maps the world in one snapshot, keeping the
+	// flags of prev when what they are mapped from did not change.
+	readWorldNow(ctx context.Context, now time.Time, prev *worldState) (*worldState, error)
+	// snapshot reads what the first import loads, in one snapshot, and
+	// calls use while that snapshot is open.
+	snapshot(ctx context.Context, now time.Time, r snapshotReading, use func(*sourceSnapshot) error) error
+	// firstCommitted is the smallest id of ranges visible now, 0 for none.
+	firstCommitted(ctx context.Context, ranges [][2]int64) (int64, error)
+	Close() error
+}
+
+var _ followSource = (*Source)(nil)
+
+// sourceSchema is what a follower knows of a source's schema.
+type sourceSchema struct {
+	// readSet lists what the follower reads of it (Source.readSet).
+	readSet []string
+	// migration is the newest applied migration, migrations their number.
+	migration  string
+	migrations int
+	// newer: the schema is newer than the newest this package was tested with.
+	newer bool
+}
+
+// schema implements followSource.
+func (s *Source) schema() sourceSchema {
+	return sourceSchema{readSet: s.readSet(), migration: s.LastMigration, migrations: s.Migrations, newer: s.Newer()}
+}
+
 // errNotFollowable: the source cannot be followed as it is (a standby, a
 // sequence that hands out ids out of order). Following stops for good.
 var errNotFollowable = errors.New("the Unleash database cannot be followed")
@@ -69,23 +120,18 @@ func (s *Source) readSet() []string {
 	return out
 }
 
-// lost lists the entries of was (a readSet) the schema no longer has.
-func (s *Source) lost(was []string) []string {
-	var out []string
-	for _, name := range was {
-		if !s.has[name] {
-			out = append(out, name)
+// stillHas stops following (an error wrapping ErrFollowStopped) when the
+// schema now lost an entry of was, what the follower read of it when it
+// started (nil: nothing to compare yet).
+func stillHas(was []string, now sourceSchema, name string) error {
+	var lost []string
+	for _, entry := range was {
+		if !slices.Contains(now.readSet, entry) {
+			lost = append(lost, entry)
 		}
 	}
-	return out
-}
-
-// stillHas stops following (an error wrapping ErrFollowStopped) when the
-// schema lost an entry of readSet, what the follower read of it when it
-// started (nil: nothing to compare yet).
-func (s *Source) stillHas(readSet []string, name string) error {
-	if lost := s.lost(readSet); len(lost) > 0 {
-		return stopf("the Unleash database at %s no longer has %s, which flagadmin reads (its schema is at migration %s)", name, describeLost(lost), s.LastMigration)
+	if len(lost) > 0 {
+		return stopf("the Unleash database at %s no longer has %s, which flagadmin reads (its schema is at migration %s)", name, describeLost(lost), now.migration)
 	}
 	return nil
 }
@@ -118,15 +164,14 @@ func SourceName(rawURL string) string {
 // identity reads who the source is, and checks that its event ids can be
 // followed (the gap rule's assumptions): a primary, not a standby; an
 // events.id drawn from a sequence with CACHE 1 and a positive increment.
-// It also returns the oid of the events table (for the writers).
-func (s *Source) identity(ctx context.Context, name string) (flagadmin.FollowSource, uint32, error) {
+func (s *Source) identity(ctx context.Context, name string) (flagadmin.FollowSource, error) {
 	src := flagadmin.FollowSource{URL: name}
 	var standby bool
 	if err := s.conn.QueryRow(ctx, `SELECT current_database(), pg_is_in_recovery()`).Scan(&src.Database, &standby); err != nil {
-		return src, 0, sourceFailure(err)
+		return src, sourceFailure(err)
 	}
 	if standby {
-		return src, 0, fmt.Errorf("%w: %s is a standby (in recovery); follow the primary: a standby does not show the primary's open transactions, which the follower waits for", errNotFollowable, name)
+		return src, fmt.Errorf("%w: %s is a standby (in recovery); follow the primary: a standby does not show the primary's open transactions, which the follower waits for", errNotFollowable, name)
 	}
 	// The cluster's identity. pg_control_system() is open to every role
 	// by default; where it is not, the database name alone identifies.
@@ -134,41 +179,40 @@ func (s *Source) identity(ctx context.Context, name string) (flagadmin.FollowSou
 	if err := s.conn.QueryRow(ctx, `SELECT system_identifier::text FROM pg_control_system()`).Scan(&sysID); err != nil {
 		var pe *pgconn.PgError
 		if !errors.As(err, &pe) || pe.Code != "42501" {
-			return src, 0, sourceFailure(err)
+			return src, sourceFailure(err)
 		}
 	} else if sysID != nil {
 		src.SystemID = *sysID
 	}
-	var oid uint32
 	var seq *string
-	if err := s.conn.QueryRow(ctx, `SELECT 'events'::regclass::oid, pg_get_serial_sequence('events', 'id')`).Scan(&oid, &seq); err != nil {
-		return src, 0, sourceFailure(err)
+	if err := s.conn.QueryRow(ctx, `SELECT pg_get_serial_sequence('events', 'id')`).Scan(&seq); err != nil {
+		return src, sourceFailure(err)
 	}
 	if seq == nil {
-		return src, 0, fmt.Errorf("%w: events.id of %s is not drawn from a sequence", errNotFollowable, name)
+		return src, fmt.Errorf("%w: events.id of %s is not drawn from a sequence", errNotFollowable, name)
 	}
 	var cache, increment int64
 	err := s.conn.QueryRow(ctx, `SELECT seqcache, seqincrement FROM pg_sequence WHERE seqrelid = $1::regclass`, *seq).Scan(&cache, &increment)
 	if err != nil {
-		return src, 0, sourceFailure(err)
+		return src, sourceFailure(err)
 	}
 	s.eventSeq = *seq
 	if cache != 1 || increment <= 0 {
-		return src, 0, fmt.Errorf("%w: the sequence %s of %s has CACHE %d and INCREMENT %d; event ids are followed in order only with CACHE 1 and a positive increment (Unleash's own: ALTER SEQUENCE %s CACHE 1)",
+		return src, fmt.Errorf("%w: the sequence %s of %s has CACHE %d and INCREMENT %d; event ids are followed in order only with CACHE 1 and a positive increment (Unleash's own: ALTER SEQUENCE %s CACHE 1)",
 			errNotFollowable, *seq, name, cache, increment, *seq)
 	}
-	return src, oid, nil
+	return src, nil
 }
 
 // writers returns the transactions that hold a write lock on the events
 // table now (pg_locks' virtualtransaction, fast-path locks included),
 // sorted: the gap rule's readings.
-func (s *Source) writers(ctx context.Context, eventsOID uint32) ([]string, error) {
+func (s *Source) writers(ctx context.Context) ([]string, error) {
 	rows, err := s.conn.Query(ctx, `SELECT DISTINCT virtualtransaction FROM pg_locks
-		WHERE locktype = 'relation' AND relation = $1
+		WHERE locktype = 'relation' AND relation = 'events'::regclass
 		  AND database = (SELECT oid FROM pg_database WHERE datname = current_database())
 		  AND granted AND mode NOT IN ('AccessShareLock', 'RowShareLock')
-		ORDER BY 1`, eventsOID)
+		ORDER BY 1`)
 	if err != nil {
 		return nil, err
 	}
@@ -251,6 +295,52 @@ func (s *Source) readWorldNow(ctx context.Context, now time.Time, prev *worldSta
 		return nil, err
 	}
 	return stateOf(w), tx.Commit(ctx)
+}
+
+// snapshotReading tunes the first import's reading of the world and the
+// events.
+type snapshotReading struct {
+	sum       *Summary  // receives the counts
+	prog      *progress // receives the progress
+	batchSize int       // how many events are emitted at a time
+}
+
+// sourceSnapshot is what the first import loads, as one snapshot of the
+// source shows it.
+type sourceSnapshot struct {
+	world *world
+	// newest is the largest event id visible; ranges are the runs of ids
+	// missing below it (gapRanges).
+	newest int64
+	ranges [][2]int64
+	// events reads the snapshot's events up to upTo, id ascending, mapped,
+	// in batches to emit.
+	events func(upTo int64, emit func([]flagadmin.Event) error) error
+}
+
+// snapshot implements followSource: it reads in one read-only snapshot
+// the world (with the flags' key, reader.featuresKey), the newest event
+// id and the missing ids, and calls use while the snapshot is open.
+func (s *Source) snapshot(ctx context.Context, now time.Time, opts snapshotReading, use func(*sourceSnapshot) error) error {
+	tx, err := s.conn.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback(context.WithoutCancel(ctx))
+	r := &reader{src: s, tx: tx, sum: opts.sum, prog: opts.prog, batchSize: opts.batchSize, keyFeatures: true}
+	snap := &sourceSnapshot{events: func(upTo int64, emit func([]flagadmin.Event) error) error {
+		return r.readEvents(ctx, eventMode{upTo: upTo}, emit)
+	}}
+	if snap.world, err = r.readWorld(ctx, now); err != nil {
+		return err
+	}
+	if err := tx.QueryRow(ctx, `SELECT coalesce(max(id), 0) FROM events`).Scan(&snap.newest); err != nil {
+		return err
+	}
+	if snap.ranges, err = gapRanges(ctx, tx); err != nil {
+		return err
+	}
+	return use(snap)
 }
 
 // gapRanges returns the runs of ids missing between the smallest id

@@ -108,18 +108,11 @@ func currentStage(rows []lifecycleRow, archived bool) (flagadmin.Lifecycle, []st
 	var notes []string
 	for i := range rows {
 		r := &rows[i]
-		rank, ok := stageRank[r.stage]
-		switch {
-		case !ok:
-			notes = append(notes, fmt.Sprintf("unknown lifecycle stage %q passed over", r.stage))
-			continue
-		case r.stage == flagadmin.StageArchived && !archived:
-			continue
-		case r.stage == flagadmin.StageCompleted && r.status != flagadmin.StatusKept && r.status != flagadmin.StatusDiscarded:
-			notes = append(notes, fmt.Sprintf("completed stage with status %q passed over", r.status))
-			continue
+		ok, note := stageCounts(r, archived)
+		if note != "" {
+			notes = append(notes, note)
 		}
-		if best == nil || rank > stageRank[best.stage] || (rank == stageRank[best.stage] && r.at.After(best.at)) {
+		if ok && (best == nil || laterStage(r, best)) {
 			best = r
 		}
 	}
@@ -127,18 +120,36 @@ func currentStage(rows []lifecycleRow, archived bool) (flagadmin.Lifecycle, []st
 		return flagadmin.Lifecycle{Stage: flagadmin.StageInitial}, notes
 	}
 	lc := flagadmin.Lifecycle{Stage: best.stage}
-	if best.stage == flagadmin.StageCompleted {
+	switch best.stage {
+	case flagadmin.StageCompleted:
 		lc.Status, lc.StatusValue = best.status, best.statusValue
-	}
-	if best.stage == flagadmin.StageArchived {
-		for _, r := range rows {
-			if r.stage == flagadmin.StageCompleted {
-				notes = append(notes, "completed, then archived: the stage is archived, the outcome is in the events")
-				break
-			}
+	case flagadmin.StageArchived:
+		if slices.ContainsFunc(rows, func(r lifecycleRow) bool { return r.stage == flagadmin.StageCompleted }) {
+			notes = append(notes, "completed, then archived: the stage is archived, the outcome is in the events")
 		}
 	}
 	return lc, notes
+}
+
+// stageCounts reports whether a lifecycle row can be a flag's stage
+// (currentStage), and why not when that is worth a note.
+func stageCounts(r *lifecycleRow, archived bool) (bool, string) {
+	switch _, known := stageRank[r.stage]; {
+	case !known:
+		return false, fmt.Sprintf("unknown lifecycle stage %q passed over", r.stage)
+	case r.stage == flagadmin.StageArchived && !archived:
+		return false, ""
+	case r.stage == flagadmin.StageCompleted && r.status != flagadmin.StatusKept && r.status != flagadmin.StatusDiscarded:
+		return false, fmt.Sprintf("completed stage with status %q passed over", r.status)
+	}
+	return true, ""
+}
+
+// laterStage reports whether r is further in the lifecycle than best, or
+// as far and newer.
+func laterStage(r, best *lifecycleRow) bool {
+	rank, bestRank := stageRank[r.stage], stageRank[best.stage]
+	return rank > bestRank || (rank == bestRank && r.at.After(best.at))
 }
 
 // tokenType maps api_tokens.type: admin; client, which Unleash 8 calls

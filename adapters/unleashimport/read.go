@@ -110,20 +110,7 @@ func (r *reader) readRoles(ctx context.Context, w *world) error {
 }
 
 func (r *reader) readUsers(ctx context.Context, w *world) error {
-	// Root roles first: role_user rows whose role is a root role.
-	root := map[int64]string{}
-	err := r.each(ctx, `SELECT user_id, role_id FROM role_user ORDER BY user_id, role_id`, func(rows pgx.Rows) error {
-		var uid, rid int64
-		if err := rows.Scan(&uid, &rid); err != nil {
-			return err
-		}
-		if ro, ok := w.roles[rid]; ok && isRootRoleType(ro.typ) {
-			if have, ok := root[uid]; !ok || rootRank(ro.name) > rootRank(have) {
-				root[uid] = ro.name
-			}
-		}
-		return nil
-	})
+	root, err := r.readRootRoles(ctx, w)
 	if err != nil {
 		return err
 	}
@@ -144,15 +131,8 @@ func (r *reader) readUsers(ctx context.Context, w *world) error {
 			k = sa
 		}
 		k.Read++
-		switch {
-		case system || u.ID <= 0:
-			k.skip("system users (Unleash's own actors; their events keep their ids)")
-			return nil
-		case deleted:
-			k.skip("deleted")
-			return nil
-		case u.Name == "" && u.Username == "" && u.Email == "":
-			k.skip("no name, username or email")
+		if why := userSkipped(u, system, deleted); why != "" {
+			k.skip(why)
 			return nil
 		}
 		name, found := root[u.ID]
@@ -171,6 +151,38 @@ func (r *reader) readUsers(ctx context.Context, w *world) error {
 	}
 	r.prog.table("users", c.Read+sa.Read)
 	return nil
+}
+
+// readRootRoles returns each user's root role: of its role_user rows
+// whose role is a root role, the highest.
+func (r *reader) readRootRoles(ctx context.Context, w *world) (map[int64]string, error) {
+	root := map[int64]string{}
+	err := r.each(ctx, `SELECT user_id, role_id FROM role_user ORDER BY user_id, role_id`, func(rows pgx.Rows) error {
+		var uid, rid int64
+		if err := rows.Scan(&uid, &rid); err != nil {
+			return err
+		}
+		if ro, ok := w.roles[rid]; ok && isRootRoleType(ro.typ) {
+			if have, ok := root[uid]; !ok || rootRank(ro.name) > rootRank(have) {
+				root[uid] = ro.name
+			}
+		}
+		return nil
+	})
+	return root, err
+}
+
+// userSkipped is why a user is not imported, "" when it is.
+func userSkipped(u flagadmin.User, system, deleted bool) string {
+	switch {
+	case system || u.ID <= 0:
+		return "system users (Unleash's own actors; their events keep their ids)"
+	case deleted:
+		return "deleted"
+	case u.Name == "" && u.Username == "" && u.Email == "":
+		return "no name, username or email"
+	}
+	return ""
 }
 
 func (r *reader) readGroups(ctx context.Context, w *world) error {
@@ -435,32 +447,75 @@ func (r *reader) readFeatures(ctx context.Context, w *world) error {
 			return nil
 		}
 	}
-	tags := map[string][]flagadmin.Tag{}
-	tc := r.sum.kind("flag tags")
-	if r.src.Has("feature_tag", "") {
-		err := r.each(ctx, `SELECT `+tagColumns+` FROM feature_tag ORDER BY feature_name, tag_type, tag_value`, func(rows pgx.Rows) error {
+	fr := &featureRows{tc: r.sum.kind("flag tags"), lc: r.sum.kind("lifecycle rows")}
+	fr.c = r.sum.kind("flags") // after its tags and lifecycle rows, as the summary lists them
+	for _, read := range []func(context.Context) error{fr.readTags(r), fr.readLifecycles(r), fr.readLastSeen(r)} {
+		if err := read(ctx); err != nil {
+			return err
+		}
+	}
+	err := r.each(ctx, `SELECT `+featureColumns+` FROM features ORDER BY name`, func(rows pgx.Rows) error {
+		var f flagadmin.Feature
+		var typ string
+		var created *time.Time
+		if err := rows.Scan(&f.Name, &f.Project, &typ, &f.Stale, &created, &f.ArchivedAt, &f.LastSeenAt); err != nil {
+			return err
+		}
+		fr.add(w, f, typ, created)
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	fr.countNotImported(w)
+	r.prog.table("flags", fr.c.Read+fr.tc.Read+fr.lc.Read)
+	return nil
+}
+
+// featureRows are the rows a flag is mapped from besides its own, by flag
+// name, and the counts of each kind.
+type featureRows struct {
+	tags     map[string][]flagadmin.Tag
+	stages   map[string][]lifecycleRow
+	lastSeen map[string]time.Time
+	// c, tc, lc count the flags, their tags and their lifecycle rows.
+	c, tc, lc *Count
+}
+
+// readTags reads the flags' tags (feature_tag), when the schema has them.
+func (fr *featureRows) readTags(r *reader) func(context.Context) error {
+	return func(ctx context.Context) error {
+		fr.tags = map[string][]flagadmin.Tag{}
+		if !r.src.Has("feature_tag", "") {
+			return nil
+		}
+		return r.each(ctx, `SELECT `+tagColumns+` FROM feature_tag ORDER BY feature_name, tag_type, tag_value`, func(rows pgx.Rows) error {
 			var name string
 			var t flagadmin.Tag
 			if err := rows.Scan(&name, &t.Type, &t.Value); err != nil {
 				return err
 			}
-			tc.Read++
+			fr.tc.Read++
 			if t.Validate() != nil {
-				tc.skip("type or value outside 2 to 50 characters")
+				fr.tc.skip("type or value outside 2 to 50 characters")
 				return nil
 			}
-			tags[name] = append(tags[name], t)
+			fr.tags[name] = append(fr.tags[name], t)
 			return nil
 		})
-		if err != nil {
-			return err
-		}
 	}
-	stages := map[string][]lifecycleRow{}
-	lc := r.sum.kind("lifecycle rows")
-	if r.src.Has("feature_lifecycles", "") {
+}
+
+// readLifecycles reads the flags' lifecycle rows (feature_lifecycles),
+// when the schema has them.
+func (fr *featureRows) readLifecycles(r *reader) func(context.Context) error {
+	return func(ctx context.Context) error {
+		fr.stages = map[string][]lifecycleRow{}
+		if !r.src.Has("feature_lifecycles", "") {
+			return nil
+		}
 		q := `SELECT ` + r.lifecycleColumns() + ` FROM feature_lifecycles ORDER BY feature, created_at, stage`
-		err := r.each(ctx, q, func(rows pgx.Rows) error {
+		return r.each(ctx, q, func(rows pgx.Rows) error {
 			var name string
 			var l lifecycleRow
 			var at *time.Time
@@ -470,119 +525,107 @@ func (r *reader) readFeatures(ctx context.Context, w *world) error {
 			if at != nil {
 				l.at = *at
 			}
-			lc.Read++
-			stages[name] = append(stages[name], l)
+			fr.lc.Read++
+			fr.stages[name] = append(fr.stages[name], l)
 			return nil
 		})
-		if err != nil {
-			return err
-		}
 	}
-	lastSeen := map[string]time.Time{}
-	if r.hasLastSeenMetrics() {
+}
+
+// readLastSeen reads the newest last seen time of each flag in
+// last_seen_at_metrics, when the schema keeps them there.
+func (fr *featureRows) readLastSeen(r *reader) func(context.Context) error {
+	return func(ctx context.Context) error {
+		fr.lastSeen = map[string]time.Time{}
+		if !r.hasLastSeenMetrics() {
+			return nil
+		}
 		q := `SELECT feature_name, max(last_seen_at) FROM last_seen_at_metrics WHERE last_seen_at IS NOT NULL GROUP BY feature_name`
-		err := r.each(ctx, q, func(rows pgx.Rows) error {
+		return r.each(ctx, q, func(rows pgx.Rows) error {
 			var name string
 			var at time.Time
 			if err := rows.Scan(&name, &at); err != nil {
 				return err
 			}
-			lastSeen[name] = at
+			fr.lastSeen[name] = at
 			return nil
 		})
-		if err != nil {
-			return err
+	}
+}
+
+// add maps a row of features (f as read, its type typ and creation time
+// created) with its tags, lifecycle and last seen time, and adds it to w
+// unless it is skipped.
+func (fr *featureRows) add(w *world, f flagadmin.Feature, typ string, created *time.Time) {
+	c := fr.c
+	c.Read++
+	if _, ok := w.projects[f.Project]; !ok {
+		c.skip("project does not exist or was not imported")
+		return
+	}
+	if !flagadmin.ValidName(f.Name) {
+		c.skip("name not 1 to 100 letters, digits, or _ . ~ -")
+		return
+	}
+	var why string
+	if f.Type, why = featureType(typ); why != "" {
+		c.mapDown(why)
+	}
+	if created == nil {
+		c.mapDown("no creation time: the import's time")
+		created = &w.now
+	}
+	f.CreatedAt = flagadmin.Truncate(*created)
+	if at, ok := fr.lastSeen[f.Name]; ok && (f.LastSeenAt == nil || at.After(*f.LastSeenAt)) {
+		f.LastSeenAt = &at // the newest report, in either place
+	}
+	for _, p := range []**time.Time{&f.ArchivedAt, &f.LastSeenAt} {
+		if *p != nil {
+			t := flagadmin.Truncate(**p)
+			*p = &t
 		}
 	}
-	c := r.sum.kind("flags")
-	err := r.each(ctx, `SELECT `+featureColumns+` FROM features ORDER BY name`, func(rows pgx.Rows) error {
-		var f flagadmin.Feature
-		var typ string
-		var created *time.Time
-		if err := rows.Scan(&f.Name, &f.Project, &typ, &f.Stale, &created, &f.ArchivedAt, &f.LastSeenAt); err != nil {
-			return err
-		}
-		c.Read++
-		if _, ok := w.projects[f.Project]; !ok {
-			c.skip("project does not exist or was not imported")
-			return nil
-		}
-		if !flagadmin.ValidName(f.Name) {
-			c.skip("name not 1 to 100 letters, digits, or _ . ~ -")
-			return nil
-		}
-		var why string
-		if f.Type, why = featureType(typ); why != "" {
-			c.mapDown(why)
-		}
-		if created == nil {
-			c.mapDown("no creation time: the import's time")
-			created = &w.now
-		}
-		f.CreatedAt = flagadmin.Truncate(*created)
-		if at, ok := lastSeen[f.Name]; ok && (f.LastSeenAt == nil || at.After(*f.LastSeenAt)) {
-			f.LastSeenAt = &at // the newest report, in either place
-		}
-		for _, p := range []**time.Time{&f.ArchivedAt, &f.LastSeenAt} {
-			if *p != nil {
-				t := flagadmin.Truncate(**p)
-				*p = &t
-			}
-		}
-		f.Tags = tags[f.Name]
-		tc.Imported += len(f.Tags)
-		var notes []string
-		f.Lifecycle, notes = currentStage(stages[f.Name], f.ArchivedAt != nil)
-		lc.Imported += len(stages[f.Name])
-		for _, n := range notes {
-			c.mapDown(n)
-		}
-		c.Imported++
-		w.batch.Features = append(w.batch.Features, f)
-		return nil
-	})
-	if err != nil {
-		return err
+	f.Tags = fr.tags[f.Name]
+	fr.tc.Imported += len(f.Tags)
+	var notes []string
+	f.Lifecycle, notes = currentStage(fr.stages[f.Name], f.ArchivedAt != nil)
+	fr.lc.Imported += len(fr.stages[f.Name])
+	for _, n := range notes {
+		c.mapDown(n)
 	}
+	c.Imported++
+	w.batch.Features = append(w.batch.Features, f)
+}
+
+// countNotImported counts as skipped the tags and lifecycle rows of flags
+// not imported. Lifecycle rows are folded into one stage per flag:
+// "imported" counts the rows read for imported flags.
+func (fr *featureRows) countNotImported(w *world) {
 	imported := make(map[string]bool, len(w.batch.Features))
 	for _, f := range w.batch.Features {
 		imported[f.Name] = true
 	}
-	for name, ts := range tags {
+	for name, ts := range fr.tags {
 		if !imported[name] {
-			tc.Skipped["flag not imported"] += len(ts)
+			fr.tc.Skipped["flag not imported"] += len(ts)
 		}
 	}
-	// Lifecycle rows are folded into one stage per flag: "imported" counts
-	// the rows read for imported flags.
-	for name, ls := range stages {
+	for name, ls := range fr.stages {
 		if !imported[name] {
-			lc.Skipped["flag not imported"] += len(ls)
+			fr.lc.Skipped["flag not imported"] += len(ls)
 		}
 	}
-	r.prog.table("flags", c.Read+tc.Read+lc.Read)
-	return nil
 }
 
 func (r *reader) readTokens(ctx context.Context, w *world) error {
-	projects := map[string][]string{}
-	if r.src.Has("api_token_project", "") {
-		err := r.each(ctx, `SELECT secret, project FROM api_token_project ORDER BY secret, project`, func(rows pgx.Rows) error {
-			var secret, project string
-			if err := rows.Scan(&secret, &project); err != nil {
-				return err
-			}
-			projects[secret] = append(projects[secret], project)
-			return nil
-		})
-		if err != nil {
-			return err
-		}
+	projects, err := r.readTokenProjects(ctx)
+	if err != nil {
+		return err
 	}
 	c := r.sum.kind("API tokens")
 	q := fmt.Sprintf(`SELECT secret, %s, type, coalesce(environment, ''), expires_at, created_at FROM api_tokens ORDER BY created_at, secret`,
 		r.col("api_tokens", "token_name", "coalesce(token_name, username)", "username"))
-	err := r.each(ctx, q, func(rows pgx.Rows) error {
+	err = r.each(ctx, q, func(rows pgx.Rows) error {
 		var secret, typ string
 		var t flagadmin.APIToken
 		var created *time.Time
@@ -590,51 +633,83 @@ func (r *reader) readTokens(ctx context.Context, w *world) error {
 			return err
 		}
 		c.Read++
-		var ok bool
-		if t.Type, ok = tokenType(typ); !ok {
-			c.skip(fmt.Sprintf("type %q unknown to flagadmin", typ))
-			return nil
+		if mapToken(&t, secret, typ, projects[secret], c) {
+			w.addToken(t, secret, created)
+			c.Imported++
 		}
-		shape, ok := flagadmin.TokenShape(secret)
-		if !ok || shape == flagadmin.TokenUser || (shape == flagadmin.TokenAdmin) != (t.Type == flagadmin.TokenAdmin) {
-			c.skip("secret not of the shape flagadmin recognises for its type")
-			return nil
-		}
-		if t.Type != flagadmin.TokenAdmin {
-			var why string
-			if t.Project, why = tokenScope(projects[secret]); why != "" {
-				c.mapDown(why)
-			}
-			if t.Environment == "" {
-				t.Environment = "*"
-			}
-		} else {
-			t.Environment = ""
-		}
-		w.addToken(t, secret, created)
-		c.Imported++
 		return nil
 	})
 	if err != nil {
 		return err
 	}
-	if r.src.Has("api_tokens_v2", "") {
-		err := r.each(ctx, `SELECT coalesce(token_name, ''), coalesce(type, '') FROM api_tokens_v2 ORDER BY created_at`, func(rows pgx.Rows) error {
-			var name, typ string
-			if err := rows.Scan(&name, &typ); err != nil {
-				return err
-			}
-			c.Read++
-			c.skip("stored only as a hash by Unleash (api_tokens_v2): not importable")
-			r.sum.NotImportable = append(r.sum.NotImportable, fmt.Sprintf("API token %q (%s): Unleash stored only its hash; create a new token", name, typ))
-			return nil
-		})
-		if err != nil {
-			return err
-		}
+	if err := r.readHashedTokens(ctx, c); err != nil {
+		return err
 	}
 	r.prog.table("API tokens", c.Read)
 	return nil
+}
+
+// readTokenProjects returns the projects of each token's secret
+// (api_token_project), when the schema has them.
+func (r *reader) readTokenProjects(ctx context.Context) (map[string][]string, error) {
+	projects := map[string][]string{}
+	if !r.src.Has("api_token_project", "") {
+		return projects, nil
+	}
+	err := r.each(ctx, `SELECT secret, project FROM api_token_project ORDER BY secret, project`, func(rows pgx.Rows) error {
+		var secret, project string
+		if err := rows.Scan(&secret, &project); err != nil {
+			return err
+		}
+		projects[secret] = append(projects[secret], project)
+		return nil
+	})
+	return projects, err
+}
+
+// mapToken completes t, of secret, of Unleash's type typ and projects;
+// false (counted in c) when it is skipped.
+func mapToken(t *flagadmin.APIToken, secret, typ string, projects []string, c *Count) bool {
+	var ok bool
+	if t.Type, ok = tokenType(typ); !ok {
+		c.skip(fmt.Sprintf("type %q unknown to flagadmin", typ))
+		return false
+	}
+	shape, ok := flagadmin.TokenShape(secret)
+	if !ok || shape == flagadmin.TokenUser || (shape == flagadmin.TokenAdmin) != (t.Type == flagadmin.TokenAdmin) {
+		c.skip("secret not of the shape flagadmin recognises for its type")
+		return false
+	}
+	if t.Type == flagadmin.TokenAdmin {
+		t.Environment = ""
+		return true
+	}
+	var why string
+	if t.Project, why = tokenScope(projects); why != "" {
+		c.mapDown(why)
+	}
+	if t.Environment == "" {
+		t.Environment = "*"
+	}
+	return true
+}
+
+// readHashedTokens counts the tokens Unleash keeps only as a hash
+// (api_tokens_v2), when the schema has them: not importable.
+func (r *reader) readHashedTokens(ctx context.Context, c *Count) error {
+	if !r.src.Has("api_tokens_v2", "") {
+		return nil
+	}
+	return r.each(ctx, `SELECT coalesce(token_name, ''), coalesce(type, '') FROM api_tokens_v2 ORDER BY created_at`, func(rows pgx.Rows) error {
+		var name, typ string
+		if err := rows.Scan(&name, &typ); err != nil {
+			return err
+		}
+		c.Read++
+		c.skip("stored only as a hash by Unleash (api_tokens_v2): not importable")
+		r.sum.NotImportable = append(r.sum.NotImportable, fmt.Sprintf("API token %q (%s): Unleash stored only its hash; create a new token", name, typ))
+		return nil
+	})
 }
 
 // addToken adds t, whose secret is secret, with its hash.
