@@ -1,6 +1,7 @@
 package memstore
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"maps"
@@ -222,10 +223,11 @@ func (s *Store) LatestCheckpoint(ctx context.Context) (flagadmin.Checkpoint, err
 	return c, nil
 }
 
-// PruneEvents implements flagadmin.LogStore. It finds the batch and
-// removes it under the write lock: a batch of the oldest events costs
-// about its size; one behind held events costs a pass over the events.
-func (s *Store) PruneEvents(ctx context.Context, before time.Time, limit int, record func([]int64) (flagadmin.Event, error)) ([]int64, error) {
+// PruneEvents implements flagadmin.LogStore. It reads the rule, finds
+// the batch and removes it under the write lock: a batch of the oldest
+// events costs about its size; one behind held events costs a pass over
+// the events.
+func (s *Store) PruneEvents(ctx context.Context, limit int, cutoff func(*flagadmin.Event) (time.Time, error), record func([]int64) (flagadmin.Event, error)) ([]int64, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -234,8 +236,66 @@ func (s *Store) PruneEvents(ctx context.Context, before time.Time, limit int, re
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	var ids []int64
-	first, last := -1, -1
+	before, err := cutoff(s.w.lastRetention())
+	if err != nil || before.IsZero() {
+		return nil, err
+	}
+	ids, first, last := s.prunable(before, limit)
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	// The batch's event is prepared first: on an error nothing changes.
+	e, err := record(ids)
+	if err != nil {
+		return nil, err
+	}
+	prepared, err := s.w.prepareEvents([]flagadmin.Event{e})
+	if err != nil {
+		return nil, err
+	}
+	s.w.removePruned(ids, first, last)
+	s.w.appendEvents(prepared)
+	s.version++
+	return ids, nil
+}
+
+// removePruned removes the events of ids (ascending; the first and the
+// last at positions first and last of the events) and marks their leaves
+// pruned, without their salts.
+func (w *world) removePruned(ids []int64, first, last int) {
+	pruned := map[int64]bool{}
+	for _, id := range ids {
+		pruned[id] = true
+	}
+	// The leaves are in id order like the events: one pass marks them.
+	j := sort.Search(len(w.leaves), func(j int) bool { return w.leaves[j].eventID >= ids[0] })
+	for ; j < len(w.leaves) && w.leaves[j].eventID <= ids[len(ids)-1]; j++ {
+		if pruned[w.leaves[j].eventID] {
+			w.leaves[j].pruned, w.leaves[j].salt = true, nil
+		}
+	}
+	if first == 0 && last == len(ids)-1 {
+		// The oldest events, the usual batch: drop them from the front
+		// (their slots are cleared so the collector frees what they hold).
+		clear(w.events[:len(ids)])
+		w.events = w.events[len(ids):]
+	} else {
+		kept := w.events[:first]
+		for _, e := range w.events[first:] {
+			if !pruned[e.ID] {
+				kept = append(kept, e)
+			}
+		}
+		clear(w.events[len(kept):])
+		w.events = kept
+	}
+}
+
+// prunable returns the ids of at most limit events retention may prune
+// before before, lowest first, with the positions of the first and the
+// last among the events; s.mu is held.
+func (s *Store) prunable(before time.Time, limit int) (ids []int64, first, last int) {
+	first, last = -1, -1
 	for i, e := range s.w.events {
 		if len(ids) == limit {
 			break
@@ -252,47 +312,7 @@ func (s *Store) PruneEvents(ctx context.Context, before time.Time, limit int, re
 		last = i
 		ids = append(ids, e.ID)
 	}
-	if len(ids) == 0 {
-		return nil, nil
-	}
-	// The batch's event is prepared first: on an error nothing changes.
-	e, err := record(ids)
-	if err != nil {
-		return nil, err
-	}
-	prepared, err := s.w.prepareEvents([]flagadmin.Event{e})
-	if err != nil {
-		return nil, err
-	}
-	pruned := map[int64]bool{}
-	for _, id := range ids {
-		pruned[id] = true
-	}
-	// The leaves are in id order like the events: one pass marks them.
-	j := sort.Search(len(s.w.leaves), func(j int) bool { return s.w.leaves[j].eventID >= ids[0] })
-	for ; j < len(s.w.leaves) && s.w.leaves[j].eventID <= ids[len(ids)-1]; j++ {
-		if pruned[s.w.leaves[j].eventID] {
-			s.w.leaves[j].pruned, s.w.leaves[j].salt = true, nil
-		}
-	}
-	if first == 0 && last == len(ids)-1 {
-		// The oldest events, the usual batch: drop them from the front
-		// (their slots are cleared so the collector frees what they hold).
-		clear(s.w.events[:len(ids)])
-		s.w.events = s.w.events[len(ids):]
-	} else {
-		kept := s.w.events[:first]
-		for _, e := range s.w.events[first:] {
-			if !pruned[e.ID] {
-				kept = append(kept, e)
-			}
-		}
-		clear(s.w.events[len(kept):])
-		s.w.events = kept
-	}
-	s.w.appendEvents(prepared)
-	s.version++
-	return ids, nil
+	return ids, first, last
 }
 
 func deref(s *string) string {
@@ -345,15 +365,7 @@ func (s *Store) RecordRetention(ctx context.Context, fn func(*flagadmin.Event) (
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	var last *flagadmin.Event
-	for i := len(s.w.events) - 1; i >= 0; i-- {
-		if s.w.events[i].Type == flagadmin.EventRetentionChanged {
-			e := cloneEvent(s.w.events[i].Event)
-			last = &e
-			break
-		}
-	}
-	e, err := fn(last)
+	e, err := fn(s.w.lastRetention())
 	if err != nil || e == nil {
 		return err
 	}
@@ -362,6 +374,21 @@ func (s *Store) RecordRetention(ctx context.Context, fn func(*flagadmin.Event) (
 	}
 	s.version++
 	return nil
+}
+
+// lastRetention returns a copy of the newest retention-changed event,
+// nil when there is none. Retention's events are never pruned, so it is
+// found among the events by its id.
+func (w *world) lastRetention() *flagadmin.Event {
+	if w.ruleID == 0 {
+		return nil
+	}
+	i, found := sort.Find(len(w.events), func(i int) int { return cmp.Compare(w.ruleID, w.events[i].ID) })
+	if !found {
+		return nil
+	}
+	e := cloneEvent(w.events[i].Event)
+	return &e
 }
 
 // LogHolds implements flagadmin.LogStore.
