@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
-	"net/url"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -29,31 +28,6 @@ var sqlEngines = []struct {
 	name string
 	url  func(testing.TB) string
 }{{"SQLite", dbtest.SQLite}, {"Postgres", dbtest.Postgres}, {"MySQL", dbtest.MySQL}}
-
-// rawDB opens the database of a store URL with its driver, for tampering.
-func rawDB(t *testing.T, dbURL string) *sql.DB {
-	t.Helper()
-	var db *sql.DB
-	var err error
-	switch {
-	case strings.HasPrefix(dbURL, "sqlite:"):
-		db, err = sql.Open("sqlite", strings.TrimPrefix(dbURL, "sqlite:"))
-	case strings.HasPrefix(dbURL, "postgres"):
-		db, err = sql.Open("pgx", dbURL)
-	default:
-		u, perr := url.Parse(dbURL)
-		if perr != nil {
-			t.Fatal(perr)
-		}
-		dsn := u.User.String() + "@tcp(" + u.Host + ")" + u.Path
-		db, err = sql.Open("mysql", dsn)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	return db
-}
 
 // execSQL runs statements on db.
 func execSQL(t *testing.T, db *sql.DB, stmts ...string) {
@@ -194,7 +168,7 @@ func TestLogVerifyOnSQLNamesTheTamperedEvent(t *testing.T) {
 					dbURL := engine.url(t)
 					store, ids := sqlLogWorld(t, dbURL, 50)
 					base := logServer(t, store, signing, nil) // signs the checkpoint of the 50 events
-					execSQL(t, rawDB(t, dbURL), c.tamper(ids)...)
+					execSQL(t, dbtest.Raw(t, dbURL), c.tamper(ids)...)
 					want := c.want(ids)
 					wantVerify(t, "--db", want, "--db", dbURL, "--key", verifier)
 					wantVerify(t, "--url", want, "--url", base, "--token", demoAdmin, "--key", verifier)
@@ -217,7 +191,7 @@ func TestLogVerifyOnSQLCatchesAnOlderCopy(t *testing.T) {
 			wantVerify(t, "the live database", "", "--db", dbURL, "--key", verifier, "--save", saved)
 			// The copy of the database taken at 30 events put back (its
 			// rows, as they were then), and written to since.
-			execSQL(t, rawDB(t, dbURL),
+			execSQL(t, dbtest.Raw(t, dbURL),
 				fmt.Sprintf("DELETE FROM events WHERE id > %d", ids[29]),
 				"DELETE FROM log_leaves WHERE idx >= 30",
 				"DELETE FROM log_checkpoints WHERE size > 30")
