@@ -47,21 +47,21 @@ type Store interface {
 // problems verify reports, are fixed.
 var T0 = time.Date(2025, 6, 1, 0, 0, 0, 0, time.UTC)
 
-// Case is one of the cases Run runs.
-type Case struct {
-	Name string
-	// Run builds the log and tampers with it; it returns the first
+// retentionCase is one of the cases Run runs.
+type retentionCase struct {
+	name string
+	// run builds the log and tampers with it; it returns the first
 	// problem wanted ("" for none) and the number of events wanted
 	// reported pruned.
-	Run func(t *testing.T, h *Harness) (want string, pruned int)
+	run func(t *testing.T, h *Harness) (want string, pruned int)
 }
 
-// Cases returns the retention cases: the honest ones verify, each attack
+// cases returns the retention cases: the honest ones verify, each attack
 // is named.
-func Cases() []Case {
+func cases() []retentionCase {
 	const month = 720 * time.Hour
 	day := func(n int) time.Time { return T0.Add(time.Duration(n) * 24 * time.Hour) }
-	return []Case{
+	return []retentionCase{
 		{"honest pruning across a rule change, a hold and its release verifies", func(t *testing.T, h *Harness) (string, int) {
 			h.At(day(0)).Rule(3 * month)
 			h.Write(day(1), 10, "default")
@@ -168,10 +168,10 @@ func Cases() []Case {
 // and the events reported pruned.
 func Run(t *testing.T, newStore func(t *testing.T) Store) {
 	t.Helper()
-	for _, c := range Cases() {
-		t.Run(c.Name, func(t *testing.T) {
+	for _, c := range cases() {
+		t.Run(c.name, func(t *testing.T) {
 			h := NewHarness(t, newStore(t))
-			want, pruned := c.Run(t, h)
+			want, pruned := c.run(t, h)
 			h.Sign()
 			r := h.Verify()
 			n := int64(0)
