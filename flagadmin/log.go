@@ -124,20 +124,27 @@ type LogStore interface {
 	// ErrNotFound when none is stored.
 	LatestCheckpoint(ctx context.Context) (Checkpoint, error)
 
-	// PruneEvents removes at most limit events created before before,
-	// lowest ids first, except those of a held project (HoldProject; an
-	// event without a project is never held) and those of the types
-	// retention records (IsRetentionEvent), and returns their ids,
-	// ascending. Their leaves stay, marked pruned, with their hashes. The
-	// events leave searches, exports, stream replays and totals in the
-	// same transaction, which raises the store's version (a
-	// VersionedStore); the hold is checked in that transaction too, so a
-	// hold placed before the call returns protects the project. When it
-	// removes any, it calls record with their ids in that transaction and
-	// appends the event record returns (an events-pruned event), as Write
-	// appends events: the batch and its event are stored together or not
-	// at all. An error of record is returned as it is, nothing removed.
-	PruneEvents(ctx context.Context, before time.Time, limit int, record func(ids []int64) (Event, error)) ([]int64, error)
+	// PruneEvents removes at most limit events by the retention rule the
+	// log records, lowest ids first. In its transaction, serialized with
+	// RecordRetention, HoldProject and ReleaseProject, it reads the newest
+	// event of type EventRetentionChanged (nil when there is none) and
+	// calls cutoff with it: the events created before the time cutoff
+	// returns are removed, none when it returns the zero time (no
+	// retention in force); an error of cutoff is returned as it is,
+	// nothing removed. It never removes those of a held project
+	// (HoldProject; an event without a project is never held) nor those
+	// of the types retention records (IsRetentionEvent), and returns the
+	// ids it removed, ascending. Their leaves stay, marked pruned, with
+	// their hashes. The events leave searches, exports, stream replays
+	// and totals in the same transaction, which raises the store's
+	// version (a VersionedStore); the rule and the holds are read in that
+	// transaction too, so a rule recorded or a hold placed before the
+	// call returns applies to it. When it removes any, it calls record
+	// with their ids in that transaction and appends the event record
+	// returns (an events-pruned event), as Write appends events: the
+	// batch and its event are stored together or not at all. An error of
+	// record is returned as it is, nothing removed.
+	PruneEvents(ctx context.Context, limit int, cutoff func(rule *Event) (time.Time, error), record func(ids []int64) (Event, error)) ([]int64, error)
 	// HoldProject places a legal hold on the events of project, whether
 	// or not such a project exists (events outlive their projects), and
 	// appends e, in one transaction. When the project is held already it

@@ -3,6 +3,8 @@ package flagadmin
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"math"
 	"time"
 )
 
@@ -17,7 +19,9 @@ import (
 // flagadmin's own types, written in the transaction of the change it
 // records. Those events are never pruned (IsRetentionEvent): they are
 // what accounts for every event retention removed, and the newest
-// retention-changed event is the rule a server compares its own with.
+// retention-changed event is the rule in force: every pruner prunes by
+// it (RecordedRetention), whatever the rule its server started with, and
+// a server compares its own with it at start.
 
 // IsRetentionEvent reports whether t is one of the types retention
 // records; events of these types are never pruned.
@@ -165,15 +169,9 @@ func (s *Service) RecordRetention(ctx context.Context, p Principal, retention ti
 	recorded := false
 	err = ls.RecordRetention(ctx, func(last *Event) (*Event, error) {
 		recorded = false
-		var previous *int64
-		if last != nil {
-			var d struct {
-				Retention *int64 `json:"retention"`
-			}
-			if err := json.Unmarshal(last.Data, &d); err != nil {
-				return nil, err
-			}
-			previous = d.Retention
+		previous, err := recordedSeconds(last)
+		if err != nil {
+			return nil, err
 		}
 		if equalPtr(previous, rule) {
 			return nil, nil
@@ -187,6 +185,34 @@ func (s *Service) RecordRetention(ctx context.Context, p Principal, retention ti
 		return &Event{CreatedAt: s.now(), Type: EventRetentionChanged, CreatedBy: by, CreatedByUserID: byID, Data: data}, nil
 	})
 	return recorded && err == nil, err
+}
+
+// recordedSeconds is the rule a retention-changed event records, in
+// seconds; nil for ever, as when there is none (last nil).
+func recordedSeconds(last *Event) (*int64, error) {
+	if last == nil {
+		return nil, nil
+	}
+	var d struct {
+		Retention *int64 `json:"retention"`
+	}
+	if err := json.Unmarshal(last.Data, &d); err != nil {
+		return nil, fmt.Errorf("the retention-changed event %d: its data are not a rule: %w", last.ID, err)
+	}
+	return d.Retention, nil
+}
+
+// RecordedRetention returns the retention a retention-changed event
+// records, the rule in force from it on (LogStore.PruneEvents reads the
+// newest): 0 when it keeps events for ever, as when there is none (last
+// nil), or when it is longer than a time.Duration holds (no event is
+// that old).
+func RecordedRetention(last *Event) (time.Duration, error) {
+	seconds, err := recordedSeconds(last)
+	if err != nil || seconds == nil || *seconds <= 0 || *seconds > math.MaxInt64/int64(time.Second) {
+		return 0, err
+	}
+	return time.Duration(*seconds) * time.Second, nil
 }
 
 // retentionSeconds is a retention as its events give it: whole seconds,

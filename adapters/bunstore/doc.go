@@ -172,8 +172,9 @@
 // transaction of its own, through record: event_counts drop them, the
 // version rises, their leaves are marked pruned, and the batch's
 // events-pruned event is appended as any write appends its events. The
-// holds are read under a prune lock (the one row of log_prune) that
-// HoldProject, ReleaseProject and RecordRetention also take. Until its
+// rule in force (the newest retention-changed event) and the holds are
+// read under a prune lock (the one row of log_prune) that HoldProject,
+// ReleaseProject and RecordRetention also take. Until its
 // event, a batch writes no row a writer writes: its deltas go to a shard
 // of event_counts of its own, and it raises a row of store_versions of
 // its own (migration 20261127000004, schema/prune-*.sql).

@@ -15,9 +15,11 @@ import (
 // a write transaction of its own, through record as every write: the
 // summaries drop them (event_counts), the store's version rises. It takes
 // the prune lock first (the one row of log_prune), which HoldProject,
-// ReleaseProject and RecordRetention take too, so a hold is never placed
-// while a prune that did not read it runs, pruners of several servers
-// take turns, and of servers recording the same new rule one does. Under
+// ReleaseProject and RecordRetention take too, then reads the rule in
+// force (the newest retention-changed event) and the holds, so neither a
+// hold nor a rule is recorded while a prune that did not read it runs,
+// pruners of several servers take turns, each by the rule the log
+// records, and of servers recording the same new rule one does. Under
 // it, until the batch records itself, it shares no row with a writer of
 // events: besides the events it deletes and their leaves, which it marks
 // pruned (committed leaves, whose indexes do not move), it writes only
@@ -57,8 +59,10 @@ func (s *Store) lockPrune(ctx context.Context, tx bun.IDB) error {
 	return tx.QueryRowContext(ctx, "SELECT id FROM log_prune WHERE id = 1 FOR UPDATE").Scan(&id)
 }
 
-// PruneEvents implements flagadmin.LogStore.
-func (s *Store) PruneEvents(ctx context.Context, before time.Time, limit int, record func([]int64) (flagadmin.Event, error)) ([]int64, error) {
+// PruneEvents implements flagadmin.LogStore: the rule and the holds are
+// read after the prune lock, which RecordRetention and the holds take
+// to change them.
+func (s *Store) PruneEvents(ctx context.Context, limit int, cutoff func(*flagadmin.Event) (time.Time, error), record func([]int64) (flagadmin.Event, error)) ([]int64, error) {
 	if limit <= 0 {
 		return nil, nil
 	}
@@ -68,6 +72,10 @@ func (s *Store) PruneEvents(ctx context.Context, before time.Time, limit int, re
 	err := s.inTx(ctx, "prune events", func(ctx context.Context, t *txn) (*changes, error) {
 		ids = nil
 		if err := s.lockPrune(ctx, t); err != nil {
+			return nil, err
+		}
+		before, err := s.pruneCutoff(ctx, t, cutoff)
+		if err != nil {
 			return nil, err
 		}
 		// Read after the lock: on MySQL by a locking read, which sees the
@@ -181,21 +189,9 @@ func (s *Store) RecordRetention(ctx context.Context, fn func(*flagadmin.Event) (
 		if err := s.lockPrune(ctx, t); err != nil {
 			return nil, err
 		}
-		q := t.NewSelect().Model((*stored.Event)(nil)).Where("type = ?", flagadmin.EventRetentionChanged).OrderExpr("id DESC").Limit(1)
-		if s.dialect == dialect.MySQL {
-			q = q.For("UPDATE")
-		}
-		var rows []stored.Event
-		if err := q.Scan(ctx, &rows); err != nil {
+		last, err := s.lastRetention(ctx, t, true)
+		if err != nil {
 			return nil, err
-		}
-		var last *flagadmin.Event
-		if len(rows) > 0 {
-			e, err := rows[0].Event()
-			if err != nil {
-				return nil, err
-			}
-			last = &e
 		}
 		e, err := fn(last)
 		if err != nil {
@@ -206,6 +202,50 @@ func (s *Store) RecordRetention(ctx context.Context, fn func(*flagadmin.Event) (
 		}
 		return &changes{events: []flagadmin.Event{*e}}, nil
 	})
+}
+
+// pruneCutoff reads the rule in force in t and returns the cutoff of a
+// pruning batch by it; errNothingWritten when cutoff prunes nothing.
+func (s *Store) pruneCutoff(ctx context.Context, t *txn, cutoff func(*flagadmin.Event) (time.Time, error)) (time.Time, error) {
+	rule, err := s.lastRetention(ctx, t, false)
+	if err != nil {
+		return time.Time{}, err
+	}
+	before, err := cutoff(rule)
+	switch {
+	case err != nil:
+		return time.Time{}, &callbackError{err}
+	case before.IsZero():
+		return time.Time{}, errNothingWritten
+	}
+	return before, nil
+}
+
+// lastRetention reads the newest retention-changed event in t (nil when
+// there is none), which holds the prune lock, so the read sees every
+// rule recorded before. On MySQL, lock asks for a locking read, which
+// sees what was committed before it whatever the transaction read first;
+// without it the read must be t's first plain read, whose snapshot is
+// taken then (after the lock). A pruning batch reads without it: a
+// locking read of the events of a type locks the gap after them in the
+// type's index, where writers of other types insert.
+func (s *Store) lastRetention(ctx context.Context, t *txn, lock bool) (*flagadmin.Event, error) {
+	q := t.NewSelect().Model((*stored.Event)(nil)).Where("type = ?", flagadmin.EventRetentionChanged).OrderExpr("id DESC").Limit(1)
+	if lock && s.dialect == dialect.MySQL {
+		q = q.For("UPDATE")
+	}
+	var rows []stored.Event
+	if err := q.Scan(ctx, &rows); err != nil {
+		return nil, err
+	}
+	if len(rows) == 0 {
+		return nil, nil
+	}
+	e, err := rows[0].Event()
+	if err != nil {
+		return nil, err
+	}
+	return &e, nil
 }
 
 // LogHolds implements flagadmin.LogStore.

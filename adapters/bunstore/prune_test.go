@@ -53,7 +53,8 @@ func TestPruningBatchHoldsNoRowWritersTake(t *testing.T) {
 		pruned := make(chan result, 1)
 		go func() {
 			before := time.Date(2021, 1, 1, 0, 0, 0, 0, time.UTC)
-			ids, err := s.PruneEvents(ctx, before, 5, func(ids []int64) (flagadmin.Event, error) {
+			cutoff := func(*flagadmin.Event) (time.Time, error) { return before, nil }
+			ids, err := s.PruneEvents(ctx, 5, cutoff, func(ids []int64) (flagadmin.Event, error) {
 				return flagadmin.PrunedEvent(ids, before, time.Hour, time.Now())
 			})
 			pruned <- result{ids, err}

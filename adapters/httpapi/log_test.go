@@ -257,7 +257,8 @@ func TestLogLeaves(t *testing.T) {
 		}
 	}
 	// A pruned leaf keeps its fields, and has no salt.
-	pruned, err := e.store.PruneEvents(context.Background(), time.Now().Add(time.Hour), 1, func(ids []int64) (flagadmin.Event, error) {
+	cutoff := func(*flagadmin.Event) (time.Time, error) { return time.Now().Add(time.Hour), nil }
+	pruned, err := e.store.PruneEvents(context.Background(), 1, cutoff, func(ids []int64) (flagadmin.Event, error) {
 		return flagadmin.Event{Type: flagadmin.EventEventsPruned, CreatedBy: "system", CreatedAt: time.Now()}, nil
 	})
 	if err != nil || len(pruned) != 1 {

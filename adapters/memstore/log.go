@@ -1,6 +1,7 @@
 package memstore
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"maps"
@@ -222,10 +223,11 @@ func (s *Store) LatestCheckpoint(ctx context.Context) (flagadmin.Checkpoint, err
 	return c, nil
 }
 
-// PruneEvents implements flagadmin.LogStore. It finds the batch and
-// removes it under the write lock: a batch of the oldest events costs
-// about its size; one behind held events costs a pass over the events.
-func (s *Store) PruneEvents(ctx context.Context, before time.Time, limit int, record func([]int64) (flagadmin.Event, error)) ([]int64, error) {
+// PruneEvents implements flagadmin.LogStore. It reads the rule, finds
+// the batch and removes it under the write lock: a batch of the oldest
+// events costs about its size; one behind held events costs a pass over
+// the events.
+func (s *Store) PruneEvents(ctx context.Context, limit int, cutoff func(*flagadmin.Event) (time.Time, error), record func([]int64) (flagadmin.Event, error)) ([]int64, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -234,6 +236,10 @@ func (s *Store) PruneEvents(ctx context.Context, before time.Time, limit int, re
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	before, err := cutoff(s.w.lastRetention())
+	if err != nil || before.IsZero() {
+		return nil, err
+	}
 	ids, first, last := s.prunable(before, limit)
 	if len(ids) == 0 {
 		return nil, nil
@@ -374,15 +380,7 @@ func (s *Store) RecordRetention(ctx context.Context, fn func(*flagadmin.Event) (
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	var last *flagadmin.Event
-	for i := len(s.w.events) - 1; i >= 0; i-- {
-		if s.w.events[i].Type == flagadmin.EventRetentionChanged {
-			e := cloneEvent(s.w.events[i].Event)
-			last = &e
-			break
-		}
-	}
-	e, err := fn(last)
+	e, err := fn(s.w.lastRetention())
 	if err != nil || e == nil {
 		return err
 	}
@@ -391,6 +389,21 @@ func (s *Store) RecordRetention(ctx context.Context, fn func(*flagadmin.Event) (
 	}
 	s.version++
 	return nil
+}
+
+// lastRetention returns a copy of the newest retention-changed event,
+// nil when there is none. Retention's events are never pruned, so it is
+// found among the events by its id.
+func (w *world) lastRetention() *flagadmin.Event {
+	if w.ruleID == 0 {
+		return nil
+	}
+	i, found := sort.Find(len(w.events), func(i int) int { return cmp.Compare(w.ruleID, w.events[i].ID) })
+	if !found {
+		return nil
+	}
+	e := cloneEvent(w.events[i].Event)
+	return &e
 }
 
 // LogHolds implements flagadmin.LogStore.

@@ -52,6 +52,9 @@ type world struct {
 	// perfect subtrees, by level (1 and up).
 	leaves []leaf
 	tiles  map[int][][32]byte
+	// ruleID is the id of the newest retention-changed event, 0 for none:
+	// the rule in force, which pruning reads (log.go).
+	ruleID int64
 	// nextUserID and nextGroupID are past every id the world has held:
 	// the smallest ids Write may assign.
 	nextUserID, nextGroupID int64
@@ -538,6 +541,9 @@ func (w *world) appendEvents(prepared []preparedEvent) []flagadmin.Event {
 		w.events = append(w.events, p.stored)
 		w.leaves = append(w.leaves, p.leaf)
 		w.nextEventID = p.stored.ID + 1
+		if p.stored.Type == flagadmin.EventRetentionChanged {
+			w.ruleID = p.stored.ID
+		}
 		out[i] = cloneEvent(p.stored.Event)
 	}
 	return out

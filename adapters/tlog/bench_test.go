@@ -148,8 +148,11 @@ func BenchmarkPruneWhileWriting(b *testing.B) {
 				time.Sleep(time.Millisecond)
 			}
 		}()
+		if _, err := flagadmin.NewService(s, flagadmin.WithLog(flagadmin.LogConfig{Store: s})).RecordRetention(ctx, flagadmin.System, time.Hour); err != nil {
+			b.Fatal(err)
+		}
 		cut := t0.Add(time.Duration(n/2) * time.Minute) // half the events are older
-		p := tlog.NewPruner(s, time.Hour, tlog.PrunerOptions{Clock: func() time.Time { return cut.Add(time.Hour) }})
+		p := tlog.NewPruner(s, tlog.PrunerOptions{Clock: func() time.Time { return cut.Add(time.Hour) }})
 		b.StartTimer()
 		start := time.Now()
 		pruned, err := p.Pass(ctx)

@@ -58,25 +58,31 @@ type PrunerOptions struct {
 	Logger *slog.Logger
 }
 
-// Pruner removes the events older than a retention (--retention), in
-// small batches (flagadmin.LogStore.PruneEvents): never the events of a
-// project under a legal hold, nor retention's own events, and never
-// their leaves. Each batch that removes events records them in an
-// events-pruned event (flagadmin.PrunedEvent) in its own transaction.
+// Pruner removes the events older than the retention rule the log
+// records (the newest retention-changed event, which a server records
+// when it starts with a --retention other than the one recorded), in
+// small batches (flagadmin.LogStore.PruneEvents, which reads the rule in
+// each batch's transaction): never the events of a project under a legal
+// hold, nor retention's own events, and never their leaves. Each batch
+// that removes events records them in an events-pruned event
+// (flagadmin.PrunedEvent) in its own transaction, with the rule it read.
+// So the pruners of several servers on one database, whatever rule each
+// started with, prune by the one rule "flagadmin log verify" holds them
+// to, and none while the log records no rule, or keeping events for ever.
 type Pruner struct {
-	store     flagadmin.LogStore
-	retention time.Duration
-	opts      PrunerOptions
-	pruned    atomic.Int64
+	store flagadmin.LogStore
+	opts  PrunerOptions
+	// pruned counts the events removed; rule is the retention the last
+	// batch read (0: for ever, or none read yet).
+	pruned, rule atomic.Int64
 	// size is the next batch's size; passes run one at a time.
 	size int
 	// since is how long ago a time was (time.Since; tests change it).
 	since func(time.Time) time.Duration
 }
 
-// NewPruner returns a Pruner of the events of store older than retention
-// (which must be positive).
-func NewPruner(store flagadmin.LogStore, retention time.Duration, opts PrunerOptions) *Pruner {
+// NewPruner returns a Pruner of the events of store.
+func NewPruner(store flagadmin.LogStore, opts PrunerOptions) *Pruner {
 	if opts.Batch <= 0 {
 		opts.Batch = DefaultPruneBatch
 	}
@@ -95,25 +101,26 @@ func NewPruner(store flagadmin.LogStore, retention time.Duration, opts PrunerOpt
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	return &Pruner{store: store, retention: retention, opts: opts, size: min(firstPruneBatch, opts.Batch), since: time.Since}
+	return &Pruner{store: store, opts: opts, size: min(firstPruneBatch, opts.Batch), since: time.Since}
 }
 
 // Pruned returns how many events this Pruner has removed.
 func (p *Pruner) Pruned() int64 { return p.pruned.Load() }
 
+// Rule returns the retention the last batch read in the log: 0 when it
+// keeps events for ever, or before the first batch.
+func (p *Pruner) Rule() time.Duration { return time.Duration(p.rule.Load()) }
+
 // Pass prunes batch after batch, with a pause between them, until a batch
-// comes back short (nothing older is left) or ctx ends, and returns how
-// many events it removed. It sizes each batch to the budget from the time
-// the one before took.
+// comes back short (nothing older is left, or no retention is in force)
+// or ctx ends, and returns how many events it removed. It sizes each
+// batch to the budget from the time the one before took.
 func (p *Pruner) Pass(ctx context.Context) (int64, error) {
 	var n int64
 	for {
-		before := flagadmin.PruneBefore(p.opts.Clock(), p.retention)
 		size := p.size
 		start := time.Now()
-		ids, err := p.store.PruneEvents(ctx, before, size, func(ids []int64) (flagadmin.Event, error) {
-			return flagadmin.PrunedEvent(ids, before, p.retention, p.opts.Clock())
-		})
+		ids, err := p.batch(ctx, size)
 		p.size = nextBatch(size, p.since(start), p.opts.Budget, p.opts.Batch)
 		n += int64(len(ids))
 		p.pruned.Add(int64(len(ids)))
@@ -126,6 +133,28 @@ func (p *Pruner) Pass(ctx context.Context) (int64, error) {
 		case <-time.After(p.opts.Pause):
 		}
 	}
+}
+
+// batch prunes at most size events by the rule the store reads in the
+// batch's transaction, at the time the clock says then.
+func (p *Pruner) batch(ctx context.Context, size int) ([]int64, error) {
+	var now, before time.Time
+	var rule time.Duration
+	return p.store.PruneEvents(ctx, size, func(last *flagadmin.Event) (time.Time, error) {
+		r, err := flagadmin.RecordedRetention(last)
+		if err != nil {
+			return time.Time{}, err
+		}
+		p.rule.Store(int64(r))
+		if r <= 0 {
+			return time.Time{}, nil
+		}
+		now, rule = p.opts.Clock(), r
+		before = flagadmin.PruneBefore(now, rule)
+		return before, nil
+	}, func(ids []int64) (flagadmin.Event, error) {
+		return flagadmin.PrunedEvent(ids, before, rule, now)
+	})
 }
 
 // nextBatch is the size of the batch after one of size that took took:
@@ -142,8 +171,10 @@ func nextBatch(size int, took, budget time.Duration, most int) int {
 }
 
 // Run makes passes until ctx ends: one at once, then one every Interval.
+// It logs the rule it prunes by when it reads one other than before.
 func (p *Pruner) Run(ctx context.Context) {
 	failing := false
+	logged := time.Duration(0)
 	for {
 		start := time.Now()
 		n, err := p.Pass(ctx)
@@ -158,8 +189,12 @@ func (p *Pruner) Run(ctx context.Context) {
 				failing = false
 				p.opts.Logger.Info("retention: pruning again")
 			}
+			if rule := p.Rule(); rule != logged {
+				logged = rule
+				p.opts.Logger.Info("retention: pruning by the rule recorded in the log", "keep", RuleText(rule))
+			}
 			if n > 0 {
-				p.opts.Logger.Info("retention: pruned events", "events", n, "olderThan", p.retention.String(), "took", time.Since(start).Round(time.Millisecond).String())
+				p.opts.Logger.Info("retention: pruned events", "events", n, "olderThan", p.Rule().String(), "took", time.Since(start).Round(time.Millisecond).String())
 			}
 		}
 		select {
@@ -168,4 +203,13 @@ func (p *Pruner) Run(ctx context.Context) {
 		case <-time.After(p.opts.Interval):
 		}
 	}
+}
+
+// RuleText says a retention as the server's messages do: "for ever" for
+// 0, a Go duration otherwise.
+func RuleText(retention time.Duration) string {
+	if retention <= 0 {
+		return "for ever"
+	}
+	return retention.String()
 }

@@ -18,7 +18,7 @@ type costlyPrunes struct {
 	asked []int
 }
 
-func (c *costlyPrunes) PruneEvents(_ context.Context, _ time.Time, limit int, _ func([]int64) (flagadmin.Event, error)) ([]int64, error) {
+func (c *costlyPrunes) PruneEvents(_ context.Context, limit int, _ func(*flagadmin.Event) (time.Time, error), _ func([]int64) (flagadmin.Event, error)) ([]int64, error) {
 	c.asked = append(c.asked, limit)
 	n := min(limit, c.left)
 	c.left -= n
@@ -57,7 +57,7 @@ func TestPrunerSizesBatchesToItsBudget(t *testing.T) {
 				}
 				return d
 			}
-			p := NewPruner(store, time.Hour, PrunerOptions{Batch: c.batch, Budget: 15 * time.Millisecond, Pause: time.Nanosecond})
+			p := NewPruner(store, PrunerOptions{Batch: c.batch, Budget: 15 * time.Millisecond, Pause: time.Nanosecond})
 			p.since = store.took
 			n, err := p.Pass(context.Background())
 			if err != nil || n != 20_000 {

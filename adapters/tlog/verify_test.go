@@ -301,7 +301,7 @@ func TestVerifyReportsPrunedRanges(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Events are a minute apart from t0: prune those of the first 150 minutes.
-	p := tlog.NewPruner(s, time.Hour, tlog.PrunerOptions{Batch: 7, Pause: time.Microsecond, Clock: func() time.Time { return t0.Add(150*time.Minute + time.Hour) }})
+	p := tlog.NewPruner(s, tlog.PrunerOptions{Batch: 7, Pause: time.Microsecond, Clock: func() time.Time { return t0.Add(150*time.Minute + time.Hour) }})
 	n, err := p.Pass(ctx)
 	if err != nil || n != 130 || p.Pruned() != 130 {
 		t.Fatalf("Pass: pruned %d (%d in all), %v; want 130", n, p.Pruned(), err)

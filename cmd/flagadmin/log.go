@@ -24,7 +24,9 @@ import (
 
 // The verifiable log of a server and its retention: the tree's upkeep
 // (stored subtree hashes, and with --log-key a signed checkpoint at least
-// every 10 s while the log grows) and, with --retention, the pruner.
+// every 10 s while the log grows) and the pruner, which prunes by the
+// retention rule the log records (a server records its --retention at
+// start when it differs from it).
 
 // Environment variables of --log-state and --log-witness.
 const (
@@ -54,7 +56,8 @@ func bindLogSettings(bind func(name, env, def, usage string, unleash unleashRead
 		"the `DURATION` events are kept, such as 90d or 2160h; older ones are pruned in small batches\n"+
 			"in the background, except those of projects under a legal hold (flagadmin log hold). Their\n"+
 			"leaf hashes stay, so checkpoints and proofs stay valid. The shortest is 1h; empty or 0 (or 0d)\n"+
-			"keeps events for ever", nil)
+			"keeps events for ever. The rule is the database's: a server started with another rule than the\n"+
+			"one last recorded in the log records its own, and every server on the database prunes by it", nil)
 	return logKey, logState, logWitness, retention
 }
 
@@ -331,10 +334,7 @@ func startLog(lc fx.Lifecycle, parts *logParts, cfg Config, log *slog.Logger, m 
 			"level", r.Level, "index", r.Index, "stored", base64.StdEncoding.EncodeToString(r.Stored[:]), "leaves", base64.StdEncoding.EncodeToString(r.Want[:]))
 	})
 	keeper := tlog.NewMaintainer(parts.prover, parts.signer, tlog.MaintainerOptions{Logger: log, Witnesses: parts.witnesses})
-	var pruner *tlog.Pruner
-	if cfg.Retention > 0 {
-		pruner = tlog.NewPruner(parts.store, cfg.Retention, tlog.PrunerOptions{Logger: log})
-	}
+	pruner := newPruner(parts, cfg, log)
 	registerLogStats(m, keeper, pruner, parts.prover, parts.signer != nil)
 	registerWitnessStats(m, parts.witnesses)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -360,7 +360,6 @@ func startLog(lc fx.Lifecycle, parts *logParts, cfg Config, log *slog.Logger, m 
 			}
 			wg.Go(func() { keeper.Run(ctx) })
 			if pruner != nil {
-				log.Info("retention: pruning events", "olderThan", cfg.Retention.String())
 				wg.Go(func() { pruner.Run(ctx) })
 			}
 			return nil
@@ -391,9 +390,24 @@ func logKeptCosignatures(log *slog.Logger, kept tlog.KeptCosignatures, file stri
 	}
 }
 
+// newPruner returns the pruner of a server with cfg; nil on a copy that
+// follows Unleash, which writes no event of its own. Every other server
+// runs one, whatever its --retention: the rule is the database's, the
+// one the log records last (a server records its own at start when it
+// differs), and each pruner prunes by it, or not at all while it keeps
+// events for ever.
+func newPruner(parts *logParts, cfg Config, log *slog.Logger) *tlog.Pruner {
+	if cfg.Follow != "" {
+		return nil
+	}
+	return tlog.NewPruner(parts.store, tlog.PrunerOptions{Logger: log})
+}
+
 // recordRetention records the server's retention rule in the log when it
 // differs from the last one recorded (a retention-changed event; of
-// servers starting together, one records it). A database that follows a
+// servers starting together, one records it): starting a server with
+// another --retention is how an operator changes the rule of every
+// server on the database. A database that follows a
 // source gets no event of its own: retention is refused on it.
 func recordRetention(parts *logParts, retention time.Duration, log *slog.Logger) error {
 	store, ok := parts.store.(flagadmin.Store)
@@ -413,11 +427,7 @@ func recordRetention(parts *logParts, retention time.Duration, log *slog.Logger)
 	case err != nil:
 		return cliErrorf("--retention: cannot record the retention in the log: %s", withCause(err))
 	case recorded:
-		rule := "for ever"
-		if retention > 0 {
-			rule = retention.String()
-		}
-		log.Info("retention: recorded the new rule in the log", "keep", rule)
+		log.Info("retention: recorded the new rule in the log; every server on the database prunes by it", "keep", tlog.RuleText(retention))
 	}
 	return nil
 }

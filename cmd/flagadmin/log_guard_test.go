@@ -131,7 +131,7 @@ func TestLogSignerRefusesForgedHistory(t *testing.T) {
 			// The attacker rewrites event 5, its leaf and every interior
 			// hash, so that the tree is consistent, and deletes the
 			// checkpoints that sign the old one.
-			db := rawDB(t, dbURL)
+			db := dbtest.Raw(t, dbURL)
 			var forged flagadmin.Event
 			if err := store.ExportEvents(ctx, flagadmin.EventQuery{IDs: []int64{ids[5]}}, 0, func(e flagadmin.Event) error { forged = e; return nil }); err != nil {
 				t.Fatal(err)
@@ -304,7 +304,7 @@ func TestLogProofsSurviveACorruptStoredHash(t *testing.T) {
 			waitFor(t, "the stored hashes", func() bool { n, _ := store.LogHashCount(context.Background(), 8); return n == 1 })
 			wrong := make([]byte, 32)
 			rand.Read(wrong)
-			execArgs(t, rawDB(t, dbURL), dbURL, "UPDATE log_hashes SET hash = ? WHERE level = 4 AND idx = 2", wrong)
+			execArgs(t, dbtest.Raw(t, dbURL), dbURL, "UPDATE log_hashes SET hash = ? WHERE level = 4 AND idx = 2", wrong)
 
 			roots := proofRoots(t, store, 300)
 			var failed []string

@@ -288,7 +288,12 @@ func benchPrune(b *testing.B, store *bunstore.Store, bin, base, signing string, 
 	go func() { during = writes(stop); close(done) }()
 	cut := t0.Add(time.Duration(prune) * time.Second)
 	batches := &timedPrunes{LogStore: store}
-	pruner := tlog.NewPruner(batches, time.Hour, tlog.PrunerOptions{Clock: func() time.Time { return cut.Add(time.Hour) }})
+	// The rule the pruner prunes by, as a server started with
+	// --retention 1h records it.
+	if _, err := flagadmin.NewService(store, flagadmin.WithLog(flagadmin.LogConfig{Store: store})).RecordRetention(ctx, flagadmin.System, time.Hour); err != nil {
+		b.Fatal(err)
+	}
+	pruner := tlog.NewPruner(batches, tlog.PrunerOptions{Clock: func() time.Time { return cut.Add(time.Hour) }})
 	begin := time.Now()
 	pruned, err := pruner.Pass(ctx)
 	pruneTook := time.Since(begin)
@@ -399,10 +404,10 @@ type timedPrunes struct {
 // PruneEvents implements flagadmin.LogStore. With
 // FLAGADMIN_BENCH_LOG_STACKS set, the stacks of every goroutine while a
 // batch has run for a second are appended to that file.
-func (t *timedPrunes) PruneEvents(ctx context.Context, before time.Time, limit int, record func([]int64) (flagadmin.Event, error)) ([]int64, error) {
+func (t *timedPrunes) PruneEvents(ctx context.Context, limit int, cutoff func(*flagadmin.Event) (time.Time, error), record func([]int64) (flagadmin.Event, error)) ([]int64, error) {
 	start := time.Now()
 	defer stacksAfter(time.Second, fmt.Sprintf("a batch of %d", limit)).Stop()
-	ids, err := t.LogStore.PruneEvents(ctx, before, limit, record)
+	ids, err := t.LogStore.PruneEvents(ctx, limit, cutoff, record)
 	t.spans = append(t.spans, span{start, time.Now()})
 	return ids, err
 }

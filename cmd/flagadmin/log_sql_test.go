@@ -5,13 +5,14 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
-	"net/url"
+	"log/slog"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/flagadmin/flagadmin/adapters/bunstore"
+	"github.com/flagadmin/flagadmin/adapters/tlog"
 	"github.com/flagadmin/flagadmin/flagadmin"
 	"github.com/flagadmin/flagadmin/internal/dbtest"
 )
@@ -27,31 +28,6 @@ var sqlEngines = []struct {
 	name string
 	url  func(testing.TB) string
 }{{"SQLite", dbtest.SQLite}, {"Postgres", dbtest.Postgres}, {"MySQL", dbtest.MySQL}}
-
-// rawDB opens the database of a store URL with its driver, for tampering.
-func rawDB(t *testing.T, dbURL string) *sql.DB {
-	t.Helper()
-	var db *sql.DB
-	var err error
-	switch {
-	case strings.HasPrefix(dbURL, "sqlite:"):
-		db, err = sql.Open("sqlite", strings.TrimPrefix(dbURL, "sqlite:"))
-	case strings.HasPrefix(dbURL, "postgres"):
-		db, err = sql.Open("pgx", dbURL)
-	default:
-		u, perr := url.Parse(dbURL)
-		if perr != nil {
-			t.Fatal(perr)
-		}
-		dsn := u.User.String() + "@tcp(" + u.Host + ")" + u.Path
-		db, err = sql.Open("mysql", dsn)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	return db
-}
 
 // execSQL runs statements on db.
 func execSQL(t *testing.T, db *sql.DB, stmts ...string) {
@@ -192,7 +168,7 @@ func TestLogVerifyOnSQLNamesTheTamperedEvent(t *testing.T) {
 					dbURL := engine.url(t)
 					store, ids := sqlLogWorld(t, dbURL, 50)
 					base := logServer(t, store, signing, nil) // signs the checkpoint of the 50 events
-					execSQL(t, rawDB(t, dbURL), c.tamper(ids)...)
+					execSQL(t, dbtest.Raw(t, dbURL), c.tamper(ids)...)
 					want := c.want(ids)
 					wantVerify(t, "--db", want, "--db", dbURL, "--key", verifier)
 					wantVerify(t, "--url", want, "--url", base, "--token", demoAdmin, "--key", verifier)
@@ -215,7 +191,7 @@ func TestLogVerifyOnSQLCatchesAnOlderCopy(t *testing.T) {
 			wantVerify(t, "the live database", "", "--db", dbURL, "--key", verifier, "--save", saved)
 			// The copy of the database taken at 30 events put back (its
 			// rows, as they were then), and written to since.
-			execSQL(t, rawDB(t, dbURL),
+			execSQL(t, dbtest.Raw(t, dbURL),
 				fmt.Sprintf("DELETE FROM events WHERE id > %d", ids[29]),
 				"DELETE FROM log_leaves WHERE idx >= 30",
 				"DELETE FROM log_checkpoints WHERE size > 30")
@@ -226,6 +202,69 @@ func TestLogVerifyOnSQLCatchesAnOlderCopy(t *testing.T) {
 			wantVerify(t, "--url", want, "--url", base, "--token", demoAdmin, "--key", verifier, "--trusted", saved)
 			// On its own, the copy is a consistent log.
 			wantVerify(t, "the copy on its own", "", "--db", dbURL, "--key", verifier)
+		})
+	}
+}
+
+// TestServersWithDifferentRetentionsPruneByTheRecordedRule: three
+// servers on one database, started one after the other: without
+// --retention, with 90 days, then with 30 (an operator changing the rule,
+// one server at a time). Each records its rule at start when it is new;
+// the pruners of the first two, started before the change, then prune by
+// the rule the log records last, and the log verifies.
+func TestServersWithDifferentRetentionsPruneByTheRecordedRule(t *testing.T) {
+	signing, verifier := keyFiles(t)
+	const day = 24 * time.Hour
+	for _, engine := range sqlEngines {
+		t.Run(engine.name, func(t *testing.T) {
+			dbURL := engine.url(t)
+			store, _ := sqlLogWorld(t, dbURL, 0)
+			quiet := slog.New(slog.DiscardHandler)
+			var pruners []*tlog.Pruner
+			for _, rule := range []time.Duration{0, 90 * day, 30 * day} {
+				opened, err := bunstore.Open(context.Background(), dbURL)
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { opened.Close() })
+				cfg := Config{Retention: rule}
+				parts, err := newLogParts(opened, cfg, quiet)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := recordRetention(parts, rule, quiet); err != nil {
+					t.Fatal(err)
+				}
+				pruners = append(pruners, newPruner(parts, cfg, quiet))
+			}
+			write := func(ages ...time.Duration) {
+				t.Helper()
+				b := &flagadmin.Batch{}
+				for i, age := range ages {
+					b.Events = append(b.Events, flagadmin.Event{Type: flagadmin.EventFeatureCreated, CreatedBy: "ada", CreatedAt: time.Now().Add(-age),
+						FeatureName: ptr(fmt.Sprintf("f-%d", i)), Project: ptr("default")})
+				}
+				if err := store.Write(context.Background(), b); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for _, c := range []struct {
+				name   string
+				pruner *tlog.Pruner
+			}{{"the server started with 90 days", pruners[1]}, {"the server started without --retention", pruners[0]}} {
+				// Events older than both rules, older than the last one
+				// only, and a young one.
+				write(100*day, 100*day, 60*day, 40*day, day)
+				if c.pruner == nil {
+					t.Fatalf("%s: no pruner", c.name)
+				}
+				n, err := c.pruner.Pass(context.Background())
+				if err != nil || n != 4 {
+					t.Errorf("%s: its pruner removed %d events (%v), want the 4 older than the 30 days recorded last", c.name, n, err)
+				}
+			}
+			logServer(t, store, signing, nil)
+			wantVerify(t, "--db", "", "--db", dbURL, "--key", verifier)
 		})
 	}
 }

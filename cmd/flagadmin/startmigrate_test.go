@@ -10,6 +10,7 @@ import (
 
 	"github.com/flagadmin/flagadmin/adapters/bunstore"
 	"github.com/flagadmin/flagadmin/flagadmin"
+	"github.com/flagadmin/flagadmin/internal/dbtest"
 	"github.com/flagadmin/flagadmin/internal/syncbuffer"
 )
 
@@ -67,7 +68,7 @@ func TestServeMigrationBoundCutsARebuild(t *testing.T) {
 	}
 	store.Close()
 	// The log as the release before v1 left it, to be rebuilt.
-	execSQL(t, rawDB(t, db), "UPDATE log_leaves SET content = NULL",
+	execSQL(t, dbtest.Raw(t, db), "UPDATE log_leaves SET content = NULL",
 		"DELETE FROM bun_migrations WHERE name >= '20261202000001'")
 
 	logger := slog.New(slog.NewTextHandler(&syncbuffer.Buffer{}, nil))
@@ -91,7 +92,7 @@ func TestServeRefusesANewerSchema(t *testing.T) {
 	if code, _, errOut := runCLI(t, nil, "migrate", "--db", db); code != 0 {
 		t.Fatalf("migrate: exit %d: %s", code, errOut)
 	}
-	execSQL(t, rawDB(t, db), "INSERT INTO bun_migrations (name, group_id, migrated_at) VALUES ('20991231000000', 99, CURRENT_TIMESTAMP)")
+	execSQL(t, dbtest.Raw(t, db), "INSERT INTO bun_migrations (name, group_id, migrated_at) VALUES ('20991231000000', 99, CURRENT_TIMESTAMP)")
 	for _, args := range [][]string{
 		{"serve", "--db", db, "--addr", "127.0.0.1:0"},
 		{"migrate", "--db", db},

@@ -33,6 +33,7 @@ import (
 	"github.com/testcontainers/testcontainers-go"
 	tcmysql "github.com/testcontainers/testcontainers-go/modules/mysql"
 	tcpostgres "github.com/testcontainers/testcontainers-go/modules/postgres"
+	"github.com/uptrace/bun/driver/sqliteshim"
 )
 
 // Environment variables naming the servers tests use.
@@ -115,6 +116,37 @@ func MySQL(t testing.TB) string {
 	})
 	u.Path = "/" + name
 	return u.String()
+}
+
+// Raw opens the database of dbURL (a URL of this package's) with its
+// driver, apart from any store: what someone who writes the database
+// directly uses. It is closed when t ends.
+func Raw(t testing.TB, dbURL string) *sql.DB {
+	t.Helper()
+	u, err := url.Parse(dbURL)
+	if err != nil {
+		t.Fatalf("dbtest: %q: %v", dbURL, err)
+	}
+	var db *sql.DB
+	switch u.Scheme {
+	case "sqlite":
+		path := strings.TrimPrefix(dbURL, "sqlite:")
+		if path == ":memory:" {
+			t.Fatalf("dbtest: %q: an in-memory database has no other connection", dbURL)
+		}
+		db, err = sql.Open(sqliteshim.ShimName, path+"?_pragma=busy_timeout(10000)")
+	case "postgres", "postgresql":
+		db, err = sql.Open("pgx", dbURL)
+	case "mysql":
+		db, err = sql.Open("mysql", mysqlDSN(u))
+	default:
+		t.Fatalf("dbtest: %q: not a database URL of this package", dbURL)
+	}
+	if err != nil {
+		t.Fatalf("dbtest: %q: %v", dbURL, err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
 }
 
 // mysqlDSN turns mysql://user:pass@host:port/db into the driver's DSN. It

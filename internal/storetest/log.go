@@ -382,7 +382,7 @@ func logCases() []testCase {
 			before := w.leavesOf(t, ls)
 			v0 := version(t, w, vs)
 			cut := suiteNow.Add(-24 * time.Hour)
-			first, err := ls.PruneEvents(w.ctx, cut, 6, pruneRecord(cut))
+			first, err := ls.PruneEvents(w.ctx, 6, cutAt(cut), pruneRecord(cut))
 			wantNoError(t, "PruneEvents", err)
 			wantEqual(t, "first batch", fmt.Sprint(first), fmt.Sprint(oldDefault[:6]))
 			if version(t, w, vs) <= v0 {
@@ -390,7 +390,7 @@ func logCases() []testCase {
 			}
 			var rest []int64
 			for {
-				ids, err := ls.PruneEvents(w.ctx, cut, 6, pruneRecord(cut))
+				ids, err := ls.PruneEvents(w.ctx, 6, cutAt(cut), pruneRecord(cut))
 				wantNoError(t, "PruneEvents", err)
 				if len(ids) == 0 {
 					break
@@ -461,7 +461,7 @@ func logCases() []testCase {
 				if i == 0 { // the pruner
 					defer close(stop)
 					for {
-						ids, err := ls.PruneEvents(w.ctx, suiteNow.Add(-24*time.Hour), 7, pruneRecord(suiteNow.Add(-24*time.Hour)))
+						ids, err := ls.PruneEvents(w.ctx, 7, cutAt(suiteNow.Add(-24*time.Hour)), pruneRecord(suiteNow.Add(-24*time.Hour)))
 						if err != nil {
 							return err
 						}
@@ -526,7 +526,7 @@ func logCases() []testCase {
 			w.writeEvents(t, 40, nil, suiteNow)
 			w.wantServiceProofs(t, ls, nil)
 			// The fixture's events, of 2025, pruned: no proof of them.
-			ids, err := ls.PruneEvents(w.ctx, suiteNow.Add(-24*time.Hour), 100, pruneRecord(suiteNow.Add(-24*time.Hour)))
+			ids, err := ls.PruneEvents(w.ctx, 100, cutAt(suiteNow.Add(-24*time.Hour)), pruneRecord(suiteNow.Add(-24*time.Hour)))
 			wantNoError(t, "PruneEvents", err)
 			pruned := map[int64]bool{}
 			for _, id := range ids {
@@ -541,7 +541,7 @@ func logCases() []testCase {
 			w.writeEvents(t, 150, str("default"), suiteNow)
 			hashes := w.wantTreeOfEvents(t, ls, nil)
 			wantNoError(t, "BuildTiles", tlog.NewProver(ls).BuildTiles(w.ctx))
-			ids, err := ls.PruneEvents(w.ctx, suiteNow.Add(-24*time.Hour), 1000, pruneRecord(suiteNow.Add(-24*time.Hour)))
+			ids, err := ls.PruneEvents(w.ctx, 1000, cutAt(suiteNow.Add(-24*time.Hour)), pruneRecord(suiteNow.Add(-24*time.Hour)))
 			wantNoError(t, "PruneEvents", err)
 			wantEqual(t, "pruned", len(ids), 150)
 			w.wantProofs(t, ls, hashes)

@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"testing"
@@ -20,6 +21,12 @@ func pruneRecord(before time.Time) func([]int64) (flagadmin.Event, error) {
 	return func(ids []int64) (flagadmin.Event, error) {
 		return flagadmin.PrunedEvent(ids, before, 24*time.Hour, suiteNow)
 	}
+}
+
+// cutAt is the cutoff function of a pruning before before, whatever the
+// rule the log records.
+func cutAt(before time.Time) func(*flagadmin.Event) (time.Time, error) {
+	return func(*flagadmin.Event) (time.Time, error) { return before, nil }
 }
 
 // holdEvent is the event of a hold of project placed or released by the
@@ -144,7 +151,7 @@ func retentionCases() []testCase {
 			w.writeEvents(t, 2, str("default"), suiteNow)
 			wantNoError(t, "HoldProject", ls.HoldProject(w.ctx, "held", suiteNow, holdEvent(flagadmin.EventLogHoldAdded, "held")))
 			cut := suiteNow.Add(-24 * time.Hour)
-			ids, err := ls.PruneEvents(w.ctx, cut, 100, pruneRecord(cut))
+			ids, err := ls.PruneEvents(w.ctx, 100, cutAt(cut), pruneRecord(cut))
 			wantNoError(t, "PruneEvents", err)
 			want := append(slices.Clone(old), more...)
 			wantEqual(t, "pruned", fmt.Sprint(ids), fmt.Sprint(want))
@@ -168,11 +175,11 @@ func retentionCases() []testCase {
 			// Nothing left to prune, even much later: no event; and the
 			// events of retention itself are never pruned.
 			later := suiteNow.Add(365 * 24 * time.Hour)
-			ids, err = ls.PruneEvents(w.ctx, suiteNow.Add(-24*time.Hour), 100, pruneRecord(suiteNow.Add(-24*time.Hour)))
+			ids, err = ls.PruneEvents(w.ctx, 100, cutAt(suiteNow.Add(-24*time.Hour)), pruneRecord(suiteNow.Add(-24*time.Hour)))
 			wantNoError(t, "PruneEvents again", err)
 			wantEqual(t, "pruned again", len(ids), 0)
 			wantEqual(t, "events-pruned events after nothing pruned", len(w.retentionEvents(t, flagadmin.EventEventsPruned)), 1)
-			ids, err = ls.PruneEvents(w.ctx, later, 100, pruneRecord(later))
+			ids, err = ls.PruneEvents(w.ctx, 100, cutAt(later), pruneRecord(later))
 			wantNoError(t, "PruneEvents a year later", err)
 			for _, e := range w.exportAll(t) {
 				if slices.Contains(ids, e.ID) {
@@ -184,6 +191,50 @@ func retentionCases() []testCase {
 			wantEqual(t, "the first kept", left[0].ID, events[0].ID)
 			wantEqual(t, "the hold's event kept", len(w.retentionEvents(t, flagadmin.EventLogHoldAdded)), 1)
 			wantEqual(t, "count a year later", fmt.Sprint(dataOf(t, left[1])["count"]), fmt.Sprint(float64(2)))
+		}},
+		{"log/retention: a pruning batch reads the rule the log records last", func(t *testing.T, w *world) {
+			ls := w.logStore(t)
+			svc := w.logService(t)
+			old := w.writeEvents(t, 3, str("default"), suiteNow.Add(-48*time.Hour))
+			var read []*flagadmin.Event
+			cutoff := func(rule *flagadmin.Event) (time.Time, error) {
+				read = append(read, rule)
+				retention, err := flagadmin.RecordedRetention(rule)
+				if err != nil || retention == 0 {
+					return time.Time{}, err
+				}
+				return flagadmin.PruneBefore(suiteNow, retention), nil
+			}
+			ids, err := ls.PruneEvents(w.ctx, 100, cutoff, pruneRecord(suiteNow))
+			wantNoError(t, "PruneEvents with no rule recorded", err)
+			wantEqual(t, "pruned with no rule", len(ids), 0)
+			wantEqual(t, "the rule read with none recorded", len(read) == 1 && read[0] == nil, true)
+
+			for _, rule := range []time.Duration{30 * 24 * time.Hour, 24 * time.Hour} {
+				_, err := svc.RecordRetention(w.ctx, flagadmin.System, rule)
+				wantNoError(t, "RecordRetention", err)
+			}
+			refused := errors.New("refused")
+			ids, err = ls.PruneEvents(w.ctx, 100, func(*flagadmin.Event) (time.Time, error) { return time.Time{}, refused }, pruneRecord(suiteNow))
+			wantEqual(t, "the error of cutoff", errors.Is(err, refused), true)
+			wantEqual(t, "pruned when cutoff fails", len(ids), 0)
+			ids, err = ls.PruneEvents(w.ctx, 100, cutoff, pruneRecord(suiteNow.Add(-24*time.Hour)))
+			wantNoError(t, "PruneEvents", err)
+			wantEqual(t, "pruned by the day recorded last", fmt.Sprint(ids), fmt.Sprint(old))
+			last := read[len(read)-1]
+			wantEqual(t, "the rule read is an event", last != nil, true)
+			wantEqual(t, "its type", last.Type, flagadmin.EventRetentionChanged)
+			wantEqual(t, "its rule", fmt.Sprint(dataOf(t, *last)["retention"]), fmt.Sprint(float64(86400)))
+			rules := w.retentionEvents(t, flagadmin.EventRetentionChanged)
+			wantEqual(t, "its id, the newest rule's", last.ID, rules[len(rules)-1].ID)
+
+			_, err = svc.RecordRetention(w.ctx, flagadmin.System, 0)
+			wantNoError(t, "RecordRetention for ever", err)
+			w.writeEvents(t, 2, str("default"), suiteNow.Add(-48*time.Hour))
+			ids, err = ls.PruneEvents(w.ctx, 100, cutoff, pruneRecord(suiteNow))
+			wantNoError(t, "PruneEvents kept for ever", err)
+			wantEqual(t, "pruned with events kept for ever", len(ids), 0)
+			wantEqual(t, "events-pruned events", len(w.retentionEvents(t, flagadmin.EventEventsPruned)), 1)
 		}},
 	}
 }
