@@ -55,6 +55,11 @@ func awkwardEvent(i int) flagadmin.Event {
 	if i%5 == 0 {
 		e.Data, e.Tags, e.Environment = nil, nil, nil
 	}
+	if i == 11 {
+		// The largest integer a double holds exactly: one more is the
+		// same double.
+		e.CreatedByUserID = ptr(int64(1) << 53)
+	}
 	return e
 }
 
@@ -131,6 +136,17 @@ func TestLogVerifyOnSQLNamesTheTamperedEvent(t *testing.T) {
 				{"data changed, the same JSON otherwise written", func(ids []int64) []string {
 					return []string{fmt.Sprintf(`UPDATE events SET data = '{"z": 7}' WHERE id = %d`, ids[7])}
 				}, func(ids []int64) string { return fmt.Sprintf("event %d (leaf 7) was changed", ids[7]) }},
+				// Values a reader that parses JSON leniently takes for the
+				// ones written: the API shows them, so they must not verify.
+				{"a user id one past what a double holds", func(ids []int64) []string {
+					return []string{fmt.Sprintf("UPDATE events SET created_by_user_id = 9007199254740993 WHERE id = %d", ids[11])}
+				}, func(ids []int64) string { return fmt.Sprintf("event %d (leaf 11) was changed", ids[11]) }},
+				{"a repeated name that the written one overrides", func(ids []int64) []string {
+					return []string{fmt.Sprintf(`UPDATE events SET data = CONCAT('{"z":999,', SUBSTR(data, 2)) WHERE id = %d`, ids[2])}
+				}, func(ids []int64) string { return fmt.Sprintf("event %d (leaf 2) was changed", ids[2]) }},
+				{"null written as a number beyond a double", func(ids []int64) []string {
+					return []string{fmt.Sprintf(`UPDATE events SET data = REPLACE(data, 'null', '1e400') WHERE id = %d`, ids[4])}
+				}, func(ids []int64) string { return fmt.Sprintf("event %d (leaf 4) was changed", ids[4]) }},
 				{"one deleted", func(ids []int64) []string {
 					return []string{fmt.Sprintf("DELETE FROM events WHERE id = %d", ids[29])}
 				}, func(ids []int64) string {
