@@ -25,7 +25,7 @@ func open(t *testing.T, url string, opts ...bunstore.Option) *bunstore.Store {
 	return s
 }
 
-// contract runs the store contract suite with a fresh database per case,
+// contract runs the store contract suite with a database of its own per case,
 // on stores opened with opts, in parallel with the other suites (each on
 // databases of its own).
 func contract(t *testing.T, newURL func(testing.TB) string, opts ...bunstore.Option) {
@@ -33,7 +33,7 @@ func contract(t *testing.T, newURL func(testing.TB) string, opts ...bunstore.Opt
 	storetest.Run(t, func(t *testing.T) flagadmin.Store { return open(t, newURL(t), opts...) })
 }
 
-func TestContractSQLite(t *testing.T) { contract(t, dbtest.SQLite) }
+func TestContractSQLite(t *testing.T) { contract(t, migratedSQLite("tuned")) }
 
 func TestContractSQLiteMemory(t *testing.T) {
 	contract(t, func(testing.TB) string { return "sqlite::memory:" })
@@ -47,7 +47,9 @@ func TestContractMySQL(t *testing.T) { contract(t, dbtest.MySQL) }
 // must agree with: the same suite, every answer computed from the base
 // tables.
 
-func TestContractPlainSQLite(t *testing.T) { contract(t, dbtest.SQLite, bunstore.WithoutTuning()) }
+func TestContractPlainSQLite(t *testing.T) {
+	contract(t, migratedSQLite("plain", bunstore.WithoutTuning()), bunstore.WithoutTuning())
+}
 
 func TestContractPlainPostgres(t *testing.T) { contract(t, dbtest.Postgres, bunstore.WithoutTuning()) }
 

@@ -8,21 +8,21 @@ import (
 	"github.com/flagadmin/flagadmin/internal/storetest"
 )
 
-// followContract runs the follow contract suite with a fresh database per
-// case, on stores opened with opts.
+// followContract runs the follow contract suite with a database of its own
+// per case, on stores opened with opts.
 func followContract(t *testing.T, newURL func(testing.TB) string, opts ...bunstore.Option) {
 	t.Parallel()
 	storetest.RunFollow(t, func(t *testing.T) storetest.FollowTestStore { return open(t, newURL(t), opts...) })
 }
 
-func TestFollowContractSQLite(t *testing.T) { followContract(t, dbtest.SQLite) }
+func TestFollowContractSQLite(t *testing.T) { followContract(t, migratedSQLite("tuned")) }
 
 func TestFollowContractPostgres(t *testing.T) { followContract(t, dbtest.Postgres) }
 
 func TestFollowContractMySQL(t *testing.T) { followContract(t, dbtest.MySQL) }
 
 func TestFollowContractPlainSQLite(t *testing.T) {
-	followContract(t, dbtest.SQLite, bunstore.WithoutTuning())
+	followContract(t, migratedSQLite("plain", bunstore.WithoutTuning()), bunstore.WithoutTuning())
 }
 
 func TestFollowContractPlainPostgres(t *testing.T) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"testing"
 
+	"github.com/flagadmin/flagadmin/adapters/bunstore"
 	"github.com/flagadmin/flagadmin/flagadmin"
 	"github.com/flagadmin/flagadmin/internal/dbtest"
 )
@@ -23,6 +24,24 @@ var engines = []struct {
 func forEachEngine(t *testing.T, test func(t *testing.T, url string)) {
 	for _, e := range engines {
 		t.Run(e.name, func(t *testing.T) { test(t, e.url(t)) })
+	}
+}
+
+// migratedSQLite gives each test a copy of a SQLite database that Open,
+// with opts, migrated once for the test binary (key names the opts): the
+// contract suites open hundreds of stores, and copying a migrated file is
+// far cheaper than migrating each. Open still runs Migrate on the copy,
+// which finds it up to date; the migration itself is tested on empty
+// databases (dbtest.SQLite).
+func migratedSQLite(key string, opts ...bunstore.Option) func(testing.TB) string {
+	return func(t testing.TB) string {
+		return dbtest.SQLiteFrom(t, key, func(url string) error {
+			s, err := bunstore.Open(context.Background(), url, opts...)
+			if err != nil {
+				return err
+			}
+			return s.Close()
+		})
 	}
 }
 

@@ -1,8 +1,15 @@
 package bunstore_test
 
 import (
+	"context"
+	"errors"
+	"slices"
 	"testing"
+	"time"
 
+	"github.com/flagadmin/flagadmin/adapters/bunstore"
+	"github.com/flagadmin/flagadmin/flagadmin"
+	"github.com/flagadmin/flagadmin/internal/dbtest"
 	"github.com/flagadmin/flagadmin/internal/storetest"
 )
 
@@ -10,6 +17,48 @@ func TestLoad(t *testing.T) {
 	for _, e := range engines {
 		t.Run(e.name, func(t *testing.T) {
 			storetest.RunLoad(t, func(t *testing.T) storetest.Loader { return open(t, e.url(t)) })
+		})
+	}
+}
+
+// TestLoadHasNoStorageDeadline: a store whose storage deadline (1 ms) is
+// far shorter than writing a few thousand events takes as long as it needs
+// to Load them, while a Write of the same events is ended by the deadline.
+// MySQL is left out: Open itself asks the server for its version under
+// the deadline there. The server-side limits the load's own connections go
+// without are checked by TestTimeoutTellsTheDatabase.
+func TestLoadHasNoStorageDeadline(t *testing.T) {
+	for _, e := range []struct {
+		name string
+		url  func(testing.TB) string
+	}{{"SQLite", dbtest.SQLite}, {"Postgres", dbtest.Postgres}} {
+		t.Run(e.name, func(t *testing.T) {
+			ctx := context.Background()
+			url := e.url(t)
+			s := open(t, url, bunstore.WithTimeout(time.Millisecond))
+			events := bulkEvents(3000)
+			for i := range events {
+				events[i].ID = int64(i + 1)
+			}
+			if err := s.Write(ctx, &flagadmin.Batch{Events: events}); !errors.Is(err, flagadmin.ErrUnavailable) {
+				t.Fatalf("Write of %d events under a 1 ms deadline: got %v, want ErrUnavailable", len(events), err)
+			}
+			start := time.Now()
+			err := s.Load(ctx, &flagadmin.Batch{}, func(emit func([]flagadmin.Event) error) error {
+				for chunk := range slices.Chunk(events, 500) {
+					if err := emit(chunk); err != nil {
+						return err
+					}
+				}
+				return nil
+			})
+			must(t, "Load under a 1 ms deadline", err)
+			t.Logf("loaded %d events in %s", len(events), time.Since(start))
+			page, err := open(t, url).SearchEvents(ctx, flagadmin.EventQuery{Limit: 1})
+			must(t, "SearchEvents", err)
+			if page.Total != len(events) {
+				t.Errorf("after the load: %d events, want %d", page.Total, len(events))
+			}
 		})
 	}
 }

@@ -272,54 +272,58 @@ func (s *Store) PrivateProjects(ctx context.Context) ([]string, error) {
 // a bounded heap: a date range over a million events then costs one pass,
 // not a sort of every match.
 func (s *Store) SearchEvents(ctx context.Context, q flagadmin.EventQuery) (flagadmin.EventPage, error) {
-	top, total := s.pageMatches(q)
-	matches := []flagadmin.Event(*top)
-	slices.SortFunc(matches, flagadmin.CompareEvents)
-	page := flagadmin.EventPage{Total: total, Events: []flagadmin.Event{}}
 	start := 0
 	if q.After == nil {
 		start = q.Offset
 	}
-	for _, e := range matches[min(start, len(matches)):] {
-		page.Events = append(page.Events, cloneEvent(e))
-	}
-	return page, nil
+	events, total := s.pageMatches(q, start)
+	return flagadmin.EventPage{Total: total, Events: events}, nil
 }
 
-// pageMatches returns the first q.PageEnd() matches of q (in no order)
-// and the count of all matches, under the read lock.
-func (s *Store) pageMatches(q flagadmin.EventQuery) (top *pageHeap, total int) {
+// pageMatches returns copies of the first q.PageEnd() matches of q in
+// order, less the first skip, and the count of all matches, under the read
+// lock.
+func (s *Store) pageMatches(q flagadmin.EventQuery, skip int) (events []flagadmin.Event, total int) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	keep := q.PageEnd()
-	top = &pageHeap{}
-	for _, e := range s.w.candidates(q) {
-		if !q.Matches(e.Event, e.payload, e.meta) {
+	top := &pageHeap{}
+	candidates := s.w.candidates(q)
+	for i := range candidates {
+		e := &candidates[i].Event
+		if !q.Matches(*e, candidates[i].payload, candidates[i].meta) {
 			continue
 		}
 		total++
-		if keep == 0 || !q.AfterCursor(e.Event) {
+		if keep == 0 || !q.AfterCursor(*e) {
 			continue
 		}
 		if top.Len() < keep {
-			heap.Push(top, e.Event)
-		} else if flagadmin.CompareEvents(e.Event, (*top)[0]) < 0 {
-			(*top)[0] = e.Event
+			heap.Push(top, e)
+		} else if flagadmin.CompareEvents(*e, *(*top)[0]) < 0 {
+			(*top)[0] = e
 			heap.Fix(top, 0)
 		}
 	}
-	return top, total
+	matches := []*flagadmin.Event(*top)
+	slices.SortFunc(matches, func(a, b *flagadmin.Event) int { return flagadmin.CompareEvents(*a, *b) })
+	events = []flagadmin.Event{}
+	for _, e := range matches[min(skip, len(matches)):] {
+		events = append(events, cloneEvent(*e))
+	}
+	return events, total
 }
 
 // pageHeap holds the first matches of a search: a heap whose root is the
 // one that sorts last (CompareEvents), to be replaced by a match that
-// sorts before it.
-type pageHeap []flagadmin.Event
+// sorts before it. It holds pointers into the world (read under its
+// lock), which move cheaply.
+type pageHeap []*flagadmin.Event
 
 func (h pageHeap) Len() int           { return len(h) }
-func (h pageHeap) Less(i, j int) bool { return flagadmin.CompareEvents(h[i], h[j]) > 0 }
+func (h pageHeap) Less(i, j int) bool { return flagadmin.CompareEvents(*h[i], *h[j]) > 0 }
 func (h pageHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
-func (h *pageHeap) Push(x any)        { *h = append(*h, x.(flagadmin.Event)) }
+func (h *pageHeap) Push(x any)        { *h = append(*h, x.(*flagadmin.Event)) }
 func (h *pageHeap) Pop() any {
 	old := *h
 	e := old[len(old)-1]

@@ -109,6 +109,10 @@ type Config struct {
 	// LogWitnesses are the witnesses the server submits its checkpoints
 	// to (with LogKey); none by default.
 	LogWitnesses []tlog.Witness
+	// LogInterval is how often the log's upkeep stores new subtree
+	// hashes and signs a checkpoint of a grown log; 0 means
+	// tlog.DefaultMaintainInterval. No flag sets it: tests shorten it.
+	LogInterval time.Duration
 	// Retention is how long events are kept before they are pruned; 0
 	// keeps them for ever.
 	Retention time.Duration

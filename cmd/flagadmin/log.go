@@ -333,7 +333,7 @@ func startLog(lc fx.Lifecycle, parts *logParts, cfg Config, log *slog.Logger, m 
 		log.Warn("log: a stored hash of the tree disagrees with its leaves; proofs use the leaves' (flagadmin log verify --db names it)",
 			"level", r.Level, "index", r.Index, "stored", base64.StdEncoding.EncodeToString(r.Stored[:]), "leaves", base64.StdEncoding.EncodeToString(r.Want[:]))
 	})
-	keeper := tlog.NewMaintainer(parts.prover, parts.signer, tlog.MaintainerOptions{Logger: log, Witnesses: parts.witnesses})
+	keeper := tlog.NewMaintainer(parts.prover, parts.signer, tlog.MaintainerOptions{Interval: cfg.LogInterval, Logger: log, Witnesses: parts.witnesses})
 	pruner := newPruner(parts, cfg, log)
 	registerLogStats(m, keeper, pruner, parts.prover, parts.signer != nil)
 	registerWitnessStats(m, parts.witnesses)

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"go.uber.org/fx"
 	"go.uber.org/fx/fxtest"
@@ -46,12 +47,18 @@ func restartableApp(t *testing.T, cfg Config) (string, *syncbuffer.Buffer, func(
 	return "http://" + l.Addr().String(), stderr, stop
 }
 
+// testLogInterval is the log upkeep's interval of the servers of tests
+// that wait for a checkpoint: short, so that they wait little.
+const testLogInterval = 50 * time.Millisecond
+
 // signingConfig is the configuration of a server on dbURL signing with
-// the key file signing and keeping its state in state.
+// the key file signing and keeping its state in state, its log kept up
+// every testLogInterval.
 func signingConfig(t *testing.T, dbURL, signing, state string) Config {
 	t.Helper()
 	cfg := memoryConfig()
 	cfg.DB = dbURL
+	cfg.LogInterval = testLogInterval
 	var err error
 	if cfg.LogKey, cfg.LogSignerKey, err = loadLogKey(signing); err != nil {
 		t.Fatal(err)

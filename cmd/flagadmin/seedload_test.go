@@ -20,10 +20,13 @@ import (
 	"github.com/flagadmin/flagadmin/internal/worldgen"
 )
 
-// largeSeedEvents is the size of the seed of TestServeLoadsALargeSeed: as
-// many events as the seed file (18 MB) that once failed to load; the file
-// written is about as large.
-const largeSeedEvents = 60_000
+// largeSeedEvents is the size of the seed of TestServeLoadsALargeSeed:
+// twice seedProgressStep, so that the log reports progress before the end.
+// That the load has no storage deadline, whatever the seed's size, is
+// checked on a store whose deadline is far shorter than a small load
+// (bunstore's TestLoadHasNoStorageDeadline); here serve takes that path,
+// with a deadline of one second, shorter than the load on a 2-core machine.
+const largeSeedEvents = 2 * seedProgressStep
 
 // largeSeedAdmin is the admin token of the large seed.
 const largeSeedAdmin = "*:*.large-seed-admin"
@@ -66,10 +69,10 @@ var largeSeed = sync.OnceValues(func() (string, error) {
 	return path, w.Flush()
 })
 
-// TestServeLoadsALargeSeed: serve --seed loads a seed of 60,000 events as
+// TestServeLoadsALargeSeed: serve --seed loads a seed of 20,000 events as
 // a bulk load, on every store: no storage deadline applies to it (the
-// test's is far shorter than the load), the log says how far it is, and
-// the events are searchable, in the log and counted once it is done.
+// test's is shorter than the load), the log says how far it is, and the
+// events are searchable, in the log and counted once it is done.
 func TestServeLoadsALargeSeed(t *testing.T) {
 	path, err := largeSeed()
 	if err != nil {
@@ -94,7 +97,8 @@ func TestServeLoadsALargeSeed(t *testing.T) {
 			fi, _ := os.Stat(path)
 			t.Logf("%s: loaded %d events (%d MB) in %s", db.name, largeSeedEvents, fi.Size()>>20, time.Since(start).Round(time.Millisecond))
 			log := stderr.String()
-			if !strings.Contains(log, "loading seed file "+path) || !strings.Contains(log, "events=10000 total=60000") || !strings.Contains(log, "events=60000 total=60000") {
+			if !strings.Contains(log, "loading seed file "+path) || !strings.Contains(log, fmt.Sprintf("events=%d total=%d", seedProgressStep, largeSeedEvents)) ||
+				!strings.Contains(log, fmt.Sprintf("events=%d total=%d", largeSeedEvents, largeSeedEvents)) {
 				t.Errorf("the log does not tell the load's progress:\n%s", log)
 			}
 			status, body := call(t, http.MethodGet, base+"/api/admin/search/events?limit=1", largeSeedAdmin, "")
@@ -102,7 +106,7 @@ func TestServeLoadsALargeSeed(t *testing.T) {
 			if err := json.Unmarshal(body, &page); status != http.StatusOK || err != nil || page.Total != largeSeedEvents {
 				t.Errorf("search after the load: %d %s; want total %d", status, body, largeSeedEvents)
 			}
-			status, body = call(t, http.MethodGet, base+"/api/admin/log/leaves?start=59999&count=1", largeSeedAdmin, "")
+			status, body = call(t, http.MethodGet, base+"/api/admin/log/leaves?start="+fmt.Sprint(largeSeedEvents-1)+"&count=1", largeSeedAdmin, "")
 			var leaves struct {
 				TreeSize int64
 				Leaves   []struct{ ID int64 }

@@ -20,6 +20,52 @@ func TestSQLiteIsAFreshFile(t *testing.T) {
 	}
 }
 
+// TestSQLiteFromCopiesOneBuild checks that build runs once per key and that
+// every test gets a file of its own holding what build wrote.
+func TestSQLiteFromCopiesOneBuild(t *testing.T) {
+	builds := 0
+	build := func(content string) func(string) error {
+		return func(url string) error {
+			builds++
+			return os.WriteFile(strings.TrimPrefix(url, "sqlite:"), []byte(content), 0o644)
+		}
+	}
+	key := t.Name()
+	a := SQLiteFrom(t, key, build("built"))
+	b := SQLiteFrom(t, key, build("built again"))
+	other := SQLiteFrom(t, key+"/other", build("other"))
+	if builds != 2 {
+		t.Errorf("build ran %d times for two keys, want 2", builds)
+	}
+	if a == b {
+		t.Fatalf("two copies share the file %q", a)
+	}
+	if err := os.WriteFile(strings.TrimPrefix(a, "sqlite:"), []byte("changed"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for url, want := range map[string]string{a: "changed", b: "built", other: "other"} {
+		got, err := os.ReadFile(strings.TrimPrefix(url, "sqlite:"))
+		if err != nil || string(got) != want {
+			t.Errorf("%s holds %q (%v), want %q", url, got, err, want)
+		}
+	}
+}
+
+// TestSQLiteTemplateRefusesAnOpenDatabase checks that a build leaving a
+// write-ahead log with content is an error rather than a copy missing it.
+func TestSQLiteTemplateRefusesAnOpenDatabase(t *testing.T) {
+	_, err := buildSQLiteTemplate(func(url string) error {
+		path := strings.TrimPrefix(url, "sqlite:")
+		if err := os.WriteFile(path, []byte("db"), 0o644); err != nil {
+			return err
+		}
+		return os.WriteFile(path+"-wal", []byte("frames"), 0o644)
+	})
+	if err == nil || !strings.Contains(err.Error(), "template.db-wal") {
+		t.Errorf("got error %v, want one naming template.db-wal", err)
+	}
+}
+
 // TestPostgresSchemaLifecycle checks that each test gets its own schema,
 // first on the search_path, and that it is gone after the test.
 func TestPostgresSchemaLifecycle(t *testing.T) {
