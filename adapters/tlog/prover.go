@@ -33,10 +33,11 @@ const tileWidth = 1 << TileHeight
 // stored level still lacks from the level below (hashes), and plans a
 // proof's one read from the nodes it needs before reading them
 // (oneread.go), a list ProveRecord and ProveTree keep to themselves. Its
-// HashReader reads its own layout of every level (StoredHashIndex), which
-// the store does not keep. So a node is folded from its stored level here
-// (storedRange, fold), reading only its own hashes where HashFromTile
-// would read its tile from the start.
+// HashReader asks for hashes of every level (StoredHashIndex), which the
+// store keeps only every TileHeight levels: serving it would take the
+// folding below all the same. So a node is folded from its stored level
+// here (storedRange, fold), reading only its own hashes where
+// HashFromTile would read its tile from the start.
 
 // hasher is RFC 6962's (RFC 9162's) hash of the tree, SHA-256.
 var hasher = rfc6962.DefaultHasher
