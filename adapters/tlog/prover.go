@@ -23,6 +23,22 @@ const TileHeight = 4
 // tileWidth is how many hashes of a stored level make one of the next.
 const tileWidth = 1 << TileHeight
 
+// The stored levels are the tiles of golang.org/x/mod/sumdb/tlog of
+// height TileHeight: its tile of level L and number N is the hashes of
+// stored level L·TileHeight from N·tileWidth on (sumdbtiles_test.go has
+// that package prove from them what the Prover proves). Its proofs are
+// not used here: TileHashReader checks each tile against the root of one
+// tree and stops at the first that disagrees, where a Prover names and
+// replaces the stored hash at fault (checked.go), folds the hashes a
+// stored level still lacks from the level below (hashes), and plans a
+// proof's one read from the nodes it needs before reading them
+// (oneread.go), a list ProveRecord and ProveTree keep to themselves. Its
+// HashReader asks for hashes of every level (StoredHashIndex), which the
+// store keeps only every TileHeight levels: serving it would take the
+// folding below all the same. So a node is folded from its stored level
+// here (storedRange, fold), reading only its own hashes where
+// HashFromTile would read its tile from the start.
+
 // hasher is RFC 6962's (RFC 9162's) hash of the tree, SHA-256.
 var hasher = rfc6962.DefaultHasher
 
