@@ -226,7 +226,7 @@ func TestLogVerifyOnSQLCatchesAnOlderCopy(t *testing.T) {
 // servers on one database, started one after the other: without
 // --retention, with 90 days, then with 30 (an operator changing the rule,
 // one server at a time). Each records its rule at start when it is new;
-// the pruners of the first two, started before the change, then prune by
+// the pruners of the first two, started under an older rule, prune by
 // the rule the log records last, and the log verifies.
 func TestServersWithDifferentRetentionsPruneByTheRecordedRule(t *testing.T) {
 	signing, verifier := keyFiles(t)
