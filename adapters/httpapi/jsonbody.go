@@ -38,7 +38,7 @@ func checkJSONBody(body []byte, schema *huma.Schema, reg huma.Registry) []errorD
 	}
 	c := bodyChecker{dec: json.NewDecoder(bytes.NewReader(body)), body: body, reg: reg}
 	c.dec.UseNumber()
-	if err := c.value("", schema); err != nil {
+	if err := c.value(nil, schema); err != nil {
 		// json.Valid accepted the body, so the decoder cannot fail on it.
 		return []errorDetail{{Path: pathBody, Message: "is not valid JSON"}}
 	}
@@ -81,11 +81,51 @@ type bodyChecker struct {
 	details []errorDetail
 }
 
-func (c *bodyChecker) add(path, msg string) {
+func (c *bodyChecker) add(at *bodyPath, msg string) {
+	path := at.String()
 	if path == "" {
 		path = pathBody
 	}
 	c.details = append(c.details, errorDetail{Path: path, Message: msg})
+}
+
+// bodyPath is where a value is in the body: a field of its parent (key)
+// or an item (index); nil is the body itself. The path is spelled only
+// when a detail names it, so a deeply nested body costs its size, not
+// its depth times its size.
+type bodyPath struct {
+	parent *bodyPath
+	key    string
+	index  int // an item's index; -1 for a field
+}
+
+// field is the path of the member key of the object at p.
+func (p *bodyPath) field(key string) *bodyPath { return &bodyPath{parent: p, key: key, index: -1} }
+
+// item is the path of the i-th item of the array at p.
+func (p *bodyPath) item(i int) *bodyPath { return &bodyPath{parent: p, index: i} }
+
+// String spells p as details name fields: "a.b[2].c"; "" for the body.
+func (p *bodyPath) String() string {
+	if p == nil {
+		return ""
+	}
+	var steps []*bodyPath
+	for q := p; q != nil; q = q.parent {
+		steps = append(steps, q)
+	}
+	var b strings.Builder
+	for i := len(steps) - 1; i >= 0; i-- {
+		switch q := steps[i]; {
+		case q.index >= 0:
+			b.WriteString("[" + strconv.Itoa(q.index) + "]")
+		case b.Len() > 0:
+			b.WriteString("." + q.key)
+		default:
+			b.WriteString(q.key)
+		}
+	}
+	return b.String()
 }
 
 // resolve follows a schema reference; nil means "anything".
@@ -97,7 +137,7 @@ func (c *bodyChecker) resolve(s *huma.Schema) *huma.Schema {
 }
 
 // value checks the next value, at path, against s (nil: any value).
-func (c *bodyChecker) value(path string, s *huma.Schema) error {
+func (c *bodyChecker) value(path *bodyPath, s *huma.Schema) error {
 	s = c.resolve(s)
 	start := c.dec.InputOffset()
 	tok, err := c.dec.Token()
@@ -129,7 +169,7 @@ func (c *bodyChecker) value(path string, s *huma.Schema) error {
 // expect records at path that the value is not of the type s wants, when
 // s wants one and it is not typ. It returns the schema to check the
 // value's contents with: s, or nil (anything) once the type is wrong.
-func (c *bodyChecker) expect(path string, s *huma.Schema, typ string) *huma.Schema {
+func (c *bodyChecker) expect(path *bodyPath, s *huma.Schema, typ string) *huma.Schema {
 	if s == nil || s.Type == "" || s.Type == typ {
 		return s
 	}
@@ -138,13 +178,13 @@ func (c *bodyChecker) expect(path string, s *huma.Schema, typ string) *huma.Sche
 }
 
 // array checks the items of an array whose '[' was read.
-func (c *bodyChecker) array(path string, s *huma.Schema) error {
+func (c *bodyChecker) array(path *bodyPath, s *huma.Schema) error {
 	var items *huma.Schema
 	if s != nil {
 		items = s.Items
 	}
 	for i := 0; c.dec.More(); i++ {
-		if err := c.value(path+"["+strconv.Itoa(i)+"]", items); err != nil {
+		if err := c.value(path.item(i), items); err != nil {
 			return err
 		}
 	}
@@ -154,7 +194,7 @@ func (c *bodyChecker) array(path string, s *huma.Schema) error {
 
 // number checks a number: any number is a number; an integer must be a
 // whole number within the integers a body may hold.
-func (c *bodyChecker) number(path string, s *huma.Schema, n json.Number) {
+func (c *bodyChecker) number(path *bodyPath, s *huma.Schema, n json.Number) {
 	if s == nil {
 		return
 	}
@@ -170,7 +210,7 @@ func (c *bodyChecker) number(path string, s *huma.Schema, n json.Number) {
 }
 
 // object checks the members of an object whose '{' was read.
-func (c *bodyChecker) object(path string, s *huma.Schema) error {
+func (c *bodyChecker) object(path *bodyPath, s *huma.Schema) error {
 	for c.dec.More() {
 		start := c.dec.InputOffset()
 		tok, err := c.dec.Token()
@@ -179,7 +219,7 @@ func (c *bodyChecker) object(path string, s *huma.Schema) error {
 		}
 		key, _ := tok.(string)
 		var field *huma.Schema
-		fieldPath := joinPath(path, cut(key))
+		fieldPath := path.field(cut(key))
 		switch {
 		case !validJSONString(c.body[start:c.dec.InputOffset()]):
 			c.add(path, "field names must be valid UTF-8 text")

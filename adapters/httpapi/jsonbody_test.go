@@ -2,6 +2,8 @@ package httpapi
 
 import (
 	"reflect"
+	"runtime"
+	"strings"
 	"testing"
 
 	"github.com/danielgtaylor/huma/v2"
@@ -60,6 +62,53 @@ func TestCheckJSONBodyWithoutSchema(t *testing.T) {
 	for _, body := range []string{`{"a":[1,2,{"b":null}]}`, `[true,"x",1.5]`, `"x"`, `null`} {
 		if got := checkJSONBody([]byte(body), nil, nil); got != nil {
 			t.Errorf("checkJSONBody(%s) = %+v, want none", body, got)
+		}
+	}
+}
+
+// TestCheckJSONBodyCostsItsSizeNotItsDepth: a deeply nested body (arrays
+// of one item, objects of one member, 5,000 levels) is checked in memory
+// proportional to its size: a path spelled for every value would cost
+// its depth times its size (tens of megabytes here, for a body any
+// client may send).
+func TestCheckJSONBodyCostsItsSizeNotItsDepth(t *testing.T) {
+	const depth = 10000
+	for _, c := range []struct{ name, open, close string }{
+		{"arrays", `[`, `]`},
+		{"objects", `{"field":`, `}`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			body := []byte(strings.Repeat(c.open, depth/2) + `1` + strings.Repeat(c.close, depth/2))
+			var before, after runtime.MemStats
+			runtime.ReadMemStats(&before)
+			details := checkJSONBody(body, &huma.Schema{Type: huma.TypeArray}, nil)
+			runtime.ReadMemStats(&after)
+			if c.name == "objects" && (len(details) != 1 || details[0].Path != pathBody) {
+				t.Errorf("details %v, want the body named as not an array", details)
+			}
+			if got, limit := after.TotalAlloc-before.TotalAlloc, uint64(64*len(body)+4<<20); got > limit {
+				t.Errorf("checking a body of %d bytes nested %d deep allocated %d bytes, want at most %d", len(body), depth/2, got, limit)
+			}
+		})
+	}
+}
+
+// TestBodyPathSpelling: the lazily spelled path reads as details name
+// fields.
+func TestBodyPathSpelling(t *testing.T) {
+	var root *bodyPath
+	for _, c := range []struct {
+		path *bodyPath
+		want string
+	}{
+		{root, ""},
+		{root.field("a"), "a"},
+		{root.field("a").field("b").item(2).field("c"), "a.b[2].c"},
+		{root.item(0).field("a"), "[0].a"},
+		{root.field("").field("x"), "x"},
+	} {
+		if got := c.path.String(); got != c.want {
+			t.Errorf("got %q, want %q", got, c.want)
 		}
 	}
 }
