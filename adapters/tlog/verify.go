@@ -300,7 +300,7 @@ func (v *verification) run() error {
 		return err
 	}
 	v.size0 = v.leaves.size
-	next, stop := iter.Pull2(v.src.Events(v.ctx))
+	next, stop := eventsAhead(v.ctx, v.src.Events)
 	defer stop()
 	events := &eventReader{next: next, report: v.report}
 	if err := events.advance(); err != nil {
@@ -722,7 +722,9 @@ func (v *verification) progress() VerifyProgress {
 	return VerifyProgress{Leaves: v.report.Leaves, Size: v.size0, Events: v.report.Events, Problems: v.eventProblems}
 }
 
-// leafReader reads a Source's leaves a page at a time.
+// leafReader reads a Source's leaves a page at a time. After a full page
+// it reads the next one while the caller checks this one (ahead): the
+// source's work (a server's, a database's) then overlaps the check's.
 type leafReader struct {
 	src      Source
 	pageSize int
@@ -731,6 +733,15 @@ type leafReader struct {
 	next     int64 // the index to read from
 	size     int64 // the log's size at the last read
 	dry      bool  // the last read found none: peek finds none until refresh
+	// ahead is the page from next on being read, nil when none is.
+	ahead chan leafPage
+}
+
+// leafPage is the answer of one Source.Leaves call.
+type leafPage struct {
+	leaves []flagadmin.LogLeaf
+	size   int64
+	err    error
 }
 
 // peek returns the next leaf, reading a page when needed; false at the
@@ -742,17 +753,36 @@ func (r *leafReader) peek(ctx context.Context) (flagadmin.LogLeaf, bool, error) 
 	if r.dry {
 		return flagadmin.LogLeaf{}, false, nil
 	}
-	leaves, size, err := r.src.Leaves(ctx, r.next, r.pageSize)
-	if err != nil {
-		return flagadmin.LogLeaf{}, false, fmt.Errorf("read the leaves from %d: %w", r.next, err)
+	var p leafPage
+	if r.ahead != nil {
+		p, r.ahead = <-r.ahead, nil
+	} else {
+		p = r.read(ctx, r.next)
 	}
-	r.page, r.at, r.size = leaves, 0, size
-	if len(leaves) == 0 {
+	if p.err != nil {
+		return flagadmin.LogLeaf{}, false, fmt.Errorf("read the leaves from %d: %w", r.next, p.err)
+	}
+	r.page, r.at, r.size = p.leaves, 0, p.size
+	if len(p.leaves) == 0 {
 		r.dry = true
 		return flagadmin.LogLeaf{}, false, nil
 	}
-	r.next = leaves[len(leaves)-1].Index + 1
-	return leaves[0], true, nil
+	r.next = p.leaves[len(p.leaves)-1].Index + 1
+	if len(p.leaves) >= r.pageSize {
+		// More may follow: read them while this page is checked. A page
+		// short of the count is the end of the log, read again only when
+		// needed (refresh).
+		ahead, from := make(chan leafPage, 1), r.next
+		go func() { ahead <- r.read(ctx, from) }()
+		r.ahead = ahead
+	}
+	return p.leaves[0], true, nil
+}
+
+// read reads the page from start on.
+func (r *leafReader) read(ctx context.Context, start int64) leafPage {
+	leaves, size, err := r.src.Leaves(ctx, start, r.pageSize)
+	return leafPage{leaves: leaves, size: size, err: err}
 }
 
 func (r *leafReader) advance() { r.at++ }
@@ -763,6 +793,64 @@ func (r *leafReader) refresh(ctx context.Context) (bool, error) {
 	r.dry = false
 	_, ok, err := r.peek(ctx)
 	return ok, err
+}
+
+// eventsAhead reads the events of seq in a goroutine of their own, a
+// batch at a time, a few batches ahead of next: the decoding of a
+// server's export then overlaps the check. stop ends the reading and
+// waits for the goroutine.
+func eventsAhead(ctx context.Context, events func(context.Context) iter.Seq2[flagadmin.Event, error]) (next func() (flagadmin.Event, error, bool), stop func()) {
+	const batchSize, batches = 256, 4
+	ctx, cancel := context.WithCancel(ctx)
+	ch := make(chan []eventOrError, batches)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		defer close(ch)
+		batch := make([]eventOrError, 0, batchSize)
+		send := func() bool {
+			select {
+			case ch <- batch:
+				batch = make([]eventOrError, 0, batchSize)
+				return true
+			case <-ctx.Done():
+				return false
+			}
+		}
+		for e, err := range events(ctx) {
+			batch = append(batch, eventOrError{e, err})
+			if (err != nil || len(batch) == batchSize) && !send() || err != nil {
+				return
+			}
+		}
+		if len(batch) > 0 {
+			send()
+		}
+	}()
+	var batch []eventOrError
+	next = func() (flagadmin.Event, error, bool) {
+		for len(batch) == 0 {
+			b, ok := <-ch
+			if !ok {
+				return flagadmin.Event{}, nil, false
+			}
+			batch = b
+		}
+		x := batch[0]
+		batch = batch[1:]
+		return x.event, x.err, true
+	}
+	stop = func() {
+		cancel()
+		<-done
+	}
+	return next, stop
+}
+
+// eventOrError is one item of an iter.Seq2 of events.
+type eventOrError struct {
+	event flagadmin.Event
+	err   error
 }
 
 // missingLeaves says that the leaves first to last are missing.
