@@ -40,7 +40,7 @@
 #   ROUNDS    rounds of the ab part (default 4); BENCHTIME its -benchtime (default 3s);
 #             ENGINES its databases (default "Postgres SQLite")
 #   EVENTS    events of the scale part (default 1000000)
-#   PARTS     the scale part's parts: any of "proof verify prune" (default all three)
+#   PARTS     the scale part's parts: any of "proof verify prune" (unset: all three; empty: none, the load only)
 #   KEEP      1 keeps the scale part's store (and its signing key, beside it) after
 #             the run, and runs on it as it is when it holds events, without
 #             loading it again: to run a part again on a shared machine
@@ -60,7 +60,7 @@ SQLITE="${SQLITE:-/tmp/sqllog-bench/log.db}"
 ROUNDS="${ROUNDS:-4}"
 BENCHTIME="${BENCHTIME:-3s}"
 EVENTS="${EVENTS:-1000000}"
-PARTS="${PARTS:-proof verify prune}"
+PARTS="${PARTS-proof verify prune}"
 
 tmp="$(mktemp -d)"
 cleanup() {
