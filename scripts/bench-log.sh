@@ -40,7 +40,12 @@
 #   ROUNDS    rounds of the ab part (default 4); BENCHTIME its -benchtime (default 3s);
 #             ENGINES its databases (default "Postgres SQLite")
 #   EVENTS    events of the scale part (default 1000000)
-#   PARTS     the scale part's parts: any of "proof verify prune" (default all three)
+#   PARTS     the scale part's parts: any of "proof verify prune" (unset: all three; empty: none, the load only)
+#   KEEP      1 keeps the scale part's store (and its signing key, beside it) after
+#             the run, and runs on it as it is when it holds events, without
+#             loading it again: to run a part again on a shared machine
+#             (KEEP=1 PARTS="" loads only). The default, 0, makes the store
+#             afresh and removes it after.
 #   PRUNE     events the pruning removes (default half); ALONE how long the writes run
 #             alone first (default 5s): ALONE=3m PRUNE=1 PARTS=prune measures the
 #             writes' waits on the machine with no pruning
@@ -55,7 +60,7 @@ SQLITE="${SQLITE:-/tmp/sqllog-bench/log.db}"
 ROUNDS="${ROUNDS:-4}"
 BENCHTIME="${BENCHTIME:-3s}"
 EVENTS="${EVENTS:-1000000}"
-PARTS="${PARTS:-proof verify prune}"
+PARTS="${PARTS-proof verify prune}"
 
 tmp="$(mktemp -d)"
 cleanup() {
@@ -85,23 +90,33 @@ ab() {
 }
 
 scale() {
+	local keep="${KEEP:-0}"
 	for db in ${DBS:-postgres sqlite}; do
-		local url
+		local url key
 		if [ "$db" = postgres ]; then
-			psql "$PG_DSN" -qc "DROP DATABASE IF EXISTS $PG_DB" >/dev/null
-			psql "$PG_DSN" -qc "CREATE DATABASE $PG_DB" >/dev/null
+			key="$(dirname "$SQLITE")-$PG_DB.key"
+			if [ "$keep" != 1 ] || [ "$(psql "$PG_DSN" -qAtc "SELECT 1 FROM pg_database WHERE datname = '$PG_DB'")" != 1 ]; then
+				psql "$PG_DSN" -qc "DROP DATABASE IF EXISTS $PG_DB" >/dev/null
+				psql "$PG_DSN" -qc "CREATE DATABASE $PG_DB" >/dev/null
+				rm -f "$key" "$key.pub" "$key.checkpoint"
+			fi
 			url="$(echo "$PG_DSN" | sed -E "s#/[^/?]+(\\?|\$)#/$PG_DB\\1#")"
 		else
-			rm -rf "$(dirname "$SQLITE")"
-			mkdir -p "$(dirname "$SQLITE")"
+			key="$(dirname "$SQLITE")/log.key"
+			if [ "$keep" != 1 ] || [ ! -f "$SQLITE" ]; then
+				rm -rf "$(dirname "$SQLITE")"
+				mkdir -p "$(dirname "$SQLITE")"
+			fi
 			url="sqlite:$SQLITE"
 		fi
 		echo "== $db, $EVENTS events"
 		FLAGADMIN_BENCH_LOG_DB="$url" FLAGADMIN_BENCH_LOG_EVENTS="$EVENTS" FLAGADMIN_BENCH_LOG_PARTS="$PARTS" \
-			FLAGADMIN_BENCH_LOG_PRUNE="${PRUNE:-}" FLAGADMIN_BENCH_LOG_ALONE="${ALONE:-}" \
+			FLAGADMIN_BENCH_LOG_PRUNE="${PRUNE:-}" FLAGADMIN_BENCH_LOG_ALONE="${ALONE:-}" FLAGADMIN_BENCH_LOG_KEY="$key" \
 			go test ./cmd/flagadmin -run '^$' -bench 'LogSQL' -benchtime 1x -timeout 60m -v | grep -E 'log_sql_bench|Benchmark|^ok|FAIL'
+		[ "$keep" = 1 ] && continue
 		if [ "$db" = postgres ]; then
 			psql "$PG_DSN" -qc "DROP DATABASE IF EXISTS $PG_DB" >/dev/null
+			rm -f "$key" "$key.pub" "$key.checkpoint"
 		else
 			rm -rf "$(dirname "$SQLITE")"
 		fi

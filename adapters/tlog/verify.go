@@ -300,85 +300,127 @@ func (v *verification) run() error {
 		return err
 	}
 	v.size0 = v.leaves.size
-	next, stop := iter.Pull2(v.src.Events(v.ctx))
+	next, stop := eventsAhead(v.ctx, v.src.Events)
 	defer stop()
-	var stash, replay []flagadmin.Event
-	pull := func() (flagadmin.Event, bool, error) {
-		if len(replay) > 0 {
-			e := replay[0]
-			replay = replay[1:]
-			return e, true, nil
-		}
-		e, err, ok := next()
-		if err != nil {
-			return e, false, fmt.Errorf("read the events: %w", err)
-		}
-		if ok {
-			v.report.Events++
-		}
-		return e, ok, nil
+	events := &eventReader{next: next, report: v.report}
+	if err := events.advance(); err != nil {
+		return err
 	}
-	ev, evOK, err := pull()
-	for err == nil {
-		if err = v.ctx.Err(); err != nil {
-			break
+	for {
+		if err := v.ctx.Err(); err != nil {
+			return err
 		}
-		l, lOK, rerr := v.leaves.peek(v.ctx)
-		if rerr != nil {
-			return rerr
-		}
-		switch {
-		case !lOK && !evOK:
-			v.finish()
-			return nil
-		case !lOK:
-			// Past the last leaf read: the event's leaf was written with
-			// it, so reading the leaves again finds it; read on a while
-			// first to read them once for many events.
-			stash = append(stash, ev)
-			if ev, evOK, err = pull(); err != nil || evOK && len(stash) < maxStash {
-				continue
-			}
-			more, rerr := v.leaves.refresh(v.ctx)
-			if rerr != nil {
-				return rerr
-			}
-			if evOK {
-				stash = append(stash, ev)
-			}
-			if !more {
-				for _, e := range stash {
-					v.inserted(e)
-				}
-				stash = stash[:0]
-				ev, evOK, err = pull()
-				continue
-			}
-			replay, stash = append(stash, replay...), nil
-			ev, evOK, err = pull()
-		case !evOK && l.Index >= v.size0:
-			// Leaves written since the check began, without their events.
-			v.finish()
-			return nil
-		case !evOK || ev.ID > l.EventID:
-			v.leaf(l, nil)
-			v.leaves.advance()
-		case ev.ID < l.EventID:
-			v.inserted(ev)
-			ev, evOK, err = pull()
-		default:
-			v.leaf(l, &ev)
-			v.leaves.advance()
-			ev, evOK, err = pull()
+		done, err := v.step(events)
+		if done || err != nil {
+			return err
 		}
 	}
-	return err
+}
+
+// step takes the next leaf, the next event, or both, as the ids pair
+// them, and reports whether the check is done.
+func (v *verification) step(events *eventReader) (done bool, err error) {
+	l, lOK, err := v.leaves.peek(v.ctx)
+	if err != nil {
+		return false, err
+	}
+	ev, evOK := events.ev, events.ok
+	switch {
+	case !lOK && !evOK:
+		v.finish()
+		return true, nil
+	case !lOK:
+		return false, v.pastLastLeaf(events)
+	case !evOK && l.Index >= v.size0:
+		// Leaves written since the check began, without their events.
+		v.finish()
+		return true, nil
+	case !evOK || ev.ID > l.EventID:
+		v.leaf(l, nil)
+		v.leaves.advance()
+		return false, nil
+	case ev.ID < l.EventID:
+		v.inserted(ev)
+		return false, events.advance()
+	default:
+		v.leaf(l, &ev)
+		v.leaves.advance()
+		return false, events.advance()
+	}
+}
+
+// pastLastLeaf takes an event past the last leaf read: its leaf was
+// written with it, so reading the leaves again finds it. It reads on a
+// while first (up to maxStash events), to read the leaves once for many
+// events; events that still have no leaf then were inserted.
+func (v *verification) pastLastLeaf(events *eventReader) error {
+	events.stash = append(events.stash, events.ev)
+	if err := events.advance(); err != nil || events.ok && len(events.stash) < maxStash {
+		return err
+	}
+	more, err := v.leaves.refresh(v.ctx)
+	if err != nil {
+		return err
+	}
+	if events.ok {
+		events.stash = append(events.stash, events.ev)
+	}
+	if !more {
+		for _, e := range events.stash {
+			v.inserted(e)
+		}
+		events.stash = events.stash[:0]
+		return events.advance()
+	}
+	events.replay, events.stash = append(events.stash, events.replay...), nil
+	return events.advance()
+}
+
+// eventReader reads the Source's events one at a time: ev is the current
+// one, ok false past the last. Events set aside (stash) while the leaves
+// are read again are read again from replay first.
+type eventReader struct {
+	next          func() (flagadmin.Event, error, bool)
+	report        *Report
+	ev            flagadmin.Event
+	ok            bool
+	stash, replay []flagadmin.Event
+}
+
+// advance moves to the next event.
+func (r *eventReader) advance() error {
+	if len(r.replay) > 0 {
+		r.ev, r.ok, r.replay = r.replay[0], true, r.replay[1:]
+		return nil
+	}
+	e, err, ok := r.next()
+	if err != nil {
+		r.ok = false
+		return fmt.Errorf("read the events: %w", err)
+	}
+	if ok {
+		r.report.Events++
+	}
+	r.ev, r.ok = e, ok
+	return nil
 }
 
 // leaf checks one leaf with its event, or without (ev nil), and adds the
 // hash to the tree.
 func (v *verification) leaf(l flagadmin.LogLeaf, ev *flagadmin.Event) {
-	r := v.report
+	v.checkOrder(l)
+	var hash [32]byte
+	if ev == nil {
+		hash = v.withoutEvent(l)
+	} else {
+		hash = v.withEvent(l, *ev)
+	}
+	v.add(l, hash)
+}
+
+// checkOrder reports a leaf that does not follow the one before it: an
+// index skipped, or an event id that does not ascend.
+func (v *verification) checkOrder(l flagadmin.LogLeaf) {
 	if l.Index != v.expect {
 		v.problem(Problem{Kind: BadLeaves, LeafIndex: -1, Detail: missingLeaves(v.expect, l.Index-1)})
 		v.broken = true
@@ -386,37 +428,58 @@ func (v *verification) leaf(l flagadmin.LogLeaf, ev *flagadmin.Event) {
 		v.problem(Problem{Kind: BadLeaves, LeafIndex: -1, Detail: fmt.Sprintf("leaf %d names event %d, after event %d: leaves must follow the ids", l.Index, l.EventID, v.prevID)})
 	}
 	v.expect, v.prevID = l.Index+1, l.EventID
-	hash := l.Hash
-	forged := leaf.LeafOf(l) != l.Hash
-	switch {
-	case ev == nil && forged:
+}
+
+// withoutEvent checks a leaf whose event is missing: its recorded fields
+// must hash to its hash, and the retention replay decides whether a
+// recorded pass removed the event. It returns the hash the tree takes.
+func (v *verification) withoutEvent(l flagadmin.LogLeaf) [32]byte {
+	if leaf.LeafOf(l) != l.Hash {
 		// A tombstone rewritten (to look old, or of another project)
 		// accounts for nothing.
 		v.replay.Skip(l)
 		v.problem(Problem{Kind: Removed, EventID: l.EventID, LeafIndex: l.Index,
 			Detail: "its leaf's recorded fields do not hash to its leaf hash: they were rewritten, and do not account for its removal"})
-	case ev == nil:
-		v.replay.Next(l, nil) // the replay decides (retention)
-	case forged:
-		v.replay.Next(l, ev)
+		return l.Hash
+	}
+	v.replay.Next(l, nil) // the replay decides (retention)
+	return l.Hash
+}
+
+// withEvent checks a leaf with its event: the leaf's recorded fields must
+// hash to its hash, and the event (with the leaf's salt) must be the one
+// they record. It returns the hash the tree takes: the event's own when
+// it differs, so that the root tells too.
+func (v *verification) withEvent(l flagadmin.LogLeaf, ev flagadmin.Event) [32]byte {
+	if leaf.LeafOf(l) != l.Hash {
+		v.replay.Next(l, &ev)
 		v.problem(Problem{Kind: Changed, EventID: ev.ID, LeafIndex: l.Index,
 			Detail: "its leaf's recorded fields do not hash to its leaf hash: the leaf was rewritten"})
-	default:
-		e := *ev
-		e.Salt = l.Salt
-		match, err := leaf.LeafMatches(l, e)
-		switch {
-		case err != nil:
-			v.problem(Problem{Kind: Changed, EventID: ev.ID, LeafIndex: l.Index, Detail: err.Error()})
-		case !match:
-			p := v.problem(Problem{Kind: Changed, EventID: ev.ID, LeafIndex: l.Index, Detail: mismatch(l, e)})
-			v.suspect(p, &l, -1, &e)
-			if h, err := leaf.LeafHash(e); err == nil {
-				hash = h
-			}
-		}
-		v.replay.Next(l, &e)
+		return l.Hash
 	}
+	e := ev
+	e.Salt = l.Salt
+	hash := l.Hash
+	match, err := leaf.LeafMatches(l, e)
+	switch {
+	case err != nil:
+		v.problem(Problem{Kind: Changed, EventID: ev.ID, LeafIndex: l.Index, Detail: err.Error()})
+	case !match:
+		p := v.problem(Problem{Kind: Changed, EventID: ev.ID, LeafIndex: l.Index, Detail: mismatch(l, e)})
+		v.suspect(p, &l, -1, &e)
+		if h, err := leaf.LeafHash(e); err == nil {
+			hash = h
+		}
+	}
+	v.replay.Next(l, &e)
+	return hash
+}
+
+// add counts the leaf, adds its hash to the tree while the tree is below
+// the size to check, and compares roots where a checkpoint's size is
+// reached.
+func (v *verification) add(l flagadmin.LogLeaf, hash [32]byte) {
+	r := v.report
 	r.Leaves++
 	if l.Index >= r.CheckpointSize {
 		r.Beyond++
@@ -659,7 +722,9 @@ func (v *verification) progress() VerifyProgress {
 	return VerifyProgress{Leaves: v.report.Leaves, Size: v.size0, Events: v.report.Events, Problems: v.eventProblems}
 }
 
-// leafReader reads a Source's leaves a page at a time.
+// leafReader reads a Source's leaves a page at a time. After a full page
+// it reads the next one while the caller checks this one (ahead): the
+// source's work (a server's, a database's) then overlaps the check's.
 type leafReader struct {
 	src      Source
 	pageSize int
@@ -668,6 +733,15 @@ type leafReader struct {
 	next     int64 // the index to read from
 	size     int64 // the log's size at the last read
 	dry      bool  // the last read found none: peek finds none until refresh
+	// ahead is the page from next on being read, nil when none is.
+	ahead chan leafPage
+}
+
+// leafPage is the answer of one Source.Leaves call.
+type leafPage struct {
+	leaves []flagadmin.LogLeaf
+	size   int64
+	err    error
 }
 
 // peek returns the next leaf, reading a page when needed; false at the
@@ -679,17 +753,36 @@ func (r *leafReader) peek(ctx context.Context) (flagadmin.LogLeaf, bool, error) 
 	if r.dry {
 		return flagadmin.LogLeaf{}, false, nil
 	}
-	leaves, size, err := r.src.Leaves(ctx, r.next, r.pageSize)
-	if err != nil {
-		return flagadmin.LogLeaf{}, false, fmt.Errorf("read the leaves from %d: %w", r.next, err)
+	var p leafPage
+	if r.ahead != nil {
+		p, r.ahead = <-r.ahead, nil
+	} else {
+		p = r.read(ctx, r.next)
 	}
-	r.page, r.at, r.size = leaves, 0, size
-	if len(leaves) == 0 {
+	if p.err != nil {
+		return flagadmin.LogLeaf{}, false, fmt.Errorf("read the leaves from %d: %w", r.next, p.err)
+	}
+	r.page, r.at, r.size = p.leaves, 0, p.size
+	if len(p.leaves) == 0 {
 		r.dry = true
 		return flagadmin.LogLeaf{}, false, nil
 	}
-	r.next = leaves[len(leaves)-1].Index + 1
-	return leaves[0], true, nil
+	r.next = p.leaves[len(p.leaves)-1].Index + 1
+	if len(p.leaves) >= r.pageSize {
+		// More may follow: read them while this page is checked. A page
+		// short of the count is the end of the log, read again only when
+		// needed (refresh).
+		ahead, from := make(chan leafPage, 1), r.next
+		go func() { ahead <- r.read(ctx, from) }()
+		r.ahead = ahead
+	}
+	return p.leaves[0], true, nil
+}
+
+// read reads the page from start on.
+func (r *leafReader) read(ctx context.Context, start int64) leafPage {
+	leaves, size, err := r.src.Leaves(ctx, start, r.pageSize)
+	return leafPage{leaves: leaves, size: size, err: err}
 }
 
 func (r *leafReader) advance() { r.at++ }
@@ -700,6 +793,64 @@ func (r *leafReader) refresh(ctx context.Context) (bool, error) {
 	r.dry = false
 	_, ok, err := r.peek(ctx)
 	return ok, err
+}
+
+// eventsAhead reads the events of seq in a goroutine of their own, a
+// batch at a time, a few batches ahead of next: the decoding of a
+// server's export then overlaps the check. stop ends the reading and
+// waits for the goroutine.
+func eventsAhead(ctx context.Context, events func(context.Context) iter.Seq2[flagadmin.Event, error]) (next func() (flagadmin.Event, error, bool), stop func()) {
+	const batchSize, batches = 256, 4
+	ctx, cancel := context.WithCancel(ctx)
+	ch := make(chan []eventOrError, batches)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		defer close(ch)
+		batch := make([]eventOrError, 0, batchSize)
+		send := func() bool {
+			select {
+			case ch <- batch:
+				batch = make([]eventOrError, 0, batchSize)
+				return true
+			case <-ctx.Done():
+				return false
+			}
+		}
+		for e, err := range events(ctx) {
+			batch = append(batch, eventOrError{e, err})
+			if (err != nil || len(batch) == batchSize) && !send() || err != nil {
+				return
+			}
+		}
+		if len(batch) > 0 {
+			send()
+		}
+	}()
+	var batch []eventOrError
+	next = func() (flagadmin.Event, error, bool) {
+		for len(batch) == 0 {
+			b, ok := <-ch
+			if !ok {
+				return flagadmin.Event{}, nil, false
+			}
+			batch = b
+		}
+		x := batch[0]
+		batch = batch[1:]
+		return x.event, x.err, true
+	}
+	stop = func() {
+		cancel()
+		<-done
+	}
+	return next, stop
+}
+
+// eventOrError is one item of an iter.Seq2 of events.
+type eventOrError struct {
+	event flagadmin.Event
+	err   error
 }
 
 // missingLeaves says that the leaves first to last are missing.

@@ -47,7 +47,10 @@ import (
 // pruning removes (default half), FLAGADMIN_BENCH_LOG_ALONE how long the
 // writes run before the pruning (default 5s; "3m" with a PRUNE of 1
 // measures what the machine's writes wait with no pruning). A store that already holds events (a
-// copy of one loaded before) is used as it is, without loading it again.
+// copy of one loaded before) is used as it is, without loading it again;
+// FLAGADMIN_BENCH_LOG_KEY names the signing key to use (made when
+// missing; default a new one), the same key for every run on such a store,
+// whose checkpoints it signed.
 // On SQLite the size of the write-ahead log is printed after each part.
 //
 // scripts/bench-log.sh runs it on PostgreSQL and SQLite:
@@ -72,9 +75,14 @@ func BenchmarkLogSQL(b *testing.B) {
 	run := func(part string) bool { return slices.Contains(strings.Fields(parts), part) }
 	ctx := context.Background()
 	bin := buildBinary(b)
-	signing := filepath.Join(b.TempDir(), "log.key")
-	if out, err := exec.Command(bin, "log", "keygen", "--out", signing, "--origin", "bench/log").CombinedOutput(); err != nil {
-		b.Fatalf("keygen: %v: %s", err, out)
+	signing := os.Getenv("FLAGADMIN_BENCH_LOG_KEY")
+	if signing == "" {
+		signing = filepath.Join(b.TempDir(), "log.key")
+	}
+	if _, err := os.Stat(signing); err != nil {
+		if out, err := exec.Command(bin, "log", "keygen", "--out", signing, "--origin", "bench/log").CombinedOutput(); err != nil {
+			b.Fatalf("keygen: %v: %s", err, out)
+		}
 	}
 	store, err := bunstore.Open(ctx, dbURL)
 	if err != nil {

@@ -44,6 +44,15 @@ func AppendCanonicalJSON(dst, raw []byte) ([]byte, error) {
 // appendCanonicalString appends s as a canonical JSON string; a byte of s
 // that is not UTF-8 is written as U+FFFD (as encoding/json writes it).
 func appendCanonicalString(dst []byte, s string) []byte {
+	if plainASCII(s) {
+		// Printable ASCII but for '"' and '\\' is its own JSON string in every
+		// serializer, RFC 8785's included: nothing to escape, nothing to
+		// choose (TestCanonicalStringIsTheLibrarys). Most of an event's
+		// strings are such; the library writes the others.
+		dst = append(dst, '"')
+		dst = append(dst, s...)
+		return append(dst, '"')
+	}
 	quoted, _ := json.Marshal(s) // a string always marshals, valid UTF-8
 	out, err := jcs.Transform(quoted)
 	if err != nil {
@@ -52,4 +61,15 @@ func appendCanonicalString(dst []byte, s string) []byte {
 		return append(dst, quoted...)
 	}
 	return append(dst, out...)
+}
+
+// plainASCII reports whether every byte of s is printable ASCII (0x20 to
+// 0x7e) other than '"' and '\\': a string JSON writes as it is, quoted.
+func plainASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c > 0x7e || c == '"' || c == '\\' {
+			return false
+		}
+	}
+	return true
 }
