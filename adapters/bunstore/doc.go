@@ -126,9 +126,20 @@
 // and appends the events. Event ids are settled in commit order: every
 // transaction that appends events holds the event order lock (the one row
 // of event_order) from right before it draws their ids to its commit, so a
-// reader that follows the log with id > last (ExportEvents, the live
-// stream's feed) never misses an id that commits later. record.go states
-// the lock order every writer follows.
+// smaller id is committed (or rolled back) before a larger one is drawn.
+// A reader that follows the log with id > last (ExportEvents, the live
+// stream's feed, the keyset export) therefore never misses an id that
+// commits later. On PostgreSQL and SQLite a snapshot that sees an id sees
+// every smaller committed one. On MySQL it may not: InnoDB takes a
+// snapshot while commits go on, and can see a writer's event but not that
+// of the writer that committed just before it. So there an export first
+// takes the event order lock in share mode (it waits for the writer that
+// holds it to commit, and no writer commits events while it holds it),
+// reads the highest id, releases it, and reads no id above that one: all
+// those are committed and visible to any later snapshot. Writers do
+// nothing more; an export waits at most for one writer's commit and holds
+// writers back for one read of the primary key's last entry. record.go
+// states the lock order every writer follows and the reasons.
 //
 // # Following Unleash
 //

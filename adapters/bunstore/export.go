@@ -3,6 +3,7 @@ package bunstore
 import (
 	"context"
 
+	"github.com/uptrace/bun"
 	"github.com/uptrace/bun/dialect"
 
 	"github.com/flagadmin/flagadmin/adapters/bunstore/internal/pgpage"
@@ -40,15 +41,23 @@ func (s *Store) after(q flagadmin.EventQuery) sqlq.Fragment {
 // flagadmin.ExportBatchSize events, id ascending, each read by one
 // statement (WHERE <q's filters> AND id > <last id> ORDER BY id LIMIT n,
 // a range of the primary key) outside any transaction, so nothing is held
-// while fn runs. With the page statements on (PostgreSQL), the rows are
-// decoded from pgx's raw values, as pages are.
+// while fn runs. On MySQL the export first settles the highest id it will
+// read (settled), and reads none above it. With the page statements on
+// (PostgreSQL), the rows are decoded from pgx's raw values, as pages are.
 func (s *Store) ExportEvents(ctx context.Context, q flagadmin.EventQuery, afterID int64, fn func(flagadmin.Event) error) error {
 	q.Limit, q.Offset, q.After = 0, 0, nil
+	settled, err := s.settled(ctx)
+	if err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return s.fail("export events", err)
+	}
 	for {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		events, err := s.exportBatch(ctx, q, afterID)
+		events, err := s.exportBatch(ctx, q, sqlq.And(settled, sqlq.F("id > ?", afterID)))
 		if err != nil {
 			if ctx.Err() != nil {
 				return ctx.Err()
@@ -67,15 +76,16 @@ func (s *Store) ExportEvents(ctx context.Context, q flagadmin.EventQuery, afterI
 	}
 }
 
-// exportBatch reads the next batch of an export: q's matches with an id
-// greater than afterID, the first flagadmin.ExportBatchSize of them by id.
-func (s *Store) exportBatch(ctx context.Context, q flagadmin.EventQuery, afterID int64) ([]flagadmin.Event, error) {
+// exportBatch reads the next batch of an export: q's matches within ids
+// (the range of ids still to read), the first flagadmin.ExportBatchSize of
+// them by id.
+func (s *Store) exportBatch(ctx context.Context, q flagadmin.EventQuery, ids sqlq.Fragment) ([]flagadmin.Event, error) {
 	// The store's deadline for one operation (WithTimeout) bounds each
 	// batch, not the whole export, which takes as long as its size and its
 	// reader need.
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
-	where := sqlq.And(s.filter(q), sqlq.F("id > ?", afterID))
+	where := sqlq.And(s.filter(q), ids)
 	if s.tuning.pages {
 		sel := sqlq.Fill("SELECT CAST(0 AS bigint) AS total, "+pageColumns+" FROM events AS e WHERE ? ORDER BY id ASC LIMIT ?",
 			where, sqlq.F("?", flagadmin.ExportBatchSize))
@@ -91,4 +101,32 @@ func (s *Store) exportBatch(ctx context.Context, q flagadmin.EventQuery, afterID
 	page := flagadmin.EventPage{Events: make([]flagadmin.Event, 0, len(rows))}
 	err := appendEvents(&page, rows)
 	return page.Events, err
+}
+
+// settled is, on MySQL, the condition id <= the highest id settled when
+// the export starts, and empty elsewhere. InnoDB builds the snapshot of a
+// statement by walking its list of running transactions without stopping
+// commits, so a snapshot taken while two writers commit one after the
+// other can miss the first and see the second: its larger id would move a
+// follower past the smaller one for good. No writer of events commits
+// while the event order lock is held in share mode, so the snapshot taken
+// under it, by a transaction of its own, sees every id drawn before it;
+// the highest is settled, and any later snapshot sees all those below it.
+// The lock is held for that one read of the primary key's last entry;
+// taking it waits for the writer that holds the lock to commit.
+func (s *Store) settled(ctx context.Context) (sqlq.Fragment, error) {
+	if s.dialect != dialect.MySQL || s.test.noEventOrder() {
+		return sqlq.Fragment{}, nil
+	}
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
+	var last int64
+	err := s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+		var id int
+		if err := tx.QueryRowContext(ctx, eventOrderShareSQL).Scan(&id); err != nil {
+			return err
+		}
+		return tx.QueryRowContext(ctx, "SELECT COALESCE(MAX(id), 0) FROM events").Scan(&last)
+	})
+	return sqlq.F("id <= ?", last), err
 }
