@@ -34,9 +34,9 @@ func (f *Follower) leaseLoop(ctx context.Context) {
 		}
 		ok = f.holds(&w, now, ok, err)
 		if err == nil {
-			f.setStatus(func(s *flagadmin.FollowStatus) { s.Holder = st.Holder })
+			f.setStatus(func(s *flagadmin.FollowStatus) { s.Holder = st.Lease.Holder })
 		}
-		f.leaseChanged(&w, f.leased.Swap(ok), ok, err, st.Holder)
+		f.leaseChanged(&w, f.leased.Swap(ok), ok, err, st.Lease.Holder)
 		select {
 		case <-ctx.Done():
 			return

@@ -62,7 +62,7 @@ func RunSinks(t *testing.T, newStore func(t *testing.T) SinkTestStore) {
 			wantEqual(t, "position", st.Position, ids[2])
 			wantEqual(t, "createdAt", st.CreatedAt.Equal(t0), true)
 			wantEqual(t, "delivered", st.Delivered, int64(0))
-			wantEqual(t, "holder", st.Holder, "")
+			wantEqual(t, "holder", st.Lease.Holder, "")
 			_, ok := acquire(t, s, "audit", "a", t0)
 			wantEqual(t, "acquired", ok, true)
 			wantNoError(t, "AdvanceSink", s.AdvanceSink(ctx, "audit", "a", t0, ids[0], 1))
@@ -83,18 +83,18 @@ func RunSinks(t *testing.T, newStore func(t *testing.T) SinkTestStore) {
 			register(t, s, "audit")
 			st, ok := acquire(t, s, "audit", "a", t0)
 			wantEqual(t, "a acquires a free lease", ok, true)
-			wantEqual(t, "holder", st.Holder, "a")
-			wantEqual(t, "lease until", st.LeaseUntil.Equal(t0.Add(lease)), true)
+			wantEqual(t, "holder", st.Lease.Holder, "a")
+			wantEqual(t, "lease until", st.Lease.Until.Equal(t0.Add(lease)), true)
 			st, ok = acquire(t, s, "audit", "b", t0.Add(time.Second))
 			wantEqual(t, "b acquires a's live lease", ok, false)
-			wantEqual(t, "holder after b's try", st.Holder, "a")
+			wantEqual(t, "holder after b's try", st.Lease.Holder, "a")
 			_, ok = acquire(t, s, "audit", "a", t0.Add(5*time.Second))
 			wantEqual(t, "a renews", ok, true)
 			_, ok = acquire(t, s, "audit", "b", t0.Add(lease+time.Second))
 			wantEqual(t, "b acquires before the renewed lease ends", ok, false)
 			st, ok = acquire(t, s, "audit", "b", t0.Add(5*time.Second+lease))
 			wantEqual(t, "b takes over once the lease ended", ok, true)
-			wantEqual(t, "holder after takeover", st.Holder, "b")
+			wantEqual(t, "holder after takeover", st.Lease.Holder, "b")
 			_, ok = acquire(t, s, "audit", "a", t0.Add(5*time.Second+lease+time.Second))
 			wantEqual(t, "a reacquires b's lease", ok, false)
 			_, _, err := s.AcquireSinkLease(ctx, "missing", "a", t0, t0.Add(lease))
@@ -110,7 +110,7 @@ func RunSinks(t *testing.T, newStore func(t *testing.T) SinkTestStore) {
 			wantNoError(t, "ReleaseSinkLease", s.ReleaseSinkLease(ctx, "audit", "a"))
 			st, ok := acquire(t, s, "audit", "b", t0.Add(time.Second))
 			wantEqual(t, "b acquires after a's release", ok, true)
-			wantEqual(t, "holder", st.Holder, "b")
+			wantEqual(t, "holder", st.Lease.Holder, "b")
 		}},
 		{"sinks/only the lease holder moves the position or records failures (fencing)", func(t *testing.T, _ *world) {
 			s := newStore(t)
@@ -169,7 +169,7 @@ func RunSinks(t *testing.T, newStore func(t *testing.T) SinkTestStore) {
 			if len(winners) != 1 {
 				t.Fatalf("got winners %v, want exactly one", winners)
 			}
-			wantEqual(t, "holder", stateOf(t, s, "audit").Holder, winners[0])
+			wantEqual(t, "holder", stateOf(t, s, "audit").Lease.Holder, winners[0])
 		}},
 	}
 	for _, c := range cases {
