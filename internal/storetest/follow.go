@@ -137,6 +137,22 @@ func RunFollow(t *testing.T, newStore func(t *testing.T) FollowTestStore) {
 	}
 
 	cases := []testCase{
+		leaseCase("follow/the lease follows flagadmin.Lease's rules with the caller's clock", func(t *testing.T) leaseOf {
+			s := newStore(t)
+			return leaseOf{
+				acquire: func(t *testing.T, holder string, now, until time.Time) (flagadmin.Lease, bool) {
+					t.Helper()
+					st, ok, err := s.AcquireFollowLease(ctx, holder, now, until)
+					wantNoError(t, "AcquireFollowLease", err)
+					return st.Lease, ok
+				},
+				release: func(t *testing.T, holder string) {
+					t.Helper()
+					wantNoError(t, "ReleaseFollowLease", s.ReleaseFollowLease(ctx, holder))
+				},
+				read: func(t *testing.T) flagadmin.Lease { return state(t, s).Lease },
+			}
+		}),
 		{"follow/the lease is exclusive, renewed by its holder, taken over once it ends, and released", func(t *testing.T, _ *world) {
 			s := newStore(t)
 			wantEqual(t, "a new store follows", state(t, s).Following(), false)

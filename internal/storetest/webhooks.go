@@ -53,6 +53,33 @@ func RunSinks(t *testing.T, newStore func(t *testing.T) SinkTestStore) {
 	}
 
 	cases := []testCase{
+		leaseCase("sinks/a sink's lease follows flagadmin.Lease's rules with the caller's clock, apart from other sinks'", func(t *testing.T) leaseOf {
+			s := newStore(t)
+			register(t, s, "audit")
+			register(t, s, "other")
+			_, ok := acquire(t, s, "other", "c", t0)
+			wantEqual(t, "c acquires the other sink's lease", ok, true)
+			other := stateOf(t, s, "other").Lease
+			return leaseOf{
+				acquire: func(t *testing.T, holder string, now, until time.Time) (flagadmin.Lease, bool) {
+					t.Helper()
+					st, ok, err := s.AcquireSinkLease(ctx, "audit", holder, now, until)
+					wantNoError(t, "AcquireSinkLease", err)
+					return st.Lease, ok
+				},
+				release: func(t *testing.T, holder string) {
+					t.Helper()
+					wantNoError(t, "ReleaseSinkLease", s.ReleaseSinkLease(ctx, "audit", holder))
+				},
+				read: func(t *testing.T) flagadmin.Lease {
+					t.Helper()
+					if got := stateOf(t, s, "other").Lease; !sameLease(got, other) {
+						t.Fatalf("the other sink's lease: got %+v, want %+v unchanged", got, other)
+					}
+					return stateOf(t, s, "audit").Lease
+				},
+			}
+		}),
 		{"sinks/a new sink starts at the newest event, and a known one is unchanged", func(t *testing.T, _ *world) {
 			s := newStore(t)
 			st := register(t, s, "empty-log")
