@@ -76,11 +76,8 @@ type FollowState struct {
 	// start of the follower's last read that left nothing behind), in the
 	// follower's clock; zero before the first.
 	SyncedAt time.Time
-	// Holder is the id of the server holding the follow lease (the one
-	// that applies), "" when none.
-	Holder string
-	// LeaseUntil is when the holder's lease ends.
-	LeaseUntil time.Time
+	// Lease is the follow lease: its holder is the server that applies.
+	Lease Lease
 }
 
 // Following reports whether the store follows an Unleash database.
@@ -153,23 +150,22 @@ type FollowStateReader interface {
 // internal/storetest.RunFollow is their contract suite.
 //
 // Several servers may follow one source into one store: exactly one
-// applies, the holder of the follow lease (held until a time, renewed by
-// its holder, taken over by another server once it ends), and the
-// writes below are fenced by it. Times are the callers' clocks, compared
-// with the times other callers wrote: servers sharing a store need clocks
-// that agree to well within a lease.
+// applies, the holder of the follow lease (a Lease: held until a time,
+// renewed by its holder, taken over by another server once it ends), and
+// the writes below are fenced by it.
 type FollowTarget interface {
 	FollowStateReader
 
-	// AcquireFollowLease gives holder the follow lease until until, when
-	// no other holder has it at now (never held, released, or ended at or
-	// before now), or renews it when holder has it. It returns the state
-	// after the call and whether holder now holds the lease. It works
-	// whether or not the store follows a source yet.
+	// AcquireFollowLease gives holder the follow lease until until when
+	// it is free for holder at now (Lease.Acquire: taken, or renewed by
+	// its holder). It returns the state after the call and whether holder
+	// now holds the lease. It works whether or not the store follows a
+	// source yet.
 	AcquireFollowLease(ctx context.Context, holder string, now, until time.Time) (FollowState, bool, error)
 
-	// ReleaseFollowLease ends holder's lease, so that another server may
-	// take over at once. Nothing happens when holder does not hold it.
+	// ReleaseFollowLease ends holder's lease (Lease.Release), so that
+	// another server may take over at once. Nothing happens when holder
+	// does not hold it.
 	ReleaseFollowLease(ctx context.Context, holder string) error
 
 	// LoadFollow starts following: on a store that holds nothing (no
@@ -179,13 +175,16 @@ type FollowTarget interface {
 	// keeping its id (positive, ascending), and records st (its Source,
 	// Position, Holes and SyncedAt), all in one transaction: on any error
 	// nothing is written. A store that holds anything or follows a source
-	// is refused with ErrConflict. Fenced: holder must hold an unexpired
-	// lease at now, else ErrFollowLeaseLost and nothing is written.
+	// is refused with ErrConflict. Fenced: holder must hold the lease at
+	// now (Lease.HeldBy), else ErrFollowLeaseLost and nothing is written;
+	// at its end, the lease must still name holder (a long load may
+	// outlast a lease whose renewals cannot run beside it).
 	LoadFollow(ctx context.Context, holder string, now time.Time, st FollowState, b *Batch, events func(emit func([]Event) error) error) error
 
 	// ApplyFollow applies b in one transaction: its upserts and deletes,
-	// its events, and the new position, holes and synced time. Fenced
-	// like LoadFollow (ErrLeaseLost). ErrConflict, with nothing written,
+	// its events, and the new position, holes and synced time. Fenced:
+	// holder must hold the lease at now (Lease.HeldBy), else
+	// ErrFollowLeaseLost. ErrConflict, with nothing written,
 	// when the store follows nothing, when b's position is below the
 	// current one or an event id is not above it (or not ascending, or
 	// above b's position), or when a row refers to one that is neither

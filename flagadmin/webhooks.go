@@ -144,10 +144,8 @@ type SinkState struct {
 	LastError string
 	// LastErrorAt is when the last failed attempt ended (zero when none).
 	LastErrorAt time.Time
-	// Holder is the lease holder's id, "" when none ever held it or it was released.
-	Holder string
-	// LeaseUntil is when the lease ends (zero when released).
-	LeaseUntil time.Time
+	// Lease is the sink's lease: its holder is the server that delivers.
+	Lease Lease
 	// CreatedAt is when the sink was first seen.
 	CreatedAt time.Time
 }
@@ -155,30 +153,30 @@ type SinkState struct {
 // SinkStore keeps the delivery state of webhook sinks:
 // where each sink is, and which server delivers for it. Implementations:
 // adapters/memstore and adapters/bunstore; internal/storetest.RunSinks is
-// their contract suite. Times are the caller's clock, compared with the
-// times other callers wrote: servers sharing a database need clocks that
-// agree to well within a lease.
+// their contract suite. One server delivers for a sink at a time, the
+// holder of its Lease, and the writes below are fenced by it.
 type SinkStore interface {
 	// RegisterSink returns the sink's state, creating it when the name is
 	// new, at Position = the newest event id stored at that moment (0 for
 	// none) and CreatedAt = now. A known sink is returned unchanged.
 	RegisterSink(ctx context.Context, name string, now time.Time) (SinkState, error)
 
-	// AcquireSinkLease gives holder the sink's lease until until, when no
-	// other holder has it at now (never held, released, or its lease ended
-	// at or before now), or renews it when holder has it. It returns the
-	// state after the call and whether holder now holds the lease.
+	// AcquireSinkLease gives holder the sink's lease until until when it
+	// is free for holder at now (Lease.Acquire: taken, or renewed by its
+	// holder). It returns the state after the call and whether holder now
+	// holds the lease.
 	// ErrNotFound when the sink is not registered.
 	AcquireSinkLease(ctx context.Context, name, holder string, now, until time.Time) (SinkState, bool, error)
 
-	// ReleaseSinkLease ends holder's lease, so that another server may
-	// take over at once. Nothing happens when holder does not hold it.
+	// ReleaseSinkLease ends holder's lease (Lease.Release), so that
+	// another server may take over at once. Nothing happens when holder
+	// does not hold it.
 	ReleaseSinkLease(ctx context.Context, name, holder string) error
 
 	// AdvanceSink moves the sink's position to position (greater than the
 	// current one), adds delivered to its delivered count, and clears
-	// its attempts and last error; only while holder holds an unexpired
-	// lease at now (fencing): otherwise nothing changes and the error is
+	// its attempts and last error; only while holder holds the lease at
+	// now (Lease.HeldBy: fencing): otherwise nothing changes and the error is
 	// ErrLeaseLost. Once it returns, the advance survives a crash of the
 	// caller; a store may let a crash of the database itself undo its
 	// latest advances (bunstore on PostgreSQL does, for their speed): the

@@ -22,8 +22,8 @@ var _ flagadmin.FollowTarget = (*Store)(nil)
 // the source's identity, the position, the holes, the synced time and the
 // follow lease. Times are Unix milliseconds of the callers' clocks.
 //
-// The lease is taken, renewed and released by one conditional UPDATE each,
-// as webhook sinks' leases are (webhooks.go). A fenced write (LoadFollow,
+// The lease is taken, renewed and released by one conditional UPDATE each
+// (lease.go), as webhook sinks' leases are. A fenced write (LoadFollow,
 // ApplyFollow) checks the lease inside its own transaction and holds the
 // row's lock from there to its commit (ApplyFollow from its first
 // statement, LoadFollow from its last, so that renewals go on during a long
@@ -73,7 +73,7 @@ func (r followRow) state() flagadmin.FollowState {
 	return flagadmin.FollowState{
 		Source:   flagadmin.FollowSource{SystemID: r.SystemID, Database: r.Database, URL: r.URL},
 		Position: r.Position, Holes: r.Holes, SyncedAt: fromMillis(r.SyncedAt),
-		Holder: r.Holder, LeaseUntil: fromMillis(r.LeaseUntil),
+		Lease: flagadmin.Lease{Holder: r.Holder, Until: fromMillis(r.LeaseUntil)},
 	}
 }
 
@@ -104,13 +104,7 @@ func (s *Store) FollowState(ctx context.Context) (flagadmin.FollowState, error) 
 func (s *Store) AcquireFollowLease(ctx context.Context, holder string, now, until time.Time) (flagadmin.FollowState, bool, error) {
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
-	res, err := s.db.ExecContext(ctx, `UPDATE follow_state SET holder = ?, lease_until = ?, seq = seq + 1
-		WHERE id = 1 AND (holder = ? OR holder = '' OR lease_until <= ?)`,
-		holder, until.UnixMilli(), holder, now.UnixMilli())
-	if err != nil {
-		return flagadmin.FollowState{}, false, s.fail("acquire follow lease", err)
-	}
-	held, err := matched(res)
+	held, err := followLease.acquire(ctx, s.db, holder, now, until)
 	if err != nil {
 		return flagadmin.FollowState{}, false, s.fail("acquire follow lease", err)
 	}
@@ -125,8 +119,7 @@ func (s *Store) AcquireFollowLease(ctx context.Context, holder string, now, unti
 func (s *Store) ReleaseFollowLease(ctx context.Context, holder string) error {
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
-	_, err := s.db.ExecContext(ctx, "UPDATE follow_state SET holder = '', lease_until = 0, seq = seq + 1 WHERE id = 1 AND holder = ?", holder)
-	return s.fail("release follow lease", err)
+	return s.fail("release follow lease", followLease.release(ctx, s.db, holder))
 }
 
 // LoadFollow implements flagadmin.FollowTarget: Load, with the lease
@@ -140,27 +133,23 @@ func (s *Store) LoadFollow(ctx context.Context, holder string, now time.Time, st
 			switch {
 			case err != nil:
 				return err
-			case r.Holder != holder || r.LeaseUntil <= now.UnixMilli():
+			case !r.state().Lease.HeldBy(holder, now):
 				return &callbackError{flagadmin.ErrFollowLeaseLost}
 			case !r.state().Source.IsZero():
 				return &callbackError{fmt.Errorf("%w: the store already follows the Unleash database %s", flagadmin.ErrConflict, r.URL)}
 			}
 			return nil
 		}
-		res, err := tx.ExecContext(ctx, `UPDATE follow_state SET source_system_id = ?, source_database = ?, source_url = ?,
-			event_position = ?, holes = ?, synced_at = ?, seq = seq + 1 WHERE id = 1 AND holder = ?`,
-			st.Source.SystemID, st.Source.Database, st.Source.URL, st.Position, st.Holes, millisOrZero(st.SyncedAt), holder)
-		if err != nil {
-			return err
-		}
-		return leaseHeld(res)
+		ok, err := followLease.whileNamed(ctx, tx, `source_system_id = ?, source_database = ?, source_url = ?,
+			event_position = ?, holes = ?, synced_at = ?`,
+			[]any{st.Source.SystemID, st.Source.Database, st.Source.URL, st.Position, st.Holes, millisOrZero(st.SyncedAt)}, holder)
+		return leaseHeld(ok, err)
 	})
 }
 
-// leaseHeld is nil when a fenced UPDATE of follow_state matched its row,
-// else ErrFollowLeaseLost.
-func leaseHeld(res sql.Result) error {
-	ok, err := matched(res)
+// leaseHeld is nil when a fenced UPDATE of follow_state matched its row
+// (ok), else err or ErrFollowLeaseLost.
+func leaseHeld(ok bool, err error) error {
 	switch {
 	case err != nil:
 		return err
@@ -219,11 +208,7 @@ func (s *Store) ApplyFollow(ctx context.Context, holder string, now time.Time, b
 // now (and locks the row of follow_state to the commit), that the store
 // follows a source, and that b goes on from its position.
 func fenceFollow(ctx context.Context, db bun.IDB, holder string, now time.Time, b *flagadmin.FollowBatch) error {
-	res, err := db.ExecContext(ctx, "UPDATE follow_state SET seq = seq + 1 WHERE id = 1 AND holder = ? AND lease_until > ?", holder, now.UnixMilli())
-	if err != nil {
-		return err
-	}
-	if err := leaseHeld(res); err != nil {
+	if err := leaseHeld(followLease.whileHeld(ctx, db, "", nil, "", holder, now)); err != nil {
 		return err
 	}
 	r, err := followRowOf(ctx, db)

@@ -20,10 +20,9 @@ var _ flagadmin.SinkStore = (*Store)(nil)
 // while holding one, and none raises the store's version (the state of
 // deliveries is not part of what caches of the API hold).
 //
-// The fenced writes (AdvanceSink, RecordSinkFailure) and the lease's
-// acquisition are conditional UPDATEs whose matched row count says whether
-// they happened. MySQL reports changed rows, not matched ones: every such
-// UPDATE raises seq, so a matched row is always a changed one.
+// The lease's acquisition and release, and the writes it fences
+// (AdvanceSink, RecordSinkFailure), are conditional UPDATEs (lease.go), as
+// the follow lease's are.
 
 // sinkRow is a row of webhook_sinks.
 type sinkRow struct {
@@ -45,7 +44,7 @@ func (r sinkRow) state() flagadmin.SinkState {
 	return flagadmin.SinkState{
 		Name: r.Name, Position: r.Position, Delivered: r.Delivered, Attempts: r.Attempts,
 		LastError: r.LastError, LastErrorAt: fromMillis(r.LastErrorAt),
-		Holder: r.Holder, LeaseUntil: fromMillis(r.LeaseUntil), CreatedAt: fromMillis(r.CreatedAt),
+		Lease: flagadmin.Lease{Holder: r.Holder, Until: fromMillis(r.LeaseUntil)}, CreatedAt: fromMillis(r.CreatedAt),
 	}
 }
 
@@ -91,13 +90,7 @@ func (s *Store) sinkState(ctx context.Context, db bun.IDB, name string) (flagadm
 func (s *Store) AcquireSinkLease(ctx context.Context, name, holder string, now, until time.Time) (flagadmin.SinkState, bool, error) {
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
-	res, err := s.db.ExecContext(ctx, `UPDATE webhook_sinks SET holder = ?, lease_until = ?, seq = seq + 1
-		WHERE name = ? AND (holder = ? OR holder = '' OR lease_until <= ?)`,
-		holder, until.UnixMilli(), name, holder, now.UnixMilli())
-	if err != nil {
-		return flagadmin.SinkState{}, false, s.fail("acquire sink lease", err)
-	}
-	held, err := matched(res)
+	held, err := sinkLease(name).acquire(ctx, s.db, holder, now, until)
 	if err != nil {
 		return flagadmin.SinkState{}, false, s.fail("acquire sink lease", err)
 	}
@@ -112,8 +105,7 @@ func (s *Store) AcquireSinkLease(ctx context.Context, name, holder string, now, 
 func (s *Store) ReleaseSinkLease(ctx context.Context, name, holder string) error {
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
-	_, err := s.db.ExecContext(ctx, "UPDATE webhook_sinks SET holder = '', lease_until = 0, seq = seq + 1 WHERE name = ? AND holder = ?", name, holder)
-	return s.fail("release sink lease", err)
+	return s.fail("release sink lease", sinkLease(name).release(ctx, s.db, holder))
 }
 
 // AdvanceSink implements flagadmin.SinkStore.
@@ -145,16 +137,11 @@ const asyncCommit = " FROM (SELECT set_config('synchronous_commit', 'off', true)
 func (s *Store) fencedSinkWrite(ctx context.Context, op, set string, args []any, name, holder string, now time.Time) error {
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
-	args = append(args, name, holder, now.UnixMilli())
 	from := ""
 	if s.dialect == dialect.PG {
 		from = asyncCommit
 	}
-	res, err := s.db.ExecContext(ctx, "UPDATE webhook_sinks SET "+set+", seq = seq + 1"+from+" WHERE name = ? AND holder = ? AND lease_until > ?", args...)
-	if err != nil {
-		return s.fail(op, err)
-	}
-	ok, err := matched(res)
+	ok, err := sinkLease(name).whileHeld(ctx, s.db, set, args, from, holder, now)
 	if err != nil {
 		return s.fail(op, err)
 	}
@@ -162,12 +149,6 @@ func (s *Store) fencedSinkWrite(ctx context.Context, op, set string, args []any,
 		return flagadmin.ErrLeaseLost
 	}
 	return nil
-}
-
-// matched reports whether an UPDATE of one row changed it.
-func matched(res sql.Result) (bool, error) {
-	n, err := res.RowsAffected()
-	return n == 1, err
 }
 
 // SinkStates implements flagadmin.SinkStore.

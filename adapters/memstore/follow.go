@@ -35,12 +35,8 @@ func (s *Store) AcquireFollowLease(ctx context.Context, holder string, now, unti
 	}
 	s.follow.mu.Lock()
 	defer s.follow.mu.Unlock()
-	st := &s.follow.st
-	free := st.Holder == holder || st.Holder == "" || !st.LeaseUntil.After(now.UTC().Truncate(time.Millisecond))
-	if free {
-		st.Holder, st.LeaseUntil = holder, until.UTC().Truncate(time.Millisecond)
-	}
-	return *st, free, nil
+	held := acquireLease(&s.follow.st.Lease, holder, now, until)
+	return s.follow.st, held, nil
 }
 
 // ReleaseFollowLease implements flagadmin.FollowTarget.
@@ -50,16 +46,8 @@ func (s *Store) ReleaseFollowLease(ctx context.Context, holder string) error {
 	}
 	s.follow.mu.Lock()
 	defer s.follow.mu.Unlock()
-	if s.follow.st.Holder == holder {
-		s.follow.st.Holder, s.follow.st.LeaseUntil = "", time.Time{}
-	}
+	s.follow.st.Lease.Release(holder)
 	return nil
-}
-
-// holds reports whether holder holds an unexpired lease at now; the
-// follow lock is held.
-func (f *followStates) holds(holder string, now time.Time) bool {
-	return f.st.Holder == holder && f.st.LeaseUntil.After(now.UTC().Truncate(time.Millisecond))
 }
 
 // LoadFollow implements flagadmin.FollowTarget. The lease is checked
@@ -72,7 +60,7 @@ func (s *Store) LoadFollow(ctx context.Context, holder string, now time.Time, st
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.follow.mu.Lock()
-	held, following := s.follow.holds(holder, now), s.follow.st.Following()
+	held, following := holdsLease(s.follow.st.Lease, holder, now), s.follow.st.Following()
 	s.follow.mu.Unlock()
 	switch {
 	case !held:
@@ -83,7 +71,7 @@ func (s *Store) LoadFollow(ctx context.Context, holder string, now time.Time, st
 	return s.loadLocked(ctx, b, events, func() error {
 		s.follow.mu.Lock()
 		defer s.follow.mu.Unlock()
-		if s.follow.st.Holder != holder {
+		if !namesHolder(s.follow.st.Lease, holder) {
 			return flagadmin.ErrFollowLeaseLost
 		}
 		f := &s.follow.st
@@ -104,7 +92,7 @@ func (s *Store) ApplyFollow(ctx context.Context, holder string, now time.Time, b
 	defer s.follow.mu.Unlock()
 	cur := &s.follow.st
 	switch {
-	case !s.follow.holds(holder, now):
+	case !holdsLease(cur.Lease, holder, now):
 		return flagadmin.ErrFollowLeaseLost
 	case !cur.Following():
 		return conflict("the store follows no Unleash database")

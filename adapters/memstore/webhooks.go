@@ -51,11 +51,8 @@ func (s *Store) AcquireSinkLease(ctx context.Context, name, holder string, now, 
 	if !ok {
 		return flagadmin.SinkState{}, false, flagadmin.ErrNotFound
 	}
-	free := st.Holder == holder || st.Holder == "" || !st.LeaseUntil.After(now.Truncate(time.Millisecond))
-	if free {
-		st.Holder, st.LeaseUntil = holder, until.UTC().Truncate(time.Millisecond)
-	}
-	return *st, free, nil
+	held := acquireLease(&st.Lease, holder, now, until)
+	return *st, held, nil
 }
 
 // ReleaseSinkLease implements flagadmin.SinkStore.
@@ -65,8 +62,8 @@ func (s *Store) ReleaseSinkLease(ctx context.Context, name, holder string) error
 	}
 	s.sinks.mu.Lock()
 	defer s.sinks.mu.Unlock()
-	if st, ok := s.sinks.m[name]; ok && st.Holder == holder {
-		st.Holder, st.LeaseUntil = "", time.Time{}
+	if st, ok := s.sinks.m[name]; ok {
+		st.Lease.Release(holder)
 	}
 	return nil
 }
@@ -96,7 +93,7 @@ func (s *Store) fencedSinkWrite(ctx context.Context, name, holder string, now ti
 	s.sinks.mu.Lock()
 	defer s.sinks.mu.Unlock()
 	st, ok := s.sinks.m[name]
-	if !ok || st.Holder != holder || !st.LeaseUntil.After(now.Truncate(time.Millisecond)) {
+	if !ok || !holdsLease(st.Lease, holder, now) {
 		return flagadmin.ErrLeaseLost
 	}
 	fn(st)

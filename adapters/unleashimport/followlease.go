@@ -15,9 +15,9 @@ import (
 // leaseWatch is what the lease's goroutine keeps from one renewal to the
 // next.
 type leaseWatch struct {
-	until   time.Time // when the lease this server holds ends unrenewed
-	failing time.Time // since when renewals fail (zero: they do not)
-	standby bool      // the standby line was logged since this server last applied
+	held    flagadmin.Lease // the lease as this server last renewed it
+	failing time.Time       // since when renewals fail (zero: they do not)
+	standby bool            // the standby line was logged since this server last applied
 }
 
 // leaseLoop acquires or renews the lease at once and every RenewEvery, and
@@ -34,9 +34,9 @@ func (f *Follower) leaseLoop(ctx context.Context) {
 		}
 		ok = f.holds(&w, now, ok, err)
 		if err == nil {
-			f.setStatus(func(s *flagadmin.FollowStatus) { s.Holder = st.Holder })
+			f.setStatus(func(s *flagadmin.FollowStatus) { s.Holder = st.Lease.Holder })
 		}
-		f.leaseChanged(&w, f.leased.Swap(ok), ok, err, st.Holder)
+		f.leaseChanged(&w, f.leased.Swap(ok), ok, err, st.Lease.Holder)
 		select {
 		case <-ctx.Done():
 			return
@@ -62,9 +62,9 @@ func (f *Follower) holds(w *leaseWatch, now time.Time, ok bool, err error) bool 
 		if w.failing.IsZero() {
 			w.failing = now
 			f.log.Warn("following: the follow lease cannot be renewed; this server keeps applying until it ends",
-				"holder", f.opts.Holder, "until", w.until.Format(time.RFC3339), "reason", flat(err))
+				"holder", f.opts.Holder, "until", w.held.Until.Format(time.RFC3339), "reason", flat(err))
 		}
-		return f.leased.Load() && now.Before(w.until) // keep it while it lasts
+		return f.leased.Load() && w.held.HeldBy(f.opts.Holder, now) // keep it while it lasts
 	}
 	if !w.failing.IsZero() {
 		f.log.Info("following: the follow lease can be renewed again", "holder", f.opts.Holder,
@@ -72,7 +72,7 @@ func (f *Follower) holds(w *leaseWatch, now time.Time, ok bool, err error) bool 
 		w.failing = time.Time{}
 	}
 	if ok {
-		w.until = now.Add(f.opts.LeaseTTL)
+		w.held = flagadmin.Lease{Holder: f.opts.Holder, Until: now.Add(f.opts.LeaseTTL)}
 	}
 	return ok
 }

@@ -109,7 +109,7 @@ func (l *followLoop) standby(ctx context.Context) {
 		return
 	}
 	l.setStatus(func(s *flagadmin.FollowStatus) {
-		s.State, s.Reason, s.Holder = flagadmin.FollowStateStandby, "", st.Holder
+		s.State, s.Reason, s.Holder = flagadmin.FollowStateStandby, "", st.Lease.Holder
 		s.Ready, s.Position, s.Holes, s.LagEvents, s.WaitingFor = st.Following(), st.Position, st.Holes, 0, 0
 		if t := syncedAt(st); t != nil {
 			s.SyncedAt = t

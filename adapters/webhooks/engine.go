@@ -327,7 +327,7 @@ func (s *sink) run(ctx context.Context) {
 		s.update(func(x *SinkStats) {
 			x.Holding, x.Position, x.Attempts, x.LastError = true, st.Position, st.Attempts, st.LastError
 		})
-		err = s.holdAndDeliver(ctx, st.Position, now.Add(o.LeaseTTL))
+		err = s.holdAndDeliver(ctx, st.Position, flagadmin.Lease{Holder: o.Holder, Until: now.Add(o.LeaseTTL)})
 		s.update(func(x *SinkStats) { x.Holding = false })
 		if errors.Is(err, flagadmin.ErrLeaseLost) {
 			s.log().Warn("webhooks: lost the sink's lease", "holder", o.Holder)
@@ -337,9 +337,9 @@ func (s *sink) run(ctx context.Context) {
 }
 
 // holdAndDeliver delivers from position while a second goroutine keeps
-// the lease (held until until) renewed; it returns when the lease is lost
-// (flagadmin.ErrLeaseLost) or ctx ends.
-func (s *sink) holdAndDeliver(ctx context.Context, position int64, until time.Time) error {
+// the lease (held as this engine last renewed it) renewed; it returns when
+// the lease is lost (flagadmin.ErrLeaseLost) or ctx ends.
+func (s *sink) holdAndDeliver(ctx context.Context, position int64, held flagadmin.Lease) error {
 	o := &s.e.opts
 	lctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
@@ -349,10 +349,10 @@ func (s *sink) holdAndDeliver(ctx context.Context, position int64, until time.Ti
 		defer wg.Done()
 		for sleep(lctx, o.RenewEvery) {
 			now := o.Now()
-			_, held, err := s.e.store.AcquireSinkLease(lctx, s.def.Name, o.Holder, now, now.Add(o.LeaseTTL))
+			_, ok, err := s.e.store.AcquireSinkLease(lctx, s.def.Name, o.Holder, now, now.Add(o.LeaseTTL))
 			switch {
-			case err == nil && held:
-				until = now.Add(o.LeaseTTL)
+			case err == nil && ok:
+				held.Until = now.Add(o.LeaseTTL)
 			case err == nil:
 				cancel(flagadmin.ErrLeaseLost)
 				return
@@ -360,9 +360,9 @@ func (s *sink) holdAndDeliver(ctx context.Context, position int64, until time.Ti
 				return
 			default:
 				s.log().Warn("webhooks: cannot renew the sink's lease", "err", err)
-				// Stop before the lease may end unrenewed: another server
-				// may take it over then.
-				if !o.Now().Add(o.RenewEvery).Before(until) {
+				// Stop one renewal before the lease may end unrenewed:
+				// another server may take it over then.
+				if !held.HeldBy(o.Holder, o.Now().Add(o.RenewEvery)) {
 					cancel(flagadmin.ErrLeaseLost)
 					return
 				}

@@ -336,7 +336,7 @@ func TestDeliversSignedEventsInOrderFromTheFirstPosition(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if states[0].Name != "all" || states[0].Position != want[len(want)-1] || states[0].Delivered != int64(len(want)) || states[0].Holder != "a" {
+		if states[0].Name != "all" || states[0].Position != want[len(want)-1] || states[0].Delivered != int64(len(want)) || states[0].Lease.Holder != "a" {
 			t.Errorf("stored state %+v, want position %d, delivered %d, holder a", states[0], want[len(want)-1], len(want))
 		}
 	})

@@ -228,9 +228,9 @@ func (c *cli) storeFollowStatus(ctx context.Context, cfg Config) error {
 
 // storedFollowStatus is what a store's follow state tells of following.
 func storedFollowStatus(fst flagadmin.FollowState, now time.Time) flagadmin.FollowStatus {
-	st := flagadmin.FollowStatus{Source: fst.Source.URL, State: "recorded in the store", Ready: true, Holder: fst.Holder,
+	st := flagadmin.FollowStatus{Source: fst.Source.URL, State: "recorded in the store", Ready: true, Holder: fst.Lease.Holder,
 		Position: fst.Position, Holes: fst.Holes, LagEvents: -1}
-	if fst.Holder != "" && !fst.LeaseUntil.After(now) {
+	if !fst.Lease.Held(now) {
 		st.Holder = ""
 	}
 	if !fst.SyncedAt.IsZero() {

@@ -191,10 +191,10 @@ func writeStatuses(w interface{ Write([]byte) (int, error) }, statuses []webhook
 		}
 		lease := "none"
 		switch {
-		case st.Holder != "" && st.LeaseUntil.After(now):
-			lease = st.Holder + " until " + st.LeaseUntil.Format(time.RFC3339) + " (in " + age(st.LeaseUntil.Sub(now)) + ")"
-		case st.Holder != "":
-			lease = st.Holder + ", ended " + age(now.Sub(st.LeaseUntil)) + " ago"
+		case st.Lease.Held(now):
+			lease = st.Lease.Holder + " until " + st.Lease.Until.Format(time.RFC3339) + " (in " + age(st.Lease.Until.Sub(now)) + ")"
+		case st.Lease.Holder != "":
+			lease = st.Lease.Holder + ", ended " + age(now.Sub(st.Lease.Until)) + " ago"
 		}
 		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%d\t%d\t%s\t%s\n", st.Name, st.Position, lag, oldest, st.Delivered, st.Attempts, lastErr, lease)
 	}

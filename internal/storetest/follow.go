@@ -137,16 +137,32 @@ func RunFollow(t *testing.T, newStore func(t *testing.T) FollowTestStore) {
 	}
 
 	cases := []testCase{
+		leaseCase("follow/the lease follows flagadmin.Lease's rules with the caller's clock", func(t *testing.T) leaseOf {
+			s := newStore(t)
+			return leaseOf{
+				acquire: func(t *testing.T, holder string, now, until time.Time) (flagadmin.Lease, bool) {
+					t.Helper()
+					st, ok, err := s.AcquireFollowLease(ctx, holder, now, until)
+					wantNoError(t, "AcquireFollowLease", err)
+					return st.Lease, ok
+				},
+				release: func(t *testing.T, holder string) {
+					t.Helper()
+					wantNoError(t, "ReleaseFollowLease", s.ReleaseFollowLease(ctx, holder))
+				},
+				read: func(t *testing.T) flagadmin.Lease { return state(t, s).Lease },
+			}
+		}),
 		{"follow/the lease is exclusive, renewed by its holder, taken over once it ends, and released", func(t *testing.T, _ *world) {
 			s := newStore(t)
 			wantEqual(t, "a new store follows", state(t, s).Following(), false)
 			st, ok := acquire(t, s, "a", t0)
 			wantEqual(t, "a acquires a new store's lease", ok, true)
-			wantEqual(t, "holder", st.Holder, "a")
-			wantEqual(t, "lease until", st.LeaseUntil.Equal(t0.Add(lease)), true)
+			wantEqual(t, "holder", st.Lease.Holder, "a")
+			wantEqual(t, "lease until", st.Lease.Until.Equal(t0.Add(lease)), true)
 			st, ok = acquire(t, s, "b", t0.Add(time.Second))
 			wantEqual(t, "b acquires a's lease", ok, false)
-			wantEqual(t, "holder seen by b", st.Holder, "a")
+			wantEqual(t, "holder seen by b", st.Lease.Holder, "a")
 			_, ok = acquire(t, s, "a", t0.Add(10*time.Second))
 			wantEqual(t, "a renews", ok, true)
 			_, ok = acquire(t, s, "b", t0.Add(29*time.Second))
@@ -154,9 +170,9 @@ func RunFollow(t *testing.T, newStore func(t *testing.T) FollowTestStore) {
 			_, ok = acquire(t, s, "b", t0.Add(30*time.Second))
 			wantEqual(t, "b acquires when the lease has ended", ok, true)
 			wantNoError(t, "ReleaseFollowLease by a non-holder", s.ReleaseFollowLease(ctx, "a"))
-			wantEqual(t, "holder after a non-holder released", state(t, s).Holder, "b")
+			wantEqual(t, "holder after a non-holder released", state(t, s).Lease.Holder, "b")
 			wantNoError(t, "ReleaseFollowLease", s.ReleaseFollowLease(ctx, "b"))
-			wantEqual(t, "holder after release", state(t, s).Holder, "")
+			wantEqual(t, "holder after release", state(t, s).Lease.Holder, "")
 			_, ok = acquire(t, s, "a", t0.Add(31*time.Second))
 			wantEqual(t, "a acquires a released lease at once", ok, true)
 		}},
@@ -183,7 +199,7 @@ func RunFollow(t *testing.T, newStore func(t *testing.T) FollowTestStore) {
 			if len(winners) != 1 {
 				t.Fatalf("got winners %v, want exactly one", winners)
 			}
-			wantEqual(t, "holder", state(t, s).Holder, winners[0])
+			wantEqual(t, "holder", state(t, s).Lease.Holder, winners[0])
 		}},
 		{"follow/LoadFollow writes the world and the events with their ids, and records the source", func(t *testing.T, _ *world) {
 			s := loaded(t)
@@ -193,7 +209,7 @@ func RunFollow(t *testing.T, newStore func(t *testing.T) FollowTestStore) {
 			wantEqual(t, "position", st.Position, int64(4))
 			wantEqual(t, "holes", st.Holes, int64(1))
 			wantEqual(t, "synced at", st.SyncedAt.Equal(t0), true)
-			wantEqual(t, "holder", st.Holder, "a")
+			wantEqual(t, "holder", st.Lease.Holder, "a")
 			wantEqual(t, "event ids", fmt.Sprint(eventIDs(t, s)), "[1 2 4]")
 			page, err := s.SearchEvents(ctx, flagadmin.EventQuery{Limit: 10, Types: []string{"feature-link-added"}})
 			wantNoError(t, "SearchEvents", err)

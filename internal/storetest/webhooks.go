@@ -53,6 +53,33 @@ func RunSinks(t *testing.T, newStore func(t *testing.T) SinkTestStore) {
 	}
 
 	cases := []testCase{
+		leaseCase("sinks/a sink's lease follows flagadmin.Lease's rules with the caller's clock, apart from other sinks'", func(t *testing.T) leaseOf {
+			s := newStore(t)
+			register(t, s, "audit")
+			register(t, s, "other")
+			_, ok := acquire(t, s, "other", "c", t0)
+			wantEqual(t, "c acquires the other sink's lease", ok, true)
+			other := stateOf(t, s, "other").Lease
+			return leaseOf{
+				acquire: func(t *testing.T, holder string, now, until time.Time) (flagadmin.Lease, bool) {
+					t.Helper()
+					st, ok, err := s.AcquireSinkLease(ctx, "audit", holder, now, until)
+					wantNoError(t, "AcquireSinkLease", err)
+					return st.Lease, ok
+				},
+				release: func(t *testing.T, holder string) {
+					t.Helper()
+					wantNoError(t, "ReleaseSinkLease", s.ReleaseSinkLease(ctx, "audit", holder))
+				},
+				read: func(t *testing.T) flagadmin.Lease {
+					t.Helper()
+					if got := stateOf(t, s, "other").Lease; !sameLease(got, other) {
+						t.Fatalf("the other sink's lease: got %+v, want %+v unchanged", got, other)
+					}
+					return stateOf(t, s, "audit").Lease
+				},
+			}
+		}),
 		{"sinks/a new sink starts at the newest event, and a known one is unchanged", func(t *testing.T, _ *world) {
 			s := newStore(t)
 			st := register(t, s, "empty-log")
@@ -62,7 +89,7 @@ func RunSinks(t *testing.T, newStore func(t *testing.T) SinkTestStore) {
 			wantEqual(t, "position", st.Position, ids[2])
 			wantEqual(t, "createdAt", st.CreatedAt.Equal(t0), true)
 			wantEqual(t, "delivered", st.Delivered, int64(0))
-			wantEqual(t, "holder", st.Holder, "")
+			wantEqual(t, "holder", st.Lease.Holder, "")
 			_, ok := acquire(t, s, "audit", "a", t0)
 			wantEqual(t, "acquired", ok, true)
 			wantNoError(t, "AdvanceSink", s.AdvanceSink(ctx, "audit", "a", t0, ids[0], 1))
@@ -83,18 +110,18 @@ func RunSinks(t *testing.T, newStore func(t *testing.T) SinkTestStore) {
 			register(t, s, "audit")
 			st, ok := acquire(t, s, "audit", "a", t0)
 			wantEqual(t, "a acquires a free lease", ok, true)
-			wantEqual(t, "holder", st.Holder, "a")
-			wantEqual(t, "lease until", st.LeaseUntil.Equal(t0.Add(lease)), true)
+			wantEqual(t, "holder", st.Lease.Holder, "a")
+			wantEqual(t, "lease until", st.Lease.Until.Equal(t0.Add(lease)), true)
 			st, ok = acquire(t, s, "audit", "b", t0.Add(time.Second))
 			wantEqual(t, "b acquires a's live lease", ok, false)
-			wantEqual(t, "holder after b's try", st.Holder, "a")
+			wantEqual(t, "holder after b's try", st.Lease.Holder, "a")
 			_, ok = acquire(t, s, "audit", "a", t0.Add(5*time.Second))
 			wantEqual(t, "a renews", ok, true)
 			_, ok = acquire(t, s, "audit", "b", t0.Add(lease+time.Second))
 			wantEqual(t, "b acquires before the renewed lease ends", ok, false)
 			st, ok = acquire(t, s, "audit", "b", t0.Add(5*time.Second+lease))
 			wantEqual(t, "b takes over once the lease ended", ok, true)
-			wantEqual(t, "holder after takeover", st.Holder, "b")
+			wantEqual(t, "holder after takeover", st.Lease.Holder, "b")
 			_, ok = acquire(t, s, "audit", "a", t0.Add(5*time.Second+lease+time.Second))
 			wantEqual(t, "a reacquires b's lease", ok, false)
 			_, _, err := s.AcquireSinkLease(ctx, "missing", "a", t0, t0.Add(lease))
@@ -110,7 +137,7 @@ func RunSinks(t *testing.T, newStore func(t *testing.T) SinkTestStore) {
 			wantNoError(t, "ReleaseSinkLease", s.ReleaseSinkLease(ctx, "audit", "a"))
 			st, ok := acquire(t, s, "audit", "b", t0.Add(time.Second))
 			wantEqual(t, "b acquires after a's release", ok, true)
-			wantEqual(t, "holder", st.Holder, "b")
+			wantEqual(t, "holder", st.Lease.Holder, "b")
 		}},
 		{"sinks/only the lease holder moves the position or records failures (fencing)", func(t *testing.T, _ *world) {
 			s := newStore(t)
@@ -169,7 +196,7 @@ func RunSinks(t *testing.T, newStore func(t *testing.T) SinkTestStore) {
 			if len(winners) != 1 {
 				t.Fatalf("got winners %v, want exactly one", winners)
 			}
-			wantEqual(t, "holder", stateOf(t, s, "audit").Holder, winners[0])
+			wantEqual(t, "holder", stateOf(t, s, "audit").Lease.Holder, winners[0])
 		}},
 	}
 	for _, c := range cases {

@@ -544,19 +544,14 @@ func (d *discard) FollowState(context.Context) (flagadmin.FollowState, error) {
 func (d *discard) AcquireFollowLease(_ context.Context, holder string, now, until time.Time) (flagadmin.FollowState, bool, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if d.st.Holder == holder || d.st.Holder == "" || !d.st.LeaseUntil.After(now) {
-		d.st.Holder, d.st.LeaseUntil = holder, until
-		return d.st, true, nil
-	}
-	return d.st, false, nil
+	held := d.st.Lease.Acquire(holder, now, until)
+	return d.st, held, nil
 }
 
 func (d *discard) ReleaseFollowLease(_ context.Context, holder string) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if d.st.Holder == holder {
-		d.st.Holder = ""
-	}
+	d.st.Lease.Release(holder)
 	return nil
 }
 
