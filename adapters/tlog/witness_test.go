@@ -270,20 +270,8 @@ func TestWitnessUnreachableIsLoggedOncePerOutage(t *testing.T) {
 	signer, wkey := witnessKeys(t)
 	var down atomic.Bool
 	down.Store(true)
-	fake := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
-		if down.Load() {
-			http.Error(rw, "down", http.StatusServiceUnavailable)
-			return
-		}
-		// Up: it cosigns whatever it is sent (a witness that checks
-		// nothing, enough to end the outage).
-		body, _ := io.ReadAll(r.Body)
-		_, signed, _ := bytes.Cut(body, []byte("\n\n"))
-		text := signed[:bytes.LastIndex(signed, []byte("\n\n"))+1]
-		signed, _ = note.Sign(&note.Note{Text: string(text)}, signer)
-		rw.Write(signed[bytes.LastIndex(signed, []byte("\n\n"))+2:])
-	}))
-	t.Cleanup(fake.Close)
+	// Up: it cosigns whatever it is sent, enough to end the outage.
+	fake := cosigningWitness(t, signer, &down)
 	s := memstore.New()
 	saltedWrite(t, s, 0, 5)
 	w := newWitnessed(t, s, skey, witnessOf(t, fake.URL, wkey))
@@ -356,4 +344,23 @@ func TestWitnessAnswerKeepsItsOwnLines(t *testing.T) {
 	if n := strings.Count(string(cp.Note), "— "); n != 2 {
 		t.Errorf("the served note has %d signature lines, want the log's and the witness's:\n%s", n, cp.Note)
 	}
+}
+
+// cosigningWitness starts a witness that cosigns, with signer, whatever
+// it is sent (it checks nothing), or answers 503 while down is set.
+func cosigningWitness(t *testing.T, signer note.Signer, down *atomic.Bool) *httptest.Server {
+	t.Helper()
+	fake := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		if down.Load() {
+			http.Error(rw, "down", http.StatusServiceUnavailable)
+			return
+		}
+		body, _ := io.ReadAll(r.Body)
+		_, signed, _ := bytes.Cut(body, []byte("\n\n"))
+		text := signed[:bytes.LastIndex(signed, []byte("\n\n"))+1]
+		signed, _ = note.Sign(&note.Note{Text: string(text)}, signer)
+		rw.Write(signed[bytes.LastIndex(signed, []byte("\n\n"))+2:])
+	}))
+	t.Cleanup(fake.Close)
+	return fake
 }

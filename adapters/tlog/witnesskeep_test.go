@@ -5,18 +5,13 @@ import (
 	"context"
 	"encoding/base64"
 	"errors"
-	"io"
 	"log/slog"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
-
-	"golang.org/x/mod/sumdb/note"
 
 	"github.com/flagadmin/flagadmin/adapters/memstore"
 	"github.com/flagadmin/flagadmin/adapters/tlog"
@@ -79,18 +74,7 @@ func TestWitnessCosignaturesKeptAcrossARestart(t *testing.T) {
 	signer, wkey := witnessKeys(t)
 	wit := witnessOf(t, "", wkey)
 	var down atomic.Bool
-	fake := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
-		if down.Load() {
-			http.Error(rw, "down", http.StatusServiceUnavailable)
-			return
-		}
-		body, _ := io.ReadAll(r.Body)
-		_, signed, _ := bytes.Cut(body, []byte("\n\n"))
-		text := signed[:bytes.LastIndex(signed, []byte("\n\n"))+1]
-		signed, _ = note.Sign(&note.Note{Text: string(text)}, signer)
-		rw.Write(signed[bytes.LastIndex(signed, []byte("\n\n"))+2:])
-	}))
-	t.Cleanup(fake.Close)
+	fake := cosigningWitness(t, signer, &down)
 	wit.URL = fake.URL
 	file := filepath.Join(t.TempDir(), "log.key.checkpoint"+tlog.CosignedSuffix)
 	s := memstore.New()
