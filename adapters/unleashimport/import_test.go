@@ -86,6 +86,7 @@ func TestImportFixture(t *testing.T) {
 			checkFacts(t, svc, st, exp, names)
 			checkEventsAsUnleashWritesThem(t, st, url)
 			checkProjectListAsUnleash(t, svc)
+			checkSearchesAsUnleashAnswered(t, svc)
 			checkTokens(t, svc, exp)
 			checkNextIDs(t, svc, st)
 
