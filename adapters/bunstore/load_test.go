@@ -62,3 +62,35 @@ func TestLoadHasNoStorageDeadline(t *testing.T) {
 		})
 	}
 }
+
+// TestLoadAnalyzesOnPostgres: after a load, PostgreSQL's planner knows
+// how many events and leaves the tables hold, and has the statistics of
+// their columns, without waiting for autovacuum (off on the test server):
+// a load's steps end with analyzing the tables, reported as a step.
+func TestLoadAnalyzesOnPostgres(t *testing.T) {
+	ctx := context.Background()
+	var steps []string
+	s := open(t, dbtest.Postgres(t), bunstore.WithLoadProgress(func(st bunstore.LoadStep) {
+		if st.Done {
+			steps = append(steps, st.What)
+		}
+	}))
+	events := bulkEvents(2000)
+	for i := range events {
+		events[i].ID = int64(i + 1)
+	}
+	must(t, "Load", s.Load(ctx, &flagadmin.Batch{}, func(emit func([]flagadmin.Event) error) error { return emit(events) }))
+	if !slices.Contains(steps, "analyze the tables") {
+		t.Errorf("load steps %q: no analyze the tables", steps)
+	}
+	for _, table := range []string{"events", "log_leaves"} {
+		var tuples float64
+		var columns int
+		err := bunstore.DB(s).QueryRowContext(ctx, `SELECT c.reltuples, (SELECT count(*) FROM pg_stats p WHERE p.schemaname = current_schema() AND p.tablename = c.relname)
+			FROM pg_class c WHERE c.oid = (quote_ident(current_schema()) || '.' || ?)::regclass`, table).Scan(&tuples, &columns)
+		must(t, "read the statistics of "+table, err)
+		if tuples != float64(len(events)) || columns == 0 {
+			t.Errorf("%s after a load of %d events: the planner counts %v rows and has statistics of %d columns", table, len(events), tuples, columns)
+		}
+	}
+}
