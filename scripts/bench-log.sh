@@ -5,11 +5,14 @@
 #
 #   ab     the write cost of keeping the tree: BenchmarkLifecycleComplete
 #          (adapters/bunstore: 16 goroutines completing lifecycles of 64
-#          features, each completion one transaction with its event, and
-#          now its leaf) of revision BEFORE (default 2fcc062, the store
-#          without the log) and of the working tree, built once each and
-#          run in turns, ROUNDS rounds, so that drift of a shared machine
-#          affects both alike. PostgreSQL and SQLite.
+#          features with the event order lock, each completion one
+#          transaction with its event, and its leaf) of the working tree
+#          built without leaves (the build tag flagadmin_bench_noleaves,
+#          which changes nothing else) and of the working tree as it is,
+#          built once each and run in turns, ROUNDS rounds, so that drift
+#          of a shared machine affects both alike. BEFORE_REV, when given,
+#          replaces the build without leaves by that revision. PostgreSQL,
+#          SQLite and MySQL.
 #   sql    the same cost at the SQL level, on PostgreSQL: pgbench, 16
 #          clients, a bare events table with the event order lock's
 #          trigger, the plain INSERT ("plain") against the INSERT that also
@@ -37,8 +40,9 @@
 #   PG_DSN    PostgreSQL server (default postgres://postgres@127.0.0.1:5432/test?sslmode=disable);
 #   PG_DB     the database the scale part makes there and drops (default sqllog_bench_log)
 #   SQLITE    the SQLite file of the scale part (default /tmp/sqllog-bench/log.db, removed after)
-#   ROUNDS    rounds of the ab part (default 4); BENCHTIME its -benchtime (default 3s);
-#             ENGINES its databases (default "Postgres SQLite")
+#   MYSQL_DSN MySQL server of the ab part (default mysql://root@127.0.0.1:3306/test)
+#   ROUNDS    rounds of the ab part (default 6); BENCHTIME its -benchtime (default 5s);
+#             ENGINES its databases (default "Postgres SQLite MySQL")
 #   EVENTS    events of the scale part (default 1000000)
 #   PARTS     the scale part's parts: any of "proof verify prune" (unset: all three; empty: none, the load only)
 #   KEEP      1 keeps the scale part's store (and its signing key, beside it) after
@@ -53,12 +57,13 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 PART="${1:-all}"
-BEFORE="${2:-2fcc062}"
+BEFORE="${2:-}"
 PG_DSN="${PG_DSN:-postgres://postgres@127.0.0.1:5432/test?sslmode=disable}"
 PG_DB="${PG_DB:-sqllog_bench_log}"
 SQLITE="${SQLITE:-/tmp/sqllog-bench/log.db}"
-ROUNDS="${ROUNDS:-4}"
-BENCHTIME="${BENCHTIME:-3s}"
+ROUNDS="${ROUNDS:-6}"
+BENCHTIME="${BENCHTIME:-5s}"
+MYSQL_DSN="${MYSQL_DSN:-mysql://root@127.0.0.1:3306/test}"
 EVENTS="${EVENTS:-1000000}"
 PARTS="${PARTS-proof verify prune}"
 
@@ -70,20 +75,28 @@ cleanup() {
 trap cleanup EXIT
 
 ab() {
-	echo "== write cost: lifecycle completions/s, $BEFORE (without the log) against the working tree (with it)"
-	git worktree add --detach -q "$tmp/before" "$BEFORE"
-	(cd "$tmp/before" && go test -c -o "$tmp/before.test" ./adapters/bunstore)
+	if [ -n "$BEFORE" ]; then
+		echo "== write cost: lifecycle completions/s, $BEFORE against the working tree"
+		git worktree add --detach -q "$tmp/before" "$BEFORE"
+		(cd "$tmp/before" && go test -c -o "$tmp/before.test" ./adapters/bunstore)
+	else
+		echo "== write cost: lifecycle completions/s, the working tree without leaves (before) and with them (after)"
+		go test -c -tags flagadmin_bench_noleaves -o "$tmp/before.test" ./adapters/bunstore
+	fi
 	go test -c -o "$tmp/after.test" ./adapters/bunstore
-	local engines="${ENGINES:-Postgres SQLite}"
+	local engines="${ENGINES:-Postgres SQLite MySQL}"
 	for engine in $engines; do
 		for round in $(seq "$ROUNDS"); do
 			for version in before after; do
 				# Every other round in reverse order.
 				[ $((round % 2)) -eq 0 ] && version=$([ "$version" = before ] && echo after || echo before)
-				(cd adapters/bunstore && FLAGADMIN_TEST_POSTGRES_DSN="$PG_DSN" "$tmp/$version.test" -test.run '^$' \
-					-test.bench "LifecycleComplete/$engine/lock\$" -test.benchtime "$BENCHTIME") |
-					awk -v v="$version" -v r="$round" -v e="$engine" '/completions\/s/ { for (i = 1; i <= NF; i++) if ($(i+1) == "completions/s") x = $i }
-						END { printf "%s round %d %-6s %s completions/s\n", e, r, v, x }'
+				# ^lock$: the sub-benchmark with the event order lock (nolock
+				# turns the lock and the leaves off).
+				(cd adapters/bunstore && FLAGADMIN_TEST_POSTGRES_DSN="$PG_DSN" FLAGADMIN_TEST_MYSQL_DSN="$MYSQL_DSN" "$tmp/$version.test" -test.run '^$' \
+					-test.bench "LifecycleComplete/$engine/^lock\$" -test.benchtime "$BENCHTIME") |
+					awk -v v="$version" -v r="$round" -v e="$engine" '/completions\/s/ { for (i = 1; i <= NF; i++) if ($(i+1) == "completions/s") x = $i; n++ }
+						END { if (n != 1) { print "expected one benchmark, got " n > "/dev/stderr"; exit 1 }
+							printf "%s round %d %-6s %s completions/s\n", e, r, v, x }'
 			done
 		done
 	done

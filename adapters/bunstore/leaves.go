@@ -108,7 +108,7 @@ func leavesOf(events []flagadmin.Event) ([]leafRow, error) {
 // t, which holds the event order lock; on PostgreSQL, events whose ids the
 // database drew by INSERT have theirs already (insertWithLeaves).
 func (s *Store) appendLeaves(ctx context.Context, t *txn, ch *changes) error {
-	if s.dialect == dialect.PG && !ch.bulk && !ch.givenIDs || s.test.noEventOrder() {
+	if s.dialect == dialect.PG && !ch.bulk && !ch.givenIDs || s.test.noEventOrder() || !keepLeaves {
 		// A test that turns the event order lock off to show what it
 		// prevents keeps no leaves: they need it.
 		return nil
@@ -287,7 +287,7 @@ func (s *Store) insertWithLeaves(ctx context.Context, db bun.IDB, rows []stored.
 					n.created_at, n.project, n.type, p.content
 				FROM o, n JOIN (VALUES ` + values.String() + `) AS p (k, before, after, content) ON p.k = n.k)
 			SELECT id FROM n ORDER BY id`
-		if s.test.noEventOrder() { // see appendLeaves
+		if s.test.noEventOrder() || !keepLeaves { // see appendLeaves
 			query, args = "WITH ins AS (?) SELECT id FROM ins ORDER BY id", args[:1]
 		}
 		var ids []int64
