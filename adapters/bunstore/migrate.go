@@ -74,7 +74,7 @@ type MigrationStep struct {
 	// Comment says what the step does.
 	Comment string
 	// Progress, when not empty, says how far a long step has come, such
-	// as "rebuilt 5000 of 80000 leaves": reported as it runs, between its
+	// as "5000 of 80000 events": reported as it runs, between its
 	// start and its end (Done false).
 	Progress string
 	// Done is false when the step starts and true once it succeeded.
@@ -104,7 +104,8 @@ func (o migrateOptions) step(name, comment string, fn func() error) error {
 	return nil
 }
 
-// report tells o.progress how far the step name has come.
+// report tells o.progress how far the step name has come: for a migration
+// that carries the data of a large database.
 func (o migrateOptions) report(name, progress string) {
 	if o.progress != nil {
 		o.progress(MigrationStep{Name: name, Progress: progress})

@@ -17,11 +17,13 @@ import (
 
 // The schema is written once per database (schema/*.sql), as the
 // baseline: the first migration, which creates the whole schema of the
-// first release. From now on a migration is added only for a change that
-// must carry the data of existing databases, with a later name, to
-// newMigrations; and a migration is never edited once added. Every
-// migration must be safe to run again after a failure part-way (MySQL
-// cannot roll DDL back): create IF NOT EXISTS, check before altering.
+// first release.
+//
+// The rule: from now on a migration is added (with a later name, to
+// newMigrations) only for a change that must carry the data of existing
+// databases, and it is never edited afterwards. Every migration must be
+// safe to run again after a failure part-way (MySQL cannot roll DDL
+// back): create IF NOT EXISTS, check before altering.
 //
 // A database made by a development version, before the baseline, has in
 // bun_migrations only names older than the baseline's; it is refused
