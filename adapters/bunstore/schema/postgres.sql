@@ -110,7 +110,8 @@ CREATE TABLE IF NOT EXISTS events (
 	search_payload TEXT NOT NULL,
 	search_meta TEXT NOT NULL,
 	-- The salt: 16 random bytes drawn when the event is written, which its
-	-- leaf commits to (flagadmin.LeafHash). Read back only for the log.
+	-- leaf commits to (leaf.LeafHash, adapters/tlog/leaf). Read back only
+	-- for the log.
 	salt BYTEA NOT NULL
 )
 
@@ -220,14 +221,14 @@ CREATE TABLE IF NOT EXISTS project_stats (
 -- The verifiable log (log.go) and its retention (prune.go).
 --
 -- The leaves of the log's tree: leaf idx (from 0) is the idx-th event in
--- id order; hash is its flagadmin.LeafHash. Appended with the events, in
+-- id order; hash is its leaf.LeafHash. Appended with the events, in
 -- their transaction, under the event order lock (record.go); never
 -- removed: pruning marks them. The log's size is the last leaf's idx + 1,
 -- read from the primary key (leaves.go). created_at (Unix milliseconds),
--- project, type and content (flagadmin.ContentCommitment) are what the
+-- project, type and content (leaf.ContentCommitment) are what the
 -- leaf commits to apart from the rest of its event, kept when the event
 -- is pruned (a tombstone), so that its hash can be recomputed
--- (flagadmin.LeafOf).
+-- (leaf.LeafOf).
 CREATE TABLE IF NOT EXISTS log_leaves (
 	idx BIGINT NOT NULL PRIMARY KEY,
 	event_id BIGINT NOT NULL,
