@@ -19,8 +19,7 @@
 #          appends the leaf, its index read from the leaves by
 #          flagadmin_log_size as the store's statement does ("leaf"), and
 #          against the same with the log's size kept in a row every writer
-#          raises, as the store did before migration 20261127000003
-#          ("leaf+row").
+#          raises ("leaf+row").
 #   scale  BenchmarkLogSQL (cmd/flagadmin/log_sql_bench_test.go) on a store of
 #          EVENTS events (default 1,000,000, loaded with bunstore's Load):
 #          inclusion proofs over HTTP (p50, p99), "flagadmin log verify"

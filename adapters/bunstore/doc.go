@@ -11,8 +11,8 @@
 //
 // The files of this package are the store itself, read top to bottom:
 // open.go (connections, options), errors.go (what a failure returns), tx.go
-// (transactions, retries), migrate.go,
-// migrations.go, carryover.go and logschema.go (the schema), the resources
+// (transactions, retries), migrate.go and migrations.go (the schema), the
+// resources
 // (users.go, accounts.go, projects.go, features.go, write.go, webhooks.go,
 // version.go), record.go (the end of every write transaction: the
 // summaries, the version, the events), leaves.go, log.go and prune.go (the
@@ -52,15 +52,14 @@
 //
 // The schema is written once per database, in schema/postgres.sql,
 // schema/mysql.sql and schema/sqlite.sql: the baseline migration. Migrate
-// applies what a database lacks (at Open, unless WithoutMigrate); later
-// changes are new migrations, and a migration that ran somewhere is never
-// edited (migrations.go). A database made by the development versions'
-// migrations is carried over to the baseline without losing a row
-// (carryover.go). Replicas that start at once serialize on a lock that
-// dies with its connection (PostgreSQL pg_advisory_lock, MySQL GET_LOCK,
-// SQLite a write transaction), so a crash never leaves it held. A
-// database that has migrations this version does not know, made by a
-// newer one, is refused (ErrNewerSchema; Schema reports them).
+// applies what a database lacks (at Open, unless WithoutMigrate). A later
+// migration is added only for a change that must carry existing data, and
+// is never edited (migrations.go). Replicas that start at once serialize
+// on a lock that dies with its connection (PostgreSQL pg_advisory_lock,
+// MySQL GET_LOCK, SQLite a write transaction), so a crash never leaves it
+// held. A database that has migrations this version does not know is
+// refused: made by a newer version (ErrNewerSchema), or by a development
+// version before the baseline (ErrDevelopmentSchema); Schema reports them.
 //
 // # Event search
 //
@@ -145,7 +144,7 @@
 //
 // The store implements flagadmin.FollowTarget (follow.go), so a server
 // can follow a live Unleash into any of the three databases. The follow
-// state is the one row of follow_state (schema/follow-*.sql): the source's identity, the
+// state is the one row of follow_state: the source's identity, the
 // position and holes, the synced time and the follow lease, which several
 // servers sharing one database contend for with conditional UPDATEs. A
 // follower's batch (LoadFollow, ApplyFollow) is one transaction that
@@ -157,20 +156,14 @@
 //
 // # The verifiable log and retention
 //
-// The store keeps the verifiable log (flagadmin.LogStore): migration
-// 20261127000001 (schema/log-*.sql) adds log_leaves (one row per event
-// ever written: its index, id, leaf hash and whether it was pruned; the
-// log's size is the last index + 1, read from it: migration 20261127000003,
-// schema/logsize-*.sql), log_hashes (the subtree hashes adapters/tlog
-// stores to speed proofs up), log_checkpoints and log_holds. Migration
-// 20261202000001 (leafv1.go, schema/leafv1-*.sql) brings leaf format v1:
-// each event's salt (events.salt, drawn as it is written), each leaf's
-// tombstone (created_at, project, type, content, kept when the event is
-// pruned), and the leaves of the events a database already holds, rebuilt.
-// Migration 20261202000002 (leafv1required.go) makes those columns
-// required, so that a version older than v1 cannot write an event or a
-// leaf without them: NOT NULL on PostgreSQL and MySQL, aborting triggers
-// on SQLite.
+// The store keeps the verifiable log (flagadmin.LogStore) in log_leaves
+// (one row per event ever written: its index, id, leaf hash, whether it
+// was pruned, and its tombstone: created_at, project, type, content, kept
+// when the event is pruned; the log's size is the last index + 1, read
+// from it), log_hashes (the subtree hashes adapters/tlog stores to speed
+// proofs up), log_checkpoints and log_holds. Each event has its salt
+// (events.salt, drawn as it is written). The salt and the tombstone are
+// NOT NULL, so no writer can add an event or a leaf without them.
 // Every write transaction gives its events their salts and appends their
 // leaves under the event order lock, in id order, in the same transaction
 // (leaves.go): on PostgreSQL inside the events' INSERT, where the database
@@ -188,7 +181,7 @@
 // ReleaseProject and RecordRetention also take. Until its
 // event, a batch writes no row a writer writes: its deltas go to a shard
 // of event_counts of its own, and it raises a row of store_versions of
-// its own (migration 20261127000004, schema/prune-*.sql).
+// its own.
 //
 // Driver errors are mapped to flagadmin.ErrNotFound, ErrConflict and
 // ErrUnavailable in one function (internal/dberr); the error text never

@@ -59,12 +59,8 @@ func DB(s *Store) *bun.DB { return s.db }
 // file.
 func ReaderDB(s *Store) *bun.DB { return s.rdb }
 
-// MigrateUpTo has Migrate apply the migrations up to the one named last
-// only, as an earlier release did.
-func MigrateUpTo(last string) MigrateOption { return func(o *migrateOptions) { o.upTo = last } }
-
-// LeafV1Migration is the name of the migration to leaf format v1.
-const LeafV1Migration = leafV1Migration
+// Baseline is the name of the baseline migration.
+const Baseline = baseline
 
 // MigrationCount is the number of migrations the package defines.
 func MigrationCount() int { return len(newMigrations(migrateOptions{}).Sorted()) }
@@ -89,10 +85,6 @@ func SchemaFile(name string) string {
 	}
 	return string(b)
 }
-
-// LeafV1RequiredMigration is the name of the migration that makes the
-// columns of leaf format v1 required.
-const LeafV1RequiredMigration = leafV1RequiredMigration
 
 // AppendEventsBare appends events in a transaction that takes the event
 // order lock, inserts them and commits, and does nothing else (no

@@ -18,7 +18,7 @@ import (
 var _ flagadmin.FollowTarget = (*Store)(nil)
 
 // Following a live Unleash (flagadmin.FollowTarget). The
-// follow state is the one row of follow_state (migration 20261127000002):
+// follow state is the one row of follow_state (schema/*.sql):
 // the source's identity, the position, the holes, the synced time and the
 // follow lease. Times are Unix milliseconds of the callers' clocks.
 //
@@ -42,16 +42,6 @@ var _ flagadmin.FollowTarget = (*Store)(nil)
 // The store is read-only while it follows: the Service refuses its write
 // operations, reading FollowState (flagadmin.WithFollowState), as over
 // memstore.
-
-// migrateFollowState is migration 20261127000002: the follow state's table
-// and its row. Both statements may run again.
-func migrateFollowState(ctx context.Context, db *bun.DB) error {
-	stmts, err := schemaStatements(ctx, db, "follow-")
-	if err != nil {
-		return err
-	}
-	return inMigrationTx(ctx, db, func(ctx context.Context, tx bun.IDB) error { return execAll(ctx, tx, stmts) })
-}
 
 // followRow is the row of follow_state.
 type followRow struct {
@@ -84,9 +74,8 @@ func followRowOf(ctx context.Context, db bun.IDB) (followRow, error) {
 	return r, err
 }
 
-// FollowState implements flagadmin.FollowStateReader. A database whose
-// schema predates follow_state (a store opened WithoutMigrate) follows
-// nothing.
+// FollowState implements flagadmin.FollowStateReader. A database without
+// the schema yet (a store opened WithoutMigrate) follows nothing.
 func (s *Store) FollowState(ctx context.Context) (flagadmin.FollowState, error) {
 	ctx, cancel := s.bound(ctx)
 	defer cancel()

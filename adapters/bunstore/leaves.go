@@ -26,7 +26,7 @@ import (
 // leaves, is the last leaf's idx + 1, which the lock's holder reads from
 // log_leaves' primary key as it was committed last: on PostgreSQL with a
 // snapshot taken after the lock (a statement of its own, or
-// flagadmin_log_size of schema/logsize-postgres.sql), on MySQL by a
+// flagadmin_log_size of schema/postgres.sql), on MySQL by a
 // locking read, on SQLite as the one writer. (A row of its own that every
 // writer raised under the lock would cost more than the leaf.)
 //

@@ -21,7 +21,7 @@ var _ flagadmin.LogStore = (*Store)(nil)
 
 // The verifiable log's reads and its stored hashes and checkpoints
 // (flagadmin.LogStore): leaves.go appends the leaves, prune.go prunes.
-// Tables (schema/log-*.sql, leafv1-*.sql): log_leaves (idx, event_id,
+// Tables (schema/*.sql): log_leaves (idx, event_id,
 // hash, pruned, and the tombstone: created_at, project, type, content),
 // log_hashes (level, idx, hash), log_checkpoints and log_holds; the size
 // is the last leaf's idx + 1 (leaves.go).

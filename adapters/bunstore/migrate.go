@@ -33,7 +33,9 @@ import (
 //   - SQLite: the database write lock, taken by BEGIN IMMEDIATE on the
 //     store's writer connection; the migrations run in that transaction.
 //
-// A migration is recorded as applied only once it succeeded. On PostgreSQL,
+// A database made by a development version of flagadmin, or migrated by a
+// newer one, is refused, changing nothing (SchemaState.Err). A migration
+// is recorded as applied only once it succeeded. On PostgreSQL,
 // Migrate then makes sure the pg_trgm indexes for free-text search exist
 // when the extension is available.
 //
@@ -62,9 +64,6 @@ type MigrateOption func(*migrateOptions)
 
 type migrateOptions struct {
 	progress func(MigrationStep)
-	// upTo, when set, is the last migration to apply: a test builds a
-	// database as an earlier release left it.
-	upTo string
 }
 
 // MigrationStep is a step of Migrate, as WithProgress reports it: a
@@ -75,7 +74,7 @@ type MigrationStep struct {
 	// Comment says what the step does.
 	Comment string
 	// Progress, when not empty, says how far a long step has come, such
-	// as "rebuilt 5000 of 80000 leaves": reported as it runs, between its
+	// as "5000 of 80000 events": reported as it runs, between its
 	// start and its end (Done false).
 	Progress string
 	// Done is false when the step starts and true once it succeeded.
@@ -105,7 +104,8 @@ func (o migrateOptions) step(name, comment string, fn func() error) error {
 	return nil
 }
 
-// report tells o.progress how far the step name has come.
+// report tells o.progress how far the step name has come: for a migration
+// that carries the data of a large database.
 func (o migrateOptions) report(name, progress string) {
 	if o.progress != nil {
 		o.progress(MigrationStep{Name: name, Progress: progress})
@@ -156,10 +156,8 @@ func (s *Store) runMigrations(ctx context.Context, db *bun.DB, o migrateOptions)
 	if err := m.Init(ctx); err != nil {
 		return err
 	}
-	if o.upTo == "" {
-		if err := refuseUnknownMigrations(ctx, db, ms); err != nil {
-			return err
-		}
+	if err := refuseUnknownMigrations(ctx, db, ms); err != nil {
+		return err
 	}
 	if _, err := m.Migrate(ctx); err != nil {
 		return err
@@ -172,38 +170,48 @@ func (s *Store) runMigrations(ctx context.Context, db *bun.DB, o migrateOptions)
 // what the newer one no longer reads.
 var ErrNewerSchema = errors.New("the database was migrated by a newer flagadmin")
 
-// unknownMigrations returns the migrations db has applied that ms does
-// not hold, oldest first: those of a newer version. The names of the
-// development versions before the baseline are the carry-over's, not
-// unknown.
-func unknownMigrations(ctx context.Context, db bun.IDB, ms *migrate.Migrations) ([]string, error) {
+// ErrDevelopmentSchema: the database was made by a development version of
+// flagadmin, before the baseline (migrations.go), whose schema this
+// version does not read and does not convert.
+var ErrDevelopmentSchema = errors.New("the database was made by a development version of flagadmin, before the first release's schema, and this flagadmin cannot open it")
+
+// unknownMigrations returns the names in db's bun_migrations that ms does
+// not hold, oldest first: those older than the baseline (a development
+// version's) and those newer (a newer version's).
+func unknownMigrations(ctx context.Context, db bun.IDB, ms *migrate.Migrations) (development, newer []string, err error) {
 	var names []string
-	if err := db.NewRaw("SELECT name FROM bun_migrations WHERE name >= ? ORDER BY name", baseline).Scan(ctx, &names); err != nil {
-		return nil, err
+	if err := db.NewRaw("SELECT name FROM bun_migrations ORDER BY name").Scan(ctx, &names); err != nil {
+		return nil, nil, err
 	}
 	known := map[string]bool{}
 	for _, m := range ms.Sorted() {
 		known[m.Name] = true
 	}
-	var unknown []string
 	for _, n := range names {
-		if !known[n] {
-			unknown = append(unknown, n)
+		switch {
+		case known[n]:
+		case n < baseline:
+			development = append(development, n)
+		default:
+			newer = append(newer, n)
 		}
 	}
-	return unknown, nil
+	return development, newer, nil
 }
 
-// refuseUnknownMigrations returns an error of ErrNewerSchema when db has
-// migrations ms does not hold.
+// refuseUnknownMigrations returns an error of ErrDevelopmentSchema when db
+// has migrations older than the baseline, and one of ErrNewerSchema when
+// it has migrations ms does not hold.
 func refuseUnknownMigrations(ctx context.Context, db bun.IDB, ms *migrate.Migrations) error {
-	unknown, err := unknownMigrations(ctx, db, ms)
-	if err != nil || len(unknown) == 0 {
+	development, newer, err := unknownMigrations(ctx, db, ms)
+	if err != nil {
 		return err
 	}
-	// A callbackError: the store returns it as it is (fail), one line.
-	return &callbackError{fmt.Errorf("%w (it has migrations %s, which this one does not know): "+
-		"run that flagadmin or a newer one; this one would write what the newer one does not expect", ErrNewerSchema, strings.Join(unknown, ", "))}
+	if err := (SchemaState{Development: development, Unknown: newer}).Err(); err != nil {
+		// A callbackError: the store returns it as it is (fail), one line.
+		return &callbackError{err}
+	}
+	return nil
 }
 
 // withSessionLock runs fn while holding a lock taken by lockSQL on a
@@ -306,8 +314,27 @@ type SchemaState struct {
 	// Pending names those it lacks, oldest first: none when it is up to date.
 	Pending []string
 	// Unknown names the migrations the database has that the store does
-	// not know, oldest first: a newer version migrated it (ErrNewerSchema).
+	// not know, newer than its own, oldest first: a newer version migrated
+	// it (ErrNewerSchema).
 	Unknown []string
+	// Development names the migrations the database has from before the
+	// baseline, oldest first: a development version of flagadmin made it
+	// (ErrDevelopmentSchema).
+	Development []string
+}
+
+// Err returns, in one line that says what to do, why the store refuses
+// the database: an error of ErrDevelopmentSchema or ErrNewerSchema; or nil.
+func (st SchemaState) Err() error {
+	switch {
+	case len(st.Development) > 0:
+		return fmt.Errorf("%w (its newest migration is %s): start a new database and import or seed it again",
+			ErrDevelopmentSchema, st.Development[len(st.Development)-1])
+	case len(st.Unknown) > 0:
+		return fmt.Errorf("%w (it has migrations %s, which this one does not know): "+
+			"run that flagadmin or a newer one; this one would write what the newer one does not expect", ErrNewerSchema, strings.Join(st.Unknown, ", "))
+	}
+	return nil
 }
 
 // Empty reports whether the database has none of flagadmin's schema.
@@ -337,11 +364,11 @@ func (s *Store) Schema(ctx context.Context) (SchemaState, error) {
 	var st SchemaState
 	ms := newMigrations(migrateOptions{})
 	if applied != nil {
-		unknown, err := unknownMigrations(ctx, s.db, ms)
+		development, newer, err := unknownMigrations(ctx, s.db, ms)
 		if err != nil {
 			return SchemaState{}, withDetail(s.fail("schema", err))
 		}
-		st.Unknown = unknown
+		st.Development, st.Unknown = development, newer
 	}
 	for _, m := range ms.Sorted() {
 		if applied[m.Name] {

@@ -2,7 +2,9 @@ package bunstore_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 
@@ -167,6 +169,109 @@ func TestSchemaReportsWithoutMigrating(t *testing.T) {
 		must(t, "Schema", err)
 		if st.Empty() || len(st.Pending) > 0 {
 			t.Errorf("Schema after Migrate: %+v; want every migration applied", st)
+		}
+	})
+}
+
+// TestMigrateRefusesANewerSchema: a database that has migrations this
+// version does not know was migrated by a newer one: Migrate (so Open, so
+// serve) refuses it in one line naming them, and Schema reports them.
+func TestMigrateRefusesANewerSchema(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, url string) {
+		ctx := context.Background()
+		s := open(t, url)
+		_, err := bunstore.DB(s).ExecContext(ctx, "INSERT INTO bun_migrations (name, group_id, migrated_at) VALUES ('20991231000000', 99, CURRENT_TIMESTAMP)")
+		must(t, "record a newer migration", err)
+		err = s.Migrate(ctx)
+		if !errors.Is(err, bunstore.ErrNewerSchema) || !strings.Contains(err.Error(), "it has migrations 20991231000000, which this one does not know") || strings.Contains(err.Error(), "\n") {
+			t.Errorf("Migrate: got %v, want one line of ErrNewerSchema naming 20991231000000", err)
+		}
+		if _, err := bunstore.Open(ctx, url); !errors.Is(err, bunstore.ErrNewerSchema) {
+			t.Errorf("Open: got %v, want ErrNewerSchema", err)
+		}
+		st, err := s.Schema(ctx)
+		must(t, "Schema", err)
+		if fmt.Sprint(st.Unknown) != "[20991231000000]" || len(st.Pending) != 0 || len(st.Development) != 0 {
+			t.Errorf("Schema: %+v, want 20991231000000 unknown, nothing pending", st)
+		}
+		if !errors.Is(st.Err(), bunstore.ErrNewerSchema) {
+			t.Errorf("Schema's Err: got %v, want ErrNewerSchema", st.Err())
+		}
+	})
+}
+
+// TestMigrateRefusesADevelopmentSchema: a database made by a development
+// version of flagadmin holds, in bun_migrations, only names older than the
+// baseline: those of the schema before the first release's, or the
+// earlier baseline and the migrations after it. Migrate (so Open, so
+// serve) refuses it in one line that says so and what to do, changing
+// nothing, and Schema reports it.
+func TestMigrateRefusesADevelopmentSchema(t *testing.T) {
+	for _, c := range []struct {
+		name       string
+		migrations []string
+	}{
+		{"first development schema", []string{"20250601000001", "20250601000002", "20250601000015", "20250601000017"}},
+		{"earlier baseline", []string{"20261126000000"}},
+		{"earlier baseline and later migrations", []string{"20261126000000", "20261127000001", "20261127000002", "20261127000003", "20261127000004", "20261202000001", "20261202000002"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			forEachEngine(t, func(t *testing.T, url string) {
+				ctx := context.Background()
+				s := open(t, url)
+				db := bunstore.DB(s)
+				_, err := db.ExecContext(ctx, "DELETE FROM bun_migrations")
+				must(t, "delete the migrations", err)
+				for _, name := range c.migrations {
+					_, err := db.ExecContext(ctx, "INSERT INTO bun_migrations (name, group_id, migrated_at) VALUES (?, 1, CURRENT_TIMESTAMP)", name)
+					must(t, "record "+name, err)
+				}
+				newest := c.migrations[len(c.migrations)-1]
+				want := "the database was made by a development version of flagadmin, before the first release's schema, and this flagadmin cannot open it " +
+					"(its newest migration is " + newest + "): start a new database and import or seed it again"
+				err = s.Migrate(ctx)
+				if !errors.Is(err, bunstore.ErrDevelopmentSchema) || !strings.Contains(err.Error(), want) || strings.Contains(err.Error(), "\n") {
+					t.Errorf("Migrate: got %v, want one line of ErrDevelopmentSchema containing %q", err, want)
+				}
+				if _, err := bunstore.Open(ctx, url); !errors.Is(err, bunstore.ErrDevelopmentSchema) {
+					t.Errorf("Open: got %v, want ErrDevelopmentSchema", err)
+				}
+				var names []string
+				must(t, "read the migrations", db.NewRaw("SELECT name FROM bun_migrations ORDER BY name").Scan(ctx, &names))
+				if fmt.Sprint(names) != fmt.Sprint(c.migrations) {
+					t.Errorf("bun_migrations after the refusal: %v, want %v unchanged", names, c.migrations)
+				}
+				st, err := s.Schema(ctx)
+				must(t, "Schema", err)
+				if fmt.Sprint(st.Development) != fmt.Sprint(c.migrations) || len(st.Unknown) != 0 || len(st.Applied) != 0 {
+					t.Errorf("Schema: %+v, want the development migrations %v, nothing applied", st, c.migrations)
+				}
+				if err := st.Err(); !errors.Is(err, bunstore.ErrDevelopmentSchema) || !strings.Contains(err.Error(), want) {
+					t.Errorf("Schema's Err: got %v, want ErrDevelopmentSchema containing %q", err, want)
+				}
+			})
+		})
+	}
+}
+
+// TestSchemaRequiresTheLeafColumns: the database itself refuses an event
+// without a salt and a leaf without its tombstone (the columns are NOT
+// NULL), so that no writer breaks the verifiable log.
+func TestSchemaRequiresTheLeafColumns(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, url string) {
+		ctx := context.Background()
+		db := bunstore.DB(open(t, url))
+		for _, stmt := range []string{
+			"INSERT INTO events (id, created_at, type, created_by, search_payload, search_meta) VALUES (1000, 0, 'feature-created', 'eve', '', '')",
+			"INSERT INTO log_leaves (idx, event_id, hash, created_at, type) VALUES (1000, 1000, ?, 0, 'feature-created')",
+			"INSERT INTO log_leaves (idx, event_id, hash, type, content) VALUES (1000, 1000, ?, 'feature-created', ?)",
+			"INSERT INTO log_leaves (idx, event_id, hash, created_at, content) VALUES (1000, 1000, ?, 0, ?)",
+		} {
+			hash := make([]byte, 32)
+			args := []any{hash, hash}[:strings.Count(stmt, "?")]
+			if _, err := db.ExecContext(ctx, stmt, args...); err == nil {
+				t.Errorf("%s: written, want it refused", stmt)
+			}
 		}
 	})
 }

@@ -15,29 +15,28 @@ import (
 	"github.com/uptrace/bun/migrate"
 )
 
-// The schema is written once per database (schema/*.sql) and changed only
-// by new migrations. A migration that ran somewhere is never edited: to
-// change the schema, add a migration with a later name to newMigrations.
-// Every migration must be safe to run again after a failure part-way
-// (MySQL cannot roll DDL back): create IF NOT EXISTS, check before
-// altering.
+// The schema is written once per database (schema/*.sql), as the
+// baseline: the first migration, which creates the whole schema of the
+// first release.
 //
-// The first migration, the baseline, creates the whole schema of the
-// first release; a database made before it, by the migrations of the
-// development versions (their names in bun_migrations), is carried over to
-// it instead (carryover.go).
+// The rule: from now on a migration is added (with a later name, to
+// newMigrations) only for a change that must carry the data of existing
+// databases, and it is never edited afterwards. Every migration must be
+// safe to run again after a failure part-way (MySQL cannot roll DDL
+// back): create IF NOT EXISTS, check before altering.
+//
+// A database made by a development version, before the baseline, has in
+// bun_migrations only names older than the baseline's; it is refused
+// (ErrDevelopmentSchema).
 
 // baseline is the name of the baseline migration.
-const baseline = "20261126000000"
+const baseline = "20261202120000"
 
 // newMigrations returns the schema's migrations, in order, reporting each
 // to o.
 func newMigrations(o migrateOptions) *migrate.Migrations {
 	ms := migrate.NewMigrations()
 	add := func(name, comment string, up func(ctx context.Context, db *bun.DB) error) {
-		if o.upTo != "" && name > o.upTo {
-			return
-		}
 		ms.Add(migrate.Migration{
 			Name:    name,
 			Comment: comment,
@@ -47,27 +46,11 @@ func newMigrations(o migrateOptions) *migrate.Migrations {
 		})
 	}
 	add(baseline, "baseline: the schema of the first release", migrateBaseline)
-	add(logMigration, "the verifiable log: its tables", migrateLog)
-	add("20261127000002", "follow_state: the Unleash database the store follows, its position and the follow lease", migrateFollowState)
-	add(logSizeMigration, "the log's size read from its leaves, instead of a row every writer of events changed", migrateLogSize)
-	add(pruneMigration, "store_versions: the row retention raises, which no writer does", migratePruneVersion)
-	add(leafV1Migration, "leaf format v1: a salt for every event, the log's leaves rebuilt, its checkpoints signed again",
-		func(ctx context.Context, db *bun.DB) error { return migrateLeafV1(ctx, db, o) })
-	add(leafV1RequiredMigration, "leaf format v1 required: an event without a salt, a leaf without its tombstone refused (written by an older flagadmin)",
-		func(ctx context.Context, db *bun.DB) error { return migrateLeafV1Required(ctx, db, o) })
 	return ms
 }
 
-// migrateBaseline is the baseline migration: the schema of schemaFiles, or
-// on a database of the development versions, the carry-over to it.
+// migrateBaseline is the baseline migration: the schema of schemaFiles.
 func migrateBaseline(ctx context.Context, db *bun.DB) error {
-	old, err := oldMigrations(ctx, db)
-	if err != nil {
-		return err
-	}
-	if len(old) > 0 {
-		return carryOver(ctx, db, old)
-	}
 	stmts, err := baselineSchema(ctx, db)
 	if err != nil {
 		return err
@@ -79,18 +62,11 @@ func migrateBaseline(ctx context.Context, db *bun.DB) error {
 var schemaFiles embed.FS
 
 // baselineSchema returns the statements of the baseline schema of db's
-// database: its schema file, split at blank lines, without comment lines.
+// database, schema/postgres.sql, mysql.sql or sqlite.sql, split at blank
+// lines, without comment lines, {collation} filled in on MySQL.
 func baselineSchema(ctx context.Context, db bun.IDB) ([]string, error) {
-	return schemaStatements(ctx, db, "")
-}
-
-// schemaStatements returns the statements of the schema file of db's
-// database whose name starts with prefix ("" for the baseline, "log-" for
-// the log's migration): schema/<prefix>postgres.sql, mysql.sql or
-// sqlite.sql, {collation} filled in on MySQL.
-func schemaStatements(ctx context.Context, db bun.IDB, prefix string) ([]string, error) {
 	file := map[dialect.Name]string{dialect.PG: "postgres.sql", dialect.MySQL: "mysql.sql", dialect.SQLite: "sqlite.sql"}[db.Dialect().Name()]
-	text, err := schemaFiles.ReadFile("schema/" + prefix + file)
+	text, err := schemaFiles.ReadFile("schema/" + file)
 	if err != nil {
 		return nil, err
 	}
@@ -295,21 +271,5 @@ func tableExists(ctx context.Context, db bun.IDB, table string) (bool, error) {
 	}
 	var n int
 	err := db.QueryRowContext(ctx, q, table).Scan(&n)
-	return n > 0, err
-}
-
-// columnExists reports whether table has column, in the store's schema.
-func columnExists(ctx context.Context, db bun.IDB, table, column string) (bool, error) {
-	var q string
-	switch db.Dialect().Name() {
-	case dialect.PG:
-		q = "SELECT COUNT(*) FROM information_schema.columns WHERE table_schema = current_schema() AND table_name = ? AND column_name = ?"
-	case dialect.MySQL:
-		q = "SELECT COUNT(*) FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ? AND COLUMN_NAME = ?"
-	default:
-		q = "SELECT COUNT(*) FROM pragma_table_info(?) WHERE name = ?"
-	}
-	var n int
-	err := db.QueryRowContext(ctx, q, table, column).Scan(&n)
 	return n > 0, err
 }

@@ -25,30 +25,16 @@ import (
 // pruned (committed leaves, whose indexes do not move), it writes only
 // rows no writer writes, each taken by one batch at a time: its own shard
 // of event_counts (eventcounts.PruneShard) and its own row of
-// store_versions (pruneVersionShard, migration 20261127000004). Its
-// events-pruned event comes last, through record like any write's events,
-// so the rows every writer takes (event_counts, the event order lock) are
-// held only from then to the commit, as by any writer. On SQLite, whose
+// store_versions (pruneVersionShard). Its events-pruned event comes last,
+// through record like any write's events, so the rows every writer takes
+// (event_counts, the event order lock) are held only from then to the
+// commit, as by any writer. On SQLite, whose
 // one writer connection runs them in turns, a writer waits for one batch
 // at most, which the pruner keeps short (adapters/tlog).
-
-// pruneMigration is the migration that adds the row of store_versions
-// retention raises.
-const pruneMigration = "20261127000004"
 
 // pruneVersionShard is the row of store_versions a pruning batch raises,
 // and no other write.
 const pruneVersionShard = versionShards
-
-// migratePruneVersion is migration 20261127000004: the row of
-// store_versions retention raises. It may run again.
-func migratePruneVersion(ctx context.Context, db *bun.DB) error {
-	stmts, err := schemaStatements(ctx, db, "prune-")
-	if err != nil {
-		return err
-	}
-	return inMigrationTx(ctx, db, func(ctx context.Context, tx bun.IDB) error { return execAll(ctx, tx, stmts) })
-}
 
 // lockPrune takes the prune lock in tx (SQLite's single writer needs none).
 func (s *Store) lockPrune(ctx context.Context, tx bun.IDB) error {

@@ -123,6 +123,8 @@ func openExisting(ctx context.Context, dbURL string, log *slog.Logger, migrate b
 	switch {
 	case err != nil:
 		err = cliErrorf("cannot read the schema of %s: %s", bunstore.RedactURL(dbURL), withCause(err))
+	case len(schema.Development) > 0:
+		err = cliErrorf("%s: %s", bunstore.RedactURL(dbURL), schema.Err())
 	case schema.Empty():
 		err = cliErrorf("database %s has no flagadmin schema: give the --db of the server (flagadmin migrate or serve creates one)", bunstore.RedactURL(dbURL))
 	case len(schema.Unknown) > 0:

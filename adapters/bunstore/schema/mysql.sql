@@ -1,4 +1,4 @@
--- The baseline schema on MySQL and MariaDB: migration 20261126000000
+-- The baseline schema on MySQL and MariaDB: migration 20261202120000
 -- (migrations.go). Statements are separated by blank lines. Times are
 -- BIGINT Unix milliseconds (UTC); JSON is LONGTEXT (the bytes come back as
 -- written). Every table compares strings byte for byte: {collation} is
@@ -115,6 +115,10 @@ CREATE TABLE IF NOT EXISTS events (
 	group_id VARCHAR(700) NULL,
 	search_payload LONGTEXT NOT NULL,
 	search_meta TEXT NOT NULL,
+	-- The salt: 16 random bytes drawn when the event is written, which its
+	-- leaf commits to (leaf.LeafHash, adapters/tlog/leaf). Read back only
+	-- for the log.
+	salt VARBINARY(16) NOT NULL,
 	INDEX events_feature (feature_name, created_at, id),
 	INDEX events_project (project, created_at, id),
 	INDEX events_type (type, created_at, id),
@@ -134,7 +138,9 @@ INSERT IGNORE INTO event_order (id) VALUES (1)
 
 -- The change counter (version.go): the sum of v. Row 0 starts at the time
 -- of creation in Unix milliseconds, so that a database made again never
--- shows a version below the readings of the one before.
+-- shows a version below the readings of the one before. Row 16 is raised
+-- only by a pruning batch, under the prune lock (prune.go): a batch holds
+-- no row a writer raises.
 CREATE TABLE IF NOT EXISTS store_versions (
 	shard SMALLINT NOT NULL PRIMARY KEY,
 	v BIGINT NOT NULL
@@ -142,7 +148,7 @@ CREATE TABLE IF NOT EXISTS store_versions (
 
 INSERT IGNORE INTO store_versions (shard, v) VALUES
 	(0, CAST(UNIX_TIMESTAMP(NOW(3)) * 1000 AS SIGNED)), (1, 0), (2, 0), (3, 0), (4, 0), (5, 0), (6, 0), (7, 0),
-	(8, 0), (9, 0), (10, 0), (11, 0), (12, 0), (13, 0), (14, 0), (15, 0)
+	(8, 0), (9, 0), (10, 0), (11, 0), (12, 0), (13, 0), (14, 0), (15, 0), (16, 0)
 
 -- The delivery state of webhook sinks (webhooks.go).
 CREATE TABLE IF NOT EXISTS webhook_sinks (
@@ -197,3 +203,76 @@ CREATE TABLE IF NOT EXISTS project_stats (
 	last_seen_at BIGINT NULL,
 	FOREIGN KEY (project_id) REFERENCES projects (id) ON DELETE CASCADE
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE={collation}
+
+-- The verifiable log (log.go) and its retention (prune.go).
+--
+-- The leaves of the log's tree: leaf idx (from 0) is the idx-th event in
+-- id order; hash is its leaf.LeafHash. Appended with the events, in
+-- their transaction, under the event order lock (record.go); never
+-- removed: pruning marks them. The log's size is the last leaf's idx + 1,
+-- read from the primary key (leaves.go). created_at (Unix milliseconds),
+-- project, type and content (leaf.ContentCommitment) are what the
+-- leaf commits to apart from the rest of its event, kept when the event
+-- is pruned (a tombstone), so that its hash can be recomputed
+-- (leaf.LeafOf).
+CREATE TABLE IF NOT EXISTS log_leaves (
+	idx BIGINT NOT NULL PRIMARY KEY,
+	event_id BIGINT NOT NULL,
+	hash BINARY(32) NOT NULL,
+	pruned BOOLEAN NOT NULL DEFAULT FALSE,
+	created_at BIGINT NOT NULL,
+	project VARCHAR(700) NULL,
+	type VARCHAR(255) NOT NULL,
+	content BINARY(32) NOT NULL,
+	UNIQUE INDEX log_leaves_event (event_id)
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE={collation}
+
+-- The stored hashes of the tree's perfect subtrees, by level (1 and up),
+-- consecutive from idx 0: they only speed proofs up (adapters/tlog).
+CREATE TABLE IF NOT EXISTS log_hashes (
+	level SMALLINT NOT NULL,
+	idx BIGINT NOT NULL,
+	hash BINARY(32) NOT NULL,
+	PRIMARY KEY (level, idx)
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE={collation}
+
+-- The signed checkpoints, one per tree size.
+CREATE TABLE IF NOT EXISTS log_checkpoints (
+	size BIGINT NOT NULL PRIMARY KEY,
+	root BINARY(32) NOT NULL,
+	note BLOB NOT NULL,
+	signed_at BIGINT NOT NULL
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE={collation}
+
+-- The legal holds: the events of a held project are never pruned. The
+-- project is as long as an event's.
+CREATE TABLE IF NOT EXISTS log_holds (
+	project VARCHAR(700) NOT NULL PRIMARY KEY,
+	since BIGINT NOT NULL
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE={collation}
+
+-- The prune lock: one row, locked by a transaction that prunes and by one
+-- that places a hold, so that a hold is never placed while a prune that
+-- did not see it runs.
+CREATE TABLE IF NOT EXISTS log_prune (
+	id SMALLINT NOT NULL PRIMARY KEY
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE={collation}
+
+INSERT IGNORE INTO log_prune (id) VALUES (1)
+
+-- The one row of the store's follow state: the followed source, the
+-- position and holes, the synced time and the follow lease.
+CREATE TABLE IF NOT EXISTS follow_state (
+	id SMALLINT NOT NULL PRIMARY KEY,
+	source_system_id VARCHAR(64) NOT NULL,
+	source_database VARCHAR(255) NOT NULL,
+	source_url TEXT NOT NULL,
+	event_position BIGINT NOT NULL,
+	holes BIGINT NOT NULL,
+	synced_at BIGINT NOT NULL,
+	holder VARCHAR(255) NOT NULL,
+	lease_until BIGINT NOT NULL,
+	seq BIGINT NOT NULL
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4
+
+INSERT IGNORE INTO follow_state VALUES (1, '', '', '', 0, 0, 0, '', 0, 0)

@@ -1,4 +1,4 @@
--- The baseline schema on PostgreSQL: migration 20261126000000 (migrations.go).
+-- The baseline schema on PostgreSQL: migration 20261202120000 (migrations.go).
 -- Statements are separated by blank lines. Times are BIGINT Unix
 -- milliseconds (UTC); JSON is TEXT (the bytes come back as written).
 
@@ -108,7 +108,11 @@ CREATE TABLE IF NOT EXISTS events (
 	group_type TEXT NULL,
 	group_id TEXT NULL,
 	search_payload TEXT NOT NULL,
-	search_meta TEXT NOT NULL
+	search_meta TEXT NOT NULL,
+	-- The salt: 16 random bytes drawn when the event is written, which its
+	-- leaf commits to (leaf.LeafHash, adapters/tlog/leaf). Read back only
+	-- for the log.
+	salt BYTEA NOT NULL
 )
 
 -- One index per filter column, (column, created_at, id), for pages in the
@@ -150,7 +154,9 @@ CREATE TRIGGER events_order BEFORE INSERT ON events FOR EACH STATEMENT EXECUTE F
 
 -- The change counter (version.go): the sum of v. Row 0 starts at the time
 -- of creation in Unix milliseconds, so that a database made again never
--- shows a version below the readings of the one before.
+-- shows a version below the readings of the one before. Row 16 is raised
+-- only by a pruning batch, under the prune lock (prune.go): a batch holds
+-- no row a writer raises.
 CREATE TABLE IF NOT EXISTS store_versions (
 	shard SMALLINT NOT NULL PRIMARY KEY,
 	v BIGINT NOT NULL
@@ -158,7 +164,7 @@ CREATE TABLE IF NOT EXISTS store_versions (
 
 INSERT INTO store_versions (shard, v) VALUES
 	(0, CAST(EXTRACT(EPOCH FROM clock_timestamp()) * 1000 AS BIGINT)), (1, 0), (2, 0), (3, 0), (4, 0), (5, 0), (6, 0), (7, 0),
-	(8, 0), (9, 0), (10, 0), (11, 0), (12, 0), (13, 0), (14, 0), (15, 0)
+	(8, 0), (9, 0), (10, 0), (11, 0), (12, 0), (13, 0), (14, 0), (15, 0), (16, 0)
 	ON CONFLICT DO NOTHING
 
 -- The delivery state of webhook sinks (webhooks.go).
@@ -211,3 +217,86 @@ CREATE TABLE IF NOT EXISTS project_stats (
 	members BIGINT NOT NULL,
 	last_seen_at BIGINT NULL
 )
+
+-- The verifiable log (log.go) and its retention (prune.go).
+--
+-- The leaves of the log's tree: leaf idx (from 0) is the idx-th event in
+-- id order; hash is its leaf.LeafHash. Appended with the events, in
+-- their transaction, under the event order lock (record.go); never
+-- removed: pruning marks them. The log's size is the last leaf's idx + 1,
+-- read from the primary key (leaves.go). created_at (Unix milliseconds),
+-- project, type and content (leaf.ContentCommitment) are what the
+-- leaf commits to apart from the rest of its event, kept when the event
+-- is pruned (a tombstone), so that its hash can be recomputed
+-- (leaf.LeafOf).
+CREATE TABLE IF NOT EXISTS log_leaves (
+	idx BIGINT NOT NULL PRIMARY KEY,
+	event_id BIGINT NOT NULL,
+	hash BYTEA NOT NULL,
+	pruned BOOLEAN NOT NULL DEFAULT FALSE,
+	created_at BIGINT NOT NULL,
+	project TEXT NULL,
+	type TEXT NOT NULL,
+	content BYTEA NOT NULL
+)
+
+CREATE UNIQUE INDEX IF NOT EXISTS log_leaves_event ON log_leaves (event_id)
+
+-- The stored hashes of the tree's perfect subtrees, by level (1 and up),
+-- consecutive from idx 0: they only speed proofs up (adapters/tlog).
+CREATE TABLE IF NOT EXISTS log_hashes (
+	level SMALLINT NOT NULL,
+	idx BIGINT NOT NULL,
+	hash BYTEA NOT NULL,
+	PRIMARY KEY (level, idx)
+)
+
+-- The signed checkpoints, one per tree size.
+CREATE TABLE IF NOT EXISTS log_checkpoints (
+	size BIGINT NOT NULL PRIMARY KEY,
+	root BYTEA NOT NULL,
+	note BYTEA NOT NULL,
+	signed_at BIGINT NOT NULL
+)
+
+-- The legal holds: the events of a held project are never pruned.
+CREATE TABLE IF NOT EXISTS log_holds (
+	project TEXT NOT NULL PRIMARY KEY,
+	since BIGINT NOT NULL
+)
+
+-- The prune lock: one row, locked by a transaction that prunes and by one
+-- that places a hold, so that a hold is never placed while a prune that
+-- did not see it runs.
+CREATE TABLE IF NOT EXISTS log_prune (
+	id SMALLINT NOT NULL PRIMARY KEY
+)
+
+INSERT INTO log_prune (id) VALUES (1) ON CONFLICT DO NOTHING
+
+-- The one row of the store's follow state: the followed source, the
+-- position and holes, the synced time and the follow lease.
+CREATE TABLE IF NOT EXISTS follow_state (
+	id SMALLINT NOT NULL PRIMARY KEY,
+	source_system_id TEXT NOT NULL,
+	source_database TEXT NOT NULL,
+	source_url TEXT NOT NULL,
+	event_position BIGINT NOT NULL,
+	holes BIGINT NOT NULL,
+	synced_at BIGINT NOT NULL,
+	holder TEXT NOT NULL,
+	lease_until BIGINT NOT NULL,
+	seq BIGINT NOT NULL
+)
+
+INSERT INTO follow_state VALUES (1, '', '', '', 0, 0, 0, '', 0, 0) ON CONFLICT DO NOTHING
+
+-- The log's size as the holder of the event order lock sees it: the
+-- latest committed leaves, read with a snapshot of its own (a volatile
+-- function takes one per statement), not the snapshot of the statement
+-- that calls it, which may predate the lock (leaves.go). The table is
+-- found on the writer's search_path.
+CREATE OR REPLACE FUNCTION flagadmin_log_size() RETURNS BIGINT LANGUAGE plpgsql VOLATILE AS $$
+	BEGIN
+		RETURN (SELECT COALESCE(MAX(idx) + 1, 0) FROM log_leaves);
+	END $$

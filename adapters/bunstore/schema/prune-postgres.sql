@@ -1,6 +1,0 @@
--- Retention's own row of the change counter on PostgreSQL: migration
--- 20261127000004 (migrations.go, prune.go). It may run again.
-
--- Row 16 of store_versions, raised only by a pruning batch, under the
--- prune lock: a batch holds no row of store_versions a writer raises.
-INSERT INTO store_versions (shard, v) VALUES (16, 0) ON CONFLICT DO NOTHING
