@@ -12,12 +12,19 @@
 # relative to BEFORE kind by kind, for each cache setting.
 #
 # Usage: scripts/bench-ab.sh BEFORE_REV
+#        scripts/bench-ab.sh noleaves
+#
+# noleaves: BEFORE is the working tree built without the verifiable log's
+# leaves (build tag flagadmin_bench_noleaves, which changes nothing else),
+# for the write cost of the log end to end, e.g.
+# EVENTS=100000 KINDS=lifecycle/ scripts/bench-ab.sh noleaves.
 #
 # Settings (environment):
 #   FLAGADMIN_BENCH_POSTGRES_DSN  PostgreSQL server (default
 #                                 postgres://postgres@127.0.0.1:5432/test?sslmode=disable);
-#                                 the worlds are databases flagadmin_bench_ab_before and
-#                                 flagadmin_bench_ab_after there, loaded when missing (minutes)
+#                                 the worlds are databases flagadmin_bench_ab_before (or
+#                                 _noleaves) and flagadmin_bench_ab_after there, loaded when
+#                                 missing (minutes)
 #                                 and migrated in place by each version's own migrations
 #   EVENTS                        events in the world (default 1000000)
 #   CONNECTIONS                   default 16
@@ -50,20 +57,29 @@ with_db() {
 
 tmp="$(mktemp -d)"
 trap 'git worktree remove --force "$tmp/before" >/dev/null 2>&1 || true; rm -rf "$tmp"' EXIT
-echo "building flagadmin-bench at $BEFORE and at the working tree"
-git worktree add --detach -q "$tmp/before" "$BEFORE"
-(cd "$tmp/before" && go build -o "$tmp/bench-before" ./cmd/flagadmin-bench)
+world_before=before
+if [ "$BEFORE" = noleaves ]; then
+	echo "building flagadmin-bench of the working tree without leaves and with them"
+	go build -tags flagadmin_bench_noleaves -o "$tmp/bench-before" ./cmd/flagadmin-bench
+	echo "noleaves (the working tree built with -tags flagadmin_bench_noleaves)" > "$OUT/before-rev"
+	world_before=noleaves
+else
+	echo "building flagadmin-bench at $BEFORE and at the working tree"
+	git worktree add --detach -q "$tmp/before" "$BEFORE"
+	(cd "$tmp/before" && go build -o "$tmp/bench-before" ./cmd/flagadmin-bench)
+	git rev-parse "$BEFORE" > "$OUT/before-rev"
+fi
 go build -o "$tmp/bench-after" ./cmd/flagadmin-bench
-git rev-parse "$BEFORE" > "$OUT/before-rev"
 git rev-parse HEAD > "$OUT/after-rev"
 
 # run VERSION CACHE-FLAGS...: one run, its table and JSON to $OUT.
 run() {
-	local version="$1" name="$1-$2"
+	local version="$1" name="$1-$2" world="$1"
+	[ "$version" = before ] && world="$world_before"
 	shift 2
 	echo
 	echo "== $name"
-	"$tmp/bench-$version" --db "$(with_db "$PG_DSN" "flagadmin_bench_ab_$version")" --events "$EVENTS" \
+	"$tmp/bench-$version" --db "$(with_db "$PG_DSN" "flagadmin_bench_ab_$world")" --events "$EVENTS" \
 		--connections "$CONNECTIONS" --duration "$DURATION" --warmup "$WARMUP" --kinds "$KINDS" \
 		--json "$OUT/$name.json" "$@" | tee "$OUT/$name.txt"
 }
