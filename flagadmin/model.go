@@ -113,37 +113,22 @@ func (t Tag) MarshalJSON() ([]byte, error) {
 func AppendTagJSON(b []byte, t Tag) []byte {
 	if !t.Color.Present() {
 		b = append(b, `{"value":`...)
-		b = appendJSONString(b, t.Value)
+		b = AppendJSONString(b, t.Value)
 		b = append(b, `,"type":`...)
-		b = appendJSONString(b, t.Type)
+		b = AppendJSONString(b, t.Type)
 		return append(b, '}')
 	}
 	b = append(b, `{"type":`...)
-	b = appendJSONString(b, t.Type)
+	b = AppendJSONString(b, t.Type)
 	b = append(b, `,"value":`...)
-	b = appendJSONString(b, t.Value)
+	b = AppendJSONString(b, t.Value)
 	b = append(b, `,"color":`...)
 	if hex, ok := t.Color.Hex(); ok {
-		b = appendJSONString(b, hex)
+		b = AppendJSONString(b, hex)
 	} else {
 		b = append(b, "null"...)
 	}
 	return append(b, '}')
-}
-
-// appendJSONString appends s as encoding/json writes it with HTML
-// escaping off: plain printable ASCII as it is, anything else through
-// the encoder.
-func appendJSONString(b []byte, s string) []byte {
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; c < ' ' || c == '"' || c == '\\' || c >= utf8.RuneSelf {
-			q, _ := marshalJSON(s) // a string always encodes
-			return append(b, q...)
-		}
-	}
-	b = append(b, '"')
-	b = append(b, s...)
-	return append(b, '"')
 }
 
 // UnmarshalJSON reads a tag: value, type, and color when the key is
@@ -201,10 +186,12 @@ func (t Tag) Validate() *ValidationError {
 	return v
 }
 
-// Event is one record of the event log, with Unleash's fields. Pointer
-// fields and nil raw JSON are written as null, but for GroupType and
-// GroupID, whose keys are left out when nil. EventFields declares its
-// fields as every encoding names them; a field added here is declared there.
+// Event is one record of the event log, with Unleash's fields. Its
+// struct is the declaration of the Event shape: EventFields reads it
+// once (each field's JSON name, and its kind from its Go type), and every
+// encoding, decoding and copy of an event is written from that table.
+// Pointer fields and nil raw JSON are written as null, but for a *string
+// tagged omitempty (GroupType, GroupID), whose key is left out when nil.
 type Event struct {
 	// ID is assigned by the store: unique, increasing in insertion order.
 	ID int64 `json:"id"`
@@ -232,10 +219,10 @@ type Event struct {
 	// GroupType says what GroupID groups, such as "transaction" (Unleash
 	// groups the events of one bulk change); nil, and left out of the
 	// JSON, when the event belongs to no group, as Unleash leaves it out.
-	GroupType *string `json:"groupType"`
+	GroupType *string `json:"groupType,omitempty"`
 	// GroupID groups related events (filter "groupId"), such as the ULID of
 	// the Unleash transaction that wrote them; nil and left out like GroupType.
-	GroupID *string `json:"groupId"`
+	GroupID *string `json:"groupId,omitempty"`
 	// Salt is the random salt of the event's leaf in the verifiable log
 	// (adapters/tlog/leaf), never shown with the event: a store draws it
 	// (NewSalt) when it writes an event without one, and reads it back

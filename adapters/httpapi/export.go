@@ -302,7 +302,7 @@ func appendCSVRecord(b []byte, e flagadmin.Event, scratch *bytes.Buffer) ([]byte
 		}
 	}
 	// data and preData are stored compact (normalized on write), so they
-	// are written as they are, like the JSON pages do (eventjson.AppendRaw).
+	// are written as they are, like the JSON pages do (flagadmin.AppendEventJSON).
 	for _, raw := range []json.RawMessage{e.Data, e.PreData} {
 		b = append(b, ',')
 		if len(raw) == 0 || string(raw) == "null" {
