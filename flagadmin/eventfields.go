@@ -13,7 +13,8 @@ import (
 // init, EventFields reads each field's name from its json tag and its
 // kind from its Go type (a *string tagged omitempty is FieldTextOrAbsent),
 // as encoding/json reads struct tags once per type. The encoder of the
-// Event JSON (AppendEventJSON, MarshalJSON), the normal form
+// Event JSON (AppendEventJSON, MarshalJSON) is generated from that table
+// (eventjson_gen.go, by internal/eventgen), and the normal form
 // (NormalizeEvent) and every adapter's copy of the fields (the CSV export,
 // the OpenAPI schema, the client's decoder, the stores' rows and page
 // readers, the caches) walk that table, so a field added to Event reaches
@@ -55,8 +56,6 @@ type EventField struct {
 	Kind EventFieldKind
 	// offset is the field's offset in Event, of the Go type of Kind.
 	offset uintptr
-	// key is `,"Name":`, written before its value in the Event JSON.
-	key string
 }
 
 // Value returns the field in e, of the Go type its Kind names: int64,
@@ -157,7 +156,7 @@ func declareEventFields() []EventField {
 		if kind == FieldTextOrNull && opts == "omitempty" {
 			kind = FieldTextOrAbsent
 		}
-		out = append(out, EventField{Name: name, Kind: kind, offset: sf.Offset, key: `,"` + name + `":`})
+		out = append(out, EventField{Name: name, Kind: kind, offset: sf.Offset})
 	}
 	return out
 }

@@ -3,10 +3,8 @@ package flagadmin
 import (
 	"bytes"
 	"encoding/json"
-	"strconv"
 	"time"
 	"unicode/utf8"
-	"unsafe"
 )
 
 // AppendEventJSON appends the Event JSON of e, the one encoder of events:
@@ -23,59 +21,9 @@ import (
 // MarshalJSON checks and compacts them first.
 func AppendEventJSON(b []byte, e *Event) []byte { return appendEventJSON(b, e, false) }
 
-// appendEventJSON appends the Event JSON of e, without its id when noID.
-func appendEventJSON(b []byte, e *Event, noID bool) []byte {
-	start := len(b)
-	fields := eventFields
-	if noID {
-		fields = fields[1:] // id, first by the struct (a test checks)
-	}
-	for i := range fields {
-		f := &fields[i]
-		p := unsafe.Add(unsafe.Pointer(e), f.offset)
-		switch f.Kind {
-		case FieldInt:
-			b = append(b, f.key...)
-			b = strconv.AppendInt(b, *(*int64)(p), 10)
-		case FieldTime:
-			b = append(b, f.key...)
-			b = AppendJSONTime(b, *(*time.Time)(p))
-		case FieldText:
-			b = append(b, f.key...)
-			b = AppendJSONString(b, *(*string)(p))
-		case FieldIntOrNull:
-			b = append(b, f.key...)
-			if n := *(**int64)(p); n != nil {
-				b = strconv.AppendInt(b, *n, 10)
-			} else {
-				b = append(b, "null"...)
-			}
-		case FieldTextOrNull:
-			b = append(b, f.key...)
-			if s := *(**string)(p); s != nil {
-				b = AppendJSONString(b, *s)
-			} else {
-				b = append(b, "null"...)
-			}
-		case FieldTextOrAbsent:
-			if s := *(**string)(p); s != nil { // left out when absent, as Unleash does
-				b = append(b, f.key...)
-				b = AppendJSONString(b, *s)
-			}
-		case FieldJSONOrNull:
-			b = append(b, f.key...)
-			b = appendRawJSON(b, *(*json.RawMessage)(p))
-		case FieldTags:
-			b = append(b, f.key...)
-			b = AppendTagsJSON(b, *(*[]Tag)(p))
-		}
-	}
-	if len(b) == start { // no field written
-		return append(b, '{', '}')
-	}
-	b[start] = '{' // the comma of the first key
-	return append(b, '}')
-}
+// appendEventJSON is written from the declaration by eventgen: after a
+// change to Event's fields, run go generate in flagadmin.
+//go:generate go run ./internal/eventgen/cmd
 
 // AppendTagsJSON appends tags as a JSON array, [] when there are none (an
 // event's tags are never null on the wire), each as AppendTagJSON writes it.
