@@ -103,65 +103,71 @@ type eventNormalization struct {
 	notes      noteSet
 }
 
-// data brings data and preData into the normal form.
+// data brings the JSON fields (data, preData) into the normal form.
 func (n *eventNormalization) data() {
-	for _, d := range []struct {
-		name string
-		raw  *[]byte
-	}{{"data", (*[]byte)(&n.e.Data)}, {"preData", (*[]byte)(&n.e.PreData)}} {
-		if *d.raw == nil {
+	for _, f := range eventFields {
+		if f.Kind != FieldJSONOrNull {
 			continue
 		}
-		out, dn, err := normalizeJSON(*d.raw, n.outOfRange)
+		raw := f.JSON(n.e)
+		if *raw == nil {
+			continue
+		}
+		out, dn, err := normalizeJSON(*raw, n.outOfRange)
 		if err != nil {
-			n.f.add(d.name, "%v", err)
+			n.f.add(f.Name, "%v", err)
 			continue
 		}
-		*d.raw = out
+		*raw = out
 		for _, note := range dn {
-			n.notes.add(d.name + ": " + note)
+			n.notes.add(f.Name + ": " + note)
 		}
 	}
 }
 
-// createdByUserID refuses, or makes the nearest double, a createdByUserId
-// beyond ±2^53.
+// createdByUserID refuses, or makes the nearest double, an integer field
+// that may be null (createdByUserId) beyond ±2^53.
 func (n *eventNormalization) createdByUserID() {
-	id := n.e.CreatedByUserID
-	if id == nil || (*id <= maxSafeInteger && *id >= -maxSafeInteger) {
-		return
+	for _, f := range eventFields {
+		if f.Kind != FieldIntOrNull {
+			continue
+		}
+		id := *f.IntOrNull(n.e)
+		if id == nil || (*id <= maxSafeInteger && *id >= -maxSafeInteger) {
+			continue
+		}
+		if n.outOfRange == RefuseOutOfRange {
+			n.f.add(f.Name, "must be between -2^53 and 2^53 (an integer every JSON reader holds exactly), got %d", *id)
+			continue
+		}
+		v := nearestDoubleInt(*id)
+		*f.IntOrNull(n.e) = &v
+		n.notes.add(f.Name + ": beyond 2^53: the nearest double")
 	}
-	if n.outOfRange == RefuseOutOfRange {
-		n.f.add("createdByUserId", "must be between -2^53 and 2^53 (an integer every JSON reader holds exactly), got %d", *id)
-		return
-	}
-	v := nearestDoubleInt(*id)
-	n.e.CreatedByUserID = &v
-	n.notes.add("createdByUserId: beyond 2^53: the nearest double")
 }
 
 // textFields replaces each byte that is not UTF-8 in the event's text
 // fields by U+FFFD. The fields get new values, never written through
 // their pointers: the caller's copies stay as they were.
 func (n *eventNormalization) textFields() {
-	for _, s := range []struct {
-		name string
-		v    *string
-	}{{"type", &n.e.Type}, {"createdBy", &n.e.CreatedBy}} {
-		if !utf8.ValidString(*s.v) {
-			*s.v = validUTF8(*s.v)
-			n.notes.add(s.name + ": a byte that is not UTF-8: U+FFFD")
+	for _, f := range eventFields {
+		var s *string
+		switch f.Kind {
+		case FieldText:
+			s = f.Text(n.e)
+		case FieldTextOrNull, FieldTextOrAbsent:
+			p := f.TextOrNull(n.e)
+			if *p == nil || utf8.ValidString(**p) {
+				continue
+			}
+			v := **p
+			s, *p = &v, &v // a new value: the caller's string stays
+		default:
+			continue
 		}
-	}
-	for _, s := range []struct {
-		name string
-		v    **string
-	}{{"environment", &n.e.Environment}, {"project", &n.e.Project}, {"featureName", &n.e.FeatureName},
-		{"groupType", &n.e.GroupType}, {"groupId", &n.e.GroupID}} {
-		if *s.v != nil && !utf8.ValidString(**s.v) {
-			v := validUTF8(**s.v)
-			*s.v = &v
-			n.notes.add(s.name + ": a byte that is not UTF-8: U+FFFD")
+		if !utf8.ValidString(*s) {
+			*s = validUTF8(*s)
+			n.notes.add(f.Name + ": a byte that is not UTF-8: U+FFFD")
 		}
 	}
 }
@@ -582,7 +588,7 @@ func (n *normalizer) str(decode bool) ([]byte, error) {
 		n.notes.add("an unpaired surrogate or a byte that is not UTF-8: U+FFFD")
 		s := decodeLenient(content)
 		if n.write {
-			n.out = appendJSONString(n.out, s)
+			n.out = AppendJSONString(n.out, s)
 		}
 		return []byte(s), nil
 	case !decode:

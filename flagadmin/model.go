@@ -113,37 +113,22 @@ func (t Tag) MarshalJSON() ([]byte, error) {
 func AppendTagJSON(b []byte, t Tag) []byte {
 	if !t.Color.Present() {
 		b = append(b, `{"value":`...)
-		b = appendJSONString(b, t.Value)
+		b = AppendJSONString(b, t.Value)
 		b = append(b, `,"type":`...)
-		b = appendJSONString(b, t.Type)
+		b = AppendJSONString(b, t.Type)
 		return append(b, '}')
 	}
 	b = append(b, `{"type":`...)
-	b = appendJSONString(b, t.Type)
+	b = AppendJSONString(b, t.Type)
 	b = append(b, `,"value":`...)
-	b = appendJSONString(b, t.Value)
+	b = AppendJSONString(b, t.Value)
 	b = append(b, `,"color":`...)
 	if hex, ok := t.Color.Hex(); ok {
-		b = appendJSONString(b, hex)
+		b = AppendJSONString(b, hex)
 	} else {
 		b = append(b, "null"...)
 	}
 	return append(b, '}')
-}
-
-// appendJSONString appends s as encoding/json writes it with HTML
-// escaping off: plain printable ASCII as it is, anything else through
-// the encoder.
-func appendJSONString(b []byte, s string) []byte {
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; c < ' ' || c == '"' || c == '\\' || c >= utf8.RuneSelf {
-			q, _ := marshalJSON(s) // a string always encodes
-			return append(b, q...)
-		}
-	}
-	b = append(b, '"')
-	b = append(b, s...)
-	return append(b, '"')
 }
 
 // UnmarshalJSON reads a tag: value, type, and color when the key is
@@ -201,41 +186,43 @@ func (t Tag) Validate() *ValidationError {
 	return v
 }
 
-// Event is one record of the event log, with Unleash's fields. Pointer
-// fields and nil raw JSON are written as null, but for GroupType and
-// GroupID, whose keys are left out when nil. EventFields declares its
-// fields as every encoding names them; a field added here is declared there.
+// Event is one record of the event log, with Unleash's fields. Its
+// struct is the declaration of the Event shape: EventFields reads it
+// once (each field's JSON name, and its kind from its Go type), and every
+// encoding, decoding and copy of an event is written from that table.
+// Pointer fields and nil raw JSON are written as null, but for a *string
+// tagged omitempty (GroupType, GroupID), whose key is left out when nil.
 type Event struct {
 	// ID is assigned by the store: unique, increasing in insertion order.
-	ID int64 `json:"id"`
+	ID int64 `json:"id" minimum:"1" doc:"The event's id: unique, increasing in insertion order."`
 	// CreatedAt is when the event happened, UTC with millisecond precision.
-	CreatedAt time.Time `json:"createdAt"`
+	CreatedAt time.Time `json:"createdAt" doc:"When the event happened: RFC 3339 in UTC with milliseconds." example:"2025-01-02T03:04:05.000Z"`
 	// Type is the event's type: a known one (IsKnownEventType) for events
 	// the Service records; imported and followed events keep Unleash's.
-	Type string `json:"type"`
+	Type string `json:"type" doc:"The event type, such as feature-created. Events imported from or following Unleash keep Unleash's type, whatever its name." example:"feature-created"`
 	// CreatedBy names the actor: a user's email, username or name, or a token's name.
-	CreatedBy string `json:"createdBy"`
+	CreatedBy string `json:"createdBy" doc:"Who caused the event: a user's email, else username, else name; a token's name." example:"ada@example.com"`
 	// CreatedByUserID is the actor's user id; -42 for admin tokens, -1337 for the system.
-	CreatedByUserID *int64 `json:"createdByUserId"`
+	CreatedByUserID *int64 `json:"createdByUserId" doc:"The id of the user who caused the event; -42 for admin tokens, -1337 for the system."`
 	// Environment the event relates to, if any.
-	Environment *string `json:"environment"`
+	Environment *string `json:"environment" doc:"The environment the event relates to, if any."`
 	// Project the event relates to, if any.
-	Project *string `json:"project"`
+	Project *string `json:"project" doc:"The project the event relates to, if any."`
 	// FeatureName of the feature flag the event relates to, if any.
-	FeatureName *string `json:"featureName"`
+	FeatureName *string `json:"featureName" doc:"The feature flag the event relates to, if any."`
 	// Data is a JSON object describing the event, or nil.
-	Data json.RawMessage `json:"data"`
+	Data json.RawMessage `json:"data" doc:"Extra data about the event, such as the flag's new state."`
 	// PreData is a JSON object describing the previous state, or nil.
-	PreData json.RawMessage `json:"preData"`
+	PreData json.RawMessage `json:"preData" doc:"Data describing the previous state of the subject."`
 	// Tags related to the event; written as [] when there are none.
-	Tags []Tag `json:"tags"`
+	Tags []Tag `json:"tags" doc:"Tags related to the event; [] when there are none."`
 	// GroupType says what GroupID groups, such as "transaction" (Unleash
 	// groups the events of one bulk change); nil, and left out of the
 	// JSON, when the event belongs to no group, as Unleash leaves it out.
-	GroupType *string `json:"groupType"`
+	GroupType *string `json:"groupType,omitempty" doc:"What groupId groups, such as transaction (the events of one bulk change in Unleash); left out when the event belongs to no group." example:"transaction"`
 	// GroupID groups related events (filter "groupId"), such as the ULID of
 	// the Unleash transaction that wrote them; nil and left out like GroupType.
-	GroupID *string `json:"groupId"`
+	GroupID *string `json:"groupId,omitempty" doc:"An id shared by related events, such as the ULID of the Unleash transaction that wrote them (filter groupId); left out when the event belongs to no group." example:"01M8564MBTV5HMX3GH6SHGBVKG"`
 	// Salt is the random salt of the event's leaf in the verifiable log
 	// (adapters/tlog/leaf), never shown with the event: a store draws it
 	// (NewSalt) when it writes an event without one, and reads it back

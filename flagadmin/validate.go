@@ -156,20 +156,20 @@ func normalizeEvent(e *Event, now time.Time) *ValidationError {
 		e.CreatedAt = now
 	}
 	e.CreatedAt = Truncate(e.CreatedAt)
-	for _, d := range []struct {
-		name string
-		raw  *json.RawMessage
-	}{{"data", &e.Data}, {"preData", &e.PreData}} {
-		raw := bytes.TrimSpace(*d.raw)
+	for _, d := range eventFields { // data, preData
+		if d.Kind != FieldJSONOrNull {
+			continue
+		}
+		raw := bytes.TrimSpace(*d.JSON(e))
 		if len(raw) == 0 || string(raw) == "null" {
-			*d.raw = nil
+			*d.JSON(e) = nil
 			continue
 		}
 		if raw[0] != '{' || !json.Valid(raw) {
-			f.add(d.name, "must be a JSON object or null")
+			f.add(d.Name, "must be a JSON object or null")
 			continue
 		}
-		*d.raw = compactJSON(raw)
+		*d.JSON(e) = compactJSON(raw)
 	}
 	for i, t := range e.Tags {
 		f.merge(fmt.Sprintf("tags[%d]", i), t.Validate())

@@ -68,13 +68,8 @@ func (r leafRow) logLeaf() (flagadmin.LogLeaf, error) {
 		CreatedAt: stored.Time(r.CreatedAt), Project: r.Project, Type: r.Type, Content: c, Salt: r.Salt}, nil
 }
 
-// asStored returns e as the store reads it back: its time to the
-// millisecond, and empty data or preData as none (stored.RawText).
-func asStored(e flagadmin.Event) flagadmin.Event {
-	e.CreatedAt = stored.Time(stored.Millis(e.CreatedAt))
-	e.Data, e.PreData = stored.Raw(stored.RawText(e.Data)), stored.Raw(stored.RawText(e.PreData))
-	return e
-}
+// asStored returns e as the store reads it back (stored.AsStored).
+func asStored(e flagadmin.Event) flagadmin.Event { return stored.AsStored(e) }
 
 // leafOf returns the leaf of e as stored (its id and salt set), without
 // its index. The error is leaf.ContentCommitment's.

@@ -333,9 +333,6 @@ func (s *Store) continueIDs(ctx context.Context, db bun.IDB, last int64) error {
 	return raiseSequence(ctx, db, "events", last)
 }
 
-// copyColumns are the columns COPY fills, in stored.Event's order.
-var copyColumns = []string{"id", "created_at", "type", "created_by", "created_by_user_id", "environment", "project", "feature_name", "data", "pre_data", "tags", "group_type", "group_id", "search_payload", "search_meta", "salt"}
-
 // copyEvents sends events with COPY on PostgreSQL, far less parsing than
 // INSERT, on the pgx connection under t's connection, inside t: with the
 // ids they carry (given), or with ids drawn first under the event order
@@ -357,10 +354,12 @@ func (s *Store) copyEvents(ctx context.Context, t *txn, events []flagadmin.Event
 			}
 			r, err := stored.EventOf(events[next])
 			next++
-			return []any{r.ID, r.CreatedAt, r.Type, r.CreatedBy, r.CreatedByUserID, r.Environment, r.Project, r.FeatureName,
-				r.Data, r.PreData, r.Tags, r.GroupType, r.GroupID, r.SearchPayload, r.SearchMeta, r.Salt}, err
+			if err != nil {
+				return nil, err
+			}
+			return r.Values(), nil
 		})
-		_, err := pc.CopyFrom(ctx, pgx.Identifier{"events"}, copyColumns, src)
+		_, err := pc.CopyFrom(ctx, pgx.Identifier{"events"}, stored.RowColumns, src)
 		return err
 	})
 	if err != nil || !given {

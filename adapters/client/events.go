@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"reflect"
 	"time"
 
 	"github.com/flagadmin/flagadmin/flagadmin"
@@ -106,24 +107,20 @@ func (c *Client) DeprecatedSearchEvents(ctx context.Context, req flagadmin.Depre
 	return flagadmin.EventPage{Events: events, Total: total}, nil
 }
 
-// wireEvent is an Event as read from the wire, with the required fields as
-// pointers to tell absent from zero. Extra fields (Unleash's label and
-// summary) are ignored.
-type wireEvent struct {
-	ID              *int64          `json:"id"`
-	CreatedAt       *time.Time      `json:"createdAt"`
-	Type            *string         `json:"type"`
-	CreatedBy       *string         `json:"createdBy"`
-	CreatedByUserID *int64          `json:"createdByUserId"`
-	Environment     *string         `json:"environment"`
-	Project         *string         `json:"project"`
-	FeatureName     *string         `json:"featureName"`
-	Data            json.RawMessage `json:"data"`
-	PreData         json.RawMessage `json:"preData"`
-	Tags            []flagadmin.Tag `json:"tags"`
-	GroupType       *string         `json:"groupType"`
-	GroupID         *string         `json:"groupId"`
-}
+// presentType is a struct with a *json.RawMessage for each declared
+// event field (flagadmin.EventFields), under its name: decoded from an
+// event, a nil field is one absent or null.
+var presentType = func() reflect.Type {
+	var fields []reflect.StructField
+	for i, f := range flagadmin.EventFields() {
+		fields = append(fields, reflect.StructField{Name: fmt.Sprintf("F%d", i), Type: reflect.TypeFor[*json.RawMessage](),
+			Tag: reflect.StructTag(`json:"` + f.Name + `"`)})
+	}
+	return reflect.StructOf(fields)
+}()
+
+// eventFields are the declared fields of an event, which decodeEvent reads.
+var eventFields = flagadmin.EventFields()
 
 // decodeEvents decodes each element with decodeEvent.
 func decodeEvents(raw []json.RawMessage, what string) ([]flagadmin.Event, error) {
@@ -138,38 +135,40 @@ func decodeEvents(raw []json.RawMessage, what string) ([]flagadmin.Event, error)
 	return out, nil
 }
 
-// decodeEvent decodes one Event: id (1 or more),
-// createdAt, type and createdBy are required; a null data or preData is nil.
+// decodeEvent decodes one Event: its fields that cannot be null (id, 1
+// or more, createdAt, type, not empty, and createdBy) are required; a
+// null data or preData is nil. Extra fields (Unleash's label and summary)
+// are ignored.
 func decodeEvent(raw []byte) (flagadmin.Event, error) {
-	var w wireEvent
-	if err := json.Unmarshal(raw, &w); err != nil {
+	var e flagadmin.Event
+	if err := json.Unmarshal(raw, &e); err != nil {
 		return flagadmin.Event{}, err
 	}
-	switch {
-	case w.ID == nil || *w.ID < 1:
-		return flagadmin.Event{}, fmt.Errorf("no id of 1 or more")
-	case w.CreatedAt == nil:
-		return flagadmin.Event{}, fmt.Errorf("event %d has no createdAt", *w.ID)
-	case w.Type == nil || *w.Type == "":
-		return flagadmin.Event{}, fmt.Errorf("event %d has no type", *w.ID)
-	case w.CreatedBy == nil:
-		return flagadmin.Event{}, fmt.Errorf("event %d has no createdBy", *w.ID)
+	present := reflect.New(presentType)
+	if err := json.Unmarshal(raw, present.Interface()); err != nil {
+		return flagadmin.Event{}, err
 	}
-	return flagadmin.Event{
-		ID:              *w.ID,
-		CreatedAt:       w.CreatedAt.UTC(),
-		Type:            *w.Type,
-		CreatedBy:       *w.CreatedBy,
-		CreatedByUserID: w.CreatedByUserID,
-		Environment:     w.Environment,
-		Project:         w.Project,
-		FeatureName:     w.FeatureName,
-		Data:            nullToNil(w.Data),
-		PreData:         nullToNil(w.PreData),
-		Tags:            w.Tags,
-		GroupType:       w.GroupType,
-		GroupID:         w.GroupID,
-	}, nil
+	for i, f := range eventFields {
+		missing := present.Elem().Field(i).IsNil()
+		switch f.Kind {
+		case flagadmin.FieldInt:
+			if missing || *f.Int(&e) < 1 {
+				return flagadmin.Event{}, fmt.Errorf("no %s of 1 or more", f.Name)
+			}
+		case flagadmin.FieldTime:
+			if missing {
+				return flagadmin.Event{}, fmt.Errorf("event %d has no %s", e.ID, f.Name)
+			}
+			*f.Time(&e) = f.Time(&e).UTC()
+		case flagadmin.FieldText:
+			if missing || f.Name == "type" && *f.Text(&e) == "" {
+				return flagadmin.Event{}, fmt.Errorf("event %d has no %s", e.ID, f.Name)
+			}
+		case flagadmin.FieldJSONOrNull:
+			*f.JSON(&e) = nullToNil(*f.JSON(&e))
+		}
+	}
+	return e, nil
 }
 
 // nullToNil returns nil for an absent or null raw value.

@@ -87,7 +87,7 @@ func csvCell(t *testing.T, k flagadmin.EventFieldKind, v any) string {
 // an event, has the declared fields in their order, nullable exactly when
 // their kind is, required unless their key is left out when absent.
 func TestEventSchemaDocumentsEveryField(t *testing.T) {
-	typ := reflect.TypeFor[eventSchema]()
+	typ := eventSchemaType
 	fields := flagadmin.EventFields()
 	var got, want []string
 	for i := range typ.NumField() {

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"encoding/json"
 	"net/http"
 	"reflect"
 	"slices"
@@ -42,15 +41,23 @@ const (
 // CSV export has no column for: its columns are fixed (docs/api.md, "Export").
 var csvOmitted = []string{"groupType", "groupId"}
 
-// csvColumns are the columns of a CSV export: the declared event fields
-// but csvOmitted, in their order. appendCSVRecord writes them; a test
-// holds it to them.
-var csvColumns = func() []string {
-	var out []string
+// csvFields are the columns of a CSV export: the declared event fields
+// but csvOmitted, in their order (appendCSVRecord writes them).
+var csvFields = func() []flagadmin.EventField {
+	var out []flagadmin.EventField
 	for _, f := range flagadmin.EventFields() {
 		if !slices.Contains(csvOmitted, f.Name) {
-			out = append(out, f.Name)
+			out = append(out, f)
 		}
+	}
+	return out
+}()
+
+// csvColumns are the names of csvFields.
+var csvColumns = func() []string {
+	var out []string
+	for _, f := range csvFields {
+		out = append(out, f.Name)
 	}
 	return out
 }()
@@ -277,43 +284,44 @@ func appendExportEventJSON(b []byte, e flagadmin.Event) ([]byte, error) {
 }
 
 // appendCSVRecord appends the CSV record of e (RFC 4180 quoting), its
-// csvColumns by hand for speed, ending with LF; tags is scratch space for
-// the tags' JSON.
+// csvFields by kind, ending with LF; scratch is space for the tags' JSON.
+// Text is written as a text cell (appendCSVText), numbers as digits, the
+// time as the JSON pages write it without its quotes, null as an empty
+// cell, data and preData as they are stored (compact, normalized on
+// write), tags as their JSON.
 func appendCSVRecord(b []byte, e flagadmin.Event, scratch *bytes.Buffer) ([]byte, error) {
-	b = strconv.AppendInt(b, e.ID, 10)
-	b = append(b, ',')
-	// The time as the JSON pages write it, without its quotes: digits,
-	// dashes, colons and a dot, never quoted nor guarded.
-	var at [40]byte
-	t := appendJSONTime(at[:0], e.CreatedAt)
-	b = append(b, t[1:len(t)-1]...)
-	b = append(b, ',')
-	b = appendCSVText(b, e.Type)
-	b = append(b, ',')
-	b = appendCSVText(b, e.CreatedBy)
-	b = append(b, ',')
-	if e.CreatedByUserID != nil {
-		b = strconv.AppendInt(b, *e.CreatedByUserID, 10)
-	}
-	for _, s := range []*string{e.Environment, e.Project, e.FeatureName} {
-		b = append(b, ',')
-		if s != nil {
-			b = appendCSVText(b, *s)
+	for i, f := range csvFields {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		switch f.Kind {
+		case flagadmin.FieldInt:
+			b = strconv.AppendInt(b, *f.Int(&e), 10)
+		case flagadmin.FieldTime:
+			// digits, dashes, colons and a dot, never quoted nor guarded.
+			var at [40]byte
+			t := appendJSONTime(at[:0], *f.Time(&e))
+			b = append(b, t[1:len(t)-1]...)
+		case flagadmin.FieldText:
+			b = appendCSVText(b, *f.Text(&e))
+		case flagadmin.FieldIntOrNull:
+			if n := *f.IntOrNull(&e); n != nil {
+				b = strconv.AppendInt(b, *n, 10)
+			}
+		case flagadmin.FieldTextOrNull, flagadmin.FieldTextOrAbsent:
+			if s := *f.TextOrNull(&e); s != nil {
+				b = appendCSVText(b, *s)
+			}
+		case flagadmin.FieldJSONOrNull:
+			if raw := *f.JSON(&e); len(raw) > 0 && string(raw) != "null" {
+				b = appendCSVText(b, string(raw))
+			}
+		case flagadmin.FieldTags:
+			scratch.Reset()
+			tags := appendTags(scratch.AvailableBuffer(), *f.Tags(&e))
+			b = appendCSVText(b, string(tags))
 		}
 	}
-	// data and preData are stored compact (normalized on write), so they
-	// are written as they are, like the JSON pages do (eventjson.AppendRaw).
-	for _, raw := range []json.RawMessage{e.Data, e.PreData} {
-		b = append(b, ',')
-		if len(raw) == 0 || string(raw) == "null" {
-			continue
-		}
-		b = appendCSVText(b, string(raw))
-	}
-	b = append(b, ',')
-	scratch.Reset()
-	tags := appendTags(scratch.AvailableBuffer(), e.Tags)
-	b = appendCSVText(b, string(tags))
 	return append(b, '\n'), nil
 }
 

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"reflect"
 	"strconv"
+	"strings"
 	"unicode"
 	"unicode/utf8"
 
@@ -92,11 +93,14 @@ func apiConfig(version string, registry huma.Registry, stream bool) huma.Config 
 // marshal themselves are documented by the schema types below.
 func newRegistry() huma.Registry {
 	r := huma.NewMapRegistry("#/components/schemas/", func(t reflect.Type, hint string) string {
+		if t == eventSchemaType { // a struct without a name (reflect.StructOf)
+			return "eventSchema"
+		}
 		name := huma.DefaultSchemaNamer(t, hint)
 		first, size := utf8.DecodeRuneInString(name)
 		return string(unicode.ToLower(first)) + name[size:]
 	})
-	r.RegisterTypeAlias(reflect.TypeFor[flagadmin.Event](), reflect.TypeFor[eventSchema]())
+	r.RegisterTypeAlias(reflect.TypeFor[flagadmin.Event](), eventSchemaType)
 	r.RegisterTypeAlias(reflect.TypeFor[flagadmin.Tag](), reflect.TypeFor[tagSchema]())
 	r.RegisterTypeAlias(reflect.TypeFor[flagadmin.ProjectListEntry](), reflect.TypeFor[projectSchema]())
 	r.RegisterTypeAlias(reflect.TypeFor[flagadmin.ProjectOwner](), reflect.TypeFor[projectOwnerSchema]())
@@ -105,21 +109,53 @@ func newRegistry() huma.Registry {
 	return r
 }
 
-// eventSchema documents flagadmin.Event as it is written (eventjson).
-type eventSchema struct {
-	ID              int64          `json:"id" minimum:"1" doc:"The event's id: unique, increasing in insertion order."`
-	CreatedAt       string         `json:"createdAt" format:"date-time" doc:"When the event happened: RFC 3339 in UTC with milliseconds." example:"2025-01-02T03:04:05.000Z"`
-	Type            string         `json:"type" doc:"The event type, such as feature-created. Events imported from or following Unleash keep Unleash's type, whatever its name." example:"feature-created"`
-	CreatedBy       string         `json:"createdBy" doc:"Who caused the event: a user's email, else username, else name; a token's name." example:"ada@example.com"`
-	CreatedByUserID *int64         `json:"createdByUserId" doc:"The id of the user who caused the event; -42 for admin tokens, -1337 for the system."`
-	Environment     *string        `json:"environment" doc:"The environment the event relates to, if any."`
-	Project         *string        `json:"project" doc:"The project the event relates to, if any."`
-	FeatureName     *string        `json:"featureName" doc:"The feature flag the event relates to, if any."`
-	Data            map[string]any `json:"data" nullable:"true" doc:"Extra data about the event, such as the flag's new state."`
-	PreData         map[string]any `json:"preData" nullable:"true" doc:"Data describing the previous state of the subject."`
-	Tags            []tagSchema    `json:"tags" nullable:"false" doc:"Tags related to the event; [] when there are none."`
-	GroupType       string         `json:"groupType,omitempty" doc:"What groupId groups, such as transaction (the events of one bulk change in Unleash); left out when the event belongs to no group." example:"transaction"`
-	GroupID         string         `json:"groupId,omitempty" doc:"An id shared by related events, such as the ULID of the Unleash transaction that wrote them (filter groupId); left out when the event belongs to no group." example:"01M8564MBTV5HMX3GH6SHGBVKG"`
+// eventSchemaType documents flagadmin.Event as it is written
+// (flagadmin.AppendEventJSON): a struct with a field for each declared
+// event field (flagadmin.EventFields), of the schema type of its kind,
+// under its name, with the doc, example and other schema tags of its
+// field in flagadmin.Event. Huma names it eventSchema (newRegistry).
+var eventSchemaType = func() reflect.Type {
+	domain := reflect.TypeFor[flagadmin.Event]()
+	var fields []reflect.StructField
+	for _, f := range flagadmin.EventFields() {
+		var sf reflect.StructField
+		for i := range domain.NumField() {
+			if name, _, _ := strings.Cut(domain.Field(i).Tag.Get("json"), ","); name == f.Name {
+				sf = domain.Field(i)
+			}
+		}
+		typ, tag := schemaOfKind(f.Kind)
+		json := f.Name
+		if f.Kind == flagadmin.FieldTextOrAbsent {
+			json += ",omitempty"
+		}
+		_, rest, _ := strings.Cut(string(sf.Tag), `"`) // after the json tag's opening quote
+		_, rest, _ = strings.Cut(rest, `"`)            // after its closing quote
+		fields = append(fields, reflect.StructField{Name: sf.Name, Type: typ,
+			Tag: reflect.StructTag(`json:"` + json + `"` + tag + rest)})
+	}
+	return reflect.StructOf(fields)
+}()
+
+// schemaOfKind is the Go type documenting an event field of kind k on
+// the wire, and its schema tags.
+func schemaOfKind(k flagadmin.EventFieldKind) (reflect.Type, string) {
+	switch k {
+	case flagadmin.FieldInt:
+		return reflect.TypeFor[int64](), ""
+	case flagadmin.FieldTime:
+		return reflect.TypeFor[string](), ` format:"date-time"`
+	case flagadmin.FieldIntOrNull:
+		return reflect.TypeFor[*int64](), ""
+	case flagadmin.FieldTextOrNull:
+		return reflect.TypeFor[*string](), ""
+	case flagadmin.FieldJSONOrNull:
+		return reflect.TypeFor[map[string]any](), ` nullable:"true"`
+	case flagadmin.FieldTags:
+		return reflect.TypeFor[[]tagSchema](), ` nullable:"false"`
+	default: // FieldText, FieldTextOrAbsent
+		return reflect.TypeFor[string](), ""
+	}
 }
 
 // tagSchema documents flagadmin.Tag.

@@ -347,13 +347,25 @@ func (w *world) candidates(q flagadmin.EventQuery) []storedEvent {
 	return out
 }
 
+// eventFields are the declared fields of an event, which cloneEvent copies.
+var eventFields = flagadmin.EventFields()
+
+// cloneEvent returns a copy of e that shares nothing it could write
+// through: each declared field's pointer, JSON and tags, and the salt.
 func cloneEvent(e flagadmin.Event) flagadmin.Event {
-	e.Data = slices.Clone(e.Data)
-	e.PreData = slices.Clone(e.PreData)
+	for _, f := range eventFields {
+		switch f.Kind {
+		case flagadmin.FieldIntOrNull:
+			*f.IntOrNull(&e) = clonePtr(*f.IntOrNull(&e))
+		case flagadmin.FieldTextOrNull, flagadmin.FieldTextOrAbsent:
+			*f.TextOrNull(&e) = clonePtr(*f.TextOrNull(&e))
+		case flagadmin.FieldJSONOrNull:
+			*f.JSON(&e) = slices.Clone(*f.JSON(&e))
+		case flagadmin.FieldTags:
+			*f.Tags(&e) = slices.Clone(*f.Tags(&e))
+		}
+	}
 	e.Salt = slices.Clone(e.Salt)
-	e.Tags = slices.Clone(e.Tags)
-	e.CreatedByUserID, e.GroupType, e.GroupID = clonePtr(e.CreatedByUserID), clonePtr(e.GroupType), clonePtr(e.GroupID)
-	e.Environment, e.Project, e.FeatureName = clonePtr(e.Environment), clonePtr(e.Project), clonePtr(e.FeatureName)
 	return e
 }
 

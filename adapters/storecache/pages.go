@@ -16,6 +16,9 @@ import (
 // arrays whose sizes it knows as the runtime allocated them, and releases
 // the store's.
 
+// eventFields are the declared fields of an event, which compactPage copies.
+var eventFields = flagadmin.EventFields()
+
 // pageHeaderSize is what the *flagadmin.EventPage of a cached page holds:
 // its struct, rounded up to the runtime's size class (48 bytes on 64-bit
 // platforms).
@@ -34,20 +37,29 @@ func compactPage(p *flagadmin.EventPage) (*flagadmin.EventPage, int64) {
 	nBytes = len(p.Next)
 	for i := range p.Events {
 		e := &p.Events[i]
-		nBytes += len(e.Type) + len(e.CreatedBy) + len(e.Data) + len(e.PreData)
-		for _, s := range [...]*string{e.Environment, e.Project, e.FeatureName, e.GroupType, e.GroupID} {
-			if s != nil {
-				nStrs++
-				nBytes += len(*s)
+		for _, f := range eventFields {
+			switch f.Kind {
+			case flagadmin.FieldText:
+				nBytes += len(*f.Text(e))
+			case flagadmin.FieldTextOrNull, flagadmin.FieldTextOrAbsent:
+				if s := *f.TextOrNull(e); s != nil {
+					nStrs++
+					nBytes += len(*s)
+				}
+			case flagadmin.FieldIntOrNull:
+				if *f.IntOrNull(e) != nil {
+					nInts++
+				}
+			case flagadmin.FieldJSONOrNull:
+				nBytes += len(*f.JSON(e))
+			case flagadmin.FieldTags:
+				tags := *f.Tags(e)
+				nTags += len(tags)
+				for _, t := range tags {
+					hex, _ := t.Color.Hex()
+					nBytes += len(t.Type) + len(t.Value) + len(hex)
+				}
 			}
-		}
-		if e.CreatedByUserID != nil {
-			nInts++
-		}
-		nTags += len(e.Tags)
-		for _, t := range e.Tags {
-			hex, _ := t.Color.Hex()
-			nBytes += len(t.Type) + len(t.Value) + len(hex)
 		}
 	}
 	a := pageArena{
@@ -65,21 +77,19 @@ func compactPage(p *flagadmin.EventPage) (*flagadmin.EventPage, int64) {
 		int64(cap(a.tags))*int64(unsafe.Sizeof(flagadmin.Tag{}))
 	for i := range p.Events {
 		e := p.Events[i]
-		e.Type, e.CreatedBy = a.string(e.Type), a.string(e.CreatedBy)
-		e.Environment, e.Project, e.FeatureName = a.stringPtr(e.Environment), a.stringPtr(e.Project), a.stringPtr(e.FeatureName)
-		e.GroupType, e.GroupID = a.stringPtr(e.GroupType), a.stringPtr(e.GroupID)
-		e.CreatedByUserID = a.int64Ptr(e.CreatedByUserID)
-		e.Data, e.PreData = a.raw(e.Data), a.raw(e.PreData)
-		if len(e.Tags) > 0 {
-			start := len(a.tags)
-			for _, t := range e.Tags {
-				color := t.Color // absent or null: no string
-				if hex, ok := color.Hex(); ok {
-					color = flagadmin.ColorOf(a.string(hex))
-				}
-				a.tags = append(a.tags, flagadmin.Tag{Type: a.string(t.Type), Value: a.string(t.Value), Color: color})
+		for _, f := range eventFields {
+			switch f.Kind {
+			case flagadmin.FieldText:
+				*f.Text(&e) = a.string(*f.Text(&e))
+			case flagadmin.FieldTextOrNull, flagadmin.FieldTextOrAbsent:
+				*f.TextOrNull(&e) = a.stringPtr(*f.TextOrNull(&e))
+			case flagadmin.FieldIntOrNull:
+				*f.IntOrNull(&e) = a.int64Ptr(*f.IntOrNull(&e))
+			case flagadmin.FieldJSONOrNull:
+				*f.JSON(&e) = a.raw(*f.JSON(&e))
+			case flagadmin.FieldTags:
+				*f.Tags(&e) = a.tagList(*f.Tags(&e))
 			}
-			e.Tags = a.tags[start:len(a.tags):len(a.tags)]
 		}
 		events = append(events, e)
 	}
@@ -97,6 +107,23 @@ type pageArena struct {
 	strs  []string
 	ints  []int64
 	tags  []flagadmin.Tag
+}
+
+// tagList returns a copy of tags in a.tags, their strings in a.bytes; nil
+// and empty stay as they are.
+func (a *pageArena) tagList(tags []flagadmin.Tag) []flagadmin.Tag {
+	if len(tags) == 0 {
+		return tags
+	}
+	start := len(a.tags)
+	for _, t := range tags {
+		color := t.Color // absent or null: no string
+		if hex, ok := color.Hex(); ok {
+			color = flagadmin.ColorOf(a.string(hex))
+		}
+		a.tags = append(a.tags, flagadmin.Tag{Type: a.string(t.Type), Value: a.string(t.Value), Color: color})
+	}
+	return a.tags[start:len(a.tags):len(a.tags)]
 }
 
 // string returns a copy of s in a.bytes.

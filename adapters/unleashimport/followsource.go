@@ -97,8 +97,7 @@ var readColumns = map[string][]string{
 	"api_tokens":             {"secret", "token_name", "username", "type", "environment", "expires_at", "created_at"},
 	"api_tokens_v2":          {"token_name", "type", "created_at"},
 	"personal_access_tokens": {"id", "secret", "description", "user_id", "expires_at", "created_at"},
-	"events": {"id", "created_at", "type", "created_by", "created_by_user_id", "environment", "project", "feature_name",
-		"data", "pre_data", "tags", "group_type", "group_id"},
+	"events":                 unleashEventColumns,
 }
 
 // readSet lists the tables and columns of readColumns the schema has

@@ -790,6 +790,11 @@ type eventMode struct {
 	upTo int64
 }
 
+// unleashEventColumns are the columns of Unleash's events table the
+// import and the follower read (readColumns): those eventColumns selects.
+var unleashEventColumns = []string{"id", "created_at", "type", "created_by", "created_by_user_id", "environment", "project", "feature_name",
+	"data", "pre_data", "tags", "group_type", "group_id"}
+
 // eventColumns is the select list of an events query, in the order
 // scanEvent reads it.
 func (r *reader) eventColumns() string {

@@ -9,7 +9,9 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"fmt"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/flagadmin/flagadmin/flagadmin"
@@ -57,47 +59,69 @@ func EventContent(e flagadmin.Event) ([]byte, error) {
 	if err := flagadmin.CheckNormal(e); err != nil {
 		return nil, err
 	}
-	// The members of the API's Event JSON without "id", written in RFC
-	// 8785's order (their names are ASCII: byte order), each value in its
-	// canonical form: strings and data by the RFC 8785 library, integers
-	// (within ±2^53 in the normal form) as their digits. A test holds it
-	// to the library's canonical form of SeedEventJSON.
+	// The members of the API's Event JSON without "id" (the declared
+	// fields, contentFields), written in RFC 8785's order (their names are
+	// ASCII: byte order), each value in its canonical form: strings and
+	// data by the RFC 8785 library, integers (within ±2^53 in the normal
+	// form) as their digits. A test holds it to the library's canonical
+	// form of SeedEventJSON.
 	b := make([]byte, 0, 256+len(e.Data)+len(e.PreData))
-	b = append(b, `{"createdAt":`...)
-	b = appendCanonicalString(b, formatTime(e.CreatedAt))
-	b = append(b, `,"createdBy":`...)
-	b = appendCanonicalString(b, e.CreatedBy)
-	b = append(b, `,"createdByUserId":`...)
-	if e.CreatedByUserID == nil {
-		b = append(b, "null"...)
-	} else {
-		b = strconv.AppendInt(b, *e.CreatedByUserID, 10)
+	for _, f := range contentFields {
+		if f.Kind == flagadmin.FieldTextOrAbsent && *f.TextOrNull(&e) == nil {
+			continue // left out when absent
+		}
+		b = append(b, ',', '"')
+		b = append(b, f.Name...)
+		b = append(b, '"', ':')
+		switch f.Kind {
+		case flagadmin.FieldInt:
+			b = strconv.AppendInt(b, *f.Int(&e), 10)
+		case flagadmin.FieldTime:
+			b = appendCanonicalString(b, formatTime(*f.Time(&e)))
+		case flagadmin.FieldText:
+			b = appendCanonicalString(b, *f.Text(&e))
+		case flagadmin.FieldIntOrNull:
+			if n := *f.IntOrNull(&e); n != nil {
+				b = strconv.AppendInt(b, *n, 10)
+			} else {
+				b = append(b, "null"...)
+			}
+		case flagadmin.FieldTextOrNull, flagadmin.FieldTextOrAbsent:
+			b = appendContentStringPtr(b, *f.TextOrNull(&e))
+		case flagadmin.FieldJSONOrNull:
+			var err error
+			if b, err = appendContentRaw(b, f.Name, *f.JSON(&e)); err != nil {
+				return nil, err
+			}
+		case flagadmin.FieldTags:
+			b = appendContentTags(b, *f.Tags(&e))
+		}
 	}
-	var err error
-	b = append(b, `,"data":`...)
-	if b, err = appendContentRaw(b, "data", e.Data); err != nil {
-		return nil, err
+	if len(b) == 0 { // no field written
+		return []byte("{}"), nil
 	}
-	b = append(b, `,"environment":`...)
-	b = appendContentStringPtr(b, e.Environment)
-	b = append(b, `,"featureName":`...)
-	b = appendContentStringPtr(b, e.FeatureName)
-	if e.GroupID != nil {
-		b = append(b, `,"groupId":`...)
-		b = appendCanonicalString(b, *e.GroupID)
+	b[0] = '{' // the comma of the first member
+	return append(b, '}'), nil
+}
+
+// contentFields are the declared fields of an event but its id, in RFC
+// 8785's order of their names: the members of an event's content.
+var contentFields = func() []flagadmin.EventField {
+	var out []flagadmin.EventField
+	for _, f := range flagadmin.EventFields() {
+		if f.Name != "id" {
+			out = append(out, f)
+		}
 	}
-	if e.GroupType != nil {
-		b = append(b, `,"groupType":`...)
-		b = appendCanonicalString(b, *e.GroupType)
-	}
-	b = append(b, `,"preData":`...)
-	if b, err = appendContentRaw(b, "preData", e.PreData); err != nil {
-		return nil, err
-	}
-	b = append(b, `,"project":`...)
-	b = appendContentStringPtr(b, e.Project)
-	b = append(b, `,"tags":[`...)
-	for i, t := range e.Tags {
+	slices.SortFunc(out, func(a, b flagadmin.EventField) int { return strings.Compare(a.Name, b.Name) })
+	return out
+}()
+
+// appendContentTags appends tags as a canonical JSON array, each tag's
+// members (color when present, type, value) in RFC 8785's order.
+func appendContentTags(b []byte, tags []flagadmin.Tag) []byte {
+	b = append(b, '[')
+	for i, t := range tags {
 		if i > 0 {
 			b = append(b, ',')
 		}
@@ -117,9 +141,7 @@ func EventContent(e flagadmin.Event) ([]byte, error) {
 		b = appendCanonicalString(b, t.Value)
 		b = append(b, '}')
 	}
-	b = append(b, `],"type":`...)
-	b = appendCanonicalString(b, e.Type)
-	return append(b, '}'), nil
+	return append(b, ']')
 }
 
 // appendContentStringPtr appends s as a canonical JSON string, null when nil.

@@ -5,9 +5,9 @@ import (
 	"database/sql"
 	"database/sql/driver"
 	"encoding/binary"
-	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -97,7 +97,8 @@ func Read(ctx context.Context, db *sql.DB, query string, args []any, limit int) 
 
 // readRows reads the rows of a page statement into page.
 func readRows(rows pgx.Rows, types *pgtype.Map, limit int, page *flagadmin.EventPage) error {
-	r := reader{types: types, fields: rows.FieldDescriptions(), chunk: min(max(limit, 1), Capacity)}
+	r := reader{types: types, fields: rows.FieldDescriptions(), chunk: min(max(limit, 1), Capacity),
+		ends: make([]int, max(len(stringColumns), len(jsonColumns))), null: make([]bool, len(stringColumns))}
 	if len(r.fields) != Columns {
 		// A statement that failed before its row description (such as one
 		// whose context ended) reports no columns: its error says why.
@@ -135,6 +136,9 @@ type reader struct {
 	types  *pgtype.Map
 	fields []pgconn.FieldDescription
 	text   []byte // the string columns of a row, concatenated
+	ends   []int  // rowStrings.ends, reused from row to row
+	null   []bool // rowStrings.null, reused from row to row
+	json   [][]byte
 
 	// The values of the events' pointer fields, allocated chunk events at
 	// a time rather than one by one (see strPtr, int64Ptr).
@@ -146,7 +150,7 @@ type reader struct {
 // strPtr returns a pointer to a copy of v.
 func (r *reader) strPtr(v string) *string {
 	if len(r.strs) == cap(r.strs) {
-		r.strs = make([]string, 0, 5*r.chunk) // environment, project, feature_name, group_type, group_id
+		r.strs = make([]string, 0, len(optionalColumns)*r.chunk)
 	}
 	r.strs = append(r.strs, v)
 	return &r.strs[len(r.strs)-1]
@@ -155,39 +159,49 @@ func (r *reader) strPtr(v string) *string {
 // int64Ptr returns a pointer to a copy of n.
 func (r *reader) int64Ptr(n int64) *int64 {
 	if len(r.ints) == cap(r.ints) {
-		r.ints = make([]int64, 0, r.chunk) // created_by_user_id
+		r.ints = make([]int64, 0, max(nullIntColumns, 1)*r.chunk)
 	}
 	r.ints = append(r.ints, n)
 	return &r.ints[len(r.ints)-1]
 }
 
-// Columns of a page statement's row (see Columns).
-const (
-	colTotal = iota
-	colID
-	colCreatedAt
-	colType
-	colCreatedBy
-	colCreatedByUserID
-	colEnvironment
-	colProject
-	colFeatureName
-	colData
-	colPreData
-	colTags
-	colGroupType
-	colGroupID
-)
+// colTotal is the column of a page's total; the columns of the declared
+// event fields (flagadmin.EventFields, stored.EventColumns) follow it,
+// eventFields[i] in column 1+i.
+const colTotal = 0
 
-// stringColumns are the string columns of a row, read into one string.
-var stringColumns = [...]int{colType, colCreatedBy, colEnvironment, colProject, colFeatureName, colTags, colGroupType, colGroupID}
+// eventFields are the declared fields of an event, which event reads.
+var eventFields = flagadmin.EventFields()
+
+// colID is the column of the events' id, null in the row of an empty page.
+var colID = 1 + slices.IndexFunc(eventFields, func(f flagadmin.EventField) bool { return f.Name == "id" })
+
+// The columns of a row by how event reads them: the string columns (text,
+// optional text and tags) into one string, the JSON columns into one
+// byte slice; optionalColumns are the string columns held by pointer;
+// nullIntColumns counts the integer columns held by pointer.
+var stringColumns, jsonColumns, optionalColumns, nullIntColumns = func() (strs, jsons, optional []int, nullInts int) {
+	for i, f := range eventFields {
+		switch f.Kind {
+		case flagadmin.FieldText, flagadmin.FieldTags:
+			strs = append(strs, 1+i)
+		case flagadmin.FieldTextOrNull, flagadmin.FieldTextOrAbsent:
+			strs, optional = append(strs, 1+i), append(optional, 1+i)
+		case flagadmin.FieldJSONOrNull:
+			jsons = append(jsons, 1+i)
+		case flagadmin.FieldIntOrNull:
+			nullInts++
+		}
+	}
+	return strs, jsons, optional, nullInts
+}()
 
 // rowStrings are the string columns of a row: their values share one
 // string, part i running to ends[i]; null[i] marks a null.
 type rowStrings struct {
 	text string
-	ends [len(stringColumns)]int
-	null [len(stringColumns)]bool
+	ends []int
+	null []bool
 }
 
 // part returns string column i (an index of stringColumns) and whether it
@@ -202,7 +216,8 @@ func (s *rowStrings) part(i int) (string, bool) {
 
 // strings reads the string columns of a row.
 func (r *reader) strings(vals [][]byte) (*rowStrings, error) {
-	var s rowStrings
+	s := rowStrings{ends: r.ends[:len(stringColumns)], null: r.null[:len(stringColumns)]}
+	clear(s.null)
 	r.text = r.text[:0]
 	for i, c := range stringColumns {
 		var err error
@@ -217,40 +232,51 @@ func (r *reader) strings(vals [][]byte) (*rowStrings, error) {
 	return &s, nil
 }
 
-// event returns the event of a row; ok is false when its columns are null
+// event returns the event of a row; ok is false when its id is null
 // (the row of an empty page). Its strings share one allocation, and its
-// data and pre-data another.
+// JSON fields another.
 func (r *reader) event(vals [][]byte) (e flagadmin.Event, ok bool, err error) {
-	id, ok, err := r.int64At(vals, colID)
-	if err != nil || !ok {
-		return e, false, err
-	}
-	createdAt, _, err := r.int64At(vals, colCreatedAt)
-	if err != nil {
-		return e, false, err
+	if vals[colID] == nil {
+		return e, false, nil
 	}
 	s, err := r.strings(vals)
 	if err != nil {
 		return e, false, err
 	}
-	e.ID, e.CreatedAt = id, stored.Time(createdAt)
-	e.Type, _ = s.part(0)
-	e.CreatedBy, _ = s.part(1)
-	e.Environment = r.optional(s.part(2))
-	e.Project = r.optional(s.part(3))
-	e.FeatureName = r.optional(s.part(4))
-	if v, ok := s.part(5); ok {
-		if e.Tags, err = stored.Tags(&v); err != nil {
-			return e, false, err
+	si := 0 // the next of stringColumns
+	for i := range eventFields {
+		f, col := &eventFields[i], 1+i
+		switch f.Kind {
+		case flagadmin.FieldInt:
+			if *f.Int(&e), _, err = r.int64At(vals, col); err != nil {
+				return e, false, err
+			}
+		case flagadmin.FieldTime:
+			ms, _, err := r.int64At(vals, col)
+			if err != nil {
+				return e, false, err
+			}
+			*f.Time(&e) = stored.Time(ms)
+		case flagadmin.FieldIntOrNull:
+			if *f.IntOrNull(&e), err = r.int64PtrAt(vals, col); err != nil {
+				return e, false, err
+			}
+		case flagadmin.FieldText:
+			*f.Text(&e), _ = s.part(si)
+			si++
+		case flagadmin.FieldTextOrNull, flagadmin.FieldTextOrAbsent:
+			*f.TextOrNull(&e) = r.optional(s.part(si))
+			si++
+		case flagadmin.FieldTags:
+			if v, ok := s.part(si); ok {
+				if *f.Tags(&e), err = stored.Tags(&v); err != nil {
+					return e, false, err
+				}
+			}
+			si++
 		}
 	}
-	if e.CreatedByUserID, err = r.int64PtrAt(vals, colCreatedByUserID); err != nil {
-		return e, false, err
-	}
-	e.GroupType = r.optional(s.part(6))
-	e.GroupID = r.optional(s.part(7))
-	e.Data, e.PreData, err = r.jsonPair(vals, colData, colPreData)
-	return e, true, err
+	return e, true, r.jsonFields(vals, &e)
 }
 
 // optional is a pointer to a copy of v when ok, else nil.
@@ -261,32 +287,34 @@ func (r *reader) optional(v string, ok bool) *string {
 	return r.strPtr(v)
 }
 
-// jsonPair returns the JSON texts of columns a and b (nil when null), in
-// one allocation.
-func (r *reader) jsonPair(vals [][]byte, a, b int) (json.RawMessage, json.RawMessage, error) {
-	if vals[a] == nil && vals[b] == nil {
-		return nil, nil, nil
-	}
+// jsonFields sets the JSON fields of e to the texts of jsonColumns (nil
+// when null), in one allocation.
+func (r *reader) jsonFields(vals [][]byte, e *flagadmin.Event) error {
 	buf := r.text[:0]
-	var err error
-	if buf, err = r.appendText(buf, vals, a); err != nil {
-		return nil, nil, err
+	ends := r.ends[:0]
+	some := false
+	for _, c := range jsonColumns {
+		var err error
+		if buf, err = r.appendText(buf, vals, c); err != nil {
+			return err
+		}
+		ends = append(ends, len(buf))
+		some = some || vals[c] != nil
 	}
-	mid := len(buf)
-	if buf, err = r.appendText(buf, vals, b); err != nil {
-		return nil, nil, err
+	r.text, r.ends = buf, ends
+	if !some {
+		return nil
 	}
-	r.text = buf
-	both := make([]byte, len(buf))
-	copy(both, buf)
-	var x, y json.RawMessage
-	if vals[a] != nil {
-		x = both[:mid:mid]
+	all := make([]byte, len(buf))
+	copy(all, buf)
+	start := 0
+	for j, c := range jsonColumns {
+		if vals[c] != nil {
+			*eventFields[c-1].JSON(e) = all[start:ends[j]:ends[j]]
+		}
+		start = ends[j]
 	}
-	if vals[b] != nil {
-		y = both[mid:]
-	}
-	return x, y, nil
+	return nil
 }
 
 // appendText appends the text of column i (nothing when null) to b.

@@ -7,9 +7,12 @@ package stored
 
 import (
 	"encoding/json"
+	"reflect"
 	"strings"
 	"time"
+	"unicode"
 	"unicode/utf8"
+	"unsafe"
 
 	"github.com/uptrace/bun"
 	"github.com/uptrace/bun/dialect"
@@ -20,15 +23,40 @@ import (
 
 // EventColumns are the columns an event is read back from, in the order
 // Event declares them (not the search texts): the column of each
-// flagadmin.EventFields, in its order (a test holds them to it).
-var EventColumns = []string{"id", "created_at", "type", "created_by", "created_by_user_id", "environment", "project", "feature_name", "data", "pre_data", "tags", "group_type", "group_id"}
+// flagadmin.EventFields, in its order, named by ColumnName.
+var EventColumns = func() []string {
+	var out []string
+	for _, f := range flagadmin.EventFields() {
+		out = append(out, ColumnName(f.Name))
+	}
+	return out
+}()
 
 // columns are the columns of the events table by the name of the
 // flagadmin.EventField they hold.
-var columns = map[string]string{
-	"id": "id", "createdAt": "created_at", "type": "type", "createdBy": "created_by", "createdByUserId": "created_by_user_id",
-	"environment": "environment", "project": "project", "featureName": "feature_name", "data": "data", "preData": "pre_data",
-	"tags": "tags", "groupType": "group_type", "groupId": "group_id",
+var columns = func() map[string]string {
+	m := map[string]string{}
+	for _, f := range flagadmin.EventFields() {
+		m[f.Name] = ColumnName(f.Name)
+	}
+	return m
+}()
+
+// ColumnName is the column of the events table that holds the declared
+// event field called field: its name in snake case (featureName,
+// feature_name; createdByUserId, created_by_user_id).
+func ColumnName(field string) string {
+	var b strings.Builder
+	for i, r := range field {
+		if unicode.IsUpper(r) {
+			if i > 0 {
+				b.WriteByte('_')
+			}
+			r = unicode.ToLower(r)
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
 }
 
 // Column returns the column of the events table that holds the
@@ -43,7 +71,10 @@ func Column(field string) string {
 	return c
 }
 
-// Event is a row of the events table.
+// Event is a row of the events table: a field for each declared event
+// field (flagadmin.EventFields), tagged with its column (ColumnName) and
+// of the type its kind is stored as (rowTypes), then the search texts and
+// the salt. EventOf and Event copy the declared fields by that table.
 type Event struct {
 	bun.BaseModel `bun:"table:events"`
 
@@ -67,33 +98,143 @@ type Event struct {
 	Salt []byte `bun:"salt"`
 }
 
+// RowColumns are the columns of a row (every field of Event with a
+// column), in Event's order: the columns a COPY of rows fills (Values).
+var RowColumns, rowIndexes = func() (cols []string, idx []int) {
+	t := reflect.TypeFor[Event]()
+	for i := range t.NumField() {
+		name, _, _ := strings.Cut(t.Field(i).Tag.Get("bun"), ",")
+		if name != "" && !strings.HasPrefix(name, "table:") {
+			cols, idx = append(cols, name), append(idx, i)
+		}
+	}
+	return cols, idx
+}()
+
+// Values returns the values of the row's RowColumns, in their order.
+func (r *Event) Values() []any {
+	v := reflect.ValueOf(r).Elem()
+	out := make([]any, len(rowIndexes))
+	for i, f := range rowIndexes {
+		out[i] = v.Field(f).Interface()
+	}
+	return out
+}
+
+// rowTypes are the Go types of a row's field by the kind of the declared
+// field it holds: times as Unix milliseconds, JSON and tags as text.
+var rowTypes = map[flagadmin.EventFieldKind]reflect.Type{
+	flagadmin.FieldInt:          reflect.TypeFor[int64](),
+	flagadmin.FieldTime:         reflect.TypeFor[int64](),
+	flagadmin.FieldText:         reflect.TypeFor[string](),
+	flagadmin.FieldIntOrNull:    reflect.TypeFor[*int64](),
+	flagadmin.FieldTextOrNull:   reflect.TypeFor[*string](),
+	flagadmin.FieldTextOrAbsent: reflect.TypeFor[*string](),
+	flagadmin.FieldJSONOrNull:   reflect.TypeFor[*string](),
+	flagadmin.FieldTags:         reflect.TypeFor[*string](),
+}
+
+// rowField is a declared event field with the offset of its field in Event.
+type rowField struct {
+	flagadmin.EventField
+	offset uintptr
+}
+
+// rowFields are the declared event fields with their fields in Event,
+// found by column at init: a declared field without its field of the
+// type rowTypes gives panics, which every test of the store catches.
+var rowFields = func() []rowField {
+	byColumn := map[string]reflect.StructField{}
+	t := reflect.TypeFor[Event]()
+	for i := range t.NumField() {
+		name, _, _ := strings.Cut(t.Field(i).Tag.Get("bun"), ",")
+		byColumn[name] = t.Field(i)
+	}
+	var out []rowField
+	for _, f := range flagadmin.EventFields() {
+		sf, ok := byColumn[ColumnName(f.Name)]
+		if !ok || sf.Type != rowTypes[f.Kind] {
+			panic("stored: the event field " + f.Name + " has no field of its type in stored.Event")
+		}
+		out = append(out, rowField{f, sf.Offset})
+	}
+	return out
+}()
+
 // EventOf returns the row of e with its search texts (flagadmin.SearchTexts),
 // its id and its salt.
 func EventOf(e flagadmin.Event) (Event, error) {
-	tags, err := TagsText(e.Tags)
-	if err != nil {
-		return Event{}, err
+	var r Event
+	for _, f := range rowFields {
+		p := unsafe.Add(unsafe.Pointer(&r), f.offset)
+		switch f.Kind {
+		case flagadmin.FieldInt:
+			*(*int64)(p) = *f.Int(&e)
+		case flagadmin.FieldTime:
+			*(*int64)(p) = Millis(*f.Time(&e))
+		case flagadmin.FieldText:
+			*(*string)(p) = *f.Text(&e)
+		case flagadmin.FieldIntOrNull:
+			*(**int64)(p) = *f.IntOrNull(&e)
+		case flagadmin.FieldTextOrNull, flagadmin.FieldTextOrAbsent:
+			*(**string)(p) = *f.TextOrNull(&e)
+		case flagadmin.FieldJSONOrNull:
+			*(**string)(p) = RawText(*f.JSON(&e))
+		case flagadmin.FieldTags:
+			tags, err := TagsText(*f.Tags(&e))
+			if err != nil {
+				return Event{}, err
+			}
+			*(**string)(p) = tags
+		}
 	}
-	payload, meta := flagadmin.SearchTexts(e)
-	return Event{
-		ID: e.ID, CreatedAt: Millis(e.CreatedAt), Type: e.Type, CreatedBy: e.CreatedBy, CreatedByUserID: e.CreatedByUserID,
-		Environment: e.Environment, Project: e.Project, FeatureName: e.FeatureName,
-		Data: RawText(e.Data), PreData: RawText(e.PreData), Tags: tags, GroupType: e.GroupType, GroupID: e.GroupID,
-		SearchPayload: payload, SearchMeta: meta, Salt: e.Salt,
-	}, nil
+	r.SearchPayload, r.SearchMeta = flagadmin.SearchTexts(e)
+	r.Salt = e.Salt
+	return r, nil
 }
 
 // Event returns the event of the row.
 func (r Event) Event() (flagadmin.Event, error) {
-	tags, err := Tags(r.Tags)
-	if err != nil {
-		return flagadmin.Event{}, err
+	var e flagadmin.Event
+	for _, f := range rowFields {
+		p := unsafe.Add(unsafe.Pointer(&r), f.offset)
+		switch f.Kind {
+		case flagadmin.FieldInt:
+			*f.Int(&e) = *(*int64)(p)
+		case flagadmin.FieldTime:
+			*f.Time(&e) = Time(*(*int64)(p))
+		case flagadmin.FieldText:
+			*f.Text(&e) = *(*string)(p)
+		case flagadmin.FieldIntOrNull:
+			*f.IntOrNull(&e) = *(**int64)(p)
+		case flagadmin.FieldTextOrNull, flagadmin.FieldTextOrAbsent:
+			*f.TextOrNull(&e) = *(**string)(p)
+		case flagadmin.FieldJSONOrNull:
+			*f.JSON(&e) = Raw(*(**string)(p))
+		case flagadmin.FieldTags:
+			tags, err := Tags(*(**string)(p))
+			if err != nil {
+				return flagadmin.Event{}, err
+			}
+			*f.Tags(&e) = tags
+		}
 	}
-	return flagadmin.Event{
-		ID: r.ID, CreatedAt: Time(r.CreatedAt), Type: r.Type, CreatedBy: r.CreatedBy, CreatedByUserID: r.CreatedByUserID,
-		Environment: r.Environment, Project: r.Project, FeatureName: r.FeatureName,
-		Data: Raw(r.Data), PreData: Raw(r.PreData), Tags: tags, GroupType: r.GroupType, GroupID: r.GroupID,
-	}, nil
+	return e, nil
+}
+
+// AsStored returns e as a row holds it and Event reads it back: its
+// times to the millisecond, and empty JSON (data, preData) as none
+// (RawText).
+func AsStored(e flagadmin.Event) flagadmin.Event {
+	for _, f := range rowFields {
+		switch f.Kind {
+		case flagadmin.FieldTime:
+			*f.Time(&e) = Time(Millis(*f.Time(&e)))
+		case flagadmin.FieldJSONOrNull:
+			*f.JSON(&e) = Raw(RawText(*f.JSON(&e)))
+		}
+	}
+	return e
 }
 
 // ProjectHidden is the SQL form of flagadmin.ProjectHidden on column, a
