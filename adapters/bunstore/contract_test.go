@@ -6,7 +6,6 @@ import (
 
 	"github.com/flagadmin/flagadmin/adapters/bunstore"
 	"github.com/flagadmin/flagadmin/flagadmin"
-	"github.com/flagadmin/flagadmin/internal/dbtest"
 	"github.com/flagadmin/flagadmin/internal/storetest"
 )
 
@@ -39,9 +38,9 @@ func TestContractSQLiteMemory(t *testing.T) {
 	contract(t, func(testing.TB) string { return "sqlite::memory:" })
 }
 
-func TestContractPostgres(t *testing.T) { contract(t, dbtest.Postgres) }
+func TestContractPostgres(t *testing.T) { contract(t, migratedPostgres(t)) }
 
-func TestContractMySQL(t *testing.T) { contract(t, dbtest.MySQL) }
+func TestContractMySQL(t *testing.T) { contract(t, migratedMySQL(t)) }
 
 // The plain store (every speed-up off) is the reference the tuned one
 // must agree with: the same suite, every answer computed from the base
@@ -51,6 +50,10 @@ func TestContractPlainSQLite(t *testing.T) {
 	contract(t, migratedSQLite("plain", bunstore.WithoutTuning()), bunstore.WithoutTuning())
 }
 
-func TestContractPlainPostgres(t *testing.T) { contract(t, dbtest.Postgres, bunstore.WithoutTuning()) }
+func TestContractPlainPostgres(t *testing.T) {
+	contract(t, migratedPostgres(t, bunstore.WithoutTuning()), bunstore.WithoutTuning())
+}
 
-func TestContractPlainMySQL(t *testing.T) { contract(t, dbtest.MySQL, bunstore.WithoutTuning()) }
+func TestContractPlainMySQL(t *testing.T) {
+	contract(t, migratedMySQL(t, bunstore.WithoutTuning()), bunstore.WithoutTuning())
+}

@@ -4,7 +4,6 @@ import (
 	"testing"
 
 	"github.com/flagadmin/flagadmin/adapters/bunstore"
-	"github.com/flagadmin/flagadmin/internal/dbtest"
 	"github.com/flagadmin/flagadmin/internal/storetest"
 )
 
@@ -17,18 +16,18 @@ func followContract(t *testing.T, newURL func(testing.TB) string, opts ...bunsto
 
 func TestFollowContractSQLite(t *testing.T) { followContract(t, migratedSQLite("tuned")) }
 
-func TestFollowContractPostgres(t *testing.T) { followContract(t, dbtest.Postgres) }
+func TestFollowContractPostgres(t *testing.T) { followContract(t, migratedPostgres(t)) }
 
-func TestFollowContractMySQL(t *testing.T) { followContract(t, dbtest.MySQL) }
+func TestFollowContractMySQL(t *testing.T) { followContract(t, migratedMySQL(t)) }
 
 func TestFollowContractPlainSQLite(t *testing.T) {
 	followContract(t, migratedSQLite("plain", bunstore.WithoutTuning()), bunstore.WithoutTuning())
 }
 
 func TestFollowContractPlainPostgres(t *testing.T) {
-	followContract(t, dbtest.Postgres, bunstore.WithoutTuning())
+	followContract(t, migratedPostgres(t, bunstore.WithoutTuning()), bunstore.WithoutTuning())
 }
 
 func TestFollowContractPlainMySQL(t *testing.T) {
-	followContract(t, dbtest.MySQL, bunstore.WithoutTuning())
+	followContract(t, migratedMySQL(t, bunstore.WithoutTuning()), bunstore.WithoutTuning())
 }

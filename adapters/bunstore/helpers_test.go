@@ -20,6 +20,25 @@ var engines = []struct {
 	{"MySQL", dbtest.MySQL},
 }
 
+// forMigratedEngines runs test, a suite of many cases, on every engine,
+// giving each case a database from a pool of databases Open migrated with
+// the default options (migratedSQLite, migratedPostgres, migratedMySQL),
+// for suites whose cases each open a store on a database of their own.
+func forMigratedEngines(t *testing.T, test func(t *testing.T, newURL func(testing.TB) string)) {
+	for _, name := range []string{"SQLite", "Postgres", "MySQL"} {
+		t.Run(name, func(t *testing.T) {
+			switch name {
+			case "SQLite":
+				test(t, migratedSQLite("tuned"))
+			case "Postgres":
+				test(t, migratedPostgres(t))
+			default:
+				test(t, migratedMySQL(t))
+			}
+		})
+	}
+}
+
 // forEachEngine runs test on a fresh database of every engine.
 func forEachEngine(t *testing.T, test func(t *testing.T, url string)) {
 	for _, e := range engines {
@@ -42,6 +61,31 @@ func migratedSQLite(key string, opts ...bunstore.Option) func(testing.TB) string
 			}
 			return s.Close()
 		})
+	}
+}
+
+// migratedPostgres and migratedMySQL give each test of t (a suite) a
+// database that Open, with opts, migrated, from a pool reused from test to
+// test (dbtest.Pool): a test that ends leaves it as the migration left it
+// for the next. Like migratedSQLite, this is for the contract suites,
+// whose hundreds of cases would each migrate a database of their own; the
+// migration itself is tested on fresh databases (dbtest.Postgres, MySQL).
+func migratedPostgres(t *testing.T, opts ...bunstore.Option) func(testing.TB) string {
+	return dbtest.PostgresPool(t, buildStore(opts...)).URL
+}
+
+func migratedMySQL(t *testing.T, opts ...bunstore.Option) func(testing.TB) string {
+	return dbtest.MySQLPool(t, buildStore(opts...)).URL
+}
+
+// buildStore migrates the database of a URL by opening a store with opts.
+func buildStore(opts ...bunstore.Option) func(url string) error {
+	return func(url string) error {
+		s, err := bunstore.Open(context.Background(), url, opts...)
+		if err != nil {
+			return err
+		}
+		return s.Close()
 	}
 }
 

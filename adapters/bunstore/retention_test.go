@@ -20,14 +20,12 @@ import (
 // write the database but holds no signing key sends them.
 
 func TestRetentionAttacks(t *testing.T) {
-	for _, e := range engines {
-		t.Run(e.name, func(t *testing.T) {
-			retentiontest.Run(t, func(t *testing.T) retentiontest.Store {
-				url := e.url(t)
-				return &tamperedByHand{Store: open(t, url), db: dbtest.Raw(t, url), pg: strings.HasPrefix(url, "postgres")}
-			})
+	forMigratedEngines(t, func(t *testing.T, newURL func(testing.TB) string) {
+		retentiontest.Run(t, func(t *testing.T) retentiontest.Store {
+			url := newURL(t)
+			return &tamperedByHand{Store: open(t, url), db: dbtest.Raw(t, url), pg: strings.HasPrefix(url, "postgres")}
 		})
-	}
+	})
 }
 
 // tamperedByHand is a store whose rows an attacker edits with SQL.

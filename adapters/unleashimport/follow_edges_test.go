@@ -242,7 +242,7 @@ func TestFollowKeepsTheLeaseWhileCopying(t *testing.T) {
 // as configured is refused before following starts, in one line; one that
 // cannot be reached is not (the follower tries again).
 func TestFollowCheckSource(t *testing.T) {
-	src := unleashfixture.Restore(t)
+	src := unleashfixture.ReadOnly(t)
 	with := func(change func(*url.URL)) string {
 		u, err := url.Parse(src)
 		if err != nil {
@@ -296,7 +296,7 @@ func TestFollowUnreachableBeforeTheCopy(t *testing.T) {
 // (served, /ready 200) as soon as Check found it, before the source is
 // reached.
 func TestFollowResumedCopyIsReadyAtOnce(t *testing.T) {
-	src := unleashfixture.Restore(t)
+	src := unleashfixture.ReadOnly(t)
 	store := memstore.New()
 	first := startFollower(t, src, store, unleashimport.FollowOptions{})
 	caughtUp(t, first, fixtureEvents)

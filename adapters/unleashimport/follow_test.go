@@ -257,7 +257,7 @@ func TestFollowRefusesAStoreThatHoldsAnythingElse(t *testing.T) {
 }
 
 func testFollowRefusesAStoreThatHoldsAnythingElse(t *testing.T, target followTarget) {
-	url := unleashfixture.Restore(t)
+	url := unleashfixture.ReadOnly(t)
 	store := target.open(t)
 	svc := flagadmin.NewService(store)
 	if _, err := svc.CreateProject(context.Background(), flagadmin.System, flagadmin.Project{ID: "mine", Name: "Mine", Mode: flagadmin.ModeOpen}); err != nil {
@@ -277,7 +277,7 @@ func TestFollowStopsOnAnotherDatabase(t *testing.T) {
 }
 
 func testFollowStopsOnAnotherDatabase(t *testing.T, target followTarget) {
-	url := unleashfixture.Restore(t)
+	url := unleashfixture.ReadOnly(t)
 	other := unleashfixture.Restore(t)
 	store := target.open(t)
 	r := startFollower(t, url, store, unleashimport.FollowOptions{})

@@ -64,7 +64,7 @@ func openSource(t *testing.T, url string) *unleashimport.Source {
 }
 
 func TestImportFixture(t *testing.T) {
-	url := unleashfixture.Restore(t)
+	url := unleashfixture.ReadOnly(t)
 	exp := unleashfixture.LoadExpected(t)
 	names := featureNames(t, url)
 	for _, tg := range targets {
@@ -650,7 +650,7 @@ func checkNextIDs(t *testing.T, svc *flagadmin.Service, st store) {
 // from the events a seed file cannot hold (types unknown to flagadmin),
 // which the summary counts.
 func TestSeedRoundTrip(t *testing.T) {
-	url := unleashfixture.Restore(t)
+	url := unleashfixture.ReadOnly(t)
 	ctx := context.Background()
 	direct := memstore.New()
 	if _, err := unleashimport.Import(ctx, openSource(t, url), direct, unleashimport.Options{}); err != nil {

@@ -18,7 +18,7 @@ import (
 // (Dave is a root Viewer outside payments, the only private project; Bob
 // a member of it).
 func TestImportedMultiProjectEvents(t *testing.T) {
-	url := unleashfixture.Restore(t)
+	url := unleashfixture.ReadOnly(t)
 	for _, tg := range targets {
 		t.Run(tg.name, func(t *testing.T) {
 			ctx := context.Background()

@@ -355,7 +355,7 @@ func TestFollowedEventsReachStreamsExportsAndWebhooks(t *testing.T) {
 // database, a database that does not exist, a role refused) ends serve at
 // start with one line, not a server that runs without a copy.
 func TestServeFollowRefusesASourceThatCannotBeFollowed(t *testing.T) {
-	src := unleashfixture.Restore(t)
+	src := unleashfixture.ReadOnly(t)
 	with := func(change func(*url.URL)) string {
 		u, err := url.Parse(src)
 		if err != nil {

@@ -23,7 +23,7 @@ import (
 // SQLite file (then refused a second time), into a seed file that flagadmin
 // seed loads, and as a dry run.
 func TestImportUnleash(t *testing.T) {
-	src := unleashfixture.Restore(t)
+	src := unleashfixture.ReadOnly(t)
 	db := dbtest.SQLite(t)
 	code, stdout, stderr := runCLI(t, nil, "import", "unleash", "--from", src, "--db", db)
 	if code != 0 {
@@ -275,7 +275,7 @@ func TestImportInterrupted(t *testing.T) {
 // TestImportProgressPostgres: into PostgreSQL too, the import tells each
 // index it builds, and the commit.
 func TestImportProgressPostgres(t *testing.T) {
-	src := unleashfixture.Restore(t)
+	src := unleashfixture.ReadOnly(t)
 	code, _, stderr := runCLI(t, nil, "import", "unleash", "--from", src, "--db", dbtest.Postgres(t))
 	if code != 0 {
 		t.Fatalf("import: exit %d, stderr %s", code, stderr)

@@ -13,7 +13,9 @@
 // it. Schemas and databases are dropped when the test ends.
 //
 // SQLiteFrom gives a test a copy of a SQLite database built once per test
-// binary, such as a migrated one.
+// binary, such as a migrated one; PostgresPool and MySQLPool give the tests
+// of a suite built schemas or databases, each put back as built when a test
+// ends and handed to the next (Pool).
 package dbtest
 
 import (
@@ -116,11 +118,31 @@ func buildSQLiteTemplate(build func(url string) error) ([]byte, error) {
 // available.
 func Postgres(t testing.TB) string {
 	t.Helper()
-	dsn := os.Getenv(PostgresEnv)
-	if dsn == "" {
-		dsn = postgresContainer.get(t, PostgresEnv, "postgres://postgres@127.0.0.1:5432/test?sslmode=disable", startPostgres)
-	}
+	dsn := postgresDSN(t)
 	admin := openAdmin(t, "pgx", dsn, PostgresEnv)
+	schema := createSchema(t, admin)
+	t.Cleanup(func() {
+		if _, err := admin.ExecContext(context.Background(), "DROP SCHEMA "+schema+" CASCADE"); err != nil {
+			t.Errorf("dbtest: drop schema %s: %v", schema, err)
+		}
+		admin.Close()
+	})
+	return postgresURL(t, dsn, schema)
+}
+
+// postgresDSN returns FLAGADMIN_TEST_POSTGRES_DSN, or the URL of a
+// container; it skips t when neither is available.
+func postgresDSN(t testing.TB) string {
+	t.Helper()
+	if dsn := os.Getenv(PostgresEnv); dsn != "" {
+		return dsn
+	}
+	return postgresContainer.get(t, PostgresEnv, "postgres://postgres@127.0.0.1:5432/test?sslmode=disable", startPostgres)
+}
+
+// createSchema creates a new, empty schema with admin and returns its name.
+func createSchema(t testing.TB, admin *sql.DB) string {
+	t.Helper()
 	ctx := context.Background()
 	// pg_trgm goes in public once for the database, so that no test schema
 	// owns it (dropping that schema would drop it for everyone). A
@@ -130,12 +152,12 @@ func Postgres(t testing.TB) string {
 	if _, err := admin.ExecContext(ctx, "CREATE SCHEMA "+schema); err != nil {
 		t.Fatalf("dbtest: create schema %s: %v", schema, err)
 	}
-	t.Cleanup(func() {
-		if _, err := admin.ExecContext(context.Background(), "DROP SCHEMA "+schema+" CASCADE"); err != nil {
-			t.Errorf("dbtest: drop schema %s: %v", schema, err)
-		}
-		admin.Close()
-	})
+	return schema
+}
+
+// postgresURL returns dsn with schema first on its search_path.
+func postgresURL(t testing.TB, dsn, schema string) string {
+	t.Helper()
 	u, err := url.Parse(dsn)
 	if err != nil {
 		t.Fatalf("dbtest: %s is not a URL: %v", PostgresEnv, err)
@@ -151,19 +173,9 @@ func Postgres(t testing.TB) string {
 // dropped when t ends. It skips t when neither is available.
 func MySQL(t testing.TB) string {
 	t.Helper()
-	rawURL := os.Getenv(MySQLEnv)
-	if rawURL == "" {
-		rawURL = mysqlContainer.get(t, MySQLEnv, "mysql://root@127.0.0.1:3306/test", startMySQL)
-	}
-	u, err := url.Parse(rawURL)
-	if err != nil || u.Scheme != "mysql" {
-		t.Fatalf("dbtest: %s must be a URL like mysql://user:pass@host:3306/db", MySQLEnv)
-	}
+	u := mysqlServer(t)
 	admin := openAdmin(t, "mysql", mysqlDSN(u), MySQLEnv)
-	name := "t_" + randomHex(t)
-	if _, err := admin.ExecContext(context.Background(), "CREATE DATABASE "+name+" CHARACTER SET utf8mb4"); err != nil {
-		t.Fatalf("dbtest: create database %s: %v", name, err)
-	}
+	name := createDatabase(t, admin)
 	t.Cleanup(func() {
 		if _, err := admin.ExecContext(context.Background(), "DROP DATABASE IF EXISTS "+name); err != nil {
 			t.Errorf("dbtest: drop database %s: %v", name, err)
@@ -172,6 +184,31 @@ func MySQL(t testing.TB) string {
 	})
 	u.Path = "/" + name
 	return u.String()
+}
+
+// mysqlServer returns the URL of FLAGADMIN_TEST_MYSQL_DSN, or of a
+// container; it skips t when neither is available.
+func mysqlServer(t testing.TB) *url.URL {
+	t.Helper()
+	rawURL := os.Getenv(MySQLEnv)
+	if rawURL == "" {
+		rawURL = mysqlContainer.get(t, MySQLEnv, "mysql://root@127.0.0.1:3306/test", startMySQL)
+	}
+	u, err := url.Parse(rawURL)
+	if err != nil || u.Scheme != "mysql" {
+		t.Fatalf("dbtest: %s must be a URL like mysql://user:pass@host:3306/db", MySQLEnv)
+	}
+	return u
+}
+
+// createDatabase creates a new, empty database with admin and returns its name.
+func createDatabase(t testing.TB, admin *sql.DB) string {
+	t.Helper()
+	name := "t_" + randomHex(t)
+	if _, err := admin.ExecContext(context.Background(), "CREATE DATABASE "+name+" CHARACTER SET utf8mb4"); err != nil {
+		t.Fatalf("dbtest: create database %s: %v", name, err)
+	}
+	return name
 }
 
 // Raw opens the database of dbURL (a URL of this package's) with its

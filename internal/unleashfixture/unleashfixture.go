@@ -5,7 +5,9 @@
 // dump loads its rows with COPY ... FROM stdin); without either, tests skip
 // saying which is missing. The dump is restored once per server into a
 // template database named after its hash (kept, like a cached container
-// image); each test gets a copy of it, dropped when the test ends.
+// image); each test gets a copy of it, dropped when the test ends
+// (Restore), or, if it only reads, a copy shared by every such test, kept
+// beside the template, whose transactions are read-only (ReadOnly).
 package unleashfixture
 
 import (
@@ -117,6 +119,51 @@ func template(t testing.TB, admin *sql.Conn) string {
 		t.Fatalf("unleashfixture: %v", err)
 	}
 	return name
+}
+
+// ReadOnly returns the URL of a database holding the fixture that tests
+// share and must not change: its transactions are read-only (the
+// database's default_transaction_read_only), so a write fails. It is made
+// from the template once per server and kept beside it: a test that only
+// reads the fixture (an import) saves the copy and the drop of a database
+// of its own, which cost seconds each.
+func ReadOnly(t testing.TB) string {
+	t.Helper()
+	dsn := adminDSN(t)
+	db := openServer(t, dsn)
+	defer db.Close()
+	ctx := context.Background()
+	admin, err := db.Conn(ctx)
+	if err != nil {
+		t.Fatalf("unleashfixture: cannot reach the server of %s: %v", dbtest.PostgresEnv, err)
+	}
+	defer admin.Close()
+	if _, err := admin.ExecContext(ctx, "SELECT pg_advisory_lock($1)", lockKey); err != nil {
+		t.Fatalf("unleashfixture: %v", err)
+	}
+	defer func() { _, _ = admin.ExecContext(context.Background(), "SELECT pg_advisory_unlock($1)", lockKey) }()
+	tmpl := template(t, admin)
+	name := strings.Replace(tmpl, "unleash_fixture_", "unleash_readonly_", 1)
+	var exists bool
+	if err := admin.QueryRowContext(ctx, "SELECT EXISTS (SELECT 1 FROM pg_database WHERE datname = $1)", name).Scan(&exists); err != nil {
+		t.Fatalf("unleashfixture: %v", err)
+	}
+	if !exists {
+		// Made under another name and renamed once read-only, so that the
+		// name never holds a copy that can be written.
+		partial := name + "_partial_" + randomHex()
+		for _, stmt := range []string{
+			"CREATE DATABASE " + partial + " TEMPLATE " + tmpl,
+			"ALTER DATABASE " + partial + " SET default_transaction_read_only = on",
+			"ALTER DATABASE " + partial + " RENAME TO " + name,
+		} {
+			if _, err := admin.ExecContext(ctx, stmt); err != nil {
+				_, _ = admin.ExecContext(context.Background(), "DROP DATABASE IF EXISTS "+partial+" WITH (FORCE)")
+				t.Fatalf("unleashfixture: %s: %v", stmt, err)
+			}
+		}
+	}
+	return withDatabase(t, dsn, name)
 }
 
 // Restore returns the URL of a new database holding the fixture, dropped
