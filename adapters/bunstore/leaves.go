@@ -119,13 +119,11 @@ func (s *Store) appendLeaves(ctx context.Context, t *txn, ch *changes) error {
 			return err
 		}
 	}
-	switch {
-	case s.dialect == dialect.PG && ch.bulk:
-		return s.copyLeaves(ctx, t, leaves)
-	case s.dialect == dialect.PG:
+	if s.dialect == dialect.PG {
+		if ch.bulk {
+			return s.copyLeaves(ctx, t, leaves)
+		}
 		return appendLeavesPG(ctx, t, leaves)
-	case s.dialect == dialect.MySQL && !ch.bulk:
-		return appendLeavesMySQL(ctx, t, leaves)
 	}
 	size, err := s.logSizeLocked(ctx, t)
 	if err != nil {
@@ -216,30 +214,6 @@ func appendLeavesPG(ctx context.Context, db bun.IDB, leaves []leafRow) error {
 		}
 	}
 	return nil
-}
-
-// appendLeavesMySQL appends a write's leaves on MySQL in one statement,
-// which reads the log's size and inserts the leaves from it: one round
-// trip under the event order lock instead of two. INSERT ... SELECT reads
-// log_leaves with locks, so it sees the latest committed leaves, as the
-// locking read of logSizeLocked does (a plain read would see t's snapshot,
-// which may predate the lock); MySQL reads the size before it inserts.
-func appendLeavesMySQL(ctx context.Context, db bun.IDB, leaves []leafRow) error {
-	var b strings.Builder
-	args := make([]any, 0, 7*len(leaves))
-	b.WriteString(`INSERT INTO log_leaves (idx, event_id, hash, created_at, project, type, content)
-		SELECT o.start + v.k, v.event_id, v.hash, v.created_at, v.project, v.type, v.content
-		FROM (SELECT COALESCE(MAX(idx) + 1, 0) AS start FROM log_leaves) AS o, (`)
-	for i, l := range leaves {
-		if i > 0 {
-			b.WriteString(" UNION ALL ")
-		}
-		b.WriteString("SELECT ? AS k, ? AS event_id, ? AS hash, ? AS created_at, ? AS project, ? AS type, ? AS content")
-		args = append(args, i, l.EventID, l.Hash, l.CreatedAt, l.Project, l.Type, l.Content)
-	}
-	b.WriteString(") AS v")
-	_, err := db.ExecContext(ctx, b.String(), args...)
-	return err
 }
 
 // copyLeaves appends many leaves on PostgreSQL: the log's size read in
