@@ -111,7 +111,22 @@ func newPool(t testing.TB, e engine, build func(url string) error) *Pool {
 // there is no server (as Postgres and MySQL do).
 func (p *Pool) URL(t testing.TB) string {
 	t.Helper()
+	name := p.idleDatabase(t)
+	if name == "" {
+		name = p.make(t)
+	}
+	t.Cleanup(func() { p.put(t, name) })
+	return p.engine.url(t, p.server, name)
+}
+
+// idleDatabase connects the pool to its server on first use and takes an
+// idle database from it ("" when none is idle). Skipping t (no server) or
+// failing it ends t's goroutine: the lock is released by defer, or every
+// later test of the pool would wait for it for ever.
+func (p *Pool) idleDatabase(t testing.TB) string {
+	t.Helper()
 	p.mu.Lock()
+	defer p.mu.Unlock()
 	if p.admin == nil {
 		rawURL, driver, dsn := p.engine.server(t) // may skip t
 		p.server, p.admin = rawURL, openAdmin(t, driver, dsn, "the pool's server")
@@ -120,12 +135,7 @@ func (p *Pool) URL(t testing.TB) string {
 	if n := len(p.idle); n > 0 {
 		name, p.idle = p.idle[n-1], p.idle[:n-1]
 	}
-	p.mu.Unlock()
-	if name == "" {
-		name = p.make(t)
-	}
-	t.Cleanup(func() { p.put(t, name) })
-	return p.engine.url(t, p.server, name)
+	return name
 }
 
 // make creates a database, runs build on it and, for the pool's first,

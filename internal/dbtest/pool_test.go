@@ -2,9 +2,11 @@ package dbtest
 
 import (
 	"database/sql"
+	"fmt"
 	"net/url"
 	"os"
 	"testing"
+	"time"
 )
 
 // poolEngines are the servers a Pool keeps databases on, with the
@@ -204,5 +206,33 @@ func TestMySQLPoolDoesNotReuseTriggers(t *testing.T) {
 	}
 	if builds != 2 {
 		t.Errorf("build ran %d times for two tests, want 2 (no reuse)", builds)
+	}
+}
+
+// skippingEngine is a Pool's engine with no server: it skips every test
+// that asks for a database.
+type skippingEngine struct{ engine }
+
+func (skippingEngine) server(t testing.TB) (string, string, string) {
+	t.Skip("no server")
+	return "", "", ""
+}
+
+// TestPoolWithoutServerSkipsEveryTest: a test skipped for want of a server
+// leaves the pool free, so the next one is skipped too instead of waiting
+// for ever.
+func TestPoolWithoutServerSkipsEveryTest(t *testing.T) {
+	p := &Pool{engine: skippingEngine{}}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := range 3 {
+			t.Run(fmt.Sprint("test ", i), func(t *testing.T) { p.URL(t) })
+		}
+	}()
+	select {
+	case <-done:
+	case <-time.After(time.Minute):
+		t.Fatal("a test after a skipped one waits for the pool")
 	}
 }
