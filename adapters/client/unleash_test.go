@@ -7,8 +7,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
-	"os"
-	"path/filepath"
 	"reflect"
 	"strings"
 	"sync/atomic"
@@ -17,58 +15,14 @@ import (
 
 	"github.com/flagadmin/flagadmin/adapters/client"
 	"github.com/flagadmin/flagadmin/flagadmin"
+	"github.com/flagadmin/flagadmin/internal/unleashfixture"
 )
 
-// unleashResponses is the directory of responses recorded from
-// unleash-server 8.2.0, relative to this package in a checkout that has
-// the fixtures' shared/ directory beside it (docs/testing.md).
-const unleashResponses = "../../../shared/fixtures/unleash-8.2.0/responses"
-
-// recording is one recorded exchange.
-type recording struct {
-	file    string
-	Request struct {
-		Method  string            `json:"method"`
-		Path    string            `json:"path"`
-		Headers map[string]string `json:"headers"`
-		Body    *string           `json:"body"`
-	} `json:"request"`
-	Response struct {
-		Status  int               `json:"status"`
-		Headers map[string]string `json:"headers"`
-		Body    string            `json:"body"`
-	} `json:"response"`
-}
-
-// loadRecordings reads every file index.json lists, or skips t when the
-// fixtures are not there.
-func loadRecordings(t *testing.T) []recording {
+// loadRecordings reads every recorded exchange of unleash-server 8.2.0,
+// or skips t when the fixtures are not there (docs/testing.md).
+func loadRecordings(t *testing.T) []unleashfixture.Recording {
 	t.Helper()
-	raw, err := os.ReadFile(filepath.Join(unleashResponses, "index.json"))
-	if errors.Is(err, os.ErrNotExist) {
-		t.Skipf("the recorded Unleash responses are not at %s (a checkout without shared/ beside it)", unleashResponses)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	var index []struct {
-		File string `json:"file"`
-	}
-	if err := json.Unmarshal(raw, &index); err != nil {
-		t.Fatal(err)
-	}
-	var out []recording
-	for _, e := range index {
-		b, err := os.ReadFile(filepath.Join(unleashResponses, e.File))
-		if err != nil {
-			t.Fatal(err)
-		}
-		r := recording{file: e.File}
-		if err := json.Unmarshal(b, &r); err != nil {
-			t.Fatalf("%s: %v", e.File, err)
-		}
-		out = append(out, r)
-	}
+	out := unleashfixture.Recordings(t)
 	if len(out) < 30 {
 		t.Fatalf("index.json lists %d recordings, want the 35 of the fixture", len(out))
 	}
@@ -80,7 +34,7 @@ func loadRecordings(t *testing.T) []recording {
 // anything else fails the test with 599. It counts the requests.
 type replay struct {
 	t    *testing.T
-	recs []recording
+	recs []unleashfixture.Recording
 	hits atomic.Int64
 }
 
@@ -95,7 +49,7 @@ func (rp *replay) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	for _, rec := range rp.recs {
 		u, err := url.Parse(rec.Request.Path)
 		if err != nil {
-			rp.t.Errorf("%s: %v", rec.file, err)
+			rp.t.Errorf("%s: %v", rec.File, err)
 			continue
 		}
 		if r.Method != rec.Request.Method || r.URL.Path != u.Path || !reflect.DeepEqual(r.URL.Query(), u.Query()) ||
@@ -105,7 +59,7 @@ func (rp *replay) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		var want any
 		if rec.Request.Body != nil {
 			if err := json.Unmarshal([]byte(*rec.Request.Body), &want); err != nil {
-				rp.t.Fatalf("%s: %v", rec.file, err)
+				rp.t.Fatalf("%s: %v", rec.File, err)
 			}
 		}
 		if !reflect.DeepEqual(body, want) {
@@ -137,7 +91,7 @@ func TestUnleashRecordings(t *testing.T) {
 	ctx := context.Background()
 	covered := 0
 	for _, rec := range recs {
-		t.Run(strings.TrimSuffix(rec.file, ".json"), func(t *testing.T) {
+		t.Run(strings.TrimSuffix(rec.File, ".json"), func(t *testing.T) {
 			c := newClient(t, srv.URL, rec.Request.Headers["Authorization"], client.WithRetryPolicy(client.RetryPolicy{MaxAttempts: 1}))
 			u, err := url.Parse(rec.Request.Path)
 			if err != nil {
@@ -215,7 +169,7 @@ func searchParams(t *testing.T, q url.Values) flagadmin.EventSearchParams {
 
 // checkRecordedError checks the client's error against a recorded error
 // answer: the kind of its status, its name, id and details.
-func checkRecordedError(t *testing.T, rec recording, err error) {
+func checkRecordedError(t *testing.T, rec unleashfixture.Recording, err error) {
 	t.Helper()
 	var ce *client.Error
 	if !errors.As(err, &ce) {

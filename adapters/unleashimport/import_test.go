@@ -6,8 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"reflect"
 	"slices"
 	"strconv"
@@ -765,14 +763,7 @@ func sameEventsButIDs(a, b []flagadmin.Event) bool {
 // lifecycle is completed: cleanupCount) and members.
 func checkProjectListAsUnleash(t *testing.T, svc *flagadmin.Service) {
 	t.Helper()
-	raw, err := os.ReadFile(filepath.Join(unleashfixture.Dir(), "responses", "projects.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var recorded struct{ Response struct{ Body string } }
-	if err := json.Unmarshal(raw, &recorded); err != nil {
-		t.Fatal(err)
-	}
+	recorded := unleashfixture.ReadRecording(t, "projects.json")
 	var unleash struct{ Projects []map[string]any }
 	if err := json.Unmarshal([]byte(recorded.Response.Body), &unleash); err != nil {
 		t.Fatal(err)

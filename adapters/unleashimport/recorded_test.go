@@ -4,8 +4,6 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"reflect"
 	"sort"
 	"strings"
@@ -15,22 +13,6 @@ import (
 	"github.com/flagadmin/flagadmin/flagadmin"
 	"github.com/flagadmin/flagadmin/internal/unleashfixture"
 )
-
-// recording is one exchange recorded from unleash-server 8.2.0 on the
-// fixture's database.
-type recording struct {
-	file    string
-	Request struct {
-		Method  string
-		Path    string
-		Headers map[string]string
-		Body    *string
-	}
-	Response struct {
-		Status int
-		Body   string
-	}
-}
 
 // recordedSearches are the fixture's recorded event searches Unleash
 // answered before anything was written to the database (the last
@@ -79,10 +61,10 @@ func checkSearchesAsUnleashAnswered(t *testing.T, svc *flagadmin.Service) {
 		r.Header.Set("Authorization", rec.Request.Headers["Authorization"])
 		w := httptest.NewRecorder()
 		api.ServeHTTP(w, r)
-		switch want := recordedSearches[rec.file]; {
+		switch want := recordedSearches[rec.File]; {
 		case want == "same":
 			if w.Code != rec.Response.Status {
-				t.Errorf("%s: %s answered %d, Unleash %d: %s", rec.file, rec.Request.Path, w.Code, rec.Response.Status, w.Body)
+				t.Errorf("%s: %s answered %d, Unleash %d: %s", rec.File, rec.Request.Path, w.Code, rec.Response.Status, w.Body)
 				continue
 			}
 			got, unleash := decodePage(t, w.Body.Bytes()), decodePage(t, []byte(rec.Response.Body))
@@ -91,48 +73,39 @@ func checkSearchesAsUnleashAnswered(t *testing.T, svc *flagadmin.Service) {
 				delete(e, "summary")
 			}
 			if got.Total != unleash.Total || len(got.Events) != len(unleash.Events) {
-				t.Errorf("%s: %s: total %d and %d events, Unleash %d and %d", rec.file, rec.Request.Path, got.Total, len(got.Events), unleash.Total, len(unleash.Events))
+				t.Errorf("%s: %s: total %d and %d events, Unleash %d and %d", rec.File, rec.Request.Path, got.Total, len(got.Events), unleash.Total, len(unleash.Events))
 				continue
 			}
 			for i := range got.Events {
 				if !reflect.DeepEqual(got.Events[i], unleash.Events[i]) {
-					t.Errorf("%s: %s: event %d differs in %v:\nflagadmin %v\nUnleash   %v", rec.file, rec.Request.Path, i, differingFields(got.Events[i], unleash.Events[i]), got.Events[i], unleash.Events[i])
+					t.Errorf("%s: %s: event %d differs in %v:\nflagadmin %v\nUnleash   %v", rec.File, rec.Request.Path, i, differingFields(got.Events[i], unleash.Events[i]), got.Events[i], unleash.Events[i])
 				}
 			}
 		case want == "same error":
 			if w.Code != rec.Response.Status || errorName(t, w.Body.Bytes()) != errorName(t, []byte(rec.Response.Body)) {
-				t.Errorf("%s: %s answered %d %s, Unleash %d %s", rec.file, rec.Request.Path, w.Code, w.Body, rec.Response.Status, rec.Response.Body)
+				t.Errorf("%s: %s answered %d %s, Unleash %d %s", rec.File, rec.Request.Path, w.Code, w.Body, rec.Response.Status, rec.Response.Body)
 			}
 		default:
 			status, field, _ := strings.Cut(want, " ")
 			if w.Code != http.StatusBadRequest || !strings.Contains(w.Body.String(), field) {
-				t.Errorf("%s: %s answered %d %s, want %s naming %s", rec.file, rec.Request.Path, w.Code, w.Body, status, field)
+				t.Errorf("%s: %s answered %d %s, want %s naming %s", rec.File, rec.Request.Path, w.Code, w.Body, status, field)
 			}
 		}
 	}
 }
 
-// loadSearchRecordings reads the recordings recordedSearches names, all of
-// which must be there.
-func loadSearchRecordings(t *testing.T) []recording {
+// loadSearchRecordings reads the recordings recordedSearches names, in
+// the order of their names.
+func loadSearchRecordings(t *testing.T) []unleashfixture.Recording {
 	t.Helper()
 	names := make([]string, 0, len(recordedSearches))
 	for name := range recordedSearches {
 		names = append(names, name)
 	}
 	sort.Strings(names)
-	recs := make([]recording, 0, len(names))
+	recs := make([]unleashfixture.Recording, 0, len(names))
 	for _, name := range names {
-		raw, err := os.ReadFile(filepath.Join(unleashfixture.Dir(), "responses", name))
-		if err != nil {
-			t.Fatal(err)
-		}
-		var rec recording
-		if err := json.Unmarshal(raw, &rec); err != nil {
-			t.Fatalf("%s: %v", name, err)
-		}
-		rec.file = name
-		recs = append(recs, rec)
+		recs = append(recs, unleashfixture.ReadRecording(t, name))
 	}
 	return recs
 }
