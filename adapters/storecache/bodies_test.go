@@ -151,9 +151,7 @@ func TestBodiesExpireWithTime(t *testing.T) {
 		{"after ops's lifetime", opsStale.Add(time.Millisecond), `"health":25`, true},
 		{"a year later", opsStale.Add(365 * 24 * time.Hour), `"health":25`, false},
 	} {
-		w.clock.mu.Lock()
-		w.clock.t = st.at
-		w.clock.mu.Unlock()
+		w.clock.Set(st.at)
 		got, built := b.load(t, bodies, "list")
 		want, err := w.ref.ListProjects(ctx, flagadmin.System, flagadmin.ProjectListOptions{})
 		if err != nil {

@@ -16,6 +16,7 @@ import (
 	"github.com/flagadmin/flagadmin/adapters/memstore"
 	"github.com/flagadmin/flagadmin/adapters/storecache"
 	"github.com/flagadmin/flagadmin/flagadmin"
+	"github.com/flagadmin/flagadmin/internal/testclock"
 	"github.com/flagadmin/flagadmin/internal/worldgen"
 )
 
@@ -111,7 +112,7 @@ func (s *versionedStore) PrivateProjects(ctx context.Context) ([]string, error) 
 // resultWorld is a store loaded with world through a versionedStore.
 type resultWorld struct {
 	store *versionedStore
-	clock *fakeClock
+	clock *testclock.Clock
 	// ref is a Service without a result cache over the same data, whose
 	// calls are not counted.
 	ref *flagadmin.Service
@@ -122,19 +123,19 @@ type resultWorld struct {
 func newResultWorld(t *testing.T, world string, at time.Time) *resultWorld {
 	t.Helper()
 	st := newVersionedStore(memstore.New())
-	clock := &fakeClock{t: at}
+	clock := testclock.New(at)
 	if err := flagadmin.NewService(st).LoadSeed(context.Background(), strings.NewReader(world)); err != nil {
 		t.Fatalf("LoadSeed: %v", err)
 	}
-	ref := flagadmin.NewService(st.VersionedStore, flagadmin.WithClock(clock.now))
+	ref := flagadmin.NewService(st.VersionedStore, flagadmin.WithClock(clock.Now))
 	return &resultWorld{store: st, clock: clock, ref: ref}
 }
 
 // service returns a Service over a Store with a result cache of maxBytes
 // over the world's store.
 func (w *resultWorld) service(maxBytes int64) *flagadmin.Service {
-	w.cache = storecache.New(w.store, storecache.Options{ResultCacheSize: maxBytes, Clock: w.clock.now})
-	return flagadmin.NewService(w.cache, flagadmin.WithClock(w.clock.now))
+	w.cache = storecache.New(w.store, storecache.Options{ResultCacheSize: maxBytes, Clock: w.clock.Now})
+	return flagadmin.NewService(w.cache, flagadmin.WithClock(w.clock.Now))
 }
 
 // req returns the context of one request: a scope (storecache.WithScope),
@@ -469,9 +470,7 @@ func TestResultCacheProjectListExpiry(t *testing.T) {
 		{"a year later", opsStale.Add(365 * 24 * time.Hour), `"health":25`, false},
 	}
 	for _, st := range steps {
-		w.clock.mu.Lock()
-		w.clock.t = st.at
-		w.clock.mu.Unlock()
+		w.clock.Set(st.at)
 		before := w.store.counts()
 		got, err := projectListJSON(ctx, svc, flagadmin.System, flagadmin.ProjectListOptions{})
 		if err != nil {

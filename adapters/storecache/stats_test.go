@@ -7,14 +7,15 @@ import (
 
 	"github.com/flagadmin/flagadmin/adapters/storecache"
 	"github.com/flagadmin/flagadmin/flagadmin"
+	"github.com/flagadmin/flagadmin/internal/testclock"
 )
 
 func TestStatsCountHitsAndMisses(t *testing.T) {
 	ctx := context.Background()
 	_, store := exampleService(t)
-	clock := &fakeClock{t: testNow}
-	cache := storecache.New(store, storecache.Options{ResultCacheSize: 1 << 20, TokenTTL: time.Minute, Clock: clock.now})
-	svc := flagadmin.NewService(cache, flagadmin.WithClock(clock.now))
+	clock := testclock.New(testNow)
+	cache := storecache.New(store, storecache.Options{ResultCacheSize: 1 << 20, TokenTTL: time.Minute, Clock: clock.Now})
+	svc := flagadmin.NewService(cache, flagadmin.WithClock(clock.Now))
 	if got := cache.Stats(); got != (storecache.Stats{}) {
 		t.Fatalf("a new store's stats: got %+v, want zero", got)
 	}

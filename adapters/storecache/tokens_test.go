@@ -12,6 +12,7 @@ import (
 	"github.com/flagadmin/flagadmin/adapters/memstore"
 	"github.com/flagadmin/flagadmin/adapters/storecache"
 	"github.com/flagadmin/flagadmin/flagadmin"
+	"github.com/flagadmin/flagadmin/internal/testclock"
 )
 
 // Secrets of testdata/seed-example.json.
@@ -42,19 +43,19 @@ func (s *countingStore) LookupToken(ctx context.Context, hash string) (flagadmin
 // cachedService returns a service over a Store with a token cache of ttl
 // over a counting wrapper of the example world's store, and the clock both
 // read.
-func cachedService(t *testing.T, ttl time.Duration) (*flagadmin.Service, *countingStore, *fakeClock) {
+func cachedService(t *testing.T, ttl time.Duration) (*flagadmin.Service, *countingStore, *testclock.Clock) {
 	t.Helper()
 	_, store := exampleService(t)
-	clock := &fakeClock{t: testNow}
+	clock := testclock.New(testNow)
 	counted := &countingStore{VersionedStore: store}
 	return tokenCachingService(counted, clock, ttl), counted, clock
 }
 
 // tokenCachingService returns a service over a Store over store with a
 // token cache of ttl, both reading clock.
-func tokenCachingService(store flagadmin.VersionedStore, clock *fakeClock, ttl time.Duration) *flagadmin.Service {
-	cache := storecache.New(store, storecache.Options{TokenTTL: ttl, Clock: clock.now})
-	return flagadmin.NewService(cache, flagadmin.WithClock(clock.now))
+func tokenCachingService(store flagadmin.VersionedStore, clock *testclock.Clock, ttl time.Duration) *flagadmin.Service {
+	cache := storecache.New(store, storecache.Options{TokenTTL: ttl, Clock: clock.Now})
+	return flagadmin.NewService(cache, flagadmin.WithClock(clock.Now))
 }
 
 // wantLookups checks how many token lookups reached the store.
@@ -136,7 +137,7 @@ func TestTokenCacheEntryExpires(t *testing.T) {
 		{time.Millisecond * 999, 4}, // cached
 	}
 	for i, s := range steps {
-		clock.advance(s.advance)
+		clock.Advance(s.advance)
 		if _, err := svc.Authenticate(ctx, cacheAdminSecret); err != nil {
 			t.Fatalf("step %d: %v", i, err)
 		}
@@ -157,12 +158,12 @@ func TestTokenCacheHonoursExpiresAt(t *testing.T) {
 	if _, err := svc.Authenticate(ctx, secret); err != nil {
 		t.Fatalf("Authenticate before expiry: %v", err)
 	}
-	clock.advance(499 * time.Millisecond)
+	clock.Advance(499 * time.Millisecond)
 	if _, err := svc.Authenticate(ctx, secret); err != nil {
 		t.Fatalf("Authenticate 1 ms before expiry: %v", err)
 	}
 	wantLookups(t, counted, 1)
-	clock.advance(time.Millisecond) // now == expiresAt: expired, though well inside the TTL
+	clock.Advance(time.Millisecond) // now == expiresAt: expired, though well inside the TTL
 	_, err = svc.Authenticate(ctx, secret)
 	wantAuthRequired(t, err, "expired")
 	_, err = svc.Authenticate(ctx, secret)
@@ -289,7 +290,7 @@ func TestTokenCacheDisabled(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			_, store := exampleService(t)
 			counted := &countingStore{VersionedStore: store}
-			svc := tokenCachingService(counted, &fakeClock{t: testNow}, tc.ttl)
+			svc := tokenCachingService(counted, testclock.New(testNow), tc.ttl)
 			for range 3 {
 				if _, err := svc.Authenticate(ctx, cacheAdminSecret); err != nil {
 					t.Fatal(err)
@@ -329,7 +330,7 @@ func TestTokenCacheConcurrentUse(t *testing.T) {
 					t.Errorf("Authenticate(eve) = %+v, want user 2", p)
 				}
 				if g == 0 && i%10 == 0 {
-					clock.advance(20 * time.Millisecond)
+					clock.Advance(20 * time.Millisecond)
 				}
 			}
 		}()

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -170,22 +171,34 @@ func TestBadRows(t *testing.T) {
 }
 
 // TestSourceRefused: an unreachable source, a database that is not
-// Unleash's, and a schema older than 5.0 are each one clear error.
+// Unleash's, and a schema older than 5.0 are each one clear error; a
+// source that does not answer in time is unreachable (following retries
+// it), never "not Unleash" (following stops for good).
 func TestSourceRefused(t *testing.T) {
 	old := unleashfixture.Restore(t)
 	execSource(t, old, `DELETE FROM migrations WHERE name > '/20230101'`)
 	for _, c := range []struct {
 		name, url string
+		before    func(t *testing.T) // sets the source up for the case
 		want      error
 		says      string
 	}{
-		{"unreachable", "postgres://nobody@127.0.0.1:1/unleash?sslmode=disable", unleashimport.ErrUnreachable, "cannot be reached"},
-		{"not unleash", dbtest.Postgres(t), unleashimport.ErrNotUnleash, "has no table migrations"},
-		{"too old", old, unleashimport.ErrUnsupportedVersion, "older than Unleash 5.0"},
-		{"not a URL", "mysql://root@localhost/unleash", unleashimport.ErrUnreachable, "PostgreSQL URL"},
+		{"unreachable", "postgres://nobody@127.0.0.1:1/unleash?sslmode=disable", nil, unleashimport.ErrUnreachable, "cannot be reached"},
+		{"not unleash", dbtest.Postgres(t), nil, unleashimport.ErrNotUnleash, "has no table migrations"},
+		{"too old", old, nil, unleashimport.ErrUnsupportedVersion, "older than Unleash 5.0"},
+		{"not a URL", "mysql://root@localhost/unleash", nil, unleashimport.ErrUnreachable, "PostgreSQL URL"},
+		{"no answer in time", old, lockMigrations(old), unleashimport.ErrUnreachable, "cannot be reached"},
+		{"migrations of another shape", old, func(t *testing.T) {
+			execSource(t, old, `ALTER TABLE migrations RENAME COLUMN name TO title`)
+		}, unleashimport.ErrNotUnleash, "a table migrations that is not Unleash's"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			src, err := unleashimport.Open(context.Background(), c.url)
+			if c.before != nil {
+				c.before(t)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+			defer cancel()
+			src, err := unleashimport.Open(ctx, c.url)
 			if err == nil {
 				src.Close()
 				t.Fatal("Open: got no error")
@@ -194,5 +207,20 @@ func TestSourceRefused(t *testing.T) {
 				t.Errorf("Open: got %q, want %v saying %q on one line", err, c.want, c.says)
 			}
 		})
+	}
+}
+
+// lockMigrations returns a set-up that holds a lock on url's migrations
+// table until the test ends, so that reading it does not answer.
+func lockMigrations(url string) func(t *testing.T) {
+	return func(t *testing.T) {
+		conn, err := pgx.Connect(context.Background(), url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { conn.Close(context.Background()) })
+		if _, err := conn.Exec(context.Background(), `BEGIN; LOCK TABLE migrations IN ACCESS EXCLUSIVE MODE`); err != nil {
+			t.Fatal(err)
+		}
 	}
 }

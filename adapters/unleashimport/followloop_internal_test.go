@@ -15,6 +15,7 @@ import (
 	"github.com/flagadmin/flagadmin/adapters/memstore"
 	"github.com/flagadmin/flagadmin/flagadmin"
 	"github.com/flagadmin/flagadmin/internal/syncbuffer"
+	"github.com/flagadmin/flagadmin/internal/testclock"
 )
 
 // The follower's steps driven by a fake source and an injected clock: no
@@ -173,31 +174,13 @@ func (c *fakeConn) Close() error {
 	return nil
 }
 
-// fakeClock is a clock that moves only when told.
-type fakeClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *fakeClock) advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-}
-
 // rig is a follower's steps on a fake source into a memory store, with a
 // fake clock; the lease is this follower's until the test says otherwise.
 type rig struct {
 	t     *testing.T
 	src   *fakeSource
 	store *memstore.Store
-	clock *fakeClock
+	clock *testclock.Clock
 	log   *syncbuffer.Buffer
 	loop  *followLoop
 }
@@ -214,7 +197,7 @@ const (
 func newRig(t *testing.T, src *fakeSource) *rig {
 	t.Helper()
 	r := &rig{t: t, src: src, store: memstore.New(), log: &syncbuffer.Buffer{},
-		clock: &fakeClock{now: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}}
+		clock: testclock.New(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))}
 	f := NewFollower("postgres://fake/unleash", r.store, FollowOptions{
 		Holder: "me", Logger: slog.New(slog.NewTextHandler(r.log, nil)), Now: r.clock.Now,
 		PollInterval: rigPoll, RetryMin: rigRetryMin, RetryMax: rigRetryMax,
@@ -311,11 +294,11 @@ func TestFollowStepsSettleAGapLater(t *testing.T) {
 				}
 			}
 			// Waiting longer, the follower looks less often.
-			r.clock.advance(2 * time.Second)
+			r.clock.Advance(2 * time.Second)
 			if wait := r.next(); wait != rigPoll {
 				t.Fatalf("waiting 2 s on id 3: wait %s, want %s", wait, rigPoll)
 			}
-			r.clock.advance(10 * time.Second)
+			r.clock.Advance(10 * time.Second)
 			if wait := r.next(); wait != time.Second {
 				t.Fatalf("waiting 12 s on id 3: wait %s, want 1s", wait)
 			}
@@ -363,7 +346,7 @@ func TestFollowStepsBackOffWhileTheSourceIsDown(t *testing.T) {
 		wait := r.next()
 		waits = append(waits, wait)
 		paused += wait
-		r.clock.advance(wait)
+		r.clock.Advance(wait)
 	}
 	want := []time.Duration{100 * time.Millisecond, 200 * time.Millisecond, 400 * time.Millisecond, 800 * time.Millisecond, 800 * time.Millisecond, 800 * time.Millisecond}
 	if !slices.Equal(waits, want) {
@@ -416,7 +399,7 @@ func TestFollowStepsStopApplyingWhenTheLeaseIsLost(t *testing.T) {
 	}
 
 	// The lease ends unrenewed, and another server takes it.
-	r.clock.advance(2 * time.Minute)
+	r.clock.Advance(2 * time.Minute)
 	now := r.clock.Now()
 	if _, ok, err := r.store.AcquireFollowLease(context.Background(), "other", now, now.Add(time.Minute)); !ok || err != nil {
 		t.Fatalf("AcquireFollowLease(other): %v, %v", ok, err)

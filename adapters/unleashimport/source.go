@@ -171,8 +171,11 @@ func (s *Source) inspect(ctx context.Context, where string) error {
 	}
 	err = s.conn.QueryRow(ctx, `SELECT (SELECT count(*) FROM migrations), coalesce((SELECT name FROM migrations ORDER BY id DESC LIMIT 1), '')`).
 		Scan(&s.Migrations, &s.LastMigration)
-	if err != nil {
+	switch {
+	case err != nil && otherShape(err):
 		return fmt.Errorf("%w: %s has a table migrations that is not Unleash's", ErrNotUnleash, where)
+	case err != nil:
+		return fmt.Errorf("%w at %s: %s", ErrUnreachable, where, connectReason(err))
 	}
 	s.LastMigration = strings.TrimPrefix(s.LastMigration, "/")
 	stamp := migrationStamp(s.LastMigration)
@@ -199,6 +202,17 @@ func migrationStamp(name string) string {
 		return ""
 	}
 	return m[1]
+}
+
+// otherShape reports whether err says a table has another shape than the
+// query expects (a column missing or of another type), as opposed to a
+// database that did not answer in time or dropped the connection.
+func otherShape(err error) bool {
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		return strings.HasPrefix(pe.Code, "42") && pe.Code != "42501" // syntax or access rule, not a privilege
+	}
+	return errors.As(err, new(pgx.ScanArgError))
 }
 
 // connectReason is a short reason for a failure to connect or query,

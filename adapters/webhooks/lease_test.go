@@ -3,7 +3,6 @@ package webhooks_test
 import (
 	"context"
 	"errors"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -11,6 +10,7 @@ import (
 	"github.com/flagadmin/flagadmin/adapters/memstore"
 	"github.com/flagadmin/flagadmin/adapters/webhooks"
 	"github.com/flagadmin/flagadmin/flagadmin"
+	"github.com/flagadmin/flagadmin/internal/testclock"
 )
 
 // renewalsFail is a store whose lease renewals fail once failing is set,
@@ -29,16 +29,6 @@ func (s *renewalsFail) AcquireSinkLease(ctx context.Context, name, holder string
 	return s.Store.AcquireSinkLease(ctx, name, holder, now, until)
 }
 
-// fakeClock is a clock that moves only when set.
-type fakeClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *fakeClock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
-
-func (c *fakeClock) set(t time.Time) { c.mu.Lock(); defer c.mu.Unlock(); c.now = t }
-
 // A sink's holder that cannot renew its lease stops delivering one renewal
 // interval before the lease could end unrenewed, not at its end: another
 // server may take the sink over from then on.
@@ -46,14 +36,14 @@ func TestARenewalThatFailsGivesUpOneIntervalBeforeTheLeaseEnds(t *testing.T) {
 	s := &renewalsFail{Store: memstore.New()}
 	register(t, s, "h")
 	t0 := time.Date(2026, 6, 15, 12, 0, 0, 0, time.UTC)
-	clock := &fakeClock{now: t0}
+	clock := testclock.New(t0)
 	opts := fast("a")
 	opts.LeaseTTL, opts.RenewEvery, opts.Now = 10*time.Second, 20*time.Millisecond, clock.Now
 	e := startEngine(t, s, []flagadmin.WebhookSink{sinkTo("h", "http://127.0.0.1:1", flagadmin.EventSearchParams{})}, opts)
 	waitStats(t, e, func(st []webhooks.SinkStats) bool { return st[0].Holding })
 	// Every renewal so far was at t0: the lease lasts until t0+10s.
 	s.failing.Store(true)
-	clock.set(t0.Add(opts.LeaseTTL - opts.RenewEvery - time.Millisecond))
+	clock.Set(t0.Add(opts.LeaseTTL - opts.RenewEvery - time.Millisecond))
 	deadline := time.Now().Add(10 * time.Second)
 	for s.failures.Load() < 3 {
 		if time.Now().After(deadline) {
@@ -64,6 +54,6 @@ func TestARenewalThatFailsGivesUpOneIntervalBeforeTheLeaseEnds(t *testing.T) {
 	if !e.Stats()[0].Holding {
 		t.Fatal("gave up the lease more than one renewal interval before its end")
 	}
-	clock.set(t0.Add(opts.LeaseTTL - opts.RenewEvery))
+	clock.Set(t0.Add(opts.LeaseTTL - opts.RenewEvery))
 	waitStats(t, e, func(st []webhooks.SinkStats) bool { return !st[0].Holding })
 }
