@@ -33,40 +33,15 @@ var pageHeaderSize = int64(allocSize(int(unsafe.Sizeof(flagadmin.EventPage{}))))
 // lengths, so that appending to one never writes into another. The strings
 // of the copy point into its byte array, which is never written once built.
 func compactPage(p *flagadmin.EventPage) (*flagadmin.EventPage, int64) {
-	var nBytes, nStrs, nInts, nTags int
-	nBytes = len(p.Next)
+	n := pageNeeds{bytes: len(p.Next)}
 	for i := range p.Events {
-		e := &p.Events[i]
-		for _, f := range eventFields {
-			switch f.Kind {
-			case flagadmin.FieldText:
-				nBytes += len(*f.Text(e))
-			case flagadmin.FieldTextOrNull, flagadmin.FieldTextOrAbsent:
-				if s := *f.TextOrNull(e); s != nil {
-					nStrs++
-					nBytes += len(*s)
-				}
-			case flagadmin.FieldIntOrNull:
-				if *f.IntOrNull(e) != nil {
-					nInts++
-				}
-			case flagadmin.FieldJSONOrNull:
-				nBytes += len(*f.JSON(e))
-			case flagadmin.FieldTags:
-				tags := *f.Tags(e)
-				nTags += len(tags)
-				for _, t := range tags {
-					hex, _ := t.Color.Hex()
-					nBytes += len(t.Type) + len(t.Value) + len(hex)
-				}
-			}
-		}
+		n.add(&p.Events[i])
 	}
 	a := pageArena{
-		bytes: slices.Grow([]byte(nil), nBytes),
-		strs:  slices.Grow([]string(nil), nStrs),
-		ints:  slices.Grow([]int64(nil), nInts),
-		tags:  slices.Grow([]flagadmin.Tag(nil), nTags),
+		bytes: slices.Grow([]byte(nil), n.bytes),
+		strs:  slices.Grow([]string(nil), n.strs),
+		ints:  slices.Grow([]int64(nil), n.ints),
+		tags:  slices.Grow([]flagadmin.Tag(nil), n.tags),
 	}
 	events := slices.Grow([]flagadmin.Event(nil), len(p.Events))
 	size := pageHeaderSize +
@@ -98,6 +73,37 @@ func compactPage(p *flagadmin.EventPage) (*flagadmin.EventPage, int64) {
 		page.Events = p.Events
 	}
 	return page, size
+}
+
+// pageNeeds counts the lengths of a compact page's arrays.
+type pageNeeds struct{ bytes, strs, ints, tags int }
+
+// add counts e's strings, bytes, pointers and tags.
+func (n *pageNeeds) add(e *flagadmin.Event) {
+	for _, f := range eventFields {
+		switch f.Kind {
+		case flagadmin.FieldText:
+			n.bytes += len(*f.Text(e))
+		case flagadmin.FieldTextOrNull, flagadmin.FieldTextOrAbsent:
+			if s := *f.TextOrNull(e); s != nil {
+				n.strs++
+				n.bytes += len(*s)
+			}
+		case flagadmin.FieldIntOrNull:
+			if *f.IntOrNull(e) != nil {
+				n.ints++
+			}
+		case flagadmin.FieldJSONOrNull:
+			n.bytes += len(*f.JSON(e))
+		case flagadmin.FieldTags:
+			tags := *f.Tags(e)
+			n.tags += len(tags)
+			for _, t := range tags {
+				hex, _ := t.Color.Hex()
+				n.bytes += len(t.Type) + len(t.Value) + len(hex)
+			}
+		}
+	}
 }
 
 // pageArena is the arrays of a compact page being built. Each has the
