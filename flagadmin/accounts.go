@@ -26,7 +26,7 @@ func (t APIToken) ID() string {
 
 // ListUsers returns every user and service account, id ascending.
 func (s *Service) ListUsers(ctx context.Context, p Principal) ([]User, error) {
-	if err := requireRootAdmin(p); err != nil {
+	if err := s.authorize(ctx, p, rootAdmin); err != nil {
 		return nil, err
 	}
 	return s.store.Users(ctx)
@@ -35,7 +35,7 @@ func (s *Service) ListUsers(ctx context.Context, p Principal) ([]User, error) {
 // ListAPITokens returns every token, oldest first. Tokens carry no
 // secret: the store keeps only hashes.
 func (s *Service) ListAPITokens(ctx context.Context, p Principal) ([]APIToken, error) {
-	if err := requireRootAdmin(p); err != nil {
+	if err := s.authorize(ctx, p, rootAdmin); err != nil {
 		return nil, err
 	}
 	return s.store.Tokens(ctx)
@@ -49,7 +49,7 @@ func (s *Service) ListAPITokens(ctx context.Context, p Principal) ([]APIToken, e
 // ErrNotFound; a ref that is neither an ID nor a secret, or an ID prefix
 // shared by several tokens, is ErrValidation.
 func (s *Service) RevokeAPIToken(ctx context.Context, p Principal, ref string) (APIToken, error) {
-	if err := requireRootAdmin(p); err != nil {
+	if err := s.authorize(ctx, p, rootAdmin); err != nil {
 		return APIToken{}, err
 	}
 	if err := checkText("token", ref); err != nil {

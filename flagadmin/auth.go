@@ -52,29 +52,6 @@ func AdminToken(name string) Principal { return Principal{Kind: PrincipalAdminTo
 // AsUser returns the principal of a token acting as u.
 func AsUser(u User) Principal { return Principal{Kind: PrincipalUser, User: &u} }
 
-// IsRootAdmin reports whether p holds the ADMIN permission: an admin token,
-// the system, or a user whose root role is Admin.
-func (p Principal) IsRootAdmin() bool {
-	switch p.Kind {
-	case PrincipalAdminToken, PrincipalSystem:
-		return true
-	case PrincipalUser:
-		return p.User != nil && p.User.RootRole == RoleAdmin
-	}
-	return false
-}
-
-// canUseAdminAPI reports whether p may call admin operations at all.
-func (p Principal) canUseAdminAPI() bool {
-	switch p.Kind {
-	case PrincipalAdminToken, PrincipalSystem:
-		return true
-	case PrincipalUser:
-		return p.User != nil
-	}
-	return false
-}
-
 // Actor returns what events caused by p record as createdBy and createdByUserId.
 func (p Principal) Actor() (string, *int64) {
 	switch p.Kind {
@@ -213,7 +190,7 @@ func (s *Service) AuthenticateAdmin(ctx context.Context, authorization string) (
 	if err != nil {
 		return Principal{}, err
 	}
-	if err := requireAdminAPI(p); err != nil {
+	if err := s.authorize(ctx, p, adminAPI); err != nil {
 		return Principal{}, err
 	}
 	return p, nil

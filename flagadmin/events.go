@@ -15,7 +15,7 @@ const DeprecatedSearchVersion = 1
 // page to several reads): they must not be changed. page.Next is the cursor of the next page
 // (keyset paging), "" on the last one.
 func (s *Service) SearchEvents(ctx context.Context, p Principal, params EventSearchParams) (EventPage, error) {
-	if err := requireAdminAPI(p); err != nil {
+	if err := s.authorize(ctx, p, adminAPI); err != nil {
 		return EventPage{}, err
 	}
 	q, err := ParseEventSearch(params)
@@ -40,7 +40,7 @@ func (s *Service) SearchEvents(ctx context.Context, p Principal, params EventSea
 // every match including the free-text query. Its page may be shared like
 // SearchEvents'.
 func (s *Service) DeprecatedSearchEvents(ctx context.Context, p Principal, req DeprecatedSearchRequest) (EventPage, error) {
-	if err := requireAdminAPI(p); err != nil {
+	if err := s.authorize(ctx, p, adminAPI); err != nil {
 		return EventPage{}, err
 	}
 	q, err := ParseDeprecatedSearch(req)

@@ -111,7 +111,7 @@ func parseAfterID(param, raw string) (int64, error) {
 // permission, filters, validation and visibility as SearchEvents. Errors
 // here come before anything is sent; Run streams the events.
 func (s *Service) ExportEvents(ctx context.Context, p Principal, params EventExportParams) (*EventExport, error) {
-	if err := requireAdminAPI(p); err != nil {
+	if err := s.authorize(ctx, p, adminAPI); err != nil {
 		return nil, err
 	}
 	q, format, afterID, err := ParseEventExport(params)

@@ -66,38 +66,17 @@ type LifecycleGrant struct {
 }
 
 // AuthorizeLifecycle checks that p may complete lifecycles in the project
-// and returns the grant to do so: ErrNotFound when the project does not
-// exist or is private and invisible to p, ErrNoAccess without
-// UPDATE_FEATURE, ErrValidation when projectID is not valid text
-// (checked before the lookup, which could not answer). The check
-// reads the project once. CompleteLifecycle runs it before it validates
-// the body; a transport that validates bodies itself runs it first, so
-// that 403 comes before 400, and then completes with the
-// grant (LifecycleGrant.Complete), which does not check again.
-//
-// For a caller that is not a root admin, the same store reads happen in the
-// same order whether the project exists or not (its project roles, then the
-// project), so a missing project and a private one the caller cannot see
-// take the same time to answer 404: timing does not tell that it exists.
+// (UPDATE_FEATURE on it, as the permission gate decides) and returns the
+// grant to do so: ErrNotFound when the project does not exist or is
+// private and invisible to p, ErrNoAccess without the permission,
+// ErrValidation when projectID is not valid text (checked before the
+// lookup, which could not answer). The check reads the project once.
+// CompleteLifecycle runs it before it validates the body; a transport that
+// validates bodies itself runs it first, so that 403 comes before 400, and
+// then completes with the grant (LifecycleGrant.Complete), which does not
+// check again.
 func (s *Service) AuthorizeLifecycle(ctx context.Context, p Principal, projectID string) (*LifecycleGrant, error) {
-	if err := requireAdminAPI(p); err != nil {
-		return nil, err
-	}
-	if err := checkText("projectId", projectID); err != nil {
-		return nil, err
-	}
-	var roles map[string]ProjectRole
-	if !p.IsRootAdmin() {
-		var err error
-		if roles, err = s.store.ProjectRoles(ctx, p.User.ID); err != nil {
-			return nil, err
-		}
-	}
-	project, err := s.store.Project(ctx, projectID)
-	if err != nil {
-		return nil, projectNotFound(err, projectID)
-	}
-	if err := authorizeFeatureUpdate(p, project, roles); err != nil {
+	if err := s.authorize(ctx, p, featureUpdate(projectID)); err != nil {
 		return nil, err
 	}
 	return &LifecycleGrant{s: s, p: p, projectID: projectID}, nil
@@ -148,26 +127,6 @@ func (g *LifecycleGrant) Complete(ctx context.Context, featureName string, req C
 		return notFound("Feature %s does not exist in project %s.", QuoteInput(featureName), QuoteInput(projectID))
 	}
 	return err
-}
-
-// authorizeFeatureUpdate checks UPDATE_FEATURE on project, given p's project
-// roles (unused for root admins): root admins; any project Owner or Member;
-// root Editors on open projects. A private project the caller is not a
-// member of is reported as not found.
-func authorizeFeatureUpdate(p Principal, project Project, roles map[string]ProjectRole) error {
-	if p.IsRootAdmin() {
-		return nil
-	}
-	if _, member := roles[project.ID]; member {
-		return nil
-	}
-	if project.Mode == ModePrivate {
-		return notFound("Project %s does not exist.", QuoteInput(project.ID))
-	}
-	if project.Mode == ModeOpen && p.User.RootRole == RoleEditor {
-		return nil
-	}
-	return noAccess("You need the UPDATE_FEATURE permission on project %s to do this.", QuoteInput(project.ID))
 }
 
 // projectNotFound gives a caller-facing message to a store's ErrNotFound.

@@ -391,7 +391,7 @@ func (s *Service) logConfigured(proofs bool) (LogStore, error) {
 // a key, when the server does not sign; ErrNotFound too before the first
 // checkpoint is signed.
 func (s *Service) LogCheckpoint(ctx context.Context, p Principal) (Checkpoint, error) {
-	if err := requireAdminAPI(p); err != nil {
+	if err := s.authorize(ctx, p, adminAPI); err != nil {
 		return Checkpoint{}, err
 	}
 	ls, err := s.logConfigured(false)
@@ -422,7 +422,7 @@ func (s *Service) LogCheckpoint(ctx context.Context, p Principal) (Checkpoint, e
 // (as in a search): one it may not see, a pruned one and a missing one are
 // all ErrNotFound. id and size are validated by name (ErrValidation).
 func (s *Service) LogInclusionProof(ctx context.Context, p Principal, params LogProofParams) (InclusionProof, error) {
-	if err := requireAdminAPI(p); err != nil {
+	if err := s.authorize(ctx, p, adminAPI); err != nil {
 		return InclusionProof{}, err
 	}
 	v := &ValidationError{}
@@ -516,7 +516,7 @@ func (s *Service) readInclusion(ctx context.Context, ls LogStore, p Principal, i
 // sizes (GET /api/admin/log/consistency): any admin-API principal, as it
 // reveals only hashes.
 func (s *Service) LogConsistencyProof(ctx context.Context, p Principal, params LogConsistencyParams) (ConsistencyProof, error) {
-	if err := requireAdminAPI(p); err != nil {
+	if err := s.authorize(ctx, p, adminAPI); err != nil {
 		return ConsistencyProof{}, err
 	}
 	v := &ValidationError{}
@@ -574,10 +574,7 @@ func (s *Service) readConsistency(ctx context.Context, ls LogStore, from, to int
 // A leaf names its event's id whoever's it is, so it needs the ADMIN
 // permission.
 func (s *Service) LogLeaves(ctx context.Context, p Principal, params LogLeavesParams) (LogLeafPage, error) {
-	if err := requireAdminAPI(p); err != nil {
-		return LogLeafPage{}, err
-	}
-	if err := requireRootAdmin(p); err != nil {
+	if err := s.authorize(ctx, p, rootAdmin); err != nil {
 		return LogLeafPage{}, err
 	}
 	v := &ValidationError{}

@@ -160,7 +160,7 @@ func PotentiallyStaleCutoffs(now time.Time) map[FeatureType]time.Time {
 // ListProjects returns the project list (GET /api/admin/projects): active or
 // archived projects the caller can see, ordered by name then id.
 func (s *Service) ListProjects(ctx context.Context, p Principal, opts ProjectListOptions) ([]ProjectListEntry, error) {
-	if err := requireAdminAPI(p); err != nil {
+	if err := s.authorize(ctx, p, adminAPI); err != nil {
 		return nil, err
 	}
 	hidden, _, _, err := s.visibility(ctx, p)

@@ -49,7 +49,10 @@ const MaxHoldProjectLength = 255
 // once it is created). Needs the ADMIN permission. Holding a held project
 // keeps its first hold.
 func (s *Service) HoldProject(ctx context.Context, p Principal, project string) error {
-	ls, err := s.holdCheck(p, project)
+	if err := s.authorize(ctx, p, rootAdmin); err != nil {
+		return err
+	}
+	ls, err := s.holdCheck(project)
 	if err != nil {
 		return err
 	}
@@ -93,7 +96,10 @@ func (s *Service) writable(ctx context.Context) error {
 // ReleaseProject ends the legal hold on project; ErrNotFound when it has
 // none. Needs the ADMIN permission.
 func (s *Service) ReleaseProject(ctx context.Context, p Principal, project string) error {
-	ls, err := s.holdCheck(p, project)
+	if err := s.authorize(ctx, p, rootAdmin); err != nil {
+		return err
+	}
+	ls, err := s.holdCheck(project)
 	if err != nil {
 		return err
 	}
@@ -113,7 +119,7 @@ func (s *Service) ReleaseProject(ctx context.Context, p Principal, project strin
 
 // LogHolds returns the legal holds, by project. Needs the ADMIN permission.
 func (s *Service) LogHolds(ctx context.Context, p Principal) ([]LogHold, error) {
-	if err := requireRootAdmin(p); err != nil {
+	if err := s.authorize(ctx, p, rootAdmin); err != nil {
 		return nil, err
 	}
 	ls, err := s.logConfigured(false)
@@ -123,11 +129,8 @@ func (s *Service) LogHolds(ctx context.Context, p Principal) ([]LogHold, error) 
 	return ls.LogHolds(ctx)
 }
 
-// holdCheck checks the permission and the project id of a hold.
-func (s *Service) holdCheck(p Principal, project string) (LogStore, error) {
-	if err := requireRootAdmin(p); err != nil {
-		return nil, err
-	}
+// holdCheck checks the project id of a hold.
+func (s *Service) holdCheck(project string) (LogStore, error) {
 	if project == "" {
 		return nil, invalid("project", "is required")
 	}
@@ -155,7 +158,7 @@ func PruneBefore(now time.Time, retention time.Duration) time.Time {
 // servers starting with the same new rule, one records it. Needs the
 // ADMIN permission.
 func (s *Service) RecordRetention(ctx context.Context, p Principal, retention time.Duration) (bool, error) {
-	if err := requireRootAdmin(p); err != nil {
+	if err := s.authorize(ctx, p, rootAdmin); err != nil {
 		return false, err
 	}
 	ls, err := s.logConfigured(false)

@@ -57,22 +57,6 @@ func (s *Service) now() time.Time { return Truncate(s.clock()) }
 // Ping reports whether the store is reachable.
 func (s *Service) Ping(ctx context.Context) error { return s.store.Ping(ctx) }
 
-// requireAdminAPI refuses client and frontend tokens.
-func requireAdminAPI(p Principal) error {
-	if !p.canUseAdminAPI() {
-		return noAccess("This token cannot be used for the admin API.")
-	}
-	return nil
-}
-
-// requireRootAdmin refuses principals without the ADMIN permission.
-func requireRootAdmin(p Principal) error {
-	if !p.IsRootAdmin() {
-		return noAccess("You need the ADMIN permission to do this.")
-	}
-	return nil
-}
-
 // visibility returns the restriction a read by p carries: for a root admin
 // none; otherwise project-less events and the private projects p is not a
 // member of are hidden. roles are p's project roles (nil for admins).

@@ -13,10 +13,7 @@ import (
 // transaction the account and all its tokens are removed and a
 // service-account-deleted event is recorded with the account in preData.
 func (s *Service) DeleteServiceAccount(ctx context.Context, p Principal, id string) error {
-	if err := requireAdminAPI(p); err != nil {
-		return err
-	}
-	if err := requireRootAdmin(p); err != nil {
+	if err := s.authorize(ctx, p, rootAdmin); err != nil {
 		return err
 	}
 	if err := checkText("id", id); err != nil {

@@ -98,7 +98,7 @@ func ParseEventStream(p EventStreamParams) (EventQuery, int64, bool, error) {
 // p may see: the same permission, filters, validation and
 // visibility as ExportEvents. Errors here come before anything is sent.
 func (s *Service) StreamEvents(ctx context.Context, p Principal, params EventStreamParams) (*EventStream, error) {
-	if err := requireAdminAPI(p); err != nil {
+	if err := s.authorize(ctx, p, adminAPI); err != nil {
 		return nil, err
 	}
 	q, afterID, resume, err := ParseEventStream(params)

@@ -28,7 +28,7 @@ func actorEvent(p Principal, t string, now time.Time, data any) (Event, error) {
 // set, and records user-created or service-account-created. An ID of 0 gets
 // an id from the store (see Store.Write). The created account is returned.
 func (s *Service) CreateUser(ctx context.Context, p Principal, u User) (User, error) {
-	if err := requireRootAdmin(p); err != nil {
+	if err := s.authorize(ctx, p, rootAdmin); err != nil {
 		return User{}, err
 	}
 	if v := normalizeUser(&u); v != nil {
@@ -63,7 +63,7 @@ func userCreatedEvent(p Principal, c User, now time.Time) (Event, error) {
 // CreateGroup creates a group with its users and records group-created. An
 // ID of 0 gets an id from the store (see Store.Write).
 func (s *Service) CreateGroup(ctx context.Context, p Principal, g Group) (Group, error) {
-	if err := requireRootAdmin(p); err != nil {
+	if err := s.authorize(ctx, p, rootAdmin); err != nil {
 		return Group{}, err
 	}
 	if v := normalizeGroup(&g); v != nil {
@@ -95,7 +95,7 @@ func (s *Service) CreateGroup(ctx context.Context, p Principal, g Group) (Group,
 
 // AddGroupMember adds a user to a group and records group-user-added.
 func (s *Service) AddGroupMember(ctx context.Context, p Principal, groupID, userID int64) error {
-	if err := requireRootAdmin(p); err != nil {
+	if err := s.authorize(ctx, p, rootAdmin); err != nil {
 		return err
 	}
 	g, err := s.store.Group(ctx, groupID)
@@ -118,7 +118,7 @@ func (s *Service) AddGroupMember(ctx context.Context, p Principal, groupID, user
 // CreateProject creates a project with its members and favorites and
 // records project-created.
 func (s *Service) CreateProject(ctx context.Context, p Principal, pr Project) (Project, error) {
-	if err := requireRootAdmin(p); err != nil {
+	if err := s.authorize(ctx, p, rootAdmin); err != nil {
 		return Project{}, err
 	}
 	now := s.now()
@@ -156,7 +156,7 @@ func (s *Service) CreateProject(ctx context.Context, p Principal, pr Project) (P
 // AddProjectMember grants a user or group a role in a project and records
 // project-user-added or project-group-added.
 func (s *Service) AddProjectMember(ctx context.Context, p Principal, projectID string, m ProjectMembership) error {
-	if err := requireRootAdmin(p); err != nil {
+	if err := s.authorize(ctx, p, rootAdmin); err != nil {
 		return err
 	}
 	if v := validateMembership(m); v != nil {
@@ -187,7 +187,7 @@ func (s *Service) AddProjectMember(ctx context.Context, p Principal, projectID s
 // CreateFeature creates a feature in an existing project and records
 // feature-created with the feature's tags.
 func (s *Service) CreateFeature(ctx context.Context, p Principal, ft Feature) (Feature, error) {
-	if err := requireRootAdmin(p); err != nil {
+	if err := s.authorize(ctx, p, rootAdmin); err != nil {
 		return Feature{}, err
 	}
 	now := s.now()
@@ -228,7 +228,7 @@ type NewAPIToken struct {
 // available: the store keeps only its hash. It records api-token-created, or
 // pat-created for a user token; the secret is never part of an event.
 func (s *Service) CreateAPIToken(ctx context.Context, p Principal, n NewAPIToken) (string, APIToken, error) {
-	if err := requireRootAdmin(p); err != nil {
+	if err := s.authorize(ctx, p, rootAdmin); err != nil {
 		return "", APIToken{}, err
 	}
 	secret, tok, e, err := s.newToken(p, n, s.now())
@@ -257,7 +257,7 @@ func (s *Service) CreateAPIToken(ctx context.Context, p Principal, n NewAPIToken
 // service-account-created, then pat-created, and returns the account, the
 // token's secret (the only time it is available) and the token.
 func (s *Service) CreateUserWithToken(ctx context.Context, p Principal, u User, n NewAPIToken) (User, string, APIToken, error) {
-	if err := requireRootAdmin(p); err != nil {
+	if err := s.authorize(ctx, p, rootAdmin); err != nil {
 		return User{}, "", APIToken{}, err
 	}
 	if v := normalizeUser(&u); v != nil {

@@ -54,6 +54,8 @@ type lifecycleGrantKey struct{}
 // before Huma reads and validates the body, so that 404 for the project and
 // 403 come before 400, and hands the grant to the handler,
 // which completes with it: the permission is checked once per request.
+// The rule is the domain's permission gate, which Service.AuthorizeLifecycle
+// runs; this middleware only chooses when it runs.
 func (s *Server) authorizeLifecycle(ctx huma.Context, next func(huma.Context)) {
 	r, w := humago.Unwrap(ctx)
 	p, err := principal(r.Context())

@@ -1,0 +1,460 @@
+package flagadmin_test
+
+import (
+	"context"
+	"errors"
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/flagadmin/flagadmin/adapters/memstore"
+	"github.com/flagadmin/flagadmin/adapters/tlog"
+	"github.com/flagadmin/flagadmin/flagadmin"
+)
+
+// gateNeed is what an operation needs of its caller, as the tests state it.
+type gateNeed int
+
+const (
+	// anyAdminAPI: any principal but client and frontend tokens.
+	anyAdminAPI gateNeed = iota
+	// rootAdminOnly: the ADMIN permission.
+	rootAdminOnly
+	// updateProt: UPDATE_FEATURE on the protected project "prot" of
+	// serviceWorld, whose only member is Mia (user 4, a Viewer).
+	updateProt
+)
+
+// gateCaller is a principal and what the gate lets it do.
+type gateCaller struct {
+	name string
+	p    flagadmin.Principal
+	// may is what it is allowed, by need; a need not in it is refused
+	// with refusal.
+	may map[gateNeed]bool
+	// refusal is the message of the refusal, by need.
+	refusal map[gateNeed]string
+}
+
+const (
+	msgNotAdminAPI     = "This token cannot be used for the admin API."
+	msgNotRootAdmin    = "You need the ADMIN permission to do this."
+	msgNotUpdateOnProt = `You need the UPDATE_FEATURE permission on project "prot" to do this.`
+)
+
+// gateCallers returns one principal of each kind, over serviceWorld.
+func gateCallers(t *testing.T) []gateCaller {
+	t.Helper()
+	svc, store := serviceWorldService(t)
+	ctx := context.Background()
+	token := func(typ flagadmin.TokenType) flagadmin.Principal {
+		t.Helper()
+		secret, _, err := svc.CreateAPIToken(ctx, flagadmin.System, flagadmin.NewAPIToken{Name: string(typ), Type: typ, Project: "open", Environment: "development"})
+		if err != nil {
+			t.Fatalf("CreateAPIToken(%s): %v", typ, err)
+		}
+		p, err := svc.Authenticate(ctx, secret)
+		if err != nil {
+			t.Fatalf("Authenticate(%s token): %v", typ, err)
+		}
+		return p
+	}
+	all := map[gateNeed]bool{anyAdminAPI: true, rootAdminOnly: true, updateProt: true}
+	user := map[gateNeed]string{rootAdminOnly: msgNotRootAdmin, updateProt: msgNotUpdateOnProt}
+	none := map[gateNeed]string{anyAdminAPI: msgNotAdminAPI, rootAdminOnly: msgNotAdminAPI, updateProt: msgNotAdminAPI}
+	return []gateCaller{
+		{"system", flagadmin.System, all, nil},
+		{"admin token", flagadmin.AdminToken("admin"), all, nil},
+		{"root Admin", userPrincipal(t, store, 1), all, nil},
+		{"Editor without a project role", userPrincipal(t, store, 2), map[gateNeed]bool{anyAdminAPI: true}, user},
+		{"Editor service account", userPrincipal(t, store, 10), map[gateNeed]bool{anyAdminAPI: true}, user},
+		{"Viewer without a project role", userPrincipal(t, store, 3), map[gateNeed]bool{anyAdminAPI: true}, user},
+		{"Viewer Member of the project", userPrincipal(t, store, 4), map[gateNeed]bool{anyAdminAPI: true, updateProt: true}, user},
+		{"client token", token(flagadmin.TokenClient), nil, none},
+		{"frontend token", token(flagadmin.TokenFrontend), nil, none},
+	}
+}
+
+// gateOp is an operation that acts for a principal, called with
+// arguments it accepts from a caller allowed to make it.
+type gateOp struct {
+	need gateNeed
+	call func(ctx context.Context, svc *flagadmin.Service, p flagadmin.Principal) error
+}
+
+// gateSetups prepare the service for the operation of their name, as
+// the system, before it is called.
+var gateSetups = map[string]func(ctx context.Context, svc *flagadmin.Service) error{
+	"ReleaseProject": func(ctx context.Context, svc *flagadmin.Service) error {
+		return svc.HoldProject(ctx, flagadmin.System, "open")
+	},
+}
+
+// gateOps are the Service's operations that act for a principal, by
+// method name. TestGateCoversEveryOperation keeps it complete.
+var gateOps = map[string]gateOp{
+	"SearchEvents": {anyAdminAPI, func(ctx context.Context, svc *flagadmin.Service, p flagadmin.Principal) error {
+		_, err := svc.SearchEvents(ctx, p, flagadmin.EventSearchParams{})
+		return err
+	}},
+	"DeprecatedSearchEvents": {anyAdminAPI, func(ctx context.Context, svc *flagadmin.Service, p flagadmin.Principal) error {
+		_, err := svc.DeprecatedSearchEvents(ctx, p, flagadmin.DeprecatedSearchRequest{})
+		return err
+	}},
+	"ExportEvents": {anyAdminAPI, func(ctx context.Context, svc *flagadmin.Service, p flagadmin.Principal) error {
+		_, err := svc.ExportEvents(ctx, p, flagadmin.EventExportParams{})
+		return err
+	}},
+	"StreamEvents": {anyAdminAPI, func(ctx context.Context, svc *flagadmin.Service, p flagadmin.Principal) error {
+		_, err := svc.StreamEvents(ctx, p, flagadmin.EventStreamParams{})
+		return err
+	}},
+	"ListProjects": {anyAdminAPI, func(ctx context.Context, svc *flagadmin.Service, p flagadmin.Principal) error {
+		_, err := svc.ListProjects(ctx, p, flagadmin.ProjectListOptions{})
+		return err
+	}},
+	"LogCheckpoint": {anyAdminAPI, func(ctx context.Context, svc *flagadmin.Service, p flagadmin.Principal) error {
+		_, err := svc.LogCheckpoint(ctx, p)
+		return err
+	}},
+	"LogInclusionProof": {anyAdminAPI, func(ctx context.Context, svc *flagadmin.Service, p flagadmin.Principal) error {
+		_, err := svc.LogInclusionProof(ctx, p, flagadmin.LogProofParams{ID: "1", Size: "1"})
+		return err
+	}},
+	"LogConsistencyProof": {anyAdminAPI, func(ctx context.Context, svc *flagadmin.Service, p flagadmin.Principal) error {
+		_, err := svc.LogConsistencyProof(ctx, p, flagadmin.LogConsistencyParams{From: "1", To: "1"})
+		return err
+	}},
+	"LogLeaves": {rootAdminOnly, func(ctx context.Context, svc *flagadmin.Service, p flagadmin.Principal) error {
+		_, err := svc.LogLeaves(ctx, p, flagadmin.LogLeavesParams{})
+		return err
+	}},
+	"LogHolds": {rootAdminOnly, func(ctx context.Context, svc *flagadmin.Service, p flagadmin.Principal) error {
+		_, err := svc.LogHolds(ctx, p)
+		return err
+	}},
+	"HoldProject": {rootAdminOnly, func(ctx context.Context, svc *flagadmin.Service, p flagadmin.Principal) error {
+		return svc.HoldProject(ctx, p, "open")
+	}},
+	"ReleaseProject": {rootAdminOnly, func(ctx context.Context, svc *flagadmin.Service, p flagadmin.Principal) error {
+		return svc.ReleaseProject(ctx, p, "open")
+	}},
+	"RecordRetention": {rootAdminOnly, func(ctx context.Context, svc *flagadmin.Service, p flagadmin.Principal) error {
+		_, err := svc.RecordRetention(ctx, p, time.Hour)
+		return err
+	}},
+	"DeleteServiceAccount": {rootAdminOnly, func(ctx context.Context, svc *flagadmin.Service, p flagadmin.Principal) error {
+		return svc.DeleteServiceAccount(ctx, p, "10")
+	}},
+	"ListUsers": {rootAdminOnly, func(ctx context.Context, svc *flagadmin.Service, p flagadmin.Principal) error {
+		_, err := svc.ListUsers(ctx, p)
+		return err
+	}},
+	"ListAPITokens": {rootAdminOnly, func(ctx context.Context, svc *flagadmin.Service, p flagadmin.Principal) error {
+		_, err := svc.ListAPITokens(ctx, p)
+		return err
+	}},
+	"RevokeAPIToken": {rootAdminOnly, func(ctx context.Context, svc *flagadmin.Service, p flagadmin.Principal) error {
+		_, err := svc.RevokeAPIToken(ctx, p, "user:ci")
+		return err
+	}},
+	"CreateUser": {rootAdminOnly, func(ctx context.Context, svc *flagadmin.Service, p flagadmin.Principal) error {
+		_, err := svc.CreateUser(ctx, p, flagadmin.User{Name: "Nia", Email: "nia@example.com"})
+		return err
+	}},
+	"CreateUserWithToken": {rootAdminOnly, func(ctx context.Context, svc *flagadmin.Service, p flagadmin.Principal) error {
+		_, _, _, err := svc.CreateUserWithToken(ctx, p, flagadmin.User{Name: "Bot", Username: "bot", IsService: true}, flagadmin.NewAPIToken{Name: "bot", Type: flagadmin.TokenUser})
+		return err
+	}},
+	"CreateGroup": {rootAdminOnly, func(ctx context.Context, svc *flagadmin.Service, p flagadmin.Principal) error {
+		_, err := svc.CreateGroup(ctx, p, flagadmin.Group{Name: "Outsiders"})
+		return err
+	}},
+	"AddGroupMember": {rootAdminOnly, func(ctx context.Context, svc *flagadmin.Service, p flagadmin.Principal) error {
+		return svc.AddGroupMember(ctx, p, 1, 3)
+	}},
+	"CreateProject": {rootAdminOnly, func(ctx context.Context, svc *flagadmin.Service, p flagadmin.Principal) error {
+		_, err := svc.CreateProject(ctx, p, flagadmin.Project{ID: "new", Name: "New"})
+		return err
+	}},
+	"AddProjectMember": {rootAdminOnly, func(ctx context.Context, svc *flagadmin.Service, p flagadmin.Principal) error {
+		user := int64(3)
+		return svc.AddProjectMember(ctx, p, "open", flagadmin.ProjectMembership{UserID: &user, Role: flagadmin.ProjectRoleMember})
+	}},
+	"CreateFeature": {rootAdminOnly, func(ctx context.Context, svc *flagadmin.Service, p flagadmin.Principal) error {
+		_, err := svc.CreateFeature(ctx, p, flagadmin.Feature{Name: "f-new", Project: "open"})
+		return err
+	}},
+	"CreateAPIToken": {rootAdminOnly, func(ctx context.Context, svc *flagadmin.Service, p flagadmin.Principal) error {
+		_, _, err := svc.CreateAPIToken(ctx, p, flagadmin.NewAPIToken{Name: "deploy", Type: flagadmin.TokenAdmin})
+		return err
+	}},
+	"AuthorizeLifecycle": {updateProt, func(ctx context.Context, svc *flagadmin.Service, p flagadmin.Principal) error {
+		_, err := svc.AuthorizeLifecycle(ctx, p, "prot")
+		return err
+	}},
+	"CompleteLifecycle": {updateProt, func(ctx context.Context, svc *flagadmin.Service, p flagadmin.Principal) error {
+		return svc.CompleteLifecycle(ctx, p, "prot", "f-prot", flagadmin.CompleteRequest{Status: flagadmin.StatusKept})
+	}},
+}
+
+// binders are the methods that take a principal to bind it, not to act
+// for it: every call through what they return is one of gateAdminOps.
+var binders = []string{"As"}
+
+// gateAdminOps are the operations of Admin, called through Service.As.
+// TestGateCoversEveryOperation keeps it complete.
+var gateAdminOps = map[string]gateOp{
+	"SearchEvents": {anyAdminAPI, func(ctx context.Context, svc *flagadmin.Service, p flagadmin.Principal) error {
+		_, err := svc.As(p).SearchEvents(ctx, flagadmin.EventSearchParams{})
+		return err
+	}},
+	"DeprecatedSearchEvents": {anyAdminAPI, func(ctx context.Context, svc *flagadmin.Service, p flagadmin.Principal) error {
+		_, err := svc.As(p).DeprecatedSearchEvents(ctx, flagadmin.DeprecatedSearchRequest{})
+		return err
+	}},
+	"ListProjects": {anyAdminAPI, func(ctx context.Context, svc *flagadmin.Service, p flagadmin.Principal) error {
+		_, err := svc.As(p).ListProjects(ctx, flagadmin.ProjectListOptions{})
+		return err
+	}},
+	"DeleteServiceAccount": {rootAdminOnly, func(ctx context.Context, svc *flagadmin.Service, p flagadmin.Principal) error {
+		return svc.As(p).DeleteServiceAccount(ctx, "10")
+	}},
+	"CompleteLifecycle": {updateProt, func(ctx context.Context, svc *flagadmin.Service, p flagadmin.Principal) error {
+		return svc.As(p).CompleteLifecycle(ctx, "prot", "f-prot", flagadmin.CompleteRequest{Status: flagadmin.StatusKept})
+	}},
+}
+
+// TestGateCoversEveryOperation checks that gateOps names every exported
+// method of Service that takes a Principal (but the binders), and
+// gateAdminOps every method of Admin: a new operation fails here until
+// TestGate checks who may call it.
+func TestGateCoversEveryOperation(t *testing.T) {
+	principal := reflect.TypeFor[flagadmin.Principal]()
+	var acting []string
+	svc := reflect.TypeFor[*flagadmin.Service]()
+	for m := range svc.Methods() {
+		if slices.Contains(slices.Collect(m.Type.Ins()), principal) && !slices.Contains(binders, m.Name) {
+			acting = append(acting, m.Name)
+		}
+	}
+	compareNames(t, "Service methods that take a Principal", acting, gateOps)
+	var admin []string
+	for m := range reflect.TypeFor[flagadmin.Admin]().Methods() {
+		admin = append(admin, m.Name)
+	}
+	compareNames(t, "Admin methods", admin, gateAdminOps)
+	for _, name := range binders {
+		if _, ok := svc.MethodByName(name); !ok {
+			t.Errorf("binder %s is not a method of *Service", name)
+		}
+	}
+}
+
+// compareNames reports the names missing from table and the entries of
+// table that are not among names.
+func compareNames(t *testing.T, what string, names []string, table map[string]gateOp) {
+	t.Helper()
+	for _, name := range names {
+		if _, ok := table[name]; !ok {
+			t.Errorf("%s: %s is not in the table: add it with the permission it needs", what, name)
+		}
+	}
+	for name := range table {
+		if !slices.Contains(names, name) {
+			t.Errorf("%s: the table has %s, which is not one of them", what, name)
+		}
+	}
+}
+
+// TestGate calls every operation that acts for a principal with each kind
+// of principal: a caller the gate allows is not refused (the operation
+// succeeds), one it does not is refused with ErrNoAccess and the message
+// of the rule it fails, before the operation changes anything.
+func TestGate(t *testing.T) {
+	callers := gateCallers(t)
+	for _, table := range []struct {
+		name string
+		ops  map[string]gateOp
+	}{{"Service", gateOps}, {"As", gateAdminOps}} {
+		for name, op := range table.ops {
+			for _, c := range callers {
+				t.Run(table.name+"/"+name+"/"+c.name, func(t *testing.T) {
+					svc, store := gateService(t)
+					ctx := context.Background()
+					if setup := gateSetups[name]; setup != nil {
+						if err := setup(ctx, svc); err != nil {
+							t.Fatalf("setup: %v", err)
+						}
+					}
+					before := len(allEvents(t, store))
+					err := op.call(ctx, svc, c.p)
+					if c.may[op.need] {
+						if err != nil {
+							t.Fatalf("got %v, want it allowed", err)
+						}
+						return
+					}
+					if !errors.Is(err, flagadmin.ErrNoAccess) {
+						t.Fatalf("got %v, want ErrNoAccess", err)
+					}
+					if got, want := err.Error(), c.refusal[op.need]; got != want {
+						t.Errorf("got message %q, want %q", got, want)
+					}
+					if after := len(allEvents(t, store)); after != before {
+						t.Errorf("refused, yet the events went from %d to %d", before, after)
+					}
+				})
+			}
+		}
+	}
+}
+
+// gateService returns a service over serviceWorld with a verifiable log
+// and a signed checkpoint, so that every operation can succeed.
+func gateService(t *testing.T) (*flagadmin.Service, *memstore.Store) {
+	t.Helper()
+	ctx := context.Background()
+	store := memstore.New()
+	prover := tlog.NewProver(store)
+	svc := flagadmin.NewService(store, fixedClock(testNow), flagadmin.WithLog(flagadmin.LogConfig{Store: store, Prover: prover, Signing: true}))
+	if err := svc.LoadSeed(ctx, strings.NewReader(serviceWorld)); err != nil {
+		t.Fatalf("LoadSeed: %v", err)
+	}
+	signer, err := tlog.NewSigner(store, prover, gateSignerKey(t), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := signer.Sign(ctx); err != nil {
+		t.Fatalf("Sign: %v", err)
+	}
+	return svc, store
+}
+
+// gateSignerKey returns the signer key of the test log, made once.
+var gateSignerKey = func() func(t *testing.T) string {
+	var once sync.Once
+	var key string
+	var err error
+	return func(t *testing.T) string {
+		t.Helper()
+		once.Do(func() { key, _, err = tlog.GenerateKey("gate.example") })
+		if err != nil {
+			t.Fatalf("GenerateKey: %v", err)
+		}
+		return key
+	}
+}()
+
+// TestGateOncePerOperation reads the package's source. Each exported
+// method of *Service that takes a Principal starts by calling the gate
+// (authorize) and calls it once, or starts by calling one other such
+// method, which does (as CompleteLifecycle runs AuthorizeLifecycle). Only
+// exported methods of *Service call the gate, and only the gate's file
+// refuses with ErrNoAccess or asks whether a principal may use the admin
+// API: no operation decides a permission by hand.
+func TestGateOncePerOperation(t *testing.T) {
+	fset := token.NewFileSet()
+	paths, err := filepath.Glob("*.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var decls []*ast.FuncDecl
+	fileOf := map[*ast.FuncDecl]string{}
+	for _, path := range paths {
+		if strings.HasSuffix(path, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(fset, path, nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range f.Decls {
+			if fd, ok := d.(*ast.FuncDecl); ok && fd.Body != nil {
+				decls = append(decls, fd)
+				fileOf[fd] = path
+			}
+		}
+	}
+	acting := map[string]bool{}
+	for _, fd := range decls {
+		if isServiceMethod(fd) && fd.Name.IsExported() && takesPrincipal(fd) {
+			acting[fd.Name.Name] = true
+		}
+	}
+	for _, fd := range decls {
+		name := fd.Name.Name
+		gate := calls(fd.Body, func(n string) bool { return n == "authorize" })
+		if fileOf[fd] != "permissions.go" {
+			if n := calls(fd.Body, func(n string) bool { return n == "noAccess" || n == "canUseAdminAPI" }); n > 0 {
+				t.Errorf("%s (%s) decides a permission by hand: only the gate refuses with ErrNoAccess", name, fileOf[fd])
+			}
+		}
+		switch {
+		case isServiceMethod(fd) && acting[name] && !slices.Contains(binders, name):
+			first := fd.Body.List[0]
+			viaGate := calls(first, func(n string) bool { return n == "authorize" }) == 1 && gate == 1
+			viaOther := gate == 0 && calls(first, func(n string) bool { return acting[n] }) == 1 &&
+				calls(fd.Body, func(n string) bool { return acting[n] }) == 1
+			if !viaGate && !viaOther {
+				t.Errorf("%s calls the gate %d times and does not start with it (nor with one operation that does)", name, gate)
+			}
+		case gate > 0 && !(isServiceMethod(fd) && fd.Name.IsExported() && gate == 1):
+			t.Errorf("%s (%s) calls the gate %d times: only an operation calls it, once", name, fileOf[fd], gate)
+		}
+	}
+}
+
+// isServiceMethod reports whether fd is a method of *Service.
+func isServiceMethod(fd *ast.FuncDecl) bool {
+	if fd.Recv == nil || len(fd.Recv.List) != 1 {
+		return false
+	}
+	star, ok := fd.Recv.List[0].Type.(*ast.StarExpr)
+	if !ok {
+		return false
+	}
+	id, ok := star.X.(*ast.Ident)
+	return ok && id.Name == "Service"
+}
+
+// takesPrincipal reports whether one of fd's parameters is a Principal.
+func takesPrincipal(fd *ast.FuncDecl) bool {
+	for _, f := range fd.Type.Params.List {
+		if id, ok := f.Type.(*ast.Ident); ok && id.Name == "Principal" {
+			return true
+		}
+	}
+	return false
+}
+
+// calls counts the calls in n of functions or methods whose name is
+// picked.
+func calls(n ast.Node, picked func(string) bool) int {
+	count := 0
+	ast.Inspect(n, func(n ast.Node) bool {
+		call, ok := n.(*ast.CallExpr)
+		if !ok {
+			return true
+		}
+		switch fn := call.Fun.(type) {
+		case *ast.Ident:
+			if picked(fn.Name) {
+				count++
+			}
+		case *ast.SelectorExpr:
+			if picked(fn.Sel.Name) {
+				count++
+			}
+		}
+		return true
+	})
+	return count
+}
