@@ -17,8 +17,13 @@
 // errors.Is: ErrAuthenticationRequired, ErrNoAccess, ErrNotFound,
 // ErrValidation (as a *ValidationError naming the parameter), ErrConflict,
 // ErrUnavailable and ErrReadOnly (a write to a store that follows an
-// Unleash database, follow.go). A transport maps these kinds to statuses in
+// Unleash database, readonly.go). A transport maps these kinds to statuses in
 // one place.
+//
+// Following a live Unleash database (its follow state and lease, the
+// batches a follower applies, the follower's status) is package
+// flagadmin/follow, which imports this one; a store that follows tells the
+// Service only that it is a read-only copy (ReadOnlyReporter).
 //
 // The package imports only the standard library. The leaf format of the
 // verifiable log, which needs RFC 8785's canonical JSON, is adapters/tlog/leaf.

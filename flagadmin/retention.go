@@ -84,7 +84,7 @@ func (s *Service) holdEvent(p Principal, typ, project string) (Event, error) {
 	return Event{CreatedAt: s.now(), Type: typ, CreatedBy: by, CreatedByUserID: byID, Project: &project, Data: data}, nil
 }
 
-// writable returns ErrReadOnly while the store follows a source, as every
+// writable returns ErrReadOnly while the store is a read-only copy, as every
 // write of the Service does (readOnlyGuard).
 func (s *Service) writable(ctx context.Context) error {
 	if g, ok := s.store.(readOnlyGuard); ok {

@@ -10,12 +10,13 @@ import (
 // Store. It is safe for concurrent use.
 type Service struct {
 	// store is the store the operations use: opened behind a
-	// readOnlyGuard when the store may follow an Unleash database.
+	// readOnlyGuard when the store may be a read-only copy.
 	store Store
-	// follow reads whether the store follows a source; nil when unknown.
-	follow FollowStateReader
-	clock  func() time.Time
-	random io.Reader
+	// readOnly reports whether the store is a read-only copy; nil when
+	// the store reports nothing of it.
+	readOnly ReadOnlyReporter
+	clock    func() time.Time
+	random   io.Reader
 	// log is the verifiable log (WithLog); zero when there is none.
 	log LogConfig
 	// loader is the bulk path of seeds into an empty store (WithLoader);
@@ -35,8 +36,8 @@ func WithRandom(r io.Reader) Option { return func(s *Service) { s.random = r } }
 // NewService returns a Service over store.
 func NewService(store Store, opts ...Option) *Service {
 	s := &Service{store: store, clock: time.Now, random: defaultRandom}
-	if r, ok := store.(FollowStateReader); ok {
-		s.follow = r
+	if r, ok := store.(ReadOnlyReporter); ok {
+		s.readOnly = r
 	}
 	if l, ok := store.(Loader); ok {
 		s.loader = l
@@ -45,8 +46,8 @@ func NewService(store Store, opts ...Option) *Service {
 		o(s)
 	}
 	s.store = normalizingStore{Store: store}
-	if s.follow != nil {
-		s.store = readOnlyGuard{Store: s.store, follow: s.follow}
+	if s.readOnly != nil {
+		s.store = readOnlyGuard{Store: s.store, readOnly: s.readOnly}
 	}
 	return s
 }

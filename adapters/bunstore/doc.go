@@ -142,7 +142,7 @@
 //
 // # Following Unleash
 //
-// The store implements flagadmin.FollowTarget (follow.go), so a server
+// The store implements follow.Target (follow.go), so a server
 // can follow a live Unleash into any of the three databases. The follow
 // state is the one row of follow_state: the source's identity, the
 // position and holes, the synced time and the follow lease, which several
@@ -152,7 +152,7 @@
 // the rows (deletes, then upserts by key) and the events with their Unleash
 // ids through record, and moves the position: all of it or nothing. While
 // the store follows a source, the Service refuses its write operations
-// (flagadmin.ReadOnlyError), reading FollowState.
+// (flagadmin.ReadOnlyError), reading ReadOnly.
 //
 // # The verifiable log and retention
 //

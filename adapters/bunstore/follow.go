@@ -13,11 +13,15 @@ import (
 	"github.com/uptrace/bun/dialect"
 
 	"github.com/flagadmin/flagadmin/flagadmin"
+	"github.com/flagadmin/flagadmin/flagadmin/follow"
 )
 
-var _ flagadmin.FollowTarget = (*Store)(nil)
+var (
+	_ follow.Target              = (*Store)(nil)
+	_ flagadmin.ReadOnlyReporter = (*Store)(nil)
+)
 
-// Following a live Unleash (flagadmin.FollowTarget). The
+// Following a live Unleash (follow.Target). The
 // follow state is the one row of follow_state (schema/*.sql):
 // the source's identity, the position, the holes, the synced time and the
 // follow lease. Times are Unix milliseconds of the callers' clocks.
@@ -40,7 +44,7 @@ var _ flagadmin.FollowTarget = (*Store)(nil)
 // batch rebuilds them all.
 //
 // The store is read-only while it follows: the Service refuses its write
-// operations, reading FollowState (flagadmin.WithFollowState), as over
+// operations, reading ReadOnly (flagadmin.ReadOnlyReporter), as over
 // memstore.
 
 // followRow is the row of follow_state.
@@ -59,9 +63,9 @@ type followRow struct {
 	Seq        int64  `bun:"seq"`
 }
 
-func (r followRow) state() flagadmin.FollowState {
-	return flagadmin.FollowState{
-		Source:   flagadmin.FollowSource{SystemID: r.SystemID, Database: r.Database, URL: r.URL},
+func (r followRow) state() follow.State {
+	return follow.State{
+		Source:   follow.Source{SystemID: r.SystemID, Database: r.Database, URL: r.URL},
 		Position: r.Position, Holes: r.Holes, SyncedAt: fromMillis(r.SyncedAt),
 		Lease: flagadmin.Lease{Holder: r.Holder, Until: fromMillis(r.LeaseUntil)},
 	}
@@ -74,48 +78,54 @@ func followRowOf(ctx context.Context, db bun.IDB) (followRow, error) {
 	return r, err
 }
 
-// FollowState implements flagadmin.FollowStateReader. A database without
+// FollowState implements follow.StateReader. A database without
 // the schema yet (a store opened WithoutMigrate) follows nothing.
-func (s *Store) FollowState(ctx context.Context) (flagadmin.FollowState, error) {
+func (s *Store) FollowState(ctx context.Context) (follow.State, error) {
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
 	r, err := followRowOf(ctx, s.rdb)
 	if err != nil {
 		if exists, existsErr := tableExists(ctx, s.rdb, "follow_state"); existsErr == nil && !exists {
-			return flagadmin.FollowState{}, nil
+			return follow.State{}, nil
 		}
-		return flagadmin.FollowState{}, s.fail("read follow state", err)
+		return follow.State{}, s.fail("read follow state", err)
 	}
 	return r.state(), nil
 }
 
-// AcquireFollowLease implements flagadmin.FollowTarget.
-func (s *Store) AcquireFollowLease(ctx context.Context, holder string, now, until time.Time) (flagadmin.FollowState, bool, error) {
+// ReadOnly implements flagadmin.ReadOnlyReporter: the store is a read-only
+// copy while it follows an Unleash database.
+func (s *Store) ReadOnly(ctx context.Context) (source string, readOnly bool, err error) {
+	return follow.ReadOnly(ctx, s)
+}
+
+// AcquireFollowLease implements follow.Target.
+func (s *Store) AcquireFollowLease(ctx context.Context, holder string, now, until time.Time) (follow.State, bool, error) {
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
 	held, err := followLease.acquire(ctx, s.db, holder, now, until)
 	if err != nil {
-		return flagadmin.FollowState{}, false, s.fail("acquire follow lease", err)
+		return follow.State{}, false, s.fail("acquire follow lease", err)
 	}
 	r, err := followRowOf(ctx, s.db)
 	if err != nil {
-		return flagadmin.FollowState{}, false, s.fail("acquire follow lease", err)
+		return follow.State{}, false, s.fail("acquire follow lease", err)
 	}
 	return r.state(), held, nil
 }
 
-// ReleaseFollowLease implements flagadmin.FollowTarget.
+// ReleaseFollowLease implements follow.Target.
 func (s *Store) ReleaseFollowLease(ctx context.Context, holder string) error {
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
 	return s.fail("release follow lease", followLease.release(ctx, s.db, holder))
 }
 
-// LoadFollow implements flagadmin.FollowTarget: Load, with the lease
+// LoadFollow implements follow.Target: Load, with the lease
 // checked at its start and the follow state recorded at its end, fenced by
 // the lease again (another server may have taken it over while a long load
 // ran), all in Load's one transaction.
-func (s *Store) LoadFollow(ctx context.Context, holder string, now time.Time, st flagadmin.FollowState, b *flagadmin.Batch, events func(emit func([]flagadmin.Event) error) error) error {
+func (s *Store) LoadFollow(ctx context.Context, holder string, now time.Time, st follow.State, b *flagadmin.Batch, events func(emit func([]flagadmin.Event) error) error) error {
 	return s.loadAll(ctx, b, events, func(ctx context.Context, tx bun.Tx, loaded bool) error {
 		if !loaded {
 			r, err := followRowOf(ctx, tx)
@@ -123,7 +133,7 @@ func (s *Store) LoadFollow(ctx context.Context, holder string, now time.Time, st
 			case err != nil:
 				return err
 			case !r.state().Lease.HeldBy(holder, now):
-				return &callbackError{flagadmin.ErrFollowLeaseLost}
+				return &callbackError{follow.ErrLeaseLost}
 			case !r.state().Source.IsZero():
 				return &callbackError{fmt.Errorf("%w: the store already follows the Unleash database %s", flagadmin.ErrConflict, r.URL)}
 			}
@@ -137,13 +147,13 @@ func (s *Store) LoadFollow(ctx context.Context, holder string, now time.Time, st
 }
 
 // leaseHeld is nil when a fenced UPDATE of follow_state matched its row
-// (ok), else err or ErrFollowLeaseLost.
+// (ok), else err or follow.ErrLeaseLost.
 func leaseHeld(ok bool, err error) error {
 	switch {
 	case err != nil:
 		return err
 	case !ok:
-		return &callbackError{flagadmin.ErrFollowLeaseLost}
+		return &callbackError{follow.ErrLeaseLost}
 	}
 	return nil
 }
@@ -156,12 +166,12 @@ func millisOrZero(t time.Time) int64 {
 	return t.UnixMilli()
 }
 
-// ApplyFollow implements flagadmin.FollowTarget in one transaction: the
+// ApplyFollow implements follow.Target in one transaction: the
 // fence and the checks, then the rows and the new position, then record
 // (the summaries, the version, the events). A batch that changes nothing a
 // read answers (the position and the synced time only) is the fence, the
 // checks and the follow state alone: no version, no summaries.
-func (s *Store) ApplyFollow(ctx context.Context, holder string, now time.Time, b *flagadmin.FollowBatch) error {
+func (s *Store) ApplyFollow(ctx context.Context, holder string, now time.Time, b *follow.Batch) error {
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
 	if !b.Changes() {
@@ -196,7 +206,7 @@ func (s *Store) ApplyFollow(ctx context.Context, holder string, now time.Time, b
 // fenceFollow checks, in the transaction db, that holder holds the lease at
 // now (and locks the row of follow_state to the commit), that the store
 // follows a source, and that b goes on from its position.
-func fenceFollow(ctx context.Context, db bun.IDB, holder string, now time.Time, b *flagadmin.FollowBatch) error {
+func fenceFollow(ctx context.Context, db bun.IDB, holder string, now time.Time, b *follow.Batch) error {
 	if err := leaseHeld(followLease.whileHeld(ctx, db, "", nil, "", holder, now)); err != nil {
 		return err
 	}
@@ -226,7 +236,7 @@ func fenceFollow(ctx context.Context, db bun.IDB, holder string, now time.Time, 
 }
 
 // setFollowPosition records b's position, holes and synced time.
-func setFollowPosition(ctx context.Context, db bun.IDB, b *flagadmin.FollowBatch) error {
+func setFollowPosition(ctx context.Context, db bun.IDB, b *follow.Batch) error {
 	q := db.NewUpdate().Model((*followRow)(nil)).Set("event_position = ?", b.Position).Set("holes = ?", b.Holes).Where("id = 1")
 	if !b.SyncedAt.IsZero() {
 		q = q.Set("synced_at = ?", b.SyncedAt.UnixMilli())
@@ -238,7 +248,7 @@ func setFollowPosition(ctx context.Context, db bun.IDB, b *flagadmin.FollowBatch
 // applyFollowRows writes b's deletes, then its upserts, in the transaction
 // t, and returns what changed for record: b's events with their ids, and
 // the projects whose figures to compute again.
-func applyFollowRows(ctx context.Context, t *txn, b *flagadmin.FollowBatch) (*changes, error) {
+func applyFollowRows(ctx context.Context, t *txn, b *follow.Batch) (*changes, error) {
 	ch := &changes{events: slices.Clone(b.Events), givenIDs: true, bulk: len(b.Events) >= bulkFollowEvents}
 	del := followDeletes{users: b.DeleteUsers, groups: b.DeleteGroups, projects: b.DeleteProjects, features: b.DeleteFeatures, tokens: b.DeleteTokens}
 	if b.Full {
@@ -274,7 +284,7 @@ type followDeletes struct {
 }
 
 // allBut sets the deletes of a Full batch: every stored key b does not list.
-func (d *followDeletes) allBut(ctx context.Context, db bun.IDB, b *flagadmin.FollowBatch) error {
+func (d *followDeletes) allBut(ctx context.Context, db bun.IDB, b *follow.Batch) error {
 	var err error
 	if d.users, err = missingKeys(ctx, db, "SELECT id FROM users", keysOf(b.Users, func(u flagadmin.User) int64 { return u.ID })); err != nil {
 		return err
@@ -362,7 +372,7 @@ func anys[K any](keys []K) []any {
 // before it is applied: the projects it upserts, those of the features it
 // upserts or deletes (before and after), and those where the users and
 // groups it deletes, and the groups it upserts, hold roles.
-func touchedProjects(ctx context.Context, db bun.IDB, b *flagadmin.FollowBatch) ([]string, error) {
+func touchedProjects(ctx context.Context, db bun.IDB, b *follow.Batch) ([]string, error) {
 	set := map[string]bool{}
 	for _, p := range b.Projects {
 		set[p.ID] = true
@@ -407,8 +417,8 @@ func touchedProjects(ctx context.Context, db bun.IDB, b *flagadmin.FollowBatch) 
 // upsertFollowRows stores b's rows as given: each replaces the stored row
 // of its key, or is added; a group's members, a project's members and
 // favorites are replaced with the lists given.
-func upsertFollowRows(ctx context.Context, t *txn, b *flagadmin.FollowBatch) error {
-	for _, upsert := range []func(context.Context, *txn, *flagadmin.FollowBatch) error{
+func upsertFollowRows(ctx context.Context, t *txn, b *follow.Batch) error {
+	for _, upsert := range []func(context.Context, *txn, *follow.Batch) error{
 		upsertFollowUsers, upsertFollowGroups, upsertFollowProjects, upsertFollowFeatures, upsertFollowTokens,
 	} {
 		if err := upsert(ctx, t, b); err != nil {
@@ -419,7 +429,7 @@ func upsertFollowRows(ctx context.Context, t *txn, b *flagadmin.FollowBatch) err
 }
 
 // upsertFollowUsers stores b's users.
-func upsertFollowUsers(ctx context.Context, t *txn, b *flagadmin.FollowBatch) error {
+func upsertFollowUsers(ctx context.Context, t *txn, b *follow.Batch) error {
 	users := make([]userRow, len(b.Users))
 	for i, u := range b.Users {
 		users[i] = userRowOf(u)
@@ -429,7 +439,7 @@ func upsertFollowUsers(ctx context.Context, t *txn, b *flagadmin.FollowBatch) er
 
 // upsertFollowGroups stores b's groups, each with the members given in
 // place of its stored ones.
-func upsertFollowGroups(ctx context.Context, t *txn, b *flagadmin.FollowBatch) error {
+func upsertFollowGroups(ctx context.Context, t *txn, b *follow.Batch) error {
 	groups := make([]groupRow, len(b.Groups))
 	var groupIDs []any
 	var members []groupMemberRow
@@ -451,7 +461,7 @@ func upsertFollowGroups(ctx context.Context, t *txn, b *flagadmin.FollowBatch) e
 
 // upsertFollowProjects stores b's projects, each with the members and
 // favorites given in place of its stored ones.
-func upsertFollowProjects(ctx context.Context, t *txn, b *flagadmin.FollowBatch) error {
+func upsertFollowProjects(ctx context.Context, t *txn, b *follow.Batch) error {
 	projects := make([]projectRow, len(b.Projects))
 	var projectIDs []any
 	var roles []projectMemberRow
@@ -483,7 +493,7 @@ func upsertFollowProjects(ctx context.Context, t *txn, b *flagadmin.FollowBatch)
 }
 
 // upsertFollowFeatures stores b's features.
-func upsertFollowFeatures(ctx context.Context, t *txn, b *flagadmin.FollowBatch) error {
+func upsertFollowFeatures(ctx context.Context, t *txn, b *follow.Batch) error {
 	features := make([]featureRow, len(b.Features))
 	for i, f := range b.Features {
 		r, err := featureRowOf(f)
@@ -496,7 +506,7 @@ func upsertFollowFeatures(ctx context.Context, t *txn, b *flagadmin.FollowBatch)
 }
 
 // upsertFollowTokens stores b's API tokens.
-func upsertFollowTokens(ctx context.Context, t *txn, b *flagadmin.FollowBatch) error {
+func upsertFollowTokens(ctx context.Context, t *txn, b *follow.Batch) error {
 	tokens := make([]tokenRow, len(b.Tokens))
 	for i, tk := range b.Tokens {
 		tokens[i] = tokenRowOf(tk)

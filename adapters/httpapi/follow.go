@@ -3,23 +3,23 @@ package httpapi
 import (
 	"net/http"
 
-	"github.com/flagadmin/flagadmin/flagadmin"
+	"github.com/flagadmin/flagadmin/flagadmin/follow"
 )
 
 // FollowReporter reports on the follower of an Unleash database that keeps
 // the served store, such as *unleashimport.Follower.
 type FollowReporter interface {
 	// Status returns the follower's state now.
-	Status() flagadmin.FollowStatus
+	Status() follow.Status
 }
 
 // healthBody is the body of GET /health: Unleash's field, flagadmin's
 // own, and the follow state when the server follows Unleash.
 type healthBody struct {
-	Health string                  `json:"health"`
-	Status string                  `json:"status"`
-	Follow *flagadmin.FollowStatus `json:"follow,omitempty"`
-	Log    *logHealth              `json:"log,omitempty"`
+	Health string         `json:"health"`
+	Status string         `json:"status"`
+	Follow *follow.Status `json:"follow,omitempty"`
+	Log    *logHealth     `json:"log,omitempty"`
 }
 
 // LogSigner reports on the signing of the log's checkpoints, such as

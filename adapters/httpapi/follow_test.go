@@ -11,28 +11,30 @@ import (
 
 	"github.com/flagadmin/flagadmin/adapters/storecache"
 	"github.com/flagadmin/flagadmin/flagadmin"
+	"github.com/flagadmin/flagadmin/flagadmin/follow"
 )
 
-// following reports a store that follows an Unleash database.
+// following reports a store that follows an Unleash database, so is a
+// read-only copy of it.
 type following struct{}
 
-func (following) FollowState(context.Context) (flagadmin.FollowState, error) {
-	return flagadmin.FollowState{Source: flagadmin.FollowSource{SystemID: "1", Database: "unleash", URL: "postgres://db.internal:5432/unleash"}, Position: 42}, nil
+func (following) ReadOnly(context.Context) (string, bool, error) {
+	return "postgres://db.internal:5432/unleash", true, nil
 }
 
 // reporter is a follower's status that a test changes: following once
 // ready, else the state it is given (importing by default).
 type reporter struct {
 	ready   atomic.Bool
-	loading atomic.Pointer[flagadmin.FollowStatus]
+	loading atomic.Pointer[follow.Status]
 }
 
-func (r *reporter) Status() flagadmin.FollowStatus {
+func (r *reporter) Status() follow.Status {
 	synced := time.Date(2025, 3, 1, 11, 59, 58, 0, time.UTC)
 	if st := r.loading.Load(); st != nil && !r.ready.Load() {
 		return *st
 	}
-	return flagadmin.FollowStatus{Source: "postgres://db.internal:5432/unleash", State: flagadmin.FollowStateFollowing,
+	return follow.Status{Source: "postgres://db.internal:5432/unleash", State: follow.Following,
 		Ready: r.ready.Load(), Applying: true, Position: 42, LagSeconds: 2, SyncedAt: &synced}
 }
 
@@ -49,7 +51,7 @@ func followEnvOn(t *testing.T, rep *reporter, wrap func(flagadmin.Store) flagadm
 	if wrap != nil {
 		served = wrap(served)
 	}
-	svc := flagadmin.NewService(served, flagadmin.WithClock(func() time.Time { return testNow }), flagadmin.WithFollowState(following{}))
+	svc := flagadmin.NewService(served, flagadmin.WithClock(func() time.Time { return testNow }), flagadmin.WithReadOnly(following{}))
 	e.svc, e.server = svc, New(svc, Config{Logger: e.server.log, Follow: rep})
 	e.handler = storecache.Scope(e.server.Handler())
 	return e
@@ -111,16 +113,16 @@ func TestFollowingServerBeforeTheCopy(t *testing.T) {
 	const prefix = "The copy of the Unleash database is not loaded yet: "
 	for _, c := range []struct {
 		name string
-		st   flagadmin.FollowStatus
+		st   follow.Status
 		want string
 	}{
-		{"importing", flagadmin.FollowStatus{State: flagadmin.FollowStateImporting, Copied: 120000, CopyTotal: 302000},
+		{"importing", follow.Status{State: follow.Importing, Copied: 120000, CopyTotal: 302000},
 			prefix + "the import that starts following runs (120000 of 302000 events copied)."},
-		{"committing", flagadmin.FollowStatus{State: flagadmin.FollowStateImporting, Copied: 302000, CopyTotal: 302000},
+		{"committing", follow.Status{State: follow.Importing, Copied: 302000, CopyTotal: 302000},
 			prefix + "the import that starts following runs (all 302000 events copied; building the indexes and committing)."},
-		{"the source cannot be reached", flagadmin.FollowStatus{State: flagadmin.FollowStatePaused, Reason: "the Unleash database cannot be reached: connection refused"},
+		{"the source cannot be reached", follow.Status{State: follow.Paused, Reason: "the Unleash database cannot be reached: connection refused"},
 			prefix + "the import that starts following cannot run: the Unleash database cannot be reached: connection refused; it is tried again by itself."},
-		{"stopped", flagadmin.FollowStatus{State: flagadmin.FollowStateStopped, Reason: "the Unleash database at x no longer has events"},
+		{"stopped", follow.Status{State: follow.Stopped, Reason: "the Unleash database at x no longer has events"},
 			prefix + "following stopped: the Unleash database at x no longer has events."},
 	} {
 		t.Run(c.name, func(t *testing.T) {

@@ -7,31 +7,41 @@ import (
 	"time"
 
 	"github.com/flagadmin/flagadmin/flagadmin"
+	"github.com/flagadmin/flagadmin/flagadmin/follow"
 )
 
-var _ flagadmin.FollowTarget = (*Store)(nil)
+var (
+	_ follow.Target              = (*Store)(nil)
+	_ flagadmin.ReadOnlyReporter = (*Store)(nil)
+)
 
 // followStates is the store's follow state (--follow) under its own
 // lock, taken after the world's, never before.
 type followStates struct {
 	mu sync.Mutex
-	st flagadmin.FollowState
+	st follow.State
 }
 
-// FollowState implements flagadmin.FollowStateReader.
-func (s *Store) FollowState(ctx context.Context) (flagadmin.FollowState, error) {
+// FollowState implements follow.StateReader.
+func (s *Store) FollowState(ctx context.Context) (follow.State, error) {
 	if err := ctx.Err(); err != nil {
-		return flagadmin.FollowState{}, err
+		return follow.State{}, err
 	}
 	s.follow.mu.Lock()
 	defer s.follow.mu.Unlock()
 	return s.follow.st, nil
 }
 
-// AcquireFollowLease implements flagadmin.FollowTarget.
-func (s *Store) AcquireFollowLease(ctx context.Context, holder string, now, until time.Time) (flagadmin.FollowState, bool, error) {
+// ReadOnly implements flagadmin.ReadOnlyReporter: the store is a read-only
+// copy while it follows an Unleash database.
+func (s *Store) ReadOnly(ctx context.Context) (source string, readOnly bool, err error) {
+	return follow.ReadOnly(ctx, s)
+}
+
+// AcquireFollowLease implements follow.Target.
+func (s *Store) AcquireFollowLease(ctx context.Context, holder string, now, until time.Time) (follow.State, bool, error) {
 	if err := ctx.Err(); err != nil {
-		return flagadmin.FollowState{}, false, err
+		return follow.State{}, false, err
 	}
 	s.follow.mu.Lock()
 	defer s.follow.mu.Unlock()
@@ -39,7 +49,7 @@ func (s *Store) AcquireFollowLease(ctx context.Context, holder string, now, unti
 	return s.follow.st, held, nil
 }
 
-// ReleaseFollowLease implements flagadmin.FollowTarget.
+// ReleaseFollowLease implements follow.Target.
 func (s *Store) ReleaseFollowLease(ctx context.Context, holder string) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -50,10 +60,10 @@ func (s *Store) ReleaseFollowLease(ctx context.Context, holder string) error {
 	return nil
 }
 
-// LoadFollow implements flagadmin.FollowTarget. The lease is checked
+// LoadFollow implements follow.Target. The lease is checked
 // before the load and again at its end (another holder may have taken it
 // over while a long load ran): lost either time, nothing is written.
-func (s *Store) LoadFollow(ctx context.Context, holder string, now time.Time, st flagadmin.FollowState, b *flagadmin.Batch, events func(emit func([]flagadmin.Event) error) error) error {
+func (s *Store) LoadFollow(ctx context.Context, holder string, now time.Time, st follow.State, b *flagadmin.Batch, events func(emit func([]flagadmin.Event) error) error) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -64,7 +74,7 @@ func (s *Store) LoadFollow(ctx context.Context, holder string, now time.Time, st
 	s.follow.mu.Unlock()
 	switch {
 	case !held:
-		return flagadmin.ErrFollowLeaseLost
+		return follow.ErrLeaseLost
 	case following:
 		return conflict("the store already follows the Unleash database %s", s.follow.st.Source.URL)
 	}
@@ -72,7 +82,7 @@ func (s *Store) LoadFollow(ctx context.Context, holder string, now time.Time, st
 		s.follow.mu.Lock()
 		defer s.follow.mu.Unlock()
 		if !namesHolder(s.follow.st.Lease, holder) {
-			return flagadmin.ErrFollowLeaseLost
+			return follow.ErrLeaseLost
 		}
 		f := &s.follow.st
 		f.Source, f.Position, f.Holes, f.SyncedAt = st.Source, st.Position, st.Holes, st.SyncedAt.UTC().Truncate(time.Millisecond)
@@ -80,9 +90,9 @@ func (s *Store) LoadFollow(ctx context.Context, holder string, now time.Time, st
 	})
 }
 
-// ApplyFollow implements flagadmin.FollowTarget. Everything is checked
+// ApplyFollow implements follow.Target. Everything is checked
 // before anything changes, so a refused batch leaves the store as it was.
-func (s *Store) ApplyFollow(ctx context.Context, holder string, now time.Time, b *flagadmin.FollowBatch) error {
+func (s *Store) ApplyFollow(ctx context.Context, holder string, now time.Time, b *follow.Batch) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -93,7 +103,7 @@ func (s *Store) ApplyFollow(ctx context.Context, holder string, now time.Time, b
 	cur := &s.follow.st
 	switch {
 	case !holdsLease(cur.Lease, holder, now):
-		return flagadmin.ErrFollowLeaseLost
+		return follow.ErrLeaseLost
 	case !cur.Following():
 		return conflict("the store follows no Unleash database")
 	case b.Position < cur.Position:
@@ -140,13 +150,13 @@ func (s *Store) ApplyFollow(ctx context.Context, holder string, now time.Time, b
 // after tells which keys exist once a follow batch is applied.
 type after struct {
 	w        *world
-	b        *flagadmin.FollowBatch
+	b        *follow.Batch
 	users    map[int64]bool // upserted (true) or deleted (false)
 	groups   map[int64]bool
 	projects map[string]bool
 }
 
-func newAfter(w *world, b *flagadmin.FollowBatch) *after {
+func newAfter(w *world, b *follow.Batch) *after {
 	a := &after{w: w, b: b, users: map[int64]bool{}, groups: map[int64]bool{}, projects: map[string]bool{}}
 	for _, id := range b.DeleteUsers {
 		a.users[id] = false
@@ -195,7 +205,7 @@ func (a *after) project(id string) bool {
 
 // checkFollow reports the first row of b that refers to a row that will
 // not exist once b is applied, as ErrConflict.
-func (w *world) checkFollow(b *flagadmin.FollowBatch) error {
+func (w *world) checkFollow(b *follow.Batch) error {
 	a := newAfter(w, b)
 	for _, check := range []func() error{a.checkGroups, a.checkProjects, a.checkFeatures, a.checkTokens} {
 		if err := check(); err != nil {
@@ -266,7 +276,7 @@ func (a *after) checkTokens() error {
 
 // applyFollow stores a checked follow batch's rows (not its events):
 // upserts first, then deletes with what refers to them.
-func (w *world) applyFollow(b *flagadmin.FollowBatch) {
+func (w *world) applyFollow(b *follow.Batch) {
 	if b.Full {
 		w.users, w.groups, w.projects = map[int64]flagadmin.User{}, map[int64]*group{}, map[string]*project{}
 		w.features, w.tokens = map[string]flagadmin.Feature{}, map[string]flagadmin.APIToken{}

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/flagadmin/flagadmin/flagadmin"
+	"github.com/flagadmin/flagadmin/flagadmin/follow"
 )
 
 // Following a live Unleash (docs/following-unleash.md). A Follower keeps a
@@ -56,11 +57,11 @@ import (
 // of the source is one small interface, followSource (followsource.go),
 // which *Source implements and a fake drives in the steps' tests.
 
-// FollowStore is a store a follower writes into: a flagadmin.FollowTarget
+// FollowStore is a store a follower writes into: a follow.Target
 // that can tell whether it is empty. *memstore.Store and *bunstore.Store
 // implement it.
 type FollowStore interface {
-	flagadmin.FollowTarget
+	follow.Target
 	// Contents counts what the store holds, by kind; all 0 when empty.
 	Contents(ctx context.Context) (map[string]int64, error)
 	// Project returns a project of the store (flagadmin.Store's).
@@ -87,7 +88,7 @@ const (
 	// for by a server that does not hold it.
 	DefaultFollowRenewEvery = 5 * time.Second
 	// DefaultSyncEvery is how often a caught-up holder records in the store
-	// that the copy is current (FollowState.SyncedAt), for the lag the
+	// that the copy is current (follow.State.SyncedAt), for the lag the
 	// other servers report.
 	DefaultSyncEvery = time.Second
 	// DefaultReadTimeout bounds one poll's reads of the source: a source
@@ -196,7 +197,7 @@ type Follower struct {
 	errs      atomic.Int64
 
 	mu     sync.Mutex
-	status flagadmin.FollowStatus
+	status follow.Status
 }
 
 // NewFollower returns a follower of the Unleash database at sourceURL
@@ -212,7 +213,7 @@ func NewFollower(sourceURL string, store FollowStore, opts FollowOptions) *Follo
 		}
 		return src, nil
 	}
-	f.status = flagadmin.FollowStatus{Source: f.name, State: flagadmin.FollowStateStarting}
+	f.status = follow.Status{Source: f.name, State: follow.Starting}
 	return f
 }
 
@@ -232,7 +233,7 @@ func (f *Follower) Check(ctx context.Context) (resume bool, err error) {
 	if st.Following() {
 		// The copy is there: served from now on, before Run reaches
 		// anything.
-		f.setStatus(func(s *flagadmin.FollowStatus) {
+		f.setStatus(func(s *follow.Status) {
 			s.Ready, s.Position, s.Holes = true, st.Position, st.Holes
 			if !st.SyncedAt.IsZero() {
 				t := st.SyncedAt
@@ -284,12 +285,12 @@ func (f *Follower) CheckSource(ctx context.Context) error {
 }
 
 // Status reports the follower's state now.
-func (f *Follower) Status() flagadmin.FollowStatus {
+func (f *Follower) Status() follow.Status {
 	f.mu.Lock()
 	st := f.status
 	f.mu.Unlock()
 	st.Applied, st.Errors = f.applied.Load(), f.errs.Load()
-	st.Applying = f.leased.Load() && st.State != flagadmin.FollowStateStopped
+	st.Applying = f.leased.Load() && st.State != follow.Stopped
 	if st.SyncedAt != nil {
 		st.LagSeconds = max(0, f.opts.Now().Sub(*st.SyncedAt).Seconds())
 	}
@@ -297,7 +298,7 @@ func (f *Follower) Status() flagadmin.FollowStatus {
 }
 
 // setStatus changes the status under its lock.
-func (f *Follower) setStatus(change func(*flagadmin.FollowStatus)) {
+func (f *Follower) setStatus(change func(*follow.Status)) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	change(&f.status)
@@ -327,7 +328,7 @@ func (f *Follower) Run(ctx context.Context) error {
 		}
 		if err != nil {
 			why := stoppedReason(err)
-			f.setStatus(func(s *flagadmin.FollowStatus) { s.State, s.Reason = flagadmin.FollowStateStopped, why })
+			f.setStatus(func(s *follow.Status) { s.State, s.Reason = follow.Stopped, why })
 			f.log.Error("following stopped; serving goes on from the copy as it is", "source", f.name, "reason", why)
 			return err
 		}

@@ -15,6 +15,7 @@ import (
 	"github.com/flagadmin/flagadmin/adapters/memstore"
 	"github.com/flagadmin/flagadmin/adapters/unleashimport"
 	"github.com/flagadmin/flagadmin/flagadmin"
+	"github.com/flagadmin/flagadmin/flagadmin/follow"
 	"github.com/flagadmin/flagadmin/internal/dbtest"
 	"github.com/flagadmin/flagadmin/internal/syncbuffer"
 	"github.com/flagadmin/flagadmin/internal/unleashfixture"
@@ -133,7 +134,7 @@ func TestFollowStandbyLogsOnce(t *testing.T) {
 	caughtUp(t, a, fixtureEvents)
 	optsB, logB := logged("server-b")
 	b := startFollower(t, src, store, optsB)
-	waitFor(t, 5*time.Second, "b on standby", func() bool { return b.Status().State == flagadmin.FollowStateStandby })
+	waitFor(t, 5*time.Second, "b on standby", func() bool { return b.Status().State == follow.Standby })
 	id := connect(t, src).event(nil, "feature-tagged", ptr("default"), ptr("dark-mode"), `{}`)
 	// b reads the position the holder records at its renewals: several
 	// renewals later.
@@ -165,17 +166,17 @@ type oneWriter struct {
 	copyDone chan struct{}
 }
 
-func (s *oneWriter) AcquireFollowLease(ctx context.Context, holder string, now, until time.Time) (flagadmin.FollowState, bool, error) {
+func (s *oneWriter) AcquireFollowLease(ctx context.Context, holder string, now, until time.Time) (follow.State, bool, error) {
 	if s.copying.Load() {
 		s.mu.Lock()
 		s.refused++
 		s.mu.Unlock()
-		return flagadmin.FollowState{}, false, errors.New("database is locked")
+		return follow.State{}, false, errors.New("database is locked")
 	}
 	return s.followStore.AcquireFollowLease(ctx, holder, now, until)
 }
 
-func (s *oneWriter) LoadFollow(ctx context.Context, holder string, now time.Time, st flagadmin.FollowState, b *flagadmin.Batch, events func(emit func([]flagadmin.Event) error) error) error {
+func (s *oneWriter) LoadFollow(ctx context.Context, holder string, now time.Time, st follow.State, b *flagadmin.Batch, events func(emit func([]flagadmin.Event) error) error) error {
 	s.copying.Store(true)
 	defer s.copying.Store(false)
 	start := time.Now()
@@ -210,7 +211,7 @@ func TestFollowKeepsTheLeaseWhileCopying(t *testing.T) {
 	var sawCopying, lost atomic.Bool
 	waitFor(t, 30*time.Second, "imported", func() bool {
 		st := r.Status()
-		if st.State == flagadmin.FollowStateImporting && st.CopyTotal == fixtureEvents {
+		if st.State == follow.Importing && st.CopyTotal == fixtureEvents {
 			sawCopying.Store(true)
 		}
 		if store.copying.Load() && !st.Applying && !lost.Swap(true) {
@@ -283,7 +284,7 @@ func TestFollowUnreachableBeforeTheCopy(t *testing.T) {
 	waitFor(t, 10*time.Second, "paused", func() bool { return r.Status().Errors >= 3 })
 	st := r.Status()
 	why := st.NotLoaded()
-	if st.State != flagadmin.FollowStatePaused || st.Ready || !strings.Contains(why, "cannot be reached") || strings.Count(why, "cannot be reached") != 1 ||
+	if st.State != follow.Paused || st.Ready || !strings.Contains(why, "cannot be reached") || strings.Count(why, "cannot be reached") != 1 ||
 		strings.Contains(why, "import that starts following runs") {
 		t.Errorf("status: %+v; not loaded: %q", st, why)
 	}

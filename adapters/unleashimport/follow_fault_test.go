@@ -12,6 +12,7 @@ import (
 	"github.com/flagadmin/flagadmin/adapters/memstore"
 	"github.com/flagadmin/flagadmin/adapters/unleashimport"
 	"github.com/flagadmin/flagadmin/flagadmin"
+	"github.com/flagadmin/flagadmin/flagadmin/follow"
 	"github.com/flagadmin/flagadmin/internal/faultproxy"
 	"github.com/flagadmin/flagadmin/internal/syncbuffer"
 	"github.com/flagadmin/flagadmin/internal/unleashfixture"
@@ -64,7 +65,7 @@ func TestFollowSourceFaults(t *testing.T) {
 			for range 3 {
 				want = append(want, u.event(nil, "feature-tagged", ptr("default"), ptr("dark-mode"), `{}`))
 			}
-			waitFor(t, 5*time.Second, "paused", func() bool { return r.Status().State == flagadmin.FollowStatePaused })
+			waitFor(t, 5*time.Second, "paused", func() bool { return r.Status().State == follow.Paused })
 			errsAtPause := r.Status().Errors
 			waitFor(t, 5*time.Second, "several failed attempts", func() bool { return r.Status().Errors >= errsAtPause+3 })
 			// Serving goes on from the copy.
@@ -104,7 +105,7 @@ func TestFollowStartsWithTheSourceUnreachable(t *testing.T) {
 	first.stop()
 	proxy.Set(faultproxy.Cut)
 	r := startFollower(t, via, store, unleashimport.FollowOptions{})
-	waitFor(t, 5*time.Second, "paused", func() bool { return r.Status().State == flagadmin.FollowStatePaused })
+	waitFor(t, 5*time.Second, "paused", func() bool { return r.Status().State == follow.Paused })
 	if st := r.Status(); !st.Ready || st.Position != fixtureEvents {
 		t.Errorf("status while the source is unreachable: %+v", st)
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/flagadmin/flagadmin/adapters/memstore"
 	"github.com/flagadmin/flagadmin/adapters/unleashimport"
 	"github.com/flagadmin/flagadmin/flagadmin"
+	"github.com/flagadmin/flagadmin/flagadmin/follow"
 	"github.com/flagadmin/flagadmin/internal/syncbuffer"
 	"github.com/flagadmin/flagadmin/internal/testclock"
 	"github.com/flagadmin/flagadmin/internal/unleashfixture"
@@ -112,7 +113,7 @@ func caughtUp(t *testing.T, r *running, id int64) {
 	t.Helper()
 	waitFor(t, 30*time.Second, fmt.Sprintf("position %d", id), func() bool {
 		st := r.Status()
-		return st.State == flagadmin.FollowStateFollowing && st.Position >= id
+		return st.State == follow.Following && st.Position >= id
 	})
 }
 
@@ -297,7 +298,7 @@ func testFollowStopsOnAnotherDatabase(t *testing.T, target followTarget) {
 		t.Errorf("Run: got %v, want it stopped naming the other database", err)
 	}
 	// The state says "stopped"; the reason says why, once.
-	if st := r2.Status(); st.State != flagadmin.FollowStateStopped || !strings.Contains(st.Reason, "another database") || strings.Contains(st.Reason, "following stopped") {
+	if st := r2.Status(); st.State != follow.Stopped || !strings.Contains(st.Reason, "another database") || strings.Contains(st.Reason, "following stopped") {
 		t.Errorf("status: %+v", st)
 	}
 }
@@ -713,7 +714,7 @@ func TestFollowSchemaChanges(t *testing.T) {
 		if !errors.Is(err, unleashimport.ErrFollowStopped) || !strings.Contains(err.Error(), want) {
 			t.Fatalf("Run: got %v, want it to say %q", err, want)
 		}
-		if st := r.Status(); st.State != flagadmin.FollowStateStopped || !strings.Contains(st.Reason, want) {
+		if st := r.Status(); st.State != follow.Stopped || !strings.Contains(st.Reason, want) {
 			t.Errorf("status: %+v", st)
 		}
 		if !strings.Contains(r.log.String(), "following stopped; serving goes on from the copy as it is") {
@@ -750,7 +751,7 @@ type failingStore struct {
 	calls int
 }
 
-func (f *failingStore) ApplyFollow(ctx context.Context, holder string, now time.Time, b *flagadmin.FollowBatch) error {
+func (f *failingStore) ApplyFollow(ctx context.Context, holder string, now time.Time, b *follow.Batch) error {
 	f.mu.Lock()
 	f.calls++
 	fail := f.calls%3 == 0
@@ -797,7 +798,7 @@ type cutStore struct {
 	cut      int // calls that failed
 }
 
-func (c *cutStore) ApplyFollow(ctx context.Context, holder string, now time.Time, b *flagadmin.FollowBatch) error {
+func (c *cutStore) ApplyFollow(ctx context.Context, holder string, now time.Time, b *follow.Batch) error {
 	c.mu.Lock()
 	c.calls++
 	cut := len(b.Events) > 0 && c.calls%2 == 0
@@ -879,7 +880,7 @@ func testFollowLeaseTakeover(t *testing.T, target followTarget) {
 	a := startFollower(t, url, crashed, optsA)
 	caughtUp(t, a, fixtureEvents)
 	b := startFollower(t, url, shared, optsB)
-	waitFor(t, 5*time.Second, "b on standby", func() bool { return b.Status().State == flagadmin.FollowStateStandby })
+	waitFor(t, 5*time.Second, "b on standby", func() bool { return b.Status().State == follow.Standby })
 	if st := b.Status(); st.Applying || st.Holder != "server-a" || st.Position < fixtureEvents {
 		t.Errorf("standby status: %+v", st)
 	}
@@ -909,7 +910,7 @@ type countedAcquires struct {
 	acquires atomic.Int64
 }
 
-func (s *countedAcquires) AcquireFollowLease(ctx context.Context, holder string, now, until time.Time) (flagadmin.FollowState, bool, error) {
+func (s *countedAcquires) AcquireFollowLease(ctx context.Context, holder string, now, until time.Time) (follow.State, bool, error) {
 	defer s.acquires.Add(1)
 	return s.followStore.AcquireFollowLease(ctx, holder, now, until)
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/flagadmin/flagadmin/flagadmin"
+	"github.com/flagadmin/flagadmin/flagadmin/follow"
 )
 
 // The follower's first step on an empty store: the import, as Import does
@@ -18,7 +19,7 @@ import (
 // importFirst imports the source into the empty store (the first step of
 // following), in one snapshot, up to the last id it can settle.
 func (l *followLoop) importFirst(ctx context.Context) (time.Duration, error) {
-	l.setStatus(func(s *flagadmin.FollowStatus) { s.State, s.Reason = flagadmin.FollowStateImporting, "" })
+	l.setStatus(func(s *follow.Status) { s.State, s.Reason = follow.Importing, "" })
 	l.log.Info("following: the store is empty; importing the Unleash database first", "source", l.name)
 	start := flagadmin.Truncate(l.opts.Now())
 	sum, st, err := l.importSnapshot(ctx, start)
@@ -27,8 +28,8 @@ func (l *followLoop) importFirst(ctx context.Context) (time.Duration, error) {
 	}
 	l.recovered()
 	l.following, l.position, l.holes, l.stored = true, st.Position, st.Holes, st.SyncedAt
-	l.setStatus(func(s *flagadmin.FollowStatus) {
-		s.State, s.Ready, s.Position, s.Holes = flagadmin.FollowStateFollowing, true, st.Position, st.Holes
+	l.setStatus(func(s *follow.Status) {
+		s.State, s.Ready, s.Position, s.Holes = follow.Following, true, st.Position, st.Holes
 		s.Copied, s.CopyTotal = 0, 0
 		if t := syncedAt(st); t != nil {
 			s.SyncedAt = t
@@ -53,7 +54,7 @@ func (l *followLoop) importFailed(ctx context.Context, err error) (time.Duration
 	switch {
 	case errors.As(err, &s):
 		return 0, err
-	case errors.Is(err, flagadmin.ErrFollowLeaseLost):
+	case errors.Is(err, follow.ErrLeaseLost):
 		l.leased.Store(false)
 		return 0, nil
 	case errors.Is(err, flagadmin.ErrConflict):
@@ -84,11 +85,11 @@ func isSource(err error) bool {
 // importSnapshot reads the world and the events in one snapshot and loads
 // them, with the follow state, into the store. The events loaded stop
 // below the first missing id that is not settled (copyState).
-func (l *followLoop) importSnapshot(ctx context.Context, start time.Time) (*Summary, flagadmin.FollowState, error) {
+func (l *followLoop) importSnapshot(ctx context.Context, start time.Time) (*Summary, follow.State, error) {
 	schema := l.src.schema()
 	sum := &Summary{Schema: fmt.Sprintf("Unleash schema at migration %d (%s)", schema.migrations, schema.migration)}
 	prog := l.importProgress()
-	var st flagadmin.FollowState
+	var st follow.State
 	var w *world
 	read := false // the snapshot was read: what fails now is the copy
 	err := l.src.snapshot(ctx, start, snapshotReading{sum: sum, prog: prog, batchSize: l.opts.BatchSize}, func(snap *sourceSnapshot) error {
@@ -117,12 +118,12 @@ func (l *followLoop) importSnapshot(ctx context.Context, start time.Time) (*Summ
 // copyState is the follow state of a copy of snap: its position is the
 // newest id when no id below it is missing, else the last id below which
 // every missing one is settled (settleImport), with the holes up to it.
-func (l *followLoop) copyState(ctx context.Context, snap *sourceSnapshot, start time.Time) (flagadmin.FollowState, error) {
+func (l *followLoop) copyState(ctx context.Context, snap *sourceSnapshot, start time.Time) (follow.State, error) {
 	upTo := snap.newest
 	if len(snap.ranges) > 0 {
 		var err error
 		if upTo, err = l.settleImport(ctx, snap.ranges, snap.newest); err != nil {
-			return flagadmin.FollowState{}, err
+			return follow.State{}, err
 		}
 	}
 	var holes int64
@@ -131,7 +132,7 @@ func (l *followLoop) copyState(ctx context.Context, snap *sourceSnapshot, start 
 			holes += min(g[1], upTo) - g[0] + 1
 		}
 	}
-	st := flagadmin.FollowState{Source: l.source, Position: upTo, Holes: holes}
+	st := follow.State{Source: l.source, Position: upTo, Holes: holes}
 	if upTo == snap.newest {
 		st.SyncedAt = start
 	}
@@ -141,7 +142,7 @@ func (l *followLoop) copyState(ctx context.Context, snap *sourceSnapshot, start 
 // loadCopy loads snap's world and its events up to st's position into the
 // store, with st, in the store's one transaction; the lease is renewed as
 // soon as it ends.
-func (l *followLoop) loadCopy(ctx context.Context, st flagadmin.FollowState, snap *sourceSnapshot, prog *progress) error {
+func (l *followLoop) loadCopy(ctx context.Context, st follow.State, snap *sourceSnapshot, prog *progress) error {
 	events := func(emit func([]flagadmin.Event) error) error {
 		prog.step("write users, groups, projects, flags, tokens")
 		if st.Position == 0 {
@@ -177,7 +178,7 @@ func (f *Follower) importProgress() *progress {
 	}
 	p := newProgress(out)
 	p.report = func(done, total int) {
-		f.setStatus(func(s *flagadmin.FollowStatus) { s.Copied, s.CopyTotal = int64(done), int64(total) })
+		f.setStatus(func(s *follow.Status) { s.Copied, s.CopyTotal = int64(done), int64(total) })
 	}
 	return p
 }

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/flagadmin/flagadmin/flagadmin"
+	"github.com/flagadmin/flagadmin/flagadmin/follow"
 )
 
 // The follow lease: exactly one server applies, the one that holds the
@@ -34,7 +35,7 @@ func (f *Follower) leaseLoop(ctx context.Context) {
 		}
 		ok = f.holds(&w, now, ok, err)
 		if err == nil {
-			f.setStatus(func(s *flagadmin.FollowStatus) { s.Holder = st.Lease.Holder })
+			f.setStatus(func(s *follow.Status) { s.Holder = st.Lease.Holder })
 		}
 		f.leaseChanged(&w, f.leased.Swap(ok), ok, err, st.Lease.Holder)
 		select {

@@ -9,6 +9,7 @@ import (
 	"github.com/cenkalti/backoff/v4"
 
 	"github.com/flagadmin/flagadmin/flagadmin"
+	"github.com/flagadmin/flagadmin/flagadmin/follow"
 )
 
 // Run's steps as a state machine. A followLoop is the follower's state
@@ -32,10 +33,10 @@ type followLoop struct {
 	started time.Time // when Run began: the time put where Unleash has none
 
 	// The source.
-	src     followSource           // the events' connection (nil: none open)
-	source  flagadmin.FollowSource // the source's identity, once reached
-	readSet []string               // what the follower reads of the schema, as first seen
-	world   worldReads             // the world's readings, on a connection of their own
+	src     followSource  // the events' connection (nil: none open)
+	source  follow.Source // the source's identity, once reached
+	readSet []string      // what the follower reads of the schema, as first seen
+	world   worldReads    // the world's readings, on a connection of their own
 
 	// The copy, as applied.
 	following bool        // the store follows the source (imported)
@@ -108,8 +109,8 @@ func (l *followLoop) standby(ctx context.Context) {
 	if err != nil {
 		return
 	}
-	l.setStatus(func(s *flagadmin.FollowStatus) {
-		s.State, s.Reason, s.Holder = flagadmin.FollowStateStandby, "", st.Lease.Holder
+	l.setStatus(func(s *follow.Status) {
+		s.State, s.Reason, s.Holder = follow.Standby, "", st.Lease.Holder
 		s.Ready, s.Position, s.Holes, s.LagEvents, s.WaitingFor = st.Following(), st.Position, st.Holes, 0, 0
 		if t := syncedAt(st); t != nil {
 			s.SyncedAt = t
@@ -118,7 +119,7 @@ func (l *followLoop) standby(ctx context.Context) {
 }
 
 // syncedAt is st.SyncedAt for the status (nil when never).
-func syncedAt(st flagadmin.FollowState) *time.Time {
+func syncedAt(st follow.State) *time.Time {
 	if st.SyncedAt.IsZero() {
 		return nil
 	}
@@ -140,7 +141,7 @@ func (l *followLoop) loadState(ctx context.Context) (time.Duration, error) {
 		return 0, stopf("the store follows %s (database %q of system %s), not %s (database %q of system %s)",
 			st.Source.URL, st.Source.Database, st.Source.SystemID, l.name, l.source.Database, l.source.SystemID)
 	}
-	l.setStatus(func(s *flagadmin.FollowStatus) {
+	l.setStatus(func(s *follow.Status) {
 		s.Ready, s.Position, s.Holes = st.Following(), st.Position, st.Holes
 		if t := syncedAt(st); t != nil {
 			s.SyncedAt = t
@@ -184,7 +185,7 @@ func (l *followLoop) connect(ctx context.Context) error {
 // checkSource checks a new connection to the source: followable, with the
 // tables and columns the follower read when it started, and, when the
 // store follows, the database the store follows and not behind the copy.
-func (l *followLoop) checkSource(ctx context.Context, src followSource) (flagadmin.FollowSource, error) {
+func (l *followLoop) checkSource(ctx context.Context, src followSource) (follow.Source, error) {
 	id, err := src.identity(ctx, l.name)
 	if err == nil {
 		err = stillHas(l.readSet, src.schema(), l.name)
@@ -253,8 +254,8 @@ func (l *followLoop) failed(what, msg string, err error) time.Duration {
 		l.log.Warn("following paused: "+msg+then, "source", l.name, "reason", l.reason(err), "copy_as_of", synced)
 		l.retry.Reset()
 	}
-	l.setStatus(func(s *flagadmin.FollowStatus) {
-		s.State, s.Reason = flagadmin.FollowStatePaused, msg+": "+l.reason(err)
+	l.setStatus(func(s *follow.Status) {
+		s.State, s.Reason = follow.Paused, msg+": "+l.reason(err)
 	})
 	return l.retry.NextBackOff()
 }
@@ -297,7 +298,7 @@ func (l *followLoop) applyFailed(ctx context.Context, err error) time.Duration {
 	switch {
 	case ctx.Err() != nil:
 		return 0
-	case errors.Is(err, flagadmin.ErrFollowLeaseLost):
+	case errors.Is(err, follow.ErrLeaseLost):
 		l.leased.Store(false)
 		l.log.Info("following: the follow lease was lost; another server may apply now", "holder", l.opts.Holder)
 		return 0

@@ -14,6 +14,7 @@ import (
 
 	"github.com/flagadmin/flagadmin/adapters/memstore"
 	"github.com/flagadmin/flagadmin/flagadmin"
+	"github.com/flagadmin/flagadmin/flagadmin/follow"
 	"github.com/flagadmin/flagadmin/internal/syncbuffer"
 	"github.com/flagadmin/flagadmin/internal/testclock"
 )
@@ -81,8 +82,8 @@ func (c *fakeConn) reading(read func() error) error {
 
 func (c *fakeConn) ids() []int64 { return slices.Sorted(maps.Keys(c.s.events)) }
 
-func (c *fakeConn) identity(context.Context, string) (flagadmin.FollowSource, error) {
-	id := flagadmin.FollowSource{URL: "postgres://fake/unleash", Database: "unleash", SystemID: "7"}
+func (c *fakeConn) identity(context.Context, string) (follow.Source, error) {
+	id := follow.Source{URL: "postgres://fake/unleash", Database: "unleash", SystemID: "7"}
 	return id, c.reading(func() error { return nil })
 }
 
@@ -233,7 +234,7 @@ func (r *rig) next() time.Duration {
 }
 
 // copied returns the ids of the events the store holds and its follow state.
-func (r *rig) copied() ([]int64, flagadmin.FollowState) {
+func (r *rig) copied() ([]int64, follow.State) {
 	r.t.Helper()
 	var ids []int64
 	err := r.store.ExportEvents(context.Background(), flagadmin.EventQuery{}, 0, func(e flagadmin.Event) error {
@@ -353,7 +354,7 @@ func TestFollowStepsBackOffWhileTheSourceIsDown(t *testing.T) {
 		t.Fatalf("waits %v, want %v", waits, want)
 	}
 	st := r.loop.Status()
-	if st.State != flagadmin.FollowStatePaused || !strings.Contains(st.Reason, "connection refused") || !st.Ready {
+	if st.State != follow.Paused || !strings.Contains(st.Reason, "connection refused") || !st.Ready {
 		t.Fatalf("status while down: %+v", st)
 	}
 	if src.open != 0 {
@@ -366,7 +367,7 @@ func TestFollowStepsBackOffWhileTheSourceIsDown(t *testing.T) {
 		t.Fatalf("recovered: wait %s, want %s", wait, rigPoll)
 	}
 	r.wantCopy([]int64{1, 2, 3}, 3, 0)
-	if st := r.loop.Status(); st.State != flagadmin.FollowStateFollowing || st.Reason != "" {
+	if st := r.loop.Status(); st.State != follow.Following || st.Reason != "" {
 		t.Fatalf("status after the outage: %+v", st)
 	}
 	log := r.log.String()
@@ -420,7 +421,7 @@ func TestFollowStepsStopApplyingWhenTheLeaseIsLost(t *testing.T) {
 		t.Fatalf("standby: wait %s, want %s", wait, r.loop.opts.RenewEvery)
 	}
 	st := r.loop.Status()
-	if st.State != flagadmin.FollowStateStandby || st.Holder != "other" || st.Applying {
+	if st.State != follow.Standby || st.Holder != "other" || st.Applying {
 		t.Fatalf("status on standby: %+v", st)
 	}
 	if src.open != 0 {

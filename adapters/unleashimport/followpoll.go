@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/flagadmin/flagadmin/flagadmin"
+	"github.com/flagadmin/flagadmin/flagadmin/follow"
 )
 
 // A poll, the step that follows, in four steps of its own:
@@ -138,7 +139,7 @@ func (l *followLoop) settle(ctx, rctx context.Context, p *pollRound) error {
 // caught up, when it was; a poll that changes nothing writes nothing
 // (but the time of a caught-up copy, every SyncEvery).
 func (l *followLoop) apply(ctx context.Context, p *pollRound) error {
-	b := &flagadmin.FollowBatch{Events: p.deliver, Position: p.settled.position, Holes: l.holes + p.settled.holes}
+	b := &follow.Batch{Events: p.deliver, Position: p.settled.position, Holes: l.holes + p.settled.holes}
 	if p.next != nil {
 		diffInto(b, l.prev, p.next.world)
 	}
@@ -160,8 +161,8 @@ func (l *followLoop) apply(ctx context.Context, p *pollRound) error {
 	if p.next != nil {
 		l.prev, l.worldAt = p.next.world, p.next.began
 	}
-	l.setStatus(func(st *flagadmin.FollowStatus) {
-		st.State, st.Reason, st.Ready = flagadmin.FollowStateFollowing, "", true
+	l.setStatus(func(st *follow.Status) {
+		st.State, st.Reason, st.Ready = follow.Following, "", true
 		st.Position, st.Holes, st.LagEvents, st.WaitingFor = l.position, l.holes, p.lag, p.settled.waitingFor
 		if caughtUp {
 			t := flagadmin.Truncate(p.at)

@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/flagadmin/flagadmin/flagadmin"
+	"github.com/flagadmin/flagadmin/flagadmin/follow"
 )
 
 // What a follower reads of the source beyond what an import reads: who the
@@ -28,7 +29,7 @@ import (
 type followSource interface {
 	// identity reads who the source is, and checks that its event ids
 	// can be followed (errNotFollowable when they cannot).
-	identity(ctx context.Context, name string) (flagadmin.FollowSource, error)
+	identity(ctx context.Context, name string) (follow.Source, error)
 	// schema is the schema as last inspected; reinspect reads it again.
 	schema() sourceSchema
 	reinspect(ctx context.Context, where string) error
@@ -163,8 +164,8 @@ func SourceName(rawURL string) string {
 // identity reads who the source is, and checks that its event ids can be
 // followed (the gap rule's assumptions): a primary, not a standby; an
 // events.id drawn from a sequence with CACHE 1 and a positive increment.
-func (s *Source) identity(ctx context.Context, name string) (flagadmin.FollowSource, error) {
-	src := flagadmin.FollowSource{URL: name}
+func (s *Source) identity(ctx context.Context, name string) (follow.Source, error) {
+	src := follow.Source{URL: name}
 	var standby bool
 	if err := s.conn.QueryRow(ctx, `SELECT current_database(), pg_is_in_recovery()`).Scan(&src.Database, &standby); err != nil {
 		return src, sourceFailure(err)

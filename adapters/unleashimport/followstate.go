@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/flagadmin/flagadmin/flagadmin"
+	"github.com/flagadmin/flagadmin/flagadmin/follow"
 )
 
 // worldState is a mapped world by key: what a follower last applied, to
@@ -53,7 +54,7 @@ func stateOf(w *world) *worldState {
 
 // diffInto adds to b what turns prev into next: the rows new or changed,
 // and the keys gone. With no prev, b is a Full batch of next.
-func diffInto(b *flagadmin.FollowBatch, prev, next *worldState) {
+func diffInto(b *follow.Batch, prev, next *worldState) {
 	if prev == nil {
 		b.Full = true
 		prev = &worldState{}

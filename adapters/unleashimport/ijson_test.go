@@ -16,6 +16,7 @@ import (
 	"github.com/flagadmin/flagadmin/adapters/tlog/leaf"
 	"github.com/flagadmin/flagadmin/adapters/unleashimport"
 	"github.com/flagadmin/flagadmin/flagadmin"
+	"github.com/flagadmin/flagadmin/flagadmin/follow"
 	"github.com/flagadmin/flagadmin/internal/unleashfixture"
 )
 
@@ -179,13 +180,13 @@ func TestFollowNormalizesEvents(t *testing.T) {
 // saltingLoader does.
 type saltingFollowStore struct{ *memstore.Store }
 
-func (s saltingFollowStore) LoadFollow(ctx context.Context, holder string, now time.Time, st flagadmin.FollowState, b *flagadmin.Batch, events func(emit func([]flagadmin.Event) error) error) error {
+func (s saltingFollowStore) LoadFollow(ctx context.Context, holder string, now time.Time, st follow.State, b *flagadmin.Batch, events func(emit func([]flagadmin.Event) error) error) error {
 	return s.Store.LoadFollow(ctx, holder, now, st, b, func(emit func([]flagadmin.Event) error) error {
 		return events(func(batch []flagadmin.Event) error { return emit(salted(batch)) })
 	})
 }
 
-func (s saltingFollowStore) ApplyFollow(ctx context.Context, holder string, now time.Time, b *flagadmin.FollowBatch) error {
+func (s saltingFollowStore) ApplyFollow(ctx context.Context, holder string, now time.Time, b *follow.Batch) error {
 	c := *b
 	c.Events = salted(b.Events)
 	return s.Store.ApplyFollow(ctx, holder, now, &c)

@@ -152,8 +152,8 @@ func newServedStore(opened flagadmin.Store, cfg Config, m *metrics.Metrics) serv
 // follows an Unleash database (flagadmin.ErrReadOnly).
 func newService(store servedStore, log *logParts) *flagadmin.Service {
 	opts := []flagadmin.Option{flagadmin.WithLog(log.config())}
-	if fr, ok := store.opened.(flagadmin.FollowStateReader); ok {
-		opts = append(opts, flagadmin.WithFollowState(fr))
+	if r, ok := store.opened.(flagadmin.ReadOnlyReporter); ok {
+		opts = append(opts, flagadmin.WithReadOnly(r))
 	}
 	if l, ok := store.opened.(flagadmin.Loader); ok { // a seed's bulk load, under the caches
 		opts = append(opts, flagadmin.WithLoader(l))

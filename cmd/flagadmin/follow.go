@@ -20,6 +20,7 @@ import (
 	"github.com/flagadmin/flagadmin/adapters/metrics"
 	"github.com/flagadmin/flagadmin/adapters/unleashimport"
 	"github.com/flagadmin/flagadmin/flagadmin"
+	"github.com/flagadmin/flagadmin/flagadmin/follow"
 )
 
 // followUsage is the help of --follow.
@@ -123,7 +124,7 @@ func newFollower(lc fx.Lifecycle, cfg Config, store flagadmin.Store, log *slog.L
 
 // followReporter is what the API reports of the follower: nil (no
 // follow state on /health) when the server follows nothing.
-func followReporter(f *unleashimport.Follower) interface{ Status() flagadmin.FollowStatus } {
+func followReporter(f *unleashimport.Follower) interface{ Status() follow.Status } {
 	if f == nil {
 		return nil
 	}
@@ -210,7 +211,7 @@ func (c *cli) storeFollowStatus(ctx context.Context, cfg Config) error {
 	}
 	defer store.Close()
 	var reader any = store
-	fr, ok := reader.(flagadmin.FollowStateReader)
+	fr, ok := reader.(follow.StateReader)
 	if !ok {
 		return cliErrorf("the store %s keeps no follow state; ask the server with --url", bunstore.RedactURL(cfg.DB))
 	}
@@ -227,8 +228,8 @@ func (c *cli) storeFollowStatus(ctx context.Context, cfg Config) error {
 }
 
 // storedFollowStatus is what a store's follow state tells of following.
-func storedFollowStatus(fst flagadmin.FollowState, now time.Time) flagadmin.FollowStatus {
-	st := flagadmin.FollowStatus{Source: fst.Source.URL, State: "recorded in the store", Ready: true, Holder: fst.Lease.Holder,
+func storedFollowStatus(fst follow.State, now time.Time) follow.Status {
+	st := follow.Status{Source: fst.Source.URL, State: "recorded in the store", Ready: true, Holder: fst.Lease.Holder,
 		Position: fst.Position, Holes: fst.Holes, LagEvents: -1}
 	if !fst.Lease.Held(now) {
 		st.Holder = ""
@@ -242,24 +243,24 @@ func storedFollowStatus(fst flagadmin.FollowState, now time.Time) flagadmin.Foll
 }
 
 // serverFollowStatus asks the server at base for its follow state.
-func serverFollowStatus(ctx context.Context, base string) (flagadmin.FollowStatus, error) {
+func serverFollowStatus(ctx context.Context, base string) (follow.Status, error) {
 	u, err := url.Parse(strings.TrimRight(base, "/") + "/health")
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") {
-		return flagadmin.FollowStatus{}, cliErrorf("--url: %q is not an http(s) URL", base)
+		return follow.Status{}, cliErrorf("--url: %q is not an http(s) URL", base)
 	}
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
 	if err != nil {
-		return flagadmin.FollowStatus{}, err
+		return follow.Status{}, err
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		return flagadmin.FollowStatus{}, cliErrorf("cannot reach the server at %s: %s", base, flat(err))
+		return follow.Status{}, cliErrorf("cannot reach the server at %s: %s", base, flat(err))
 	}
 	defer resp.Body.Close()
 	var body struct {
-		Follow *flagadmin.FollowStatus `json:"follow"`
+		Follow *follow.Status `json:"follow"`
 	}
 	data, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 	if err == nil && resp.StatusCode == http.StatusOK {
@@ -268,20 +269,20 @@ func serverFollowStatus(ctx context.Context, base string) (flagadmin.FollowStatu
 		err = fmt.Errorf("GET /health answered %s", resp.Status)
 	}
 	if err != nil {
-		return flagadmin.FollowStatus{}, cliErrorf("the server at %s did not answer its health: %s", base, flat(err))
+		return follow.Status{}, cliErrorf("the server at %s did not answer its health: %s", base, flat(err))
 	}
 	if body.Follow == nil {
-		return flagadmin.FollowStatus{}, cliErrorf("the server at %s follows no Unleash database (it runs without --follow)", base)
+		return follow.Status{}, cliErrorf("the server at %s follows no Unleash database (it runs without --follow)", base)
 	}
 	return *body.Follow, nil
 }
 
 // writeFollowStatus prints a follow status for a person.
-func writeFollowStatus(w io.Writer, st flagadmin.FollowStatus, now time.Time) {
+func writeFollowStatus(w io.Writer, st follow.Status, now time.Time) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	state, why := st.State, st.NotLoaded() // why names the reason, if any, when the copy is not loaded
 	switch {
-	case st.State == flagadmin.FollowStateFollowing && st.Applying:
+	case st.State == follow.Following && st.Applying:
 		state += " (this server applies)"
 	case st.Reason != "" && why == "":
 		state += ": " + st.Reason
@@ -295,7 +296,7 @@ func writeFollowStatus(w io.Writer, st flagadmin.FollowStatus, now time.Time) {
 	}
 	lag := "-"
 	switch {
-	case st.State == flagadmin.FollowStatePaused && st.SyncedAt != nil:
+	case st.State == follow.Paused && st.SyncedAt != nil:
 		lag = "unknown events (the source cannot be read), at least " + age(time.Duration(st.LagSeconds*float64(time.Second)))
 	case st.LagEvents >= 0 && st.SyncedAt != nil:
 		lag = plural(st.LagEvents, "event") + ", " + age(time.Duration(st.LagSeconds*float64(time.Second)))

@@ -17,6 +17,7 @@ import (
 
 	"github.com/flagadmin/flagadmin/adapters/bunstore"
 	"github.com/flagadmin/flagadmin/flagadmin"
+	"github.com/flagadmin/flagadmin/flagadmin/follow"
 	"github.com/flagadmin/flagadmin/internal/dbtest"
 	"github.com/flagadmin/flagadmin/internal/unleashfixture"
 )
@@ -49,8 +50,8 @@ func followingSQLite(t *testing.T) string {
 	if _, ok, err := store.AcquireFollowLease(ctx, "t", now, now.Add(time.Minute)); err != nil || !ok {
 		t.Fatalf("lease: %v %v", ok, err)
 	}
-	src := flagadmin.FollowSource{SystemID: "1", Database: "unleash", URL: "postgres://db.internal:5432/unleash"}
-	if err := store.LoadFollow(ctx, "t", now, flagadmin.FollowState{Source: src, Position: 7}, &flagadmin.Batch{
+	src := follow.Source{SystemID: "1", Database: "unleash", URL: "postgres://db.internal:5432/unleash"}
+	if err := store.LoadFollow(ctx, "t", now, follow.State{Source: src, Position: 7}, &flagadmin.Batch{
 		Users:  []flagadmin.User{{ID: 1, Name: "Admin", Username: "admin", RootRole: flagadmin.RoleAdmin}},
 		Tokens: []flagadmin.APIToken{{SecretHash: flagadmin.HashSecret("*:*.copied"), Name: "admin", Type: flagadmin.TokenAdmin, CreatedAt: now}},
 	}, func(func([]flagadmin.Event) error) error { return nil }); err != nil {
@@ -111,14 +112,14 @@ func TestWritingCommandsRefuseAFollowingSQLStore(t *testing.T) {
 }
 
 // health reads a server's follow state from GET /health.
-func health(t *testing.T, base string) flagadmin.FollowStatus {
+func health(t *testing.T, base string) follow.Status {
 	t.Helper()
 	resp, err := http.Get(base + "/health")
 	if err != nil {
-		return flagadmin.FollowStatus{}
+		return follow.Status{}
 	}
 	defer resp.Body.Close()
-	var body struct{ Follow flagadmin.FollowStatus }
+	var body struct{ Follow follow.Status }
 	_ = json.NewDecoder(resp.Body).Decode(&body)
 	return body.Follow
 }
@@ -160,7 +161,7 @@ func TestFollowSharedPostgresStore(t *testing.T) {
 	waitUntil(t, 60*time.Second, "a follows", func() bool { st := health(t, baseA); return st.Applying && st.Position >= 2297 })
 	b, baseB := followServer(t, bin, src, db)
 	b.waitReady(t, baseB)
-	waitUntil(t, 20*time.Second, "b on standby", func() bool { return health(t, baseB).State == flagadmin.FollowStateStandby })
+	waitUntil(t, 20*time.Second, "b on standby", func() bool { return health(t, baseB).State == follow.Standby })
 	if st := health(t, baseB); st.Applying || st.Holder == "" || !st.Ready {
 		t.Errorf("b's status: %+v", st)
 	}
@@ -198,7 +199,7 @@ func TestFollowSharedPostgresStore(t *testing.T) {
 	if took > 30*time.Second {
 		t.Errorf("b took over after %s, want within 30 s", took)
 	}
-	if st := health(t, baseB); !st.Applying || st.State != flagadmin.FollowStateFollowing {
+	if st := health(t, baseB); !st.Applying || st.State != follow.Following {
 		t.Errorf("b after the takeover: %+v", st)
 	}
 	t.Logf("b took over %s after a was killed", took.Round(time.Millisecond))

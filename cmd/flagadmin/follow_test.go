@@ -20,6 +20,7 @@ import (
 	"github.com/flagadmin/flagadmin/adapters/memstore"
 	"github.com/flagadmin/flagadmin/adapters/storecache"
 	"github.com/flagadmin/flagadmin/flagadmin"
+	"github.com/flagadmin/flagadmin/flagadmin/follow"
 	"github.com/flagadmin/flagadmin/internal/dbtest"
 	"github.com/flagadmin/flagadmin/internal/syncbuffer"
 	"github.com/flagadmin/flagadmin/internal/unleashfixture"
@@ -77,8 +78,8 @@ func serveFollowInto(t *testing.T, db string) {
 	const admin = "*:*.unleash-insecure-admin-api-token"
 
 	status, body := call(t, http.MethodGet, base+"/health", "", "")
-	var health struct{ Follow flagadmin.FollowStatus }
-	if err := json.Unmarshal(body, &health); err != nil || status != 200 || health.Follow.State != flagadmin.FollowStateFollowing || health.Follow.Position != 2297 {
+	var health struct{ Follow follow.Status }
+	if err := json.Unmarshal(body, &health); err != nil || status != 200 || health.Follow.State != follow.Following || health.Follow.Position != 2297 {
 		t.Fatalf("/health: %d %s", status, body)
 	}
 	status, body = call(t, http.MethodPost, base+"/api/admin/projects/default/features/dark-mode/lifecycle/complete", admin, `{"status":"kept"}`)
@@ -197,11 +198,11 @@ func TestWritingCommandsRefuseAFollowingStore(t *testing.T) {
 	if _, ok, _ := store.AcquireFollowLease(ctx, "t", time.Now(), time.Now().Add(time.Minute)); !ok {
 		t.Fatal("lease")
 	}
-	src := flagadmin.FollowSource{SystemID: "1", Database: "unleash", URL: "postgres://db.internal:5432/unleash"}
-	if err := store.LoadFollow(ctx, "t", time.Now(), flagadmin.FollowState{Source: src}, &flagadmin.Batch{}, func(func([]flagadmin.Event) error) error { return nil }); err != nil {
+	src := follow.Source{SystemID: "1", Database: "unleash", URL: "postgres://db.internal:5432/unleash"}
+	if err := store.LoadFollow(ctx, "t", time.Now(), follow.State{Source: src}, &flagadmin.Batch{}, func(func([]flagadmin.Event) error) error { return nil }); err != nil {
 		t.Fatal(err)
 	}
-	svc := flagadmin.NewService(storecache.New(store, storecache.Options{}), flagadmin.WithFollowState(store))
+	svc := flagadmin.NewService(storecache.New(store, storecache.Options{}), flagadmin.WithReadOnly(store))
 	var out, errOut strings.Builder
 	c := &cli{getenv: func(string) string { return "" }, stdout: &out, stderr: &errOut}
 	err := c.createAccount(ctx, svc, Config{DB: "postgres://copy"}, flagadmin.User{Name: "Zoe", RootRole: flagadmin.RoleViewer}, false, "", nil)

@@ -19,6 +19,7 @@ import (
 	"github.com/flagadmin/flagadmin/adapters/memstore"
 	"github.com/flagadmin/flagadmin/adapters/tlog"
 	"github.com/flagadmin/flagadmin/flagadmin"
+	"github.com/flagadmin/flagadmin/flagadmin/follow"
 	"github.com/flagadmin/flagadmin/internal/dbtest"
 )
 
@@ -643,7 +644,7 @@ func TestLogVerifyCountsInWords(t *testing.T) {
 	synced := now.Add(-time.Minute)
 	for n, want := range map[int64]string{1: " 1 event, 1m0s\n", 2: " 2 events, 1m0s\n"} {
 		var out strings.Builder
-		writeFollowStatus(&out, flagadmin.FollowStatus{State: flagadmin.FollowStateFollowing, Ready: true, LagEvents: n, SyncedAt: &synced, LagSeconds: 60}, now)
+		writeFollowStatus(&out, follow.Status{State: follow.Following, Ready: true, LagEvents: n, SyncedAt: &synced, LagSeconds: 60}, now)
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("follow status with a lag of %d: %q, want %q", n, out.String(), want)
 		}

@@ -11,16 +11,17 @@ import (
 	"time"
 
 	"github.com/flagadmin/flagadmin/flagadmin"
+	"github.com/flagadmin/flagadmin/flagadmin/follow"
 )
 
 // FollowTestStore is a store that can follow an Unleash database.
 type FollowTestStore interface {
 	flagadmin.Store
-	flagadmin.FollowTarget
+	follow.Target
 }
 
 // followSource is the source the cases record.
-var followSource = flagadmin.FollowSource{SystemID: "7712561264145193080", Database: "unleash", URL: "postgres://db.example:5432/unleash"}
+var followSource = follow.Source{SystemID: "7712561264145193080", Database: "unleash", URL: "postgres://db.example:5432/unleash"}
 
 // followWorld is the world the cases load: two users (one a service
 // account), a group, three projects (one private), three features and
@@ -70,7 +71,7 @@ func followEvent(id int64, typ string, project, feature *string) flagadmin.Event
 	return e
 }
 
-// RunFollow runs the contract cases of flagadmin.FollowTarget (the load
+// RunFollow runs the contract cases of follow.Target (the load
 // that starts following, batches applied at once with their
 // events' own ids, deletes that take what refers to them along, the lease
 // and its fencing, and the read-only service). newStore must return a
@@ -81,13 +82,13 @@ func RunFollow(t *testing.T, newStore func(t *testing.T) FollowTestStore) {
 	t0 := time.Date(2026, 6, 15, 12, 0, 0, 0, time.UTC)
 	lease := 20 * time.Second
 	ctx := context.Background()
-	acquire := func(t *testing.T, s FollowTestStore, holder string, now time.Time) (flagadmin.FollowState, bool) {
+	acquire := func(t *testing.T, s FollowTestStore, holder string, now time.Time) (follow.State, bool) {
 		t.Helper()
 		st, ok, err := s.AcquireFollowLease(ctx, holder, now, now.Add(lease))
 		wantNoError(t, "AcquireFollowLease", err)
 		return st, ok
 	}
-	state := func(t *testing.T, s FollowTestStore) flagadmin.FollowState {
+	state := func(t *testing.T, s FollowTestStore) follow.State {
 		t.Helper()
 		st, err := s.FollowState(ctx)
 		wantNoError(t, "FollowState", err)
@@ -112,7 +113,7 @@ func RunFollow(t *testing.T, newStore func(t *testing.T) FollowTestStore) {
 		if _, ok := acquire(t, s, "a", t0); !ok {
 			t.Fatal("AcquireFollowLease on a new store: not acquired")
 		}
-		st := flagadmin.FollowState{Source: followSource, Position: 4, Holes: 1, SyncedAt: t0}
+		st := follow.State{Source: followSource, Position: 4, Holes: 1, SyncedAt: t0}
 		err := s.LoadFollow(ctx, "a", t0, st, followWorld(), emitAll(
 			followEvent(1, flagadmin.EventProjectCreated, str("default"), nil),
 			followEvent(2, flagadmin.EventFeatureCreated, str("default"), str("checkout")),
@@ -225,12 +226,12 @@ func RunFollow(t *testing.T, newStore func(t *testing.T) FollowTestStore) {
 		}},
 		{"follow/LoadFollow refuses a store that holds anything or follows a source, and a caller without the lease", func(t *testing.T, _ *world) {
 			s := newStore(t)
-			err := s.LoadFollow(ctx, "a", t0, flagadmin.FollowState{Source: followSource}, followWorld(), emitAll())
-			wantKind(t, "LoadFollow without the lease", err, flagadmin.ErrFollowLeaseLost)
+			err := s.LoadFollow(ctx, "a", t0, follow.State{Source: followSource}, followWorld(), emitAll())
+			wantKind(t, "LoadFollow without the lease", err, follow.ErrLeaseLost)
 			wantEqual(t, "following after a refused load", state(t, s).Following(), false)
 			acquire(t, s, "a", t0)
-			err = s.LoadFollow(ctx, "a", t0.Add(lease), flagadmin.FollowState{Source: followSource}, followWorld(), emitAll())
-			wantKind(t, "LoadFollow with an ended lease", err, flagadmin.ErrFollowLeaseLost)
+			err = s.LoadFollow(ctx, "a", t0.Add(lease), follow.State{Source: followSource}, followWorld(), emitAll())
+			wantKind(t, "LoadFollow with an ended lease", err, follow.ErrLeaseLost)
 
 			// An event source that fails half way: nothing is written.
 			failing := func(emit func([]flagadmin.Event) error) error {
@@ -239,7 +240,7 @@ func RunFollow(t *testing.T, newStore func(t *testing.T) FollowTestStore) {
 				}
 				return errors.New("the source went away")
 			}
-			err = s.LoadFollow(ctx, "a", t0, flagadmin.FollowState{Source: followSource, Position: 1}, followWorld(), failing)
+			err = s.LoadFollow(ctx, "a", t0, follow.State{Source: followSource, Position: 1}, followWorld(), failing)
 			if err == nil {
 				t.Fatal("LoadFollow with failing events: got nil, want the error")
 			}
@@ -250,20 +251,20 @@ func RunFollow(t *testing.T, newStore func(t *testing.T) FollowTestStore) {
 			}
 
 			full := loaded(t)
-			err = full.LoadFollow(ctx, "a", t0, flagadmin.FollowState{Source: followSource}, &flagadmin.Batch{}, emitAll())
+			err = full.LoadFollow(ctx, "a", t0, follow.State{Source: followSource}, &flagadmin.Batch{}, emitAll())
 			wantKind(t, "LoadFollow on a following store", err, flagadmin.ErrConflict)
 
 			other := newStore(t)
 			b := newRows()
 			wantNoError(t, "Write", other.Write(ctx, b))
 			acquire(t, other, "a", t0)
-			err = other.LoadFollow(ctx, "a", t0, flagadmin.FollowState{Source: followSource}, &flagadmin.Batch{}, emitAll())
+			err = other.LoadFollow(ctx, "a", t0, follow.State{Source: followSource}, &flagadmin.Batch{}, emitAll())
 			wantKind(t, "LoadFollow on a store with rows", err, flagadmin.ErrConflict)
 			wantEqual(t, "following after a refused load", state(t, other).Following(), false)
 		}},
 		{"follow/ApplyFollow changes rows and removes what refers to deleted ones", func(t *testing.T, _ *world) {
 			s := loaded(t)
-			err := s.ApplyFollow(ctx, "a", t0, &flagadmin.FollowBatch{
+			err := s.ApplyFollow(ctx, "a", t0, &follow.Batch{
 				Users: []flagadmin.User{{ID: 2, Name: "Alice", Email: "alice@example.com", RootRole: flagadmin.RoleViewer},
 					{ID: 4, Name: "Carol", Email: "carol@example.com", RootRole: flagadmin.RoleEditor}},
 				Groups: []flagadmin.Group{{ID: 1, Name: "team-renamed", Users: []int64{4}}},
@@ -323,7 +324,7 @@ func RunFollow(t *testing.T, newStore func(t *testing.T) FollowTestStore) {
 			}
 
 			// Deleting a group and a project takes their roles and features along.
-			err = s.ApplyFollow(ctx, "a", t0, &flagadmin.FollowBatch{DeleteGroups: []int64{1}, DeleteProjects: []string{"payments"}, Position: 4, Holes: 1})
+			err = s.ApplyFollow(ctx, "a", t0, &follow.Batch{DeleteGroups: []int64{1}, DeleteProjects: []string{"payments"}, Position: 4, Holes: 1})
 			wantNoError(t, "ApplyFollow deletes", err)
 			roles, err = s.ProjectRoles(ctx, 4)
 			wantNoError(t, "ProjectRoles", err)
@@ -345,7 +346,7 @@ func RunFollow(t *testing.T, newStore func(t *testing.T) FollowTestStore) {
 				wantNoError(t, "Version", err)
 			}
 			synced := t0.Add(3 * time.Second)
-			err := s.ApplyFollow(ctx, "a", t0, &flagadmin.FollowBatch{
+			err := s.ApplyFollow(ctx, "a", t0, &follow.Batch{
 				Events:   []flagadmin.Event{followEvent(5, flagadmin.EventFeatureArchived, str("default"), str("checkout")), followEvent(8, "release-plan-added", nil, nil)},
 				Position: 9, Holes: 3, SyncedAt: synced,
 			})
@@ -380,7 +381,7 @@ func RunFollow(t *testing.T, newStore func(t *testing.T) FollowTestStore) {
 			}
 
 			// Only the position and the synced time: nothing a read answers changes.
-			err = s.ApplyFollow(ctx, "a", t0, &flagadmin.FollowBatch{Position: 12, Holes: 6, SyncedAt: synced.Add(time.Second)})
+			err = s.ApplyFollow(ctx, "a", t0, &follow.Batch{Position: 12, Holes: 6, SyncedAt: synced.Add(time.Second)})
 			wantNoError(t, "ApplyFollow of the position alone", err)
 			wantEqual(t, "position", state(t, s).Position, int64(12))
 			if versioned {
@@ -395,21 +396,21 @@ func RunFollow(t *testing.T, newStore func(t *testing.T) FollowTestStore) {
 				what   string
 				holder string
 				now    time.Time
-				b      flagadmin.FollowBatch
+				b      follow.Batch
 				kind   error
 			}{
-				{"another holder", "b", t0, flagadmin.FollowBatch{Position: 5, Holes: 1}, flagadmin.ErrFollowLeaseLost},
-				{"an ended lease", "a", t0.Add(lease), flagadmin.FollowBatch{Position: 5, Holes: 1}, flagadmin.ErrFollowLeaseLost},
-				{"a position below the current one", "a", t0, flagadmin.FollowBatch{Position: 3, Holes: 1}, flagadmin.ErrConflict},
-				{"fewer holes", "a", t0, flagadmin.FollowBatch{Position: 4}, flagadmin.ErrConflict},
-				{"an event at the position", "a", t0, flagadmin.FollowBatch{Events: []flagadmin.Event{followEvent(4, "x-y", nil, nil)}, Position: 5, Holes: 1}, flagadmin.ErrConflict},
-				{"an event above the batch's position", "a", t0, flagadmin.FollowBatch{Events: []flagadmin.Event{followEvent(6, "x-y", nil, nil)}, Position: 5, Holes: 1}, flagadmin.ErrConflict},
-				{"events out of order", "a", t0, flagadmin.FollowBatch{Events: []flagadmin.Event{followEvent(7, "x-y", nil, nil), followEvent(6, "x-y", nil, nil)}, Position: 7, Holes: 1}, flagadmin.ErrConflict},
-				{"a feature of a missing project", "a", t0, flagadmin.FollowBatch{Features: []flagadmin.Feature{{Name: "x", Project: "nope", Type: flagadmin.TypeRelease, CreatedAt: t0}},
+				{"another holder", "b", t0, follow.Batch{Position: 5, Holes: 1}, follow.ErrLeaseLost},
+				{"an ended lease", "a", t0.Add(lease), follow.Batch{Position: 5, Holes: 1}, follow.ErrLeaseLost},
+				{"a position below the current one", "a", t0, follow.Batch{Position: 3, Holes: 1}, flagadmin.ErrConflict},
+				{"fewer holes", "a", t0, follow.Batch{Position: 4}, flagadmin.ErrConflict},
+				{"an event at the position", "a", t0, follow.Batch{Events: []flagadmin.Event{followEvent(4, "x-y", nil, nil)}, Position: 5, Holes: 1}, flagadmin.ErrConflict},
+				{"an event above the batch's position", "a", t0, follow.Batch{Events: []flagadmin.Event{followEvent(6, "x-y", nil, nil)}, Position: 5, Holes: 1}, flagadmin.ErrConflict},
+				{"events out of order", "a", t0, follow.Batch{Events: []flagadmin.Event{followEvent(7, "x-y", nil, nil), followEvent(6, "x-y", nil, nil)}, Position: 7, Holes: 1}, flagadmin.ErrConflict},
+				{"a feature of a missing project", "a", t0, follow.Batch{Features: []flagadmin.Feature{{Name: "x", Project: "nope", Type: flagadmin.TypeRelease, CreatedAt: t0}},
 					Events: []flagadmin.Event{followEvent(5, "x-y", nil, nil)}, Position: 5, Holes: 1}, flagadmin.ErrConflict},
-				{"a token of a user the batch deletes", "a", t0, flagadmin.FollowBatch{DeleteUsers: []int64{10},
+				{"a token of a user the batch deletes", "a", t0, follow.Batch{DeleteUsers: []int64{10},
 					Tokens: []flagadmin.APIToken{{SecretHash: flagadmin.HashSecret("user:another"), Name: "x", Type: flagadmin.TokenUser, UserID: i64(10), CreatedAt: t0}}, Position: 5, Holes: 1}, flagadmin.ErrConflict},
-				{"a member that does not exist", "a", t0, flagadmin.FollowBatch{Projects: []flagadmin.Project{{ID: "default", Name: "Default", Mode: flagadmin.ModeOpen, CreatedAt: t0,
+				{"a member that does not exist", "a", t0, follow.Batch{Projects: []flagadmin.Project{{ID: "default", Name: "Default", Mode: flagadmin.ModeOpen, CreatedAt: t0,
 					Members: []flagadmin.ProjectMembership{{UserID: i64(99), Role: flagadmin.ProjectRoleOwner}}}}, Position: 5, Holes: 1}, flagadmin.ErrConflict},
 			}
 			for _, r := range refused {
@@ -429,7 +430,7 @@ func RunFollow(t *testing.T, newStore func(t *testing.T) FollowTestStore) {
 
 			fresh := newStore(t)
 			acquire(t, fresh, "a", t0)
-			wantKind(t, "ApplyFollow on a store that follows nothing", fresh.ApplyFollow(ctx, "a", t0, &flagadmin.FollowBatch{Position: 1}), flagadmin.ErrConflict)
+			wantKind(t, "ApplyFollow on a store that follows nothing", fresh.ApplyFollow(ctx, "a", t0, &follow.Batch{Position: 1}), flagadmin.ErrConflict)
 		}},
 		{"follow/the project list's figures and the event totals follow the batches", func(t *testing.T, _ *world) {
 			s := loaded(t)
@@ -454,7 +455,7 @@ func RunFollow(t *testing.T, newStore func(t *testing.T) FollowTestStore) {
 			}
 			wantEqual(t, "figures after the load", figures(t), "default:1/0/0/null mobile:1/0/0/null payments:1/0/1/null")
 			seen := at("2026-06-15T11:45:00Z")
-			err := s.ApplyFollow(ctx, "a", t0, &flagadmin.FollowBatch{
+			err := s.ApplyFollow(ctx, "a", t0, &follow.Batch{
 				Users:  []flagadmin.User{{ID: 4, Name: "Carol", Email: "carol@example.com", RootRole: flagadmin.RoleEditor}},
 				Groups: []flagadmin.Group{{ID: 1, Name: "team", Users: []int64{3, 4}}},
 				Features: []flagadmin.Feature{
@@ -473,13 +474,13 @@ func RunFollow(t *testing.T, newStore func(t *testing.T) FollowTestStore) {
 			wantEqual(t, "feature-created events", total(t, flagadmin.EventQuery{Types: []string{flagadmin.EventFeatureCreated}}), 2)
 			wantEqual(t, "events", total(t, flagadmin.EventQuery{}), 5)
 
-			err = s.ApplyFollow(ctx, "a", t0, &flagadmin.FollowBatch{DeleteUsers: []int64{3}, Position: 6, Holes: 1})
+			err = s.ApplyFollow(ctx, "a", t0, &follow.Batch{DeleteUsers: []int64{3}, Position: 6, Holes: 1})
 			wantNoError(t, "ApplyFollow of a user's deletion", err)
 			wantEqual(t, "figures after a member was deleted", figures(t),
 				"default:1/0/0/null mobile:1/1/0/2026-06-15 11:45:00 +0000 UTC payments:1/0/1/null")
 
 			w := followWorld()
-			err = s.ApplyFollow(ctx, "a", t0, &flagadmin.FollowBatch{Full: true, Users: w.Users, Groups: w.Groups, Projects: w.Projects,
+			err = s.ApplyFollow(ctx, "a", t0, &follow.Batch{Full: true, Users: w.Users, Groups: w.Groups, Projects: w.Projects,
 				Features: w.Features, Tokens: w.Tokens, Position: 6, Holes: 1})
 			wantNoError(t, "ApplyFollow Full", err)
 			wantEqual(t, "figures after a Full batch of the loaded world", figures(t), "default:1/0/0/null mobile:1/0/0/null payments:1/0/1/null")
@@ -488,7 +489,7 @@ func RunFollow(t *testing.T, newStore func(t *testing.T) FollowTestStore) {
 		{"follow/a Full batch replaces the whole world", func(t *testing.T, _ *world) {
 			s := loaded(t)
 			w := followWorld()
-			err := s.ApplyFollow(ctx, "a", t0, &flagadmin.FollowBatch{Full: true,
+			err := s.ApplyFollow(ctx, "a", t0, &follow.Batch{Full: true,
 				Users:    w.Users[:1],
 				Projects: w.Projects[:1],
 				Features: w.Features[:1],

@@ -49,6 +49,7 @@ import (
 	"github.com/flagadmin/flagadmin/adapters/storecache"
 	"github.com/flagadmin/flagadmin/adapters/unleashimport"
 	"github.com/flagadmin/flagadmin/flagadmin"
+	"github.com/flagadmin/flagadmin/flagadmin/follow"
 )
 
 func main() {
@@ -112,7 +113,7 @@ type follower struct {
 	stop func()
 }
 
-func follow(db string, store unleashimport.FollowStore) (*follower, error) {
+func startFollower(db string, store unleashimport.FollowStore) (*follower, error) {
 	f := unleashimport.NewFollower(db, store, unleashimport.FollowOptions{Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))})
 	if _, err := f.Check(context.Background()); err != nil {
 		return nil, err
@@ -154,7 +155,7 @@ func start(ctx context.Context, db, target string) (*benchRun, error) {
 	if err != nil {
 		return nil, err
 	}
-	f, err := follow(db, store)
+	f, err := startFollower(db, store)
 	if err != nil {
 		closeStore()
 		return nil, err
@@ -421,7 +422,7 @@ func catchUp(ctx context.Context, db string, backlog int, target string) error {
 		return err
 	}
 	defer conn.Close(ctx)
-	f, err := follow(db, store)
+	f, err := startFollower(db, store)
 	if err != nil {
 		return err
 	}
@@ -465,7 +466,7 @@ func catchUp(ctx context.Context, db string, backlog int, target string) error {
 	fmt.Printf("catchup: %d events written to the source in %s\n", backlog, time.Since(start).Round(time.Millisecond))
 	before := peakRSS()
 	start = time.Now()
-	f, err = follow(db, store)
+	f, err = startFollower(db, store)
 	if err != nil {
 		return err
 	}
@@ -507,7 +508,7 @@ func peakRSS() int64 {
 // given: the follower's own cost.
 type discard struct {
 	mu       sync.Mutex
-	st       flagadmin.FollowState
+	st       follow.State
 	projects map[string]bool
 }
 
@@ -535,13 +536,13 @@ func (d *discard) keepProjects(full bool, upsert []flagadmin.Project, remove []s
 
 func (d *discard) Contents(context.Context) (map[string]int64, error) { return map[string]int64{}, nil }
 
-func (d *discard) FollowState(context.Context) (flagadmin.FollowState, error) {
+func (d *discard) FollowState(context.Context) (follow.State, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	return d.st, nil
 }
 
-func (d *discard) AcquireFollowLease(_ context.Context, holder string, now, until time.Time) (flagadmin.FollowState, bool, error) {
+func (d *discard) AcquireFollowLease(_ context.Context, holder string, now, until time.Time) (follow.State, bool, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	held := d.st.Lease.Acquire(holder, now, until)
@@ -555,7 +556,7 @@ func (d *discard) ReleaseFollowLease(_ context.Context, holder string) error {
 	return nil
 }
 
-func (d *discard) LoadFollow(_ context.Context, _ string, _ time.Time, st flagadmin.FollowState, b *flagadmin.Batch, events func(emit func([]flagadmin.Event) error) error) error {
+func (d *discard) LoadFollow(_ context.Context, _ string, _ time.Time, st follow.State, b *flagadmin.Batch, events func(emit func([]flagadmin.Event) error) error) error {
 	if err := events(func([]flagadmin.Event) error { return nil }); err != nil {
 		return err
 	}
@@ -566,7 +567,7 @@ func (d *discard) LoadFollow(_ context.Context, _ string, _ time.Time, st flagad
 	return nil
 }
 
-func (d *discard) ApplyFollow(_ context.Context, _ string, _ time.Time, b *flagadmin.FollowBatch) error {
+func (d *discard) ApplyFollow(_ context.Context, _ string, _ time.Time, b *follow.Batch) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.keepProjects(b.Full, b.Projects, b.DeleteProjects)
