@@ -24,17 +24,6 @@ var (
 	ErrConflict = errors.New("conflict")
 	// ErrUnavailable: storage is unreachable, overloaded or timed out (HTTP 503).
 	ErrUnavailable = errors.New("storage unavailable")
-	// ErrBadGateway: the upstream a server stands in front of (--upstream)
-	// could not be reached or answered badly (HTTP 502). Only a
-	// gateway returns it, never the Service.
-	ErrBadGateway = errors.New("bad gateway")
-	// ErrGatewayTimeout: the upstream did not answer in time (HTTP 504).
-	// Only a gateway returns it, never the Service.
-	ErrGatewayTimeout = errors.New("gateway timeout")
-	// ErrUpstreamLoop: a request a gateway forwarded came back to that
-	// gateway, so its upstream leads back to itself; of kind ErrBadGateway
-	// (HTTP 502). Only a gateway returns it, never the Service.
-	ErrUpstreamLoop = fmt.Errorf("%w: the upstream leads back to this server (a forwarding loop)", ErrBadGateway)
 )
 
 // FieldError names one offending parameter or field and says what is allowed.

@@ -12,7 +12,7 @@
 // An upstream that cannot be reached answers 502 BadGatewayError, one
 // that does not answer within Config.Timeout 504 GatewayTimeout, both
 // written by Config.WriteError (the API's error body; see
-// flagadmin.ErrBadGateway). Nothing is sent to the upstream twice that is
+// upstream.ErrBadGateway). Nothing is sent to the upstream twice that is
 // not idempotent. Redirects of the upstream reach the client as they are.
 //
 // The two writes of the admin API (lifecycle complete, service-account
@@ -25,7 +25,7 @@
 // Each forwarded request carries the gateway's name in Via (flagadmin-
 // and a random token of the Gateway); a request that arrives with it came
 // back (the upstream leads back to this server) and is answered 502
-// BadGatewayError (flagadmin.ErrUpstreamLoop) with LoopHeader, not
+// BadGatewayError (upstream.ErrLoop) with LoopHeader, not
 // forwarded again. CheckUpstream finds such an upstream at start.
 //
 // More pieces come with it: Sessions authenticates Unleash's browser
@@ -62,6 +62,7 @@ import (
 	"time"
 
 	"github.com/flagadmin/flagadmin/flagadmin"
+	"github.com/flagadmin/flagadmin/flagadmin/upstream"
 )
 
 // Headers the gateway sets.
@@ -121,7 +122,7 @@ type Config struct {
 	Serves func(r *http.Request) bool
 	// WriteError writes an error answer the way the admin API writes
 	// them (httpapi.Server.WriteError): the gateway's errors are of kinds
-	// flagadmin.ErrBadGateway (502), flagadmin.ErrGatewayTimeout (504),
+	// upstream.ErrBadGateway (502), upstream.ErrTimeout (504),
 	// flagadmin.ErrValidation (400: headers over the limit, a forwarded
 	// body cut short) and os.ErrDeadlineExceeded (408: a forwarded body
 	// that stopped arriving). Required.
@@ -275,7 +276,7 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if g.cameBack(r) {
 		w.Header().Set(LoopHeader, g.via)
-		g.writeError(w, r, fmt.Errorf("%w: %s %s came back from %s", flagadmin.ErrUpstreamLoop, r.Method, r.URL.Path, g.upstreamHost))
+		g.writeError(w, r, fmt.Errorf("%w: %s %s came back from %s", upstream.ErrLoop, r.Method, r.URL.Path, g.upstreamHost))
 		return
 	}
 	write, route, isWrite := writeRoute(r)
@@ -504,11 +505,11 @@ func (g *Gateway) proxyError(w http.ResponseWriter, r *http.Request, err error) 
 	)
 	switch {
 	case errors.As(err, &op) && op.Op == "dial":
-		err = fmt.Errorf("%w: cannot reach %s: %v", flagadmin.ErrBadGateway, g.upstreamHost, err)
+		err = fmt.Errorf("%w: cannot reach %s: %v", upstream.ErrBadGateway, g.upstreamHost, err)
 	case errors.As(err, &ne) && ne.Timeout():
-		err = fmt.Errorf("%w: %s did not answer %s %s in time: %v", flagadmin.ErrGatewayTimeout, g.upstreamHost, r.Method, r.URL.Path, err)
+		err = fmt.Errorf("%w: %s did not answer %s %s in time: %v", upstream.ErrTimeout, g.upstreamHost, r.Method, r.URL.Path, err)
 	default:
-		err = fmt.Errorf("%w: %s %s to %s: %v", flagadmin.ErrBadGateway, r.Method, r.URL.Path, g.upstreamHost, err)
+		err = fmt.Errorf("%w: %s %s to %s: %v", upstream.ErrBadGateway, r.Method, r.URL.Path, g.upstreamHost, err)
 	}
 	g.writeError(w, r, err)
 }

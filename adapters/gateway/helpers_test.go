@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/flagadmin/flagadmin/flagadmin"
+	"github.com/flagadmin/flagadmin/flagadmin/upstream"
 	"github.com/flagadmin/flagadmin/internal/syncbuffer"
 )
 
@@ -25,9 +26,9 @@ import (
 func writeError(w http.ResponseWriter, r *http.Request, err error) {
 	status, name := http.StatusInternalServerError, "InternalError"
 	switch {
-	case errors.Is(err, flagadmin.ErrBadGateway):
+	case errors.Is(err, upstream.ErrBadGateway):
 		status, name = http.StatusBadGateway, "BadGatewayError"
-	case errors.Is(err, flagadmin.ErrGatewayTimeout):
+	case errors.Is(err, upstream.ErrTimeout):
 		status, name = http.StatusGatewayTimeout, "GatewayTimeout"
 	case errors.Is(err, flagadmin.ErrValidation):
 		status, name = http.StatusBadRequest, "BadDataError"
@@ -48,15 +49,15 @@ type received struct {
 	body              string
 }
 
-// upstream is a test upstream that records what it receives and answers
+// fakeUpstream is a test upstream that records what it receives and answers
 // with its handler.
-type upstream struct {
+type fakeUpstream struct {
 	*httptest.Server
 	mu  sync.Mutex
 	got []received
 }
 
-func (u *upstream) requests() []received {
+func (u *fakeUpstream) requests() []received {
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	return append([]received(nil), u.got...)
@@ -64,9 +65,9 @@ func (u *upstream) requests() []received {
 
 // newUpstream serves handler, recording every request (and, unless the
 // handler reads it itself, its body).
-func newUpstream(t testing.TB, handler http.HandlerFunc, readBody bool) *upstream {
+func newUpstream(t testing.TB, handler http.HandlerFunc, readBody bool) *fakeUpstream {
 	t.Helper()
-	u := &upstream{}
+	u := &fakeUpstream{}
 	u.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		rec := received{method: r.Method, uri: r.RequestURI, host: r.Host, header: r.Header.Clone()}
 		if readBody {

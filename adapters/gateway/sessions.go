@@ -17,6 +17,7 @@ import (
 	"golang.org/x/sync/singleflight"
 
 	"github.com/flagadmin/flagadmin/flagadmin"
+	"github.com/flagadmin/flagadmin/flagadmin/upstream"
 )
 
 // Unleash's browser sessions.
@@ -146,7 +147,7 @@ func NewSessions(cfg SessionsConfig) (*Sessions, error) {
 // AuthenticateSession returns the principal of r's session cookie; ok is
 // false when r has none. A session the upstream refuses is an error of
 // kind flagadmin.ErrAuthenticationRequired; one it could not be asked
-// about, of kind flagadmin.ErrBadGateway or ErrGatewayTimeout.
+// about, of kind upstream.ErrBadGateway or ErrGatewayTimeout.
 func (s *Sessions) AuthenticateSession(ctx context.Context, r *http.Request) (flagadmin.Principal, bool, error) {
 	c, err := r.Cookie(s.cookie)
 	if err != nil || c.Value == "" {
@@ -203,9 +204,9 @@ type meAnswer struct {
 func (s *Sessions) unreachable(ctx context.Context, err error) error {
 	s.log.WarnContext(ctx, "cannot check an Unleash session", slog.String("error", err.Error()))
 	if isTimeout(err) {
-		return fmt.Errorf("%w: checking a session with %s: %v", flagadmin.ErrGatewayTimeout, s.userURL.Host, err)
+		return fmt.Errorf("%w: checking a session with %s: %v", upstream.ErrTimeout, s.userURL.Host, err)
 	}
-	return fmt.Errorf("%w: checking a session with %s: %v", flagadmin.ErrBadGateway, s.userURL.Host, err)
+	return fmt.Errorf("%w: checking a session with %s: %v", upstream.ErrBadGateway, s.userURL.Host, err)
 }
 
 // isTimeout reports whether err is a network timeout or a deadline.
@@ -232,7 +233,7 @@ func (s *Sessions) ask(ctx context.Context, session string) (sessionAnswer, erro
 	defer resp.Body.Close()
 	switch {
 	case resp.StatusCode >= 500:
-		return sessionAnswer{}, fmt.Errorf("%w: %s answered %d to a session check", flagadmin.ErrBadGateway, s.userURL.Host, resp.StatusCode)
+		return sessionAnswer{}, fmt.Errorf("%w: %s answered %d to a session check", upstream.ErrBadGateway, s.userURL.Host, resp.StatusCode)
 	case resp.StatusCode != http.StatusOK:
 		// 401 (no or unknown session), or a redirect to sign in.
 		s.log.DebugContext(ctx, "Unleash refused a session", slog.Int("status", resp.StatusCode), slog.Duration("duration", time.Since(start)))
@@ -244,7 +245,7 @@ func (s *Sessions) ask(ctx context.Context, session string) (sessionAnswer, erro
 		return sessionAnswer{}, s.unreachable(ctx, err)
 	}
 	if err != nil || me.User == nil || me.User.ID == nil {
-		return sessionAnswer{}, fmt.Errorf("%w: %s answered a session check with a body that is not a user", flagadmin.ErrBadGateway, s.userURL.Host)
+		return sessionAnswer{}, fmt.Errorf("%w: %s answered a session check with a body that is not a user", upstream.ErrBadGateway, s.userURL.Host)
 	}
 	return sessionAnswer{principal: flagadmin.AsUser(flagadmin.User{
 		ID: *me.User.ID, Name: me.User.Name, Username: me.User.Username, Email: me.User.Email, RootRole: me.rootRole(),

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/flagadmin/flagadmin/flagadmin"
+	"github.com/flagadmin/flagadmin/flagadmin/upstream"
 )
 
 // fakeUnleash answers GET /api/admin/user as Unleash 8 does, for the
@@ -142,7 +143,7 @@ func TestSessionRefused(t *testing.T) {
 		}
 	}
 	for _, cookie := range []string{"crash", "broken"} {
-		if _, _, err := s.AuthenticateSession(context.Background(), sessionRequest(cookie)); !errors.Is(err, flagadmin.ErrBadGateway) {
+		if _, _, err := s.AuthenticateSession(context.Background(), sessionRequest(cookie)); !errors.Is(err, upstream.ErrBadGateway) {
 			t.Errorf("%s: %v; want ErrBadGateway", cookie, err)
 		}
 	}
@@ -150,7 +151,7 @@ func TestSessionRefused(t *testing.T) {
 	closed := "http://" + ln.Addr().String()
 	ln.Close()
 	down := newTestSessions(t, closed, SessionTTL)
-	if _, _, err := down.AuthenticateSession(context.Background(), sessionRequest("admin-session")); !errors.Is(err, flagadmin.ErrBadGateway) {
+	if _, _, err := down.AuthenticateSession(context.Background(), sessionRequest("admin-session")); !errors.Is(err, upstream.ErrBadGateway) {
 		t.Errorf("Unleash down: %v; want ErrBadGateway", err)
 	}
 }
@@ -231,7 +232,7 @@ func TestSessionAnswerCutOff(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, _, err = s.AuthenticateSession(context.Background(), sessionRequest("slow-session"))
-	if !errors.Is(err, flagadmin.ErrGatewayTimeout) {
-		t.Errorf("a session answer cut off by the bound: %v; want %v", err, flagadmin.ErrGatewayTimeout)
+	if !errors.Is(err, upstream.ErrTimeout) {
+		t.Errorf("a session answer cut off by the bound: %v; want %v", err, upstream.ErrTimeout)
 	}
 }

@@ -49,7 +49,7 @@ type SessionAuthenticator interface {
 	// false when r carries no session: the request then has no
 	// credentials. A session the system refuses is an error of kind
 	// flagadmin.ErrAuthenticationRequired; one that could not be checked,
-	// of kind flagadmin.ErrBadGateway or ErrGatewayTimeout.
+	// of kind upstream.ErrBadGateway or ErrGatewayTimeout.
 	AuthenticateSession(ctx context.Context, r *http.Request) (p flagadmin.Principal, ok bool, err error)
 }
 

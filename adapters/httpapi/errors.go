@@ -16,6 +16,7 @@ import (
 	"github.com/danielgtaylor/huma/v2"
 
 	"github.com/flagadmin/flagadmin/flagadmin"
+	"github.com/flagadmin/flagadmin/flagadmin/upstream"
 )
 
 // Error names of the API, one per status (docs/api.md, "Errors").
@@ -165,9 +166,9 @@ var errorRules = []errorRule{
 		return newAPIError(http.StatusConflict, nameConflict, lr.Error())
 	}),
 	is(flagadmin.ErrConflict, fixedError(http.StatusConflict, nameConflict, msgConflict)),
-	is(flagadmin.ErrUpstreamLoop, fixedError(http.StatusBadGateway, nameBadGateway, msgUpstreamLoop)),
-	is(flagadmin.ErrBadGateway, fixedError(http.StatusBadGateway, nameBadGateway, msgBadGateway)),
-	is(flagadmin.ErrGatewayTimeout, fixedError(http.StatusGatewayTimeout, nameGatewayTimeout, msgGateway504)),
+	is(upstream.ErrLoop, fixedError(http.StatusBadGateway, nameBadGateway, msgUpstreamLoop)),
+	is(upstream.ErrBadGateway, fixedError(http.StatusBadGateway, nameBadGateway, msgBadGateway)),
+	is(upstream.ErrTimeout, fixedError(http.StatusGatewayTimeout, nameGatewayTimeout, msgGateway504)),
 	// The storage did not answer in time, or the request's context ended
 	// while it waited (the client went away: the log says so).
 	is(flagadmin.ErrUnavailable, unavailableError),
@@ -374,8 +375,8 @@ func (s *Server) fail(ctx context.Context, err error) *apiError {
 // the API is (status, JSON body {id, name, message, details?}, headers such as
 // Retry-After; the cause of a 5xx logged, never shown). It is for a
 // handler in front of the API that answers some requests itself, such as
-// a gateway whose upstream failed (flagadmin.ErrBadGateway,
-// flagadmin.ErrGatewayTimeout).
+// a gateway whose upstream failed (upstream.ErrBadGateway,
+// upstream.ErrTimeout).
 func (s *Server) WriteError(w http.ResponseWriter, r *http.Request, err error) {
 	s.writeError(w, r, err)
 }

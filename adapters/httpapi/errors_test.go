@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/flagadmin/flagadmin/flagadmin"
+	"github.com/flagadmin/flagadmin/flagadmin/upstream"
 )
 
 // TestMapErrorKinds holds each error kind to its status, name and message,
@@ -39,10 +40,10 @@ func TestMapErrorKinds(t *testing.T) {
 		{"log refused, before the conflict it is", &flagadmin.LogRefusedError{Problem: "no key"}, 409, nameConflict,
 			"This server refuses to sign the log's checkpoints: no key"},
 		{"conflict, its cause hidden", fmt.Errorf("unique violation: %w", flagadmin.ErrConflict), 409, nameConflict, msgConflict},
-		{"upstream loop, before the bad gateway it is", flagadmin.ErrUpstreamLoop, 502, nameBadGateway, msgUpstreamLoop},
-		{"bad gateway", flagadmin.ErrBadGateway, 502, nameBadGateway, msgBadGateway},
-		{"bad gateway wrapping a context deadline", fmt.Errorf("%w: %w", flagadmin.ErrBadGateway, context.DeadlineExceeded), 502, nameBadGateway, msgBadGateway},
-		{"gateway timeout wrapping a context deadline", fmt.Errorf("%w: %w", flagadmin.ErrGatewayTimeout, context.DeadlineExceeded), 504, nameGatewayTimeout, msgGateway504},
+		{"upstream loop, before the bad gateway it is", upstream.ErrLoop, 502, nameBadGateway, msgUpstreamLoop},
+		{"bad gateway", upstream.ErrBadGateway, 502, nameBadGateway, msgBadGateway},
+		{"bad gateway wrapping a context deadline", fmt.Errorf("%w: %w", upstream.ErrBadGateway, context.DeadlineExceeded), 502, nameBadGateway, msgBadGateway},
+		{"gateway timeout wrapping a context deadline", fmt.Errorf("%w: %w", upstream.ErrTimeout, context.DeadlineExceeded), 504, nameGatewayTimeout, msgGateway504},
 		{"storage unavailable", fmt.Errorf("dial: %w", flagadmin.ErrUnavailable), 503, nameServiceUnavailable, msgUnavailable},
 		{"request context ended", context.Canceled, 503, nameServiceUnavailable, msgUnavailable},
 		{"connection read deadline", fmt.Errorf("read body: %w", os.ErrDeadlineExceeded), 408, nameRequestTimeout, msgTimeout},

@@ -7,7 +7,7 @@ import (
 	"net/http/httptest"
 	"testing"
 
-	"github.com/flagadmin/flagadmin/flagadmin"
+	"github.com/flagadmin/flagadmin/flagadmin/upstream"
 )
 
 // TestWriteErrorIsTheAPIsErrorBody: the errors of handlers served beside
@@ -51,9 +51,9 @@ func TestWriteErrorOfAGateway(t *testing.T) {
 		name    string
 		message string
 	}{
-		{fmt.Errorf("%w: cannot reach unleash:4242", flagadmin.ErrBadGateway), http.StatusBadGateway, nameBadGateway, msgBadGateway},
-		{fmt.Errorf("%w: unleash:4242 did not answer", flagadmin.ErrGatewayTimeout), http.StatusGatewayTimeout, nameGatewayTimeout, msgGateway504},
-		{fmt.Errorf("%w: GET /x came back from 127.0.0.1:4242", flagadmin.ErrUpstreamLoop), http.StatusBadGateway, nameBadGateway,
+		{fmt.Errorf("%w: cannot reach unleash:4242", upstream.ErrBadGateway), http.StatusBadGateway, nameBadGateway, msgBadGateway},
+		{fmt.Errorf("%w: unleash:4242 did not answer", upstream.ErrTimeout), http.StatusGatewayTimeout, nameGatewayTimeout, msgGateway504},
+		{fmt.Errorf("%w: GET /x came back from 127.0.0.1:4242", upstream.ErrLoop), http.StatusBadGateway, nameBadGateway,
 			"The request came back to the flagadmin server that forwarded it (a forwarding loop): its upstream leads back to itself. Set its upstream (--upstream) to Unleash's address."},
 	} {
 		w := httptest.NewRecorder()
