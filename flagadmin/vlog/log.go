@@ -146,8 +146,9 @@ type Store interface {
 	// has none.
 	ReleaseProject(ctx context.Context, project string, e flagadmin.Event) error
 	// RecordRetention reads the newest event of type
-	// flagadmin.EventRetentionChanged and calls fn with it (nil when there is none); when fn returns an
-	// event, it is appended in the same transaction. Of concurrent calls,
+	// flagadmin.EventRetentionChanged and calls fn with it (nil when there
+	// is none); when fn returns an event, it is appended in the same
+	// transaction. Of concurrent calls,
 	// each reads what the ones before it appended: the read and the write
 	// are serialized with each other (and with pruning and holds).
 	RecordRetention(ctx context.Context, fn func(last *flagadmin.Event) (*flagadmin.Event, error)) error
@@ -230,10 +231,11 @@ type ProofRows struct {
 }
 
 // ReadProver is a Prover that answers a proof request, the checks
-// of the Service included, in one read of its store (a ProofReader).
-// The Service uses it when its prover is one, and proves step by step
-// (search, LeafIndex, LogSize, LogLeaves, Prover) when it answers an
-// error wrapping errors.ErrUnsupported; both give the same answers.
+// of Service's proofs included, in one read of its store (a ProofReader).
+// Service uses it when its prover is one, and proves step by step (a
+// search through the domain's Service, LeafIndex, LogSize, LogLeaves,
+// Prover) when it answers an error wrapping errors.ErrUnsupported; both
+// give the same answers.
 type ReadProver interface {
 	// EventInclusionProof reads the event q selects (its id and what the
 	// caller may see, as for a search), its leaf, the log's size and, when

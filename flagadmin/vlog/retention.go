@@ -46,10 +46,11 @@ const MaxHoldProjectLength = 255
 
 // HoldProject places a legal hold on the events of project: they are
 // never pruned until ReleaseProject. project must be a valid project id
-// (flagadmin.ValidName) but need not exist: not any more (events outlive their
-// projects), nor yet (a hold placed first keeps every event of the project
-// once it is created). Needs the ADMIN permission. Holding a held project
-// keeps its first hold.
+// (flagadmin.ValidName) but need not exist: not any more (events outlive
+// their projects), nor yet (a hold placed first keeps every event of the
+// project once it is created). Needs the ADMIN permission. Holding a held
+// project keeps its first hold. The hold and its log-hold-added event are
+// written in one transaction of the store.
 func (s *Service) HoldProject(ctx context.Context, p flagadmin.Principal, project string) error {
 	if err := s.core.Authorize(ctx, p, rootAdmin); err != nil {
 		return err
@@ -86,8 +87,9 @@ func (s *Service) holdEvent(p flagadmin.Principal, typ, project string) (flagadm
 	return flagadmin.Event{CreatedAt: s.core.Now(), Type: typ, CreatedBy: by, CreatedByUserID: byID, Project: &project, Data: data}, nil
 }
 
-// ReleaseProject ends the legal hold on project; flagadmin.ErrNotFound when it has
-// none. Needs the ADMIN permission.
+// ReleaseProject ends the legal hold on project, writing its
+// log-hold-released event; flagadmin.ErrNotFound when it has none. Needs
+// the ADMIN permission.
 func (s *Service) ReleaseProject(ctx context.Context, p flagadmin.Principal, project string) error {
 	if err := s.core.Authorize(ctx, p, rootAdmin); err != nil {
 		return err
