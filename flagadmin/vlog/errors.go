@@ -30,10 +30,3 @@ func invalid(path, format string, args ...any) *flagadmin.ValidationError {
 
 // isKind reports whether err is of kind.
 func isKind(err, kind error) bool { return err != nil && errors.Is(err, kind) }
-
-// hasMessage reports whether err already carries a message for the
-// caller made by this package.
-func hasMessage(err error) bool {
-	var k *kindError
-	return errors.As(err, &k)
-}

@@ -106,7 +106,7 @@ func (s *Service) ReleaseProject(ctx context.Context, p flagadmin.Principal, pro
 		return err
 	}
 	err = ls.ReleaseProject(ctx, project, e)
-	if isKind(err, flagadmin.ErrNotFound) && !hasMessage(err) {
+	if isKind(err, flagadmin.ErrNotFound) {
 		return notFound("Project %s has no legal hold.", flagadmin.QuoteInput(project))
 	}
 	return err
