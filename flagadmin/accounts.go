@@ -52,7 +52,7 @@ func (s *Service) RevokeAPIToken(ctx context.Context, p Principal, ref string) (
 	if err := s.authorize(ctx, p, rootAdmin); err != nil {
 		return APIToken{}, err
 	}
-	if err := checkText("token", ref); err != nil {
+	if err := CheckText("token", ref); err != nil {
 		return APIToken{}, err
 	}
 	hash, err := s.tokenHash(ctx, ref)

@@ -25,6 +25,13 @@
 // flagadmin/follow, which imports this one; a store that follows tells the
 // Service only that it is a read-only copy (ReadOnlyReporter).
 //
+// The verifiable log of the events (its leaves, checkpoints and proofs,
+// the legal holds and retention, and their operations) is package
+// flagadmin/vlog, which imports this one and is built over the Service:
+// its operations pass the Service's permission gate (Service.Authorize)
+// and read with its visibility (Service.VisibleQuery). The events that
+// holds and retention write are of this package's types.
+//
 // The package imports only the standard library. The leaf format of the
 // verifiable log, which needs RFC 8785's canonical JSON, is adapters/tlog/leaf.
 package flagadmin

@@ -27,7 +27,7 @@ func (s *Service) SearchEvents(ctx context.Context, p Principal, params EventSea
 	if q.After != nil {
 		read.Limit++
 	}
-	page, err := s.search(ctx, p, read)
+	page, err := s.SearchVisible(ctx, p, read)
 	if err != nil {
 		return EventPage{}, err
 	}
@@ -47,12 +47,16 @@ func (s *Service) DeprecatedSearchEvents(ctx context.Context, p Principal, req D
 	if err != nil {
 		return EventPage{}, err
 	}
-	return s.search(ctx, p, q)
+	return s.SearchVisible(ctx, p, q)
 }
 
-// search answers q with the events p may see (visibleQuery).
-func (s *Service) search(ctx context.Context, p Principal, q EventQuery) (EventPage, error) {
-	q, none, err := s.visibleQuery(ctx, p, q)
+// SearchVisible answers q with the events p may see (VisibleQuery). It
+// is the read of an operation that has passed the gate for p (Authorize):
+// it checks no permission itself, so p must be a principal of the admin
+// API. The operations of the Service and of packages built over it
+// (flagadmin/vlog) read events through it.
+func (s *Service) SearchVisible(ctx context.Context, p Principal, q EventQuery) (EventPage, error) {
+	q, none, err := s.VisibleQuery(ctx, p, q)
 	if err != nil {
 		return EventPage{}, err
 	}
@@ -69,9 +73,12 @@ func (s *Service) search(ctx context.Context, p Principal, q EventQuery) (EventP
 	return page, nil
 }
 
-// visibleQuery returns q restricted to the events p may see (restrict).
-// none: q then matches nothing, so the store need not be asked.
-func (s *Service) visibleQuery(ctx context.Context, p Principal, q EventQuery) (_ EventQuery, none bool, err error) {
+// VisibleQuery returns q restricted to the events p may see (restrict),
+// for a read of an operation that has passed the gate for p (Authorize),
+// such as an inclusion proof a store answers in one read
+// (flagadmin/vlog). none: q then matches nothing, so the store need not
+// be asked.
+func (s *Service) VisibleQuery(ctx context.Context, p Principal, q EventQuery) (_ EventQuery, none bool, err error) {
 	hidden, _, restricted, err := s.visibility(ctx, p)
 	if err != nil || !restricted {
 		return q, false, err

@@ -167,7 +167,7 @@ const (
 	EventActionsUpdated             = "actions-updated"
 	EventActionsDeleted             = "actions-deleted"
 
-	// flagadmin's own types: retention is in the log (retention.go).
+	// flagadmin's own types: retention is in the log (flagadmin/vlog).
 	// Their events are never pruned.
 	EventRetentionChanged = "retention-changed"
 	EventLogHoldAdded     = "log-hold-added"

@@ -40,7 +40,7 @@ type Filter struct {
 // with "IS:" or "IS_ANY_OF:" (case-sensitive); the rest is split on commas,
 // each item trimmed, empty items dropped. At least one item must remain.
 func ParseFilter(param, raw string) (Filter, error) {
-	if err := checkText(param, raw); err != nil {
+	if err := CheckText(param, raw); err != nil {
 		return Filter{}, err
 	}
 	op, rest, ok := strings.Cut(raw, ":")
@@ -82,7 +82,7 @@ func parseIntFilter(param, raw string) ([]int64, error) {
 // ParseDay parses "IS:yyyy-MM-dd", a real calendar date, and returns the
 // start of that day in UTC.
 func ParseDay(param, raw string) (time.Time, error) {
-	if err := checkText(param, raw); err != nil {
+	if err := CheckText(param, raw); err != nil {
 		return time.Time{}, err
 	}
 	rest, ok := strings.CutPrefix(raw, "IS:")
@@ -101,7 +101,7 @@ func ParseLimit(param, raw string, def, max int) (int, error) {
 	if raw == "" {
 		return def, nil
 	}
-	if err := checkText(param, raw); err != nil {
+	if err := CheckText(param, raw); err != nil {
 		return 0, err
 	}
 	n, err := strconv.Atoi(strings.TrimSpace(raw))
@@ -116,7 +116,7 @@ func ParseOffset(param, raw string) (int, error) {
 	if raw == "" {
 		return 0, nil
 	}
-	if err := checkText(param, raw); err != nil {
+	if err := CheckText(param, raw); err != nil {
 		return 0, err
 	}
 	n, err := strconv.Atoi(strings.TrimSpace(raw))
@@ -129,7 +129,7 @@ func ParseOffset(param, raw string) (int, error) {
 // ParseArchived parses the archived parameter of the project list: "true",
 // "false", or empty (false).
 func ParseArchived(raw string) (bool, error) {
-	if err := checkText("archived", raw); err != nil {
+	if err := CheckText("archived", raw); err != nil {
 		return false, err
 	}
 	switch raw {
@@ -143,7 +143,7 @@ func ParseArchived(raw string) (bool, error) {
 
 // parseQuery checks a free-text query and returns it lower-cased.
 func parseQuery(param, raw string) (string, error) {
-	if err := checkText(param, raw); err != nil {
+	if err := CheckText(param, raw); err != nil {
 		return "", err
 	}
 	if utf8.RuneCountInString(raw) > MaxQueryLength {
@@ -291,7 +291,7 @@ func ParseDeprecatedSearch(r DeprecatedSearchRequest) (EventQuery, error) {
 		if s == "" {
 			continue
 		}
-		if err := checkText(f.path, s); err != nil {
+		if err := CheckText(f.path, s); err != nil {
 			v.Fields = append(v.Fields, err.Fields...)
 			continue
 		}

@@ -29,7 +29,7 @@ func (r CompleteRequest) Validate() error {
 		v.Fields = append(v.Fields, FieldError{Path: "status", Message: "must be kept or discarded"})
 	}
 	if r.StatusValue != nil {
-		if err := checkText("statusValue", *r.StatusValue); err != nil {
+		if err := CheckText("statusValue", *r.StatusValue); err != nil {
 			v.Fields = append(v.Fields, err.Fields...)
 		} else if utf8.RuneCountInString(*r.StatusValue) > MaxStatusValueLength {
 			v.Fields = append(v.Fields, FieldError{Path: "statusValue", Message: "must be at most 255 characters"})
@@ -87,7 +87,7 @@ func (s *Service) AuthorizeLifecycle(ctx context.Context, p Principal, projectID
 // AuthorizeLifecycle made. It validates featureName and req first.
 func (g *LifecycleGrant) Complete(ctx context.Context, featureName string, req CompleteRequest) error {
 	s, projectID := g.s, g.projectID
-	if err := checkText("featureName", featureName); err != nil {
+	if err := CheckText("featureName", featureName); err != nil {
 		return err
 	}
 	if err := req.Validate(); err != nil {

@@ -2,35 +2,45 @@ package flagadmin
 
 import "context"
 
-// need is what an operation needs of its caller's permissions.
-type need int
+// Need is what an operation needs of its caller's permissions.
+type Need int
 
 // The needs of the operations, from the weakest.
 const (
-	// needAdminAPI: any principal of the admin API.
-	needAdminAPI need = iota + 1
-	// needRootAdmin: the ADMIN permission.
-	needRootAdmin
-	// needFeatureUpdate: UPDATE_FEATURE on one project.
-	needFeatureUpdate
+	// NeedAdminAPI: any principal of the admin API.
+	NeedAdminAPI Need = iota + 1
+	// NeedRootAdmin: the ADMIN permission.
+	NeedRootAdmin
+	// NeedFeatureUpdate: UPDATE_FEATURE on one project.
+	NeedFeatureUpdate
 )
 
-// access is what one call of an operation needs: a need, and for
-// needFeatureUpdate the project it is on.
-type access struct {
-	need    need
-	project string
+// Access is what one call of an operation needs: a Need, and for
+// NeedFeatureUpdate the Project it is on.
+type Access struct {
+	Need    Need
+	Project string
 }
 
 // The accesses of operations that do not depend on their arguments.
 var (
-	adminAPI  = access{need: needAdminAPI}
-	rootAdmin = access{need: needRootAdmin}
+	adminAPI  = Access{Need: NeedAdminAPI}
+	rootAdmin = Access{Need: NeedRootAdmin}
 )
 
 // featureUpdate is the access of a change to the features of projectID.
-func featureUpdate(projectID string) access {
-	return access{need: needFeatureUpdate, project: projectID}
+func featureUpdate(projectID string) Access {
+	return Access{Need: NeedFeatureUpdate, Project: projectID}
+}
+
+// Authorize is the permission gate (authorize) for the operations of a
+// package built over the Service (flagadmin/vlog, the verifiable log):
+// each of them passes it once, before it reads or changes anything else,
+// as the Service's own operations pass authorize. It returns nil when p
+// has a, else an error of kind ErrNoAccess with the message of the rule
+// that failed.
+func (s *Service) Authorize(ctx context.Context, p Principal, a Access) error {
+	return s.authorize(ctx, p, a)
 }
 
 // authorize is the permission gate: every operation of the Service that
@@ -53,20 +63,20 @@ func featureUpdate(projectID string) access {
 // valid text, ErrNotFound for a project that does not exist and for a
 // private one the caller is not a member of (it is not told that the
 // project exists).
-func (s *Service) authorize(ctx context.Context, p Principal, a access) error {
+func (s *Service) authorize(ctx context.Context, p Principal, a Access) error {
 	if !p.canUseAdminAPI() {
 		return noAccess("This token cannot be used for the admin API.")
 	}
-	switch a.need {
-	case needAdminAPI:
+	switch a.Need {
+	case NeedAdminAPI:
 		return nil
-	case needRootAdmin:
+	case NeedRootAdmin:
 		if !p.IsRootAdmin() {
 			return noAccess("You need the ADMIN permission to do this.")
 		}
 		return nil
-	case needFeatureUpdate:
-		return s.authorizeFeatureUpdate(ctx, p, a.project)
+	case NeedFeatureUpdate:
+		return s.authorizeFeatureUpdate(ctx, p, a.Project)
 	}
 	return noAccess("You do not have the permission to do this.")
 }
@@ -79,7 +89,7 @@ func (s *Service) authorize(ctx context.Context, p Principal, a access) error {
 // cannot see take the same time to answer: timing does not tell that it
 // exists.
 func (s *Service) authorizeFeatureUpdate(ctx context.Context, p Principal, projectID string) error {
-	if err := checkText("projectId", projectID); err != nil {
+	if err := CheckText("projectId", projectID); err != nil {
 		return err
 	}
 	var roles map[string]ProjectRole

@@ -6,6 +6,7 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
+	"maps"
 	"path/filepath"
 	"reflect"
 	"slices"
@@ -17,6 +18,7 @@ import (
 	"github.com/flagadmin/flagadmin/adapters/memstore"
 	"github.com/flagadmin/flagadmin/adapters/tlog"
 	"github.com/flagadmin/flagadmin/flagadmin"
+	"github.com/flagadmin/flagadmin/flagadmin/vlog"
 )
 
 // gateNeed is what an operation needs of its caller, as the tests state it.
@@ -89,11 +91,19 @@ type gateOp struct {
 	call func(ctx context.Context, svc *flagadmin.Service, p flagadmin.Principal) error
 }
 
-// gateSetups prepare the service for the operation of their name, as
-// the system, before it is called.
-var gateSetups = map[string]func(ctx context.Context, svc *flagadmin.Service) error{
-	"ReleaseProject": func(ctx context.Context, svc *flagadmin.Service) error {
-		return svc.HoldProject(ctx, flagadmin.System, "open")
+// logGateOp is an operation of the verifiable log (vlog.Service), which
+// passes the domain's gate (Service.Authorize), called with arguments it
+// accepts from a caller allowed to make it.
+type logGateOp struct {
+	need gateNeed
+	call func(ctx context.Context, log *vlog.Service, p flagadmin.Principal) error
+}
+
+// gateSetups prepare the log for the operation of their name, as the
+// system, before it is called.
+var gateSetups = map[string]func(ctx context.Context, log *vlog.Service) error{
+	"ReleaseProject": func(ctx context.Context, log *vlog.Service) error {
+		return log.HoldProject(ctx, flagadmin.System, "open")
 	},
 }
 
@@ -120,35 +130,8 @@ var gateOps = map[string]gateOp{
 		_, err := svc.ListProjects(ctx, p, flagadmin.ProjectListOptions{})
 		return err
 	}},
-	"LogCheckpoint": {anyAdminAPI, func(ctx context.Context, svc *flagadmin.Service, p flagadmin.Principal) error {
-		_, err := svc.LogCheckpoint(ctx, p)
-		return err
-	}},
-	"LogInclusionProof": {anyAdminAPI, func(ctx context.Context, svc *flagadmin.Service, p flagadmin.Principal) error {
-		_, err := svc.LogInclusionProof(ctx, p, flagadmin.LogProofParams{ID: "1", Size: "1"})
-		return err
-	}},
-	"LogConsistencyProof": {anyAdminAPI, func(ctx context.Context, svc *flagadmin.Service, p flagadmin.Principal) error {
-		_, err := svc.LogConsistencyProof(ctx, p, flagadmin.LogConsistencyParams{From: "1", To: "1"})
-		return err
-	}},
-	"LogLeaves": {rootAdminOnly, func(ctx context.Context, svc *flagadmin.Service, p flagadmin.Principal) error {
-		_, err := svc.LogLeaves(ctx, p, flagadmin.LogLeavesParams{})
-		return err
-	}},
-	"LogHolds": {rootAdminOnly, func(ctx context.Context, svc *flagadmin.Service, p flagadmin.Principal) error {
-		_, err := svc.LogHolds(ctx, p)
-		return err
-	}},
-	"HoldProject": {rootAdminOnly, func(ctx context.Context, svc *flagadmin.Service, p flagadmin.Principal) error {
-		return svc.HoldProject(ctx, p, "open")
-	}},
-	"ReleaseProject": {rootAdminOnly, func(ctx context.Context, svc *flagadmin.Service, p flagadmin.Principal) error {
-		return svc.ReleaseProject(ctx, p, "open")
-	}},
-	"RecordRetention": {rootAdminOnly, func(ctx context.Context, svc *flagadmin.Service, p flagadmin.Principal) error {
-		_, err := svc.RecordRetention(ctx, p, time.Hour)
-		return err
+	"Authorize": {rootAdminOnly, func(ctx context.Context, svc *flagadmin.Service, p flagadmin.Principal) error {
+		return svc.Authorize(ctx, p, flagadmin.Access{Need: flagadmin.NeedRootAdmin})
 	}},
 	"DeleteServiceAccount": {rootAdminOnly, func(ctx context.Context, svc *flagadmin.Service, p flagadmin.Principal) error {
 		return svc.DeleteServiceAccount(ctx, p, "10")
@@ -205,9 +188,49 @@ var gateOps = map[string]gateOp{
 	}},
 }
 
+// gateLogOps are the operations of the verifiable log (vlog.Service), by
+// method name. TestGateCoversEveryOperation keeps it complete.
+var gateLogOps = map[string]logGateOp{
+	"Checkpoint": {anyAdminAPI, func(ctx context.Context, log *vlog.Service, p flagadmin.Principal) error {
+		_, err := log.Checkpoint(ctx, p)
+		return err
+	}},
+	"InclusionProof": {anyAdminAPI, func(ctx context.Context, log *vlog.Service, p flagadmin.Principal) error {
+		_, err := log.InclusionProof(ctx, p, vlog.ProofParams{ID: "1", Size: "1"})
+		return err
+	}},
+	"ConsistencyProof": {anyAdminAPI, func(ctx context.Context, log *vlog.Service, p flagadmin.Principal) error {
+		_, err := log.ConsistencyProof(ctx, p, vlog.ConsistencyParams{From: "1", To: "1"})
+		return err
+	}},
+	"Leaves": {rootAdminOnly, func(ctx context.Context, log *vlog.Service, p flagadmin.Principal) error {
+		_, err := log.Leaves(ctx, p, vlog.LeavesParams{})
+		return err
+	}},
+	"Holds": {rootAdminOnly, func(ctx context.Context, log *vlog.Service, p flagadmin.Principal) error {
+		_, err := log.Holds(ctx, p)
+		return err
+	}},
+	"HoldProject": {rootAdminOnly, func(ctx context.Context, log *vlog.Service, p flagadmin.Principal) error {
+		return log.HoldProject(ctx, p, "open")
+	}},
+	"ReleaseProject": {rootAdminOnly, func(ctx context.Context, log *vlog.Service, p flagadmin.Principal) error {
+		return log.ReleaseProject(ctx, p, "open")
+	}},
+	"RecordRetention": {rootAdminOnly, func(ctx context.Context, log *vlog.Service, p flagadmin.Principal) error {
+		_, err := log.RecordRetention(ctx, p, time.Hour)
+		return err
+	}},
+}
+
 // binders are the methods that take a principal to bind it, not to act
 // for it: every call through what they return is one of gateAdminOps.
 var binders = []string{"As"}
+
+// readRules are the methods that take a principal to apply the
+// visibility of reads for an operation that has passed the gate for it
+// (an operation of the log): they are not operations.
+var readRules = []string{"VisibleQuery", "SearchVisible"}
 
 // gateAdminOps are the operations of Admin, called through Service.As.
 // TestGateCoversEveryOperation keeps it complete.
@@ -233,45 +256,80 @@ var gateAdminOps = map[string]gateOp{
 }
 
 // TestGateCoversEveryOperation checks that gateOps names every exported
-// method of Service that takes a Principal (but the binders), and
-// gateAdminOps every method of Admin: a new operation fails here until
-// TestGate checks who may call it.
+// method of Service that takes a Principal (but the binders and the read
+// rules), gateAdminOps every method of Admin, and gateLogOps every
+// exported method of vlog.Service that takes a Principal: a new operation
+// fails here until TestGate checks who may call it.
 func TestGateCoversEveryOperation(t *testing.T) {
-	principal := reflect.TypeFor[flagadmin.Principal]()
-	var acting []string
 	svc := reflect.TypeFor[*flagadmin.Service]()
-	for m := range svc.Methods() {
-		if slices.Contains(slices.Collect(m.Type.Ins()), principal) && !slices.Contains(binders, m.Name) {
-			acting = append(acting, m.Name)
-		}
-	}
-	compareNames(t, "Service methods that take a Principal", acting, gateOps)
+	acting := actingMethods(svc, append(slices.Clone(binders), readRules...))
+	compareNames(t, "Service methods that take a Principal", acting, slices.Collect(maps.Keys(gateOps)))
 	var admin []string
 	for m := range reflect.TypeFor[flagadmin.Admin]().Methods() {
 		admin = append(admin, m.Name)
 	}
-	compareNames(t, "Admin methods", admin, gateAdminOps)
-	for _, name := range binders {
+	compareNames(t, "Admin methods", admin, slices.Collect(maps.Keys(gateAdminOps)))
+	compareNames(t, "vlog.Service methods that take a Principal", actingMethods(reflect.TypeFor[*vlog.Service](), nil), slices.Collect(maps.Keys(gateLogOps)))
+	for _, name := range append(slices.Clone(binders), readRules...) {
 		if _, ok := svc.MethodByName(name); !ok {
-			t.Errorf("binder %s is not a method of *Service", name)
+			t.Errorf("%s is not a method of *Service", name)
 		}
 	}
 }
 
+// actingMethods returns the exported methods of typ that take a
+// Principal, but those named in except.
+func actingMethods(typ reflect.Type, except []string) []string {
+	principal := reflect.TypeFor[flagadmin.Principal]()
+	var acting []string
+	for m := range typ.Methods() {
+		if slices.Contains(slices.Collect(m.Type.Ins()), principal) && !slices.Contains(except, m.Name) {
+			acting = append(acting, m.Name)
+		}
+	}
+	return acting
+}
+
 // compareNames reports the names missing from table and the entries of
 // table that are not among names.
-func compareNames(t *testing.T, what string, names []string, table map[string]gateOp) {
+func compareNames(t *testing.T, what string, names, table []string) {
 	t.Helper()
 	for _, name := range names {
-		if _, ok := table[name]; !ok {
+		if !slices.Contains(table, name) {
 			t.Errorf("%s: %s is not in the table: add it with the permission it needs", what, name)
 		}
 	}
-	for name := range table {
+	for _, name := range table {
 		if !slices.Contains(names, name) {
 			t.Errorf("%s: the table has %s, which is not one of them", what, name)
 		}
 	}
+}
+
+// gateCall is one operation of a table of TestGate, called over a service
+// and its log.
+type gateCall struct {
+	need gateNeed
+	call func(ctx context.Context, svc *flagadmin.Service, log *vlog.Service, p flagadmin.Principal) error
+}
+
+// gateTables returns the operations of gateOps, gateAdminOps and
+// gateLogOps, by table and name.
+func gateTables() map[string]map[string]gateCall {
+	tables := map[string]map[string]gateCall{"Service": {}, "As": {}, "vlog": {}}
+	for table, ops := range map[string]map[string]gateOp{"Service": gateOps, "As": gateAdminOps} {
+		for name, op := range ops {
+			tables[table][name] = gateCall{op.need, func(ctx context.Context, svc *flagadmin.Service, _ *vlog.Service, p flagadmin.Principal) error {
+				return op.call(ctx, svc, p)
+			}}
+		}
+	}
+	for name, op := range gateLogOps {
+		tables["vlog"][name] = gateCall{op.need, func(ctx context.Context, _ *flagadmin.Service, log *vlog.Service, p flagadmin.Principal) error {
+			return op.call(ctx, log, p)
+		}}
+	}
+	return tables
 }
 
 // TestGate calls every operation that acts for a principal with each kind
@@ -280,22 +338,19 @@ func compareNames(t *testing.T, what string, names []string, table map[string]ga
 // of the rule it fails, before the operation changes anything.
 func TestGate(t *testing.T) {
 	callers := gateCallers(t)
-	for _, table := range []struct {
-		name string
-		ops  map[string]gateOp
-	}{{"Service", gateOps}, {"As", gateAdminOps}} {
-		for name, op := range table.ops {
+	for table, ops := range gateTables() {
+		for name, op := range ops {
 			for _, c := range callers {
-				t.Run(table.name+"/"+name+"/"+c.name, func(t *testing.T) {
-					svc, store := gateService(t)
+				t.Run(table+"/"+name+"/"+c.name, func(t *testing.T) {
+					svc, log, store := gateService(t)
 					ctx := context.Background()
 					if setup := gateSetups[name]; setup != nil {
-						if err := setup(ctx, svc); err != nil {
+						if err := setup(ctx, log); err != nil {
 							t.Fatalf("setup: %v", err)
 						}
 					}
 					before := len(allEvents(t, store))
-					err := op.call(ctx, svc, c.p)
+					err := op.call(ctx, svc, log, c.p)
 					if c.may[op.need] {
 						if err != nil {
 							t.Fatalf("got %v, want it allowed", err)
@@ -317,14 +372,15 @@ func TestGate(t *testing.T) {
 	}
 }
 
-// gateService returns a service over serviceWorld with a verifiable log
+// gateService returns a service over serviceWorld, its verifiable log
 // and a signed checkpoint, so that every operation can succeed.
-func gateService(t *testing.T) (*flagadmin.Service, *memstore.Store) {
+func gateService(t *testing.T) (*flagadmin.Service, *vlog.Service, *memstore.Store) {
 	t.Helper()
 	ctx := context.Background()
 	store := memstore.New()
 	prover := tlog.NewProver(store)
-	svc := flagadmin.NewService(store, fixedClock(testNow), flagadmin.WithLog(flagadmin.LogConfig{Store: store, Prover: prover, Signing: true}))
+	svc := flagadmin.NewService(store, fixedClock(testNow))
+	log := vlog.NewService(svc, vlog.Config{Store: store, Prover: prover, Signing: true})
 	if err := svc.LoadSeed(ctx, strings.NewReader(serviceWorld)); err != nil {
 		t.Fatalf("LoadSeed: %v", err)
 	}
@@ -335,7 +391,7 @@ func gateService(t *testing.T) (*flagadmin.Service, *memstore.Store) {
 	if _, _, err := signer.Sign(ctx); err != nil {
 		t.Fatalf("Sign: %v", err)
 	}
-	return svc, store
+	return svc, log, store
 }
 
 // gateSignerKey returns the signer key of the test log, made once.
@@ -353,16 +409,39 @@ var gateSignerKey = func() func(t *testing.T) string {
 	}
 }()
 
-// TestGateOncePerOperation reads the package's source. Each exported
-// method of *Service that takes a Principal starts by calling the gate
-// (authorize) and calls it once, or starts by calling one other such
-// method, which does (as CompleteLifecycle runs AuthorizeLifecycle). Only
-// exported methods of *Service call the gate, and only the gate's file
-// refuses with ErrNoAccess or asks whether a principal may use the admin
-// API: no operation decides a permission by hand.
+// TestGateOncePerOperation reads the sources of the package and of the
+// verifiable log's (vlog). Each exported method of *Service that takes a
+// Principal (but the binders and the read rules) starts by calling the
+// gate and calls it once, or starts by calling one other such method,
+// which does (as CompleteLifecycle runs AuthorizeLifecycle). In this
+// package the gate is authorize, and only the gate's file refuses with
+// ErrNoAccess or asks whether a principal may use the admin API; in vlog
+// the gate is the domain's Service.Authorize, and no code names
+// ErrNoAccess or asks whether a principal is a root admin. Only those
+// methods call the gate (and Authorize, the gate of vlog, calls authorize
+// once): no operation decides a permission by hand.
 func TestGateOncePerOperation(t *testing.T) {
+	except := append(slices.Clone(binders), readRules...)
+	checkGateOnce(t, ".", "authorize", except, func(fd *ast.FuncDecl, file string) int {
+		if file == "permissions.go" {
+			return 0
+		}
+		return calls(fd.Body, func(n string) bool { return n == "noAccess" || n == "canUseAdminAPI" })
+	})
+	checkGateOnce(t, "vlog", "Authorize", nil, func(fd *ast.FuncDecl, _ string) int {
+		return mentions(fd, func(n string) bool { return n == "ErrNoAccess" || n == "IsRootAdmin" || n == "canUseAdminAPI" })
+	})
+}
+
+// checkGateOnce checks the rules of TestGateOncePerOperation in the
+// package of dir, whose gate is the function or method named gate.
+// except are the exported methods of *Service that take a Principal but
+// are not operations; byHand counts in a function what decides a
+// permission outside the gate.
+func checkGateOnce(t *testing.T, dir, gate string, except []string, byHand func(fd *ast.FuncDecl, file string) int) {
+	t.Helper()
 	fset := token.NewFileSet()
-	paths, err := filepath.Glob("*.go")
+	paths, err := filepath.Glob(filepath.Join(dir, "*.go"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -379,37 +458,51 @@ func TestGateOncePerOperation(t *testing.T) {
 		for _, d := range f.Decls {
 			if fd, ok := d.(*ast.FuncDecl); ok && fd.Body != nil {
 				decls = append(decls, fd)
-				fileOf[fd] = path
+				fileOf[fd] = filepath.Base(path)
 			}
 		}
 	}
+	if len(decls) == 0 {
+		t.Fatalf("%s: found no functions", dir)
+	}
 	acting := map[string]bool{}
 	for _, fd := range decls {
-		if isServiceMethod(fd) && fd.Name.IsExported() && takesPrincipal(fd) {
+		if isServiceMethod(fd) && fd.Name.IsExported() && takesPrincipal(fd) && !slices.Contains(except, fd.Name.Name) {
 			acting[fd.Name.Name] = true
 		}
 	}
 	for _, fd := range decls {
 		name := fd.Name.Name
-		gate := calls(fd.Body, func(n string) bool { return n == "authorize" })
-		if fileOf[fd] != "permissions.go" {
-			if n := calls(fd.Body, func(n string) bool { return n == "noAccess" || n == "canUseAdminAPI" }); n > 0 {
-				t.Errorf("%s (%s) decides a permission by hand: only the gate refuses with ErrNoAccess", name, fileOf[fd])
-			}
+		gates := calls(fd.Body, func(n string) bool { return n == gate })
+		if n := byHand(fd, fileOf[fd]); n > 0 {
+			t.Errorf("%s (%s/%s) decides a permission by hand: only the gate refuses with ErrNoAccess", name, dir, fileOf[fd])
 		}
 		switch {
-		case isServiceMethod(fd) && acting[name] && !slices.Contains(binders, name):
+		case isServiceMethod(fd) && acting[name]:
 			first := fd.Body.List[0]
-			viaGate := calls(first, func(n string) bool { return n == "authorize" }) == 1 && gate == 1
-			viaOther := gate == 0 && calls(first, func(n string) bool { return acting[n] }) == 1 &&
+			viaGate := calls(first, func(n string) bool { return n == gate }) == 1 && gates == 1
+			viaOther := gates == 0 && calls(first, func(n string) bool { return acting[n] }) == 1 &&
 				calls(fd.Body, func(n string) bool { return acting[n] }) == 1
 			if !viaGate && !viaOther {
-				t.Errorf("%s calls the gate %d times and does not start with it (nor with one operation that does)", name, gate)
+				t.Errorf("%s (%s) calls the gate %d times and does not start with it (nor with one operation that does)", name, dir, gates)
 			}
-		case gate > 0 && !(isServiceMethod(fd) && fd.Name.IsExported() && gate == 1):
-			t.Errorf("%s (%s) calls the gate %d times: only an operation calls it, once", name, fileOf[fd], gate)
+		case gates > 0 && !(isServiceMethod(fd) && fd.Name.IsExported() && gates == 1):
+			t.Errorf("%s (%s/%s) calls the gate %d times: only an operation calls it, once", name, dir, fileOf[fd], gates)
 		}
 	}
+}
+
+// mentions counts the identifiers in fd (names and selected names) that
+// are picked.
+func mentions(fd *ast.FuncDecl, picked func(string) bool) int {
+	count := 0
+	ast.Inspect(fd, func(n ast.Node) bool {
+		if id, ok := n.(*ast.Ident); ok && picked(id.Name) {
+			count++
+		}
+		return true
+	})
+	return count
 }
 
 // isServiceMethod reports whether fd is a method of *Service.
@@ -425,11 +518,19 @@ func isServiceMethod(fd *ast.FuncDecl) bool {
 	return ok && id.Name == "Service"
 }
 
-// takesPrincipal reports whether one of fd's parameters is a Principal.
+// takesPrincipal reports whether one of fd's parameters is a Principal
+// (flagadmin.Principal outside the package).
 func takesPrincipal(fd *ast.FuncDecl) bool {
 	for _, f := range fd.Type.Params.List {
-		if id, ok := f.Type.(*ast.Ident); ok && id.Name == "Principal" {
-			return true
+		switch typ := f.Type.(type) {
+		case *ast.Ident:
+			if typ.Name == "Principal" {
+				return true
+			}
+		case *ast.SelectorExpr:
+			if x, ok := typ.X.(*ast.Ident); ok && x.Name == "flagadmin" && typ.Sel.Name == "Principal" {
+				return true
+			}
 		}
 	}
 	return false

@@ -17,8 +17,6 @@ type Service struct {
 	readOnly ReadOnlyReporter
 	clock    func() time.Time
 	random   io.Reader
-	// log is the verifiable log (WithLog); zero when there is none.
-	log LogConfig
 	// loader is the bulk path of seeds into an empty store (WithLoader);
 	// nil when the store has none.
 	loader Loader
@@ -54,6 +52,11 @@ func NewService(store Store, opts ...Option) *Service {
 
 // now returns the current time at store precision.
 func (s *Service) now() time.Time { return Truncate(s.clock()) }
+
+// Now returns the current time by the Service's clock (WithClock), at
+// store precision: the time its operations give the events they write,
+// for the operations of a package built over the Service (flagadmin/vlog).
+func (s *Service) Now() time.Time { return s.now() }
 
 // Ping reports whether the store is reachable.
 func (s *Service) Ping(ctx context.Context) error { return s.store.Ping(ctx) }

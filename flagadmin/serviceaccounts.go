@@ -16,7 +16,7 @@ func (s *Service) DeleteServiceAccount(ctx context.Context, p Principal, id stri
 	if err := s.authorize(ctx, p, rootAdmin); err != nil {
 		return err
 	}
-	if err := checkText("id", id); err != nil {
+	if err := CheckText("id", id); err != nil {
 		return err
 	}
 	missing := notFound("Service account %s does not exist.", QuoteInput(id))

@@ -29,12 +29,13 @@ func QuoteInput(s string) string {
 	return strconv.Quote(s[:cut]) + "…"
 }
 
-// checkText enforces the rule of every text value a caller sends (filters,
+// CheckText enforces the rule of every text value a caller sends (filters,
 // path segments, body strings): valid UTF-8 without a NUL character.
 // Stores cannot hold or compare such text (PostgreSQL
-// refuses both, SQLite's statements break on NUL), so the Service refuses it
-// before any storage work, naming param.
-func checkText(param, s string) *ValidationError {
+// refuses both, SQLite's statements break on NUL), so the Service (and a
+// package built over it, such as flagadmin/vlog) refuses it before any
+// storage work, naming param.
+func CheckText(param, s string) *ValidationError {
 	switch {
 	case !utf8.ValidString(s):
 		return invalid(param, "must be valid UTF-8 text")

@@ -156,7 +156,7 @@
 //
 // # The verifiable log and retention
 //
-// The store keeps the verifiable log (flagadmin.LogStore) in log_leaves
+// The store keeps the verifiable log (vlog.Store) in log_leaves
 // (one row per event ever written: its index, id, leaf hash, whether it
 // was pruned, and its tombstone: created_at, project, type, content, kept
 // when the event is pruned; the log's size is the last index + 1, read

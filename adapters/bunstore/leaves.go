@@ -14,6 +14,7 @@ import (
 	"github.com/flagadmin/flagadmin/adapters/bunstore/internal/stored"
 	"github.com/flagadmin/flagadmin/adapters/tlog/leaf"
 	"github.com/flagadmin/flagadmin/flagadmin"
+	"github.com/flagadmin/flagadmin/flagadmin/vlog"
 )
 
 // The leaves of the verifiable log are appended by every write
@@ -55,16 +56,16 @@ type leafRow struct {
 }
 
 // logLeaf returns the leaf of the row.
-func (r leafRow) logLeaf() (flagadmin.LogLeaf, error) {
+func (r leafRow) logLeaf() (vlog.Leaf, error) {
 	h, err := hash32(r.Hash)
 	if err != nil {
-		return flagadmin.LogLeaf{}, fmt.Errorf("leaf %d: %w", r.Index, err)
+		return vlog.Leaf{}, fmt.Errorf("leaf %d: %w", r.Index, err)
 	}
 	c, err := hash32(r.Content)
 	if err != nil {
-		return flagadmin.LogLeaf{}, fmt.Errorf("leaf %d: content: %w", r.Index, err)
+		return vlog.Leaf{}, fmt.Errorf("leaf %d: content: %w", r.Index, err)
 	}
-	return flagadmin.LogLeaf{Index: r.Index, EventID: r.EventID, Hash: h, Pruned: r.Pruned,
+	return vlog.Leaf{Index: r.Index, EventID: r.EventID, Hash: h, Pruned: r.Pruned,
 		CreatedAt: stored.Time(r.CreatedAt), Project: r.Project, Type: r.Type, Content: c, Salt: r.Salt}, nil
 }
 
@@ -79,7 +80,7 @@ func leafOf(e flagadmin.Event) (leafRow, error) {
 	if err != nil {
 		return leafRow{}, err
 	}
-	hash := leaf.LeafOf(flagadmin.LogLeaf{EventID: e.ID, CreatedAt: e.CreatedAt, Project: e.Project, Type: e.Type, Content: content})
+	hash := leaf.LeafOf(vlog.Leaf{EventID: e.ID, CreatedAt: e.CreatedAt, Project: e.Project, Type: e.Type, Content: content})
 	return leafRow{EventID: e.ID, Hash: hash[:], CreatedAt: stored.Millis(e.CreatedAt), Project: e.Project, Type: e.Type, Content: content[:]}, nil
 }
 

@@ -15,18 +15,19 @@ import (
 	"github.com/flagadmin/flagadmin/adapters/bunstore/internal/sqlq"
 	"github.com/flagadmin/flagadmin/adapters/bunstore/internal/stored"
 	"github.com/flagadmin/flagadmin/flagadmin"
+	"github.com/flagadmin/flagadmin/flagadmin/vlog"
 )
 
-var _ flagadmin.LogStore = (*Store)(nil)
+var _ vlog.Store = (*Store)(nil)
 
 // The verifiable log's reads and its stored hashes and checkpoints
-// (flagadmin.LogStore): leaves.go appends the leaves, prune.go prunes.
+// (vlog.Store): leaves.go appends the leaves, prune.go prunes.
 // Tables (schema/*.sql): log_leaves (idx, event_id,
 // hash, pruned, and the tombstone: created_at, project, type, content),
 // log_hashes (level, idx, hash), log_checkpoints and log_holds; the size
 // is the last leaf's idx + 1 (leaves.go).
 
-// LogSize implements flagadmin.LogStore.
+// LogSize implements vlog.Store.
 func (s *Store) LogSize(ctx context.Context) (int64, error) {
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
@@ -37,9 +38,9 @@ func (s *Store) LogSize(ctx context.Context) (int64, error) {
 	return n, nil
 }
 
-// LogLeaves implements flagadmin.LogStore: a range of log_leaves' primary
+// LogLeaves implements vlog.Store: a range of log_leaves' primary
 // key.
-func (s *Store) LogLeaves(ctx context.Context, start, end int64) ([]flagadmin.LogLeaf, error) {
+func (s *Store) LogLeaves(ctx context.Context, start, end int64) ([]vlog.Leaf, error) {
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
 	start = max(start, 0)
@@ -51,7 +52,7 @@ func (s *Store) LogLeaves(ctx context.Context, start, end int64) ([]flagadmin.Lo
 	if err != nil {
 		return nil, s.fail("log leaves", err)
 	}
-	out := make([]flagadmin.LogLeaf, 0, len(rows))
+	out := make([]vlog.Leaf, 0, len(rows))
 	for _, r := range rows {
 		l, err := r.logLeaf()
 		if err != nil {
@@ -75,7 +76,7 @@ func hash32(b []byte) ([32]byte, error) {
 	return [32]byte(b), nil
 }
 
-// LeafIndex implements flagadmin.LogStore: a lookup in log_leaves_event.
+// LeafIndex implements vlog.Store: a lookup in log_leaves_event.
 func (s *Store) LeafIndex(ctx context.Context, eventID int64) (int64, error) {
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
@@ -95,10 +96,10 @@ func (s *Store) LeafIndex(ctx context.Context, eventID int64) (int64, error) {
 // dozen.
 const logRangesPerStatement = 200
 
-// LogHashes implements flagadmin.LogStore in one statement: a UNION ALL
+// LogHashes implements vlog.Store in one statement: a UNION ALL
 // of one range of a primary key per range asked for (log_leaves for level
 // 0, log_hashes above), each row tagged with its range.
-func (s *Store) LogHashes(ctx context.Context, ranges []flagadmin.LogHashRange) ([][][32]byte, error) {
+func (s *Store) LogHashes(ctx context.Context, ranges []vlog.HashRange) ([][][32]byte, error) {
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
 	out := make([][][32]byte, len(ranges))
@@ -111,7 +112,7 @@ func (s *Store) LogHashes(ctx context.Context, ranges []flagadmin.LogHashRange) 
 }
 
 // readHashes reads ranges[first:end] into out, in one statement.
-func (s *Store) readHashes(ctx context.Context, ranges []flagadmin.LogHashRange, first, end int, out [][][32]byte) error {
+func (s *Store) readHashes(ctx context.Context, ranges []vlog.HashRange, first, end int, out [][][32]byte) error {
 	var parts []string
 	var args []any
 	for i := first; i < end; i++ {
@@ -164,7 +165,7 @@ type logHashRow struct {
 	Hash  []byte `bun:"hash"`
 }
 
-// SaveLogHashes implements flagadmin.LogStore. The hashes are inserted
+// SaveLogHashes implements vlog.Store. The hashes are inserted
 // ignoring those already stored (another server saving the same ones).
 func (s *Store) SaveLogHashes(ctx context.Context, level int, start int64, hashes [][32]byte) error {
 	if level < 1 {
@@ -212,7 +213,7 @@ func (s *Store) hashCount(ctx context.Context, db bun.IDB, level int) (int64, er
 	return n, err
 }
 
-// LogHashCount implements flagadmin.LogStore.
+// LogHashCount implements vlog.Store.
 func (s *Store) LogHashCount(ctx context.Context, level int) (int64, error) {
 	if level == 0 {
 		return s.LogSize(ctx)
@@ -233,9 +234,9 @@ type checkpointRow struct {
 	SignedAt int64  `bun:"signed_at"`
 }
 
-// SaveCheckpoint implements flagadmin.LogStore: one checkpoint per size,
+// SaveCheckpoint implements vlog.Store: one checkpoint per size,
 // the first saved (another server's of the same size states the same).
-func (s *Store) SaveCheckpoint(ctx context.Context, c flagadmin.Checkpoint) error {
+func (s *Store) SaveCheckpoint(ctx context.Context, c vlog.Checkpoint) error {
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
 	row := &checkpointRow{Size: c.Size, Root: c.Root[:], Note: c.Note, SignedAt: stored.Millis(c.SignedAt)}
@@ -243,33 +244,33 @@ func (s *Store) SaveCheckpoint(ctx context.Context, c flagadmin.Checkpoint) erro
 	return s.fail("save checkpoint", err)
 }
 
-// LatestCheckpoint implements flagadmin.LogStore.
-func (s *Store) LatestCheckpoint(ctx context.Context) (flagadmin.Checkpoint, error) {
+// LatestCheckpoint implements vlog.Store.
+func (s *Store) LatestCheckpoint(ctx context.Context) (vlog.Checkpoint, error) {
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
 	var rows []checkpointRow
 	if err := s.rdb.NewRaw("SELECT size, root, note, signed_at FROM log_checkpoints ORDER BY size DESC LIMIT 1").Scan(ctx, &rows); err != nil {
-		return flagadmin.Checkpoint{}, s.fail("latest checkpoint", err)
+		return vlog.Checkpoint{}, s.fail("latest checkpoint", err)
 	}
 	if len(rows) == 0 {
-		return flagadmin.Checkpoint{}, flagadmin.ErrNotFound
+		return vlog.Checkpoint{}, flagadmin.ErrNotFound
 	}
 	r := rows[0]
 	root, err := hash32(r.Root)
 	if err != nil {
-		return flagadmin.Checkpoint{}, s.fail("latest checkpoint", err)
+		return vlog.Checkpoint{}, s.fail("latest checkpoint", err)
 	}
-	return flagadmin.Checkpoint{Size: r.Size, Root: root, Note: r.Note, SignedAt: stored.Time(r.SignedAt)}, nil
+	return vlog.Checkpoint{Size: r.Size, Root: root, Note: r.Note, SignedAt: stored.Time(r.SignedAt)}, nil
 }
 
-var _ flagadmin.LogProofReader = (*Store)(nil)
+var _ vlog.ProofReader = (*Store)(nil)
 
-// ReadLogProof implements flagadmin.LogProofReader in one statement
+// ReadLogProof implements vlog.ProofReader in one statement
 // (internal/proofread), when the ProofReads tuning is on; the event is
 // selected by the search's filter (s.filter).
-func (s *Store) ReadLogProof(ctx context.Context, q flagadmin.LogProofQuery) (flagadmin.LogProofRows, error) {
+func (s *Store) ReadLogProof(ctx context.Context, q vlog.ProofQuery) (vlog.ProofRows, error) {
 	if !s.tuning.proofs {
-		return flagadmin.LogProofRows{}, fmt.Errorf("bunstore: the %s tuning is off: %w", ProofReads, errors.ErrUnsupported)
+		return vlog.ProofRows{}, fmt.Errorf("bunstore: the %s tuning is off: %w", ProofReads, errors.ErrUnsupported)
 	}
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
@@ -290,7 +291,7 @@ func (s *Store) ReadLogProof(ctx context.Context, q flagadmin.LogProofQuery) (fl
 		rows, err = s.rdb.QueryContext(ctx, stmt.Text, stmt.Args...)
 	}
 	if err != nil {
-		return flagadmin.LogProofRows{}, s.fail("read log proof", err)
+		return vlog.ProofRows{}, s.fail("read log proof", err)
 	}
 	out, err := proofread.Scan(rows, q)
 	return out, s.fail("read log proof", err)

@@ -10,6 +10,7 @@ import (
 	"github.com/flagadmin/flagadmin/adapters/bunstore"
 	"github.com/flagadmin/flagadmin/adapters/tlog"
 	"github.com/flagadmin/flagadmin/flagadmin"
+	"github.com/flagadmin/flagadmin/flagadmin/vlog"
 )
 
 func ptrTo[T any](v T) *T { return &v }
@@ -49,7 +50,7 @@ func TestLogProofIsOneStatement(t *testing.T) {
 				// upkeep computes it before any proof is asked.
 				_, _, err := prover.Advance(ctx)
 				must(t, "Advance", err)
-				svc := flagadmin.NewService(s, flagadmin.WithLog(flagadmin.LogConfig{Store: s, Prover: prover}))
+				svc := vlog.NewService(flagadmin.NewService(s), vlog.Config{Store: s, Prover: prover})
 				stmts := &statementCounter{}
 				bunstore.ReaderDB(s).AddQueryHook(stmts)
 				if bunstore.DB(s) != bunstore.ReaderDB(s) {
@@ -72,7 +73,7 @@ func TestLogProofIsOneStatement(t *testing.T) {
 				for _, id := range []string{"7", "290"} {
 					for _, size := range []string{"300", "320"} {
 						stmts.n.Store(0)
-						p, err := svc.LogInclusionProof(ctx, flagadmin.AdminToken("admin"), flagadmin.LogProofParams{ID: id, Size: size})
+						p, err := svc.InclusionProof(ctx, flagadmin.AdminToken("admin"), vlog.ProofParams{ID: id, Size: size})
 						must(t, "LogInclusionProof", err)
 						if len(p.Hashes) == 0 {
 							t.Errorf("inclusion proof of event %s in size %s: no hashes", id, size)
@@ -81,7 +82,7 @@ func TestLogProofIsOneStatement(t *testing.T) {
 					}
 				}
 				stmts.n.Store(0)
-				_, err = svc.LogConsistencyProof(ctx, flagadmin.AdminToken("admin"), flagadmin.LogConsistencyParams{From: "100", To: "300"})
+				_, err = svc.ConsistencyProof(ctx, flagadmin.AdminToken("admin"), vlog.ConsistencyParams{From: "100", To: "300"})
 				must(t, "LogConsistencyProof", err)
 				if c.opts == nil { // step by step, its read of the log's size is not seen by Bun's hooks
 					want("consistency proof", 1)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/flagadmin/flagadmin/adapters/bunstore/internal/stored"
 	"github.com/flagadmin/flagadmin/flagadmin"
+	"github.com/flagadmin/flagadmin/flagadmin/vlog"
 )
 
 // Retention (--retention): PruneEvents removes a batch of old events in
@@ -45,7 +46,7 @@ func (s *Store) lockPrune(ctx context.Context, tx bun.IDB) error {
 	return tx.QueryRowContext(ctx, "SELECT id FROM log_prune WHERE id = 1 FOR UPDATE").Scan(&id)
 }
 
-// PruneEvents implements flagadmin.LogStore: the rule and the holds are
+// PruneEvents implements vlog.Store: the rule and the holds are
 // read after the prune lock, which RecordRetention and the holds take
 // to change them.
 func (s *Store) PruneEvents(ctx context.Context, limit int, cutoff func(*flagadmin.Event) (time.Time, error), record func([]int64) (flagadmin.Event, error)) ([]int64, error) {
@@ -77,7 +78,7 @@ func (s *Store) PruneEvents(ctx context.Context, limit int, cutoff func(*flagadm
 		q := t.NewSelect().TableExpr("events").
 			Column("id", "created_at", "type", "created_by_user_id", "environment", "project", "feature_name").
 			Where("created_at < ?", stored.CeilMillis(before)).
-			Where("type NOT IN (?)", bun.In(flagadmin.RetentionEventTypes())).OrderExpr("id").Limit(int64(limit))
+			Where("type NOT IN (?)", bun.In(vlog.RetentionEventTypes())).OrderExpr("id").Limit(int64(limit))
 		if len(held) > 0 {
 			q = q.Where("(project IS NULL OR project NOT IN (?))", bun.In(held))
 		}
@@ -120,7 +121,7 @@ type logHoldRow struct {
 	Since   int64  `bun:"since"`
 }
 
-// HoldProject implements flagadmin.LogStore, under the prune lock.
+// HoldProject implements vlog.Store, under the prune lock.
 func (s *Store) HoldProject(ctx context.Context, project string, since time.Time, e flagadmin.Event) error {
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
@@ -142,7 +143,7 @@ func (s *Store) HoldProject(ctx context.Context, project string, since time.Time
 	})
 }
 
-// ReleaseProject implements flagadmin.LogStore, under the prune lock.
+// ReleaseProject implements vlog.Store, under the prune lock.
 func (s *Store) ReleaseProject(ctx context.Context, project string, e flagadmin.Event) error {
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
@@ -164,7 +165,7 @@ func (s *Store) ReleaseProject(ctx context.Context, project string, e flagadmin.
 	})
 }
 
-// RecordRetention implements flagadmin.LogStore, under the prune lock,
+// RecordRetention implements vlog.Store, under the prune lock,
 // which serializes it with itself: the newest retention-changed event is
 // read after the lock (on MySQL by a locking read, which sees what was
 // committed before it).
@@ -234,17 +235,17 @@ func (s *Store) lastRetention(ctx context.Context, t *txn, lock bool) (*flagadmi
 	return &e, nil
 }
 
-// LogHolds implements flagadmin.LogStore.
-func (s *Store) LogHolds(ctx context.Context) ([]flagadmin.LogHold, error) {
+// LogHolds implements vlog.Store.
+func (s *Store) LogHolds(ctx context.Context) ([]vlog.Hold, error) {
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
 	var rows []logHoldRow
 	if err := s.rdb.NewSelect().Model(&rows).OrderExpr("project").Scan(ctx); err != nil {
 		return nil, s.fail("log holds", err)
 	}
-	out := make([]flagadmin.LogHold, len(rows))
+	out := make([]vlog.Hold, len(rows))
 	for i, r := range rows {
-		out[i] = flagadmin.LogHold{Project: r.Project, Since: stored.Time(r.Since)}
+		out[i] = vlog.Hold{Project: r.Project, Since: stored.Time(r.Since)}
 	}
 	return out, nil
 }

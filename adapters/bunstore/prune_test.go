@@ -8,6 +8,7 @@ import (
 
 	"github.com/flagadmin/flagadmin/adapters/bunstore"
 	"github.com/flagadmin/flagadmin/flagadmin"
+	"github.com/flagadmin/flagadmin/flagadmin/vlog"
 )
 
 // TestPruningBatchHoldsNoRowWritersTake holds a pruning batch open once
@@ -55,7 +56,7 @@ func TestPruningBatchHoldsNoRowWritersTake(t *testing.T) {
 			before := time.Date(2021, 1, 1, 0, 0, 0, 0, time.UTC)
 			cutoff := func(*flagadmin.Event) (time.Time, error) { return before, nil }
 			ids, err := s.PruneEvents(ctx, 5, cutoff, func(ids []int64) (flagadmin.Event, error) {
-				return flagadmin.PrunedEvent(ids, before, time.Hour, time.Now())
+				return vlog.PrunedEvent(ids, before, time.Hour, time.Now())
 			})
 			pruned <- result{ids, err}
 		}()

@@ -9,7 +9,7 @@ import (
 
 	"github.com/flagadmin/flagadmin/adapters/bunstore"
 	"github.com/flagadmin/flagadmin/adapters/tlog/leaf"
-	"github.com/flagadmin/flagadmin/flagadmin"
+	"github.com/flagadmin/flagadmin/flagadmin/vlog"
 	"github.com/flagadmin/flagadmin/internal/dbtest"
 	"github.com/flagadmin/flagadmin/internal/retentiontest"
 )
@@ -64,7 +64,7 @@ func (s *tamperedByHand) MarkPruned(t *testing.T, id int64) {
 	s.exec(t, "UPDATE log_leaves SET pruned = ? WHERE event_id = ?", true, id)
 }
 
-func (s *tamperedByHand) EditLeaf(t *testing.T, id int64, edit func(*flagadmin.LogLeaf)) {
+func (s *tamperedByHand) EditLeaf(t *testing.T, id int64, edit func(*vlog.Leaf)) {
 	t.Helper()
 	size, err := s.LogSize(context.Background())
 	must(t, "LogSize", err)
@@ -92,7 +92,7 @@ func TestRetentionAttackEditsReachTheTables(t *testing.T) {
 		ids := h.Write(retentiontest.T0, 3, "default")
 		s.DeleteEventRow(t, ids[1])
 		s.MarkPruned(t, ids[1])
-		s.EditLeaf(t, ids[1], func(l *flagadmin.LogLeaf) { l.CreatedAt, l.Project = retentiontest.T0.AddDate(-1, 0, 0), nil })
+		s.EditLeaf(t, ids[1], func(l *vlog.Leaf) { l.CreatedAt, l.Project = retentiontest.T0.AddDate(-1, 0, 0), nil })
 		leaves, err := s.LogLeaves(context.Background(), 0, 3)
 		must(t, "LogLeaves", err)
 		l := leaves[1]

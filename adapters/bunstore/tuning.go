@@ -46,7 +46,7 @@ const (
 	// ProofReads reads what a proof of the verifiable log needs (the log's
 	// size, the event's leaf with the check that the caller may see it,
 	// the stored hashes around the leaf) in one statement
-	// (internal/proofread, for flagadmin.LogProofReader). Off, the
+	// (internal/proofread, for vlog.ProofReader). Off, the
 	// Service reads it step by step, one statement each.
 	ProofReads Tuning = "proof-reads"
 )

@@ -18,6 +18,7 @@ import (
 
 	"github.com/flagadmin/flagadmin/adapters/tlog/leaf"
 	"github.com/flagadmin/flagadmin/flagadmin"
+	"github.com/flagadmin/flagadmin/flagadmin/vlog"
 )
 
 // Paths of the verifiable log.
@@ -76,7 +77,7 @@ func (c *Client) LogCheckpoint(ctx context.Context) ([]byte, error) {
 
 // LogInclusionProof returns the proof that event id is in the tree of size
 // events (GET /api/admin/log/proof). VerifyEvent checks one.
-func (c *Client) LogInclusionProof(ctx context.Context, id, size int64) (flagadmin.InclusionProof, error) {
+func (c *Client) LogInclusionProof(ctx context.Context, id, size int64) (vlog.InclusionProof, error) {
 	q := url.Values{"id": {strconv.FormatInt(id, 10)}, "size": {strconv.FormatInt(size, 10)}}
 	var wire struct {
 		ID        int64    `json:"id"`
@@ -87,15 +88,15 @@ func (c *Client) LogInclusionProof(ctx context.Context, id, size int64) (flagadm
 		Hashes    [][]byte `json:"hashes"`
 	}
 	if err := c.getJSON(ctx, logProofPath, q, "log inclusion proof", &wire); err != nil {
-		return flagadmin.InclusionProof{}, err
+		return vlog.InclusionProof{}, err
 	}
-	return flagadmin.InclusionProof{EventID: wire.ID, LeafIndex: wire.LeafIndex, TreeSize: wire.TreeSize, LeafHash: wire.LeafHash, Salt: wire.Salt, Hashes: wire.Hashes}, nil
+	return vlog.InclusionProof{EventID: wire.ID, LeafIndex: wire.LeafIndex, TreeSize: wire.TreeSize, LeafHash: wire.LeafHash, Salt: wire.Salt, Hashes: wire.Hashes}, nil
 }
 
 // LogConsistencyProof returns the proof that the tree of from events is a
 // prefix of the tree of to events (GET /api/admin/log/consistency).
 // VerifyConsistency checks one.
-func (c *Client) LogConsistencyProof(ctx context.Context, from, to int64) (flagadmin.ConsistencyProof, error) {
+func (c *Client) LogConsistencyProof(ctx context.Context, from, to int64) (vlog.ConsistencyProof, error) {
 	q := url.Values{"from": {strconv.FormatInt(from, 10)}, "to": {strconv.FormatInt(to, 10)}}
 	var wire struct {
 		From   int64    `json:"from"`
@@ -103,15 +104,15 @@ func (c *Client) LogConsistencyProof(ctx context.Context, from, to int64) (flaga
 		Hashes [][]byte `json:"hashes"`
 	}
 	if err := c.getJSON(ctx, logConsistencyPath, q, "log consistency proof", &wire); err != nil {
-		return flagadmin.ConsistencyProof{}, err
+		return vlog.ConsistencyProof{}, err
 	}
-	return flagadmin.ConsistencyProof{From: wire.From, To: wire.To, Hashes: wire.Hashes}, nil
+	return vlog.ConsistencyProof{From: wire.From, To: wire.To, Hashes: wire.Hashes}, nil
 }
 
 // LogLeaves returns at most count leaves from index start on (GET
-// /api/admin/log/leaves; count 1 to flagadmin.LogLeavesMaxCount), with the
+// /api/admin/log/leaves; count 1 to vlog.LeavesMaxCount), with the
 // log's size. It needs an admin token or a root Admin's.
-func (c *Client) LogLeaves(ctx context.Context, start int64, count int) (flagadmin.LogLeafPage, error) {
+func (c *Client) LogLeaves(ctx context.Context, start int64, count int) (vlog.LeafPage, error) {
 	q := url.Values{"start": {strconv.FormatInt(start, 10)}, "count": {strconv.Itoa(count)}}
 	var wire struct {
 		TreeSize int64 `json:"treeSize"`
@@ -129,14 +130,14 @@ func (c *Client) LogLeaves(ctx context.Context, start int64, count int) (flagadm
 		} `json:"leaves"`
 	}
 	if err := c.getJSON(ctx, logLeavesPath, q, "log leaves", &wire); err != nil {
-		return flagadmin.LogLeafPage{}, err
+		return vlog.LeafPage{}, err
 	}
-	page := flagadmin.LogLeafPage{TreeSize: wire.TreeSize, Start: wire.Start, Leaves: make([]flagadmin.LogLeaf, len(wire.Leaves))}
+	page := vlog.LeafPage{TreeSize: wire.TreeSize, Start: wire.Start, Leaves: make([]vlog.Leaf, len(wire.Leaves))}
 	for i, l := range wire.Leaves {
 		if len(l.Hash) != 32 || len(l.Content) != 32 {
-			return flagadmin.LogLeafPage{}, fmt.Errorf("client: log leaves: leaf %d has a hash of %d bytes and a content of %d, want 32 each", l.Index, len(l.Hash), len(l.Content))
+			return vlog.LeafPage{}, fmt.Errorf("client: log leaves: leaf %d has a hash of %d bytes and a content of %d, want 32 each", l.Index, len(l.Hash), len(l.Content))
 		}
-		page.Leaves[i] = flagadmin.LogLeaf{Index: l.Index, EventID: l.ID, Hash: [32]byte(l.Hash), Pruned: l.Pruned,
+		page.Leaves[i] = vlog.Leaf{Index: l.Index, EventID: l.ID, Hash: [32]byte(l.Hash), Pruned: l.Pruned,
 			CreatedAt: l.CreatedAt.UTC(), Project: l.Project, Type: l.Type, Content: [32]byte(l.Content), Salt: l.Salt}
 	}
 	return page, nil

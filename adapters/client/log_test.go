@@ -18,6 +18,7 @@ import (
 	"github.com/flagadmin/flagadmin/adapters/tlog"
 	"github.com/flagadmin/flagadmin/adapters/tlog/leaf"
 	"github.com/flagadmin/flagadmin/flagadmin"
+	"github.com/flagadmin/flagadmin/flagadmin/vlog"
 )
 
 // logServer serves the test world with the verifiable log; sign signs a
@@ -45,8 +46,9 @@ func startLogServer(t *testing.T, skey, vkey string) *logServer {
 	if err != nil {
 		t.Fatal(err)
 	}
-	svc := flagadmin.NewService(store, flagadmin.WithLog(flagadmin.LogConfig{Store: store, Prover: prover, Signing: true}))
-	s := &logServer{Server: httptest.NewServer(httpapi.New(svc, httpapi.Config{}).Handler()), store: store, verifier: v}
+	svc := flagadmin.NewService(store)
+	logSvc := vlog.NewService(svc, vlog.Config{Store: store, Prover: prover, Signing: true})
+	s := &logServer{Server: httptest.NewServer(httpapi.New(svc, httpapi.Config{Log: logSvc}).Handler()), store: store, verifier: v}
 	s.sign = func(t *testing.T) []byte {
 		t.Helper()
 		cp, _, err := signer.Sign(ctx)

@@ -17,6 +17,7 @@ import (
 
 	"github.com/flagadmin/flagadmin/flagadmin"
 	"github.com/flagadmin/flagadmin/flagadmin/upstream"
+	"github.com/flagadmin/flagadmin/flagadmin/vlog"
 )
 
 // Error names of the API, one per status (docs/api.md, "Errors").
@@ -162,7 +163,7 @@ var errorRules = []errorRule{
 		return newAPIError(http.StatusConflict, nameReadOnly, "This flagadmin keeps a read-only copy of the Unleash database "+
 			ro.Source+" (it follows it): make the change in Unleash.")
 	}),
-	as(func(lr *flagadmin.LogRefusedError) *apiError {
+	as(func(lr *vlog.RefusedError) *apiError {
 		return newAPIError(http.StatusConflict, nameConflict, lr.Error())
 	}),
 	is(flagadmin.ErrConflict, fixedError(http.StatusConflict, nameConflict, msgConflict)),

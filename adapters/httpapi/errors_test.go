@@ -10,6 +10,7 @@ import (
 
 	"github.com/flagadmin/flagadmin/flagadmin"
 	"github.com/flagadmin/flagadmin/flagadmin/upstream"
+	"github.com/flagadmin/flagadmin/flagadmin/vlog"
 )
 
 // TestMapErrorKinds holds each error kind to its status, name and message,
@@ -37,7 +38,7 @@ func TestMapErrorKinds(t *testing.T) {
 		{"not found, the domain's message", fmt.Errorf("%w: no such feature", flagadmin.ErrNotFound), 404, nameNotFound, "not found: no such feature"},
 		{"read-only copy", &flagadmin.ReadOnlyError{Source: "postgres://db/unleash"}, 409, nameReadOnly,
 			"This flagadmin keeps a read-only copy of the Unleash database postgres://db/unleash (it follows it): make the change in Unleash."},
-		{"log refused, before the conflict it is", &flagadmin.LogRefusedError{Problem: "no key"}, 409, nameConflict,
+		{"log refused, before the conflict it is", &vlog.RefusedError{Problem: "no key"}, 409, nameConflict,
 			"This server refuses to sign the log's checkpoints: no key"},
 		{"conflict, its cause hidden", fmt.Errorf("unique violation: %w", flagadmin.ErrConflict), 409, nameConflict, msgConflict},
 		{"upstream loop, before the bad gateway it is", upstream.ErrLoop, 502, nameBadGateway, msgUpstreamLoop},

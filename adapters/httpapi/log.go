@@ -7,6 +7,7 @@ import (
 	"github.com/danielgtaylor/huma/v2"
 
 	"github.com/flagadmin/flagadmin/flagadmin"
+	"github.com/flagadmin/flagadmin/flagadmin/vlog"
 )
 
 // The verifiable log (docs/verifiable-log.md): the newest signed checkpoint,
@@ -150,7 +151,7 @@ func (s *Server) logCheckpoint(ctx context.Context, _ *logCheckpointInput) (*log
 	if err != nil {
 		return nil, err
 	}
-	c, err := s.svc.LogCheckpoint(ctx, p)
+	c, err := s.vlog.Checkpoint(ctx, p)
 	if err != nil {
 		return nil, s.fail(ctx, err)
 	}
@@ -162,7 +163,7 @@ func (s *Server) logInclusionProof(ctx context.Context, in *logProofInput) (*log
 	if err != nil {
 		return nil, err
 	}
-	pr, err := s.svc.LogInclusionProof(ctx, p, flagadmin.LogProofParams{ID: in.ID, Size: in.Size})
+	pr, err := s.vlog.InclusionProof(ctx, p, vlog.ProofParams{ID: in.ID, Size: in.Size})
 	if err != nil {
 		return nil, s.fail(ctx, err)
 	}
@@ -174,7 +175,7 @@ func (s *Server) logConsistencyProof(ctx context.Context, in *logConsistencyInpu
 	if err != nil {
 		return nil, err
 	}
-	pr, err := s.svc.LogConsistencyProof(ctx, p, flagadmin.LogConsistencyParams{From: in.From, To: in.To})
+	pr, err := s.vlog.ConsistencyProof(ctx, p, vlog.ConsistencyParams{From: in.From, To: in.To})
 	if err != nil {
 		return nil, s.fail(ctx, err)
 	}
@@ -186,7 +187,7 @@ func (s *Server) logLeaves(ctx context.Context, in *logLeavesInput) (*logLeavesO
 	if err != nil {
 		return nil, err
 	}
-	page, err := s.svc.LogLeaves(ctx, p, flagadmin.LogLeavesParams{Start: in.Start, Count: in.Count})
+	page, err := s.vlog.Leaves(ctx, p, vlog.LeavesParams{Start: in.Start, Count: in.Count})
 	if err != nil {
 		return nil, s.fail(ctx, err)
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/flagadmin/flagadmin/adapters/tlog"
 	"github.com/flagadmin/flagadmin/adapters/tlog/leaf"
 	"github.com/flagadmin/flagadmin/flagadmin"
+	"github.com/flagadmin/flagadmin/flagadmin/vlog"
 )
 
 // logEnv is a server over the test world with the verifiable log, and a
@@ -54,8 +55,9 @@ func newLogEnv(t *testing.T, signing, sign bool) *logEnv {
 			t.Fatal(err)
 		}
 	}
-	svc := flagadmin.NewService(store, flagadmin.WithLog(flagadmin.LogConfig{Store: store, Prover: prover, Signing: signing}))
-	s := New(svc, Config{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	svc := flagadmin.NewService(store)
+	logSvc := vlog.NewService(svc, vlog.Config{Store: store, Prover: prover, Signing: signing})
+	s := New(svc, Config{Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Log: logSvc})
 	return &logEnv{testEnv: &testEnv{svc: svc, store: store, server: s, handler: s.Handler()}, prover: prover, verifier: verifier}
 }
 
@@ -251,7 +253,7 @@ func TestLogLeaves(t *testing.T) {
 		if err != nil || len(l.Content) != 32 {
 			t.Fatalf("leaf %d: createdAt %q (%v), content of %d bytes", i, l.CreatedAt, err, len(l.Content))
 		}
-		tomb := flagadmin.LogLeaf{EventID: l.ID, CreatedAt: at, Project: l.Project, Type: l.Type, Content: [32]byte(l.Content)}
+		tomb := vlog.Leaf{EventID: l.ID, CreatedAt: at, Project: l.Project, Type: l.Type, Content: [32]byte(l.Content)}
 		if h := leaf.LeafOf(tomb); string(h[:]) != string(l.Hash) || l.CreatedAt != ev.CreatedAt.UTC().Format(flagadmin.TimeLayout) {
 			t.Errorf("leaf %d: its fields %+v do not give its hash, or are not its event's", i, l)
 		}

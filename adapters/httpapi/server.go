@@ -29,6 +29,7 @@ import (
 	"github.com/danielgtaylor/huma/v2/adapters/humago"
 
 	"github.com/flagadmin/flagadmin/flagadmin"
+	"github.com/flagadmin/flagadmin/flagadmin/vlog"
 )
 
 // DefaultMaxBodyBytes is the request body limit when Config.MaxBodyBytes is 0.
@@ -100,6 +101,10 @@ type Config struct {
 	// Authorization header by its browser session, such
 	// as gateway.Sessions in front of Unleash. Nil: such a request is 401.
 	Sessions SessionAuthenticator
+	// Log is the verifiable log the server serves (GET /api/admin/log/...),
+	// over the same flagadmin.Service. Nil: the log's routes answer as a
+	// server that keeps none (404, after the permission check).
+	Log *vlog.Service
 	// LogSigner, when the server signs the log's checkpoints, reports
 	// whether it still does: GET /health shows it. Nil for none.
 	LogSigner LogSigner
@@ -126,6 +131,7 @@ type BodyCache interface {
 // Server is the HTTP transport of a flagadmin.Service.
 type Server struct {
 	svc       *flagadmin.Service
+	vlog      *vlog.Service
 	log       *slog.Logger
 	maxBody   int64
 	maxHeader int64
@@ -155,9 +161,12 @@ type Server struct {
 // New returns a Server for svc with every route registered.
 func New(svc *flagadmin.Service, cfg Config) *Server {
 	installErrorModel() // before the first huma.Register
-	s := &Server{svc: svc, log: cfg.Logger, maxBody: cfg.MaxBodyBytes, maxHeader: cfg.MaxHeaderBytes,
+	s := &Server{svc: svc, vlog: cfg.Log, log: cfg.Logger, maxBody: cfg.MaxBodyBytes, maxHeader: cfg.MaxHeaderBytes,
 		bodyRead: cfg.BodyReadTimeout, storageTimeout: max(cfg.StorageTimeout, 0), mux: http.NewServeMux(), bodies: cfg.BodyCache,
 		follow: cfg.Follow, sessions: cfg.Sessions, logSigner: cfg.LogSigner, projectsOnly: cfg.ProjectListOnly}
+	if s.vlog == nil {
+		s.vlog = vlog.NewService(svc, vlog.Config{})
+	}
 	if s.log == nil {
 		s.log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}

@@ -3,7 +3,7 @@ package memstore
 import (
 	"slices"
 
-	"github.com/flagadmin/flagadmin/flagadmin"
+	"github.com/flagadmin/flagadmin/flagadmin/vlog"
 )
 
 // What someone who can change the store's memory does (the attacks on
@@ -30,7 +30,7 @@ func MarkPruned(s *Store, id int64) bool {
 }
 
 // EditLeaf rewrites the fields the leaf of event id records with edit.
-func EditLeaf(s *Store, id int64, edit func(*flagadmin.LogLeaf)) bool {
+func EditLeaf(s *Store, id int64, edit func(*vlog.Leaf)) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	l := s.w.leafOf(id)

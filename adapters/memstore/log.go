@@ -10,11 +10,12 @@ import (
 	"time"
 
 	"github.com/flagadmin/flagadmin/flagadmin"
+	"github.com/flagadmin/flagadmin/flagadmin/vlog"
 )
 
-var _ flagadmin.LogStore = (*Store)(nil)
+var _ vlog.Store = (*Store)(nil)
 
-// leaf is a leaf of the log's tree (flagadmin.LogLeaf without its index,
+// leaf is a leaf of the log's tree (vlog.Leaf without its index,
 // which is its position in world.leaves): its hash, what the hash commits
 // to, and the event's salt, dropped when the event is pruned (the leaf
 // stays, a tombstone).
@@ -30,12 +31,12 @@ type leaf struct {
 }
 
 // logLeaf returns l as the domain holds it, with index i.
-func (l leaf) logLeaf(i int64) flagadmin.LogLeaf {
-	return flagadmin.LogLeaf{Index: i, EventID: l.eventID, Hash: l.hash, Pruned: l.pruned,
+func (l leaf) logLeaf(i int64) vlog.Leaf {
+	return vlog.Leaf{Index: i, EventID: l.eventID, Hash: l.hash, Pruned: l.pruned,
 		CreatedAt: l.createdAt, Project: clonePtr(l.project), Type: l.typ, Content: l.content, Salt: slices.Clone(l.salt)}
 }
 
-// LogSize implements flagadmin.LogStore.
+// LogSize implements vlog.Store.
 func (s *Store) LogSize(ctx context.Context) (int64, error) {
 	if err := ctx.Err(); err != nil {
 		return 0, err
@@ -45,8 +46,8 @@ func (s *Store) LogSize(ctx context.Context) (int64, error) {
 	return int64(len(s.w.leaves)), nil
 }
 
-// LogLeaves implements flagadmin.LogStore.
-func (s *Store) LogLeaves(ctx context.Context, start, end int64) ([]flagadmin.LogLeaf, error) {
+// LogLeaves implements vlog.Store.
+func (s *Store) LogLeaves(ctx context.Context, start, end int64) ([]vlog.Leaf, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -56,14 +57,14 @@ func (s *Store) LogLeaves(ctx context.Context, start, end int64) ([]flagadmin.Lo
 	if start >= end {
 		return nil, nil
 	}
-	out := make([]flagadmin.LogLeaf, 0, end-start)
+	out := make([]vlog.Leaf, 0, end-start)
 	for i := start; i < end; i++ {
 		out = append(out, s.w.leaves[i].logLeaf(i))
 	}
 	return out, nil
 }
 
-// LeafIndex implements flagadmin.LogStore: leaves are in id order, so a
+// LeafIndex implements vlog.Store: leaves are in id order, so a
 // binary search finds it.
 func (s *Store) LeafIndex(ctx context.Context, eventID int64) (int64, error) {
 	if err := ctx.Err(); err != nil {
@@ -79,8 +80,8 @@ func (s *Store) LeafIndex(ctx context.Context, eventID int64) (int64, error) {
 	return int64(i), nil
 }
 
-// LogHashes implements flagadmin.LogStore.
-func (s *Store) LogHashes(ctx context.Context, ranges []flagadmin.LogHashRange) ([][][32]byte, error) {
+// LogHashes implements vlog.Store.
+func (s *Store) LogHashes(ctx context.Context, ranges []vlog.HashRange) ([][][32]byte, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -106,20 +107,20 @@ func (s *Store) LogHashes(ctx context.Context, ranges []flagadmin.LogHashRange) 
 	return out, nil
 }
 
-var _ flagadmin.LogProofReader = (*Store)(nil)
+var _ vlog.ProofReader = (*Store)(nil)
 
-// ReadLogProof implements flagadmin.LogProofReader: everything under one
+// ReadLogProof implements vlog.ProofReader: everything under one
 // read lock, so one state of the store.
-func (s *Store) ReadLogProof(ctx context.Context, q flagadmin.LogProofQuery) (flagadmin.LogProofRows, error) {
+func (s *Store) ReadLogProof(ctx context.Context, q vlog.ProofQuery) (vlog.ProofRows, error) {
 	if err := ctx.Err(); err != nil {
-		return flagadmin.LogProofRows{}, err
+		return vlog.ProofRows{}, err
 	}
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	out := flagadmin.LogProofRows{Size: int64(len(s.w.leaves))}
+	out := vlog.ProofRows{Size: int64(len(s.w.leaves))}
 	add := func(level int, start, end int64) {
 		for i := max(start, 0); i < min(end, s.w.hashCount(level)); i++ {
-			h := flagadmin.LogHash{Level: level, Index: i}
+			h := vlog.Hash{Level: level, Index: i}
 			if level == 0 {
 				h.Hash = s.w.leaves[i].hash
 			} else {
@@ -163,7 +164,7 @@ func (w *world) hashCount(level int) int64 {
 	return int64(len(w.tiles[level]))
 }
 
-// SaveLogHashes implements flagadmin.LogStore.
+// SaveLogHashes implements vlog.Store.
 func (s *Store) SaveLogHashes(ctx context.Context, level int, start int64, hashes [][32]byte) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -183,7 +184,7 @@ func (s *Store) SaveLogHashes(ctx context.Context, level int, start int64, hashe
 	return nil
 }
 
-// LogHashCount implements flagadmin.LogStore.
+// LogHashCount implements vlog.Store.
 func (s *Store) LogHashCount(ctx context.Context, level int) (int64, error) {
 	if err := ctx.Err(); err != nil {
 		return 0, err
@@ -193,9 +194,9 @@ func (s *Store) LogHashCount(ctx context.Context, level int) (int64, error) {
 	return s.w.hashCount(level), nil
 }
 
-// SaveCheckpoint implements flagadmin.LogStore. The store keeps the
+// SaveCheckpoint implements vlog.Store. The store keeps the
 // newest checkpoint only.
-func (s *Store) SaveCheckpoint(ctx context.Context, c flagadmin.Checkpoint) error {
+func (s *Store) SaveCheckpoint(ctx context.Context, c vlog.Checkpoint) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -208,22 +209,22 @@ func (s *Store) SaveCheckpoint(ctx context.Context, c flagadmin.Checkpoint) erro
 	return nil
 }
 
-// LatestCheckpoint implements flagadmin.LogStore.
-func (s *Store) LatestCheckpoint(ctx context.Context) (flagadmin.Checkpoint, error) {
+// LatestCheckpoint implements vlog.Store.
+func (s *Store) LatestCheckpoint(ctx context.Context) (vlog.Checkpoint, error) {
 	if err := ctx.Err(); err != nil {
-		return flagadmin.Checkpoint{}, err
+		return vlog.Checkpoint{}, err
 	}
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	if s.checkpoint == nil {
-		return flagadmin.Checkpoint{}, flagadmin.ErrNotFound
+		return vlog.Checkpoint{}, flagadmin.ErrNotFound
 	}
 	c := *s.checkpoint
 	c.Note = slices.Clone(c.Note)
 	return c, nil
 }
 
-// PruneEvents implements flagadmin.LogStore. It reads the rule, finds
+// PruneEvents implements vlog.Store. It reads the rule, finds
 // the batch and removes it under the write lock: a batch of the oldest
 // events costs about its size; one behind held events costs a pass over
 // the events.
@@ -292,7 +293,7 @@ func (s *Store) prunableEvent(e storedEvent, before time.Time) bool {
 	if !e.CreatedAt.Before(before) {
 		return false
 	}
-	if _, held := s.holds[deref(e.Project)]; e.Project != nil && held || flagadmin.IsRetentionEvent(e.Type) {
+	if _, held := s.holds[deref(e.Project)]; e.Project != nil && held || vlog.IsRetentionEvent(e.Type) {
 		return false
 	}
 	return true
@@ -337,7 +338,7 @@ func deref(s *string) string {
 	return *s
 }
 
-// HoldProject implements flagadmin.LogStore.
+// HoldProject implements vlog.Store.
 func (s *Store) HoldProject(ctx context.Context, project string, since time.Time, e flagadmin.Event) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -355,7 +356,7 @@ func (s *Store) HoldProject(ctx context.Context, project string, since time.Time
 	return nil
 }
 
-// ReleaseProject implements flagadmin.LogStore.
+// ReleaseProject implements vlog.Store.
 func (s *Store) ReleaseProject(ctx context.Context, project string, e flagadmin.Event) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -373,7 +374,7 @@ func (s *Store) ReleaseProject(ctx context.Context, project string, e flagadmin.
 	return nil
 }
 
-// RecordRetention implements flagadmin.LogStore, under the write lock.
+// RecordRetention implements vlog.Store, under the write lock.
 func (s *Store) RecordRetention(ctx context.Context, fn func(*flagadmin.Event) (*flagadmin.Event, error)) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -406,16 +407,16 @@ func (w *world) lastRetention() *flagadmin.Event {
 	return &e
 }
 
-// LogHolds implements flagadmin.LogStore.
-func (s *Store) LogHolds(ctx context.Context) ([]flagadmin.LogHold, error) {
+// LogHolds implements vlog.Store.
+func (s *Store) LogHolds(ctx context.Context) ([]vlog.Hold, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	out := []flagadmin.LogHold{}
+	out := []vlog.Hold{}
 	for _, p := range slices.Sorted(maps.Keys(s.holds)) {
-		out = append(out, flagadmin.LogHold{Project: p, Since: s.holds[p]})
+		out = append(out, vlog.Hold{Project: p, Since: s.holds[p]})
 	}
 	return out, nil
 }

@@ -17,6 +17,7 @@ import (
 
 	logleaf "github.com/flagadmin/flagadmin/adapters/tlog/leaf"
 	"github.com/flagadmin/flagadmin/flagadmin"
+	"github.com/flagadmin/flagadmin/flagadmin/vlog"
 )
 
 var _ flagadmin.Store = (*Store)(nil)
@@ -33,7 +34,7 @@ type Store struct {
 	follow followStates
 	// checkpoint is the newest checkpoint saved, nil before the first;
 	// holds are the legal holds by project (log.go).
-	checkpoint *flagadmin.Checkpoint
+	checkpoint *vlog.Checkpoint
 	holds      map[string]time.Time
 }
 
@@ -540,7 +541,7 @@ func (w *world) prepareEvents(events []flagadmin.Event) ([]preparedEvent, error)
 		if err != nil {
 			return nil, fmt.Errorf("event %d: %w", i, err)
 		}
-		hash := logleaf.LeafOf(flagadmin.LogLeaf{EventID: e.ID, CreatedAt: e.CreatedAt, Project: e.Project, Type: e.Type, Content: content})
+		hash := logleaf.LeafOf(vlog.Leaf{EventID: e.ID, CreatedAt: e.CreatedAt, Project: e.Project, Type: e.Type, Content: content})
 		l := leaf{eventID: e.ID, hash: hash, createdAt: flagadmin.Truncate(e.CreatedAt), project: clonePtr(e.Project), typ: e.Type, content: content, salt: e.Salt}
 		e.Salt = nil
 		payload, meta := flagadmin.SearchTexts(e)

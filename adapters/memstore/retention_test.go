@@ -4,7 +4,7 @@ import (
 	"testing"
 
 	"github.com/flagadmin/flagadmin/adapters/memstore"
-	"github.com/flagadmin/flagadmin/flagadmin"
+	"github.com/flagadmin/flagadmin/flagadmin/vlog"
 	"github.com/flagadmin/flagadmin/internal/retentiontest"
 )
 
@@ -30,7 +30,7 @@ func (s tamperedInMemory) MarkPruned(t *testing.T, id int64) {
 	}
 }
 
-func (s tamperedInMemory) EditLeaf(t *testing.T, id int64, edit func(*flagadmin.LogLeaf)) {
+func (s tamperedInMemory) EditLeaf(t *testing.T, id int64, edit func(*vlog.Leaf)) {
 	if !memstore.EditLeaf(s.Store, id, edit) {
 		t.Fatalf("no leaf of event %d", id)
 	}

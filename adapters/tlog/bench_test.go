@@ -13,6 +13,7 @@ import (
 	"github.com/flagadmin/flagadmin/adapters/memstore"
 	"github.com/flagadmin/flagadmin/adapters/tlog"
 	"github.com/flagadmin/flagadmin/flagadmin"
+	"github.com/flagadmin/flagadmin/flagadmin/vlog"
 )
 
 // benchEvents is the size of the benchmarks' log: 1,000,000 events, or
@@ -59,14 +60,14 @@ func BenchmarkInclusionProof(b *testing.B) {
 	n := int64(benchEvents(b))
 	ctx := context.Background()
 	prover := tlog.NewProver(s)
-	svc := flagadmin.NewService(s, flagadmin.WithLog(flagadmin.LogConfig{Store: s, Prover: prover}))
+	svc := vlog.NewService(flagadmin.NewService(s), vlog.Config{Store: s, Prover: prover})
 	rng := rand.New(rand.NewPCG(1, 2))
 	for _, c := range []struct {
 		name  string
 		proof func(index, size int64) error
 	}{
 		{"Service", func(index, size int64) error {
-			_, err := svc.LogInclusionProof(ctx, flagadmin.System, flagadmin.LogProofParams{ID: strconv.FormatInt(index+1, 10), Size: strconv.FormatInt(size, 10)})
+			_, err := svc.InclusionProof(ctx, flagadmin.System, vlog.ProofParams{ID: strconv.FormatInt(index+1, 10), Size: strconv.FormatInt(size, 10)})
 			return err
 		}},
 		{"Prover", func(index, size int64) error {
@@ -148,7 +149,7 @@ func BenchmarkPruneWhileWriting(b *testing.B) {
 				time.Sleep(time.Millisecond)
 			}
 		}()
-		if _, err := flagadmin.NewService(s, flagadmin.WithLog(flagadmin.LogConfig{Store: s})).RecordRetention(ctx, flagadmin.System, time.Hour); err != nil {
+		if _, err := vlog.NewService(flagadmin.NewService(s), vlog.Config{Store: s}).RecordRetention(ctx, flagadmin.System, time.Hour); err != nil {
 			b.Fatal(err)
 		}
 		cut := t0.Add(time.Duration(n/2) * time.Minute) // half the events are older

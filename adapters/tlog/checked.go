@@ -11,7 +11,7 @@ import (
 	"github.com/transparency-dev/merkle/compact"
 	"github.com/transparency-dev/merkle/proof"
 
-	"github.com/flagadmin/flagadmin/flagadmin"
+	"github.com/flagadmin/flagadmin/flagadmin/vlog"
 )
 
 // Proofs checked before they leave. The stored subtree hashes (BuildTiles)
@@ -129,7 +129,7 @@ func (p *Prover) extend(ctx context.Context, a *anchor, size int64) (*anchor, er
 	}
 	for start := int64(r.End()); start < size; {
 		end := min(start+leafReadBatch, size)
-		runs, err := p.store.LogHashes(ctx, []flagadmin.LogHashRange{{Level: 0, Start: start, End: end}})
+		runs, err := p.store.LogHashes(ctx, []vlog.HashRange{{Level: 0, Start: start, End: end}})
 		if err != nil {
 			return nil, err
 		}
@@ -166,7 +166,7 @@ func (p *Prover) CheckedRoot(ctx context.Context, size int64) ([32]byte, error) 
 // rootRanges names the stored hashes checkedRoot needs for the tree of
 // size, for a read that fetches them with a proof's; none when its root
 // is known without reading.
-func (p *Prover) rootRanges(size int64) []flagadmin.LogHashRange {
+func (p *Prover) rootRanges(size int64) []vlog.HashRange {
 	a := p.check.anchor.Load()
 	if a == nil || size <= 0 || size >= a.size {
 		return nil
@@ -181,7 +181,7 @@ func (p *Prover) rootRanges(size int64) []flagadmin.LogHashRange {
 	if err != nil {
 		return nil
 	}
-	var out []flagadmin.LogHashRange
+	var out []vlog.HashRange
 	for _, id := range append(compact.RangeNodes(0, uint64(size), nil), nodes.IDs...) {
 		out = append(out, p.rangeOf(id))
 	}
@@ -190,7 +190,7 @@ func (p *Prover) rootRanges(size int64) []flagadmin.LogHashRange {
 
 // checkedRoot is CheckedRoot, from the hashes read when not nil (a read
 // that asked for rootRanges), else reading them.
-func (p *Prover) checkedRoot(ctx context.Context, size int64, read []flagadmin.LogHash) ([32]byte, error) {
+func (p *Prover) checkedRoot(ctx context.Context, size int64, read []vlog.Hash) ([32]byte, error) {
 	a, err := p.current(ctx)
 	if err != nil {
 		return [32]byte{}, err
@@ -238,7 +238,7 @@ func (p *Prover) checkedRoot(ctx context.Context, size int64, read []flagadmin.L
 // stored hashes of its compact range (rangeIDs), and the consistency path
 // of nodes from it to the anchor's tree: from the hashes read when not nil,
 // else reading them.
-func (p *Prover) rootAndPath(ctx context.Context, size int64, rangeIDs []compact.NodeID, nodes proof.Nodes, read []flagadmin.LogHash) ([32]byte, [][]byte, error) {
+func (p *Prover) rootAndPath(ctx context.Context, size int64, rangeIDs []compact.NodeID, nodes proof.Nodes, read []vlog.Hash) ([32]byte, [][]byte, error) {
 	if read == nil {
 		root, err := p.RootHash(ctx, size)
 		if err != nil {
@@ -333,7 +333,7 @@ func isCheckFailure(err error) bool {
 // repair compares the stored hashes the nodes ids are folded from with
 // the hashes of their leaves, and replaces those that differ.
 func (p *Prover) repair(ctx context.Context, ids []compact.NodeID) error {
-	seen := map[flagadmin.LogHashRange]bool{}
+	seen := map[vlog.HashRange]bool{}
 	for _, id := range ids {
 		r := storedRange(id)
 		if seen[r] {
@@ -350,11 +350,11 @@ func (p *Prover) repair(ctx context.Context, ids []compact.NodeID) error {
 // repairRange checks the stored hashes of r against their leaves, and
 // those of the level below where r's level lacks some (they are folded
 // from there).
-func (p *Prover) repairRange(ctx context.Context, r flagadmin.LogHashRange) error {
+func (p *Prover) repairRange(ctx context.Context, r vlog.HashRange) error {
 	if r.Level == 0 {
 		return nil
 	}
-	runs, err := p.store.LogHashes(ctx, []flagadmin.LogHashRange{r})
+	runs, err := p.store.LogHashes(ctx, []vlog.HashRange{r})
 	if err != nil {
 		return err
 	}
@@ -364,7 +364,7 @@ func (p *Prover) repairRange(ctx context.Context, r flagadmin.LogHashRange) erro
 	span := int64(1) << r.Level
 	for k, stored := range runs[0] {
 		idx := r.Start + int64(k)
-		leaves, err := p.store.LogHashes(ctx, []flagadmin.LogHashRange{{Level: 0, Start: idx * span, End: (idx + 1) * span}})
+		leaves, err := p.store.LogHashes(ctx, []vlog.HashRange{{Level: 0, Start: idx * span, End: (idx + 1) * span}})
 		if err != nil {
 			return err
 		}
@@ -376,7 +376,7 @@ func (p *Prover) repairRange(ctx context.Context, r flagadmin.LogHashRange) erro
 		}
 	}
 	if got := int64(len(runs[0])); got < r.End-r.Start {
-		return p.repairRange(ctx, flagadmin.LogHashRange{Level: r.Level - TileHeight, Start: (r.Start + got) * tileWidth, End: r.End * tileWidth})
+		return p.repairRange(ctx, vlog.HashRange{Level: r.Level - TileHeight, Start: (r.Start + got) * tileWidth, End: r.End * tileWidth})
 	}
 	return nil
 }
@@ -418,7 +418,7 @@ func (p *Prover) fix(level int, start int64, run [][32]byte) {
 
 // checkedInclusion builds the inclusion path of a leaf of hash leaf with
 // build and checks it against the checked root of the tree of size.
-func (p *Prover) checkedInclusion(ctx context.Context, index, size int64, leaf [32]byte, nodes proof.Nodes, read []flagadmin.LogHash, build func() ([][]byte, error)) ([][]byte, error) {
+func (p *Prover) checkedInclusion(ctx context.Context, index, size int64, leaf [32]byte, nodes proof.Nodes, read []vlog.Hash, build func() ([][]byte, error)) ([][]byte, error) {
 	root, err := p.checkedRoot(ctx, size, read)
 	if err != nil {
 		return nil, err
@@ -438,7 +438,7 @@ func (p *Prover) checkedInclusion(ctx context.Context, index, size int64, leaf [
 // checkedConsistency builds the consistency path from the tree of from
 // leaves to the tree of to leaves with build and checks it against their
 // checked roots.
-func (p *Prover) checkedConsistency(ctx context.Context, from, to int64, nodes proof.Nodes, read []flagadmin.LogHash, build func() ([][]byte, error)) ([][]byte, error) {
+func (p *Prover) checkedConsistency(ctx context.Context, from, to int64, nodes proof.Nodes, read []vlog.Hash, build func() ([][]byte, error)) ([][]byte, error) {
 	r1, err := p.checkedRoot(ctx, from, read)
 	if err != nil {
 		return nil, err

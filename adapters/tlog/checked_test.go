@@ -15,16 +15,17 @@ import (
 	"github.com/flagadmin/flagadmin/adapters/tlog"
 	"github.com/flagadmin/flagadmin/adapters/tlog/leaf"
 	"github.com/flagadmin/flagadmin/flagadmin"
+	"github.com/flagadmin/flagadmin/flagadmin/vlog"
 )
 
 // corruptHash is a log whose stored hash of level 4, index 3 reads wrong,
 // step by step only (it hides the store's one read).
 type corruptHash struct {
-	flagadmin.LogStore
+	vlog.Store
 }
 
-func (c corruptHash) LogHashes(ctx context.Context, ranges []flagadmin.LogHashRange) ([][][32]byte, error) {
-	runs, err := c.LogStore.LogHashes(ctx, ranges)
+func (c corruptHash) LogHashes(ctx context.Context, ranges []vlog.HashRange) ([][][32]byte, error) {
+	runs, err := c.Store.LogHashes(ctx, ranges)
 	for i, r := range ranges {
 		if r.Level == 4 && r.Start <= 3 && 3-r.Start < int64(len(runs[i])) {
 			runs[i][3-r.Start][5] ^= 0xff
@@ -87,7 +88,7 @@ type switchedLog struct {
 	on atomic.Bool
 }
 
-func (l *switchedLog) LogHashes(ctx context.Context, ranges []flagadmin.LogHashRange) ([][][32]byte, error) {
+func (l *switchedLog) LogHashes(ctx context.Context, ranges []vlog.HashRange) ([][][32]byte, error) {
 	runs, err := l.Store.LogHashes(ctx, ranges)
 	for i, r := range ranges {
 		for j := range runs[i] {

@@ -1,5 +1,5 @@
 // Package tlog is flagadmin's verifiable log and its retention over a
-// store's leaves (flagadmin.LogStore): the Merkle tree of RFC 9162 and its
+// store's leaves (vlog.Store): the Merkle tree of RFC 9162 and its
 // proofs (Prover, with github.com/transparency-dev/merkle), signed
 // checkpoints in the C2SP tlog-checkpoint format with Ed25519 keys
 // (Signer, GenerateKey, with golang.org/x/mod/sumdb/note and

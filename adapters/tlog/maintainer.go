@@ -8,7 +8,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/flagadmin/flagadmin/flagadmin"
+	"github.com/flagadmin/flagadmin/flagadmin/vlog"
 )
 
 // DefaultMaintainInterval is how often a Maintainer looks at the log: half
@@ -41,7 +41,7 @@ type Maintainer struct {
 	log       *slog.Logger
 
 	mu     sync.Mutex
-	latest flagadmin.Checkpoint
+	latest vlog.Checkpoint
 	known  bool
 	failed string // the message of the failure being reported, "" when none
 	signed int64
@@ -127,7 +127,7 @@ func (m *Maintainer) report(err error) {
 
 // Latest returns the newest checkpoint a round has seen, and false before
 // any (or without a signer).
-func (m *Maintainer) Latest() (flagadmin.Checkpoint, bool) {
+func (m *Maintainer) Latest() (vlog.Checkpoint, bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return m.latest, m.known

@@ -9,10 +9,11 @@ import (
 	"github.com/transparency-dev/merkle/proof"
 
 	"github.com/flagadmin/flagadmin/flagadmin"
+	"github.com/flagadmin/flagadmin/flagadmin/vlog"
 )
 
-// Proofs in one read (flagadmin.LogReadProver): over a store that is a
-// flagadmin.LogProofReader, a proof request reads the log's size, the
+// Proofs in one read (vlog.ReadProver): over a store that is a
+// vlog.ProofReader, a proof request reads the log's size, the
 // event's leaf (with the check that the caller may see it) and every
 // stored hash its path may need in one read, one statement on a SQL store,
 // instead of one read per step. Which hashes an inclusion path needs
@@ -26,39 +27,39 @@ import (
 // stored level lacks (the tiles are built after the leaves) are read
 // after, from the levels below, as Prover.NodeHashes does.
 
-var _ flagadmin.LogReadProver = (*Prover)(nil)
+var _ vlog.ReadProver = (*Prover)(nil)
 
-// EventInclusionProof implements flagadmin.LogReadProver: one read of the
-// store when it is a flagadmin.LogProofReader, an error wrapping
+// EventInclusionProof implements vlog.ReadProver: one read of the
+// store when it is a vlog.ProofReader, an error wrapping
 // errors.ErrUnsupported otherwise.
-func (p *Prover) EventInclusionProof(ctx context.Context, q flagadmin.EventQuery, size int64) (flagadmin.LogProofAnswer, error) {
-	r, ok := p.store.(flagadmin.LogProofReader)
+func (p *Prover) EventInclusionProof(ctx context.Context, q flagadmin.EventQuery, size int64) (vlog.ProofAnswer, error) {
+	r, ok := p.store.(vlog.ProofReader)
 	if !ok {
-		return flagadmin.LogProofAnswer{}, fmt.Errorf("tlog: %T reads no proof at once: %w", p.store, errors.ErrUnsupported)
+		return vlog.ProofAnswer{}, fmt.Errorf("tlog: %T reads no proof at once: %w", p.store, errors.ErrUnsupported)
 	}
 	if size < 1 {
-		return flagadmin.LogProofAnswer{}, fmt.Errorf("tlog: inclusion in a tree of size %d", size)
+		return vlog.ProofAnswer{}, fmt.Errorf("tlog: inclusion in a tree of size %d", size)
 	}
-	read := flagadmin.LogProofQuery{Event: &q}
+	read := vlog.ProofQuery{Event: &q}
 	for level := 0; size>>level > 0; level += TileHeight {
 		end := size >> level
-		read.Windows = append(read.Windows, flagadmin.LogHashWindow{Level: level, Width: tileWidth, End: end})
+		read.Windows = append(read.Windows, vlog.HashWindow{Level: level, Width: tileWidth, End: end})
 		if edge := end &^ (tileWidth - 1); edge < end {
-			read.Ranges = append(read.Ranges, flagadmin.LogHashRange{Level: level, Start: edge, End: end})
+			read.Ranges = append(read.Ranges, vlog.HashRange{Level: level, Start: edge, End: end})
 		}
 	}
 	read.Ranges = append(read.Ranges, p.rootRanges(size)...)
 	rows, err := r.ReadLogProof(ctx, read)
 	if err != nil {
-		return flagadmin.LogProofAnswer{}, err
+		return vlog.ProofAnswer{}, err
 	}
-	a := flagadmin.LogProofAnswer{LogSize: rows.Size, Visible: rows.Visible, Leaf: rows.Leaf}
+	a := vlog.ProofAnswer{LogSize: rows.Size, Visible: rows.Visible, Leaf: rows.Leaf}
 	if a.Leaf == nil || size > a.LogSize || a.Leaf.Index >= size {
 		return a, nil
 	}
 	nodes, err := proof.Inclusion(uint64(a.Leaf.Index), uint64(size))
 	if err != nil {
-		return flagadmin.LogProofAnswer{}, fmt.Errorf("tlog: %w", err)
+		return vlog.ProofAnswer{}, fmt.Errorf("tlog: %w", err)
 	}
 	a.Hashes, err = p.checkedInclusion(ctx, a.Leaf.Index, size, a.Leaf.Hash, nodes, rows.Hashes, func() ([][]byte, error) {
 		return p.rehashFrom(ctx, nodes, rows.Hashes)
@@ -66,22 +67,22 @@ func (p *Prover) EventInclusionProof(ctx context.Context, q flagadmin.EventQuery
 	return a, err
 }
 
-// CheckedConsistencyProof implements flagadmin.LogReadProver: one read of
-// the store when it is a flagadmin.LogProofReader, an error wrapping
+// CheckedConsistencyProof implements vlog.ReadProver: one read of
+// the store when it is a vlog.ProofReader, an error wrapping
 // errors.ErrUnsupported otherwise.
-func (p *Prover) CheckedConsistencyProof(ctx context.Context, from, to int64) (flagadmin.LogProofAnswer, error) {
-	r, ok := p.store.(flagadmin.LogProofReader)
+func (p *Prover) CheckedConsistencyProof(ctx context.Context, from, to int64) (vlog.ProofAnswer, error) {
+	r, ok := p.store.(vlog.ProofReader)
 	if !ok {
-		return flagadmin.LogProofAnswer{}, fmt.Errorf("tlog: %T reads no proof at once: %w", p.store, errors.ErrUnsupported)
+		return vlog.ProofAnswer{}, fmt.Errorf("tlog: %T reads no proof at once: %w", p.store, errors.ErrUnsupported)
 	}
 	if from < 1 || to < from {
-		return flagadmin.LogProofAnswer{}, fmt.Errorf("tlog: consistency from size %d to size %d", from, to)
+		return vlog.ProofAnswer{}, fmt.Errorf("tlog: consistency from size %d to size %d", from, to)
 	}
 	nodes, err := proof.Consistency(uint64(from), uint64(to))
 	if err != nil {
-		return flagadmin.LogProofAnswer{}, fmt.Errorf("tlog: %w", err)
+		return vlog.ProofAnswer{}, fmt.Errorf("tlog: %w", err)
 	}
-	var read flagadmin.LogProofQuery
+	var read vlog.ProofQuery
 	for _, id := range nodes.IDs {
 		read.Ranges = append(read.Ranges, p.rangeOf(id))
 	}
@@ -89,9 +90,9 @@ func (p *Prover) CheckedConsistencyProof(ctx context.Context, from, to int64) (f
 	read.Ranges = append(read.Ranges, p.rootRanges(to)...)
 	rows, err := r.ReadLogProof(ctx, read)
 	if err != nil {
-		return flagadmin.LogProofAnswer{}, err
+		return vlog.ProofAnswer{}, err
 	}
-	a := flagadmin.LogProofAnswer{LogSize: rows.Size}
+	a := vlog.ProofAnswer{LogSize: rows.Size}
 	if to > a.LogSize {
 		return a, nil
 	}
@@ -105,7 +106,7 @@ func (p *Prover) CheckedConsistencyProof(ctx context.Context, from, to int64) (f
 // whose stored level lacks some of its hashes (they are built after the
 // leaves) is folded from the level below, read then, in one more read
 // per level missing.
-func (p *Prover) rehashFrom(ctx context.Context, nodes proof.Nodes, read []flagadmin.LogHash) ([][]byte, error) {
+func (p *Prover) rehashFrom(ctx context.Context, nodes proof.Nodes, read []vlog.Hash) ([][]byte, error) {
 	hashes, err := p.hashesFrom(ctx, nodes.IDs, read)
 	if err != nil {
 		return nil, err
@@ -115,7 +116,7 @@ func (p *Prover) rehashFrom(ctx context.Context, nodes proof.Nodes, read []flaga
 
 // hashesFrom returns the hashes of the nodes ids from the hashes read,
 // folding those a stored level lacks from the level below, read then.
-func (p *Prover) hashesFrom(ctx context.Context, ids []compact.NodeID, read []flagadmin.LogHash) ([][]byte, error) {
+func (p *Prover) hashesFrom(ctx context.Context, ids []compact.NodeID, read []vlog.Hash) ([][]byte, error) {
 	have := make(map[compact.NodeID][32]byte, len(read))
 	for _, h := range read {
 		run := [][32]byte{h.Hash}
@@ -123,7 +124,7 @@ func (p *Prover) hashesFrom(ctx context.Context, ids []compact.NodeID, read []fl
 		have[compact.NewNodeID(uint(h.Level), uint64(h.Index))] = run[0]
 	}
 	hashes := make([][]byte, len(ids))
-	var below []flagadmin.LogHashRange
+	var below []vlog.HashRange
 	var at []int
 	levels := make([]int, len(ids)) // the level each node is folded from
 	for i, id := range ids {
@@ -148,7 +149,7 @@ func (p *Prover) hashesFrom(ctx context.Context, ids []compact.NodeID, read []fl
 		if r.Level == 0 { // not read with the rest: read now
 			below = append(below, r)
 		} else {
-			below = append(below, flagadmin.LogHashRange{Level: r.Level - TileHeight, Start: r.Start * tileWidth, End: r.End * tileWidth})
+			below = append(below, vlog.HashRange{Level: r.Level - TileHeight, Start: r.Start * tileWidth, End: r.End * tileWidth})
 		}
 		at = append(at, i)
 	}

@@ -9,7 +9,7 @@ import (
 	"github.com/transparency-dev/merkle/proof"
 	"github.com/transparency-dev/merkle/rfc6962"
 
-	"github.com/flagadmin/flagadmin/flagadmin"
+	"github.com/flagadmin/flagadmin/flagadmin/vlog"
 )
 
 // TileHeight is the distance between the levels of the tree whose hashes
@@ -46,21 +46,21 @@ var hasher = rfc6962.DefaultHasher
 var rangeFactory = &compact.RangeFactory{Hash: hasher.HashChildren}
 
 // Prover computes roots and proofs over a store's tree
-// (flagadmin.LogProver) with github.com/transparency-dev/merkle, reading
+// (vlog.Prover) with github.com/transparency-dev/merkle, reading
 // the hashes of the nodes a proof needs from the stored levels: leaves
 // and the hashes BuildTiles saved. Without stored levels it is correct,
 // only slower (it folds leaves). It is safe for concurrent use.
 type Prover struct {
-	store flagadmin.LogStore
+	store vlog.Store
 	check checkState
 }
 
-var _ flagadmin.LogProver = (*Prover)(nil)
+var _ vlog.Prover = (*Prover)(nil)
 
 // NewProver returns a Prover over store.
-func NewProver(store flagadmin.LogStore) *Prover { return &Prover{store: store} }
+func NewProver(store vlog.Store) *Prover { return &Prover{store: store} }
 
-// InclusionProof implements flagadmin.LogProver (RFC 9162 §2.1.3.1).
+// InclusionProof implements vlog.Prover (RFC 9162 §2.1.3.1).
 func (p *Prover) InclusionProof(ctx context.Context, index, size int64) ([][]byte, error) {
 	if index < 0 || size <= index {
 		return nil, fmt.Errorf("tlog: inclusion of leaf %d in a tree of size %d", index, size)
@@ -69,7 +69,7 @@ func (p *Prover) InclusionProof(ctx context.Context, index, size int64) ([][]byt
 	if err != nil {
 		return nil, fmt.Errorf("tlog: %w", err)
 	}
-	leaf, err := p.store.LogHashes(ctx, []flagadmin.LogHashRange{{Level: 0, Start: index, End: index + 1}})
+	leaf, err := p.store.LogHashes(ctx, []vlog.HashRange{{Level: 0, Start: index, End: index + 1}})
 	if err != nil {
 		return nil, err
 	}
@@ -79,7 +79,7 @@ func (p *Prover) InclusionProof(ctx context.Context, index, size int64) ([][]byt
 	return p.checkedInclusion(ctx, index, size, leaf[0][0], nodes, nil, func() ([][]byte, error) { return p.rehash(ctx, nodes) })
 }
 
-// ConsistencyProof implements flagadmin.LogProver (RFC 9162 §2.1.4.1).
+// ConsistencyProof implements vlog.Prover (RFC 9162 §2.1.4.1).
 func (p *Prover) ConsistencyProof(ctx context.Context, from, to int64) ([][]byte, error) {
 	if from < 1 || to < from {
 		return nil, fmt.Errorf("tlog: consistency from size %d to size %d", from, to)
@@ -131,7 +131,7 @@ func (p *Prover) RootHash(ctx context.Context, size int64) ([32]byte, error) {
 // stored levels are complete: a node of level L is folded from the hashes
 // of the stored level at or below it, TileHeight·⌊L/TileHeight⌋.
 func (p *Prover) NodeHashes(ctx context.Context, ids []compact.NodeID) ([][]byte, error) {
-	ranges := make([]flagadmin.LogHashRange, len(ids))
+	ranges := make([]vlog.HashRange, len(ids))
 	for i, id := range ids {
 		ranges[i] = storedRange(id)
 	}
@@ -149,10 +149,10 @@ func (p *Prover) NodeHashes(ctx context.Context, ids []compact.NodeID) ([][]byte
 
 // storedRange is the range of stored hashes node id is folded from: those
 // of the stored level at or below it.
-func storedRange(id compact.NodeID) flagadmin.LogHashRange {
+func storedRange(id compact.NodeID) vlog.HashRange {
 	base := int(id.Level) / TileHeight * TileHeight
 	span := int64(1) << (int(id.Level) - base)
-	return flagadmin.LogHashRange{Level: base, Start: int64(id.Index) * span, End: int64(id.Index+1) * span}
+	return vlog.HashRange{Level: base, Start: int64(id.Index) * span, End: int64(id.Index+1) * span}
 }
 
 // errShortLog: the store has fewer leaves than a range needs.
@@ -161,7 +161,7 @@ var errShortLog = errors.New("tlog: the log has fewer leaves than asked for")
 // hashes returns every hash of ranges, reading the store once and, for
 // the hashes a stored level lacks, folding them from the level below
 // (recursively, one read per level).
-func (p *Prover) hashes(ctx context.Context, ranges []flagadmin.LogHashRange) ([][][32]byte, error) {
+func (p *Prover) hashes(ctx context.Context, ranges []vlog.HashRange) ([][][32]byte, error) {
 	runs, err := p.store.LogHashes(ctx, ranges)
 	if err != nil {
 		return nil, err
@@ -172,7 +172,7 @@ func (p *Prover) hashes(ctx context.Context, ranges []flagadmin.LogHashRange) ([
 	for i, r := range ranges {
 		p.fix(r.Level, r.Start, runs[i])
 	}
-	var missing []flagadmin.LogHashRange
+	var missing []vlog.HashRange
 	var owners []int
 	for i, r := range ranges {
 		got := int64(len(runs[i]))
@@ -183,7 +183,7 @@ func (p *Prover) hashes(ctx context.Context, ranges []flagadmin.LogHashRange) ([
 			return nil, fmt.Errorf("%w: leaves %d to %d", errShortLog, r.Start, r.End-1)
 		}
 		// The hashes from Start+got on, from tileWidth times as many below.
-		missing = append(missing, flagadmin.LogHashRange{Level: r.Level - TileHeight, Start: (r.Start + got) * tileWidth, End: r.End * tileWidth})
+		missing = append(missing, vlog.HashRange{Level: r.Level - TileHeight, Start: (r.Start + got) * tileWidth, End: r.End * tileWidth})
 		owners = append(owners, i)
 	}
 	if len(missing) == 0 {
@@ -239,8 +239,8 @@ func (p *Prover) BuildTiles(ctx context.Context) error {
 		complete := below / tileWidth
 		for have < complete {
 			n := min(complete-have, tileBatch)
-			r := flagadmin.LogHashRange{Level: level - TileHeight, Start: have * tileWidth, End: (have + n) * tileWidth}
-			runs, err := p.hashes(ctx, []flagadmin.LogHashRange{r})
+			r := vlog.HashRange{Level: level - TileHeight, Start: have * tileWidth, End: (have + n) * tileWidth}
+			runs, err := p.hashes(ctx, []vlog.HashRange{r})
 			if err != nil {
 				return err
 			}
@@ -263,7 +263,7 @@ func (p *Prover) BuildTiles(ctx context.Context) error {
 // rangeOf is the range of stored hashes node id is folded from, as
 // storedRange, but from a lower level where the stored level lacks some
 // of them as far as the last BuildTiles saw: what one read should fetch.
-func (p *Prover) rangeOf(id compact.NodeID) flagadmin.LogHashRange {
+func (p *Prover) rangeOf(id compact.NodeID) vlog.HashRange {
 	r := storedRange(id)
 	tiled := p.check.tiled.Load()
 	if tiled == nil {
@@ -274,7 +274,7 @@ func (p *Prover) rangeOf(id compact.NodeID) flagadmin.LogHashRange {
 		if k < len(*tiled) && r.End <= (*tiled)[k] {
 			break
 		}
-		r = flagadmin.LogHashRange{Level: r.Level - TileHeight, Start: r.Start * tileWidth, End: r.End * tileWidth}
+		r = vlog.HashRange{Level: r.Level - TileHeight, Start: r.Start * tileWidth, End: r.End * tileWidth}
 	}
 	return r
 }

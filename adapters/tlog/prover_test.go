@@ -15,6 +15,7 @@ import (
 	"github.com/flagadmin/flagadmin/adapters/tlog"
 	"github.com/flagadmin/flagadmin/adapters/tlog/leaf"
 	"github.com/flagadmin/flagadmin/flagadmin"
+	"github.com/flagadmin/flagadmin/flagadmin/vlog"
 )
 
 var t0 = time.Date(2025, 6, 1, 0, 0, 0, 0, time.UTC)
@@ -227,7 +228,7 @@ func TestBuildTilesKeepsUpWithTheLog(t *testing.T) {
 		t.Fatalf("level 8 after 1600 leaves: got %d hashes, want 6", got)
 	}
 	leaves := leafHashes(t, s)
-	stored, err := s.LogHashes(ctx, []flagadmin.LogHashRange{{Level: 8, Start: 0, End: 6}})
+	stored, err := s.LogHashes(ctx, []vlog.HashRange{{Level: 8, Start: 0, End: 6}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/flagadmin/flagadmin/flagadmin"
+	"github.com/flagadmin/flagadmin/flagadmin/vlog"
 )
 
 // Defaults of a Pruner.
@@ -61,16 +62,16 @@ type PrunerOptions struct {
 // Pruner removes the events older than the retention rule the log
 // records (the newest retention-changed event, which a server records
 // when it starts with a --retention other than the one recorded), in
-// small batches (flagadmin.LogStore.PruneEvents, which reads the rule in
+// small batches (vlog.Store.PruneEvents, which reads the rule in
 // each batch's transaction): never the events of a project under a legal
 // hold, nor retention's own events, and never their leaves. Each batch
 // that removes events records them in an events-pruned event
-// (flagadmin.PrunedEvent) in its own transaction, with the rule it read.
+// (vlog.PrunedEvent) in its own transaction, with the rule it read.
 // So the pruners of several servers on one database, whatever rule each
 // started with, prune by the one rule "flagadmin log verify" holds them
 // to, and none while the log records no rule, or keeping events for ever.
 type Pruner struct {
-	store flagadmin.LogStore
+	store vlog.Store
 	opts  PrunerOptions
 	// pruned counts the events removed; rule is the retention the last
 	// batch read (0: for ever, or none read yet).
@@ -82,7 +83,7 @@ type Pruner struct {
 }
 
 // NewPruner returns a Pruner of the events of store.
-func NewPruner(store flagadmin.LogStore, opts PrunerOptions) *Pruner {
+func NewPruner(store vlog.Store, opts PrunerOptions) *Pruner {
 	if opts.Batch <= 0 {
 		opts.Batch = DefaultPruneBatch
 	}
@@ -141,7 +142,7 @@ func (p *Pruner) batch(ctx context.Context, size int) ([]int64, error) {
 	var now, before time.Time
 	var rule time.Duration
 	return p.store.PruneEvents(ctx, size, func(last *flagadmin.Event) (time.Time, error) {
-		r, err := flagadmin.RecordedRetention(last)
+		r, err := vlog.RecordedRetention(last)
 		if err != nil {
 			return time.Time{}, err
 		}
@@ -150,10 +151,10 @@ func (p *Pruner) batch(ctx context.Context, size int) ([]int64, error) {
 			return time.Time{}, nil
 		}
 		now, rule = p.opts.Clock(), r
-		before = flagadmin.PruneBefore(now, rule)
+		before = vlog.PruneBefore(now, rule)
 		return before, nil
 	}, func(ids []int64) (flagadmin.Event, error) {
-		return flagadmin.PrunedEvent(ids, before, rule, now)
+		return vlog.PrunedEvent(ids, before, rule, now)
 	})
 }
 

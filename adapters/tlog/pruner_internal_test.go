@@ -6,13 +6,14 @@ import (
 	"time"
 
 	"github.com/flagadmin/flagadmin/flagadmin"
+	"github.com/flagadmin/flagadmin/flagadmin/vlog"
 )
 
-// costlyPrunes is a LogStore whose PruneEvents prunes what it is asked to
+// costlyPrunes is a vlog.Store whose PruneEvents prunes what it is asked to
 // of left events, each costing cost (read by the pruner's since), and
 // records the batch sizes asked for.
 type costlyPrunes struct {
-	flagadmin.LogStore
+	vlog.Store
 	left  int
 	cost  func(batch int) time.Duration
 	asked []int

@@ -12,11 +12,12 @@ import (
 	"github.com/flagadmin/flagadmin/adapters/tlog"
 	"github.com/flagadmin/flagadmin/adapters/tlog/leaf"
 	"github.com/flagadmin/flagadmin/flagadmin"
+	"github.com/flagadmin/flagadmin/flagadmin/vlog"
 	"github.com/flagadmin/flagadmin/internal/retentiontest"
 )
 
 // The attacks on retention (internal/retentiontest) on a store that
-// keeps the log as the LogStore contract says and nothing else: what
+// keeps the log as the vlog.Store contract says and nothing else: what
 // Verify, the Signer, the Pruner and the Service's retention read and
 // write. adapters/bunstore's tests run them on SQL, the attacker's edits
 // made with statements on its tables.
@@ -26,16 +27,16 @@ func TestVerifyAccountsForRetention(t *testing.T) {
 }
 
 // fakeLog is a store that keeps events and their leaves (format v1,
-// tombstones kept when pruned) as the LogStore contract says, in memory,
+// tombstones kept when pruned) as the vlog.Store contract says, in memory,
 // and nothing else: what Verify, the Signer, the Pruner and the Service's
 // retention read and write.
 type fakeLog struct {
 	flagadmin.Store // the rest: not used
 	mu              sync.Mutex
 	events          []flagadmin.Event // id ascending
-	leaves          []flagadmin.LogLeaf
+	leaves          []vlog.Leaf
 	hashes          map[int][][32]byte
-	checkpoints     []flagadmin.Checkpoint
+	checkpoints     []vlog.Checkpoint
 	holds           map[string]time.Time
 	lastID          int64
 }
@@ -61,7 +62,7 @@ func (f *fakeLog) appendLocked(e flagadmin.Event) error {
 	if err != nil {
 		return err
 	}
-	f.leaves = append(f.leaves, flagadmin.LogLeaf{Index: int64(len(f.leaves)), EventID: e.ID, Hash: h,
+	f.leaves = append(f.leaves, vlog.Leaf{Index: int64(len(f.leaves)), EventID: e.ID, Hash: h,
 		CreatedAt: e.CreatedAt, Project: e.Project, Type: e.Type, Content: c, Salt: e.Salt})
 	f.events = append(f.events, e)
 	return nil
@@ -100,7 +101,7 @@ func (f *fakeLog) LogSize(context.Context) (int64, error) {
 	return int64(len(f.leaves)), nil
 }
 
-func (f *fakeLog) LogLeaves(_ context.Context, start, end int64) ([]flagadmin.LogLeaf, error) {
+func (f *fakeLog) LogLeaves(_ context.Context, start, end int64) ([]vlog.Leaf, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	end = min(end, int64(len(f.leaves)))
@@ -125,7 +126,7 @@ func (f *fakeLog) LeafIndex(_ context.Context, id int64) (int64, error) {
 	return 0, fmt.Errorf("no leaf of event %d: %w", id, flagadmin.ErrNotFound)
 }
 
-func (f *fakeLog) LogHashes(_ context.Context, ranges []flagadmin.LogHashRange) ([][][32]byte, error) {
+func (f *fakeLog) LogHashes(_ context.Context, ranges []vlog.HashRange) ([][][32]byte, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	out := make([][][32]byte, len(ranges))
@@ -169,18 +170,18 @@ func (f *fakeLog) LogHashCount(_ context.Context, level int) (int64, error) {
 	return int64(len(f.hashes[level])), nil
 }
 
-func (f *fakeLog) SaveCheckpoint(_ context.Context, c flagadmin.Checkpoint) error {
+func (f *fakeLog) SaveCheckpoint(_ context.Context, c vlog.Checkpoint) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.checkpoints = append(f.checkpoints, c)
 	return nil
 }
 
-func (f *fakeLog) LatestCheckpoint(context.Context) (flagadmin.Checkpoint, error) {
+func (f *fakeLog) LatestCheckpoint(context.Context) (vlog.Checkpoint, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if len(f.checkpoints) == 0 {
-		return flagadmin.Checkpoint{}, fmt.Errorf("no checkpoint: %w", flagadmin.ErrNotFound)
+		return vlog.Checkpoint{}, fmt.Errorf("no checkpoint: %w", flagadmin.ErrNotFound)
 	}
 	best := f.checkpoints[0]
 	for _, c := range f.checkpoints {
@@ -203,7 +204,7 @@ func (f *fakeLog) PruneEvents(_ context.Context, limit int, cutoff func(*flagadm
 		if len(ids) == limit {
 			break
 		}
-		if _, held := f.holds[deref(e.Project)]; e.Project != nil && held || flagadmin.IsRetentionEvent(e.Type) || !e.CreatedAt.Before(before) {
+		if _, held := f.holds[deref(e.Project)]; e.Project != nil && held || vlog.IsRetentionEvent(e.Type) || !e.CreatedAt.Before(before) {
 			continue
 		}
 		ids = append(ids, e.ID)
@@ -270,14 +271,14 @@ func (f *fakeLog) lastRuleLocked() *flagadmin.Event {
 	return nil
 }
 
-func (f *fakeLog) LogHolds(context.Context) ([]flagadmin.LogHold, error) {
+func (f *fakeLog) LogHolds(context.Context) ([]vlog.Hold, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	var out []flagadmin.LogHold
+	var out []vlog.Hold
 	for p, since := range f.holds {
-		out = append(out, flagadmin.LogHold{Project: p, Since: since})
+		out = append(out, vlog.Hold{Project: p, Since: since})
 	}
-	slices.SortFunc(out, func(a, b flagadmin.LogHold) int { return strings.Compare(a.Project, b.Project) })
+	slices.SortFunc(out, func(a, b vlog.Hold) int { return strings.Compare(a.Project, b.Project) })
 	return out, nil
 }
 
@@ -305,7 +306,7 @@ func (f *fakeLog) MarkPruned(_ *testing.T, id int64) {
 	f.markLocked(id)
 }
 
-func (f *fakeLog) EditLeaf(t *testing.T, id int64, edit func(*flagadmin.LogLeaf)) {
+func (f *fakeLog) EditLeaf(t *testing.T, id int64, edit func(*vlog.Leaf)) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	for i := range f.leaves {
@@ -337,7 +338,7 @@ func TestVerifyChecksEachLeafAndItsEvent(t *testing.T) {
 	for _, c := range []struct {
 		name   string
 		edit   func(e flagadmin.Event) []flagadmin.Event
-		leaves func(ls []flagadmin.LogLeaf) []flagadmin.LogLeaf
+		leaves func(ls []vlog.Leaf) []vlog.Leaf
 		want   []string
 	}{
 		{"untouched", same, nil, nil},
@@ -358,7 +359,7 @@ func TestVerifyChecksEachLeafAndItsEvent(t *testing.T) {
 				e.CreatedAt = e.CreatedAt.Add(-time.Hour)
 			}
 			return same(e)
-		}, func(ls []flagadmin.LogLeaf) []flagadmin.LogLeaf {
+		}, func(ls []vlog.Leaf) []vlog.Leaf {
 			for i := range ls {
 				if ls[i].EventID == ids[4] {
 					ls[i].CreatedAt = ls[i].CreatedAt.Add(-time.Hour)

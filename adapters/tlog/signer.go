@@ -14,6 +14,7 @@ import (
 	"golang.org/x/mod/sumdb/note"
 
 	"github.com/flagadmin/flagadmin/flagadmin"
+	"github.com/flagadmin/flagadmin/flagadmin/vlog"
 )
 
 // ErrInconsistent: the tree a store holds does not extend a checkpoint
@@ -31,7 +32,7 @@ var ErrInconsistent = errors.New("the log no longer matches its newest checkpoin
 // never signs a tree that does not extend it. It is safe for concurrent
 // use.
 type Signer struct {
-	store    flagadmin.LogStore
+	store    vlog.Store
 	prover   *Prover
 	key      note.Signer
 	verifier note.Verifier
@@ -41,7 +42,7 @@ type Signer struct {
 	// state is the state file ("" for none) and saved the checkpoint it
 	// holds (nil before the first).
 	state string
-	saved *flagadmin.Checkpoint
+	saved *vlog.Checkpoint
 	// refused is why the Signer stopped signing, nil while it signs.
 	refused error
 }
@@ -49,7 +50,7 @@ type Signer struct {
 // NewSigner returns a Signer over store with the signer key written by
 // GenerateKey; clock is the time recorded with each checkpoint (nil for
 // time.Now).
-func NewSigner(store flagadmin.LogStore, prover *Prover, signerKey string, clock func() time.Time) (*Signer, error) {
+func NewSigner(store vlog.Store, prover *Prover, signerKey string, clock func() time.Time) (*Signer, error) {
 	key, err := ParseSignerKey(signerKey)
 	if err != nil {
 		return nil, err
@@ -111,7 +112,7 @@ func (s *Signer) KeepState(ctx context.Context, path string) (*StateCreated, err
 		if err != nil {
 			return nil, fmt.Errorf("the checkpoint state file %s: %v", path, err)
 		}
-		s.saved = &flagadmin.Checkpoint{Size: int64(cp.Size), Root: [32]byte(cp.Hash), Note: b}
+		s.saved = &vlog.Checkpoint{Size: int64(cp.Size), Root: [32]byte(cp.Hash), Note: b}
 		return nil, nil
 	}
 	created := &StateCreated{}
@@ -133,11 +134,11 @@ func (s *Signer) KeepState(ctx context.Context, path string) (*StateCreated, err
 
 // Saved returns the checkpoint of the state file (KeepState), and false
 // when there is none.
-func (s *Signer) Saved() (flagadmin.Checkpoint, bool) {
+func (s *Signer) Saved() (vlog.Checkpoint, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.saved == nil {
-		return flagadmin.Checkpoint{}, false
+		return vlog.Checkpoint{}, false
 	}
 	return *s.saved, true
 }
@@ -157,12 +158,12 @@ func (s *Signer) Refused() error {
 // newest stored checkpoint (when this key signed it) and of the one in
 // the state file at their sizes: if not, it refuses, now and from then on, with an error wrapping
 // ErrInconsistent. The state file is written before the store.
-func (s *Signer) Sign(ctx context.Context) (flagadmin.Checkpoint, bool, error) {
+func (s *Signer) Sign(ctx context.Context) (vlog.Checkpoint, bool, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	latest, own, err := s.latest(ctx)
 	if err != nil {
-		return flagadmin.Checkpoint{}, false, err
+		return vlog.Checkpoint{}, false, err
 	}
 	if s.refused != nil {
 		return latest, false, s.refused
@@ -189,13 +190,13 @@ func (s *Signer) Sign(ctx context.Context) (flagadmin.Checkpoint, bool, error) {
 // and whether this key signed it: only a checkpoint of this key states
 // what it signed, and another (a row written by hand, an old key's) is no
 // base to extend.
-func (s *Signer) latest(ctx context.Context) (flagadmin.Checkpoint, bool, error) {
+func (s *Signer) latest(ctx context.Context) (vlog.Checkpoint, bool, error) {
 	latest, err := s.store.LatestCheckpoint(ctx)
 	switch {
 	case errors.Is(err, flagadmin.ErrNotFound):
 		return latest, false, nil
 	case err != nil:
-		return flagadmin.Checkpoint{}, false, err
+		return vlog.Checkpoint{}, false, err
 	}
 	cp, err := OpenCheckpoint(latest.Note, s.verifier)
 	return latest, err == nil && int64(cp.Size) == latest.Size && [32]byte(cp.Hash) == latest.Root, nil
@@ -205,8 +206,8 @@ func (s *Signer) latest(ctx context.Context) (flagadmin.Checkpoint, bool, error)
 // checkpoint (latest, when own: this key signed it) and the state file's,
 // and returns the larger of them (Size -1 for none). The state file's,
 // when the larger, is stored again: the database lost it.
-func (s *Signer) base(ctx context.Context, latest flagadmin.Checkpoint, own bool, size int64) (flagadmin.Checkpoint, error) {
-	base := flagadmin.Checkpoint{Size: -1}
+func (s *Signer) base(ctx context.Context, latest vlog.Checkpoint, own bool, size int64) (vlog.Checkpoint, error) {
+	base := vlog.Checkpoint{Size: -1}
 	if own {
 		if err := s.extends(ctx, latest, size, "the newest checkpoint in the database, signed at "+latest.SignedAt.UTC().Format(time.RFC3339)); err != nil {
 			return base, err
@@ -230,7 +231,7 @@ func (s *Signer) base(ctx context.Context, latest flagadmin.Checkpoint, own bool
 
 // signAndKeep signs the checkpoint of the tree of size leaves with root,
 // and keeps it: in the state file first, then in the store.
-func (s *Signer) signAndKeep(ctx context.Context, size int64, root [32]byte) (flagadmin.Checkpoint, error) {
+func (s *Signer) signAndKeep(ctx context.Context, size int64, root [32]byte) (vlog.Checkpoint, error) {
 	cp, err := s.sign(size, root)
 	if err != nil {
 		return cp, err
@@ -246,7 +247,7 @@ func (s *Signer) signAndKeep(ctx context.Context, size int64, root [32]byte) (fl
 
 // extends checks that the tree of size leaves extends cp (named by what),
 // and refuses to sign from then on when not.
-func (s *Signer) extends(ctx context.Context, cp flagadmin.Checkpoint, size int64, what string) error {
+func (s *Signer) extends(ctx context.Context, cp vlog.Checkpoint, size int64, what string) error {
 	var why string
 	if size < cp.Size {
 		why = fmt.Sprintf("rollback: the log has %d events, fewer than the %d of %s: an older copy of the database was put back, or events were removed",
@@ -280,11 +281,11 @@ func (r refusal) Error() string        { return string(r) }
 func (r refusal) Is(target error) bool { return target == ErrInconsistent }
 
 // sign makes the checkpoint of a tree of size leaves with root.
-func (s *Signer) sign(size int64, root [32]byte) (flagadmin.Checkpoint, error) {
+func (s *Signer) sign(size int64, root [32]byte) (vlog.Checkpoint, error) {
 	body := log.Checkpoint{Origin: s.key.Name(), Size: uint64(size), Hash: root[:]}.Marshal()
 	signed, err := note.Sign(&note.Note{Text: string(body)}, s.key)
 	if err != nil {
-		return flagadmin.Checkpoint{}, fmt.Errorf("tlog: sign: %w", err)
+		return vlog.Checkpoint{}, fmt.Errorf("tlog: sign: %w", err)
 	}
-	return flagadmin.Checkpoint{Size: size, Root: root, Note: signed, SignedAt: flagadmin.Truncate(s.clock())}, nil
+	return vlog.Checkpoint{Size: size, Root: root, Note: signed, SignedAt: flagadmin.Truncate(s.clock())}, nil
 }

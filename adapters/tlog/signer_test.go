@@ -13,7 +13,7 @@ import (
 
 	"github.com/flagadmin/flagadmin/adapters/memstore"
 	"github.com/flagadmin/flagadmin/adapters/tlog"
-	"github.com/flagadmin/flagadmin/flagadmin"
+	"github.com/flagadmin/flagadmin/flagadmin/vlog"
 )
 
 const testOrigin = "flagadmin.example.com/log"
@@ -32,7 +32,7 @@ func keys(t testing.TB) (skey string, v note.Verifier) {
 	return skey, v
 }
 
-func newSigner(t testing.TB, s flagadmin.LogStore, skey string) *tlog.Signer {
+func newSigner(t testing.TB, s vlog.Store, skey string) *tlog.Signer {
 	t.Helper()
 	signer, err := tlog.NewSigner(s, tlog.NewProver(s), skey, func() time.Time { return t0 })
 	if err != nil {
@@ -92,7 +92,7 @@ type lyingLog struct {
 	from int64
 }
 
-func (l lyingLog) LogHashes(ctx context.Context, ranges []flagadmin.LogHashRange) ([][][32]byte, error) {
+func (l lyingLog) LogHashes(ctx context.Context, ranges []vlog.HashRange) ([][][32]byte, error) {
 	runs, err := l.Store.LogHashes(ctx, ranges)
 	for i, r := range ranges {
 		for j := range runs[i] {

@@ -6,18 +6,19 @@ import (
 	"iter"
 
 	"github.com/flagadmin/flagadmin/flagadmin"
+	"github.com/flagadmin/flagadmin/flagadmin/vlog"
 )
 
 // StoreSource is the Source of a store read directly ("flagadmin log
 // verify --db"): its newest stored checkpoint, its leaves and every event
 // (as an admin sees them).
-func StoreSource(store flagadmin.Store, log flagadmin.LogStore) Source {
+func StoreSource(store flagadmin.Store, log vlog.Store) Source {
 	return storeSource{store: store, log: log}
 }
 
 type storeSource struct {
 	store flagadmin.Store
-	log   flagadmin.LogStore
+	log   vlog.Store
 }
 
 // errNoCheckpoint: the store holds no checkpoint.
@@ -31,7 +32,7 @@ func (s storeSource) Checkpoint(ctx context.Context) ([]byte, error) {
 	return c.Note, err
 }
 
-func (s storeSource) Leaves(ctx context.Context, start int64, count int) ([]flagadmin.LogLeaf, int64, error) {
+func (s storeSource) Leaves(ctx context.Context, start int64, count int) ([]vlog.Leaf, int64, error) {
 	size, err := s.log.LogSize(ctx)
 	if err != nil {
 		return nil, 0, err

@@ -12,12 +12,12 @@ import (
 
 	"github.com/flagadmin/flagadmin/adapters/memstore"
 	"github.com/flagadmin/flagadmin/adapters/tlog"
-	"github.com/flagadmin/flagadmin/flagadmin"
+	"github.com/flagadmin/flagadmin/flagadmin/vlog"
 	"github.com/flagadmin/flagadmin/internal/syncbuffer"
 )
 
 // stateSigner returns a signer over s keeping its state in path.
-func stateSigner(t *testing.T, s flagadmin.LogStore, skey, path string) (*tlog.Signer, *tlog.StateCreated) {
+func stateSigner(t *testing.T, s vlog.Store, skey, path string) (*tlog.Signer, *tlog.StateCreated) {
 	t.Helper()
 	signer := newSigner(t, s, skey)
 	created, err := signer.KeepState(context.Background(), path)

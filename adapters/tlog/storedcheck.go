@@ -4,7 +4,7 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/flagadmin/flagadmin/flagadmin"
+	"github.com/flagadmin/flagadmin/flagadmin/vlog"
 )
 
 // storedBatch is how many stored hashes of a level one read fetches.
@@ -14,7 +14,7 @@ const storedBatch = 4096
 // above 0 (BuildTiles) from the leaves, in one pass over the leaves in
 // constant memory, and reports those that differ (at most maxProblems,
 // through problem) and the number checked.
-func checkStoredHashes(ctx context.Context, store flagadmin.LogStore, problem func(Problem)) (int64, error) {
+func checkStoredHashes(ctx context.Context, store vlog.Store, problem func(Problem)) (int64, error) {
 	size, err := store.LogSize(ctx)
 	if err != nil {
 		return 0, err
@@ -40,7 +40,7 @@ func checkStoredHashes(ctx context.Context, store flagadmin.LogStore, problem fu
 	var below [][32]byte // the hashes of the level under c.levels[0]
 	for start := int64(0); start < size; start += leafReadBatch {
 		end := min(start+leafReadBatch, size)
-		runs, err := store.LogHashes(ctx, []flagadmin.LogHashRange{{Level: 0, Start: start, End: end}})
+		runs, err := store.LogHashes(ctx, []vlog.HashRange{{Level: 0, Start: start, End: end}})
 		if err != nil {
 			return c.checked, err
 		}
@@ -62,7 +62,7 @@ func checkStoredHashes(ctx context.Context, store flagadmin.LogStore, problem fu
 // storedCheck is the state of one checkStoredHashes.
 type storedCheck struct {
 	ctx     context.Context
-	store   flagadmin.LogStore
+	store   vlog.Store
 	problem func(Problem)
 	levels  []*storedLevel
 	checked int64
@@ -90,7 +90,7 @@ func (c *storedCheck) push(i int, want [32]byte) error {
 	l.next++
 	if idx < l.count {
 		if idx >= l.windowStart+int64(len(l.window)) {
-			runs, err := c.store.LogHashes(c.ctx, []flagadmin.LogHashRange{{Level: l.level, Start: idx, End: min(idx+storedBatch, l.count)}})
+			runs, err := c.store.LogHashes(c.ctx, []vlog.HashRange{{Level: l.level, Start: idx, End: min(idx+storedBatch, l.count)}})
 			if err != nil {
 				return err
 			}

@@ -10,23 +10,23 @@ import (
 
 	"github.com/flagadmin/flagadmin/adapters/memstore"
 	"github.com/flagadmin/flagadmin/adapters/tlog"
-	"github.com/flagadmin/flagadmin/flagadmin"
+	"github.com/flagadmin/flagadmin/flagadmin/vlog"
 )
 
 // storeTiles serves a store's stored levels as the tiles of
 // golang.org/x/mod/sumdb/tlog: the tile of level L, number N and width W
 // is the hashes of stored level L·TileHeight from N·2^TileHeight on.
 type storeTiles struct {
-	store flagadmin.LogStore
+	store vlog.Store
 }
 
 func (s storeTiles) Height() int { return tlog.TileHeight }
 
 func (s storeTiles) ReadTiles(tiles []sumdb.Tile) ([][]byte, error) {
-	ranges := make([]flagadmin.LogHashRange, len(tiles))
+	ranges := make([]vlog.HashRange, len(tiles))
 	for i, t := range tiles {
 		start := t.N << tlog.TileHeight
-		ranges[i] = flagadmin.LogHashRange{Level: t.L * tlog.TileHeight, Start: start, End: start + int64(t.W)}
+		ranges[i] = vlog.HashRange{Level: t.L * tlog.TileHeight, Start: start, End: start + int64(t.W)}
 	}
 	runs, err := s.store.LogHashes(context.Background(), ranges)
 	if err != nil {

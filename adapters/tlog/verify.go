@@ -16,6 +16,7 @@ import (
 
 	"github.com/flagadmin/flagadmin/adapters/tlog/leaf"
 	"github.com/flagadmin/flagadmin/flagadmin"
+	"github.com/flagadmin/flagadmin/flagadmin/vlog"
 )
 
 // Source is what Verify reads: a server over HTTP (its log routes and the
@@ -26,7 +27,7 @@ type Source interface {
 	// Leaves returns at most count leaves from index start on, index
 	// ascending (fewer, or none, at the end of the log), with the log's
 	// size when read.
-	Leaves(ctx context.Context, start int64, count int) ([]flagadmin.LogLeaf, int64, error)
+	Leaves(ctx context.Context, start int64, count int) ([]vlog.Leaf, int64, error)
 	// Events yields every event, id ascending, as an admin sees them
 	// (every project). An error ends it.
 	Events(ctx context.Context) iter.Seq2[flagadmin.Event, error]
@@ -48,12 +49,12 @@ type VerifyOptions struct {
 	// means 100,000.
 	ProgressEvery int64
 	// PageSize is how many leaves one Source.Leaves call asks for; 0
-	// means flagadmin.LogLeavesMaxCount.
+	// means vlog.LeavesMaxCount.
 	PageSize int
 	// StoredHashes, when not nil, is the store whose stored subtree
 	// hashes are recomputed from its leaves too (reading a database
 	// directly): each that differs is a BadHashes problem.
-	StoredHashes flagadmin.LogStore
+	StoredHashes vlog.Store
 }
 
 // VerifyProgress is how far a Verify has come.
@@ -76,7 +77,7 @@ const (
 	Changed ProblemKind = "changed"
 	// Removed: the event of a leaf is gone, and no pruning pass the log
 	// records removed it while it was eligible
-	// (flagadmin.RetentionReplay), whatever the leaf's pruned flag says.
+	// (vlog.RetentionReplay), whatever the leaf's pruned flag says.
 	Removed ProblemKind = "removed"
 	// Inserted: an event has no leaf: it was not written through the log.
 	Inserted ProblemKind = "inserted"
@@ -184,7 +185,7 @@ const maxStash = 10000
 // salt), which names the first event changed, removed, inserted or
 // reordered. A leaf whose event is missing counts with its stored hash;
 // the event counts as pruned only where the retention events of the log,
-// replayed in order (flagadmin.RetentionReplay), show a pruning pass that
+// replayed in order (vlog.RetentionReplay), show a pruning pass that
 // removed it while it was eligible, and as removed otherwise, whatever
 // the leaf's pruned flag says. Memory stays constant but for the missing
 // events whose pass is still ahead in the log. The error is for what
@@ -198,7 +199,7 @@ func Verify(ctx context.Context, src Source, opts VerifyOptions) (*Report, error
 		opts.ProgressEvery = 100000
 	}
 	if opts.PageSize <= 0 {
-		opts.PageSize = flagadmin.LogLeavesMaxCount
+		opts.PageSize = vlog.LeavesMaxCount
 	}
 	raw, err := src.Checkpoint(ctx)
 	if err != nil {
@@ -210,7 +211,7 @@ func Verify(ctx context.Context, src Source, opts VerifyOptions) (*Report, error
 	}
 	v := &verification{src: src, opts: opts, ctx: ctx, leaves: &leafReader{src: src, pageSize: opts.PageSize},
 		report: &Report{Origin: cp.Origin, CheckpointSize: int64(cp.Size), CheckpointRoot: [32]byte(cp.Hash), Note: raw}}
-	v.replay = flagadmin.NewRetentionReplay(v.retention)
+	v.replay = vlog.NewRetentionReplay(v.retention)
 	v.cpRoot = [32]byte(cp.Hash)
 	if opts.Trusted != nil {
 		t, err := OpenCheckpoint(opts.Trusted, opts.Verifier)
@@ -265,7 +266,7 @@ type verification struct {
 	seq  int
 	// replay decides on the missing events; pruned are the runs of those
 	// it accepted, in the order it did.
-	replay *flagadmin.RetentionReplay
+	replay *vlog.RetentionReplay
 	pruned []PrunedRange
 }
 
@@ -281,7 +282,7 @@ type problemKey struct {
 // problem.
 type suspect struct {
 	problem int // the problem's seq, -1 when not listed
-	leaf    *flagadmin.LogLeaf
+	leaf    *vlog.Leaf
 	// removed is the leaf index of a removed event, -1 for none.
 	removed int64
 	event   *flagadmin.Event
@@ -407,7 +408,7 @@ func (r *eventReader) advance() error {
 
 // leaf checks one leaf with its event, or without (ev nil), and adds the
 // hash to the tree.
-func (v *verification) leaf(l flagadmin.LogLeaf, ev *flagadmin.Event) {
+func (v *verification) leaf(l vlog.Leaf, ev *flagadmin.Event) {
 	v.checkOrder(l)
 	var hash [32]byte
 	if ev == nil {
@@ -420,7 +421,7 @@ func (v *verification) leaf(l flagadmin.LogLeaf, ev *flagadmin.Event) {
 
 // checkOrder reports a leaf that does not follow the one before it: an
 // index skipped, or an event id that does not ascend.
-func (v *verification) checkOrder(l flagadmin.LogLeaf) {
+func (v *verification) checkOrder(l vlog.Leaf) {
 	if l.Index != v.expect {
 		v.problem(Problem{Kind: BadLeaves, LeafIndex: -1, Detail: missingLeaves(v.expect, l.Index-1)})
 		v.broken = true
@@ -433,7 +434,7 @@ func (v *verification) checkOrder(l flagadmin.LogLeaf) {
 // withoutEvent checks a leaf whose event is missing: its recorded fields
 // must hash to its hash, and the retention replay decides whether a
 // recorded pass removed the event. It returns the hash the tree takes.
-func (v *verification) withoutEvent(l flagadmin.LogLeaf) [32]byte {
+func (v *verification) withoutEvent(l vlog.Leaf) [32]byte {
 	if leaf.LeafOf(l) != l.Hash {
 		// A tombstone rewritten (to look old, or of another project)
 		// accounts for nothing.
@@ -450,7 +451,7 @@ func (v *verification) withoutEvent(l flagadmin.LogLeaf) [32]byte {
 // hash to its hash, and the event (with the leaf's salt) must be the one
 // they record. It returns the hash the tree takes: the event's own when
 // it differs, so that the root tells too.
-func (v *verification) withEvent(l flagadmin.LogLeaf, ev flagadmin.Event) [32]byte {
+func (v *verification) withEvent(l vlog.Leaf, ev flagadmin.Event) [32]byte {
 	if leaf.LeafOf(l) != l.Hash {
 		v.replay.Next(l, &ev)
 		v.problem(Problem{Kind: Changed, EventID: ev.ID, LeafIndex: l.Index,
@@ -478,7 +479,7 @@ func (v *verification) withEvent(l flagadmin.LogLeaf, ev flagadmin.Event) [32]by
 // add counts the leaf, adds its hash to the tree while the tree is below
 // the size to check, and compares roots where a checkpoint's size is
 // reached.
-func (v *verification) add(l flagadmin.LogLeaf, hash [32]byte) {
+func (v *verification) add(l vlog.Leaf, hash [32]byte) {
 	r := v.report
 	r.Leaves++
 	if l.Index >= r.CheckpointSize {
@@ -503,7 +504,7 @@ func (v *verification) inserted(e flagadmin.Event) {
 
 // retention takes a verdict of the replay: a missing event pruned by
 // retention, or a problem.
-func (v *verification) retention(d flagadmin.RetentionVerdict) {
+func (v *verification) retention(d vlog.RetentionVerdict) {
 	switch {
 	case d.Pruned:
 		if n := len(v.pruned); n > 0 && v.pruned[n-1].LastLeaf == d.LeafIndex-1 {
@@ -535,7 +536,7 @@ func (v *verification) prunedRanges() []PrunedRange {
 }
 
 // mismatch says how the event e differs from its leaf l.
-func mismatch(l flagadmin.LogLeaf, e flagadmin.Event) string {
+func mismatch(l vlog.Leaf, e flagadmin.Event) string {
 	var fields []string
 	if !flagadmin.Truncate(e.CreatedAt).Equal(flagadmin.Truncate(l.CreatedAt)) {
 		fields = append(fields, "createdAt")
@@ -598,7 +599,7 @@ func (v *verification) problemOf(seq int) int {
 	return slices.IndexFunc(v.keys, func(k problemKey) bool { return k.seq == seq })
 }
 
-func (v *verification) suspect(problem int, l *flagadmin.LogLeaf, removed int64, e *flagadmin.Event) {
+func (v *verification) suspect(problem int, l *vlog.Leaf, removed int64, e *flagadmin.Event) {
 	if problem >= 0 && len(v.suspects) < 3*maxMismatches {
 		v.suspects = append(v.suspects, suspect{problem: problem, leaf: l, removed: removed, event: e})
 	}
@@ -707,7 +708,7 @@ func (v *verification) reordered() {
 
 // holds reports whether e, with the id of leaf l, is l's event: with e's
 // own salt (read from its leaf) or with l's.
-func holds(e flagadmin.Event, l flagadmin.LogLeaf) bool {
+func holds(e flagadmin.Event, l vlog.Leaf) bool {
 	e.ID = l.EventID
 	for _, salt := range [][]byte{e.Salt, l.Salt} {
 		e.Salt = salt
@@ -728,7 +729,7 @@ func (v *verification) progress() VerifyProgress {
 type leafReader struct {
 	src      Source
 	pageSize int
-	page     []flagadmin.LogLeaf
+	page     []vlog.Leaf
 	at       int
 	next     int64 // the index to read from
 	size     int64 // the log's size at the last read
@@ -739,19 +740,19 @@ type leafReader struct {
 
 // leafPage is the answer of one Source.Leaves call.
 type leafPage struct {
-	leaves []flagadmin.LogLeaf
+	leaves []vlog.Leaf
 	size   int64
 	err    error
 }
 
 // peek returns the next leaf, reading a page when needed; false at the
 // end of the leaves.
-func (r *leafReader) peek(ctx context.Context) (flagadmin.LogLeaf, bool, error) {
+func (r *leafReader) peek(ctx context.Context) (vlog.Leaf, bool, error) {
 	if r.at < len(r.page) {
 		return r.page[r.at], true, nil
 	}
 	if r.dry {
-		return flagadmin.LogLeaf{}, false, nil
+		return vlog.Leaf{}, false, nil
 	}
 	var p leafPage
 	if r.ahead != nil {
@@ -760,12 +761,12 @@ func (r *leafReader) peek(ctx context.Context) (flagadmin.LogLeaf, bool, error) 
 		p = r.read(ctx, r.next)
 	}
 	if p.err != nil {
-		return flagadmin.LogLeaf{}, false, fmt.Errorf("read the leaves from %d: %w", r.next, p.err)
+		return vlog.Leaf{}, false, fmt.Errorf("read the leaves from %d: %w", r.next, p.err)
 	}
 	r.page, r.at, r.size = p.leaves, 0, p.size
 	if len(p.leaves) == 0 {
 		r.dry = true
-		return flagadmin.LogLeaf{}, false, nil
+		return vlog.Leaf{}, false, nil
 	}
 	r.next = p.leaves[len(p.leaves)-1].Index + 1
 	if len(p.leaves) >= r.pageSize {

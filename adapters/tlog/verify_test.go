@@ -13,6 +13,7 @@ import (
 	"github.com/flagadmin/flagadmin/adapters/tlog"
 	logleaf "github.com/flagadmin/flagadmin/adapters/tlog/leaf"
 	"github.com/flagadmin/flagadmin/flagadmin"
+	"github.com/flagadmin/flagadmin/flagadmin/vlog"
 )
 
 // gappedLog returns a store whose n events have the ids 10, 20, ...,
@@ -47,7 +48,7 @@ type tampered struct {
 	// changed, or e and an inserted event.
 	edit func(e flagadmin.Event) []flagadmin.Event
 	// leaves, when set, edits the leaves as read.
-	leaves func([]flagadmin.LogLeaf) []flagadmin.LogLeaf
+	leaves func([]vlog.Leaf) []vlog.Leaf
 }
 
 func (s tampered) Events(ctx context.Context) iter.Seq2[flagadmin.Event, error] {
@@ -66,7 +67,7 @@ func (s tampered) Events(ctx context.Context) iter.Seq2[flagadmin.Event, error] 
 	}
 }
 
-func (s tampered) Leaves(ctx context.Context, start int64, count int) ([]flagadmin.LogLeaf, int64, error) {
+func (s tampered) Leaves(ctx context.Context, start int64, count int) ([]vlog.Leaf, int64, error) {
 	leaves, size, err := s.Source.Leaves(ctx, start, count)
 	if s.leaves != nil {
 		leaves = s.leaves(leaves)
@@ -207,7 +208,7 @@ func TestVerifyFindsTampering(t *testing.T) {
 				}
 				return same(e)
 			},
-			leaves: func(ls []flagadmin.LogLeaf) []flagadmin.LogLeaf {
+			leaves: func(ls []vlog.Leaf) []vlog.Leaf {
 				for i := range ls {
 					if ls[i].EventID == 100 {
 						ls[i].Hash, ls[i].Content = forged, content
@@ -220,7 +221,7 @@ func TestVerifyFindsTampering(t *testing.T) {
 		}
 	})
 	t.Run("a leaf deleted", func(t *testing.T) {
-		r := verify(t, tampered{Source: src, edit: same, leaves: func(ls []flagadmin.LogLeaf) []flagadmin.LogLeaf {
+		r := verify(t, tampered{Source: src, edit: same, leaves: func(ls []vlog.Leaf) []vlog.Leaf {
 			out := ls[:0]
 			for _, l := range ls {
 				if l.Index != 300 {
@@ -293,7 +294,7 @@ func TestVerifyReportsPrunedRanges(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The rule, then the hold, as a server and log hold record them.
-	svc := flagadmin.NewService(s, flagadmin.WithLog(flagadmin.LogConfig{Store: s}), flagadmin.WithClock(func() time.Time { return t0.Add(200 * time.Minute) }))
+	svc := vlog.NewService(flagadmin.NewService(s, flagadmin.WithClock(func() time.Time { return t0.Add(200 * time.Minute) })), vlog.Config{Store: s})
 	if _, err := svc.RecordRetention(ctx, flagadmin.System, time.Hour); err != nil {
 		t.Fatal(err)
 	}
@@ -343,7 +344,7 @@ func TestVerifyWhileTheLogGrows(t *testing.T) {
 	// The first read past leaf 299 finds none yet, the events do.
 	hidden := true
 	src := tampered{Source: tlog.StoreSource(s, s), edit: func(e flagadmin.Event) []flagadmin.Event { return []flagadmin.Event{e} },
-		leaves: func(ls []flagadmin.LogLeaf) []flagadmin.LogLeaf {
+		leaves: func(ls []vlog.Leaf) []vlog.Leaf {
 			if hidden && len(ls) > 0 && ls[0].Index >= 300 {
 				hidden = false
 				return nil

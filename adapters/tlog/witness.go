@@ -20,7 +20,7 @@ import (
 	fnote "github.com/transparency-dev/formats/note"
 	"golang.org/x/mod/sumdb/note"
 
-	"github.com/flagadmin/flagadmin/flagadmin"
+	"github.com/flagadmin/flagadmin/flagadmin/vlog"
 )
 
 // Witnesses, as the C2SP tlog-witness protocol has them: a witness
@@ -158,7 +158,7 @@ type Witnesses struct {
 	list   []*witnessState
 
 	mu      sync.Mutex
-	pending flagadmin.Checkpoint
+	pending vlog.Checkpoint
 
 	// keep is the file of the newest cosigned checkpoint ("" for none),
 	// kept what it holds, keepErr why it was last not written.
@@ -178,7 +178,7 @@ type witnessState struct {
 	// said (0 before it did: the protocol's first guess).
 	known int64
 	// cosigned is the checkpoint it cosigned last, lines its cosignature.
-	cosigned flagadmin.Checkpoint
+	cosigned vlog.Checkpoint
 	lines    []byte
 	at       time.Time
 	problem  error
@@ -201,7 +201,7 @@ func NewWitnesses(prover *Prover, list []Witness, opts WitnessOptions) *Witnesse
 		ws.clock = time.Now
 	}
 	for _, w := range list {
-		ws.list = append(ws.list, &witnessState{Witness: w, wake: make(chan struct{}, 1), cosigned: flagadmin.Checkpoint{Size: -1}})
+		ws.list = append(ws.list, &witnessState{Witness: w, wake: make(chan struct{}, 1), cosigned: vlog.Checkpoint{Size: -1}})
 	}
 	return ws
 }
@@ -209,7 +209,7 @@ func NewWitnesses(prover *Prover, list []Witness, opts WitnessOptions) *Witnesse
 // Submit hands the newest checkpoint to the witnesses and returns at once:
 // each witness gets it when its earlier submission is done (a newer
 // checkpoint handed meanwhile replaces it).
-func (ws *Witnesses) Submit(cp flagadmin.Checkpoint) {
+func (ws *Witnesses) Submit(cp vlog.Checkpoint) {
 	if len(cp.Note) == 0 {
 		return
 	}
@@ -255,7 +255,7 @@ func (ws *Witnesses) Run(ctx context.Context) {
 
 // Cosign returns cp's note with the cosignatures the witnesses made of it
 // (the same size and root) added.
-func (ws *Witnesses) Cosign(cp flagadmin.Checkpoint) flagadmin.Checkpoint {
+func (ws *Witnesses) Cosign(cp vlog.Checkpoint) vlog.Checkpoint {
 	var lines []byte
 	for _, w := range ws.list {
 		w.mu.Lock()
@@ -298,7 +298,7 @@ func (r witnessRefusal) Is(target error) bool { return target == errWitnessRefus
 // submit gets cp cosigned by w, unless w cosigned it already. A witness
 // whose tree is not the size the server thought answers 409 with its size:
 // the request is sent again with a proof from that size.
-func (ws *Witnesses) submit(ctx context.Context, w *witnessState, cp flagadmin.Checkpoint) error {
+func (ws *Witnesses) submit(ctx context.Context, w *witnessState, cp vlog.Checkpoint) error {
 	w.mu.Lock()
 	old, done := w.known, w.cosigned.Size == cp.Size && w.cosigned.Root == cp.Root
 	w.mu.Unlock()
@@ -339,7 +339,7 @@ func (ws *Witnesses) submit(ctx context.Context, w *witnessState, cp flagadmin.C
 // addCheckpoint sends one add-checkpoint request: cp with the proof from
 // the tree of old leaves. It returns the cosignature lines, or on a 409
 // nil and the size the witness knows.
-func (ws *Witnesses) addCheckpoint(ctx context.Context, w *witnessState, old int64, cp flagadmin.Checkpoint) ([]byte, int64, error) {
+func (ws *Witnesses) addCheckpoint(ctx context.Context, w *witnessState, old int64, cp vlog.Checkpoint) ([]byte, int64, error) {
 	body, err := ws.addCheckpointBody(ctx, old, cp)
 	if err != nil {
 		return nil, 0, err
@@ -364,7 +364,7 @@ func (ws *Witnesses) addCheckpoint(ctx context.Context, w *witnessState, old int
 // addCheckpointBody is the body of an add-checkpoint request: "old N",
 // the consistency proof from the tree of old leaves to cp's, a blank line
 // and cp's note.
-func (ws *Witnesses) addCheckpointBody(ctx context.Context, old int64, cp flagadmin.Checkpoint) (*bytes.Buffer, error) {
+func (ws *Witnesses) addCheckpointBody(ctx context.Context, old int64, cp vlog.Checkpoint) (*bytes.Buffer, error) {
 	var body bytes.Buffer
 	fmt.Fprintf(&body, "old %d\n", old)
 	if old > 0 && old < cp.Size {
@@ -384,7 +384,7 @@ func (ws *Witnesses) addCheckpointBody(ctx context.Context, old int64, cp flagad
 // witnessAnswer reads the witness's answer to an add-checkpoint request
 // of cp from the tree of old leaves: the cosignature lines (200), or nil
 // and the size the witness knows (409), or why it refused or failed.
-func witnessAnswer(resp *http.Response, answer []byte, old int64, cp flagadmin.Checkpoint) ([]byte, int64, error) {
+func witnessAnswer(resp *http.Response, answer []byte, old int64, cp vlog.Checkpoint) ([]byte, int64, error) {
 	said := strings.TrimSpace(string(answer))
 	if i := strings.IndexByte(said, '\n'); i >= 0 {
 		said = said[:i]
@@ -483,7 +483,7 @@ type KeptCosignatures struct {
 // older one, or of a log that was rolled back), a cosignature that does
 // not verify (the file was edited), one of a witness not given. Call it
 // before Run. It fails only when the file exists and cannot be read.
-func (ws *Witnesses) KeepCosigned(path string, current flagadmin.Checkpoint) (KeptCosignatures, error) {
+func (ws *Witnesses) KeepCosigned(path string, current vlog.Checkpoint) (KeptCosignatures, error) {
 	kept := KeptCosignatures{Size: -1}
 	ws.keepMu.Lock()
 	ws.keep = path
@@ -549,7 +549,7 @@ func (ws *Witnesses) keepCosigned() {
 	if ws.keep == "" {
 		return
 	}
-	newest := flagadmin.Checkpoint{Size: -1}
+	newest := vlog.Checkpoint{Size: -1}
 	for _, w := range ws.list {
 		w.mu.Lock()
 		if w.cosigned.Size > newest.Size {

@@ -22,7 +22,7 @@ import (
 
 	"github.com/flagadmin/flagadmin/adapters/memstore"
 	"github.com/flagadmin/flagadmin/adapters/tlog"
-	"github.com/flagadmin/flagadmin/flagadmin"
+	"github.com/flagadmin/flagadmin/flagadmin/vlog"
 	"github.com/flagadmin/flagadmin/internal/syncbuffer"
 	"github.com/flagadmin/flagadmin/internal/witnesstest"
 )
@@ -53,7 +53,7 @@ func newWitnessed(t *testing.T, s *memstore.Store, skey string, list ...tlog.Wit
 
 // round does a maintainer round and returns the newest checkpoint, as
 // served: with the cosignatures the witnesses made of it.
-func (w *witnessed) round(t *testing.T) flagadmin.Checkpoint {
+func (w *witnessed) round(t *testing.T) vlog.Checkpoint {
 	t.Helper()
 	if err := w.keeper.Round(context.Background()); err != nil {
 		t.Fatalf("round: %v", err)
@@ -115,7 +115,7 @@ func TestWitnessCosignsCheckpoints(t *testing.T) {
 	s := memstore.New()
 	saltedWrite(t, s, 0, 20)
 	w := newWitnessed(t, s, skey, witnessOf(t, lw.URL, lw.VerifierKey))
-	var cp flagadmin.Checkpoint
+	var cp vlog.Checkpoint
 	waitFor(t, "a cosigned checkpoint of 20 events", func() bool {
 		cp = w.round(t)
 		_, err := tlog.Cosigned(cp.Note, witnessOf(t, lw.URL, lw.VerifierKey).Verifier)
@@ -332,7 +332,7 @@ func TestWitnessAnswerKeepsItsOwnLines(t *testing.T) {
 	s := memstore.New()
 	saltedWrite(t, s, 0, 5)
 	w := newWitnessed(t, s, skey, witnessOf(t, fake.URL, wkey))
-	var cp flagadmin.Checkpoint
+	var cp vlog.Checkpoint
 	waitFor(t, "a cosigned checkpoint", func() bool {
 		cp = w.round(t)
 		_, err := tlog.Cosigned(cp.Note, witnessOf(t, fake.URL, wkey).Verifier)

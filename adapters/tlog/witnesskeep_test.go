@@ -16,6 +16,7 @@ import (
 	"github.com/flagadmin/flagadmin/adapters/memstore"
 	"github.com/flagadmin/flagadmin/adapters/tlog"
 	"github.com/flagadmin/flagadmin/flagadmin"
+	"github.com/flagadmin/flagadmin/flagadmin/vlog"
 	"github.com/flagadmin/flagadmin/internal/syncbuffer"
 )
 
@@ -54,7 +55,7 @@ func startKeeping(t *testing.T, s *memstore.Store, skey, file string, list ...tl
 
 // served is the store's newest checkpoint as the server serves it now,
 // without a round: with the cosignatures its witnesses hold of it.
-func (k *keeping) served(t *testing.T) flagadmin.Checkpoint {
+func (k *keeping) served(t *testing.T) vlog.Checkpoint {
 	t.Helper()
 	cp, err := k.store.LatestCheckpoint(context.Background())
 	if err != nil {
@@ -84,7 +85,7 @@ func TestWitnessCosignaturesKeptAcrossARestart(t *testing.T) {
 	if first.kept.Size != -1 || first.kept.Restored != nil || first.kept.Dropped != nil {
 		t.Errorf("no file yet: %+v", first.kept)
 	}
-	var cosigned flagadmin.Checkpoint
+	var cosigned vlog.Checkpoint
 	waitFor(t, "the cosigned checkpoint of 5 events kept in the file", func() bool {
 		cosigned = first.round(t)
 		b, _ := os.ReadFile(file)

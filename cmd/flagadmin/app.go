@@ -21,6 +21,7 @@ import (
 	"github.com/flagadmin/flagadmin/adapters/storecache"
 	"github.com/flagadmin/flagadmin/adapters/unleashimport"
 	"github.com/flagadmin/flagadmin/flagadmin"
+	"github.com/flagadmin/flagadmin/flagadmin/vlog"
 )
 
 // Timeouts of the server.
@@ -68,9 +69,10 @@ var loggerModule = fx.Module("logger", fx.Provide(newLogger))
 var storeModule = fx.Module("store", fx.Provide(newStore))
 
 // serviceModule provides the flagadmin.Service over the store behind the
-// configured caches, and the start-up work on its store (seed or demo
+// configured caches, the verifiable log's operations over it, and the
+// start-up work on its store (seed or demo
 // world, admin tokens) that the server runs before serving.
-var serviceModule = fx.Module("service", fx.Provide(newServedStore, newService, newBootstrap))
+var serviceModule = fx.Module("service", fx.Provide(newServedStore, newService, newLogService, newBootstrap))
 
 // httpModule provides the httpapi handler, the *http.Server and the
 // *Listener that serves it from start to stop.
@@ -146,12 +148,11 @@ func newServedStore(opened flagadmin.Store, cfg Config, m *metrics.Metrics) serv
 	return served
 }
 
-// newService returns the Service over the served store: with the
-// verifiable log of the opened store when it keeps one, loading seeds into
-// the opened store in bulk, and refusing writes while the opened store
-// follows an Unleash database (flagadmin.ErrReadOnly).
-func newService(store servedStore, log *logParts) *flagadmin.Service {
-	opts := []flagadmin.Option{flagadmin.WithLog(log.config())}
+// newService returns the Service over the served store: loading seeds
+// into the opened store in bulk, and refusing writes while the opened
+// store follows an Unleash database (flagadmin.ErrReadOnly).
+func newService(store servedStore) *flagadmin.Service {
+	var opts []flagadmin.Option
 	if r, ok := store.opened.(flagadmin.ReadOnlyReporter); ok {
 		opts = append(opts, flagadmin.WithReadOnly(r))
 	}
@@ -159,6 +160,13 @@ func newService(store servedStore, log *logParts) *flagadmin.Service {
 		opts = append(opts, flagadmin.WithLoader(l))
 	}
 	return flagadmin.NewService(store.Store, opts...)
+}
+
+// newLogService returns the verifiable log's operations over svc: the log
+// of the opened store when it keeps one, else none (its routes answer
+// 404).
+func newLogService(svc *flagadmin.Service, log *logParts) *vlog.Service {
+	return vlog.NewService(svc, log.config())
 }
 
 // newFeed returns the feed of the live streams: one reader of the opened
@@ -204,15 +212,16 @@ func newFeed(lc fx.Lifecycle, store flagadmin.Store, follower *unleashimport.Fol
 	return feed, nil
 }
 
-// newAPIServer returns the HTTP transport of the service, with the storage
+// newAPIServer returns the HTTP transport of the service and of the
+// verifiable log's operations (logSvc), with the storage
 // deadline of cfg.DBTimeout on every request, the body cache of the
 // served store, the live stream on feed, the follow state of follower
 // (nil when the server follows nothing) and, in front of Unleash,
 // Unleash's browser sessions.
-func newAPIServer(svc *flagadmin.Service, store servedStore, feed *eventfeed.Feed, follower *unleashimport.Follower, sessions *gateway.Sessions,
+func newAPIServer(svc *flagadmin.Service, logSvc *vlog.Service, store servedStore, feed *eventfeed.Feed, follower *unleashimport.Follower, sessions *gateway.Sessions,
 	edition *gateway.Edition, logs *logParts, cfg Config, log *slog.Logger) *httpapi.Server {
 	c := httpapi.Config{Logger: log, Version: versionString(), StorageTimeout: cfg.DBTimeout, BodyCache: store.bodies,
-		Feed: feed, MaxStreams: cfg.MaxStreams, Follow: followReporter(follower), Sessions: sessionPort(sessions), LogSigner: logs.signing()}
+		Log: logSvc, Feed: feed, MaxStreams: cfg.MaxStreams, Follow: followReporter(follower), Sessions: sessionPort(sessions), LogSigner: logs.signing()}
 	if edition != nil {
 		c.ProjectListOnly = edition.ProjectListOnly
 	}

@@ -296,7 +296,7 @@ func TestServiceGetsTheConfiguredTokenCache(t *testing.T) {
 		lookups int
 	}{{storecache.DefaultTokenTTL, 1}, {time.Minute, 1}, {0, 3}} {
 		store := &countingStore{VersionedStore: memstore.New()}
-		svc := newService(newServedStore(store, Config{TokenCacheTTL: tc.ttl}, metrics.New()), nil)
+		svc := newService(newServedStore(store, Config{TokenCacheTTL: tc.ttl}, metrics.New()))
 		secret, _, err := svc.EnsureAdminToken(ctx)
 		if err != nil {
 			t.Fatal(err)
@@ -358,7 +358,7 @@ func TestServiceGetsTheConfiguredResultCache(t *testing.T) {
 		searches int
 	}{{storecache.DefaultResultCacheSize, 1}, {1 << 20, 1}, {0, 3}} {
 		store := &searchCountingStore{VersionedStore: memstore.New()}
-		svc := newService(newServedStore(store, Config{ResultCacheSize: tc.size}, metrics.New()), nil)
+		svc := newService(newServedStore(store, Config{ResultCacheSize: tc.size}, metrics.New()))
 		for range 3 {
 			if _, err := svc.SearchEvents(ctx, flagadmin.System, flagadmin.EventSearchParams{}); err != nil {
 				t.Fatal(err)

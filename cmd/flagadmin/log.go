@@ -20,6 +20,7 @@ import (
 	"github.com/flagadmin/flagadmin/adapters/metrics"
 	"github.com/flagadmin/flagadmin/adapters/tlog"
 	"github.com/flagadmin/flagadmin/flagadmin"
+	"github.com/flagadmin/flagadmin/flagadmin/vlog"
 )
 
 // The verifiable log of a server and its retention: the tree's upkeep
@@ -207,7 +208,7 @@ var logModule = fx.Module("log",
 
 // logParts are the log of the opened store, nil when the store keeps none.
 type logParts struct {
-	store  flagadmin.LogStore
+	store  vlog.Store
 	prover *tlog.Prover
 	signer *tlog.Signer
 	// witnesses cosign the checkpoints; nil without --log-witness.
@@ -219,11 +220,11 @@ type logParts struct {
 }
 
 // config is what the Service is given (zero without a log).
-func (p *logParts) config() flagadmin.LogConfig {
+func (p *logParts) config() vlog.Config {
 	if p == nil {
-		return flagadmin.LogConfig{}
+		return vlog.Config{}
 	}
-	c := flagadmin.LogConfig{Store: p.store, Prover: p.prover, Signing: p.signer != nil}
+	c := vlog.Config{Store: p.store, Prover: p.prover, Signing: p.signer != nil}
 	if p.signer != nil {
 		c.Refused = p.signer.Refused
 	}
@@ -264,7 +265,7 @@ func (s witnessedSigner) WitnessHealth() []httpapi.WitnessHealth {
 // the tree is read as it is stored). A store that keeps none serves no
 // log; --log-key and --retention then stop start-up.
 func newLogParts(opened flagadmin.Store, cfg Config, log *slog.Logger) (*logParts, error) {
-	ls, ok := opened.(flagadmin.LogStore)
+	ls, ok := opened.(vlog.Store)
 	if !ok {
 		switch {
 		case cfg.LogSignerKey != "":
@@ -416,7 +417,7 @@ func recordRetention(parts *logParts, retention time.Duration, log *slog.Logger)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), openTimeout)
 	defer cancel()
-	svc := flagadmin.NewService(store, flagadmin.WithLog(parts.config()))
+	svc := vlog.NewService(flagadmin.NewService(store), parts.config())
 	recorded, err := svc.RecordRetention(ctx, flagadmin.System, retention)
 	var ro *flagadmin.ReadOnlyError
 	switch {

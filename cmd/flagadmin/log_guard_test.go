@@ -24,6 +24,7 @@ import (
 	"github.com/flagadmin/flagadmin/adapters/tlog"
 	logleaf "github.com/flagadmin/flagadmin/adapters/tlog/leaf"
 	"github.com/flagadmin/flagadmin/flagadmin"
+	"github.com/flagadmin/flagadmin/flagadmin/vlog"
 	"github.com/flagadmin/flagadmin/internal/dbtest"
 	"github.com/flagadmin/flagadmin/internal/syncbuffer"
 )
@@ -278,9 +279,9 @@ func TestLogStateFileCreatedAndFlags(t *testing.T) {
 }
 
 // proofRoots are the roots of every tree size of a log, from its leaves.
-func proofRoots(t *testing.T, store flagadmin.LogStore, size int64) map[int64][]byte {
+func proofRoots(t *testing.T, store vlog.Store, size int64) map[int64][]byte {
 	t.Helper()
-	runs, err := store.LogHashes(context.Background(), []flagadmin.LogHashRange{{Level: 0, Start: 0, End: size}})
+	runs, err := store.LogHashes(context.Background(), []vlog.HashRange{{Level: 0, Start: 0, End: size}})
 	if err != nil {
 		t.Fatal(err)
 	}

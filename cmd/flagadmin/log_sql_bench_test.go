@@ -21,6 +21,7 @@ import (
 	"github.com/flagadmin/flagadmin/adapters/bunstore"
 	"github.com/flagadmin/flagadmin/adapters/tlog"
 	"github.com/flagadmin/flagadmin/flagadmin"
+	"github.com/flagadmin/flagadmin/flagadmin/vlog"
 )
 
 // BenchmarkLogSQL measures the verifiable log and retention on a SQL
@@ -295,10 +296,10 @@ func benchPrune(b *testing.B, store *bunstore.Store, bin, base, signing string, 
 	done := make(chan struct{})
 	go func() { during = writes(stop); close(done) }()
 	cut := t0.Add(time.Duration(prune) * time.Second)
-	batches := &timedPrunes{LogStore: store}
+	batches := &timedPrunes{Store: store}
 	// The rule the pruner prunes by, as a server started with
 	// --retention 1h records it.
-	if _, err := flagadmin.NewService(store, flagadmin.WithLog(flagadmin.LogConfig{Store: store})).RecordRetention(ctx, flagadmin.System, time.Hour); err != nil {
+	if _, err := vlog.NewService(flagadmin.NewService(store), vlog.Config{Store: store}).RecordRetention(ctx, flagadmin.System, time.Hour); err != nil {
 		b.Fatal(err)
 	}
 	pruner := tlog.NewPruner(batches, tlog.PrunerOptions{Clock: func() time.Time { return cut.Add(time.Hour) }})
@@ -405,17 +406,17 @@ func stacksAfter(d time.Duration, what string) *time.Timer {
 // timedPrunes records when each PruneEvents call of a pruner ran (one
 // pruner: no lock).
 type timedPrunes struct {
-	flagadmin.LogStore
+	vlog.Store
 	spans []span
 }
 
-// PruneEvents implements flagadmin.LogStore. With
+// PruneEvents implements vlog.Store. With
 // FLAGADMIN_BENCH_LOG_STACKS set, the stacks of every goroutine while a
 // batch has run for a second are appended to that file.
 func (t *timedPrunes) PruneEvents(ctx context.Context, limit int, cutoff func(*flagadmin.Event) (time.Time, error), record func([]int64) (flagadmin.Event, error)) ([]int64, error) {
 	start := time.Now()
 	defer stacksAfter(time.Second, fmt.Sprintf("a batch of %d", limit)).Stop()
-	ids, err := t.LogStore.PruneEvents(ctx, limit, cutoff, record)
+	ids, err := t.Store.PruneEvents(ctx, limit, cutoff, record)
 	t.spans = append(t.spans, span{start, time.Now()})
 	return ids, err
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/flagadmin/flagadmin/adapters/tlog"
 	"github.com/flagadmin/flagadmin/flagadmin"
 	"github.com/flagadmin/flagadmin/flagadmin/follow"
+	"github.com/flagadmin/flagadmin/flagadmin/vlog"
 	"github.com/flagadmin/flagadmin/internal/dbtest"
 )
 
@@ -303,7 +304,7 @@ func (s tamperedStore) ExportEvents(ctx context.Context, q flagadmin.EventQuery,
 // logKeeper is a store that keeps the verifiable log.
 type logKeeper interface {
 	flagadmin.Store
-	flagadmin.LogStore
+	vlog.Store
 }
 
 // logServer serves store, through edit, with its log signed by the key
@@ -325,8 +326,9 @@ func logServer(t testing.TB, store logKeeper, signing string, edit func(flagadmi
 	if edit == nil {
 		edit = func(e flagadmin.Event) []flagadmin.Event { return []flagadmin.Event{e} }
 	}
-	svc := flagadmin.NewService(tamperedStore{Store: store, edit: edit}, flagadmin.WithLog(flagadmin.LogConfig{Store: store, Prover: prover, Signing: true}))
-	srv := httptest.NewServer(httpapi.New(svc, httpapi.Config{}).Handler())
+	svc := flagadmin.NewService(tamperedStore{Store: store, edit: edit})
+	logSvc := vlog.NewService(svc, vlog.Config{Store: store, Prover: prover, Signing: true})
+	srv := httptest.NewServer(httpapi.New(svc, httpapi.Config{Log: logSvc}).Handler())
 	t.Cleanup(srv.Close)
 	return srv.URL
 }
@@ -417,10 +419,10 @@ func TestLogVerifyNamesTheTamperedEvent(t *testing.T) {
 // what a reader sees after the leaves' rows were changed by hand.
 type leafEditor struct {
 	logKeeper
-	edit func(l *flagadmin.LogLeaf)
+	edit func(l *vlog.Leaf)
 }
 
-func (s leafEditor) LogLeaves(ctx context.Context, start, end int64) ([]flagadmin.LogLeaf, error) {
+func (s leafEditor) LogLeaves(ctx context.Context, start, end int64) ([]vlog.Leaf, error) {
 	leaves, err := s.logKeeper.LogLeaves(ctx, start, end)
 	for i := range leaves {
 		s.edit(&leaves[i])
@@ -447,15 +449,15 @@ func TestLogVerifyRefusesRemovalsRetentionDidNotRecord(t *testing.T) {
 	}
 	for _, c := range []struct {
 		name string
-		edit func(l *flagadmin.LogLeaf)
+		edit func(l *vlog.Leaf)
 		want string
 	}{
-		{"marked pruned", func(l *flagadmin.LogLeaf) {
+		{"marked pruned", func(l *vlog.Leaf) {
 			if l.EventID == 30 {
 				l.Pruned, l.Salt = true, nil
 			}
 		}, "the log does not verify: event 30 (leaf 29) was removed: no recorded pruning pass removed it"},
-		{"marked pruned, its tombstone made to look old", func(l *flagadmin.LogLeaf) {
+		{"marked pruned, its tombstone made to look old", func(l *vlog.Leaf) {
 			if l.EventID == 30 {
 				l.Pruned, l.Salt, l.CreatedAt = true, nil, l.CreatedAt.AddDate(-1, 0, 0)
 			}

@@ -21,6 +21,7 @@ import (
 	"github.com/flagadmin/flagadmin/adapters/client"
 	"github.com/flagadmin/flagadmin/adapters/tlog"
 	"github.com/flagadmin/flagadmin/flagadmin"
+	"github.com/flagadmin/flagadmin/flagadmin/vlog"
 )
 
 // logGroup is the help of flagadmin log.
@@ -253,8 +254,8 @@ func (c *cli) verifySource(ctx context.Context, db, baseURL, token string, opts 
 	if err != nil {
 		return nil, nil, err
 	}
-	opts.StoredHashes = store.(flagadmin.LogStore)
-	return tlog.StoreSource(store, store.(flagadmin.LogStore)), closeStore, nil
+	opts.StoredHashes = store.(vlog.Store)
+	return tlog.StoreSource(store, store.(vlog.Store)), closeStore, nil
 }
 
 // parseWitnessKeys reads the keys of log verify --witness (comma-separated
@@ -433,7 +434,7 @@ type apiSource struct{ api *client.Client }
 
 func (s apiSource) Checkpoint(ctx context.Context) ([]byte, error) { return s.api.LogCheckpoint(ctx) }
 
-func (s apiSource) Leaves(ctx context.Context, start int64, count int) ([]flagadmin.LogLeaf, int64, error) {
+func (s apiSource) Leaves(ctx context.Context, start int64, count int) ([]vlog.Leaf, int64, error) {
 	page, err := s.api.LogLeaves(ctx, start, count)
 	return page.Leaves, page.TreeSize, err
 }
@@ -495,7 +496,7 @@ func (c *cli) logHold(ctx context.Context, args []string) error {
 
 // hold places or releases a hold on project in store.
 func (c *cli) hold(ctx context.Context, store flagadmin.Store, dbURL, project string, release bool) error {
-	svc := flagadmin.NewService(store, flagadmin.WithLog(flagadmin.LogConfig{Store: store.(flagadmin.LogStore)}))
+	svc := vlog.NewService(flagadmin.NewService(store), vlog.Config{Store: store.(vlog.Store)})
 	if release {
 		if err := svc.ReleaseProject(ctx, flagadmin.System, project); err != nil {
 			return cliErrorf("cannot release the hold: %s", holdError(err))
@@ -542,7 +543,7 @@ func (c *cli) logHolds(ctx context.Context, args []string) error {
 
 // listHolds prints the holds of store.
 func (c *cli) listHolds(ctx context.Context, store flagadmin.Store, w io.Writer) error {
-	holds, err := store.(flagadmin.LogStore).LogHolds(ctx)
+	holds, err := store.(vlog.Store).LogHolds(ctx)
 	if err != nil {
 		return cliErrorf("cannot read the holds: %s", withCause(err))
 	}

@@ -25,6 +25,7 @@ import (
 
 	"github.com/flagadmin/flagadmin/adapters/tlog"
 	"github.com/flagadmin/flagadmin/flagadmin"
+	"github.com/flagadmin/flagadmin/flagadmin/vlog"
 )
 
 // Store is a store the attacks run on: a log store (written through
@@ -32,7 +33,7 @@ import (
 // Pruner) whose rows an attacker edits by hand.
 type Store interface {
 	flagadmin.Store
-	flagadmin.LogStore
+	vlog.Store
 	// DeleteEventRow deletes the row of event id, leaving its leaf.
 	DeleteEventRow(t *testing.T, id int64)
 	// MarkPruned sets the pruned flag of the leaf of event id and drops
@@ -40,7 +41,7 @@ type Store interface {
 	MarkPruned(t *testing.T, id int64)
 	// EditLeaf rewrites the fields the leaf of event id records with edit
 	// (its hash is kept unless edit changes it).
-	EditLeaf(t *testing.T, id int64, edit func(*flagadmin.LogLeaf))
+	EditLeaf(t *testing.T, id int64, edit func(*vlog.Leaf))
 }
 
 // T0 is the start of the logs the cases write: their dates, and so the
@@ -110,8 +111,8 @@ func cases() []retentionCase {
 			h.Sign()
 			h.S.DeleteEventRow(t, ids[2])
 			h.S.MarkPruned(t, ids[2])
-			h.S.EditLeaf(t, ids[2], func(l *flagadmin.LogLeaf) { l.CreatedAt = day(1) })
-			h.ForgePass(day(40), flagadmin.PruneBefore(day(40), month), month, ids[2])
+			h.S.EditLeaf(t, ids[2], func(l *vlog.Leaf) { l.CreatedAt = day(1) })
+			h.ForgePass(day(40), vlog.PruneBefore(day(40), month), month, ids[2])
 			return fmt.Sprintf("event %d (leaf 3) was removed: its leaf's recorded fields do not hash to its leaf hash", ids[2]), 0
 		}},
 		{"a held event deleted, with a pass of the attacker's", func(t *testing.T, h *Harness) (string, int) {
@@ -121,7 +122,7 @@ func cases() []retentionCase {
 			h.Prune(day(40)) // nothing: all held
 			h.S.DeleteEventRow(t, ids[4])
 			h.S.MarkPruned(t, ids[4])
-			pass := h.ForgePass(day(41), flagadmin.PruneBefore(day(41), month), month, ids[4])
+			pass := h.ForgePass(day(41), vlog.PruneBefore(day(41), month), month, ids[4])
 			return fmt.Sprintf("event %d (leaf 5) was removed: the pruning pass of event %d removed it while project payments was held", ids[4], pass), 0
 		}},
 		{"a young event deleted, with a pass of the attacker's", func(t *testing.T, h *Harness) (string, int) {
@@ -136,7 +137,7 @@ func cases() []retentionCase {
 			ids := h.Write(day(1), 10, "default")
 			h.S.DeleteEventRow(t, ids[0])
 			h.S.MarkPruned(t, ids[0])
-			pass := h.ForgePass(day(40), flagadmin.PruneBefore(day(40), month), month, ids[0])
+			pass := h.ForgePass(day(40), vlog.PruneBefore(day(40), month), month, ids[0])
 			return fmt.Sprintf("event %d (leaf 0) was removed: the pruning pass of event %d removed it while no retention was in force", ids[0], pass), 0
 		}},
 		{"an old event deleted, with a pass of the attacker's under another rule than the one in force", func(t *testing.T, h *Harness) (string, int) {
@@ -144,20 +145,20 @@ func cases() []retentionCase {
 			ids := h.Write(day(1), 10, "default")
 			h.S.DeleteEventRow(t, ids[0])
 			h.S.MarkPruned(t, ids[0])
-			pass := h.ForgePass(day(40), flagadmin.PruneBefore(day(40), month), month, ids[0])
+			pass := h.ForgePass(day(40), vlog.PruneBefore(day(40), month), month, ids[0])
 			return fmt.Sprintf("event %d (leaf 1) was removed: the pruning pass of event %d records a retention of 720h, but the retention in force was 2160h", ids[0], pass), 0
 		}},
 		{"a pass of the attacker's that lists an event after it", func(t *testing.T, h *Harness) (string, int) {
 			h.At(day(0)).Rule(month)
 			ids := h.Write(day(1), 3, "default")
-			pass := h.ForgePass(day(40), flagadmin.PruneBefore(day(40), month), month, ids[2]+5)
+			pass := h.ForgePass(day(40), vlog.PruneBefore(day(40), month), month, ids[2]+5)
 			return fmt.Sprintf("event %d (leaf 4) does not account for retention: it lists event %d, not before it in the log", pass, ids[2]+5), 0
 		}},
 		{"a pruned event's tombstone moved to another project", func(t *testing.T, h *Harness) (string, int) {
 			h.At(day(0)).Rule(month)
 			ids := h.Write(day(1), 3, "default")
 			h.Prune(day(40))
-			h.S.EditLeaf(t, ids[1], func(l *flagadmin.LogLeaf) { l.Project = ptr("payments") })
+			h.S.EditLeaf(t, ids[1], func(l *vlog.Leaf) { l.Project = ptr("payments") })
 			return fmt.Sprintf("event %d (leaf 2) was removed: its leaf's recorded fields do not hash to its leaf hash", ids[1]), 2
 		}},
 	}
@@ -204,7 +205,7 @@ type Harness struct {
 	Skey     string
 	Verifier note.Verifier
 	now      time.Time
-	svc      *flagadmin.Service
+	svc      *vlog.Service
 }
 
 // NewHarness returns a harness over s, with a new key pair.
@@ -219,7 +220,7 @@ func NewHarness(t *testing.T, s Store) *Harness {
 		t.Fatal(err)
 	}
 	h := &Harness{t: t, S: s, Skey: skey, Verifier: v, now: T0}
-	h.svc = flagadmin.NewService(s, flagadmin.WithLog(flagadmin.LogConfig{Store: s}), flagadmin.WithClock(func() time.Time { return h.now }))
+	h.svc = vlog.NewService(flagadmin.NewService(s, flagadmin.WithClock(func() time.Time { return h.now })), vlog.Config{Store: s})
 	return h
 }
 
@@ -314,7 +315,7 @@ func (h *Harness) pass(p *tlog.Pruner) {
 // pruning pass would record it, listing ids; it returns its id.
 func (h *Harness) ForgePass(at, before time.Time, retention time.Duration, ids ...int64) int64 {
 	h.t.Helper()
-	e, err := flagadmin.PrunedEvent(ids, before, retention, at)
+	e, err := vlog.PrunedEvent(ids, before, retention, at)
 	if err != nil {
 		h.t.Fatal(err)
 	}

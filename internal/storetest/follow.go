@@ -12,6 +12,7 @@ import (
 
 	"github.com/flagadmin/flagadmin/flagadmin"
 	"github.com/flagadmin/flagadmin/flagadmin/follow"
+	"github.com/flagadmin/flagadmin/flagadmin/vlog"
 )
 
 // FollowTestStore is a store that can follow an Unleash database.
@@ -367,7 +368,7 @@ func RunFollow(t *testing.T, newStore func(t *testing.T) FollowTestStore) {
 			}
 			wantJSON(t, "event 5's data", page.Events[0].Data, `{"n":5}`)
 			wantEqual(t, "event 5's feature", fmtPtr(page.Events[0].FeatureName), "checkout")
-			if ls, ok := s.(flagadmin.LogStore); ok {
+			if ls, ok := s.(vlog.Store); ok {
 				// Followed events are leaves of the verifiable log like any other.
 				(&world{t: t, ctx: ctx, store: s}).wantTreeOfEvents(t, ls, nil)
 			}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/flagadmin/flagadmin/flagadmin"
+	"github.com/flagadmin/flagadmin/flagadmin/vlog"
 )
 
 // Loader is a store with the bulk load of imports (bunstore and memstore
@@ -111,9 +112,9 @@ func RunLoad(t *testing.T, newStore func(t *testing.T) Loader) {
 
 	t.Run("a load builds the log's tree, gaps in ids and all", func(t *testing.T) {
 		s := newStore(t)
-		ls, ok := s.(flagadmin.LogStore)
+		ls, ok := s.(vlog.Store)
 		if !ok {
-			t.Skipf("storetest: %T keeps no verifiable log (flagadmin.LogStore)", s)
+			t.Skipf("storetest: %T keeps no verifiable log (vlog.Store)", s)
 		}
 		wantNoError(t, "Load", s.Load(ctx, world(), emitAll(events(3, 5, 1000, 1001, 1500), nil)))
 		w := newWorld(t, s)
@@ -124,7 +125,7 @@ func RunLoad(t *testing.T, newStore func(t *testing.T) Loader) {
 		w.wantProofs(t, ls, hashes)
 		// A failed load appends nothing.
 		s2 := newStore(t)
-		ls2 := s2.(flagadmin.LogStore)
+		ls2 := s2.(vlog.Store)
 		if err := s2.Load(ctx, world(), emitAll(events(1, 2, 3), errors.New("the source went away"))); err == nil {
 			t.Fatal("Load: got no error")
 		}

@@ -17,21 +17,22 @@ import (
 	"github.com/flagadmin/flagadmin/adapters/tlog"
 	"github.com/flagadmin/flagadmin/adapters/tlog/leaf"
 	"github.com/flagadmin/flagadmin/flagadmin"
+	"github.com/flagadmin/flagadmin/flagadmin/vlog"
 )
 
 // The cases of the verifiable log and its retention for a store that
-// implements flagadmin.LogStore; others skip them. The reference is the
+// implements vlog.Store; others skip them. The reference is the
 // events themselves: the tree a store keeps must be the tree of the
 // leaf hashes of its events in id order, as the Merkle library computes it,
 // and proofs over its stored hashes must pass the library's verifiers.
 
-// logStore returns the case's store as a flagadmin.LogStore, or skips the
+// logStore returns the case's store as a vlog.Store, or skips the
 // case for a store that keeps no log.
-func (w *world) logStore(t *testing.T) flagadmin.LogStore {
+func (w *world) logStore(t *testing.T) vlog.Store {
 	t.Helper()
-	ls, ok := w.store.(flagadmin.LogStore)
+	ls, ok := w.store.(vlog.Store)
 	if !ok {
-		t.Skipf("storetest: %T keeps no verifiable log (flagadmin.LogStore)", w.store)
+		t.Skipf("storetest: %T keeps no verifiable log (vlog.Store)", w.store)
 	}
 	return ls
 }
@@ -49,13 +50,13 @@ func (w *world) exportAll(t *testing.T) []flagadmin.Event {
 }
 
 // leavesOf returns every leaf of the log.
-func (w *world) leavesOf(t *testing.T, ls flagadmin.LogStore) []flagadmin.LogLeaf {
+func (w *world) leavesOf(t *testing.T, ls vlog.Store) []vlog.Leaf {
 	t.Helper()
 	size, err := ls.LogSize(w.ctx)
 	wantNoError(t, "LogStore.LogSize", err)
-	var out []flagadmin.LogLeaf
-	for start := int64(0); start < size; start += flagadmin.LogLeavesMaxCount {
-		leaves, err := ls.LogLeaves(w.ctx, start, min(start+flagadmin.LogLeavesMaxCount, size))
+	var out []vlog.Leaf
+	for start := int64(0); start < size; start += vlog.LeavesMaxCount {
+		leaves, err := ls.LogLeaves(w.ctx, start, min(start+vlog.LeavesMaxCount, size))
 		wantNoError(t, "LogStore.LogLeaves", err)
 		out = append(out, leaves...)
 	}
@@ -73,7 +74,7 @@ func (w *world) leavesOf(t *testing.T, ls flagadmin.LogStore) []flagadmin.LogLea
 // (leaf.LeafMatches: its id, time, project, type and content); pruned
 // ids (none when nil) have leaves marked pruned, without a salt, and no
 // event. It returns the leaf hashes.
-func (w *world) wantTreeOfEvents(t *testing.T, ls flagadmin.LogStore, pruned map[int64]bool) [][]byte {
+func (w *world) wantTreeOfEvents(t *testing.T, ls vlog.Store, pruned map[int64]bool) [][]byte {
 	t.Helper()
 	events := w.exportAll(t)
 	leaves := w.leavesOf(t, ls)
@@ -131,7 +132,7 @@ func (w *world) wantTreeOfEvents(t *testing.T, ls flagadmin.LogStore, pruned map
 
 // leafText formats a leaf for a comparison: its fields, the project's
 // value and the time as an instant.
-func leafText(l flagadmin.LogLeaf) string {
+func leafText(l vlog.Leaf) string {
 	project := "null"
 	if l.Project != nil {
 		project = fmt.Sprintf("%q", *l.Project)
@@ -141,7 +142,7 @@ func leafText(l flagadmin.LogLeaf) string {
 }
 
 // leavesText formats leaves for a comparison (leafText).
-func leavesText(leaves []flagadmin.LogLeaf) string {
+func leavesText(leaves []vlog.Leaf) string {
 	out := make([]string, len(leaves))
 	for i, l := range leaves {
 		out[i] = leafText(l)
@@ -178,7 +179,7 @@ func treeRoot(t *testing.T, hashes [][]byte) []byte {
 // wantProofs checks, for a sample of leaves and sizes, that the proofs
 // computed over the store's hashes verify with the library's verifiers
 // against the roots of hashes.
-func (w *world) wantProofs(t *testing.T, ls flagadmin.LogStore, hashes [][]byte) {
+func (w *world) wantProofs(t *testing.T, ls vlog.Store, hashes [][]byte) {
 	t.Helper()
 	p := tlog.NewProver(ls)
 	n := int64(len(hashes))
@@ -342,7 +343,7 @@ func logCases() []testCase {
 			}
 			n, _ = ls.LogHashCount(w.ctx, 0)
 			wantEqual(t, "LogHashCount(0)", n, int64(3))
-			runs, err := ls.LogHashes(w.ctx, []flagadmin.LogHashRange{{Level: 8, Start: 1, End: 10}, {Level: 16, Start: 0, End: 1}, {Level: 0, Start: 2, End: 3}})
+			runs, err := ls.LogHashes(w.ctx, []vlog.HashRange{{Level: 8, Start: 1, End: 10}, {Level: 16, Start: 0, End: 1}, {Level: 0, Start: 2, End: 3}})
 			wantNoError(t, "LogHashes", err)
 			wantEqual(t, "ranges answered", len(runs), 3)
 			wantEqual(t, "level 8 from 1", fmt.Sprint(runs[0]), fmt.Sprint([][32]byte{h(2), h(3)}))
@@ -353,7 +354,7 @@ func logCases() []testCase {
 		{"log/the latest checkpoint is the largest saved", func(t *testing.T, w *world) {
 			ls := w.logStore(t)
 			at := suiteNow.Truncate(time.Millisecond)
-			for _, c := range []flagadmin.Checkpoint{
+			for _, c := range []vlog.Checkpoint{
 				{Size: 5, Root: [32]byte{5}, Note: []byte("five\n"), SignedAt: at},
 				{Size: 3, Root: [32]byte{3}, Note: []byte("three\n"), SignedAt: at.Add(time.Second)},
 			} {
@@ -365,7 +366,7 @@ func logCases() []testCase {
 			wantEqual(t, "latest note", string(c.Note), "five\n")
 			wantEqual(t, "latest root", c.Root, [32]byte{5})
 			wantEqual(t, "latest signed at", c.SignedAt.Equal(at), true)
-			wantNoError(t, "SaveCheckpoint", ls.SaveCheckpoint(w.ctx, flagadmin.Checkpoint{Size: 7, Root: [32]byte{7}, Note: []byte("seven\n"), SignedAt: at}))
+			wantNoError(t, "SaveCheckpoint", ls.SaveCheckpoint(w.ctx, vlog.Checkpoint{Size: 7, Root: [32]byte{7}, Note: []byte("seven\n"), SignedAt: at}))
 			c, _ = ls.LatestCheckpoint(w.ctx)
 			wantEqual(t, "latest size", c.Size, int64(7))
 		}},
@@ -569,9 +570,9 @@ func logCases() []testCase {
 			w.load(lifecycleFixture())
 			w.writeEvents(t, 3, str("default"), suiteNow)
 			leaves := w.leavesOf(t, ls)
-			svc := flagadmin.NewService(w.store, flagadmin.WithLog(flagadmin.LogConfig{Store: ls, Prover: tlog.NewProver(ls)}))
+			svc := vlog.NewService(flagadmin.NewService(w.store), vlog.Config{Store: ls, Prover: tlog.NewProver(ls)})
 			for _, l := range leaves {
-				got, err := svc.LogInclusionProof(w.ctx, w.as(adminSecret), flagadmin.LogProofParams{ID: fmt.Sprint(l.EventID), Size: fmt.Sprint(len(leaves))})
+				got, err := svc.InclusionProof(w.ctx, w.as(adminSecret), vlog.ProofParams{ID: fmt.Sprint(l.EventID), Size: fmt.Sprint(len(leaves))})
 				wantNoError(t, "LogInclusionProof", err)
 				wantEqual(t, fmt.Sprintf("salt of event %d", l.EventID), fmt.Sprintf("%x", got.Salt), fmt.Sprintf("%x", l.Salt))
 			}
@@ -590,19 +591,19 @@ func seedEventsNamed() []namedEvent {
 
 // wantServiceProofs checks the Service's inclusion and consistency proofs
 // for a sample of events, callers and sizes: those of a Service whose
-// prover reads a proof at once (flagadmin.LogReadProver, when the store
+// prover reads a proof at once (vlog.ReadProver, when the store
 // can) and those of one that reads step by step must be the same answers,
 // an event the caller may not see (as in a search) or that was pruned (in
 // pruned) has none, and every path verifies with the Merkle library's
 // verifiers against the roots of the leaves.
-func (w *world) wantServiceProofs(t *testing.T, ls flagadmin.LogStore, pruned map[int64]bool) {
+func (w *world) wantServiceProofs(t *testing.T, ls vlog.Store, pruned map[int64]bool) {
 	t.Helper()
 	hashes := w.wantTreeOfEvents(t, ls, pruned)
 	leaves := w.leavesOf(t, ls)
 	size := int64(len(leaves))
 	prover := tlog.NewProver(ls)
-	oneRead := flagadmin.NewService(w.store, flagadmin.WithLog(flagadmin.LogConfig{Store: ls, Prover: prover}))
-	stepwise := flagadmin.NewService(w.store, flagadmin.WithLog(flagadmin.LogConfig{Store: ls, Prover: struct{ flagadmin.LogProver }{prover}}))
+	oneRead := vlog.NewService(flagadmin.NewService(w.store), vlog.Config{Store: ls, Prover: prover})
+	stepwise := vlog.NewService(flagadmin.NewService(w.store), vlog.Config{Store: ls, Prover: struct{ vlog.Prover }{prover}})
 	projects := map[int64]*string{}
 	for _, e := range w.exportAll(t) {
 		projects[e.ID] = e.Project
@@ -647,9 +648,9 @@ func (w *world) wantServiceProofs(t *testing.T, ls flagadmin.LogStore, pruned ma
 			}
 			for _, n := range []int64{index + 1, (index + size + 1) / 2, size, size + 1, max(index, 1)} {
 				what := fmt.Sprintf("%s: proof of event %d (leaf %d) in size %d", secret, id, index, n)
-				params := flagadmin.LogProofParams{ID: fmt.Sprint(id), Size: fmt.Sprint(n)}
-				got, err := oneRead.LogInclusionProof(w.ctx, p, params)
-				want, wantErr := stepwise.LogInclusionProof(w.ctx, p, params)
+				params := vlog.ProofParams{ID: fmt.Sprint(id), Size: fmt.Sprint(n)}
+				got, err := oneRead.InclusionProof(w.ctx, p, params)
+				want, wantErr := stepwise.InclusionProof(w.ctx, p, params)
 				if fmt.Sprint(err) != fmt.Sprint(wantErr) || fmt.Sprint(got) != fmt.Sprint(want) {
 					t.Fatalf("%s: in one read got %+v, %v; step by step %+v, %v", what, got, err, want, wantErr)
 				}
@@ -674,9 +675,9 @@ func (w *world) wantServiceProofs(t *testing.T, ls flagadmin.LogStore, pruned ma
 	p := w.as(vicSecret)
 	for _, c := range [][2]int64{{1, 1}, {1, size}, {5, 16}, {17, 255}, {size / 3, size / 2}, {size / 2, size}, {size - 1, size}, {size, size}, {1, size + 1}} {
 		what := fmt.Sprintf("consistency from %d to %d", c[0], c[1])
-		params := flagadmin.LogConsistencyParams{From: fmt.Sprint(c[0]), To: fmt.Sprint(c[1])}
-		got, err := oneRead.LogConsistencyProof(w.ctx, p, params)
-		want, wantErr := stepwise.LogConsistencyProof(w.ctx, p, params)
+		params := vlog.ConsistencyParams{From: fmt.Sprint(c[0]), To: fmt.Sprint(c[1])}
+		got, err := oneRead.ConsistencyProof(w.ctx, p, params)
+		want, wantErr := stepwise.ConsistencyProof(w.ctx, p, params)
 		if fmt.Sprint(err) != fmt.Sprint(wantErr) || fmt.Sprint(got) != fmt.Sprint(want) {
 			t.Fatalf("%s: in one read got %+v, %v; step by step %+v, %v", what, got, err, want, wantErr)
 		}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/flagadmin/flagadmin/flagadmin"
+	"github.com/flagadmin/flagadmin/flagadmin/vlog"
 )
 
 // Retention is in the log: a change of the rule, a hold placed or
@@ -19,7 +20,7 @@ import (
 // events-pruned event of a one-day retention.
 func pruneRecord(before time.Time) func([]int64) (flagadmin.Event, error) {
 	return func(ids []int64) (flagadmin.Event, error) {
-		return flagadmin.PrunedEvent(ids, before, 24*time.Hour, suiteNow)
+		return vlog.PrunedEvent(ids, before, 24*time.Hour, suiteNow)
 	}
 }
 
@@ -37,12 +38,11 @@ func holdEvent(typ, project string) flagadmin.Event {
 		Data: []byte(fmt.Sprintf(`{"project":%q}`, project))}
 }
 
-// logService is a Service over the case's store with its log.
-func (w *world) logService(t *testing.T) *flagadmin.Service {
+// logService is the log's operations over the case's store.
+func (w *world) logService(t *testing.T) *vlog.Service {
 	t.Helper()
 	ls := w.logStore(t)
-	return flagadmin.NewService(w.store, flagadmin.WithLog(flagadmin.LogConfig{Store: ls}),
-		flagadmin.WithClock(func() time.Time { return suiteNow }))
+	return vlog.NewService(flagadmin.NewService(w.store, flagadmin.WithClock(func() time.Time { return suiteNow })), vlog.Config{Store: ls})
 }
 
 // retentionEvents returns the stored events of type typ, id ascending, read
@@ -199,11 +199,11 @@ func retentionCases() []testCase {
 			var read []*flagadmin.Event
 			cutoff := func(rule *flagadmin.Event) (time.Time, error) {
 				read = append(read, rule)
-				retention, err := flagadmin.RecordedRetention(rule)
+				retention, err := vlog.RecordedRetention(rule)
 				if err != nil || retention == 0 {
 					return time.Time{}, err
 				}
-				return flagadmin.PruneBefore(suiteNow, retention), nil
+				return vlog.PruneBefore(suiteNow, retention), nil
 			}
 			ids, err := ls.PruneEvents(w.ctx, 100, cutoff, pruneRecord(suiteNow))
 			wantNoError(t, "PruneEvents with no rule recorded", err)

@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"github.com/flagadmin/flagadmin/flagadmin"
+	"github.com/flagadmin/flagadmin/flagadmin/vlog"
 )
 
 // suiteNow is the current time of every Service the suite builds.
@@ -69,10 +70,10 @@ func Run(t *testing.T, newStore func(t *testing.T) flagadmin.Store) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			if noLog && strings.HasPrefix(c.name, "log/") {
-				t.Skip("storetest: the store keeps no verifiable log (flagadmin.LogStore)")
+				t.Skip("storetest: the store keeps no verifiable log (vlog.Store)")
 			}
 			w := newWorld(t, newStore(t)) // a newStore that skips leaves the case uncounted
-			if _, ok := w.store.(flagadmin.LogStore); !ok {
+			if _, ok := w.store.(vlog.Store); !ok {
 				noLog = true
 			}
 			n++

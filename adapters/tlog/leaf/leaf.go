@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/flagadmin/flagadmin/flagadmin"
+	"github.com/flagadmin/flagadmin/flagadmin/vlog"
 )
 
 // The leaf of an event in the verifiable log, format v1
@@ -30,7 +31,7 @@ import (
 //
 // The leaf commits to what retention decides on (fields) apart from the
 // rest of the event (commit), so the leaf of a pruned event can still be
-// recomputed from its tombstone (flagadmin.LogLeaf without the event) and its
+// recomputed from its tombstone (vlog.Leaf without the event) and its
 // removal checked against the retention the log records. The salt, 16
 // random bytes drawn when the event is written, makes the leaf
 // unguessable: a caller who may not see an event cannot confirm a guess
@@ -216,7 +217,7 @@ func LeafParts(e flagadmin.Event) (before, after []byte, err error) {
 // a tombstone as for a leaf whose event is kept. A verifier compares it
 // with l.Hash, and, when it holds the event, l's fields with the event's
 // (LeafMatches).
-func LeafOf(l flagadmin.LogLeaf) [32]byte {
+func LeafOf(l vlog.Leaf) [32]byte {
 	before, after := leafParts(l.CreatedAt, l.Project, l.Type, l.Content)
 	return hashLeafInput(before, l.EventID, after)
 }
@@ -224,7 +225,7 @@ func LeafOf(l flagadmin.LogLeaf) [32]byte {
 // LeafMatches reports whether the event e (with its salt) is the one
 // leaf l commits to: the same id, createdAt, project and type, and the
 // same content commitment. The error is ContentCommitment's.
-func LeafMatches(l flagadmin.LogLeaf, e flagadmin.Event) (bool, error) {
+func LeafMatches(l vlog.Leaf, e flagadmin.Event) (bool, error) {
 	commit, err := ContentCommitment(e)
 	if err != nil {
 		return false, err

@@ -15,6 +15,7 @@ import (
 
 	logleaf "github.com/flagadmin/flagadmin/adapters/tlog/leaf"
 	"github.com/flagadmin/flagadmin/flagadmin"
+	"github.com/flagadmin/flagadmin/flagadmin/vlog"
 )
 
 // The leaf (v1) is rebuilt here from its definition with a separate RFC
@@ -171,19 +172,19 @@ func TestLeafOf(t *testing.T) {
 	e := workedEvent()
 	hash, _ := logleaf.LeafHash(e)
 	commit, _ := logleaf.ContentCommitment(e)
-	leaf := flagadmin.LogLeaf{EventID: e.ID, Hash: hash, CreatedAt: e.CreatedAt, Project: e.Project, Type: e.Type, Content: commit}
+	leaf := vlog.Leaf{EventID: e.ID, Hash: hash, CreatedAt: e.CreatedAt, Project: e.Project, Type: e.Type, Content: commit}
 	if got := logleaf.LeafOf(leaf); got != hash {
 		t.Errorf("LeafOf the tombstone: %x, want %x", got, hash)
 	}
 	if ok, err := logleaf.LeafMatches(leaf, e); !ok || err != nil {
 		t.Errorf("LeafMatches of its event: %v %v", ok, err)
 	}
-	for name, change := range map[string]func(*flagadmin.LogLeaf){
-		"older":   func(l *flagadmin.LogLeaf) { l.CreatedAt = l.CreatedAt.AddDate(-1, 0, 0) },
-		"project": func(l *flagadmin.LogLeaf) { l.Project = nil },
-		"type":    func(l *flagadmin.LogLeaf) { l.Type = "feature-created" },
-		"id":      func(l *flagadmin.LogLeaf) { l.EventID-- },
-		"content": func(l *flagadmin.LogLeaf) { l.Content[0] ^= 1 },
+	for name, change := range map[string]func(*vlog.Leaf){
+		"older":   func(l *vlog.Leaf) { l.CreatedAt = l.CreatedAt.AddDate(-1, 0, 0) },
+		"project": func(l *vlog.Leaf) { l.Project = nil },
+		"type":    func(l *vlog.Leaf) { l.Type = "feature-created" },
+		"id":      func(l *vlog.Leaf) { l.EventID-- },
+		"content": func(l *vlog.Leaf) { l.Content[0] ^= 1 },
 	} {
 		l := leaf
 		change(&l)

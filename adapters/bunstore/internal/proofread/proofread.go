@@ -1,7 +1,7 @@
 // Package proofread reads what a proof of the verifiable log needs in one
 // statement, a speed-up (bunstore.ProofReads) over one statement per step
 // (the event, its leaf's index, the log's size, the leaf, the hashes):
-// the statement of a flagadmin.LogProofQuery (Statement) and its rows
+// the statement of a vlog.ProofQuery (Statement) and its rows
 // (Scan), for PostgreSQL, MySQL/MariaDB and SQLite alike.
 //
 // The statement is a UNION ALL of short reads of primary keys, each row
@@ -20,7 +20,7 @@ import (
 	"fmt"
 
 	"github.com/flagadmin/flagadmin/adapters/bunstore/internal/sqlq"
-	"github.com/flagadmin/flagadmin/flagadmin"
+	"github.com/flagadmin/flagadmin/flagadmin/vlog"
 )
 
 // The kinds of the statement's rows: (kind, level, idx, hash).
@@ -34,7 +34,7 @@ const (
 // Statement is the one statement of q. filter is the search's condition
 // on events of q.Event (its id and the caller's visibility); mysql writes
 // integer division as MySQL does (DIV).
-func Statement(q flagadmin.LogProofQuery, filter sqlq.Fragment, mysql bool) sqlq.Fragment {
+func Statement(q vlog.ProofQuery, filter sqlq.Fragment, mysql bool) sqlq.Fragment {
 	var with, visible sqlq.Fragment
 	var parts []sqlq.Fragment
 	hashes := func(level int) string {
@@ -84,9 +84,9 @@ func Statement(q flagadmin.LogProofQuery, filter sqlq.Fragment, mysql bool) sqlq
 }
 
 // Scan reads the rows of q's statement, and closes them.
-func Scan(rows *sql.Rows, q flagadmin.LogProofQuery) (flagadmin.LogProofRows, error) {
+func Scan(rows *sql.Rows, q vlog.ProofQuery) (vlog.ProofRows, error) {
 	defer rows.Close()
-	var out flagadmin.LogProofRows
+	var out vlog.ProofRows
 	var salt []byte
 	for rows.Next() {
 		var (
@@ -95,7 +95,7 @@ func Scan(rows *sql.Rows, q flagadmin.LogProofQuery) (flagadmin.LogProofRows, er
 			hash        []byte
 		)
 		if err := rows.Scan(&kind, &level, &idx, &hash); err != nil {
-			return flagadmin.LogProofRows{}, err
+			return vlog.ProofRows{}, err
 		}
 		switch kind {
 		case rowSize:
@@ -104,13 +104,13 @@ func Scan(rows *sql.Rows, q flagadmin.LogProofQuery) (flagadmin.LogProofRows, er
 			out.Visible, salt = true, hash
 		case rowLeaf, rowHash:
 			if len(hash) != 32 {
-				return flagadmin.LogProofRows{}, fmt.Errorf("a stored hash of %d bytes, want 32 (level %d, index %d)", len(hash), level, idx)
+				return vlog.ProofRows{}, fmt.Errorf("a stored hash of %d bytes, want 32 (level %d, index %d)", len(hash), level, idx)
 			}
 			if kind == rowLeaf {
 				// A visible event is not pruned: pruning removes the event.
-				out.Leaf = &flagadmin.LogLeaf{Index: idx, EventID: q.Event.IDs[0], Hash: [32]byte(hash)}
+				out.Leaf = &vlog.Leaf{Index: idx, EventID: q.Event.IDs[0], Hash: [32]byte(hash)}
 			} else {
-				out.Hashes = append(out.Hashes, flagadmin.LogHash{Level: level, Index: idx, Hash: [32]byte(hash)})
+				out.Hashes = append(out.Hashes, vlog.Hash{Level: level, Index: idx, Hash: [32]byte(hash)})
 			}
 		}
 	}

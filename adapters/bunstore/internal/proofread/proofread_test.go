@@ -6,17 +6,18 @@ import (
 
 	"github.com/flagadmin/flagadmin/adapters/bunstore/internal/sqlq"
 	"github.com/flagadmin/flagadmin/flagadmin"
+	"github.com/flagadmin/flagadmin/flagadmin/vlog"
 )
 
 // TestStatementTextDependsOnTheShapeOnly: two proofs in a tree of one
 // size, of different events, have one text (PostgreSQL keeps it
 // prepared), and MySQL's divides as MySQL does.
 func TestStatementTextDependsOnTheShapeOnly(t *testing.T) {
-	query := func(id int64) flagadmin.LogProofQuery {
-		return flagadmin.LogProofQuery{
+	query := func(id int64) vlog.ProofQuery {
+		return vlog.ProofQuery{
 			Event:   &flagadmin.EventQuery{IDs: []int64{id}},
-			Windows: []flagadmin.LogHashWindow{{Level: 0, Width: 16, End: 1000}, {Level: 4, Width: 16, End: 62}},
-			Ranges:  []flagadmin.LogHashRange{{Level: 0, Start: 992, End: 1000}, {Level: 4, Start: 48, End: 62}},
+			Windows: []vlog.HashWindow{{Level: 0, Width: 16, End: 1000}, {Level: 4, Width: 16, End: 62}},
+			Ranges:  []vlog.HashRange{{Level: 0, Start: 992, End: 1000}, {Level: 4, Start: 48, End: 62}},
 		}
 	}
 	filter := func(id int64) sqlq.Fragment { return sqlq.F("id = ?", id) }
@@ -37,7 +38,7 @@ func TestStatementTextDependsOnTheShapeOnly(t *testing.T) {
 		t.Errorf("MySQL's statement: %s", m)
 	}
 	// Without an event: the ranges and the size only.
-	c := Statement(flagadmin.LogProofQuery{Ranges: []flagadmin.LogHashRange{{Level: 8, Start: 1, End: 2}}}, sqlq.Fragment{}, false).Text
+	c := Statement(vlog.ProofQuery{Ranges: []vlog.HashRange{{Level: 8, Start: 1, End: 2}}}, sqlq.Fragment{}, false).Text
 	if strings.Contains(c, "leaf") || strings.Contains(c, "events") || !strings.HasPrefix(c, "SELECT 3 AS k, 8 AS lvl") {
 		t.Errorf("the statement without an event: %s", c)
 	}

@@ -1,4 +1,4 @@
-package flagadmin_test
+package vlog_test
 
 import (
 	"encoding/json"
@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/flagadmin/flagadmin/flagadmin"
+	"github.com/flagadmin/flagadmin/flagadmin/vlog"
 )
 
 // retentionLog builds a log as retention leaves it: events, retention's
@@ -68,7 +69,7 @@ func (g *retentionLog) hold(at time.Time, typ, project string) int64 {
 // of cut-off before under retention, at at.
 func (g *retentionLog) prune(at, before time.Time, retention time.Duration, ids ...int64) int64 {
 	g.t.Helper()
-	e, err := flagadmin.PrunedEvent(ids, before, retention, at)
+	e, err := vlog.PrunedEvent(ids, before, retention, at)
 	if err != nil {
 		g.t.Fatal(err)
 	}
@@ -84,17 +85,17 @@ func (g *retentionLog) remove(ids ...int64) {
 }
 
 // replay replays the log and returns its verdicts by event id.
-func (g *retentionLog) replay() map[int64]flagadmin.RetentionVerdict {
+func (g *retentionLog) replay() map[int64]vlog.RetentionVerdict {
 	g.t.Helper()
-	got := map[int64]flagadmin.RetentionVerdict{}
-	r := flagadmin.NewRetentionReplay(func(v flagadmin.RetentionVerdict) {
+	got := map[int64]vlog.RetentionVerdict{}
+	r := vlog.NewRetentionReplay(func(v vlog.RetentionVerdict) {
 		if _, twice := got[v.EventID]; twice {
 			g.t.Errorf("two verdicts on event %d: %v, then %v", v.EventID, got[v.EventID], v)
 		}
 		got[v.EventID] = v
 	})
 	for i, e := range g.events {
-		l := flagadmin.LogLeaf{Index: int64(i), EventID: e.ID, CreatedAt: e.CreatedAt, Project: e.Project, Type: e.Type, Pruned: g.missing[e.ID]}
+		l := vlog.Leaf{Index: int64(i), EventID: e.ID, CreatedAt: e.CreatedAt, Project: e.Project, Type: e.Type, Pruned: g.missing[e.ID]}
 		switch {
 		case g.judged[e.ID]:
 			r.Skip(l)
@@ -115,7 +116,7 @@ func TestRetentionReplay(t *testing.T) {
 	// pass prunes ids at at under retention, with the cut-off the pruner
 	// uses.
 	pass := func(g *retentionLog, at time.Time, retention time.Duration, ids ...int64) int64 {
-		return g.prune(at, flagadmin.PruneBefore(at, retention), retention, ids...)
+		return g.prune(at, vlog.PruneBefore(at, retention), retention, ids...)
 	}
 	pruned := "pruned"
 	for _, c := range []struct {
@@ -230,7 +231,7 @@ func TestRetentionReplay(t *testing.T) {
 		}},
 		{"a pass that lists an event after it", func(g *retentionLog) map[int64]string {
 			g.rule(day(0), month)
-			e, err := flagadmin.PrunedEvent([]int64{4}, day(10), month, day(40))
+			e, err := vlog.PrunedEvent([]int64{4}, day(10), month, day(40))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -321,12 +322,12 @@ func TestRetentionReplay(t *testing.T) {
 func ExampleRetentionReplay() {
 	day := func(n int) time.Time { return time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).AddDate(0, 0, n) }
 	rule := flagadmin.Event{ID: 1, CreatedAt: day(0), Type: flagadmin.EventRetentionChanged, Data: json.RawMessage(`{"retention":2592000,"previous":null}`)}
-	pass, _ := flagadmin.PrunedEvent([]int64{2}, flagadmin.PruneBefore(day(40), 720*time.Hour), 720*time.Hour, day(40))
+	pass, _ := vlog.PrunedEvent([]int64{2}, vlog.PruneBefore(day(40), 720*time.Hour), 720*time.Hour, day(40))
 	pass.ID = 4
-	leaf := func(index int64, e flagadmin.Event) flagadmin.LogLeaf {
-		return flagadmin.LogLeaf{Index: index, EventID: e.ID, CreatedAt: e.CreatedAt, Project: e.Project, Type: e.Type}
+	leaf := func(index int64, e flagadmin.Event) vlog.Leaf {
+		return vlog.Leaf{Index: index, EventID: e.ID, CreatedAt: e.CreatedAt, Project: e.Project, Type: e.Type}
 	}
-	replay := flagadmin.NewRetentionReplay(func(v flagadmin.RetentionVerdict) { fmt.Println(v) })
+	replay := vlog.NewRetentionReplay(func(v vlog.RetentionVerdict) { fmt.Println(v) })
 	replay.Next(leaf(0, rule), &rule)
 	replay.Next(leaf(1, flagadmin.Event{ID: 2, CreatedAt: day(1), Type: flagadmin.EventFeatureCreated}), nil)
 	replay.Next(leaf(2, flagadmin.Event{ID: 3, CreatedAt: day(2), Type: flagadmin.EventFeatureCreated}), nil)

@@ -1,4 +1,4 @@
-package flagadmin
+package vlog
 
 import (
 	"context"
@@ -6,10 +6,12 @@ import (
 	"fmt"
 	"math"
 	"time"
+
+	"github.com/flagadmin/flagadmin/flagadmin"
 )
 
 // Retention (--retention): events older than a configured age are
-// pruned in small batches (LogStore.PruneEvents, run by adapters/tlog's
+// pruned in small batches (Store.PruneEvents, run by adapters/tlog's
 // pruner), except those of projects under a legal hold. Pruned events
 // leave searches and exports; their leaves keep their hashes, so
 // checkpoints and proofs of the remaining events stay valid.
@@ -27,7 +29,7 @@ import (
 // records; events of these types are never pruned.
 func IsRetentionEvent(t string) bool {
 	switch t {
-	case EventRetentionChanged, EventLogHoldAdded, EventLogHoldReleased, EventEventsPruned:
+	case flagadmin.EventRetentionChanged, flagadmin.EventLogHoldAdded, flagadmin.EventLogHoldReleased, flagadmin.EventEventsPruned:
 		return true
 	}
 	return false
@@ -36,7 +38,7 @@ func IsRetentionEvent(t string) bool {
 // RetentionEventTypes returns the types IsRetentionEvent reports, for a
 // store that excludes them in a query.
 func RetentionEventTypes() []string {
-	return []string{EventRetentionChanged, EventLogHoldAdded, EventLogHoldReleased, EventEventsPruned}
+	return []string{flagadmin.EventRetentionChanged, flagadmin.EventLogHoldAdded, flagadmin.EventLogHoldReleased, flagadmin.EventEventsPruned}
 }
 
 // MaxHoldProjectLength bounds the project id of a hold.
@@ -44,30 +46,31 @@ const MaxHoldProjectLength = 255
 
 // HoldProject places a legal hold on the events of project: they are
 // never pruned until ReleaseProject. project must be a valid project id
-// (ValidName) but need not exist: not any more (events outlive their
-// projects), nor yet (a hold placed first keeps every event of the project
-// once it is created). Needs the ADMIN permission. Holding a held project
-// keeps its first hold.
-func (s *Service) HoldProject(ctx context.Context, p Principal, project string) error {
-	if err := s.authorize(ctx, p, rootAdmin); err != nil {
+// (flagadmin.ValidName) but need not exist: not any more (events outlive
+// their projects), nor yet (a hold placed first keeps every event of the
+// project once it is created). Needs the ADMIN permission. Holding a held
+// project keeps its first hold. The hold and its log-hold-added event are
+// written in one transaction of the store.
+func (s *Service) HoldProject(ctx context.Context, p flagadmin.Principal, project string) error {
+	if err := s.core.Authorize(ctx, p, rootAdmin); err != nil {
 		return err
 	}
 	ls, err := s.holdCheck(project)
 	if err != nil {
 		return err
 	}
-	if !ValidName(project) {
-		return invalid("project", "must be a project id: 1 to 100 letters, digits, or _ . ~ -, got %s", QuoteInput(project))
+	if !flagadmin.ValidName(project) {
+		return invalid("project", "must be a project id: 1 to 100 letters, digits, or _ . ~ -, got %s", flagadmin.QuoteInput(project))
 	}
-	if err := s.writable(ctx); err != nil {
+	if err := s.core.CheckWritable(ctx); err != nil {
 		return err
 	}
-	e, err := s.holdEvent(p, EventLogHoldAdded, project)
+	e, err := s.holdEvent(p, flagadmin.EventLogHoldAdded, project)
 	if err != nil {
 		return err
 	}
 	err = ls.HoldProject(ctx, project, e.CreatedAt, e)
-	if isKind(err, ErrConflict) { // held already: the first hold stays, nothing changed
+	if isKind(err, flagadmin.ErrConflict) { // held already: the first hold stays, nothing changed
 		return nil
 	}
 	return err
@@ -75,51 +78,43 @@ func (s *Service) HoldProject(ctx context.Context, p Principal, project string) 
 
 // holdEvent is the event of a hold placed or released: the project in
 // its project field and data, by p.
-func (s *Service) holdEvent(p Principal, typ, project string) (Event, error) {
+func (s *Service) holdEvent(p flagadmin.Principal, typ, project string) (flagadmin.Event, error) {
 	data, err := json.Marshal(map[string]string{"project": project})
 	if err != nil {
-		return Event{}, err
+		return flagadmin.Event{}, err
 	}
 	by, byID := p.Actor()
-	return Event{CreatedAt: s.now(), Type: typ, CreatedBy: by, CreatedByUserID: byID, Project: &project, Data: data}, nil
+	return flagadmin.Event{CreatedAt: s.core.Now(), Type: typ, CreatedBy: by, CreatedByUserID: byID, Project: &project, Data: data}, nil
 }
 
-// writable returns ErrReadOnly while the store is a read-only copy, as every
-// write of the Service does (readOnlyGuard).
-func (s *Service) writable(ctx context.Context) error {
-	if g, ok := s.store.(readOnlyGuard); ok {
-		return g.check(ctx)
-	}
-	return nil
-}
-
-// ReleaseProject ends the legal hold on project; ErrNotFound when it has
-// none. Needs the ADMIN permission.
-func (s *Service) ReleaseProject(ctx context.Context, p Principal, project string) error {
-	if err := s.authorize(ctx, p, rootAdmin); err != nil {
+// ReleaseProject ends the legal hold on project, writing its
+// log-hold-released event; flagadmin.ErrNotFound when it has none. Needs
+// the ADMIN permission.
+func (s *Service) ReleaseProject(ctx context.Context, p flagadmin.Principal, project string) error {
+	if err := s.core.Authorize(ctx, p, rootAdmin); err != nil {
 		return err
 	}
 	ls, err := s.holdCheck(project)
 	if err != nil {
 		return err
 	}
-	if err := s.writable(ctx); err != nil {
+	if err := s.core.CheckWritable(ctx); err != nil {
 		return err
 	}
-	e, err := s.holdEvent(p, EventLogHoldReleased, project)
+	e, err := s.holdEvent(p, flagadmin.EventLogHoldReleased, project)
 	if err != nil {
 		return err
 	}
 	err = ls.ReleaseProject(ctx, project, e)
-	if isKind(err, ErrNotFound) && !isKindWithMessage(err) {
-		return notFound("Project %s has no legal hold.", QuoteInput(project))
+	if isKind(err, flagadmin.ErrNotFound) {
+		return notFound("Project %s has no legal hold.", flagadmin.QuoteInput(project))
 	}
 	return err
 }
 
-// LogHolds returns the legal holds, by project. Needs the ADMIN permission.
-func (s *Service) LogHolds(ctx context.Context, p Principal) ([]LogHold, error) {
-	if err := s.authorize(ctx, p, rootAdmin); err != nil {
+// Holds returns the legal holds, by project. Needs the ADMIN permission.
+func (s *Service) Holds(ctx context.Context, p flagadmin.Principal) ([]Hold, error) {
+	if err := s.core.Authorize(ctx, p, rootAdmin); err != nil {
 		return nil, err
 	}
 	ls, err := s.logConfigured(false)
@@ -130,11 +125,11 @@ func (s *Service) LogHolds(ctx context.Context, p Principal) ([]LogHold, error) 
 }
 
 // holdCheck checks the project id of a hold.
-func (s *Service) holdCheck(project string) (LogStore, error) {
+func (s *Service) holdCheck(project string) (Store, error) {
 	if project == "" {
 		return nil, invalid("project", "is required")
 	}
-	if v := checkText("project", project); v != nil {
+	if v := flagadmin.CheckText("project", project); v != nil {
 		return nil, v
 	}
 	if len([]rune(project)) > MaxHoldProjectLength {
@@ -146,7 +141,7 @@ func (s *Service) holdCheck(project string) (LogStore, error) {
 // PruneBefore returns the cut-off of a retention: events created before
 // it are pruned. It is now minus retention, at store precision.
 func PruneBefore(now time.Time, retention time.Duration) time.Time {
-	return Truncate(now.Add(-retention))
+	return flagadmin.Truncate(now.Add(-retention))
 }
 
 // RecordRetention records the retention rule a server runs with (0: keep
@@ -157,20 +152,20 @@ func PruneBefore(now time.Time, retention time.Duration) time.Time {
 // one. The comparison and the write are one transaction, so of several
 // servers starting with the same new rule, one records it. Needs the
 // ADMIN permission.
-func (s *Service) RecordRetention(ctx context.Context, p Principal, retention time.Duration) (bool, error) {
-	if err := s.authorize(ctx, p, rootAdmin); err != nil {
+func (s *Service) RecordRetention(ctx context.Context, p flagadmin.Principal, retention time.Duration) (bool, error) {
+	if err := s.core.Authorize(ctx, p, rootAdmin); err != nil {
 		return false, err
 	}
 	ls, err := s.logConfigured(false)
 	if err != nil {
 		return false, err
 	}
-	if err := s.writable(ctx); err != nil {
+	if err := s.core.CheckWritable(ctx); err != nil {
 		return false, err
 	}
 	rule := retentionSeconds(retention)
 	recorded := false
-	err = ls.RecordRetention(ctx, func(last *Event) (*Event, error) {
+	err = ls.RecordRetention(ctx, func(last *flagadmin.Event) (*flagadmin.Event, error) {
 		recorded = false
 		previous, err := recordedSeconds(last)
 		if err != nil {
@@ -185,14 +180,14 @@ func (s *Service) RecordRetention(ctx context.Context, p Principal, retention ti
 		}
 		by, byID := p.Actor()
 		recorded = true
-		return &Event{CreatedAt: s.now(), Type: EventRetentionChanged, CreatedBy: by, CreatedByUserID: byID, Data: data}, nil
+		return &flagadmin.Event{CreatedAt: s.core.Now(), Type: flagadmin.EventRetentionChanged, CreatedBy: by, CreatedByUserID: byID, Data: data}, nil
 	})
 	return recorded && err == nil, err
 }
 
 // recordedSeconds is the rule a retention-changed event records, in
 // seconds; nil for ever, as when there is none (last nil).
-func recordedSeconds(last *Event) (*int64, error) {
+func recordedSeconds(last *flagadmin.Event) (*int64, error) {
 	if last == nil {
 		return nil, nil
 	}
@@ -206,11 +201,11 @@ func recordedSeconds(last *Event) (*int64, error) {
 }
 
 // RecordedRetention returns the retention a retention-changed event
-// records, the rule in force from it on (LogStore.PruneEvents reads the
+// records, the rule in force from it on (Store.PruneEvents reads the
 // newest): 0 when it keeps events for ever, as when there is none (last
 // nil), or when it is longer than a time.Duration holds (no event is
 // that old).
-func RecordedRetention(last *Event) (time.Duration, error) {
+func RecordedRetention(last *flagadmin.Event) (time.Duration, error) {
 	seconds, err := recordedSeconds(last)
 	if err != nil || seconds == nil || *seconds <= 0 || *seconds > math.MaxInt64/int64(time.Second) {
 		return 0, err
@@ -237,9 +232,9 @@ func equalPtr(a, b *int64) bool {
 // created before before under retention. Its data are {"count": n,
 // "before": createdAt cut-off, "firstId", "lastId", "ranges": the ids as
 // runs [first, last] of consecutive ids, "retention": seconds}.
-func PrunedEvent(ids []int64, before time.Time, retention time.Duration, at time.Time) (Event, error) {
+func PrunedEvent(ids []int64, before time.Time, retention time.Duration, at time.Time) (flagadmin.Event, error) {
 	if len(ids) == 0 {
-		return Event{}, invalid("ids", "is empty: a pruning that removed nothing is not recorded")
+		return flagadmin.Event{}, invalid("ids", "is empty: a pruning that removed nothing is not recorded")
 	}
 	ranges := [][2]int64{}
 	for _, id := range ids {
@@ -258,8 +253,11 @@ func PrunedEvent(ids []int64, before time.Time, retention time.Duration, at time
 		Retention *int64     `json:"retention"`
 	}{len(ids), formatTime(before), ids[0], ids[len(ids)-1], ranges, retentionSeconds(retention)})
 	if err != nil {
-		return Event{}, err
+		return flagadmin.Event{}, err
 	}
-	by, byID := System.Actor()
-	return Event{CreatedAt: Truncate(at), Type: EventEventsPruned, CreatedBy: by, CreatedByUserID: byID, Data: data}, nil
+	by, byID := flagadmin.System.Actor()
+	return flagadmin.Event{CreatedAt: flagadmin.Truncate(at), Type: flagadmin.EventEventsPruned, CreatedBy: by, CreatedByUserID: byID, Data: data}, nil
 }
+
+// formatTime formats t as events show times: flagadmin.TimeLayout, in UTC.
+func formatTime(t time.Time) string { return t.UTC().Format(flagadmin.TimeLayout) }

@@ -1,4 +1,4 @@
-package flagadmin
+package vlog
 
 import (
 	"encoding/json"
@@ -8,6 +8,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/flagadmin/flagadmin/flagadmin"
 )
 
 // Accounting for removed events. Someone who can write the database can
@@ -117,14 +119,14 @@ func NewRetentionReplay(report func(RetentionVerdict)) *RetentionReplay {
 // nil when the event is missing. The event, when given, is the leaf's
 // (the caller has checked it against the leaf), and retention events
 // change the state the passes after it are judged by.
-func (r *RetentionReplay) Next(l LogLeaf, e *Event) {
+func (r *RetentionReplay) Next(l Leaf, e *flagadmin.Event) {
 	r.track(l)
 	if e == nil {
 		r.missing(l)
 		return
 	}
 	switch e.Type {
-	case EventRetentionChanged:
+	case flagadmin.EventRetentionChanged:
 		var d struct {
 			Retention *int64 `json:"retention"`
 		}
@@ -136,7 +138,7 @@ func (r *RetentionReplay) Next(l LogLeaf, e *Event) {
 		if d.Retention != nil && *d.Retention <= 0 {
 			r.rule = nil
 		}
-	case EventLogHoldAdded, EventLogHoldReleased:
+	case flagadmin.EventLogHoldAdded, flagadmin.EventLogHoldReleased:
 		project := e.Project
 		if project == nil {
 			var d struct {
@@ -150,14 +152,14 @@ func (r *RetentionReplay) Next(l LogLeaf, e *Event) {
 			r.record(l, "it names no project")
 			return
 		}
-		if e.Type == EventLogHoldAdded {
+		if e.Type == flagadmin.EventLogHoldAdded {
 			if _, ok := r.held[*project]; !ok {
 				r.held[*project] = e.ID
 			}
 		} else {
 			delete(r.held, *project)
 		}
-	case EventEventsPruned:
+	case flagadmin.EventEventsPruned:
 		r.pass(l, e)
 	}
 }
@@ -165,12 +167,12 @@ func (r *RetentionReplay) Next(l LogLeaf, e *Event) {
 // Skip takes the next leaf of the log like Next, for a leaf the caller
 // judged itself (a tombstone that does not hash to its leaf): its id
 // counts as one the log holds, and nothing is reported on it.
-func (r *RetentionReplay) Skip(l LogLeaf) {
+func (r *RetentionReplay) Skip(l Leaf) {
 	r.track(l)
 }
 
 // track notes the id of the next leaf.
-func (r *RetentionReplay) track(l LogLeaf) {
+func (r *RetentionReplay) track(l Leaf) {
 	if !r.seen {
 		r.gaps = append(r.gaps, [2]int64{math.MinInt64, l.EventID - 1})
 		r.lastID, r.seen = l.EventID, true
@@ -194,7 +196,7 @@ func (r *RetentionReplay) Finish() {
 }
 
 // missing takes a leaf whose event is missing.
-func (r *RetentionReplay) missing(l LogLeaf) {
+func (r *RetentionReplay) missing(l Leaf) {
 	if IsRetentionEvent(l.Type) {
 		r.report(RetentionVerdict{EventID: l.EventID, LeafIndex: l.Index,
 			Reason: fmt.Sprintf("it is a %s event, and retention's own events are never pruned", l.Type)})
@@ -220,7 +222,7 @@ func (r *RetentionReplay) missing(l LogLeaf) {
 
 // record reports a retention event that does not account for what it
 // records.
-func (r *RetentionReplay) record(l LogLeaf, format string, args ...any) {
+func (r *RetentionReplay) record(l Leaf, format string, args ...any) {
 	r.report(RetentionVerdict{EventID: l.EventID, LeafIndex: l.Index, Record: true, Reason: fmt.Sprintf(format, args...)})
 }
 
@@ -236,7 +238,7 @@ type prunedData struct {
 
 // pass takes an events-pruned event: it decides on the missing events it
 // lists.
-func (r *RetentionReplay) pass(l LogLeaf, e *Event) {
+func (r *RetentionReplay) pass(l Leaf, e *flagadmin.Event) {
 	d, before, err := readPass(e)
 	if err != nil {
 		r.record(l, "%v", err)
@@ -257,7 +259,7 @@ func (r *RetentionReplay) pass(l LogLeaf, e *Event) {
 
 // readPass returns the data of the events-pruned event e and its cut-off,
 // or an error that says why they are not those of a pass.
-func readPass(e *Event) (prunedData, time.Time, error) {
+func readPass(e *flagadmin.Event) (prunedData, time.Time, error) {
 	var d prunedData
 	if err := json.Unmarshal(e.Data, &d); err != nil {
 		return d, time.Time{}, fmt.Errorf("its data are not those of an events-pruned event: %v", err)
@@ -267,7 +269,7 @@ func readPass(e *Event) (prunedData, time.Time, error) {
 	}
 	before, err := time.Parse(time.RFC3339Nano, *d.Before)
 	if err != nil {
-		return d, time.Time{}, fmt.Errorf("its cut-off %s is not a time", QuoteInput(*d.Before))
+		return d, time.Time{}, fmt.Errorf("its cut-off %s is not a time", flagadmin.QuoteInput(*d.Before))
 	}
 	return d, before, d.checkRanges()
 }
@@ -330,7 +332,7 @@ func (r *RetentionReplay) decide(first, last, passID int64, judge func(*pendingL
 // recorded retention, for each event it lists: the reason it could not
 // remove it, or "" when it could. It reads the state of the replay at the
 // pass: call it there.
-func (r *RetentionReplay) judge(e *Event, before time.Time, recorded *int64) func(*pendingLeaf) string {
+func (r *RetentionReplay) judge(e *flagadmin.Event, before time.Time, recorded *int64) func(*pendingLeaf) string {
 	by := fmt.Sprintf("the pruning pass of event %d", e.ID)
 	if r.rule == nil {
 		return func(*pendingLeaf) string {
