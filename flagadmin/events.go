@@ -77,8 +77,13 @@ func (s *Service) SearchVisible(ctx context.Context, p Principal, q EventQuery) 
 // for a read of an operation that has passed the gate for p (Authorize),
 // such as an inclusion proof a store answers in one read
 // (flagadmin/vlog). none: q then matches nothing, so the store need not
-// be asked.
+// be asked. A principal that is neither a root admin nor a user (a
+// client or frontend token, which the gate refuses) sees nothing: the
+// read fails closed when a caller forgot the gate.
 func (s *Service) VisibleQuery(ctx context.Context, p Principal, q EventQuery) (_ EventQuery, none bool, err error) {
+	if p.User == nil && !p.IsRootAdmin() {
+		return q, true, nil
+	}
 	hidden, _, restricted, err := s.visibility(ctx, p)
 	if err != nil || !restricted {
 		return q, false, err

@@ -559,3 +559,26 @@ func calls(n ast.Node, picked func(string) bool) int {
 	})
 	return count
 }
+
+// TestReadsWithoutTheGateFailClosed: the reads that operations built over
+// the Service make after the gate (VisibleQuery, SearchVisible) show
+// nothing to a client or frontend token when a caller forgot the gate;
+// they neither panic nor show it public events.
+func TestReadsWithoutTheGateFailClosed(t *testing.T) {
+	for _, c := range gateCallers(t) {
+		if c.may != nil {
+			continue
+		}
+		t.Run(c.name, func(t *testing.T) {
+			svc, _, _ := gateService(t)
+			q, none, err := svc.VisibleQuery(context.Background(), c.p, flagadmin.EventQuery{Limit: 10})
+			if err != nil || !none {
+				t.Errorf("VisibleQuery: got %+v, none %v, %v; want none", q, none, err)
+			}
+			page, err := svc.SearchVisible(context.Background(), c.p, flagadmin.EventQuery{Limit: 10})
+			if err != nil || len(page.Events) != 0 || page.Total != 0 {
+				t.Errorf("SearchVisible: got %d events (total %d), %v; want none", len(page.Events), page.Total, err)
+			}
+		})
+	}
+}
