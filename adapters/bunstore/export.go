@@ -4,7 +4,6 @@ import (
 	"context"
 
 	"github.com/uptrace/bun"
-	"github.com/uptrace/bun/dialect"
 
 	"github.com/flagadmin/flagadmin/adapters/bunstore/internal/pgpage"
 	"github.com/flagadmin/flagadmin/adapters/bunstore/internal/sqlq"
@@ -18,23 +17,13 @@ import (
 // one: the rows after the cursor's position in the order (created_at, id)
 // descending, a range of the same indexes the page is read from
 // ((column,) created_at, id), so a page at any depth costs what the first
-// one does. EXPLAIN shows the row comparison (created_at, id) < (?, ?) as
-// the index condition on PostgreSQL (Index Only Scan Backward on
-// events_created, or on events_project with project = ? AND ROW(created_at,
-// id) < ROW(?, ?)) and as a range of the index on SQLite. MariaDB 10.11
-// makes no range of it (type index or ref, "Using where": a scan from the
-// newest event down to the cursor), but does of the expanded form
-// created_at < ? OR (created_at = ? AND id < ?) (type range over
-// created_at and id), which it gets.
+// one does. Each dialect writes the condition in the form its database
+// reads as that range (sqlDialect.Before).
 func (s *Store) after(q flagadmin.EventQuery) sqlq.Fragment {
 	if q.After == nil {
 		return sqlq.Fragment{}
 	}
-	ms, id := q.After.CreatedAt.UnixMilli(), q.After.ID
-	if s.dialect == dialect.MySQL {
-		return sqlq.F("(created_at < ? OR (created_at = ? AND id < ?))", ms, ms, id)
-	}
-	return sqlq.F("(created_at, id) < (?, ?)", ms, id)
+	return s.sqlDialect.Before(q.After.CreatedAt.UnixMilli(), q.After.ID)
 }
 
 // ExportEvents implements flagadmin.Store: batches of
@@ -103,19 +92,21 @@ func (s *Store) exportBatch(ctx context.Context, q flagadmin.EventQuery, ids sql
 	return page.Events, err
 }
 
-// settled is, on MySQL, the condition id <= the highest id settled when
-// the export starts, and empty elsewhere. InnoDB builds the snapshot of a
-// statement by walking its list of running transactions without stopping
-// commits, so a snapshot taken while two writers commit one after the
-// other can miss the first and see the second: its larger id would move a
-// follower past the smaller one for good. No writer of events commits
-// while the event order lock is held in share mode, so the snapshot taken
-// under it, by a transaction of its own, sees every id drawn before it;
-// the highest is settled, and any later snapshot sees all those below it.
-// The lock is held for that one read of the primary key's last entry;
-// taking it waits for the writer that holds the lock to commit.
+// settled is, where the dialect has a settle lock (MySQL), the condition
+// id <= the highest id settled when the export starts, and empty
+// elsewhere. InnoDB builds the snapshot of a statement by walking its list
+// of running transactions without stopping commits, so a snapshot taken
+// while two writers commit one after the other can miss the first and see
+// the second: its larger id would move a follower past the smaller one for
+// good. No writer of events commits while the event order lock is held in
+// share mode, so the snapshot taken under it, by a transaction of its
+// own, sees every id drawn before it; the highest is settled, and any
+// later snapshot sees all those below it. The lock is held for that one
+// read of the primary key's last entry; taking it waits for the writer
+// that holds the lock to commit.
 func (s *Store) settled(ctx context.Context) (sqlq.Fragment, error) {
-	if s.dialect != dialect.MySQL || s.test.noEventOrder() {
+	lock := s.sqlDialect.SettleLockSQL()
+	if lock == "" || s.test.noEventOrder() {
 		return sqlq.Fragment{}, nil
 	}
 	ctx, cancel := s.bound(ctx)
@@ -123,7 +114,7 @@ func (s *Store) settled(ctx context.Context) (sqlq.Fragment, error) {
 	var last int64
 	err := s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
 		var id int
-		if err := tx.QueryRowContext(ctx, eventOrderShareSQL).Scan(&id); err != nil {
+		if err := tx.QueryRowContext(ctx, lock).Scan(&id); err != nil {
 			return err
 		}
 		return tx.QueryRowContext(ctx, "SELECT COALESCE(MAX(id), 0) FROM events").Scan(&last)

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/uptrace/bun"
-	"github.com/uptrace/bun/dialect"
 
 	"github.com/flagadmin/flagadmin/flagadmin"
 	"github.com/flagadmin/flagadmin/flagadmin/follow"
@@ -85,7 +84,7 @@ func (s *Store) FollowState(ctx context.Context) (follow.State, error) {
 	defer cancel()
 	r, err := followRowOf(ctx, s.rdb)
 	if err != nil {
-		if exists, existsErr := tableExists(ctx, s.rdb, "follow_state"); existsErr == nil && !exists {
+		if exists, existsErr := tableExists(ctx, s.sqlDialect, s.rdb, "follow_state"); existsErr == nil && !exists {
 			return follow.State{}, nil
 		}
 		return follow.State{}, s.fail("read follow state", err)
@@ -192,7 +191,7 @@ func (s *Store) ApplyFollow(ctx context.Context, holder string, now time.Time, b
 		if err := fenceFollow(ctx, t, holder, now, b); err != nil {
 			return nil, err
 		}
-		ch, err := applyFollowRows(ctx, t, b)
+		ch, err := applyFollowRows(ctx, s.sqlDialect, t, b)
 		if err != nil {
 			return nil, err
 		}
@@ -248,7 +247,7 @@ func setFollowPosition(ctx context.Context, db bun.IDB, b *follow.Batch) error {
 // applyFollowRows writes b's deletes, then its upserts, in the transaction
 // t, and returns what changed for record: b's events with their ids, and
 // the projects whose figures to compute again.
-func applyFollowRows(ctx context.Context, t *txn, b *follow.Batch) (*changes, error) {
+func applyFollowRows(ctx context.Context, d sqlDialect, t *txn, b *follow.Batch) (*changes, error) {
 	ch := &changes{events: slices.Clone(b.Events), givenIDs: true, bulk: len(b.Events) >= bulkFollowEvents}
 	del := followDeletes{users: b.DeleteUsers, groups: b.DeleteGroups, projects: b.DeleteProjects, features: b.DeleteFeatures, tokens: b.DeleteTokens}
 	if b.Full {
@@ -266,7 +265,7 @@ func applyFollowRows(ctx context.Context, t *txn, b *follow.Batch) (*changes, er
 	if err := del.apply(ctx, t); err != nil {
 		return nil, err
 	}
-	if err := upsertFollowRows(ctx, t, b); err != nil {
+	if err := upsertFollowRows(ctx, d, t, b); err != nil {
 		return nil, err
 	}
 	return ch, nil
@@ -416,12 +415,12 @@ func touchedProjects(ctx context.Context, db bun.IDB, b *follow.Batch) ([]string
 
 // upsertFollowRows stores b's rows as given: each replaces the stored row
 // of its key, or is added; a group's members, a project's members and
-// favorites are replaced with the lists given.
-func upsertFollowRows(ctx context.Context, t *txn, b *follow.Batch) error {
-	for _, upsert := range []func(context.Context, *txn, *follow.Batch) error{
+// favorites are replaced with the lists given, in the dialect d's upserts.
+func upsertFollowRows(ctx context.Context, d sqlDialect, t *txn, b *follow.Batch) error {
+	for _, upsert := range []func(context.Context, sqlDialect, *txn, *follow.Batch) error{
 		upsertFollowUsers, upsertFollowGroups, upsertFollowProjects, upsertFollowFeatures, upsertFollowTokens,
 	} {
-		if err := upsert(ctx, t, b); err != nil {
+		if err := upsert(ctx, d, t, b); err != nil {
 			return err
 		}
 	}
@@ -429,17 +428,17 @@ func upsertFollowRows(ctx context.Context, t *txn, b *follow.Batch) error {
 }
 
 // upsertFollowUsers stores b's users.
-func upsertFollowUsers(ctx context.Context, t *txn, b *follow.Batch) error {
+func upsertFollowUsers(ctx context.Context, d sqlDialect, t *txn, b *follow.Batch) error {
 	users := make([]userRow, len(b.Users))
 	for i, u := range b.Users {
 		users[i] = userRowOf(u)
 	}
-	return upsertWithIDs(ctx, t, users, "id", func(r userRow) int64 { return r.ID })
+	return upsertWithIDs(ctx, d, t, users, "id", func(r userRow) int64 { return r.ID })
 }
 
 // upsertFollowGroups stores b's groups, each with the members given in
 // place of its stored ones.
-func upsertFollowGroups(ctx context.Context, t *txn, b *follow.Batch) error {
+func upsertFollowGroups(ctx context.Context, d sqlDialect, t *txn, b *follow.Batch) error {
 	groups := make([]groupRow, len(b.Groups))
 	var groupIDs []any
 	var members []groupMemberRow
@@ -450,7 +449,7 @@ func upsertFollowGroups(ctx context.Context, t *txn, b *follow.Batch) error {
 			members = append(members, groupMemberRow{GroupID: g.ID, UserID: uid})
 		}
 	}
-	if err := upsertWithIDs(ctx, t, groups, "id", func(r groupRow) int64 { return r.ID }); err != nil {
+	if err := upsertWithIDs(ctx, d, t, groups, "id", func(r groupRow) int64 { return r.ID }); err != nil {
 		return err
 	}
 	if err := deleteIn(ctx, t, "group_members", "group_id", groupIDs); err != nil {
@@ -461,7 +460,7 @@ func upsertFollowGroups(ctx context.Context, t *txn, b *follow.Batch) error {
 
 // upsertFollowProjects stores b's projects, each with the members and
 // favorites given in place of its stored ones.
-func upsertFollowProjects(ctx context.Context, t *txn, b *follow.Batch) error {
+func upsertFollowProjects(ctx context.Context, d sqlDialect, t *txn, b *follow.Batch) error {
 	projects := make([]projectRow, len(b.Projects))
 	var projectIDs []any
 	var roles []projectMemberRow
@@ -478,7 +477,7 @@ func upsertFollowProjects(ctx context.Context, t *txn, b *follow.Batch) error {
 			favorites = append(favorites, favoriteRow{ProjectID: p.ID, UserID: uid})
 		}
 	}
-	if err := upsertRows(ctx, t, projects, "id"); err != nil {
+	if err := upsertRows(ctx, d, t, projects, "id"); err != nil {
 		return err
 	}
 	for _, table := range []string{"project_members", "project_favorites"} {
@@ -493,7 +492,7 @@ func upsertFollowProjects(ctx context.Context, t *txn, b *follow.Batch) error {
 }
 
 // upsertFollowFeatures stores b's features.
-func upsertFollowFeatures(ctx context.Context, t *txn, b *follow.Batch) error {
+func upsertFollowFeatures(ctx context.Context, d sqlDialect, t *txn, b *follow.Batch) error {
 	features := make([]featureRow, len(b.Features))
 	for i, f := range b.Features {
 		r, err := featureRowOf(f)
@@ -502,16 +501,16 @@ func upsertFollowFeatures(ctx context.Context, t *txn, b *follow.Batch) error {
 		}
 		features[i] = r
 	}
-	return upsertRows(ctx, t, features, "name")
+	return upsertRows(ctx, d, t, features, "name")
 }
 
 // upsertFollowTokens stores b's API tokens.
-func upsertFollowTokens(ctx context.Context, t *txn, b *follow.Batch) error {
+func upsertFollowTokens(ctx context.Context, d sqlDialect, t *txn, b *follow.Batch) error {
 	tokens := make([]tokenRow, len(b.Tokens))
 	for i, tk := range b.Tokens {
 		tokens[i] = tokenRowOf(tk)
 	}
-	return upsertRows(ctx, t, tokens, "secret_hash")
+	return upsertRows(ctx, d, t, tokens, "secret_hash")
 }
 
 // deleteIn deletes the rows of table whose column is one of keys.
@@ -540,22 +539,11 @@ func insertChunks[T any](ctx context.Context, db bun.IDB, rows []T) error {
 
 // upsertRows inserts rows, a slice of models of a table whose primary key
 // is key; a row whose key exists replaces the stored one (every other
-// column set to the row's).
-func upsertRows[T any](ctx context.Context, db bun.IDB, rows []T, key string) error {
+// column set to the row's, in the dialect d's upsert).
+func upsertRows[T any](ctx context.Context, d sqlDialect, db bun.IDB, rows []T, key string) error {
 	table := db.Dialect().Tables().Get(reflect.TypeFor[T]())
 	for part := range slices.Chunk(rows, upsertChunk) {
-		q := db.NewInsert().Model(&part)
-		if db.Dialect().Name() == dialect.MySQL {
-			q = q.On("DUPLICATE KEY UPDATE")
-			for _, f := range table.DataFields {
-				q = q.Set("? = VALUES(?)", bun.Ident(f.Name), bun.Ident(f.Name))
-			}
-		} else {
-			q = q.On("CONFLICT (?) DO UPDATE", bun.Ident(key))
-			for _, f := range table.DataFields {
-				q = q.Set("? = EXCLUDED.?", bun.Ident(f.Name), bun.Ident(f.Name))
-			}
-		}
+		q := d.Upsert(db.NewInsert().Model(&part), key, table.DataFields)
 		if _, err := q.Returning("").Exec(ctx); err != nil {
 			return err
 		}
@@ -564,28 +552,22 @@ func upsertRows[T any](ctx context.Context, db bun.IDB, rows []T, key string) er
 }
 
 // upsertWithIDs is upsertRows for a table whose ids the database generates
-// (ids.go): on PostgreSQL under lockExplicitIDs, raising the identity past
-// the largest id given.
-func upsertWithIDs[T any](ctx context.Context, db bun.IDB, rows []T, key string, id func(T) int64) error {
+// (ids.go): under d's LockExplicitIDs, raising the ids past the largest
+// given.
+func upsertWithIDs[T any](ctx context.Context, d sqlDialect, db bun.IDB, rows []T, key string, id func(T) int64) error {
 	if len(rows) == 0 {
 		return nil
 	}
-	pg := db.Dialect().Name() == dialect.PG
 	table := db.Dialect().Tables().Get(reflect.TypeFor[T]()).Name
-	if pg {
-		if err := lockExplicitIDs(ctx, db, table); err != nil {
-			return err
-		}
-	}
-	if err := upsertRows(ctx, db, rows, key); err != nil {
+	if err := d.LockExplicitIDs(ctx, db, table); err != nil {
 		return err
 	}
-	if !pg {
-		return nil
+	if err := upsertRows(ctx, d, db, rows, key); err != nil {
+		return err
 	}
 	var largest int64
 	for _, r := range rows {
 		largest = max(largest, id(r))
 	}
-	return raiseSequence(ctx, db, table, largest)
+	return d.RaiseIDs(ctx, db, table, largest)
 }

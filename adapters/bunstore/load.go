@@ -7,9 +7,7 @@ import (
 	"time"
 
 	"github.com/uptrace/bun"
-	"github.com/uptrace/bun/dialect"
 
-	"github.com/flagadmin/flagadmin/adapters/bunstore/internal/textindex"
 	"github.com/flagadmin/flagadmin/flagadmin"
 )
 
@@ -127,7 +125,7 @@ func (s *Store) load(ctx context.Context, conn bun.Conn, tx bun.Tx, b *flagadmin
 	}
 	work := b.Clone()
 	work.Events = nil
-	ch, err := write(ctx, t, work)
+	ch, err := write(ctx, s.sqlDialect, t, work)
 	if err != nil {
 		return err
 	}
@@ -135,7 +133,7 @@ func (s *Store) load(ctx context.Context, conn bun.Conn, tx bun.Tx, b *flagadmin
 	if err := s.record(ctx, t, ch); err != nil {
 		return err
 	}
-	rebuild, err := deferIndexes(ctx, tx, s.dialect, s.loadStep)
+	rebuild, err := deferIndexes(ctx, tx, s.sqlDialect, s.loadStep)
 	if err != nil {
 		return err
 	}
@@ -151,35 +149,7 @@ func (s *Store) load(ctx context.Context, conn bun.Conn, tx bun.Tx, b *flagadmin
 	if err := rebuild(); err != nil {
 		return err
 	}
-	return s.analyzeLoaded(ctx, tx)
-}
-
-// analyzeLoaded gathers PostgreSQL's statistics of every table of the
-// store in tx, once a load has filled them: its planner would otherwise
-// plan for the empty tables it last saw until autovacuum comes by (never,
-// where autovacuum is off), and pick plans that cost a proof or a search
-// tens of milliseconds at a million events. ANALYZE in the load's
-// transaction counts the rows it wrote, and its statistics commit with
-// them. MySQL recalculates InnoDB's statistics itself after large
-// changes; SQLite plans without statistics unless ANALYZE made some,
-// which its schema never does.
-func (s *Store) analyzeLoaded(ctx context.Context, tx bun.Tx) error {
-	if s.dialect != dialect.PG {
-		return nil
-	}
-	var tables []string
-	if err := tx.NewRaw("SELECT format('%I.%I', schemaname, tablename) FROM pg_tables WHERE schemaname = current_schema() ORDER BY tablename").Scan(ctx, &tables); err != nil {
-		return err
-	}
-	if len(tables) == 0 {
-		return nil
-	}
-	done := s.loadStep("analyze the tables")
-	if _, err := tx.ExecContext(ctx, "ANALYZE "+strings.Join(tables, ", ")); err != nil {
-		return err
-	}
-	done()
-	return nil
+	return s.sqlDialect.AnalyzeLoaded(ctx, tx, s.loadStep)
 }
 
 // deferIndexes drops the secondary indexes of events, and on SQLite the
@@ -187,24 +157,16 @@ func (s *Store) analyzeLoaded(ctx context.Context, tx bun.Tx) error {
 // the function that builds them again over every loaded row: building an
 // index once is far cheaper than keeping it current row by row (the GIN
 // trigram indexes of PostgreSQL and SQLite's FTS5 table above all). The
-// definitions are read from the catalog, so every index the migrations
-// made comes back as it was. PostgreSQL and SQLite change their schema
-// inside the transaction: a failed load leaves the indexes as they were.
-// MySQL commits schema changes at once, so it keeps its indexes.
+// dialect d reads the definitions from the catalog, so every index the
+// migrations made comes back as it was. PostgreSQL and SQLite change their
+// schema inside the transaction: a failed load leaves the indexes as they
+// were. MySQL commits schema changes at once, so it keeps its indexes.
 //
 // step is told of each index built (and of SQLite's full-text table filled):
 // what it calls once when the work starts returns what it calls when the
 // work is done.
-func deferIndexes(ctx context.Context, tx bun.Tx, name dialect.Name, step func(what string) (done func())) (func() error, error) {
-	var drops []string
-	var builds []indexBuild
-	var err error
-	switch name {
-	case dialect.PG:
-		drops, builds, err = pgIndexes(ctx, tx)
-	case dialect.SQLite:
-		drops, builds, err = sqliteIndexes(ctx, tx)
-	}
+func deferIndexes(ctx context.Context, tx bun.Tx, d sqlDialect, step func(what string) (done func())) (func() error, error) {
+	drops, builds, err := d.DeferIndexes(ctx, tx)
 	if err != nil {
 		return nil, err
 	}
@@ -214,66 +176,16 @@ func deferIndexes(ctx context.Context, tx bun.Tx, name dialect.Name, step func(w
 	return func() error {
 		for _, b := range builds {
 			done := func() {}
-			if b.what != "" {
-				done = step(b.what)
+			if b.What != "" {
+				done = step(b.What)
 			}
-			if _, err := tx.ExecContext(ctx, b.sql); err != nil {
+			if _, err := tx.ExecContext(ctx, b.SQL); err != nil {
 				return err
 			}
 			done()
 		}
 		return nil
 	}, nil
-}
-
-// indexBuild is a statement that makes an index again after a load, and
-// what it does for WithLoadProgress ("" for nothing worth telling).
-type indexBuild struct{ sql, what string }
-
-// pgIndexes returns the statements that drop the secondary indexes of
-// events on PostgreSQL, and those that make them again.
-func pgIndexes(ctx context.Context, tx bun.Tx) (drops []string, builds []indexBuild, err error) {
-	var rows []struct {
-		Name  string `bun:"name"`
-		Index string `bun:"indexname"`
-		Def   string `bun:"def"`
-	}
-	err = tx.NewRaw(`SELECT format('%I.%I', schemaname, indexname) AS name, indexname, indexdef AS def FROM pg_indexes
-		WHERE schemaname = current_schema() AND tablename = 'events'
-		AND indexname NOT IN (SELECT conname FROM pg_constraint WHERE conrelid = (quote_ident(current_schema()) || '.events')::regclass)`).Scan(ctx, &rows)
-	builds = []indexBuild{{sql: "SET LOCAL maintenance_work_mem = '256MB'"}}
-	for _, r := range rows {
-		drops, builds = append(drops, "DROP INDEX "+r.Name), append(builds, indexBuild{r.Def, "build index " + r.Index})
-	}
-	return drops, builds, err
-}
-
-// sqliteIndexes returns the statements that drop the secondary indexes of
-// events and the triggers that keep events_text on SQLite, and those that
-// make them again and fill events_text.
-func sqliteIndexes(ctx context.Context, tx bun.Tx) (drops []string, builds []indexBuild, err error) {
-	var rows []struct {
-		Type string `bun:"type"`
-		Name string `bun:"name"`
-		SQL  string `bun:"sql"`
-	}
-	err = tx.NewRaw(`SELECT type, name, sql FROM sqlite_master
-		WHERE tbl_name = 'events' AND type IN ('index', 'trigger') AND sql IS NOT NULL`).Scan(ctx, &rows)
-	fill := false
-	for _, r := range rows {
-		b := indexBuild{sql: r.SQL} // a trigger: at once
-		if r.Type == "index" {
-			b.what = "build index " + r.Name
-		}
-		drops, builds = append(drops, fmt.Sprintf("DROP %s %q", r.Type, r.Name)), append(builds, b)
-		fill = fill || r.Name == "events_text_insert"
-	}
-	if fill {
-		refill := textindex.SQLiteRefill
-		builds = append(builds, indexBuild{sql: refill.Before}, indexBuild{refill.Fill, "build the full-text index events_text"}, indexBuild{sql: refill.After},
-			indexBuild{refill.Merge, "merge the full-text index events_text"})
-	}
-	return drops, builds, err
 }
 
 // LoadStep is a step of Load after the rows are written, which can take

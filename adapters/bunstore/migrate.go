@@ -10,12 +10,9 @@ import (
 	"time"
 
 	"github.com/uptrace/bun"
-	"github.com/uptrace/bun/dialect"
-	"github.com/uptrace/bun/dialect/sqlitedialect"
 	"github.com/uptrace/bun/migrate"
 
 	"github.com/flagadmin/flagadmin/adapters/bunstore/internal/lent"
-	"github.com/flagadmin/flagadmin/adapters/bunstore/internal/textindex"
 )
 
 // Migrate applies the migrations the database lacks (there is one, the
@@ -55,7 +52,7 @@ func (s *Store) Migrate(ctx context.Context, opts ...MigrateOption) error {
 		return withDetail(s.fail("migrate", err))
 	}
 	defer db.Close()
-	m := &Store{db: db, rdb: db, dialect: s.dialect, log: s.log, tuning: s.tuning}
+	m := &Store{db: db, rdb: db, sqlDialect: s.sqlDialect, dialect: s.dialect, log: s.log, tuning: s.tuning}
 	return m.migrate(ctx, o)
 }
 
@@ -112,27 +109,15 @@ func (o migrateOptions) report(name, progress string) {
 	}
 }
 
-// migrate is Migrate on the store's own connections.
+// migrate is Migrate on the store's own connections: under the dialect's
+// migration lock, held by a session of its own, or else in one write
+// transaction (migrateInWriteTx).
 func (s *Store) migrate(ctx context.Context, o migrateOptions) error {
 	var err error
-	switch s.dialect {
-	case dialect.PG:
-		err = s.withSessionLock(ctx,
-			"SELECT pg_advisory_lock(hashtext('flagadmin.migrate:' || COALESCE(current_schema(), '')))",
-			"SELECT pg_advisory_unlock(hashtext('flagadmin.migrate:' || COALESCE(current_schema(), '')))",
-			func() error {
-				if err := s.runMigrations(ctx, s.db, o); err != nil {
-					return err
-				}
-				return textindex.EnsureTrigramIndexes(ctx, s.db, s.warnNoTrigram)
-			})
-	case dialect.MySQL:
-		err = s.withSessionLock(ctx,
-			"SELECT GET_LOCK(CONCAT('flagadmin_migrate_', SHA1(DATABASE())), 5)",
-			"SELECT RELEASE_LOCK(CONCAT('flagadmin_migrate_', SHA1(DATABASE())))",
-			func() error { return s.runMigrations(ctx, s.db, o) })
-	default:
-		err = s.migrateSQLite(ctx, o)
+	if lock, unlock := s.sqlDialect.MigrationLock(); lock != "" {
+		err = s.withSessionLock(ctx, lock, unlock, func() error { return s.runMigrations(ctx, s.db, o) })
+	} else {
+		err = s.migrateInWriteTx(ctx, o)
 	}
 	if err != nil {
 		return withDetail(s.fail("migrate", err))
@@ -148,10 +133,11 @@ func (s *Store) warnNoTrigram(cause error) {
 	})
 }
 
-// runMigrations applies the migrations db lacks, then brings the summaries
-// in line with the store's tuning (syncSummaries).
+// runMigrations applies the migrations db lacks, brings the summaries in
+// line with the store's tuning (syncSummaries), then does what the dialect
+// adds after them (sqlDialect.AfterMigrations).
 func (s *Store) runMigrations(ctx context.Context, db *bun.DB, o migrateOptions) error {
-	ms := newMigrations(o)
+	ms := newMigrations(s.sqlDialect, o)
 	m := migrate.NewMigrator(db, ms, migrate.WithMarkAppliedOnSuccess(true))
 	if err := m.Init(ctx); err != nil {
 		return err
@@ -162,7 +148,10 @@ func (s *Store) runMigrations(ctx context.Context, db *bun.DB, o migrateOptions)
 	if _, err := m.Migrate(ctx); err != nil {
 		return err
 	}
-	return s.syncSummaries(ctx, db, o)
+	if err := s.syncSummaries(ctx, db, o); err != nil {
+		return err
+	}
+	return s.sqlDialect.AfterMigrations(ctx, db, s.warnNoTrigram)
 }
 
 // ErrNewerSchema: the database has migrations this version of the store
@@ -216,9 +205,10 @@ func refuseUnknownMigrations(ctx context.Context, db bun.IDB, ms *migrate.Migrat
 
 // withSessionLock runs fn while holding a lock taken by lockSQL on a
 // dedicated connection. The lock belongs to that connection's session: if
-// the process dies, the database ends the session and frees the lock. A
-// lock query returning 0 (MySQL's GET_LOCK timing out) is tried again until
-// ctx ends.
+// the process dies, the database ends the session and frees the lock.
+// Where the lock statement answers (sqlDialect.LockAnswers), an answer of
+// 0 (MySQL's GET_LOCK timing out) is tried again until ctx ends; else it
+// waits until it holds the lock.
 func (s *Store) withSessionLock(ctx context.Context, lockSQL, unlockSQL string, fn func() error) error {
 	conn, err := s.db.DB.Conn(ctx)
 	if err != nil {
@@ -227,12 +217,11 @@ func (s *Store) withSessionLock(ctx context.Context, lockSQL, unlockSQL string, 
 	defer conn.Close()
 	for {
 		var got sql.NullInt64
-		if s.dialect == dialect.PG {
-			// pg_advisory_lock returns void: waiting is all it does.
+		if s.sqlDialect.LockAnswers() {
+			err = conn.QueryRowContext(ctx, lockSQL).Scan(&got)
+		} else {
 			_, err = conn.ExecContext(ctx, lockSQL)
 			got = sql.NullInt64{Int64: 1, Valid: true}
-		} else {
-			err = conn.QueryRowContext(ctx, lockSQL).Scan(&got)
 		}
 		if err != nil {
 			return err
@@ -259,7 +248,8 @@ func (s *Store) withSessionLock(ctx context.Context, lockSQL, unlockSQL string, 
 	return fn()
 }
 
-// migrateSQLite runs the migrations in one transaction on the writer
+// migrateInWriteTx runs the migrations of SQLite, which has no migration
+// lock (sqlDialect.MigrationLock), in one transaction on the writer
 // connection, with foreign keys off. BEGIN IMMEDIATE takes the database write lock, which other
 // connections and processes wait for (busy_timeout) and which SQLite frees
 // if the process dies; the store's own writes wait for the connection.
@@ -267,7 +257,7 @@ func (s *Store) withSessionLock(ctx context.Context, lockSQL, unlockSQL string, 
 // The migrator needs a *bun.DB. To keep it on the one connection that holds
 // the transaction, it gets a database/sql pool whose single connection is
 // the writer's driver connection, lent for the duration.
-func (s *Store) migrateSQLite(ctx context.Context, o migrateOptions) error {
+func (s *Store) migrateInWriteTx(ctx context.Context, o migrateOptions) error {
 	conn, err := s.db.DB.Conn(ctx)
 	if err != nil {
 		return err
@@ -279,7 +269,7 @@ func (s *Store) migrateSQLite(ctx context.Context, o migrateOptions) error {
 			return err
 		}
 		defer pool.Close()
-		db := bun.NewDB(pool, sqlitedialect.New())
+		db := s.sqlDialect.NewDB(pool)
 		// Off for the migrations, which may drop a table others refer to;
 		// the pragma does nothing inside a transaction, so it comes first.
 		if _, err := db.ExecContext(ctx, "PRAGMA foreign_keys = OFF"); err != nil {
@@ -348,7 +338,7 @@ func (s *Store) Schema(ctx context.Context) (SchemaState, error) {
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
 	var applied map[string]bool
-	switch exists, err := tableExists(ctx, s.db, "bun_migrations"); {
+	switch exists, err := tableExists(ctx, s.sqlDialect, s.db, "bun_migrations"); {
 	case err != nil:
 		return SchemaState{}, withDetail(s.fail("schema", err))
 	case exists:
@@ -362,7 +352,7 @@ func (s *Store) Schema(ctx context.Context) (SchemaState, error) {
 		}
 	}
 	var st SchemaState
-	ms := newMigrations(migrateOptions{})
+	ms := newMigrations(s.sqlDialect, migrateOptions{})
 	if applied != nil {
 		development, newer, err := unknownMigrations(ctx, s.db, ms)
 		if err != nil {

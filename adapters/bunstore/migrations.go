@@ -2,16 +2,13 @@ package bunstore
 
 import (
 	"context"
-	"database/sql"
 	"embed"
-	"errors"
 	"fmt"
 	"maps"
 	"slices"
 	"strings"
 
 	"github.com/uptrace/bun"
-	"github.com/uptrace/bun/dialect"
 	"github.com/uptrace/bun/migrate"
 )
 
@@ -32,9 +29,9 @@ import (
 // baseline is the name of the baseline migration.
 const baseline = "20261202120000"
 
-// newMigrations returns the schema's migrations, in order, reporting each
-// to o.
-func newMigrations(o migrateOptions) *migrate.Migrations {
+// newMigrations returns the schema's migrations in the dialect d, in
+// order, reporting each to o.
+func newMigrations(d sqlDialect, o migrateOptions) *migrate.Migrations {
 	ms := migrate.NewMigrations()
 	add := func(name, comment string, up func(ctx context.Context, db *bun.DB) error) {
 		ms.Add(migrate.Migration{
@@ -45,38 +42,36 @@ func newMigrations(o migrateOptions) *migrate.Migrations {
 			},
 		})
 	}
-	add(baseline, "baseline: the schema of the first release", migrateBaseline)
+	add(baseline, "baseline: the schema of the first release", func(ctx context.Context, db *bun.DB) error {
+		return migrateBaseline(ctx, d, db)
+	})
 	return ms
 }
 
 // migrateBaseline is the baseline migration: the schema of schemaFiles.
-func migrateBaseline(ctx context.Context, db *bun.DB) error {
-	stmts, err := baselineSchema(ctx, db)
+func migrateBaseline(ctx context.Context, d sqlDialect, db *bun.DB) error {
+	stmts, err := baselineSchema(ctx, d, db)
 	if err != nil {
 		return err
 	}
-	return inMigrationTx(ctx, db, func(ctx context.Context, tx bun.IDB) error { return execAll(ctx, tx, stmts) })
+	return inMigrationTx(ctx, d, db, func(ctx context.Context, tx bun.IDB) error { return execAll(ctx, tx, stmts) })
 }
 
 //go:embed schema/*.sql
 var schemaFiles embed.FS
 
-// baselineSchema returns the statements of the baseline schema of db's
-// database, schema/postgres.sql, mysql.sql or sqlite.sql, split at blank
-// lines, without comment lines, {collation} filled in on MySQL.
-func baselineSchema(ctx context.Context, db bun.IDB) ([]string, error) {
-	file := map[dialect.Name]string{dialect.PG: "postgres.sql", dialect.MySQL: "mysql.sql", dialect.SQLite: "sqlite.sql"}[db.Dialect().Name()]
-	text, err := schemaFiles.ReadFile("schema/" + file)
+// baselineSchema returns the statements of the baseline schema of the
+// dialect d, schema/postgres.sql, mysql.sql or sqlite.sql, split at blank
+// lines, without comment lines, with what the dialect fills in from db
+// ({collation} on MySQL).
+func baselineSchema(ctx context.Context, d sqlDialect, db bun.IDB) ([]string, error) {
+	text, err := schemaFiles.ReadFile("schema/" + d.SchemaFile())
 	if err != nil {
 		return nil, err
 	}
-	ddl := string(text)
-	if db.Dialect().Name() == dialect.MySQL {
-		collation, err := mysqlBinaryCollation(ctx, db)
-		if err != nil {
-			return nil, err
-		}
-		ddl = strings.ReplaceAll(ddl, "{collation}", collation)
+	ddl, err := d.FillSchema(ctx, db, string(text))
+	if err != nil {
+		return nil, err
 	}
 	return statements(ddl), nil
 }
@@ -99,11 +94,12 @@ func statements(ddl string) []string {
 	return out
 }
 
-// inMigrationTx runs fn in one transaction of db: its own on PostgreSQL
-// and MySQL (where only data statements roll back), the migration lock's
-// on SQLite (migrate.go), which db is already in.
-func inMigrationTx(ctx context.Context, db *bun.DB, fn func(ctx context.Context, tx bun.IDB) error) error {
-	if db.Dialect().Name() == dialect.SQLite {
+// inMigrationTx runs fn in one transaction of db: its own under a
+// migration lock (PostgreSQL, and MySQL, where only data statements roll
+// back), else the one the migrations run in (SQLite, migrate.go), which db
+// is already in.
+func inMigrationTx(ctx context.Context, d sqlDialect, db *bun.DB, fn func(ctx context.Context, tx bun.IDB) error) error {
+	if lock, _ := d.MigrationLock(); lock == "" {
 		return fn(ctx, db)
 	}
 	return db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error { return fn(ctx, tx) })
@@ -117,23 +113,6 @@ func execAll(ctx context.Context, db bun.IDB, stmts []string) error {
 		}
 	}
 	return nil
-}
-
-// mysqlBinaryCollation picks a utf8mb4 collation that compares code points
-// exactly and without padding trailing spaces, as the other databases do:
-// utf8mb4_0900_bin (MySQL 8) or utf8mb4_nopad_bin (MariaDB), else utf8mb4_bin.
-func mysqlBinaryCollation(ctx context.Context, db bun.IDB) (string, error) {
-	for _, c := range []string{"utf8mb4_0900_bin", "utf8mb4_nopad_bin"} {
-		var name string
-		err := db.QueryRowContext(ctx, "SELECT COLLATION_NAME FROM information_schema.COLLATIONS WHERE COLLATION_NAME = ?", c).Scan(&name)
-		switch {
-		case err == nil:
-			return name, nil
-		case !errors.Is(err, sql.ErrNoRows):
-			return "", err
-		}
-	}
-	return "utf8mb4_bin", nil
 }
 
 // syncSummaries brings the summaries in line with the store's tuning
@@ -150,7 +129,9 @@ func (s *Store) syncSummaries(ctx context.Context, db *bun.DB, o migrateOptions)
 		switch stale := states[name]; {
 		case kept[name] && stale:
 			err = o.step(name, "rebuild the summary "+name+" from the base tables", func() error {
-				return inMigrationTx(ctx, db, func(ctx context.Context, tx bun.IDB) error { return rebuildSummaries(ctx, tx, name) })
+				return inMigrationTx(ctx, s.sqlDialect, db, func(ctx context.Context, tx bun.IDB) error {
+					return rebuildSummaries(ctx, s.sqlDialect, tx, name)
+				})
 			})
 			if err == nil {
 				s.tuning.stale.set(name, false)
@@ -172,7 +153,7 @@ func (s *Store) syncSummaries(ctx context.Context, db *bun.DB, o migrateOptions)
 func (s *Store) checkSummaries(ctx context.Context) error {
 	states, err := summaryStates(ctx, s.db)
 	if err != nil {
-		if exists, existsErr := tableExists(ctx, s.db, "summary_state"); existsErr == nil && !exists {
+		if exists, existsErr := tableExists(ctx, s.sqlDialect, s.db, "summary_state"); existsErr == nil && !exists {
 			return nil
 		}
 		return withDetail(s.fail("open", err))
@@ -214,27 +195,10 @@ func summaryStates(ctx context.Context, db bun.IDB) (map[string]bool, error) {
 // are computed from, in the lock order of writers (record.go), so that no
 // writer changes it meanwhile and none waits for it in a circle: the base
 // tables against changes, then the summaries against writers, then
-// events against inserts. SQLite's migration transaction holds the whole
-// database already.
-func rebuildSummaries(ctx context.Context, tx bun.IDB, names ...string) error {
-	var locks []string
-	switch tx.Dialect().Name() {
-	case dialect.PG:
-		locks = []string{
-			"LOCK TABLE " + strings.Join(baseTables, ", ") + " IN SHARE MODE",
-			"LOCK TABLE event_counts, project_stats IN EXCLUSIVE MODE",
-			"LOCK TABLE events IN SHARE MODE",
-		}
-	case dialect.MySQL:
-		for _, t := range baseTables {
-			locks = append(locks, "SELECT COUNT(*) FROM "+t+" FORCE INDEX (PRIMARY) LOCK IN SHARE MODE")
-		}
-		locks = append(locks,
-			"SELECT COUNT(*) FROM event_counts FORCE INDEX (PRIMARY) FOR UPDATE",
-			"SELECT COUNT(*) FROM project_stats FORCE INDEX (PRIMARY) FOR UPDATE",
-			eventOrderSQL)
-	}
-	for _, lock := range locks {
+// events against inserts (sqlDialect.SummaryLocks). SQLite's migration
+// transaction holds the whole database already.
+func rebuildSummaries(ctx context.Context, d sqlDialect, tx bun.IDB, names ...string) error {
+	for _, lock := range d.SummaryLocks(baseTables, eventOrderSQL) {
 		// Some are SELECTs: their rows are read and dropped.
 		rows, err := tx.QueryContext(ctx, lock)
 		if err != nil {
@@ -258,23 +222,10 @@ func rebuildSummaries(ctx context.Context, tx bun.IDB, names ...string) error {
 // baseTables are the tables the summaries derive from, but events.
 var baseTables = []string{"users", "user_groups", "group_members", "projects", "project_members", "project_favorites", "features", "api_tokens"}
 
-// tableExists reports whether the store's schema has table. On
-// PostgreSQL it asks pg_catalog directly, by the index on a relation's
-// name and schema: information_schema's views join every relation of the
-// database and check privileges on each, which costs a hundred times as
-// much (tables, views and foreign tables, as information_schema.tables
-// lists).
-func tableExists(ctx context.Context, db bun.IDB, table string) (bool, error) {
-	var q string
-	switch db.Dialect().Name() {
-	case dialect.PG:
-		q = "SELECT COUNT(*) FROM pg_catalog.pg_class WHERE relnamespace = quote_ident(current_schema())::regnamespace AND relname = ? AND relkind IN ('r', 'p', 'v', 'f')"
-	case dialect.MySQL:
-		q = "SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ?"
-	default:
-		q = "SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name = ?"
-	}
+// tableExists reports whether the store's schema has table, asking db in
+// the dialect d (sqlDialect.TableExistsSQL).
+func tableExists(ctx context.Context, d sqlDialect, db bun.IDB, table string) (bool, error) {
 	var n int
-	err := db.QueryRowContext(ctx, q, table).Scan(&n)
+	err := db.QueryRowContext(ctx, d.TableExistsSQL(), table).Scan(&n)
 	return n > 0, err
 }

@@ -20,11 +20,11 @@ import (
 	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/uptrace/bun"
 	"github.com/uptrace/bun/dialect"
-	"github.com/uptrace/bun/dialect/mysqldialect"
-	"github.com/uptrace/bun/dialect/pgdialect"
-	"github.com/uptrace/bun/dialect/sqlitedialect"
 	"github.com/uptrace/bun/driver/sqliteshim"
 
+	mysqldialect "github.com/flagadmin/flagadmin/adapters/bunstore/internal/dialects/mysql"
+	"github.com/flagadmin/flagadmin/adapters/bunstore/internal/dialects/postgres"
+	"github.com/flagadmin/flagadmin/adapters/bunstore/internal/dialects/sqlite"
 	"github.com/flagadmin/flagadmin/adapters/bunstore/internal/sqlitefile"
 	"github.com/flagadmin/flagadmin/flagadmin"
 )
@@ -37,7 +37,12 @@ type Store struct {
 	// db runs writes, and reads too except on a SQLite file.
 	db *bun.DB
 	// rdb runs reads: a pool of readers on a SQLite file, else db.
-	rdb     *bun.DB
+	rdb *bun.DB
+	// sqlDialect is what differs between the databases (dialect.go),
+	// chosen by Open.
+	sqlDialect sqlDialect
+	// dialect is bun's name of the database (sqlDialect.Name), which
+	// log.go, prune.go and leaves.go compare.
 	dialect dialect.Name
 	log     *slog.Logger
 	// trgmWarn logs once that pg_trgm is unavailable.
@@ -141,10 +146,13 @@ func Open(ctx context.Context, rawURL string, opts ...Option) (*Store, error) {
 	scheme, _, _ := strings.Cut(rawURL, ":")
 	switch strings.ToLower(scheme) {
 	case "postgres", "postgresql":
+		s.setDialect(postgres.Dialect{})
 		err = s.openPostgres(rawURL)
 	case "mysql":
+		s.setDialect(mysqldialect.Dialect{})
 		err = s.openMySQL(rawURL)
 	case "sqlite":
+		s.setDialect(sqlite.Dialect{})
 		err = s.openSQLite(strings.TrimPrefix(rawURL[len(scheme):], ":"))
 	default:
 		return nil, fmt.Errorf("bunstore: unsupported database URL scheme %q: use postgres://, mysql:// or sqlite:", scheme)
@@ -152,7 +160,7 @@ func Open(ctx context.Context, rawURL string, opts ...Option) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	s.tuning = newTuning(s.dialect, o.off)
+	s.tuning = newTuning(s.sqlDialect, o.off)
 	if err := s.ping(ctx); err != nil {
 		s.Close()
 		if strings.EqualFold(scheme, "sqlite") {
@@ -172,6 +180,11 @@ func Open(ctx context.Context, rawURL string, opts ...Option) (*Store, error) {
 		return nil, err
 	}
 	return s, nil
+}
+
+// setDialect makes d the store's dialect, the one place it is chosen.
+func (s *Store) setDialect(d sqlDialect) {
+	s.sqlDialect, s.dialect = d, d.Name()
 }
 
 // maxConns bounds the connections to a PostgreSQL or MySQL server. All of
@@ -194,9 +207,8 @@ func (s *Store) openPostgres(rawURL string) error {
 		sqldb.SetMaxOpenConns(maxConns)
 		sqldb.SetMaxIdleConns(maxConns)
 		sqldb.SetConnMaxIdleTime(5 * time.Minute)
-		return bun.NewDB(sqldb, pgdialect.New())
+		return s.sqlDialect.NewDB(sqldb)
 	}
-	s.dialect = dialect.PG
 	if s.timeout > 0 {
 		unbounded := cfg.Copy()
 		s.openUnbounded = func() (*bun.DB, error) { return open(unbounded), nil }
@@ -231,15 +243,14 @@ func (s *Store) openMySQL(rawURL string) error {
 	if err != nil {
 		return err
 	}
-	// The dialect asks the server for its version when created: check that
-	// it answers first, so a down server is reported by Ping, not logged.
+	// Bun's MySQL dialect, made with the database (NewDB), asks the server
+	// for its version: check that it answers first, so a down server is reported by Ping, not logged.
 	ctx, cancel := s.bound(context.Background())
 	defer cancel()
 	if err := sqldb.PingContext(ctx); err != nil {
 		sqldb.Close()
 		return withDetail(s.fail("open", err))
 	}
-	s.dialect = dialect.MySQL
 	if s.timeout > 0 {
 		// The statement limit's variable depends on the server: ask it,
 		// then open the pool whose connections set the limits.
@@ -254,7 +265,7 @@ func (s *Store) openMySQL(rawURL string) error {
 			if err != nil {
 				return nil, err
 			}
-			return bun.NewDB(db, mysqldialect.New()), nil
+			return s.sqlDialect.NewDB(db), nil
 		}
 		bounded := cfg.Clone()
 		if bounded.Params == nil {
@@ -271,7 +282,7 @@ func (s *Store) openMySQL(rawURL string) error {
 			return err
 		}
 	}
-	s.db = bun.NewDB(sqldb, mysqldialect.New())
+	s.db = s.sqlDialect.NewDB(sqldb)
 	s.rdb = s.db
 	return nil
 }
@@ -350,7 +361,6 @@ const sqliteParams = "_pragma=foreign_keys(1)&_pragma=journal_mode(WAL)&_pragma=
 const sqliteBusyTimeout = 10 * time.Second
 
 func (s *Store) openSQLite(path string) error {
-	s.dialect = dialect.SQLite
 	busy := sqliteBusyTimeout
 	if s.timeout > 0 {
 		busy = s.timeout
@@ -367,7 +377,7 @@ func (s *Store) openSQLite(path string) error {
 		sqldb.SetMaxIdleConns(1)
 		sqldb.SetConnMaxLifetime(0)
 		sqldb.SetConnMaxIdleTime(0)
-		s.db = bun.NewDB(sqldb, sqlitedialect.New())
+		s.db = s.sqlDialect.NewDB(sqldb)
 		s.rdb = s.db
 		return nil
 	}
@@ -395,8 +405,8 @@ func (s *Store) openSQLite(path string) error {
 	n := max(4, runtime.GOMAXPROCS(0))
 	r.SetMaxOpenConns(n)
 	r.SetMaxIdleConns(n)
-	s.db = bun.NewDB(w, sqlitedialect.New())
-	s.rdb = bun.NewDB(r, sqlitedialect.New())
+	s.db = s.sqlDialect.NewDB(w)
+	s.rdb = s.sqlDialect.NewDB(r)
 	return nil
 }
 

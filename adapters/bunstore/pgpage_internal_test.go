@@ -116,7 +116,7 @@ func TestPreparedPagesAgreeWithLiterals(t *testing.T) {
 // pageSearch is what SearchEvents builds q's page statement from, and
 // whether q's page is found by a seek instead.
 func (s *Store) pageSearch(q flagadmin.EventQuery) (pgpage.Search, bool) {
-	plan := s.tuning.planSearch(s.dialect, q)
+	plan := s.tuning.planSearch(s.sqlDialect, q)
 	return pgpage.Search{Query: q, Total: s.total(q, plan), Where: s.pageWhere}, plan.Seeks()
 }
 

@@ -7,7 +7,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/uptrace/bun"
-	"github.com/uptrace/bun/dialect"
 
 	"github.com/flagadmin/flagadmin/adapters/bunstore/internal/pgpage"
 	"github.com/flagadmin/flagadmin/adapters/bunstore/internal/stored"
@@ -175,7 +174,7 @@ func saltEvents(events []flagadmin.Event) error {
 // appendEvents takes the event order lock and inserts ch's events, setting
 // their ids: drawn by the database, or given (ch.givenIDs).
 func (s *Store) appendEvents(ctx context.Context, t *txn, ch *changes) error {
-	if s.dialect == dialect.PG && ch.bulk {
+	if s.sqlDialect.CopiesEvents() && ch.bulk {
 		return s.copyEvents(ctx, t, ch.events, ch.givenIDs)
 	}
 	rows := make([]stored.Event, len(ch.events))
@@ -189,107 +188,39 @@ func (s *Store) appendEvents(ctx context.Context, t *txn, ch *changes) error {
 		}
 		rows[i] = r
 	}
-	switch {
-	case ch.givenIDs:
+	if ch.givenIDs {
 		if err := s.checkGivenIDs(ctx, t, ch.events); err != nil {
 			return err
 		}
 		return s.insertRows(ctx, t, rows)
-	case s.dialect == dialect.MySQL:
+	}
+	if ins, ok := s.sqlDialect.(eventInserter); ok {
 		if err := s.lockEventOrder(ctx, t); err != nil {
 			return err
 		}
-		return s.insertMySQL(ctx, t, rows, ch.events)
-	case s.dialect == dialect.SQLite:
-		return s.insertSQLite(ctx, t, rows, ch.events)
-	default:
-		// On PostgreSQL the INSERT takes the event order lock (the
-		// events_order trigger), and appends the leaves (leaves.go).
-		return s.insertWithLeaves(ctx, t, rows, ch.events)
+		return ins.InsertEvents(ctx, t, rows, ch.events)
 	}
+	// INSERT ... RETURNING: the INSERT takes the event order lock (the
+	// events_order trigger), and appends the leaves (leaves.go).
+	return s.insertWithLeaves(ctx, t, rows, ch.events)
 }
 
 // eventOrderSQL takes the event order lock in the caller's transaction.
 const eventOrderSQL = "SELECT id FROM event_order WHERE id = 1 FOR UPDATE"
 
-// eventOrderShareSQL takes the event order lock in share mode (MySQL): it
-// waits for the writer that holds the lock to commit, and keeps writers
-// from drawing ids until the caller's transaction ends (export.go).
-const eventOrderShareSQL = "SELECT id FROM event_order WHERE id = 1 LOCK IN SHARE MODE"
-
-// lockEventOrder takes the event order lock in t now, on PostgreSQL and
-// MySQL (SQLite's single writer needs none).
+// lockEventOrder takes the event order lock in t now, unless the
+// database has a single writer, which needs none.
 func (s *Store) lockEventOrder(ctx context.Context, db bun.IDB) error {
-	if s.dialect == dialect.SQLite || s.test.noEventOrder() {
+	if s.sqlDialect.SingleWriter() || s.test.noEventOrder() {
 		return nil
 	}
 	var id int
 	return db.QueryRowContext(ctx, eventOrderSQL).Scan(&id)
 }
 
-// insertChunk bounds the rows of one multi-row INSERT of events (SQLite
-// allows fewer bound values in a statement).
-func (s *Store) insertChunk() int {
-	if s.dialect == dialect.SQLite {
-		return 500
-	}
-	return 1000
-}
-
-// insertSQLite inserts rows on SQLite by multi-row INSERTs, and sets
-// their ids on events: the last one's is the connection's last rowid, and
-// the others precede it, one by one: the single writer connection draws
-// the rowids of one statement in a row (AUTOINCREMENT: above every id ever
-// drawn). Cheaper than RETURNING.
-func (s *Store) insertSQLite(ctx context.Context, db bun.IDB, rows []stored.Event, events []flagadmin.Event) error {
-	for start := 0; start < len(rows); start += s.insertChunk() {
-		part := rows[start:min(len(rows), start+s.insertChunk())]
-		res, err := db.NewInsert().Model(&part).Returning("").Exec(ctx)
-		if err != nil {
-			return err
-		}
-		last, err := res.LastInsertId()
-		if err != nil {
-			return err
-		}
-		for i := range part {
-			events[start+i].ID = last - int64(len(part)-1-i)
-		}
-	}
-	return nil
-}
-
-// insertMySQL inserts rows on MySQL, which has no RETURNING, under the
-// event order lock: by multi-row INSERTs whose ids are the first one
-// (LAST_INSERT_ID) and, for more than one row, those read back from it:
-// the lock keeps every other writer's ids out of the range.
-func (s *Store) insertMySQL(ctx context.Context, db bun.IDB, rows []stored.Event, events []flagadmin.Event) error {
-	for start := 0; start < len(rows); start += 1000 {
-		part := rows[start:min(len(rows), start+1000)]
-		res, err := db.NewInsert().Model(&part).Returning("").Exec(ctx)
-		if err != nil {
-			return err
-		}
-		first, err := res.LastInsertId()
-		if err != nil {
-			return err
-		}
-		ids := []int64{first}
-		if len(part) > 1 {
-			ids = ids[:0]
-			if err := db.NewRaw("SELECT id FROM events WHERE id >= ? ORDER BY id LIMIT ?", first, len(part)).Scan(ctx, &ids); err != nil {
-				return err
-			}
-		}
-		if len(ids) != len(part) {
-			return fmt.Errorf("inserted %d events, read back %d ids", len(part), len(ids))
-		}
-		for i, id := range ids {
-			events[start+i].ID = id
-		}
-	}
-	return nil
-}
+// insertChunk bounds the rows of one multi-row INSERT of events or
+// leaves (the bound values a statement may have).
+func (s *Store) insertChunk() int { return s.sqlDialect.InsertChunk() }
 
 // insertRows inserts rows with the ids they carry, by multi-row INSERTs.
 func (s *Store) insertRows(ctx context.Context, db bun.IDB, rows []stored.Event) error {
@@ -323,14 +254,11 @@ func (s *Store) checkGivenIDs(ctx context.Context, db bun.IDB, events []flagadmi
 }
 
 // continueIDs makes the ids the database draws continue above last, an id
-// just inserted as given: on PostgreSQL, whose identity does not move by
-// itself (MySQL's AUTO_INCREMENT and SQLite's AUTOINCREMENT do). The event
-// order lock keeps every other drawer out meanwhile.
+// just inserted as given, where its counter does not move by itself
+// (sqlDialect.RaiseIDs). The event order lock keeps every other drawer out
+// meanwhile.
 func (s *Store) continueIDs(ctx context.Context, db bun.IDB, last int64) error {
-	if s.dialect != dialect.PG {
-		return nil
-	}
-	return raiseSequence(ctx, db, "events", last)
+	return s.sqlDialect.RaiseIDs(ctx, db, "events", last)
 }
 
 // copyEvents sends events with COPY on PostgreSQL, far less parsing than

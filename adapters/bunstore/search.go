@@ -5,7 +5,6 @@ import (
 	"strings"
 
 	"github.com/uptrace/bun"
-	"github.com/uptrace/bun/dialect"
 
 	"github.com/flagadmin/flagadmin/adapters/bunstore/internal/eventcounts"
 	"github.com/flagadmin/flagadmin/adapters/bunstore/internal/pgpage"
@@ -34,7 +33,7 @@ func (s *Store) SearchEvents(ctx context.Context, q flagadmin.EventQuery) (flaga
 	if q.Text != "" {
 		return s.searchText(ctx, q)
 	}
-	plan := s.tuning.planSearch(s.dialect, q)
+	plan := s.tuning.planSearch(s.sqlDialect, q)
 	if s.tuning.pages && q.Limit > 0 && !plan.Seeks() {
 		text, args := pgpage.Statement(s.rdb.QueryGen(), pgpage.Search{Query: q, Total: s.total(q, plan), Where: s.pageWhere})
 		page, err := pgpage.Read(ctx, s.rdb.DB, text, args, q.Limit)
@@ -195,7 +194,7 @@ func (s *Store) filter(q flagadmin.EventQuery) sqlq.Fragment {
 		conds = append(conds, sqlq.F("project IS NOT NULL"))
 	}
 	if len(q.HiddenProjects) > 0 {
-		conds = append(conds, stored.ProjectHidden(s.dialect, "project", q.HiddenProjects).Wrap("(project IS NULL OR NOT ", ")"))
+		conds = append(conds, stored.ProjectHidden(s.sqlDialect.Name(), "project", q.HiddenProjects).Wrap("(project IS NULL OR NOT ", ")"))
 	}
 	if q.Text != "" {
 		conds = append(conds, s.textFilter(q.Text, q.TextScope))
@@ -208,7 +207,9 @@ func (s *Store) filter(q flagadmin.EventQuery) sqlq.Fragment {
 
 // textFilter keeps the events whose search texts in scope contain text, a
 // literal: from SQLite's text index when the store has it on and it
-// answers text, else by scanning the texts. Both texts are computed with
+// answers text, else by the dialect's test of each text
+// (sqlDialect.Contains), which scans them or, on PostgreSQL, is served by
+// each column's trigram index, when there. Both texts are computed with
 // strings.ToLower, the function that lower-cases the query, and queries
 // cannot contain control characters, so a match never spans the newline
 // between two texts: the test is exactly strings.Contains.
@@ -218,23 +219,10 @@ func (s *Store) textFilter(text string, scope flagadmin.TextScope) sqlq.Fragment
 			return match
 		}
 	}
-	var test string
-	switch s.dialect {
-	case dialect.PG, dialect.MySQL:
-		// On PostgreSQL each LIKE is served by its column's trigram index
-		// (an OR by both, a BitmapOr), when there; MySQL scans.
-		test, text = "%s LIKE ? ESCAPE '!'", "%"+likeEscaper.Replace(text)+"%"
-	default:
-		// SQLite's LIKE folds ASCII case; instr is an exact substring test.
-		test = "instr(%s, ?) > 0"
-	}
-	payload := sqlq.F(strings.Replace(test, "%s", "search_payload", 1), text)
+	payload := s.sqlDialect.Contains("search_payload", text)
 	if scope == flagadmin.TextPayload {
 		return payload
 	}
-	meta := sqlq.F(strings.Replace(test, "%s", "search_meta", 1), text)
+	meta := s.sqlDialect.Contains("search_meta", text)
 	return sqlq.Join(" OR ", payload, meta).Wrap("(", ")")
 }
-
-// likeEscaper makes a text a literal LIKE pattern with ESCAPE '!'.
-var likeEscaper = strings.NewReplacer("!", "!!", "%", "!%", "_", "!_")

@@ -8,7 +8,6 @@ import (
 	"sync/atomic"
 
 	"github.com/uptrace/bun"
-	"github.com/uptrace/bun/dialect"
 
 	"github.com/flagadmin/flagadmin/adapters/bunstore/internal/eventcounts"
 	"github.com/flagadmin/flagadmin/adapters/bunstore/internal/projectfigures"
@@ -124,14 +123,15 @@ func (t tuning) readCounts() bool { return t.counts && !t.stale.counts.Load() }
 // readFigures reports whether the project list reads project_stats.
 func (t tuning) readFigures() bool { return t.figures && !t.stale.figures.Load() }
 
-// newTuning is the tuning of a store on database name with off turned off.
-func newTuning(name dialect.Name, off []Tuning) tuning {
+// newTuning is the tuning of a store in the dialect d with off turned off
+// (and those d does not run).
+func newTuning(d sqlDialect, off []Tuning) tuning {
 	on := func(t Tuning) bool { return !slices.Contains(off, t) }
 	return tuning{
 		counts:    on(EventCounts),
 		figures:   on(ProjectFigures),
-		pages:     on(PageStatements) && name == dialect.PG,
-		textIndex: on(TextIndex) && name == dialect.SQLite,
+		pages:     on(PageStatements) && d.PageStatements(),
+		textIndex: on(TextIndex) && d.TextIndex(),
 		proofs:    on(ProofReads),
 		stale:     &staleSummaries{},
 	}
@@ -172,11 +172,11 @@ func (t tuning) record(ctx context.Context, db bun.IDB, ch *changes) error {
 // planSearch is how q's total and the start of its page are found, on a
 // database of dialect d: from event_counts when kept, else (the zero
 // plan) from the events.
-func (t tuning) planSearch(d dialect.Name, q flagadmin.EventQuery) eventcounts.Plan {
+func (t tuning) planSearch(d sqlDialect, q flagadmin.EventQuery) eventcounts.Plan {
 	if !t.readCounts() {
 		return eventcounts.Plan{}
 	}
-	return eventcounts.PlanFor(d, q)
+	return eventcounts.PlanFor(d.Name(), q)
 }
 
 // projectFigures returns the figures of the projects of q, by project

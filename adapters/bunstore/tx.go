@@ -2,13 +2,11 @@ package bunstore
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"math/rand/v2"
 	"time"
 
 	"github.com/uptrace/bun"
-	"github.com/uptrace/bun/dialect"
 )
 
 // maxAttempts bounds how often a transaction runs when it loses a deadlock
@@ -78,24 +76,17 @@ func (s *Store) runTx(ctx context.Context, op string, fn func(ctx context.Contex
 // database, so that several queries agree with each other (a page and its
 // total, the figures of the project list).
 func (s *Store) inReadTx(ctx context.Context, op string, fn func(ctx context.Context, tx bun.Tx) error) error {
-	var opts *sql.TxOptions
-	switch s.dialect {
-	case dialect.PG, dialect.MySQL:
-		opts = &sql.TxOptions{Isolation: sql.LevelRepeatableRead, ReadOnly: true}
-	}
-	// SQLite: a deferred transaction takes its snapshot at the first read
-	// (WAL); the in-memory database has a single connection anyway.
-	if err := s.rdb.RunInTx(ctx, opts, fn); err != nil {
+	if err := s.rdb.RunInTx(ctx, s.sqlDialect.ReadTxOptions(), fn); err != nil {
 		return s.fail(op, err)
 	}
 	return nil
 }
 
-// forUpdate locks the selected rows until the transaction ends. SQLite has
-// no row locks and needs none: its single writer connection runs one
-// transaction at a time, each holding the database write lock from BEGIN.
+// forUpdate locks the selected rows until the transaction ends. A database
+// with a single writer (SQLite) has no row locks and needs none: it runs
+// one write transaction at a time, each holding the write lock from BEGIN.
 func (s *Store) forUpdate(q *bun.SelectQuery) *bun.SelectQuery {
-	if s.dialect == dialect.SQLite {
+	if s.sqlDialect.SingleWriter() {
 		return q
 	}
 	return q.For("UPDATE")

@@ -9,8 +9,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/uptrace/bun/dialect"
-
 	"github.com/flagadmin/flagadmin/adapters/bunstore/internal/stored"
 	"github.com/flagadmin/flagadmin/flagadmin"
 )
@@ -49,9 +47,10 @@ func (s *Store) Version(ctx context.Context) (int64, error) {
 	return v, nil
 }
 
-// versionShard draws the row of store_versions a transaction raises.
+// versionShard draws the row of store_versions a transaction raises: row
+// 0 where a single writer leaves no contention to spread.
 func (s *Store) versionShard() int {
-	if s.dialect == dialect.SQLite {
+	if s.sqlDialect.SingleWriter() {
 		return 0
 	}
 	return rand.IntN(versionShards)

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/uptrace/bun"
-	"github.com/uptrace/bun/dialect"
 
 	"github.com/flagadmin/flagadmin/flagadmin"
 )
@@ -63,14 +62,7 @@ func (s *Store) RegisterSink(ctx context.Context, name string, now time.Time) (f
 	defer cancel()
 	insert := `INSERT INTO webhook_sinks (name, after_id, delivered, attempts, last_error, last_error_at, holder, lease_until, seq, created_at)
 		SELECT ?, COALESCE(MAX(id), 0), 0, 0, '', 0, '', 0, 0, ? FROM events`
-	switch s.dialect {
-	case dialect.MySQL:
-		insert += " ON DUPLICATE KEY UPDATE name = name"
-	case dialect.SQLite:
-		insert += " WHERE true ON CONFLICT (name) DO NOTHING" // WHERE: SQLite's parser needs it before an upsert clause
-	default:
-		insert += " ON CONFLICT (name) DO NOTHING"
-	}
+	insert += s.sqlDialect.KeepExisting("name")
 	if _, err := s.db.ExecContext(ctx, insert, name, now.UnixMilli()); err != nil {
 		return flagadmin.SinkState{}, s.fail("register sink", err)
 	}
@@ -120,28 +112,12 @@ func (s *Store) RecordSinkFailure(ctx context.Context, name, holder string, now 
 		[]any{attempts, lastError, now.UnixMilli()}, name, holder, now)
 }
 
-// asyncCommit, joined to an UPDATE on PostgreSQL, makes the statement's
-// own transaction commit without waiting for its WAL record to reach the
-// disk (synchronous_commit off, for this transaction only: set_config's
-// local setting holds until its end, after the commit record is written).
-// A position write then costs no disk flush, which bounds one sink's
-// delivery rate otherwise (one flush per event). The risk is the
-// database's own crash (not flagadmin's), which may undo the advances of
-// its last fraction of a second (at most 3 × wal_writer_delay): those
-// events are sent again, with their ids, and none is skipped, since a
-// position only ever moves back. See flagadmin.SinkStore.AdvanceSink.
-const asyncCommit = " FROM (SELECT set_config('synchronous_commit', 'off', true)) AS async_commit"
-
 // fencedSinkWrite sets the columns of set on the sink's row when holder
 // holds its lease at now; flagadmin.ErrLeaseLost when it does not.
 func (s *Store) fencedSinkWrite(ctx context.Context, op, set string, args []any, name, holder string, now time.Time) error {
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
-	from := ""
-	if s.dialect == dialect.PG {
-		from = asyncCommit
-	}
-	ok, err := sinkLease(name).whileHeld(ctx, s.db, set, args, from, holder, now)
+	ok, err := sinkLease(name).whileHeld(ctx, s.db, set, args, s.sqlDialect.AsyncCommit(), holder, now)
 	if err != nil {
 		return s.fail(op, err)
 	}

@@ -20,7 +20,7 @@ func (s *Store) Write(ctx context.Context, b *flagadmin.Batch) error {
 	var done *flagadmin.Batch
 	err := s.inTx(ctx, "write", func(ctx context.Context, t *txn) (*changes, error) {
 		work := b.Clone()
-		ch, err := write(ctx, t, work)
+		ch, err := write(ctx, s.sqlDialect, t, work)
 		if err != nil {
 			return nil, err
 		}
@@ -36,11 +36,11 @@ func (s *Store) Write(ctx context.Context, b *flagadmin.Batch) error {
 
 // write stores the rows of b in tx and returns what changed, b's events
 // with it (record sets their ids in b.Events).
-func write(ctx context.Context, tx bun.IDB, b *flagadmin.Batch) (*changes, error) {
-	if err := insertUsers(ctx, tx, b.Users); err != nil {
+func write(ctx context.Context, d sqlDialect, tx bun.IDB, b *flagadmin.Batch) (*changes, error) {
+	if err := insertUsers(ctx, d, tx, b.Users); err != nil {
 		return nil, err
 	}
-	if err := insertGroups(ctx, tx, b.Groups); err != nil {
+	if err := insertGroups(ctx, d, tx, b.Groups); err != nil {
 		return nil, err
 	}
 	ch := &changes{}
@@ -77,12 +77,12 @@ func write(ctx context.Context, tx bun.IDB, b *flagadmin.Batch) (*changes, error
 
 // insertUsers inserts users: those with an id in one statement, then each
 // of the others, the database setting its id.
-func insertUsers(ctx context.Context, tx bun.IDB, users []flagadmin.User) error {
+func insertUsers(ctx context.Context, d sqlDialect, tx bun.IDB, users []flagadmin.User) error {
 	rows := make([]userRow, len(users))
 	for i, u := range users {
 		rows[i] = userRowOf(u)
 	}
-	if err := insertWithIDs(ctx, tx, rows, func(r userRow) int64 { return r.ID }); err != nil {
+	if err := insertWithIDs(ctx, d, tx, rows, func(r userRow) int64 { return r.ID }); err != nil {
 		return err
 	}
 	for i := range users {
@@ -92,12 +92,12 @@ func insertUsers(ctx context.Context, tx bun.IDB, users []flagadmin.User) error 
 }
 
 // insertGroups inserts groups like insertUsers, then their members.
-func insertGroups(ctx context.Context, tx bun.IDB, groups []flagadmin.Group) error {
+func insertGroups(ctx context.Context, d sqlDialect, tx bun.IDB, groups []flagadmin.Group) error {
 	rows := make([]groupRow, len(groups))
 	for i, g := range groups {
 		rows[i] = groupRow{ID: g.ID, Name: g.Name}
 	}
-	if err := insertWithIDs(ctx, tx, rows, func(r groupRow) int64 { return r.ID }); err != nil {
+	if err := insertWithIDs(ctx, d, tx, rows, func(r groupRow) int64 { return r.ID }); err != nil {
 		return err
 	}
 	var members []groupMemberRow

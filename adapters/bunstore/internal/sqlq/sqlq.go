@@ -42,6 +42,16 @@ func In[T any](expr string, values []T) Fragment {
 	return F(expr+" IN ("+placeholders(len(values))+")", args...)
 }
 
+// LikeContains is "column LIKE ? ESCAPE '!'" with the pattern that
+// matches the values containing text, a literal: its !, % and _ escaped by
+// !. It reads the same on PostgreSQL, MySQL and SQLite.
+func LikeContains(column, text string) Fragment {
+	return F(column+" LIKE ? ESCAPE '!'", "%"+likeEscaper.Replace(text)+"%")
+}
+
+// likeEscaper makes a text a literal LIKE pattern with ESCAPE '!'.
+var likeEscaper = strings.NewReplacer("!", "!!", "%", "!%", "_", "!_")
+
 // placeholders is "?, ?, ..." with n placeholders.
 func placeholders(n int) string {
 	return strings.Repeat("?, ", n-1) + "?"

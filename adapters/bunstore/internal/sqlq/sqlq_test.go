@@ -17,6 +17,7 @@ func TestFragments(t *testing.T) {
 		{"and skips empty", And(F("a = ?", 1), Fragment{}, F("b = ?", 2)), "a = ? AND b = ?", []any{1, 2}},
 		{"fill", Fill("SELECT ? FROM t WHERE ?", F("x + ?", 1), In("id", []int64{7, 8})), "SELECT x + ? FROM t WHERE id IN (?, ?)", []any{1, int64(7), int64(8)}},
 		{"wrap", F("a = ?", 1).Wrap("(", ")"), "(a = ?)", []any{1}},
+		{"like contains", LikeContains("search_meta", "50%_off!"), "search_meta LIKE ? ESCAPE '!'", []any{"%50!%!_off!!%"}},
 	}
 	for _, c := range cases {
 		if c.f.Text != c.text || !reflect.DeepEqual(c.f.Args, c.args) {

@@ -1,0 +1,137 @@
+package bunstore
+
+import (
+	"context"
+	"database/sql"
+
+	"github.com/uptrace/bun"
+	"github.com/uptrace/bun/dialect"
+	"github.com/uptrace/bun/schema"
+
+	"github.com/flagadmin/flagadmin/adapters/bunstore/internal/indexbuild"
+	"github.com/flagadmin/flagadmin/adapters/bunstore/internal/sqlq"
+	"github.com/flagadmin/flagadmin/adapters/bunstore/internal/stored"
+	"github.com/flagadmin/flagadmin/flagadmin"
+)
+
+// sqlDialect is what differs between the databases the store runs on:
+// a statement or a clause, a lock, an upsert's form, how ids are drawn and
+// how a bulk load goes. The store is one body of SQL for all three; each
+// database answers these questions in a package of its own under
+// internal/dialects (postgres, mysql, sqlite), which imports bun and the
+// store's helper packages but never the store. Open picks the dialect once,
+// from the URL's scheme; the rest of the store asks it, never which
+// database it is.
+type sqlDialect interface {
+	// Name is bun's name of the database, for the helper packages that
+	// write SQL of their own (stored, eventcounts).
+	Name() dialect.Name
+	// NewDB is a bun database over pool, which speaks this dialect.
+	NewDB(pool *sql.DB) *bun.DB
+
+	// SchemaFile is the baseline schema's file under schema/.
+	SchemaFile() string
+	// FillSchema fills in what the schema file leaves to the server
+	// (MySQL's binary collation), asking db.
+	FillSchema(ctx context.Context, db bun.IDB, ddl string) (string, error)
+	// TableExistsSQL counts the tables of the store's schema named by its
+	// one argument.
+	TableExistsSQL() string
+	// MigrationLock is the pair of statements that take and release the
+	// lock migrations run under, held by a session of their own; both ""
+	// when the migrations hold the database's write lock instead, in one
+	// transaction on the writer connection (SQLite).
+	MigrationLock() (lock, unlock string)
+	// LockAnswers reports whether MigrationLock's statement answers 1 when
+	// it took the lock (0 when its wait timed out, NULL when refused);
+	// else it answers nothing and waits until it holds the lock.
+	LockAnswers() bool
+	// AfterMigrations runs, under the migration lock, once the migrations
+	// and the summaries are done: what the schema files cannot say for
+	// every server (the
+	// trigram indexes of PostgreSQL, when pg_trgm is there; warn is told
+	// when it is not).
+	AfterMigrations(ctx context.Context, db *bun.DB, warn func(cause error)) error
+	// SummaryLocks are the statements that keep the summaries' sources
+	// still while they are rebuilt, in the writers' lock order: the base
+	// tables against changes, the summaries against writers, events
+	// against inserts (eventOrder takes the event order lock). None on a
+	// database whose migration transaction holds it all already.
+	SummaryLocks(baseTables []string, eventOrder string) []string
+
+	// ReadTxOptions are the options of a read transaction that sees one
+	// snapshot of the database; nil for the default transaction.
+	ReadTxOptions() *sql.TxOptions
+	// SingleWriter reports whether the database runs one write
+	// transaction at a time, holding its write lock from BEGIN (SQLite's
+	// single writer connection): then there are no row locks to take, no
+	// event order lock, and no hot row to spread writers over.
+	SingleWriter() bool
+	// InsertChunk bounds the rows of one multi-row INSERT (the bound
+	// values a statement may have).
+	InsertChunk() int
+
+	// LockExplicitIDs, where the database needs it for RaiseIDs, keeps the
+	// transactions that insert into table out until this one ends, having
+	// waited for those running. It is taken before inserting rows with
+	// their ids.
+	LockExplicitIDs(ctx context.Context, db bun.IDB, table string) error
+	// RaiseIDs makes the ids the database draws for table continue above
+	// largest, an id just inserted explicitly, where the counter does not
+	// move past it by itself. The caller keeps other drawers out
+	// (LockExplicitIDs, or the event order lock for events).
+	RaiseIDs(ctx context.Context, db bun.IDB, table string, largest int64) error
+
+	// Upsert makes q, an INSERT of rows of a table whose primary key is
+	// key, replace a stored row of the same key: every column of fields
+	// set to the row's.
+	Upsert(q *bun.InsertQuery, key string, fields []*schema.Field) *bun.InsertQuery
+	// KeepExisting ends an INSERT ... SELECT so that a row whose key (a
+	// column of the primary key) exists is left as it is.
+	KeepExisting(key string) string
+	// Before is the condition of the rows before the position (ms, id) in
+	// the order (created_at, id), written so the database reads it as a
+	// range of the index on (created_at, id).
+	Before(ms, id int64) sqlq.Fragment
+	// Contains is the condition that column contains text, a literal.
+	Contains(column, text string) sqlq.Fragment
+	// AsyncCommit is a FROM clause for an UPDATE whose transaction may
+	// commit without waiting for its record to be flushed, or "".
+	AsyncCommit() string
+
+	// SettleLockSQL takes the event order lock in share mode: an export
+	// settles under it the highest id it reads, where a statement's
+	// snapshot may miss a commit that came before one it sees (export.go);
+	// "" where snapshots never do.
+	SettleLockSQL() string
+	// CopiesEvents reports whether a bulk insert of events goes by COPY.
+	CopiesEvents() bool
+	// DeferIndexes returns, for a load in tx, the statements that drop
+	// the secondary indexes of events (and what keeps derived tables of
+	// them), and those that make them again after the rows; none where
+	// schema changes do not roll back with tx.
+	DeferIndexes(ctx context.Context, tx bun.IDB) (drops []string, builds []indexbuild.Step, err error)
+	// AnalyzeLoaded gathers the planner's statistics of the store's
+	// tables in tx after a load, where the database does not by itself;
+	// step is told when the work starts and returns what tells it the
+	// work is done.
+	AnalyzeLoaded(ctx context.Context, tx bun.IDB, step func(what string) (done func())) error
+
+	// PageStatements reports whether the page statements (tuning.go) run
+	// on this database.
+	PageStatements() bool
+	// TextIndex reports whether the full-text index (tuning.go) runs on
+	// this database.
+	TextIndex() bool
+}
+
+// eventInserter is the ability of a dialect whose INSERT does not return
+// the ids it drew (MySQL, and SQLite, where the last rowid is cheaper than
+// RETURNING): it learns them itself. A dialect without it inserts events
+// by INSERT ... RETURNING (leaves.go).
+type eventInserter interface {
+	// InsertEvents inserts rows, whose ids the database draws, and sets
+	// on events (their events, in order) the ids drawn. The caller holds
+	// the event order lock where there is one.
+	InsertEvents(ctx context.Context, db bun.IDB, rows []stored.Event, events []flagadmin.Event) error
+}

@@ -1,0 +1,182 @@
+// Package sqlite is the store's dialect of SQLite: the statements and
+// upserts in which it differs from PostgreSQL and MySQL, what its single
+// writer makes unnecessary, and how a bulk load goes on it. bunstore's
+// Open picks it for a sqlite: URL; the store asks it what differs and
+// never which database it runs on.
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+
+	"github.com/uptrace/bun"
+	"github.com/uptrace/bun/dialect"
+	"github.com/uptrace/bun/dialect/sqlitedialect"
+	"github.com/uptrace/bun/schema"
+
+	"github.com/flagadmin/flagadmin/adapters/bunstore/internal/indexbuild"
+	"github.com/flagadmin/flagadmin/adapters/bunstore/internal/sqlq"
+	"github.com/flagadmin/flagadmin/adapters/bunstore/internal/stored"
+	"github.com/flagadmin/flagadmin/adapters/bunstore/internal/textindex"
+	"github.com/flagadmin/flagadmin/flagadmin"
+)
+
+// Dialect is SQLite's dialect of the store. The zero value is ready.
+type Dialect struct{}
+
+// Name is bun's name of SQLite.
+func (Dialect) Name() dialect.Name { return dialect.SQLite }
+
+// NewDB is a bun database over pool, with bun's SQLite dialect.
+func (Dialect) NewDB(pool *sql.DB) *bun.DB { return bun.NewDB(pool, sqlitedialect.New()) }
+
+// SchemaFile is the baseline schema of SQLite.
+func (Dialect) SchemaFile() string { return "sqlite.sql" }
+
+// FillSchema returns ddl: the file holds nothing to fill in.
+func (Dialect) FillSchema(_ context.Context, _ bun.IDB, ddl string) (string, error) { return ddl, nil }
+
+// TableExistsSQL asks sqlite_master.
+func (Dialect) TableExistsSQL() string {
+	return "SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name = ?"
+}
+
+// MigrationLock is none: the migrations run in one transaction on the
+// writer connection, which holds the database write lock from BEGIN
+// IMMEDIATE; other connections and processes wait for it (busy_timeout),
+// and SQLite frees it if the process dies.
+func (Dialect) MigrationLock() (lock, unlock string) { return "", "" }
+
+// LockAnswers is false: there is no lock statement.
+func (Dialect) LockAnswers() bool { return false }
+
+// AfterMigrations does nothing: the schema file says it all.
+func (Dialect) AfterMigrations(context.Context, *bun.DB, func(error)) error { return nil }
+
+// SummaryLocks are none: the migration transaction holds the whole
+// database already.
+func (Dialect) SummaryLocks([]string, string) []string { return nil }
+
+// ReadTxOptions are nil: a deferred transaction takes its snapshot at the
+// first read (WAL); the in-memory database has a single connection anyway.
+func (Dialect) ReadTxOptions() *sql.TxOptions { return nil }
+
+// SingleWriter is true: the store's one writer connection runs one
+// transaction at a time, each holding the database write lock from BEGIN.
+func (Dialect) SingleWriter() bool { return true }
+
+// InsertChunk is 500 rows: SQLite allows fewer bound values in a statement
+// than the servers do.
+func (Dialect) InsertChunk() int { return insertChunk }
+
+// insertChunk bounds the rows of one multi-row INSERT.
+const insertChunk = 500
+
+// LockExplicitIDs does nothing: AUTOINCREMENT moves past an explicit id by
+// itself, and the writer is single.
+func (Dialect) LockExplicitIDs(context.Context, bun.IDB, string) error { return nil }
+
+// RaiseIDs does nothing: AUTOINCREMENT moves past an explicit id by itself.
+func (Dialect) RaiseIDs(context.Context, bun.IDB, string, int64) error { return nil }
+
+// InsertEvents inserts rows by multi-row INSERTs, and sets their ids on
+// events: the last one's is the connection's last rowid, and the others
+// precede it, one by one: the single writer connection draws the rowids of
+// one statement in a row (AUTOINCREMENT: above every id ever drawn).
+// Cheaper than RETURNING.
+func (Dialect) InsertEvents(ctx context.Context, db bun.IDB, rows []stored.Event, events []flagadmin.Event) error {
+	for start := 0; start < len(rows); start += insertChunk {
+		part := rows[start:min(len(rows), start+insertChunk)]
+		res, err := db.NewInsert().Model(&part).Returning("").Exec(ctx)
+		if err != nil {
+			return err
+		}
+		last, err := res.LastInsertId()
+		if err != nil {
+			return err
+		}
+		for i := range part {
+			events[start+i].ID = last - int64(len(part)-1-i)
+		}
+	}
+	return nil
+}
+
+// Upsert is INSERT ... ON CONFLICT (key) DO UPDATE SET column =
+// EXCLUDED.column.
+func (Dialect) Upsert(q *bun.InsertQuery, key string, fields []*schema.Field) *bun.InsertQuery {
+	q = q.On("CONFLICT (?) DO UPDATE", bun.Ident(key))
+	for _, f := range fields {
+		q = q.Set("? = EXCLUDED.?", bun.Ident(f.Name), bun.Ident(f.Name))
+	}
+	return q
+}
+
+// KeepExisting is ON CONFLICT (key) DO NOTHING, after WHERE true: SQLite's
+// parser needs a WHERE before the upsert clause of an INSERT ... SELECT.
+func (Dialect) KeepExisting(key string) string {
+	return " WHERE true ON CONFLICT (" + key + ") DO NOTHING"
+}
+
+// Before is the row comparison (created_at, id) < (ms, id), a range of the
+// index.
+func (Dialect) Before(ms, id int64) sqlq.Fragment {
+	return sqlq.F("(created_at, id) < (?, ?)", ms, id)
+}
+
+// Contains is instr(column, text) > 0, an exact substring test (SQLite's
+// LIKE folds ASCII case).
+func (Dialect) Contains(column, text string) sqlq.Fragment {
+	return sqlq.F("instr("+column+", ?) > 0", text)
+}
+
+// AsyncCommit is "": the store's synchronous=NORMAL in WAL mode flushes at
+// checkpoints, not at commits.
+func (Dialect) AsyncCommit() string { return "" }
+
+// SettleLockSQL is "": a read sees every transaction committed before it
+// began.
+func (Dialect) SettleLockSQL() string { return "" }
+
+// CopiesEvents is false: a bulk insert goes by multi-row INSERTs.
+func (Dialect) CopiesEvents() bool { return false }
+
+// DeferIndexes returns the statements that drop the secondary indexes of
+// events and the triggers that keep events_text, read from sqlite_master,
+// and those that make them again and fill events_text. SQLite changes its
+// schema inside the transaction: a failed load leaves them as they were.
+func (Dialect) DeferIndexes(ctx context.Context, tx bun.IDB) (drops []string, builds []indexbuild.Step, err error) {
+	var rows []struct {
+		Type string `bun:"type"`
+		Name string `bun:"name"`
+		SQL  string `bun:"sql"`
+	}
+	err = tx.NewRaw(`SELECT type, name, sql FROM sqlite_master
+		WHERE tbl_name = 'events' AND type IN ('index', 'trigger') AND sql IS NOT NULL`).Scan(ctx, &rows)
+	fill := false
+	for _, r := range rows {
+		b := indexbuild.Step{SQL: r.SQL} // a trigger: at once
+		if r.Type == "index" {
+			b.What = "build index " + r.Name
+		}
+		drops, builds = append(drops, fmt.Sprintf("DROP %s %q", r.Type, r.Name)), append(builds, b)
+		fill = fill || r.Name == "events_text_insert"
+	}
+	if fill {
+		refill := textindex.SQLiteRefill
+		builds = append(builds, indexbuild.Step{SQL: refill.Before}, indexbuild.Step{SQL: refill.Fill, What: "build the full-text index events_text"},
+			indexbuild.Step{SQL: refill.After}, indexbuild.Step{SQL: refill.Merge, What: "merge the full-text index events_text"})
+	}
+	return drops, builds, err
+}
+
+// AnalyzeLoaded does nothing: SQLite plans without statistics unless
+// ANALYZE made some, which the schema never does.
+func (Dialect) AnalyzeLoaded(context.Context, bun.IDB, func(string) func()) error { return nil }
+
+// PageStatements is false: they read pgx's raw values.
+func (Dialect) PageStatements() bool { return false }
+
+// TextIndex is true: FTS5's trigram index events_text serves free text.
+func (Dialect) TextIndex() bool { return true }
