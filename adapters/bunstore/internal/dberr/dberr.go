@@ -41,6 +41,7 @@ var (
 		"25006": unavailable,                                                                   // read_only_sql_transaction (a standby, default_transaction_read_only)
 		"55P03": unavailable,                                                                   // lock_not_available
 		"57014": unavailable,                                                                   // query_canceled (statement_timeout)
+		"25P03": unavailable,                                                                   // idle_in_transaction_session_timeout: the server ended a transaction that waited too long between statements
 		"57P01": unavailable, "57P02": unavailable, "57P03": unavailable, "57P05": unavailable, // shutdown, cannot connect now
 	}
 	pgClasses = map[string]verdict{

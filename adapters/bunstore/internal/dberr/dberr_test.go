@@ -39,6 +39,7 @@ func TestClassify(t *testing.T) {
 		{"pg too many connections", &pgconn.PgError{Code: "53300"}, flagadmin.ErrUnavailable, false},
 		{"pg connection failure", &pgconn.PgError{Code: "08006"}, flagadmin.ErrUnavailable, false},
 		{"pg statement timeout", &pgconn.PgError{Code: "57014"}, flagadmin.ErrUnavailable, false},
+		{"pg idle in transaction timeout", &pgconn.PgError{Code: "25P03", Severity: "FATAL"}, flagadmin.ErrUnavailable, false},
 		{"pg shutting down", &pgconn.PgError{Code: "57P01"}, flagadmin.ErrUnavailable, false},
 		{"pg syntax error", &pgconn.PgError{Code: "42601"}, nil, false},
 		{"mysql duplicate", &mysql.MySQLError{Number: 1062}, flagadmin.ErrConflict, false},
