@@ -70,10 +70,6 @@ type MigrationStep struct {
 	Name string
 	// Comment says what the step does.
 	Comment string
-	// Progress, when not empty, says how far a long step has come, such
-	// as "5000 of 80000 events": reported as it runs, between its
-	// start and its end (Done false).
-	Progress string
 	// Done is false when the step starts and true once it succeeded.
 	Done bool
 	// Took is how long the step took, once Done.
@@ -99,14 +95,6 @@ func (o migrateOptions) step(name, comment string, fn func() error) error {
 		o.progress(MigrationStep{Name: name, Comment: comment, Done: true, Took: time.Since(start)})
 	}
 	return nil
-}
-
-// report tells o.progress how far the step name has come: for a migration
-// that carries the data of a large database.
-func (o migrateOptions) report(name, progress string) {
-	if o.progress != nil {
-		o.progress(MigrationStep{Name: name, Progress: progress})
-	}
 }
 
 // migrate is Migrate on the store's own connections: under the dialect's

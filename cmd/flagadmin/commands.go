@@ -78,8 +78,9 @@ func (c *cli) migrate(ctx context.Context, args []string) error {
 		fmt.Fprintln(c.stdout, "memory: has no schema; nothing to migrate")
 		return nil
 	}
-	// Opening is bounded; the migrations are not: one may rebuild a large
-	// log (leaf format v1), showing its progress as it goes.
+	// Opening is bounded; the migrations are not: one that carries the
+	// data of a large database may take long, each step shown as it
+	// starts and ends.
 	openCtx, cancel := context.WithTimeout(ctx, openTimeout)
 	defer cancel()
 	store, err := openBunstore(openCtx, cfg.DB, buildLogger(cfg, c.stderr), false)
@@ -88,12 +89,9 @@ func (c *cli) migrate(ctx context.Context, args []string) error {
 	}
 	defer store.Close()
 	progress := bunstore.WithProgress(func(m bunstore.MigrationStep) {
-		switch {
-		case m.Progress != "":
-			fmt.Fprintf(c.stdout, "  %s\n", m.Progress)
-		case m.Done:
+		if m.Done {
 			fmt.Fprintf(c.stdout, "  done in %s\n", m.Took.Round(time.Millisecond))
-		default:
+		} else {
 			fmt.Fprintf(c.stdout, "%s: %s\n", m.Name, m.Comment)
 		}
 	})

@@ -70,7 +70,7 @@ func migrateAtStart(ctx context.Context, store *bunstore.Store, dbURL string, lo
 	defer cancel()
 	running := "the migrations"
 	err := store.Migrate(ctx, bunstore.WithProgress(func(m bunstore.MigrationStep) {
-		if !m.Done && m.Progress == "" {
+		if !m.Done {
 			running = "the migration " + m.Name + " (" + m.Comment + ")"
 			log.Info("migrating the database", "db", bunstore.RedactURL(dbURL), "step", m.Name, "what", m.Comment)
 		}
@@ -78,7 +78,7 @@ func migrateAtStart(ctx context.Context, store *bunstore.Store, dbURL string, lo
 	switch {
 	case err != nil && ctx.Err() == context.DeadlineExceeded:
 		return cliErrorf("migrate %s: %s did not finish within the %v serve gives it at start-up; run flagadmin migrate first, with the same --db "+
-			"(it has no time limit and shows its progress), then start serve again", bunstore.RedactURL(dbURL), running, bound)
+			"(it has no time limit and shows each step as it runs), then start serve again", bunstore.RedactURL(dbURL), running, bound)
 	case err != nil:
 		return cliErrorf("migrate %s: %s", bunstore.RedactURL(dbURL), flat(err))
 	}
