@@ -98,14 +98,40 @@ type sqlDialect interface {
 	// AsyncCommit is a FROM clause for an UPDATE whose transaction may
 	// commit without waiting for its record to be flushed, or "".
 	AsyncCommit() string
+	// IgnoreDuplicates makes q, an INSERT, skip the rows whose key is
+	// stored already and insert the others.
+	IgnoreDuplicates(q *bun.InsertQuery) *bun.InsertQuery
+	// IntegerDivision is the operator that divides integers to an
+	// integer.
+	IntegerDivision() string
+
+	// LatestLock is the lock strength X of SELECT ... FOR X with which a
+	// read in a write transaction sees the rows committed last, and locks
+	// them, where a plain read sees the transaction's snapshot, taken at
+	// its first read; "" where a plain read sees them already (each
+	// statement has a snapshot of its own, or there is one writer). A
+	// transaction holding a lock that the rows' writers take reads so what
+	// they committed before it took the lock.
+	LatestLock() string
+	// LatestShareLock is the clause that ends a SELECT to the same end as
+	// LatestLock, locking the rows read in share mode; "" where LatestLock
+	// is.
+	LatestShareLock() string
 
 	// SettleLockSQL takes the event order lock in share mode: an export
 	// settles under it the highest id it reads, where a statement's
 	// snapshot may miss a commit that came before one it sees (export.go);
 	// "" where snapshots never do.
 	SettleLockSQL() string
-	// CopiesEvents reports whether a bulk insert of events goes by COPY.
+	// CopiesEvents reports whether a bulk insert of events, and of their
+	// leaves, goes by COPY.
 	CopiesEvents() bool
+	// LogSizeInStatement reports whether a statement that appends leaves
+	// reads the log's size itself, under the event order lock
+	// (flagadmin_log_size of the schema, whose snapshot is taken after the
+	// lock where the statement's may predate it), so that no round trip
+	// reads it first; leaves.go's statements for it are PostgreSQL's.
+	LogSizeInStatement() bool
 	// DeferIndexes returns, for a load in tx, the statements that drop
 	// the secondary indexes of events (and what keeps derived tables of
 	// them), and those that make them again after the rows; none where
@@ -123,6 +149,10 @@ type sqlDialect interface {
 	// TextIndex reports whether the full-text index (tuning.go) runs on
 	// this database.
 	TextIndex() bool
+	// QueryPrepared runs stmt, a statement whose text repeats with other
+	// values, on db: kept prepared by the connection where the database
+	// would otherwise plan it anew each time, at more cost than running it.
+	QueryPrepared(ctx context.Context, db *bun.DB, stmt sqlq.Fragment) (*sql.Rows, error)
 }
 
 // eventInserter is the ability of a dialect whose INSERT does not return

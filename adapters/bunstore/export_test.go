@@ -43,7 +43,7 @@ func SetAfterRecord(s *Store, hook func(op string) error) { s.hooks().afterRecor
 func SetEventOrderLock(t testing.TB, s *Store, on bool) {
 	t.Helper()
 	s.hooks().eventOrderOff = !on
-	if s.dialect != dialect.PG {
+	if s.sqlDialect.Name() != dialect.PG {
 		return
 	}
 	verb := map[bool]string{true: "ENABLE", false: "DISABLE"}[on]

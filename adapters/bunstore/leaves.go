@@ -8,7 +8,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/uptrace/bun"
-	"github.com/uptrace/bun/dialect"
 
 	"github.com/flagadmin/flagadmin/adapters/bunstore/internal/pgpage"
 	"github.com/flagadmin/flagadmin/adapters/bunstore/internal/stored"
@@ -101,10 +100,11 @@ func leavesOf(events []flagadmin.Event) ([]leafRow, error) {
 }
 
 // appendLeaves appends the leaves of ch's events, whose ids are drawn, in
-// t, which holds the event order lock; on PostgreSQL, events whose ids the
-// database drew by INSERT have theirs already (insertWithLeaves).
+// t, which holds the event order lock: by COPY for a bulk insert where the
+// events went by COPY, in one statement per chunk where a statement reads
+// the log's size itself, else after reading it.
 func (s *Store) appendLeaves(ctx context.Context, t *txn, ch *changes) error {
-	if s.dialect == dialect.PG && !ch.bulk && !ch.givenIDs || s.test.noEventOrder() || !keepLeaves {
+	if s.test.noEventOrder() || !keepLeaves {
 		// A test that turns the event order lock off to show what it
 		// prevents keeps no leaves: they need it.
 		return nil
@@ -120,10 +120,10 @@ func (s *Store) appendLeaves(ctx context.Context, t *txn, ch *changes) error {
 			return err
 		}
 	}
-	if s.dialect == dialect.PG {
-		if ch.bulk {
-			return s.copyLeaves(ctx, t, leaves)
-		}
+	if ch.bulk && s.sqlDialect.CopiesEvents() {
+		return s.copyLeaves(ctx, t, leaves)
+	}
+	if s.sqlDialect.LogSizeInStatement() {
 		return appendLeavesPG(ctx, t, leaves)
 	}
 	size, err := s.logSizeLocked(ctx, t)
@@ -145,29 +145,33 @@ func (s *Store) appendLeaves(ctx context.Context, t *txn, ch *changes) error {
 const logSizeSQL = "SELECT COALESCE(MAX(idx) + 1, 0) FROM log_leaves"
 
 // logSizeLocked reads the log's size in t, which holds the event order
-// lock: on PostgreSQL in a statement of its own, whose snapshot is taken
-// after the lock; on MySQL by a locking read, which sees the latest
-// committed leaves (a plain read would see t's snapshot, which may predate
-// the lock). That read locks the last leaf, which a pruner holds while it
-// prunes the newest event: the deadlock that may follow is run again
-// (tx.go).
+// lock: in a statement of its own, whose snapshot is taken after the lock,
+// or by a locking read (sqlDialect.LatestLock), which sees the latest
+// committed leaves where a plain read would see t's snapshot, which may
+// predate the lock. That read locks the last leaf, which a pruner holds
+// while it prunes the newest event: the deadlock that may follow is run
+// again (tx.go).
 func (s *Store) logSizeLocked(ctx context.Context, t *txn) (int64, error) {
-	q := logSizeSQL
-	if s.dialect == dialect.MySQL {
-		q += " FOR UPDATE"
-	}
+	q := s.readLatest(logSizeSQL)
 	var size int64
 	err := t.QueryRowContext(ctx, q).Scan(&size)
 	return size, err
 }
 
+// readLatest makes query, a SELECT in a write transaction that holds a
+// lock its writers take, read what they committed before it: a locking
+// read where a plain read would see the transaction's snapshot.
+func (s *Store) readLatest(query string) string {
+	if lock := s.sqlDialect.LatestLock(); lock != "" {
+		return query + " FOR " + lock
+	}
+	return query
+}
+
 // checkAfterLastLeaf refuses a given id that does not pass the last
 // leaf's event id, as ErrConflict.
 func (s *Store) checkAfterLastLeaf(ctx context.Context, t *txn, first int64) error {
-	q := "SELECT COALESCE(MAX(event_id), 0) FROM log_leaves"
-	if s.dialect == dialect.MySQL {
-		q += " FOR UPDATE"
-	}
+	q := s.readLatest("SELECT COALESCE(MAX(event_id), 0) FROM log_leaves")
 	var last int64
 	if err := t.QueryRowContext(ctx, q).Scan(&last); err != nil {
 		return err

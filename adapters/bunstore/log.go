@@ -7,9 +7,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/uptrace/bun"
-	"github.com/uptrace/bun/dialect"
 
 	"github.com/flagadmin/flagadmin/adapters/bunstore/internal/proofread"
 	"github.com/flagadmin/flagadmin/adapters/bunstore/internal/sqlq"
@@ -190,19 +188,11 @@ func (s *Store) SaveLogHashes(ctx context.Context, level int, start int64, hashe
 	}
 	for from := 0; from < len(rows); from += s.insertChunk() {
 		part := rows[from:min(len(rows), from+s.insertChunk())]
-		if _, err := s.ignoreDuplicates(s.db.NewInsert().Model(&part)).Exec(ctx); err != nil {
+		if _, err := s.sqlDialect.IgnoreDuplicates(s.db.NewInsert().Model(&part)).Exec(ctx); err != nil {
 			return s.fail("save log hashes", err)
 		}
 	}
 	return nil
-}
-
-// ignoreDuplicates makes an INSERT skip the rows whose key is stored.
-func (s *Store) ignoreDuplicates(q *bun.InsertQuery) *bun.InsertQuery {
-	if s.dialect == dialect.MySQL {
-		return q.Ignore()
-	}
-	return q.On("CONFLICT DO NOTHING")
 }
 
 // hashCount is how many hashes of level (1 or more) are stored: they are
@@ -240,7 +230,7 @@ func (s *Store) SaveCheckpoint(ctx context.Context, c vlog.Checkpoint) error {
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
 	row := &checkpointRow{Size: c.Size, Root: c.Root[:], Note: c.Note, SignedAt: stored.Millis(c.SignedAt)}
-	_, err := s.ignoreDuplicates(s.db.NewInsert().Model(row)).Exec(ctx)
+	_, err := s.sqlDialect.IgnoreDuplicates(s.db.NewInsert().Model(row)).Exec(ctx)
 	return s.fail("save checkpoint", err)
 }
 
@@ -278,18 +268,11 @@ func (s *Store) ReadLogProof(ctx context.Context, q vlog.ProofQuery) (vlog.Proof
 	if q.Event != nil {
 		filter = s.filter(*q.Event)
 	}
-	stmt := proofread.Statement(q, filter, s.dialect == dialect.MySQL)
-	var rows *sql.Rows
-	var err error
-	if s.dialect == dialect.PG {
-		// Prepared, and kept by the connection: the statement's text
-		// depends only on the tree's size and the caller's visibility, and
-		// planning it again each time would cost more than running it.
-		text, args := stmt.Dollar()
-		rows, err = s.rdb.DB.QueryContext(ctx, text, append([]any{pgx.QueryExecModeCacheStatement}, args...)...)
-	} else {
-		rows, err = s.rdb.QueryContext(ctx, stmt.Text, stmt.Args...)
-	}
+	// Prepared, where the database would plan it anew each time: the
+	// statement's text depends only on the tree's size and the caller's
+	// visibility.
+	stmt := proofread.Statement(q, filter, s.sqlDialect.IntegerDivision())
+	rows, err := s.sqlDialect.QueryPrepared(ctx, s.rdb, stmt)
 	if err != nil {
 		return vlog.ProofRows{}, s.fail("read log proof", err)
 	}

@@ -52,7 +52,7 @@ func (s *Store) Migrate(ctx context.Context, opts ...MigrateOption) error {
 		return withDetail(s.fail("migrate", err))
 	}
 	defer db.Close()
-	m := &Store{db: db, rdb: db, sqlDialect: s.sqlDialect, dialect: s.dialect, log: s.log, tuning: s.tuning}
+	m := &Store{db: db, rdb: db, sqlDialect: s.sqlDialect, log: s.log, tuning: s.tuning}
 	return m.migrate(ctx, o)
 }
 

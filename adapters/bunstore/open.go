@@ -19,7 +19,6 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/uptrace/bun"
-	"github.com/uptrace/bun/dialect"
 	"github.com/uptrace/bun/driver/sqliteshim"
 
 	mysqldialect "github.com/flagadmin/flagadmin/adapters/bunstore/internal/dialects/mysql"
@@ -41,10 +40,7 @@ type Store struct {
 	// sqlDialect is what differs between the databases (dialect.go),
 	// chosen by Open.
 	sqlDialect sqlDialect
-	// dialect is bun's name of the database (sqlDialect.Name), which
-	// log.go, prune.go and leaves.go compare.
-	dialect dialect.Name
-	log     *slog.Logger
+	log        *slog.Logger
 	// trgmWarn logs once that pg_trgm is unavailable.
 	trgmWarn sync.Once
 	// tuning is the speed-ups the store has on (tuning.go).
@@ -146,13 +142,13 @@ func Open(ctx context.Context, rawURL string, opts ...Option) (*Store, error) {
 	scheme, _, _ := strings.Cut(rawURL, ":")
 	switch strings.ToLower(scheme) {
 	case "postgres", "postgresql":
-		s.setDialect(postgres.Dialect{})
+		s.sqlDialect = postgres.Dialect{}
 		err = s.openPostgres(rawURL)
 	case "mysql":
-		s.setDialect(mysqldialect.Dialect{})
+		s.sqlDialect = mysqldialect.Dialect{}
 		err = s.openMySQL(rawURL)
 	case "sqlite":
-		s.setDialect(sqlite.Dialect{})
+		s.sqlDialect = sqlite.Dialect{}
 		err = s.openSQLite(strings.TrimPrefix(rawURL[len(scheme):], ":"))
 	default:
 		return nil, fmt.Errorf("bunstore: unsupported database URL scheme %q: use postgres://, mysql:// or sqlite:", scheme)
@@ -180,11 +176,6 @@ func Open(ctx context.Context, rawURL string, opts ...Option) (*Store, error) {
 		return nil, err
 	}
 	return s, nil
-}
-
-// setDialect makes d the store's dialect, the one place it is chosen.
-func (s *Store) setDialect(d sqlDialect) {
-	s.sqlDialect, s.dialect = d, d.Name()
 }
 
 // maxConns bounds the connections to a PostgreSQL or MySQL server. All of

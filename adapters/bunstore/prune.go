@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/uptrace/bun"
-	"github.com/uptrace/bun/dialect"
 
 	"github.com/flagadmin/flagadmin/adapters/bunstore/internal/stored"
 	"github.com/flagadmin/flagadmin/flagadmin"
@@ -37,9 +36,10 @@ import (
 // and no other write.
 const pruneVersionShard = versionShards
 
-// lockPrune takes the prune lock in tx (SQLite's single writer needs none).
+// lockPrune takes the prune lock in tx, unless the database has a single
+// writer, which needs none.
 func (s *Store) lockPrune(ctx context.Context, tx bun.IDB) error {
-	if s.dialect == dialect.SQLite {
+	if s.sqlDialect.SingleWriter() {
 		return nil
 	}
 	var id int
@@ -65,12 +65,10 @@ func (s *Store) PruneEvents(ctx context.Context, limit int, cutoff func(*flagadm
 		if err != nil {
 			return nil, err
 		}
-		// Read after the lock: on MySQL by a locking read, which sees the
-		// holds committed before it (a plain read would see the snapshot).
-		holdsSQL := "SELECT project FROM log_holds"
-		if s.dialect == dialect.MySQL {
-			holdsSQL += " LOCK IN SHARE MODE"
-		}
+		// Read after the lock: by a locking read where a plain read would
+		// see the transaction's snapshot rather than the holds committed
+		// before the lock (sqlDialect.LatestShareLock).
+		holdsSQL := "SELECT project FROM log_holds" + s.sqlDialect.LatestShareLock()
 		var held []string
 		if err := t.NewRaw(holdsSQL).Scan(ctx, &held); err != nil {
 			return nil, err
@@ -129,7 +127,7 @@ func (s *Store) HoldProject(ctx context.Context, project string, since time.Time
 		if err := s.lockPrune(ctx, t); err != nil {
 			return nil, err
 		}
-		res, err := s.ignoreDuplicates(t.NewInsert().Model(&logHoldRow{Project: project, Since: stored.Millis(since)})).Exec(ctx)
+		res, err := s.sqlDialect.IgnoreDuplicates(t.NewInsert().Model(&logHoldRow{Project: project, Since: stored.Millis(since)})).Exec(ctx)
 		if err != nil {
 			return nil, err
 		}
@@ -167,8 +165,8 @@ func (s *Store) ReleaseProject(ctx context.Context, project string, e flagadmin.
 
 // RecordRetention implements vlog.Store, under the prune lock,
 // which serializes it with itself: the newest retention-changed event is
-// read after the lock (on MySQL by a locking read, which sees what was
-// committed before it).
+// read after the lock (by a locking read where a plain read would see the
+// transaction's snapshot: sqlDialect.LatestLock).
 func (s *Store) RecordRetention(ctx context.Context, fn func(*flagadmin.Event) (*flagadmin.Event, error)) error {
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
@@ -210,16 +208,17 @@ func (s *Store) pruneCutoff(ctx context.Context, t *txn, cutoff func(*flagadmin.
 
 // lastRetention reads the newest retention-changed event in t (nil when
 // there is none), which holds the prune lock, so the read sees every
-// rule recorded before. On MySQL, lock asks for a locking read, which
-// sees what was committed before it whatever the transaction read first;
-// without it the read must be t's first plain read, whose snapshot is
-// taken then (after the lock). A pruning batch reads without it: a
+// rule recorded before. Where a plain read sees the transaction's
+// snapshot (MySQL), lock asks for a locking read (sqlDialect.LatestLock),
+// which sees what was committed before it whatever the transaction read
+// first; without it the read must be t's first plain read, whose snapshot
+// is taken then (after the lock). A pruning batch reads without it: a
 // locking read of the events of a type locks the gap after them in the
 // type's index, where writers of other types insert.
 func (s *Store) lastRetention(ctx context.Context, t *txn, lock bool) (*flagadmin.Event, error) {
 	q := t.NewSelect().Model((*stored.Event)(nil)).Where("type = ?", flagadmin.EventRetentionChanged).OrderExpr("id DESC").Limit(1)
-	if lock && s.dialect == dialect.MySQL {
-		q = q.For("UPDATE")
+	if strength := s.sqlDialect.LatestLock(); lock && strength != "" {
+		q = q.For(strength)
 	}
 	var rows []stored.Event
 	if err := q.Scan(ctx, &rows); err != nil {

@@ -135,7 +135,8 @@ func (s *Store) record(ctx context.Context, t *txn, ch *changes) error {
 		if err := saltEvents(ch.events); err != nil {
 			return err
 		}
-		if err := s.appendEvents(ctx, t, ch); err != nil {
+		withLeaves, err := s.appendEvents(ctx, t, ch)
+		if err != nil {
 			return err
 		}
 		// Ids drawn, event order lock held: every event of ch has its id,
@@ -143,9 +144,12 @@ func (s *Store) record(ctx context.Context, t *txn, ch *changes) error {
 		// on each event that needs its id and the events before it goes
 		// here.
 		//
-		// The leaves of the verifiable log (leaves.go).
-		if err := s.appendLeaves(ctx, t, ch); err != nil {
-			return err
+		// The leaves of the verifiable log (leaves.go), unless the
+		// statements that inserted the events appended them.
+		if !withLeaves {
+			if err := s.appendLeaves(ctx, t, ch); err != nil {
+				return err
+			}
 		}
 		if err := s.test.eventsAppended(); err != nil {
 			return err
@@ -172,16 +176,18 @@ func saltEvents(events []flagadmin.Event) error {
 }
 
 // appendEvents takes the event order lock and inserts ch's events, setting
-// their ids: drawn by the database, or given (ch.givenIDs).
-func (s *Store) appendEvents(ctx context.Context, t *txn, ch *changes) error {
+// their ids: drawn by the database, or given (ch.givenIDs). It reports
+// whether the statements that inserted them appended their leaves too
+// (insertWithLeaves).
+func (s *Store) appendEvents(ctx context.Context, t *txn, ch *changes) (withLeaves bool, err error) {
 	if s.sqlDialect.CopiesEvents() && ch.bulk {
-		return s.copyEvents(ctx, t, ch.events, ch.givenIDs)
+		return false, s.copyEvents(ctx, t, ch.events, ch.givenIDs)
 	}
 	rows := make([]stored.Event, len(ch.events))
 	for i, e := range ch.events {
 		r, err := stored.EventOf(e)
 		if err != nil {
-			return err
+			return false, err
 		}
 		if !ch.givenIDs {
 			r.ID = 0
@@ -190,19 +196,19 @@ func (s *Store) appendEvents(ctx context.Context, t *txn, ch *changes) error {
 	}
 	if ch.givenIDs {
 		if err := s.checkGivenIDs(ctx, t, ch.events); err != nil {
-			return err
+			return false, err
 		}
-		return s.insertRows(ctx, t, rows)
+		return false, s.insertRows(ctx, t, rows)
 	}
 	if ins, ok := s.sqlDialect.(eventInserter); ok {
 		if err := s.lockEventOrder(ctx, t); err != nil {
-			return err
+			return false, err
 		}
-		return ins.InsertEvents(ctx, t, rows, ch.events)
+		return false, ins.InsertEvents(ctx, t, rows, ch.events)
 	}
 	// INSERT ... RETURNING: the INSERT takes the event order lock (the
 	// events_order trigger), and appends the leaves (leaves.go).
-	return s.insertWithLeaves(ctx, t, rows, ch.events)
+	return true, s.insertWithLeaves(ctx, t, rows, ch.events)
 }
 
 // eventOrderSQL takes the event order lock in the caller's transaction.

@@ -32,9 +32,9 @@ const (
 )
 
 // Statement is the one statement of q. filter is the search's condition
-// on events of q.Event (its id and the caller's visibility); mysql writes
-// integer division as MySQL does (DIV).
-func Statement(q vlog.ProofQuery, filter sqlq.Fragment, mysql bool) sqlq.Fragment {
+// on events of q.Event (its id and the caller's visibility); div is the
+// database's operator of integer division (/, or MySQL's DIV).
+func Statement(q vlog.ProofQuery, filter sqlq.Fragment, div string) sqlq.Fragment {
 	var with, visible sqlq.Fragment
 	var parts []sqlq.Fragment
 	hashes := func(level int) string {
@@ -49,10 +49,6 @@ func Statement(q vlog.ProofQuery, filter sqlq.Fragment, mysql bool) sqlq.Fragmen
 			sqlq.F("event_id = ?", q.Event.IDs[0]), filter)
 		visible = filter.Wrap(fmt.Sprintf("SELECT %d AS k, 0 AS lvl, id AS idx, salt AS hash FROM events WHERE ", rowVisible), "")
 		parts = append(parts, sqlq.F(fmt.Sprintf("SELECT %d AS k, 0 AS lvl, idx, hash FROM leaf", rowLeaf)))
-		div := "/"
-		if mysql {
-			div = "DIV"
-		}
 		for _, w := range q.Windows {
 			if w.Width < 1 || w.End < 1 {
 				continue

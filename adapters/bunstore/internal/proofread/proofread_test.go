@@ -21,8 +21,8 @@ func TestStatementTextDependsOnTheShapeOnly(t *testing.T) {
 		}
 	}
 	filter := func(id int64) sqlq.Fragment { return sqlq.F("id = ?", id) }
-	a, argsA := Statement(query(7), filter(7), false).Dollar()
-	b, argsB := Statement(query(900), filter(900), false).Dollar()
+	a, argsA := Statement(query(7), filter(7), "/").Dollar()
+	b, argsB := Statement(query(900), filter(900), "/").Dollar()
 	if a != b {
 		t.Errorf("texts differ:\n%s\n%s", a, b)
 	}
@@ -34,11 +34,11 @@ func TestStatementTextDependsOnTheShapeOnly(t *testing.T) {
 			t.Errorf("the statement lacks %q: %s", want, a)
 		}
 	}
-	if m := Statement(query(7), filter(7), true).Text; !strings.Contains(m, "leaf.idx DIV ?") || strings.Contains(m, "leaf.idx / ") {
+	if m := Statement(query(7), filter(7), "DIV").Text; !strings.Contains(m, "leaf.idx DIV ?") || strings.Contains(m, "leaf.idx / ") {
 		t.Errorf("MySQL's statement: %s", m)
 	}
 	// Without an event: the ranges and the size only.
-	c := Statement(vlog.ProofQuery{Ranges: []vlog.HashRange{{Level: 8, Start: 1, End: 2}}}, sqlq.Fragment{}, false).Text
+	c := Statement(vlog.ProofQuery{Ranges: []vlog.HashRange{{Level: 8, Start: 1, End: 2}}}, sqlq.Fragment{}, "/").Text
 	if strings.Contains(c, "leaf") || strings.Contains(c, "events") || !strings.HasPrefix(c, "SELECT 3 AS k, 8 AS lvl") {
 		t.Errorf("the statement without an event: %s", c)
 	}

@@ -180,6 +180,20 @@ func (Dialect) Contains(column, text string) sqlq.Fragment { return sqlq.LikeCon
 // AsyncCommit is "": MySQL has no switch of one transaction's flush.
 func (Dialect) AsyncCommit() string { return "" }
 
+// IgnoreDuplicates is INSERT IGNORE.
+func (Dialect) IgnoreDuplicates(q *bun.InsertQuery) *bun.InsertQuery { return q.Ignore() }
+
+// IntegerDivision is DIV: MySQL's / divides to a decimal.
+func (Dialect) IntegerDivision() string { return "DIV" }
+
+// LatestLock is UPDATE: a plain read in a REPEATABLE READ transaction sees
+// its snapshot, and a locking read sees the latest committed rows.
+func (Dialect) LatestLock() string { return "UPDATE" }
+
+// LatestShareLock is LOCK IN SHARE MODE, which MySQL and MariaDB both
+// read.
+func (Dialect) LatestShareLock() string { return " LOCK IN SHARE MODE" }
+
 // SettleLockSQL takes the event order lock in share mode: it waits for the
 // writer that holds the lock to commit, and keeps writers from drawing ids
 // until the caller's transaction ends. InnoDB builds the snapshot of a
@@ -192,6 +206,10 @@ func (Dialect) SettleLockSQL() string {
 
 // CopiesEvents is false: a bulk insert goes by multi-row INSERTs.
 func (Dialect) CopiesEvents() bool { return false }
+
+// LogSizeInStatement is false: leaves are appended after a locking read
+// of the log's size.
+func (Dialect) LogSizeInStatement() bool { return false }
 
 // DeferIndexes returns none: MySQL commits schema changes at once, so a
 // failed load could not restore them, and it keeps its indexes.
@@ -208,3 +226,8 @@ func (Dialect) PageStatements() bool { return false }
 
 // TextIndex is false: free text scans the texts.
 func (Dialect) TextIndex() bool { return false }
+
+// QueryPrepared runs stmt as bun writes it, its values in the text.
+func (Dialect) QueryPrepared(ctx context.Context, db *bun.DB, stmt sqlq.Fragment) (*sql.Rows, error) {
+	return db.QueryContext(ctx, stmt.Text, stmt.Args...)
+}

@@ -9,6 +9,7 @@ import (
 	"database/sql"
 	"strings"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/uptrace/bun"
 	"github.com/uptrace/bun/dialect"
 	"github.com/uptrace/bun/dialect/pgdialect"
@@ -139,12 +140,31 @@ func (Dialect) AsyncCommit() string {
 	return " FROM (SELECT set_config('synchronous_commit', 'off', true)) AS async_commit"
 }
 
+// IgnoreDuplicates is ON CONFLICT DO NOTHING.
+func (Dialect) IgnoreDuplicates(q *bun.InsertQuery) *bun.InsertQuery {
+	return q.On("CONFLICT DO NOTHING")
+}
+
+// IntegerDivision is /, which divides integers to an integer.
+func (Dialect) IntegerDivision() string { return "/" }
+
+// LatestLock is "": in a write transaction (READ COMMITTED) each
+// statement's snapshot is taken when it starts.
+func (Dialect) LatestLock() string { return "" }
+
+// LatestShareLock is "", as LatestLock.
+func (Dialect) LatestShareLock() string { return "" }
+
 // SettleLockSQL is "": a statement's snapshot sees every transaction that
 // committed before it started.
 func (Dialect) SettleLockSQL() string { return "" }
 
 // CopiesEvents is true: COPY means far less parsing than INSERT.
 func (Dialect) CopiesEvents() bool { return true }
+
+// LogSizeInStatement is true: the schema's flagadmin_log_size reads the
+// log's size in a snapshot of its own.
+func (Dialect) LogSizeInStatement() bool { return true }
 
 // DeferIndexes returns the statements that drop the secondary indexes of
 // events, read from the catalog, and those that make them again, each as
@@ -193,3 +213,11 @@ func (Dialect) PageStatements() bool { return true }
 
 // TextIndex is false: the trigram indexes serve free text instead.
 func (Dialect) TextIndex() bool { return false }
+
+// QueryPrepared runs stmt with $n placeholders, which pgx keeps prepared
+// on the connection (pgx.QueryExecModeCacheStatement): its text then
+// depends only on its shape, and PostgreSQL plans it once for any values.
+func (Dialect) QueryPrepared(ctx context.Context, db *bun.DB, stmt sqlq.Fragment) (*sql.Rows, error) {
+	text, args := stmt.Dollar()
+	return db.DB.QueryContext(ctx, text, append([]any{pgx.QueryExecModeCacheStatement}, args...)...)
+}

@@ -135,12 +135,30 @@ func (Dialect) Contains(column, text string) sqlq.Fragment {
 // checkpoints, not at commits.
 func (Dialect) AsyncCommit() string { return "" }
 
+// IgnoreDuplicates is ON CONFLICT DO NOTHING.
+func (Dialect) IgnoreDuplicates(q *bun.InsertQuery) *bun.InsertQuery {
+	return q.On("CONFLICT DO NOTHING")
+}
+
+// IntegerDivision is /, which divides integers to an integer.
+func (Dialect) IntegerDivision() string { return "/" }
+
+// LatestLock is "": the single writer reads what it wrote last.
+func (Dialect) LatestLock() string { return "" }
+
+// LatestShareLock is "", as LatestLock.
+func (Dialect) LatestShareLock() string { return "" }
+
 // SettleLockSQL is "": a read sees every transaction committed before it
 // began.
 func (Dialect) SettleLockSQL() string { return "" }
 
 // CopiesEvents is false: a bulk insert goes by multi-row INSERTs.
 func (Dialect) CopiesEvents() bool { return false }
+
+// LogSizeInStatement is false: the single writer reads the log's size
+// before appending leaves.
+func (Dialect) LogSizeInStatement() bool { return false }
 
 // DeferIndexes returns the statements that drop the secondary indexes of
 // events and the triggers that keep events_text, read from sqlite_master,
@@ -180,3 +198,8 @@ func (Dialect) PageStatements() bool { return false }
 
 // TextIndex is true: FTS5's trigram index events_text serves free text.
 func (Dialect) TextIndex() bool { return true }
+
+// QueryPrepared runs stmt as bun writes it, its values in the text.
+func (Dialect) QueryPrepared(ctx context.Context, db *bun.DB, stmt sqlq.Fragment) (*sql.Rows, error) {
+	return db.QueryContext(ctx, stmt.Text, stmt.Args...)
+}
