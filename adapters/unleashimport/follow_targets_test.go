@@ -31,10 +31,15 @@ var followTargets = []followTarget{
 	{"mysql", dbtest.MySQL},
 }
 
-// forEachTarget runs test into every kind of store.
+// forEachTarget runs test into every kind of store, the stores in
+// parallel: each run has its own source and store, and spends most of its
+// time waiting for the follower.
 func forEachTarget(t *testing.T, test func(t *testing.T, target followTarget)) {
 	for _, target := range followTargets {
-		t.Run(target.name, func(t *testing.T) { test(t, target) })
+		t.Run(target.name, func(t *testing.T) {
+			t.Parallel()
+			test(t, target)
+		})
 	}
 }
 

@@ -151,8 +151,10 @@ func followServer(t *testing.T, bin, src, db string) (*process, string) {
 // TestFollowSharedPostgresStore runs two servers following one Unleash into
 // one PostgreSQL store: exactly one applies, both serve what it applied;
 // when the one that applies is killed (its lease not released), the other
-// takes over within 30 s, and nothing is lost or applied twice.
+// takes over within 30 s, and nothing is lost or applied twice. It runs
+// in parallel with the other tests that mostly wait (here, for the lease).
 func TestFollowSharedPostgresStore(t *testing.T) {
+	t.Parallel()
 	bin := buildBinary(t)
 	src := unleashfixture.Restore(t)
 	db := dbtest.Postgres(t)
@@ -241,11 +243,16 @@ func wantSameEvents(t *testing.T, src, db string) {
 // TestFollowKilledMidBatch kills a server (SIGKILL) while it catches up
 // with a backlog of Unleash events, in the middle of its batches, and
 // starts it again: the copy ends with every event of the source once, in
-// SQLite and in PostgreSQL.
+// SQLite and in PostgreSQL. Most of its time is spent waiting for the
+// killed server's lease to run out, so it runs in parallel with the other
+// such tests, and each store in parallel with the other (each has its own
+// source and store).
 func TestFollowKilledMidBatch(t *testing.T) {
+	t.Parallel()
 	bin := buildBinary(t)
 	for _, target := range followDBs[1:3] {
 		t.Run(target.name, func(t *testing.T) {
+			t.Parallel()
 			src := unleashfixture.Restore(t)
 			db := target.url(t)
 			p, base := followServer(t, bin, src, db)

@@ -79,10 +79,14 @@ const webuiBound = 170 * time.Second
 // A screenshot of the event log through flagadmin is left in the test's
 // temporary directory, and at $FLAGADMIN_WEBUI_SCREENSHOT when set
 // (docs/unleash-event-log.png is made that way).
+//
+// It runs in parallel with the tests that mostly wait for a follow lease
+// to run out (TestFollowKilledMidBatch, TestFollowSharedPostgresStore).
 func TestUnleashWebUI(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the real Unleash and a browser; skipped with -short")
 	}
+	t.Parallel()
 	started := time.Now()
 	allocCtx := browsertest.Start(t, 1280, 900)
 	u := unleashserver.Start(t)

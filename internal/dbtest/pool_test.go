@@ -166,6 +166,37 @@ func TestPoolDropsAChangedSchema(t *testing.T) {
 	}
 }
 
+// TestPostgresPoolVacuumsWhatItDeletes checks that a PostgreSQL database
+// of a Pool, emptied with DELETE, is vacuumed once vacuumAfter rows were
+// deleted in it: the dead rows would otherwise pile up test after test on
+// a server without autovacuum.
+func TestPostgresPoolVacuumsWhatItDeletes(t *testing.T) {
+	if os.Getenv(PostgresEnv) == "" {
+		t.Skipf("set %s to run against a PostgreSQL server", PostgresEnv)
+	}
+	p := PostgresPool(t, func(rawURL string) error {
+		_, err := poolDB(t, "pgx", rawURL).Exec("CREATE TABLE filled (n BIGINT NOT NULL)")
+		return err
+	})
+	// The server counts the vacuums of each table (at once, from
+	// PostgreSQL 15 on). Whether a vacuum could remove the rows depends on
+	// the other sessions of the server, so that is not what is checked.
+	// Each use finds the vacuums so far, then inserts rows for its reset
+	// to delete: vacuumAfter in all by the end of the second.
+	for i, use := range []struct{ vacuums, rows int }{{0, vacuumAfter - 1}, {0, 1}, {1, 0}} {
+		t.Run("use", func(t *testing.T) {
+			db := poolDB(t, "pgx", p.URL(t))
+			vacuums := count(t, db, "SELECT vacuum_count FROM pg_stat_user_tables WHERE schemaname = current_schema() AND relname = 'filled'")
+			if vacuums != use.vacuums {
+				t.Errorf("use %d: the table was vacuumed %d times, want %d", i, vacuums, use.vacuums)
+			}
+			if _, err := db.Exec("INSERT INTO filled SELECT generate_series(1, $1::int)", use.rows); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
+
 func placeholder(driver string) string {
 	if driver == "pgx" {
 		return "$1"
