@@ -193,7 +193,7 @@ func TestUnleashWebUI(t *testing.T) {
 		timeline = admin.timeline()
 	}
 	if timeline.count != unleashTimeline.count || !slices.Equal(timeline.times, unleashTimeline.times) ||
-		!slices.Equal(timeline.served.ids(), unleashTimeline.served.ids()) {
+		!slices.Equal(timeline.served.ids(), slices.SortedStableFunc(slices.Values(unleashTimeline.served.ids()), flagadminOrder(t, db))) {
 		t.Errorf("the event timeline through flagadmin shows %d events at %q (served %v); directly, Unleash's shows %d at %q (served %v)",
 			timeline.count, timeline.times, timeline.served.ids(), unleashTimeline.count, unleashTimeline.times, unleashTimeline.served.ids())
 	}
@@ -207,7 +207,7 @@ func TestUnleashWebUI(t *testing.T) {
 	// for an event of a group (Unleash groups the events of one
 	// transaction, such as a flag's creation) and none for an event
 	// without one (a segment's).
-	directCards := direct.eventCards("/history")
+	directCards := inFlagadminOrder(t, db, direct.eventCards("/history"))
 	if !reflect.DeepEqual(cards, directCards) {
 		t.Errorf("the event log's cards through flagadmin:\n%s\ndirectly:\n%s", cardsText(cards), cardsText(directCards))
 	}
@@ -369,6 +369,39 @@ func eventGroups(t *testing.T, db *pgx.Conn) map[int64]string {
 		t.Fatal(err)
 	}
 	return groups
+}
+
+// flagadminOrder compares two of Unleash's event ids as flagadmin orders
+// them. Unleash orders by createdAt alone, in microseconds, so the events
+// of one transaction (one createdAt) come in either order; flagadmin
+// orders by the millisecond it shows, then by id, newest first.
+func flagadminOrder(t *testing.T, db *pgx.Conn) func(a, b int64) int {
+	t.Helper()
+	rows, err := db.Query(context.Background(), `SELECT id, floor(extract(epoch FROM created_at) * 1000)::bigint FROM events`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	millis := map[int64]int64{}
+	var id, ms int64
+	if _, err := pgx.ForEachRow(rows, []any{&id, &ms}, func() error { millis[id] = ms; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	return func(a, b int64) int {
+		if c := cmp.Compare(millis[b], millis[a]); c != 0 {
+			return c
+		}
+		return cmp.Compare(b, a)
+	}
+}
+
+// inFlagadminOrder returns Unleash's cards of one page in the order
+// flagadmin lists the same events (flagadminOrder): only ties move.
+func inFlagadminOrder(t *testing.T, db *pgx.Conn, cards []eventCard) []eventCard {
+	t.Helper()
+	order := flagadminOrder(t, db)
+	out := slices.Clone(cards)
+	slices.SortStableFunc(out, func(a, b eventCard) int { return order(a.ID, b.ID) })
+	return out
 }
 
 // hiddenFromViewers returns the ids of Unleash's events a Viewer may not
