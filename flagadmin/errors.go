@@ -83,6 +83,14 @@ type kindError struct {
 func (e *kindError) Error() string { return e.msg }
 func (e *kindError) Unwrap() error { return e.kind }
 
+// Errorf returns an error of kind (ErrNotFound, ErrConflict, ...) whose
+// message, made of format and args, is what the caller is told, as the
+// Service's own errors are: for packages built over the Service, such as
+// the verifiable log's.
+func Errorf(kind error, format string, args ...any) error {
+	return &kindError{kind: kind, msg: fmt.Sprintf(format, args...)}
+}
+
 // notFound returns an ErrNotFound error with a message for the caller.
 func notFound(format string, args ...any) error {
 	return &kindError{kind: ErrNotFound, msg: fmt.Sprintf(format, args...)}

@@ -3,6 +3,7 @@ package vlog
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"time"
@@ -70,7 +71,7 @@ func (s *Service) HoldProject(ctx context.Context, p flagadmin.Principal, projec
 		return err
 	}
 	err = ls.HoldProject(ctx, project, e.CreatedAt, e)
-	if isKind(err, flagadmin.ErrConflict) { // held already: the first hold stays, nothing changed
+	if errors.Is(err, flagadmin.ErrConflict) { // held already: the first hold stays, nothing changed
 		return nil
 	}
 	return err
@@ -106,7 +107,7 @@ func (s *Service) ReleaseProject(ctx context.Context, p flagadmin.Principal, pro
 		return err
 	}
 	err = ls.ReleaseProject(ctx, project, e)
-	if isKind(err, flagadmin.ErrNotFound) {
+	if errors.Is(err, flagadmin.ErrNotFound) {
 		return notFound("Project %s has no legal hold.", flagadmin.QuoteInput(project))
 	}
 	return err

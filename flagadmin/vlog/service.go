@@ -177,7 +177,7 @@ func (s *Service) Checkpoint(ctx context.Context, p flagadmin.Principal) (Checkp
 		}
 	}
 	c, err := ls.LatestCheckpoint(ctx)
-	if isKind(err, flagadmin.ErrNotFound) {
+	if errors.Is(err, flagadmin.ErrNotFound) {
 		return Checkpoint{}, notFound("No checkpoint has been signed yet: the server signs one within 10 seconds of starting.")
 	}
 	if err == nil && s.log.Cosign != nil {
@@ -255,7 +255,7 @@ func (s *Service) readInclusion(ctx context.Context, ls Store, p flagadmin.Princ
 	}
 	a := ProofAnswer{Visible: true}
 	index, err := ls.LeafIndex(ctx, id)
-	if isKind(err, flagadmin.ErrNotFound) {
+	if errors.Is(err, flagadmin.ErrNotFound) {
 		return a, nil
 	}
 	if err != nil {
