@@ -1,12 +1,13 @@
 // Package layering_test keeps the imports between the module's parts as
-// docs/architecture.md draws them: an adapter imports no other adapter but
-// the two encoders several share (adapters/eventjson and
-// adapters/tlog/leaf), and fx is known to cmd/ only. (The domain's own
-// rule, the standard library only, is tested in flagadmin; its siblings'
-// in their packages.)
+// docs/architecture.md draws them: the domain imports the standard library
+// only, its siblings (following, the verifiable log, the upstream errors)
+// the domain besides; an adapter imports no other adapter but the two
+// encoders several share (adapters/eventjson and adapters/tlog/leaf); and
+// fx is known to cmd/ only.
 package layering_test
 
 import (
+	"go/build"
 	"go/parser"
 	"go/token"
 	"io/fs"
@@ -27,11 +28,18 @@ var root = filepath.Join("..", "..")
 
 // imports returns the imports of every non-test Go file under dir (a path
 // relative to the module), by the file's path relative to the module.
-func imports(t *testing.T, dir string) map[string][]string {
+func imports(t *testing.T, dir string) map[string][]string { return importsOf(t, dir, true) }
+
+// importsOf is imports, of dir's own files only unless below.
+func importsOf(t *testing.T, dir string, below bool) map[string][]string {
 	t.Helper()
 	out := map[string][]string{}
 	fset := token.NewFileSet()
-	err := filepath.WalkDir(filepath.Join(root, dir), func(path string, d fs.DirEntry, err error) error {
+	top := filepath.Join(root, dir)
+	err := filepath.WalkDir(top, func(path string, d fs.DirEntry, err error) error {
+		if err == nil && d.IsDir() && path != top && !below {
+			return filepath.SkipDir
+		}
 		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
 			return err
 		}
@@ -53,6 +61,29 @@ func imports(t *testing.T, dir string) map[string][]string {
 		t.Fatalf("%d files under %s: the path is not the module's", len(out), dir)
 	}
 	return out
+}
+
+// TestDomainImports: the domain package imports the standard library
+// only; each of its siblings the standard library and the domain, never an
+// adapter (the domain cannot import a sibling back: Go refuses the cycle).
+func TestDomainImports(t *testing.T) {
+	for dir, domain := range map[string]string{
+		"flagadmin":          "",
+		"flagadmin/follow":   module + "flagadmin",
+		"flagadmin/vlog":     module + "flagadmin",
+		"flagadmin/upstream": module + "flagadmin",
+	} {
+		for file, imps := range importsOf(t, dir, false) {
+			for _, p := range imps {
+				if p == domain {
+					continue
+				}
+				if pkg, err := build.Default.Import(p, ".", build.FindOnly); err != nil || !pkg.Goroot {
+					t.Errorf("%s imports %q, which is not a standard library package", file, p)
+				}
+			}
+		}
+	}
 }
 
 // adapterOf is the adapter a module path or file path belongs to
