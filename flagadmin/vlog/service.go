@@ -195,15 +195,9 @@ func (s *Service) InclusionProof(ctx context.Context, p flagadmin.Principal, par
 	if err := s.core.Authorize(ctx, p, adminAPI); err != nil {
 		return InclusionProof{}, err
 	}
-	v := &flagadmin.ValidationError{}
 	id, idErr := parseInt("id", params.ID, 1)
 	size, sizeErr := parseInt("size", params.Size, 1)
-	for _, e := range []*flagadmin.ValidationError{idErr, sizeErr} {
-		if e != nil {
-			v.Fields = append(v.Fields, e.Fields...)
-		}
-	}
-	if len(v.Fields) > 0 {
+	if v := joinFields(idErr, sizeErr); len(v.Fields) > 0 {
 		return InclusionProof{}, v
 	}
 	ls, err := s.logConfigured(true)
@@ -289,14 +283,9 @@ func (s *Service) ConsistencyProof(ctx context.Context, p flagadmin.Principal, p
 	if err := s.core.Authorize(ctx, p, adminAPI); err != nil {
 		return ConsistencyProof{}, err
 	}
-	v := &flagadmin.ValidationError{}
 	from, fromErr := parseInt("from", params.From, 1)
 	to, toErr := parseInt("to", params.To, 1)
-	for _, e := range []*flagadmin.ValidationError{fromErr, toErr} {
-		if e != nil {
-			v.Fields = append(v.Fields, e.Fields...)
-		}
-	}
+	v := joinFields(fromErr, toErr)
 	if len(v.Fields) == 0 && from > to {
 		v.Fields = append(v.Fields, flagadmin.FieldError{Path: "from", Message: fmt.Sprintf("must be at most to (%d), got %d", to, from)})
 	}
