@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/uptrace/bun"
 	"github.com/uptrace/bun/schema"
 )
 
@@ -47,6 +48,17 @@ func In[T any](expr string, values []T) Fragment {
 // !. It reads the same on PostgreSQL, MySQL and SQLite.
 func LikeContains(column, text string) Fragment {
 	return F(column+" LIKE ? ESCAPE '!'", "%"+likeEscaper.Replace(text)+"%")
+}
+
+// OnConflictUpdate makes q an upsert of the SQL standard's family, which
+// PostgreSQL and SQLite share: INSERT ... ON CONFLICT (key) DO UPDATE SET
+// column = EXCLUDED.column for each of fields.
+func OnConflictUpdate(q *bun.InsertQuery, key string, fields []*schema.Field) *bun.InsertQuery {
+	q = q.On("CONFLICT (?) DO UPDATE", bun.Ident(key))
+	for _, f := range fields {
+		q = q.Set("? = EXCLUDED.?", bun.Ident(f.Name), bun.Ident(f.Name))
+	}
+	return q
 }
 
 // likeEscaper makes a text a literal LIKE pattern with ESCAPE '!'.

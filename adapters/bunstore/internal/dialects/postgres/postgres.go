@@ -104,11 +104,7 @@ func (Dialect) RaiseIDs(ctx context.Context, db bun.IDB, table string, largest i
 // Upsert is INSERT ... ON CONFLICT (key) DO UPDATE SET column =
 // EXCLUDED.column.
 func (Dialect) Upsert(q *bun.InsertQuery, key string, fields []*schema.Field) *bun.InsertQuery {
-	q = q.On("CONFLICT (?) DO UPDATE", bun.Ident(key))
-	for _, f := range fields {
-		q = q.Set("? = EXCLUDED.?", bun.Ident(f.Name), bun.Ident(f.Name))
-	}
-	return q
+	return sqlq.OnConflictUpdate(q, key, fields)
 }
 
 // KeepExisting is ON CONFLICT (key) DO NOTHING.
