@@ -264,13 +264,8 @@ func (postgresEngine) snapshot(ctx context.Context, admin *sql.DB, name, refName
 		}
 		ref.counters[s], ref.called[s] = v, called
 	}
-	if ref.seeded, err = nonEmpty(ctx, admin, "", name, ref.tables); err != nil {
+	if ref.seeded, err = copySeeded(ctx, admin, "", name, refName, ref.tables); err != nil {
 		return nil, err
-	}
-	for _, tbl := range ref.seeded {
-		if _, err := admin.ExecContext(ctx, "CREATE TABLE "+refName+"."+tbl+" AS SELECT * FROM "+name+"."+tbl); err != nil {
-			return nil, err
-		}
 	}
 	return ref, nil
 }
@@ -410,13 +405,8 @@ func (mysqlEngine) snapshot(ctx context.Context, admin *sql.DB, name, refName st
 	if err != nil {
 		return nil, err
 	}
-	if ref.seeded, err = nonEmpty(ctx, admin, " FROM DUAL", name, ref.tables); err != nil {
+	if ref.seeded, err = copySeeded(ctx, admin, " FROM DUAL", name, refName, ref.tables); err != nil {
 		return nil, err
-	}
-	for _, tbl := range ref.seeded {
-		if _, err := admin.ExecContext(ctx, "CREATE TABLE "+refName+"."+tbl+" AS SELECT * FROM "+name+"."+tbl); err != nil {
-			return nil, err
-		}
 	}
 	return ref, nil
 }
@@ -479,6 +469,21 @@ func nonEmpty(ctx context.Context, db *sql.DB, from, schema string, tables []str
 		parts[i] = fmt.Sprintf("SELECT '%s'%s WHERE EXISTS (SELECT 1 FROM %s.%s)", tbl, from, schema, tbl)
 	}
 	return queryStrings(ctx, db, strings.Join(parts, " UNION ALL "))
+}
+
+// copySeeded copies the tables of schema holding rows (nonEmpty; from as
+// there) into the schema ref, as they are, and returns their names.
+func copySeeded(ctx context.Context, db *sql.DB, from, schema, ref string, tables []string) ([]string, error) {
+	seeded, err := nonEmpty(ctx, db, from, schema, tables)
+	if err != nil {
+		return nil, err
+	}
+	for _, tbl := range seeded {
+		if _, err := db.ExecContext(ctx, "CREATE TABLE "+ref+"."+tbl+" AS SELECT * FROM "+schema+"."+tbl); err != nil {
+			return nil, err
+		}
+	}
+	return seeded, nil
 }
 
 func qualified(schema string, tables []string) string {
