@@ -164,12 +164,16 @@
 // proofs up), log_checkpoints and log_holds. Each event has its salt
 // (events.salt, drawn as it is written). The salt and the tombstone are
 // NOT NULL, so no writer can add an event or a leaf without them.
-// Every write transaction gives its events their salts and appends their
-// leaves under the event order lock, in id order, in the same transaction
-// (leaves.go): on PostgreSQL inside the events' INSERT, where the database
-// hashes each leaf from leaf.LeafParts (the leaf input around the id
-// it draws); elsewhere from leaf.LeafHash, in one more statement. Bulk paths
-// (Load, InsertEvents) send the leaves with COPY on PostgreSQL. Proofs
+// Every write transaction gives its events their salts and checks that
+// their leaves can be computed; the leaves are appended after it commits,
+// in id order, by one path (leaves.go): the store's appender, woken by
+// each commit, reads the events past the last leaf and appends theirs in
+// batches, so the event order lock is held only for the events' INSERT
+// and COMMIT. Every read of the log waits for the leaves of the store's
+// own writes; a read past the last leaf appends those another server left
+// (LeafIndex, LogLeaves); Open appends those a stopped server left; Load
+// appends them in its transaction. Retention prunes only events whose
+// leaves are appended. Proofs
 // read the hashes of all their nodes in one statement (LogHashes).
 //
 // PruneEvents (prune.go) removes a batch of old events in a write

@@ -2,39 +2,60 @@ package bunstore
 
 import (
 	"context"
-	"crypto/sha256"
+	"errors"
 	"fmt"
-	"strings"
+	"log/slog"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/uptrace/bun"
 
-	"github.com/flagadmin/flagadmin/adapters/bunstore/internal/pgpage"
+	"github.com/flagadmin/flagadmin/adapters/bunstore/internal/dberr"
+	"github.com/flagadmin/flagadmin/adapters/bunstore/internal/sqlq"
 	"github.com/flagadmin/flagadmin/adapters/bunstore/internal/stored"
 	"github.com/flagadmin/flagadmin/adapters/tlog/leaf"
 	"github.com/flagadmin/flagadmin/flagadmin"
 	"github.com/flagadmin/flagadmin/flagadmin/vlog"
 )
 
-// The leaves of the verifiable log are appended by every write
-// transaction that appends events, at the step of record where
-// their ids are drawn and the event order lock is held (record.go): in
-// the same transaction, in id order, with the next indexes. The lock that
-// makes ids settle in commit order also makes the indexes consecutive: no
-// other writer can append a leaf until this transaction ends, and one
-// that rolls back takes its leaves with it. The log's size, the number of
-// leaves, is the last leaf's idx + 1, which the lock's holder reads from
-// log_leaves' primary key as it was committed last: on PostgreSQL with a
-// snapshot taken after the lock (a statement of its own, or
-// flagadmin_log_size of schema/postgres.sql), on MySQL by a
-// locking read, on SQLite as the one writer. (A row of its own that every
-// writer raised under the lock would cost more than the leaf.)
+// The leaves of the verifiable log are appended after their events
+// commit, by one path: appendIn reads the events past the last leaf in id
+// order and appends a leaf for each, with the next indexes; the store's
+// appender runs it in transactions of its own (appendLeaves), Load in its
+// own transaction, so a load commits with its leaves. A writer of events
+// holds the
+// event order lock (record.go) only to insert its events and commit; the
+// leaves cost it nothing under the lock, which is the ceiling of the
+// store's write throughput.
+//
+// Commit order is id order (record.go), so the events past the last leaf,
+// read in id order, are appended in the order they were written, and no
+// event that commits later can take a smaller id than one already
+// appended. On MySQL, where a snapshot can see a later commit and miss an
+// earlier one, the read stops at the settled id (export.go's settled).
+//
+// Each commit that wrote events wakes the store's appender (a goroutine
+// started by Open), which appends everything pending in batches, so that
+// the leaves of many writes go in one transaction. Every read of the log
+// in this store first waits for the leaves of its own writes
+// (settleLeaves), so a write that returned is in the log as this store
+// reads it; a proof of an event written by another server on the same
+// database that has no leaf yet appends the pending leaves itself
+// (LeafIndex, and LogLeaves past the last leaf). A server that stopped
+// between a commit and its append leaves its events to the next append of
+// any server, and Open appends what is pending (unless
+// WithoutAppendingOthers: a verifier reads the log as the database holds
+// it). Retention prunes only events whose leaves are appended (prune.go).
+//
+// Two appenders on one database (two servers) can read the same last leaf;
+// the second to insert collides with the first on log_leaves' primary key
+// and runs again past the leaves the first appended.
 //
 // A leaf's hash is leaf.LeafHash of the event as it is stored (its
-// time to the millisecond, empty JSON as null, its salt), computed in Go
-// (leavesOf) or, on PostgreSQL, in the INSERT from leaf.LeafParts
-// (insertWithLeaves): the canonical form has one definition, the
-// domain's. Beside the hash a leaf keeps what it commits to apart from
+// time to the millisecond, empty JSON as null, its salt), read back from
+// its row. Beside the hash a leaf keeps what it commits to apart from
 // the rest of the event, its tombstone: the event's time, project and
 // type, and its content commitment, which stay when the event is pruned.
 
@@ -83,79 +104,294 @@ func leafOf(e flagadmin.Event) (leafRow, error) {
 	return leafRow{EventID: e.ID, Hash: hash[:], CreatedAt: stored.Millis(e.CreatedAt), Project: e.Project, Type: e.Type, Content: content[:]}, nil
 }
 
-// leavesOf returns the leaves of events (their ids and salts set),
-// without their indexes. An event whose hash cannot be computed (data or
-// preData that is not JSON) is an error of kind ErrValidation, returned
-// as it is.
-func leavesOf(events []flagadmin.Event) ([]leafRow, error) {
-	leaves := make([]leafRow, len(events))
+// checkLeaves returns an error of kind ErrValidation, as a callbackError,
+// for an event whose leaf cannot be computed (data or preData that is not
+// JSON, a salt of another size): refused when it is written, it would
+// stop the appender for good.
+func checkLeaves(events []flagadmin.Event) error {
 	for i, e := range events {
-		l, err := leafOf(e)
-		if err != nil {
-			return nil, &callbackError{fmt.Errorf("event %d: %w", i, err)}
-		}
-		leaves[i] = l
-	}
-	return leaves, nil
-}
-
-// appendLeaves appends the leaves of ch's events, whose ids are drawn, in
-// t, which holds the event order lock: by COPY for a bulk insert where the
-// events went by COPY, in one statement per chunk where a statement reads
-// the log's size itself, else after reading it.
-func (s *Store) appendLeaves(ctx context.Context, t *txn, ch *changes) error {
-	if s.test.noEventOrder() || !keepLeaves {
-		// A test that turns the event order lock off to show what it
-		// prevents keeps no leaves: they need it.
-		return nil
-	}
-	leaves, err := leavesOf(ch.events)
-	if err != nil {
-		return err
-	}
-	if ch.givenIDs {
-		// Drawn ids ascend past every id ever drawn; given ones must also
-		// pass the last leaf's, whose event may have been pruned.
-		if err := s.checkAfterLastLeaf(ctx, t, leaves[0].EventID); err != nil {
-			return err
-		}
-	}
-	if ch.bulk && s.sqlDialect.CopiesEvents() {
-		return s.copyLeaves(ctx, t, leaves)
-	}
-	if s.sqlDialect.LogSizeInStatement() {
-		return appendLeavesPG(ctx, t, leaves)
-	}
-	size, err := s.logSizeLocked(ctx, t)
-	if err != nil {
-		return err
-	}
-	for i := range leaves {
-		leaves[i].Index = size + int64(i)
-	}
-	for start := 0; start < len(leaves); start += s.insertChunk() {
-		if err := insertLeafRows(ctx, t, leaves[start:min(len(leaves), start+s.insertChunk())]); err != nil {
-			return err
+		if _, err := leaf.ContentCommitment(asStored(e)); err != nil {
+			return &callbackError{fmt.Errorf("event %d: %w", i, err)}
 		}
 	}
 	return nil
 }
 
-// logSizeSQL reads the log's size: the last leaf's idx + 1.
-const logSizeSQL = "SELECT COALESCE(MAX(idx) + 1, 0) FROM log_leaves"
+// leafEventColumns are the columns of events a leaf commits to.
+var leafEventColumns = append(slices.Clone(stored.EventColumns), "salt")
 
-// logSizeLocked reads the log's size in t, which holds the event order
-// lock: in a statement of its own, whose snapshot is taken after the lock,
-// or by a locking read (sqlDialect.LatestLock), which sees the latest
-// committed leaves where a plain read would see t's snapshot, which may
-// predate the lock. That read locks the last leaf, which a pruner holds
-// while it prunes the newest event: the deadlock that may follow is run
-// again (tx.go).
-func (s *Store) logSizeLocked(ctx context.Context, t *txn) (int64, error) {
-	q := s.readLatest(logSizeSQL)
-	var size int64
-	err := t.QueryRowContext(ctx, q).Scan(&size)
-	return size, err
+// gatherFor is how long the appender, woken by a write, waits for more
+// writes to append with it. Reads of the log do not wait for it: they
+// append what is pending themselves (settleLeaves).
+const gatherFor = 5 * time.Millisecond
+
+// appendBatch bounds the events one append transaction reads and the
+// leaves it inserts.
+const appendBatch = 5000
+
+// leafAppender is the store's state of appending leaves.
+type leafAppender struct {
+	// mu is held by the one append of the store running.
+	mu sync.Mutex
+	// written counts the commits that wrote events; appended is the
+	// count the last complete append began after.
+	written, appended atomic.Uint64
+	// wake holds a request to append, for run.
+	wake chan struct{}
+	// stop ends run, which closes done.
+	stop, done chan struct{}
+	// retry is how long run waits to try again after a failure.
+	retry time.Duration
+	// ownOnly: the leaves of the store's own writes only
+	// (WithoutAppendingOthers).
+	ownOnly bool
+	// atStart is what written counts before the store's first write: 1
+	// for the append at the start, 0 without it.
+	atStart uint64
+}
+
+// newLeafAppender returns an appender that is not running.
+func newLeafAppender() *leafAppender {
+	return &leafAppender{wake: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{}), retry: time.Second}
+}
+
+// wrote records a commit that wrote events and wakes the appender.
+func (a *leafAppender) wrote() {
+	if a == nil {
+		return
+	}
+	a.written.Add(1)
+	a.wakeUp()
+}
+
+// wakeUp asks run to append, unless it is asked already.
+func (a *leafAppender) wakeUp() {
+	select {
+	case a.wake <- struct{}{}:
+	default:
+	}
+}
+
+// startAppender starts the store's appender, which appends the leaves of
+// the events committed past the last leaf: first those a stopped server
+// left without leaves (unless WithoutAppendingOthers), then, whenever a write wakes it, those of the
+// writes since. After a failure it tries again while this store has
+// leaves to append.
+func (s *Store) startAppender() {
+	a := s.leaves
+	// The start counts as a write, so that reads wait for it.
+	if !a.ownOnly {
+		a.atStart = 1
+		a.written.Add(a.atStart)
+	}
+	go func() {
+		defer close(a.done)
+		if err := s.appendPending(context.Background()); err != nil {
+			// On a database this store may only read, reads go on
+			// without: the start's append is not tried again.
+			a.appended.CompareAndSwap(0, 1)
+			s.log.Debug("bunstore: could not append the leaves a stopped server left; the next write appends them", "cause", err.Error())
+		}
+		for {
+			select {
+			case <-a.stop:
+				return
+			case <-a.wake:
+			}
+			// The writes of the next moment go in the same batch: a
+			// transaction of their own for the leaves of each write
+			// would cost the database a commit per write.
+			select {
+			case <-a.stop:
+				return
+			case <-time.After(gatherFor):
+			}
+			if err := s.appendPending(context.Background()); err != nil {
+				// An outage of the database is told by every request
+				// that meets it; the appender waits it out.
+				level := slog.LevelWarn
+				if errors.Is(err, flagadmin.ErrUnavailable) {
+					level = slog.LevelDebug
+				}
+				s.log.Log(context.Background(), level, "bunstore: appending the log's leaves failed; trying again", "cause", err.Error(), "in", a.retry)
+				select {
+				case <-a.stop:
+					return
+				case <-time.After(a.retry):
+					a.wakeUp()
+				}
+			}
+		}
+	}()
+}
+
+// closeBound bounds the append of the leaves still pending when the store
+// closes.
+const closeBound = 10 * time.Second
+
+// stopAppender appends the leaves of the store's writes still pending
+// (none when it wrote nothing), then stops the appender and waits for it to end.
+func (s *Store) stopAppender() {
+	select {
+	case <-s.leaves.stop:
+		return
+	default:
+	}
+	if s.leaves.written.Load() > s.leaves.atStart {
+		ctx, cancel := context.WithTimeout(context.Background(), closeBound)
+		if err := s.settleLeaves(ctx); err != nil {
+			s.log.Warn("bunstore: closing with leaves not appended; the next server to start appends them", "cause", err.Error())
+		}
+		cancel()
+	}
+	close(s.leaves.stop)
+	<-s.leaves.done
+}
+
+// settleLeaves returns once the leaves of every event this store has
+// committed are appended, appending them itself when they are not.
+func (s *Store) settleLeaves(ctx context.Context) error {
+	if s.leaves == nil {
+		return nil
+	}
+	if s.leaves.appended.Load() >= s.leaves.written.Load() {
+		return nil
+	}
+	return s.appendPending(ctx)
+}
+
+// appendBehind appends the leaves of the events committed past the last
+// leaf by another server on the same database that has not appended them
+// yet (or stopped before it did), and reports whether there were any.
+func (s *Store) appendBehind(ctx context.Context) (bool, error) {
+	if s.leaves == nil || s.leaves.ownOnly {
+		return false, nil
+	}
+	var behind bool
+	err := s.rdb.QueryRowContext(ctx, "SELECT EXISTS (SELECT 1 FROM events WHERE id > (SELECT COALESCE(MAX(event_id), 0) FROM log_leaves))").Scan(&behind)
+	if err != nil || !behind {
+		return false, err
+	}
+	s.leaves.mu.Lock()
+	defer s.leaves.mu.Unlock()
+	return true, s.appendAll(ctx)
+}
+
+// appendPending appends the leaves of every committed event past the last
+// leaf, unless an append that began after the last write already did.
+func (s *Store) appendPending(ctx context.Context) error {
+	a := s.leaves
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	w := a.written.Load()
+	if a.appended.Load() >= w {
+		return nil
+	}
+	if err := s.appendAll(ctx); err != nil {
+		return err
+	}
+	a.appended.Store(w)
+	return nil
+}
+
+// appendAll appends the leaves of every committed event past the last
+// leaf, appendBatch at a time. The caller holds a.mu.
+func (s *Store) appendAll(ctx context.Context) error {
+	if !s.keepsLeaves() {
+		return nil
+	}
+	for {
+		n, err := s.appendLeaves(ctx)
+		if err != nil || n < appendBatch {
+			return err
+		}
+	}
+}
+
+// keepsLeaves reports whether the store appends leaves: always, but in a
+// test that turns the event order lock off to show what it prevents (the
+// leaves need it), and in the build that measures what they cost
+// (leaves_unkept.go).
+func (s *Store) keepsLeaves() bool { return keepLeaves && !s.test.noEventOrder() }
+
+// appendLeaves appends the leaves of at most appendBatch committed events
+// past the last leaf, in a transaction of its own, and returns how many.
+// Two appenders that read the same last leaf collide on log_leaves'
+// primary key or its event index: the one that loses runs again.
+func (s *Store) appendLeaves(ctx context.Context) (int, error) {
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
+	settled, err := s.settled(ctx)
+	if err != nil {
+		return 0, s.fail("append leaves", err)
+	}
+	for attempt := 1; ; attempt++ {
+		var n int
+		err = s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+			// The leaves are computed again from their events, which are
+			// committed: a commit lost to a crash of the database is
+			// appended again, the same, by the next append. So it need
+			// not wait for the disk where the database can say so.
+			if async := s.sqlDialect.AsyncCommit(); async != "" {
+				if _, err := tx.ExecContext(ctx, "SELECT 1"+async); err != nil {
+					return err
+				}
+			}
+			n, err = s.appendIn(ctx, tx, settled)
+			return err
+		})
+		if err == nil {
+			return n, nil
+		}
+		if kind, retry := dberr.Classify(err); (retry || errors.Is(kind, flagadmin.ErrConflict)) && attempt < maxAttempts && ctx.Err() == nil {
+			continue
+		}
+		return 0, s.fail("append leaves", err)
+	}
+}
+
+// appendIn appends, in tx, the leaves of at most appendBatch events past
+// the last leaf (and within settled, when not empty), and returns how
+// many: the one write path of leaves, which Load runs in its own
+// transaction.
+func (s *Store) appendIn(ctx context.Context, tx bun.IDB, settled sqlq.Fragment) (int, error) {
+	var size, last int64
+	q := s.readLatest("SELECT COALESCE(MAX(idx) + 1, 0), COALESCE(MAX(event_id), 0) FROM log_leaves")
+	if err := tx.QueryRowContext(ctx, q).Scan(&size, &last); err != nil {
+		return 0, err
+	}
+	var rows []stored.Event
+	sel := tx.NewSelect().Model(&rows).Column(leafEventColumns...).Where("id > ?", last).OrderExpr("id").Limit(appendBatch)
+	if settled.Text != "" {
+		sel = sel.Where(settled.Text, settled.Args...)
+	}
+	if err := sel.Scan(ctx); err != nil {
+		return 0, err
+	}
+	leaves := make([]leafRow, len(rows))
+	for i, r := range rows {
+		e, err := r.Event()
+		if err != nil {
+			return 0, err
+		}
+		e.Salt = r.Salt
+		if leaves[i], err = leafOf(e); err != nil {
+			return 0, fmt.Errorf("event %d: %w", e.ID, err)
+		}
+		leaves[i].Index = size + int64(i)
+	}
+	return len(leaves), s.insertLeaves(ctx, tx, leaves)
+}
+
+// insertLeaves inserts leaves with their indexes, by multi-row INSERTs.
+func (s *Store) insertLeaves(ctx context.Context, tx bun.IDB, leaves []leafRow) error {
+	for start := 0; start < len(leaves); start += s.insertChunk() {
+		part := leaves[start:min(len(leaves), start+s.insertChunk())]
+		if _, err := tx.NewInsert().Model(&part).Exec(ctx); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // readLatest makes query, a SELECT in a write transaction that holds a
@@ -168,138 +404,5 @@ func (s *Store) readLatest(query string) string {
 	return query
 }
 
-// checkAfterLastLeaf refuses a given id that does not pass the last
-// leaf's event id, as ErrConflict.
-func (s *Store) checkAfterLastLeaf(ctx context.Context, t *txn, first int64) error {
-	q := s.readLatest("SELECT COALESCE(MAX(event_id), 0) FROM log_leaves")
-	var last int64
-	if err := t.QueryRowContext(ctx, q).Scan(&last); err != nil {
-		return err
-	}
-	if first <= last {
-		return &callbackError{fmt.Errorf("%w: event id %d is not above the log's last (%d, pruned)", flagadmin.ErrConflict, first, last)}
-	}
-	return nil
-}
-
-// insertLeafRows inserts leaves with their indexes, in one statement.
-func insertLeafRows(ctx context.Context, db bun.IDB, leaves []leafRow) error {
-	if len(leaves) == 0 {
-		return nil
-	}
-	_, err := db.NewInsert().Model(&leaves).Exec(ctx)
-	return err
-}
-
-// pgLeafChunk bounds the leaves of one statement on PostgreSQL.
-const pgLeafChunk = 1000
-
-// appendLeavesPG appends leaves on PostgreSQL in one statement per chunk,
-// which reads the log's size (flagadmin_log_size: the leaves committed
-// before the lock and the transaction's own) and inserts the leaves from
-// it: one round trip for a write's leaves.
-func appendLeavesPG(ctx context.Context, db bun.IDB, leaves []leafRow) error {
-	for start := 0; start < len(leaves); start += pgLeafChunk {
-		part := leaves[start:min(len(leaves), start+pgLeafChunk)]
-		var b strings.Builder
-		args := make([]any, 0, 7*len(part))
-		b.WriteString(`WITH o AS (SELECT flagadmin_log_size() AS start)
-			INSERT INTO log_leaves (idx, event_id, hash, created_at, project, type, content)
-			SELECT o.start + v.k, v.event_id, v.hash, v.created_at, v.project, v.type, v.content FROM o, (VALUES `)
-		for i, l := range part {
-			if i > 0 {
-				b.WriteString(", ")
-			}
-			b.WriteString("(?::bigint, ?::bigint, ?::bytea, ?::bigint, ?::text, ?::text, ?::bytea)")
-			args = append(args, i, l.EventID, l.Hash, l.CreatedAt, l.Project, l.Type, l.Content)
-		}
-		b.WriteString(") AS v (k, event_id, hash, created_at, project, type, content)")
-		if _, err := db.ExecContext(ctx, b.String(), args...); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// copyLeaves appends many leaves on PostgreSQL: the log's size read in
-// one statement, the leaves sent with COPY on t's pgx connection.
-func (s *Store) copyLeaves(ctx context.Context, t *txn, leaves []leafRow) error {
-	start, err := s.logSizeLocked(ctx, t)
-	if err != nil {
-		return err
-	}
-	return pgpage.OnPgx(t.conn, func(pc *pgx.Conn) error {
-		next := 0
-		src := pgx.CopyFromFunc(func() ([]any, error) {
-			if next == len(leaves) {
-				return nil, nil
-			}
-			l := leaves[next]
-			next++
-			return []any{start + int64(next-1), l.EventID, l.Hash, l.CreatedAt, l.Project, l.Type, l.Content}, nil
-		})
-		_, err := pc.CopyFrom(ctx, pgx.Identifier{"log_leaves"}, []string{"idx", "event_id", "hash", "created_at", "project", "type", "content"}, src)
-		return err
-	})
-}
-
-// insertWithLeaves inserts rows on PostgreSQL by multi-row INSERTs that
-// append their leaves in the same statement, and sets the ids the
-// database draws on events (whose salts are set). The statement inserts
-// the events (its trigger takes the event order lock before the first id
-// is drawn), reads the log's size and inserts a leaf per event, whose
-// hash PostgreSQL computes from the parts of the event's leaf input around
-// its id (leaf.LeafParts): SHA-256 of 0x00, the part before, the
-// id's digits and the part after, which is leaf.LeafHash. The leaf's
-// tombstone is the inserted event's created_at, project and type, and its
-// content commitment, the last 32 bytes of the part after (the leaf input
-// ends with it). Ids are drawn in VALUES
-// order; the k-th smallest is the k-th row's. The size is read once ins
-// has inserted its rows (o counts them first), so under the lock, by
-// flagadmin_log_size, whose snapshot holds the leaves committed before the
-// lock was granted (the statement's own snapshot predates it; a size read
-// with it would repeat an idx, which the primary key refuses). Keeping the tree then costs
-// no round trip under the lock, which writers of events hold one at a
-// time (record.go).
-func (s *Store) insertWithLeaves(ctx context.Context, db bun.IDB, rows []stored.Event, events []flagadmin.Event) error {
-	chunk := s.insertChunk()
-	for start := 0; start < len(rows); start += chunk {
-		part := rows[start:min(len(rows), start+chunk)]
-		var values strings.Builder
-		args := make([]any, 0, 1+4*len(part))
-		args = append(args, bun.Safe(db.NewInsert().Model(&part).Returning("id, created_at, project, type").String()))
-		for i := range part {
-			before, after, err := leaf.LeafParts(asStored(events[start+i]))
-			if err != nil {
-				return &callbackError{fmt.Errorf("event %d: %w", start+i, err)}
-			}
-			if i > 0 {
-				values.WriteString(", ")
-			}
-			values.WriteString("(?::bigint, ?::bytea, ?::bytea, ?::bytea)")
-			args = append(args, i+1, before, after, after[len(after)-sha256.Size:])
-		}
-		query := `WITH ins AS (?),
-			n AS (SELECT id, created_at, project, type, row_number() OVER (ORDER BY id) AS k FROM ins),
-			o AS (SELECT flagadmin_log_size() AS start FROM (SELECT count(*) FROM ins) AS inserted),
-			leaves AS (INSERT INTO log_leaves (idx, event_id, hash, created_at, project, type, content)
-				SELECT o.start + n.k - 1, n.id, sha256('\x00'::bytea || p.before || convert_to(n.id::text, 'UTF8') || p.after),
-					n.created_at, n.project, n.type, p.content
-				FROM o, n JOIN (VALUES ` + values.String() + `) AS p (k, before, after, content) ON p.k = n.k)
-			SELECT id FROM n ORDER BY id`
-		if s.test.noEventOrder() || !keepLeaves { // see appendLeaves
-			query, args = "WITH ins AS (?) SELECT id FROM ins ORDER BY id", args[:1]
-		}
-		var ids []int64
-		if err := db.NewRaw(query, args...).Scan(ctx, &ids); err != nil {
-			return err
-		}
-		if len(ids) != len(part) {
-			return fmt.Errorf("inserted %d events, got %d ids", len(part), len(ids))
-		}
-		for i, id := range ids {
-			events[start+i].ID = id
-		}
-	}
-	return nil
-}
+// logSizeSQL reads the log's size: the last leaf's idx + 1.
+const logSizeSQL = "SELECT COALESCE(MAX(idx) + 1, 0) FROM log_leaves"

@@ -8,6 +8,7 @@ import (
 
 	"github.com/uptrace/bun"
 
+	"github.com/flagadmin/flagadmin/adapters/bunstore/internal/sqlq"
 	"github.com/flagadmin/flagadmin/flagadmin"
 )
 
@@ -146,10 +147,34 @@ func (s *Store) load(ctx context.Context, conn bun.Conn, tx bun.Tx, b *flagadmin
 	if err := events(emit); err != nil {
 		return &callbackError{err}
 	}
+	if err := s.appendLoaded(ctx, tx); err != nil {
+		return err
+	}
 	if err := rebuild(); err != nil {
 		return err
 	}
 	return s.sqlDialect.AnalyzeLoaded(ctx, tx, s.loadStep)
+}
+
+// appendLoaded appends the leaves of the loaded events in tx, by the
+// path of every leaf (leaves.go), before the indexes are built again:
+// the load and its leaves commit together.
+func (s *Store) appendLoaded(ctx context.Context, tx bun.Tx) error {
+	if !s.keepsLeaves() {
+		return nil
+	}
+	done := s.loadStep("append the log's leaves")
+	for {
+		n, err := s.appendIn(ctx, tx, sqlq.Fragment{})
+		if err != nil {
+			return err
+		}
+		if n < appendBatch {
+			break
+		}
+	}
+	done()
+	return nil
 }
 
 // deferIndexes drops the secondary indexes of events, and on SQLite the

@@ -19,7 +19,9 @@ import (
 var _ vlog.Store = (*Store)(nil)
 
 // The verifiable log's reads and its stored hashes and checkpoints
-// (vlog.Store): leaves.go appends the leaves, prune.go prunes.
+// (vlog.Store): leaves.go appends the leaves, prune.go prunes. Each read
+// of the leaves first waits for those of the store's own writes
+// (settleLeaves).
 // Tables (schema/*.sql): log_leaves (idx, event_id,
 // hash, pruned, and the tombstone: created_at, project, type, content),
 // log_hashes (level, idx, hash), log_checkpoints and log_holds; the size
@@ -29,6 +31,9 @@ var _ vlog.Store = (*Store)(nil)
 func (s *Store) LogSize(ctx context.Context) (int64, error) {
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
+	if err := s.settleLeaves(ctx); err != nil {
+		return 0, err
+	}
 	var n int64
 	if err := s.rdb.DB.QueryRowContext(ctx, logSizeSQL).Scan(&n); err != nil {
 		return 0, s.fail("log size", err)
@@ -41,12 +46,27 @@ func (s *Store) LogSize(ctx context.Context) (int64, error) {
 func (s *Store) LogLeaves(ctx context.Context, start, end int64) ([]vlog.Leaf, error) {
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
+	if err := s.settleLeaves(ctx); err != nil {
+		return nil, err
+	}
 	start = max(start, 0)
 	if start >= end {
 		return nil, nil
 	}
 	var rows []leafRow
-	err := s.rdb.NewRaw(leafColumnsSQL+" WHERE l.idx >= ? AND l.idx < ? ORDER BY l.idx", start, end).Scan(ctx, &rows)
+	read := func() error {
+		rows = rows[:0]
+		return s.rdb.NewRaw(leafColumnsSQL+" WHERE l.idx >= ? AND l.idx < ? ORDER BY l.idx", start, end).Scan(ctx, &rows)
+	}
+	err := read()
+	if err == nil && int64(len(rows)) < end-start {
+		// Past the last leaf: events another server wrote may be
+		// waiting for theirs (and that server may have appended them
+		// since the read).
+		if _, err = s.appendBehind(ctx); err == nil {
+			err = read()
+		}
+	}
 	if err != nil {
 		return nil, s.fail("log leaves", err)
 	}
@@ -74,12 +94,26 @@ func hash32(b []byte) ([32]byte, error) {
 	return [32]byte(b), nil
 }
 
-// LeafIndex implements vlog.Store: a lookup in log_leaves_event.
+// LeafIndex implements vlog.Store: a lookup in log_leaves_event, after
+// appending the leaves of events past the last one when it finds none.
 func (s *Store) LeafIndex(ctx context.Context, eventID int64) (int64, error) {
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
+	if err := s.settleLeaves(ctx); err != nil {
+		return 0, err
+	}
 	var idx int64
-	err := s.rdb.QueryRowContext(ctx, "SELECT idx FROM log_leaves WHERE event_id = ?", eventID).Scan(&idx)
+	read := func() error {
+		return s.rdb.QueryRowContext(ctx, "SELECT idx FROM log_leaves WHERE event_id = ?", eventID).Scan(&idx)
+	}
+	err := read()
+	if errors.Is(err, sql.ErrNoRows) {
+		// The event may be one another server wrote, waiting for its leaf
+		// (or appended since the read).
+		if _, err = s.appendBehind(ctx); err == nil {
+			err = read()
+		}
+	}
 	if errors.Is(err, sql.ErrNoRows) {
 		return 0, flagadmin.ErrNotFound
 	}
@@ -100,6 +134,9 @@ const logRangesPerStatement = 200
 func (s *Store) LogHashes(ctx context.Context, ranges []vlog.HashRange) ([][][32]byte, error) {
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
+	if err := s.settleLeaves(ctx); err != nil {
+		return nil, err
+	}
 	out := make([][][32]byte, len(ranges))
 	for first := 0; first < len(ranges); first += logRangesPerStatement {
 		if err := s.readHashes(ctx, ranges, first, min(len(ranges), first+logRangesPerStatement), out); err != nil {
@@ -264,6 +301,9 @@ func (s *Store) ReadLogProof(ctx context.Context, q vlog.ProofQuery) (vlog.Proof
 	}
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
+	if err := s.settleLeaves(ctx); err != nil {
+		return vlog.ProofRows{}, err
+	}
 	var filter sqlq.Fragment
 	if q.Event != nil {
 		filter = s.filter(*q.Event)

@@ -54,6 +54,9 @@ type Store struct {
 	openUnbounded func() (*bun.DB, error)
 	// loadProgress is told of Load's last steps (WithLoadProgress); nil for none.
 	loadProgress func(LoadStep)
+	// leaves appends the verifiable log's leaves (leaves.go); nil in a
+	// store that writes no events (Migrate's).
+	leaves *leafAppender
 }
 
 // Option configures Open.
@@ -65,11 +68,20 @@ type options struct {
 	timeout      time.Duration
 	loadProgress func(LoadStep)
 	off          []Tuning // WithoutTuning
+	// ownLeavesOnly: WithoutAppendingOthers.
+	ownLeavesOnly bool
 }
 
 // WithoutMigrate makes Open leave the schema alone; call Migrate yourself
 // (for instance from a separate migrate command).
 func WithoutMigrate() Option { return func(o *options) { o.migrate = false } }
+
+// WithoutAppendingOthers makes the store append the leaves of its own
+// writes only: neither at its start nor on a read past the last leaf does
+// it append those of events another server wrote and has not appended (or
+// stopped before it did), which a server otherwise does. For a reader
+// that must see the log as the database holds it, such as a verifier.
+func WithoutAppendingOthers() Option { return func(o *options) { o.ownLeavesOnly = true } }
 
 // WithTimeout bounds the time each operation of the store may take (the
 // storage deadline): every method runs under a context deadline of d (or
@@ -175,6 +187,9 @@ func Open(ctx context.Context, rawURL string, opts ...Option) (*Store, error) {
 		s.Close()
 		return nil, err
 	}
+	s.leaves = newLeafAppender()
+	s.leaves.ownOnly = o.ownLeavesOnly
+	s.startAppender()
 	return s, nil
 }
 
@@ -436,6 +451,9 @@ func (s *Store) ping(ctx context.Context) error {
 
 // Close closes the store's connections.
 func (s *Store) Close() error {
+	if s.leaves != nil {
+		s.stopAppender()
+	}
 	var errs []error
 	if s.rdb != nil && s.rdb != s.db {
 		errs = append(errs, s.rdb.Close())

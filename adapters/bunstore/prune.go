@@ -55,6 +55,14 @@ func (s *Store) PruneEvents(ctx context.Context, limit int, cutoff func(*flagadm
 	}
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
+	// Only events with leaves are pruned: those of the store's own writes
+	// and of other servers' are appended first.
+	if err := s.settleLeaves(ctx); err != nil {
+		return nil, err
+	}
+	if _, err := s.appendBehind(ctx); err != nil {
+		return nil, s.fail("prune events", err)
+	}
 	var ids []int64
 	err := s.inTx(ctx, "prune events", func(ctx context.Context, t *txn) (*changes, error) {
 		ids = nil
@@ -76,7 +84,11 @@ func (s *Store) PruneEvents(ctx context.Context, limit int, cutoff func(*flagadm
 		q := t.NewSelect().TableExpr("events").
 			Column("id", "created_at", "type", "created_by_user_id", "environment", "project", "feature_name").
 			Where("created_at < ?", stored.CeilMillis(before)).
-			Where("type NOT IN (?)", bun.In(vlog.RetentionEventTypes())).OrderExpr("id").Limit(int64(limit))
+			Where("type NOT IN (?)", bun.In(vlog.RetentionEventTypes())).
+			// Only events whose leaves are appended (leaves.go, in id
+			// order): an event pruned before would leave no trace in the log.
+			Where("id <= (SELECT COALESCE(MAX(event_id), 0) FROM log_leaves)").
+			OrderExpr("id").Limit(int64(limit))
 		if len(held) > 0 {
 			q = q.Where("(project IS NULL OR project NOT IN (?))", bun.In(held))
 		}

@@ -31,16 +31,15 @@ import (
 //     in id order, then event_counts in key order;
 //  3. one row of store_versions (bumpVersion);
 //  4. the one row of event_order, the event order lock (appendEvents): held
-//     to the commit, by a transaction that waits for no other lock;
-//  5. under it, the leaves it appends (leaves.go), after the last one
-//     (on MySQL read by a locking read: see logSizeLocked).
+//     to the commit, by a transaction that waits for no other lock.
 //
-// record is the one place that takes 2 to 5, in that order. PruneEvents,
+// The leaves of its events are appended after it commits (leaves.go).
+// record is the one place that takes 2 to 4, in that order. PruneEvents,
 // HoldProject, ReleaseProject and RecordRetention (prune.go) take the
 // prune lock first, which no other writer takes. A pruning batch's
 // deletes take of 2 and 3 only rows no writer takes (its own shard of
 // event_counts and its own row of store_versions); its events-pruned
-// event then takes 2 to 5 like any write's. Load is the
+// event then takes 2 to 4 like any write's. Load is the
 // exception: it holds the event order lock from its start, on an empty
 // store no other writer may write to meanwhile.
 //
@@ -135,22 +134,19 @@ func (s *Store) record(ctx context.Context, t *txn, ch *changes) error {
 		if err := saltEvents(ch.events); err != nil {
 			return err
 		}
-		withLeaves, err := s.appendEvents(ctx, t, ch)
-		if err != nil {
-			return err
-		}
-		// Ids drawn, event order lock held: every event of ch has its id,
-		// and no other transaction can draw one until this one ends. Work
-		// on each event that needs its id and the events before it goes
-		// here.
-		//
-		// The leaves of the verifiable log (leaves.go), unless the
-		// statements that inserted the events appended them.
-		if !withLeaves {
-			if err := s.appendLeaves(ctx, t, ch); err != nil {
+		if keepLeaves {
+			if err := checkLeaves(ch.events); err != nil {
 				return err
 			}
 		}
+		if err := s.appendEvents(ctx, t, ch); err != nil {
+			return err
+		}
+		// Ids drawn, event order lock held: every event of ch has its id,
+		// and no other transaction can draw one until this one ends.
+		// The leaves of the verifiable log are appended once the
+		// transaction commits (leaves.go).
+		t.wroteEvents = true
 		if err := s.test.eventsAppended(); err != nil {
 			return err
 		}
@@ -176,18 +172,16 @@ func saltEvents(events []flagadmin.Event) error {
 }
 
 // appendEvents takes the event order lock and inserts ch's events, setting
-// their ids: drawn by the database, or given (ch.givenIDs). It reports
-// whether the statements that inserted them appended their leaves too
-// (insertWithLeaves).
-func (s *Store) appendEvents(ctx context.Context, t *txn, ch *changes) (withLeaves bool, err error) {
+// their ids: drawn by the database, or given (ch.givenIDs).
+func (s *Store) appendEvents(ctx context.Context, t *txn, ch *changes) error {
 	if s.sqlDialect.CopiesEvents() && ch.bulk {
-		return false, s.copyEvents(ctx, t, ch.events, ch.givenIDs)
+		return s.copyEvents(ctx, t, ch.events, ch.givenIDs)
 	}
 	rows := make([]stored.Event, len(ch.events))
 	for i, e := range ch.events {
 		r, err := stored.EventOf(e)
 		if err != nil {
-			return false, err
+			return err
 		}
 		if !ch.givenIDs {
 			r.ID = 0
@@ -196,19 +190,41 @@ func (s *Store) appendEvents(ctx context.Context, t *txn, ch *changes) (withLeav
 	}
 	if ch.givenIDs {
 		if err := s.checkGivenIDs(ctx, t, ch.events); err != nil {
-			return false, err
+			return err
 		}
-		return false, s.insertRows(ctx, t, rows)
+		return s.insertRows(ctx, t, rows)
 	}
 	if ins, ok := s.sqlDialect.(eventInserter); ok {
 		if err := s.lockEventOrder(ctx, t); err != nil {
-			return false, err
+			return err
 		}
-		return false, ins.InsertEvents(ctx, t, rows, ch.events)
+		return ins.InsertEvents(ctx, t, rows, ch.events)
 	}
 	// INSERT ... RETURNING: the INSERT takes the event order lock (the
-	// events_order trigger), and appends the leaves (leaves.go).
-	return true, s.insertWithLeaves(ctx, t, rows, ch.events)
+	// events_order trigger).
+	return s.insertReturning(ctx, t, rows, ch.events)
+}
+
+// insertReturning inserts rows by multi-row INSERT ... RETURNING and sets
+// the ids the database draws on events. Ids are drawn in VALUES order: the
+// k-th smallest is the k-th row's.
+func (s *Store) insertReturning(ctx context.Context, db bun.IDB, rows []stored.Event, events []flagadmin.Event) error {
+	chunk := s.insertChunk()
+	for start := 0; start < len(rows); start += chunk {
+		part := rows[start:min(len(rows), start+chunk)]
+		var ids []int64
+		if err := db.NewInsert().Model(&part).Returning("id").Scan(ctx, &ids); err != nil {
+			return err
+		}
+		if len(ids) != len(part) {
+			return fmt.Errorf("inserted %d events, got %d ids", len(part), len(ids))
+		}
+		slices.Sort(ids)
+		for i, id := range ids {
+			events[start+i].ID = id
+		}
+	}
+	return nil
 }
 
 // eventOrderSQL takes the event order lock in the caller's transaction.
@@ -246,10 +262,16 @@ func (s *Store) checkGivenIDs(ctx context.Context, db bun.IDB, events []flagadmi
 	if err := s.lockEventOrder(ctx, db); err != nil {
 		return err
 	}
-	var last int64
+	// Above every id stored, and the last leaf's, whose event may have
+	// been pruned: the leaves are appended past it.
+	var last, lastLeaf int64
 	if err := db.NewRaw("SELECT COALESCE(MAX(id), 0) FROM events").Scan(ctx, &last); err != nil {
 		return err
 	}
+	if err := db.NewRaw(s.readLatest("SELECT COALESCE(MAX(event_id), 0) FROM log_leaves")).Scan(ctx, &lastLeaf); err != nil {
+		return err
+	}
+	last = max(last, lastLeaf)
 	for _, e := range events {
 		if e.ID <= last {
 			return &callbackError{fmt.Errorf("%w: event id %d is not above the one before (%d)", flagadmin.ErrConflict, e.ID, last)}

@@ -20,6 +20,9 @@ type txn struct {
 	bun.Tx
 	conn          bun.Conn
 	versionRaised bool
+	// wroteEvents: the transaction appended events, whose leaves are
+	// appended once it commits (leaves.go).
+	wroteEvents bool
 }
 
 // errNothingWritten is returned by a write transaction's function that
@@ -61,8 +64,9 @@ func (s *Store) runTx(ctx context.Context, op string, fn func(ctx context.Contex
 		return err
 	}
 	defer conn.Close()
-	return conn.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
-		t := &txn{Tx: tx, conn: conn}
+	var t *txn
+	err = conn.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+		t = &txn{Tx: tx, conn: conn}
 		ch, err := fn(ctx, t)
 		if err != nil {
 			return err
@@ -70,6 +74,10 @@ func (s *Store) runTx(ctx context.Context, op string, fn func(ctx context.Contex
 		ch.op = op
 		return s.record(ctx, t, ch)
 	})
+	if err == nil && t.wroteEvents {
+		s.leaves.wrote()
+	}
+	return err
 }
 
 // inReadTx runs fn in a read-only transaction that sees one snapshot of the

@@ -368,7 +368,7 @@ func (v *verification) pastLastLeaf(events *eventReader) error {
 	}
 	if !more {
 		for _, e := range events.stash {
-			v.inserted(e)
+			v.insertedPastTheEnd(e)
 		}
 		events.stash = events.stash[:0]
 		return events.advance()
@@ -498,7 +498,20 @@ func (v *verification) add(l vlog.Leaf, hash [32]byte) {
 
 // inserted reports an event that has no leaf.
 func (v *verification) inserted(e flagadmin.Event) {
-	p := v.problem(Problem{Kind: Inserted, EventID: e.ID, LeafIndex: -1, Detail: "it has no leaf in the log"})
+	v.insertedWith(e, "it has no leaf in the log")
+}
+
+// insertedPastTheEnd reports an event past the last leaf that has no
+// leaf: a server appends the leaves of events past the last one, so it
+// was inserted, or written by a server that stopped before appending
+// its leaf.
+func (v *verification) insertedPastTheEnd(e flagadmin.Event) {
+	v.insertedWith(e, "it has no leaf in the log, past the last leaf: inserted, or written by a server "+
+		"that stopped before appending its leaf (a server started on the database appends it)")
+}
+
+func (v *verification) insertedWith(e flagadmin.Event, detail string) {
+	p := v.problem(Problem{Kind: Inserted, EventID: e.ID, LeafIndex: -1, Detail: detail})
 	v.suspect(p, nil, -1, &e)
 }
 

@@ -107,15 +107,21 @@ func existingDatabase(dbURL string) error {
 // does not exist, or a database without flagadmin's schema, is refused,
 // likely a typo of --db. A schema older than this flagadmin's is brought
 // up to date when migrate is set (the command writes), and refused
-// otherwise: a command that only reads never changes the schema. Each
-// operation of the store runs under the default storage deadline.
+// otherwise: a command that only reads never changes the schema, nor
+// appends the leaves a server has not appended yet (it reads the log as
+// the database holds it). Each operation of the store runs under the
+// default storage deadline.
 func openExisting(ctx context.Context, dbURL string, log *slog.Logger, migrate bool) (*bunstore.Store, error) {
 	if err := existingDatabase(dbURL); err != nil {
 		return nil, err
 	}
 	ctx, cancel := context.WithTimeout(ctx, openTimeout)
 	defer cancel()
-	store, err := openBunstore(ctx, dbURL, log, false, bunstore.WithTimeout(defaultDBTimeout))
+	opts := []bunstore.Option{bunstore.WithTimeout(defaultDBTimeout)}
+	if !migrate {
+		opts = append(opts, bunstore.WithoutAppendingOthers())
+	}
+	store, err := openBunstore(ctx, dbURL, log, false, opts...)
 	if err != nil {
 		return nil, err
 	}

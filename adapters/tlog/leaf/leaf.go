@@ -189,27 +189,12 @@ func ContentCommitment(e flagadmin.Event) ([32]byte, error) {
 // its id, createdAt, project and type, and of its ContentCommitment. The
 // error is ContentCommitment's.
 func LeafHash(e flagadmin.Event) ([32]byte, error) {
-	before, after, err := LeafParts(e)
+	commit, err := ContentCommitment(e)
 	if err != nil {
 		return [32]byte{}, err
 	}
+	before, after := leafParts(e.CreatedAt, e.Project, e.Type, commit)
 	return hashLeafInput(before, e.ID, after), nil
-}
-
-// LeafParts returns the leaf input of e split around its id: the input is
-// before, the id's decimal digits, then after. A store that draws ids as
-// it inserts can so compute a leaf's hash, SHA-256 of 0x00, before, the
-// id's digits and after, in the statement that draws it (ids from 0 to
-// 2^53 are written as their digits in canonical JSON, and ids past it as
-// their digits too). e.ID is not read.
-// The error is ContentCommitment's.
-func LeafParts(e flagadmin.Event) (before, after []byte, err error) {
-	commit, err := ContentCommitment(e)
-	if err != nil {
-		return nil, nil, err
-	}
-	before, after = leafParts(e.CreatedAt, e.Project, e.Type, commit)
-	return before, after, nil
 }
 
 // LeafOf returns the hash of the leaf l commits to: computed from its
@@ -234,7 +219,8 @@ func LeafMatches(l vlog.Leaf, e flagadmin.Event) (bool, error) {
 		equalStringPtr(e.Project, l.Project) && e.Type == l.Type && commit == l.Content, nil
 }
 
-// leafParts writes the leaf input around the id (LeafParts).
+// leafParts writes the leaf input around the id: the input is before,
+// the id's decimal digits, then after.
 func leafParts(createdAt time.Time, project *string, typ string, commit [32]byte) (before, after []byte) {
 	// The members in RFC 8785's order (their names are ASCII: byte order).
 	b := make([]byte, 0, 64+len(LeafFormat))
