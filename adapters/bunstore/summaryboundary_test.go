@@ -77,36 +77,18 @@ func summaryProblems(name, src string) ([]string, error) {
 }
 
 // TestCoreImportsNoSpeedUp fails when a file of the core imports a
-// speed-up package, or internal/tuned outside open.go.
+// speed-up package, or internal/tuned outside open.go, and when a file of
+// pendingImports no longer imports its package.
 func TestCoreImportsNoSpeedUp(t *testing.T) {
-	entries, err := os.ReadDir(".")
-	if err != nil {
-		t.Fatal(err)
-	}
-	files := 0
-	for _, e := range entries {
-		name := e.Name()
-		if e.IsDir() || !strings.HasSuffix(name, ".go") || strings.HasSuffix(name, "_test.go") {
-			continue
-		}
-		files++
+	checkCore(t, summaryProblems)
+	for name, pending := range pendingImports {
 		src, err := os.ReadFile(name)
 		if err != nil {
 			t.Fatal(err)
 		}
-		problems, err := summaryProblems(name, string(src))
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, p := range problems {
-			t.Error(p)
-		}
-		if pending, ok := pendingImports[name]; ok && !strings.Contains(string(src), strconv.Quote(pending)) {
+		if !strings.Contains(string(src), strconv.Quote(pending)) {
 			t.Errorf("%s no longer imports %s: remove it from pendingImports", name, pending)
 		}
-	}
-	if files < 20 {
-		t.Fatalf("read %d core files, want the package's sources", files)
 	}
 }
 
@@ -116,10 +98,7 @@ func TestSummaryProblems(t *testing.T) {
 	imports := func(path string) string {
 		return "package bunstore\n\nimport (\n\t" + strconv.Quote(path) + "\n)\n"
 	}
-	// want is part of the problem expected, "" for none.
-	cases := []struct {
-		name, file, src, want string
-	}{
+	checkProblemCases(t, summaryProblems, []problemCase{
 		{"a call to the summaries", "search.go", "package bunstore\n\nfunc f(s *Store) { s.summaries.PlanSearch(q) }\n", ""},
 		{"their vocabulary", "search.go", imports(internalPath("summary")), ""},
 		{"the choice in Open", "open.go", imports(internalPath(tunedDir)), ""},
@@ -130,21 +109,7 @@ func TestSummaryProblems(t *testing.T) {
 		{"the proof reads", "log.go", imports(internalPath("proofread")), "imports the speed-up"},
 		{"the figures", "tuning.go", imports(internalPath("projectfigures")), "imports the speed-up"},
 		{"a speed-up even in Open", "open.go", imports(internalPath("eventcounts")), "imports the speed-up"},
-	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			got, err := summaryProblems(c.file, c.src)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if c.want == "" && len(got) > 0 {
-				t.Errorf("got problems %q, want none", got)
-			}
-			if c.want != "" && !slices.ContainsFunc(got, func(p string) bool { return strings.Contains(p, c.want) }) {
-				t.Errorf("got problems %q, want one saying %q", got, c.want)
-			}
-		})
-	}
+	})
 }
 
 // TestInternalPackagesImportNotTheCore fails when a package under
