@@ -115,7 +115,7 @@ func TestCountedTotals(t *testing.T) {
 			}
 		}
 		check("after bulk insert")
-		if err := bunstore.Rebuild(store, "event_counts"); err != nil {
+		if err := store.Migrate(ctx, bunstore.WithRebuild()); err != nil {
 			t.Fatal(err)
 		}
 		check("after recount")

@@ -250,7 +250,7 @@ func TestDayCounts(t *testing.T) {
 				t.Errorf("33 single-event writes all went to shard 0 of the counts")
 			}
 		}
-		if err := bunstore.Rebuild(store, "event_counts"); err != nil {
+		if err := store.Migrate(ctx, bunstore.WithRebuild()); err != nil {
 			t.Fatal(err)
 		}
 		after := countRows(t, store)

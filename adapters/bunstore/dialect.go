@@ -24,7 +24,7 @@ import (
 // database it is.
 type sqlDialect interface {
 	// Name is bun's name of the database, for the helper packages that
-	// write SQL of their own (stored, eventcounts).
+	// write SQL of their own (stored) and the summaries (internal/tuned).
 	Name() dialect.Name
 	// NewDB is a bun database over pool, which speaks this dialect.
 	NewDB(pool *sql.DB) *bun.DB
@@ -124,8 +124,13 @@ type sqlDialect interface {
 	// "" where snapshots never do.
 	SettleLockSQL() string
 	// CopiesEvents reports whether a bulk insert of events, and of their
-	// leaves, goes by COPY.
+	// leaves, goes by COPY (CopyFrom).
 	CopiesEvents() bool
+	// CopyFrom sends rows into table with COPY, on conn, inside the
+	// transaction it runs: each a value per column of columns, in order,
+	// from next until it returns none. Where CopiesEvents is false the
+	// database has no COPY, and it returns errors.ErrUnsupported.
+	CopyFrom(ctx context.Context, conn bun.Conn, table string, columns []string, next func() ([]any, error)) error
 	// LogSizeInStatement reports whether a statement that appends leaves
 	// reads the log's size itself, under the event order lock
 	// (flagadmin_log_size of the schema, whose snapshot is taken after the
@@ -143,12 +148,6 @@ type sqlDialect interface {
 	// work is done.
 	AnalyzeLoaded(ctx context.Context, tx bun.IDB, step func(what string) (done func())) error
 
-	// PageStatements reports whether the page statements (tuning.go) run
-	// on this database.
-	PageStatements() bool
-	// TextIndex reports whether the full-text index (tuning.go) runs on
-	// this database.
-	TextIndex() bool
 	// QueryPrepared runs stmt, a statement whose text repeats with other
 	// values, on db: kept prepared by the connection where the database
 	// would otherwise plan it anew each time, at more cost than running it.

@@ -145,9 +145,10 @@ func calls(call *ast.CallExpr, method string) bool {
 	return ok && sel.Sel.Name == method
 }
 
-// TestCoreAsksNotWhichDatabase fails when a file of the core asks which
-// database the store runs on.
-func TestCoreAsksNotWhichDatabase(t *testing.T) {
+// checkCore reports as errors of t the problems that find sees in each
+// file of the core (its non-test Go files), given its name and source.
+func checkCore(t *testing.T, find func(name, src string) ([]string, error)) {
+	t.Helper()
 	entries, err := os.ReadDir(".")
 	if err != nil {
 		t.Fatal(err)
@@ -163,7 +164,7 @@ func TestCoreAsksNotWhichDatabase(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		problems, err := dialectProblems(name, string(src))
+		problems, err := find(name, string(src))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -176,14 +177,40 @@ func TestCoreAsksNotWhichDatabase(t *testing.T) {
 	}
 }
 
+// problemCase is a source a checker of the core reads as the file file,
+// and part of the problem it must find, "" for none.
+type problemCase struct {
+	name, file, src, want string
+}
+
+// checkProblemCases runs find on each case.
+func checkProblemCases(t *testing.T, find func(name, src string) ([]string, error), cases []problemCase) {
+	t.Helper()
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			got, err := find(c.file, c.src)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.want == "" && len(got) > 0 {
+				t.Errorf("got problems %q, want none", got)
+			}
+			if c.want != "" && !slices.ContainsFunc(got, func(p string) bool { return strings.Contains(p, c.want) }) {
+				t.Errorf("got problems %q, want one saying %q", got, c.want)
+			}
+		})
+	}
+}
+
+// TestCoreAsksNotWhichDatabase fails when a file of the core asks which
+// database the store runs on.
+func TestCoreAsksNotWhichDatabase(t *testing.T) { checkCore(t, dialectProblems) }
+
 // TestDialectProblems shows that dialectProblems finds each way of asking
 // which database, and lets the dialect's answers through.
 func TestDialectProblems(t *testing.T) {
 	const head = "package bunstore\n\nimport (\n\t\"github.com/uptrace/bun/dialect\"\n)\n\n"
-	// want is part of the problem expected, "" for none.
-	cases := []struct {
-		name, file, src, want string
-	}{
+	checkProblemCases(t, dialectProblems, []problemCase{
 		{"a question to the dialect", "tx.go", "package bunstore\n\nfunc f(s *Store) bool { return s.sqlDialect.SingleWriter() }\n", ""},
 		{"an ability by type assertion", "record.go", "package bunstore\n\nfunc f(s *Store) bool { _, ok := s.sqlDialect.(eventInserter); return ok }\n", ""},
 		{"the name passed on", "search.go", "package bunstore\n\nfunc f(s *Store) { g(s.sqlDialect.Name()) }\n", ""},
@@ -199,21 +226,7 @@ func TestDialectProblems(t *testing.T) {
 		{"a switch on the type", "load.go", "package bunstore\n\nfunc f(s *Store) {\n\tswitch s.sqlDialect.(type) {\n\t}\n}\n", "switches on the dialect's type"},
 		{"bun's dialect", "migrate.go", "package bunstore\n\nimport (\n\t\"github.com/uptrace/bun/dialect/sqlitedialect\"\n)\n", "imports bun's dialect"},
 		{"a dialect package outside Open", "migrate.go", "package bunstore\n\nimport (\n\t\"github.com/flagadmin/flagadmin/adapters/bunstore/internal/dialects/sqlite\"\n)\n", "imports the dialect"},
-	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			got, err := dialectProblems(c.file, c.src)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if c.want == "" && len(got) > 0 {
-				t.Errorf("got problems %q, want none", got)
-			}
-			if c.want != "" && !slices.ContainsFunc(got, func(p string) bool { return strings.Contains(p, c.want) }) {
-				t.Errorf("got problems %q, want one saying %q", got, c.want)
-			}
-		})
-	}
+	})
 }
 
 // TestDialectsImportNotTheCore fails when a dialect package imports the

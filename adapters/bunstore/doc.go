@@ -10,34 +10,61 @@
 // # The code
 //
 // The files of this package are the store itself, read top to bottom:
-// open.go (connections, options), errors.go (what a failure returns), tx.go
-// (transactions, retries), migrate.go and migrations.go (the schema), the
-// resources
-// (users.go, accounts.go, projects.go, features.go, write.go, webhooks.go,
+// open.go (connections, options, the choice of dialect and summaries),
+// errors.go (what a failure returns), tx.go (transactions, retries),
+// migrate.go and migrations.go (the schema), the resources (users.go,
+// accounts.go, projects.go, features.go, write.go, webhooks.go,
 // version.go), record.go (the end of every write transaction: the
 // summaries, the version, the events), leaves.go, log.go and prune.go (the
-// verifiable log and retention), insert.go and load.go (the bulk paths), search.go and export.go (the portable event search, keyset
-// pages, the export), and tuning.go, the one place the speed-ups are
-// reached from.
+// verifiable log and retention), insert.go and load.go (the bulk paths),
+// search.go and export.go (the portable event search, keyset pages, the
+// export).
 //
-// Each speed-up is a package under internal/, and WithoutTuning turns it
+// The core owns two interfaces, each answered by packages under internal/
+// that never import it, and each chosen once, by Open:
+//
+//   - its dialect (dialect.go), what differs between the databases: a
+//     package per database under internal/dialects (postgres, mysql,
+//     sqlite), picked by the URL's scheme. The core never asks which
+//     database it runs on (dialectboundary_test.go).
+//   - its summaries (summaries.go), the speed-ups. The core calls them at
+//     named points: Record, with a write transaction's changes (record);
+//     PlanSearch and MatchText, for a search's total, the start of a page
+//     at a large offset and its free text (search.go); ReadPage and
+//     ReadExport, for a page or an export's batch in one statement
+//     (search.go, export.go); ProjectFigures and NewestEvents, for the
+//     project list (projects.go); ReadProof, for a proof (log.go); Rebuild
+//     (Migrate with WithRebuild). Each has a plain answer, "not served",
+//     on which the core answers from the base tables; plain, the summaries
+//     of WithoutTuning(), gives it everywhere. internal/tuned puts the
+//     speed-up packages together behind the interface; no other core file
+//     than open.go imports it, and none imports a speed-up
+//     (summaryboundary_test.go).
+//
+// The speed-ups, each a package under internal/ that WithoutTuning turns
 // off, leaving the plain path it speeds up (the contract suite runs both):
 //
 //   - eventcounts keeps event_counts, and reads the totals of common
 //     searches from it, and the start of pages at large offsets;
-//   - projectfigures keeps project_stats, the project list's figures (and
-//     computes them from the base tables, for the plain store);
+//   - projectfigures keeps project_stats, the project list's figures;
 //   - pgpage answers a page on PostgreSQL in one statement, prepared when
 //     its plan allows, and decodes rows from pgx's raw values;
-//   - textindex is the index of free-text queries: SQLite's FTS5 table
-//     and PostgreSQL's pg_trgm indexes.
+//   - textindex answers free text on SQLite from its FTS5 index;
+//   - proofread reads what a proof needs in one statement.
 //
-// More packages serve them all: sqlq (SQL fragments with ? placeholders,
-// which Bun writes as literals and pgpage numbers $1, $2, ...), stored
-// (the forms values take in the tables, and the row of an event), dberr
-// (driver errors as domain kinds), lent (a connection lent to a pool of
-// its own, for the SQLite migrations) and sqlitefile (what keeps SQLite
-// from opening a file).
+// More packages serve them all: summary (what the core and the summaries
+// share: the changes of a write, a search's plan, a page, the figures and
+// the statements that compute them from the base tables), sqlq (SQL
+// fragments with ? placeholders, which Bun writes as literals and pgpage
+// numbers $1, $2, ...), stored (the forms values take in the tables, and
+// the row of an event), dberr (driver errors as domain kinds), indexbuild
+// (the steps of rebuilding indexes after a load), lent (a connection lent
+// to a pool of its own, for the SQLite migrations) and sqlitefile (what
+// keeps SQLite from opening a file).
+//
+// Which summaries a store keeps is chosen at Open and not recorded in the
+// database: a database must be served by stores with one set of them
+// (WithoutTuning says what goes wrong otherwise, and how to switch).
 //
 // # Storage layout
 //

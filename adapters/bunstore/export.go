@@ -5,7 +5,6 @@ import (
 
 	"github.com/uptrace/bun"
 
-	"github.com/flagadmin/flagadmin/adapters/bunstore/internal/pgpage"
 	"github.com/flagadmin/flagadmin/adapters/bunstore/internal/sqlq"
 	"github.com/flagadmin/flagadmin/adapters/bunstore/internal/stored"
 	"github.com/flagadmin/flagadmin/flagadmin"
@@ -31,8 +30,9 @@ func (s *Store) after(q flagadmin.EventQuery) sqlq.Fragment {
 // statement (WHERE <q's filters> AND id > <last id> ORDER BY id LIMIT n,
 // a range of the primary key) outside any transaction, so nothing is held
 // while fn runs. On MySQL the export first settles the highest id it will
-// read (settled), and reads none above it. With the page statements on
-// (PostgreSQL), the rows are decoded from pgx's raw values, as pages are.
+// read (settled), and reads none above it. The summaries may read a batch
+// themselves (summaries.ReadExport: on PostgreSQL, decoded from pgx's raw
+// values, as pages are).
 func (s *Store) ExportEvents(ctx context.Context, q flagadmin.EventQuery, afterID int64, fn func(flagadmin.Event) error) error {
 	q.Limit, q.Offset, q.After = 0, 0, nil
 	settled, err := s.settled(ctx)
@@ -75,12 +75,8 @@ func (s *Store) exportBatch(ctx context.Context, q flagadmin.EventQuery, ids sql
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
 	where := sqlq.And(s.filter(q), ids)
-	if s.tuning.pages {
-		sel := sqlq.Fill("SELECT CAST(0 AS bigint) AS total, "+pageColumns+" FROM events AS e WHERE ? ORDER BY id ASC LIMIT ?",
-			where, sqlq.F("?", flagadmin.ExportBatchSize))
-		text := string(s.rdb.QueryGen().AppendQuery(nil, sel.Text, sel.Args...))
-		page, err := pgpage.Read(ctx, s.rdb.DB, text, nil, flagadmin.ExportBatchSize)
-		return page.Events, err
+	if events, read, err := s.summaries.ReadExport(ctx, s.rdb, where, flagadmin.ExportBatchSize); read || err != nil {
+		return events, err
 	}
 	rows := make([]stored.Event, 0, flagadmin.ExportBatchSize)
 	sel := sqlq.Fill("SELECT "+pageColumns+" FROM events AS e WHERE ? ORDER BY id ASC LIMIT ?", where, sqlq.F("?", flagadmin.ExportBatchSize))

@@ -64,15 +64,7 @@ const Baseline = baseline
 
 // MigrationCount is the number of migrations the package defines.
 // The count does not depend on the dialect, which only the migrations' runs use.
-func MigrationCount() int { return len(newMigrations(nil, migrateOptions{}).Sorted()) }
-
-// Rebuild recomputes the summaries of names (event_counts,
-// project_stats) from the base tables, as a migration does.
-func Rebuild(s *Store, names ...string) error {
-	return s.db.RunInTx(context.Background(), nil, func(ctx context.Context, tx bun.Tx) error {
-		return rebuildSummaries(ctx, s.sqlDialect, tx, names...)
-	})
-}
+func MigrationCount() int { return len(newMigrations(nil, nil, migrateOptions{}).Sorted()) }
 
 // FreshColumns is the fresh_<type> column of each feature type.
 var FreshColumns = projectfigures.FreshColumns

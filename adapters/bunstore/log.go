@@ -9,7 +9,6 @@ import (
 
 	"github.com/uptrace/bun"
 
-	"github.com/flagadmin/flagadmin/adapters/bunstore/internal/proofread"
 	"github.com/flagadmin/flagadmin/adapters/bunstore/internal/sqlq"
 	"github.com/flagadmin/flagadmin/adapters/bunstore/internal/stored"
 	"github.com/flagadmin/flagadmin/flagadmin"
@@ -292,13 +291,10 @@ func (s *Store) LatestCheckpoint(ctx context.Context) (vlog.Checkpoint, error) {
 
 var _ vlog.ProofReader = (*Store)(nil)
 
-// ReadLogProof implements vlog.ProofReader in one statement
-// (internal/proofread), when the ProofReads tuning is on; the event is
-// selected by the search's filter (s.filter).
+// ReadLogProof implements vlog.ProofReader in one statement, when the
+// summaries read proofs (summaries.ReadProof: the ProofReads tuning);
+// the event is selected by the search's filter (s.filter).
 func (s *Store) ReadLogProof(ctx context.Context, q vlog.ProofQuery) (vlog.ProofRows, error) {
-	if !s.tuning.proofs {
-		return vlog.ProofRows{}, fmt.Errorf("bunstore: the %s tuning is off: %w", ProofReads, errors.ErrUnsupported)
-	}
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
 	if err := s.settleLeaves(ctx); err != nil {
@@ -308,14 +304,9 @@ func (s *Store) ReadLogProof(ctx context.Context, q vlog.ProofQuery) (vlog.Proof
 	if q.Event != nil {
 		filter = s.filter(*q.Event)
 	}
-	// Prepared, where the database would plan it anew each time: the
-	// statement's text depends only on the tree's size and the caller's
-	// visibility.
-	stmt := proofread.Statement(q, filter, s.sqlDialect.IntegerDivision())
-	rows, err := s.sqlDialect.QueryPrepared(ctx, s.rdb, stmt)
-	if err != nil {
-		return vlog.ProofRows{}, s.fail("read log proof", err)
+	out, read, err := s.summaries.ReadProof(ctx, s.rdb, q, filter)
+	if !read {
+		return vlog.ProofRows{}, fmt.Errorf("bunstore: the %s tuning is off: %w", ProofReads, errors.ErrUnsupported)
 	}
-	out, err := proofread.Scan(rows, q)
 	return out, s.fail("read log proof", err)
 }

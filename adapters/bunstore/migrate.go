@@ -15,10 +15,10 @@ import (
 	"github.com/flagadmin/flagadmin/adapters/bunstore/internal/lent"
 )
 
-// Migrate applies the migrations the database lacks (there is one, the
-// baseline, migrations.go), then brings the summaries in line with the
-// store's tuning: it rebuilds those the store keeps that another store let
-// go stale, and marks stale those it does not keep (tuning.go).
+// Migrate applies the migrations the database lacks (the baseline and
+// those after it, migrations.go), and with WithRebuild then rebuilds the
+// summaries the store keeps from the base tables (WithoutTuning says
+// when a database needs it).
 //
 // It is safe to call from several processes at once: they take turns on a
 // lock held by a database session, which the database releases if the
@@ -52,7 +52,7 @@ func (s *Store) Migrate(ctx context.Context, opts ...MigrateOption) error {
 		return withDetail(s.fail("migrate", err))
 	}
 	defer db.Close()
-	m := &Store{db: db, rdb: db, sqlDialect: s.sqlDialect, log: s.log, tuning: s.tuning}
+	m := &Store{db: db, rdb: db, sqlDialect: s.sqlDialect, log: s.log, summaries: s.summaries}
 	return m.migrate(ctx, o)
 }
 
@@ -61,12 +61,13 @@ type MigrateOption func(*migrateOptions)
 
 type migrateOptions struct {
 	progress func(MigrationStep)
+	rebuild  bool
 }
 
 // MigrationStep is a step of Migrate, as WithProgress reports it: a
-// migration applied, or a summary rebuilt.
+// migration applied, or the summaries rebuilt.
 type MigrationStep struct {
-	// Name is the migration's name (its version), or the summary's table.
+	// Name is the migration's name (its version), or "summaries".
 	Name string
 	// Comment says what the step does.
 	Comment string
@@ -80,6 +81,15 @@ type MigrationStep struct {
 // succeeded, for a command that shows the migration as it runs.
 func WithProgress(fn func(MigrationStep)) MigrateOption {
 	return func(o *migrateOptions) { o.progress = fn }
+}
+
+// WithRebuild has Migrate rebuild, once the migrations are applied, every
+// summary the store keeps from the base tables, under the migration lock
+// and holding still what they derive from: what a database needs before
+// a store that keeps a summary serves it after stores without it wrote to
+// it (see WithoutTuning). It takes as long as reading every event.
+func WithRebuild() MigrateOption {
+	return func(o *migrateOptions) { o.rebuild = true }
 }
 
 // step runs fn as the step name, reporting it to o.progress.
@@ -121,11 +131,11 @@ func (s *Store) warnNoTrigram(cause error) {
 	})
 }
 
-// runMigrations applies the migrations db lacks, brings the summaries in
-// line with the store's tuning (syncSummaries), then does what the dialect
-// adds after them (sqlDialect.AfterMigrations).
+// runMigrations applies the migrations db lacks, rebuilds the summaries
+// when asked to (WithRebuild), then does what the dialect adds after them
+// (sqlDialect.AfterMigrations).
 func (s *Store) runMigrations(ctx context.Context, db *bun.DB, o migrateOptions) error {
-	ms := newMigrations(s.sqlDialect, o)
+	ms := newMigrations(s.sqlDialect, s.summaries, o)
 	m := migrate.NewMigrator(db, ms, migrate.WithMarkAppliedOnSuccess(true))
 	if err := m.Init(ctx); err != nil {
 		return err
@@ -136,8 +146,15 @@ func (s *Store) runMigrations(ctx context.Context, db *bun.DB, o migrateOptions)
 	if _, err := m.Migrate(ctx); err != nil {
 		return err
 	}
-	if err := s.syncSummaries(ctx, db, o); err != nil {
-		return err
+	if o.rebuild {
+		err := o.step("summaries", "rebuild the summaries the store keeps from the base tables", func() error {
+			return inMigrationTx(ctx, s.sqlDialect, db, func(ctx context.Context, tx bun.IDB) error {
+				return rebuildSummaries(ctx, s.sqlDialect, tx, s.summaries)
+			})
+		})
+		if err != nil {
+			return err
+		}
 	}
 	return s.sqlDialect.AfterMigrations(ctx, db, s.warnNoTrigram)
 }
@@ -340,7 +357,7 @@ func (s *Store) Schema(ctx context.Context) (SchemaState, error) {
 		}
 	}
 	var st SchemaState
-	ms := newMigrations(s.sqlDialect, migrateOptions{})
+	ms := newMigrations(s.sqlDialect, s.summaries, migrateOptions{})
 	if applied != nil {
 		development, newer, err := unknownMigrations(ctx, s.db, ms)
 		if err != nil {

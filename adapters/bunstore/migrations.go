@@ -4,8 +4,6 @@ import (
 	"context"
 	"embed"
 	"fmt"
-	"maps"
-	"slices"
 	"strings"
 
 	"github.com/uptrace/bun"
@@ -30,8 +28,9 @@ import (
 const baseline = "20261202120000"
 
 // newMigrations returns the schema's migrations in the dialect d, in
-// order, reporting each to o.
-func newMigrations(d sqlDialect, o migrateOptions) *migrate.Migrations {
+// order, reporting each to o; sums are the summaries of the store that
+// runs them.
+func newMigrations(d sqlDialect, sums summaries, o migrateOptions) *migrate.Migrations {
 	ms := migrate.NewMigrations()
 	add := func(name, comment string, up func(ctx context.Context, db *bun.DB) error) {
 		ms.Add(migrate.Migration{
@@ -45,7 +44,36 @@ func newMigrations(d sqlDialect, o migrateOptions) *migrate.Migrations {
 	add(baseline, "baseline: the schema of the first release", func(ctx context.Context, db *bun.DB) error {
 		return migrateBaseline(ctx, d, db)
 	})
+	add("20261202180000", "drop summary_state, rebuilding first the summaries it marks out of date", func(ctx context.Context, db *bun.DB) error {
+		return dropSummaryState(ctx, d, db, sums)
+	})
 	return ms
+}
+
+// dropSummaryState drops summary_state, the baseline's table of whether
+// each summary is out of date, which no store reads or writes: which
+// summaries a database is served with is the rule of WithoutTuning, not a
+// state in the database. A summary the table marks out of date would stay
+// so, unmarked: it is rebuilt first when the store that migrates keeps it;
+// one it does not keep must be rebuilt (WithRebuild) before a store that
+// keeps it serves the database, as after any store without it wrote.
+func dropSummaryState(ctx context.Context, d sqlDialect, db *bun.DB, sums summaries) error {
+	if exists, err := tableExists(ctx, d, db, "summary_state"); err != nil || !exists {
+		return err // dropped already, by a run that failed after it
+	}
+	return inMigrationTx(ctx, d, db, func(ctx context.Context, tx bun.IDB) error {
+		var stale int
+		if err := tx.QueryRowContext(ctx, "SELECT COUNT(*) FROM summary_state WHERE stale").Scan(&stale); err != nil {
+			return err
+		}
+		if stale > 0 {
+			if err := rebuildSummaries(ctx, d, tx, sums); err != nil {
+				return err
+			}
+		}
+		_, err := tx.ExecContext(ctx, "DROP TABLE IF EXISTS summary_state")
+		return err
+	})
 }
 
 // migrateBaseline is the baseline migration: the schema of schemaFiles.
@@ -114,113 +142,6 @@ func execAll(ctx context.Context, db bun.IDB, stmts []string) error {
 	}
 	return nil
 }
-
-// syncSummaries brings the summaries in line with the store's tuning
-// (summary_state): those the store keeps and another store let go stale
-// are rebuilt from the base tables, and the store reads them again; those
-// it does not keep are marked stale, since its writes will not keep them.
-func (s *Store) syncSummaries(ctx context.Context, db *bun.DB, o migrateOptions) error {
-	states, err := summaryStates(ctx, db)
-	if err != nil {
-		return err
-	}
-	kept := s.tuning.summaries()
-	for _, name := range slices.Sorted(maps.Keys(kept)) {
-		switch stale := states[name]; {
-		case kept[name] && stale:
-			err = o.step(name, "rebuild the summary "+name+" from the base tables", func() error {
-				return inMigrationTx(ctx, s.sqlDialect, db, func(ctx context.Context, tx bun.IDB) error {
-					return rebuildSummaries(ctx, s.sqlDialect, tx, name)
-				})
-			})
-			if err == nil {
-				s.tuning.stale.set(name, false)
-			}
-		case !kept[name] && !stale:
-			_, err = db.ExecContext(ctx, "UPDATE summary_state SET stale = ? WHERE name = ?", true, name)
-		}
-		if err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// checkSummaries is syncSummaries for a store opened without migrating:
-// it marks stale the summaries the store does not keep, and answers
-// without those it keeps that are stale (tuning.stale), saying so once. A
-// database without the schema yet is left alone (Migrate will see to it).
-func (s *Store) checkSummaries(ctx context.Context) error {
-	states, err := summaryStates(ctx, s.db)
-	if err != nil {
-		if exists, existsErr := tableExists(ctx, s.sqlDialect, s.db, "summary_state"); existsErr == nil && !exists {
-			return nil
-		}
-		return withDetail(s.fail("open", err))
-	}
-	kept := s.tuning.summaries()
-	for _, name := range slices.Sorted(maps.Keys(kept)) {
-		switch {
-		case kept[name] && states[name]:
-			s.tuning.stale.set(name, true)
-			s.log.Warn("bunstore: the summary "+name+" is out of date (a store without it wrote to this database): "+
-				"answering without it until the migrations rebuild it (flagadmin migrate)", "summary", name)
-		case !kept[name] && !states[name]:
-			if _, err := s.db.ExecContext(ctx, "UPDATE summary_state SET stale = ? WHERE name = ?", true, name); err != nil {
-				return withDetail(s.fail("open", err))
-			}
-		}
-	}
-	return nil
-}
-
-// summaryStates reads summary_state: whether each summary is stale.
-func summaryStates(ctx context.Context, db bun.IDB) (map[string]bool, error) {
-	var rows []struct {
-		Name  string `bun:"name"`
-		Stale bool   `bun:"stale"`
-	}
-	if err := db.NewRaw("SELECT name, stale FROM summary_state").Scan(ctx, &rows); err != nil {
-		return nil, err
-	}
-	out := make(map[string]bool, len(rows))
-	for _, r := range rows {
-		out[r.Name] = r.Stale
-	}
-	return out, nil
-}
-
-// rebuildSummaries recomputes the summaries names from the base tables,
-// in the transaction tx, and marks them fresh. It first locks what they
-// are computed from, in the lock order of writers (record.go), so that no
-// writer changes it meanwhile and none waits for it in a circle: the base
-// tables against changes, then the summaries against writers, then
-// events against inserts (sqlDialect.SummaryLocks). SQLite's migration
-// transaction holds the whole database already.
-func rebuildSummaries(ctx context.Context, d sqlDialect, tx bun.IDB, names ...string) error {
-	for _, lock := range d.SummaryLocks(baseTables, eventOrderSQL) {
-		// Some are SELECTs: their rows are read and dropped.
-		rows, err := tx.QueryContext(ctx, lock)
-		if err != nil {
-			return err
-		}
-		if err := rows.Close(); err != nil {
-			return err
-		}
-	}
-	for _, name := range names {
-		if err := rebuild(ctx, tx, name); err != nil {
-			return err
-		}
-		if _, err := tx.ExecContext(ctx, "UPDATE summary_state SET stale = ? WHERE name = ?", false, name); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// baseTables are the tables the summaries derive from, but events.
-var baseTables = []string{"users", "user_groups", "group_members", "projects", "project_members", "project_favorites", "features", "api_tokens"}
 
 // tableExists reports whether the store's schema has table, asking db in
 // the dialect d (sqlDialect.TableExistsSQL).

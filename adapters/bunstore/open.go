@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/url"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -25,6 +26,7 @@ import (
 	"github.com/flagadmin/flagadmin/adapters/bunstore/internal/dialects/postgres"
 	"github.com/flagadmin/flagadmin/adapters/bunstore/internal/dialects/sqlite"
 	"github.com/flagadmin/flagadmin/adapters/bunstore/internal/sqlitefile"
+	"github.com/flagadmin/flagadmin/adapters/bunstore/internal/tuned"
 	"github.com/flagadmin/flagadmin/flagadmin"
 )
 
@@ -43,8 +45,9 @@ type Store struct {
 	log        *slog.Logger
 	// trgmWarn logs once that pg_trgm is unavailable.
 	trgmWarn sync.Once
-	// tuning is the speed-ups the store has on (tuning.go).
-	tuning tuning
+	// summaries are the speed-ups the store has on (summaries.go), chosen
+	// by Open.
+	summaries summaries
 	// test holds the hooks tests inject failures with; nil otherwise.
 	test *testHooks
 	// timeout bounds each operation (WithTimeout); 0 for none.
@@ -126,9 +129,9 @@ func WithLogger(l *slog.Logger) Option {
 }
 
 // Open connects to the database named by rawURL, checks that it is
-// reachable, and applies the migrations unless WithoutMigrate is given
-// (then it answers without the summaries it finds out of date: see
-// WithoutTuning).
+// reachable, and applies the migrations unless WithoutMigrate is given.
+// It picks, once, the dialect of the database (dialect.go) and the
+// summaries the store keeps and reads (summaries.go, WithoutTuning).
 // Accepted URLs:
 //
 //   - postgres://user:pass@host:port/db?sslmode=disable (also postgresql://);
@@ -168,7 +171,7 @@ func Open(ctx context.Context, rawURL string, opts ...Option) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	s.tuning = newTuning(s.sqlDialect, o.off)
+	s.summaries = summariesFor(s.sqlDialect, o.off)
 	if err := s.ping(ctx); err != nil {
 		s.Close()
 		if strings.EqualFold(scheme, "sqlite") {
@@ -179,18 +182,26 @@ func Open(ctx context.Context, rawURL string, opts ...Option) (*Store, error) {
 		return nil, withDetail(err)
 	}
 	if o.migrate {
-		err = s.Migrate(ctx)
-	} else {
-		err = s.checkSummaries(ctx)
-	}
-	if err != nil {
-		s.Close()
-		return nil, err
+		if err := s.Migrate(ctx); err != nil {
+			s.Close()
+			return nil, err
+		}
 	}
 	s.leaves = newLeafAppender()
 	s.leaves.ownOnly = o.ownLeavesOnly
 	s.startAppender()
 	return s, nil
+}
+
+// summariesFor returns the summaries of a store in the dialect d with the
+// tunings off turned off: plain when every one is.
+func summariesFor(d sqlDialect, off []Tuning) summaries {
+	on := func(t Tuning) bool { return !slices.Contains(off, t) }
+	c := tuned.Config{Counts: on(EventCounts), Figures: on(ProjectFigures), Pages: on(PageStatements), TextIndex: on(TextIndex), Proofs: on(ProofReads)}
+	if c == (tuned.Config{}) {
+		return plain{}
+	}
+	return tuned.New(d, c)
 }
 
 // maxConns bounds the connections to a PostgreSQL or MySQL server. All of

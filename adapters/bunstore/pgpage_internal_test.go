@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/flagadmin/flagadmin/adapters/bunstore/internal/pgpage"
+	"github.com/flagadmin/flagadmin/adapters/bunstore/internal/summary"
 	"github.com/flagadmin/flagadmin/flagadmin"
 	"github.com/flagadmin/flagadmin/internal/dbtest"
 	"github.com/flagadmin/flagadmin/internal/worldgen"
@@ -115,9 +116,9 @@ func TestPreparedPagesAgreeWithLiterals(t *testing.T) {
 
 // pageSearch is what SearchEvents builds q's page statement from, and
 // whether q's page is found by a seek instead.
-func (s *Store) pageSearch(q flagadmin.EventQuery) (pgpage.Search, bool) {
-	plan := s.tuning.planSearch(s.sqlDialect, q)
-	return pgpage.Search{Query: q, Total: s.total(q, plan), Where: s.pageWhere}, plan.Seeks()
+func (s *Store) pageSearch(q flagadmin.EventQuery) (summary.Page, bool) {
+	plan := s.summaries.PlanSearch(q)
+	return summary.Page{Query: q, Total: s.total(q, plan), Where: s.pageWhere}, plan.Seek != nil
 }
 
 // collect returns all of w's events.

@@ -5,10 +5,8 @@ import (
 	"fmt"
 	"slices"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/uptrace/bun"
 
-	"github.com/flagadmin/flagadmin/adapters/bunstore/internal/pgpage"
 	"github.com/flagadmin/flagadmin/adapters/bunstore/internal/stored"
 	"github.com/flagadmin/flagadmin/adapters/tlog/leaf"
 	"github.com/flagadmin/flagadmin/flagadmin"
@@ -27,7 +25,7 @@ import (
 //
 //  1. the base rows it changes: the feature, user or token it reads FOR
 //     UPDATE, the rows it inserts or deletes;
-//  2. the summaries' rows (tuning.record): project_stats project by project
+//  2. the summaries' rows (summaries.Record): project_stats project by project
 //     in id order, then event_counts in key order;
 //  3. one row of store_versions (bumpVersion);
 //  4. the one row of event_order, the event order lock (appendEvents): held
@@ -124,7 +122,7 @@ func (s *Store) record(ctx context.Context, t *txn, ch *changes) error {
 	if err := s.test.change(ch.op); err != nil {
 		return err
 	}
-	if err := s.tuning.record(ctx, t, ch); err != nil {
+	if err := s.summaries.Record(ctx, t, ch.summarised()); err != nil {
 		return err
 	}
 	if err := s.bumpVersion(ctx, t, len(ch.pruned) > 0); err != nil {
@@ -289,8 +287,8 @@ func (s *Store) continueIDs(ctx context.Context, db bun.IDB, last int64) error {
 	return s.sqlDialect.RaiseIDs(ctx, db, "events", last)
 }
 
-// copyEvents sends events with COPY on PostgreSQL, far less parsing than
-// INSERT, on the pgx connection under t's connection, inside t: with the
+// copyEvents sends events with COPY (sqlDialect.CopyFrom), far less
+// parsing than INSERT, on t's connection, inside t: with the
 // ids they carry (given), or with ids drawn first under the event order
 // lock. Rows are built as COPY consumes them, overlapping the work with
 // the server's.
@@ -302,21 +300,17 @@ func (s *Store) copyEvents(ctx context.Context, t *txn, events []flagadmin.Event
 	} else if err := s.drawIDs(ctx, t, events); err != nil {
 		return err
 	}
-	err := pgpage.OnPgx(t.conn, func(pc *pgx.Conn) error {
-		next := 0
-		src := pgx.CopyFromFunc(func() ([]any, error) {
-			if next == len(events) {
-				return nil, nil
-			}
-			r, err := stored.EventOf(events[next])
-			next++
-			if err != nil {
-				return nil, err
-			}
-			return r.Values(), nil
-		})
-		_, err := pc.CopyFrom(ctx, pgx.Identifier{"events"}, stored.RowColumns, src)
-		return err
+	next := 0
+	err := s.sqlDialect.CopyFrom(ctx, t.conn, "events", stored.RowColumns, func() ([]any, error) {
+		if next == len(events) {
+			return nil, nil
+		}
+		r, err := stored.EventOf(events[next])
+		next++
+		if err != nil {
+			return nil, err
+		}
+		return r.Values(), nil
 	})
 	if err != nil || !given {
 		return err

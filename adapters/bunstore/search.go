@@ -6,41 +6,40 @@ import (
 
 	"github.com/uptrace/bun"
 
-	"github.com/flagadmin/flagadmin/adapters/bunstore/internal/eventcounts"
-	"github.com/flagadmin/flagadmin/adapters/bunstore/internal/pgpage"
 	"github.com/flagadmin/flagadmin/adapters/bunstore/internal/sqlq"
 	"github.com/flagadmin/flagadmin/adapters/bunstore/internal/stored"
-	"github.com/flagadmin/flagadmin/adapters/bunstore/internal/textindex"
+	"github.com/flagadmin/flagadmin/adapters/bunstore/internal/summary"
 	"github.com/flagadmin/flagadmin/flagadmin"
 )
 
 // SearchEvents implements flagadmin.Store. The page and the total always
 // describe one snapshot of the database.
 //
-// Without a free-text query, the total is read from event_counts when the
-// store keeps them and they give it (eventcounts.Plan), else counted from
-// an index, and the page's ids are read from an index too (a deferred
-// join), so only the page's own rows are fetched: in one read-only
-// transaction, or on PostgreSQL one statement (pgpage). A large offset
-// with no column filter first skips whole months and days by their counts
-// (eventcounts.Plan.Seek). With a free-text query, whose every candidate
-// row must be read to be checked anyway, one pass returns the page's ids
-// with the count of all matches (a window count) instead of checking
-// every row twice.
+// Without a free-text query, the total is read from the summaries when
+// they give it (summaries.PlanSearch: event_counts), else counted from an
+// index, and the page's ids are read from an index too (a deferred join),
+// so only the page's own rows are fetched: in one read-only transaction,
+// or in one statement when the summaries read it (summaries.ReadPage: on
+// PostgreSQL). A large offset with no column filter may first skip whole
+// months and days by their counts (Plan.Seek). With a free-text query,
+// whose every candidate row must be read to be checked anyway, one pass
+// returns the page's ids with the count of all matches (a window count)
+// instead of checking every row twice.
 func (s *Store) SearchEvents(ctx context.Context, q flagadmin.EventQuery) (flagadmin.EventPage, error) {
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
 	if q.Text != "" {
 		return s.searchText(ctx, q)
 	}
-	plan := s.tuning.planSearch(s.sqlDialect, q)
-	if s.tuning.pages && q.Limit > 0 && !plan.Seeks() {
-		text, args := pgpage.Statement(s.rdb.QueryGen(), pgpage.Search{Query: q, Total: s.total(q, plan), Where: s.pageWhere})
-		page, err := pgpage.Read(ctx, s.rdb.DB, text, args, q.Limit)
+	plan := s.summaries.PlanSearch(q)
+	if q.Limit > 0 && plan.Seek == nil {
+		page, read, err := s.summaries.ReadPage(ctx, s.rdb, summary.Page{Query: q, Total: s.total(q, plan), Where: s.pageWhere})
 		if err != nil {
 			return flagadmin.EventPage{}, s.fail("search events", err)
 		}
-		return page, nil
+		if read {
+			return page, nil
+		}
 	}
 	page := flagadmin.EventPage{Events: []flagadmin.Event{}}
 	err := s.inReadTx(ctx, "search events", func(ctx context.Context, tx bun.Tx) error {
@@ -64,21 +63,22 @@ func (s *Store) SearchEvents(ctx context.Context, q flagadmin.EventQuery) (flaga
 }
 
 // pageStart returns q's total and where its page starts: found by the
-// counts (plan.Seek) at a large offset, else at q.Offset of all matches.
-func (s *Store) pageStart(ctx context.Context, tx bun.IDB, q flagadmin.EventQuery, plan eventcounts.Plan) (eventcounts.Start, error) {
-	if plan.Seeks() {
+// summaries (plan.Seek) at a large offset, else at q.Offset of all
+// matches.
+func (s *Store) pageStart(ctx context.Context, tx bun.IDB, q flagadmin.EventQuery, plan summary.Plan) (summary.Start, error) {
+	if plan.Seek != nil {
 		return plan.Seek(ctx, tx)
 	}
 	var total int64
 	err := tx.NewRaw("SELECT ?", s.total(q, plan)).Scan(ctx, &total)
-	return eventcounts.Start{Total: int(total), Offset: q.Offset}, err
+	return summary.Start{Total: int(total), Offset: q.Offset}, err
 }
 
-// total is the SQL expression of q's total: from the counts when plan
+// total is the SQL expression of q's total: from the summaries when plan
 // gives it, else the count of q's matches.
-func (s *Store) total(q flagadmin.EventQuery, plan eventcounts.Plan) sqlq.Fragment {
-	if total := plan.Total(); !total.Empty() {
-		return total
+func (s *Store) total(q flagadmin.EventQuery, plan summary.Plan) sqlq.Fragment {
+	if !plan.Total.Empty() {
+		return plan.Total
 	}
 	return s.filter(q).Wrap("(SELECT COUNT(*) FROM events WHERE ", ")")
 }
@@ -115,7 +115,7 @@ func (s *Store) searchText(ctx context.Context, q flagadmin.EventQuery) (flagadm
 			// The offset is past the last match: count them apart.
 		}
 		var total int64
-		err := tx.NewRaw("SELECT ?", s.total(q, eventcounts.Plan{})).Scan(ctx, &total)
+		err := tx.NewRaw("SELECT ?", s.total(q, summary.Plan{})).Scan(ctx, &total)
 		page.Total = int(total)
 		return err
 	})
@@ -206,18 +206,16 @@ func (s *Store) filter(q flagadmin.EventQuery) sqlq.Fragment {
 }
 
 // textFilter keeps the events whose search texts in scope contain text, a
-// literal: from SQLite's text index when the store has it on and it
-// answers text, else by the dialect's test of each text
-// (sqlDialect.Contains), which scans them or, on PostgreSQL, is served by
-// each column's trigram index, when there. Both texts are computed with
-// strings.ToLower, the function that lower-cases the query, and queries
-// cannot contain control characters, so a match never spans the newline
-// between two texts: the test is exactly strings.Contains.
+// literal: from an index when the summaries answer text
+// (summaries.MatchText: SQLite's), else by the dialect's test of each
+// text (sqlDialect.Contains), which scans them or, on PostgreSQL, is
+// served by each column's trigram index, when there. Both texts are
+// computed with strings.ToLower, the function that lower-cases the query,
+// and queries cannot contain control characters, so a match never spans
+// the newline between two texts: the test is exactly strings.Contains.
 func (s *Store) textFilter(text string, scope flagadmin.TextScope) sqlq.Fragment {
-	if s.tuning.textIndex {
-		if match, ok := textindex.Match(text, scope); ok {
-			return match
-		}
+	if match, ok := s.summaries.MatchText(text, scope); ok {
+		return match
 	}
 	payload := s.sqlDialect.Contains("search_payload", text)
 	if scope == flagadmin.TextPayload {

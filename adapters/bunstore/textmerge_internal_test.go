@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/flagadmin/flagadmin/adapters/bunstore/internal/textindex"
+	"github.com/flagadmin/flagadmin/adapters/bunstore/internal/dialects/sqlite"
 	"github.com/flagadmin/flagadmin/flagadmin"
 	"github.com/flagadmin/flagadmin/internal/dbtest"
 )
@@ -19,9 +19,9 @@ import (
 // wait for their merges) that still finds the events by their text.
 func TestTextIndexMergedAfterLoad(t *testing.T) {
 	ctx := context.Background()
-	refill := textindex.SQLiteRefill
-	t.Cleanup(func() { textindex.SQLiteRefill = refill })
-	textindex.SQLiteRefill.Before = "INSERT INTO events_text (events_text, rank) VALUES ('hashsize', 1024)"
+	refill := sqlite.TextRefill
+	t.Cleanup(func() { sqlite.TextRefill = refill })
+	sqlite.TextRefill.Before = "INSERT INTO events_text (events_text, rank) VALUES ('hashsize', 1024)"
 
 	s, err := Open(ctx, dbtest.SQLite(t))
 	if err != nil {

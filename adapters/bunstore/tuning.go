@@ -1,24 +1,16 @@
 package bunstore
 
 import (
-	"context"
 	"fmt"
 	"slices"
 	"strings"
-	"sync/atomic"
-
-	"github.com/uptrace/bun"
-
-	"github.com/flagadmin/flagadmin/adapters/bunstore/internal/eventcounts"
-	"github.com/flagadmin/flagadmin/adapters/bunstore/internal/projectfigures"
-	"github.com/flagadmin/flagadmin/flagadmin"
 )
 
 // Tuning is one of the store's speed-ups. Each lives in its own package
-// under internal/, is reached from here (tuning), and can be turned off
-// with WithoutTuning, which leaves the plain path it speeds up: the
-// reference the contract suite holds it to. BENCHMARKS.md measures what
-// each buys.
+// under internal/, is reached through the store's summaries
+// (summaries.go, internal/tuned), and can be turned off with
+// WithoutTuning, which leaves the plain path it speeds up: the reference
+// the contract suite holds it to. BENCHMARKS.md measures what each buys.
 type Tuning string
 
 // The speed-ups of the store.
@@ -58,12 +50,18 @@ var tunings = []Tuning{EventCounts, ProjectFigures, PageStatements, TextIndex, P
 // tables by portable SQL, with no summary table read or written. The
 // contract suite runs it as the reference the tuned store must agree with.
 //
-// A summary a store does not keep goes stale as soon as that store writes:
-// Open and Migrate mark it so (summary_state). A store that keeps it
-// rebuilds it from the base tables when it migrates; opened without
-// migrating (WithoutMigrate), it keeps writing it but answers without it,
-// and logs that the migrations would rebuild it. Stores with and without
-// a summary must not serve one database at the same time.
+// Which summaries a store keeps (event_counts with EventCounts,
+// project_stats with ProjectFigures) is chosen here, at Open, and is not
+// recorded in the database, so a database must be served by stores with
+// one set of them. A store that keeps a summary reads it without checking
+// it: the writes of a store without it are missing from it, so searches'
+// totals and pages at large offsets are wrong, and the project list shows
+// wrong figures or fails (a project without its row), for as long as it
+// lacks them. Stores that do not keep a summary
+// never read it, so turning one off needs nothing more. To turn one on
+// for a database that stores without it wrote to, stop those stores, then
+// rebuild it before serving: Migrate with WithRebuild, from a store that
+// keeps it (flagadmin migrate --rebuild-summaries).
 func WithoutTuning(ts ...Tuning) Option {
 	return func(o *options) {
 		if len(ts) == 0 {
@@ -85,117 +83,4 @@ func checkTunings(off []Tuning) error {
 		}
 	}
 	return nil
-}
-
-// tuning is the speed-ups the store has on, and the one place the core
-// reaches the summaries: once per write transaction (record), once per
-// search (planSearch), once per project list (projectFigures).
-type tuning struct {
-	counts    bool // EventCounts: event_counts kept
-	figures   bool // ProjectFigures: project_stats kept
-	pages     bool // PageStatements, on PostgreSQL
-	textIndex bool // TextIndex, on SQLite
-	proofs    bool // ProofReads
-	// stale marks the summaries the store keeps but does not read: found
-	// stale when it opened without migrating, until Migrate rebuilds them.
-	// Meanwhile its writes keep them all the same, so that a rebuild by
-	// another process stays true.
-	stale *staleSummaries
-}
-
-// staleSummaries are the kept summaries a store does not read yet.
-type staleSummaries struct{ counts, figures atomic.Bool }
-
-// set marks the summary name stale (or not).
-func (st *staleSummaries) set(name string, stale bool) {
-	switch name {
-	case "event_counts":
-		st.counts.Store(stale)
-	case "project_stats":
-		st.figures.Store(stale)
-	}
-}
-
-// readCounts reports whether searches and the project list read
-// event_counts.
-func (t tuning) readCounts() bool { return t.counts && !t.stale.counts.Load() }
-
-// readFigures reports whether the project list reads project_stats.
-func (t tuning) readFigures() bool { return t.figures && !t.stale.figures.Load() }
-
-// newTuning is the tuning of a store in the dialect d with off turned off
-// (and those d does not run).
-func newTuning(d sqlDialect, off []Tuning) tuning {
-	on := func(t Tuning) bool { return !slices.Contains(off, t) }
-	return tuning{
-		counts:    on(EventCounts),
-		figures:   on(ProjectFigures),
-		pages:     on(PageStatements) && d.PageStatements(),
-		textIndex: on(TextIndex) && d.TextIndex(),
-		proofs:    on(ProofReads),
-		stale:     &staleSummaries{},
-	}
-}
-
-// summaries are the summary tables (their rows of summary_state) of the
-// speed-ups, and whether the store keeps each.
-func (t tuning) summaries() map[string]bool {
-	return map[string]bool{"event_counts": t.counts, "project_stats": t.figures}
-}
-
-// record brings the summaries the store keeps up to date with ch, in the
-// write transaction db: project_stats, then event_counts (the lock order,
-// record.go).
-func (t tuning) record(ctx context.Context, db bun.IDB, ch *changes) error {
-	if t.figures {
-		c := projectfigures.Change{
-			NewProjects: ch.newProjects, Added: ch.addedFeatures,
-			MemberProjects: ch.memberProjects, MemberGroups: ch.memberGroups,
-			Recompute: ch.refigured, RecomputeAll: ch.refigureAll,
-		}
-		for _, u := range ch.updatedFeatures {
-			c.Updated = append(c.Updated, projectfigures.Update{Old: u.old, New: u.new})
-		}
-		if err := projectfigures.Apply(ctx, db, c); err != nil {
-			return err
-		}
-	}
-	if t.counts {
-		if err := eventcounts.Remove(ctx, db, ch.pruned); err != nil {
-			return err
-		}
-		return eventcounts.Add(ctx, db, ch.events, !ch.bulk)
-	}
-	return nil
-}
-
-// planSearch is how q's total and the start of its page are found, on a
-// database of dialect d: from event_counts when kept, else (the zero
-// plan) from the events.
-func (t tuning) planSearch(d sqlDialect, q flagadmin.EventQuery) eventcounts.Plan {
-	if !t.readCounts() {
-		return eventcounts.Plan{}
-	}
-	return eventcounts.PlanFor(d.Name(), q)
-}
-
-// projectFigures returns the figures of the projects of q, by project
-// id: kept in project_stats, or computed from the base tables.
-func (t tuning) projectFigures(ctx context.Context, db bun.IDB, q flagadmin.ProjectStatsQuery) (map[string]projectfigures.Figures, error) {
-	if t.readFigures() {
-		return projectfigures.Kept(ctx, db, q)
-	}
-	return projectfigures.Computed(ctx, db, q)
-}
-
-// rebuild recomputes the summary name from the base tables, in the
-// transaction db.
-func rebuild(ctx context.Context, db bun.IDB, name string) error {
-	switch name {
-	case "event_counts":
-		return eventcounts.Rebuild(ctx, db)
-	case "project_stats":
-		return projectfigures.Rebuild(ctx, db)
-	}
-	return fmt.Errorf("bunstore: no summary %q", name)
 }

@@ -59,29 +59,20 @@ type tuningWorld struct {
 }
 
 // storeWithout returns a store on the world's database with the tuning t
-// turned off (opened once). Opening it marks t's summary stale (see
-// bunstore.WithoutTuning), which would keep the next store opened from
-// reading it: the benchmarks mark every summary fresh again before and
-// after, as their arms leave them true (the arm without event_counts only
-// reads; the one without project_stats writes lifecycle completions, which
-// change no figure of it).
+// turned off (opened once). The arms leave the summaries true, as a
+// database's one set of them must be (bunstore.WithoutTuning): the arm
+// without event_counts only reads, and the one without project_stats
+// writes lifecycle completions, which change no figure of it.
 func (tw *tuningWorld) storeWithout(b *testing.B, t bunstore.Tuning) *bunstore.Store {
 	tuningMu.Lock()
 	defer tuningMu.Unlock()
 	if s, ok := tw.without[t]; ok {
 		return s
 	}
-	fresh := func() {
-		if _, err := bunstore.DB(tw.store).ExecContext(context.Background(), "UPDATE summary_state SET stale = ?", false); err != nil {
-			b.Fatalf("mark the summaries fresh: %v", err)
-		}
-	}
-	fresh()
 	store, err := bunstore.Open(context.Background(), tw.url, bunstore.WithoutMigrate(), bunstore.WithoutTuning(t))
 	if err != nil {
 		b.Fatalf("open without %s: %v", t, err)
 	}
-	b.Cleanup(fresh)
 	tw.without[t] = store
 	return store
 }

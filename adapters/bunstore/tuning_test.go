@@ -1,9 +1,8 @@
 package bunstore_test
 
 import (
-	"bytes"
 	"context"
-	"log/slog"
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -13,67 +12,148 @@ import (
 	"github.com/flagadmin/flagadmin/flagadmin"
 )
 
-// TestSummariesGoStaleWithoutTuning writes through a tuned store, then
-// through a plain one on the same database, whose writes do not keep the
-// summaries: a tuned store opened without migrating then answers without
-// them (as the plain one does) and says so, and migrating rebuilds them,
-// after which the tuned store reads them and answers as the plain one.
-func TestSummariesGoStaleWithoutTuning(t *testing.T) {
-	forEachEngine(t, func(t *testing.T, url string) {
-		ctx := context.Background()
-		at := time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
-		batch := func(project string, n int) *flagadmin.Batch {
-			b := &flagadmin.Batch{Projects: []flagadmin.Project{{ID: project, Name: project, Mode: flagadmin.ModeOpen, CreatedAt: at}},
-				Features: []flagadmin.Feature{{Name: project + "-f", Project: project, Type: flagadmin.TypeRelease, CreatedAt: at}}}
-			for i := range n {
-				b.Events = append(b.Events, flagadmin.Event{Type: flagadmin.EventFeatureUpdated, CreatedBy: "x", CreatedAt: at.Add(time.Duration(i) * time.Hour), Project: &project})
-			}
-			return b
-		}
-		tuned := open(t, url)
-		must(t, "Write through the tuned store", tuned.Write(ctx, batch("a", 3)))
-		plain := open(t, url, bunstore.WithoutTuning())
-		must(t, "Write through the plain store", plain.Write(ctx, batch("b", 4)))
-		tuned.Close()
+// summaryAt is when the writes of the summaries' tests happen.
+var summaryAt = time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
 
-		agree := func(stage string, s *bunstore.Store) {
-			t.Helper()
-			for _, q := range []flagadmin.EventQuery{{Limit: 10}, {Limit: 10, Projects: []string{"b"}}, {Limit: 10, Types: []string{flagadmin.EventFeatureUpdated}}} {
-				got, err := s.SearchEvents(ctx, q)
-				must(t, "tuned search", err)
-				want, err := plain.SearchEvents(ctx, q)
-				must(t, "plain search", err)
-				if got.Total != want.Total || want.Total == 0 {
-					t.Errorf("%s: %+v: tuned total %d, plain %d", stage, q, got.Total, want.Total)
-				}
-			}
-			q := flagadmin.ProjectStatsQuery{PotentiallyStaleBefore: flagadmin.PotentiallyStaleCutoffs(at.AddDate(1, 0, 0))}
-			got, err := s.ProjectStats(ctx, q)
-			must(t, "tuned project list", err)
-			want, err := plain.ProjectStats(ctx, q)
-			must(t, "plain project list", err)
-			if !reflect.DeepEqual(sortedStats(got), sortedStats(want)) {
-				t.Errorf("%s: project list:\n got %+v\nwant %+v", stage, got, want)
-			}
+// writeProject writes, through s, a project with a feature and n events
+// of it.
+func writeProject(t *testing.T, s *bunstore.Store, project string, n int) {
+	t.Helper()
+	b := &flagadmin.Batch{Projects: []flagadmin.Project{{ID: project, Name: project, Mode: flagadmin.ModeOpen, CreatedAt: summaryAt}},
+		Features: []flagadmin.Feature{{Name: project + "-f", Project: project, Type: flagadmin.TypeRelease, CreatedAt: summaryAt}}}
+	for i := range n {
+		b.Events = append(b.Events, flagadmin.Event{Type: flagadmin.EventFeatureUpdated, CreatedBy: "x",
+			CreatedAt: summaryAt.Add(time.Duration(i) * time.Hour), Project: &project})
+	}
+	must(t, "Write", s.Write(context.Background(), b))
+}
+
+// disagreements returns how the answers of got, a store with the
+// summaries, differ from those of want, the plain store, on searches
+// whose totals the counts give and on the project list: none when they
+// agree.
+func disagreements(t *testing.T, got, want *bunstore.Store) []string {
+	t.Helper()
+	ctx := context.Background()
+	var out []string
+	for _, q := range []flagadmin.EventQuery{{Limit: 10}, {Limit: 10, Projects: []string{"b"}}, {Limit: 10, Types: []string{flagadmin.EventFeatureUpdated}}} {
+		g, err := got.SearchEvents(ctx, q)
+		must(t, "search with the summaries", err)
+		w, err := want.SearchEvents(ctx, q)
+		must(t, "plain search", err)
+		if g.Total != w.Total {
+			out = append(out, fmt.Sprintf("search %+v: total %d, plain %d", q, g.Total, w.Total))
 		}
-		var log bytes.Buffer
-		stale := open(t, url, bunstore.WithoutMigrate(), bunstore.WithLogger(slog.New(slog.NewTextHandler(&log, nil))))
-		agree("opened without migrating", stale)
-		for _, name := range []string{"event_counts", "project_stats"} {
-			if !strings.Contains(log.String(), "the summary "+name+" is out of date") {
-				t.Errorf("the store opened without migrating did not say that %s is out of date: %q", name, log.String())
-			}
+	}
+	q := flagadmin.ProjectStatsQuery{PotentiallyStaleBefore: flagadmin.PotentiallyStaleCutoffs(summaryAt.AddDate(1, 0, 0))}
+	w, err := want.ProjectStats(ctx, q)
+	must(t, "plain project list", err)
+	switch g, err := got.ProjectStats(ctx, q); {
+	case err != nil:
+		out = append(out, fmt.Sprintf("project list: %v", err))
+	case !reflect.DeepEqual(sortedStats(g), sortedStats(w)):
+		out = append(out, fmt.Sprintf("project list %+v, plain %+v", g, w))
+	}
+	return out
+}
+
+// TestOneSetOfSummariesPerDatabase shows the rule of WithoutTuning: a
+// store that keeps the summaries answers from them, so after a plain
+// store wrote to its database its totals and figures lack those writes;
+// Migrate with WithRebuild rebuilds them, and the store answers as the
+// plain one again.
+func TestOneSetOfSummariesPerDatabase(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, url string) {
+		tuned := open(t, url)
+		writeProject(t, tuned, "a", 3)
+		plain := open(t, url, bunstore.WithoutTuning())
+		if d := disagreements(t, tuned, plain); len(d) > 0 {
+			t.Fatalf("before the plain store wrote: %s", strings.Join(d, "; "))
 		}
-		must(t, "Migrate", stale.Migrate(ctx)) // rebuilds, and reads them again
-		agree("after the rebuild", stale)
-		again := open(t, url)
-		agree("opened after the rebuild", again)
-		log.Reset()
-		open(t, url, bunstore.WithoutMigrate(), bunstore.WithLogger(slog.New(slog.NewTextHandler(&log, nil))))
-		if log.Len() > 0 {
-			t.Errorf("a store opened after the rebuild logged %q", log.String())
+		writeProject(t, plain, "b", 4)
+		if d := disagreements(t, tuned, plain); len(d) == 0 {
+			t.Errorf("after the plain store wrote, the summaries' answers agree with it: want them to lack its writes")
+		}
+		must(t, "Migrate with WithRebuild", tuned.Migrate(context.Background(), bunstore.WithRebuild()))
+		if d := disagreements(t, tuned, plain); len(d) > 0 {
+			t.Errorf("after the rebuild: %s", strings.Join(d, "; "))
 		}
 	})
+}
+
+// TestRebuildIsAStepOfMigrate: WithRebuild is reported as a step of its
+// own, after the migrations, and rebuilds nothing for the plain store.
+func TestRebuildIsAStepOfMigrate(t *testing.T) {
+	ctx := context.Background()
+	for _, c := range []struct {
+		name string
+		opts []bunstore.Option
+	}{{"tuned", nil}, {"plain", []bunstore.Option{bunstore.WithoutTuning()}}} {
+		t.Run(c.name, func(t *testing.T) {
+			forEachEngine(t, func(t *testing.T, url string) {
+				s := open(t, url, c.opts...)
+				writeProject(t, s, "b", 2)
+				var steps []string
+				progress := bunstore.WithProgress(func(m bunstore.MigrationStep) {
+					steps = append(steps, fmt.Sprintf("%s done=%v", m.Name, m.Done))
+				})
+				must(t, "Migrate", s.Migrate(ctx, progress, bunstore.WithRebuild()))
+				if want := "[summaries done=false summaries done=true]"; fmt.Sprint(steps) != want {
+					t.Errorf("steps: got %v, want %s", steps, want)
+				}
+				plain := open(t, url, bunstore.WithoutTuning())
+				if d := disagreements(t, s, plain); len(d) > 0 {
+					t.Errorf("after the rebuild: %s", strings.Join(d, "; "))
+				}
+			})
+		})
+	}
+}
+
+// TestMigrationDropsSummaryState: the migration after the baseline drops
+// summary_state, rebuilding first the summaries it marks out of date, so
+// that a summary a store without it left behind is not read as it is.
+func TestMigrationDropsSummaryState(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, url string) {
+		ctx := context.Background()
+		s := open(t, url)
+		writeProject(t, s, "b", 5)
+		st, err := s.Schema(ctx)
+		must(t, "Schema", err)
+		if len(st.Applied) < 2 || st.Applied[1] <= bunstore.Baseline {
+			t.Fatalf("applied migrations %v: want the baseline and the one dropping summary_state", st.Applied)
+		}
+		drop := st.Applied[1]
+		if exists(t, s, "summary_state") {
+			t.Fatalf("summary_state exists after the migrations")
+		}
+		// The database as the baseline leaves it, after a store without
+		// event_counts wrote to it: the counts lack its writes.
+		db := bunstore.DB(s)
+		for _, stmt := range []string{
+			"CREATE TABLE summary_state (name VARCHAR(64) NOT NULL PRIMARY KEY, stale BOOLEAN NOT NULL)",
+			"INSERT INTO summary_state (name, stale) VALUES ('event_counts', TRUE), ('project_stats', FALSE)",
+			"DELETE FROM event_counts",
+			"DELETE FROM bun_migrations WHERE name = '" + drop + "'",
+		} {
+			_, err := db.ExecContext(ctx, stmt)
+			must(t, stmt, err)
+		}
+		must(t, "Migrate", s.Migrate(ctx))
+		if exists(t, s, "summary_state") {
+			t.Errorf("summary_state exists after the migration")
+		}
+		if d := disagreements(t, s, open(t, url, bunstore.WithoutTuning())); len(d) > 0 {
+			t.Errorf("after the migration: %s", strings.Join(d, "; "))
+		}
+	})
+}
+
+// exists reports whether s's database has table.
+func exists(t *testing.T, s *bunstore.Store, table string) bool {
+	t.Helper()
+	_, err := bunstore.DB(s).ExecContext(context.Background(), "SELECT COUNT(*) FROM "+table)
+	return err == nil
 }
 
 func TestUnknownTuning(t *testing.T) {

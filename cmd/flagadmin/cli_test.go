@@ -82,7 +82,7 @@ var helpCommands = [][]string{
 // every environment variable listed has a description, and no line is
 // wider than 80 columns but those of long words.
 func TestHelpOfEveryCommand(t *testing.T) {
-	bools := map[string]bool{"--demo": true, "--dry-run": true, "--token": true, "--release": true}
+	bools := map[string]bool{"--demo": true, "--dry-run": true, "--token": true, "--release": true, "--rebuild-summaries": true}
 	for _, args := range helpCommands {
 		code, stdout, stderr := runCLI(t, nil, append(slices.Clone(args), "--help")...)
 		name := strings.Join(args, " ")
@@ -442,11 +442,14 @@ func TestMigrateCommand(t *testing.T) {
 	db := "sqlite:" + filepath.Join(t.TempDir(), "migrate.db")
 	// The first run prints each migration as it runs, with its duration,
 	// the baseline first; the second has none to run (migrating twice is
-	// fine).
-	first := regexp.MustCompile(`^20261202120000: baseline: [^\n]+\n  done in [0-9.]+(ms|s|µs)\nmigrated ` + regexp.QuoteMeta(db) + `: the schema is up to date\n$`)
-	for i := range 2 {
-		code, stdout, stderr := runCLI(t, map[string]string{envDB: db}, "migrate")
-		if code != 0 || (i == 0 && !first.MatchString(stdout)) || (i == 1 && stdout != "migrated "+db+": the schema is up to date\n") {
+	// fine); the third rebuilds the summaries.
+	done := `\n  done in [0-9.]+(ms|s|µs)\n`
+	first := regexp.MustCompile(`^20261202120000: baseline: [^\n]+` + done + `(2026[0-9]+: [^\n]+` + done + `)*migrated ` + regexp.QuoteMeta(db) + `: the schema is up to date\n$`)
+	rebuilt := regexp.MustCompile(`^summaries: rebuild [^\n]+` + done + `migrated ` + regexp.QuoteMeta(db) + `: the schema is up to date\n$`)
+	for i, args := range [][]string{{"migrate"}, {"migrate"}, {"migrate", "--rebuild-summaries"}} {
+		code, stdout, stderr := runCLI(t, map[string]string{envDB: db}, args...)
+		if code != 0 || (i == 0 && !first.MatchString(stdout)) || (i == 1 && stdout != "migrated "+db+": the schema is up to date\n") ||
+			(i == 2 && !rebuilt.MatchString(stdout)) {
 			t.Fatalf("migrate, run %d: exit %d, stdout %q, stderr %q", i+1, code, stdout, stderr)
 		}
 	}

@@ -63,13 +63,19 @@ var migrateCommand = command{
 	usage:   "flagadmin migrate [flags]",
 	summary: "Creates or updates the database schema, then exits.",
 	about: `"flagadmin serve" does this too at start; run it alone to migrate before a
-deployment. memory: needs no migration.`,
+deployment. memory: needs no migration.
+
+--rebuild-summaries then rebuilds the summaries (the event counts and the
+project figures) from the base tables: a database needs it before flagadmin
+serves it after a program embedding the store without them
+(bunstore.WithoutTuning) wrote to it.`,
 	env: []string{envDB, envLogLevel, envLogFormat},
 }
 
 func (c *cli) migrate(ctx context.Context, args []string) error {
 	fs := newFlagSet("flagadmin migrate")
 	s := newSettings(fs, c.getenv, withDB)
+	rebuild := fs.Bool("rebuild-summaries", false, "then rebuild the summaries from the base tables")
 	cfg, err := c.parseConfig(fs, s, migrateCommand, args)
 	if err != nil {
 		return err
@@ -95,7 +101,11 @@ func (c *cli) migrate(ctx context.Context, args []string) error {
 			fmt.Fprintf(c.stdout, "%s: %s\n", m.Name, m.Comment)
 		}
 	})
-	if err := store.Migrate(ctx, progress); err != nil {
+	opts := []bunstore.MigrateOption{progress}
+	if *rebuild {
+		opts = append(opts, bunstore.WithRebuild())
+	}
+	if err := store.Migrate(ctx, opts...); err != nil {
 		return cliErrorf("migrate %s: %s", bunstore.RedactURL(cfg.DB), flat(err))
 	}
 	fmt.Fprintf(c.stdout, "migrated %s: the schema is up to date\n", bunstore.RedactURL(cfg.DB))

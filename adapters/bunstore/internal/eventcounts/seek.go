@@ -9,17 +9,8 @@ import (
 	"github.com/uptrace/bun"
 
 	"github.com/flagadmin/flagadmin/adapters/bunstore/internal/sqlq"
+	"github.com/flagadmin/flagadmin/adapters/bunstore/internal/summary"
 )
-
-// Start is where the page of a query starts: its total, and its first
-// event, the match at Offset among those created before Before (among all
-// when HasBefore is false).
-type Start struct {
-	Total     int
-	Before    int64 // Unix milliseconds
-	HasBefore bool
-	Offset    int
-}
 
 // period is the number of matches of one day or month (num).
 type period struct {
@@ -34,24 +25,24 @@ type period struct {
 // (monthSeek). With dates, the range's day rows are read, and the events
 // of hidden projects in the range are counted per day from the
 // events_project index and taken off their days.
-func (p Plan) Seek(ctx context.Context, db bun.IDB) (Start, error) {
+func (p Plan) Seek(ctx context.Context, db bun.IDB) (summary.Start, error) {
 	if p.from == nil && p.before == nil {
 		return p.monthSeek(ctx, db)
 	}
 	days, err := readPeriods(ctx, db, DimDay, p.noProject, p.from, p.before)
 	if err != nil {
-		return Start{}, err
+		return summary.Start{}, err
 	}
 	if len(p.hidden) > 0 {
 		if err := p.takeHiddenDays(ctx, db, p.hiddenEvents(), days); err != nil {
-			return Start{}, err
+			return summary.Start{}, err
 		}
 	}
 	var total int64
 	for _, d := range days {
 		total += d.N
 	}
-	start := Start{Total: int(total)}
+	start := summary.Start{Total: int(total)}
 	if p.q.Offset >= start.Total {
 		return start, nil
 	}
@@ -131,10 +122,10 @@ func subtract(ps, less []period) error {
 // holds the offset's event, less its hidden events per day (from the
 // events_project index), skip whole days. A month's row is the sum of its
 // days' (every write adds to both), so the two agree.
-func (p Plan) monthSeek(ctx context.Context, db bun.IDB) (Start, error) {
+func (p Plan) monthSeek(ctx context.Context, db bun.IDB) (summary.Start, error) {
 	months, err := readPeriods(ctx, db, DimMonth, p.noProject, nil, nil)
 	if err != nil {
-		return Start{}, err
+		return summary.Start{}, err
 	}
 	var all, hiddenAll int64
 	for _, m := range months {
@@ -144,29 +135,29 @@ func (p Plan) monthSeek(ctx context.Context, db bun.IDB) (Start, error) {
 		r := one(DimEvents, ScopeProject)
 		r.projects, r.projectCond = p.hidden, p.hiddenKeys
 		if err := db.NewRaw("SELECT ?", sum([]rows{r})).Scan(ctx, &hiddenAll); err != nil {
-			return Start{}, err
+			return summary.Start{}, err
 		}
 	}
-	start := Start{Total: int(all - hiddenAll)}
+	start := summary.Start{Total: int(all - hiddenAll)}
 	if p.q.Offset >= start.Total {
 		return start, nil
 	}
 	target, newer, err := p.locateMonth(ctx, db, months, hiddenAll, int64(start.Total))
 	if err != nil {
-		return Start{}, err
+		return summary.Start{}, err
 	}
 	// The days of the target month, less their hidden events.
 	m := months[target].Num
 	first, next := monthStart(m), monthStart(m+1)
 	days, err := readPeriods(ctx, db, DimDay, p.noProject, &first, &next)
 	if err != nil {
-		return Start{}, err
+		return summary.Start{}, err
 	}
 	if len(p.hidden) > 0 {
 		cond := sqlq.And(p.hiddenKeys,
 			sqlq.F("created_at >= ? AND created_at < ?", first*msPerDay, next*msPerDay))
 		if err := p.takeHiddenDays(ctx, db, cond, days); err != nil {
-			return Start{}, err
+			return summary.Start{}, err
 		}
 	}
 	start.Before, start.HasBefore = next*msPerDay, true

@@ -4,18 +4,22 @@
 // decoded from pgx's raw values rather than through database/sql (Read).
 // It is a speed-up of the store (bunstore.PageStatements): without it, a
 // page is the portable total, ids and rows in one read-only transaction.
+// An export's batches are decoded from pgx's raw values too (Export).
 package pgpage
 
 import (
+	"context"
 	"fmt"
 	"strconv"
 	"strings"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/uptrace/bun"
 	"github.com/uptrace/bun/schema"
 
 	"github.com/flagadmin/flagadmin/adapters/bunstore/internal/sqlq"
 	"github.com/flagadmin/flagadmin/adapters/bunstore/internal/stored"
+	"github.com/flagadmin/flagadmin/adapters/bunstore/internal/summary"
 	"github.com/flagadmin/flagadmin/flagadmin"
 )
 
@@ -26,23 +30,10 @@ import (
 // (pgx.QueryExecModeCacheStatement): after five executions PostgreSQL
 // plans it once, generically, for any values.
 
-// Search is what a page statement is built from: the query, and the SQL
-// the store writes for it.
-type Search struct {
-	Query flagadmin.EventQuery
-	// Total is the expression of the query's total (a scalar, without
-	// FROM): read from the summaries or counted.
-	Total sqlq.Fragment
-	// Where returns the WHERE condition of a query's page: its matches
-	// after its cursor (q.After). It is called for Query and, for a filter
-	// of a few values, for each value alone.
-	Where func(q flagadmin.EventQuery) sqlq.Fragment
-}
-
 // Statement returns the page statement of s (s.Query.Limit > 0) and its
 // arguments for Read: Prepared when its generic plan is safe
 // (GenericPlanSafe), else Literal.
-func Statement(gen schema.QueryGen, s Search) (string, []any) {
+func Statement(gen schema.QueryGen, s summary.Page) (string, []any) {
 	if GenericPlanSafe(s.Query) {
 		return Prepared(s)
 	}
@@ -51,16 +42,27 @@ func Statement(gen schema.QueryGen, s Search) (string, []any) {
 
 // Prepared returns the page statement of s with placeholders, and its
 // arguments: pgx.QueryExecModeCacheStatement, then the values.
-func Prepared(s Search) (string, []any) {
+func Prepared(s summary.Page) (string, []any) {
 	text, args := statement(s, true).Dollar()
 	return text, append([]any{pgx.QueryExecModeCacheStatement}, args...)
 }
 
 // Literal returns the page statement of s with its values written into
 // the text by gen, and no arguments.
-func Literal(gen schema.QueryGen, s Search) (string, []any) {
+func Literal(gen schema.QueryGen, s summary.Page) (string, []any) {
 	f := statement(s, false)
 	return string(gen.AppendQuery(nil, f.Text, f.Args...)), nil
+}
+
+// Export reads a batch of an export on a connection of db, a database of
+// the pgx driver: the first limit events by id among those of where (the
+// export's filters and the range of ids it has still to read), decoded as
+// a page's are (Read), with a total of 0.
+func Export(ctx context.Context, db *bun.DB, where sqlq.Fragment, limit int) ([]flagadmin.Event, error) {
+	sel := sqlq.Fill("SELECT CAST(0 AS bigint) AS total, "+columns+" FROM events AS e WHERE ? ORDER BY id ASC LIMIT ?", where, sqlq.F("?", limit))
+	text := string(db.QueryGen().AppendQuery(nil, sel.Text, sel.Args...))
+	page, err := Read(ctx, db.DB, text, nil, limit)
+	return page.Events, err
 }
 
 // columns are the columns of a page's events, from events AS e.
@@ -74,7 +76,7 @@ var columns = "e." + strings.Join(stored.EventColumns, ", e.")
 // the offset as a value, so that paging does not prepare a statement per
 // page; a filter of a few values (splitFilter) reads each value's newest
 // offset+limit matches apart (UNION ALL), then keeps the page.
-func statement(s Search, prepared bool) sqlq.Fragment {
+func statement(s summary.Page, prepared bool) sqlq.Fragment {
 	q := s.Query
 	notPast := sqlq.F("(SELECT total FROM t) > ?", int64(q.Offset))
 	order := " ORDER BY created_at DESC, id DESC"

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/flagadmin/flagadmin/adapters/bunstore/internal/sqlq"
+	"github.com/flagadmin/flagadmin/adapters/bunstore/internal/summary"
 	"github.com/flagadmin/flagadmin/flagadmin"
 )
 
@@ -74,7 +75,7 @@ func TestPreparedPlaceholders(t *testing.T) {
 		{Limit: 50, Projects: []string{"p-project", "q-project"}, After: after},
 		{Limit: 50, Projects: []string{"p-project"}, From: &from, Before: &before},
 	} {
-		text, args := Prepared(Search{Query: q, Total: sqlq.Fill("(SELECT COUNT(*) FROM events WHERE ?)", where(q)), Where: where})
+		text, args := Prepared(summary.Page{Query: q, Total: sqlq.Fill("(SELECT COUNT(*) FROM events WHERE ?)", where(q)), Where: where})
 		values := args[1:]
 		for n := 1; n <= len(values)+1; n++ {
 			p := "$" + strconv.Itoa(n)

@@ -1,3 +1,10 @@
+// Package projectfigures keeps the project list's figures of each project
+// (summary.Figures) in project_stats, one row per project written in the
+// same transaction as every change it summarises (Apply), so that the
+// project list reads a row per project (Kept) instead of grouping the
+// features and members of every project on each call
+// (summary.ComputeFigures, the reference the contract suite holds the kept
+// figures to): a speed-up of the store (bunstore.ProjectFigures).
 package projectfigures
 
 import (
@@ -11,6 +18,7 @@ import (
 
 	"github.com/flagadmin/flagadmin/adapters/bunstore/internal/sqlq"
 	"github.com/flagadmin/flagadmin/adapters/bunstore/internal/stored"
+	"github.com/flagadmin/flagadmin/adapters/bunstore/internal/summary"
 	"github.com/flagadmin/flagadmin/flagadmin"
 )
 
@@ -90,7 +98,7 @@ func (r *row) fresh(c string) *int64 {
 // PotentiallyStale is the fresh features of the cut-off types less those
 // created since their type's cut-off (read from features_fresh) when every
 // cut-off type has a fresh column, else counted from the features.
-func Kept(ctx context.Context, db bun.IDB, q flagadmin.ProjectStatsQuery) (map[string]Figures, error) {
+func Kept(ctx context.Context, db bun.IDB, q flagadmin.ProjectStatsQuery) (map[string]summary.Figures, error) {
 	types := slices.Sorted(maps.Keys(q.PotentiallyStaleBefore))
 	fast := !slices.ContainsFunc(types, func(t flagadmin.FeatureType) bool { _, ok := FreshColumns[t]; return !ok })
 	fresh := "0"
@@ -106,10 +114,10 @@ func Kept(ctx context.Context, db bun.IDB, q flagadmin.ProjectStatsQuery) (map[s
 		return nil, err
 	}
 	defer rows.Close()
-	out := map[string]Figures{}
+	out := map[string]summary.Figures{}
 	for rows.Next() {
 		var id string
-		var f Figures
+		var f summary.Figures
 		if err := rows.Scan(&id, &f.Features, &f.Stale, &f.PotentiallyStale, &f.Members, &f.LastSeenAt); err != nil {
 			return nil, err
 		}
@@ -119,45 +127,21 @@ func Kept(ctx context.Context, db bun.IDB, q flagadmin.ProjectStatsQuery) (map[s
 		return nil, err
 	}
 	rows.Close()
-	return out, addPotentiallyStale(ctx, db, q.PotentiallyStaleBefore, out, fast)
+	return out, summary.AddPotentiallyStale(ctx, db, q.PotentiallyStaleBefore, out, fast)
 }
-
-// Change is what a write transaction changed that project_stats
-// summarises.
-type Change struct {
-	// NewProjects were created: their rows are computed from the tables,
-	// once the transaction's features and members are stored.
-	NewProjects []string
-	// Added are features created in projects that existed before.
-	Added []flagadmin.Feature
-	// Updated are features changed: Old before, New after.
-	Updated []Update
-	// MemberProjects are projects whose members may have changed.
-	MemberProjects []string
-	// MemberGroups are groups whose users changed: the projects where they
-	// hold roles may have other members.
-	MemberGroups []int64
-	// Recompute are projects whose rows are computed again from the
-	// tables once the transaction's changes are stored (a follower's
-	// batch, which carries rows rather than their changes).
-	Recompute []string
-	// RecomputeAll: every row is computed again (Rebuild), and the rest of
-	// the change is covered by it.
-	RecomputeAll bool
-}
-
-// Update is a feature before and after a change.
-type Update struct{ Old, New flagadmin.Feature }
 
 // Apply brings project_stats up to date with c, in the caller's write
-// transaction: the new projects' rows inserted, then the changed rows
-// updated in project id order.
-func Apply(ctx context.Context, db bun.IDB, c Change) error {
-	if c.RecomputeAll {
+// transaction: the new projects' rows inserted (computed from the tables,
+// once the transaction's features and members are stored), then the
+// changed rows updated in project id order. The rows of c.Refigured, or
+// of every project with c.RefigureAll (which covers the rest of c), are
+// computed again from the tables.
+func Apply(ctx context.Context, db bun.IDB, c summary.Changes) error {
+	if c.RefigureAll {
 		return Rebuild(ctx, db)
 	}
-	if len(c.Recompute) > 0 {
-		if err := recompute(ctx, db, c.Recompute); err != nil {
+	if len(c.Refigured) > 0 {
+		if err := recompute(ctx, db, c.Refigured); err != nil {
 			return err
 		}
 	}
@@ -171,13 +155,13 @@ func Apply(ctx context.Context, db bun.IDB, c Change) error {
 		created[p] = true
 	}
 	d := deltas{}
-	for _, f := range c.Added {
+	for _, f := range c.AddedFeatures {
 		if !created[f.Project] {
 			d.feature(f, 1)
 			d.seen(f.Project, stored.MillisPtr(f.LastSeenAt))
 		}
 	}
-	for _, u := range c.Updated {
+	for _, u := range c.UpdatedFeatures {
 		d.update(u)
 	}
 	projects := slices.Clone(c.MemberProjects)
@@ -249,7 +233,7 @@ func computeRows(ctx context.Context, db bun.IDB, part []string) ([]row, error) 
 	if err := featureFigures(ctx, db, part, rows, at); err != nil {
 		return nil, err
 	}
-	members, err := CountMembers(ctx, db, part)
+	members, err := summary.CountMembers(ctx, db, part)
 	for id, n := range members {
 		if i, ok := at[id]; ok {
 			rows[i].Members = n
@@ -345,7 +329,7 @@ func (d deltas) seen(project string, ms *int64) {
 }
 
 // update applies the change of one feature (its project does not change).
-func (d deltas) update(u Update) {
+func (d deltas) update(u summary.FeatureUpdate) {
 	d.feature(u.Old, -1)
 	d.feature(u.New, 1)
 	old, new := stored.MillisPtr(u.Old.LastSeenAt), stored.MillisPtr(u.New.LastSeenAt)
@@ -368,7 +352,7 @@ func (d deltas) apply(ctx context.Context, db bun.IDB) error {
 	}
 	members := map[string]int64{}
 	err := inChunks(recount, func(part []string) error {
-		counts, err := CountMembers(ctx, db, part)
+		counts, err := summary.CountMembers(ctx, db, part)
 		maps.Copy(members, counts)
 		return err
 	})
@@ -412,4 +396,17 @@ func (x *delta) sets(id string, members int64) sqlq.Fragment {
 		sets = append(sets, sqlq.F("last_seen_at = CASE WHEN last_seen_at IS NULL OR last_seen_at < ? THEN ? ELSE last_seen_at END", *x.lastSeenAt, *x.lastSeenAt))
 	}
 	return sqlq.Join(", ", sets...)
+}
+
+// chunk bounds the project ids of one IN list or multi-row statement.
+const chunk = 500
+
+// inChunks calls fn with successive parts of ids of at most chunk.
+func inChunks(ids []string, fn func(part []string) error) error {
+	for start := 0; start < len(ids); start += chunk {
+		if err := fn(ids[start:min(len(ids), start+chunk)]); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -207,6 +207,11 @@ func (Dialect) SettleLockSQL() string {
 // CopiesEvents is false: a bulk insert goes by multi-row INSERTs.
 func (Dialect) CopiesEvents() bool { return false }
 
+// CopyFrom returns errors.ErrUnsupported: MySQL has no COPY.
+func (Dialect) CopyFrom(context.Context, bun.Conn, string, []string, func() ([]any, error)) error {
+	return errors.ErrUnsupported
+}
+
 // LogSizeInStatement is false: leaves are appended after a locking read
 // of the log's size.
 func (Dialect) LogSizeInStatement() bool { return false }
@@ -220,12 +225,6 @@ func (Dialect) DeferIndexes(context.Context, bun.IDB) ([]string, []indexbuild.St
 // AnalyzeLoaded does nothing: InnoDB recalculates its statistics itself
 // after large changes.
 func (Dialect) AnalyzeLoaded(context.Context, bun.IDB, func(string) func()) error { return nil }
-
-// PageStatements is false: they read pgx's raw values.
-func (Dialect) PageStatements() bool { return false }
-
-// TextIndex is false: free text scans the texts.
-func (Dialect) TextIndex() bool { return false }
 
 // QueryPrepared runs stmt as bun writes it, its values in the text.
 func (Dialect) QueryPrepared(ctx context.Context, db *bun.DB, stmt sqlq.Fragment) (*sql.Rows, error) {

@@ -7,9 +7,11 @@ package postgres
 import (
 	"context"
 	"database/sql"
+	"fmt"
 	"strings"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/uptrace/bun"
 	"github.com/uptrace/bun/dialect"
 	"github.com/uptrace/bun/dialect/pgdialect"
@@ -17,7 +19,6 @@ import (
 
 	"github.com/flagadmin/flagadmin/adapters/bunstore/internal/indexbuild"
 	"github.com/flagadmin/flagadmin/adapters/bunstore/internal/sqlq"
-	"github.com/flagadmin/flagadmin/adapters/bunstore/internal/textindex"
 )
 
 // Dialect is PostgreSQL's dialect of the store. The zero value is ready.
@@ -57,7 +58,7 @@ func (Dialect) LockAnswers() bool { return false }
 // AfterMigrations makes the pg_trgm indexes for free-text search, when the
 // extension is available (warn is told when it is not).
 func (Dialect) AfterMigrations(ctx context.Context, db *bun.DB, warn func(cause error)) error {
-	return textindex.EnsureTrigramIndexes(ctx, db, warn)
+	return ensureTrigramIndexes(ctx, db, warn)
 }
 
 // SummaryLocks lock the tables themselves: the base tables in share mode,
@@ -158,6 +159,19 @@ func (Dialect) SettleLockSQL() string { return "" }
 // CopiesEvents is true: COPY means far less parsing than INSERT.
 func (Dialect) CopiesEvents() bool { return true }
 
+// CopyFrom sends the rows with pgx's COPY, on the pgx connection under
+// conn.
+func (Dialect) CopyFrom(ctx context.Context, conn bun.Conn, table string, columns []string, next func() ([]any, error)) error {
+	return conn.Raw(func(dc any) error {
+		sc, ok := dc.(*stdlib.Conn)
+		if !ok {
+			return fmt.Errorf("postgres driver connection %T is not pgx's", dc)
+		}
+		_, err := sc.Conn().CopyFrom(ctx, pgx.Identifier{table}, columns, pgx.CopyFromFunc(next))
+		return err
+	})
+}
+
 // LogSizeInStatement is true: the schema's flagadmin_log_size reads the
 // log's size in a snapshot of its own.
 func (Dialect) LogSizeInStatement() bool { return true }
@@ -203,12 +217,6 @@ func (Dialect) AnalyzeLoaded(ctx context.Context, tx bun.IDB, step func(what str
 	done()
 	return nil
 }
-
-// PageStatements is true: the page statements read pgx's raw values.
-func (Dialect) PageStatements() bool { return true }
-
-// TextIndex is false: the trigram indexes serve free text instead.
-func (Dialect) TextIndex() bool { return false }
 
 // QueryPrepared runs stmt with $n placeholders, which pgx keeps prepared
 // on the connection (pgx.QueryExecModeCacheStatement): its text then

@@ -8,6 +8,7 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 
 	"github.com/uptrace/bun"
@@ -18,7 +19,6 @@ import (
 	"github.com/flagadmin/flagadmin/adapters/bunstore/internal/indexbuild"
 	"github.com/flagadmin/flagadmin/adapters/bunstore/internal/sqlq"
 	"github.com/flagadmin/flagadmin/adapters/bunstore/internal/stored"
-	"github.com/flagadmin/flagadmin/adapters/bunstore/internal/textindex"
 	"github.com/flagadmin/flagadmin/flagadmin"
 )
 
@@ -152,6 +152,11 @@ func (Dialect) SettleLockSQL() string { return "" }
 // CopiesEvents is false: a bulk insert goes by multi-row INSERTs.
 func (Dialect) CopiesEvents() bool { return false }
 
+// CopyFrom returns errors.ErrUnsupported: SQLite has no COPY.
+func (Dialect) CopyFrom(context.Context, bun.Conn, string, []string, func() ([]any, error)) error {
+	return errors.ErrUnsupported
+}
+
 // LogSizeInStatement is false: the single writer reads the log's size
 // before appending leaves.
 func (Dialect) LogSizeInStatement() bool { return false }
@@ -178,7 +183,7 @@ func (Dialect) DeferIndexes(ctx context.Context, tx bun.IDB) (drops []string, bu
 		fill = fill || r.Name == "events_text_insert"
 	}
 	if fill {
-		refill := textindex.SQLiteRefill
+		refill := TextRefill
 		builds = append(builds, indexbuild.Step{SQL: refill.Before}, indexbuild.Step{SQL: refill.Fill, What: "build the full-text index events_text"},
 			indexbuild.Step{SQL: refill.After}, indexbuild.Step{SQL: refill.Merge, What: "merge the full-text index events_text"})
 	}
@@ -189,13 +194,35 @@ func (Dialect) DeferIndexes(ctx context.Context, tx bun.IDB) (drops []string, bu
 // ANALYZE made some, which the schema never does.
 func (Dialect) AnalyzeLoaded(context.Context, bun.IDB, func(string) func()) error { return nil }
 
-// PageStatements is false: they read pgx's raw values.
-func (Dialect) PageStatements() bool { return false }
-
-// TextIndex is true: FTS5's trigram index events_text serves free text.
-func (Dialect) TextIndex() bool { return true }
-
 // QueryPrepared runs stmt as bun writes it, its values in the text.
 func (Dialect) QueryPrepared(ctx context.Context, db *bun.DB, stmt sqlq.Fragment) (*sql.Rows, error) {
 	return db.QueryContext(ctx, stmt.Text, stmt.Args...)
+}
+
+// TextRefill are the statements that fill events_text from the events,
+// for a bulk load that dropped its triggers: Fill, between Before and
+// After, then Merge. FTS5 flushes its pending terms to a new segment each
+// time they pass hashsize (1 MiB by default), and merges segments as they
+// pile up: with 32 MiB (Before) the fill of a million events writes a
+// thirtieth of the segments and takes about half the time; After sets the
+// default again.
+//
+// Merge then merges the index into one segment (FTS5's optimize). A fill
+// leaves up to three large segments on each level, so the writes after
+// it soon cascade into merges of those, and FTS5 merges a term's whole
+// list of rows at once: with trigrams, a list of nearly every event. On
+// SQLite's one writer connection every write waits for such a merge
+// (2.4 s on 1,000,000 events; 28 ms at most once merged: measured with
+// scripts/bench-log.sh, docs/benchmarks-archive.md). Merged, the next merges are of the
+// segments written since, small until they have grown to the index's size.
+var TextRefill = struct{ Before, Fill, After, Merge string }{
+	hashSize(32 << 20),
+	"INSERT INTO events_text (rowid, search_payload, search_meta) SELECT id, search_payload, search_meta FROM events",
+	hashSize(1 << 20),
+	"INSERT INTO events_text (events_text) VALUES ('optimize')",
+}
+
+// hashSize sets the pending-terms size of events_text.
+func hashSize(bytes int) string {
+	return fmt.Sprintf("INSERT INTO events_text (events_text, rank) VALUES ('hashsize', %d)", bytes)
 }

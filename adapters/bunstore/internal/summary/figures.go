@@ -1,22 +1,4 @@
-// Package projectfigures is the project list's figures of each project:
-// its features, stale ones, potentially stale ones, members and the newest
-// lastSeenAt of its features.
-//
-// Computed reads them from the base tables, the reference. Kept reads them
-// from project_stats, one row per project kept in the same transaction as
-// every change it summarises (Apply), so that the project list reads a row
-// per project instead of grouping the features and members of every
-// project on each call: a speed-up of the store (bunstore.ProjectFigures).
-//
-// What counts is the domain's: ProjectStatsQuery.Standing for features,
-// CountedMembers for members (CountMembers), the ProjectStats docs for
-// the rest (health, technical debt and the owners are the Service's). The
-// statements here write the same rules in SQL, for speed at many
-// projects; their only parameters, the potentially-stale cut-offs, come
-// from the query (the domain's type lifetimes). The contract suite holds
-// the SQL to the domain's functions, the kept figures to the computed
-// ones, and both to memstore.
-package projectfigures
+package summary
 
 import (
 	"context"
@@ -32,6 +14,18 @@ import (
 	"github.com/flagadmin/flagadmin/flagadmin"
 )
 
+// The project list's figures of each project: its features, stale ones,
+// potentially stale ones, members and the newest lastSeenAt of its
+// features. What counts is the domain's: ProjectStatsQuery.Standing for
+// features, CountedMembers for members (CountMembers), the ProjectStats
+// docs for the rest (health, technical debt and the owners are the
+// Service's). The statements here write the same rules in SQL, for speed
+// at many projects; their only parameters, the potentially-stale
+// cut-offs, come from the query (the domain's type lifetimes). The
+// contract suite holds the SQL to the domain's functions, the kept
+// figures (internal/projectfigures) to the computed ones, and both to
+// memstore.
+
 // Figures are the figures of one project.
 type Figures struct {
 	Features, Stale, PotentiallyStale, Members int64
@@ -40,11 +34,12 @@ type Figures struct {
 	LastSeenAt *int64
 }
 
-// Computed returns the figures of every project that has features or
-// members, computed from the base tables: the reference the kept ones
-// are held to. The potentially stale features are those not archived, not
-// stale and created before the cut-off of their type (q).
-func Computed(ctx context.Context, db bun.IDB, q flagadmin.ProjectStatsQuery) (map[string]Figures, error) {
+// ComputeFigures returns the figures of every project that has features
+// or members, computed from the base tables: the plain store's, and the
+// reference the kept ones are held to. The potentially stale features are
+// those not archived, not stale and created before the cut-off of their
+// type (q).
+func ComputeFigures(ctx context.Context, db bun.IDB, q flagadmin.ProjectStatsQuery) (map[string]Figures, error) {
 	out := map[string]Figures{}
 	rows, err := db.QueryContext(ctx, `SELECT project,
 		COUNT(CASE WHEN archived_at IS NULL THEN 1 END),
@@ -67,7 +62,7 @@ func Computed(ctx context.Context, db bun.IDB, q flagadmin.ProjectStatsQuery) (m
 		return nil, err
 	}
 	rows.Close()
-	if err := addPotentiallyStale(ctx, db, q.PotentiallyStaleBefore, out, false); err != nil {
+	if err := AddPotentiallyStale(ctx, db, q.PotentiallyStaleBefore, out, false); err != nil {
 		return nil, err
 	}
 	members, err := CountMembers(ctx, db, nil)
@@ -79,12 +74,12 @@ func Computed(ctx context.Context, db bun.IDB, q flagadmin.ProjectStatsQuery) (m
 	return out, err
 }
 
-// addPotentiallyStale counts the features that are not archived and not
+// AddPotentiallyStale counts the features that are not archived and not
 // stale, of the types of cutoffs, per project: created before their type's
 // cut-off, added to the figures' PotentiallyStale; or, with since, created
 // since then, taken off it (Kept's figures hold the fresh features of
 // each type, few of which are recent).
-func addPotentiallyStale(ctx context.Context, db bun.IDB, cutoffs map[flagadmin.FeatureType]time.Time, out map[string]Figures, since bool) error {
+func AddPotentiallyStale(ctx context.Context, db bun.IDB, cutoffs map[flagadmin.FeatureType]time.Time, out map[string]Figures, since bool) error {
 	if len(cutoffs) == 0 {
 		return nil
 	}
@@ -145,17 +140,4 @@ func CountMembers(ctx context.Context, db bun.IDB, part []string) (map[string]in
 		counts[m.ProjectID] = m.N
 	}
 	return counts, err
-}
-
-// chunk bounds the project ids of one IN list or multi-row statement.
-const chunk = 500
-
-// inChunks calls fn with successive parts of ids of at most chunk.
-func inChunks(ids []string, fn func(part []string) error) error {
-	for start := 0; start < len(ids); start += chunk {
-		if err := fn(ids[start:min(len(ids), start+chunk)]); err != nil {
-			return err
-		}
-	}
-	return nil
 }

@@ -1,0 +1,190 @@
+// Package tuned is the store's summaries with its speed-ups on: it puts
+// the speed-up packages together behind the summaries interface of
+// bunstore's core (summaries.go), which Open picks it for unless every
+// speed-up is off (bunstore.WithoutTuning; then the core's plain
+// summaries answer, keeping and reading none):
+//
+//   - eventcounts keeps event_counts at write time (Record), gives the
+//     totals of common searches and the start of pages at large offsets
+//     (PlanSearch), and the newest event of each project (NewestEvents);
+//   - projectfigures keeps project_stats at write time (Record) and reads
+//     the project list's figures from it (ProjectFigures);
+//   - pgpage reads a page, or an export's batch, in one statement on
+//     PostgreSQL, decoding pgx's raw values (ReadPage, ReadExport);
+//   - textindex answers free text on SQLite from its FTS5 index
+//     (MatchText);
+//   - proofread reads what a proof of the verifiable log needs in one
+//     statement (ReadProof).
+//
+// Each is on or off by Config; one that is off, or does not run on the
+// database, answers as the plain summaries do. Rebuild recomputes what
+// is kept from the base tables. The package imports the speed-ups and the
+// shared vocabulary (internal/summary), never the core.
+package tuned
+
+import (
+	"context"
+	"database/sql"
+
+	"github.com/uptrace/bun"
+	"github.com/uptrace/bun/dialect"
+
+	"github.com/flagadmin/flagadmin/adapters/bunstore/internal/eventcounts"
+	"github.com/flagadmin/flagadmin/adapters/bunstore/internal/pgpage"
+	"github.com/flagadmin/flagadmin/adapters/bunstore/internal/projectfigures"
+	"github.com/flagadmin/flagadmin/adapters/bunstore/internal/proofread"
+	"github.com/flagadmin/flagadmin/adapters/bunstore/internal/sqlq"
+	"github.com/flagadmin/flagadmin/adapters/bunstore/internal/summary"
+	"github.com/flagadmin/flagadmin/adapters/bunstore/internal/textindex"
+	"github.com/flagadmin/flagadmin/flagadmin"
+	"github.com/flagadmin/flagadmin/flagadmin/vlog"
+)
+
+// Database is what the summaries ask of the store's dialect: the
+// database's name (which speed-ups run on it), and how a proof's
+// statement is written and run.
+type Database interface {
+	// Name is bun's name of the database.
+	Name() dialect.Name
+	// IntegerDivision is the operator that divides integers to an
+	// integer.
+	IntegerDivision() string
+	// QueryPrepared runs stmt on db, kept prepared where the database
+	// would otherwise plan it anew each time.
+	QueryPrepared(ctx context.Context, db *bun.DB, stmt sqlq.Fragment) (*sql.Rows, error)
+}
+
+// Config says which speed-ups are on.
+type Config struct {
+	Counts    bool // event_counts (eventcounts)
+	Figures   bool // project_stats (projectfigures)
+	Pages     bool // one-statement pages, on PostgreSQL (pgpage)
+	TextIndex bool // the FTS5 index of free text, on SQLite (textindex)
+	Proofs    bool // one-statement proof reads (proofread)
+}
+
+// Summaries are the summaries of a store with the speed-ups of its
+// Config on. Create them with New.
+type Summaries struct {
+	db Database
+	on Config
+}
+
+// New returns the summaries of a store on the database of d with the
+// speed-ups of c on, but for those that do not run on it: the page
+// statements run on PostgreSQL only, the text index on SQLite only.
+func New(d Database, c Config) *Summaries {
+	c.Pages = c.Pages && d.Name() == dialect.PG
+	c.TextIndex = c.TextIndex && d.Name() == dialect.SQLite
+	return &Summaries{db: d, on: c}
+}
+
+// Record brings the summaries kept up to date with ch, in the write
+// transaction db: project_stats, then event_counts (the lock order of
+// the store's writers).
+func (s *Summaries) Record(ctx context.Context, db bun.IDB, ch summary.Changes) error {
+	if s.on.Figures {
+		if err := projectfigures.Apply(ctx, db, ch); err != nil {
+			return err
+		}
+	}
+	if s.on.Counts {
+		if err := eventcounts.Remove(ctx, db, ch.Pruned); err != nil {
+			return err
+		}
+		return eventcounts.Add(ctx, db, ch.Events, !ch.Bulk)
+	}
+	return nil
+}
+
+// Rebuild recomputes the summaries kept from the base tables, in the
+// transaction db, which holds them and their sources still.
+func (s *Summaries) Rebuild(ctx context.Context, db bun.IDB) error {
+	if s.on.Counts {
+		if err := eventcounts.Rebuild(ctx, db); err != nil {
+			return err
+		}
+	}
+	if s.on.Figures {
+		return projectfigures.Rebuild(ctx, db)
+	}
+	return nil
+}
+
+// PlanSearch returns how event_counts serve q, when kept: its total read
+// from a few counted rows, or, at a large offset, where its page starts.
+func (s *Summaries) PlanSearch(q flagadmin.EventQuery) summary.Plan {
+	if !s.on.Counts {
+		return summary.Plan{}
+	}
+	p := eventcounts.PlanFor(s.db.Name(), q)
+	if p.Seeks() {
+		return summary.Plan{Seek: p.Seek}
+	}
+	return summary.Plan{Total: p.Total()}
+}
+
+// MatchText returns the condition of a free-text query read from the
+// text index, when it answers text exactly.
+func (s *Summaries) MatchText(text string, scope flagadmin.TextScope) (sqlq.Fragment, bool) {
+	if !s.on.TextIndex {
+		return sqlq.Fragment{}, false
+	}
+	return textindex.Match(text, scope)
+}
+
+// ReadPage reads the page of p in one statement on db (pgpage), with the
+// page statements on.
+func (s *Summaries) ReadPage(ctx context.Context, db *bun.DB, p summary.Page) (flagadmin.EventPage, bool, error) {
+	if !s.on.Pages {
+		return flagadmin.EventPage{}, false, nil
+	}
+	text, args := pgpage.Statement(db.QueryGen(), p)
+	page, err := pgpage.Read(ctx, db.DB, text, args, p.Query.Limit)
+	return page, true, err
+}
+
+// ReadExport reads a batch of an export on db, decoded from pgx's raw
+// values (pgpage.Export), with the page statements on.
+func (s *Summaries) ReadExport(ctx context.Context, db *bun.DB, where sqlq.Fragment, limit int) ([]flagadmin.Event, bool, error) {
+	if !s.on.Pages {
+		return nil, false, nil
+	}
+	events, err := pgpage.Export(ctx, db, where, limit)
+	return events, true, err
+}
+
+// ProjectFigures returns the figures of q's projects read from
+// project_stats, when kept.
+func (s *Summaries) ProjectFigures(ctx context.Context, db bun.IDB, q flagadmin.ProjectStatsQuery) (map[string]summary.Figures, bool, error) {
+	if !s.on.Figures {
+		return nil, false, nil
+	}
+	figures, err := projectfigures.Kept(ctx, db, q)
+	return figures, true, err
+}
+
+// NewestEvents is eventcounts.NewestSQL when event_counts are kept.
+func (s *Summaries) NewestEvents() string {
+	if !s.on.Counts {
+		return ""
+	}
+	return eventcounts.NewestSQL
+}
+
+// ReadProof reads what the proof q needs in one statement on db
+// (proofread), with the proof reads on; filter is the search's condition
+// on q's event. The statement is kept prepared where the database would
+// plan it anew each time: its text depends only on the tree's size and
+// the caller's visibility.
+func (s *Summaries) ReadProof(ctx context.Context, db *bun.DB, q vlog.ProofQuery, filter sqlq.Fragment) (vlog.ProofRows, bool, error) {
+	if !s.on.Proofs {
+		return vlog.ProofRows{}, false, nil
+	}
+	rows, err := s.db.QueryPrepared(ctx, db, proofread.Statement(q, filter, s.db.IntegerDivision()))
+	if err != nil {
+		return vlog.ProofRows{}, true, err
+	}
+	out, err := proofread.Scan(rows, q)
+	return out, true, err
+}
