@@ -46,13 +46,6 @@ var roles = func() map[string]string {
 	return r
 }()
 
-// pendingImports are the core files that still import a speed-up
-// package, each with the one it may import: leaves.go sends leaves with
-// COPY through pgpage.OnPgx, which sqlDialect.CopyFrom does for the
-// events. The test fails once such a file no longer imports it, so that
-// its entry goes with the import.
-var pendingImports = map[string]string{"leaves.go": internalPath("pgpage")}
-
 // summaryProblems returns what in the core's file name (its source src)
 // reaches a speed-up other than through the summaries: an import of a
 // speed-up package, or of internal/tuned anywhere but in open.go, which
@@ -67,7 +60,7 @@ func summaryProblems(name, src string) ([]string, error) {
 	for _, imp := range f.Imports {
 		path, _ := strconv.Unquote(imp.Path.Value)
 		switch {
-		case slices.ContainsFunc(speedUps, func(d string) bool { return path == internalPath(d) }) && pendingImports[name] != path:
+		case slices.ContainsFunc(speedUps, func(d string) bool { return path == internalPath(d) }):
 			out = append(out, fset.Position(imp.Pos()).String()+": imports the speed-up "+path+": the core reaches it through its summaries")
 		case path == internalPath(tunedDir) && name != "open.go":
 			out = append(out, fset.Position(imp.Pos()).String()+": imports "+path+": Open picks the summaries, the rest calls them")
@@ -77,19 +70,9 @@ func summaryProblems(name, src string) ([]string, error) {
 }
 
 // TestCoreImportsNoSpeedUp fails when a file of the core imports a
-// speed-up package, or internal/tuned outside open.go, and when a file of
-// pendingImports no longer imports its package.
+// speed-up package, or internal/tuned outside open.go.
 func TestCoreImportsNoSpeedUp(t *testing.T) {
 	checkCore(t, summaryProblems)
-	for name, pending := range pendingImports {
-		src, err := os.ReadFile(name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !strings.Contains(string(src), strconv.Quote(pending)) {
-			t.Errorf("%s no longer imports %s: remove it from pendingImports", name, pending)
-		}
-	}
 }
 
 // TestSummaryProblems shows that summaryProblems finds each way of
