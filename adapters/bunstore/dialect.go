@@ -52,6 +52,11 @@ type sqlDialect interface {
 	// trigram indexes of PostgreSQL, when pg_trgm is there; warn is told
 	// when it is not).
 	AfterMigrations(ctx context.Context, db *bun.DB, warn func(cause error)) error
+	// MigrationSQL returns the statements the migration named name runs
+	// on this database, for a migration whose change differs by database;
+	// none where it has nothing to change here. Each must be safe to run
+	// again.
+	MigrationSQL(name string) []string
 	// SummaryLocks are the statements that keep the summaries' sources
 	// still while they are rebuilt, in the writers' lock order: the base
 	// tables against changes, the summaries against writers, events
@@ -131,12 +136,6 @@ type sqlDialect interface {
 	// from next until it returns none. Where CopiesEvents is false the
 	// database has no COPY, and it returns errors.ErrUnsupported.
 	CopyFrom(ctx context.Context, conn bun.Conn, table string, columns []string, next func() ([]any, error)) error
-	// LogSizeInStatement reports whether a statement that appends leaves
-	// reads the log's size itself, under the event order lock
-	// (flagadmin_log_size of the schema, whose snapshot is taken after the
-	// lock where the statement's may predate it), so that no round trip
-	// reads it first; leaves.go's statements for it are PostgreSQL's.
-	LogSizeInStatement() bool
 	// DeferIndexes returns, for a load in tx, the statements that drop
 	// the secondary indexes of events (and what keeps derived tables of
 	// them), and those that make them again after the rows; none where

@@ -275,3 +275,46 @@ func TestSchemaRequiresTheLeafColumns(t *testing.T) {
 		}
 	})
 }
+
+// TestMigrationDropsTheUnusedFunction: on PostgreSQL, the migration after
+// summary_state's drops flagadmin_log_size, which the baseline makes and
+// no statement calls; it drops it again when run again, and does nothing
+// on the other databases.
+func TestMigrationDropsTheUnusedFunction(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, url string) {
+		ctx := context.Background()
+		s := open(t, url)
+		st, err := s.Schema(ctx)
+		must(t, "Schema", err)
+		if len(st.Applied) < 3 {
+			t.Fatalf("applied migrations %v: want the baseline and two after it", st.Applied)
+		}
+		drop := st.Applied[2]
+		db := bunstore.DB(s)
+		functions := func() int {
+			t.Helper()
+			if db.Dialect().Name().String() != "pg" {
+				return 0
+			}
+			n, err := db.NewSelect().TableExpr("pg_proc").Where("proname = 'flagadmin_log_size'").Count(ctx)
+			must(t, "count functions", err)
+			return int(n)
+		}
+		if n := functions(); n != 0 {
+			t.Fatalf("flagadmin_log_size exists after the migrations (%d)", n)
+		}
+		if db.Dialect().Name().String() == "pg" {
+			_, err := db.ExecContext(ctx, `CREATE FUNCTION flagadmin_log_size() RETURNS BIGINT LANGUAGE sql AS 'SELECT 0::BIGINT'`)
+			must(t, "create the function", err)
+		}
+		_, err = db.ExecContext(ctx, "DELETE FROM bun_migrations WHERE name = '"+drop+"'")
+		must(t, "forget the migration", err)
+		must(t, "Migrate", s.Migrate(ctx))
+		if n := functions(); n != 0 {
+			t.Errorf("flagadmin_log_size exists after the migration ran again (%d)", n)
+		}
+		if n := appliedMigrations(t, s); n != len(st.Applied) {
+			t.Errorf("%d migrations applied after the run again, want %d", n, len(st.Applied))
+		}
+	})
+}

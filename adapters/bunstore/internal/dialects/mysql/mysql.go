@@ -212,9 +212,8 @@ func (Dialect) CopyFrom(context.Context, bun.Conn, string, []string, func() ([]a
 	return errors.ErrUnsupported
 }
 
-// LogSizeInStatement is false: leaves are appended after a locking read
-// of the log's size.
-func (Dialect) LogSizeInStatement() bool { return false }
+// MigrationSQL returns none: no migration so far differs on MySQL.
+func (Dialect) MigrationSQL(string) []string { return nil }
 
 // DeferIndexes returns none: MySQL commits schema changes at once, so a
 // failed load could not restore them, and it keeps its indexes.

@@ -172,9 +172,20 @@ func (Dialect) CopyFrom(ctx context.Context, conn bun.Conn, table string, column
 	})
 }
 
-// LogSizeInStatement is true: the schema's flagadmin_log_size reads the
-// log's size in a snapshot of its own.
-func (Dialect) LogSizeInStatement() bool { return true }
+// MigrationSQL: dropUnusedFunction drops flagadmin_log_size, a
+// function of the baseline that read the log's size under the event
+// order lock for statements that appended leaves; leaves are appended
+// after their events commit, and nothing calls it.
+func (Dialect) MigrationSQL(name string) []string {
+	if name == dropUnusedFunction {
+		return []string{"DROP FUNCTION IF EXISTS flagadmin_log_size()"}
+	}
+	return nil
+}
+
+// dropUnusedFunction is the name of the migration that drops
+// flagadmin_log_size.
+const dropUnusedFunction = "20261203060000"
 
 // DeferIndexes returns the statements that drop the secondary indexes of
 // events, read from the catalog, and those that make them again, each as

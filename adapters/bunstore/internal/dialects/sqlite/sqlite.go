@@ -157,9 +157,8 @@ func (Dialect) CopyFrom(context.Context, bun.Conn, string, []string, func() ([]a
 	return errors.ErrUnsupported
 }
 
-// LogSizeInStatement is false: the single writer reads the log's size
-// before appending leaves.
-func (Dialect) LogSizeInStatement() bool { return false }
+// MigrationSQL returns none: no migration so far differs on SQLite.
+func (Dialect) MigrationSQL(string) []string { return nil }
 
 // DeferIndexes returns the statements that drop the secondary indexes of
 // events and the triggers that keep events_text, read from sqlite_master,
