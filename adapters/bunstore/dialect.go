@@ -52,11 +52,6 @@ type sqlDialect interface {
 	// trigram indexes of PostgreSQL, when pg_trgm is there; warn is told
 	// when it is not).
 	AfterMigrations(ctx context.Context, db *bun.DB, warn func(cause error)) error
-	// MigrationSQL returns the statements the migration named name runs
-	// on this database, for a migration whose change differs by database;
-	// none where it has nothing to change here. Each must be safe to run
-	// again.
-	MigrationSQL(name string) []string
 	// SummaryLocks are the statements that keep the summaries' sources
 	// still while they are rebuilt, in the writers' lock order: the base
 	// tables against changes, the summaries against writers, events

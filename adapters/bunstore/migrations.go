@@ -47,11 +47,6 @@ func newMigrations(d sqlDialect, sums summaries, o migrateOptions) *migrate.Migr
 	add("20261202180000", "drop summary_state, rebuilding first the summaries it marks out of date", func(ctx context.Context, db *bun.DB) error {
 		return dropSummaryState(ctx, d, db, sums)
 	})
-	add("20261203060000", "drop what the store no longer uses, where the database has it", func(ctx context.Context, db *bun.DB) error {
-		return inMigrationTx(ctx, d, db, func(ctx context.Context, tx bun.IDB) error {
-			return execAll(ctx, tx, d.MigrationSQL("20261203060000"))
-		})
-	})
 	return ms
 }
 

@@ -212,9 +212,6 @@ func (Dialect) CopyFrom(context.Context, bun.Conn, string, []string, func() ([]a
 	return errors.ErrUnsupported
 }
 
-// MigrationSQL returns none: no migration so far differs on MySQL.
-func (Dialect) MigrationSQL(string) []string { return nil }
-
 // DeferIndexes returns none: MySQL commits schema changes at once, so a
 // failed load could not restore them, and it keeps its indexes.
 func (Dialect) DeferIndexes(context.Context, bun.IDB) ([]string, []indexbuild.Step, error) {

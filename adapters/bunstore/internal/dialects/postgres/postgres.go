@@ -172,21 +172,6 @@ func (Dialect) CopyFrom(ctx context.Context, conn bun.Conn, table string, column
 	})
 }
 
-// MigrationSQL: dropUnusedFunction drops flagadmin_log_size, a
-// function of the baseline that read the log's size under the event
-// order lock for statements that appended leaves; leaves are appended
-// after their events commit, and nothing calls it.
-func (Dialect) MigrationSQL(name string) []string {
-	if name == dropUnusedFunction {
-		return []string{"DROP FUNCTION IF EXISTS flagadmin_log_size()"}
-	}
-	return nil
-}
-
-// dropUnusedFunction is the name of the migration that drops
-// flagadmin_log_size.
-const dropUnusedFunction = "20261203060000"
-
 // DeferIndexes returns the statements that drop the secondary indexes of
 // events, read from the catalog, and those that make them again, each as
 // it was. PostgreSQL changes its schema inside the transaction: a failed

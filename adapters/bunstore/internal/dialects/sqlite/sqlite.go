@@ -157,9 +157,6 @@ func (Dialect) CopyFrom(context.Context, bun.Conn, string, []string, func() ([]a
 	return errors.ErrUnsupported
 }
 
-// MigrationSQL returns none: no migration so far differs on SQLite.
-func (Dialect) MigrationSQL(string) []string { return nil }
-
 // DeferIndexes returns the statements that drop the secondary indexes of
 // events and the triggers that keep events_text, read from sqlite_master,
 // and those that make them again and fill events_text. SQLite changes its
