@@ -173,6 +173,26 @@ func after(ctx context.Context, rules []*rule, query string, err error) error {
 	return nil
 }
 
+// Hold returns a function for a Rule's Before or After that holds the
+// first statement (or commit) it runs for: it closes held, then waits
+// until release is closed, or until the statement's context ends, whose
+// error it returns. It lets every later one through at once.
+func Hold(held chan<- struct{}, release <-chan struct{}) func(ctx context.Context, query string) error {
+	var first atomic.Bool
+	return func(ctx context.Context, _ string) error {
+		if !first.CompareAndSwap(false, true) {
+			return nil
+		}
+		close(held)
+		select {
+		case <-release:
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
 // commit applies the rules AtCommit that marked t (those still present)
 // before it commits, and returns the first error: Before's, or Err.
 func (f *Faults) commit(t *tx) error {

@@ -191,20 +191,12 @@ func TestBeforeRunsOnceWithTheContext(t *testing.T) {
 	})
 }
 
-// TestBeforeHolds: a Before that blocks holds its statement, and the
-// locks its transaction took, until it returns.
+// TestBeforeHolds: a Before that blocks (Hold) holds its statement until
+// it returns; Hold lets the next one through.
 func TestBeforeHolds(t *testing.T) {
 	forEachEngine(t, func(t *testing.T, e engine, db *sql.DB, f *faultsql.Faults) {
 		held, release := make(chan struct{}), make(chan struct{})
-		f.Add(faultsql.Rule{Match: `^INSERT INTO items`, Before: func(ctx context.Context, _ string) error {
-			close(held)
-			select {
-			case <-release:
-				return nil
-			case <-ctx.Done():
-				return ctx.Err()
-			}
-		}})
+		f.Add(faultsql.Rule{Match: `^INSERT INTO items`, Before: faultsql.Hold(held, release)})
 		done := make(chan error, 1)
 		go func() {
 			_, err := db.Exec("INSERT INTO items (n) VALUES (1)")
@@ -218,8 +210,11 @@ func TestBeforeHolds(t *testing.T) {
 		if err := <-done; err != nil {
 			t.Fatal(err)
 		}
-		if got := items(t, db); len(got) != 1 {
-			t.Errorf("items holds %v after the insert, want [1]", got)
+		if _, err := db.Exec("INSERT INTO items (n) VALUES (2)"); err != nil {
+			t.Fatalf("the next insert, which Hold lets through: %v", err)
+		}
+		if got := items(t, db); fmt.Sprint(got) != "[1 2]" {
+			t.Errorf("items holds %v after the inserts, want [1 2]", got)
 		}
 	})
 }
