@@ -167,6 +167,13 @@
 // writers back for one read of the primary key's last entry. record.go
 // states the lock order every writer follows and the reasons.
 //
+// The tests that show these rules hold (a change and its events commit
+// together, ids commit in order, a pruning batch holds no row writers
+// take) put their faults below the store, in the driver's connections:
+// WithConnector wraps every pool's connector, and internal/faultsql
+// fails, holds or rewrites chosen statements and commits. The store
+// itself carries no test machinery.
+//
 // # Following Unleash
 //
 // The store implements follow.Target (follow.go), so a server

@@ -49,8 +49,6 @@ type Store struct {
 	// summaries are the speed-ups the store has on (summaries.go), chosen
 	// by Open.
 	summaries summaries
-	// test holds the hooks tests inject failures with; nil otherwise.
-	test *testHooks
 	// timeout bounds each operation (WithTimeout); 0 for none.
 	timeout time.Duration
 	// openUnbounded, when set, opens a pool on the same database without the
