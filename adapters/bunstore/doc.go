@@ -59,8 +59,9 @@
 // numbers $1, $2, ...), stored (the forms values take in the tables, and
 // the row of an event), dberr (driver errors as domain kinds), indexbuild
 // (the steps of rebuilding indexes after a load), lent (a connection lent
-// to a pool of its own, for the SQLite migrations) and sqlitefile (what
-// keeps SQLite from opening a file).
+// to a pool of its own, for the SQLite migrations), driverconn (the
+// driver's own connection under the wrappers of WithConnector) and
+// sqlitefile (what keeps SQLite from opening a file).
 //
 // Which summaries a store keeps is chosen at Open and not recorded in the
 // database: a database must be served by stores with one set of them
