@@ -84,7 +84,7 @@ ab() {
 				# Every other round in reverse order.
 				[ $((round % 2)) -eq 0 ] && version=$([ "$version" = before ] && echo after || echo before)
 				# ^lock$: the sub-benchmark with the event order lock (nolock
-				# turns the lock and the leaves off).
+				# turns it off).
 				(cd adapters/bunstore && FLAGADMIN_TEST_POSTGRES_DSN="$PG_DSN" FLAGADMIN_TEST_MYSQL_DSN="$MYSQL_DSN" "$tmp/$version.test" -test.run '^$' \
 					-test.bench "LifecycleComplete/$engine/^lock\$" -test.benchtime "$BENCHTIME") |
 					awk -v v="$version" -v r="$round" -v e="$engine" '/completions\/s/ { for (i = 1; i <= NF; i++) if ($(i+1) == "completions/s") x = $i; n++ }

@@ -10,7 +10,7 @@ import (
 )
 
 // open opens a store on url and closes it when t ends.
-func open(t *testing.T, url string, opts ...bunstore.Option) *bunstore.Store {
+func open(t testing.TB, url string, opts ...bunstore.Option) *bunstore.Store {
 	t.Helper()
 	s, err := bunstore.Open(context.Background(), url, opts...)
 	if err != nil {

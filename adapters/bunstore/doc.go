@@ -59,8 +59,9 @@
 // numbers $1, $2, ...), stored (the forms values take in the tables, and
 // the row of an event), dberr (driver errors as domain kinds), indexbuild
 // (the steps of rebuilding indexes after a load), lent (a connection lent
-// to a pool of its own, for the SQLite migrations) and sqlitefile (what
-// keeps SQLite from opening a file).
+// to a pool of its own, for the SQLite migrations), driverconn (the
+// driver's own connection under the wrappers of WithConnector) and
+// sqlitefile (what keeps SQLite from opening a file).
 //
 // Which summaries a store keeps is chosen at Open and not recorded in the
 // database: a database must be served by stores with one set of them
@@ -166,6 +167,13 @@
 // nothing more; an export waits at most for one writer's commit and holds
 // writers back for one read of the primary key's last entry. record.go
 // states the lock order every writer follows and the reasons.
+//
+// The tests that show these rules hold (a change and its events commit
+// together, ids commit in order, a pruning batch holds no row writers
+// take) put their faults below the store, in the driver's connections:
+// WithConnector wraps every pool's connector, and internal/faultsql
+// fails, holds or rewrites chosen statements and commits. The store
+// itself carries no test machinery.
 //
 // # Following Unleash
 //

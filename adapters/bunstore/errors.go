@@ -57,8 +57,8 @@ func (e *storeError) Unwrap() []error {
 	return []error{e.kind, e.cause}
 }
 
-// callbackError carries an error returned by a caller's function (or a test
-// hook) out of a transaction, so that it is returned as it is.
+// callbackError carries an error returned by a caller's function out of a
+// transaction, so that it is returned as it is.
 type callbackError struct{ err error }
 
 func (e *callbackError) Error() string { return e.err.Error() }

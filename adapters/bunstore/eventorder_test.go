@@ -12,14 +12,22 @@ import (
 	"github.com/flagadmin/flagadmin/adapters/bunstore"
 	"github.com/flagadmin/flagadmin/flagadmin"
 	"github.com/flagadmin/flagadmin/internal/dbtest"
+	"github.com/flagadmin/flagadmin/internal/faultsql"
 )
 
 // TestEventOrderOutOfOrderCommits forces the case the event order lock is
-// for: writer A draws its event's id and is held before its commit while
-// writer B writes. A reader following the log (ExportEvents with id >
-// the last id read) must still read both, in id order, once each. Without
-// the lock (withLock false, to show it fails) B commits first and the
-// reader skips A's smaller id.
+// for: writer A draws its event's id and is held before its commit (at
+// the COMMIT of the transaction that inserted its events) while writer B
+// writes. A reader following the log (ExportEvents with id > the last id
+// read) must still read both, in id order, once each. Without the lock
+// (withLock false, to show it fails) B commits first and the reader skips
+// A's smaller id.
+//
+// The store keeps no summaries (WithoutTuning), whose rows the writers
+// would share (always on the InsertEvents path, whose event counts go to
+// one shard): they share no row but the event order lock and, one time in
+// 16, the row of store_versions they raise, when B waits for A whatever
+// the lock.
 func TestEventOrderOutOfOrderCommits(t *testing.T) {
 	for _, e := range []struct {
 		name string
@@ -28,7 +36,7 @@ func TestEventOrderOutOfOrderCommits(t *testing.T) {
 		t.Run(e.name, func(t *testing.T) {
 			for _, path := range []string{"Write", "InsertEvents"} {
 				t.Run(path, func(t *testing.T) {
-					got, _ := outOfOrderCommits(t, open(t, e.url(t)), path, true)
+					got, _ := outOfOrderCommits(t, e.url(t), path, true)
 					if len(got) != 2 || got[0] >= got[1] {
 						t.Errorf("the follower read ids %v, want both writers' ids, ascending", got)
 					}
@@ -46,10 +54,10 @@ func TestEventOrderWithoutLockSkipsAnID(t *testing.T) {
 		url  func(testing.TB) string
 	}{{"Postgres", dbtest.Postgres}, {"MySQL", dbtest.MySQL}} {
 		t.Run(e.name, func(t *testing.T) {
-			// B can also wait for A on a shard of event_counts both drew
-			// (one chance in 8): try again then.
+			// B can also wait for A on the row of store_versions both
+			// drew (one chance in 16): try again then.
 			for range 5 {
-				got, bFirst := outOfOrderCommits(t, open(t, e.url(t)), "Write", false)
+				got, bFirst := outOfOrderCommits(t, e.url(t), "Write", false)
 				if !bFirst {
 					continue
 				}
@@ -63,30 +71,23 @@ func TestEventOrderWithoutLockSkipsAnID(t *testing.T) {
 	}
 }
 
-// outOfOrderCommits runs writer A (held after drawing its id until B has
-// had its chance to commit and the follower has read), writer B, and a
-// follower, and returns the ids the follower read and whether B committed
-// while A was held.
-func outOfOrderCommits(t *testing.T, s *bunstore.Store, path string, withLock bool) ([]int64, bool) {
+// outOfOrderCommits opens a store on url, runs writer A (held after
+// drawing its id, right before its commit, until B has had its chance to
+// commit and the follower has read), writer B, and a follower, and
+// returns the ids the follower read and whether B committed while A was
+// held.
+func outOfOrderCommits(t *testing.T, url, path string, withLock bool) ([]int64, bool) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
 	defer cancel()
-	bunstore.SetEventOrderLock(t, s, withLock)
+	s, faults := openWithFaults(t, url, bunstore.WithoutTuning())
+	if !withLock {
+		eventOrderOff(t, s, faults, url)
+	}
+	// The first commit of a transaction that appended events is writer
+	// A's.
 	drawn, release := make(chan struct{}), make(chan struct{})
-	var calls atomic.Int32
-	bunstore.SetAfterEvents(s, func() error {
-		if calls.Add(1) == 1 { // writer A
-			close(drawn)
-			select {
-			case <-release:
-			case <-ctx.Done():
-				return ctx.Err()
-			}
-		}
-		return nil
-	})
-	// Other projects: the writers share no row of event_counts but those
-	// of every event, when they drew the same shard.
+	faults.Add(faultsql.Rule{Match: eventWrites, AtCommit: true, Before: faultsql.Hold(drawn, release)})
 	write := func(name string) error {
 		e := flagadmin.Event{Type: flagadmin.EventFeatureUpdated, CreatedBy: name, CreatedAt: time.Now().UTC(), Project: ptr("project-" + name)}
 		if path == "InsertEvents" {
@@ -99,7 +100,7 @@ func outOfOrderCommits(t *testing.T, s *bunstore.Store, path string, withLock bo
 	select {
 	case <-drawn:
 	case err := <-aDone:
-		t.Fatalf("writer A ended before drawing its id: %v", err)
+		t.Fatalf("writer A ended before its commit: %v", err)
 	}
 	go func() { bDone <- write("B") }()
 	// B commits at once without the lock; with it, B waits for A.

@@ -2,55 +2,14 @@ package bunstore
 
 import (
 	"context"
-	"testing"
 
 	"github.com/uptrace/bun"
-	"github.com/uptrace/bun/dialect"
 
 	"github.com/flagadmin/flagadmin/adapters/bunstore/internal/projectfigures"
 	"github.com/flagadmin/flagadmin/adapters/bunstore/internal/stored"
 	"github.com/flagadmin/flagadmin/adapters/tlog/leaf"
 	"github.com/flagadmin/flagadmin/flagadmin"
 )
-
-// hooks returns the store's test hooks, adding them.
-func (s *Store) hooks() *testHooks {
-	if s.test == nil {
-		s.test = &testHooks{}
-	}
-	return s.test
-}
-
-// SetAfterChange installs a hook that runs inside the transaction of
-// every write (UpdateFeature, DeleteUser, DeleteToken, Write, ...), after
-// its state change and before its events are recorded, with the
-// operation's name; an error from it aborts the transaction.
-func SetAfterChange(s *Store, hook func(op string) error) { s.hooks().afterChange = hook }
-
-// SetAfterEvents installs a hook that runs inside every transaction that
-// appends events, once their ids are drawn and before the commit; an error
-// from it aborts the transaction.
-func SetAfterEvents(s *Store, hook func() error) { s.hooks().afterEvents = hook }
-
-// SetAfterRecord installs a hook that runs at the end of every write
-// transaction, with every lock it takes held, right before its commit,
-// with the operation's name; an error from it aborts the transaction.
-func SetAfterRecord(s *Store, hook func(op string) error) { s.hooks().afterRecord = hook }
-
-// SetEventOrderLock turns the event order lock off (false) or back on, to
-// show what it prevents: the statement that takes it, and on PostgreSQL
-// the events_order trigger.
-func SetEventOrderLock(t testing.TB, s *Store, on bool) {
-	t.Helper()
-	s.hooks().eventOrderOff = !on
-	if s.sqlDialect.Name() != dialect.PG {
-		return
-	}
-	verb := map[bool]string{true: "ENABLE", false: "DISABLE"}[on]
-	if _, err := s.db.ExecContext(context.Background(), "ALTER TABLE events "+verb+" TRIGGER events_order"); err != nil {
-		t.Fatalf("%s the events_order trigger: %v", verb, err)
-	}
-}
 
 // DB returns the store's writer database, for tests that inspect the schema.
 func DB(s *Store) *bun.DB { return s.db }

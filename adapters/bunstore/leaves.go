@@ -297,7 +297,7 @@ func (s *Store) appendPending(ctx context.Context) error {
 // appendAll appends the leaves of every committed event past the last
 // leaf, appendBatch at a time. The caller holds a.mu.
 func (s *Store) appendAll(ctx context.Context) error {
-	if !s.keepsLeaves() {
+	if !keepLeaves {
 		return nil
 	}
 	for {
@@ -307,12 +307,6 @@ func (s *Store) appendAll(ctx context.Context) error {
 		}
 	}
 }
-
-// keepsLeaves reports whether the store appends leaves: always, but in a
-// test that turns the event order lock off to show what it prevents (the
-// leaves need it), and in the build that measures what they cost
-// (leaves_unkept.go).
-func (s *Store) keepsLeaves() bool { return keepLeaves && !s.test.noEventOrder() }
 
 // appendLeaves appends the leaves of at most appendBatch committed events
 // past the last leaf, in a transaction of its own, and returns how many.

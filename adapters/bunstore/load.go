@@ -130,7 +130,6 @@ func (s *Store) load(ctx context.Context, conn bun.Conn, tx bun.Tx, b *flagadmin
 	if err != nil {
 		return err
 	}
-	ch.op = "load"
 	if err := s.record(ctx, t, ch); err != nil {
 		return err
 	}
@@ -142,7 +141,7 @@ func (s *Store) load(ctx context.Context, conn bun.Conn, tx bun.Tx, b *flagadmin
 		if len(batch) == 0 {
 			return nil
 		}
-		return s.record(ctx, t, &changes{op: "load", events: batch, givenIDs: true, bulk: true})
+		return s.record(ctx, t, &changes{events: batch, givenIDs: true, bulk: true})
 	}
 	if err := events(emit); err != nil {
 		return &callbackError{err}
@@ -160,7 +159,7 @@ func (s *Store) load(ctx context.Context, conn bun.Conn, tx bun.Tx, b *flagadmin
 // path of every leaf (leaves.go), before the indexes are built again:
 // the load and its leaves commit together.
 func (s *Store) appendLoaded(ctx context.Context, tx bun.Tx) error {
-	if !s.keepsLeaves() {
+	if !keepLeaves {
 		return nil
 	}
 	done := s.loadStep("append the log's leaves")

@@ -3,6 +3,7 @@ package bunstore
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -48,8 +49,6 @@ type Store struct {
 	// summaries are the speed-ups the store has on (summaries.go), chosen
 	// by Open.
 	summaries summaries
-	// test holds the hooks tests inject failures with; nil otherwise.
-	test *testHooks
 	// timeout bounds each operation (WithTimeout); 0 for none.
 	timeout time.Duration
 	// openUnbounded, when set, opens a pool on the same database without the
@@ -73,6 +72,8 @@ type options struct {
 	off          []Tuning // WithoutTuning
 	// ownLeavesOnly: WithoutAppendingOthers.
 	ownLeavesOnly bool
+	// connector wraps the connector of every pool (WithConnector).
+	connector func(driver.Connector) driver.Connector
 }
 
 // WithoutMigrate makes Open leave the schema alone; call Migrate yourself
@@ -85,6 +86,26 @@ func WithoutMigrate() Option { return func(o *options) { o.migrate = false } }
 // stopped before it did), which a server otherwise does. For a reader
 // that must see the log as the database holds it, such as a verifier.
 func WithoutAppendingOthers() Option { return func(o *options) { o.ownLeavesOnly = true } }
+
+// WithConnector makes every pool the store opens (the writer's, the
+// readers', those Migrate and Load open under WithTimeout) connect through
+// wrap(c), c the driver's connector: for instance to trace the
+// statements, or, in tests, to fail or hold chosen statements and commits.
+// The connections wrap makes must keep the driver's optional interfaces
+// working (database/sql's driver.ExecerContext, driver.ConnBeginTx, ...),
+// and each must have an Unwrap() driver.Conn method that returns the
+// connection it wraps, for the paths that need the driver's own
+// connection: on PostgreSQL, COPY and the page reads run on the pgx
+// connection, and so do not pass through the wrapper; on SQLite, Migrate
+// lends the writer's connection to its migrator. A nil wrap changes
+// nothing.
+func WithConnector(wrap func(c driver.Connector) driver.Connector) Option {
+	return func(o *options) {
+		if wrap != nil {
+			o.connector = wrap
+		}
+	}
+}
 
 // WithTimeout bounds the time each operation of the store may take (the
 // storage deadline): every method runs under a context deadline of d (or
@@ -145,7 +166,7 @@ func WithLogger(l *slog.Logger) Option {
 // Errors of Open and Migrate are meant for the operator and carry the
 // driver's explanation in their message; those of the Store methods never do.
 func Open(ctx context.Context, rawURL string, opts ...Option) (*Store, error) {
-	o := options{migrate: true, logger: slog.New(slog.DiscardHandler)}
+	o := options{migrate: true, logger: slog.New(slog.DiscardHandler), connector: func(c driver.Connector) driver.Connector { return c }}
 	for _, opt := range opts {
 		opt(&o)
 	}
@@ -153,18 +174,19 @@ func Open(ctx context.Context, rawURL string, opts ...Option) (*Store, error) {
 		return nil, err
 	}
 	s := &Store{log: o.logger, timeout: o.timeout, loadProgress: o.loadProgress}
+	pool := func(c driver.Connector) *sql.DB { return sql.OpenDB(o.connector(c)) }
 	var err error
 	scheme, _, _ := strings.Cut(rawURL, ":")
 	switch strings.ToLower(scheme) {
 	case "postgres", "postgresql":
 		s.sqlDialect = postgres.Dialect{}
-		err = s.openPostgres(rawURL)
+		err = s.openPostgres(rawURL, pool)
 	case "mysql":
 		s.sqlDialect = mysqldialect.Dialect{}
-		err = s.openMySQL(rawURL)
+		err = s.openMySQL(rawURL, pool)
 	case "sqlite":
 		s.sqlDialect = sqlite.Dialect{}
-		err = s.openSQLite(strings.TrimPrefix(rawURL[len(scheme):], ":"))
+		err = s.openSQLite(strings.TrimPrefix(rawURL[len(scheme):], ":"), pool)
 	default:
 		return nil, fmt.Errorf("bunstore: unsupported database URL scheme %q: use postgres://, mysql:// or sqlite:", scheme)
 	}
@@ -211,7 +233,10 @@ func summariesFor(d sqlDialect, off []Tuning) summaries {
 // thread) and authentication for every such request.
 const maxConns = 20
 
-func (s *Store) openPostgres(rawURL string) error {
+// openPostgres opens the pools of the database of rawURL, each with pool
+// (a database/sql pool on a driver's connector, wrapped by
+// WithConnector's function).
+func (s *Store) openPostgres(rawURL string, pool func(driver.Connector) *sql.DB) error {
 	cfg, err := pgx.ParseConfig(rawURL)
 	if err != nil {
 		return errors.New("bunstore: invalid postgres URL: " + redact(err.Error(), rawURL))
@@ -220,7 +245,7 @@ func (s *Store) openPostgres(rawURL string) error {
 	// distinct: preparing and caching them would only cost round trips.
 	cfg.DefaultQueryExecMode = pgx.QueryExecModeSimpleProtocol
 	open := func(cfg *pgx.ConnConfig) *bun.DB {
-		sqldb := stdlib.OpenDB(*cfg)
+		sqldb := pool(stdlib.GetConnector(*cfg))
 		sqldb.SetMaxOpenConns(maxConns)
 		sqldb.SetMaxIdleConns(maxConns)
 		sqldb.SetConnMaxIdleTime(5 * time.Minute)
@@ -239,7 +264,8 @@ func (s *Store) openPostgres(rawURL string) error {
 	return nil
 }
 
-func (s *Store) openMySQL(rawURL string) error {
+// openMySQL opens the pools of the database of rawURL, as openPostgres.
+func (s *Store) openMySQL(rawURL string, pool func(driver.Connector) *sql.DB) error {
 	cfg, err := MySQLConfig(rawURL)
 	if err != nil {
 		return err
@@ -250,7 +276,7 @@ func (s *Store) openMySQL(rawURL string) error {
 		if err != nil {
 			return nil, fmt.Errorf("bunstore: invalid mysql URL: %w", err)
 		}
-		sqldb := sql.OpenDB(connector)
+		sqldb := pool(connector)
 		sqldb.SetMaxOpenConns(maxConns)
 		sqldb.SetMaxIdleConns(maxConns)
 		sqldb.SetConnMaxIdleTime(5 * time.Minute)
@@ -377,7 +403,9 @@ const sqliteParams = "_pragma=foreign_keys(1)&_pragma=journal_mode(WAL)&_pragma=
 // connection holds without a storage deadline.
 const sqliteBusyTimeout = 10 * time.Second
 
-func (s *Store) openSQLite(path string) error {
+// openSQLite opens the pools of the SQLite database at path, as
+// openPostgres.
+func (s *Store) openSQLite(path string, pool func(driver.Connector) *sql.DB) error {
 	busy := sqliteBusyTimeout
 	if s.timeout > 0 {
 		busy = s.timeout
@@ -386,10 +414,7 @@ func (s *Store) openSQLite(path string) error {
 	if path == ":memory:" {
 		// An in-memory database lives in its connection: keep exactly one,
 		// forever, and run everything on it.
-		sqldb, err := sql.Open(sqliteshim.ShimName, ":memory:?"+sqliteParams+"&_txlock=immediate")
-		if err != nil {
-			return fmt.Errorf("bunstore: sqlite: %w", err)
-		}
+		sqldb := pool(sqliteConnector(":memory:?" + sqliteParams + "&_txlock=immediate"))
 		sqldb.SetMaxOpenConns(1)
 		sqldb.SetMaxIdleConns(1)
 		sqldb.SetConnMaxLifetime(0)
@@ -406,19 +431,12 @@ func (s *Store) openSQLite(path string) error {
 	}
 	// One writer connection whose transactions take the write lock at
 	// BEGIN, so writers queue instead of failing to upgrade a read lock.
-	w, err := sql.Open(sqliteshim.ShimName, path+"?"+sqliteParams+"&_txlock=immediate")
-	if err != nil {
-		return fmt.Errorf("bunstore: sqlite: %w", err)
-	}
+	w := pool(sqliteConnector(path + "?" + sqliteParams + "&_txlock=immediate"))
 	w.SetMaxOpenConns(1)
 	w.SetMaxIdleConns(1)
 	w.SetConnMaxLifetime(0)
 	w.SetConnMaxIdleTime(0)
-	r, err := sql.Open(sqliteshim.ShimName, path+"?"+sqliteParams)
-	if err != nil {
-		w.Close()
-		return fmt.Errorf("bunstore: sqlite: %w", err)
-	}
+	r := pool(sqliteConnector(path + "?" + sqliteParams))
 	n := max(4, runtime.GOMAXPROCS(0))
 	r.SetMaxOpenConns(n)
 	r.SetMaxIdleConns(n)
@@ -426,6 +444,17 @@ func (s *Store) openSQLite(path string) error {
 	s.rdb = s.sqlDialect.NewDB(r)
 	return nil
 }
+
+// sqliteConnector, a data source name, connects to the SQLite database it
+// names: what sql.Open makes of a name for a driver without connectors of
+// its own.
+type sqliteConnector string
+
+func (c sqliteConnector) Connect(context.Context) (driver.Conn, error) {
+	return sqliteshim.Driver().Open(string(c))
+}
+
+func (sqliteConnector) Driver() driver.Driver { return sqliteshim.Driver() }
 
 // bound returns ctx with the store's deadline for one operation
 // (WithTimeout), or ctx itself when there is none.

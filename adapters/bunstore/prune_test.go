@@ -6,27 +6,28 @@ import (
 	"testing"
 	"time"
 
-	"github.com/flagadmin/flagadmin/adapters/bunstore"
 	"github.com/flagadmin/flagadmin/flagadmin"
 	"github.com/flagadmin/flagadmin/flagadmin/vlog"
+	"github.com/flagadmin/flagadmin/internal/faultsql"
 )
 
-// TestPruningBatchHoldsNoRowWritersTake holds a pruning batch open once
-// it has removed its events, right before it records them (its
-// events-pruned event, whose writing takes the rows every writer takes,
-// as briefly as any writer), and writes events that count in the same
-// rows of event_counts (all events, the project, the type, the creator,
-// the environment, the feature) meanwhile: on PostgreSQL and MySQL every
-// write must go through without waiting for the batch, whichever shard of
-// event_counts and row of store_versions it draws. SQLite's one writer
-// connection runs a batch and a write in turns by design.
+// TestPruningBatchHoldsNoRowWritersTake holds a pruning batch open, with
+// its locks, once it has removed its events and marked their leaves
+// pruned, right before it records them (its events-pruned event, whose
+// writing takes the rows every writer takes, as briefly as any writer),
+// and writes events that count in the same rows of event_counts (all
+// events, the project, the type, the creator, the environment, the
+// feature) meanwhile: on PostgreSQL and MySQL every write must go
+// through without waiting for the batch, whichever shard of event_counts
+// and row of store_versions it draws. SQLite's one writer connection runs
+// a batch and a write in turns by design.
 func TestPruningBatchHoldsNoRowWritersTake(t *testing.T) {
 	forEachEngine(t, func(t *testing.T, url string) {
 		if strings.HasPrefix(url, "sqlite") {
 			t.Skip("one writer connection: a write waits for the batch by design")
 		}
 		ctx := context.Background()
-		s := open(t, url)
+		s, faults := openWithFaults(t, url)
 		event := func(at time.Time) flagadmin.Event {
 			return flagadmin.Event{Type: flagadmin.EventFeatureUpdated, CreatedBy: "ada", CreatedByUserID: ptrTo(int64(7)), CreatedAt: at,
 				Project: ptrTo("web"), Environment: ptrTo("production"), FeatureName: ptrTo("checkout")}
@@ -40,13 +41,9 @@ func TestPruningBatchHoldsNoRowWritersTake(t *testing.T) {
 		must(t, "Version", err)
 
 		held, release := make(chan struct{}), make(chan struct{})
-		bunstore.SetAfterChange(s, func(op string) error {
-			if op == "prune events" {
-				close(held)
-				<-release
-			}
-			return nil
-		})
+		// Held after the batch's last statement before it records what
+		// it pruned.
+		faults.Add(faultsql.Rule{Match: "^UPDATE [\"`]?log_leaves[\"`]? SET [\"`]?pruned", After: faultsql.Hold(held, release)})
 		type result struct {
 			ids []int64
 			err error
@@ -60,7 +57,11 @@ func TestPruningBatchHoldsNoRowWritersTake(t *testing.T) {
 			})
 			pruned <- result{ids, err}
 		}()
-		<-held
+		select {
+		case <-held:
+		case r := <-pruned:
+			t.Fatalf("the pruning batch ended before it was held: pruned %v, error %v", r.ids, r.err)
+		}
 		const writes = 40
 		for i := range writes {
 			wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
@@ -68,6 +69,7 @@ func TestPruningBatchHoldsNoRowWritersTake(t *testing.T) {
 			cancel()
 			if err != nil {
 				close(release)
+				<-pruned
 				t.Fatalf("write %d while a pruning batch was open: %v", i, err)
 			}
 		}

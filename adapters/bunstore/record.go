@@ -86,10 +86,6 @@ import (
 
 // changes is what a write transaction changed, for record.
 type changes struct {
-	// op names the operation, for the test hook between a change and its
-	// events.
-	op string
-
 	// events are appended in order; record sets their ids.
 	events []flagadmin.Event
 	// givenIDs: the events carry their ids (Load, a follower of another
@@ -119,9 +115,6 @@ type featureUpdate struct{ old, new flagadmin.Feature }
 // record ends the write transaction t with what it changed: the summaries,
 // the version, then the events (see the lock order above).
 func (s *Store) record(ctx context.Context, t *txn, ch *changes) error {
-	if err := s.test.change(ch.op); err != nil {
-		return err
-	}
 	if err := s.summaries.Record(ctx, t, ch.summarised()); err != nil {
 		return err
 	}
@@ -145,11 +138,8 @@ func (s *Store) record(ctx context.Context, t *txn, ch *changes) error {
 		// The leaves of the verifiable log are appended once the
 		// transaction commits (leaves.go).
 		t.wroteEvents = true
-		if err := s.test.eventsAppended(); err != nil {
-			return err
-		}
 	}
-	return s.test.recorded(ch.op)
+	return nil
 }
 
 // saltEvents gives each event without a salt a new one
@@ -231,7 +221,7 @@ const eventOrderSQL = "SELECT id FROM event_order WHERE id = 1 FOR UPDATE"
 // lockEventOrder takes the event order lock in t now, unless the
 // database has a single writer, which needs none.
 func (s *Store) lockEventOrder(ctx context.Context, db bun.IDB) error {
-	if s.sqlDialect.SingleWriter() || s.test.noEventOrder() {
+	if s.sqlDialect.SingleWriter() {
 		return nil
 	}
 	var id int

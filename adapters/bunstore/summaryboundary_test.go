@@ -40,7 +40,7 @@ var roles = func() map[string]string {
 	for _, d := range []string{"dialects/mysql", "dialects/postgres", "dialects/sqlite"} {
 		r[d] = "dialect"
 	}
-	for _, d := range []string{"dberr", "indexbuild", "lent", "sqlitefile", "sqlq", "stored", "summary"} {
+	for _, d := range []string{"dberr", "driverconn", "indexbuild", "lent", "sqlitefile", "sqlq", "stored", "summary"} {
 		r[d] = "helper"
 	}
 	return r

@@ -40,7 +40,7 @@ var errNothingWritten = errors.New("bunstore: nothing written")
 // returned as they are; others are mapped by fail.
 func (s *Store) inTx(ctx context.Context, op string, fn func(ctx context.Context, t *txn) (*changes, error)) error {
 	for attempt := 1; ; attempt++ {
-		err := s.runTx(ctx, op, fn)
+		err := s.runTx(ctx, fn)
 		if err == nil || errors.Is(err, errNothingWritten) {
 			return nil
 		}
@@ -58,7 +58,7 @@ func (s *Store) inTx(ctx context.Context, op string, fn func(ctx context.Context
 }
 
 // runTx is one attempt of inTx, on a connection of its own.
-func (s *Store) runTx(ctx context.Context, op string, fn func(ctx context.Context, t *txn) (*changes, error)) error {
+func (s *Store) runTx(ctx context.Context, fn func(ctx context.Context, t *txn) (*changes, error)) error {
 	conn, err := s.db.Conn(ctx)
 	if err != nil {
 		return err
@@ -71,7 +71,6 @@ func (s *Store) runTx(ctx context.Context, op string, fn func(ctx context.Contex
 		if err != nil {
 			return err
 		}
-		ch.op = op
 		return s.record(ctx, t, ch)
 	})
 	if err == nil && t.wroteEvents {
@@ -99,57 +98,3 @@ func (s *Store) forUpdate(q *bun.SelectQuery) *bun.SelectQuery {
 	}
 	return q.For("UPDATE")
 }
-
-// testHooks are the points where tests inject failures and pauses into
-// write transactions (export_test.go); a production store has none (nil).
-type testHooks struct {
-	// afterChange runs between a transaction's state change and the
-	// recording of its events; an error aborts the transaction.
-	afterChange func(op string) error
-	// afterEvents runs once a transaction has appended its events (their
-	// ids drawn, the event order lock held), before it commits; an error
-	// aborts it.
-	afterEvents func() error
-	// afterRecord runs at the end of record, right before the commit,
-	// with the operation's name; an error aborts the transaction.
-	afterRecord func(op string) error
-	// eventOrderOff skips the statement that takes the event order lock
-	// (MySQL, and the paths that take it before inserting on PostgreSQL).
-	eventOrderOff bool
-}
-
-// change runs the afterChange hook, if any.
-func (h *testHooks) change(op string) error {
-	if h == nil || h.afterChange == nil {
-		return nil
-	}
-	if err := h.afterChange(op); err != nil {
-		return &callbackError{err}
-	}
-	return nil
-}
-
-// eventsAppended runs the afterEvents hook, if any.
-func (h *testHooks) eventsAppended() error {
-	if h == nil || h.afterEvents == nil {
-		return nil
-	}
-	if err := h.afterEvents(); err != nil {
-		return &callbackError{err}
-	}
-	return nil
-}
-
-// recorded runs the afterRecord hook, if any.
-func (h *testHooks) recorded(op string) error {
-	if h == nil || h.afterRecord == nil {
-		return nil
-	}
-	if err := h.afterRecord(op); err != nil {
-		return &callbackError{err}
-	}
-	return nil
-}
-
-// noEventOrder reports whether a test turned the event order lock off.
-func (h *testHooks) noEventOrder() bool { return h != nil && h.eventOrderOff }

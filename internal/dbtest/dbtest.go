@@ -22,6 +22,7 @@ import (
 	"context"
 	"crypto/rand"
 	"database/sql"
+	"database/sql/driver"
 	"encoding/hex"
 	"fmt"
 	"net"
@@ -34,7 +35,7 @@ import (
 	"time"
 
 	"github.com/go-sql-driver/mysql"
-	_ "github.com/jackc/pgx/v5/stdlib" // registers the "pgx" driver
+	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/testcontainers/testcontainers-go"
 	tcmysql "github.com/testcontainers/testcontainers-go/modules/mysql"
 	tcpostgres "github.com/testcontainers/testcontainers-go/modules/postgres"
@@ -216,31 +217,50 @@ func createDatabase(t testing.TB, admin *sql.DB) string {
 // directly uses. It is closed when t ends.
 func Raw(t testing.TB, dbURL string) *sql.DB {
 	t.Helper()
+	db := sql.OpenDB(Connector(t, dbURL))
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
+// Connector returns the connector Raw opens its pool with: the database
+// of dbURL, with its driver, for a test that wraps the driver's
+// connections.
+func Connector(t testing.TB, dbURL string) driver.Connector {
+	t.Helper()
 	u, err := url.Parse(dbURL)
 	if err != nil {
 		t.Fatalf("dbtest: %q: %v", dbURL, err)
 	}
-	var db *sql.DB
+	var c driver.Connector
 	switch u.Scheme {
 	case "sqlite":
 		path := strings.TrimPrefix(dbURL, "sqlite:")
 		if path == ":memory:" {
 			t.Fatalf("dbtest: %q: an in-memory database has no other connection", dbURL)
 		}
-		db, err = sql.Open(sqliteshim.ShimName, path+"?_pragma=busy_timeout(10000)")
+		c = dsnConnector{dsn: path + "?_pragma=busy_timeout(10000)", driver: sqliteshim.Driver()}
 	case "postgres", "postgresql":
-		db, err = sql.Open("pgx", dbURL)
+		c, err = stdlib.GetDefaultDriver().(driver.DriverContext).OpenConnector(dbURL)
 	case "mysql":
-		db, err = sql.Open("mysql", mysqlDSN(u))
+		c, err = mysql.MySQLDriver{}.OpenConnector(mysqlDSN(u))
 	default:
 		t.Fatalf("dbtest: %q: not a database URL of this package", dbURL)
 	}
 	if err != nil {
 		t.Fatalf("dbtest: %q: %v", dbURL, err)
 	}
-	t.Cleanup(func() { db.Close() })
-	return db
+	return c
 }
+
+// dsnConnector opens connections by the driver's name for them, for a
+// driver without connectors of its own (SQLite's).
+type dsnConnector struct {
+	dsn    string
+	driver driver.Driver
+}
+
+func (c dsnConnector) Connect(context.Context) (driver.Conn, error) { return c.driver.Open(c.dsn) }
+func (c dsnConnector) Driver() driver.Driver                        { return c.driver }
 
 // mysqlDSN turns mysql://user:pass@host:port/db into the driver's DSN. It
 // is not bunstore.MySQLConfig because bunstore's own tests import this

@@ -10,6 +10,8 @@ import (
 	"database/sql/driver"
 	"errors"
 	"fmt"
+
+	"github.com/flagadmin/flagadmin/adapters/bunstore/internal/driverconn"
 )
 
 // Conn is what a driver connection must implement to be lent (modernc's
@@ -23,10 +25,11 @@ type Conn interface {
 }
 
 // Pool returns a pool whose one connection is dc, a driver connection of
-// another pool (from sql.Conn.Raw), for as long as that one lends it. The
+// another pool (from sql.Conn.Raw), or the first connection under it that
+// is a Conn (driverconn.As), for as long as that one lends it. The
 // connection stays its owner's: closing the pool leaves it open.
 func Pool(dc any) (*sql.DB, error) {
-	c, ok := dc.(Conn)
+	c, ok := driverconn.As[Conn](dc)
 	if !ok {
 		return nil, fmt.Errorf("driver connection %T cannot be lent", dc)
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/stdlib"
 
+	"github.com/flagadmin/flagadmin/adapters/bunstore/internal/driverconn"
 	"github.com/flagadmin/flagadmin/adapters/bunstore/internal/stored"
 	"github.com/flagadmin/flagadmin/flagadmin"
 )
@@ -401,10 +402,12 @@ type Conn interface {
 }
 
 // OnPgx runs fn on the pgx connection under conn, a connection of the pgx
-// driver.
+// driver, and under any wrappers bunstore.WithConnector put around it:
+// what fn runs does not pass through them, so a wrapper that injects
+// faults into statements does not see it.
 func OnPgx(conn Conn, fn func(*pgx.Conn) error) error {
 	return conn.Raw(func(dc any) error {
-		sc, ok := dc.(*stdlib.Conn)
+		sc, ok := driverconn.As[*stdlib.Conn](dc)
 		if !ok {
 			return fmt.Errorf("postgres driver connection %T is not pgx's", dc)
 		}

@@ -17,6 +17,7 @@ import (
 	"github.com/uptrace/bun/dialect/pgdialect"
 	"github.com/uptrace/bun/schema"
 
+	"github.com/flagadmin/flagadmin/adapters/bunstore/internal/driverconn"
 	"github.com/flagadmin/flagadmin/adapters/bunstore/internal/indexbuild"
 	"github.com/flagadmin/flagadmin/adapters/bunstore/internal/sqlq"
 )
@@ -160,10 +161,12 @@ func (Dialect) SettleLockSQL() string { return "" }
 func (Dialect) CopiesEvents() bool { return true }
 
 // CopyFrom sends the rows with pgx's COPY, on the pgx connection under
-// conn.
+// conn and under any wrappers bunstore.WithConnector put around it: the
+// COPY does not pass through them, so a wrapper that injects faults into
+// statements does not see it.
 func (Dialect) CopyFrom(ctx context.Context, conn bun.Conn, table string, columns []string, next func() ([]any, error)) error {
 	return conn.Raw(func(dc any) error {
-		sc, ok := dc.(*stdlib.Conn)
+		sc, ok := driverconn.As[*stdlib.Conn](dc)
 		if !ok {
 			return fmt.Errorf("postgres driver connection %T is not pgx's", dc)
 		}
