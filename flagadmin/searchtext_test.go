@@ -298,3 +298,39 @@ func TestProjectHidden(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkEventQueryMatches: the reference meaning runs once per event
+// in the in-memory store, the webhooks and the live stream.
+func BenchmarkEventQueryMatches(b *testing.B) {
+	at := time.Date(2025, 3, 1, 10, 0, 0, 0, time.UTC)
+	e := flagadmin.Event{
+		ID: 7, CreatedAt: at, Type: "feature-completed", CreatedBy: "ada@example.com",
+		CreatedByUserID: ptr[int64](1), Environment: ptr("production"), Project: ptr("default"),
+		FeatureName: ptr("new-checkout"), GroupType: ptr("transaction"), GroupID: ptr("3"),
+		Data: json.RawMessage(`{"status":"kept"}`),
+	}
+	payload, meta := flagadmin.SearchTexts(e)
+	for _, bc := range []struct {
+		name string
+		q    flagadmin.EventQuery
+		want bool
+	}{
+		{"no filter", flagadmin.EventQuery{}, true},
+		{"one filter", flagadmin.EventQuery{Projects: []string{"payments", "default"}}, true},
+		{"every filter", flagadmin.EventQuery{
+			Features: []string{"new-checkout"}, Projects: []string{"default"}, Types: []string{"feature-completed"},
+			Environments: []string{"production"}, CreatedByUserIDs: []int64{1}, IDs: []int64{7}, GroupIDs: []string{"3"},
+			From: ptr(at), HiddenProjects: []string{"secret"},
+		}, true},
+		{"miss", flagadmin.EventQuery{Types: []string{"feature-created", "feature-archived"}}, false},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if bc.q.Matches(e, payload, meta) != bc.want {
+					b.Fatal("wrong answer")
+				}
+			}
+		})
+	}
+}
