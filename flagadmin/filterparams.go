@@ -2,17 +2,20 @@ package flagadmin
 
 import (
 	"iter"
+	"slices"
 	"time"
 	"unicode/utf8"
+	"unsafe"
 )
 
 // The parameters of the event searches, declared once (FilterParams): their
 // names, how each is written, which operations take it, and for the list
 // filters the event column they select on. ParseEventSearch, the webhook
-// filters (SetFilterParam), ParseEventExport and ParseEventStream read them
-// from the declaration, and so do the adapters (the client's query string,
-// the result cache's keys, the command line's filter flags); the HTTP
-// transport's parameters and EventQuery.Matches are tested against it.
+// filters (SetFilterParam), ParseEventExport, ParseEventStream and
+// EventQuery.Matches read them from the declaration, and so do the
+// adapters (the client's query string, the result cache's keys, the
+// command line's filter flags, the stores' column conditions); the HTTP
+// transport's parameters are tested against it.
 
 // FilterKind is how a parameter of the event searches is written and what
 // it selects.
@@ -273,6 +276,81 @@ func (q EventQuery) WithColumnFilter(c ColumnFilter) EventQuery {
 		*c.Param.ints(&q) = c.Ints
 	}
 	return q
+}
+
+// columnMatchers are the list filters of filterParams as EventQuery.Matches
+// reads them (resolveColumnMatchers), in the declared order.
+var columnMatchers = resolveColumnMatchers()
+
+// columnMatcher is a list filter resolved for EventQuery.Matches, which
+// runs once per event: where its values are in an EventQuery and where
+// its column (FilterParam.Column) is in an Event. Matches reads both at
+// their offsets, as EventField does, rather than through the row's
+// accessor: a call through a func value would move the query to the heap
+// on every event.
+type columnMatcher struct {
+	// valuesAt is the offset of the values in EventQuery: a []string
+	// when text, else a []int64.
+	valuesAt uintptr
+	text     bool
+	// columnAt is the offset of the column in Event, of the Go type of kind.
+	columnAt uintptr
+	kind     EventFieldKind
+}
+
+// given reports whether c's filter has values in q.
+func (c *columnMatcher) given(q *EventQuery) bool {
+	if c.text {
+		return len(*c.strings(q)) > 0
+	}
+	return len(*c.ints(q)) > 0
+}
+
+// strings returns the address of the values of a filter on a text column in q.
+func (c *columnMatcher) strings(q *EventQuery) *[]string {
+	return (*[]string)(unsafe.Add(unsafe.Pointer(q), c.valuesAt))
+}
+
+// ints returns the address of the values of a filter on an integer column in q.
+func (c *columnMatcher) ints(q *EventQuery) *[]int64 {
+	return (*[]int64)(unsafe.Add(unsafe.Pointer(q), c.valuesAt))
+}
+
+// column returns the address of the column in e.
+func (c *columnMatcher) column(e *Event) unsafe.Pointer {
+	return unsafe.Add(unsafe.Pointer(e), c.columnAt)
+}
+
+// resolveColumnMatchers resolves the list filters of filterParams: the
+// offset of the slice each row's accessor returns, and its Column. It
+// panics on a Column that is no event field, or one of a kind the
+// filter's values cannot select on (FilterStrings a text, FilterIntegers
+// an integer), or an accessor that returns no field of its query.
+func resolveColumnMatchers() []columnMatcher {
+	var out []columnMatcher
+	probe := new(EventQuery)
+	for _, f := range filterParams {
+		var at unsafe.Pointer
+		var kinds []EventFieldKind
+		switch f.Kind {
+		case FilterStrings:
+			at, kinds = unsafe.Pointer(f.strs(probe)), []EventFieldKind{FieldText, FieldTextOrNull, FieldTextOrAbsent}
+		case FilterIntegers:
+			at, kinds = unsafe.Pointer(f.ints(probe)), []EventFieldKind{FieldInt, FieldIntOrNull}
+		default:
+			continue
+		}
+		column, ok := EventFieldNamed(f.Column)
+		if !ok || !slices.Contains(kinds, column.Kind) {
+			panic("flagadmin: the list filter " + f.Name + " selects on " + f.Column + ", which is no event field of a kind its values can select on")
+		}
+		valuesAt := uintptr(at) - uintptr(unsafe.Pointer(probe))
+		if valuesAt >= unsafe.Sizeof(*probe) {
+			panic("flagadmin: the accessor of the list filter " + f.Name + " returns no field of its EventQuery")
+		}
+		out = append(out, columnMatcher{valuesAt: valuesAt, text: f.Kind == FilterStrings, columnAt: column.offset, kind: column.Kind})
+	}
+	return out
 }
 
 // pagingGiven reports whether p holds a paging parameter (FilterPaging).

@@ -118,15 +118,35 @@ func compactJSON(raw json.RawMessage) []byte {
 // semantics of EventQuery: the in-memory store uses it directly and SQL
 // stores must agree with it.
 func (q EventQuery) Matches(e Event, payload, meta string) bool {
-	return q.matchesColumns(e) && q.inPeriod(e) && q.shows(e) && q.matchesText(payload, meta)
+	return q.matchesColumns(&e) && q.inPeriod(e) && q.shows(e) && q.matchesText(payload, meta)
 }
 
-// matchesColumns reports whether each column filter of q (an empty one
-// matches everything) holds one of its values.
-func (q EventQuery) matchesColumns(e Event) bool {
-	return matchColumn(q.Features, e.FeatureName) && matchColumn(q.Projects, e.Project) &&
-		matchColumn(q.Environments, e.Environment) && matchColumn(q.CreatedByUserIDs, e.CreatedByUserID) &&
-		matchColumn(q.GroupIDs, e.GroupID) && matchColumn(q.Types, &e.Type) && matchColumn(q.IDs, &e.ID)
+// matchesColumns reports whether each list filter of q (ColumnFilters)
+// holds: it has no values, or e's column is not null and is one of them.
+func (q *EventQuery) matchesColumns(e *Event) bool {
+	for i := range columnMatchers {
+		c := &columnMatchers[i]
+		if !c.given(q) {
+			continue
+		}
+		var ok bool
+		switch c.kind {
+		case FieldText:
+			ok = slices.Contains(*c.strings(q), *(*string)(c.column(e)))
+		case FieldTextOrNull, FieldTextOrAbsent:
+			col := *(**string)(c.column(e))
+			ok = col != nil && slices.Contains(*c.strings(q), *col)
+		case FieldInt:
+			ok = slices.Contains(*c.ints(q), *(*int64)(c.column(e)))
+		default: // FieldIntOrNull, the last kind resolveColumnMatchers lets through
+			col := *(**int64)(c.column(e))
+			ok = col != nil && slices.Contains(*c.ints(q), *col)
+		}
+		if !ok {
+			return false
+		}
+	}
+	return true
 }
 
 // inPeriod reports whether e was created from q.From on and before q.Before.
@@ -172,12 +192,6 @@ func ProjectHidden(project string, hidden []string) bool {
 		}
 	}
 	return false
-}
-
-// matchColumn reports whether a column filter holds: it has no values, or
-// the column (nil when absent) is one of them.
-func matchColumn[T comparable](values []T, col *T) bool {
-	return len(values) == 0 || (col != nil && slices.Contains(values, *col))
 }
 
 // CompareEvents orders events as both searches return them: createdAt

@@ -92,16 +92,23 @@ func matches(q flagadmin.EventQuery, e flagadmin.Event) bool {
 	return q.Matches(e, payload, meta)
 }
 
-func TestEventQueryMatches(t *testing.T) {
-	at := time.Date(2025, 3, 1, 10, 0, 0, 0, time.UTC)
-	full := flagadmin.Event{
-		ID: 7, CreatedAt: at, Type: "feature-completed", CreatedBy: "Ada@Example.com",
+// matchesAt is when fullEvent was created.
+var matchesAt = time.Date(2025, 3, 1, 10, 0, 0, 0, time.UTC)
+
+// fullEvent is an event whose every nullable column is set.
+func fullEvent() flagadmin.Event {
+	return flagadmin.Event{
+		ID: 7, CreatedAt: matchesAt, Type: "feature-completed", CreatedBy: "Ada@Example.com",
 		CreatedByUserID: ptr[int64](1), Environment: ptr("production"), Project: ptr("default"),
 		FeatureName: ptr("new-checkout"), GroupType: ptr("transaction"), GroupID: ptr("3"),
 		Data:    json.RawMessage(`{"status":"kept","statusValue":"100%_Done"}`),
 		PreData: json.RawMessage(`{"stage":"live"}`),
 		Tags:    []flagadmin.Tag{{Type: "simple", Value: "Checkout"}},
 	}
+}
+
+func TestEventQueryMatches(t *testing.T) {
+	at, full := matchesAt, fullEvent()
 	bare := flagadmin.Event{ID: 8, CreatedAt: at, Type: "user-created", CreatedBy: "system"}
 	tests := []struct {
 		name      string
@@ -296,5 +303,35 @@ func TestProjectHidden(t *testing.T) {
 		if got := flagadmin.ProjectHidden(tt.project, tt.hidden); got != tt.want {
 			t.Errorf("ProjectHidden(%q, %q) = %v, want %v", tt.project, tt.hidden, got, tt.want)
 		}
+	}
+}
+
+// BenchmarkEventQueryMatches: the reference meaning runs once per event
+// in the in-memory store, the webhooks and the live stream.
+func BenchmarkEventQueryMatches(b *testing.B) {
+	e := fullEvent()
+	payload, meta := flagadmin.SearchTexts(e)
+	for _, bc := range []struct {
+		name string
+		q    flagadmin.EventQuery
+		want bool
+	}{
+		{"no filter", flagadmin.EventQuery{}, true},
+		{"one filter", flagadmin.EventQuery{Projects: []string{"payments", "default"}}, true},
+		{"every filter", flagadmin.EventQuery{
+			Features: []string{"new-checkout"}, Projects: []string{"default"}, Types: []string{"feature-completed"},
+			Environments: []string{"production"}, CreatedByUserIDs: []int64{1}, IDs: []int64{7}, GroupIDs: []string{"3"},
+			From: ptr(matchesAt), HiddenProjects: []string{"secret"},
+		}, true},
+		{"miss", flagadmin.EventQuery{Types: []string{"feature-created", "feature-archived"}}, false},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if bc.q.Matches(e, payload, meta) != bc.want {
+					b.Fatal("wrong answer")
+				}
+			}
+		})
 	}
 }

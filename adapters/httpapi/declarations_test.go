@@ -187,7 +187,7 @@ func TestInputsReachTheDomainWhole(t *testing.T) {
 		name   string
 		params flagadmin.EventSearchParams
 	}{
-		{"search", search.params()},
+		{"search", search.searchParams()},
 		{"export", export.exportParams().EventSearchParams},
 		{"stream", stream.streamParams().EventSearchParams},
 	} {

@@ -10,11 +10,15 @@ import (
 	"github.com/flagadmin/flagadmin/flagadmin"
 )
 
-// searchEventsInput are the query parameters of GET /api/admin/search/events,
-// those flagadmin.FilterParams declares for the search (a test checks).
-// They reach the domain as the raw strings (flagadmin.EventSearchParams),
-// which parses and validates them; the patterns document them.
-type searchEventsInput struct {
+// LogFilters are the filters of the event searches, declared once for the
+// operations that take them in the query string (the search, the export
+// and the stream embed them): those flagadmin.FilterParams declares for
+// all three (a test checks). They reach the domain as raw strings
+// (params), which it parses and validates, naming each parameter; the
+// patterns document them. checkInput refuses one given twice or, but for
+// query, empty. Exported only because Huma reads the parameters of
+// embedded structs that are.
+type LogFilters struct {
 	Query       string `query:"query" maxLength:"1000" doc:"Free text, matched case-insensitively as a literal substring (% and _ are not wildcards) of the JSON of the event's data, preData and tags." example:"checkout"`
 	Feature     string `query:"feature" minLength:"1" pattern:"^(IS|IS_ANY_OF):(.*?)(,([a-zA-Z0-9_]+))*$" doc:"Filter by feature name: IS:<name> or IS_ANY_OF:<name>,<name>,... Items are trimmed; the match is exact and case-sensitive." example:"IS:new-checkout"`
 	Project     string `query:"project" minLength:"1" pattern:"^(IS|IS_ANY_OF):(.*?)(,([a-zA-Z0-9_]+))*$" doc:"Filter by project id: IS:<id> or IS_ANY_OF:<id>,<id>,..." example:"IS_ANY_OF:default,payments"`
@@ -25,22 +29,34 @@ type searchEventsInput struct {
 	GroupID     string `query:"groupId" minLength:"1" pattern:"^(IS|IS_ANY_OF):(.*?)(,([a-zA-Z0-9_]+))*$" doc:"Filter by groupId, the id shared by the events of one Unleash transaction: IS:<id> or IS_ANY_OF:<id>,<id>,..." example:"IS:01M8564MBTV5HMX3GH6SHGBVKG"`
 	From        string `query:"from" minLength:"1" pattern:"^(IS):\\d{4}-\\d{2}-\\d{2}$" doc:"Only events created on or after this UTC day (from 00:00:00Z), written IS:yyyy-MM-dd." example:"IS:2025-01-01"`
 	To          string `query:"to" minLength:"1" pattern:"^(IS):\\d{4}-\\d{2}-\\d{2}$" doc:"Only events created on or before this UTC day (before 00:00:00Z of the next day), written IS:yyyy-MM-dd." example:"IS:2025-12-31"`
-	Offset      string `query:"offset" minLength:"1" doc:"The number of matching events to skip: an integer of 0 or more; default 0." example:"0"`
-	Limit       string `query:"limit" minLength:"1" doc:"The page size: an integer from 1 to 1000; default 50." example:"50"`
-	After       string `query:"after" minLength:"1" doc:"The cursor of the next page, from the Link rel=\"next\" header of the previous one (keyset paging): the page starts right after the last event of that page. Opaque: use the link as it is. offset must be absent or 0." example:"AQAAAZVJqvp7AAAAAAAAAAfM0yGD"`
+}
+
+// params are the filters as the domain takes them, with the paging
+// parameters the caller sent (which the export and the stream refuse).
+// Every field of LogFilters is one parameter here (a test checks).
+func (f *LogFilters) params(limit, offset, after string) flagadmin.EventSearchParams {
+	return flagadmin.EventSearchParams{
+		Query: f.Query, Feature: f.Feature, Project: f.Project, Type: f.Type, CreatedBy: f.CreatedBy,
+		Environment: f.Environment, ID: f.ID, GroupID: f.GroupID, From: f.From, To: f.To,
+		Limit: limit, Offset: offset, After: after,
+	}
+}
+
+// searchEventsInput are the query parameters of GET /api/admin/search/events:
+// the filters and the paging parameters, those flagadmin.FilterParams
+// declares for the search (a test checks).
+type searchEventsInput struct {
+	LogFilters
+	Offset string `query:"offset" minLength:"1" doc:"The number of matching events to skip: an integer of 0 or more; default 0." example:"0"`
+	Limit  string `query:"limit" minLength:"1" doc:"The page size: an integer from 1 to 1000; default 50." example:"50"`
+	After  string `query:"after" minLength:"1" doc:"The cursor of the next page, from the Link rel=\"next\" header of the previous one (keyset paging): the page starts right after the last event of that page. Opaque: use the link as it is. offset must be absent or 0." example:"AQAAAZVJqvp7AAAAAAAAAAfM0yGD"`
 
 	path, rawQuery string // of the request, for the next link (see Resolve)
 }
 
-// params are the parameters as the domain takes them. Every parameter
-// flagadmin.FilterParams declares for the search is one field here (a test
-// checks).
-func (in *searchEventsInput) params() flagadmin.EventSearchParams {
-	return flagadmin.EventSearchParams{
-		Query: in.Query, Feature: in.Feature, Project: in.Project, Type: in.Type, CreatedBy: in.CreatedBy,
-		Environment: in.Environment, ID: in.ID, GroupID: in.GroupID, From: in.From, To: in.To,
-		Offset: in.Offset, Limit: in.Limit, After: in.After,
-	}
+// searchParams are the parameters as the domain takes them.
+func (in *searchEventsInput) searchParams() flagadmin.EventSearchParams {
+	return in.params(in.Limit, in.Offset, in.After)
 }
 
 // eventSearchResponseSchema documents the response of the query-string
@@ -141,7 +157,7 @@ func (s *Server) searchEvents(ctx context.Context, in *searchEventsInput) (*sear
 	if err != nil {
 		return nil, err
 	}
-	page, err := s.svc.SearchEvents(ctx, p, in.params())
+	page, err := s.svc.SearchEvents(ctx, p, in.searchParams())
 	if err != nil {
 		return nil, s.fail(ctx, err)
 	}

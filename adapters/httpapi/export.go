@@ -65,34 +65,6 @@ var csvColumns = func() []string {
 // csvHeader is the header row of a CSV export.
 var csvHeader = strings.Join(csvColumns, ",") + "\n"
 
-// LogFilters are the search's filters as the export and the stream take
-// them: those flagadmin.FilterParams declares for both (a test checks).
-// The domain validates them, naming each parameter; checkInput refuses
-// one given twice or, but for query, empty. Exported only because Huma
-// reads the parameters of embedded structs that are.
-type LogFilters struct {
-	Query       string `query:"query" maxLength:"1000" doc:"Free text, as in the search: a case-insensitive literal substring of the JSON of data, preData and tags."`
-	Feature     string `query:"feature" minLength:"1" doc:"Filter by feature name: IS:<name> or IS_ANY_OF:<name>,<name>,..."`
-	Project     string `query:"project" minLength:"1" doc:"Filter by project id: IS:<id> or IS_ANY_OF:<id>,<id>,..."`
-	Type        string `query:"type" minLength:"1" doc:"Filter by event type: IS:<type> or IS_ANY_OF:<type>,<type>,..."`
-	CreatedBy   string `query:"createdBy" minLength:"1" doc:"Filter by the numeric id of the user who caused the event: IS:<id> or IS_ANY_OF:<id>,..."`
-	Environment string `query:"environment" minLength:"1" doc:"Filter by environment: IS:<env> or IS_ANY_OF:<env>,<env>,..."`
-	ID          string `query:"id" minLength:"1" doc:"Filter by numeric event id: IS:<id> or IS_ANY_OF:<id>,<id>,..."`
-	GroupID     string `query:"groupId" minLength:"1" doc:"Filter by groupId, the id shared by the events of one Unleash transaction: IS:<id> or IS_ANY_OF:<id>,..."`
-	From        string `query:"from" minLength:"1" doc:"Only events created on or after this UTC day, written IS:yyyy-MM-dd."`
-	To          string `query:"to" minLength:"1" doc:"Only events created on or before this UTC day, written IS:yyyy-MM-dd."`
-}
-
-// params are the filters with the paging parameters the caller sent (which
-// the export and the stream refuse).
-func (f LogFilters) params(limit, offset, after string) flagadmin.EventSearchParams {
-	return flagadmin.EventSearchParams{
-		Query: f.Query, Feature: f.Feature, Project: f.Project, Type: f.Type, CreatedBy: f.CreatedBy,
-		Environment: f.Environment, ID: f.ID, GroupID: f.GroupID, From: f.From, To: f.To,
-		Limit: limit, Offset: offset, After: after,
-	}
-}
-
 // exportEventsInput are the query parameters of GET
 // /api/admin/events/export: the search's filters, the format and the
 // resume point. limit, offset and after are declared so that the domain

@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"reflect"
@@ -32,6 +33,7 @@ type schemaDoc struct {
 	Properties  map[string]schemaDoc `json:"properties"`
 	Required    []string             `json:"required"`
 	Pattern     string               `json:"pattern"`
+	Examples    []any                `json:"examples"`
 	Minimum     *float64             `json:"minimum"`
 	Maximum     *float64             `json:"maximum"`
 	Description string               `json:"description"`
@@ -186,6 +188,20 @@ func TestOpenAPIParameters(t *testing.T) {
 		}
 		if descriptions[name] == "" {
 			t.Errorf("%s has no description", name)
+		}
+	}
+	// The export documents its filters as the search does, example included.
+	search := map[string]string{}
+	for _, p := range doc.Paths["/api/admin/search/events"]["get"].Parameters {
+		search[p.Name] = fmt.Sprint(p.Description, p.Schema.Pattern, p.Schema.Examples)
+	}
+	for _, p := range doc.Paths["/api/admin/events/export"]["get"].Parameters {
+		f, ok := flagadmin.FilterParamNamed(p.Name)
+		if !ok || f.Kind == flagadmin.FilterPaging {
+			continue
+		}
+		if got := fmt.Sprint(p.Description, p.Schema.Pattern, p.Schema.Examples); got != search[p.Name] || len(p.Schema.Examples) == 0 {
+			t.Errorf("export parameter %s: got %q, want the search's %q, with an example", p.Name, got, search[p.Name])
 		}
 	}
 	if !strings.Contains(descriptions["limit"], "1000") || !strings.Contains(descriptions["limit"], "50") {

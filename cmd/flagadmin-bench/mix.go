@@ -62,16 +62,13 @@ func fixed(r request) func(uint64) request {
 }
 
 // searchPath returns the path and query string of the event search with
-// params (parameters left empty are not sent).
+// params: every parameter the domain declares (flagadmin.FilterParams)
+// that is not empty.
 func searchPath(p flagadmin.EventSearchParams) string {
 	v := url.Values{}
-	for _, f := range []struct{ name, value string }{
-		{"query", p.Query}, {"feature", p.Feature}, {"project", p.Project}, {"type", p.Type},
-		{"createdBy", p.CreatedBy}, {"environment", p.Environment}, {"id", p.ID}, {"groupId", p.GroupID},
-		{"from", p.From}, {"to", p.To}, {"offset", p.Offset}, {"limit", p.Limit},
-	} {
-		if f.value != "" {
-			v.Set(f.name, f.value)
+	for _, f := range flagadmin.FilterParams() {
+		if value := f.Value(&p); value != "" {
+			v.Set(f.Name, value)
 		}
 	}
 	if len(v) == 0 {
@@ -80,15 +77,13 @@ func searchPath(p flagadmin.EventSearchParams) string {
 	return "/api/admin/search/events?" + v.Encode()
 }
 
-// describe says what a probe's parameters ask for, for the tables.
+// describe says what a probe's parameters ask for, for the tables: its
+// parameters that are not empty, in their declared order.
 func describe(p flagadmin.EventSearchParams) string {
 	var parts []string
-	for _, f := range []struct{ name, value string }{
-		{"query", p.Query}, {"feature", p.Feature}, {"project", p.Project}, {"type", p.Type},
-		{"createdBy", p.CreatedBy}, {"from", p.From}, {"to", p.To}, {"offset", p.Offset}, {"limit", p.Limit},
-	} {
-		if f.value != "" {
-			parts = append(parts, f.name+"="+f.value)
+	for _, f := range flagadmin.FilterParams() {
+		if value := f.Value(&p); value != "" {
+			parts = append(parts, f.Name+"="+value)
 		}
 	}
 	return strings.Join(parts, " ")

@@ -17,6 +17,7 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+	"unicode"
 
 	"github.com/flagadmin/flagadmin/adapters/client"
 	"github.com/flagadmin/flagadmin/flagadmin"
@@ -129,27 +130,62 @@ func (c *cli) apiClient(cmd, baseURL, token string, opts ...client.Option) (*cli
 	return api, nil
 }
 
-// filterFlags registers the event filters as flags.
+// filterHelp is the help of the filter flags, by parameter name; a
+// filter without one gets filterHelpOf's.
+var filterHelp = map[string]string{
+	"query":       "only events whose data, preData or tags contain `TEXT`",
+	"feature":     "only events of these feature `NAMES` (comma-separated)",
+	"project":     "only events of these project `IDS` (comma-separated)",
+	"type":        "only events of these `TYPES`, such as feature-created (comma-separated)",
+	"createdBy":   "only events caused by the users with these `IDS` (comma-separated)",
+	"environment": "only events of these `ENVIRONMENTS` (comma-separated)",
+	"id":          "only the events with these `IDS` (comma-separated)",
+	"groupId":     "only the events of the transactions with these group `IDS` (comma-separated)",
+	"from":        "only events created on or after this UTC `DAY`, yyyy-mm-dd",
+	"to":          "only events created on or before this UTC `DAY`, yyyy-mm-dd",
+}
+
+// filterFlags registers as flags the event filters the export and the
+// stream take (flagadmin.FilterParams), each named by flagName.
 func filterFlags(fs *flag.FlagSet) *flagadmin.EventSearchParams {
 	p := &flagadmin.EventSearchParams{}
-	for _, f := range []struct {
-		name, help string
-		dst        *string
-	}{
-		{"query", "only events whose data, preData or tags contain `TEXT`", &p.Query},
-		{"feature", "only events of these feature `NAMES` (comma-separated)", &p.Feature},
-		{"project", "only events of these project `IDS` (comma-separated)", &p.Project},
-		{"type", "only events of these `TYPES`, such as feature-created (comma-separated)", &p.Type},
-		{"created-by", "only events caused by the users with these `IDS` (comma-separated)", &p.CreatedBy},
-		{"environment", "only events of these `ENVIRONMENTS` (comma-separated)", &p.Environment},
-		{"id", "only the events with these `IDS` (comma-separated)", &p.ID},
-		{"group-id", "only the events of the transactions with these group `IDS` (comma-separated)", &p.GroupID},
-		{"from", "only events created on or after this UTC `DAY`, yyyy-mm-dd", &p.From},
-		{"to", "only events created on or before this UTC `DAY`, yyyy-mm-dd", &p.To},
-	} {
-		fs.StringVar(f.dst, f.name, "", f.help)
+	for _, f := range flagadmin.FilterParams() {
+		if !f.Uses.Has(flagadmin.UseExport|flagadmin.UseStream) || f.Kind == flagadmin.FilterPaging {
+			continue
+		}
+		help, ok := filterHelp[f.Name]
+		if !ok {
+			help = filterHelpOf(f)
+		}
+		fs.Func(flagName(f.Name), help, func(v string) error {
+			f.Set(p, v)
+			return nil
+		})
 	}
 	return p
+}
+
+// filterHelpOf is the help of a list filter's flag that filterHelp has
+// none for: the event field it selects on.
+func filterHelpOf(f flagadmin.FilterParam) string {
+	if f.Kind == flagadmin.FilterIntegers {
+		return "only events whose " + f.Column + " is one of these `NUMBERS` (comma-separated)"
+	}
+	return "only events whose " + f.Column + " is one of these `VALUES` (comma-separated)"
+}
+
+// flagName writes a parameter name as a flag name, in kebab case:
+// createdBy is created-by.
+func flagName(param string) string {
+	var b strings.Builder
+	for _, r := range param {
+		if unicode.IsUpper(r) {
+			b.WriteByte('-')
+			r = unicode.ToLower(r)
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
 }
 
 // normalizeFilters writes a filter without an operator as IS_ANY_OF and a

@@ -3,9 +3,7 @@ package main
 import (
 	"flag"
 	"io"
-	"strings"
 	"testing"
-	"unicode"
 
 	"github.com/flagadmin/flagadmin/flagadmin"
 )
@@ -13,7 +11,8 @@ import (
 // TestFilterFlagsAreTheDeclaredFilters: events export and events tail have
 // one flag per filter the domain declares for the export and the stream
 // (flagadmin.FilterParams), named in kebab case (createdBy: --created-by),
-// each setting its parameter, and no other filter flag.
+// each setting its parameter, and no other filter flag; filterHelp names
+// declared filters only.
 func TestFilterFlagsAreTheDeclaredFilters(t *testing.T) {
 	fs := flag.NewFlagSet("test", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
@@ -23,7 +22,7 @@ func TestFilterFlagsAreTheDeclaredFilters(t *testing.T) {
 		if !f.Uses.Has(flagadmin.UseExport|flagadmin.UseStream) || f.Kind == flagadmin.FilterPaging {
 			continue
 		}
-		name := kebab(f.Name)
+		name := flagName(f.Name)
 		want[name] = true
 		if err := fs.Set(name, "IS:v-"+f.Name); err != nil {
 			t.Errorf("filter %s: no flag --%s: %v", f.Name, name, err)
@@ -38,6 +37,16 @@ func TestFilterFlagsAreTheDeclaredFilters(t *testing.T) {
 			t.Errorf("filterFlags registers --%s, not a declared filter", fl.Name)
 		}
 	})
+	for _, name := range []string{"created-by", "group-id", "feature"} {
+		if !want[name] {
+			t.Errorf("no flag --%s", name)
+		}
+	}
+	for name := range filterHelp {
+		if _, ok := flagadmin.FilterParamNamed(name); !ok {
+			t.Errorf("filterHelp names %s, which is no declared filter", name)
+		}
+	}
 }
 
 // TestNormalizeFiltersByKind: a list filter without an operator becomes
@@ -58,17 +67,4 @@ func TestNormalizeFiltersByKind(t *testing.T) {
 			t.Errorf("%s: got %q, want %q", f.Name, got, want)
 		}
 	}
-}
-
-// kebab writes a parameter name as a flag name: createdBy is created-by.
-func kebab(name string) string {
-	var b strings.Builder
-	for _, r := range name {
-		if unicode.IsUpper(r) {
-			b.WriteByte('-')
-			r = unicode.ToLower(r)
-		}
-		b.WriteRune(r)
-	}
-	return b.String()
 }
