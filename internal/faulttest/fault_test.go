@@ -300,7 +300,7 @@ func TestFaults(t *testing.T) {
 			for _, kind := range []string{"projects", "search", "complete"} {
 				r := e.do(context.Background(), client, kind, "f0", "kept", "after")
 				if r.err != nil || r.code != http.StatusOK {
-					t.Errorf("%s after recovery: got %d %v, want 200", kind, r.code, r.err)
+					t.Errorf("%s after recovery: got %d %v, want 200; its log: %s", kind, r.code, r.err, logOf(e.logs.String(), r.requestID))
 				}
 				if kind == "complete" {
 					record(r)
