@@ -13,6 +13,7 @@ import (
 	"github.com/flagadmin/flagadmin/adapters/bunstore"
 	"github.com/flagadmin/flagadmin/flagadmin"
 	"github.com/flagadmin/flagadmin/internal/dbtest"
+	"github.com/flagadmin/flagadmin/internal/faultsql"
 )
 
 // hiddenWorld has a private project its Viewer is not a member of.
@@ -70,10 +71,11 @@ func BenchmarkLifecycleNotFound(b *testing.B) {
 // event), from 16 goroutines over 64 features of one project, with the
 // event order lock (record.go) and without it (eventOrderOff: its
 // statements turned into no-ops by a fault rule), on SQLite, PostgreSQL
-// and MySQL (skipped without a server). The store's connections pass
-// through a faultsql wrapper in both, which without rules adds no round
-// trip. It reports completions/s, over the time until the last
-// completion's leaf is appended:
+// and MySQL (skipped without a server). The lock variant runs on a store
+// as production opens it; the nolock variant on a second store of the
+// same database whose connections pass through a faultsql wrapper. It
+// reports completions/s, over the time until the last completion's leaf
+// is appended:
 //
 //	go test ./adapters/bunstore/ -run '^$' -bench LifecycleComplete -count 5
 func BenchmarkLifecycleComplete(b *testing.B) {
@@ -91,17 +93,20 @@ func BenchmarkLifecycleComplete(b *testing.B) {
 	for _, e := range engines {
 		b.Run(e.name, func(b *testing.B) {
 			url := e.url(b)
-			store, faults := openWithFaults(b, url)
-			svc := flagadmin.NewService(store)
-			if err := svc.LoadSeed(ctx, strings.NewReader(seed.String())); err != nil {
+			plain := open(b, url)
+			if err := flagadmin.NewService(plain).LoadSeed(ctx, strings.NewReader(seed.String())); err != nil {
 				b.Fatalf("LoadSeed: %v", err)
 			}
 			p := flagadmin.AdminToken("bench")
 			for _, lock := range []bool{true, false} {
 				b.Run(map[bool]string{true: "lock", false: "nolock"}[lock], func(b *testing.B) {
+					store := plain
 					if !lock {
+						var faults *faultsql.Faults
+						store, faults = openWithFaults(b, url)
 						defer eventOrderOff(b, store, faults, url)()
 					}
+					svc := flagadmin.NewService(store)
 					var n atomic.Int64
 					b.SetParallelism(16 / max(1, runtime.GOMAXPROCS(0)))
 					start := time.Now()
