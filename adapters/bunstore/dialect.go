@@ -37,6 +37,9 @@ type sqlDialect interface {
 	// TableExistsSQL counts the tables of the store's schema named by its
 	// one argument.
 	TableExistsSQL() string
+	// IndexExistsSQL counts the indexes of the store's schema named by its
+	// one argument.
+	IndexExistsSQL() string
 	// MigrationLock is the pair of statements that take and release the
 	// lock migrations run under, held by a session of their own; both ""
 	// when the migrations hold the database's write lock instead, in one

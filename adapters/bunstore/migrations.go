@@ -47,7 +47,22 @@ func newMigrations(d sqlDialect, sums summaries, o migrateOptions) *migrate.Migr
 	add("20261202180000", "drop summary_state, rebuilding first the summaries it marks out of date", func(ctx context.Context, db *bun.DB) error {
 		return dropSummaryState(ctx, d, db, sums)
 	})
+	add("20261203090000", "index the features by lifecycle stage and project (the project list's cleanup counts)", func(ctx context.Context, db *bun.DB) error {
+		return createIndex(ctx, d, db, "features_stage", "features (lifecycle_stage, project)")
+	})
 	return ms
+}
+
+// createIndex creates the index name ON on (a table and its columns)
+// unless the store's schema has it: MySQL has no CREATE INDEX IF NOT
+// EXISTS, and an index made by a run that failed after it stays.
+func createIndex(ctx context.Context, d sqlDialect, db bun.IDB, name, on string) error {
+	var n int
+	if err := db.QueryRowContext(ctx, d.IndexExistsSQL(), name).Scan(&n); err != nil || n > 0 {
+		return err
+	}
+	_, err := db.ExecContext(ctx, "CREATE INDEX "+name+" ON "+on)
+	return err
 }
 
 // dropSummaryState drops summary_state, the baseline's table of whether

@@ -130,7 +130,8 @@ func (s *Store) projectList(ctx context.Context, tx bun.Tx, q flagadmin.ProjectS
 
 // cleanupCounts sets the CleanupCount of the projects of out (at: their
 // index by id), counted from the features: the SQL form of
-// flagadmin.InCleanup (the lifecycle stage is completed, archived or not).
+// flagadmin.InCleanup (the lifecycle stage is completed, archived or not),
+// from the index features_stage (lifecycle_stage, project) alone.
 func cleanupCounts(ctx context.Context, tx bun.Tx, out []flagadmin.ProjectStats, at map[string]int) error {
 	rows, err := tx.QueryContext(ctx, "SELECT project, COUNT(*) FROM features WHERE lifecycle_stage = ? GROUP BY project", flagadmin.StageCompleted)
 	if err != nil {

@@ -35,7 +35,7 @@ func TestBuildMixKinds(t *testing.T) {
 	want := []string{
 		"varied/none", "varied/feature", "varied/project", "varied/type", "varied/createdBy",
 		"varied/any-of", "varied/month", "varied/offset", "varied/projects", "varied/mixed",
-		"search/none", "search/feature", "search/project", "search/type-small", "search/type-large",
+		"varied/query", "search/none", "search/feature", "search/project", "search/type-small", "search/type-large",
 		"search/createdBy", "search/project-any-of-5", "search/date-range", "search/query", "search/offset-1000",
 		"deprecated/empty", "deprecated/type", "projects", "lifecycle/complete", "mixed/search+writes",
 		"cursor/first", "cursor/deep", "export/ndjson", "export/csv", "walk/cursor", "stream/fanout",
@@ -321,7 +321,7 @@ func TestVariedKindsVary(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				p := flagadmin.EventSearchParams{Feature: v.Get("feature"), Project: v.Get("project"), Type: v.Get("type"),
+				p := flagadmin.EventSearchParams{Query: v.Get("query"), Feature: v.Get("feature"), Project: v.Get("project"), Type: v.Get("type"),
 					CreatedBy: v.Get("createdBy"), From: v.Get("from"), To: v.Get("to"), Offset: v.Get("offset"), Limit: v.Get("limit")}
 				if _, err := flagadmin.ParseEventSearch(p); err != nil {
 					t.Errorf("request %d (%s) does not parse: %v", n, r.Path, err)
@@ -346,10 +346,11 @@ func TestVariedKindsVary(t *testing.T) {
 // varied read otherwise.
 func TestVariedMixedKind(t *testing.T) {
 	kinds := buildVaried(tinyWorld(), "run5")
-	mixed := kinds[len(kinds)-1]
-	if mixed.Name != "varied/mixed" {
-		t.Fatalf("last varied kind %s, want varied/mixed", mixed.Name)
+	i := slices.IndexFunc(kinds, func(k kind) bool { return k.Name == "varied/mixed" })
+	if i < 0 {
+		t.Fatalf("no varied/mixed among %v", kindNames(kinds))
 	}
+	mixed := kinds[i]
 	paths := map[string]bool{}
 	for n := range uint64(10 * mixedWriteEvery) {
 		r := mixed.Next(n)

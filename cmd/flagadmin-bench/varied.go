@@ -163,6 +163,19 @@ func buildVaried(w *worldgen.World, runID string) []kind {
 			return request{Method: "GET", Path: "/api/admin/projects", Token: callers[r.IntN(len(callers))].token}
 		}})
 	kinds = append(kinds, variedMixedKind(slices.Clone(kinds), lifecycleKind(features, runID+"-varied")))
+	// After the mixed kind, which it does not join, so that the mixed
+	// kind sends what it sent before this kind existed.
+	kinds = append(kinds, search("varied/query", "query=<a feature's name (7 in 10), a user's name (2 in 10) or "+worldgen.RareWord+">",
+		classVariedOther, 11, func(r *rand.Rand) flagadmin.EventSearchParams {
+			switch n := r.IntN(10); {
+			case n < 7:
+				return flagadmin.EventSearchParams{Query: features[pick(r, len(features))].Name}
+			case n < 9:
+				return flagadmin.EventSearchParams{Query: users[pick(r, len(users))].Username}
+			default:
+				return flagadmin.EventSearchParams{Query: worldgen.RareWord}
+			}
+		}))
 	return kinds
 }
 

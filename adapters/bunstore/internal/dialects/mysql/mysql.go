@@ -69,6 +69,11 @@ func (Dialect) TableExistsSQL() string {
 	return "SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ?"
 }
 
+// IndexExistsSQL asks information_schema about the current database.
+func (Dialect) IndexExistsSQL() string {
+	return "SELECT COUNT(DISTINCT INDEX_NAME) FROM information_schema.STATISTICS WHERE TABLE_SCHEMA = DATABASE() AND INDEX_NAME = ?"
+}
+
 // MigrationLock is GET_LOCK on a name derived from the database's, which
 // gives up after 5 seconds (answering 0) and is then tried again.
 func (Dialect) MigrationLock() (lock, unlock string) {

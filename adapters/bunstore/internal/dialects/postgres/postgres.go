@@ -46,6 +46,11 @@ func (Dialect) TableExistsSQL() string {
 	return "SELECT COUNT(*) FROM pg_catalog.pg_class WHERE relnamespace = quote_ident(current_schema())::regnamespace AND relname = ? AND relkind IN ('r', 'p', 'v', 'f')"
 }
 
+// IndexExistsSQL asks pg_catalog, as TableExistsSQL does.
+func (Dialect) IndexExistsSQL() string {
+	return "SELECT COUNT(*) FROM pg_catalog.pg_class WHERE relnamespace = quote_ident(current_schema())::regnamespace AND relname = ? AND relkind IN ('i', 'I')"
+}
+
 // MigrationLock is an advisory lock keyed by the current schema.
 func (Dialect) MigrationLock() (lock, unlock string) {
 	return "SELECT pg_advisory_lock(hashtext('flagadmin.migrate:' || COALESCE(current_schema(), '')))",

@@ -42,6 +42,11 @@ func (Dialect) TableExistsSQL() string {
 	return "SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name = ?"
 }
 
+// IndexExistsSQL asks sqlite_master.
+func (Dialect) IndexExistsSQL() string {
+	return "SELECT COUNT(*) FROM sqlite_master WHERE type = 'index' AND name = ?"
+}
+
 // MigrationLock is none: the migrations run in one transaction on the
 // writer connection, which holds the database write lock from BEGIN
 // IMMEDIATE; other connections and processes wait for it (busy_timeout),
