@@ -28,9 +28,10 @@ type Plan struct {
 	from, before *int64
 	noProject    bool
 	hidden       []string
-	// hiddenKeys selects, on the project column of event_counts or events,
-	// the rows of the hidden projects (hiddenKeys); empty when none is.
-	hiddenKeys sqlq.Fragment
+	// hiddenKeys select, on the project column of event_counts or events,
+	// the rows of the hidden projects, each a part of them (hiddenKeys);
+	// none when no project is hidden.
+	hiddenKeys []sqlq.Fragment
 }
 
 // planKind is where a plan reads the total from.
@@ -50,7 +51,7 @@ type rows struct {
 	dim         Dim
 	scope       Scope
 	projects    []string
-	projectCond sqlq.Fragment
+	projectConds []sqlq.Fragment
 	values      []string
 	nums        []int64
 }
@@ -108,24 +109,30 @@ func planOf(d dialect.Name, q flagadmin.EventQuery) Plan {
 	return p
 }
 
-// hiddenKeys is the condition on the project column of event_counts or
-// events that selects the events of the hidden projects (empty when none
-// is): a hidden project's own, and those of every project of the counts
-// that names one among comma-joined projects (flagadmin.ProjectHidden),
-// found among the keys of the rows per project, a row per project and
-// shard. A comma-joined project longer than MaxKeyBytes has no row: its
-// events stay counted.
-func hiddenKeys(d dialect.Name, hidden []string) sqlq.Fragment {
+// hiddenKeys returns the conditions on the project column of event_counts
+// or events that together select the events of the hidden projects (none
+// when none is): a hidden project's own, and those of every other project
+// of the counts that names one among comma-joined projects
+// (flagadmin.ProjectHidden), found among the keys of the rows per project,
+// a row per project and shard. A comma-joined project longer than
+// MaxKeyBytes has no row: its events stay counted.
+//
+// The two select different projects, so what is counted under each adds
+// up; each is read apart, as one index serves each (the list of keys is
+// probed, the keys the subquery finds are joined) and none serves their OR:
+// PostgreSQL then reads every row of the dim and scope.
+func hiddenKeys(d dialect.Name, hidden []string) []sqlq.Fragment {
 	if len(hidden) == 0 {
-		return sqlq.Fragment{}
+		return nil
 	}
 	own := sqlq.In("project", hidden)
 	listed := stored.ListsProject(d, "project", hidden)
 	if listed.Empty() {
-		return own
+		return []sqlq.Fragment{own}
 	}
-	keys := listed.Wrap(fmt.Sprintf("project IN (SELECT project FROM event_counts WHERE dim = %d AND scope = %d AND ", DimEvents, ScopeProject), ")")
-	return sqlq.Join(" OR ", own, keys).Wrap("(", ")")
+	others := sqlq.And(listed, sqlq.In("project", hidden).Wrap("NOT (", ")"))
+	keys := others.Wrap(fmt.Sprintf("project IN (SELECT project FROM event_counts WHERE dim = %d AND scope = %d AND ", DimEvents, ScopeProject), ")")
+	return []sqlq.Fragment{own, keys}
 }
 
 // dimOf is the dim that counts the events by the column of a column
@@ -177,14 +184,14 @@ func dayPlan(q flagadmin.EventQuery, hidden []string) Plan {
 
 // allPlan counts every event, less those without a project (for callers
 // who see only events with one) and those of hidden projects.
-func allPlan(q flagadmin.EventQuery, hidden []string, keys sqlq.Fragment) Plan {
+func allPlan(q flagadmin.EventQuery, hidden []string, keys []sqlq.Fragment) Plan {
 	p := Plan{kind: planKeys, plus: []rows{one(DimEvents, ScopeAll)}}
 	if q.RequireProject {
 		p.minus = append(p.minus, one(DimEvents, ScopeNoProject))
 	}
 	if len(hidden) > 0 {
 		r := one(DimEvents, ScopeProject)
-		r.projects, r.projectCond = hidden, keys
+		r.projects, r.projectConds = hidden, keys
 		p.minus = append(p.minus, r)
 	}
 	return p
@@ -211,7 +218,7 @@ func projectPlan(projects, hidden []string) Plan {
 // columnPlan counts the events with one of the values (or nums) in the
 // column of dim, less their events in hidden projects and, for callers who
 // see only events with a project, those without one.
-func columnPlan(q flagadmin.EventQuery, dim Dim, values []string, nums []int64, hidden []string, keys sqlq.Fragment) Plan {
+func columnPlan(q flagadmin.EventQuery, dim Dim, values []string, nums []int64, hidden []string, keys []sqlq.Fragment) Plan {
 	all := one(dim, ScopeAll)
 	if dim == DimCreator {
 		all.nums = slices.Sorted(maps.Keys(setOf(nums)))
@@ -221,7 +228,7 @@ func columnPlan(q flagadmin.EventQuery, dim Dim, values []string, nums []int64, 
 	p := Plan{kind: planKeys, plus: []rows{all}}
 	if len(hidden) > 0 {
 		inHidden := all
-		inHidden.scope, inHidden.projects, inHidden.projectCond = ScopeProject, hidden, keys
+		inHidden.scope, inHidden.projects, inHidden.projectConds = ScopeProject, hidden, keys
 		p.minus = append(p.minus, inHidden)
 	}
 	if q.RequireProject {
@@ -285,8 +292,8 @@ func (p Plan) Total() sqlq.Fragment {
 		if p.noProject {
 			total = sqlq.Join(" - ", total, p.days(ScopeNoProject))
 		}
-		if len(p.hidden) > 0 {
-			total = sqlq.Join(" - ", total, p.hiddenEvents().Wrap("(SELECT COUNT(*) FROM events WHERE ", ")"))
+		for _, hidden := range p.hiddenEvents() {
+			total = sqlq.Join(" - ", total, hidden.Wrap("(SELECT COUNT(*) FROM events WHERE ", ")"))
 		}
 		return total
 	}
@@ -297,39 +304,62 @@ func (p Plan) Total() sqlq.Fragment {
 func (p Plan) days(scope Scope) sqlq.Fragment {
 	r := one(DimDay, scope)
 	r.nums = nil
-	return r.condition(p.from, p.before).Wrap("COALESCE((SELECT SUM(n) FROM event_counts WHERE ", "), 0)")
+	return r.conditions(p.from, p.before)[0].Wrap("COALESCE((SELECT SUM(n) FROM event_counts WHERE ", "), 0)")
 }
 
-// hiddenEvents is the condition on events of the hidden projects' events
-// in the plan's range.
-func (p Plan) hiddenEvents() sqlq.Fragment {
-	cond := p.hiddenKeys
-	if p.q.From != nil {
-		cond = sqlq.And(cond, sqlq.F("created_at >= ?", stored.CeilMillis(*p.q.From)))
+// hiddenEvents are the conditions on events that together select the
+// hidden projects' events in the plan's range, each a part of them
+// (hiddenKeys).
+func (p Plan) hiddenEvents() []sqlq.Fragment {
+	out := make([]sqlq.Fragment, len(p.hiddenKeys))
+	for i, cond := range p.hiddenKeys {
+		if p.q.From != nil {
+			cond = sqlq.And(cond, sqlq.F("created_at >= ?", stored.CeilMillis(*p.q.From)))
+		}
+		if p.q.Before != nil {
+			cond = sqlq.And(cond, sqlq.F("created_at < ?", stored.CeilMillis(*p.q.Before)))
+		}
+		out[i] = cond
 	}
-	if p.q.Before != nil {
-		cond = sqlq.And(cond, sqlq.F("created_at < ?", stored.CeilMillis(*p.q.Before)))
-	}
-	return cond
+	return out
 }
 
 // sum is the SQL sum of the rows, every shard, 0 when there are none.
+//
+// Each rows' part (conditions) is summed by a subquery of its own, which
+// reads only its keys from the primary key; one sum over their OR would
+// find them by a range scan of every row of their dims and scopes, or
+// bitmaps of it.
 func sum(rs []rows) sqlq.Fragment {
-	conds := make([]sqlq.Fragment, len(rs))
-	for i, r := range rs {
-		conds[i] = r.condition(nil, nil).Wrap("(", ")")
+	var sums []sqlq.Fragment
+	for _, r := range rs {
+		for _, cond := range r.conditions(nil, nil) {
+			sums = append(sums, cond.Wrap("COALESCE((SELECT SUM(n) FROM event_counts WHERE ", "), 0)"))
+		}
 	}
-	return sqlq.Join(" OR ", conds...).Wrap("COALESCE((SELECT SUM(n) FROM event_counts WHERE ", "), 0)")
+	return sqlq.Join(" + ", sums...).Wrap("(", ")")
 }
 
-// condition is the WHERE condition of r's rows; with nil nums, of its nums
-// from from (inclusive) to before (exclusive), nil for no bound.
-func (r rows) condition(from, before *int64) sqlq.Fragment {
-	cond := sqlq.F("dim = " + strconv.Itoa(int(r.dim)) + " AND scope = " + strconv.Itoa(int(r.scope)))
-	projects := r.projectCond
-	if projects.Empty() {
-		projects = eqOrIn("project", r.projects)
+// conditions are the WHERE conditions of r's rows, one for each part of
+// them (projectConds, else one for its projects); with nil nums, of its
+// nums from from (inclusive) to before (exclusive), nil for no bound.
+func (r rows) conditions(from, before *int64) []sqlq.Fragment {
+	projects := r.projectConds
+	if len(projects) == 0 {
+		projects = []sqlq.Fragment{eqOrIn("project", r.projects)}
 	}
+	out := make([]sqlq.Fragment, len(projects))
+	for i, p := range projects {
+		out[i] = r.condition(p, from, before)
+	}
+	return out
+}
+
+// condition is the WHERE condition of r's rows of the projects that
+// projects selects; with nil nums, of its nums from from (inclusive) to
+// before (exclusive), nil for no bound.
+func (r rows) condition(projects sqlq.Fragment, from, before *int64) sqlq.Fragment {
+	cond := sqlq.F("dim = " + strconv.Itoa(int(r.dim)) + " AND scope = " + strconv.Itoa(int(r.scope)))
 	parts := []sqlq.Fragment{cond, projects, eqOrIn("value", r.values)}
 	switch {
 	case r.nums != nil:

@@ -33,10 +33,8 @@ func (p Plan) Seek(ctx context.Context, db bun.IDB) (summary.Start, error) {
 	if err != nil {
 		return summary.Start{}, err
 	}
-	if len(p.hidden) > 0 {
-		if err := p.takeHiddenDays(ctx, db, p.hiddenEvents(), days); err != nil {
-			return summary.Start{}, err
-		}
+	if err := p.takeHiddenDays(ctx, db, p.hiddenEvents(), days); err != nil {
+		return summary.Start{}, err
 	}
 	var total int64
 	for _, d := range days {
@@ -57,12 +55,12 @@ func (p Plan) Seek(ctx context.Context, db bun.IDB) (summary.Start, error) {
 func readPeriods(ctx context.Context, db bun.IDB, dim Dim, noProject bool, from, before *int64) ([]period, error) {
 	all := one(dim, ScopeAll)
 	all.nums = nil
-	cond := all.condition(from, before)
+	cond := all.conditions(from, before)[0]
 	sign := "n"
 	if noProject {
 		none := all
 		none.scope = ScopeNoProject
-		cond = sqlq.Join(" OR ", cond.Wrap("(", ")"), none.condition(from, before).Wrap("(", ")"))
+		cond = sqlq.Join(" OR ", cond.Wrap("(", ")"), none.conditions(from, before)[0].Wrap("(", ")"))
 		sign = fmt.Sprintf("CASE WHEN scope = %d THEN -n ELSE n END", ScopeNoProject)
 	}
 	var out []period
@@ -86,17 +84,22 @@ func seekDays(days []period, offset int) (before int64, hasBefore bool, rest int
 	return before, hasBefore, offset - int(newer)
 }
 
-// takeHiddenDays counts the events of the hidden projects that meet cond
-// (a condition on events) per day, from the events_project index, and
-// takes them off days.
-func (p Plan) takeHiddenDays(ctx context.Context, db bun.IDB, cond sqlq.Fragment, days []period) error {
+// takeHiddenDays counts the events of the hidden projects that meet conds
+// (conditions on events, each selecting a part of them: hiddenEvents) per
+// day, from the events_project index, and takes them off days.
+func (p Plan) takeHiddenDays(ctx context.Context, db bun.IDB, conds []sqlq.Fragment, days []period) error {
 	day := daySQL(db.Dialect().Name())
-	var hidden []period
-	err := db.NewRaw("SELECT "+day+" AS num, COUNT(*) AS n FROM events WHERE "+cond.Text+" GROUP BY "+day, cond.Args...).Scan(ctx, &hidden)
-	if err != nil {
-		return err
+	for _, cond := range conds {
+		var hidden []period
+		err := db.NewRaw("SELECT "+day+" AS num, COUNT(*) AS n FROM events WHERE "+cond.Text+" GROUP BY "+day, cond.Args...).Scan(ctx, &hidden)
+		if err != nil {
+			return err
+		}
+		if err := subtract(days, hidden); err != nil {
+			return err
+		}
 	}
-	return subtract(days, hidden)
+	return nil
 }
 
 // subtract takes the counts of less off those of the same num in ps.
@@ -133,7 +136,7 @@ func (p Plan) monthSeek(ctx context.Context, db bun.IDB) (summary.Start, error) 
 	}
 	if len(p.hidden) > 0 {
 		r := one(DimEvents, ScopeProject)
-		r.projects, r.projectCond = p.hidden, p.hiddenKeys
+		r.projects, r.projectConds = p.hidden, p.hiddenKeys
 		if err := db.NewRaw("SELECT ?", sum([]rows{r})).Scan(ctx, &hiddenAll); err != nil {
 			return summary.Start{}, err
 		}
@@ -153,12 +156,12 @@ func (p Plan) monthSeek(ctx context.Context, db bun.IDB) (summary.Start, error) 
 	if err != nil {
 		return summary.Start{}, err
 	}
-	if len(p.hidden) > 0 {
-		cond := sqlq.And(p.hiddenKeys,
-			sqlq.F("created_at >= ? AND created_at < ?", first*msPerDay, next*msPerDay))
-		if err := p.takeHiddenDays(ctx, db, cond, days); err != nil {
-			return summary.Start{}, err
-		}
+	conds := make([]sqlq.Fragment, len(p.hiddenKeys))
+	for i, keys := range p.hiddenKeys {
+		conds[i] = sqlq.And(keys, sqlq.F("created_at >= ? AND created_at < ?", first*msPerDay, next*msPerDay))
+	}
+	if err := p.takeHiddenDays(ctx, db, conds, days); err != nil {
+		return summary.Start{}, err
 	}
 	start.Before, start.HasBefore = next*msPerDay, true
 	if b, has, rest := seekDays(days, p.q.Offset-int(newer)); has {
@@ -242,12 +245,16 @@ func (p Plan) takeHiddenMonths(ctx context.Context, db bun.IDB, months []period)
 		return nil
 	}
 	r := one(DimMonth, ScopeProject)
-	r.projects, r.projectCond, r.nums = p.hidden, p.hiddenKeys, nil
+	r.projects, r.projectConds, r.nums = p.hidden, p.hiddenKeys, nil
 	oldest, newest := months[len(months)-1].Num, months[0].Num+1
-	cond := r.condition(&oldest, &newest)
-	var hidden []period
-	if err := db.NewRaw("SELECT num, SUM(n) AS n FROM event_counts WHERE "+cond.Text+" GROUP BY num", cond.Args...).Scan(ctx, &hidden); err != nil {
-		return err
+	for _, cond := range r.conditions(&oldest, &newest) {
+		var hidden []period
+		if err := db.NewRaw("SELECT num, SUM(n) AS n FROM event_counts WHERE "+cond.Text+" GROUP BY num", cond.Args...).Scan(ctx, &hidden); err != nil {
+			return err
+		}
+		if err := subtract(months, hidden); err != nil {
+			return err
+		}
 	}
-	return subtract(months, hidden)
+	return nil
 }
