@@ -153,7 +153,9 @@ Measures flagadmin end to end, over real HTTP, the way a deployer would:
       varied/month (a random calendar month), varied/offset (a random
       offset over the whole history), varied/projects (the project list as
       a random caller), varied/mixed (a random varied read, with one request
-      in 10 a lifecycle completion).
+      in 10 a lifecycle completion), varied/query (free text: a random
+      feature's name 7 times in 10, a user's name 2 in 10, else the rare
+      word of search/query).
     Then the fixed kinds, each repeating one request (filter values from
     worldgen's probes of known selectivity):
       search/none, search/feature, search/project, search/type-small,

@@ -72,7 +72,7 @@ func TestBenchMemorySmoke(t *testing.T) {
 	if err != nil {
 		t.Fatalf("bench: %v\n%s", err, stderr.String())
 	}
-	checkAnswered(t, r, 30)
+	checkAnswered(t, r, 31)
 	if r.Ceiling == nil || r.Ceiling.Requests == 0 || r.Ceiling.Errors != 0 {
 		t.Errorf("ceiling: %+v", r.Ceiling)
 	}
