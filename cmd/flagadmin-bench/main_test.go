@@ -94,7 +94,7 @@ func TestBenchMemorySmoke(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(saved.Kinds) != 30 || saved.Machine.NumCPU == 0 || saved.Database.System != "memory" || saved.Ceiling == nil {
+	if len(saved.Kinds) != 31 || saved.Machine.NumCPU == 0 || saved.Database.System != "memory" || saved.Ceiling == nil {
 		t.Errorf("JSON results incomplete: %d kinds, machine %+v, database %+v", len(saved.Kinds), saved.Machine, saved.Database)
 	}
 }

@@ -45,15 +45,16 @@ const (
 
 // rows are the rows of event_counts of one dim and scope with any of
 // the projects, values and nums given (each list one empty string or 0 when the
-// dim has none), every shard of each. A projectCond, when not empty,
-// selects the projects instead of projects.
+// dim has none), every shard of each. projectConds, when not empty,
+// select the projects instead of projects, each a part of them, read
+// apart (conditions).
 type rows struct {
-	dim         Dim
-	scope       Scope
-	projects    []string
+	dim          Dim
+	scope        Scope
+	projects     []string
 	projectConds []sqlq.Fragment
-	values      []string
-	nums        []int64
+	values       []string
+	nums         []int64
 }
 
 // SeekMinOffset is the smallest offset for which a page skips whole
