@@ -62,3 +62,14 @@ func AppendEventsBare(ctx context.Context, s *Store, events []flagadmin.Event) e
 		return err
 	})
 }
+
+// SetIDsPerBuild makes an index build by ids cover n ids at a time, until
+// the test ends.
+func SetIDsPerBuild(t interface{ Cleanup(func()) }, n int64) {
+	old := idsPerBuild
+	idsPerBuild = n
+	t.Cleanup(func() { idsPerBuild = old })
+}
+
+// AppendBatch is how many leaves the store appends per transaction.
+const AppendBatch = appendBatch

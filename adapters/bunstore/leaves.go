@@ -5,12 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"runtime"
 	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/uptrace/bun"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/flagadmin/flagadmin/adapters/bunstore/internal/dberr"
 	"github.com/flagadmin/flagadmin/adapters/bunstore/internal/sqlq"
@@ -362,19 +364,47 @@ func (s *Store) appendIn(ctx context.Context, tx bun.IDB, settled sqlq.Fragment)
 	if err := sel.Scan(ctx); err != nil {
 		return 0, err
 	}
-	leaves := make([]leafRow, len(rows))
-	for i, r := range rows {
-		e, err := r.Event()
-		if err != nil {
-			return 0, err
-		}
-		e.Salt = r.Salt
-		if leaves[i], err = leafOf(e); err != nil {
-			return 0, fmt.Errorf("event %d: %w", e.ID, err)
-		}
-		leaves[i].Index = size + int64(i)
+	leaves, err := leavesOf(rows, size)
+	if err != nil {
+		return 0, err
 	}
 	return len(leaves), s.insertLeaves(ctx, tx, leaves)
+}
+
+// parallelLeaves is the smallest batch whose leaves leavesOf computes on
+// every core.
+const parallelLeaves = 256
+
+// leavesOf returns the leaves of rows, the first at index size. A large
+// batch (a bulk load's, an appender's after a stop) is split over every
+// core: a leaf's hash (RFC 8785 of the event, then SHA-256) takes about
+// 40 µs, most of the time of appending a million leaves.
+func leavesOf(rows []stored.Event, size int64) ([]leafRow, error) {
+	leaves := make([]leafRow, len(rows))
+	compute := func(from, to int) error {
+		for i := from; i < to; i++ {
+			e, err := rows[i].Event()
+			if err != nil {
+				return err
+			}
+			e.Salt = rows[i].Salt
+			if leaves[i], err = leafOf(e); err != nil {
+				return fmt.Errorf("event %d: %w", e.ID, err)
+			}
+			leaves[i].Index = size + int64(i)
+		}
+		return nil
+	}
+	workers := runtime.GOMAXPROCS(0)
+	if len(rows) < parallelLeaves || workers == 1 {
+		return leaves, compute(0, len(rows))
+	}
+	var g errgroup.Group
+	per := (len(rows) + workers - 1) / workers
+	for from := 0; from < len(rows); from += per {
+		g.Go(func() error { return compute(from, min(from+per, len(rows))) })
+	}
+	return leaves, g.Wait()
 }
 
 // insertLeaves inserts leaves with their indexes, by multi-row INSERTs.

@@ -8,6 +8,7 @@ import (
 
 	"github.com/uptrace/bun"
 
+	"github.com/flagadmin/flagadmin/adapters/bunstore/internal/indexbuild"
 	"github.com/flagadmin/flagadmin/adapters/bunstore/internal/sqlq"
 	"github.com/flagadmin/flagadmin/flagadmin"
 )
@@ -133,7 +134,7 @@ func (s *Store) load(ctx context.Context, conn bun.Conn, tx bun.Tx, b *flagadmin
 	if err := s.record(ctx, t, ch); err != nil {
 		return err
 	}
-	rebuild, err := deferIndexes(ctx, tx, s.sqlDialect, s.loadStep)
+	rebuild, err := s.deferIndexes(ctx, tx)
 	if err != nil {
 		return err
 	}
@@ -162,15 +163,24 @@ func (s *Store) appendLoaded(ctx context.Context, tx bun.Tx) error {
 	if !keepLeaves {
 		return nil
 	}
-	done := s.loadStep("append the log's leaves")
+	const what = "append the log's leaves"
+	done := s.loadStep(what)
+	var of int64
+	err := tx.QueryRowContext(ctx, "SELECT COUNT(*) FROM events WHERE id > COALESCE((SELECT MAX(event_id) FROM log_leaves), 0)").Scan(&of)
+	if err != nil {
+		return err
+	}
+	var count int64
 	for {
 		n, err := s.appendIn(ctx, tx, sqlq.Fragment{})
 		if err != nil {
 			return err
 		}
+		count += int64(n)
 		if n < appendBatch {
 			break
 		}
+		s.loadCount(what, count, of)
 	}
 	done()
 	return nil
@@ -181,16 +191,15 @@ func (s *Store) appendLoaded(ctx context.Context, tx bun.Tx) error {
 // the function that builds them again over every loaded row: building an
 // index once is far cheaper than keeping it current row by row (the GIN
 // trigram indexes of PostgreSQL and SQLite's FTS5 table above all). The
-// dialect d reads the definitions from the catalog, so every index the
+// dialect reads the definitions from the catalog, so every index the
 // migrations made comes back as it was. PostgreSQL and SQLite change their
 // schema inside the transaction: a failed load leaves the indexes as they
 // were. MySQL commits schema changes at once, so it keeps its indexes.
 //
-// step is told of each index built (and of SQLite's full-text table filled):
-// what it calls once when the work starts returns what it calls when the
-// work is done.
-func deferIndexes(ctx context.Context, tx bun.Tx, d sqlDialect, step func(what string) (done func())) (func() error, error) {
-	drops, builds, err := d.DeferIndexes(ctx, tx)
+// WithLoadProgress is told of each index built (and of SQLite's full-text
+// table filled, as it goes).
+func (s *Store) deferIndexes(ctx context.Context, tx bun.Tx) (func() error, error) {
+	drops, builds, err := s.sqlDialect.DeferIndexes(ctx, tx)
 	if err != nil {
 		return nil, err
 	}
@@ -201,15 +210,49 @@ func deferIndexes(ctx context.Context, tx bun.Tx, d sqlDialect, step func(what s
 		for _, b := range builds {
 			done := func() {}
 			if b.What != "" {
-				done = step(b.What)
+				done = s.loadStep(b.What)
 			}
-			if _, err := tx.ExecContext(ctx, b.SQL); err != nil {
+			run := func() error { _, err := tx.ExecContext(ctx, b.SQL); return err }
+			if b.ByIDs {
+				run = func() error { return s.buildByIDs(ctx, tx, b) }
+			}
+			if err := run(); err != nil {
 				return err
 			}
 			done()
 		}
 		return nil
 	}, nil
+}
+
+// idsPerBuild is how many event ids a step of an index build by ids
+// covers at a time.
+var idsPerBuild int64 = 50_000
+
+// buildByIDs runs the step b over the events' ids, idsPerBuild at a
+// time, telling how many events it has covered after each.
+func (s *Store) buildByIDs(ctx context.Context, tx bun.Tx, b indexbuild.Step) error {
+	var first, last, of int64
+	if err := tx.QueryRowContext(ctx, "SELECT COALESCE(MIN(id), 0), COALESCE(MAX(id), 0), COUNT(*) FROM events").Scan(&first, &last, &of); err != nil {
+		return err
+	}
+	var count int64
+	for from := first - 1; from < last; from += idsPerBuild {
+		to := min(from+idsPerBuild, last)
+		res, err := tx.ExecContext(ctx, b.SQL, from, to)
+		if err != nil {
+			return err
+		}
+		n, err := res.RowsAffected()
+		if err != nil {
+			return err
+		}
+		count += n
+		if to < last {
+			s.loadCount(b.What, count, of)
+		}
+	}
+	return nil
 }
 
 // LoadStep is a step of Load after the rows are written, which can take
@@ -222,8 +265,13 @@ type LoadStep struct {
 	// full-text index events_text", "merge the full-text index
 	// events_text", "analyze the tables" (PostgreSQL), "commit".
 	What string
-	// Done is false when the step starts, true when it is done.
+	// Done is false when the step starts or tells how far it is, true when
+	// it is done.
 	Done bool
+	// Count of Of is how far a step that is not done is, when it tells
+	// (the events whose leaves are appended, those whose text is indexed);
+	// both 0 when it starts.
+	Count, Of int64
 	// Took is the time the step took, when Done.
 	Took time.Duration
 }
@@ -232,6 +280,14 @@ type LoadStep struct {
 // ends (see LoadStep), for a progress display; f runs on Load's goroutine.
 func WithLoadProgress(f func(LoadStep)) Option {
 	return func(o *options) { o.loadProgress = f }
+}
+
+// loadCount tells WithLoadProgress's function that the step what is
+// count of of done.
+func (s *Store) loadCount(what string, count, of int64) {
+	if s.loadProgress != nil {
+		s.loadProgress(LoadStep{What: what, Count: count, Of: of})
+	}
 }
 
 // loadStep tells WithLoadProgress's function that the step what starts, and

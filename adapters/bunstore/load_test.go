@@ -3,7 +3,9 @@ package bunstore_test
 import (
 	"context"
 	"errors"
+	"maps"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -93,4 +95,40 @@ func TestLoadAnalyzesOnPostgres(t *testing.T) {
 			t.Errorf("%s after a load of %d events: the planner counts %v rows and has statistics of %d columns", table, len(events), tuples, columns)
 		}
 	}
+}
+
+// A load tells how far its long steps are: the leaves appended, and on
+// SQLite the full-text index filled range by range, whose every range is
+// then searched (the last one partial).
+func TestLoadTellsProgress(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, url string) {
+		ctx := context.Background()
+		bunstore.SetIDsPerBuild(t, 5000)
+		counts := map[string][]int64{}
+		s := open(t, url, bunstore.WithLoadProgress(func(st bunstore.LoadStep) {
+			if !st.Done && st.Count > 0 {
+				if st.Of != 12_000 {
+					t.Errorf("%s: %d of %d, want of 12000", st.What, st.Count, st.Of)
+				}
+				counts[st.What] = append(counts[st.What], st.Count)
+			}
+		}))
+		events := bulkEvents(12_000)
+		for i := range events {
+			events[i].ID = int64(i + 1)
+		}
+		must(t, "Load", s.Load(ctx, &flagadmin.Batch{}, func(emit func([]flagadmin.Event) error) error { return emit(events) }))
+		want := map[string][]int64{"append the log's leaves": {bunstore.AppendBatch, 2 * bunstore.AppendBatch}}
+		if strings.HasPrefix(url, "sqlite") {
+			want["build the full-text index events_text"] = []int64{5000, 10_000}
+		}
+		if !maps.EqualFunc(counts, want, slices.Equal) {
+			t.Errorf("progress: got %v, want %v", counts, want)
+		}
+		page, err := s.SearchEvents(ctx, flagadmin.EventQuery{Text: "100%_done", Limit: 1})
+		must(t, "search the text of every event", err)
+		if page.Total != len(events) {
+			t.Errorf("text found in %d events, want %d", page.Total, len(events))
+		}
+	})
 }

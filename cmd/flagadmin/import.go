@@ -177,9 +177,12 @@ func (c *cli) importIntoDB(ctx context.Context, src *unleashimport.Source, cfg C
 	openCtx, cancel := context.WithTimeout(ctx, openTimeout)
 	defer cancel()
 	progress := bunstore.WithLoadProgress(func(st bunstore.LoadStep) {
-		if st.Done {
+		switch {
+		case st.Done:
 			fmt.Fprintf(c.stderr, "%s: %s\n", st.What, st.Took.Round(time.Millisecond))
-		} else {
+		case st.Count > 0:
+			fmt.Fprintf(c.stderr, "%s: %d of %d\n", st.What, st.Count, st.Of)
+		default:
 			fmt.Fprintf(c.stderr, "%s ...\n", st.What)
 		}
 	})

@@ -185,7 +185,7 @@ func (Dialect) DeferIndexes(ctx context.Context, tx bun.IDB) (drops []string, bu
 	}
 	if fill {
 		refill := TextRefill
-		builds = append(builds, indexbuild.Step{SQL: refill.Before}, indexbuild.Step{SQL: refill.Fill, What: "build the full-text index events_text"},
+		builds = append(builds, indexbuild.Step{SQL: refill.Before}, indexbuild.Step{SQL: refill.Fill, What: "build the full-text index events_text", ByIDs: true},
 			indexbuild.Step{SQL: refill.After}, indexbuild.Step{SQL: refill.Merge, What: "merge the full-text index events_text"})
 	}
 	return drops, builds, err
@@ -201,8 +201,9 @@ func (Dialect) QueryPrepared(ctx context.Context, db *bun.DB, stmt sqlq.Fragment
 }
 
 // TextRefill are the statements that fill events_text from the events,
-// for a bulk load that dropped its triggers: Fill, between Before and
-// After, then Merge. FTS5 flushes its pending terms to a new segment each
+// for a bulk load that dropped its triggers: Fill (over the events of a
+// range of ids, run range by range), between Before and After, then
+// Merge. FTS5 flushes its pending terms to a new segment each
 // time they pass hashsize (1 MiB by default), and merges segments as they
 // pile up: with 32 MiB (Before) the fill of a million events writes a
 // thirtieth of the segments and takes about half the time; After sets the
@@ -218,7 +219,7 @@ func (Dialect) QueryPrepared(ctx context.Context, db *bun.DB, stmt sqlq.Fragment
 // segments written since, small until they have grown to the index's size.
 var TextRefill = struct{ Before, Fill, After, Merge string }{
 	hashSize(32 << 20),
-	"INSERT INTO events_text (rowid, search_payload, search_meta) SELECT id, search_payload, search_meta FROM events",
+	"INSERT INTO events_text (rowid, search_payload, search_meta) SELECT id, search_payload, search_meta FROM events WHERE id > ? AND id <= ?",
 	hashSize(1 << 20),
 	"INSERT INTO events_text (events_text) VALUES ('optimize')",
 }
