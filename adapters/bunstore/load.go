@@ -142,7 +142,7 @@ func (s *Store) load(ctx context.Context, conn bun.Conn, tx bun.Tx, b *flagadmin
 		if len(batch) == 0 {
 			return nil
 		}
-		return s.record(ctx, t, &changes{events: batch, givenIDs: true, bulk: true})
+		return s.record(ctx, t, &changes{events: batch, givenIDs: true, bulk: true, leavesInTx: true})
 	}
 	if err := events(emit); err != nil {
 		return &callbackError{err}

@@ -93,6 +93,10 @@ type changes struct {
 	givenIDs bool
 	// bulk: many events; on PostgreSQL they are sent with COPY.
 	bulk bool
+	// leavesInTx: the writer appends the events' leaves in this
+	// transaction (Load), which fails for an event whose leaf cannot be
+	// computed, so they are not checked apart.
+	leavesInTx bool
 
 	// pruned are the events retention removed (prune.go): the summaries
 	// drop them.
@@ -125,7 +129,7 @@ func (s *Store) record(ctx context.Context, t *txn, ch *changes) error {
 		if err := saltEvents(ch.events); err != nil {
 			return err
 		}
-		if keepLeaves {
+		if keepLeaves && !ch.leavesInTx {
 			if err := checkLeaves(ch.events); err != nil {
 				return err
 			}

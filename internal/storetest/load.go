@@ -146,6 +146,14 @@ func RunLoad(t *testing.T, newStore func(t *testing.T) Loader) {
 			t.Fatalf("Load with ids out of order: got %v, want ErrConflict", err)
 		}
 		wantEmpty(t, s)
+		// An event whose leaf cannot be computed (data that is not JSON),
+		// in a later batch, is refused as invalid, and leaves nothing.
+		bad := events(1, 2, 3)
+		bad[1][0].Data = json.RawMessage(`{"n":`)
+		if err := s.Load(ctx, world(), emitAll(bad, nil)); !errors.Is(err, flagadmin.ErrValidation) {
+			t.Fatalf("Load with data that is not JSON: got %v, want ErrValidation", err)
+		}
+		wantEmpty(t, s)
 		// And the store takes a load afterwards.
 		wantNoError(t, "Load", s.Load(ctx, world(), emitAll(events(1, 2), nil)))
 	})
