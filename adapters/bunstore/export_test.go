@@ -63,12 +63,12 @@ func AppendEventsBare(ctx context.Context, s *Store, events []flagadmin.Event) e
 	})
 }
 
-// SetIDsPerBuild makes an index build by ids cover n ids at a time, until
-// the test ends.
-func SetIDsPerBuild(t interface{ Cleanup(func()) }, n int64) {
-	old := idsPerBuild
-	idsPerBuild = n
-	t.Cleanup(func() { idsPerBuild = old })
+// SetProgressEvery makes a load tell how far its long steps are every n
+// events, until the test ends.
+func SetProgressEvery(t interface{ Cleanup(func()) }, n int64) {
+	old := progressEvery
+	progressEvery = n
+	t.Cleanup(func() { progressEvery = old })
 }
 
 // AppendBatch is how many leaves the store appends per transaction.

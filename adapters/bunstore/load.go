@@ -10,6 +10,7 @@ import (
 
 	"github.com/flagadmin/flagadmin/adapters/bunstore/internal/indexbuild"
 	"github.com/flagadmin/flagadmin/adapters/bunstore/internal/sqlq"
+	"github.com/flagadmin/flagadmin/adapters/bunstore/internal/summary"
 	"github.com/flagadmin/flagadmin/flagadmin"
 )
 
@@ -142,11 +143,16 @@ func (s *Store) load(ctx context.Context, conn bun.Conn, tx bun.Tx, b *flagadmin
 		if len(batch) == 0 {
 			return nil
 		}
-		return s.record(ctx, t, &changes{events: batch, givenIDs: true, bulk: true, leavesInTx: true})
+		return s.record(ctx, t, &changes{events: batch, givenIDs: true, bulk: true, leavesInTx: true, countedAfter: true})
 	}
 	if err := events(emit); err != nil {
 		return &callbackError{err}
 	}
+	done := s.loadStep("count the events")
+	if err := s.summaries.Record(ctx, t, summary.Changes{Loaded: true}); err != nil {
+		return err
+	}
+	done()
 	if err := s.appendLoaded(ctx, tx); err != nil {
 		return err
 	}
@@ -176,11 +182,13 @@ func (s *Store) appendLoaded(ctx context.Context, tx bun.Tx) error {
 		if err != nil {
 			return err
 		}
+		if (count+int64(n))/progressEvery > count/progressEvery && n == appendBatch {
+			s.loadCount(what, count+int64(n), of)
+		}
 		count += int64(n)
 		if n < appendBatch {
 			break
 		}
-		s.loadCount(what, count, of)
 	}
 	done()
 	return nil
@@ -225,11 +233,12 @@ func (s *Store) deferIndexes(ctx context.Context, tx bun.Tx) (func() error, erro
 	}, nil
 }
 
-// idsPerBuild is how many event ids a step of an index build by ids
-// covers at a time.
-var idsPerBuild int64 = 50_000
+// progressEvery is how many events a long step of a load covers between
+// two reports of how far it is: an index build by ids covers that many
+// ids at a time, the leaves' append tells as it passes each multiple.
+var progressEvery int64 = 50_000
 
-// buildByIDs runs the step b over the events' ids, idsPerBuild at a
+// buildByIDs runs the step b over the events' ids, progressEvery at a
 // time, telling how many events it has covered after each.
 func (s *Store) buildByIDs(ctx context.Context, tx bun.Tx, b indexbuild.Step) error {
 	var first, last, of int64
@@ -237,8 +246,8 @@ func (s *Store) buildByIDs(ctx context.Context, tx bun.Tx, b indexbuild.Step) er
 		return err
 	}
 	var count int64
-	for from := first - 1; from < last; from += idsPerBuild {
-		to := min(from+idsPerBuild, last)
+	for from := first - 1; from < last; from += progressEvery {
+		to := min(from+progressEvery, last)
 		res, err := tx.ExecContext(ctx, b.SQL, from, to)
 		if err != nil {
 			return err

@@ -10,9 +10,11 @@ import (
 	"time"
 
 	"github.com/flagadmin/flagadmin/adapters/bunstore"
+	"github.com/flagadmin/flagadmin/adapters/memstore"
 	"github.com/flagadmin/flagadmin/flagadmin"
 	"github.com/flagadmin/flagadmin/internal/dbtest"
 	"github.com/flagadmin/flagadmin/internal/storetest"
+	"github.com/flagadmin/flagadmin/internal/worldgen"
 )
 
 func TestLoad(t *testing.T) {
@@ -103,7 +105,7 @@ func TestLoadAnalyzesOnPostgres(t *testing.T) {
 func TestLoadTellsProgress(t *testing.T) {
 	forEachEngine(t, func(t *testing.T, url string) {
 		ctx := context.Background()
-		bunstore.SetIDsPerBuild(t, 5000)
+		bunstore.SetProgressEvery(t, 5000)
 		counts := map[string][]int64{}
 		s := open(t, url, bunstore.WithLoadProgress(func(st bunstore.LoadStep) {
 			if !st.Done && st.Count > 0 {
@@ -129,6 +131,63 @@ func TestLoadTellsProgress(t *testing.T) {
 		must(t, "search the text of every event", err)
 		if page.Total != len(events) {
 			t.Errorf("text found in %d events, want %d", page.Total, len(events))
+		}
+	})
+}
+
+// A load counts its events once they are all written (event_counts,
+// computed from them at once): every search the counts serve agrees with
+// the reference store afterwards, for every caller, and at offsets that
+// skip months and days by their counts.
+func TestLoadCountsAgree(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, url string) {
+		ctx := context.Background()
+		w := worldgen.MustNew(worldgen.Config{Events: 3000, Projects: 10, Features: 120, Users: 30, Groups: 4, Seed: 5})
+		s := open(t, url)
+		mem := memstore.New()
+		var id int64
+		var all []flagadmin.Event
+		for b := range w.Events(500) {
+			for i := range b {
+				id++
+				b[i].ID = id
+			}
+			all = append(all, b...)
+		}
+		must(t, "Load", s.Load(ctx, w.Batch(), func(emit func([]flagadmin.Event) error) error {
+			for b := range slices.Chunk(all, 500) {
+				if err := emit(b); err != nil {
+					return err
+				}
+			}
+			return nil
+		}))
+		must(t, "Write the reference", mem.Write(ctx, w.Batch()))
+		must(t, "Write the reference's events", mem.Write(ctx, &flagadmin.Batch{Events: slices.Clone(all)}))
+		hidden := []string{w.Projects()[1].ID, w.Projects()[3].ID}
+		var queries []flagadmin.EventQuery
+		for _, p := range w.Probes() {
+			q := p.Query()
+			queries = append(queries, q)
+			q.HiddenProjects, q.RequireProject = hidden, true
+			queries = append(queries, q)
+		}
+		for _, offset := range []int{0, 1200, 2500} {
+			queries = append(queries, flagadmin.EventQuery{Limit: 5, Offset: offset}, flagadmin.EventQuery{Limit: 5, Offset: offset, HiddenProjects: hidden, RequireProject: true})
+		}
+		for _, q := range queries {
+			got, err := s.SearchEvents(ctx, q)
+			must(t, "search", err)
+			want, err := mem.SearchEvents(ctx, q)
+			must(t, "search the reference", err)
+			if got.Total != want.Total || len(got.Events) != len(want.Events) {
+				t.Fatalf("%+v: total %d, %d events; the reference %d, %d", q, got.Total, len(got.Events), want.Total, len(want.Events))
+			}
+			for i := range got.Events {
+				if got.Events[i].ID != want.Events[i].ID {
+					t.Fatalf("%+v: event %d is %d, the reference's %d", q, i, got.Events[i].ID, want.Events[i].ID)
+				}
+			}
 		}
 	})
 }

@@ -97,6 +97,9 @@ type changes struct {
 	// transaction (Load), which fails for an event whose leaf cannot be
 	// computed, so they are not checked apart.
 	leavesInTx bool
+	// countedAfter: the summaries are told of the events once they are all
+	// written (Load, summary.Changes.Loaded), not with each batch.
+	countedAfter bool
 
 	// pruned are the events retention removed (prune.go): the summaries
 	// drop them.

@@ -135,8 +135,12 @@ func (ch *changes) summarised() summary.Changes {
 	for i, u := range ch.updatedFeatures {
 		updated[i] = summary.FeatureUpdate{Old: u.old, New: u.new}
 	}
+	events := ch.events
+	if ch.countedAfter {
+		events = nil
+	}
 	return summary.Changes{
-		Events: ch.events, Pruned: ch.pruned, Bulk: ch.bulk,
+		Events: events, Pruned: ch.pruned, Bulk: ch.bulk,
 		NewProjects: ch.newProjects, AddedFeatures: ch.addedFeatures, UpdatedFeatures: updated,
 		MemberProjects: ch.memberProjects, MemberGroups: ch.memberGroups,
 		Refigured: ch.refigured, RefigureAll: ch.refigureAll,

@@ -32,6 +32,11 @@ type Changes struct {
 	// Bulk: many events from a writer that runs alone (a load, an
 	// import), which need not be spread over rows for concurrent writers.
 	Bulk bool
+	// Loaded: the transaction, a load's into an empty store, wrote every
+	// event the store holds, in batches whose Changes carried none of them;
+	// the summaries of events are computed from them at once, far cheaper
+	// than adding a million events batch by batch.
+	Loaded bool
 
 	// What changed in the base tables the project figures derive from.
 	NewProjects     []string            // projects created

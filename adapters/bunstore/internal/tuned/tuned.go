@@ -92,6 +92,9 @@ func (s *Summaries) Record(ctx context.Context, db bun.IDB, ch summary.Changes) 
 		if err := eventcounts.Remove(ctx, db, ch.Pruned); err != nil {
 			return err
 		}
+		if ch.Loaded {
+			return eventcounts.Rebuild(ctx, db)
+		}
 		return eventcounts.Add(ctx, db, ch.Events, !ch.Bulk)
 	}
 	return nil
