@@ -265,14 +265,16 @@ func (s *Store) buildByIDs(ctx context.Context, tx bun.Tx, b indexbuild.Step) er
 }
 
 // LoadStep is a step of Load after the rows are written, which can take
-// minutes for millions of events: the building of an index (PostgreSQL and
-// SQLite build the indexes of events once, after the rows), then the commit.
-// WithLoadProgress is told of each twice: when it starts, and when it is
-// done.
+// minutes for millions of events: counting the events, appending their
+// leaves, the building of an index (PostgreSQL and SQLite build the
+// indexes of events once, after the rows), then the commit.
+// WithLoadProgress is told of each when it starts and when it is done, and
+// of the long ones how far they are in between (Count of Of).
 type LoadStep struct {
-	// What is the step: "build index events_created_at_idx", "build the
-	// full-text index events_text", "merge the full-text index
-	// events_text", "analyze the tables" (PostgreSQL), "commit".
+	// What is the step: "count the events", "append the log's leaves",
+	// "build index events_created", "build the full-text index
+	// events_text", "merge the full-text index events_text" (SQLite),
+	// "analyze the tables" (PostgreSQL), "commit".
 	What string
 	// Done is false when the step starts or tells how far it is, true when
 	// it is done.
