@@ -99,17 +99,25 @@ func TestWithoutMigrateLeavesTheSchemaAlone(t *testing.T) {
 // tableExists asks the database whether it has a table name in the
 // store's schema, with the query every engine answers.
 func tableExists(s *bunstore.Store, name string) (bool, error) {
+	return catalogHas(s, name,
+		"SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name = ?",
+		"SELECT COUNT(*) FROM information_schema.tables WHERE table_schema = current_schema() AND table_name = ?",
+		"SELECT COUNT(*) FROM information_schema.tables WHERE table_schema = DATABASE() AND table_name = ?")
+}
+
+// catalogHas asks the store's database whether its catalog counts name,
+// with the query of its engine: SQLite's, PostgreSQL's or MySQL's.
+func catalogHas(s *bunstore.Store, name, sqlite, pg, mysql string) (bool, error) {
 	db := bunstore.DB(s)
-	var n int
-	var err error
+	query := mysql
 	switch db.Dialect().Name().String() {
 	case "sqlite":
-		err = db.QueryRow("SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name = ?", name).Scan(&n)
+		query = sqlite
 	case "pg":
-		err = db.QueryRow("SELECT COUNT(*) FROM information_schema.tables WHERE table_schema = current_schema() AND table_name = ?", name).Scan(&n)
-	default:
-		err = db.QueryRow("SELECT COUNT(*) FROM information_schema.tables WHERE table_schema = DATABASE() AND table_name = ?", name).Scan(&n)
+		query = pg
 	}
+	var n int
+	err := db.QueryRow(query, name).Scan(&n)
 	return n > 0, err
 }
 
@@ -298,16 +306,8 @@ func TestFeaturesStageIndex(t *testing.T) {
 // indexExists asks the database whether the store's schema has an index
 // name, as tableExists asks for a table.
 func indexExists(s *bunstore.Store, name string) (bool, error) {
-	db := bunstore.DB(s)
-	var n int
-	var err error
-	switch db.Dialect().Name().String() {
-	case "sqlite":
-		err = db.QueryRow("SELECT COUNT(*) FROM sqlite_master WHERE type = 'index' AND name = ?", name).Scan(&n)
-	case "pg":
-		err = db.QueryRow("SELECT COUNT(*) FROM pg_indexes WHERE schemaname = current_schema() AND indexname = ?", name).Scan(&n)
-	default:
-		err = db.QueryRow("SELECT COUNT(*) FROM information_schema.statistics WHERE table_schema = DATABASE() AND index_name = ?", name).Scan(&n)
-	}
-	return n > 0, err
+	return catalogHas(s, name,
+		"SELECT COUNT(*) FROM sqlite_master WHERE type = 'index' AND name = ?",
+		"SELECT COUNT(*) FROM pg_indexes WHERE schemaname = current_schema() AND indexname = ?",
+		"SELECT COUNT(*) FROM information_schema.statistics WHERE table_schema = DATABASE() AND index_name = ?")
 }
