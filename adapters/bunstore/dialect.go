@@ -148,7 +148,7 @@ type sqlDialect interface {
 	// QueryPrepared runs stmt, a statement whose text repeats with other
 	// values, on db: kept prepared by the connection where the database
 	// would otherwise plan it anew each time, at more cost than running it.
-	QueryPrepared(ctx context.Context, db *bun.DB, stmt sqlq.Fragment) (*sql.Rows, error)
+	QueryPrepared(ctx context.Context, db bun.IDB, stmt sqlq.Fragment) (*sql.Rows, error)
 }
 
 // eventInserter is the ability of a dialect whose INSERT does not return

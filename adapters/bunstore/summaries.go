@@ -71,10 +71,11 @@ type summaries interface {
 	// by id among those of where. It reports whether it did.
 	ReadExport(ctx context.Context, db *bun.DB, where sqlq.Fragment, limit int) ([]flagadmin.Event, bool, error)
 
-	// ProjectFigures returns the figures of the projects of q, by project
-	// id, read in the read transaction db from what the summaries keep,
-	// and whether they keep them: then every project has figures.
-	ProjectFigures(ctx context.Context, db bun.IDB, q flagadmin.ProjectStatsQuery) (map[string]summary.Figures, bool, error)
+	// ProjectFigures is the SQL of a table of the figures of every
+	// project of q read from what the summaries keep, with the columns
+	// project_id, features, stale, potentially_stale, members and
+	// last_seen_at, or the empty fragment when they keep none.
+	ProjectFigures(q flagadmin.ProjectStatsQuery) sqlq.Fragment
 	// NewestEvents is the SQL of a table (project, newest) of the
 	// creation time (Unix milliseconds) of the newest event of each
 	// project the summaries count, or "" when they count none.
@@ -117,9 +118,7 @@ func (plain) ReadExport(context.Context, *bun.DB, sqlq.Fragment, int) ([]flagadm
 }
 
 // ProjectFigures keeps none: the core computes them.
-func (plain) ProjectFigures(context.Context, bun.IDB, flagadmin.ProjectStatsQuery) (map[string]summary.Figures, bool, error) {
-	return nil, false, nil
-}
+func (plain) ProjectFigures(flagadmin.ProjectStatsQuery) sqlq.Fragment { return sqlq.Fragment{} }
 
 // NewestEvents counts none: the core looks each project's up.
 func (plain) NewestEvents() string { return "" }

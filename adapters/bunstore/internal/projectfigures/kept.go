@@ -94,40 +94,30 @@ func (r *row) fresh(c string) *int64 {
 	panic("projectfigures: unknown project_stats column " + c)
 }
 
-// Kept returns the figures of every project from project_stats:
-// PotentiallyStale is the fresh features of the cut-off types less those
-// created since their type's cut-off (read from features_fresh) when every
-// cut-off type has a fresh column, else counted from the features.
-func Kept(ctx context.Context, db bun.IDB, q flagadmin.ProjectStatsQuery) (map[string]summary.Figures, error) {
+// Kept is the SQL of a table of every project's figures read from
+// project_stats, with the columns project_id, features, stale,
+// potentially_stale, members and last_seen_at. Its potentially_stale is
+// the fresh features of the cut-off types less those created since their
+// type's cut-off (read from features_fresh) when every cut-off type has a
+// fresh column, else the potentially stale features counted from the
+// features.
+func Kept(q flagadmin.ProjectStatsQuery) sqlq.Fragment {
+	cols := "ps.project_id, ps.features, ps.stale, ? AS potentially_stale, ps.members, ps.last_seen_at FROM project_stats ps"
+	if len(q.PotentiallyStaleBefore) == 0 {
+		return sqlq.Fill("SELECT "+cols, sqlq.F("0"))
+	}
 	types := slices.Sorted(maps.Keys(q.PotentiallyStaleBefore))
 	fast := !slices.ContainsFunc(types, func(t flagadmin.FeatureType) bool { _, ok := FreshColumns[t]; return !ok })
-	fresh := "0"
-	if fast && len(types) > 0 {
-		cols := make([]string, len(types))
+	fresh := "COALESCE(r.n, 0)"
+	if fast {
+		terms := make([]string, len(types))
 		for i, t := range types {
-			cols[i] = FreshColumns[t]
+			terms[i] = FreshColumns[t]
 		}
-		fresh = strings.Join(cols, " + ")
+		fresh = strings.Join(terms, " + ") + " - " + fresh
 	}
-	rows, err := db.QueryContext(ctx, "SELECT project_id, features, stale, "+fresh+", members, last_seen_at FROM project_stats")
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	out := map[string]summary.Figures{}
-	for rows.Next() {
-		var id string
-		var f summary.Figures
-		if err := rows.Scan(&id, &f.Features, &f.Stale, &f.PotentiallyStale, &f.Members, &f.LastSeenAt); err != nil {
-			return nil, err
-		}
-		out[id] = f
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	rows.Close()
-	return out, summary.AddPotentiallyStale(ctx, db, q.PotentiallyStaleBefore, out, fast)
+	return sqlq.Fill("SELECT "+cols+" LEFT JOIN (?) r ON r.project = ps.project_id",
+		sqlq.F(fresh), summary.PotentiallyStaleCounts(q.PotentiallyStaleBefore, fast))
 }
 
 // Apply brings project_stats up to date with c, in the caller's write

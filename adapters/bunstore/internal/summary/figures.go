@@ -62,7 +62,7 @@ func ComputeFigures(ctx context.Context, db bun.IDB, q flagadmin.ProjectStatsQue
 		return nil, err
 	}
 	rows.Close()
-	if err := AddPotentiallyStale(ctx, db, q.PotentiallyStaleBefore, out, false); err != nil {
+	if err := AddPotentiallyStale(ctx, db, q.PotentiallyStaleBefore, out); err != nil {
 		return nil, err
 	}
 	members, err := CountMembers(ctx, db, nil)
@@ -74,25 +74,15 @@ func ComputeFigures(ctx context.Context, db bun.IDB, q flagadmin.ProjectStatsQue
 	return out, err
 }
 
-// AddPotentiallyStale counts the features that are not archived and not
-// stale, of the types of cutoffs, per project: created before their type's
-// cut-off, added to the figures' PotentiallyStale; or, with since, created
-// since then, taken off it (Kept's figures hold the fresh features of
-// each type, few of which are recent).
-func AddPotentiallyStale(ctx context.Context, db bun.IDB, cutoffs map[flagadmin.FeatureType]time.Time, out map[string]Figures, since bool) error {
+// AddPotentiallyStale adds to the figures' PotentiallyStale the
+// features of each project that are potentially stale under cutoffs (the
+// computed figures; PotentiallyStaleCounts).
+func AddPotentiallyStale(ctx context.Context, db bun.IDB, cutoffs map[flagadmin.FeatureType]time.Time, out map[string]Figures) error {
 	if len(cutoffs) == 0 {
 		return nil
 	}
-	op, sign := "<", int64(1)
-	if since {
-		op, sign = ">=", -1
-	}
-	terms := make([]sqlq.Fragment, 0, len(cutoffs))
-	for _, t := range slices.Sorted(maps.Keys(cutoffs)) {
-		terms = append(terms, sqlq.F("(type = ? AND created_at "+op+" ?)", string(t), stored.CeilMillis(cutoffs[t])))
-	}
-	cond := sqlq.Join(" OR ", terms...)
-	rs, err := db.QueryContext(ctx, "SELECT project, COUNT(*) FROM features WHERE archived_at IS NULL AND NOT stale AND ("+cond.Text+") GROUP BY project", cond.Args...)
+	counts := PotentiallyStaleCounts(cutoffs, false)
+	rs, err := db.QueryContext(ctx, counts.Text, counts.Args...)
 	if err != nil {
 		return err
 	}
@@ -104,11 +94,28 @@ func AddPotentiallyStale(ctx context.Context, db bun.IDB, cutoffs map[flagadmin.
 			return err
 		}
 		if f, ok := out[string(project)]; ok {
-			f.PotentiallyStale += sign * n
+			f.PotentiallyStale += n
 			out[string(project)] = f
 		}
 	}
 	return rs.Err()
+}
+
+// PotentiallyStaleCounts is the SQL of a table (project, n): per project,
+// its features that are not archived and not stale, of the types of
+// cutoffs (not empty), created before their type's cut-off (the
+// potentially stale ones) or, with since, at or after it (what the kept
+// figures take off the fresh features of those types).
+func PotentiallyStaleCounts(cutoffs map[flagadmin.FeatureType]time.Time, since bool) sqlq.Fragment {
+	op := "<"
+	if since {
+		op = ">="
+	}
+	terms := make([]sqlq.Fragment, 0, len(cutoffs))
+	for _, t := range slices.Sorted(maps.Keys(cutoffs)) {
+		terms = append(terms, sqlq.F("(type = ? AND created_at "+op+" ?)", string(t), stored.CeilMillis(cutoffs[t])))
+	}
+	return sqlq.Fill("SELECT project, COUNT(*) AS n FROM features WHERE archived_at IS NULL AND NOT stale AND (?) GROUP BY project", sqlq.Join(" OR ", terms...))
 }
 
 // CountMembers returns the member count of each project of part (every

@@ -51,7 +51,7 @@ type Database interface {
 	IntegerDivision() string
 	// QueryPrepared runs stmt on db, kept prepared where the database
 	// would otherwise plan it anew each time.
-	QueryPrepared(ctx context.Context, db *bun.DB, stmt sqlq.Fragment) (*sql.Rows, error)
+	QueryPrepared(ctx context.Context, db bun.IDB, stmt sqlq.Fragment) (*sql.Rows, error)
 }
 
 // Config says which speed-ups are on.
@@ -157,14 +157,13 @@ func (s *Summaries) ReadExport(ctx context.Context, db *bun.DB, where sqlq.Fragm
 	return events, true, err
 }
 
-// ProjectFigures returns the figures of q's projects read from
-// project_stats, when kept.
-func (s *Summaries) ProjectFigures(ctx context.Context, db bun.IDB, q flagadmin.ProjectStatsQuery) (map[string]summary.Figures, bool, error) {
+// ProjectFigures is the SQL of the figures of q's projects read from
+// project_stats (projectfigures.Kept), when kept.
+func (s *Summaries) ProjectFigures(q flagadmin.ProjectStatsQuery) sqlq.Fragment {
 	if !s.on.Figures {
-		return nil, false, nil
+		return sqlq.Fragment{}
 	}
-	figures, err := projectfigures.Kept(ctx, db, q)
-	return figures, true, err
+	return projectfigures.Kept(q)
 }
 
 // NewestEvents is eventcounts.NewestSQL when event_counts are kept.

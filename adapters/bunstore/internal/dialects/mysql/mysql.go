@@ -228,6 +228,6 @@ func (Dialect) DeferIndexes(context.Context, bun.IDB) ([]string, []indexbuild.St
 func (Dialect) AnalyzeLoaded(context.Context, bun.IDB, func(string) func()) error { return nil }
 
 // QueryPrepared runs stmt as bun writes it, its values in the text.
-func (Dialect) QueryPrepared(ctx context.Context, db *bun.DB, stmt sqlq.Fragment) (*sql.Rows, error) {
+func (Dialect) QueryPrepared(ctx context.Context, db bun.IDB, stmt sqlq.Fragment) (*sql.Rows, error) {
 	return db.QueryContext(ctx, stmt.Text, stmt.Args...)
 }

@@ -225,7 +225,16 @@ func (Dialect) AnalyzeLoaded(ctx context.Context, tx bun.IDB, step func(what str
 // QueryPrepared runs stmt with $n placeholders, which pgx keeps prepared
 // on the connection (pgx.QueryExecModeCacheStatement): its text then
 // depends only on its shape, and PostgreSQL plans it once for any values.
-func (Dialect) QueryPrepared(ctx context.Context, db *bun.DB, stmt sqlq.Fragment) (*sql.Rows, error) {
+// db is a *bun.DB or a bun.Tx: pgx must see the values, which bun's own
+// QueryContext would write into the text.
+func (Dialect) QueryPrepared(ctx context.Context, db bun.IDB, stmt sqlq.Fragment) (*sql.Rows, error) {
 	text, args := stmt.Dollar()
-	return db.DB.QueryContext(ctx, text, append([]any{pgx.QueryExecModeCacheStatement}, args...)...)
+	args = append([]any{pgx.QueryExecModeCacheStatement}, args...)
+	switch db := db.(type) {
+	case *bun.DB:
+		return db.DB.QueryContext(ctx, text, args...)
+	case bun.Tx:
+		return db.Tx.QueryContext(ctx, text, args...)
+	}
+	return nil, fmt.Errorf("postgres: QueryPrepared on a %T", db)
 }
