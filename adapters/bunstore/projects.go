@@ -147,7 +147,6 @@ func (s *Store) listedProjects(ctx context.Context, tx bun.Tx, q flagadmin.Proje
 	)
 	at := map[string]int{}
 	for rows.Next() {
-		p.ArchivedAt = nil
 		if err := rows.Scan(&p.ID, &p.Name, &p.Description, &p.Mode, &p.CreatedAt, &p.ArchivedAt, &lastEvent,
 			&counts[0], &counts[1], &counts[2], &counts[3], &lastSeen, &cleanup, &favored); err != nil {
 			return nil, nil, err
