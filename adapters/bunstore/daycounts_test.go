@@ -267,6 +267,28 @@ func TestDayCounts(t *testing.T) {
 			}
 		}
 		check("after recount")
+		// Counts that disagree with the events (a day's rows deleted, its
+		// hidden events still there) are an error, never a page read off
+		// wrong counts.
+		if _, err := bunstore.DB(store).ExecContext(ctx, "DELETE FROM event_counts WHERE dim = 5 AND num = ?", day.UnixMilli()/86_400_000); err != nil {
+			t.Fatal(err)
+		}
+		visible, err := mem.SearchEvents(ctx, flagadmin.EventQuery{HiddenProjects: []string{p1}, Limit: 1_000_000})
+		if err != nil {
+			t.Fatal(err)
+		}
+		inDay := slices.IndexFunc(visible.Events, func(e flagadmin.Event) bool { return e.CreatedAt.Before(day.Add(24 * time.Hour)) })
+		if inDay < 1000 {
+			t.Fatalf("the first event of %s is at offset %d, which is not skipped to by the counts", day.Format(time.DateOnly), inDay)
+		}
+		for _, q := range []flagadmin.EventQuery{
+			{From: at(cfg.Start.Truncate(24 * time.Hour)), Before: at(y10000), HiddenProjects: []string{p1}, Limit: 50, Offset: 1000},
+			{HiddenProjects: []string{p1}, Limit: 50, Offset: inDay},
+		} {
+			if page, err := store.SearchEvents(ctx, q); err == nil {
+				t.Errorf("without the day rows of %s: %s: total %d, want an error", day.Format(time.DateOnly), describe(q), page.Total)
+			}
+		}
 	})
 }
 

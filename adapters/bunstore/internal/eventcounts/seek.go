@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"github.com/uptrace/bun"
+	"github.com/uptrace/bun/dialect"
 
 	"github.com/flagadmin/flagadmin/adapters/bunstore/internal/sqlq"
 	"github.com/flagadmin/flagadmin/adapters/bunstore/internal/summary"
@@ -18,22 +19,29 @@ type period struct {
 	N   int64 `bun:"n"`
 }
 
+// counted is a period as periodsLess reads it: with the number of its
+// counted rows (Rows, none when only hidden events fell in it) and the
+// statement's extra value (Extra).
+type counted struct {
+	period
+	Rows  int64 `bun:"c"`
+	Extra int64 `bun:"extra"`
+}
+
 // Seek reads the counted rows of a plan that Seeks and returns where the
 // page of its query starts, reading in the caller's read transaction.
 //
 // Without dates, whole months are skipped first by their month rows
-// (monthSeek). With dates, the range's day rows are read, and the events
-// of hidden projects in the range are counted per day from the
-// events_project index and taken off their days.
+// (monthSeek). With dates, the range's day rows are read less the events
+// of hidden projects in the range, counted per day from the
+// events_project index, in one statement.
 func (p Plan) Seek(ctx context.Context, db bun.IDB) (summary.Start, error) {
 	if p.from == nil && p.before == nil {
 		return p.monthSeek(ctx, db)
 	}
-	days, err := readPeriods(ctx, db, DimDay, p.noProject, p.from, p.before)
+	days, _, err := periodsLess(ctx, db, periodsSQL(DimDay, p.noProject, p.from, p.before), sqlq.Fragment{},
+		hiddenDays(db.Dialect().Name(), p.hiddenEvents()))
 	if err != nil {
-		return summary.Start{}, err
-	}
-	if err := p.takeHiddenDays(ctx, db, p.hiddenEvents(), days); err != nil {
 		return summary.Start{}, err
 	}
 	var total int64
@@ -48,11 +56,11 @@ func (p Plan) Seek(ctx context.Context, db bun.IDB) (summary.Start, error) {
 	return start, nil
 }
 
-// readPeriods returns the rows of dim (DimDay or DimMonth) of every event,
-// less those without a project when noProject is set, whose num is from
-// from (inclusive) to before (exclusive), nil for no bound, summed per
-// num over the shards, newest first.
-func readPeriods(ctx context.Context, db bun.IDB, dim Dim, noProject bool, from, before *int64) ([]period, error) {
+// periodsSQL is the statement of the rows of dim (DimDay or DimMonth) of
+// every event, less those without a project when noProject is set, whose
+// num is from from (inclusive) to before (exclusive), nil for no bound,
+// summed per num over the shards: its columns are num and n.
+func periodsSQL(dim Dim, noProject bool, from, before *int64) sqlq.Fragment {
 	all := one(dim, ScopeAll)
 	all.nums = nil
 	cond := all.conditions(from, before)[0]
@@ -63,10 +71,55 @@ func readPeriods(ctx context.Context, db bun.IDB, dim Dim, noProject bool, from,
 		cond = sqlq.Join(" OR ", cond.Wrap("(", ")"), none.conditions(from, before)[0].Wrap("(", ")"))
 		sign = fmt.Sprintf("CASE WHEN scope = %d THEN -n ELSE n END", ScopeNoProject)
 	}
-	var out []period
-	err := db.NewRaw("SELECT num, SUM("+sign+") AS n FROM event_counts WHERE "+cond.Text+" GROUP BY num", cond.Args...).Scan(ctx, &out)
+	return cond.Wrap("SELECT num, SUM("+sign+") AS n FROM event_counts WHERE ", " GROUP BY num")
+}
+
+// periodsLess reads in one statement the periods of rows (a statement of
+// num and n: periodsSQL), less the hidden events of each statement of
+// hidden (num and n likewise), newest first, and the value of extra, a
+// scalar SQL expression (0 when empty or when there is no period). A
+// period with hidden events but no row of rows is an error: the counts
+// and the events disagree.
+//
+// One statement instead of one per part: each part keeps the plan of its
+// own (a union of subqueries, not an OR), and the round trips, which cost
+// about as much as the reads themselves, are saved.
+func periodsLess(ctx context.Context, db bun.IDB, rows, extra sqlq.Fragment, hidden []sqlq.Fragment) ([]period, int64, error) {
+	parts := []sqlq.Fragment{rows.Wrap("SELECT num, n, 1 AS c FROM (", ") AS k")}
+	for i, h := range hidden {
+		parts = append(parts, h.Wrap("SELECT num, -n, 0 FROM (", fmt.Sprintf(") AS h%d", i)))
+	}
+	if extra.Empty() {
+		extra = sqlq.F("0")
+	}
+	q := sqlq.Join(" FROM (", extra.Wrap("SELECT num, SUM(n) AS n, SUM(c) AS c, ", " AS extra"), sqlq.Join(" UNION ALL ", parts...))
+	q = sqlq.Join(") AS t ", q, sqlq.F("GROUP BY num"))
+	var read []counted
+	if err := db.NewRaw(q.Text, q.Args...).Scan(ctx, &read); err != nil {
+		return nil, 0, err
+	}
+	out := make([]period, len(read))
+	var x int64
+	for i, r := range read {
+		if r.Rows == 0 {
+			return nil, 0, fmt.Errorf("event_counts: %d hidden events in period %d, which has no row", -r.N, r.Num)
+		}
+		out[i], x = r.period, r.Extra
+	}
 	slices.SortFunc(out, func(a, b period) int { return cmp.Compare(b.Num, a.Num) })
-	return out, err
+	return out, x, nil
+}
+
+// hiddenDays are the statements that count per day the events that each
+// of conds selects (conditions on events, each selecting a part of the
+// hidden projects' events: hiddenEvents), from the events_project index.
+func hiddenDays(d dialect.Name, conds []sqlq.Fragment) []sqlq.Fragment {
+	day := daySQL(d)
+	out := make([]sqlq.Fragment, len(conds))
+	for i, cond := range conds {
+		out[i] = cond.Wrap("SELECT "+day+" AS num, COUNT(*) AS n FROM events WHERE ", " GROUP BY "+day)
+	}
+	return out
 }
 
 // seekDays skips the newest of days (newest first) while they hold no more
@@ -84,62 +137,29 @@ func seekDays(days []period, offset int) (before int64, hasBefore bool, rest int
 	return before, hasBefore, offset - int(newer)
 }
 
-// takeHiddenDays counts the events of the hidden projects that meet conds
-// (conditions on events, each selecting a part of them: hiddenEvents) per
-// day, from the events_project index, and takes them off days.
-func (p Plan) takeHiddenDays(ctx context.Context, db bun.IDB, conds []sqlq.Fragment, days []period) error {
-	day := daySQL(db.Dialect().Name())
-	for _, cond := range conds {
-		var hidden []period
-		err := db.NewRaw("SELECT "+day+" AS num, COUNT(*) AS n FROM events WHERE "+cond.Text+" GROUP BY "+day, cond.Args...).Scan(ctx, &hidden)
-		if err != nil {
-			return err
-		}
-		if err := subtract(days, hidden); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// subtract takes the counts of less off those of the same num in ps.
-func subtract(ps, less []period) error {
-	at := make(map[int64]int, len(ps))
-	for i, x := range ps {
-		at[x.Num] = i
-	}
-	for _, l := range less {
-		i, ok := at[l.Num]
-		if !ok {
-			return fmt.Errorf("event_counts: %d hidden events in period %d, which has no row", l.N, l.Num)
-		}
-		ps[i].N -= l.N
-	}
-	return nil
-}
-
 // monthSeek is Seek without dates. The month rows (a few dozen per year,
 // less the months of events without a project for callers who see only
 // events with one), less the hidden projects' events per month (their
 // month rows), skip whole months; then the day rows of the one month that
 // holds the offset's event, less its hidden events per day (from the
 // events_project index), skip whole days. A month's row is the sum of its
-// days' (every write adds to both), so the two agree.
+// days' (every write adds to both), so the two agree. Three statements
+// (one without hidden projects): the months with the total of the hidden
+// events, the hidden months, the days less their hidden events.
 func (p Plan) monthSeek(ctx context.Context, db bun.IDB) (summary.Start, error) {
-	months, err := readPeriods(ctx, db, DimMonth, p.noProject, nil, nil)
-	if err != nil {
-		return summary.Start{}, err
-	}
-	var all, hiddenAll int64
-	for _, m := range months {
-		all += m.N
-	}
+	var hiddenSum sqlq.Fragment
 	if len(p.hidden) > 0 {
 		r := one(DimEvents, ScopeProject)
 		r.projects, r.projectConds = p.hidden, p.hiddenKeys
-		if err := db.NewRaw("SELECT ?", sum([]rows{r})).Scan(ctx, &hiddenAll); err != nil {
-			return summary.Start{}, err
-		}
+		hiddenSum = sum([]rows{r})
+	}
+	months, hiddenAll, err := periodsLess(ctx, db, periodsSQL(DimMonth, p.noProject, nil, nil), hiddenSum, nil)
+	if err != nil {
+		return summary.Start{}, err
+	}
+	var all int64
+	for _, m := range months {
+		all += m.N
 	}
 	start := summary.Start{Total: int(all - hiddenAll)}
 	if p.q.Offset >= start.Total {
@@ -152,15 +172,13 @@ func (p Plan) monthSeek(ctx context.Context, db bun.IDB) (summary.Start, error) 
 	// The days of the target month, less their hidden events.
 	m := months[target].Num
 	first, next := monthStart(m), monthStart(m+1)
-	days, err := readPeriods(ctx, db, DimDay, p.noProject, &first, &next)
-	if err != nil {
-		return summary.Start{}, err
-	}
 	conds := make([]sqlq.Fragment, len(p.hiddenKeys))
 	for i, keys := range p.hiddenKeys {
 		conds[i] = sqlq.And(keys, sqlq.F("created_at >= ? AND created_at < ?", first*msPerDay, next*msPerDay))
 	}
-	if err := p.takeHiddenDays(ctx, db, conds, days); err != nil {
+	days, _, err := periodsLess(ctx, db, periodsSQL(DimDay, p.noProject, &first, &next), sqlq.Fragment{},
+		hiddenDays(db.Dialect().Name(), conds))
+	if err != nil {
 		return summary.Start{}, err
 	}
 	start.Before, start.HasBefore = next*msPerDay, true
@@ -239,7 +257,8 @@ func hiddenWindow(months []period, hiddenAll, offset, total int64) (from, to int
 }
 
 // takeHiddenMonths takes the events of the hidden projects off months (a
-// run of consecutive rows, newest first), by their month rows.
+// run of consecutive rows, newest first), by their month rows, read in one
+// statement (a union of the parts of hiddenKeys).
 func (p Plan) takeHiddenMonths(ctx context.Context, db bun.IDB, months []period) error {
 	if len(months) == 0 {
 		return nil
@@ -247,14 +266,30 @@ func (p Plan) takeHiddenMonths(ctx context.Context, db bun.IDB, months []period)
 	r := one(DimMonth, ScopeProject)
 	r.projects, r.projectConds, r.nums = p.hidden, p.hiddenKeys, nil
 	oldest, newest := months[len(months)-1].Num, months[0].Num+1
-	for _, cond := range r.conditions(&oldest, &newest) {
-		var hidden []period
-		if err := db.NewRaw("SELECT num, SUM(n) AS n FROM event_counts WHERE "+cond.Text+" GROUP BY num", cond.Args...).Scan(ctx, &hidden); err != nil {
-			return err
+	parts := r.conditions(&oldest, &newest)
+	for i, cond := range parts {
+		parts[i] = cond.Wrap("SELECT num, n FROM event_counts WHERE ", "")
+	}
+	q := sqlq.Join(" UNION ALL ", parts...).Wrap("SELECT num, SUM(n) AS n FROM (", ") AS h GROUP BY num")
+	var hidden []period
+	if err := db.NewRaw(q.Text, q.Args...).Scan(ctx, &hidden); err != nil {
+		return err
+	}
+	return subtract(months, hidden)
+}
+
+// subtract takes the counts of less off those of the same num in ps.
+func subtract(ps, less []period) error {
+	at := make(map[int64]int, len(ps))
+	for i, x := range ps {
+		at[x.Num] = i
+	}
+	for _, l := range less {
+		i, ok := at[l.Num]
+		if !ok {
+			return fmt.Errorf("event_counts: %d hidden events in period %d, which has no row", l.N, l.Num)
 		}
-		if err := subtract(months, hidden); err != nil {
-			return err
-		}
+		ps[i].N -= l.N
 	}
 	return nil
 }
