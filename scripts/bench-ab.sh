@@ -4,9 +4,11 @@
 # tree (AFTER), each with its own copy of the world, run in turns on one
 # machine in one session, with the server's result cache on and then off:
 #
-#   before (cache on), after (cache on), before (cache off), after (cache off)
+#   before (cache on), after (cache on), after (cache off), before (cache off)
 #
-# so that drift of a shared machine affects both alike. Each run prints its
+# so that drift of a shared machine affects both alike: each pair is
+# adjacent, and the version that runs second in the first pair runs first
+# in the second. Each run prints its
 # table (requests/s, latency percentiles, share of the bare net/http ceiling
 # measured in the same run); then flagadmin-bench compare prints AFTER
 # relative to BEFORE kind by kind, for each cache setting.
@@ -86,8 +88,8 @@ run() {
 
 run before cached
 run after cached
-run before uncached --result-cache-size 0
 run after uncached --result-cache-size 0
+run before uncached --result-cache-size 0
 
 for c in cached uncached; do
 	echo
