@@ -270,7 +270,8 @@ func TestDayCounts(t *testing.T) {
 		// Counts that disagree with the events (a day's rows deleted, its
 		// hidden events still there) are an error, never a page read off
 		// wrong counts.
-		if _, err := bunstore.DB(store).ExecContext(ctx, "DELETE FROM event_counts WHERE dim = 5 AND num = ?", day.UnixMilli()/86_400_000); err != nil {
+		if _, err := bunstore.DB(store).ExecContext(ctx, "DELETE FROM event_counts WHERE dim = ? AND num = ?",
+			slices.Index(countDims, "day"), day.UnixMilli()/(24*time.Hour).Milliseconds()); err != nil {
 			t.Fatal(err)
 		}
 		visible, err := mem.SearchEvents(ctx, flagadmin.EventQuery{HiddenProjects: []string{p1}, Limit: 1_000_000})
