@@ -50,6 +50,9 @@ type database struct {
 	Persistent bool
 	// name is the database name (postgres, mysql) or the file path (sqlite).
 	name string
+	// template, when set, is the database a missing postgres database is
+	// created as a copy of (--world-from).
+	template string
 	// openSelf and openServer return handles on the database itself and on
 	// its server's maintenance database (postgres, mysql).
 	openSelf, openServer func() (*sql.DB, error)
@@ -122,7 +125,8 @@ func openStore(ctx context.Context, dbURL string) (flagadmin.Store, func() error
 }
 
 // ensureExists creates the database when its server does not have it yet
-// (postgres, mysql), and the directory of a SQLite file.
+// (postgres, mysql; on postgres as a copy of d.template when set), and the
+// directory of a SQLite file.
 func (d *database) ensureExists(ctx context.Context) error {
 	switch d.System {
 	case "sqlite":
@@ -138,7 +142,11 @@ func (d *database) ensureExists(ctx context.Context) error {
 		if err == nil || !errors.As(err, &pgErr) || pgErr.Code != "3D000" { // invalid_catalog_name
 			return err
 		}
-		return d.onServer(ctx, "CREATE DATABASE "+pgx.Identifier{d.name}.Sanitize())
+		create := "CREATE DATABASE " + pgx.Identifier{d.name}.Sanitize()
+		if d.template != "" {
+			create += " TEMPLATE " + pgx.Identifier{d.template}.Sanitize()
+		}
+		return d.onServer(ctx, create)
 	case "mysql":
 		return d.onServer(ctx, "CREATE DATABASE IF NOT EXISTS `"+strings.ReplaceAll(d.name, "`", "``")+"`")
 	}

@@ -85,7 +85,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 
 // options are the flags of a benchmark run.
 type options struct {
-	DB                         string
+	DB, WorldFrom              string
 	Events, Projects, Features int
 	Seed                       uint64
 	Rebuild, BuildOnly         bool
@@ -124,7 +124,9 @@ Measures flagadmin end to end, over real HTTP, the way a deployer would:
     if its schema then still differs from a fresh database's); an empty
     one is loaded; one holding anything else is
     left alone unless --rebuild. PostgreSQL and MySQL databases are created
-    when missing.
+    when missing: on PostgreSQL as a copy of --world-from when given (a
+    copy of a database that holds the world, seconds instead of minutes;
+    one that holds another world is loaded again as above).
  2. Starts the server on a fresh copy of that database (PostgreSQL:
     CREATE DATABASE ... TEMPLATE, SQLite: a copy of the file; dropped
     afterwards), so the run's writes never change the world and every run
@@ -205,6 +207,7 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	fs.IntVar(&o.Features, "features", worldgen.DefaultFeatures, "features in the world")
 	fs.Uint64Var(&o.Seed, "seed", worldgen.DefaultSeed, "world seed")
 	fs.BoolVar(&o.Rebuild, "rebuild", false, "drop the database of --db (all of it) and load the world again")
+	fs.StringVar(&o.WorldFrom, "world-from", "", "PostgreSQL: create a missing --db as a copy of this `database` on the same server (CREATE DATABASE ... TEMPLATE), which then counts as --db's own content")
 	fs.BoolVar(&o.BuildOnly, "build-only", false, "load (or check) the world, print the admin token, and exit")
 	fs.StringVar(&o.URL, "url", "", "benchmark the server at this base `URL` (http://host:port) instead of starting one; --db is not used")
 	fs.StringVar(&o.Token, "token", "", "Authorization value sent with every request (default: the world's first admin token, which a server built by this tool holds)")
@@ -334,6 +337,10 @@ func bench(ctx context.Context, o options, stdout, stderr io.Writer) (*results, 
 		if err != nil {
 			return nil, err
 		}
+		if o.WorldFrom != "" && d.System != "postgres" {
+			return nil, fmt.Errorf("--world-from copies PostgreSQL databases; --db is %s", d.System)
+		}
+		d.template = o.WorldFrom
 		store, closeStore, info, err := prepareWorld(ctx, d, w, o.Rebuild, stderr)
 		if err != nil {
 			return nil, err
