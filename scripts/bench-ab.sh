@@ -28,6 +28,11 @@
 #                                 _noleaves) and flagadmin_bench_ab_after there, loaded when
 #                                 missing (minutes)
 #                                 and migrated in place by each version's own migrations
+#   WORLD_FROM                    a database on that server holding the world (such as
+#                                 one flagadmin-bench --db loaded): a missing world database
+#                                 is created as a copy of it (--world-from: seconds, where
+#                                 a load takes minutes); checked and migrated as any other
+#                                 (a BEFORE whose load tool lacks --world-from loads its own)
 #   EVENTS                        events in the world (default 1000000)
 #   CONNECTIONS                   default 16
 #   DURATION, WARMUP              per kind, default 8s and 2s
@@ -44,6 +49,7 @@ CONNECTIONS="${CONNECTIONS:-16}"
 DURATION="${DURATION:-8s}"
 WARMUP="${WARMUP:-2s}"
 KINDS="${KINDS:-varied/,search/,deprecated/,projects,lifecycle/,mixed/}"
+WORLD_FROM="${WORLD_FROM:-}"
 RESULTS="${RESULTS:-bench-results}"
 OUT="$RESULTS/ab-$(date -u +%Y%m%dT%H%M%SZ)"
 mkdir -p "$OUT"
@@ -79,6 +85,11 @@ run() {
 	local version="$1" name="$1-$2" world="$1"
 	[ "$version" = before ] && world="$world_before"
 	shift 2
+	if [ -n "$WORLD_FROM" ]; then
+		case "$("$tmp/bench-$version" --help 2>&1 || true)" in
+		*--world-from*) set -- --world-from "$WORLD_FROM" "$@" ;;
+		esac
+	fi
 	echo
 	echo "== $name"
 	"$tmp/bench-$version" --db "$(with_db "$PG_DSN" "flagadmin_bench_ab_$world")" --events "$EVENTS" \
