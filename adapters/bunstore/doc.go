@@ -115,12 +115,19 @@
 // texts, one pass reading the page's ids with the count of all matches
 // (COUNT(*) OVER ()):
 //
-//   - PostgreSQL: LIKE '%…%' ESCAPE '!' with !, % and _ of the query
-//     escaped, on search_payload (query-string search) or on search_payload
-//     OR search_meta (deprecated search), each served by its own pg_trgm GIN
-//     index (a bitmap scan whose candidates are rechecked by the LIKE). When
-//     the pg_trgm extension cannot be created (the role may not), Migrate
-//     logs it once and the store works without the indexes.
+//   - PostgreSQL: a query of 3 or more characters without a delimiter
+//     (a JSON structural character, a double quote or white space) is
+//     read from the token index (internal/textindex): the tokens that
+//     contain it, found in search_tokens by its pg_trgm index, then the
+//     events that hold one, by a GIN index of each text's tokens, each
+//     candidate checked by strpos. Other queries, and the plain store,
+//     use LIKE '%…%' ESCAPE '!' with !, % and _ of the query escaped, on
+//     search_payload (query-string search) or on search_payload OR
+//     search_meta (deprecated search), each served by its own pg_trgm GIN
+//     index (a bitmap scan whose candidates are rechecked by the LIKE).
+//     When the pg_trgm extension cannot be created (the role may not),
+//     Migrate logs it once and the store works without those indexes
+//     (search_tokens is then scanned).
 //   - MySQL/MariaDB: the same LIKE, on columns with a binary collation
 //     (utf8mb4_0900_bin, utf8mb4_nopad_bin or utf8mb4_bin), so matching is
 //     byte-exact: case-sensitive on the already lower-cased text and never

@@ -50,6 +50,9 @@ func newMigrations(d sqlDialect, sums summaries, o migrateOptions) *migrate.Migr
 	add("20261203090000", "index the features by lifecycle stage and project (the project list's cleanup counts)", func(ctx context.Context, db *bun.DB) error {
 		return createIndex(ctx, d, db, "features_stage", "features (lifecycle_stage, project)")
 	})
+	add("20261204090000", "index the search texts by token, where the database has such an index (free-text search on PostgreSQL)", func(ctx context.Context, db *bun.DB) error {
+		return d.TokenIndex(ctx, db)
+	})
 	return ms
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -21,6 +22,20 @@ var textNotes = []string{
 	"ZÜRICH Straße", "ærø", "İstanbul", "日本語テキスト", "emoji 🚀 launch", "e\u0301clair",
 	"rep\ufffdlacement", "non\uffffchar", "non\ufffechar", "and OR not NEAR(a b)", `col:"x" {a b}`,
 	"ab", "xy", "a", "vandelay-industries", "abcabcabd",
+	// Tokens (runs without a JSON structural character, quote or space) of
+	// 256 and 257 characters, and one longer than an index entry may be:
+	// PostgreSQL's token index keeps those over 256 characters apart.
+	strings.Repeat("a", 255) + "q", strings.Repeat("b", 256) + "r", noise(3000) + "needle" + noise(20),
+}
+
+// noise is n characters of hexadecimal that compress poorly, the same on
+// every run: a long token stays long in an index entry.
+func noise(n int) string {
+	var b strings.Builder
+	for i := uint32(1); b.Len() < n; i++ {
+		fmt.Fprintf(&b, "%08x", i*2654435761)
+	}
+	return b.String()[:n]
 }
 
 // textEvents are events with each note in their data, and creators with
@@ -54,6 +69,8 @@ var textQueries = []string{
 	"ab", "a", "b", "xy", "abcabd", "cabd", "abcabcabd", "café", "café & crème", `"quoted"`, `a\\b`, `x\ny`, `\u0000`,
 	"o'brien", "the \\ admin", "æble", "100%_!", "feature-updated", "feature-created", "user-1", "\n", "pre 🚀",
 	"ta[g]*?", `"simple"`, "vandelay", "zz-no-such-text", "updated\nuser", "note\":\"100%",
+	"aaq", strings.Repeat("a", 255) + "q", "bbr", strings.Repeat("b", 256) + "r", "needle", noise(3000)[2990:] + "needle" + noise(3),
+	noise(40), "needle-not-there",
 }
 
 // TestTextSearchAgreesWithMemstore checks every free-text query of

@@ -30,9 +30,12 @@ const (
 	// total, ids and rows in one read-only transaction, read through
 	// database/sql as on the other databases.
 	PageStatements Tuning = "page-statements"
-	// TextIndex answers free-text queries on SQLite from the events_text
-	// FTS5 index (internal/textindex). Off, they scan the search texts.
-	// (PostgreSQL's trigram indexes serve its scans by themselves.)
+	// TextIndex answers free-text queries from an index of the search
+	// texts (internal/textindex): on SQLite the events_text FTS5 index, on
+	// PostgreSQL the token index (the texts' tokens, for queries without
+	// a JSON structural character, double quote or space). Off, they
+	// match the texts by LIKE: a scan, or on PostgreSQL the texts' trigram
+	// indexes. Both indexes are kept whether it is on or off.
 	TextIndex Tuning = "text-index"
 	// ProofReads reads what a proof of the verifiable log needs (the log's
 	// size, the event's leaf with the check that the caller may see it,

@@ -1,14 +1,23 @@
-// Package textindex reads free-text event queries on SQLite from
-// events_text, a speed-up (bunstore.TextIndex) over scanning the search
-// texts: events_text is a contentless FTS5 table with the trigram
-// tokenizer and full detail over both texts (the baseline schema creates
-// it and the triggers that keep it; the SQLite dialect fills it again
-// after a bulk load), which answers a substring query of 3 or more
-// characters exactly from the index (Match), without reading the events.
+// Package textindex reads free-text event queries from an index of the
+// search texts, a speed-up (bunstore.TextIndex) over scanning them or, on
+// PostgreSQL, over their trigram indexes:
 //
-// The other databases have no such query: PostgreSQL's pg_trgm indexes
-// (made by its dialect after the migrations) serve the store's LIKE
-// filters by themselves, and MySQL/MariaDB has no substring index.
+//   - on SQLite (Match), from events_text, a contentless FTS5 table with
+//     the trigram tokenizer and full detail over both texts (the baseline
+//     schema creates it and the triggers that keep it; the SQLite dialect
+//     fills it again after a bulk load), which answers a substring query
+//     of 3 or more characters exactly from the index, without reading the
+//     events;
+//   - on PostgreSQL (Tokens), from the token index its dialect makes in a
+//     migration: search_tokens, every token of the texts
+//     (stored.SearchTokenPattern), and a GIN index of each text's tokens.
+//     A query of 3 or more characters without a delimiter is found in the
+//     few tokens that contain it, then in the events that hold one of
+//     them; the trigram index of the texts, which PostgreSQL's LIKE uses
+//     otherwise, reads and intersects the events of every trigram of the
+//     query, many of them frequent.
+//
+// MySQL/MariaDB has no substring index.
 package textindex
 
 import (
@@ -16,6 +25,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/flagadmin/flagadmin/adapters/bunstore/internal/sqlq"
+	"github.com/flagadmin/flagadmin/adapters/bunstore/internal/stored"
 	"github.com/flagadmin/flagadmin/flagadmin"
 )
 
@@ -40,9 +50,34 @@ func Match(text string, scope flagadmin.TextScope) (sqlq.Fragment, bool) {
 	return sqlq.F("id IN (SELECT rowid FROM events_text WHERE events_text MATCH ?)", phrase), true
 }
 
-// usable reports whether events_text answers a query for text exactly. It
-// does when text has at least 3 characters (one trigram) and every
-// character is indexed as itself: the trigram tokenizer reads U+FFFE,
+// Tokens returns the condition that keeps the events whose search texts
+// in scope contain text, read from PostgreSQL's token index, and whether
+// it answers text (usable, and no delimiter in text: such a query may
+// span tokens); when it does not, the caller matches the texts by LIKE.
+//
+// The events that hold a token containing text, or a token too long to be
+// indexed (indexed as a double quote, which no token can be), are the
+// candidates; strpos checks each one's text, which rejects the
+// candidates of long tokens that do not contain it. For the other
+// candidates the check is true: a text contains a string without
+// delimiters exactly when one of its tokens does.
+func Tokens(text string, scope flagadmin.TextScope) (sqlq.Fragment, bool) {
+	if !usable(text) || strings.ContainsAny(text, stored.SearchTokenDelimiters) {
+		return sqlq.Fragment{}, false
+	}
+	in := func(column string) sqlq.Fragment {
+		tokens := sqlq.LikeContains("token", text).Wrap("flagadmin_search_tokens("+column+") && ARRAY(SELECT token FROM search_tokens WHERE ", ` UNION ALL SELECT '"')`)
+		return sqlq.And(tokens, sqlq.F("strpos("+column+", ?) > 0", text))
+	}
+	if scope == flagadmin.TextPayload {
+		return in("search_payload"), true
+	}
+	return sqlq.Join(" OR ", in("search_payload").Wrap("(", ")"), in("search_meta").Wrap("(", ")")).Wrap("(", ")"), true
+}
+
+// usable reports whether an index answers a query for text exactly. It
+// does when text has at least 3 characters (one trigram: the least either
+// index looks up) and every character is indexed as itself: the trigram tokenizer reads U+FFFE,
 // U+FFFF and invalid UTF-8 as U+FFFD and skips NUL, so queries with those,
 // or with any other control character, are matched by a scan instead.
 // Queries from the HTTP API never contain control characters and are

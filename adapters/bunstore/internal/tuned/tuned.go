@@ -11,8 +11,8 @@
 //     the project list's figures from it (ProjectFigures);
 //   - pgpage reads a page, or an export's batch, in one statement on
 //     PostgreSQL, decoding pgx's raw values (ReadPage, ReadExport);
-//   - textindex answers free text on SQLite from its FTS5 index
-//     (MatchText);
+//   - textindex answers free text from an index: SQLite's FTS5 table,
+//     PostgreSQL's token index (MatchText);
 //   - proofread reads what a proof of the verifiable log needs in one
 //     statement (ReadProof).
 //
@@ -59,7 +59,7 @@ type Config struct {
 	Counts    bool // event_counts (eventcounts)
 	Figures   bool // project_stats (projectfigures)
 	Pages     bool // one-statement pages, on PostgreSQL (pgpage)
-	TextIndex bool // the FTS5 index of free text, on SQLite (textindex)
+	TextIndex bool // the index of free text: FTS5 on SQLite, tokens on PostgreSQL (textindex)
 	Proofs    bool // one-statement proof reads (proofread)
 }
 
@@ -72,10 +72,11 @@ type Summaries struct {
 
 // New returns the summaries of a store on the database of d with the
 // speed-ups of c on, but for those that do not run on it: the page
-// statements run on PostgreSQL only, the text index on SQLite only.
+// statements run on PostgreSQL only, the text index on SQLite and
+// PostgreSQL.
 func New(d Database, c Config) *Summaries {
 	c.Pages = c.Pages && d.Name() == dialect.PG
-	c.TextIndex = c.TextIndex && d.Name() == dialect.SQLite
+	c.TextIndex = c.TextIndex && (d.Name() == dialect.SQLite || d.Name() == dialect.PG)
 	return &Summaries{db: d, on: c}
 }
 
@@ -130,8 +131,11 @@ func (s *Summaries) PlanSearch(q flagadmin.EventQuery) summary.Plan {
 // MatchText returns the condition of a free-text query read from the
 // text index, when it answers text exactly.
 func (s *Summaries) MatchText(text string, scope flagadmin.TextScope) (sqlq.Fragment, bool) {
-	if !s.on.TextIndex {
+	switch {
+	case !s.on.TextIndex:
 		return sqlq.Fragment{}, false
+	case s.db.Name() == dialect.PG:
+		return textindex.Tokens(text, scope)
 	}
 	return textindex.Match(text, scope)
 }

@@ -87,6 +87,9 @@ func (Dialect) LockAnswers() bool { return true }
 // AfterMigrations does nothing: the schema file says it all.
 func (Dialect) AfterMigrations(context.Context, *bun.DB, func(error)) error { return nil }
 
+// TokenIndex does nothing: free text is matched by LIKE.
+func (Dialect) TokenIndex(context.Context, *bun.DB) error { return nil }
+
 // SummaryLocks are locking reads of every row, by the primary key: the
 // base tables in share mode, the summaries for update, then the event
 // order lock, which every writer of events takes.

@@ -6,9 +6,11 @@ import (
 	"errors"
 
 	"github.com/uptrace/bun"
+	"github.com/uptrace/bun/dialect/pgdialect"
 )
 
-// The pg_trgm indexes over the search texts, one per text. oldIndex, one
+// The pg_trgm indexes over the search texts, one per text, and over the
+// tokens of the token index (tokens.go). oldIndex, one
 // index over both texts joined, is dropped where a database holds it: it
 // made every query-string search recheck two LIKEs, one on a
 // concatenation, per candidate row.
@@ -16,20 +18,34 @@ const (
 	payloadIndex = "events_payload_trgm"
 	metaIndex    = "events_meta_trgm"
 	oldIndex     = "events_search_trgm"
+	// tokensIndex indexes search_tokens, the vocabulary of the token
+	// index (tokens.go).
+	tokensIndex = "search_tokens_trgm"
 )
 
-// ensureTrigramIndexes creates the pg_trgm GIN indexes over the search
-// texts unless they exist, and drops oldIndex, in one transaction. It
+// trigramIndexes are the pg_trgm indexes: name, table and column.
+var trigramIndexes = []struct{ name, table, column string }{
+	{payloadIndex, "events", "search_payload"},
+	{metaIndex, "events", "search_meta"},
+	{tokensIndex, "search_tokens", "token"},
+}
+
+// ensureTrigramIndexes creates the pg_trgm GIN indexes (trigramIndexes)
+// unless they exist, and drops oldIndex, in one transaction. It
 // creates the extension if it is missing and the role may; if it cannot,
 // it calls unavailable with the reason and returns nil: the store works
 // without the indexes (free-text queries then scan). The caller holds the
 // migration lock.
 func ensureTrigramIndexes(ctx context.Context, db *bun.DB, unavailable func(cause error)) error {
-	var missing bool
+	var missing int
+	names := make([]string, len(trigramIndexes))
+	for i, ix := range trigramIndexes {
+		names[i] = ix.name
+	}
 	err := db.QueryRowContext(ctx,
-		"SELECT to_regclass(quote_ident(current_schema()) || '.' || ?) IS NULL OR to_regclass(quote_ident(current_schema()) || '.' || ?) IS NULL",
-		payloadIndex, metaIndex).Scan(&missing)
-	if err != nil || !missing {
+		"SELECT COUNT(*) FROM unnest(?::text[]) AS n WHERE to_regclass(quote_ident(current_schema()) || '.' || n) IS NULL",
+		pgdialect.Array(names)).Scan(&missing)
+	if err != nil || missing == 0 {
 		return err
 	}
 	schema, err := trigramSchema(ctx, db)
@@ -54,9 +70,9 @@ func ensureTrigramIndexes(ctx context.Context, db *bun.DB, unavailable func(caus
 		if _, err := tx.ExecContext(ctx, "SET LOCAL maintenance_work_mem = '256MB'"); err != nil {
 			return err
 		}
-		for _, ix := range []struct{ name, column string }{{payloadIndex, "search_payload"}, {metaIndex, "search_meta"}} {
-			if _, err := tx.ExecContext(ctx, "CREATE INDEX IF NOT EXISTS ? ON events USING gin (? ?.gin_trgm_ops)",
-				bun.Ident(ix.name), bun.Ident(ix.column), bun.Ident(schema)); err != nil {
+		for _, ix := range trigramIndexes {
+			if _, err := tx.ExecContext(ctx, "CREATE INDEX IF NOT EXISTS ? ON ? USING gin (? ?.gin_trgm_ops)",
+				bun.Ident(ix.name), bun.Ident(ix.table), bun.Ident(ix.column), bun.Ident(schema)); err != nil {
 				return err
 			}
 		}

@@ -59,6 +59,9 @@ func (Dialect) LockAnswers() bool { return false }
 // AfterMigrations does nothing: the schema file says it all.
 func (Dialect) AfterMigrations(context.Context, *bun.DB, func(error)) error { return nil }
 
+// TokenIndex does nothing: its FTS5 table answers free text (events_text).
+func (Dialect) TokenIndex(context.Context, *bun.DB) error { return nil }
+
 // SummaryLocks are none: the migration transaction holds the whole
 // database already.
 func (Dialect) SummaryLocks([]string, string) []string { return nil }

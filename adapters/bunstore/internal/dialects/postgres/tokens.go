@@ -1,0 +1,81 @@
+package postgres
+
+import (
+	"context"
+	"strings"
+
+	"github.com/uptrace/bun"
+
+	"github.com/flagadmin/flagadmin/adapters/bunstore/internal/stored"
+)
+
+// The token index of the search texts: for each text, a GIN index over its
+// tokens (stored.SearchTokenPattern; flagadmin_search_tokens), and
+// search_tokens, every token of every event's texts, kept by the trigger
+// events_search_tokens as events are inserted (COPY fires it too). A
+// free-text query without a delimiter finds the tokens that contain it in
+// search_tokens (by their pg_trgm index, made with the others by
+// ensureTrigramIndexes: short rows, each token once), then the events that
+// hold one in the GIN index, without the trigram index's work over the
+// frequent trigrams of the events' texts (internal/textindex writes the
+// condition).
+//
+// A token longer than maxTokenChars is indexed as tooLong, a string no
+// token can be (a delimiter), and left out of search_tokens: GIN and
+// B-tree entries have a size limit, and such a token would make its
+// event's insert fail. A query matches every event with a long token as a
+// candidate, and checks each candidate's text (strpos).
+//
+// search_tokens keeps the tokens of events retention removed: they match
+// no event.
+const (
+	maxTokenChars = "256"
+	tooLong       = `'"'`
+)
+
+// tokenIndexStatements make the token index over the events stored, in a
+// transaction that keeps inserts out (the lock) while search_tokens is
+// filled. Every statement may run again.
+var tokenIndexStatements = []string{
+	"LOCK TABLE events IN SHARE MODE",
+	"SET LOCAL maintenance_work_mem = '256MB'",
+	`CREATE OR REPLACE FUNCTION flagadmin_search_tokens(text) RETURNS text[] LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE AS $f$
+	SELECT ARRAY(SELECT CASE WHEN length(t) > ` + maxTokenChars + ` THEN ` + tooLong + ` ELSE t END
+		FROM unnest(regexp_split_to_array($1, '` + stored.SearchTokenPattern + `')) AS t WHERE t <> '')
+$f$`,
+	"CREATE TABLE IF NOT EXISTS search_tokens (token TEXT PRIMARY KEY)",
+	`CREATE OR REPLACE FUNCTION flagadmin_add_search_tokens() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $f$
+BEGIN
+	INSERT INTO search_tokens (token) ` + newTokens("added_events") + `;
+	RETURN NULL;
+END
+$f$`,
+	"DROP TRIGGER IF EXISTS events_search_tokens ON events",
+	"CREATE TRIGGER events_search_tokens AFTER INSERT ON events REFERENCING NEW TABLE AS added_events FOR EACH STATEMENT EXECUTE FUNCTION flagadmin_add_search_tokens()",
+	"INSERT INTO search_tokens (token) " + newTokens("events"),
+	"CREATE INDEX IF NOT EXISTS events_payload_tokens ON events USING gin (flagadmin_search_tokens(search_payload))",
+	"CREATE INDEX IF NOT EXISTS events_meta_tokens ON events USING gin (flagadmin_search_tokens(search_meta))",
+}
+
+// newTokens is the SELECT of the tokens of the events of table that
+// search_tokens lacks, in order (the order its rows are locked in).
+func newTokens(table string) string {
+	return strings.Join([]string{
+		"SELECT DISTINCT t FROM " + table + " AS e,",
+		"unnest(flagadmin_search_tokens(e.search_payload) || flagadmin_search_tokens(e.search_meta)) AS t",
+		"WHERE t <> " + tooLong + " ORDER BY 1 ON CONFLICT DO NOTHING",
+	}, " ")
+}
+
+// TokenIndex makes the token index of the search texts over the events
+// stored, in one transaction.
+func (Dialect) TokenIndex(ctx context.Context, db *bun.DB) error {
+	return db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+		for _, stmt := range tokenIndexStatements {
+			if _, err := tx.ExecContext(ctx, stmt); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
