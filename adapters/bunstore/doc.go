@@ -115,12 +115,13 @@
 // texts, one pass reading the page's ids with the count of all matches
 // (COUNT(*) OVER ()):
 //
-//   - PostgreSQL: a query of 3 or more characters without a delimiter
-//     (a JSON structural character, a double quote or white space) is
-//     read from the token index (internal/textindex): the tokens that
-//     contain it, found in search_tokens by its pg_trgm index, then the
-//     events that hold one, by a GIN index of each text's tokens, each
-//     candidate checked by strpos. Other queries, and the plain store,
+//   - PostgreSQL: a query with a run of 3 or more characters without a
+//     delimiter (a JSON structural character, a double quote or white
+//     space) is read from the token index (internal/textindex): the
+//     tokens that contain its longest run, found in search_tokens by its
+//     pg_trgm index, then the events that hold one, by a GIN index of
+//     each text's tokens, each candidate checked for the whole query by
+//     strpos. Other queries, and the plain store,
 //     use LIKE '%…%' ESCAPE '!' with !, % and _ of the query escaped, on
 //     search_payload (query-string search) or on search_payload OR
 //     search_meta (deprecated search), each served by its own pg_trgm GIN

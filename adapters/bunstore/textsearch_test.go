@@ -70,7 +70,8 @@ var textQueries = []string{
 	"o'brien", "the \\ admin", "æble", "100%_!", "feature-updated", "feature-created", "user-1", "\n", "pre 🚀",
 	"ta[g]*?", `"simple"`, "vandelay", "zz-no-such-text", "updated\nuser", "note\":\"100%",
 	"aaq", strings.Repeat("a", 255) + "q", "bbr", strings.Repeat("b", 256) + "r", "needle", noise(3000)[2990:] + "needle" + noise(3),
-	noise(40), "needle-not-there",
+	noise(40), "needle-not-there", `:"vandelay`, `note":"vandelay-industries"}`, `"vandelay-industries"`, `industries"`,
+	`{"note":"zürich`, `日本語テキスト"`, `abcabcabd" `,
 }
 
 // TestTextSearchAgreesWithMemstore checks every free-text query of

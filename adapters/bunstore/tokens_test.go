@@ -132,9 +132,14 @@ func TestPostgresTokenIndex(t *testing.T) {
 			}
 		}
 	}
-	for _, q := range []string{`a"b`, "a b", "a:b", "a,b", "{ab", "ab]", "ab"} {
+	for _, q := range []string{`a"b`, "a b", "a:b", `"x":"y"`, "{ab", "ab]", "ab", `""`} {
 		if _, ok := textindex.Tokens(q, flagadmin.TextPayload); ok {
-			t.Errorf("textindex.Tokens answers %q, which holds a delimiter or is too short", q)
+			t.Errorf("textindex.Tokens answers %q, which has no run of 3 characters without a delimiter", q)
+		}
+	}
+	for _, q := range []string{"abc", `"abc`, `"name":"ab"`, "ab cde"} {
+		if _, ok := textindex.Tokens(q, flagadmin.TextPayload); !ok {
+			t.Errorf("textindex.Tokens does not answer %q, which has a run of 3 characters without a delimiter", q)
 		}
 	}
 }

@@ -32,8 +32,9 @@ const (
 	PageStatements Tuning = "page-statements"
 	// TextIndex answers free-text queries from an index of the search
 	// texts (internal/textindex): on SQLite the events_text FTS5 index, on
-	// PostgreSQL the token index (the texts' tokens, for queries without
-	// a JSON structural character, double quote or space). Off, they
+	// PostgreSQL the token index (the texts' tokens, for queries with a
+	// run of 3 characters without a JSON structural character, double
+	// quote or space). Off, they
 	// match the texts by LIKE: a scan, or on PostgreSQL the texts' trigram
 	// indexes. Both indexes are kept whether it is on or off.
 	TextIndex Tuning = "text-index"

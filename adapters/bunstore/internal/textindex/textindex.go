@@ -11,11 +11,12 @@
 //   - on PostgreSQL (Tokens), from the token index its dialect makes in a
 //     migration: search_tokens, every token of the texts
 //     (stored.SearchTokenPattern), and a GIN index of each text's tokens.
-//     A query of 3 or more characters without a delimiter is found in the
-//     few tokens that contain it, then in the events that hold one of
-//     them; the trigram index of the texts, which PostgreSQL's LIKE uses
-//     otherwise, reads and intersects the events of every trigram of the
-//     query, many of them frequent.
+//     A query's longest run without a delimiter, of 3 or more
+//     characters, is found in the few tokens that contain it, then in the
+//     events that hold one of them, each checked for the whole query; the
+//     trigram index of the texts, which PostgreSQL's LIKE uses otherwise,
+//     reads and intersects the events of every trigram of the query, many
+//     of them frequent.
 //
 // MySQL/MariaDB has no substring index.
 package textindex
@@ -52,27 +53,42 @@ func Match(text string, scope flagadmin.TextScope) (sqlq.Fragment, bool) {
 
 // Tokens returns the condition that keeps the events whose search texts
 // in scope contain text, read from PostgreSQL's token index, and whether
-// it answers text (usable, and no delimiter in text: such a query may
-// span tokens); when it does not, the caller matches the texts by LIKE.
+// it answers text: when text is usable and has a run of 3 or more
+// characters without a delimiter (stored.SearchTokenDelimiters); when it
+// does not, the caller matches the texts by LIKE.
 //
-// The events that hold a token containing text, or a token too long to be
-// indexed (indexed as a double quote, which no token can be), are the
-// candidates; strpos checks each one's text, which rejects the
-// candidates of long tokens that do not contain it. For the other
-// candidates the check is true: a text contains a string without
-// delimiters exactly when one of its tokens does.
+// Wherever a text contains text, each run of text without delimiters lies
+// within one token of the text. So the events that hold a token
+// containing the longest run are candidates, with those that hold a token
+// too long to be indexed (indexed as a double quote, which no token can
+// be); strpos checks each candidate's text for the whole of text. For a
+// text without delimiters the check is true but for the candidates of
+// long tokens: a text contains it exactly when one of its tokens does.
 func Tokens(text string, scope flagadmin.TextScope) (sqlq.Fragment, bool) {
-	if !usable(text) || strings.ContainsAny(text, stored.SearchTokenDelimiters) {
+	run := longestRun(text)
+	if !usable(text) || utf8.RuneCountInString(run) < 3 {
 		return sqlq.Fragment{}, false
 	}
 	in := func(column string) sqlq.Fragment {
-		tokens := sqlq.LikeContains("token", text).Wrap("flagadmin_search_tokens("+column+") && ARRAY(SELECT token FROM search_tokens WHERE ", ` UNION ALL SELECT '"')`)
+		tokens := sqlq.LikeContains("token", run).Wrap("flagadmin_search_tokens("+column+") && ARRAY(SELECT token FROM search_tokens WHERE ", ` UNION ALL SELECT '"')`)
 		return sqlq.And(tokens, sqlq.F("strpos("+column+", ?) > 0", text))
 	}
 	if scope == flagadmin.TextPayload {
 		return in("search_payload"), true
 	}
 	return sqlq.Join(" OR ", in("search_payload").Wrap("(", ")"), in("search_meta").Wrap("(", ")")).Wrap("(", ")"), true
+}
+
+// longestRun returns the longest run of text without delimiters (the
+// first of the longest), in characters.
+func longestRun(text string) string {
+	longest, n := "", 0
+	for _, run := range strings.FieldsFunc(text, func(r rune) bool { return strings.ContainsRune(stored.SearchTokenDelimiters, r) }) {
+		if c := utf8.RuneCountInString(run); c > n {
+			longest, n = run, c
+		}
+	}
+	return longest
 }
 
 // usable reports whether an index answers a query for text exactly. It
