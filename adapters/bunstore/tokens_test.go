@@ -86,6 +86,23 @@ func TestPostgresTokenIndex(t *testing.T) {
 		}
 	}
 
+	// A load turns the trigger off for its inserts and fills
+	// search_tokens at once; the trigger is on again after it.
+	loaded := open(t, dbtest.Postgres(t))
+	must(t, "Load", loaded.Load(ctx, &flagadmin.Batch{}, func(emit func([]flagadmin.Event) error) error {
+		return emit([]flagadmin.Event{{ID: 1, Type: flagadmin.EventFeatureCreated, CreatedBy: "ada", Data: []byte(`{"name":"loaded-in-bulk"}`)}})
+	}))
+	must(t, "Write", loaded.Write(ctx, &flagadmin.Batch{Events: []flagadmin.Event{
+		{Type: flagadmin.EventFeatureCreated, CreatedBy: "ada", Data: []byte(`{"name":"written-after-the-load"}`)},
+	}}))
+	for _, token := range []string{"loaded-in-bulk", "written-after-the-load"} {
+		var n int
+		must(t, "search_tokens", bunstore.DB(loaded).QueryRowContext(ctx, "SELECT COUNT(*) FROM search_tokens WHERE token = ?", token).Scan(&n))
+		if n != 1 {
+			t.Errorf("after a load, search_tokens lacks %q", token)
+		}
+	}
+
 	// A database migrated before the token index: events stored without
 	// it are indexed by the migration that makes it.
 	for _, stmt := range []string{

@@ -31,6 +31,10 @@ import (
 const (
 	maxTokenChars = "256"
 	tooLong       = `'"'`
+	// tokensTrigger adds the new tokens of inserted events to
+	// search_tokens (a bulk load turns it off, then fills search_tokens
+	// at once: DeferIndexes).
+	tokensTrigger = "events_search_tokens"
 )
 
 // tokenIndexStatements make the token index over the events stored, in a
@@ -50,8 +54,8 @@ BEGIN
 	RETURN NULL;
 END
 $f$`,
-	"DROP TRIGGER IF EXISTS events_search_tokens ON events",
-	"CREATE TRIGGER events_search_tokens AFTER INSERT ON events REFERENCING NEW TABLE AS added_events FOR EACH STATEMENT EXECUTE FUNCTION flagadmin_add_search_tokens()",
+	"DROP TRIGGER IF EXISTS " + tokensTrigger + " ON events",
+	"CREATE TRIGGER " + tokensTrigger + " AFTER INSERT ON events REFERENCING NEW TABLE AS added_events FOR EACH STATEMENT EXECUTE FUNCTION flagadmin_add_search_tokens()",
 	"INSERT INTO search_tokens (token) " + newTokens("events"),
 	"CREATE INDEX IF NOT EXISTS events_payload_tokens ON events USING gin (flagadmin_search_tokens(search_payload))",
 	"CREATE INDEX IF NOT EXISTS events_meta_tokens ON events USING gin (flagadmin_search_tokens(search_meta))",
