@@ -47,8 +47,9 @@ func TestPostgresTokenDelimiters(t *testing.T) {
 }
 
 // TestPostgresTokenIndex: the token index holds the tokens of events
-// written one by one, copied in bulk, and stored before the migration
-// that makes it; its condition is answered from its GIN index.
+// written one by one, copied in bulk, loaded into an empty store, and
+// stored before the migration that makes it; its condition is answered
+// from its GIN indexes.
 func TestPostgresTokenIndex(t *testing.T) {
 	ctx := context.Background()
 	s := open(t, dbtest.Postgres(t))
