@@ -42,15 +42,7 @@ func TestWorldFromCopiesAMissingDatabase(t *testing.T) {
 	if err := src.ensureExists(ctx); err != nil {
 		t.Fatal(err)
 	}
-	db, err := src.openSelf()
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, err = db.ExecContext(ctx, "CREATE TABLE world (n INT); INSERT INTO world VALUES (42)")
-	db.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
+	execIn(t, src, "CREATE TABLE world (n INT); INSERT INTO world VALUES (42)")
 
 	cp := named("flagadmin_bench_test_copy_" + suffix)
 	cp.template = src.name
@@ -62,20 +54,25 @@ func TestWorldFromCopiesAMissingDatabase(t *testing.T) {
 	}
 
 	// An existing database is not copied again: its own rows stay.
-	db, err = cp.openSelf()
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, err = db.ExecContext(ctx, "UPDATE world SET n = 7")
-	db.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
+	execIn(t, cp, "UPDATE world SET n = 7")
 	if err := cp.ensureExists(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if n := worldRow(t, cp); n != 7 {
 		t.Errorf("after a second ensureExists the row = %d, want 7 (the database kept)", n)
+	}
+}
+
+// execIn runs stmt in the database d.
+func execIn(t *testing.T, d *database, stmt string) {
+	t.Helper()
+	db, err := d.openSelf()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.Exec(stmt); err != nil {
+		t.Fatal(err)
 	}
 }
 
