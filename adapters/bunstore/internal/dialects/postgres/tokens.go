@@ -61,8 +61,9 @@ $f$`,
 	"CREATE INDEX IF NOT EXISTS events_meta_tokens ON events USING gin (flagadmin_search_tokens(search_meta))",
 }
 
-// newTokens is the SELECT of the tokens of the events of table that
-// search_tokens lacks, in order (the order its rows are locked in).
+// newTokens is what follows INSERT INTO search_tokens (token): the
+// tokens of the events of table, in order (the order their rows are
+// locked in), those it holds already skipped.
 func newTokens(table string) string {
 	return strings.Join([]string{
 		"SELECT DISTINCT t FROM " + table + " AS e,",
