@@ -52,13 +52,17 @@ type sqlDialect interface {
 	// AfterMigrations runs, under the migration lock, once the migrations
 	// and the summaries are done: what the schema files cannot say for
 	// every server (the
-	// trigram indexes of PostgreSQL, when pg_trgm is there; warn is told
-	// when it is not).
+	// trigram index of PostgreSQL's token vocabulary, when pg_trgm is
+	// there; warn is told when it is not).
 	AfterMigrations(ctx context.Context, db *bun.DB, warn func(cause error)) error
 	// TokenIndex makes, in a migration, the index of the search texts'
 	// tokens over the events stored, where the database has one
 	// (PostgreSQL), and keeps it from then on; elsewhere it does nothing.
 	TokenIndex(ctx context.Context, db *bun.DB) error
+	// DropTextTrigrams drops, in a migration, the trigram indexes of the
+	// events' search texts where a database has them (PostgreSQL: the
+	// token index answers free text); elsewhere it does nothing.
+	DropTextTrigrams(ctx context.Context, db *bun.DB) error
 	// SummaryLocks are the statements that keep the summaries' sources
 	// still while they are rebuilt, in the writers' lock order: the base
 	// tables against changes, the summaries against writers, events

@@ -121,14 +121,15 @@
 //     tokens that contain its longest run, found in search_tokens by its
 //     pg_trgm index, then the events that hold one, by a GIN index of
 //     each text's tokens, each candidate checked for the whole query by
-//     strpos. Other queries, and the plain store,
-//     use LIKE '%…%' ESCAPE '!' with !, % and _ of the query escaped, on
-//     search_payload (query-string search) or on search_payload OR
-//     search_meta (deprecated search), each served by its own pg_trgm GIN
-//     index (a bitmap scan whose candidates are rechecked by the LIKE).
-//     When the pg_trgm extension cannot be created (the role may not),
-//     Migrate logs it once and the store works without those indexes
-//     (search_tokens is then scanned).
+//     strpos. A query whose runs are all shorter is read by its longest
+//     run with a delimiter on each side, which is a whole token, from the
+//     GIN indexes alone. Other queries (no such run: "ab", `":"`), and the
+//     plain store, scan the texts with LIKE '%…%' ESCAPE '!' with !, % and
+//     _ of the query escaped, on search_payload (query-string search) or
+//     on search_payload OR search_meta (deprecated search). When the
+//     pg_trgm extension cannot be created (the role may not), Migrate
+//     logs it once and the store works without the vocabulary's trigram
+//     index (search_tokens is then scanned).
 //   - MySQL/MariaDB: the same LIKE, on columns with a binary collation
 //     (utf8mb4_0900_bin, utf8mb4_nopad_bin or utf8mb4_bin), so matching is
 //     byte-exact: case-sensitive on the already lower-cased text and never

@@ -198,7 +198,7 @@ func (s *Store) appendLoaded(ctx context.Context, tx bun.Tx) error {
 // triggers that keep its full-text table, for the rest of tx, and returns
 // the function that builds them again over every loaded row: building an
 // index once is far cheaper than keeping it current row by row (the GIN
-// trigram indexes of PostgreSQL and SQLite's FTS5 table above all). The
+// token indexes of PostgreSQL and SQLite's FTS5 table above all). The
 // dialect reads the definitions from the catalog, so every index the
 // migrations made comes back as it was. PostgreSQL and SQLite change their
 // schema inside the transaction: a failed load leaves the indexes as they

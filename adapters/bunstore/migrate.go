@@ -33,8 +33,8 @@ import (
 // A database made by a development version of flagadmin, or migrated by a
 // newer one, is refused, changing nothing (SchemaState.Err). A migration
 // is recorded as applied only once it succeeded. On PostgreSQL,
-// Migrate then makes sure the pg_trgm indexes for free-text search exist
-// when the extension is available.
+// Migrate then makes sure the pg_trgm index of the token index's
+// vocabulary exists when the extension is available.
 //
 // The storage deadline (WithTimeout) does not apply: on PostgreSQL and
 // MySQL, Migrate runs on connections of its own, without the server-side
@@ -126,7 +126,7 @@ func (s *Store) migrate(ctx context.Context, o migrateOptions) error {
 // warnNoTrigram logs, once, that pg_trgm cannot be created.
 func (s *Store) warnNoTrigram(cause error) {
 	s.trgmWarn.Do(func() {
-		s.log.Warn("bunstore: the pg_trgm extension is not available, so free-text event queries scan the events table; "+
+		s.log.Warn("bunstore: the pg_trgm extension is not available, so free-text event queries scan the vocabulary of the token index (search_tokens); "+
 			"have a superuser run CREATE EXTENSION pg_trgm, then run the migrations again", "cause", cause.Error())
 	})
 }

@@ -53,6 +53,9 @@ func newMigrations(d sqlDialect, sums summaries, o migrateOptions) *migrate.Migr
 	add("20261204090000", "index the search texts by token, where the database has such an index (free-text search on PostgreSQL)", func(ctx context.Context, db *bun.DB) error {
 		return d.TokenIndex(ctx, db)
 	})
+	add("20261205090000", "drop the trigram indexes of the search texts where the token index answers free text (PostgreSQL)", func(ctx context.Context, db *bun.DB) error {
+		return d.DropTextTrigrams(ctx, db)
+	})
 	return ms
 }
 

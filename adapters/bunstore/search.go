@@ -207,9 +207,9 @@ func (s *Store) filter(q flagadmin.EventQuery) sqlq.Fragment {
 
 // textFilter keeps the events whose search texts in scope contain text, a
 // literal: from an index when the summaries answer text
-// (summaries.MatchText: SQLite's), else by the dialect's test of each
-// text (sqlDialect.Contains), which scans them or, on PostgreSQL, is
-// served by each column's trigram index, when there. Both texts are
+// (summaries.MatchText: SQLite's FTS5 table, PostgreSQL's token index),
+// else by the dialect's test of each text (sqlDialect.Contains), a scan
+// of the texts. Both texts are
 // computed with strings.ToLower, the function that lower-cases the query,
 // and queries cannot contain control characters, so a match never spans
 // the newline between two texts: the test is exactly strings.Contains.

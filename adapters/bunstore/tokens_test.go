@@ -124,38 +124,49 @@ func TestPostgresTokenIndex(t *testing.T) {
 		t.Error("the migration did not fill search_tokens from the events")
 	}
 
-	// The condition reads the GIN indexes (its expression is the index's):
-	// with sequential scans off, the plan names them.
-	for scope, want := range map[flagadmin.TextScope][]string{
-		flagadmin.TextPayload:            {"events_payload_tokens"},
-		flagadmin.TextPayloadTypeCreator: {"events_payload_tokens", "events_meta_tokens"},
-	} {
-		cond, ok := textindex.Tokens("needle", scope)
-		if !ok {
-			t.Fatal("textindex.Tokens does not answer a query without delimiters")
-		}
-		var plan []string
-		err := db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
-			if _, err := tx.ExecContext(ctx, "SET LOCAL enable_seqscan = off"); err != nil {
-				return err
-			}
-			return tx.NewRaw("EXPLAIN SELECT id FROM events WHERE "+cond.Text, cond.Args...).Scan(ctx, &plan)
-		})
-		must(t, "EXPLAIN", err)
-		for _, ix := range want {
-			if !strings.Contains(strings.Join(plan, "\n"), ix) {
-				t.Errorf("scope %d: the plan does not read %s:\n%s", scope, ix, strings.Join(plan, "\n"))
-			}
+	// The condition reads the GIN indexes; a query whose runs are all
+	// shorter than 3 characters, by a run between two delimiters (a token).
+	for _, q := range []string{"needle", `"ab"`} {
+		for scope, want := range map[flagadmin.TextScope][]string{
+			flagadmin.TextPayload:            {"events_payload_tokens"},
+			flagadmin.TextPayloadTypeCreator: {"events_payload_tokens", "events_meta_tokens"},
+		} {
+			explainReads(t, db, q, scope, want)
 		}
 	}
-	for _, q := range []string{`a"b`, "a b", "a:b", `"x":"y"`, "{ab", "ab]", "ab", `""`} {
+	for _, q := range []string{`a"b`, "a b", "a:b", "{ab", "ab]", "ab", `""`, `":"`} {
 		if _, ok := textindex.Tokens(q, flagadmin.TextPayload); ok {
-			t.Errorf("textindex.Tokens answers %q, which has no run of 3 characters without a delimiter", q)
+			t.Errorf("textindex.Tokens answers %q, which has no run of 3 characters without a delimiter, nor one between two", q)
 		}
 	}
-	for _, q := range []string{"abc", `"abc`, `"name":"ab"`, "ab cde"} {
+	for _, q := range []string{"abc", `"abc`, `"name":"ab"`, "ab cde", `"x":"y"`, " a ", `"ab"`} {
 		if _, ok := textindex.Tokens(q, flagadmin.TextPayload); !ok {
-			t.Errorf("textindex.Tokens does not answer %q, which has a run of 3 characters without a delimiter", q)
+			t.Errorf("textindex.Tokens does not answer %q, which has a run of 3 characters without a delimiter or one between two", q)
+		}
+	}
+}
+
+// explainReads checks that textindex.Tokens answers q in scope from the
+// GIN indexes want (its expressions are theirs): with sequential scans
+// off, the plan names them.
+func explainReads(t *testing.T, db *bun.DB, q string, scope flagadmin.TextScope, want []string) {
+	t.Helper()
+	ctx := context.Background()
+	cond, ok := textindex.Tokens(q, scope)
+	if !ok {
+		t.Fatalf("textindex.Tokens does not answer %q", q)
+	}
+	var plan []string
+	err := db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+		if _, err := tx.ExecContext(ctx, "SET LOCAL enable_seqscan = off"); err != nil {
+			return err
+		}
+		return tx.NewRaw("EXPLAIN SELECT id FROM events WHERE "+cond.Text, cond.Args...).Scan(ctx, &plan)
+	})
+	must(t, "EXPLAIN", err)
+	for _, ix := range want {
+		if !strings.Contains(strings.Join(plan, "\n"), ix) {
+			t.Errorf("query %q scope %d: the plan does not read %s:\n%s", q, scope, ix, strings.Join(plan, "\n"))
 		}
 	}
 }

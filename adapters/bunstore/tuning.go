@@ -34,9 +34,9 @@ const (
 	// texts (internal/textindex): on SQLite the events_text FTS5 index, on
 	// PostgreSQL the token index (the texts' tokens, for queries with a
 	// run of 3 characters without a JSON structural character, double
-	// quote or space). Off, they
-	// match the texts by LIKE: a scan, or on PostgreSQL the texts' trigram
-	// indexes. Both indexes are kept whether it is on or off.
+	// quote or space, or with a run between two of them). Off, they
+	// match the texts by LIKE: a scan. Both indexes are kept whether it is
+	// on or off.
 	TextIndex Tuning = "text-index"
 	// ProofReads reads what a proof of the verifiable log needs (the log's
 	// size, the event's leaf with the check that the caller may see it,

@@ -1,6 +1,5 @@
 // Package textindex reads free-text event queries from an index of the
-// search texts, a speed-up (bunstore.TextIndex) over scanning them or, on
-// PostgreSQL, over their trigram indexes:
+// search texts, a speed-up (bunstore.TextIndex) over scanning them:
 //
 //   - on SQLite (Match), from events_text, a contentless FTS5 table with
 //     the trigram tokenizer and full detail over both texts (the baseline
@@ -13,10 +12,9 @@
 //     (stored.SearchTokenPattern), and a GIN index of each text's tokens.
 //     A query's longest run without a delimiter, of 3 or more
 //     characters, is found in the few tokens that contain it, then in the
-//     events that hold one of them, each checked for the whole query; the
-//     trigram index of the texts, which PostgreSQL's LIKE uses otherwise,
-//     reads and intersects the events of every trigram of the query, many
-//     of them frequent.
+//     events that hold one of them, each checked for the whole query; a
+//     trigram index of the texts reads and intersects the events of every
+//     trigram of the query, many of them frequent.
 //
 // MySQL/MariaDB has no substring index.
 package textindex
@@ -53,25 +51,38 @@ func Match(text string, scope flagadmin.TextScope) (sqlq.Fragment, bool) {
 
 // Tokens returns the condition that keeps the events whose search texts
 // in scope contain text, read from PostgreSQL's token index, and whether
-// it answers text: when text is usable and has a run of 3 or more
-// characters without a delimiter (stored.SearchTokenDelimiters); when it
-// does not, the caller matches the texts by LIKE.
+// it answers text: when text is usable and has a run without delimiters
+// (stored.SearchTokenDelimiters) of 3 or more characters, or one with a
+// delimiter on each side; when it has neither, the caller matches the
+// texts by LIKE, a scan.
 //
 // Wherever a text contains text, each run of text without delimiters lies
-// within one token of the text. So the events that hold a token
-// containing the longest run are candidates, with those that hold a token
-// too long to be indexed (indexed as a double quote, which no token can
-// be); strpos checks each candidate's text for the whole of text. For a
-// text without delimiters the check is true but for the candidates of
-// long tokens: a text contains it exactly when one of its tokens does.
+// within one token of the text, and a run between two delimiters is one
+// of its tokens. So the events that hold a token containing the longest
+// run are candidates, with those that hold a token too long to be indexed
+// (indexed as a double quote, which no token can be); without a run of 3,
+// the events that hold the longest run between delimiters as a token.
+// strpos checks each candidate's text for the whole of text. For a text
+// without delimiters the check is true but for the candidates of long
+// tokens: a text contains it exactly when one of its tokens does.
 func Tokens(text string, scope flagadmin.TextScope) (sqlq.Fragment, bool) {
-	run := longestRun(text)
-	if !usable(text) || utf8.RuneCountInString(run) < 3 {
+	if !usable(text) {
+		return sqlq.Fragment{}, false
+	}
+	var tokens func(column string) sqlq.Fragment
+	if run := longestRun(text); utf8.RuneCountInString(run) >= 3 {
+		tokens = func(column string) sqlq.Fragment {
+			return sqlq.LikeContains("token", run).Wrap("flagadmin_search_tokens("+column+") && ARRAY(SELECT token FROM search_tokens WHERE ", ` UNION ALL SELECT '"')`)
+		}
+	} else if token := longestToken(text); token != "" {
+		tokens = func(column string) sqlq.Fragment {
+			return sqlq.F("flagadmin_search_tokens("+column+") @> ARRAY[?]::text[]", token)
+		}
+	} else {
 		return sqlq.Fragment{}, false
 	}
 	in := func(column string) sqlq.Fragment {
-		tokens := sqlq.LikeContains("token", run).Wrap("flagadmin_search_tokens("+column+") && ARRAY(SELECT token FROM search_tokens WHERE ", ` UNION ALL SELECT '"')`)
-		return sqlq.And(tokens, sqlq.F("strpos("+column+", ?) > 0", text))
+		return sqlq.And(tokens(column), sqlq.F("strpos("+column+", ?) > 0", text))
 	}
 	if scope == flagadmin.TextPayload {
 		return in("search_payload"), true
@@ -83,13 +94,35 @@ func Tokens(text string, scope flagadmin.TextScope) (sqlq.Fragment, bool) {
 // first of the longest), in characters.
 func longestRun(text string) string {
 	longest, n := "", 0
-	for _, run := range strings.FieldsFunc(text, func(r rune) bool { return strings.ContainsRune(stored.SearchTokenDelimiters, r) }) {
+	for _, run := range strings.FieldsFunc(text, delimiter) {
 		if c := utf8.RuneCountInString(run); c > n {
 			longest, n = run, c
 		}
 	}
 	return longest
 }
+
+// longestToken returns the longest run of text without delimiters that
+// has a delimiter on each side in text (the first of the longest), or "".
+func longestToken(text string) string {
+	longest, n := "", 0
+	start := -1 // where the current run starts, after a delimiter; -1 before the first
+	for i, r := range text {
+		if !delimiter(r) {
+			continue
+		}
+		if start >= 0 && i > start {
+			if c := utf8.RuneCountInString(text[start:i]); c > n {
+				longest, n = text[start:i], c
+			}
+		}
+		start = i + utf8.RuneLen(r)
+	}
+	return longest
+}
+
+// delimiter reports whether r ends a token (stored.SearchTokenDelimiters).
+func delimiter(r rune) bool { return strings.ContainsRune(stored.SearchTokenDelimiters, r) }
 
 // usable reports whether an index answers a query for text exactly. It
 // does when text has at least 3 characters (one trigram: the least either

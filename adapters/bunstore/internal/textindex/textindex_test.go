@@ -26,3 +26,22 @@ func TestMatch(t *testing.T) {
 		}
 	}
 }
+
+func TestLongestToken(t *testing.T) {
+	for text, want := range map[string]string{
+		`"ab"`:         "ab",
+		`"a":"bc"`:     "bc", // the longest
+		`"a":"b"`:      "a",  // the first of the longest
+		`ab"`:          "",   // a prefix of a token
+		`"ab`:          "",   // a suffix
+		"ab":           "",
+		`":"`:          "",
+		` 日本 `:         "日本", // in characters
+		`{"x":[1,22]}`: "22",
+		"\"a\"\"bb\"":  "bb",
+	} {
+		if got := longestToken(text); got != want {
+			t.Errorf("longestToken(%q) = %q, want %q", text, got, want)
+		}
+	}
+}

@@ -90,6 +90,9 @@ func (Dialect) AfterMigrations(context.Context, *bun.DB, func(error)) error { re
 // TokenIndex does nothing: free text is matched by LIKE.
 func (Dialect) TokenIndex(context.Context, *bun.DB) error { return nil }
 
+// DropTextTrigrams does nothing: there are none.
+func (Dialect) DropTextTrigrams(context.Context, *bun.DB) error { return nil }
+
 // SummaryLocks are locking reads of every row, by the primary key: the
 // base tables in share mode, the summaries for update, then the event
 // order lock, which every writer of events takes.

@@ -61,8 +61,9 @@ func (Dialect) MigrationLock() (lock, unlock string) {
 // does.
 func (Dialect) LockAnswers() bool { return false }
 
-// AfterMigrations makes the pg_trgm indexes for free-text search, when the
-// extension is available (warn is told when it is not).
+// AfterMigrations makes the pg_trgm index of the token index's vocabulary
+// (trigram.go), when the extension is available (warn is told when it is
+// not).
 func (Dialect) AfterMigrations(ctx context.Context, db *bun.DB, warn func(cause error)) error {
 	return ensureTrigramIndexes(ctx, db, warn)
 }
@@ -125,8 +126,8 @@ func (Dialect) Before(ms, id int64) sqlq.Fragment {
 	return sqlq.F("(created_at, id) < (?, ?)", ms, id)
 }
 
-// Contains is a LIKE, which the column's trigram index serves, when there
-// (an OR of two columns by both, a BitmapOr).
+// Contains is a LIKE, a scan of the texts: the token index answers free
+// text (internal/textindex, through the summaries).
 func (Dialect) Contains(column, text string) sqlq.Fragment { return sqlq.LikeContains(column, text) }
 
 // AsyncCommit, joined to an UPDATE, makes the statement's own transaction

@@ -14,11 +14,11 @@ import (
 // search_tokens, every token of every event's texts, kept by the trigger
 // events_search_tokens as events are inserted (COPY fires it too). A
 // free-text query finds the tokens that contain its longest run without a
-// delimiter in search_tokens (by their pg_trgm index, made with the others
-// by ensureTrigramIndexes: short rows, each token once), then the events
-// that hold one in the GIN index, without the trigram index's work over
-// the frequent trigrams of the events' texts (internal/textindex writes
-// the condition).
+// delimiter in search_tokens (by their pg_trgm index, made by
+// ensureTrigramIndexes: short rows, each token once), then the events
+// that hold one in the GIN index, without the work of a trigram index of
+// the texts over their frequent trigrams (internal/textindex writes the
+// condition).
 //
 // A token longer than maxTokenChars is indexed as tooLong, a string no
 // token can be (a delimiter), and left out of search_tokens: GIN and

@@ -9,32 +9,26 @@ import (
 	"github.com/uptrace/bun/dialect/pgdialect"
 )
 
-// The pg_trgm indexes over the search texts, one per text, and over the
-// tokens of the token index (tokens.go). oldIndex, one
-// index over both texts joined, is dropped where a database holds it: it
-// made every query-string search recheck two LIKEs, one on a
-// concatenation, per candidate row.
-const (
-	payloadIndex = "events_payload_trgm"
-	metaIndex    = "events_meta_trgm"
-	oldIndex     = "events_search_trgm"
-	// tokensIndex indexes search_tokens, the vocabulary of the token
-	// index (tokens.go).
-	tokensIndex = "search_tokens_trgm"
-)
+// tokensIndex is the pg_trgm index of search_tokens, the vocabulary of
+// the token index (tokens.go): a query's run is looked up in it.
+const tokensIndex = "search_tokens_trgm"
+
+// textTrigrams are the pg_trgm indexes the events' search texts had before
+// the token index answered free text: one per text, and an earlier one
+// over both texts joined: the largest indexes of events, and most of an
+// insert's cost (BENCHMARKS.md). DropTextTrigrams drops them.
+var textTrigrams = []string{"events_payload_trgm", "events_meta_trgm", "events_search_trgm"}
 
 // trigramIndexes are the pg_trgm indexes: name, table and column.
 var trigramIndexes = []struct{ name, table, column string }{
-	{payloadIndex, "events", "search_payload"},
-	{metaIndex, "events", "search_meta"},
 	{tokensIndex, "search_tokens", "token"},
 }
 
 // ensureTrigramIndexes creates the pg_trgm GIN indexes (trigramIndexes)
-// unless they exist, and drops oldIndex, in one transaction. It
+// unless they exist, in one transaction. It
 // creates the extension if it is missing and the role may; if it cannot,
 // it calls unavailable with the reason and returns nil: the store works
-// without the indexes (free-text queries then scan). The caller holds the
+// without the indexes (a free-text query then scans the vocabulary). The caller holds the
 // migration lock.
 func ensureTrigramIndexes(ctx context.Context, db *bun.DB, unavailable func(cause error)) error {
 	var missing int
@@ -76,9 +70,19 @@ func ensureTrigramIndexes(ctx context.Context, db *bun.DB, unavailable func(caus
 				return err
 			}
 		}
-		_, err := tx.ExecContext(ctx, "DROP INDEX IF EXISTS ?", bun.Ident(oldIndex))
-		return err
+		return nil
 	})
+}
+
+// DropTextTrigrams drops the trigram indexes of the events' search texts
+// (textTrigrams) where the database has them.
+func (Dialect) DropTextTrigrams(ctx context.Context, db *bun.DB) error {
+	for _, name := range textTrigrams {
+		if _, err := db.ExecContext(ctx, "DROP INDEX IF EXISTS ?", bun.Ident(name)); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // trigramSchema returns the schema pg_trgm is installed in, or "" if it

@@ -62,6 +62,10 @@ func (Dialect) AfterMigrations(context.Context, *bun.DB, func(error)) error { re
 // TokenIndex does nothing: its FTS5 table answers free text (events_text).
 func (Dialect) TokenIndex(context.Context, *bun.DB) error { return nil }
 
+// DropTextTrigrams does nothing: its trigram index is events_text, which
+// answers free text.
+func (Dialect) DropTextTrigrams(context.Context, *bun.DB) error { return nil }
+
 // SummaryLocks are none: the migration transaction holds the whole
 // database already.
 func (Dialect) SummaryLocks([]string, string) []string { return nil }
