@@ -459,6 +459,10 @@ func catchUp(ctx context.Context, db string, backlog int, target string) error {
 	if _, err := conn.Exec(ctx, `VACUUM ANALYZE events`); err != nil {
 		return err
 	}
+	// The backlog's writes are flushed now, not by a checkpoint during the
+	// timed copy (a superuser's right; without it the copy may pay for
+	// them).
+	_, _ = conn.Exec(ctx, `CHECKPOINT`)
 	final, err := newest(ctx, conn)
 	if err != nil {
 		return err
