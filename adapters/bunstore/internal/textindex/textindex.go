@@ -12,9 +12,11 @@
 //     (stored.SearchTokenPattern), and a GIN index of each text's tokens.
 //     A query's longest run without a delimiter, of 3 or more
 //     characters, is found in the few tokens that contain it, then in the
-//     events that hold one of them, each checked for the whole query; a
-//     trigram index of the texts reads and intersects the events of every
-//     trigram of the query, many of them frequent.
+//     events that hold one of them, each checked for the whole query (a
+//     query whose runs are shorter, by its longest run between two
+//     delimiters: a whole token); a trigram index of the texts reads and
+//     intersects the events of every trigram of the query, many of them
+//     frequent.
 //
 // MySQL/MariaDB has no substring index.
 package textindex
