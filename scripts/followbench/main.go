@@ -17,7 +17,8 @@
 //     started again: events/s until caught up, and the peak RSS of this
 //     process, with the copy in the target, or only the follower's work
 //     (-target discard: a store that keeps the position and drops the
-//     rows, for the follower's own memory).
+//     rows, for the follower's own memory); -cpuprofile FILE profiles this
+//     process (the follower and the store's client) while it catches up.
 //
 // Usage:
 //
@@ -35,6 +36,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"os"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -60,6 +62,7 @@ func main() {
 	idle := flag.Duration("idle", 60*time.Second, "length of the idle run")
 	tokens := flag.Int("tokens", 50, "tokens of the token run")
 	backlog := flag.Int("backlog", 1_000_000, "events of the catchup run")
+	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of this process over the timed catch-up to this file (catchup run)")
 	target := flag.String("target", "memory", "store of the copy: memory, a database URL (sqlite:PATH, postgres://..., mysql://...; empty, one per run), or for catchup discard")
 	flag.Parse()
 	if *db == "" {
@@ -77,7 +80,7 @@ func main() {
 		case "token":
 			err = tokenBound(ctx, *db, *target, *tokens)
 		case "catchup":
-			err = catchUp(ctx, *db, *backlog, *target)
+			err = catchUp(ctx, *db, *backlog, *target, *cpuProfile)
 		default:
 			err = fmt.Errorf("unknown run %q", r)
 		}
@@ -406,8 +409,9 @@ func tokenBound(ctx context.Context, db, target string, n int) error {
 }
 
 // catchUp follows until caught up, stops, writes backlog events, and
-// times the follower that starts again until it has them all.
-func catchUp(ctx context.Context, db string, backlog int, target string) error {
+// times the follower that starts again until it has them all, profiling
+// this process's CPU meanwhile into the file cpuProfile unless it is "".
+func catchUp(ctx context.Context, db string, backlog int, target, cpuProfile string) error {
 	var store unleashimport.FollowStore = &discard{}
 	if target != "discard" {
 		s, closeStore, err := openTarget(ctx, target)
@@ -469,6 +473,10 @@ func catchUp(ctx context.Context, db string, backlog int, target string) error {
 	}
 	fmt.Printf("catchup: %d events written to the source in %s\n", backlog, time.Since(start).Round(time.Millisecond))
 	before := peakRSS()
+	stopProfile, err := startCPUProfile(cpuProfile)
+	if err != nil {
+		return err
+	}
 	start = time.Now()
 	f, err = startFollower(db, store)
 	if err != nil {
@@ -479,9 +487,33 @@ func catchUp(ctx context.Context, db string, backlog int, target string) error {
 		return err
 	}
 	took := time.Since(start)
+	if err := stopProfile(); err != nil {
+		return err
+	}
 	fmt.Printf("catchup: %d events caught up into %s in %s: %.0f events/s; peak RSS of this process %d MiB (%d MiB before)\n",
 		final-last, targetName(target), took.Round(time.Millisecond), float64(final-last)/took.Seconds(), peakRSS()>>20, before>>20)
 	return nil
+}
+
+// startCPUProfile starts a CPU profile written to path and returns the
+// function that stops it and closes the file; with path "" it does
+// nothing.
+func startCPUProfile(path string) (stop func() error, err error) {
+	if path == "" {
+		return func() error { return nil }, nil
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() error {
+		pprof.StopCPUProfile()
+		return f.Close()
+	}, nil
 }
 
 // targetName is how the results name the target: its kind of database.
