@@ -6,9 +6,12 @@ import (
 	"fmt"
 	"reflect"
 	"slices"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/flagadmin/flagadmin/adapters/bunstore"
 	"github.com/flagadmin/flagadmin/flagadmin"
 )
 
@@ -103,4 +106,73 @@ func countOf(events []flagadmin.Event, match func(flagadmin.Event) bool) int {
 		}
 	}
 	return n
+}
+
+// TestLargeEventsSplitIntoStatements writes events whose texts together
+// pass what one INSERT may carry (stored.MaxInsertBytes), with ids the
+// database draws (Write) and with ids they carry (Load), and reads each
+// back whole, in order, with its id.
+func TestLargeEventsSplitIntoStatements(t *testing.T) {
+	ctx := context.Background()
+	events := func(from, n int) []flagadmin.Event {
+		out := make([]flagadmin.Event, n)
+		for i := range out {
+			blob := strings.Repeat(string(rune('a'+(from+i)%26)), 700_000)
+			out[i] = flagadmin.Event{
+				CreatedAt: time.Date(2024, 3, 1, 12, 0, from+i, 0, time.UTC), Type: "feature-updated", CreatedBy: "ada",
+				Data: json.RawMessage(`{"n":` + strconv.Itoa(from+i) + `,"blob":"` + blob + `"}`),
+			}
+		}
+		return out
+	}
+	check := func(t *testing.T, s *bunstore.Store, firstID int64) {
+		t.Helper()
+		page, err := s.SearchEvents(ctx, flagadmin.EventQuery{Limit: 20})
+		must(t, "SearchEvents", err)
+		if len(page.Events) != 7 {
+			t.Fatalf("got %d events, want 7", len(page.Events))
+		}
+		for i, e := range page.Events {
+			n := 6 - i // newest first
+			var data struct {
+				N    int    `json:"n"`
+				Blob string `json:"blob"`
+			}
+			must(t, "data", json.Unmarshal(e.Data, &data))
+			if e.ID != firstID+int64(n) || data.N != n || len(data.Blob) != 700_000 || data.Blob[0] != byte('a'+n%26) {
+				t.Errorf("event %d: id %d, n %d, blob of %d bytes; want id %d, n %d, 700000 bytes", i, e.ID, data.N, len(data.Blob), firstID+int64(n), n)
+			}
+		}
+		leaves, err := s.LogLeaves(ctx, 0, 7)
+		must(t, "LogLeaves", err)
+		for _, l := range leaves {
+			if n := l.CreatedAt.Second(); l.EventID != firstID+int64(n) {
+				t.Errorf("leaf %d: event %d, created at second %d; want event %d", l.Index, l.EventID, n, firstID+int64(n))
+			}
+		}
+	}
+	t.Run("drawn", func(t *testing.T) {
+		forEachEngine(t, func(t *testing.T, url string) {
+			s := open(t, url)
+			b := &flagadmin.Batch{Events: events(0, 7)}
+			must(t, "Write", s.Write(ctx, b))
+			for i, e := range b.Events { // the ids Write sets
+				if e.ID != int64(i+1) {
+					t.Errorf("written event %d: id %d, want %d", i, e.ID, i+1)
+				}
+			}
+			check(t, s, 1)
+		})
+	})
+	t.Run("given", func(t *testing.T) {
+		forEachEngine(t, func(t *testing.T, url string) {
+			given := events(0, 7)
+			for i := range given {
+				given[i].ID = int64(100 + i)
+			}
+			s := open(t, url)
+			must(t, "Load", s.Load(ctx, &flagadmin.Batch{}, func(emit func([]flagadmin.Event) error) error { return emit(given) }))
+			check(t, s, 100)
+		})
+	})
 }

@@ -204,9 +204,7 @@ func (s *Store) appendEvents(ctx context.Context, t *txn, ch *changes) error {
 // the ids the database draws on events. Ids are drawn in VALUES order: the
 // k-th smallest is the k-th row's.
 func (s *Store) insertReturning(ctx context.Context, db bun.IDB, rows []stored.Event, events []flagadmin.Event) error {
-	chunk := s.insertChunk()
-	for start := 0; start < len(rows); start += chunk {
-		part := rows[start:min(len(rows), start+chunk)]
+	for start, part := range stored.Chunks(rows, s.insertChunk()) {
 		var ids []int64
 		if err := db.NewInsert().Model(&part).Returning("id").Scan(ctx, &ids); err != nil {
 			return err
@@ -241,8 +239,7 @@ func (s *Store) insertChunk() int { return s.sqlDialect.InsertChunk() }
 
 // insertRows inserts rows with the ids they carry, by multi-row INSERTs.
 func (s *Store) insertRows(ctx context.Context, db bun.IDB, rows []stored.Event) error {
-	for start := 0; start < len(rows); start += s.insertChunk() {
-		part := rows[start:min(len(rows), start+s.insertChunk())]
+	for _, part := range stored.Chunks(rows, s.insertChunk()) {
 		if _, err := db.NewInsert().Model(&part).Returning("").Exec(ctx); err != nil {
 			return err
 		}
