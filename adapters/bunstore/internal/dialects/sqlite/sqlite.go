@@ -82,9 +82,9 @@ func (Dialect) SingleWriter() bool { return true }
 // text, so SQLite's bound on bound values does not apply): each INSERT
 // into events makes the FTS5 table flush its pending terms to a new
 // segment (at the statement's savepoint), and the segments are merged as
-// they pile up, so fewer, larger statements make a follower's batch of
-// 5,000 events 1.2x as fast (BENCHMARKS.md). Events are also bounded by
-// their size (stored.Chunks).
+// they pile up, so fewer, larger statements made a follower catching up
+// 1.13-1.15x as fast (BENCHMARKS.md). Events are also bounded by their
+// size (stored.Chunks).
 func (Dialect) InsertChunk() int { return insertChunk }
 
 // insertChunk bounds the rows of one multi-row INSERT.
