@@ -78,8 +78,8 @@ type sqlDialect interface {
 	// single writer connection): then there are no row locks to take, no
 	// event order lock, and no hot row to spread writers over.
 	SingleWriter() bool
-	// InsertChunk bounds the rows of one multi-row INSERT (the bound
-	// values a statement may have).
+	// InsertChunk bounds the rows of one multi-row INSERT; events are
+	// also bounded by their size (stored.Chunks).
 	InsertChunk() int
 
 	// LockExplicitIDs, where the database needs it for RaiseIDs, keeps the

@@ -233,8 +233,8 @@ func (s *Store) lockEventOrder(ctx context.Context, db bun.IDB) error {
 	return db.QueryRowContext(ctx, eventOrderSQL).Scan(&id)
 }
 
-// insertChunk bounds the rows of one multi-row INSERT of events or
-// leaves (the bound values a statement may have).
+// insertChunk bounds the rows of one multi-row INSERT of events (with
+// stored.Chunks) or leaves.
 func (s *Store) insertChunk() int { return s.sqlDialect.InsertChunk() }
 
 // insertRows inserts rows with the ids they carry, by multi-row INSERTs.
