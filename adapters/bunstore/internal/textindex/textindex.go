@@ -94,33 +94,31 @@ func Tokens(text string, scope flagadmin.TextScope) (sqlq.Fragment, bool) {
 
 // longestRun returns the longest run of text without delimiters (the
 // first of the longest), in characters.
-func longestRun(text string) string {
-	longest, n := "", 0
-	for _, run := range strings.FieldsFunc(text, delimiter) {
-		if c := utf8.RuneCountInString(run); c > n {
-			longest, n = run, c
-		}
-	}
-	return longest
-}
+func longestRun(text string) string { return longest(text, false) }
 
 // longestToken returns the longest run of text without delimiters that
 // has a delimiter on each side in text (the first of the longest), or "".
-func longestToken(text string) string {
-	longest, n := "", 0
-	start := -1 // where the current run starts, after a delimiter; -1 before the first
-	for i, r := range text {
-		if !delimiter(r) {
-			continue
+func longestToken(text string) string { return longest(text, true) }
+
+// longest returns the first of the longest runs of text without
+// delimiters, in characters, of those with a delimiter on each side when
+// bounded; "" when there is none.
+func longest(text string, bounded bool) string {
+	best, n := "", 0
+	consider := func(start, end int) {
+		if c := utf8.RuneCountInString(text[start:end]); c > n && (!bounded || start > 0 && end < len(text)) {
+			best, n = text[start:end], c
 		}
-		if start >= 0 && i > start {
-			if c := utf8.RuneCountInString(text[start:i]); c > n {
-				longest, n = text[start:i], c
-			}
-		}
-		start = i + utf8.RuneLen(r)
 	}
-	return longest
+	start := 0 // where the current run starts
+	for i, r := range text {
+		if delimiter(r) {
+			consider(start, i)
+			start = i + utf8.RuneLen(r)
+		}
+	}
+	consider(start, len(text))
+	return best
 }
 
 // delimiter reports whether r ends a token (stored.SearchTokenDelimiters).
