@@ -65,7 +65,7 @@ func (Dialect) LockAnswers() bool { return false }
 // (trigram.go), when the extension is available (warn is told when it is
 // not).
 func (Dialect) AfterMigrations(ctx context.Context, db *bun.DB, warn func(cause error)) error {
-	return ensureTrigramIndexes(ctx, db, warn)
+	return ensureTrigramIndex(ctx, db, warn)
 }
 
 // SummaryLocks lock the tables themselves: the base tables in share mode,

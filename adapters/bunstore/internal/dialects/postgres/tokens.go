@@ -15,7 +15,7 @@ import (
 // events_search_tokens as events are inserted (COPY fires it too). A
 // free-text query finds the tokens that contain its longest run without a
 // delimiter in search_tokens (by their pg_trgm index, made by
-// ensureTrigramIndexes: short rows, each token once), then the events
+// ensureTrigramIndex: short rows, each token once), then the events
 // that hold one in the GIN index, without the work of a trigram index of
 // the texts over their frequent trigrams (internal/textindex writes the
 // condition).

@@ -6,7 +6,6 @@ import (
 	"errors"
 
 	"github.com/uptrace/bun"
-	"github.com/uptrace/bun/dialect/pgdialect"
 )
 
 // tokensIndex is the pg_trgm index of search_tokens, the vocabulary of
@@ -21,27 +20,15 @@ const tokensIndex = "search_tokens_trgm"
 // DropTextTrigrams drops them.
 var textTrigrams = []string{"events_payload_trgm", "events_meta_trgm", "events_search_trgm"}
 
-// trigramIndexes are the pg_trgm indexes: name, table and column.
-var trigramIndexes = []struct{ name, table, column string }{
-	{tokensIndex, "search_tokens", "token"},
-}
-
-// ensureTrigramIndexes creates the pg_trgm GIN indexes (trigramIndexes)
-// unless they exist, in one transaction. It
-// creates the extension if it is missing and the role may; if it cannot,
-// it calls unavailable with the reason and returns nil: the store works
-// without the indexes (a free-text query then scans the vocabulary). The caller holds the
-// migration lock.
-func ensureTrigramIndexes(ctx context.Context, db *bun.DB, unavailable func(cause error)) error {
-	var missing int
-	names := make([]string, len(trigramIndexes))
-	for i, ix := range trigramIndexes {
-		names[i] = ix.name
-	}
-	err := db.QueryRowContext(ctx,
-		"SELECT COUNT(*) FROM unnest(?::text[]) AS n WHERE to_regclass(quote_ident(current_schema()) || '.' || n) IS NULL",
-		pgdialect.Array(names)).Scan(&missing)
-	if err != nil || missing == 0 {
+// ensureTrigramIndex creates tokensIndex, a pg_trgm GIN index, unless it
+// exists. It creates the extension if it is missing and the role may; if
+// it cannot, it calls unavailable with the reason and returns nil: the
+// store works without the index (a free-text query then scans the
+// vocabulary). The caller holds the migration lock.
+func ensureTrigramIndex(ctx context.Context, db *bun.DB, unavailable func(cause error)) error {
+	var exists bool
+	err := db.QueryRowContext(ctx, "SELECT to_regclass(quote_ident(current_schema()) || '.' || ?) IS NOT NULL", tokensIndex).Scan(&exists)
+	if err != nil || exists {
 		return err
 	}
 	schema, err := trigramSchema(ctx, db)
@@ -66,13 +53,9 @@ func ensureTrigramIndexes(ctx context.Context, db *bun.DB, unavailable func(caus
 		if _, err := tx.ExecContext(ctx, "SET LOCAL maintenance_work_mem = '256MB'"); err != nil {
 			return err
 		}
-		for _, ix := range trigramIndexes {
-			if _, err := tx.ExecContext(ctx, "CREATE INDEX IF NOT EXISTS ? ON ? USING gin (? ?.gin_trgm_ops)",
-				bun.Ident(ix.name), bun.Ident(ix.table), bun.Ident(ix.column), bun.Ident(schema)); err != nil {
-				return err
-			}
-		}
-		return nil
+		_, err := tx.ExecContext(ctx, "CREATE INDEX IF NOT EXISTS ? ON search_tokens USING gin (token ?.gin_trgm_ops)",
+			bun.Ident(tokensIndex), bun.Ident(schema))
+		return err
 	})
 }
 
