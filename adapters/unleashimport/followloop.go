@@ -37,6 +37,7 @@ type followLoop struct {
 	source  follow.Source // the source's identity, once reached
 	readSet []string      // what the follower reads of the schema, as first seen
 	world   worldReads    // the world's readings, on a connection of their own
+	ahead   *aheadRead    // the events being read for the next poll (nil: none)
 
 	// The copy, as applied.
 	following bool        // the store follows the source (imported)
@@ -83,6 +84,7 @@ func (l *followLoop) step(ctx context.Context) (time.Duration, error) {
 		return l.opts.RenewEvery, nil
 	}
 	if l.needState.Swap(false) || !l.following {
+		l.dropAhead() // the position it read from may change
 		if wait, err := l.loadState(ctx); wait > 0 || err != nil {
 			return wait, err
 		}
@@ -217,6 +219,7 @@ func (l *followLoop) checkSource(ctx context.Context, src followSource) (follow.
 // closeSource closes the source's connections, if open: the events' and
 // the world's (a reading in progress is canceled and waited for).
 func (l *followLoop) closeSource() {
+	l.dropAhead()
 	if l.src != nil {
 		l.src.Close()
 		l.src = nil

@@ -429,3 +429,54 @@ func TestFollowStepsStopApplyingWhenTheLeaseIsLost(t *testing.T) {
 	}
 	r.wantCopy([]int64{1, 2}, 2, 0)
 }
+
+// refusingStore fails ApplyFollow with err while err is set.
+type refusingStore struct {
+	FollowStore
+	err error
+}
+
+func (s *refusingStore) ApplyFollow(ctx context.Context, holder string, now time.Time, b *follow.Batch) error {
+	if s.err != nil {
+		return s.err
+	}
+	return s.FollowStore.ApplyFollow(ctx, holder, now, b)
+}
+
+// While a backlog is read, the next batch is read while one is applied;
+// when the store refuses that batch, the position does not move and what
+// was read ahead of it is dropped: the next poll reads from the position
+// again, and no event is skipped or settled as a hole.
+func TestFollowStepsDropTheReadAheadOfARefusedBatch(t *testing.T) {
+	src := newFakeSource(1, 2)
+	r := newRig(t, src)
+	store := &refusingStore{FollowStore: r.store}
+	r.loop.store, r.loop.opts.BatchSize = store, 2
+	src.commit(3, 4, 5, 6, 7, 8)
+
+	if wait := r.next(); wait != 0 {
+		t.Fatalf("a backlog: wait %s, want 0", wait)
+	}
+	r.wantCopy([]int64{1, 2, 3, 4}, 4, 0)
+	if r.loop.ahead == nil {
+		t.Fatal("no read begun ahead while a backlog is read")
+	}
+
+	store.err = errors.New("disk full")
+	if wait := r.next(); wait != rigRetryMin {
+		t.Fatalf("a refused batch: wait %s, want %s", wait, rigRetryMin)
+	}
+	r.wantCopy([]int64{1, 2, 3, 4}, 4, 0)
+	if r.loop.ahead != nil {
+		t.Fatal("the read ahead of a refused batch was kept")
+	}
+
+	store.err = nil
+	for range 3 {
+		r.next()
+	}
+	r.wantCopy([]int64{1, 2, 3, 4, 5, 6, 7, 8}, 8, 0)
+	if wait := r.next(); wait != rigPoll {
+		t.Fatalf("caught up: wait %s, want %s", wait, rigPoll)
+	}
+}

@@ -65,17 +65,76 @@ func (l *followLoop) poll(ctx context.Context) (time.Duration, error) {
 	if err := l.settle(ctx, rctx, p); err != nil {
 		return l.readFailed(ctx, err)
 	}
+	if p.backlog() {
+		l.readAhead(ctx, p.settled.position)
+	}
 	if err := l.apply(ctx, p); err != nil {
+		l.dropAhead()
 		return l.applyFailed(ctx, err), nil
 	}
 	return l.schedule(p), nil
 }
 
-// read reads the events after the position, and takes the reading of the
-// world if it ended meanwhile.
+// backlog reports whether the poll found a backlog: it read as many
+// events as it may and delivered some, none missing, so the next poll
+// follows at once, reading as many again.
+func (p *pollRound) backlog() bool {
+	return p.full() && p.settled.deliver > 0 && p.settled.waitingFor == 0
+}
+
+// aheadRead is the source's events read for the next poll while a poll
+// applies its batch (readAhead).
+type aheadRead struct {
+	after  int64     // the position read after
+	limit  int       // how many events it read at most
+	at     time.Time // when it began
+	done   chan struct{}
+	events []flagadmin.Event
+	ids    []int64
+	err    error
+}
+
+// readAhead begins reading the events after the position a batch being
+// applied moves to: while a backlog is read, the source's read and the
+// mapping of its rows then take no time of their own. The next poll takes
+// it (takeAhead) if it reads from that position; anything else that uses
+// the source's connection drops it first (dropAhead).
+func (l *followLoop) readAhead(ctx context.Context, after int64) {
+	a := &aheadRead{after: after, limit: l.opts.BatchSize, at: l.opts.Now(), done: make(chan struct{})}
+	src := l.src
+	go func() {
+		defer close(a.done)
+		rctx, cancel := context.WithTimeout(ctx, l.opts.ReadTimeout)
+		defer cancel()
+		a.events, a.ids, a.err = src.eventsAfter(rctx, after, a.limit)
+	}()
+	l.ahead = a
+}
+
+// takeAhead waits for the read begun ahead, if any, and returns it; nil
+// when none was begun.
+func (l *followLoop) takeAhead() *aheadRead {
+	a := l.ahead
+	if a != nil {
+		<-a.done
+		l.ahead = nil
+	}
+	return a
+}
+
+// dropAhead waits for the read begun ahead, if any, and forgets it.
+func (l *followLoop) dropAhead() { l.takeAhead() }
+
+// read reads the events after the position (or takes those read ahead
+// from it), and takes the reading of the world if it ended meanwhile.
 func (l *followLoop) read(ctx context.Context, p *pollRound) error {
 	var err error
-	if p.events, p.ids, err = l.src.eventsAfter(ctx, l.position, p.limit); err != nil {
+	if a := l.takeAhead(); a != nil && a.after == l.position && a.limit == p.limit {
+		p.at, p.events, p.ids, err = a.at, a.events, a.ids, a.err
+	} else {
+		p.events, p.ids, err = l.src.eventsAfter(ctx, l.position, p.limit)
+	}
+	if err != nil {
 		return err
 	}
 	if r := l.world.collect(); r != nil {
