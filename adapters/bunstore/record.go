@@ -132,12 +132,7 @@ func (s *Store) record(ctx context.Context, t *txn, ch *changes) error {
 		if err := saltEvents(ch.events); err != nil {
 			return err
 		}
-		if keepLeaves && !ch.leavesInTx {
-			if err := checkLeaves(ch.events); err != nil {
-				return err
-			}
-		}
-		if err := s.appendEvents(ctx, t, ch); err != nil {
+		if err := s.checkWhileAppending(ctx, t, ch); err != nil {
 			return err
 		}
 		// Ids drawn, event order lock held: every event of ch has its id,
@@ -147,6 +142,32 @@ func (s *Store) record(ctx context.Context, t *txn, ch *changes) error {
 		t.wroteEvents = true
 	}
 	return nil
+}
+
+// checkWhileAppending inserts ch's events (appendEvents) and checks that
+// each one's leaf can be computed (checkLeaves), unless the transaction
+// appends their leaves itself. A batch of parallelLeaves events or more is
+// checked on a copy while it is inserted, the check's error (the caller's
+// mistake) winning over the insert's; the transaction is rolled back on
+// either.
+func (s *Store) checkWhileAppending(ctx context.Context, t *txn, ch *changes) error {
+	if !keepLeaves || ch.leavesInTx {
+		return s.appendEvents(ctx, t, ch)
+	}
+	if len(ch.events) < parallelLeaves {
+		if err := checkLeaves(ch.events); err != nil {
+			return err
+		}
+		return s.appendEvents(ctx, t, ch)
+	}
+	checked := make(chan error, 1)
+	events := slices.Clone(ch.events) // appendEvents sets the ids of ch.events
+	go func() { checked <- checkLeaves(events) }()
+	err := s.appendEvents(ctx, t, ch)
+	if cerr := <-checked; cerr != nil {
+		return cerr
+	}
+	return err
 }
 
 // saltEvents gives each event without a salt a new one

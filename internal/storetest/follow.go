@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -393,13 +394,14 @@ func RunFollow(t *testing.T, newStore func(t *testing.T) FollowTestStore) {
 		}},
 		{"follow/ApplyFollow refuses a batch without the lease, out of order, or with a broken reference, and writes nothing", func(t *testing.T, _ *world) {
 			s := loaded(t)
-			refused := []struct {
+			type refusal struct {
 				what   string
 				holder string
 				now    time.Time
 				b      follow.Batch
 				kind   error
-			}{
+			}
+			refused := []refusal{
 				{"another holder", "b", t0, follow.Batch{Position: 5, Holes: 1}, follow.ErrLeaseLost},
 				{"an ended lease", "a", t0.Add(lease), follow.Batch{Position: 5, Holes: 1}, follow.ErrLeaseLost},
 				{"a position below the current one", "a", t0, follow.Batch{Position: 3, Holes: 1}, flagadmin.ErrConflict},
@@ -413,6 +415,18 @@ func RunFollow(t *testing.T, newStore func(t *testing.T) FollowTestStore) {
 					Tokens: []flagadmin.APIToken{{SecretHash: flagadmin.HashSecret("user:another"), Name: "x", Type: flagadmin.TokenUser, UserID: i64(10), CreatedAt: t0}}, Position: 5, Holes: 1}, flagadmin.ErrConflict},
 				{"a member that does not exist", "a", t0, follow.Batch{Projects: []flagadmin.Project{{ID: "default", Name: "Default", Mode: flagadmin.ModeOpen, CreatedAt: t0,
 					Members: []flagadmin.ProjectMembership{{UserID: i64(99), Role: flagadmin.ProjectRoleOwner}}}}, Position: 5, Holes: 1}, flagadmin.ErrConflict},
+			}
+			// An event whose leaf cannot be computed (data that is not
+			// JSON), alone and in a batch large enough to be checked while
+			// it is written, is refused as invalid.
+			for _, n := range []int{1, 600} {
+				var b follow.Batch
+				for id := int64(5); id < 5+int64(n); id++ {
+					b.Events = append(b.Events, followEvent(id, "x-y", nil, nil))
+				}
+				b.Events[n*2/3].Data = json.RawMessage(`{"n":`)
+				b.Position, b.Holes = b.Events[n-1].ID, 1
+				refused = append(refused, refusal{fmt.Sprintf("data that is not JSON among %d events", n), "a", t0, b, flagadmin.ErrValidation})
 			}
 			for _, r := range refused {
 				b := r.b
