@@ -63,6 +63,11 @@ type sqlDialect interface {
 	// events' search texts where a database has them (PostgreSQL: the
 	// token index answers free text); elsewhere it does nothing.
 	DropTextTrigrams(ctx context.Context, db *bun.DB) error
+	// DropTokensTrigger drops, in a migration, the trigger that added the
+	// tokens of inserted events to the token index's vocabulary where a
+	// database has it (PostgreSQL: the writer adds them, tokenKeeper);
+	// elsewhere it does nothing.
+	DropTokensTrigger(ctx context.Context, db *bun.DB) error
 	// SummaryLocks are the statements that keep the summaries' sources
 	// still while they are rebuilt, in the writers' lock order: the base
 	// tables against changes, the summaries against writers, events
@@ -157,6 +162,16 @@ type sqlDialect interface {
 	// values, on db: kept prepared by the connection where the database
 	// would otherwise plan it anew each time, at more cost than running it.
 	QueryPrepared(ctx context.Context, db bun.IDB, stmt sqlq.Fragment) (*sql.Rows, error)
+}
+
+// tokenKeeper is the ability of a dialect whose schema keeps a vocabulary
+// of the search texts' tokens (PostgreSQL's token index): every insert of
+// events adds theirs (stored.TokenSet), in its transaction, so that no
+// search misses an event.
+type tokenKeeper interface {
+	// AddSearchTokens adds to the vocabulary those of tokens it does not
+	// hold.
+	AddSearchTokens(ctx context.Context, db bun.IDB, tokens []string) error
 }
 
 // eventInserter is the ability of a dialect whose INSERT does not return

@@ -56,6 +56,9 @@ func newMigrations(d sqlDialect, sums summaries, o migrateOptions) *migrate.Migr
 	add("20261205090000", "drop the trigram indexes of the search texts where the token index answers free text (PostgreSQL)", func(ctx context.Context, db *bun.DB) error {
 		return d.DropTextTrigrams(ctx, db)
 	})
+	add("20261206090000", "drop the trigger that added the tokens of inserted events to the token index's vocabulary: the writer adds them (PostgreSQL)", func(ctx context.Context, db *bun.DB) error {
+		return d.DropTokensTrigger(ctx, db)
+	})
 	return ms
 }
 

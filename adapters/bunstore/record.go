@@ -188,10 +188,28 @@ func saltEvents(events []flagadmin.Event) error {
 }
 
 // appendEvents takes the event order lock and inserts ch's events, setting
-// their ids: drawn by the database, or given (ch.givenIDs).
+// their ids: drawn by the database, or given (ch.givenIDs); where the
+// dialect keeps a vocabulary of the search texts' tokens, it adds theirs.
 func (s *Store) appendEvents(ctx context.Context, t *txn, ch *changes) error {
+	keeper, keeps := s.sqlDialect.(tokenKeeper)
+	var tokens stored.TokenSet
+	if keeps {
+		tokens = stored.TokenSet{}
+	}
+	if err := s.insertEvents(ctx, t, ch, tokens); err != nil {
+		return err
+	}
+	if !keeps {
+		return nil
+	}
+	return keeper.AddSearchTokens(ctx, t, tokens.Sorted())
+}
+
+// insertEvents inserts ch's events (appendEvents), adding the tokens of
+// each to tokens (none when nil).
+func (s *Store) insertEvents(ctx context.Context, t *txn, ch *changes, tokens stored.TokenSet) error {
 	if s.sqlDialect.CopiesEvents() && ch.bulk {
-		return s.copyEvents(ctx, t, ch.events, ch.givenIDs)
+		return s.copyEvents(ctx, t, ch.events, ch.givenIDs, tokens)
 	}
 	rows := make([]stored.Event, len(ch.events))
 	for i, e := range ch.events {
@@ -203,6 +221,7 @@ func (s *Store) appendEvents(ctx context.Context, t *txn, ch *changes) error {
 			r.ID = 0
 		}
 		rows[i] = r
+		tokens.AddEvent(r)
 	}
 	if ch.givenIDs {
 		if err := s.checkGivenIDs(ctx, t, ch.events); err != nil {
@@ -306,8 +325,8 @@ func (s *Store) continueIDs(ctx context.Context, db bun.IDB, last int64) error {
 // parsing than INSERT, on t's connection, inside t: with the
 // ids they carry (given), or with ids drawn first under the event order
 // lock. Rows are built as COPY consumes them, overlapping the work with
-// the server's.
-func (s *Store) copyEvents(ctx context.Context, t *txn, events []flagadmin.Event, given bool) error {
+// the server's, and their tokens added to tokens (none when nil).
+func (s *Store) copyEvents(ctx context.Context, t *txn, events []flagadmin.Event, given bool, tokens stored.TokenSet) error {
 	if given {
 		if err := s.checkGivenIDs(ctx, t, events); err != nil {
 			return err
@@ -325,6 +344,7 @@ func (s *Store) copyEvents(ctx context.Context, t *txn, events []flagadmin.Event
 		if err != nil {
 			return nil, err
 		}
+		tokens.AddEvent(r)
 		return r.Values(), nil
 	})
 	if err != nil || !given {

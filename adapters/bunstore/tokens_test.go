@@ -2,10 +2,14 @@ package bunstore_test
 
 import (
 	"context"
+	"encoding/json"
+	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/uptrace/bun"
+	"github.com/uptrace/bun/dialect/pgdialect"
 
 	"github.com/flagadmin/flagadmin/adapters/bunstore"
 	"github.com/flagadmin/flagadmin/adapters/bunstore/internal/stored"
@@ -87,8 +91,8 @@ func TestPostgresTokenIndex(t *testing.T) {
 		}
 	}
 
-	// A load turns the trigger off for its inserts and fills
-	// search_tokens at once; the trigger is on again after it.
+	// A load adds the tokens of the events it inserts, and so does a
+	// write after it.
 	loaded := open(t, dbtest.Postgres(t))
 	must(t, "Load", loaded.Load(ctx, &flagadmin.Batch{}, func(emit func([]flagadmin.Event) error) error {
 		return emit([]flagadmin.Event{{ID: 1, Type: flagadmin.EventFeatureCreated, CreatedBy: "ada", Data: []byte(`{"name":"loaded-in-bulk"}`)}})
@@ -104,18 +108,18 @@ func TestPostgresTokenIndex(t *testing.T) {
 
 	// A database migrated before the token index: events stored without
 	// it are indexed by the migration that makes it.
+	must(t, "Write", s.Write(ctx, &flagadmin.Batch{Events: []flagadmin.Event{
+		{Type: flagadmin.EventFeatureCreated, CreatedBy: "ada", Data: []byte(`{"name":"before-the-index"}`)},
+	}}))
 	for _, stmt := range []string{
-		"DROP TRIGGER events_search_tokens ON events", "DROP TABLE search_tokens",
+		"DROP TABLE search_tokens",
 		"DROP INDEX events_payload_tokens", "DROP INDEX events_meta_tokens",
-		"DROP FUNCTION flagadmin_add_search_tokens()", "DROP FUNCTION flagadmin_search_tokens(text)",
+		"DROP FUNCTION flagadmin_search_tokens(text)",
 		"DELETE FROM bun_migrations WHERE name = '20261204090000'",
 	} {
 		_, err := db.ExecContext(ctx, stmt)
 		must(t, stmt, err)
 	}
-	must(t, "Write", s.Write(ctx, &flagadmin.Batch{Events: []flagadmin.Event{
-		{Type: flagadmin.EventFeatureCreated, CreatedBy: "ada", Data: []byte(`{"name":"before-the-index"}`)},
-	}}))
 	must(t, "Migrate", s.Migrate(ctx))
 	if got := count("ore-the-ind"); got != 1 {
 		t.Errorf("an event stored before the migration: %d found, want 1", got)
@@ -168,5 +172,96 @@ func explainReads(t *testing.T, db *bun.DB, q string, scope flagadmin.TextScope,
 		if !strings.Contains(strings.Join(plan, "\n"), ix) {
 			t.Errorf("query %q scope %d: the plan does not read %s:\n%s", q, scope, ix, strings.Join(plan, "\n"))
 		}
+	}
+}
+
+// TestPostgresTokensOfTheWriter: the tokens a writer adds to the token
+// index's vocabulary (stored.TokenSet) are those the GIN indexes hold
+// (flagadmin_search_tokens), less the long-token marker: a token the
+// vocabulary lacked would make every query inside it miss its events.
+// Texts with every delimiter, other white space and punctuation, multibyte
+// characters, and runs around the long-token bound in characters (not
+// bytes), then random ones.
+func TestPostgresTokensOfTheWriter(t *testing.T) {
+	ctx := context.Background()
+	db := bunstore.DB(open(t, dbtest.Postgres(t)))
+	long := stored.MaxSearchTokenChars
+	texts := []string{"", " ", `{"a":["b","c"]}`, "\t\n", "ab\u0001cd", "a\u00a0b\u2028c\vd\fe", `"x":"y", "z":  ""`,
+		strings.Repeat("a", long), strings.Repeat("a", long+1), strings.Repeat("\u00e9", long), strings.Repeat("\u00e9", long+1),
+		strings.Repeat("\U0001f680", long-1) + " " + strings.Repeat("\u65e5", long+2) + ":" + strings.Repeat("b", 3000),
+		"x" + strings.Repeat("\u00e9", long/2) + strings.Repeat("y", long/2) + `"` + strings.Repeat("z", long-1) + "]"}
+	for _, d := range stored.SearchTokenDelimiters {
+		texts = append(texts, "ab"+string(d)+"cd"+string(d)+string(d)+"e"+string(d))
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	alphabet := []rune(stored.SearchTokenDelimiters + "ab\u00e9\u65e5\U0001f680\v\u00a0'%_\\")
+	for range 500 {
+		var b strings.Builder
+		for range rng.IntN(40) {
+			r := alphabet[rng.IntN(len(alphabet))]
+			for range 1 + rng.IntN(3)*rng.IntN(150) {
+				b.WriteRune(r)
+			}
+		}
+		texts = append(texts, b.String())
+	}
+	var sqlTokens []string
+	err := db.NewRaw(`SELECT coalesce(array_to_json(array_remove(flagadmin_search_tokens(t), '"'))::text, '[]') FROM unnest(?::text[]) WITH ORDINALITY AS x(t, n) ORDER BY n`,
+		pgdialect.Array(texts)).Scan(ctx, &sqlTokens)
+	must(t, "flagadmin_search_tokens", err)
+	for i, text := range texts {
+		var want []string
+		must(t, "tokens", json.Unmarshal([]byte(sqlTokens[i]), &want))
+		slices.Sort(want)
+		want = slices.Compact(want)
+		set := stored.TokenSet{}
+		set.Add(text)
+		if got := set.Sorted(); !slices.Equal(got, want) {
+			t.Errorf("text %d %.80q: the writer's tokens %.200q, the index's %.200q", i, text, got, want)
+		}
+	}
+}
+
+// TestPostgresTokensTriggerDropped: a database that kept the vocabulary
+// by a trigger loses it to the migration (the writer adds the tokens),
+// and a write adds its tokens once, after it.
+func TestPostgresTokensTriggerDropped(t *testing.T) {
+	ctx := context.Background()
+	s := open(t, dbtest.Postgres(t))
+	db := bunstore.DB(s)
+	for _, stmt := range []string{
+		`CREATE FUNCTION flagadmin_add_search_tokens() RETURNS trigger LANGUAGE plpgsql AS $f$
+BEGIN
+	INSERT INTO search_tokens (token) SELECT DISTINCT t FROM added_events AS e, unnest(flagadmin_search_tokens(e.search_payload)) AS t WHERE t <> '"' ON CONFLICT DO NOTHING;
+	RETURN NULL;
+END
+$f$`,
+		"CREATE TRIGGER events_search_tokens AFTER INSERT ON events REFERENCING NEW TABLE AS added_events FOR EACH STATEMENT EXECUTE FUNCTION flagadmin_add_search_tokens()",
+		"DELETE FROM bun_migrations WHERE name = '20261206090000'",
+	} {
+		_, err := db.ExecContext(ctx, stmt)
+		must(t, stmt, err)
+	}
+	must(t, "Migrate", s.Migrate(ctx))
+	var n int
+	must(t, "pg_trigger", db.QueryRowContext(ctx, "SELECT COUNT(*) FROM pg_trigger WHERE tgname = 'events_search_tokens'").Scan(&n))
+	if n != 0 {
+		t.Error("the trigger events_search_tokens is still there after the migration")
+	}
+	must(t, "pg_proc", db.QueryRowContext(ctx, "SELECT COUNT(*) FROM pg_proc WHERE proname = 'flagadmin_add_search_tokens'").Scan(&n))
+	if n != 0 {
+		t.Error("the function flagadmin_add_search_tokens is still there after the migration")
+	}
+	must(t, "Write", s.Write(ctx, &flagadmin.Batch{Events: []flagadmin.Event{
+		{Type: flagadmin.EventFeatureCreated, CreatedBy: "ada", Data: []byte(`{"name":"after-the-trigger"}`)},
+	}}))
+	must(t, "search_tokens", db.QueryRowContext(ctx, "SELECT COUNT(*) FROM search_tokens WHERE token = 'after-the-trigger'").Scan(&n))
+	if n != 1 {
+		t.Errorf("search_tokens holds %q %d times, want once", "after-the-trigger", n)
+	}
+	page, err := s.SearchEvents(ctx, flagadmin.EventQuery{Text: "ter-the-trig", Limit: 1})
+	must(t, "SearchEvents", err)
+	if page.Total != 1 {
+		t.Errorf("query inside a token written after the migration: %d events, want 1", page.Total)
 	}
 }

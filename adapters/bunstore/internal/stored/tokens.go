@@ -1,5 +1,11 @@
 package stored
 
+import (
+	"slices"
+	"strings"
+	"unicode/utf8"
+)
+
 // The tokens of a search text are its longest runs of characters that are
 // none of SearchTokenDelimiters: the JSON structural characters, the
 // double quote and white space. A text contains a string that holds none
@@ -12,4 +18,54 @@ const (
 	// SearchTokenPattern is the regular expression (PostgreSQL's) of a run
 	// of SearchTokenDelimiters, at which a text is split into tokens.
 	SearchTokenPattern = `[][ \t\n\r"{}:,]+`
+	// MaxSearchTokenChars is the most characters a token is indexed as
+	// itself with: a longer one is indexed as a marker that no token can
+	// be (GIN and B-tree entries have a size limit), and is in no
+	// vocabulary (TokenSet).
+	MaxSearchTokenChars = 256
 )
+
+// TokenSet is a set of the tokens of search texts that are indexed as
+// themselves: those of at most MaxSearchTokenChars characters.
+type TokenSet map[string]struct{}
+
+// Add adds the tokens of text to s.
+func (s TokenSet) Add(text string) {
+	for len(text) > 0 {
+		start := strings.IndexFunc(text, notDelimiter)
+		if start < 0 {
+			return
+		}
+		text = text[start:]
+		end := strings.IndexAny(text, SearchTokenDelimiters)
+		if end < 0 {
+			end = len(text)
+		}
+		if t := text[:end]; len(t) <= MaxSearchTokenChars || utf8.RuneCountInString(t) <= MaxSearchTokenChars {
+			s[t] = struct{}{}
+		}
+		text = text[end:]
+	}
+}
+
+// AddEvent adds the tokens of r's search texts to s; none when s is nil.
+func (s TokenSet) AddEvent(r Event) {
+	if s == nil {
+		return
+	}
+	s.Add(r.SearchPayload)
+	s.Add(r.SearchMeta)
+}
+
+// Sorted returns the tokens of s in ascending byte order.
+func (s TokenSet) Sorted() []string {
+	tokens := make([]string, 0, len(s))
+	for t := range s {
+		tokens = append(tokens, t)
+	}
+	slices.Sort(tokens)
+	return tokens
+}
+
+// notDelimiter reports whether r is in a token.
+func notDelimiter(r rune) bool { return !strings.ContainsRune(SearchTokenDelimiters, r) }

@@ -9,7 +9,8 @@
 //     events;
 //   - on PostgreSQL (Tokens), from the token index its dialect makes in a
 //     migration: search_tokens, every token of the texts
-//     (stored.SearchTokenPattern), and a GIN index of each text's tokens.
+//     (stored.SearchTokenPattern), which each insert of events adds
+//     theirs to, and a GIN index of each text's tokens.
 //     A query's longest run without a delimiter, of 3 or more
 //     characters, is found in the few tokens that contain it, then in the
 //     events that hold one of them, each checked for the whole query (a

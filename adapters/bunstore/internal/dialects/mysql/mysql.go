@@ -93,6 +93,9 @@ func (Dialect) TokenIndex(context.Context, *bun.DB) error { return nil }
 // DropTextTrigrams does nothing: there are none.
 func (Dialect) DropTextTrigrams(context.Context, *bun.DB) error { return nil }
 
+// DropTokensTrigger does nothing: there is no token index.
+func (Dialect) DropTokensTrigger(context.Context, *bun.DB) error { return nil }
+
 // SummaryLocks are locking reads of every row, by the primary key: the
 // base tables in share mode, the summaries for update, then the event
 // order lock, which every writer of events takes.

@@ -183,12 +183,8 @@ func (Dialect) CopyFrom(ctx context.Context, conn bun.Conn, table string, column
 
 // DeferIndexes returns the statements that drop the secondary indexes of
 // events, read from the catalog, and those that make them again, each as
-// it was; and, where the token index is, those that turn off the trigger
-// that adds each inserted event's tokens to search_tokens, then fill it
-// from all the events at once and turn the trigger on again (the trigger,
-// run for each batch, made the load's inserts twice as slow). PostgreSQL
-// changes its schema inside the transaction: a failed load leaves the
-// indexes and the trigger as they were.
+// it was. PostgreSQL changes its schema inside the transaction: a failed
+// load leaves the indexes as they were.
 func (Dialect) DeferIndexes(ctx context.Context, tx bun.IDB) (drops []string, builds []indexbuild.Step, err error) {
 	var rows []struct {
 		Name  string `bun:"name"`
@@ -202,16 +198,6 @@ func (Dialect) DeferIndexes(ctx context.Context, tx bun.IDB) (drops []string, bu
 		return nil, nil, err
 	}
 	builds = []indexbuild.Step{{SQL: "SET LOCAL maintenance_work_mem = '256MB'"}}
-	var tokens int
-	err = tx.NewRaw("SELECT COUNT(*) FROM pg_trigger WHERE tgrelid = (quote_ident(current_schema()) || '.events')::regclass AND tgname = ?", tokensTrigger).Scan(ctx, &tokens)
-	if err != nil {
-		return nil, nil, err
-	}
-	if tokens > 0 {
-		drops = append(drops, "ALTER TABLE events DISABLE TRIGGER "+tokensTrigger)
-		builds = append(builds, indexbuild.Step{SQL: "INSERT INTO search_tokens (token) " + newTokens("events"), What: "fill the vocabulary of the token index"},
-			indexbuild.Step{SQL: "ALTER TABLE events ENABLE TRIGGER " + tokensTrigger})
-	}
 	for _, r := range rows {
 		drops, builds = append(drops, "DROP INDEX "+r.Name), append(builds, indexbuild.Step{SQL: r.Def, What: "build index " + r.Index})
 	}

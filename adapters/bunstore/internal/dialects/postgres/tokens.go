@@ -2,38 +2,40 @@ package postgres
 
 import (
 	"context"
+	"strconv"
 	"strings"
 
 	"github.com/uptrace/bun"
+	"github.com/uptrace/bun/dialect/pgdialect"
 
 	"github.com/flagadmin/flagadmin/adapters/bunstore/internal/stored"
 )
 
 // The token index of the search texts: for each text, a GIN index over its
 // tokens (stored.SearchTokenPattern; flagadmin_search_tokens), and
-// search_tokens, every token of every event's texts, kept by the trigger
-// events_search_tokens as events are inserted (COPY fires it too). A
-// free-text query finds the tokens that contain its longest run without a
-// delimiter in search_tokens (by their pg_trgm index, made by
-// ensureTrigramIndex: short rows, each token once), then the events
-// that hold one in the GIN index, without the work of a trigram index of
-// the texts over their frequent trigrams (internal/textindex writes the
-// condition).
+// search_tokens, every token of every event's texts, to which each insert
+// of events adds theirs, in its transaction (AddSearchTokens, with the
+// tokens the writer splits the texts into: stored.TokenSet, the same
+// tokens as flagadmin_search_tokens). A free-text query finds the tokens
+// that contain its longest run without a delimiter in search_tokens (by
+// their pg_trgm index, made by ensureTrigramIndex: short rows, each token
+// once), then the events that hold one in the GIN index, without the work
+// of a trigram index of the texts over their frequent trigrams
+// (internal/textindex writes the condition).
 //
-// A token longer than maxTokenChars is indexed as tooLong, a string no
-// token can be (a delimiter), and left out of search_tokens: GIN and
-// B-tree entries have a size limit, and such a token would make its
+// A token longer than stored.MaxSearchTokenChars is indexed as tooLong, a
+// string no token can be (a delimiter), and left out of search_tokens: GIN
+// and B-tree entries have a size limit, and such a token would make its
 // event's insert fail. A query matches every event with a long token as a
 // candidate, and checks each candidate's text (strpos).
 //
 // search_tokens keeps the tokens of events retention removed: they match
 // no event.
 const (
-	maxTokenChars = "256"
-	tooLong       = `'"'`
-	// tokensTrigger adds the new tokens of inserted events to
-	// search_tokens (a bulk load turns it off, then fills search_tokens
-	// at once: DeferIndexes).
+	tooLong = `'"'`
+	// tokensTrigger was a trigger that added the tokens of inserted
+	// events to search_tokens (splitting each text again in SQL); the
+	// writer adds them now, and a migration drops it (DropTokensTrigger).
 	tokensTrigger = "events_search_tokens"
 )
 
@@ -44,26 +46,18 @@ var tokenIndexStatements = []string{
 	"LOCK TABLE events IN SHARE MODE",
 	"SET LOCAL maintenance_work_mem = '256MB'",
 	`CREATE OR REPLACE FUNCTION flagadmin_search_tokens(text) RETURNS text[] LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE AS $f$
-	SELECT ARRAY(SELECT CASE WHEN length(t) > ` + maxTokenChars + ` THEN ` + tooLong + ` ELSE t END
+	SELECT ARRAY(SELECT CASE WHEN length(t) > ` + strconv.Itoa(stored.MaxSearchTokenChars) + ` THEN ` + tooLong + ` ELSE t END
 		FROM unnest(regexp_split_to_array($1, '` + stored.SearchTokenPattern + `')) AS t WHERE t <> '')
 $f$`,
 	"CREATE TABLE IF NOT EXISTS search_tokens (token TEXT PRIMARY KEY)",
-	`CREATE OR REPLACE FUNCTION flagadmin_add_search_tokens() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $f$
-BEGIN
-	INSERT INTO search_tokens (token) ` + newTokens("added_events") + `;
-	RETURN NULL;
-END
-$f$`,
-	"DROP TRIGGER IF EXISTS " + tokensTrigger + " ON events",
-	"CREATE TRIGGER " + tokensTrigger + " AFTER INSERT ON events REFERENCING NEW TABLE AS added_events FOR EACH STATEMENT EXECUTE FUNCTION flagadmin_add_search_tokens()",
 	"INSERT INTO search_tokens (token) " + newTokens("events"),
 	"CREATE INDEX IF NOT EXISTS events_payload_tokens ON events USING gin (flagadmin_search_tokens(search_payload))",
 	"CREATE INDEX IF NOT EXISTS events_meta_tokens ON events USING gin (flagadmin_search_tokens(search_meta))",
 }
 
 // newTokens is what follows INSERT INTO search_tokens (token): the
-// tokens of the events of table, in order (the order their rows are
-// locked in), those it holds already skipped.
+// tokens of the events of table, in order, those it holds already
+// skipped.
 func newTokens(table string) string {
 	return strings.Join([]string{
 		"SELECT DISTINCT t FROM " + table + " AS e,",
@@ -83,4 +77,28 @@ func (Dialect) TokenIndex(ctx context.Context, db *bun.DB) error {
 		}
 		return nil
 	})
+}
+
+// AddSearchTokens adds to search_tokens those of tokens it does not hold
+// (the tokens of events inserted in db's transaction, stored.TokenSet), in
+// the order given: writers take the event order lock first, so they add
+// tokens one at a time.
+func (Dialect) AddSearchTokens(ctx context.Context, db bun.IDB, tokens []string) error {
+	if len(tokens) == 0 {
+		return nil
+	}
+	_, err := db.ExecContext(ctx, "INSERT INTO search_tokens (token) SELECT unnest(?::text[]) ON CONFLICT DO NOTHING", pgdialect.Array(tokens))
+	return err
+}
+
+// DropTokensTrigger drops, in a migration, the trigger that added the
+// tokens of inserted events to search_tokens, and its function: the
+// writer adds them (AddSearchTokens).
+func (Dialect) DropTokensTrigger(ctx context.Context, db *bun.DB) error {
+	for _, stmt := range []string{"DROP TRIGGER IF EXISTS " + tokensTrigger + " ON events", "DROP FUNCTION IF EXISTS flagadmin_add_search_tokens()"} {
+		if _, err := db.ExecContext(ctx, stmt); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -66,6 +66,10 @@ func (Dialect) TokenIndex(context.Context, *bun.DB) error { return nil }
 // answers free text.
 func (Dialect) DropTextTrigrams(context.Context, *bun.DB) error { return nil }
 
+// DropTokensTrigger does nothing: there is no token index (events_text
+// answers free text).
+func (Dialect) DropTokensTrigger(context.Context, *bun.DB) error { return nil }
+
 // SummaryLocks are none: the migration transaction holds the whole
 // database already.
 func (Dialect) SummaryLocks([]string, string) []string { return nil }
