@@ -12,7 +12,9 @@ import (
 // A poll, the step that follows, in four steps of its own:
 //
 //	read      the events after the position (one statement, one
-//	          snapshot), and the reading of the world if one ended
+//	          snapshot; while a backlog is read, begun as the poll
+//	          before applied its batch: readAhead), and the reading of
+//	          the world if one ended
 //	settle    what can be delivered: the events before one whose
 //	          project must wait for the world (heldProject), up to the
 //	          first missing id that is not settled (gaps.go, with the
