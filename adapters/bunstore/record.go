@@ -192,15 +192,12 @@ func saltEvents(events []flagadmin.Event) error {
 // dialect keeps a vocabulary of the search texts' tokens, it adds theirs.
 func (s *Store) appendEvents(ctx context.Context, t *txn, ch *changes) error {
 	keeper, keeps := s.sqlDialect.(tokenKeeper)
-	var tokens stored.TokenSet
-	if keeps {
-		tokens = stored.TokenSet{}
+	if !keeps {
+		return s.insertEvents(ctx, t, ch, nil)
 	}
+	tokens := stored.TokenSet{}
 	if err := s.insertEvents(ctx, t, ch, tokens); err != nil {
 		return err
-	}
-	if !keeps {
-		return nil
 	}
 	return keeper.AddSearchTokens(ctx, t, tokens.Sorted())
 }

@@ -32,7 +32,7 @@ type TokenSet map[string]struct{}
 // Add adds the tokens of text to s.
 func (s TokenSet) Add(text string) {
 	for len(text) > 0 {
-		start := strings.IndexFunc(text, notDelimiter)
+		start := strings.IndexFunc(text, func(r rune) bool { return !SearchTokenDelimiter(r) })
 		if start < 0 {
 			return
 		}
@@ -67,5 +67,6 @@ func (s TokenSet) Sorted() []string {
 	return tokens
 }
 
-// notDelimiter reports whether r is in a token.
-func notDelimiter(r rune) bool { return !strings.ContainsRune(SearchTokenDelimiters, r) }
+// SearchTokenDelimiter reports whether r ends a token (one of
+// SearchTokenDelimiters).
+func SearchTokenDelimiter(r rune) bool { return strings.ContainsRune(SearchTokenDelimiters, r) }

@@ -113,7 +113,7 @@ func longest(text string, bounded bool) string {
 	}
 	start := 0 // where the current run starts
 	for i, r := range text {
-		if delimiter(r) {
+		if stored.SearchTokenDelimiter(r) {
 			consider(start, i)
 			start = i + utf8.RuneLen(r)
 		}
@@ -121,9 +121,6 @@ func longest(text string, bounded bool) string {
 	consider(start, len(text))
 	return best
 }
-
-// delimiter reports whether r ends a token (stored.SearchTokenDelimiters).
-func delimiter(r rune) bool { return strings.ContainsRune(stored.SearchTokenDelimiters, r) }
 
 // usable reports whether an index answers a query for text exactly. It
 // does when text has at least 3 characters (one trigram: the least either
