@@ -37,7 +37,7 @@ func (f *Follower) leaseLoop(ctx context.Context) {
 		if err == nil {
 			f.setStatus(func(s *follow.Status) { s.Holder = st.Lease.Holder })
 		}
-		f.leaseChanged(&w, f.leased.Swap(ok), ok, err, st.Lease.Holder)
+		f.publishLease(&w, ok, err, st.Lease.Holder)
 		select {
 		case <-ctx.Done():
 			return
@@ -78,9 +78,29 @@ func (f *Follower) holds(w *leaseWatch, now time.Time, ok bool, err error) bool 
 	return ok
 }
 
+// publishLease makes ok this server's part (Follower.leased) once its
+// change is logged, so that a status that says this server applies has
+// the line that says so in the log before it, and wakes Run's steps when
+// the part changed.
+func (f *Follower) publishLease(w *leaseWatch, ok bool, err error, holder string) {
+	was := f.leased.Load()
+	f.leaseChanged(w, was, ok, err, holder)
+	for !f.leased.CompareAndSwap(was, ok) {
+		// Run's steps found the lease lost meanwhile: decide again
+		// from there.
+		was = f.leased.Load()
+		f.leaseChanged(w, was, ok, err, holder)
+	}
+	if was != ok {
+		select {
+		case f.wake <- struct{}{}:
+		default:
+		}
+	}
+}
+
 // leaseChanged logs the lease's changes of hands (was: this server held
-// it before the renewal; ok: it holds it now; holder: the store's holder)
-// and wakes Run's steps when this server's part changed.
+// it before the renewal; ok: it holds it now; holder: the store's holder).
 func (f *Follower) leaseChanged(w *leaseWatch, was, ok bool, err error, holder string) {
 	switch {
 	case ok:
@@ -96,11 +116,5 @@ func (f *Follower) leaseChanged(w *leaseWatch, was, ok bool, err error, holder s
 		// after it applied.
 		w.standby = true
 		f.log.Info("following: another server applies the source's changes; this one serves the copy", "holder", f.opts.Holder, "applied_by", holder)
-	}
-	if was != ok {
-		select {
-		case f.wake <- struct{}{}:
-		default:
-		}
 	}
 }

@@ -1,8 +1,12 @@
 package unleashimport
 
 import (
+	"context"
 	"errors"
+	"fmt"
 	"log/slog"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -39,5 +43,45 @@ func TestAFailingRenewalKeepsTheFollowLeaseUntilItEnds(t *testing.T) {
 	}
 	if got := f.errs.Load(); got != 4 {
 		t.Errorf("errors counted %d, want 4", got)
+	}
+}
+
+// onLog is a log handler that calls fn with each line's message as the
+// line is written.
+type onLog struct{ fn func(msg string) }
+
+func (h onLog) Enabled(context.Context, slog.Level) bool { return true }
+func (h onLog) Handle(_ context.Context, r slog.Record) error {
+	h.fn(r.Message)
+	return nil
+}
+func (h onLog) WithAttrs([]slog.Attr) slog.Handler { return h }
+func (h onLog) WithGroup(string) slog.Handler      { return h }
+
+// The status says this server applies, or no longer does, only once the
+// log says so: whoever reads the status and then the log finds the line.
+func TestTheLeaseChangeIsLoggedBeforeTheStatusShowsIt(t *testing.T) {
+	var f *Follower
+	var lines []string
+	f = NewFollower("postgres://fake/unleash", memstore.New(), FollowOptions{
+		Holder: "me", Logger: slog.New(onLog{func(msg string) {
+			lines = append(lines, fmt.Sprintf("applying=%v as it logs %q", f.Status().Applying, msg))
+		}}),
+	})
+	var w leaseWatch
+	f.publishLease(&w, false, nil, "other") // another server applies
+	f.publishLease(&w, true, nil, "me")     // this one takes over
+	f.publishLease(&w, true, nil, "me")     // renews: no line
+	f.publishLease(&w, false, nil, "other") // and loses it
+	want := []string{
+		`applying=false as it logs "following: another server applies the source's changes; this one serves the copy"`,
+		`applying=false as it logs "following: this server applies the source's changes (it holds the follow lease)"`,
+		`applying=true as it logs "following: another server applies the source's changes; this one serves the copy"`,
+	}
+	if !slices.Equal(lines, want) {
+		t.Errorf("lines:\n%s\nwant:\n%s", strings.Join(lines, "\n"), strings.Join(want, "\n"))
+	}
+	if f.Status().Applying {
+		t.Errorf("after the lease was lost the status says this server applies")
 	}
 }
