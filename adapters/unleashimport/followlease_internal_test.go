@@ -58,8 +58,8 @@ func (h onLog) Handle(_ context.Context, r slog.Record) error {
 func (h onLog) WithAttrs([]slog.Attr) slog.Handler { return h }
 func (h onLog) WithGroup(string) slog.Handler      { return h }
 
-// The status says this server applies, or no longer does, only once the
-// log says so: whoever reads the status and then the log finds the line.
+// A change of whether this server applies shows in the status only once
+// the log says so: whoever reads the status and then the log finds the line.
 func TestTheLeaseChangeIsLoggedBeforeTheStatusShowsIt(t *testing.T) {
 	var f *Follower
 	var lines []string
