@@ -189,10 +189,10 @@ type Follower struct {
 	open func(ctx context.Context) (followSource, error)
 
 	leased    atomic.Bool
-	needState atomic.Bool   // re-read the follow state (lease just acquired)
-	wake      chan struct{} // the lease changed hands
-	copying   atomic.Bool   // the first import's store transaction runs
-	renew     chan struct{} // renew the lease now (the copy just ended)
+	needState atomic.Bool        // re-read the follow state (lease just acquired)
+	wake      chan struct{}      // the lease changed hands
+	copying   atomic.Bool        // the first import's store transaction runs
+	renew     chan chan struct{} // renew the lease now (the copy just ended), then close the channel sent
 	applied   atomic.Int64
 	errs      atomic.Int64
 
@@ -205,7 +205,7 @@ type Follower struct {
 func NewFollower(sourceURL string, store FollowStore, opts FollowOptions) *Follower {
 	opts.defaults()
 	f := &Follower{url: sourceURL, name: SourceName(sourceURL), store: store, opts: opts, log: opts.Logger,
-		wake: make(chan struct{}, 1), renew: make(chan struct{}, 1)}
+		wake: make(chan struct{}, 1), renew: make(chan chan struct{}, 1)}
 	f.open = func(ctx context.Context) (followSource, error) {
 		src, err := Open(ctx, sourceURL)
 		if err != nil {

@@ -156,14 +156,18 @@ func TestFollowStandbyLogsOnce(t *testing.T) {
 // oneWriter is a store with one writer, as SQLite is: while the first
 // copy's transaction runs, the lease cannot be renewed (the attempt fails
 // after waiting for the writer). Its copy goes on until the lease, had it
-// not been kept, would have ended.
+// not been kept, would have ended. The first renewal after the copy
+// waits until the follower writes (or 300 ms): a follower that wrote
+// before the renewal would write under the lease the copy let run out.
 type oneWriter struct {
 	followStore
-	ttl      time.Duration
-	copying  atomic.Bool
-	mu       sync.Mutex
-	refused  int // renewals that failed while the copy ran
-	copyDone chan struct{}
+	ttl     time.Duration
+	copying atomic.Bool
+	copied  atomic.Bool
+	late    atomic.Bool   // the first renewal after the copy was held back
+	wrote   chan struct{} // a write after the copy
+	mu      sync.Mutex
+	refused int // renewals that failed while the copy ran
 }
 
 func (s *oneWriter) AcquireFollowLease(ctx context.Context, holder string, now, until time.Time) (follow.State, bool, error) {
@@ -173,11 +177,29 @@ func (s *oneWriter) AcquireFollowLease(ctx context.Context, holder string, now, 
 		s.mu.Unlock()
 		return follow.State{}, false, errors.New("database is locked")
 	}
+	if s.copied.Load() && !s.late.Swap(true) {
+		select {
+		case <-s.wrote:
+		case <-time.After(300 * time.Millisecond):
+		case <-ctx.Done():
+		}
+	}
 	return s.followStore.AcquireFollowLease(ctx, holder, now, until)
+}
+
+func (s *oneWriter) ApplyFollow(ctx context.Context, holder string, now time.Time, b *follow.Batch) error {
+	if s.copied.Load() {
+		select {
+		case s.wrote <- struct{}{}:
+		default:
+		}
+	}
+	return s.followStore.ApplyFollow(ctx, holder, now, b)
 }
 
 func (s *oneWriter) LoadFollow(ctx context.Context, holder string, now time.Time, st follow.State, b *flagadmin.Batch, events func(emit func([]flagadmin.Event) error) error) error {
 	s.copying.Store(true)
+	defer s.copied.Store(true)
 	defer s.copying.Store(false)
 	start := time.Now()
 	return s.followStore.LoadFollow(ctx, holder, now, st, b, func(emit func([]flagadmin.Event) error) error {
@@ -201,12 +223,13 @@ func (s *oneWriter) LoadFollow(ctx context.Context, holder string, now time.Time
 
 // TestFollowKeepsTheLeaseWhileCopying: a first copy longer than the lease,
 // on a store where the lease cannot be renewed beside it, keeps the lease
-// (no "lease ended" in the log) and follows on at once; its progress is in
-// the log and in the status.
+// (no "lease ended" in the log) and follows on once the lease is renewed,
+// even when that renewal is slow; its progress is in the log and in the
+// status.
 func TestFollowKeepsTheLeaseWhileCopying(t *testing.T) {
 	src := unleashfixture.Restore(t)
 	opts, log := logged("")
-	store := &oneWriter{followStore: memstore.New(), ttl: opts.LeaseTTL}
+	store := &oneWriter{followStore: memstore.New(), ttl: opts.LeaseTTL, wrote: make(chan struct{}, 1)}
 	r := startFollower(t, src, store, opts)
 	var sawCopying, lost atomic.Bool
 	waitFor(t, 30*time.Second, "imported", func() bool {

@@ -161,11 +161,26 @@ func (l *followLoop) loadCopy(ctx context.Context, st follow.State, snap *source
 	l.copying.Store(true)
 	err := l.store.LoadFollow(ctx, l.opts.Holder, l.opts.Now(), st, &snap.world.batch, events)
 	l.copying.Store(false)
-	select {
-	case l.renew <- struct{}{}: // the lease, which the copy may have kept from being renewed
-	default:
-	}
+	l.renewNow(ctx)
 	return err
+}
+
+// renewNow has the lease's goroutine renew the lease at once, which a
+// long copy may have kept from being renewed until it ended, and waits
+// for the renewal: the steps that follow write only under a lease the
+// store holds for this server again (or, were it taken meanwhile, find
+// this server on standby), not under one that ran out during the copy.
+func (l *followLoop) renewNow(ctx context.Context) {
+	done := make(chan struct{})
+	select {
+	case l.renew <- done:
+	case <-ctx.Done():
+		return
+	}
+	select {
+	case <-done:
+	case <-ctx.Done():
+	}
 }
 
 // importProgress reports the first import's progress: its lines to

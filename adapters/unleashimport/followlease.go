@@ -22,11 +22,15 @@ type leaseWatch struct {
 }
 
 // leaseLoop acquires or renews the lease at once and every RenewEvery, and
-// at once again when the first import ends (renew).
+// at once again when the first import ends (renew: it closes the channel
+// received once that renewal is published).
 func (f *Follower) leaseLoop(ctx context.Context) {
 	ticker := time.NewTicker(f.opts.RenewEvery)
 	defer ticker.Stop()
-	var w leaseWatch
+	var (
+		w       leaseWatch
+		renewed chan struct{} // closed once the renewal asked for is done
+	)
 	for {
 		now := f.opts.Now()
 		st, ok, err := f.store.AcquireFollowLease(ctx, f.opts.Holder, now, now.Add(f.opts.LeaseTTL))
@@ -38,11 +42,15 @@ func (f *Follower) leaseLoop(ctx context.Context) {
 			f.setStatus(func(s *follow.Status) { s.Holder = st.Lease.Holder })
 		}
 		f.publishLease(&w, ok, err, st.Lease.Holder)
+		if renewed != nil {
+			close(renewed)
+			renewed = nil
+		}
 		select {
 		case <-ctx.Done():
 			return
 		case <-ticker.C:
-		case <-f.renew:
+		case renewed = <-f.renew:
 		}
 	}
 }

@@ -212,6 +212,21 @@ func newRig(t *testing.T, src *fakeSource) *rig {
 		t.Fatalf("AcquireFollowLease: %v, %v", ok, err)
 	}
 	f.leased.Store(true)
+	// No lease goroutine runs: the lease is held for the clock's minute,
+	// and the renewal the import asks for when its copy ends is answered
+	// at once.
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	go func() {
+		for {
+			select {
+			case done := <-f.renew:
+				close(done)
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
 	r.loop = newFollowLoop(f)
 	if wait := r.next(); wait != 0 {
 		t.Fatalf("the import: wait %s, want 0", wait)
