@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+	"strings"
 
 	"github.com/go-json-experiment/json/jsontext"
 )
@@ -71,7 +72,7 @@ func outOfRange(raw []byte) string {
 			}
 		case c == '-' || '0' <= c && c <= '9':
 			j := i + 1
-			for j < len(raw) && bytes.IndexByte([]byte("0123456789.eE+-"), raw[j]) >= 0 {
+			for j < len(raw) && strings.IndexByte("0123456789.eE+-", raw[j]) >= 0 {
 				j++
 			}
 			if f, _ := strconv.ParseFloat(string(raw[i:j]), 64); math.IsInf(f, 0) {
@@ -86,26 +87,6 @@ func outOfRange(raw []byte) string {
 // appendCanonicalString appends s as a canonical JSON string; a byte of s
 // that is not UTF-8 is written as U+FFFD (as encoding/json writes it).
 func appendCanonicalString(dst []byte, s string) []byte {
-	if plainASCII(s) {
-		// Printable ASCII but for '"' and '\\' is its own JSON string in every
-		// serializer, RFC 8785's included: nothing to escape, nothing to
-		// choose (TestCanonicalStringIsTheLibrarys). Most of an event's
-		// strings are such; the library writes the others.
-		dst = append(dst, '"')
-		dst = append(dst, s...)
-		return append(dst, '"')
-	}
 	dst, _ = jsontext.AppendQuote(dst, s) // the error says a byte was not UTF-8, written as U+FFFD
 	return dst
-}
-
-// plainASCII reports whether every byte of s is printable ASCII (0x20 to
-// 0x7e) other than '"' and '\\': a string JSON writes as it is, quoted.
-func plainASCII(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; c < 0x20 || c > 0x7e || c == '"' || c == '\\' {
-			return false
-		}
-	}
-	return true
 }

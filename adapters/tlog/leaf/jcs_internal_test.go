@@ -7,9 +7,8 @@ import (
 	"github.com/gowebpki/jcs"
 )
 
-// TestCanonicalStringIsTheReferences holds appendCanonicalString, which
-// writes plain ASCII strings itself and the others through the JSON
-// library, to github.com/gowebpki/jcs's canonical form of every string:
+// TestCanonicalStringIsTheReferences holds appendCanonicalString to
+// github.com/gowebpki/jcs's canonical form of every string:
 // each ASCII character alone and within text, and strings that must be
 // escaped or kept as they are.
 func TestCanonicalStringIsTheReferences(t *testing.T) {
