@@ -33,9 +33,10 @@ import (
 // no event.
 const (
 	tooLong = `'"'`
-	// tokensTrigger was a trigger that added the tokens of inserted
-	// events to search_tokens (splitting each text again in SQL); the
-	// writer adds them now, and a migration drops it (DropTokensTrigger).
+	// tokensTrigger names the trigger that databases made by earlier
+	// versions have, which adds the tokens of inserted events to
+	// search_tokens by splitting each text again in SQL; a migration
+	// drops it (DropTokensTrigger), since the writer adds them.
 	tokensTrigger = "events_search_tokens"
 )
 
