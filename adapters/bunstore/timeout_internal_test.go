@@ -244,6 +244,11 @@ func TestPageStatementEndedByItsContext(t *testing.T) {
 // page statement, with ErrUnavailable (a 503), and is then discarded, so
 // the reads after it succeed. queryPage tries a statement once, as
 // database/sql's QueryContext does with one sent on a dropped connection.
+// How many reads fail is not fixed: pgx pings a connection idle for more
+// than a second before it is lent, and one that fails the ping is
+// discarded without failing a read. That the fault was felt shows instead
+// in the connections the pool opens after it: reads one at a time with
+// idle connections at hand open none unless those were found dropped.
 func TestPageReadsAfterConnectionsDropped(t *testing.T) {
 	const app = "flagadmin-dropped-test"
 	for _, fault := range []struct {
@@ -312,6 +317,7 @@ func TestPageReadsAfterConnectionsDropped(t *testing.T) {
 					t.Fatalf("before the fault: %v", err)
 				}
 			}
+			served := proxy.Served()
 			fault.do(t, proxy)
 			failed := 0
 			for i := range 2 * conns {
@@ -327,8 +333,8 @@ func TestPageReadsAfterConnectionsDropped(t *testing.T) {
 					t.Errorf("read %d failed (%v): more failures than dropped connections (%d)", i+1, err, conns)
 				}
 			}
-			if failed == 0 {
-				t.Errorf("no read failed: the fault was not felt")
+			if proxy.Served() == served {
+				t.Errorf("no connection opened after the fault: the dropped ones were not found")
 			}
 			t.Logf("%d of %d reads failed after the fault", failed, 2*conns)
 		})

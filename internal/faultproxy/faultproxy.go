@@ -38,6 +38,7 @@ type Proxy struct {
 	mode    Mode
 	changed chan struct{} // closed and replaced on every mode change
 	conns   map[net.Conn]struct{}
+	served  int // client connections connected to the target
 	closed  bool
 	wg      sync.WaitGroup
 }
@@ -85,6 +86,15 @@ func (p *Proxy) Conns() int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return len(p.conns)
+}
+
+// Served returns the number of client connections the proxy has connected
+// to the target since it started: a client that opened new connections
+// after a fault shows here, whether or not any of its requests failed.
+func (p *Proxy) Served() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.served
 }
 
 // Close stops listening and closes every connection.
@@ -161,6 +171,9 @@ func (p *Proxy) serve(client net.Conn) {
 		return
 	}
 	defer p.untrack(server)
+	p.mu.Lock()
+	p.served++
+	p.mu.Unlock()
 	done := make(chan struct{}, 2)
 	go func() { p.copy(server, client); done <- struct{}{} }()
 	go func() { p.copy(client, server); done <- struct{}{} }()

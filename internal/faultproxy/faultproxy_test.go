@@ -124,6 +124,9 @@ func TestCutClosesAndRefuses(t *testing.T) {
 	if _, err := roundTrip(c, r, "x", time.Second); err != nil {
 		t.Fatal(err)
 	}
+	if n := p.Served(); n != 1 {
+		t.Fatalf("served %d connections, want 1", n)
+	}
 	p.Set(Cut)
 	if _, err := readLine(c, r, time.Second); err == nil || errors.Is(err, os.ErrDeadlineExceeded) {
 		t.Fatalf("open connection after a cut: got %v, want it closed", err)
@@ -136,5 +139,8 @@ func TestCutClosesAndRefuses(t *testing.T) {
 	c3, r3 := dial(t, p)
 	if got, err := roundTrip(c3, r3, "back", time.Second); err != nil || got != "back\n" {
 		t.Fatalf("after the cut: got %q, %v; want the echo", got, err)
+	}
+	if n := p.Served(); n != 2 {
+		t.Fatalf("served %d connections, want 2: the one before the cut and the one after, none during it", n)
 	}
 }
