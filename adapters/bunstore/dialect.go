@@ -68,6 +68,15 @@ type sqlDialect interface {
 	// database has it (PostgreSQL: the writer adds them, tokenKeeper);
 	// elsewhere it does nothing.
 	DropTokensTrigger(ctx context.Context, db *bun.DB) error
+	// PendingText makes, in a migration, where a bulk load may leave the
+	// full-text index of the loaded events to be filled after it commits
+	// (SQLite: the range of their ids, which the index's triggers leave
+	// alone); elsewhere it does nothing.
+	PendingText(ctx context.Context, db *bun.DB) error
+	// TextBacklog returns the statements that fill the full-text index
+	// with the texts a load left pending, and whether the database has
+	// such a backlog (SQLite).
+	TextBacklog() (indexbuild.Backlog, bool)
 	// SummaryLocks are the statements that keep the summaries' sources
 	// still while they are rebuilt, in the writers' lock order: the base
 	// tables against changes, the summaries against writers, events

@@ -2,6 +2,7 @@ package bunstore
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/uptrace/bun"
 
@@ -73,3 +74,49 @@ func SetProgressEvery(t interface{ Cleanup(func()) }, n int64) {
 
 // AppendBatch is how many leaves the store appends per transaction.
 const AppendBatch = appendBatch
+
+// SetTextLaterFrom makes a load of n events or more leave the full-text
+// index to be filled after it, where the database can, until the test
+// ends.
+func SetTextLaterFrom(t interface{ Cleanup(func()) }, n int64) {
+	old := textLaterFrom
+	textLaterFrom = n
+	t.Cleanup(func() { textLaterFrom = old })
+}
+
+// SetTextBacklogBatch makes the store index the texts a load left pending
+// n events a transaction, until the test ends.
+func SetTextBacklogBatch(t interface{ Cleanup(func()) }, n int64) {
+	old := textBacklogBatch
+	textBacklogBatch = n
+	t.Cleanup(func() { textBacklogBatch = old })
+}
+
+// WithTextBacklogHeld keeps the store from filling the full-text index's
+// backlog by itself: the test does, with FillTextBatch.
+func WithTextBacklogHeld() Option { return func(o *options) { o.textBacklogHeld = true } }
+
+// FillTextBatch indexes the next batch of pending texts, and reports
+// whether some are left.
+func FillTextBatch(ctx context.Context, s *Store) (more bool, err error) {
+	_, _, more, err = s.fillTextBatch(ctx)
+	return more, err
+}
+
+// TextIndexRows returns how many rows events_text counts: the first
+// varint of FTS5's averages record (the row of id 1 of events_text_data),
+// which each insert raises and each delete lowers.
+func TextIndexRows(ctx context.Context, s *Store) (int64, error) {
+	var rec []byte
+	if err := s.db.QueryRowContext(ctx, "SELECT block FROM events_text_data WHERE id = 1").Scan(&rec); err != nil {
+		return 0, err
+	}
+	var v int64
+	for _, b := range rec {
+		v = v<<7 | int64(b&0x7f)
+		if b&0x80 == 0 {
+			return v, nil
+		}
+	}
+	return 0, fmt.Errorf("averages record of events_text cut short: %x", rec)
+}

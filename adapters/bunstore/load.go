@@ -101,6 +101,7 @@ func (s *Store) loadAll(ctx context.Context, b *flagadmin.Batch, events func(emi
 		done := s.loadStep("commit")
 		if err = tx.Commit(); err == nil {
 			done()
+			s.wakeTextBacklog()
 		}
 	}
 	if err != nil {
@@ -215,7 +216,14 @@ func (s *Store) deferIndexes(ctx context.Context, tx bun.Tx) (func() error, erro
 		return nil, err
 	}
 	return func() error {
+		later, err := s.textLater(ctx, tx)
+		if err != nil {
+			return err
+		}
 		for _, b := range builds {
+			if b.When == indexbuild.TextNow && later || b.When == indexbuild.TextLater && !later {
+				continue
+			}
 			done := func() {}
 			if b.What != "" {
 				done = s.loadStep(b.What)
@@ -231,6 +239,26 @@ func (s *Store) deferIndexes(ctx context.Context, tx bun.Tx) (func() error, erro
 		}
 		return nil
 	}, nil
+}
+
+// textLaterFrom is the number of events from which a load leaves the
+// full-text index of their texts to be filled after it commits, where the
+// database can (SQLite: by textBacklog, in the background), instead of
+// filling it inside the load: at 1,000,000 events the fill and the merge
+// after it are more than half of an import, and the events can be read at
+// once. Until the backlog is done, a free-text search scans the texts of
+// the events it has not reached (textindex.Match).
+var textLaterFrom int64 = 100_000
+
+// textLater reports whether the load in tx leaves the full-text index to
+// be filled after it: when it holds textLaterFrom events or more.
+func (s *Store) textLater(ctx context.Context, tx bun.Tx) (bool, error) {
+	if _, ok := s.sqlDialect.TextBacklog(); !ok {
+		return false, nil
+	}
+	var n int64
+	err := tx.QueryRowContext(ctx, "SELECT COUNT(*) FROM events").Scan(&n)
+	return n >= textLaterFrom, err
 }
 
 // progressEvery is how many events a long step of a load covers between
@@ -273,7 +301,8 @@ func (s *Store) buildByIDs(ctx context.Context, tx bun.Tx, b indexbuild.Step) er
 type LoadStep struct {
 	// What is the step: "count the events", "append the log's leaves",
 	// "build index events_created", "build the full-text index
-	// events_text", "merge the full-text index events_text" (SQLite),
+	// events_text", "merge the full-text index events_text", or "leave the
+	// full-text index events_text to fill after the load" (SQLite),
 	// "analyze the tables" (PostgreSQL), "commit".
 	What string
 	// Done is false when the step starts or tells how far it is, true when

@@ -59,6 +59,9 @@ func newMigrations(d sqlDialect, sums summaries, o migrateOptions) *migrate.Migr
 	add("20261206090000", "drop the trigger that added the tokens of inserted events to the token index's vocabulary: the writer adds them (PostgreSQL)", func(ctx context.Context, db *bun.DB) error {
 		return d.DropTokensTrigger(ctx, db)
 	})
+	add("20261207090000", "keep the range of events whose texts the full-text index lacks, which a bulk load leaves to be indexed after it (SQLite)", func(ctx context.Context, db *bun.DB) error {
+		return d.PendingText(ctx, db)
+	})
 	return ms
 }
 

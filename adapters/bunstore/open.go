@@ -59,6 +59,9 @@ type Store struct {
 	// leaves appends the verifiable log's leaves (leaves.go); nil in a
 	// store that writes no events (Migrate's).
 	leaves *leafAppender
+	// text fills the full-text index with the texts a load left pending
+	// (textbacklog.go); nil where the database has no such backlog.
+	text *textBacklog
 }
 
 // Option configures Open.
@@ -74,6 +77,9 @@ type options struct {
 	ownLeavesOnly bool
 	// connector wraps the connector of every pool (WithConnector).
 	connector func(driver.Connector) driver.Connector
+	// textBacklogHeld: the store does not fill the full-text index's
+	// backlog by itself (tests fill it step by step).
+	textBacklogHeld bool
 }
 
 // WithoutMigrate makes Open leave the schema alone; call Migrate yourself
@@ -212,6 +218,7 @@ func Open(ctx context.Context, rawURL string, opts ...Option) (*Store, error) {
 	s.leaves = newLeafAppender()
 	s.leaves.ownOnly = o.ownLeavesOnly
 	s.startAppender()
+	s.startTextBacklog(!o.textBacklogHeld)
 	return s, nil
 }
 
@@ -494,6 +501,7 @@ func (s *Store) Close() error {
 	if s.leaves != nil {
 		s.stopAppender()
 	}
+	s.stopTextBacklog()
 	var errs []error
 	if s.rdb != nil && s.rdb != s.db {
 		errs = append(errs, s.rdb.Close())

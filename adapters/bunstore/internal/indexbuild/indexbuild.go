@@ -14,4 +14,33 @@ type Step struct {
 	SQL   string
 	What  string
 	ByIDs bool
+	// When says whether the step runs for every load or only for one
+	// that indexes the loaded texts itself, or only for one that leaves
+	// them to a Backlog.
+	When When
+}
+
+// When is which loads run a Step.
+type When int
+
+// The loads a Step runs for.
+const (
+	// Always: every load.
+	Always When = iota
+	// TextNow: a load that indexes the search texts of its events itself.
+	TextNow
+	// TextLater: a load that leaves them pending, to be indexed by a
+	// Backlog after it commits.
+	TextLater
+)
+
+// Backlog are the statements that index the search texts of the events a
+// load left pending, a range of ids at a time, each range in a write
+// transaction of its own: Pending reads the range still pending (from_id,
+// to_id: the events above the first up to the second; no row when none
+// is), Fill indexes the texts of the events of a range (its two
+// placeholders the range's bounds, as for a Step ByIDs), Advance moves the
+// pending range's start to its placeholder, and Done ends it.
+type Backlog struct {
+	Pending, Fill, Advance, Done string
 }

@@ -4,7 +4,8 @@
 //   - on SQLite (Match), from events_text, a contentless FTS5 table with
 //     the trigram tokenizer and full detail over both texts (the baseline
 //     schema creates it and the triggers that keep it; the SQLite dialect
-//     fills it again after a bulk load), which answers a substring query
+//     fills it again after a bulk load, or leaves the loaded events
+//     pending, to be indexed in the background), which answers a substring query
 //     of 3 or more characters exactly from the index, without reading the
 //     events;
 //   - on PostgreSQL (Tokens), from the token index its dialect makes in a
@@ -40,16 +41,24 @@ import (
 // positions, so an exact substring), inside search_payload only for the
 // payload scope, in either column otherwise (a phrase never spans two
 // columns). In an FTS5 string every character is literal but the double
-// quote, written twice.
+// quote, written twice. The events whose texts a bulk load left pending
+// (events_text_pending, none once the store has indexed them) are not in
+// the index yet: their texts are scanned, as the core's SQLite condition
+// does (instr), and their matches added to the index's.
 func Match(text string, scope flagadmin.TextScope) (sqlq.Fragment, bool) {
 	if !usable(text) {
 		return sqlq.Fragment{}, false
 	}
 	phrase := `"` + strings.ReplaceAll(text, `"`, `""`) + `"`
+	scan := sqlq.F("(instr(e.search_payload, ?) > 0 OR instr(e.search_meta, ?) > 0)", text, text)
 	if scope == flagadmin.TextPayload {
 		phrase = "search_payload : " + phrase
+		scan = sqlq.F("instr(e.search_payload, ?) > 0", text)
 	}
-	return sqlq.F("id IN (SELECT rowid FROM events_text WHERE events_text MATCH ?)", phrase), true
+	return sqlq.Join(" UNION ALL ",
+		sqlq.F("SELECT rowid FROM events_text WHERE events_text MATCH ?", phrase),
+		scan.Wrap("SELECT e.id FROM events_text_pending p JOIN events e ON e.id > p.from_id AND e.id <= p.to_id WHERE ", ""),
+	).Wrap("id IN (", ")"), true
 }
 
 // Tokens returns the condition that keeps the events whose search texts

@@ -21,8 +21,19 @@ func TestMatch(t *testing.T) {
 		{"ab\xffcd", flagadmin.TextPayload, ""},  // invalid UTF-8
 	} {
 		f, ok := Match(c.text, c.scope)
-		if ok != (c.query != "") || ok && (len(f.Args) != 1 || f.Args[0] != c.query) {
+		// The phrase, then the text once per column the pending events'
+		// texts are scanned in.
+		scanned := 2
+		if c.scope == flagadmin.TextPayload {
+			scanned = 1
+		}
+		if ok != (c.query != "") || ok && (len(f.Args) != 1+scanned || f.Args[0] != c.query) {
 			t.Errorf("Match(%q): got %v %v, want %q", c.text, f.Args, ok, c.query)
+		}
+		for _, arg := range f.Args[min(1, len(f.Args)):] {
+			if arg != c.text {
+				t.Errorf("Match(%q): the pending texts are scanned for %v, want the text", c.text, arg)
+			}
 		}
 	}
 }

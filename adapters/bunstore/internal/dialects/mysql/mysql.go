@@ -226,6 +226,12 @@ func (Dialect) CopyFrom(context.Context, bun.Conn, string, []string, func() ([]a
 	return errors.ErrUnsupported
 }
 
+// PendingText does nothing: no load leaves texts to be indexed after it.
+func (Dialect) PendingText(context.Context, *bun.DB) error { return nil }
+
+// TextBacklog is none: no load leaves texts to be indexed after it.
+func (Dialect) TextBacklog() (indexbuild.Backlog, bool) { return indexbuild.Backlog{}, false }
+
 // DeferIndexes returns none: MySQL commits schema changes at once, so a
 // failed load could not restore them, and it keeps its indexes.
 func (Dialect) DeferIndexes(context.Context, bun.IDB) ([]string, []indexbuild.Step, error) {

@@ -70,6 +70,67 @@ func (Dialect) DropTextTrigrams(context.Context, *bun.DB) error { return nil }
 // answers free text).
 func (Dialect) DropTokensTrigger(context.Context, *bun.DB) error { return nil }
 
+// PendingText makes events_text_pending, the range of event ids whose
+// search texts events_text lacks (a bulk load leaves them to TextBacklog),
+// and makes the triggers that keep events_text leave the events of that
+// range alone: their texts are indexed when the backlog reaches them, and
+// a contentless table must never be told to forget a row it does not
+// hold. It runs in the transaction of the migrations, which db is in: a
+// failure leaves the schema as it was.
+func (Dialect) PendingText(ctx context.Context, db *bun.DB) error {
+	for _, stmt := range pendingText {
+		if _, err := db.ExecContext(ctx, stmt); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// notPending is the condition of a trigger of events_text on the event id
+// that it holds (new.id or old.id): outside the pending range.
+func notPending(id string) string {
+	return "NOT EXISTS (SELECT 1 FROM events_text_pending WHERE " + id + " > from_id AND " + id + " <= to_id)"
+}
+
+// pendingText are the statements of PendingText.
+var pendingText = []string{
+	`CREATE TABLE IF NOT EXISTS events_text_pending (
+	id INTEGER NOT NULL PRIMARY KEY CHECK (id = 1),
+	from_id INTEGER NOT NULL,
+	to_id INTEGER NOT NULL
+)`,
+	"DROP TRIGGER IF EXISTS events_text_insert",
+	"DROP TRIGGER IF EXISTS events_text_delete",
+	"DROP TRIGGER IF EXISTS events_text_update",
+	`CREATE TRIGGER events_text_insert AFTER INSERT ON events BEGIN
+	INSERT INTO events_text (rowid, search_payload, search_meta)
+	SELECT new.id, new.search_payload, new.search_meta WHERE ` + notPending("new.id") + `;
+END`,
+	`CREATE TRIGGER events_text_delete AFTER DELETE ON events BEGIN
+	INSERT INTO events_text (events_text, rowid, search_payload, search_meta)
+	SELECT 'delete', old.id, old.search_payload, old.search_meta WHERE ` + notPending("old.id") + `;
+END`,
+	`CREATE TRIGGER events_text_update AFTER UPDATE OF id, search_payload, search_meta ON events BEGIN
+	INSERT INTO events_text (events_text, rowid, search_payload, search_meta)
+	SELECT 'delete', old.id, old.search_payload, old.search_meta WHERE ` + notPending("old.id") + `;
+	INSERT INTO events_text (rowid, search_payload, search_meta)
+	SELECT new.id, new.search_payload, new.search_meta WHERE ` + notPending("new.id") + `;
+END`,
+}
+
+// TextBacklog indexes the texts of the events a load left pending in
+// events_text, a range at a time. Each range's transaction flushes its
+// terms to a segment of its own, which FTS5 merges as segments pile up
+// (automerge), as it does for any writes.
+func (Dialect) TextBacklog() (indexbuild.Backlog, bool) {
+	return indexbuild.Backlog{
+		Pending: "SELECT from_id, to_id FROM events_text_pending",
+		Fill:    TextRefill.Fill,
+		Advance: "UPDATE events_text_pending SET from_id = ?",
+		Done:    "DELETE FROM events_text_pending",
+	}, true
+}
+
 // SummaryLocks are none: the migration transaction holds the whole
 // database already.
 func (Dialect) SummaryLocks([]string, string) []string { return nil }
@@ -179,8 +240,10 @@ func (Dialect) CopyFrom(context.Context, bun.Conn, string, []string, func() ([]a
 
 // DeferIndexes returns the statements that drop the secondary indexes of
 // events and the triggers that keep events_text, read from sqlite_master,
-// and those that make them again and fill events_text. SQLite changes its
-// schema inside the transaction: a failed load leaves them as they were.
+// and those that make them again and either fill events_text (TextNow) or
+// record the loaded events as pending in events_text_pending, for
+// TextBacklog (TextLater). SQLite changes its schema inside the
+// transaction: a failed load leaves them as they were.
 func (Dialect) DeferIndexes(ctx context.Context, tx bun.IDB) (drops []string, builds []indexbuild.Step, err error) {
 	var rows []struct {
 		Type string `bun:"type"`
@@ -200,8 +263,11 @@ func (Dialect) DeferIndexes(ctx context.Context, tx bun.IDB) (drops []string, bu
 	}
 	if fill {
 		refill := TextRefill
-		builds = append(builds, indexbuild.Step{SQL: refill.Before}, indexbuild.Step{SQL: refill.Fill, What: "build the full-text index events_text", ByIDs: true},
-			indexbuild.Step{SQL: refill.After}, indexbuild.Step{SQL: refill.Merge, What: "merge the full-text index events_text"})
+		builds = append(builds, indexbuild.Step{SQL: refill.Before, When: indexbuild.TextNow},
+			indexbuild.Step{SQL: refill.Fill, What: "build the full-text index events_text", ByIDs: true, When: indexbuild.TextNow},
+			indexbuild.Step{SQL: refill.After, When: indexbuild.TextNow},
+			indexbuild.Step{SQL: refill.Merge, What: "merge the full-text index events_text", When: indexbuild.TextNow},
+			indexbuild.Step{SQL: pendAll, What: "leave the full-text index events_text to fill after the load", When: indexbuild.TextLater})
 	}
 	return drops, builds, err
 }
@@ -238,6 +304,11 @@ var TextRefill = struct{ Before, Fill, After, Merge string }{
 	hashSize(1 << 20),
 	"INSERT INTO events_text (events_text) VALUES ('optimize')",
 }
+
+// pendAll records every event as pending in events_text_pending (none
+// when there is none): the load's, in an empty store.
+const pendAll = `INSERT OR REPLACE INTO events_text_pending (id, from_id, to_id)
+	SELECT 1, lo, hi FROM (SELECT MIN(id) - 1 AS lo, MAX(id) AS hi FROM events) WHERE hi IS NOT NULL`
 
 // hashSize sets the pending-terms size of events_text.
 func hashSize(bytes int) string {

@@ -1,0 +1,196 @@
+package bunstore_test
+
+import (
+	"context"
+	"log/slog"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/flagadmin/flagadmin/adapters/bunstore"
+	"github.com/flagadmin/flagadmin/flagadmin"
+	"github.com/flagadmin/flagadmin/internal/dbtest"
+	"github.com/flagadmin/flagadmin/internal/syncbuffer"
+)
+
+// TestTextBacklog loads events into SQLite with the full-text index left
+// to be filled after the load, and checks every free-text query of
+// textQueries against the plain store (which scans the texts) on the same
+// database: after the load, part-way through the backlog, after events
+// are written, changed and deleted in and out of the pending range, and
+// once the backlog is done. Then the index holds the texts of each event
+// exactly once: a query of the index alone finds what a scan finds, and
+// the index has and counts one row per event (a contentless FTS5 table
+// told to forget a row it never held, or given one twice, miscounts).
+func TestTextBacklog(t *testing.T) {
+	bunstore.SetTextLaterFrom(t, 1)
+	bunstore.SetTextBacklogBatch(t, 7)
+	ctx := context.Background()
+	url := dbtest.SQLite(t)
+	s := open(t, url, bunstore.WithTextBacklogHeld())
+	plain := open(t, url, bunstore.WithTextBacklogHeld(), bunstore.WithoutTuning(bunstore.TextIndex))
+	db := bunstore.DB(s)
+
+	at := time.Date(2024, 5, 1, 0, 0, 0, 0, time.UTC)
+	loaded := textEvents(at)
+	for i := range loaded {
+		loaded[i].ID = int64(i + 1)
+	}
+	must(t, "Load", s.Load(ctx, &flagadmin.Batch{}, func(emit func([]flagadmin.Event) error) error { return emit(loaded) }))
+
+	pending := func() (from, to int64) {
+		t.Helper()
+		rows, err := db.QueryContext(ctx, "SELECT from_id, to_id FROM events_text_pending")
+		must(t, "read the pending range", err)
+		defer rows.Close()
+		if rows.Next() {
+			must(t, "scan the pending range", rows.Scan(&from, &to))
+		}
+		return from, to
+	}
+	queries := append(slices.Clone(textQueries), "zz-changed")
+	compare := func(stage string) {
+		t.Helper()
+		for _, text := range queries {
+			for _, q := range []flagadmin.EventQuery{
+				{Text: text, Limit: 50},
+				{Text: text, Limit: 50, TextScope: flagadmin.TextPayloadTypeCreator},
+				{Text: text, Limit: 2, Offset: 1, TextScope: flagadmin.TextPayloadTypeCreator},
+			} {
+				want, err := plain.SearchEvents(ctx, q)
+				must(t, "plain store", err)
+				got, err := s.SearchEvents(ctx, q)
+				must(t, "store", err)
+				if g, w := pageKey(t, got), pageKey(t, want); g != w {
+					t.Errorf("%s: query %+q scope %d offset %d:\ngot  %s\nwant %s", stage, q.Text, q.TextScope, q.Offset, g, w)
+				}
+			}
+		}
+	}
+
+	if from, to := pending(); from != 0 || to != int64(len(loaded)) {
+		t.Fatalf("after the load: pending (%d, %d], want (0, %d]", from, to, len(loaded))
+	}
+	compare("after the load")
+
+	for range 2 {
+		more, err := bunstore.FillTextBatch(ctx, s)
+		if err != nil || !more {
+			t.Fatalf("a batch of the backlog: more %v, %v; want more left", more, err)
+		}
+	}
+	if from, _ := pending(); from != 14 {
+		t.Fatalf("after two batches of 7: pending from %d, want 14", from)
+	}
+	compare("part-way")
+
+	// Changed and deleted: one event indexed (3, 5), one pending (20, 25);
+	// written: new events, above the pending range.
+	for _, stmt := range []string{
+		"UPDATE events SET search_payload = search_payload || ' zz-changed' WHERE id IN (3, 20)",
+		"DELETE FROM events WHERE id IN (5, 25)",
+	} {
+		if _, err := db.ExecContext(ctx, stmt); err != nil {
+			t.Fatalf("%s: %v", stmt, err)
+		}
+	}
+	must(t, "Write", s.Write(ctx, &flagadmin.Batch{Events: textEvents(at.Add(24 * time.Hour))}))
+	compare("with writes")
+
+	for more := true; more; {
+		var err error
+		more, err = bunstore.FillTextBatch(ctx, s)
+		must(t, "a batch of the backlog", err)
+	}
+	if from, to := pending(); from != 0 || to != 0 {
+		t.Fatalf("after the backlog: pending (%d, %d], want none", from, to)
+	}
+	compare("after the backlog")
+	if _, err := db.ExecContext(ctx, "UPDATE events SET search_payload = search_payload || ' zz-changed' WHERE id = 30"); err != nil {
+		t.Fatal(err)
+	}
+	compare("changed after the backlog")
+
+	var events, indexed int
+	must(t, "count", db.QueryRowContext(ctx, "SELECT (SELECT COUNT(*) FROM events), (SELECT COUNT(*) FROM events_text_docsize)").Scan(&events, &indexed))
+	counted, err := bunstore.TextIndexRows(ctx, s)
+	must(t, "the index's count of rows", err)
+	if indexed != events || counted != int64(events) {
+		t.Errorf("the index has %d rows and counts %d for %d events", indexed, counted, events)
+	}
+	for _, text := range queries {
+		if strings.ContainsFunc(text, func(r rune) bool { return r < 0x20 || r >= 0xfffd && r <= 0xffff }) || len([]rune(text)) < 3 {
+			continue // not read from the index
+		}
+		var fromIndex, scanned []int64
+		phrase := `"` + strings.ReplaceAll(text, `"`, `""`) + `"`
+		must(t, "match", db.NewRaw("SELECT rowid FROM events_text WHERE events_text MATCH ? ORDER BY rowid", phrase).Scan(ctx, &fromIndex))
+		must(t, "scan", db.NewRaw("SELECT id FROM events WHERE instr(search_payload, ?) > 0 OR instr(search_meta, ?) > 0 ORDER BY id", text, text).Scan(ctx, &scanned))
+		if !slices.Equal(fromIndex, scanned) {
+			t.Errorf("query %+q: the index alone finds %v, a scan %v", text, fromIndex, scanned)
+		}
+	}
+}
+
+// TestTextBacklogFilledByTheStore: a store fills the backlog a load left,
+// by itself, after the load and at its start (a backlog left by a store
+// that stopped part-way, or by an import that ended), and logs when it
+// starts and when it is done.
+func TestTextBacklogFilledByTheStore(t *testing.T) {
+	bunstore.SetTextLaterFrom(t, 1)
+	bunstore.SetTextBacklogBatch(t, 5)
+	ctx := context.Background()
+	events := textEvents(time.Date(2024, 5, 1, 0, 0, 0, 0, time.UTC))
+	for i := range events {
+		events[i].ID = int64(i + 1)
+	}
+	load := func(s *bunstore.Store) {
+		t.Helper()
+		must(t, "Load", s.Load(ctx, &flagadmin.Batch{}, func(emit func([]flagadmin.Event) error) error { return emit(events) }))
+	}
+	filled := func(s *bunstore.Store, log *syncbuffer.Buffer) {
+		t.Helper()
+		for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+			var n int
+			must(t, "read the pending range", bunstore.DB(s).QueryRowContext(ctx, "SELECT COUNT(*) FROM events_text_pending").Scan(&n))
+			if n == 0 {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("the backlog is not filled 30 s after the load; the log:\n%s", log)
+			}
+		}
+		counted, err := bunstore.TextIndexRows(ctx, s)
+		if err != nil || counted != int64(len(events)) {
+			t.Errorf("the index counts %d rows (%v), want %d", counted, err, len(events))
+		}
+		// The line is written after the batch that ends the backlog commits.
+		for deadline := time.Now().Add(30 * time.Second); !strings.Contains(log.String(), "the full-text index holds the texts of every event"); time.Sleep(10 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("the log does not say the backlog is done:\n%s", log)
+			}
+		}
+		if !strings.Contains(log.String(), "filling the full-text index with the texts of loaded events") {
+			t.Errorf("the log does not say the backlog started:\n%s", log)
+		}
+	}
+	t.Run("after the load", func(t *testing.T) {
+		var log syncbuffer.Buffer
+		s := open(t, dbtest.SQLite(t), bunstore.WithLogger(slog.New(slog.NewTextHandler(&log, nil))))
+		load(s)
+		filled(s, &log)
+	})
+	t.Run("at the start", func(t *testing.T) {
+		url := dbtest.SQLite(t)
+		held, err := bunstore.Open(ctx, url, bunstore.WithTextBacklogHeld())
+		must(t, "Open", err)
+		load(held)
+		if more, err := bunstore.FillTextBatch(ctx, held); err != nil || !more {
+			t.Fatalf("a batch of the backlog: more %v, %v; want more left", more, err)
+		}
+		must(t, "Close", held.Close())
+		var log syncbuffer.Buffer
+		filled(open(t, url, bunstore.WithLogger(slog.New(slog.NewTextHandler(&log, nil)))), &log)
+	})
+}
