@@ -6,7 +6,9 @@
 # PostgreSQL and into SQLite, and reports for each: the time of every step
 # (the progress lines), events/s, the total time and the importer's peak RSS
 # (/usr/bin/time -v). Target: 1,000,000 events in under 3 minutes on each,
-# peak RSS under 200 MiB.
+# peak RSS under 200 MiB. An import into SQLite that leaves its full-text
+# index to the server is then served until the server has filled it, and
+# the server's lines about that are printed.
 #
 #   PG=postgres://postgres@127.0.0.1:5432 EVENTS=1000000 scripts/bench-import.sh
 #
@@ -27,6 +29,29 @@ TGT=flagadmin_bench_import
 trap 'rm -rf "$WORK"' EXIT
 
 admin() { psql -q -v ON_ERROR_STOP=1 "$PG/postgres?$OPTS" -c "$1"; }
+
+# backlog serves the SQLite database $1 until the server has filled the
+# full-text index a large import leaves to it, and prints the server's
+# lines about it (the time it took and the writer's longest wait for one
+# of its batches).
+backlog() {
+	"$WORK/flagadmin" serve --db "$1" --addr 127.0.0.1:0 --log-format json >"$WORK/serve.log" 2>&1 &
+	pid=$!
+	i=0
+	while ! grep -q 'holds the texts of every event' "$WORK/serve.log"; do
+		if ! kill -0 "$pid" 2>/dev/null || [ $i -ge 3600 ]; then
+			echo "the server did not fill the full-text index:" >&2
+			cat "$WORK/serve.log" >&2
+			kill "$pid" 2>/dev/null || true
+			exit 1
+		fi
+		sleep 1
+		i=$((i + 1))
+	done
+	kill "$pid"
+	wait "$pid" || true
+	grep 'full-text index' "$WORK/serve.log" | grep -v '"indexed"' || true
+}
 
 echo "building flagadmin and unleashgen"
 (cd "$ROOT" && go build -o "$WORK/flagadmin" ./cmd/flagadmin && go build -o "$WORK/unleashgen" ./scripts/unleashgen)
@@ -65,6 +90,9 @@ for target in $TARGETS; do
 	grep -E 'Elapsed \(wall clock\)|Maximum resident set size' "$WORK/err" |
 		sed 's/^	//; s/Maximum resident set size (kbytes): \(.*\)/peak RSS: \1 KiB/'
 	grep -E '^ *(kind|events) ' "$WORK/out"
+	if [ "$target" = sqlite ]; then
+		backlog "$db"
+	fi
 done
 
 admin "DROP DATABASE IF EXISTS $TGT WITH (FORCE)"

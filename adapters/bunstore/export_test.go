@@ -3,6 +3,7 @@ package bunstore
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/uptrace/bun"
 
@@ -111,6 +112,9 @@ func TextIndexRows(ctx context.Context, s *Store) (int64, error) {
 	if err := s.db.QueryRowContext(ctx, "SELECT block FROM events_text_data WHERE id = 1").Scan(&rec); err != nil {
 		return 0, err
 	}
+	if len(rec) == 0 {
+		return 0, nil // nothing indexed yet
+	}
 	var v int64
 	for _, b := range rec {
 		v = v<<7 | int64(b&0x7f)
@@ -119,4 +123,12 @@ func TextIndexRows(ctx context.Context, s *Store) (int64, error) {
 		}
 	}
 	return 0, fmt.Errorf("averages record of events_text cut short: %x", rec)
+}
+
+// SetTextBacklogRetry makes the store fill the backlog again d after a
+// failure, until the test ends.
+func SetTextBacklogRetry(t interface{ Cleanup(func()) }, d time.Duration) {
+	old := textBacklogRetry
+	textBacklogRetry = d
+	t.Cleanup(func() { textBacklogRetry = old })
 }

@@ -29,6 +29,10 @@ type textBacklog struct {
 // indexes: about a tenth of a second of the writer's time on SQLite.
 var textBacklogBatch int64 = 1_000
 
+// textBacklogRetry is how long the store waits to fill the backlog again
+// after a failure.
+var textBacklogRetry = 30 * time.Second
+
 // startTextBacklog starts filling the backlog, where the dialect has one;
 // unless run, the store keeps its statements but fills nothing by itself.
 func (s *Store) startTextBacklog(run bool) {
@@ -46,15 +50,18 @@ func (s *Store) startTextBacklog(run bool) {
 	go func() {
 		defer close(b.done)
 		for {
+			var retry <-chan time.Time
 			if err := s.fillTextBacklog(ctx); err != nil && ctx.Err() == nil {
 				// A database this store may only read, or an outage:
-				// the next load or start of a server tries again.
-				s.log.Warn("bunstore: could not fill the full-text index with the texts of loaded events; searches scan them meanwhile", "cause", err.Error())
+				// tried again a while later, or after the next load.
+				s.log.Warn("bunstore: could not fill the full-text index with the texts of loaded events; searches scan them meanwhile", "cause", err.Error(), "retry_in", textBacklogRetry.String())
+				retry = time.After(textBacklogRetry)
 			}
 			select {
 			case <-ctx.Done():
 				return
 			case <-b.wake:
+			case <-retry:
 			}
 		}
 	}()

@@ -2,15 +2,19 @@ package bunstore_test
 
 import (
 	"context"
+	"database/sql/driver"
+	"errors"
 	"log/slog"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/flagadmin/flagadmin/adapters/bunstore"
 	"github.com/flagadmin/flagadmin/flagadmin"
 	"github.com/flagadmin/flagadmin/internal/dbtest"
+	"github.com/flagadmin/flagadmin/internal/faultsql"
 	"github.com/flagadmin/flagadmin/internal/syncbuffer"
 )
 
@@ -177,7 +181,22 @@ func TestTextBacklogFilledByTheStore(t *testing.T) {
 	}
 	t.Run("after the load", func(t *testing.T) {
 		var log syncbuffer.Buffer
-		s := open(t, dbtest.SQLite(t), bunstore.WithLogger(slog.New(slog.NewTextHandler(&log, nil))))
+		// The store has looked for a backlog at its start (and found
+		// none) before the load: only the load can set it to work.
+		looked := make(chan struct{})
+		var once sync.Once
+		faults := faultsql.New()
+		faults.Add(faultsql.Rule{Match: `^SELECT from_id, to_id FROM events_text_pending`, After: func(context.Context, string) error {
+			once.Do(func() { close(looked) })
+			return nil
+		}})
+		s := open(t, dbtest.SQLite(t), bunstore.WithLogger(slog.New(slog.NewTextHandler(&log, nil))),
+			bunstore.WithConnector(func(c driver.Connector) driver.Connector { return faults.Wrap(c) }))
+		select {
+		case <-looked:
+		case <-time.After(30 * time.Second):
+			t.Fatal("the store did not look for a backlog at its start")
+		}
 		load(s)
 		filled(s, &log)
 	})
@@ -192,5 +211,60 @@ func TestTextBacklogFilledByTheStore(t *testing.T) {
 		must(t, "Close", held.Close())
 		var log syncbuffer.Buffer
 		filled(open(t, url, bunstore.WithLogger(slog.New(slog.NewTextHandler(&log, nil)))), &log)
+	})
+}
+
+// TestTextBacklogBatchAllOrNothing: a batch of the backlog that fails
+// leaves neither its texts in the index nor the pending range moved, and
+// the store tries again after a while.
+func TestTextBacklogBatchAllOrNothing(t *testing.T) {
+	bunstore.SetTextLaterFrom(t, 1)
+	bunstore.SetTextBacklogBatch(t, 5)
+	bunstore.SetTextBacklogRetry(t, 10*time.Millisecond)
+	ctx := context.Background()
+	events := textEvents(time.Date(2024, 5, 1, 0, 0, 0, 0, time.UTC))
+	for i := range events {
+		events[i].ID = int64(i + 1)
+	}
+	broken := errors.New("disk I/O error")
+	t.Run("a failed batch", func(t *testing.T) {
+		s, faults := openWithFaults(t, dbtest.SQLite(t), bunstore.WithTextBacklogHeld())
+		must(t, "Load", s.Load(ctx, &flagadmin.Batch{}, func(emit func([]flagadmin.Event) error) error { return emit(events) }))
+		remove := faults.Add(faultsql.Rule{Match: `^UPDATE events_text_pending `, Err: broken})
+		if _, err := bunstore.FillTextBatch(ctx, s); !errors.Is(err, broken) {
+			t.Fatalf("the batch: got %v, want the fault", err)
+		}
+		remove()
+		var from int64
+		must(t, "read the pending range", bunstore.DB(s).QueryRowContext(ctx, "SELECT from_id FROM events_text_pending").Scan(&from))
+		rows, err := bunstore.TextIndexRows(ctx, s)
+		if err != nil || from != 0 || rows != 0 {
+			t.Errorf("after the failed batch: pending from %d, the index counts %d rows (%v); want 0 and 0", from, rows, err)
+		}
+	})
+	t.Run("tried again", func(t *testing.T) {
+		var log syncbuffer.Buffer
+		s, faults := openWithFaults(t, dbtest.SQLite(t), bunstore.WithLogger(slog.New(slog.NewTextHandler(&log, nil))))
+		failures := 0
+		faults.Add(faultsql.Rule{Match: `^UPDATE events_text_pending `, Before: func(context.Context, string) error {
+			if failures < 2 {
+				failures++
+				return broken
+			}
+			return nil
+		}})
+		must(t, "Load", s.Load(ctx, &flagadmin.Batch{}, func(emit func([]flagadmin.Event) error) error { return emit(events) }))
+		for deadline := time.Now().Add(30 * time.Second); !strings.Contains(log.String(), "holds the texts of every event"); time.Sleep(10 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("the backlog is not filled 30 s after the load; the log:\n%s", log.String())
+			}
+		}
+		if n := strings.Count(log.String(), "could not fill the full-text index"); n != 2 {
+			t.Errorf("%d failures logged, want 2:\n%s", n, log.String())
+		}
+		rows, err := bunstore.TextIndexRows(ctx, s)
+		if err != nil || rows != int64(len(events)) {
+			t.Errorf("the index counts %d rows (%v), want %d", rows, err, len(events))
+		}
 	})
 }
