@@ -100,8 +100,8 @@ func WithTextBacklogHeld() Option { return func(o *options) { o.textBacklogHeld 
 // FillTextBatch indexes the next batch of pending texts, and reports
 // whether some are left.
 func FillTextBatch(ctx context.Context, s *Store) (more bool, err error) {
-	_, _, more, err = s.fillTextBatch(ctx)
-	return more, err
+	_, upTo, to, err := s.fillTextBatch(ctx)
+	return upTo < to, err
 }
 
 // TextIndexRows returns how many rows events_text counts: the first
@@ -131,4 +131,20 @@ func SetTextBacklogRetry(t interface{ Cleanup(func()) }, d time.Duration) {
 	old := textBacklogRetry
 	textBacklogRetry = d
 	t.Cleanup(func() { textBacklogRetry = old })
+}
+
+// SetTextLaterBatch makes a follower's batch of n events or more leave
+// their texts to the backlog, until the test ends.
+func SetTextLaterBatch(t interface{ Cleanup(func()) }, n int) {
+	old := textLaterBatch
+	textLaterBatch = n
+	t.Cleanup(func() { textLaterBatch = old })
+}
+
+// SetTextBacklogQuiet makes the backlog wait d after a follower's batch
+// that left its texts to it, until the test ends.
+func SetTextBacklogQuiet(t interface{ Cleanup(func()) }, d time.Duration) {
+	old := textBacklogQuiet
+	textBacklogQuiet = d
+	t.Cleanup(func() { textBacklogQuiet = old })
 }

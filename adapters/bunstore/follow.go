@@ -169,7 +169,9 @@ func millisOrZero(t time.Time) int64 {
 // fence and the checks, then the rows and the new position, then record
 // (the summaries, the version, the events). A batch that changes nothing a
 // read answers (the position and the synced time only) is the fence, the
-// checks and the follow state alone: no version, no summaries.
+// checks and the follow state alone: no version, no summaries. The
+// events of a batch of a follower catching up go into the full-text
+// index's backlog where the database keeps one (deferText).
 func (s *Store) ApplyFollow(ctx context.Context, holder string, now time.Time, b *follow.Batch) error {
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
@@ -187,7 +189,8 @@ func (s *Store) ApplyFollow(ctx context.Context, holder string, now time.Time, b
 		})
 		return s.fail("apply follow", err)
 	}
-	return s.inTx(ctx, "apply follow", func(ctx context.Context, t *txn) (*changes, error) {
+	deferred := false // the batch left its texts to the backlog
+	err := s.inTx(ctx, "apply follow", func(ctx context.Context, t *txn) (*changes, error) {
 		if err := fenceFollow(ctx, t, holder, now, b); err != nil {
 			return nil, err
 		}
@@ -198,8 +201,13 @@ func (s *Store) ApplyFollow(ctx context.Context, holder string, now time.Time, b
 		if err := setFollowPosition(ctx, t, b); err != nil {
 			return nil, err
 		}
-		return ch, nil
+		deferred, err = s.deferText(ctx, t, b.Events)
+		return ch, err
 	})
+	if err == nil && deferred {
+		s.deferred()
+	}
+	return err
 }
 
 // fenceFollow checks, in the transaction db, that holder holds the lease at

@@ -4,25 +4,31 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"sync/atomic"
 	"time"
 
 	"github.com/uptrace/bun"
 
 	"github.com/flagadmin/flagadmin/adapters/bunstore/internal/indexbuild"
+	"github.com/flagadmin/flagadmin/flagadmin"
 )
 
 // textBacklog fills the full-text index with the texts of the events a
-// load left pending (textLaterFrom), in the background: at Open when the
-// database has a backlog, and after each load that leaves one. It indexes
+// load or a follower catching up left pending (textLaterFrom, deferText),
+// in the background: at Open when the database has a backlog, and after
+// each load or batch that leaves one. It indexes
 // textBacklogBatch events a transaction on the writer, so that the
 // store's writes wait for one batch at most, and tells its progress in the
 // store's log. Until it is done, a free-text search scans the texts of the
 // events it has not reached, so no answer depends on it.
 type textBacklog struct {
 	statements indexbuild.Backlog
-	wake       chan struct{} // a load left a backlog
+	wake       chan struct{} // a load or a follower's batch left a backlog
 	cancel     context.CancelFunc
 	done       chan struct{}
+	// lastDeferred is when a follower's batch last left its texts to the
+	// backlog (Unix nanoseconds).
+	lastDeferred atomic.Int64
 }
 
 // textBacklogBatch is how many events a transaction of the backlog
@@ -92,64 +98,138 @@ func (s *Store) stopTextBacklog() {
 
 // fillTextBacklog indexes the pending texts batch by batch until none is
 // left, logging when it starts, every progressEvery events and when it is
-// done.
+// done. While a follower's batches leave their texts to it (deferText), it
+// waits for them to pause for textBacklogQuiet, but fills one batch at
+// least every textBacklogTurn.
 func (s *Store) fillTextBacklog(ctx context.Context) error {
 	start := time.Now()
-	var filled, of, logged int64
+	var filled, logged int64
 	var longest time.Duration // the writer's longest wait for a batch
 	for {
+		if err := s.text.awaitQuiet(ctx); err != nil {
+			return err
+		}
 		batchStart := time.Now()
-		from, to, more, err := s.fillTextBatch(ctx)
+		from, upTo, to, err := s.fillTextBatch(ctx)
 		if err != nil {
 			return err
 		}
 		longest = max(longest, time.Since(batchStart))
-		if of == 0 {
-			if !more && from == to {
-				return nil // nothing was pending
-			}
-			of = to - from
-			s.log.Info("bunstore: filling the full-text index with the texts of loaded events; searches scan the texts not yet indexed", "events", of)
+		if from == to {
+			return nil // nothing was pending
 		}
-		filled = of - (to - from)
-		if !more {
-			s.log.Info("bunstore: the full-text index holds the texts of every event", "events", of,
+		if filled == 0 {
+			s.log.Info("bunstore: filling the full-text index with the texts of loaded events; searches scan the texts not yet indexed", "events", to-from)
+		}
+		filled += upTo - from
+		if upTo == to {
+			s.log.Info("bunstore: the full-text index holds the texts of every event", "events", filled,
 				"took", time.Since(start).Round(time.Millisecond).String(), "longest_batch", longest.Round(time.Millisecond).String())
 			return nil
 		}
 		if filled/progressEvery > logged/progressEvery {
-			s.log.Info("bunstore: filling the full-text index", "indexed", filled, "of", of)
+			s.log.Info("bunstore: filling the full-text index", "indexed", filled, "of", filled+to-upTo)
 			logged = filled
 		}
 	}
 }
 
 // fillTextBatch indexes the texts of the next textBacklogBatch pending
-// events in a transaction on the writer, and returns the range that was
-// pending before it and whether some is left after it (from == to and
-// false when none was).
-func (s *Store) fillTextBatch(ctx context.Context) (from, to int64, more bool, err error) {
+// events in a transaction on the writer: those above from up to upTo, of
+// the range pending before it, (from, to]; from == to when none was.
+func (s *Store) fillTextBatch(ctx context.Context) (from, upTo, to int64, err error) {
 	b := s.text.statements
 	err = s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
 		err := tx.QueryRowContext(ctx, b.Pending).Scan(&from, &to)
 		if errors.Is(err, sql.ErrNoRows) {
-			from, to = 0, 0
+			from, upTo, to = 0, 0, 0
 			return nil
 		}
 		if err != nil {
 			return err
 		}
-		upTo := min(from+textBacklogBatch, to)
+		upTo = min(from+textBacklogBatch, to)
 		if _, err := tx.ExecContext(ctx, b.Fill, from, upTo); err != nil {
 			return err
 		}
-		more = upTo < to
-		if !more {
+		if upTo == to {
 			_, err = tx.ExecContext(ctx, b.Done)
 			return err
 		}
 		_, err = tx.ExecContext(ctx, b.Advance, upTo)
 		return err
 	})
-	return from, to, more, err
+	return from, upTo, to, err
+}
+
+// textLaterBatch is the number of events from which a follower's batch
+// leaves their texts to the backlog (deferText): the batches of a
+// follower catching up (5,000 events each by default), whose copy goes
+// twice as fast without the index's work (BENCHMARKS.md); the few events
+// of a follower that is up to date are indexed as they are written.
+var textLaterBatch = 1_000
+
+// textBacklogQuiet is how long the backlog waits after a batch that left
+// its texts to it before it fills, so that a follower catching up has the
+// writer to itself; textBacklogTurn bounds that wait, so that the backlog
+// goes on under a follower that never pauses.
+var textBacklogQuiet, textBacklogTurn = time.Second, 5 * time.Second
+
+// deferText leaves the texts of events, a batch a follower writes in tx
+// (ids given, increasing), to the backlog instead of indexing them as they
+// are inserted, where the database has a backlog and the batch holds
+// textLaterBatch events or more. The pending range is one: it is made
+// (above the largest id stored) or extended to the batch's last id only
+// when every event between the range and the batch is in it, that is
+// when the batch's ids are above every stored one and no stored event is
+// above the range. Otherwise the batch is indexed as it is written. It
+// must run before the events are inserted (the index's triggers read the
+// range).
+func (s *Store) deferText(ctx context.Context, tx bun.IDB, events []flagadmin.Event) (bool, error) {
+	if s.text == nil || len(events) < textLaterBatch {
+		return false, nil
+	}
+	b := s.text.statements
+	first, last := events[0].ID, events[len(events)-1].ID
+	var stored int64
+	if err := tx.QueryRowContext(ctx, "SELECT COALESCE(MAX(id), 0) FROM events").Scan(&stored); err != nil || first <= stored {
+		return false, err
+	}
+	var from, to int64
+	err := tx.QueryRowContext(ctx, b.Pending).Scan(&from, &to)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		_, err = tx.ExecContext(ctx, b.Start, stored, last)
+	case err != nil:
+	case to >= stored:
+		_, err = tx.ExecContext(ctx, b.Extend, last)
+	default:
+		return false, nil
+	}
+	return err == nil, err
+}
+
+// deferred tells the backlog that a batch left its texts to it, once the
+// batch has committed.
+func (s *Store) deferred() {
+	s.text.lastDeferred.Store(time.Now().UnixNano())
+	s.wakeTextBacklog()
+}
+
+// awaitQuiet returns once no batch has left its texts to the backlog for
+// textBacklogQuiet, or textBacklogTurn after it was called.
+func (b *textBacklog) awaitQuiet(ctx context.Context) error {
+	turn := time.Now().Add(textBacklogTurn)
+	for {
+		quietAt := time.Unix(0, b.lastDeferred.Load()).Add(textBacklogQuiet)
+		wait := min(time.Until(quietAt), time.Until(turn))
+		if wait <= 0 {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(wait):
+		}
+	}
 }

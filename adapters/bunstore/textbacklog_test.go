@@ -13,6 +13,7 @@ import (
 
 	"github.com/flagadmin/flagadmin/adapters/bunstore"
 	"github.com/flagadmin/flagadmin/flagadmin"
+	"github.com/flagadmin/flagadmin/flagadmin/follow"
 	"github.com/flagadmin/flagadmin/internal/dbtest"
 	"github.com/flagadmin/flagadmin/internal/faultsql"
 	"github.com/flagadmin/flagadmin/internal/syncbuffer"
@@ -53,25 +54,7 @@ func TestTextBacklog(t *testing.T) {
 		}
 		return from, to
 	}
-	queries := append(slices.Clone(textQueries), "zz-changed")
-	compare := func(stage string) {
-		t.Helper()
-		for _, text := range queries {
-			for _, q := range []flagadmin.EventQuery{
-				{Text: text, Limit: 50},
-				{Text: text, Limit: 50, TextScope: flagadmin.TextPayloadTypeCreator},
-				{Text: text, Limit: 2, Offset: 1, TextScope: flagadmin.TextPayloadTypeCreator},
-			} {
-				want, err := plain.SearchEvents(ctx, q)
-				must(t, "plain store", err)
-				got, err := s.SearchEvents(ctx, q)
-				must(t, "store", err)
-				if g, w := pageKey(t, got), pageKey(t, want); g != w {
-					t.Errorf("%s: query %+q scope %d offset %d:\ngot  %s\nwant %s", stage, q.Text, q.TextScope, q.Offset, g, w)
-				}
-			}
-		}
-	}
+	compare := func(stage string) { t.Helper(); compareText(t, s, plain, stage) }
 
 	if from, to := pending(); from != 0 || to != int64(len(loaded)) {
 		t.Fatalf("after the load: pending (%d, %d], want (0, %d]", from, to, len(loaded))
@@ -116,25 +99,7 @@ func TestTextBacklog(t *testing.T) {
 	}
 	compare("changed after the backlog")
 
-	var events, indexed int
-	must(t, "count", db.QueryRowContext(ctx, "SELECT (SELECT COUNT(*) FROM events), (SELECT COUNT(*) FROM events_text_docsize)").Scan(&events, &indexed))
-	counted, err := bunstore.TextIndexRows(ctx, s)
-	must(t, "the index's count of rows", err)
-	if indexed != events || counted != int64(events) {
-		t.Errorf("the index has %d rows and counts %d for %d events", indexed, counted, events)
-	}
-	for _, text := range queries {
-		if strings.ContainsFunc(text, func(r rune) bool { return r < 0x20 || r >= 0xfffd && r <= 0xffff }) || len([]rune(text)) < 3 {
-			continue // not read from the index
-		}
-		var fromIndex, scanned []int64
-		phrase := `"` + strings.ReplaceAll(text, `"`, `""`) + `"`
-		must(t, "match", db.NewRaw("SELECT rowid FROM events_text WHERE events_text MATCH ? ORDER BY rowid", phrase).Scan(ctx, &fromIndex))
-		must(t, "scan", db.NewRaw("SELECT id FROM events WHERE instr(search_payload, ?) > 0 OR instr(search_meta, ?) > 0 ORDER BY id", text, text).Scan(ctx, &scanned))
-		if !slices.Equal(fromIndex, scanned) {
-			t.Errorf("query %+q: the index alone finds %v, a scan %v", text, fromIndex, scanned)
-		}
-	}
+	indexHoldsEachText(t, s)
 }
 
 // TestTextBacklogFilledByTheStore: a store fills the backlog a load left,
@@ -179,10 +144,9 @@ func TestTextBacklogFilledByTheStore(t *testing.T) {
 			t.Errorf("the log does not say the backlog started:\n%s", log)
 		}
 	}
-	t.Run("after the load", func(t *testing.T) {
-		var log syncbuffer.Buffer
-		// The store has looked for a backlog at its start (and found
-		// none) before the load: only the load can set it to work.
+	// started returns a store that has looked for a backlog at its start
+	// (and found none): only a write can set it to work.
+	started := func(t *testing.T, log *syncbuffer.Buffer) *bunstore.Store {
 		looked := make(chan struct{})
 		var once sync.Once
 		faults := faultsql.New()
@@ -190,14 +154,35 @@ func TestTextBacklogFilledByTheStore(t *testing.T) {
 			once.Do(func() { close(looked) })
 			return nil
 		}})
-		s := open(t, dbtest.SQLite(t), bunstore.WithLogger(slog.New(slog.NewTextHandler(&log, nil))),
+		s := open(t, dbtest.SQLite(t), bunstore.WithLogger(slog.New(slog.NewTextHandler(log, nil))),
 			bunstore.WithConnector(func(c driver.Connector) driver.Connector { return faults.Wrap(c) }))
 		select {
 		case <-looked:
 		case <-time.After(30 * time.Second):
 			t.Fatal("the store did not look for a backlog at its start")
 		}
+		return s
+	}
+	t.Run("after the load", func(t *testing.T) {
+		var log syncbuffer.Buffer
+		s := started(t, &log)
 		load(s)
+		filled(s, &log)
+	})
+	t.Run("after a follower's batch", func(t *testing.T) {
+		bunstore.SetTextLaterBatch(t, 3)
+		bunstore.SetTextBacklogQuiet(t, 10*time.Millisecond)
+		var log syncbuffer.Buffer
+		s := started(t, &log)
+		t0 := time.Date(2026, 6, 15, 12, 0, 0, 0, time.UTC)
+		if _, ok, err := s.AcquireFollowLease(ctx, "a", t0, t0.Add(time.Hour)); err != nil || !ok {
+			t.Fatalf("AcquireFollowLease: %v %v", ok, err)
+		}
+		source := follow.Source{SystemID: "1", Database: "unleash", URL: "postgres://db.example:5432/unleash"}
+		must(t, "LoadFollow", s.LoadFollow(ctx, "a", t0, follow.State{Source: source}, &flagadmin.Batch{},
+			func(func([]flagadmin.Event) error) error { return nil }))
+		last := events[len(events)-1].ID
+		must(t, "ApplyFollow", s.ApplyFollow(ctx, "a", t0, &follow.Batch{Events: slices.Clone(events), Position: last}))
 		filled(s, &log)
 	})
 	t.Run("at the start", func(t *testing.T) {
@@ -267,4 +252,125 @@ func TestTextBacklogBatchAllOrNothing(t *testing.T) {
 			t.Errorf("the index counts %d rows (%v), want %d", rows, err, len(events))
 		}
 	})
+}
+
+// TestTextBacklogFollow: a follower's batch of many events leaves their
+// texts to the backlog (the pending range made, then extended) while the
+// store's events are all in the range or below it; a small batch is
+// indexed as it is written, and a large one after it, no longer next to
+// the range, too. Every free-text query answers as the plain store's at
+// each step, and once the backlog is filled the index holds each event's
+// texts once.
+func TestTextBacklogFollow(t *testing.T) {
+	bunstore.SetTextLaterBatch(t, 3)
+	bunstore.SetTextBacklogBatch(t, 4)
+	ctx := context.Background()
+	url := dbtest.SQLite(t)
+	s := open(t, url, bunstore.WithTextBacklogHeld())
+	plain := open(t, url, bunstore.WithTextBacklogHeld(), bunstore.WithoutTuning(bunstore.TextIndex))
+	db := bunstore.DB(s)
+	at := time.Date(2024, 5, 1, 0, 0, 0, 0, time.UTC)
+	events := append(textEvents(at), textEvents(at.Add(24*time.Hour))...)
+	for i := range events {
+		events[i].ID = int64(i + 1)
+	}
+	t0 := time.Date(2026, 6, 15, 12, 0, 0, 0, time.UTC)
+	if _, ok, err := s.AcquireFollowLease(ctx, "a", t0, t0.Add(time.Hour)); err != nil || !ok {
+		t.Fatalf("AcquireFollowLease: %v %v", ok, err)
+	}
+	source := follow.Source{SystemID: "1", Database: "unleash", URL: "postgres://db.example:5432/unleash"}
+	must(t, "LoadFollow", s.LoadFollow(ctx, "a", t0, follow.State{Source: source, Position: 10}, &flagadmin.Batch{},
+		func(emit func([]flagadmin.Event) error) error { return emit(events[:10]) }))
+
+	pending := func() (from, to int64) {
+		t.Helper()
+		rows, err := db.QueryContext(ctx, "SELECT from_id, to_id FROM events_text_pending")
+		must(t, "read the pending range", err)
+		defer rows.Close()
+		if rows.Next() {
+			must(t, "scan the pending range", rows.Scan(&from, &to))
+		}
+		return from, to
+	}
+	position := int64(10)
+	for _, step := range []struct {
+		name     string
+		upTo     int64 // the batch: the events after the position up to this id
+		from, to int64 // the pending range after it
+	}{
+		{"a large batch", 20, 10, 20},
+		{"the next", 25, 10, 25},
+		{"a small batch", 27, 10, 25},
+		{"a large batch after it", 40, 10, 25},
+	} {
+		b := &follow.Batch{Events: slices.Clone(events[position:step.upTo]), Position: step.upTo}
+		must(t, step.name, s.ApplyFollow(ctx, "a", t0, b))
+		position = step.upTo
+		if from, to := pending(); from != step.from || to != step.to {
+			t.Errorf("%s: pending (%d, %d], want (%d, %d]", step.name, from, to, step.from, step.to)
+		}
+		compareText(t, s, plain, step.name)
+	}
+	for more := true; more; {
+		var err error
+		more, err = bunstore.FillTextBatch(ctx, s)
+		must(t, "a batch of the backlog", err)
+	}
+	compareText(t, s, plain, "after the backlog")
+	indexHoldsEachText(t, s)
+}
+
+// backlogQueries are the free-text queries of the backlog's tests.
+var backlogQueries = append(slices.Clone(textQueries), "zz-changed")
+
+// compareText checks every query of backlogQueries on s against plain,
+// the plain store on the same database, which scans the texts.
+func compareText(t *testing.T, s, plain *bunstore.Store, stage string) {
+	t.Helper()
+	ctx := context.Background()
+	for _, text := range backlogQueries {
+		for _, q := range []flagadmin.EventQuery{
+			{Text: text, Limit: 50},
+			{Text: text, Limit: 50, TextScope: flagadmin.TextPayloadTypeCreator},
+			{Text: text, Limit: 2, Offset: 1, TextScope: flagadmin.TextPayloadTypeCreator},
+		} {
+			want, err := plain.SearchEvents(ctx, q)
+			must(t, "plain store", err)
+			got, err := s.SearchEvents(ctx, q)
+			must(t, "store", err)
+			if g, w := pageKey(t, got), pageKey(t, want); g != w {
+				t.Errorf("%s: query %+q scope %d offset %d:\ngot  %s\nwant %s", stage, q.Text, q.TextScope, q.Offset, g, w)
+			}
+		}
+	}
+}
+
+// indexHoldsEachText checks that the full-text index of s, with nothing
+// pending, holds the texts of each event once: a query of the index alone
+// finds what a scan finds, and the index has and counts one row per event
+// (a contentless FTS5 table told to forget a row it never held, or given
+// one twice, miscounts).
+func indexHoldsEachText(t *testing.T, s *bunstore.Store) {
+	t.Helper()
+	ctx := context.Background()
+	db := bunstore.DB(s)
+	var events, indexed int
+	must(t, "count", db.QueryRowContext(ctx, "SELECT (SELECT COUNT(*) FROM events), (SELECT COUNT(*) FROM events_text_docsize)").Scan(&events, &indexed))
+	counted, err := bunstore.TextIndexRows(ctx, s)
+	must(t, "the index's count of rows", err)
+	if indexed != events || counted != int64(events) {
+		t.Errorf("the index has %d rows and counts %d for %d events", indexed, counted, events)
+	}
+	for _, text := range backlogQueries {
+		if strings.ContainsFunc(text, func(r rune) bool { return r < 0x20 || r >= 0xfffd && r <= 0xffff }) || len([]rune(text)) < 3 {
+			continue // not read from the index
+		}
+		var fromIndex, scanned []int64
+		phrase := `"` + strings.ReplaceAll(text, `"`, `""`) + `"`
+		must(t, "match", db.NewRaw("SELECT rowid FROM events_text WHERE events_text MATCH ? ORDER BY rowid", phrase).Scan(ctx, &fromIndex))
+		must(t, "scan", db.NewRaw("SELECT id FROM events WHERE instr(search_payload, ?) > 0 OR instr(search_meta, ?) > 0 ORDER BY id", text, text).Scan(ctx, &scanned))
+		if !slices.Equal(fromIndex, scanned) {
+			t.Errorf("query %+q: the index alone finds %v, a scan %v", text, fromIndex, scanned)
+		}
+	}
 }

@@ -40,7 +40,11 @@ const (
 // to_id: the events above the first up to the second; no row when none
 // is), Fill indexes the texts of the events of a range (its two
 // placeholders the range's bounds, as for a Step ByIDs), Advance moves the
-// pending range's start to its placeholder, and Done ends it.
+// pending range's start to its placeholder, and Done ends it. A writer
+// leaves the texts of the events it inserts to the backlog by Start (a
+// range from its two placeholders, when none is pending) or Extend (the
+// pending range's end moved to its placeholder), before it inserts them.
 type Backlog struct {
 	Pending, Fill, Advance, Done string
+	Start, Extend                string
 }

@@ -118,8 +118,8 @@ END`,
 END`,
 }
 
-// TextBacklog indexes the texts of the events a load left pending in
-// events_text, a range at a time. Each range's transaction flushes its
+// TextBacklog indexes the texts of the events a load or a follower's
+// batches left pending in events_text, a range at a time. Each range's transaction flushes its
 // terms to a segment of its own, which FTS5 merges as segments pile up
 // (automerge), as it does for any writes.
 func (Dialect) TextBacklog() (indexbuild.Backlog, bool) {
@@ -128,6 +128,8 @@ func (Dialect) TextBacklog() (indexbuild.Backlog, bool) {
 		Fill:    TextRefill.Fill,
 		Advance: "UPDATE events_text_pending SET from_id = ?",
 		Done:    "DELETE FROM events_text_pending",
+		Start:   "INSERT INTO events_text_pending (id, from_id, to_id) VALUES (1, ?, ?)",
+		Extend:  "UPDATE events_text_pending SET to_id = ?",
 	}, true
 }
 
