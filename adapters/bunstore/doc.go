@@ -140,7 +140,9 @@
 //     both texts, so exact without reading the texts. Shorter queries, the
 //     rare ones with characters the tokenizer alters, and the plain store
 //     scan with instr(text, ?) > 0, an exact substring test (LIKE in SQLite
-//     folds ASCII case).
+//     folds ASCII case). So are the texts of the events a large load or a
+//     follower's catch-up left to the index's backlog, until the store
+//     has indexed them in the background (textbacklog.go).
 //
 // Both texts are computed in Go with strings.ToLower, the same function that
 // lower-cases the query, and queries cannot contain control characters, so a
