@@ -68,9 +68,7 @@ func AppendEventsBare(ctx context.Context, s *Store, events []flagadmin.Event) e
 // SetProgressEvery makes a load tell how far its long steps are every n
 // events, until the test ends.
 func SetProgressEvery(t interface{ Cleanup(func()) }, n int64) {
-	old := progressEvery
-	progressEvery = n
-	t.Cleanup(func() { progressEvery = old })
+	setUntilCleanup(t, &progressEvery, n)
 }
 
 // AppendBatch is how many leaves the store appends per transaction.
@@ -80,17 +78,13 @@ const AppendBatch = appendBatch
 // index to be filled after it, where the database can, until the test
 // ends.
 func SetTextLaterFrom(t interface{ Cleanup(func()) }, n int64) {
-	old := textLaterFrom
-	textLaterFrom = n
-	t.Cleanup(func() { textLaterFrom = old })
+	setUntilCleanup(t, &textLaterFrom, n)
 }
 
 // SetTextBacklogBatch makes the store index the texts a load left pending
 // n events a transaction, until the test ends.
 func SetTextBacklogBatch(t interface{ Cleanup(func()) }, n int64) {
-	old := textBacklogBatch
-	textBacklogBatch = n
-	t.Cleanup(func() { textBacklogBatch = old })
+	setUntilCleanup(t, &textBacklogBatch, n)
 }
 
 // WithTextBacklogHeld keeps the store from filling the full-text index's
@@ -128,23 +122,24 @@ func TextIndexRows(ctx context.Context, s *Store) (int64, error) {
 // SetTextBacklogRetry makes the store fill the backlog again d after a
 // failure, until the test ends.
 func SetTextBacklogRetry(t interface{ Cleanup(func()) }, d time.Duration) {
-	old := textBacklogRetry
-	textBacklogRetry = d
-	t.Cleanup(func() { textBacklogRetry = old })
+	setUntilCleanup(t, &textBacklogRetry, d)
 }
 
 // SetTextLaterBatch makes a follower's batch of n events or more leave
 // their texts to the backlog, until the test ends.
 func SetTextLaterBatch(t interface{ Cleanup(func()) }, n int) {
-	old := textLaterBatch
-	textLaterBatch = n
-	t.Cleanup(func() { textLaterBatch = old })
+	setUntilCleanup(t, &textLaterBatch, n)
 }
 
 // SetTextBacklogQuiet makes the backlog wait d after a follower's batch
 // that left its texts to it, until the test ends.
 func SetTextBacklogQuiet(t interface{ Cleanup(func()) }, d time.Duration) {
-	old := textBacklogQuiet
-	textBacklogQuiet = d
-	t.Cleanup(func() { textBacklogQuiet = old })
+	setUntilCleanup(t, &textBacklogQuiet, d)
+}
+
+// setUntilCleanup sets *p to v until the test of t ends.
+func setUntilCleanup[T any](t interface{ Cleanup(func()) }, p *T, v T) {
+	old := *p
+	*p = v
+	t.Cleanup(func() { *p = old })
 }

@@ -32,28 +32,13 @@ func TestTextBacklog(t *testing.T) {
 	bunstore.SetTextLaterFrom(t, 1)
 	bunstore.SetTextBacklogBatch(t, 7)
 	ctx := context.Background()
-	url := dbtest.SQLite(t)
-	s := open(t, url, bunstore.WithTextBacklogHeld())
-	plain := open(t, url, bunstore.WithTextBacklogHeld(), bunstore.WithoutTuning(bunstore.TextIndex))
+	s, plain := backlogStores(t)
 	db := bunstore.DB(s)
-
 	at := time.Date(2024, 5, 1, 0, 0, 0, 0, time.UTC)
-	loaded := textEvents(at)
-	for i := range loaded {
-		loaded[i].ID = int64(i + 1)
-	}
+	loaded := numbered(textEvents(at))
 	must(t, "Load", s.Load(ctx, &flagadmin.Batch{}, func(emit func([]flagadmin.Event) error) error { return emit(loaded) }))
 
-	pending := func() (from, to int64) {
-		t.Helper()
-		rows, err := db.QueryContext(ctx, "SELECT from_id, to_id FROM events_text_pending")
-		must(t, "read the pending range", err)
-		defer rows.Close()
-		if rows.Next() {
-			must(t, "scan the pending range", rows.Scan(&from, &to))
-		}
-		return from, to
-	}
+	pending := func() (from, to int64) { t.Helper(); return pendingRange(t, s) }
 	compare := func(stage string) { t.Helper(); compareText(t, s, plain, stage) }
 
 	if from, to := pending(); from != 0 || to != int64(len(loaded)) {
@@ -110,10 +95,7 @@ func TestTextBacklogFilledByTheStore(t *testing.T) {
 	bunstore.SetTextLaterFrom(t, 1)
 	bunstore.SetTextBacklogBatch(t, 5)
 	ctx := context.Background()
-	events := textEvents(time.Date(2024, 5, 1, 0, 0, 0, 0, time.UTC))
-	for i := range events {
-		events[i].ID = int64(i + 1)
-	}
+	events := numbered(textEvents(time.Date(2024, 5, 1, 0, 0, 0, 0, time.UTC)))
 	load := func(s *bunstore.Store) {
 		t.Helper()
 		must(t, "Load", s.Load(ctx, &flagadmin.Batch{}, func(emit func([]flagadmin.Event) error) error { return emit(events) }))
@@ -174,15 +156,9 @@ func TestTextBacklogFilledByTheStore(t *testing.T) {
 		bunstore.SetTextBacklogQuiet(t, 10*time.Millisecond)
 		var log syncbuffer.Buffer
 		s := started(t, &log)
-		t0 := time.Date(2026, 6, 15, 12, 0, 0, 0, time.UTC)
-		if _, ok, err := s.AcquireFollowLease(ctx, "a", t0, t0.Add(time.Hour)); err != nil || !ok {
-			t.Fatalf("AcquireFollowLease: %v %v", ok, err)
-		}
-		source := follow.Source{SystemID: "1", Database: "unleash", URL: "postgres://db.example:5432/unleash"}
-		must(t, "LoadFollow", s.LoadFollow(ctx, "a", t0, follow.State{Source: source}, &flagadmin.Batch{},
-			func(func([]flagadmin.Event) error) error { return nil }))
+		startFollowing(t, s, nil)
 		last := events[len(events)-1].ID
-		must(t, "ApplyFollow", s.ApplyFollow(ctx, "a", t0, &follow.Batch{Events: slices.Clone(events), Position: last}))
+		must(t, "ApplyFollow", s.ApplyFollow(ctx, "a", followT0, &follow.Batch{Events: slices.Clone(events), Position: last}))
 		filled(s, &log)
 	})
 	t.Run("at the start", func(t *testing.T) {
@@ -207,10 +183,7 @@ func TestTextBacklogBatchAllOrNothing(t *testing.T) {
 	bunstore.SetTextBacklogBatch(t, 5)
 	bunstore.SetTextBacklogRetry(t, 10*time.Millisecond)
 	ctx := context.Background()
-	events := textEvents(time.Date(2024, 5, 1, 0, 0, 0, 0, time.UTC))
-	for i := range events {
-		events[i].ID = int64(i + 1)
-	}
+	events := numbered(textEvents(time.Date(2024, 5, 1, 0, 0, 0, 0, time.UTC)))
 	broken := errors.New("disk I/O error")
 	t.Run("a failed batch", func(t *testing.T) {
 		s, faults := openWithFaults(t, dbtest.SQLite(t), bunstore.WithTextBacklogHeld())
@@ -265,33 +238,10 @@ func TestTextBacklogFollow(t *testing.T) {
 	bunstore.SetTextLaterBatch(t, 3)
 	bunstore.SetTextBacklogBatch(t, 4)
 	ctx := context.Background()
-	url := dbtest.SQLite(t)
-	s := open(t, url, bunstore.WithTextBacklogHeld())
-	plain := open(t, url, bunstore.WithTextBacklogHeld(), bunstore.WithoutTuning(bunstore.TextIndex))
-	db := bunstore.DB(s)
+	s, plain := backlogStores(t)
 	at := time.Date(2024, 5, 1, 0, 0, 0, 0, time.UTC)
-	events := append(textEvents(at), textEvents(at.Add(24*time.Hour))...)
-	for i := range events {
-		events[i].ID = int64(i + 1)
-	}
-	t0 := time.Date(2026, 6, 15, 12, 0, 0, 0, time.UTC)
-	if _, ok, err := s.AcquireFollowLease(ctx, "a", t0, t0.Add(time.Hour)); err != nil || !ok {
-		t.Fatalf("AcquireFollowLease: %v %v", ok, err)
-	}
-	source := follow.Source{SystemID: "1", Database: "unleash", URL: "postgres://db.example:5432/unleash"}
-	must(t, "LoadFollow", s.LoadFollow(ctx, "a", t0, follow.State{Source: source, Position: 10}, &flagadmin.Batch{},
-		func(emit func([]flagadmin.Event) error) error { return emit(events[:10]) }))
-
-	pending := func() (from, to int64) {
-		t.Helper()
-		rows, err := db.QueryContext(ctx, "SELECT from_id, to_id FROM events_text_pending")
-		must(t, "read the pending range", err)
-		defer rows.Close()
-		if rows.Next() {
-			must(t, "scan the pending range", rows.Scan(&from, &to))
-		}
-		return from, to
-	}
+	events := numbered(append(textEvents(at), textEvents(at.Add(24*time.Hour))...))
+	startFollowing(t, s, events[:10])
 	position := int64(10)
 	for _, step := range []struct {
 		name     string
@@ -304,9 +254,9 @@ func TestTextBacklogFollow(t *testing.T) {
 		{"a large batch after it", 40, 10, 25},
 	} {
 		b := &follow.Batch{Events: slices.Clone(events[position:step.upTo]), Position: step.upTo}
-		must(t, step.name, s.ApplyFollow(ctx, "a", t0, b))
+		must(t, step.name, s.ApplyFollow(ctx, "a", followT0, b))
 		position = step.upTo
-		if from, to := pending(); from != step.from || to != step.to {
+		if from, to := pendingRange(t, s); from != step.from || to != step.to {
 			t.Errorf("%s: pending (%d, %d], want (%d, %d]", step.name, from, to, step.from, step.to)
 		}
 		compareText(t, s, plain, step.name)
@@ -373,4 +323,57 @@ func indexHoldsEachText(t *testing.T, s *bunstore.Store) {
 			t.Errorf("query %+q: the index alone finds %v, a scan %v", text, fromIndex, scanned)
 		}
 	}
+}
+
+// backlogStores opens a store on a new SQLite database and the plain
+// store on the same database, neither filling the full-text backlog by
+// itself.
+func backlogStores(t *testing.T) (s, plain *bunstore.Store) {
+	t.Helper()
+	url := dbtest.SQLite(t)
+	return open(t, url, bunstore.WithTextBacklogHeld()),
+		open(t, url, bunstore.WithTextBacklogHeld(), bunstore.WithoutTuning(bunstore.TextIndex))
+}
+
+// numbered gives events the ids 1, 2, ... in order, for a load or a
+// follower's batches, and returns them.
+func numbered(events []flagadmin.Event) []flagadmin.Event {
+	for i := range events {
+		events[i].ID = int64(i + 1)
+	}
+	return events
+}
+
+// pendingRange returns the range of event ids pending in the full-text
+// backlog of s, (from, to]; 0 and 0 when none is.
+func pendingRange(t *testing.T, s *bunstore.Store) (from, to int64) {
+	t.Helper()
+	rows, err := bunstore.DB(s).QueryContext(context.Background(), "SELECT from_id, to_id FROM events_text_pending")
+	must(t, "read the pending range", err)
+	defer rows.Close()
+	if rows.Next() {
+		must(t, "scan the pending range", rows.Scan(&from, &to))
+	}
+	return from, to
+}
+
+// followT0 is when the backlog tests' follower holds the lease.
+var followT0 = time.Date(2026, 6, 15, 12, 0, 0, 0, time.UTC)
+
+// startFollowing makes s follow a source from loaded, its first copy, at
+// the position of its last event, holder "a" holding the lease at
+// followT0.
+func startFollowing(t *testing.T, s *bunstore.Store, loaded []flagadmin.Event) {
+	t.Helper()
+	ctx := context.Background()
+	if _, ok, err := s.AcquireFollowLease(ctx, "a", followT0, followT0.Add(time.Hour)); err != nil || !ok {
+		t.Fatalf("AcquireFollowLease: %v %v", ok, err)
+	}
+	var position int64
+	if len(loaded) > 0 {
+		position = loaded[len(loaded)-1].ID
+	}
+	source := follow.Source{SystemID: "1", Database: "unleash", URL: "postgres://db.example:5432/unleash"}
+	must(t, "LoadFollow", s.LoadFollow(ctx, "a", followT0, follow.State{Source: source, Position: position}, &flagadmin.Batch{},
+		func(emit func([]flagadmin.Event) error) error { return emit(slices.Clone(loaded)) }))
 }
