@@ -351,9 +351,14 @@ func (s *Store) appendLeaves(ctx context.Context) (int, error) {
 // many: the one write path of leaves, which Load runs in its own
 // transaction.
 func (s *Store) appendIn(ctx context.Context, tx bun.IDB, settled sqlq.Fragment) (int, error) {
+	// One aggregate a statement: SQLite reads a lone MAX from the index's
+	// end, but scans the whole table for two (a tenth of a second at
+	// 300,000 leaves, on every append).
 	var size, last int64
-	q := s.readLatest("SELECT COALESCE(MAX(idx) + 1, 0), COALESCE(MAX(event_id), 0) FROM log_leaves")
-	if err := tx.QueryRowContext(ctx, q).Scan(&size, &last); err != nil {
+	if err := tx.QueryRowContext(ctx, s.readLatest(logSizeSQL)).Scan(&size); err != nil {
+		return 0, err
+	}
+	if err := tx.QueryRowContext(ctx, s.readLatest("SELECT COALESCE(MAX(event_id), 0) FROM log_leaves")).Scan(&last); err != nil {
 		return 0, err
 	}
 	var rows []stored.Event

@@ -2,8 +2,12 @@ package bunstore_test
 
 import (
 	"context"
+	"database/sql/driver"
 	"fmt"
 	"log/slog"
+	"maps"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -12,6 +16,8 @@ import (
 	"github.com/flagadmin/flagadmin/adapters/tlog/leaf"
 	"github.com/flagadmin/flagadmin/flagadmin"
 	"github.com/flagadmin/flagadmin/flagadmin/vlog"
+	"github.com/flagadmin/flagadmin/internal/dbtest"
+	"github.com/flagadmin/flagadmin/internal/faultsql"
 	"github.com/flagadmin/flagadmin/internal/syncbuffer"
 )
 
@@ -192,4 +198,46 @@ func TestPruneWaitsForTheLeaf(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestLeafAppendReadsTheLogsEndFromAnIndex: every statement that reads a
+// maximum of log_leaves, as the appender does before each append, reads
+// it from an index on SQLite, which does so for a lone MAX in a statement
+// and scans the whole table for two.
+func TestLeafAppendReadsTheLogsEndFromAnIndex(t *testing.T) {
+	ctx := context.Background()
+	var mu sync.Mutex
+	seen := map[string]bool{}
+	faults := faultsql.New()
+	faults.Add(faultsql.Rule{Match: `MAX\(.*\bFROM log_leaves\b`, Before: func(_ context.Context, query string) error {
+		mu.Lock()
+		defer mu.Unlock()
+		seen[query] = true
+		return nil
+	}})
+	s := open(t, dbtest.SQLite(t), bunstore.WithConnector(func(c driver.Connector) driver.Connector { return faults.Wrap(c) }))
+	must(t, "Write", s.Write(ctx, &flagadmin.Batch{Events: textEvents(time.Date(2024, 5, 1, 0, 0, 0, 0, time.UTC))}))
+	if _, err := s.LogSize(ctx); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	queries := slices.Collect(maps.Keys(seen))
+	mu.Unlock()
+	if len(queries) == 0 {
+		t.Fatal("no statement read a maximum of log_leaves")
+	}
+	for _, query := range queries {
+		var plan []struct {
+			ID      int    `bun:"id"`
+			Parent  int    `bun:"parent"`
+			NotUsed int    `bun:"notused"`
+			Detail  string `bun:"detail"`
+		}
+		must(t, "EXPLAIN QUERY PLAN", bunstore.DB(s).NewRaw("EXPLAIN QUERY PLAN "+query).Scan(ctx, &plan))
+		for _, step := range plan {
+			if strings.HasPrefix(step.Detail, "SCAN log_leaves") {
+				t.Errorf("%s: %s", query, step.Detail)
+			}
+		}
+	}
 }

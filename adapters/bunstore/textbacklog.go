@@ -55,6 +55,19 @@ func (s *Store) startTextBacklog(run bool) {
 	}
 	go func() {
 		defer close(b.done)
+		// A database without the backlog's table (a store opened
+		// WithoutMigrate on one not migrated, such as a read command's
+		// that refuses it) has no backlog: the store waits for a load or a
+		// follower's batch, which only a migrated database takes.
+		var n int
+		if err := s.rdb.QueryRowContext(ctx, b.statements.Count).Scan(&n); err != nil {
+			s.log.Debug("bunstore: no full-text backlog to fill at the start", "cause", err.Error())
+			select {
+			case <-ctx.Done():
+				return
+			case <-b.wake:
+			}
+		}
 		for {
 			var retry <-chan time.Time
 			if err := s.fillTextBacklog(ctx); err != nil && ctx.Err() == nil {
