@@ -12,7 +12,8 @@ import (
 // BenchmarkLifecycleWrites times lifecycle completions through the
 // Service (UpdateFeature: the feature row locked and changed, the
 // summaries kept, the version raised, one event appended), one at a time
-// and from 16 goroutines, on the benchmark world, walking its active
+// (with and without waiting for its leaf) and from 16 goroutines, on the
+// benchmark world, walking its active
 // features in order. It writes: run it on a copy of the benchmark
 // database (FLAGADMIN_BENCH_DATABASE, or a copy of the SQLite file), as
 // the search benchmarks check the world's totals.
@@ -42,6 +43,23 @@ func BenchmarkLifecycleWrites(b *testing.B) {
 				for b.Loop() {
 					start := time.Now()
 					if err := complete(); err != nil {
+						b.Fatal(err)
+					}
+					lat.time(start)
+				}
+				lat.report(b)
+			})
+			// Each completion with its leaf appended, as a reader of
+			// the log that follows the write waits for (LogSize settles
+			// the store's leaves).
+			b.Run("serial-with-leaf", func(b *testing.B) {
+				var lat latencies
+				for b.Loop() {
+					start := time.Now()
+					if err := complete(); err != nil {
+						b.Fatal(err)
+					}
+					if _, err := bw.store.LogSize(ctx); err != nil {
 						b.Fatal(err)
 					}
 					lat.time(start)
