@@ -358,7 +358,7 @@ func (s *Store) appendIn(ctx context.Context, tx bun.IDB, settled sqlq.Fragment)
 	if err := tx.QueryRowContext(ctx, s.readLatest(logSizeSQL)).Scan(&size); err != nil {
 		return 0, err
 	}
-	if err := tx.QueryRowContext(ctx, s.readLatest("SELECT COALESCE(MAX(event_id), 0) FROM log_leaves")).Scan(&last); err != nil {
+	if err := tx.QueryRowContext(ctx, s.readLatest(lastLeafEventSQL)).Scan(&last); err != nil {
 		return 0, err
 	}
 	var rows []stored.Event
@@ -435,3 +435,7 @@ func (s *Store) readLatest(query string) string {
 
 // logSizeSQL reads the log's size: the last leaf's idx + 1.
 const logSizeSQL = "SELECT COALESCE(MAX(idx) + 1, 0) FROM log_leaves"
+
+// lastLeafEventSQL reads the id of the last event with a leaf (0 for
+// none).
+const lastLeafEventSQL = "SELECT COALESCE(MAX(event_id), 0) FROM log_leaves"

@@ -297,7 +297,7 @@ func (s *Store) checkGivenIDs(ctx context.Context, db bun.IDB, events []flagadmi
 	if err := db.NewRaw("SELECT COALESCE(MAX(id), 0) FROM events").Scan(ctx, &last); err != nil {
 		return err
 	}
-	if err := db.NewRaw(s.readLatest("SELECT COALESCE(MAX(event_id), 0) FROM log_leaves")).Scan(ctx, &lastLeaf); err != nil {
+	if err := db.NewRaw(s.readLatest(lastLeafEventSQL)).Scan(ctx, &lastLeaf); err != nil {
 		return err
 	}
 	last = max(last, lastLeaf)

@@ -59,8 +59,8 @@ func (s *Store) startTextBacklog(run bool) {
 		// WithoutMigrate on one not migrated, such as a read command's
 		// that refuses it) has no backlog: the store waits for a load or a
 		// follower's batch, which only a migrated database takes.
-		var n int
-		if err := s.rdb.QueryRowContext(ctx, b.statements.Count).Scan(&n); err != nil {
+		var from, to int64
+		if err := s.rdb.QueryRowContext(ctx, b.statements.Pending).Scan(&from, &to); err != nil && !errors.Is(err, sql.ErrNoRows) {
 			s.log.Debug("bunstore: no full-text backlog to fill at the start", "cause", err.Error())
 			select {
 			case <-ctx.Done():

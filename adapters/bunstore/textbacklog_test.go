@@ -102,26 +102,13 @@ func TestTextBacklogFilledByTheStore(t *testing.T) {
 	}
 	filled := func(s *bunstore.Store, log *syncbuffer.Buffer) {
 		t.Helper()
-		for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-			var n int
-			must(t, "read the pending range", bunstore.DB(s).QueryRowContext(ctx, "SELECT COUNT(*) FROM events_text_pending").Scan(&n))
-			if n == 0 {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("the backlog is not filled 30 s after the load; the log:\n%s", log)
-			}
-		}
+		waitUntil(t, log, "the backlog is filled", func() bool { from, to := pendingRange(t, s); return from == to })
 		counted, err := bunstore.TextIndexRows(ctx, s)
 		if err != nil || counted != int64(len(events)) {
 			t.Errorf("the index counts %d rows (%v), want %d", counted, err, len(events))
 		}
 		// The line is written after the batch that ends the backlog commits.
-		for deadline := time.Now().Add(30 * time.Second); !strings.Contains(log.String(), "the full-text index holds the texts of every event"); time.Sleep(10 * time.Millisecond) {
-			if time.Now().After(deadline) {
-				t.Fatalf("the log does not say the backlog is done:\n%s", log)
-			}
-		}
+		waitUntil(t, log, "the log says the backlog is done", func() bool { return strings.Contains(log.String(), backlogDone) })
 		if !strings.Contains(log.String(), "filling the full-text index with the texts of loaded events") {
 			t.Errorf("the log does not say the backlog started:\n%s", log)
 		}
@@ -212,11 +199,7 @@ func TestTextBacklogBatchAllOrNothing(t *testing.T) {
 			return nil
 		}})
 		must(t, "Load", s.Load(ctx, &flagadmin.Batch{}, func(emit func([]flagadmin.Event) error) error { return emit(events) }))
-		for deadline := time.Now().Add(30 * time.Second); !strings.Contains(log.String(), "holds the texts of every event"); time.Sleep(10 * time.Millisecond) {
-			if time.Now().After(deadline) {
-				t.Fatalf("the backlog is not filled 30 s after the load; the log:\n%s", log.String())
-			}
-		}
+		waitUntil(t, &log, "the log says the backlog is done", func() bool { return strings.Contains(log.String(), backlogDone) })
 		if n := strings.Count(log.String(), "could not fill the full-text index"); n != 2 {
 			t.Errorf("%d failures logged, want 2:\n%s", n, log.String())
 		}
@@ -376,4 +359,18 @@ func startFollowing(t *testing.T, s *bunstore.Store, loaded []flagadmin.Event) {
 	source := follow.Source{SystemID: "1", Database: "unleash", URL: "postgres://db.example:5432/unleash"}
 	must(t, "LoadFollow", s.LoadFollow(ctx, "a", followT0, follow.State{Source: source, Position: position}, &flagadmin.Batch{},
 		func(emit func([]flagadmin.Event) error) error { return emit(slices.Clone(loaded)) }))
+}
+
+// backlogDone is what the store logs once the backlog is filled.
+const backlogDone = "the full-text index holds the texts of every event"
+
+// waitUntil waits up to 30 s for cond, which what describes, and fails
+// the test with the store's log if it does not come.
+func waitUntil(t *testing.T, log *syncbuffer.Buffer, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(30 * time.Second); !cond(); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("not after 30 s: %s; the log:\n%s", what, log.String())
+		}
+	}
 }

@@ -47,7 +47,4 @@ const (
 type Backlog struct {
 	Pending, Fill, Advance, Done string
 	Start, Extend                string
-	// Count counts the pending ranges (0 or 1): a read that fails where
-	// the database has no backlog's table.
-	Count string
 }

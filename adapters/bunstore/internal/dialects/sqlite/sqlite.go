@@ -130,7 +130,6 @@ func (Dialect) TextBacklog() (indexbuild.Backlog, bool) {
 		Done:    "DELETE FROM events_text_pending",
 		Start:   "INSERT INTO events_text_pending (id, from_id, to_id) VALUES (1, ?, ?)",
 		Extend:  "UPDATE events_text_pending SET to_id = ?",
-		Count:   "SELECT COUNT(*) FROM events_text_pending",
 	}, true
 }
 
