@@ -32,9 +32,13 @@ func (s *Store) Project(ctx context.Context, id string) (flagadmin.Project, erro
 func (s *Store) PrivateProjects(ctx context.Context) ([]string, error) {
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
-	var ids []string
-	err := s.rdb.NewSelect().Model((*projectRow)(nil)).Column("id").
-		Where("mode = ?", string(flagadmin.ModePrivate)).Order("id").Scan(ctx, &ids)
+	// Read for every search of a caller who may not see them all: kept
+	// prepared (QueryPrepared), as ProjectRoles.
+	rows, err := s.sqlDialect.QueryPrepared(ctx, s.rdb, sqlq.F("SELECT id FROM projects WHERE mode = ? ORDER BY id", string(flagadmin.ModePrivate)))
+	if err != nil {
+		return nil, s.fail("private projects", err)
+	}
+	ids, err := scanColumn[string](rows)
 	if err != nil {
 		return nil, s.fail("private projects", err)
 	}
@@ -44,26 +48,35 @@ func (s *Store) PrivateProjects(ctx context.Context) ([]string, error) {
 	return ids, nil
 }
 
-// ProjectRoles implements flagadmin.Store in one query.
+// projectRolesSQL reads the roles of a user (the value, twice) in each
+// project: their own and their groups'.
+const projectRolesSQL = `SELECT project_id, role FROM project_members WHERE user_id = ?
+	UNION ALL
+	SELECT pm.project_id, pm.role FROM project_members pm JOIN group_members gm ON gm.group_id = pm.group_id WHERE gm.user_id = ?`
+
+// ProjectRoles implements flagadmin.Store in one query, kept prepared
+// (QueryPrepared): it is read for every request of a user, and planning
+// its join cost more than running it.
 func (s *Store) ProjectRoles(ctx context.Context, userID int64) (map[string]flagadmin.ProjectRole, error) {
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
-	var rows []struct {
-		ProjectID string `bun:"project_id"`
-		Role      string `bun:"role"`
-	}
-	err := s.rdb.NewRaw(`SELECT project_id, role FROM project_members WHERE user_id = ?
-		UNION ALL
-		SELECT pm.project_id, pm.role FROM project_members pm JOIN group_members gm ON gm.group_id = pm.group_id WHERE gm.user_id = ?`,
-		userID, userID).Scan(ctx, &rows)
+	rows, err := s.sqlDialect.QueryPrepared(ctx, s.rdb, sqlq.F(projectRolesSQL, userID, userID))
 	if err != nil {
 		return nil, s.fail("project roles", err)
 	}
+	defer rows.Close()
 	out := map[string]flagadmin.ProjectRole{}
-	for _, r := range rows {
-		if role := flagadmin.ProjectRole(r.Role); role == flagadmin.ProjectRoleOwner || out[r.ProjectID] == "" {
-			out[r.ProjectID] = role
+	for rows.Next() {
+		var project, role string
+		if err := rows.Scan(&project, &role); err != nil {
+			return nil, s.fail("project roles", err)
 		}
+		if role := flagadmin.ProjectRole(role); role == flagadmin.ProjectRoleOwner || out[project] == "" {
+			out[project] = role
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, s.fail("project roles", err)
 	}
 	return out, nil
 }
@@ -270,4 +283,18 @@ func projectOwners(ctx context.Context, tx bun.Tx, out []flagadmin.ProjectStats,
 		}
 	}
 	return rs.Err()
+}
+
+// scanColumn reads the values of rows of one column, and closes them.
+func scanColumn[T any](rows *sql.Rows) ([]T, error) {
+	defer rows.Close()
+	var out []T
+	for rows.Next() {
+		var v T
+		if err := rows.Scan(&v); err != nil {
+			return nil, err
+		}
+		out = append(out, v)
+	}
+	return out, rows.Err()
 }

@@ -2,6 +2,7 @@ package bunstore
 
 import (
 	"context"
+	"strconv"
 	"strings"
 
 	"github.com/uptrace/bun"
@@ -52,6 +53,13 @@ func (s *Store) SearchEvents(ctx context.Context, q flagadmin.EventQuery) (flaga
 		if start.HasBefore {
 			where = sqlq.And(where, sqlq.F("created_at < ?", start.Before))
 		}
+		if plan.Seek != nil {
+			// The seek's pages differ in their values alone: kept
+			// prepared, the limit written in the text (a placeholder
+			// there would plan for a tenth of the rows).
+			ids := where.Wrap("SELECT id FROM events WHERE ", " ORDER BY created_at DESC, id DESC LIMIT "+strconv.Itoa(q.Limit))
+			return s.fetchPagePrepared(ctx, tx, sqlq.Join(" ", ids, sqlq.F("OFFSET ?", start.Offset)), &page)
+		}
 		ids := where.Wrap("SELECT id FROM events WHERE ", " ORDER BY created_at DESC, id DESC")
 		ids = sqlq.Join(" ", ids, sqlq.F("LIMIT ? OFFSET ?", q.Limit, start.Offset))
 		return s.fetchPage(ctx, tx, ids, &page)
@@ -92,15 +100,35 @@ func (s *Store) pageWhere(q flagadmin.EventQuery) sqlq.Fragment {
 // pageColumns are the columns of a page's events, from events AS e.
 var pageColumns = "e." + strings.Join(stored.EventColumns, ", e.")
 
+// pageSQL reads the rows of the events whose ids the query in its place
+// selects, in page order.
+var pageSQL = "SELECT " + pageColumns + " FROM (?) AS p JOIN events AS e ON e.id = p.id ORDER BY e.created_at DESC, e.id DESC"
+
 // fetchPage appends to page the events whose ids the query ids selects, in
 // page order.
 func (s *Store) fetchPage(ctx context.Context, tx bun.IDB, ids sqlq.Fragment, page *flagadmin.EventPage) error {
 	var rows []stored.Event
-	q := sqlq.Fill("SELECT "+pageColumns+" FROM (?) AS p JOIN events AS e ON e.id = p.id ORDER BY e.created_at DESC, e.id DESC", ids)
+	q := sqlq.Fill(pageSQL, ids)
 	if err := tx.NewRaw(q.Text, q.Args...).Scan(ctx, &rows); err != nil {
 		return err
 	}
 	return appendEvents(page, rows)
+}
+
+// fetchPagePrepared is fetchPage with the statement kept prepared where
+// the database would plan it anew each time (QueryPrepared): for pages
+// whose statements repeat with other values, and whose plan does not
+// depend on them.
+func (s *Store) fetchPagePrepared(ctx context.Context, tx bun.Tx, ids sqlq.Fragment, page *flagadmin.EventPage) error {
+	rows, err := s.sqlDialect.QueryPrepared(ctx, tx, sqlq.Fill(pageSQL, ids))
+	if err != nil {
+		return err
+	}
+	var read []stored.Event
+	if err := s.rdb.ScanRows(ctx, rows, &read); err != nil {
+		return err
+	}
+	return appendEvents(page, read)
 }
 
 // searchText answers a query with free text, in one read-only transaction.

@@ -3,6 +3,7 @@ package eventcounts
 import (
 	"cmp"
 	"context"
+	"database/sql"
 	"fmt"
 	"slices"
 
@@ -15,8 +16,8 @@ import (
 
 // period is the number of matches of one day or month (num).
 type period struct {
-	Num int64 `bun:"num"`
-	N   int64 `bun:"n"`
+	Num int64
+	N   int64
 }
 
 // counted is a period as periodsLess reads it: with the number of its
@@ -24,22 +25,28 @@ type period struct {
 // statement's extra value (Extra).
 type counted struct {
 	period
-	Rows  int64 `bun:"c"`
-	Extra int64 `bun:"extra"`
+	Rows  int64
+	Extra int64
 }
 
+// Query runs a statement of the counts on db, kept prepared where the
+// database would plan it anew each time (tuned.Database.QueryPrepared):
+// a seek's statements repeat with other values on every page.
+type Query func(ctx context.Context, db bun.IDB, stmt sqlq.Fragment) (*sql.Rows, error)
+
 // Seek reads the counted rows of a plan that Seeks and returns where the
-// page of its query starts, reading in the caller's read transaction.
+// page of its query starts, reading in the caller's read transaction db
+// by query.
 //
 // Without dates, whole months are skipped first by their month rows
 // (monthSeek). With dates, the range's day rows are read less the events
 // of hidden projects in the range, counted per day from the
 // events_project index, in one statement.
-func (p Plan) Seek(ctx context.Context, db bun.IDB) (summary.Start, error) {
+func (p Plan) Seek(ctx context.Context, db bun.IDB, query Query) (summary.Start, error) {
 	if p.from == nil && p.before == nil {
-		return p.monthSeek(ctx, db)
+		return p.monthSeek(ctx, db, query)
 	}
-	days, _, err := periodsLess(ctx, db, periodsSQL(DimDay, p.noProject, p.from, p.before), sqlq.Fragment{},
+	days, _, err := periodsLess(ctx, db, query, periodsSQL(DimDay, p.noProject, p.from, p.before), sqlq.Fragment{},
 		hiddenDays(db.Dialect().Name(), p.hiddenEvents()))
 	if err != nil {
 		return summary.Start{}, err
@@ -84,7 +91,7 @@ func periodsSQL(dim Dim, noProject bool, from, before *int64) sqlq.Fragment {
 // One statement instead of one per part: each part keeps the plan of its
 // own (a union of subqueries, not an OR), and the round trips, which cost
 // about as much as the reads themselves, are saved.
-func periodsLess(ctx context.Context, db bun.IDB, rows, extra sqlq.Fragment, hidden []sqlq.Fragment) ([]period, int64, error) {
+func periodsLess(ctx context.Context, db bun.IDB, query Query, rows, extra sqlq.Fragment, hidden []sqlq.Fragment) ([]period, int64, error) {
 	parts := []sqlq.Fragment{rows.Wrap("SELECT num, n, 1 AS c FROM (", ") AS k")}
 	for i, h := range hidden {
 		parts = append(parts, h.Wrap("SELECT num, -n, 0 FROM (", fmt.Sprintf(") AS h%d", i)))
@@ -94,8 +101,10 @@ func periodsLess(ctx context.Context, db bun.IDB, rows, extra sqlq.Fragment, hid
 	}
 	q := sqlq.Join(" FROM (", extra.Wrap("SELECT num, SUM(n) AS n, SUM(c) AS c, ", " AS extra"), sqlq.Join(" UNION ALL ", parts...))
 	q = sqlq.Join(") AS t ", q, sqlq.F("GROUP BY num"))
-	var read []counted
-	if err := db.NewRaw(q.Text, q.Args...).Scan(ctx, &read); err != nil {
+	read, err := scanAll(ctx, db, query, q, func(rows *sql.Rows, c *counted) error {
+		return rows.Scan(&c.Num, &c.N, &c.Rows, &c.Extra)
+	})
+	if err != nil {
 		return nil, 0, err
 	}
 	out := make([]period, len(read))
@@ -146,14 +155,14 @@ func seekDays(days []period, offset int) (before int64, hasBefore bool, rest int
 // days' (every write adds to both), so the two agree. Three statements
 // (one without hidden projects): the months with the total of the hidden
 // events, the hidden months, the days less their hidden events.
-func (p Plan) monthSeek(ctx context.Context, db bun.IDB) (summary.Start, error) {
+func (p Plan) monthSeek(ctx context.Context, db bun.IDB, query Query) (summary.Start, error) {
 	var hiddenSum sqlq.Fragment
 	if len(p.hidden) > 0 {
 		r := one(DimEvents, ScopeProject)
 		r.projects, r.projectConds = p.hidden, p.hiddenKeys
 		hiddenSum = sum([]rows{r})
 	}
-	months, hiddenAll, err := periodsLess(ctx, db, periodsSQL(DimMonth, p.noProject, nil, nil), hiddenSum, nil)
+	months, hiddenAll, err := periodsLess(ctx, db, query, periodsSQL(DimMonth, p.noProject, nil, nil), hiddenSum, nil)
 	if err != nil {
 		return summary.Start{}, err
 	}
@@ -165,7 +174,7 @@ func (p Plan) monthSeek(ctx context.Context, db bun.IDB) (summary.Start, error) 
 	if p.q.Offset >= start.Total {
 		return start, nil
 	}
-	target, newer, err := p.locateMonth(ctx, db, months, hiddenAll, int64(start.Total))
+	target, newer, err := p.locateMonth(ctx, db, query, months, hiddenAll, int64(start.Total))
 	if err != nil {
 		return summary.Start{}, err
 	}
@@ -176,7 +185,7 @@ func (p Plan) monthSeek(ctx context.Context, db bun.IDB) (summary.Start, error) 
 	for i, keys := range p.hiddenKeys {
 		conds[i] = sqlq.And(keys, sqlq.F("created_at >= ? AND created_at < ?", first*msPerDay, next*msPerDay))
 	}
-	days, _, err := periodsLess(ctx, db, periodsSQL(DimDay, p.noProject, &first, &next), sqlq.Fragment{},
+	days, _, err := periodsLess(ctx, db, query, periodsSQL(DimDay, p.noProject, &first, &next), sqlq.Fragment{},
 		hiddenDays(db.Dialect().Name(), conds))
 	if err != nil {
 		return summary.Start{}, err
@@ -201,12 +210,12 @@ func (p Plan) monthSeek(ctx context.Context, db bun.IDB) (summary.Start, error) 
 // months from the newest to that bound, or from the oldest, whichever are
 // fewer, locate it; each hidden project's month is one index lookup per
 // shard, the dearest read of the page.
-func (p Plan) locateMonth(ctx context.Context, db bun.IDB, months []period, hiddenAll, total int64) (target int, newer int64, err error) {
+func (p Plan) locateMonth(ctx context.Context, db bun.IDB, query Query, months []period, hiddenAll, total int64) (target int, newer int64, err error) {
 	offset := int64(p.q.Offset)
 	from, to, fromOldest := 0, len(months), false
 	if len(p.hidden) > 0 {
 		from, to, fromOldest = hiddenWindow(months, hiddenAll, offset, total)
-		if err := p.takeHiddenMonths(ctx, db, months[from:to]); err != nil {
+		if err := p.takeHiddenMonths(ctx, db, query, months[from:to]); err != nil {
 			return 0, 0, err
 		}
 	}
@@ -259,7 +268,7 @@ func hiddenWindow(months []period, hiddenAll, offset, total int64) (from, to int
 // takeHiddenMonths takes the events of the hidden projects off months (a
 // run of consecutive rows, newest first), by their month rows, read in one
 // statement (a union of the parts of hiddenKeys).
-func (p Plan) takeHiddenMonths(ctx context.Context, db bun.IDB, months []period) error {
+func (p Plan) takeHiddenMonths(ctx context.Context, db bun.IDB, query Query, months []period) error {
 	if len(months) == 0 {
 		return nil
 	}
@@ -271,11 +280,29 @@ func (p Plan) takeHiddenMonths(ctx context.Context, db bun.IDB, months []period)
 		parts[i] = cond.Wrap("SELECT num, n FROM event_counts WHERE ", "")
 	}
 	q := sqlq.Join(" UNION ALL ", parts...).Wrap("SELECT num, SUM(n) AS n FROM (", ") AS h GROUP BY num")
-	var hidden []period
-	if err := db.NewRaw(q.Text, q.Args...).Scan(ctx, &hidden); err != nil {
+	hidden, err := scanAll(ctx, db, query, q, func(rows *sql.Rows, p *period) error { return rows.Scan(&p.Num, &p.N) })
+	if err != nil {
 		return err
 	}
 	return subtract(months, hidden)
+}
+
+// scanAll runs stmt on db by query and returns its rows, each read by scan.
+func scanAll[T any](ctx context.Context, db bun.IDB, query Query, stmt sqlq.Fragment, scan func(*sql.Rows, *T) error) ([]T, error) {
+	rows, err := query(ctx, db, stmt)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []T
+	for rows.Next() {
+		var x T
+		if err := scan(rows, &x); err != nil {
+			return nil, err
+		}
+		out = append(out, x)
+	}
+	return out, rows.Err()
 }
 
 // subtract takes the counts of less off those of the same num in ps.

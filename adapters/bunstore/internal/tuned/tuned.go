@@ -123,7 +123,9 @@ func (s *Summaries) PlanSearch(q flagadmin.EventQuery) summary.Plan {
 	}
 	p := eventcounts.PlanFor(s.db.Name(), q)
 	if p.Seeks() {
-		return summary.Plan{Seek: p.Seek}
+		return summary.Plan{Seek: func(ctx context.Context, db bun.IDB) (summary.Start, error) {
+			return p.Seek(ctx, db, s.db.QueryPrepared)
+		}}
 	}
 	return summary.Plan{Total: p.Total()}
 }

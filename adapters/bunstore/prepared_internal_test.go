@@ -1,0 +1,57 @@
+package bunstore
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/flagadmin/flagadmin/adapters/bunstore/internal/eventcounts"
+	"github.com/flagadmin/flagadmin/flagadmin"
+)
+
+// TestRepeatedReadsArePreparedOnPostgres: on PostgreSQL the reads that
+// requests repeat with other values are kept prepared on the connection
+// (QueryPrepared), not parsed and planned anew each time: the statements
+// of a page found by the counts at a large offset (the months, the
+// hidden projects' months, the days, then the page), a user's project
+// roles and the private projects. Each, run on a pool of one connection,
+// is then among the connection's prepared statements.
+func TestRepeatedReadsArePreparedOnPostgres(t *testing.T) {
+	ctx := context.Background()
+	s, w := postgresPageWorld(t, 7)
+	if _, err := s.LogSize(ctx); err != nil { // the appender done with the pool
+		t.Fatal(err)
+	}
+	s.rdb.DB.SetMaxOpenConns(1)
+	q := flagadmin.EventQuery{Limit: 50, Offset: eventcounts.SeekMinOffset + 500, HiddenProjects: []string{w.Projects()[1].ID}}
+	page, err := s.SearchEvents(ctx, q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(page.Events) != q.Limit {
+		t.Fatalf("the page at offset %d holds %d events, want %d", q.Offset, len(page.Events), q.Limit)
+	}
+	if _, err := s.ProjectRoles(ctx, w.Users()[2].ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.PrivateProjects(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var prepared []string
+	if err := s.rdb.NewRaw("SELECT statement FROM pg_prepared_statements").Scan(ctx, &prepared); err != nil {
+		t.Fatal(err)
+	}
+	all := strings.Join(prepared, "\n")
+	for what, text := range map[string]string{
+		"the months":                  "SELECT num, SUM(n) AS n, SUM(c) AS c, (COALESCE((SELECT SUM(n) FROM event_counts",
+		"the hidden projects' months": "SELECT num, SUM(n) AS n FROM (SELECT num, n FROM event_counts WHERE dim = ",
+		"the days":                    "0 AS extra FROM (SELECT num, n, 1 AS c FROM (SELECT num, SUM(n) AS n FROM event_counts WHERE dim = ",
+		"the page":                    "FROM (SELECT id FROM events WHERE ",
+		"the project roles":           "FROM project_members WHERE user_id = $1",
+		"the private projects":        "FROM projects WHERE mode = $1",
+	} {
+		if !strings.Contains(all, text) {
+			t.Errorf("%s not prepared (no statement holds %q); prepared:\n%s", what, text, all)
+		}
+	}
+}
