@@ -14,7 +14,8 @@ import (
 // (QueryPrepared), not parsed and planned anew each time: the statements
 // of a page found by the counts at a large offset (the months, the
 // hidden projects' months, the days, then the page), a user's project
-// roles and the private projects. Each, run on a pool of one connection,
+// roles, the private projects, the project list's owners and the
+// store's version. Each, run on a pool of one connection,
 // is then among the connection's prepared statements.
 func TestRepeatedReadsArePreparedOnPostgres(t *testing.T) {
 	ctx := context.Background()
@@ -37,6 +38,12 @@ func TestRepeatedReadsArePreparedOnPostgres(t *testing.T) {
 	if _, err := s.PrivateProjects(ctx); err != nil {
 		t.Fatal(err)
 	}
+	if _, err := s.ProjectStats(ctx, flagadmin.ProjectStatsQuery{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Version(ctx); err != nil {
+		t.Fatal(err)
+	}
 	var prepared []string
 	if err := s.rdb.NewRaw("SELECT statement FROM pg_prepared_statements").Scan(ctx, &prepared); err != nil {
 		t.Fatal(err)
@@ -49,6 +56,8 @@ func TestRepeatedReadsArePreparedOnPostgres(t *testing.T) {
 		"the page":                    "FROM (SELECT id FROM events WHERE ",
 		"the project roles":           "FROM project_members WHERE user_id = $1",
 		"the private projects":        "FROM projects WHERE mode = $1",
+		"the project owners":          "WHERE pm.role = $1",
+		"the version":                 versionSQL,
 	} {
 		if !strings.Contains(all, text) {
 			t.Errorf("%s not prepared (no statement holds %q); prepared:\n%s", what, text, all)

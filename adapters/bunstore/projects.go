@@ -120,7 +120,7 @@ func (s *Store) projectList(ctx context.Context, tx bun.Tx, q flagadmin.ProjectS
 			}
 		}
 	}
-	return out, projectOwners(ctx, tx, out, at)
+	return out, s.projectOwners(ctx, tx, out, at)
 }
 
 // setFigures sets the figures of st to f.
@@ -241,11 +241,12 @@ func lookUpLastEvents(ctx context.Context, tx bun.Tx, ids []string, out []flagad
 }
 
 // projectOwners adds the owners of the projects of out: users (one
-// ProjectOwner per user, shared by its projects) and groups.
-func projectOwners(ctx context.Context, tx bun.Tx, out []flagadmin.ProjectStats, at map[string]int) error {
-	rs, err := tx.QueryContext(ctx, `SELECT pm.project_id, u.id, u.name, u.username, u.email, g.id, g.name
+// ProjectOwner per user, shared by its projects) and groups, read by a
+// statement kept prepared (QueryPrepared), which each project list runs.
+func (s *Store) projectOwners(ctx context.Context, tx bun.Tx, out []flagadmin.ProjectStats, at map[string]int) error {
+	rs, err := s.sqlDialect.QueryPrepared(ctx, tx, sqlq.F(`SELECT pm.project_id, u.id, u.name, u.username, u.email, g.id, g.name
 		FROM project_members pm LEFT JOIN users u ON u.id = pm.user_id LEFT JOIN user_groups g ON g.id = pm.group_id
-		WHERE pm.role = ?`, string(flagadmin.ProjectRoleOwner))
+		WHERE pm.role = ?`, string(flagadmin.ProjectRoleOwner)))
 	if err != nil {
 		return err
 	}

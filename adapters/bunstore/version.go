@@ -1,6 +1,7 @@
 package bunstore
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"maps"
@@ -9,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/flagadmin/flagadmin/adapters/bunstore/internal/sqlq"
 	"github.com/flagadmin/flagadmin/adapters/bunstore/internal/stored"
 	"github.com/flagadmin/flagadmin/flagadmin"
 )
@@ -32,19 +34,23 @@ var _ flagadmin.VersionedStore = (*Store)(nil)
 // versionShards is the number of rows of store_versions.
 const versionShards = 16
 
-// versionSQL reads the version. It is a constant text, run under bun on the
-// database/sql pool: this is read before every cached answer.
+// versionSQL reads the version. It is a constant text, kept prepared
+// (QueryPrepared): this is read before every cached answer.
 const versionSQL = "SELECT COALESCE(SUM(v), 0) FROM store_versions"
 
 // Version implements flagadmin.VersionedStore.
 func (s *Store) Version(ctx context.Context) (int64, error) {
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
-	var v int64
-	if err := s.rdb.DB.QueryRowContext(ctx, versionSQL).Scan(&v); err != nil {
+	rows, err := s.sqlDialect.QueryPrepared(ctx, s.rdb, sqlq.F(versionSQL))
+	if err != nil {
 		return 0, s.fail("version", err)
 	}
-	return v, nil
+	v, err := scanColumn[int64](rows)
+	if err != nil || len(v) != 1 {
+		return 0, s.fail("version", cmp.Or(err, fmt.Errorf("%d rows", len(v))))
+	}
+	return v[0], nil
 }
 
 // versionShard draws the row of store_versions a transaction raises: row
