@@ -261,6 +261,17 @@ func (s *Store) openPostgres(rawURL string, pool func(driver.Connector) *sql.DB)
 	if s.timeout > 0 {
 		unbounded := cfg.Copy()
 		s.openUnbounded = func() (*bun.DB, error) { return open(unbounded), nil }
+	}
+	// Requests run without parallel workers unless the URL asks for them
+	// (its max_parallel_workers_per_gather): each worker starts cold,
+	// loading its catalog caches, for every statement that uses it. A
+	// free-text search of 1,458 matches at 1,000,000 events took 45-64 ms
+	// with two workers and 4 ms without; under concurrent requests the
+	// workers only take the cores from the other connections.
+	if _, set := cfg.RuntimeParams[parallelWorkers]; !set {
+		cfg.RuntimeParams[parallelWorkers] = "0"
+	}
+	if s.timeout > 0 {
 		ms := strconv.FormatInt(max(s.timeout.Milliseconds(), 1), 10)
 		for _, name := range []string{"statement_timeout", "lock_timeout", "idle_in_transaction_session_timeout"} {
 			cfg.RuntimeParams[name] = ms
@@ -270,6 +281,10 @@ func (s *Store) openPostgres(rawURL string, pool func(driver.Connector) *sql.DB)
 	s.rdb = s.db
 	return nil
 }
+
+// parallelWorkers is PostgreSQL's setting of the parallel workers a
+// statement may use.
+const parallelWorkers = "max_parallel_workers_per_gather"
 
 // openMySQL opens the pools of the database of rawURL, as openPostgres.
 func (s *Store) openMySQL(rawURL string, pool func(driver.Connector) *sql.DB) error {
