@@ -68,6 +68,9 @@ type sqlDialect interface {
 	// database has it (PostgreSQL: the writer adds them, tokenKeeper);
 	// elsewhere it does nothing.
 	DropTokensTrigger(ctx context.Context, db *bun.DB) error
+	// InlineTokens gives, in a migration, the function of the token
+	// index a body the database inlines, where there is one.
+	InlineTokens(ctx context.Context, db *bun.DB) error
 	// PendingText makes, in a migration, where a bulk load may leave the
 	// full-text index of the loaded events to be filled after it commits
 	// (SQLite: the range of their ids, which the index's triggers leave

@@ -62,6 +62,9 @@ func newMigrations(d sqlDialect, sums summaries, o migrateOptions) *migrate.Migr
 	add("20261207090000", "keep the range of events whose texts the full-text index lacks, which a bulk load leaves to be indexed after it (SQLite)", func(ctx context.Context, db *bun.DB) error {
 		return d.PendingText(ctx, db)
 	})
+	add("20261208090000", "give the token index's function a body the database inlines into the index (PostgreSQL)", func(ctx context.Context, db *bun.DB) error {
+		return d.InlineTokens(ctx, db)
+	})
 	return ms
 }
 

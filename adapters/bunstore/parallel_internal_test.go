@@ -39,7 +39,7 @@ func TestPostgresRunsWithoutParallelWorkers(t *testing.T) {
 			}
 			defer s.Close()
 			var got string
-			if err := s.rdb.NewRaw("SHOW " + parallelWorkers).Scan(ctx, &got); err != nil {
+			if err := s.rdb.NewRaw("SHOW "+parallelWorkers).Scan(ctx, &got); err != nil {
 				t.Fatal(err)
 			}
 			if got != c.want {

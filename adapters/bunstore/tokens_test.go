@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"math/rand/v2"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -185,6 +186,28 @@ func explainReads(t *testing.T, db *bun.DB, q string, scope flagadmin.TextScope,
 func TestPostgresTokensOfTheWriter(t *testing.T) {
 	ctx := context.Background()
 	db := bunstore.DB(open(t, dbtest.Postgres(t)))
+	texts := tokenTestTexts()
+	var sqlTokens []string
+	err := db.NewRaw(`SELECT coalesce(array_to_json(array_remove(flagadmin_search_tokens(t), '"'))::text, '[]') FROM unnest(?::text[]) WITH ORDINALITY AS x(t, n) ORDER BY n`,
+		pgdialect.Array(texts)).Scan(ctx, &sqlTokens)
+	must(t, "flagadmin_search_tokens", err)
+	for i, text := range texts {
+		var want []string
+		must(t, "tokens", json.Unmarshal([]byte(sqlTokens[i]), &want))
+		slices.Sort(want)
+		want = slices.Compact(want)
+		set := stored.TokenSet{}
+		set.Add(text)
+		if got := set.Sorted(); !slices.Equal(got, want) {
+			t.Errorf("text %d %.80q: the writer's tokens %.200q, the index's %.200q", i, text, got, want)
+		}
+	}
+}
+
+// tokenTestTexts are texts to split into tokens: with every delimiter,
+// other white space and punctuation, multibyte characters, and runs
+// around the long-token bound in characters (not bytes), then random ones.
+func tokenTestTexts() []string {
 	long := stored.MaxSearchTokenChars
 	texts := []string{"", " ", `{"a":["b","c"]}`, "\t\n", "ab\u0001cd", "a\u00a0b\u2028c\vd\fe", `"x":"y", "z":  ""`,
 		strings.Repeat("a", long), strings.Repeat("a", long+1), strings.Repeat("\u00e9", long), strings.Repeat("\u00e9", long+1),
@@ -205,21 +228,56 @@ func TestPostgresTokensOfTheWriter(t *testing.T) {
 		}
 		texts = append(texts, b.String())
 	}
-	var sqlTokens []string
-	err := db.NewRaw(`SELECT coalesce(array_to_json(array_remove(flagadmin_search_tokens(t), '"'))::text, '[]') FROM unnest(?::text[]) WITH ORDINALITY AS x(t, n) ORDER BY n`,
-		pgdialect.Array(texts)).Scan(ctx, &sqlTokens)
-	must(t, "flagadmin_search_tokens", err)
-	for i, text := range texts {
-		var want []string
-		must(t, "tokens", json.Unmarshal([]byte(sqlTokens[i]), &want))
-		slices.Sort(want)
-		want = slices.Compact(want)
-		set := stored.TokenSet{}
-		set.Add(text)
-		if got := set.Sorted(); !slices.Equal(got, want) {
-			t.Errorf("text %d %.80q: the writer's tokens %.200q, the index's %.200q", i, text, got, want)
+	return texts
+}
+
+// TestPostgresTokenFunctionInlined: the token index's function is inlined
+// into the plans (its body, not a call, in the index condition), on a
+// fresh database and on one migrated from the function's first body; and
+// it returns what that body did, token for token, in order, with the
+// long-token markers, for every test text, texts of 256 and 257
+// characters with a long token or none, and NULL.
+func TestPostgresTokenFunctionInlined(t *testing.T) {
+	ctx := context.Background()
+	s := open(t, dbtest.Postgres(t))
+	db := bunstore.DB(s)
+	long := strconv.Itoa(stored.MaxSearchTokenChars)
+	first := func(name string) string { // the function's first body
+		return `CREATE OR REPLACE FUNCTION ` + name + `(text) RETURNS text[] LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE AS $f$
+	SELECT ARRAY(SELECT CASE WHEN length(t) > ` + long + ` THEN '"' ELSE t END
+		FROM unnest(regexp_split_to_array($1, '` + stored.SearchTokenPattern + `')) AS t WHERE t <> '')
+$f$`
+	}
+	_, err := db.ExecContext(ctx, first("tokens_first"))
+	must(t, "tokens_first", err)
+	n := stored.MaxSearchTokenChars
+	texts := append(tokenTestTexts(), strings.Repeat("a", n), strings.Repeat("a", n+1), strings.Repeat("a", n-2)+" b",
+		strings.Repeat("a", n-1)+" b", strings.Repeat("ab ", n/3+1), `{"k":"`+strings.Repeat("\u00e9", n)+`"}`)
+	var differ []string
+	err = db.NewRaw(`SELECT n::text FROM unnest(?::text[] || ARRAY[NULL]) WITH ORDINALITY AS x(t, n)
+		WHERE flagadmin_search_tokens(t) IS DISTINCT FROM tokens_first(t) ORDER BY n`, pgdialect.Array(texts)).Scan(ctx, &differ)
+	must(t, "compare", err)
+	if len(differ) > 0 {
+		t.Errorf("the texts numbered %v (from 1; the last is NULL) give other tokens than the first body", differ)
+	}
+
+	inlined := func(when string) {
+		t.Helper()
+		var plan []string
+		err := db.NewRaw("EXPLAIN SELECT id FROM events WHERE flagadmin_search_tokens(search_payload) && ARRAY['x']").Scan(ctx, &plan)
+		must(t, "EXPLAIN", err)
+		text := strings.Join(plan, "\n")
+		if !strings.Contains(text, "events_payload_tokens") || !strings.Contains(text, "regexp_split_to_array") {
+			t.Errorf("%s: the plan does not read the index by the inlined function:\n%s", when, text)
 		}
 	}
+	inlined("fresh")
+	for _, stmt := range []string{first("flagadmin_search_tokens"), "DELETE FROM bun_migrations WHERE name = '20261208090000'"} {
+		_, err := db.ExecContext(ctx, stmt)
+		must(t, stmt, err)
+	}
+	must(t, "Migrate", s.Migrate(ctx))
+	inlined("migrated from the first body")
 }
 
 // TestPostgresTokensTriggerDropped: a database that kept the vocabulary

@@ -93,6 +93,9 @@ func (Dialect) TokenIndex(context.Context, *bun.DB) error { return nil }
 // DropTextTrigrams does nothing: there are none.
 func (Dialect) DropTextTrigrams(context.Context, *bun.DB) error { return nil }
 
+// InlineTokens does nothing: there is no token index.
+func (Dialect) InlineTokens(context.Context, *bun.DB) error { return nil }
+
 // DropTokensTrigger does nothing: there is no token index.
 func (Dialect) DropTokensTrigger(context.Context, *bun.DB) error { return nil }
 

@@ -92,6 +92,47 @@ func (Dialect) AddSearchTokens(ctx context.Context, db bun.IDB, tokens []string)
 	return err
 }
 
+// inlinedTokensStatement gives flagadmin_search_tokens, in a migration, a
+// body PostgreSQL inlines into the expressions of the GIN indexes and of
+// the queries: built-in functions only, no subquery (a SQL function with
+// one is never inlined: each call ran its own plans, the array's subquery
+// and unnest, a fifth of the database's CPU when a follower copies
+// events, whose every insert computes the function for both indexes).
+// A text of at most stored.MaxSearchTokenChars characters, which can hold
+// no token too long to be indexed, is split by one regular expression,
+// its empty tokens removed; in a longer one each run of more characters
+// without a delimiter is first replaced by longRun, a run no token can be
+// (it is longer), which the split array then holds in its place and
+// array_replace turns into the marker. The tokens are the same for every
+// text as the first body's (NULL for NULL: the function is no longer
+// strict, which inlining requires of a CASE), so the indexes made
+// before stay valid. PostgreSQL's regular expressions count at most 255
+// repetitions: a long run is 255, then one, then one or more.
+var inlinedTokensStatement = func() string {
+	n := stored.MaxSearchTokenChars
+	run := "[^" + strings.TrimSuffix(strings.TrimPrefix(stored.SearchTokenPattern, "["), "]+") + "]"
+	longRun := "'" + strings.Repeat("x", n+1) + "'"
+	return `CREATE OR REPLACE FUNCTION flagadmin_search_tokens(text) RETURNS text[] LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $f$
+	SELECT CASE WHEN length($1) <= ` + strconv.Itoa(n) + `
+		THEN array_remove(regexp_split_to_array($1, '` + stored.SearchTokenPattern + `'), '')
+		ELSE array_replace(array_remove(regexp_split_to_array(
+			regexp_replace($1, '` + run + `{255}` + run + run + `+', ` + longRun + `, 'g'),
+			'` + stored.SearchTokenPattern + `'), ''), ` + longRun + `, ` + tooLong + `) END
+$f$`
+}()
+
+// InlineTokens gives the token function its inlined body
+// (inlinedTokensStatement), in a migration, where the token index
+// exists.
+func (Dialect) InlineTokens(ctx context.Context, db *bun.DB) error {
+	var exists bool
+	if err := db.NewRaw("SELECT to_regprocedure('flagadmin_search_tokens(text)') IS NOT NULL").Scan(ctx, &exists); err != nil || !exists {
+		return err
+	}
+	_, err := db.ExecContext(ctx, inlinedTokensStatement)
+	return err
+}
+
 // DropTokensTrigger drops, in a migration, the trigger that added the
 // tokens of inserted events to search_tokens, and its function: the
 // writer adds them (AddSearchTokens).

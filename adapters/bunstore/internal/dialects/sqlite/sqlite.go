@@ -66,6 +66,9 @@ func (Dialect) TokenIndex(context.Context, *bun.DB) error { return nil }
 // answers free text.
 func (Dialect) DropTextTrigrams(context.Context, *bun.DB) error { return nil }
 
+// InlineTokens does nothing: there is no token index.
+func (Dialect) InlineTokens(context.Context, *bun.DB) error { return nil }
+
 // DropTokensTrigger does nothing: there is no token index (events_text
 // answers free text).
 func (Dialect) DropTokensTrigger(context.Context, *bun.DB) error { return nil }
