@@ -263,11 +263,13 @@ func (s *Store) openPostgres(rawURL string, pool func(driver.Connector) *sql.DB)
 		s.openUnbounded = func() (*bun.DB, error) { return open(unbounded), nil }
 	}
 	// Requests run without parallel workers unless the URL asks for them
-	// (its max_parallel_workers_per_gather): each worker starts cold,
-	// loading its catalog caches, for every statement that uses it. A
-	// free-text search of 1,458 matches at 1,000,000 events took 45-64 ms
-	// with two workers and 4 ms without; under concurrent requests the
-	// workers only take the cores from the other connections.
+	// (its max_parallel_workers_per_gather); the unbounded pool of loads
+	// and migrations, copied above, keeps the server's setting. Each
+	// worker starts cold, loading its catalog caches, for every statement
+	// that uses it: a free-text search of 1,458 matches at 1,000,000
+	// events took 45-64 ms with two workers and 4 ms without; under
+	// concurrent requests the workers only take the cores from the other
+	// connections.
 	if _, set := cfg.RuntimeParams[parallelWorkers]; !set {
 		cfg.RuntimeParams[parallelWorkers] = "0"
 	}

@@ -288,14 +288,5 @@ func (s *Store) projectOwners(ctx context.Context, tx bun.Tx, out []flagadmin.Pr
 
 // scanColumn reads the values of rows of one column, and closes them.
 func scanColumn[T any](rows *sql.Rows) ([]T, error) {
-	defer rows.Close()
-	var out []T
-	for rows.Next() {
-		var v T
-		if err := rows.Scan(&v); err != nil {
-			return nil, err
-		}
-		out = append(out, v)
-	}
-	return out, rows.Err()
+	return sqlq.Collect(rows, func(rows *sql.Rows, v *T) error { return rows.Scan(v) })
 }

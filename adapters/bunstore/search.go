@@ -53,14 +53,14 @@ func (s *Store) SearchEvents(ctx context.Context, q flagadmin.EventQuery) (flaga
 		if start.HasBefore {
 			where = sqlq.And(where, sqlq.F("created_at < ?", start.Before))
 		}
+		ids := where.Wrap("SELECT id FROM events WHERE ", " ORDER BY created_at DESC, id DESC")
 		if plan.Seek != nil {
 			// The seek's pages differ in their values alone: kept
 			// prepared, the limit written in the text (a placeholder
 			// there would plan for a tenth of the rows).
-			ids := where.Wrap("SELECT id FROM events WHERE ", " ORDER BY created_at DESC, id DESC LIMIT "+strconv.Itoa(q.Limit))
-			return s.fetchPagePrepared(ctx, tx, sqlq.Join(" ", ids, sqlq.F("OFFSET ?", start.Offset)), &page)
+			ids = sqlq.Join(" ", ids, sqlq.F("LIMIT "+strconv.Itoa(q.Limit)+" OFFSET ?", start.Offset))
+			return s.fetchPagePrepared(ctx, tx, ids, &page)
 		}
-		ids := where.Wrap("SELECT id FROM events WHERE ", " ORDER BY created_at DESC, id DESC")
 		ids = sqlq.Join(" ", ids, sqlq.F("LIMIT ? OFFSET ?", q.Limit, start.Offset))
 		return s.fetchPage(ctx, tx, ids, &page)
 	})

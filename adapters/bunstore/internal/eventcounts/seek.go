@@ -293,16 +293,7 @@ func scanAll[T any](ctx context.Context, db bun.IDB, query Query, stmt sqlq.Frag
 	if err != nil {
 		return nil, err
 	}
-	defer rows.Close()
-	var out []T
-	for rows.Next() {
-		var x T
-		if err := scan(rows, &x); err != nil {
-			return nil, err
-		}
-		out = append(out, x)
-	}
-	return out, rows.Err()
+	return sqlq.Collect(rows, scan)
 }
 
 // subtract takes the counts of less off those of the same num in ps.

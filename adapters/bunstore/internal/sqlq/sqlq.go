@@ -7,9 +7,11 @@
 // depends only on the query's shape and pgx can keep it prepared (Dollar).
 //
 // A fragment's text never holds a ? of its own: every ? is a placeholder.
+// Collect reads the rows of a statement run outside Bun.
 package sqlq
 
 import (
+	"database/sql"
 	"strconv"
 	"strings"
 
@@ -136,4 +138,18 @@ var _ schema.QueryAppender = Fragment{}
 // argument, written with its values as literals.
 func (f Fragment) AppendQuery(gen schema.QueryGen, b []byte) ([]byte, error) {
 	return gen.AppendQuery(b, f.Text, f.Args...), nil
+}
+
+// Collect reads every row of rows by scan, in order, and closes them.
+func Collect[T any](rows *sql.Rows, scan func(*sql.Rows, *T) error) ([]T, error) {
+	defer rows.Close()
+	var out []T
+	for rows.Next() {
+		var x T
+		if err := scan(rows, &x); err != nil {
+			return nil, err
+		}
+		out = append(out, x)
+	}
+	return out, rows.Err()
 }
