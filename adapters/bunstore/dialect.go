@@ -98,6 +98,11 @@ type sqlDialect interface {
 	// InsertChunk bounds the rows of one multi-row INSERT; events are
 	// also bounded by their size (stored.Chunks).
 	InsertChunk() int
+	// PreparedRows is the number of rows of the short INSERT of events
+	// or of leaves that the writer connection keeps prepared, for the
+	// bulk writes where many statements cost no more than one
+	// (preparedInserts); 0 where rows go by multi-row INSERTs only.
+	PreparedRows() int
 
 	// LockExplicitIDs, where the database needs it for RaiseIDs, keeps the
 	// transactions that insert into table out until this one ends, having

@@ -2,7 +2,16 @@ package bunstore
 
 import (
 	"context"
+	"database/sql"
+	"errors"
 	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/uptrace/bun"
+
+	"github.com/flagadmin/flagadmin/adapters/bunstore/internal/stored"
 
 	"github.com/flagadmin/flagadmin/flagadmin"
 )
@@ -46,4 +55,104 @@ func (s *Store) LastEventID(ctx context.Context) (int64, error) {
 		return 0, s.fail("last event id", err)
 	}
 	return id, nil
+}
+
+// preparedInserts are the short INSERTs of events and of leaves that the
+// writer connection keeps prepared where the dialect asks for them
+// (PreparedRows): the full runs of that many rows of a bulk write go
+// through them, with their values bound, the rest by multi-row INSERTs.
+// They are prepared before a write takes its connection (prepareInserts):
+// on SQLite the pool of writers has one connection, which a write holds to
+// its end. Only writes whose events' texts the full-text index takes later
+// (changes.textLater) insert their events so: FTS5 writes what it holds
+// to a segment of its own at every statement that changes it.
+type preparedInserts struct {
+	mu       sync.Mutex // held while preparing
+	prepared atomic.Pointer[insertStatements]
+}
+
+// insertStatements are the statements of preparedInserts.
+type insertStatements struct {
+	rows           int
+	events, leaves *sql.Stmt
+}
+
+// prepareInserts prepares the store's preparedInserts on its writer pool,
+// unless they are or the dialect has none. A failure (a database not
+// migrated yet) leaves the writes to their multi-row INSERTs, and the next
+// write tries again.
+func (s *Store) prepareInserts(ctx context.Context) {
+	rows := s.sqlDialect.PreparedRows()
+	p := &s.inserts
+	if rows == 0 || p.prepared.Load() != nil {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.prepared.Load() != nil {
+		return
+	}
+	events, err := s.db.DB.PrepareContext(ctx, valuesInsert("events", stored.RowColumns, rows))
+	if err != nil {
+		s.log.Debug("bunstore: could not prepare the insert of events", "cause", err.Error())
+		return
+	}
+	leaves, err := s.db.DB.PrepareContext(ctx, valuesInsert("log_leaves", leafColumns, rows))
+	if err != nil {
+		s.log.Debug("bunstore: could not prepare the insert of leaves", "cause", err.Error())
+		_ = events.Close()
+		return
+	}
+	p.prepared.Store(&insertStatements{rows: rows, events: events, leaves: leaves})
+}
+
+// close closes the prepared statements.
+func (p *preparedInserts) close() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	st := p.prepared.Swap(nil)
+	if st == nil {
+		return nil
+	}
+	return errors.Join(st.events.Close(), st.leaves.Close())
+}
+
+// insert inserts, in the transaction db, the first full runs of
+// p's rows among n rows by the statement pick chooses of p's, the values
+// of row i appended by values, and returns how many rows it inserted:
+// none when p has no statements or db is no transaction.
+func (p *preparedInserts) insert(ctx context.Context, db bun.IDB, pick func(*insertStatements) *sql.Stmt, n int, values func(args []any, i int) []any) (int, error) {
+	st := p.prepared.Load()
+	if st == nil || n < st.rows {
+		return 0, nil
+	}
+	var stmt *sql.Stmt
+	switch tx := db.(type) {
+	case *txn:
+		stmt = tx.Tx.Tx.StmtContext(ctx, pick(st))
+	case bun.Tx:
+		stmt = tx.Tx.StmtContext(ctx, pick(st))
+	default:
+		return 0, nil
+	}
+	defer stmt.Close()
+	var args []any
+	done := 0
+	for ; done+st.rows <= n; done += st.rows {
+		args = args[:0]
+		for i := done; i < done+st.rows; i++ {
+			args = values(args, i)
+		}
+		if _, err := stmt.ExecContext(ctx, args...); err != nil {
+			return 0, err
+		}
+	}
+	return done, nil
+}
+
+// valuesInsert is the INSERT of rows rows into table's columns, each
+// value a parameter.
+func valuesInsert(table string, columns []string, rows int) string {
+	row := "(" + strings.TrimSuffix(strings.Repeat("?, ", len(columns)), ", ") + ")"
+	return "INSERT INTO " + table + " (" + strings.Join(columns, ", ") + ") VALUES " + strings.TrimSuffix(strings.Repeat(row+", ", rows), ", ")
 }

@@ -2,6 +2,7 @@ package bunstore
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -26,7 +27,11 @@ import (
 // commit, by one path: appendIn reads the events past the last leaf in id
 // order and appends a leaf for each, with the next indexes; the store's
 // appender runs it in transactions of its own (appendLeaves), Load in its
-// own transaction, so a load commits with its leaves. A writer of events
+// own transaction, so a load commits with its leaves. One exception: on a
+// database with a single writer, a bulk write whose log has a leaf for
+// every event stored appends its events' leaves in its transaction
+// (appendWithLeaves), as appendIn would compute them from their rows:
+// no other transaction can come between. A writer of events
 // holds the
 // event order lock (record.go) only to insert its events and commit; the
 // leaves cost it nothing under the lock, which is the ceiling of the
@@ -321,6 +326,7 @@ func (s *Store) appendLeaves(ctx context.Context) (int, error) {
 	if err != nil {
 		return 0, s.fail("append leaves", err)
 	}
+	s.prepareInserts(ctx)
 	for attempt := 1; ; attempt++ {
 		var n int
 		err = s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
@@ -412,8 +418,25 @@ func leavesOf(rows []stored.Event, size int64) ([]leafRow, error) {
 	return leaves, g.Wait()
 }
 
-// insertLeaves inserts leaves with their indexes, by multi-row INSERTs.
+// leafColumns are the columns of log_leaves an insert fills, in the
+// order of leafRow.values.
+var leafColumns = []string{"idx", "event_id", "hash", "pruned", "created_at", "project", "type", "content"}
+
+// values appends the values of the row's leafColumns to args.
+func (r *leafRow) values(args []any) []any {
+	return append(args, r.Index, r.EventID, r.Hash, r.Pruned, r.CreatedAt, r.Project, r.Type, r.Content)
+}
+
+// insertLeaves inserts leaves with their indexes: by the prepared
+// INSERT where there is one (preparedInserts), the rest by multi-row
+// INSERTs.
 func (s *Store) insertLeaves(ctx context.Context, tx bun.IDB, leaves []leafRow) error {
+	done, err := s.inserts.insert(ctx, tx, func(st *insertStatements) *sql.Stmt { return st.leaves }, len(leaves),
+		func(args []any, i int) []any { return leaves[i].values(args) })
+	if err != nil {
+		return err
+	}
+	leaves = leaves[done:]
 	for start := 0; start < len(leaves); start += s.insertChunk() {
 		part := leaves[start:min(len(leaves), start+s.insertChunk())]
 		if _, err := tx.NewInsert().Model(&part).Exec(ctx); err != nil {
@@ -439,3 +462,77 @@ const logSizeSQL = "SELECT COALESCE(MAX(idx) + 1, 0) FROM log_leaves"
 // lastLeafEventSQL reads the id of the last event with a leaf (0 for
 // none).
 const lastLeafEventSQL = "SELECT COALESCE(MAX(event_id), 0) FROM log_leaves"
+
+// leavesUpToDate reads, in t, the log's size and whether every event
+// stored has a leaf: on a database with a single writer, no other
+// transaction appends meanwhile.
+func (s *Store) leavesUpToDate(ctx context.Context, t *txn) (size int64, upToDate bool, err error) {
+	var lastLeaf, last int64
+	for _, read := range []struct {
+		query string
+		into  *int64
+	}{{logSizeSQL, &size}, {lastLeafEventSQL, &lastLeaf}, {"SELECT COALESCE(MAX(id), 0) FROM events", &last}} {
+		if err := t.QueryRowContext(ctx, read.query).Scan(read.into); err != nil {
+			return 0, false, err
+		}
+	}
+	return size, last <= lastLeaf, nil
+}
+
+// appendWithLeaves inserts ch's events and appends their leaves in t, the
+// first at index size: a bulk write on a database with a single writer
+// whose log has a leaf for every event stored (leavesUpToDate), which
+// then needs no append of its own after the commit, nor a read of the
+// events it wrote. The leaves of events with given ids are computed while
+// the events are inserted, the others' once their ids are drawn; an event
+// whose leaf cannot be computed fails the write, as checkLeaves does.
+func (s *Store) appendWithLeaves(ctx context.Context, t *txn, ch *changes, size int64) error {
+	if !ch.givenIDs {
+		if err := s.appendEvents(ctx, t, ch); err != nil {
+			return err
+		}
+		leaves, err := eventLeaves(ch.events, size)
+		if err != nil {
+			return err
+		}
+		return s.insertLeaves(ctx, t, leaves)
+	}
+	type computed struct {
+		leaves []leafRow
+		err    error
+	}
+	done := make(chan computed, 1)
+	events := slices.Clone(ch.events) // appendEvents may change ch.events
+	go func() {
+		leaves, err := eventLeaves(events, size)
+		done <- computed{leaves, err}
+	}()
+	err := s.appendEvents(ctx, t, ch)
+	c := <-done
+	if c.err != nil {
+		return c.err
+	}
+	if err != nil {
+		return err
+	}
+	return s.insertLeaves(ctx, t, c.leaves)
+}
+
+// eventLeaves returns the leaves of events, which carry their ids and
+// salts, as appendIn computes them from their rows: the first at index
+// size. An error computing a leaf is of kind ErrValidation.
+func eventLeaves(events []flagadmin.Event, size int64) ([]leafRow, error) {
+	rows := make([]stored.Event, len(events))
+	for i, e := range events {
+		r, err := stored.EventOf(e)
+		if err != nil {
+			return nil, err // as the insert's
+		}
+		rows[i] = r
+	}
+	leaves, err := leavesOf(rows, size)
+	if err != nil {
+		return nil, &callbackError{err}
+	}
+	return leaves, nil
+}

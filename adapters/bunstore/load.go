@@ -79,6 +79,9 @@ func (s *Store) loadAll(ctx context.Context, b *flagadmin.Batch, events func(emi
 		defer unbounded.Close()
 		db = unbounded
 	}
+	if db == s.db {
+		s.prepareInserts(ctx)
+	}
 	conn, err := db.Conn(ctx)
 	if err != nil {
 		return s.fail("load", err)
@@ -144,7 +147,7 @@ func (s *Store) load(ctx context.Context, conn bun.Conn, tx bun.Tx, b *flagadmin
 		if len(batch) == 0 {
 			return nil
 		}
-		return s.record(ctx, t, &changes{events: batch, givenIDs: true, bulk: true, leavesInTx: true, countedAfter: true})
+		return s.record(ctx, t, &changes{events: batch, givenIDs: true, bulk: true, leavesInTx: true, countedAfter: true, textLater: true})
 	}
 	if err := events(emit); err != nil {
 		return &callbackError{err}

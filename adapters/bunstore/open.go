@@ -62,6 +62,9 @@ type Store struct {
 	// text fills the full-text index with the texts a load left pending
 	// (textbacklog.go); nil where the database has no such backlog.
 	text *textBacklog
+	// inserts are the INSERTs the writer connection keeps prepared
+	// (insert.go).
+	inserts preparedInserts
 }
 
 // Option configures Open.
@@ -519,7 +522,7 @@ func (s *Store) Close() error {
 		s.stopAppender()
 	}
 	s.stopTextBacklog()
-	var errs []error
+	errs := []error{s.inserts.close()}
 	if s.rdb != nil && s.rdb != s.db {
 		errs = append(errs, s.rdb.Close())
 	}

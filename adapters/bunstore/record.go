@@ -2,6 +2,7 @@ package bunstore
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"slices"
 
@@ -31,7 +32,8 @@ import (
 //  4. the one row of event_order, the event order lock (appendEvents): held
 //     to the commit, by a transaction that waits for no other lock.
 //
-// The leaves of its events are appended after it commits (leaves.go).
+// The leaves of its events are appended after it commits, or in it by a
+// bulk write on a database with a single writer (leaves.go).
 // record is the one place that takes 2 to 4, in that order. PruneEvents,
 // HoldProject, ReleaseProject and RecordRetention (prune.go) take the
 // prune lock first, which no other writer takes. A pruning batch's
@@ -100,6 +102,11 @@ type changes struct {
 	// countedAfter: the summaries are told of the events once they are all
 	// written (Load, summary.Changes.Loaded), not with each batch.
 	countedAfter bool
+	// textLater: the full-text index takes the events' texts after they
+	// are inserted (Load builds it at its end, a follower's large batch
+	// leaves them to its backlog), so they may go by many statements
+	// (preparedInserts).
+	textLater bool
 
 	// pruned are the events retention removed (prune.go): the summaries
 	// drop them.
@@ -132,14 +139,15 @@ func (s *Store) record(ctx context.Context, t *txn, ch *changes) error {
 		if err := saltEvents(ch.events); err != nil {
 			return err
 		}
-		if err := s.checkWhileAppending(ctx, t, ch); err != nil {
+		withLeaves, err := s.checkWhileAppending(ctx, t, ch)
+		if err != nil {
 			return err
 		}
 		// Ids drawn, event order lock held: every event of ch has its id,
 		// and no other transaction can draw one until this one ends.
 		// The leaves of the verifiable log are appended once the
-		// transaction commits (leaves.go).
-		t.wroteEvents = true
+		// transaction commits (leaves.go), unless they were in it.
+		t.wroteEvents = !withLeaves
 	}
 	return nil
 }
@@ -149,25 +157,36 @@ func (s *Store) record(ctx context.Context, t *txn, ch *changes) error {
 // appends their leaves itself. A batch of parallelLeaves events or more is
 // checked on a copy while it is inserted, the check's error (the caller's
 // mistake) winning over the insert's; the transaction is rolled back on
-// either.
-func (s *Store) checkWhileAppending(ctx context.Context, t *txn, ch *changes) error {
+// either. A bulk write on a database with a single writer whose log has a
+// leaf for every event stored appends its events' leaves too
+// (appendWithLeaves), and checkWhileAppending reports so.
+func (s *Store) checkWhileAppending(ctx context.Context, t *txn, ch *changes) (bool, error) {
 	if !keepLeaves || ch.leavesInTx {
-		return s.appendEvents(ctx, t, ch)
+		return false, s.appendEvents(ctx, t, ch)
+	}
+	if ch.bulk && s.sqlDialect.SingleWriter() {
+		size, upToDate, err := s.leavesUpToDate(ctx, t)
+		if err != nil {
+			return false, err
+		}
+		if upToDate {
+			return true, s.appendWithLeaves(ctx, t, ch, size)
+		}
 	}
 	if len(ch.events) < parallelLeaves {
 		if err := checkLeaves(ch.events); err != nil {
-			return err
+			return false, err
 		}
-		return s.appendEvents(ctx, t, ch)
+		return false, s.appendEvents(ctx, t, ch)
 	}
 	checked := make(chan error, 1)
 	events := slices.Clone(ch.events) // appendEvents sets the ids of ch.events
 	go func() { checked <- checkLeaves(events) }()
 	err := s.appendEvents(ctx, t, ch)
 	if cerr := <-checked; cerr != nil {
-		return cerr
+		return false, cerr
 	}
-	return err
+	return false, err
 }
 
 // saltEvents gives each event without a salt a new one
@@ -224,7 +243,7 @@ func (s *Store) insertEvents(ctx context.Context, t *txn, ch *changes, tokens st
 		if err := s.checkGivenIDs(ctx, t, ch.events); err != nil {
 			return err
 		}
-		return s.insertRows(ctx, t, rows)
+		return s.insertRows(ctx, t, rows, ch.textLater)
 	}
 	if ins, ok := s.sqlDialect.(eventInserter); ok {
 		if err := s.lockEventOrder(ctx, t); err != nil {
@@ -274,8 +293,22 @@ func (s *Store) lockEventOrder(ctx context.Context, db bun.IDB) error {
 // stored.Chunks) or leaves.
 func (s *Store) insertChunk() int { return s.sqlDialect.InsertChunk() }
 
-// insertRows inserts rows with the ids they carry, by multi-row INSERTs.
-func (s *Store) insertRows(ctx context.Context, db bun.IDB, rows []stored.Event) error {
+// insertRows inserts rows with the ids they carry: by multi-row INSERTs,
+// or, when the full-text index takes their texts later (textLater), by
+// the prepared INSERT where there is one (preparedInserts) and the rest
+// by multi-row INSERTs.
+func (s *Store) insertRows(ctx context.Context, db bun.IDB, rows []stored.Event, textLater bool) error {
+	if textLater {
+		done, err := s.inserts.insert(ctx, db, func(st *insertStatements) *sql.Stmt { return st.events }, len(rows),
+			func(args []any, i int) []any { return append(args, rows[i].Values()...) })
+		if err != nil {
+			return err
+		}
+		if done == len(rows) {
+			return s.continueIDs(ctx, db, rows[len(rows)-1].ID)
+		}
+		rows = rows[done:]
+	}
 	for _, part := range stored.Chunks(rows, s.insertChunk()) {
 		if _, err := db.NewInsert().Model(&part).Returning("").Exec(ctx); err != nil {
 			return err

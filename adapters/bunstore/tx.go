@@ -59,6 +59,7 @@ func (s *Store) inTx(ctx context.Context, op string, fn func(ctx context.Context
 
 // runTx is one attempt of inTx, on a connection of its own.
 func (s *Store) runTx(ctx context.Context, fn func(ctx context.Context, t *txn) (*changes, error)) error {
+	s.prepareInserts(ctx)
 	conn, err := s.db.Conn(ctx)
 	if err != nil {
 		return err

@@ -128,6 +128,9 @@ func (Dialect) InsertChunk() int { return insertChunk }
 // insertChunk bounds the rows of one multi-row INSERT.
 const insertChunk = 1000
 
+// PreparedRows is 0: each statement is a round trip to the server.
+func (Dialect) PreparedRows() int { return 0 }
+
 // LockExplicitIDs does nothing: AUTO_INCREMENT moves past an explicit id
 // by itself.
 func (Dialect) LockExplicitIDs(context.Context, bun.IDB, string) error { return nil }

@@ -91,6 +91,10 @@ func (Dialect) SingleWriter() bool { return false }
 // InsertChunk is 1000 rows.
 func (Dialect) InsertChunk() int { return 1000 }
 
+// PreparedRows is 0: bulk writes go by COPY, statements are planned by
+// the server.
+func (Dialect) PreparedRows() int { return 0 }
+
 // LockExplicitIDs waits for the transactions that insert into table to end
 // and keeps new ones out until this one ends, so that RaiseIDs sees every
 // id drawn and none is drawn while it runs. It is taken before the insert:
