@@ -175,6 +175,10 @@ type sqlDialect interface {
 	// work is done.
 	AnalyzeLoaded(ctx context.Context, tx bun.IDB, step func(what string) (done func())) error
 
+	// PreparedOffset is the OFFSET clause, its value a placeholder, of a
+	// statement kept prepared (QueryPrepared) that pages at any offset:
+	// written so that the database plans it once for every offset.
+	PreparedOffset() string
 	// QueryPrepared runs stmt, a statement whose text repeats with other
 	// values, on db: kept prepared by the connection where the database
 	// would otherwise plan it anew each time, at more cost than running it.

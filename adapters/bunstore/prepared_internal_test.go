@@ -64,3 +64,34 @@ func TestRepeatedReadsArePreparedOnPostgres(t *testing.T) {
 		}
 	}
 }
+
+// TestSeekPagePlannedOnceOnPostgres: the page found by the counts at a
+// large offset, kept prepared, is planned once for every offset
+// (PreparedOffset): after PostgreSQL's five custom plans of a prepared
+// statement, the pages of other offsets run its generic plan.
+func TestSeekPagePlannedOnceOnPostgres(t *testing.T) {
+	ctx := context.Background()
+	s, w := postgresPageWorld(t, 7)
+	if _, err := s.LogSize(ctx); err != nil { // the appender done with the pool
+		t.Fatal(err)
+	}
+	s.rdb.DB.SetMaxOpenConns(1)
+	for i := range 8 {
+		q := flagadmin.EventQuery{Limit: 50, Offset: eventcounts.SeekMinOffset + 100 + 37*i, HiddenProjects: []string{w.Projects()[1].ID}}
+		page, err := s.SearchEvents(ctx, q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(page.Events) != q.Limit {
+			t.Fatalf("the page at offset %d holds %d events, want %d", q.Offset, len(page.Events), q.Limit)
+		}
+	}
+	var generic, custom int64
+	err := s.rdb.QueryRowContext(ctx, "SELECT generic_plans, custom_plans FROM pg_prepared_statements WHERE statement LIKE '%FROM (SELECT id FROM events WHERE %'").Scan(&generic, &custom)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if generic == 0 {
+		t.Errorf("the page of 8 offsets was planned for each (%d custom plans, %d runs of the generic one)", custom, generic)
+	}
+}

@@ -57,8 +57,9 @@ func (s *Store) SearchEvents(ctx context.Context, q flagadmin.EventQuery) (flaga
 		if plan.Seek != nil {
 			// The seek's pages differ in their values alone: kept
 			// prepared, the limit written in the text (a placeholder
-			// there would plan for a tenth of the rows).
-			ids = sqlq.Join(" ", ids, sqlq.F("LIMIT "+strconv.Itoa(q.Limit)+" OFFSET ?", start.Offset))
+			// there would plan for a tenth of the rows), the offset
+			// planned for once (PreparedOffset).
+			ids = sqlq.Join(" ", ids, sqlq.F("LIMIT "+strconv.Itoa(q.Limit)+" "+s.sqlDialect.PreparedOffset(), start.Offset))
 			return s.fetchPagePrepared(ctx, tx, ids, &page)
 		}
 		ids = sqlq.Join(" ", ids, sqlq.F("LIMIT ? OFFSET ?", q.Limit, start.Offset))

@@ -248,6 +248,10 @@ func (Dialect) DeferIndexes(context.Context, bun.IDB) ([]string, []indexbuild.St
 // after large changes.
 func (Dialect) AnalyzeLoaded(context.Context, bun.IDB, func(string) func()) error { return nil }
 
+// PreparedOffset is OFFSET ?: MySQL takes a literal or a placeholder
+// there, nothing else.
+func (Dialect) PreparedOffset() string { return "OFFSET ?" }
+
 // QueryPrepared runs stmt as bun writes it, its values in the text.
 func (Dialect) QueryPrepared(ctx context.Context, db bun.IDB, stmt sqlq.Fragment) (*sql.Rows, error) {
 	return db.QueryContext(ctx, stmt.Text, stmt.Args...)

@@ -293,6 +293,9 @@ func (Dialect) DeferIndexes(ctx context.Context, tx bun.IDB) (drops []string, bu
 // ANALYZE made some, which the schema never does.
 func (Dialect) AnalyzeLoaded(context.Context, bun.IDB, func(string) func()) error { return nil }
 
+// PreparedOffset is OFFSET ?: SQLite plans without the value.
+func (Dialect) PreparedOffset() string { return "OFFSET ?" }
+
 // QueryPrepared runs stmt as bun writes it, its values in the text.
 func (Dialect) QueryPrepared(ctx context.Context, db bun.IDB, stmt sqlq.Fragment) (*sql.Rows, error) {
 	return db.QueryContext(ctx, stmt.Text, stmt.Args...)
