@@ -12,7 +12,6 @@ import (
 	"github.com/uptrace/bun"
 
 	"github.com/flagadmin/flagadmin/adapters/bunstore/internal/stored"
-
 	"github.com/flagadmin/flagadmin/flagadmin"
 )
 
@@ -117,10 +116,11 @@ func (p *preparedInserts) close() error {
 	return errors.Join(st.events.Close(), st.leaves.Close())
 }
 
-// insert inserts, in the transaction db, the first full runs of
-// p's rows among n rows by the statement pick chooses of p's, the values
-// of row i appended by values, and returns how many rows it inserted:
-// none when p has no statements or db is no transaction.
+// insert inserts the first of n rows in the transaction db by one of
+// p's statements (pick chooses which), as many full runs of its rows as
+// there are; values appends the values of row i to args. It returns how
+// many rows it inserted: none when p has no statements or db is no
+// transaction, the rest for the caller's multi-row INSERTs.
 func (p *preparedInserts) insert(ctx context.Context, db bun.IDB, pick func(*insertStatements) *sql.Stmt, n int, values func(args []any, i int) []any) (int, error) {
 	st := p.prepared.Load()
 	if st == nil || n < st.rows {
