@@ -113,7 +113,7 @@ func (s *Store) settled(ctx context.Context) (sqlq.Fragment, error) {
 		if err := tx.QueryRowContext(ctx, lock).Scan(&id); err != nil {
 			return err
 		}
-		return tx.QueryRowContext(ctx, "SELECT COALESCE(MAX(id), 0) FROM events").Scan(&last)
+		return tx.QueryRowContext(ctx, lastEventIDSQL).Scan(&last)
 	})
 	return sqlq.F("id <= ?", last), err
 }

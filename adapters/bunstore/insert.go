@@ -50,7 +50,7 @@ func (s *Store) LastEventID(ctx context.Context) (int64, error) {
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
 	var id int64
-	if err := s.rdb.DB.QueryRowContext(ctx, "SELECT COALESCE(MAX(id), 0) FROM events").Scan(&id); err != nil {
+	if err := s.rdb.DB.QueryRowContext(ctx, lastEventIDSQL).Scan(&id); err != nil {
 		return 0, s.fail("last event id", err)
 	}
 	return id, nil

@@ -463,18 +463,22 @@ const logSizeSQL = "SELECT COALESCE(MAX(idx) + 1, 0) FROM log_leaves"
 // none).
 const lastLeafEventSQL = "SELECT COALESCE(MAX(event_id), 0) FROM log_leaves"
 
+// lastEventIDSQL reads the id of the last event stored (0 for none).
+const lastEventIDSQL = "SELECT COALESCE(MAX(id), 0) FROM events"
+
 // leavesUpToDate reads, in t, the log's size and whether every event
 // stored has a leaf: on a database with a single writer, no other
 // transaction appends meanwhile.
 func (s *Store) leavesUpToDate(ctx context.Context, t *txn) (size int64, upToDate bool, err error) {
 	var lastLeaf, last int64
-	for _, read := range []struct {
-		query string
-		into  *int64
-	}{{logSizeSQL, &size}, {lastLeafEventSQL, &lastLeaf}, {"SELECT COALESCE(MAX(id), 0) FROM events", &last}} {
-		if err := t.QueryRowContext(ctx, read.query).Scan(read.into); err != nil {
-			return 0, false, err
-		}
+	if err := t.QueryRowContext(ctx, logSizeSQL).Scan(&size); err != nil {
+		return 0, false, err
+	}
+	if err := t.QueryRowContext(ctx, lastLeafEventSQL).Scan(&lastLeaf); err != nil {
+		return 0, false, err
+	}
+	if err := t.QueryRowContext(ctx, lastEventIDSQL).Scan(&last); err != nil {
+		return 0, false, err
 	}
 	return size, last <= lastLeaf, nil
 }

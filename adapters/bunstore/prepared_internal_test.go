@@ -7,6 +7,7 @@ import (
 
 	"github.com/flagadmin/flagadmin/adapters/bunstore/internal/eventcounts"
 	"github.com/flagadmin/flagadmin/flagadmin"
+	"github.com/flagadmin/flagadmin/internal/worldgen"
 )
 
 // TestRepeatedReadsArePreparedOnPostgres: on PostgreSQL the reads that
@@ -19,11 +20,7 @@ import (
 // is then among the connection's prepared statements.
 func TestRepeatedReadsArePreparedOnPostgres(t *testing.T) {
 	ctx := context.Background()
-	s, w := postgresPageWorld(t, 7)
-	if _, err := s.LogSize(ctx); err != nil { // the appender done with the pool
-		t.Fatal(err)
-	}
-	s.rdb.DB.SetMaxOpenConns(1)
+	s, w := onePostgresConnection(t)
 	q := flagadmin.EventQuery{Limit: 50, Offset: eventcounts.SeekMinOffset + 500, HiddenProjects: []string{w.Projects()[1].ID}}
 	page, err := s.SearchEvents(ctx, q)
 	if err != nil {
@@ -71,11 +68,7 @@ func TestRepeatedReadsArePreparedOnPostgres(t *testing.T) {
 // statement, the pages of other offsets run its generic plan.
 func TestSeekPagePlannedOnceOnPostgres(t *testing.T) {
 	ctx := context.Background()
-	s, w := postgresPageWorld(t, 7)
-	if _, err := s.LogSize(ctx); err != nil { // the appender done with the pool
-		t.Fatal(err)
-	}
-	s.rdb.DB.SetMaxOpenConns(1)
+	s, w := onePostgresConnection(t)
 	for i := range 8 {
 		q := flagadmin.EventQuery{Limit: 50, Offset: eventcounts.SeekMinOffset + 100 + 37*i, HiddenProjects: []string{w.Projects()[1].ID}}
 		page, err := s.SearchEvents(ctx, q)
@@ -94,4 +87,17 @@ func TestSeekPagePlannedOnceOnPostgres(t *testing.T) {
 	if generic == 0 {
 		t.Errorf("the page of 8 offsets was planned for each (%d custom plans, %d runs of the generic one)", custom, generic)
 	}
+}
+
+// onePostgresConnection is a PostgreSQL store of a small world whose reads
+// run on one connection, once the appender is done with the pool: the
+// statements a test runs are then that connection's.
+func onePostgresConnection(t *testing.T) (*Store, *worldgen.World) {
+	t.Helper()
+	s, w := postgresPageWorld(t, 7)
+	if _, err := s.LogSize(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	s.rdb.DB.SetMaxOpenConns(1)
+	return s, w
 }

@@ -327,7 +327,7 @@ func (s *Store) checkGivenIDs(ctx context.Context, db bun.IDB, events []flagadmi
 	// Above every id stored, and the last leaf's, whose event may have
 	// been pruned: the leaves are appended past it.
 	var last, lastLeaf int64
-	if err := db.NewRaw("SELECT COALESCE(MAX(id), 0) FROM events").Scan(ctx, &last); err != nil {
+	if err := db.NewRaw(lastEventIDSQL).Scan(ctx, &last); err != nil {
 		return err
 	}
 	if err := db.NewRaw(s.readLatest(lastLeafEventSQL)).Scan(ctx, &lastLeaf); err != nil {

@@ -205,7 +205,7 @@ func (s *Store) deferText(ctx context.Context, tx bun.IDB, events []flagadmin.Ev
 	b := s.text.statements
 	first, last := events[0].ID, events[len(events)-1].ID
 	var stored int64
-	if err := tx.QueryRowContext(ctx, "SELECT COALESCE(MAX(id), 0) FROM events").Scan(&stored); err != nil || first <= stored {
+	if err := tx.QueryRowContext(ctx, lastEventIDSQL).Scan(&stored); err != nil || first <= stored {
 		return false, err
 	}
 	var from, to int64
