@@ -2,10 +2,15 @@ package bunstore
 
 import (
 	"context"
+	"encoding/json"
+	"iter"
 	"strings"
 	"testing"
 
+	"github.com/uptrace/bun"
+
 	"github.com/flagadmin/flagadmin/adapters/bunstore/internal/eventcounts"
+	"github.com/flagadmin/flagadmin/adapters/bunstore/internal/sqlq"
 	"github.com/flagadmin/flagadmin/flagadmin"
 	"github.com/flagadmin/flagadmin/internal/worldgen"
 )
@@ -50,7 +55,7 @@ func TestRepeatedReadsArePreparedOnPostgres(t *testing.T) {
 		"the months":                  "SELECT num, SUM(n) AS n, SUM(c) AS c, (COALESCE((SELECT SUM(n) FROM event_counts",
 		"the hidden projects' months": "SELECT num, SUM(n) AS n FROM (SELECT num, n FROM event_counts WHERE dim = ",
 		"the days":                    "0 AS extra FROM (SELECT num, n, 1 AS c FROM (SELECT num, SUM(n) AS n FROM event_counts WHERE dim = ",
-		"the page":                    "FROM (SELECT id FROM events WHERE ",
+		"the page":                    "(e.created_at, e.id) <= (SELECT created_at, id FROM events WHERE ",
 		"the project roles":           "FROM project_members WHERE user_id = $1",
 		"the private projects":        "FROM projects WHERE mode = $1",
 		"the project owners":          "WHERE pm.role = $1",
@@ -80,7 +85,7 @@ func TestSeekPagePlannedOnceOnPostgres(t *testing.T) {
 		}
 	}
 	var generic, custom int64
-	err := s.rdb.QueryRowContext(ctx, "SELECT generic_plans, custom_plans FROM pg_prepared_statements WHERE statement LIKE '%FROM (SELECT id FROM events WHERE %'").Scan(&generic, &custom)
+	err := s.rdb.QueryRowContext(ctx, "SELECT generic_plans, custom_plans FROM pg_prepared_statements WHERE statement LIKE '%(e.created_at, e.id) <= (SELECT created_at, id FROM events WHERE %'").Scan(&generic, &custom)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -100,4 +105,110 @@ func onePostgresConnection(t *testing.T) (*Store, *worldgen.World) {
 	}
 	s.rdb.DB.SetMaxOpenConns(1)
 	return s, w
+}
+
+// TestSeekPageReadsARangeOnPostgres: on PostgreSQL the page found by the
+// counts at a large offset is read as a range of events_created from its
+// first row on (PagesByRange), not by its rows' ids: its plan reads
+// events by no other index and looks no row up by its id.
+func TestSeekPageReadsARangeOnPostgres(t *testing.T) {
+	ctx := context.Background()
+	s, w := postgresPageWorld(t, 7)
+	q := flagadmin.EventQuery{Limit: 50, HiddenProjects: []string{w.Projects()[1].ID}}
+	where := sqlq.And(s.pageWhere(q), sqlq.F("created_at < ?", w.Config().End.UnixMilli()))
+	stmt := s.seekPage(where, q.Limit, 700)
+	var plan string
+	text := string(s.rdb.QueryGen().AppendQuery(nil, stmt.Text, stmt.Args...))
+	if err := s.rdb.QueryRowContext(ctx, "EXPLAIN (FORMAT JSON) "+text).Scan(&plan); err != nil {
+		t.Fatal(err)
+	}
+	var nodes []struct {
+		Plan planNode `json:"Plan"`
+	}
+	if err := json.Unmarshal([]byte(plan), &nodes); err != nil || len(nodes) != 1 {
+		t.Fatalf("EXPLAIN: %v\n%s", err, plan)
+	}
+	reads := 0
+	for n := range nodes[0].Plan.all() {
+		if n.Relation != "events" {
+			continue
+		}
+		if n.Index != "events_created" {
+			t.Errorf("the page reads events by %s %q, want events_created alone:\n%s", n.Type, n.Index, plan)
+		}
+		if n.Type == "Index Scan" {
+			reads++
+		}
+	}
+	if reads != 1 {
+		t.Errorf("the page's rows are read by %d index scans, want 1 (the range):\n%s", reads, plan)
+	}
+}
+
+// planNode is a node of a plan of EXPLAIN (FORMAT JSON).
+type planNode struct {
+	Type     string     `json:"Node Type"`
+	Relation string     `json:"Relation Name"`
+	Index    string     `json:"Index Name"`
+	Plans    []planNode `json:"Plans"`
+}
+
+// all yields n and the nodes under it.
+func (n *planNode) all() iter.Seq[*planNode] {
+	return func(yield func(*planNode) bool) {
+		n.walk(yield)
+	}
+}
+
+func (n *planNode) walk(yield func(*planNode) bool) bool {
+	if !yield(n) {
+		return false
+	}
+	for i := range n.Plans {
+		if !n.Plans[i].walk(yield) {
+			return false
+		}
+	}
+	return true
+}
+
+// TestSeekPageRowsReadInTheTransaction: the rows of a page found by a
+// seek, read on the driver's connection (summaries.ReadPageIn), are read
+// in the transaction of the counts that found it: an event committed
+// meanwhile by another connection is not among them.
+func TestSeekPageRowsReadInTheTransaction(t *testing.T) {
+	ctx := context.Background()
+	s, w := postgresPageWorld(t, 7)
+	stmt := sqlq.F("SELECT " + pageColumns + " FROM events AS e" + pageOrder + " LIMIT 5")
+	late := flagadmin.Event{Type: flagadmin.EventFeatureCreated, CreatedBy: "late", CreatedAt: w.Config().End.AddDate(1, 0, 0)}
+	var events []flagadmin.Event
+	err := s.inReadConn(ctx, "test", func(ctx context.Context, conn bun.Conn, tx bun.Tx) error {
+		var n int64
+		if err := tx.NewRaw("SELECT COUNT(*) FROM events").Scan(ctx, &n); err != nil {
+			return err
+		}
+		if err := s.Write(ctx, &flagadmin.Batch{Events: []flagadmin.Event{late}}); err != nil {
+			return err
+		}
+		var read bool
+		var err error
+		events, read, err = s.summaries.ReadPageIn(ctx, conn, stmt, 5)
+		if !read {
+			t.Fatal("the tuned store on PostgreSQL did not read the rows on the connection")
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(events) != 5 {
+		t.Fatalf("read %d events, want 5", len(events))
+	}
+	if events[0].CreatedBy == "late" {
+		t.Error("the rows read on the connection hold an event committed after the transaction's first read")
+	}
+	page, err := s.SearchEvents(ctx, flagadmin.EventQuery{Limit: 1})
+	if err != nil || len(page.Events) != 1 || page.Events[0].CreatedBy != "late" {
+		t.Fatalf("after the transaction, the newest event is %+v (%v), want the late one", page.Events, err)
+	}
 }

@@ -22,7 +22,8 @@ import (
 // so only the page's own rows are fetched: in one read-only transaction,
 // or in one statement when the summaries read it (summaries.ReadPage: on
 // PostgreSQL). A large offset with no column filter may first skip whole
-// months and days by their counts (Plan.Seek). With a free-text query,
+// months and days by their counts (Plan.Seek), and its rows may be read
+// by the summaries (summaries.ReadPageIn). With a free-text query,
 // whose every candidate row must be read to be checked anyway, one pass
 // returns the page's ids with the count of all matches (a window count)
 // instead of checking every row twice.
@@ -43,7 +44,7 @@ func (s *Store) SearchEvents(ctx context.Context, q flagadmin.EventQuery) (flaga
 		}
 	}
 	page := flagadmin.EventPage{Events: []flagadmin.Event{}}
-	err := s.inReadTx(ctx, "search events", func(ctx context.Context, tx bun.Tx) error {
+	err := s.inReadConn(ctx, "search events", func(ctx context.Context, conn bun.Conn, tx bun.Tx) error {
 		start, err := s.pageStart(ctx, tx, q, plan)
 		page.Total = start.Total
 		if err != nil || q.Limit <= 0 || q.Offset >= start.Total {
@@ -53,15 +54,16 @@ func (s *Store) SearchEvents(ctx context.Context, q flagadmin.EventQuery) (flaga
 		if start.HasBefore {
 			where = sqlq.And(where, sqlq.F("created_at < ?", start.Before))
 		}
-		ids := where.Wrap("SELECT id FROM events WHERE ", " ORDER BY created_at DESC, id DESC")
 		if plan.Seek != nil {
-			// The seek's pages differ in their values alone: kept
-			// prepared, the limit written in the text (a placeholder
-			// there would plan for a tenth of the rows), the offset
-			// planned for once (PreparedOffset).
-			ids = sqlq.Join(" ", ids, sqlq.F("LIMIT "+strconv.Itoa(q.Limit)+" "+s.sqlDialect.PreparedOffset(), start.Offset))
-			return s.fetchPagePrepared(ctx, tx, ids, &page)
+			stmt := s.seekPage(where, q.Limit, start.Offset)
+			events, read, err := s.summaries.ReadPageIn(ctx, conn, stmt, q.Limit)
+			if read {
+				page.Events = events
+				return err
+			}
+			return s.fetchPagePrepared(ctx, tx, stmt, &page)
 		}
+		ids := where.Wrap("SELECT id FROM events WHERE ", pageOrder)
 		ids = sqlq.Join(" ", ids, sqlq.F("LIMIT ? OFFSET ?", q.Limit, start.Offset))
 		return s.fetchPage(ctx, tx, ids, &page)
 	})
@@ -98,6 +100,29 @@ func (s *Store) pageWhere(q flagadmin.EventQuery) sqlq.Fragment {
 	return sqlq.And(s.filter(q), s.after(q))
 }
 
+// pageOrder is the order of a page's events.
+const pageOrder = " ORDER BY created_at DESC, id DESC"
+
+// seekPage is the statement of the page of limit events of where (a
+// condition on events) after the first offset, for fetchPagePrepared.
+// The seek's pages differ in their values alone: kept prepared, the limit
+// written in the text (a placeholder there would plan for a tenth of the
+// rows), the offset planned for once (PreparedOffset). Where the database
+// reads a range of rows cheaper than rows by id (PagesByRange), the
+// offset finds the page's first row, and the page is the range of
+// matches from it on; else the page's ids are read from an index, then
+// their rows.
+func (s *Store) seekPage(where sqlq.Fragment, limit, offset int) sqlq.Fragment {
+	skip := sqlq.F(s.sqlDialect.PreparedOffset(), offset)
+	if s.sqlDialect.PagesByRange() {
+		first := sqlq.Join(" ", where.Wrap("SELECT created_at, id FROM events WHERE ", pageOrder+" LIMIT 1"), skip)
+		return sqlq.Fill("SELECT "+pageColumns+" FROM events AS e WHERE ? AND (e.created_at, e.id) <= (?)"+pageOrder+
+			" LIMIT "+strconv.Itoa(limit), where, first)
+	}
+	ids := sqlq.Join(" ", where.Wrap("SELECT id FROM events WHERE ", pageOrder+" LIMIT "+strconv.Itoa(limit)), skip)
+	return sqlq.Fill(pageSQL, ids)
+}
+
 // pageColumns are the columns of a page's events, from events AS e.
 var pageColumns = "e." + strings.Join(stored.EventColumns, ", e.")
 
@@ -116,12 +141,12 @@ func (s *Store) fetchPage(ctx context.Context, tx bun.IDB, ids sqlq.Fragment, pa
 	return appendEvents(page, rows)
 }
 
-// fetchPagePrepared is fetchPage with the statement kept prepared where
-// the database would plan it anew each time (QueryPrepared): for pages
-// whose statements repeat with other values, and whose plan does not
-// depend on them.
-func (s *Store) fetchPagePrepared(ctx context.Context, tx bun.Tx, ids sqlq.Fragment, page *flagadmin.EventPage) error {
-	rows, err := s.sqlDialect.QueryPrepared(ctx, tx, sqlq.Fill(pageSQL, ids))
+// fetchPagePrepared appends to page the events that stmt (a statement of
+// pageColumns) reads, kept prepared where the database would plan it anew
+// each time (QueryPrepared): for pages whose statements repeat with other
+// values, and whose plan does not depend on them.
+func (s *Store) fetchPagePrepared(ctx context.Context, tx bun.Tx, stmt sqlq.Fragment, page *flagadmin.EventPage) error {
+	rows, err := s.sqlDialect.QueryPrepared(ctx, tx, stmt)
 	if err != nil {
 		return err
 	}

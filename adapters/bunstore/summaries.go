@@ -25,7 +25,7 @@ import (
 //     its total, where a page at a large offset starts, and the condition
 //     of its free text;
 //   - a page and an export's batch (ReadPage, ReadExport) read in one
-//     statement;
+//     statement, and the rows of a page found by a seek (ReadPageIn);
 //   - the project list (ProjectFigures, NewestEvents): its figures and the
 //     newest event of each project;
 //   - a proof of the verifiable log (ReadProof) read in one statement;
@@ -67,6 +67,11 @@ type summaries interface {
 	// ReadPage reads the page of p (p.Query.Limit > 0, found without a
 	// seek) in one statement on db, and reports whether it did.
 	ReadPage(ctx context.Context, db *bun.DB, p summary.Page) (flagadmin.EventPage, bool, error)
+	// ReadPageIn reads the events of stmt, a statement of a page's event
+	// columns (stored.EventColumns) in page order whose text repeats with
+	// other values, on conn in its transaction, and reports whether it
+	// did.
+	ReadPageIn(ctx context.Context, conn bun.Conn, stmt sqlq.Fragment, limit int) ([]flagadmin.Event, bool, error)
 	// ReadExport reads a batch of an export on db: the first limit events
 	// by id among those of where. It reports whether it did.
 	ReadExport(ctx context.Context, db *bun.DB, where sqlq.Fragment, limit int) ([]flagadmin.Event, bool, error)
@@ -110,6 +115,11 @@ func (plain) MatchText(string, flagadmin.TextScope) (sqlq.Fragment, bool) {
 // ReadPage does not read: the core reads the page.
 func (plain) ReadPage(context.Context, *bun.DB, summary.Page) (flagadmin.EventPage, bool, error) {
 	return flagadmin.EventPage{}, false, nil
+}
+
+// ReadPageIn does not read: the core reads the rows.
+func (plain) ReadPageIn(context.Context, bun.Conn, sqlq.Fragment, int) ([]flagadmin.Event, bool, error) {
+	return nil, false, nil
 }
 
 // ReadExport does not read: the core reads the batch.

@@ -90,6 +90,26 @@ func (s *Store) inReadTx(ctx context.Context, op string, fn func(ctx context.Con
 	return nil
 }
 
+// inReadConn is inReadTx on a connection of its own, which fn is given
+// too: what fn reads on the connection's driver (summaries.ReadPageIn) is
+// in the transaction.
+func (s *Store) inReadConn(ctx context.Context, op string, fn func(ctx context.Context, conn bun.Conn, tx bun.Tx) error) error {
+	err := func() error {
+		conn, err := s.rdb.Conn(ctx)
+		if err != nil {
+			return err
+		}
+		defer conn.Close()
+		return conn.RunInTx(ctx, s.sqlDialect.ReadTxOptions(), func(ctx context.Context, tx bun.Tx) error {
+			return fn(ctx, conn, tx)
+		})
+	}()
+	if err != nil {
+		return s.fail(op, err)
+	}
+	return nil
+}
+
 // forUpdate locks the selected rows until the transaction ends. A database
 // with a single writer (SQLite) has no row locks and needs none: it runs
 // one write transaction at a time, each holding the write lock from BEGIN.

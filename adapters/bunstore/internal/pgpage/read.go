@@ -68,13 +68,20 @@ const Capacity = 1000
 // A retry loop for that case never ran under terminated backends or a cut
 // network, so there is none.
 func Read(ctx context.Context, db *sql.DB, query string, args []any, limit int) (flagadmin.EventPage, error) {
-	page := flagadmin.EventPage{Events: make([]flagadmin.Event, 0, min(max(limit, 0), Capacity))}
 	conn, err := db.Conn(ctx)
 	if err != nil {
-		return page, err
+		return flagadmin.EventPage{}, err
 	}
 	defer conn.Close()
-	err = OnPgx(conn, func(pc *pgx.Conn) error {
+	return ReadOn(ctx, conn, query, args, limit)
+}
+
+// ReadOn is Read on conn, a connection of the pgx driver, in the
+// transaction it may be in (the transaction's statements and this one
+// then see one snapshot).
+func ReadOn(ctx context.Context, conn Conn, query string, args []any, limit int) (flagadmin.EventPage, error) {
+	page := flagadmin.EventPage{Events: make([]flagadmin.Event, 0, min(max(limit, 0), Capacity))}
+	err := OnPgx(conn, func(pc *pgx.Conn) error {
 		if pc.IsClosed() {
 			return driver.ErrBadConn
 		}

@@ -54,6 +54,14 @@ func Literal(gen schema.QueryGen, s summary.Page) (string, []any) {
 	return string(gen.AppendQuery(nil, f.Text, f.Args...)), nil
 }
 
+// Rows returns the text and arguments for Read of stmt, a statement of a
+// page's event columns (stored.EventColumns) in page order whose text
+// repeats with other values: prepared, with a total of 0 in front.
+func Rows(stmt sqlq.Fragment) (string, []any) {
+	text, args := stmt.Wrap("SELECT CAST(0 AS bigint) AS total, p.* FROM (", ") AS p ORDER BY p.created_at DESC, p.id DESC").Dollar()
+	return text, append([]any{pgx.QueryExecModeCacheStatement}, args...)
+}
+
 // Export reads a batch of an export on a connection of db, a database of
 // the pgx driver: the first limit events by id among those of where (the
 // export's filters and the range of ids it has still to read), decoded as

@@ -153,6 +153,18 @@ func (s *Summaries) ReadPage(ctx context.Context, db *bun.DB, p summary.Page) (f
 	return page, true, err
 }
 
+// ReadPageIn reads the events of stmt on conn in its transaction, kept
+// prepared and decoded from pgx's raw values (pgpage.ReadOn), with the
+// page statements on.
+func (s *Summaries) ReadPageIn(ctx context.Context, conn bun.Conn, stmt sqlq.Fragment, limit int) ([]flagadmin.Event, bool, error) {
+	if !s.on.Pages {
+		return nil, false, nil
+	}
+	text, args := pgpage.Rows(stmt)
+	page, err := pgpage.ReadOn(ctx, conn, text, args, limit)
+	return page.Events, true, err
+}
+
 // ReadExport reads a batch of an export on db, decoded from pgx's raw
 // values (pgpage.Export), with the page statements on.
 func (s *Summaries) ReadExport(ctx context.Context, db *bun.DB, where sqlq.Fragment, limit int) ([]flagadmin.Event, bool, error) {
