@@ -2,6 +2,7 @@ package bunstore
 
 import (
 	"context"
+	"encoding/json"
 	"reflect"
 	"strings"
 	"testing"
@@ -137,4 +138,48 @@ func slicesOf(q flagadmin.EventQuery) []string {
 		out = append(out, vs...)
 	}
 	return out
+}
+
+// TestPagesReadARangeOnPostgres: a page of at most one column filter of
+// one value reads its rows as a range of an index, from the newest match
+// or from the page's first row: its plan looks no row up by its id (the
+// primary key), at any offset, for any caller.
+func TestPagesReadARangeOnPostgres(t *testing.T) {
+	ctx := context.Background()
+	s, w := postgresPageWorld(t, 5)
+	p1 := w.Projects()[1].ID
+	from := w.Config().Start.AddDate(0, 6, 0)
+	before := from.AddDate(0, 2, 0)
+	for _, offset := range []int{0, 3, 120} {
+		for _, q := range []flagadmin.EventQuery{
+			{},
+			{Features: []string{w.Features()[3].Name}},
+			{Projects: []string{p1}},
+			{Types: []string{flagadmin.EventFeatureStrategyUpdate}, RequireProject: true, HiddenProjects: []string{p1}},
+			{From: &from, Before: &before},
+		} {
+			q.Limit, q.Offset = 50, offset
+			search, seeks := s.pageSearch(q)
+			if seeks || !pgpage.GenericPlanSafe(q) {
+				t.Fatalf("%+v: not a one-statement page", q)
+			}
+			literal, _ := pgpage.Literal(s.rdb.QueryGen(), search)
+			var plan string
+			if err := s.rdb.QueryRowContext(ctx, "EXPLAIN (FORMAT JSON) "+literal).Scan(&plan); err != nil {
+				t.Fatal(err)
+			}
+			var nodes []struct {
+				Plan planNode `json:"Plan"`
+			}
+			if err := json.Unmarshal([]byte(plan), &nodes); err != nil || len(nodes) != 1 {
+				t.Fatalf("EXPLAIN: %v\n%s", err, plan)
+			}
+			for n := range nodes[0].Plan.all() {
+				if n.Index == "events_pkey" {
+					t.Errorf("%+v: the page looks its rows up by id:\n%s", q, plan)
+					break
+				}
+			}
+		}
+	}
 }

@@ -76,20 +76,42 @@ func Export(ctx context.Context, db *bun.DB, where sqlq.Fragment, limit int) ([]
 // columns are the columns of a page's events, from events AS e.
 var columns = "e." + strings.Join(stored.EventColumns, ", e.")
 
-// statement is the page statement: the total (t), the page's ids from an
-// index (p, none when the offset is past the total), and their rows; with
-// an empty page, one row with the total and null event columns. The limit
-// is written in the text: with a placeholder in LIMIT, PostgreSQL
-// estimates the plan for a tenth of the rows. A prepared statement takes
-// the offset as a value, so that paging does not prepare a statement per
-// page; a filter of a few values (splitFilter) reads each value's newest
-// offset+limit matches apart (UNION ALL), then keeps the page.
+// statement is the page statement: the total (t), the page's rows (p,
+// none when the offset is past the total); with an empty page, one row
+// with the total and null event columns. The limit is written in the
+// text: with a placeholder in LIMIT, PostgreSQL estimates the plan for a
+// tenth of the rows. A prepared statement takes the offset as a value, so
+// that paging does not prepare a statement per page.
+//
+// A query of at most one column filter of one value (GenericPlanSafe,
+// with no splitFilter) reads its page as a range of the filter's index
+// (column, created_at, id), or of events_created: from the newest match,
+// or from the page's first row, which the offset skipped on the index
+// alone finds (an index entry points at its row in the heap, so the
+// range reads each row once: 20 to 50 buffers, against some 200 for 50
+// rows looked up by id, each a descent of the primary key). Any other
+// query reads the page's ids from an index, then their rows by id, so
+// that the plan of the ids alone decides which index serves it; a filter
+// of a few values (splitFilter) reads each value's newest offset+limit
+// matches apart (UNION ALL), then keeps the page.
 func statement(s summary.Page, prepared bool) sqlq.Fragment {
 	q := s.Query
 	notPast := sqlq.F("(SELECT total FROM t) > ?", int64(q.Offset))
 	order := " ORDER BY created_at DESC, id DESC"
+	limit := " LIMIT " + strconv.Itoa(q.Limit)
+	where := sqlq.And(s.Where(q), notPast)
+	split := splitFilter(q)
+	if split == nil && GenericPlanSafe(q) {
+		rows := where
+		if q.Offset > 0 {
+			first := sqlq.Join(" ", where.Wrap("SELECT created_at, id FROM events WHERE ", order+" LIMIT 1"), sqlq.F("OFFSET ?", int64(q.Offset)))
+			rows = sqlq.And(where, first.Wrap("(e.created_at, e.id) <= (", ")"))
+		}
+		return sqlq.Fill("WITH t AS (SELECT ? AS total), p AS (?) SELECT t.total, p.* FROM t LEFT JOIN p ON TRUE ORDER BY p.created_at DESC, p.id DESC",
+			s.Total, rows.Wrap("SELECT "+columns+" FROM events AS e WHERE ", order+limit))
+	}
 	var ids sqlq.Fragment
-	if split := splitFilter(q); prepared && split != nil {
+	if prepared && split != nil {
 		parts := make([]sqlq.Fragment, len(split))
 		for i, one := range split {
 			parts[i] = sqlq.And(s.Where(one), notPast).
@@ -97,7 +119,7 @@ func statement(s summary.Page, prepared bool) sqlq.Fragment {
 		}
 		ids = sqlq.Join(" UNION ALL ", parts...).Wrap("SELECT id FROM (", ") AS u"+order+page(q.Limit, q.Offset))
 	} else {
-		ids = sqlq.And(s.Where(q), notPast).Wrap("SELECT id FROM events WHERE ", order+" LIMIT "+strconv.Itoa(q.Limit))
+		ids = where.Wrap("SELECT id FROM events WHERE ", order+limit)
 		if q.Offset > 0 {
 			ids = sqlq.Join(" ", ids, sqlq.F("OFFSET ?", int64(q.Offset)))
 		}
