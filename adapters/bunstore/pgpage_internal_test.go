@@ -183,3 +183,41 @@ func TestPagesReadARangeOnPostgres(t *testing.T) {
 		}
 	}
 }
+
+// TestPagesPlannedOnceOnPostgres: a prepared page statement whose values
+// the custom plans would see (the hidden projects of a caller, an
+// offset) is planned once for all of them: after PostgreSQL's five custom
+// plans, the pages of other offsets run its generic plan.
+func TestPagesPlannedOnceOnPostgres(t *testing.T) {
+	ctx := context.Background()
+	s, w := onePostgresConnection(t)
+	hidden := []string{w.Projects()[1].ID, w.Projects()[2].ID, w.Projects()[3].ID}
+	// With the planner's statistics, custom plans estimate the hidden
+	// projects' share from their values.
+	if _, err := s.rdb.ExecContext(ctx, "ANALYZE events, event_counts"); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 8 {
+		q := flagadmin.EventQuery{Limit: 50, Offset: 3 + 37*i, RequireProject: true, HiddenProjects: hidden}
+		search, seeks := s.pageSearch(q)
+		if seeks || !pgpage.GenericPlanSafe(q) {
+			t.Fatalf("%+v: not a prepared one-statement page", q)
+		}
+		text, args := pgpage.Prepared(search)
+		page, err := pgpage.Read(ctx, s.rdb.DB, text, args, q.Limit)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(page.Events) != q.Limit {
+			t.Fatalf("the page at offset %d holds %d events, want %d", q.Offset, len(page.Events), q.Limit)
+		}
+	}
+	var generic, custom int64
+	err := s.rdb.QueryRowContext(ctx, "SELECT generic_plans, custom_plans FROM pg_prepared_statements WHERE statement LIKE 'WITH t AS %'").Scan(&generic, &custom)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if generic == 0 {
+		t.Errorf("the page of 8 offsets was planned for each (%d custom plans, %d runs of the generic one)", custom, generic)
+	}
+}
