@@ -2,7 +2,6 @@ package bunstore
 
 import (
 	"context"
-	"encoding/json"
 	"reflect"
 	"strings"
 	"testing"
@@ -145,7 +144,6 @@ func slicesOf(q flagadmin.EventQuery) []string {
 // or from the page's first row: its plan looks no row up by its id (the
 // primary key), at any offset, for any caller.
 func TestPagesReadARangeOnPostgres(t *testing.T) {
-	ctx := context.Background()
 	s, w := postgresPageWorld(t, 5)
 	p1 := w.Projects()[1].ID
 	from := w.Config().Start.AddDate(0, 6, 0)
@@ -164,17 +162,8 @@ func TestPagesReadARangeOnPostgres(t *testing.T) {
 				t.Fatalf("%+v: not a one-statement page", q)
 			}
 			literal, _ := pgpage.Literal(s.rdb.QueryGen(), search)
-			var plan string
-			if err := s.rdb.QueryRowContext(ctx, "EXPLAIN (FORMAT JSON) "+literal).Scan(&plan); err != nil {
-				t.Fatal(err)
-			}
-			var nodes []struct {
-				Plan planNode `json:"Plan"`
-			}
-			if err := json.Unmarshal([]byte(plan), &nodes); err != nil || len(nodes) != 1 {
-				t.Fatalf("EXPLAIN: %v\n%s", err, plan)
-			}
-			for n := range nodes[0].Plan.all() {
+			root, plan := planOf(t, s, literal)
+			for n := range root.all() {
 				if n.Index == "events_pkey" {
 					t.Errorf("%+v: the page looks its rows up by id:\n%s", q, plan)
 					break
@@ -212,12 +201,5 @@ func TestPagesPlannedOnceOnPostgres(t *testing.T) {
 			t.Fatalf("the page at offset %d holds %d events, want %d", q.Offset, len(page.Events), q.Limit)
 		}
 	}
-	var generic, custom int64
-	err := s.rdb.QueryRowContext(ctx, "SELECT generic_plans, custom_plans FROM pg_prepared_statements WHERE statement LIKE 'WITH t AS %'").Scan(&generic, &custom)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if generic == 0 {
-		t.Errorf("the page of 8 offsets was planned for each (%d custom plans, %d runs of the generic one)", custom, generic)
-	}
+	checkPlannedOnce(t, s, "WITH t AS %")
 }

@@ -84,8 +84,15 @@ func TestSeekPagePlannedOnceOnPostgres(t *testing.T) {
 			t.Fatalf("the page at offset %d holds %d events, want %d", q.Offset, len(page.Events), q.Limit)
 		}
 	}
+	checkPlannedOnce(t, s, "%(e.created_at, e.id) <= (SELECT created_at, id FROM events WHERE %")
+}
+
+// checkPlannedOnce fails t unless the connection's prepared statement
+// whose text is LIKE like has run its generic plan.
+func checkPlannedOnce(t *testing.T, s *Store, like string) {
+	t.Helper()
 	var generic, custom int64
-	err := s.rdb.QueryRowContext(ctx, "SELECT generic_plans, custom_plans FROM pg_prepared_statements WHERE statement LIKE '%(e.created_at, e.id) <= (SELECT created_at, id FROM events WHERE %'").Scan(&generic, &custom)
+	err := s.rdb.QueryRowContext(context.Background(), "SELECT generic_plans, custom_plans FROM pg_prepared_statements WHERE statement LIKE ?", like).Scan(&generic, &custom)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -112,24 +119,13 @@ func onePostgresConnection(t *testing.T) (*Store, *worldgen.World) {
 // first row on (PagesByRange), not by its rows' ids: its plan reads
 // events by no other index and looks no row up by its id.
 func TestSeekPageReadsARangeOnPostgres(t *testing.T) {
-	ctx := context.Background()
 	s, w := postgresPageWorld(t, 7)
 	q := flagadmin.EventQuery{Limit: 50, HiddenProjects: []string{w.Projects()[1].ID}}
 	where := sqlq.And(s.pageWhere(q), sqlq.F("created_at < ?", w.Config().End.UnixMilli()))
 	stmt := s.seekPage(where, q.Limit, 700)
-	var plan string
-	text := string(s.rdb.QueryGen().AppendQuery(nil, stmt.Text, stmt.Args...))
-	if err := s.rdb.QueryRowContext(ctx, "EXPLAIN (FORMAT JSON) "+text).Scan(&plan); err != nil {
-		t.Fatal(err)
-	}
-	var nodes []struct {
-		Plan planNode `json:"Plan"`
-	}
-	if err := json.Unmarshal([]byte(plan), &nodes); err != nil || len(nodes) != 1 {
-		t.Fatalf("EXPLAIN: %v\n%s", err, plan)
-	}
+	root, plan := planOf(t, s, string(s.rdb.QueryGen().AppendQuery(nil, stmt.Text, stmt.Args...)))
 	reads := 0
-	for n := range nodes[0].Plan.all() {
+	for n := range root.all() {
 		if n.Relation != "events" {
 			continue
 		}
@@ -143,6 +139,24 @@ func TestSeekPageReadsARangeOnPostgres(t *testing.T) {
 	if reads != 1 {
 		t.Errorf("the page's rows are read by %d index scans, want 1 (the range):\n%s", reads, plan)
 	}
+}
+
+// planOf returns the plan of the statement text, a statement whose values
+// are written in it, as EXPLAIN (FORMAT JSON) gives it: its root node and
+// its text.
+func planOf(t *testing.T, s *Store, text string) (*planNode, string) {
+	t.Helper()
+	var plan string
+	if err := s.rdb.QueryRowContext(context.Background(), "EXPLAIN (FORMAT JSON) "+text).Scan(&plan); err != nil {
+		t.Fatal(err)
+	}
+	var nodes []struct {
+		Plan planNode `json:"Plan"`
+	}
+	if err := json.Unmarshal([]byte(plan), &nodes); err != nil || len(nodes) != 1 {
+		t.Fatalf("EXPLAIN: %v\n%s", err, plan)
+	}
+	return &nodes[0].Plan, plan
 }
 
 // planNode is a node of a plan of EXPLAIN (FORMAT JSON).
