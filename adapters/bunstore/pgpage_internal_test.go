@@ -66,6 +66,8 @@ func TestPreparedPagesAgreeWithLiterals(t *testing.T) {
 				{Types: []string{flagadmin.EventFeatureUpdated}, Before: &midDay},
 				{RequireProject: true, HiddenProjects: []string{p1, p2}},
 				{RequireProject: true, HiddenProjects: []string{p1}, From: &from},
+				{RequireProject: true, HiddenProjects: []string{p1, p2}, From: &from, Before: &before},
+				{Types: []string{flagadmin.EventFeatureUpdated}, HiddenProjects: []string{p1, p2, "no-such-project"}, Before: &midDay},
 				{Types: []string{flagadmin.EventFeatureStrategyUpdate}, RequireProject: true, HiddenProjects: []string{p2}},
 				{Projects: []string{p1}, RequireProject: true, HiddenProjects: []string{p1}},
 				{Projects: []string{"no-such-project"}},
@@ -199,6 +201,32 @@ func TestPagesPlannedOnceOnPostgres(t *testing.T) {
 		}
 		if len(page.Events) != q.Limit {
 			t.Fatalf("the page at offset %d holds %d events, want %d", q.Offset, len(page.Events), q.Limit)
+		}
+	}
+	checkPlannedOnce(t, s, "WITH t AS %")
+}
+
+// TestDatedPagesPlannedOnceOnPostgres: the page of a date range for a
+// caller with several hidden projects, whose events in the range the
+// total counts, is prepared too and planned once for every range.
+func TestDatedPagesPlannedOnceOnPostgres(t *testing.T) {
+	ctx := context.Background()
+	s, w := onePostgresConnection(t)
+	if _, err := s.rdb.ExecContext(ctx, "ANALYZE events, event_counts"); err != nil {
+		t.Fatal(err)
+	}
+	hidden := []string{w.Projects()[1].ID, w.Projects()[2].ID, w.Projects()[3].ID}
+	for i := range 8 {
+		from := w.Config().Start.AddDate(0, 2*i, 0)
+		before := from.AddDate(0, 1, 0)
+		q := flagadmin.EventQuery{Limit: 50, RequireProject: true, HiddenProjects: hidden, From: &from, Before: &before}
+		search, seeks := s.pageSearch(q)
+		if seeks || !pgpage.GenericPlanSafe(q) {
+			t.Fatalf("%+v: not a prepared one-statement page", q)
+		}
+		text, args := pgpage.Prepared(search)
+		if _, err := pgpage.Read(ctx, s.rdb.DB, text, args, q.Limit); err != nil {
+			t.Fatal(err)
 		}
 	}
 	checkPlannedOnce(t, s, "WITH t AS %")

@@ -31,7 +31,7 @@ func TestGenericPlanSafe(t *testing.T) {
 		{"a type twice", flagadmin.EventQuery{Limit: 50, Types: []string{"a", "a"}}, false},
 		{"type and project", flagadmin.EventQuery{Limit: 50, Types: []string{"a"}, Projects: []string{"p"}}, false},
 		{"feature and group", flagadmin.EventQuery{Limit: 50, Features: []string{"f"}, GroupIDs: []string{"g1"}}, false},
-		{"date range, two hidden projects", flagadmin.EventQuery{Limit: 50, Before: &day, HiddenProjects: []string{"p", "q"}}, false},
+		{"date range, two hidden projects", flagadmin.EventQuery{Limit: 50, Before: &day, HiddenProjects: []string{"p", "q"}}, true},
 		{"free text", flagadmin.EventQuery{Limit: 50, Text: "x"}, false},
 	}
 	for _, tc := range tests {
