@@ -179,12 +179,6 @@ type sqlDialect interface {
 	// statement kept prepared (QueryPrepared) that pages at any offset:
 	// written so that the database plans it once for every offset.
 	PreparedOffset() string
-	// PagesByRange reports whether a page far into the events is cheaper
-	// read as the range of events_created from its first row on (the
-	// offset skipped to find that row alone) than by the ids of its rows:
-	// where an index entry points at its row itself, so the range reads
-	// each row once, while each id is a descent of the primary key.
-	PagesByRange() bool
 	// QueryPrepared runs stmt, a statement whose text repeats with other
 	// values, on db: kept prepared by the connection where the database
 	// would otherwise plan it anew each time, at more cost than running it.

@@ -164,7 +164,7 @@ func TestPagesReadARangeOnPostgres(t *testing.T) {
 				t.Fatalf("%+v: not a one-statement page", q)
 			}
 			literal, _ := pgpage.Literal(s.rdb.QueryGen(), search)
-			root, plan := planOf(t, s, literal)
+			root, plan := planOf(t, s, literal, nil)
 			for n := range root.all() {
 				if n.Index == "events_pkey" {
 					t.Errorf("%+v: the page looks its rows up by id:\n%s", q, plan)

@@ -10,6 +10,7 @@ import (
 	"github.com/uptrace/bun"
 
 	"github.com/flagadmin/flagadmin/adapters/bunstore/internal/eventcounts"
+	"github.com/flagadmin/flagadmin/adapters/bunstore/internal/pgpage"
 	"github.com/flagadmin/flagadmin/adapters/bunstore/internal/sqlq"
 	"github.com/flagadmin/flagadmin/flagadmin"
 	"github.com/flagadmin/flagadmin/internal/worldgen"
@@ -116,14 +117,14 @@ func onePostgresConnection(t *testing.T) (*Store, *worldgen.World) {
 
 // TestSeekPageReadsARangeOnPostgres: on PostgreSQL the page found by the
 // counts at a large offset is read as a range of events_created from its
-// first row on (PagesByRange), not by its rows' ids: its plan reads
+// first row on (summaries.ReadPageIn, pgpage.SeekRange), not by its rows' ids: its plan reads
 // events by no other index and looks no row up by its id.
 func TestSeekPageReadsARangeOnPostgres(t *testing.T) {
 	s, w := postgresPageWorld(t, 7)
 	q := flagadmin.EventQuery{Limit: 50, HiddenProjects: []string{w.Projects()[1].ID}}
 	where := sqlq.And(s.pageWhere(q), sqlq.F("created_at < ?", w.Config().End.UnixMilli()))
-	stmt := s.seekPage(where, q.Limit, 700)
-	root, plan := planOf(t, s, string(s.rdb.QueryGen().AppendQuery(nil, stmt.Text, stmt.Args...)))
+	text, args := pgpage.Rows(pgpage.SeekRange(where, q.Limit, sqlq.F(s.sqlDialect.PreparedOffset(), 700)))
+	root, plan := planOf(t, s, text, args)
 	reads := 0
 	for n := range root.all() {
 		if n.Relation != "events" {
@@ -141,13 +142,13 @@ func TestSeekPageReadsARangeOnPostgres(t *testing.T) {
 	}
 }
 
-// planOf returns the plan of the statement text, a statement whose values
-// are written in it, as EXPLAIN (FORMAT JSON) gives it: its root node and
-// its text.
-func planOf(t *testing.T, s *Store, text string) (*planNode, string) {
+// planOf returns the plan of the statement text with its arguments args
+// ($n placeholders, or none with its values written in it), as EXPLAIN
+// (FORMAT JSON) gives it: its root node and its text.
+func planOf(t *testing.T, s *Store, text string, args []any) (*planNode, string) {
 	t.Helper()
 	var plan string
-	if err := s.rdb.QueryRowContext(context.Background(), "EXPLAIN (FORMAT JSON) "+text).Scan(&plan); err != nil {
+	if err := s.rdb.DB.QueryRowContext(context.Background(), "EXPLAIN (FORMAT JSON) "+text, args...).Scan(&plan); err != nil {
 		t.Fatal(err)
 	}
 	var nodes []struct {
@@ -193,7 +194,6 @@ func (n *planNode) walk(yield func(*planNode) bool) bool {
 func TestSeekPageRowsReadInTheTransaction(t *testing.T) {
 	ctx := context.Background()
 	s, w := postgresPageWorld(t, 7)
-	stmt := sqlq.F("SELECT " + pageColumns + " FROM events AS e" + pageOrder + " LIMIT 5")
 	late := flagadmin.Event{Type: flagadmin.EventFeatureCreated, CreatedBy: "late", CreatedAt: w.Config().End.AddDate(1, 0, 0)}
 	var events []flagadmin.Event
 	err := s.inReadConn(ctx, "test", func(ctx context.Context, conn bun.Conn, tx bun.Tx) error {
@@ -206,7 +206,7 @@ func TestSeekPageRowsReadInTheTransaction(t *testing.T) {
 		}
 		var read bool
 		var err error
-		events, read, err = s.summaries.ReadPageIn(ctx, conn, stmt, 5)
+		events, read, err = s.summaries.ReadPageIn(ctx, conn, sqlq.F("1 = 1"), 5, sqlq.Fragment{})
 		if !read {
 			t.Fatal("the tuned store on PostgreSQL did not read the rows on the connection")
 		}

@@ -22,7 +22,7 @@ import (
 // so only the page's own rows are fetched: in one read-only transaction,
 // or in one statement when the summaries read it (summaries.ReadPage: on
 // PostgreSQL). A large offset with no column filter may first skip whole
-// months and days by their counts (Plan.Seek), and its rows may be read
+// months and days by their counts (Plan.Seek), and its page may be read
 // by the summaries (summaries.ReadPageIn). With a free-text query,
 // whose every candidate row must be read to be checked anyway, one pass
 // returns the page's ids with the count of all matches (a window count)
@@ -55,13 +55,13 @@ func (s *Store) SearchEvents(ctx context.Context, q flagadmin.EventQuery) (flaga
 			where = sqlq.And(where, sqlq.F("created_at < ?", start.Before))
 		}
 		if plan.Seek != nil {
-			stmt := s.seekPage(where, q.Limit, start.Offset)
-			events, read, err := s.summaries.ReadPageIn(ctx, conn, stmt, q.Limit)
+			skip := sqlq.F(s.sqlDialect.PreparedOffset(), start.Offset)
+			events, read, err := s.summaries.ReadPageIn(ctx, conn, where, q.Limit, skip)
 			if read {
 				page.Events = events
 				return err
 			}
-			return s.fetchPagePrepared(ctx, tx, stmt, &page)
+			return s.fetchPagePrepared(ctx, tx, seekPage(where, q.Limit, skip), &page)
 		}
 		ids := where.Wrap("SELECT id FROM events WHERE ", pageOrder)
 		ids = sqlq.Join(" ", ids, sqlq.F("LIMIT ? OFFSET ?", q.Limit, start.Offset))
@@ -104,23 +104,14 @@ func (s *Store) pageWhere(q flagadmin.EventQuery) sqlq.Fragment {
 const pageOrder = " ORDER BY created_at DESC, id DESC"
 
 // seekPage is the statement of the page of limit events of where (a
-// condition on events) after the first offset, for fetchPagePrepared.
+// condition on events) after the rows skip (an OFFSET clause) skips, for
+// fetchPagePrepared: the page's ids read from an index, then their rows.
 // The seek's pages differ in their values alone: kept prepared, the limit
 // written in the text (a placeholder there would plan for a tenth of the
-// rows), the offset planned for once (PreparedOffset). Where the database
-// reads a range of rows cheaper than rows by id (PagesByRange), the
-// offset finds the page's first row, and the page is the range of
-// matches from it on; else the page's ids are read from an index, then
-// their rows.
-func (s *Store) seekPage(where sqlq.Fragment, limit, offset int) sqlq.Fragment {
-	skip := sqlq.F(s.sqlDialect.PreparedOffset(), offset)
-	if s.sqlDialect.PagesByRange() {
-		first := sqlq.Join(" ", where.Wrap("SELECT created_at, id FROM events WHERE ", pageOrder+" LIMIT 1"), skip)
-		return sqlq.Fill("SELECT "+pageColumns+" FROM events AS e WHERE ? AND (e.created_at, e.id) <= (?)"+pageOrder+
-			" LIMIT "+strconv.Itoa(limit), where, first)
-	}
-	ids := sqlq.Join(" ", where.Wrap("SELECT id FROM events WHERE ", pageOrder+" LIMIT "+strconv.Itoa(limit)), skip)
-	return sqlq.Fill(pageSQL, ids)
+// rows), the offset planned for once (PreparedOffset).
+func seekPage(where sqlq.Fragment, limit int, skip sqlq.Fragment) sqlq.Fragment {
+	ids := where.Wrap("SELECT id FROM events WHERE ", pageOrder+" LIMIT "+strconv.Itoa(limit))
+	return sqlq.Fill(pageSQL, sqlq.Join(" ", ids, skip))
 }
 
 // pageColumns are the columns of a page's events, from events AS e.

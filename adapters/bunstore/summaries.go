@@ -67,11 +67,10 @@ type summaries interface {
 	// ReadPage reads the page of p (p.Query.Limit > 0, found without a
 	// seek) in one statement on db, and reports whether it did.
 	ReadPage(ctx context.Context, db *bun.DB, p summary.Page) (flagadmin.EventPage, bool, error)
-	// ReadPageIn reads the events of stmt, a statement of a page's event
-	// columns (stored.EventColumns) in page order whose text repeats with
-	// other values, on conn in its transaction, and reports whether it
-	// did.
-	ReadPageIn(ctx context.Context, conn bun.Conn, stmt sqlq.Fragment, limit int) ([]flagadmin.Event, bool, error)
+	// ReadPageIn reads the page of limit events of where (a condition on
+	// events) after the rows skip (an OFFSET clause) skips, which a seek
+	// found, on conn in its transaction, and reports whether it did.
+	ReadPageIn(ctx context.Context, conn bun.Conn, where sqlq.Fragment, limit int, skip sqlq.Fragment) ([]flagadmin.Event, bool, error)
 	// ReadExport reads a batch of an export on db: the first limit events
 	// by id among those of where. It reports whether it did.
 	ReadExport(ctx context.Context, db *bun.DB, where sqlq.Fragment, limit int) ([]flagadmin.Event, bool, error)
@@ -118,7 +117,7 @@ func (plain) ReadPage(context.Context, *bun.DB, summary.Page) (flagadmin.EventPa
 }
 
 // ReadPageIn does not read: the core reads the rows.
-func (plain) ReadPageIn(context.Context, bun.Conn, sqlq.Fragment, int) ([]flagadmin.Event, bool, error) {
+func (plain) ReadPageIn(context.Context, bun.Conn, sqlq.Fragment, int, sqlq.Fragment) ([]flagadmin.Event, bool, error) {
 	return nil, false, nil
 }
 

@@ -85,9 +85,17 @@ func Literal(gen schema.QueryGen, s summary.Page) (string, []any) {
 	return string(gen.AppendQuery(nil, f.Text, f.Args...)), nil
 }
 
+// SeekRange is the statement of the page of limit events of where (a
+// condition on events) after the rows skip (an OFFSET clause) skips,
+// which a seek found: rangeRows, its event columns in page order.
+func SeekRange(where sqlq.Fragment, limit int, skip sqlq.Fragment) sqlq.Fragment {
+	return rangeRows(where, limit, skip)
+}
+
 // Rows returns the text and arguments for Read of stmt, a statement of a
 // page's event columns (stored.EventColumns) in page order whose text
-// repeats with other values: prepared, with a total of 0 in front.
+// repeats with other values (SeekRange): prepared, with a total of 0 in
+// front.
 func Rows(stmt sqlq.Fragment) (string, []any) {
 	text, args := stmt.Wrap("SELECT CAST(0 AS bigint) AS total, p.* FROM (", ") AS p ORDER BY p.created_at DESC, p.id DESC").Dollar()
 	return text, append([]any{pgx.QueryExecModeCacheStatement}, args...)
@@ -116,11 +124,7 @@ var columns = "e." + strings.Join(stored.EventColumns, ", e.")
 //
 // A query of at most one column filter of one value (GenericPlanSafe,
 // with no splitFilter) reads its page as a range of the filter's index
-// (column, created_at, id), or of events_created: from the newest match,
-// or from the page's first row, which the offset skipped on the index
-// alone finds (an index entry points at its row in the heap, so the
-// range reads each row once: 20 to 50 buffers, against some 200 for 50
-// rows looked up by id, each a descent of the primary key). Any other
+// (column, created_at, id), or of events_created (rangeRows). Any other
 // query reads the page's ids from an index, then their rows by id, so
 // that the plan of the ids alone decides which index serves it; a filter
 // of a few values (splitFilter) reads each value's newest offset+limit
@@ -133,13 +137,12 @@ func statement(s summary.Page, prepared bool) sqlq.Fragment {
 	where := sqlq.And(s.Where(q), notPast)
 	split := splitFilter(q)
 	if split == nil && GenericPlanSafe(q) {
-		rows := where
+		var skip sqlq.Fragment
 		if q.Offset > 0 {
-			first := sqlq.Join(" ", where.Wrap("SELECT created_at, id FROM events WHERE ", order+" LIMIT 1"), sqlq.F("OFFSET ?", int64(q.Offset)))
-			rows = sqlq.And(where, first.Wrap("(e.created_at, e.id) <= (", ")"))
+			skip = sqlq.F("OFFSET ?", int64(q.Offset))
 		}
 		return sqlq.Fill("WITH t AS (SELECT ? AS total), p AS (?) SELECT t.total, p.* FROM t LEFT JOIN p ON TRUE ORDER BY p.created_at DESC, p.id DESC",
-			s.Total, rows.Wrap("SELECT "+columns+" FROM events AS e WHERE ", order+limit))
+			s.Total, rangeRows(where, q.Limit, skip))
 	}
 	var ids sqlq.Fragment
 	if prepared && split != nil {
@@ -157,6 +160,23 @@ func statement(s summary.Page, prepared bool) sqlq.Fragment {
 	}
 	return sqlq.Fill("WITH t AS (SELECT ? AS total), p AS (?) SELECT t.total, "+columns+
 		" FROM t LEFT JOIN (p JOIN events AS e ON e.id = p.id) ON TRUE ORDER BY e.created_at DESC, e.id DESC", s.Total, ids)
+}
+
+// rangeRows is the statement of the limit events of where (a condition on
+// events) in page order, read as a range of an index: from the newest
+// match, or, with skip (an OFFSET clause), from the first row after the
+// rows it skips, which the index alone finds. An index entry points at
+// its row in the heap, so the range reads each row once: 20 to 50
+// buffers, against some 200 for 50 rows looked up by id, each a descent
+// of the primary key.
+func rangeRows(where sqlq.Fragment, limit int, skip sqlq.Fragment) sqlq.Fragment {
+	order := " ORDER BY created_at DESC, id DESC"
+	rows := where
+	if !skip.Empty() {
+		first := sqlq.Join(" ", where.Wrap("SELECT created_at, id FROM events WHERE ", order+" LIMIT 1"), skip)
+		rows = sqlq.And(where, first.Wrap("(e.created_at, e.id) <= (", ")"))
+	}
+	return rows.Wrap("SELECT "+columns+" FROM events AS e WHERE ", order+" LIMIT "+strconv.Itoa(limit))
 }
 
 // page is " LIMIT limit[ OFFSET offset]".

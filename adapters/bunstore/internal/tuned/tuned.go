@@ -153,14 +153,14 @@ func (s *Summaries) ReadPage(ctx context.Context, db *bun.DB, p summary.Page) (f
 	return page, true, err
 }
 
-// ReadPageIn reads the events of stmt on conn in its transaction, kept
-// prepared and decoded from pgx's raw values (pgpage.ReadOn), with the
-// page statements on.
-func (s *Summaries) ReadPageIn(ctx context.Context, conn bun.Conn, stmt sqlq.Fragment, limit int) ([]flagadmin.Event, bool, error) {
+// ReadPageIn reads the page on conn in its transaction as a range of its
+// index (pgpage.SeekRange), kept prepared and decoded from pgx's raw
+// values (pgpage.ReadOn), with the page statements on.
+func (s *Summaries) ReadPageIn(ctx context.Context, conn bun.Conn, where sqlq.Fragment, limit int, skip sqlq.Fragment) ([]flagadmin.Event, bool, error) {
 	if !s.on.Pages {
 		return nil, false, nil
 	}
-	text, args := pgpage.Rows(stmt)
+	text, args := pgpage.Rows(pgpage.SeekRange(where, limit, skip))
 	page, err := pgpage.ReadOn(ctx, conn, text, args, limit)
 	return page.Events, true, err
 }

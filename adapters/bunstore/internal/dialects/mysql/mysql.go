@@ -252,10 +252,6 @@ func (Dialect) AnalyzeLoaded(context.Context, bun.IDB, func(string) func()) erro
 // there, nothing else.
 func (Dialect) PreparedOffset() string { return "OFFSET ?" }
 
-// PagesByRange is false: InnoDB reaches a row from any secondary index by
-// its primary key, so a range saves no lookup over the rows' ids.
-func (Dialect) PagesByRange() bool { return false }
-
 // QueryPrepared runs stmt as bun writes it, its values in the text.
 func (Dialect) QueryPrepared(ctx context.Context, db bun.IDB, stmt sqlq.Fragment) (*sql.Rows, error) {
 	return db.QueryContext(ctx, stmt.Text, stmt.Args...)

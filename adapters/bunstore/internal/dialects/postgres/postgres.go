@@ -246,13 +246,6 @@ func (Dialect) AnalyzeLoaded(ctx context.Context, tx bun.IDB, step func(what str
 // in 0.012 ms.
 func (Dialect) PreparedOffset() string { return "OFFSET (SELECT CAST(? AS bigint))" }
 
-// PagesByRange is true: an index entry holds its row's place in the heap,
-// so the range of events_created from a page's first row reads its 50
-// rows from a few heap pages, where 50 lookups by id each descend the
-// primary key first (200 buffers against 40 at a random offset of
-// 1,000,000 events; the statement alone 1.35x as fast on one connection).
-func (Dialect) PagesByRange() bool { return true }
-
 // QueryPrepared runs stmt with $n placeholders, which pgx keeps prepared
 // on the connection (pgx.QueryExecModeCacheStatement): its text then
 // depends only on its shape, so it is parsed once per connection.

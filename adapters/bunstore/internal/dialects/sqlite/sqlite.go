@@ -296,10 +296,6 @@ func (Dialect) AnalyzeLoaded(context.Context, bun.IDB, func(string) func()) erro
 // PreparedOffset is OFFSET ?: SQLite plans without the value.
 func (Dialect) PreparedOffset() string { return "OFFSET ?" }
 
-// PagesByRange is false: SQLite reaches a row from any index by its
-// rowid, so a range saves no lookup over the rows' ids.
-func (Dialect) PagesByRange() bool { return false }
-
 // QueryPrepared runs stmt as bun writes it, its values in the text.
 func (Dialect) QueryPrepared(ctx context.Context, db bun.IDB, stmt sqlq.Fragment) (*sql.Rows, error) {
 	return db.QueryContext(ctx, stmt.Text, stmt.Args...)
