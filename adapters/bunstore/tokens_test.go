@@ -323,3 +323,67 @@ $f$`,
 		t.Errorf("query inside a token written after the migration: %d events, want 1", page.Total)
 	}
 }
+
+// TestPostgresWholeRunReadsNoText: a query without delimiters is answered
+// from the token index without reading the candidates' texts, but those
+// of events with a long token (which the index cannot tell apart); a query
+// with a delimiter checks each candidate's text. Read from the plan: only
+// a scan of the long tokens' events (alias lt) filters by strpos.
+func TestPostgresWholeRunReadsNoText(t *testing.T) {
+	ctx := context.Background()
+	s := open(t, dbtest.Postgres(t))
+	db := bunstore.DB(s)
+	must(t, "Write", s.Write(ctx, &flagadmin.Batch{Events: []flagadmin.Event{
+		{Type: flagadmin.EventFeatureCreated, CreatedBy: "ada", Data: []byte(`{"name":"a-needle-here"}`)},
+		{Type: flagadmin.EventFeatureCreated, CreatedBy: "ada", Data: []byte(`{"name":"` + noise(300) + `needle"}`)},
+	}}))
+	for _, c := range []struct {
+		query     string
+		checksAll bool // every candidate's text is read
+	}{{"needle", false}, {`"a-needle-here"`, true}} {
+		for _, scope := range []flagadmin.TextScope{flagadmin.TextPayload, flagadmin.TextPayloadTypeCreator} {
+			cond, ok := textindex.Tokens(c.query, scope)
+			if !ok {
+				t.Fatalf("textindex.Tokens does not answer %q", c.query)
+			}
+			var plan string
+			err := db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+				if _, err := tx.ExecContext(ctx, "SET LOCAL enable_seqscan = off"); err != nil {
+					return err
+				}
+				return tx.QueryRowContext(ctx, "EXPLAIN (FORMAT JSON) SELECT id FROM events WHERE "+cond.Text, cond.Args...).Scan(&plan)
+			})
+			must(t, "EXPLAIN", err)
+			if checksAll := filtersOutsideLongTokens(t, plan); checksAll != c.checksAll {
+				t.Errorf("query %q scope %d: every candidate's text read: %v, want %v\n%s", c.query, scope, checksAll, c.checksAll, plan)
+			}
+		}
+	}
+}
+
+// filtersOutsideLongTokens reports whether a node of plan (EXPLAIN's JSON)
+// other than a scan of the long tokens' events (alias lt, numbered lt_1
+// for the second text) filters by strpos.
+func filtersOutsideLongTokens(t *testing.T, plan string) bool {
+	t.Helper()
+	type node struct {
+		Alias  string `json:"Alias"`
+		Filter string `json:"Filter"`
+		Plans  []node `json:"Plans"`
+	}
+	var roots []struct {
+		Plan node `json:"Plan"`
+	}
+	if err := json.Unmarshal([]byte(plan), &roots); err != nil || len(roots) != 1 {
+		t.Fatalf("EXPLAIN: %v\n%s", err, plan)
+	}
+	var walk func(n node) bool
+	walk = func(n node) bool {
+		longTokens := n.Alias == "lt" || strings.HasPrefix(n.Alias, "lt_") // PostgreSQL numbers a repeated alias
+		if !longTokens && strings.Contains(n.Filter, "strpos(") {
+			return true
+		}
+		return slices.ContainsFunc(n.Plans, walk)
+	}
+	return walk(roots[0].Plan)
+}
