@@ -148,8 +148,19 @@ func (s *Store) fetchPagePrepared(ctx context.Context, tx bun.Tx, stmt sqlq.Frag
 	return appendEvents(page, read)
 }
 
-// searchText answers a query with free text, in one read-only transaction.
+// searchText answers a query with free text: in one statement when the
+// summaries read its page (summaries.ReadTextPage: on PostgreSQL), else in
+// one read-only transaction.
 func (s *Store) searchText(ctx context.Context, q flagadmin.EventQuery) (flagadmin.EventPage, error) {
+	if q.Limit > 0 {
+		page, read, err := s.summaries.ReadTextPage(ctx, s.rdb, s.filter(q), s.after(q), q.Limit, q.Offset)
+		if err != nil {
+			return flagadmin.EventPage{}, s.fail("search events", err)
+		}
+		if read {
+			return page, nil
+		}
+	}
 	page := flagadmin.EventPage{Events: []flagadmin.Event{}}
 	err := s.inReadTx(ctx, "search events", func(ctx context.Context, tx bun.Tx) error {
 		if q.Limit > 0 {

@@ -53,6 +53,9 @@ func TestSearchAgreesWithMemstore(t *testing.T) {
 				queries = append(queries, p.Query())
 			}
 			project := w.Projects()[1].ID
+			// A cursor in the middle of the history (a cursor goes with offset
+			// 0 only): a text's page after it, its total whatever the cursor.
+			cursor := &flagadmin.EventPosition{CreatedAt: w.Config().Start.Add(w.Config().End.Sub(w.Config().Start) / 2), ID: 1500}
 			for _, text := range []string{worldgen.RareWord, "acme-corp", "a*b", "a?c", "[x]", "x]", "*", "?", "[", "100%", "x_y", "ab", "ærø",
 				"zz-no-such-text", `"rollout":"50"`, "feature-strategy-update"} {
 				for _, q := range []flagadmin.EventQuery{
@@ -61,6 +64,7 @@ func TestSearchAgreesWithMemstore(t *testing.T) {
 					{Text: text, Limit: 50, Offset: 100_000},
 					{Text: text, Limit: 20, Projects: []string{project}},
 					{Text: text, Limit: 20, TextScope: flagadmin.TextPayloadTypeCreator},
+					{Text: text, Limit: 20, After: cursor},
 				} {
 					queries = append(queries, q)
 				}

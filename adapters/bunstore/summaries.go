@@ -24,8 +24,9 @@ import (
 //   - a search (PlanSearch and MatchText, in SearchEvents and filter):
 //     its total, where a page at a large offset starts, and the condition
 //     of its free text;
-//   - a page and an export's batch (ReadPage, ReadExport) read in one
-//     statement, and the rows of a page found by a seek (ReadPageIn);
+//   - a page, a free-text query's page and an export's batch (ReadPage,
+//     ReadTextPage, ReadExport) read in one statement, and the rows of a
+//     page found by a seek (ReadPageIn);
 //   - the project list (ProjectFigures, NewestEvents): its figures and the
 //     newest event of each project;
 //   - a proof of the verifiable log (ReadProof) read in one statement;
@@ -71,6 +72,12 @@ type summaries interface {
 	// events) after the rows skip (an OFFSET clause) skips, which a seek
 	// found, on conn in its transaction, and reports whether it did.
 	ReadPageIn(ctx context.Context, conn bun.Conn, where sqlq.Fragment, limit int, skip sqlq.Fragment) ([]flagadmin.Event, bool, error)
+	// ReadTextPage reads the page of a free-text query (limit > 0) in one
+	// statement on db: its limit events at offset among those of matches
+	// (the query's filters) after the cursor after (empty without one),
+	// with the total of matches whatever the cursor. It reports whether it
+	// did.
+	ReadTextPage(ctx context.Context, db *bun.DB, matches, after sqlq.Fragment, limit, offset int) (flagadmin.EventPage, bool, error)
 	// ReadExport reads a batch of an export on db: the first limit events
 	// by id among those of where. It reports whether it did.
 	ReadExport(ctx context.Context, db *bun.DB, where sqlq.Fragment, limit int) ([]flagadmin.Event, bool, error)
@@ -119,6 +126,11 @@ func (plain) ReadPage(context.Context, *bun.DB, summary.Page) (flagadmin.EventPa
 // ReadPageIn does not read: the core reads the rows.
 func (plain) ReadPageIn(context.Context, bun.Conn, sqlq.Fragment, int, sqlq.Fragment) ([]flagadmin.Event, bool, error) {
 	return nil, false, nil
+}
+
+// ReadTextPage does not read: the core reads the page.
+func (plain) ReadTextPage(context.Context, *bun.DB, sqlq.Fragment, sqlq.Fragment, int, int) (flagadmin.EventPage, bool, error) {
+	return flagadmin.EventPage{}, false, nil
 }
 
 // ReadExport does not read: the core reads the batch.

@@ -8,8 +8,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/flagadmin/flagadmin/adapters/bunstore"
 	"github.com/flagadmin/flagadmin/adapters/memstore"
 	"github.com/flagadmin/flagadmin/flagadmin"
+	"github.com/flagadmin/flagadmin/internal/dbtest"
 )
 
 // textNotes are payload texts with the characters a free-text query must
@@ -106,4 +108,40 @@ func TestTextSearchAgreesWithMemstore(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestTextPageIsOneStatementOnPostgres: on PostgreSQL, a free-text page
+// and its total are read in one statement (on pgx, which Bun's hooks do
+// not see), a page past the last match too; with the page statements off,
+// the core reads them in a transaction of several.
+func TestTextPageIsOneStatementOnPostgres(t *testing.T) {
+	ctx := context.Background()
+	at := time.Date(2024, 5, 1, 0, 0, 0, 0, time.UTC)
+	for _, c := range []struct {
+		name string
+		opts []bunstore.Option
+	}{{"one statement", nil}, {"page statements off", []bunstore.Option{bunstore.WithoutTuning(bunstore.PageStatements)}}} {
+		t.Run(c.name, func(t *testing.T) {
+			s := open(t, dbtest.Postgres(t), c.opts...)
+			mem := memstore.New()
+			for _, st := range []flagadmin.Store{s, mem} {
+				must(t, "Write", st.Write(ctx, &flagadmin.Batch{Events: textEvents(at)}))
+			}
+			stmts := &statementCounter{}
+			bunstore.ReaderDB(s).AddQueryHook(stmts)
+			for _, q := range []flagadmin.EventQuery{{Text: "vandelay", Limit: 50}, {Text: "a", Limit: 2, Offset: 1}, {Text: "a", Limit: 2, Offset: 500}} {
+				stmts.n.Store(0)
+				got, err := s.SearchEvents(ctx, q)
+				must(t, "SearchEvents", err)
+				want, err := mem.SearchEvents(ctx, q)
+				must(t, "memstore", err)
+				if g, w := pageKey(t, got), pageKey(t, want); g != w {
+					t.Errorf("query %q offset %d:\ngot  %s\nwant %s", q.Text, q.Offset, g, w)
+				}
+				if n := stmts.n.Load(); (c.opts == nil) != (n == 0) {
+					t.Errorf("query %q offset %d: %d statements through Bun", q.Text, q.Offset, n)
+				}
+			}
+		})
+	}
 }

@@ -112,6 +112,29 @@ func Export(ctx context.Context, db *bun.DB, where sqlq.Fragment, limit int) ([]
 	return page.Events, err
 }
 
+// TextPage reads the page of a free-text query on a connection of db, a
+// database of the pgx driver, in one statement: its limit events at offset
+// among those of matches (a condition on events, the query's filters)
+// after the cursor after (a condition on created_at and id; empty without
+// one), in page order, with the total of matches whatever the cursor. The
+// matches are found once (their ids and creation times, kept for the
+// statement), then counted and paged, and only the page's rows are read;
+// one snapshot serves the page and the total, which comes in a row of its
+// own when the page is empty. The statement is written literally: the
+// plan of a text's candidates depends on the text.
+func TextPage(ctx context.Context, db *bun.DB, matches, after sqlq.Fragment, limit, offset int) (flagadmin.EventPage, error) {
+	ids := sqlq.F("SELECT id FROM m")
+	if !after.Empty() {
+		ids = after.Wrap("SELECT id FROM m WHERE ", "")
+	}
+	ids = sqlq.Join("", ids, sqlq.F(" ORDER BY created_at DESC, id DESC"+page(limit, offset)))
+	sel := sqlq.Fill("WITH m AS MATERIALIZED (?), t AS (SELECT COUNT(*) AS total FROM m), p AS (?) SELECT t.total, "+columns+
+		" FROM t LEFT JOIN (p JOIN events AS e ON e.id = p.id) ON TRUE ORDER BY e.created_at DESC, e.id DESC",
+		matches.Wrap("SELECT id, created_at FROM events WHERE ", ""), ids)
+	text := string(db.QueryGen().AppendQuery(nil, sel.Text, sel.Args...))
+	return Read(ctx, db.DB, text, nil, limit)
+}
+
 // columns are the columns of a page's events, from events AS e.
 var columns = "e." + strings.Join(stored.EventColumns, ", e.")
 

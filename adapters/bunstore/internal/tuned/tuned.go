@@ -165,6 +165,16 @@ func (s *Summaries) ReadPageIn(ctx context.Context, conn bun.Conn, where sqlq.Fr
 	return page.Events, true, err
 }
 
+// ReadTextPage reads the page of a free-text query in one statement on db
+// (pgpage.TextPage), with the page statements on.
+func (s *Summaries) ReadTextPage(ctx context.Context, db *bun.DB, matches, after sqlq.Fragment, limit, offset int) (flagadmin.EventPage, bool, error) {
+	if !s.on.Pages {
+		return flagadmin.EventPage{}, false, nil
+	}
+	page, err := pgpage.TextPage(ctx, db, matches, after, limit, offset)
+	return page, true, err
+}
+
 // ReadExport reads a batch of an export on db, decoded from pgx's raw
 // values (pgpage.Export), with the page statements on.
 func (s *Summaries) ReadExport(ctx context.Context, db *bun.DB, where sqlq.Fragment, limit int) ([]flagadmin.Event, bool, error) {
