@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/flagadmin/flagadmin/adapters/bunstore/internal/pgpage"
 	"github.com/flagadmin/flagadmin/adapters/bunstore/internal/summary"
 	"github.com/flagadmin/flagadmin/flagadmin"
@@ -230,4 +232,63 @@ func TestDatedPagesPlannedOnceOnPostgres(t *testing.T) {
 		}
 	}
 	checkPlannedOnce(t, s, "WITH t AS %")
+}
+
+// TestTextPagesPlannedOnceOnPostgres: the page of a free-text query
+// without other filters is prepared and planned once for every text (its
+// values hidden from the planner), and that one plan finds the candidates
+// in the token index, not by reading every event; a text with a type
+// filter is written with its values, planned for them.
+func TestTextPagesPlannedOnceOnPostgres(t *testing.T) {
+	ctx := context.Background()
+	s, w := onePostgresConnection(t)
+	if _, err := s.rdb.ExecContext(ctx, "ANALYZE events, search_tokens"); err != nil {
+		t.Fatal(err)
+	}
+	hidden := []string{w.Projects()[1].ID, w.Projects()[2].ID}
+	texts := []string{worldgen.RareWord}
+	for _, f := range w.Features()[:7] {
+		texts = append(texts, f.Name)
+	}
+	for _, text := range texts {
+		q := flagadmin.EventQuery{Text: text, Limit: 20, RequireProject: true, HiddenProjects: hidden}
+		page, err := s.SearchEvents(ctx, q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if page.Total == 0 {
+			t.Fatalf("query %q: no match", text)
+		}
+	}
+	checkPlannedOnce(t, s, "WITH m AS MATERIALIZED %")
+
+	q := flagadmin.EventQuery{Text: texts[1], Limit: 20, RequireProject: true, HiddenProjects: hidden}
+	text, args := pgpage.TextStatement(s.rdb.QueryGen(), q, s.filter(q), s.after(q))
+	if len(args) == 0 || args[0] != pgx.QueryExecModeCacheStatement || strings.Contains(text, texts[1]) {
+		t.Errorf("free text alone is not prepared: %s %v", text, args)
+	}
+	// A world this small is read whole, whatever the plan: with
+	// sequential scans off the plan shows which index it would read.
+	if _, err := s.rdb.ExecContext(ctx, "SET enable_seqscan = off"); err != nil {
+		t.Fatal(err)
+	}
+	root, plan := planOf(t, s, text, args[1:])
+	if _, err := s.rdb.ExecContext(ctx, "RESET enable_seqscan"); err != nil {
+		t.Fatal(err)
+	}
+	tokens := false
+	for n := range root.all() {
+		if n.Relation == "events" && n.Type == "Seq Scan" {
+			t.Errorf("the plan reads every event:\n%s", plan)
+		}
+		tokens = tokens || n.Index == "events_payload_tokens"
+	}
+	if !tokens {
+		t.Errorf("the plan does not read the token index:\n%s", plan)
+	}
+
+	q.Types = []string{flagadmin.EventFeatureCreated}
+	if text, args := pgpage.TextStatement(s.rdb.QueryGen(), q, s.filter(q), s.after(q)); len(args) != 0 || !strings.Contains(text, texts[1]) {
+		t.Errorf("free text with a type filter is prepared: %s %v", text, args)
+	}
 }

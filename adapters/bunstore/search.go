@@ -153,7 +153,7 @@ func (s *Store) fetchPagePrepared(ctx context.Context, tx bun.Tx, stmt sqlq.Frag
 // one read-only transaction.
 func (s *Store) searchText(ctx context.Context, q flagadmin.EventQuery) (flagadmin.EventPage, error) {
 	if q.Limit > 0 {
-		page, read, err := s.summaries.ReadTextPage(ctx, s.rdb, s.filter(q), s.after(q), q.Limit, q.Offset)
+		page, read, err := s.summaries.ReadTextPage(ctx, s.rdb, q, s.filter(q), s.after(q))
 		if err != nil {
 			return flagadmin.EventPage{}, s.fail("search events", err)
 		}

@@ -72,12 +72,12 @@ type summaries interface {
 	// events) after the rows skip (an OFFSET clause) skips, which a seek
 	// found, on conn in its transaction, and reports whether it did.
 	ReadPageIn(ctx context.Context, conn bun.Conn, where sqlq.Fragment, limit int, skip sqlq.Fragment) ([]flagadmin.Event, bool, error)
-	// ReadTextPage reads the page of a free-text query (limit > 0) in one
-	// statement on db: its limit events at offset among those of matches
-	// (the query's filters) after the cursor after (empty without one),
+	// ReadTextPage reads the page of q, a free-text query (q.Limit > 0),
+	// in one statement on db: its events at q.Offset among those of
+	// matches (q's filters) after the cursor after (empty without one),
 	// with the total of matches whatever the cursor. It reports whether it
 	// did.
-	ReadTextPage(ctx context.Context, db *bun.DB, matches, after sqlq.Fragment, limit, offset int) (flagadmin.EventPage, bool, error)
+	ReadTextPage(ctx context.Context, db *bun.DB, q flagadmin.EventQuery, matches, after sqlq.Fragment) (flagadmin.EventPage, bool, error)
 	// ReadExport reads a batch of an export on db: the first limit events
 	// by id among those of where. It reports whether it did.
 	ReadExport(ctx context.Context, db *bun.DB, where sqlq.Fragment, limit int) ([]flagadmin.Event, bool, error)
@@ -129,7 +129,7 @@ func (plain) ReadPageIn(context.Context, bun.Conn, sqlq.Fragment, int, sqlq.Frag
 }
 
 // ReadTextPage does not read: the core reads the page.
-func (plain) ReadTextPage(context.Context, *bun.DB, sqlq.Fragment, sqlq.Fragment, int, int) (flagadmin.EventPage, bool, error) {
+func (plain) ReadTextPage(context.Context, *bun.DB, flagadmin.EventQuery, sqlq.Fragment, sqlq.Fragment) (flagadmin.EventPage, bool, error) {
 	return flagadmin.EventPage{}, false, nil
 }
 

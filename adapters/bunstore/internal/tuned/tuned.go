@@ -167,11 +167,11 @@ func (s *Summaries) ReadPageIn(ctx context.Context, conn bun.Conn, where sqlq.Fr
 
 // ReadTextPage reads the page of a free-text query in one statement on db
 // (pgpage.TextPage), with the page statements on.
-func (s *Summaries) ReadTextPage(ctx context.Context, db *bun.DB, matches, after sqlq.Fragment, limit, offset int) (flagadmin.EventPage, bool, error) {
+func (s *Summaries) ReadTextPage(ctx context.Context, db *bun.DB, q flagadmin.EventQuery, matches, after sqlq.Fragment) (flagadmin.EventPage, bool, error) {
 	if !s.on.Pages {
 		return flagadmin.EventPage{}, false, nil
 	}
-	page, err := pgpage.TextPage(ctx, db, matches, after, limit, offset)
+	page, err := pgpage.TextPage(ctx, db, q, matches, after)
 	return page, true, err
 }
 
