@@ -183,6 +183,10 @@ type sqlDialect interface {
 	// values, on db: kept prepared by the connection where the database
 	// would otherwise plan it anew each time, at more cost than running it.
 	QueryPrepared(ctx context.Context, db bun.IDB, stmt sqlq.Fragment) (*sql.Rows, error)
+	// QueryPlannedOnce is QueryPrepared for a statement whose one plan
+	// serves all its values: where the database would plan each run for
+	// its values, it plans the statement once.
+	QueryPlannedOnce(ctx context.Context, db bun.IDB, stmt sqlq.Fragment) (*sql.Rows, error)
 }
 
 // tokenKeeper is the ability of a dialect whose schema keeps a vocabulary

@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"iter"
+	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/uptrace/bun"
 
@@ -224,5 +226,41 @@ func TestSeekPageRowsReadInTheTransaction(t *testing.T) {
 	page, err := s.SearchEvents(ctx, flagadmin.EventQuery{Limit: 1})
 	if err != nil || len(page.Events) != 1 || page.Events[0].CreatedBy != "late" {
 		t.Fatalf("after the transaction, the newest event is %+v (%v), want the late one", page.Events, err)
+	}
+}
+
+// TestProjectListPlannedOnceOnPostgres: the project list's statement is
+// planned once for all its values (the caller whose favorites it marks,
+// the times of potentially stale features), not at every run.
+func TestProjectListPlannedOnceOnPostgres(t *testing.T) {
+	ctx := context.Background()
+	s, w := onePostgresConnection(t)
+	if _, err := s.rdb.ExecContext(ctx, "ANALYZE"); err != nil {
+		t.Fatal(err)
+	}
+	now := w.Config().End
+	for i, u := range w.Users()[:8] {
+		q := flagadmin.ProjectStatsQuery{FavoritesOf: &u.ID, PotentiallyStaleBefore: flagadmin.PotentiallyStaleCutoffs(now.Add(time.Duration(i) * time.Minute))}
+		stats, err := s.ProjectStats(ctx, q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(stats) == 0 {
+			t.Fatal("no project listed")
+		}
+	}
+	checkPlannedOnce(t, s, "SELECT p.id, p.name, %")
+	// Planned once whatever the statistics: on a database where seeing
+	// the values makes each custom plan look a little cheaper (200
+	// projects, 20,000 features), PostgreSQL would plan every run for
+	// them; no value of the statement is shown to the planner.
+	var text string
+	if err := s.rdb.QueryRowContext(ctx, "SELECT statement FROM pg_prepared_statements WHERE statement LIKE 'SELECT p.id, p.name, %'").Scan(&text); err != nil {
+		t.Fatal(err)
+	}
+	for _, at := range regexp.MustCompile(`\$[0-9]+`).FindAllStringIndex(text, -1) {
+		if !strings.HasSuffix(text[:at[0]], "(SELECT CAST(") {
+			t.Errorf("the project list shows the planner its value %s:\n%s", text[at[0]:at[1]], text)
+		}
 	}
 }

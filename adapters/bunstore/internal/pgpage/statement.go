@@ -10,7 +10,6 @@ package pgpage
 import (
 	"context"
 	"fmt"
-	"regexp"
 	"strconv"
 	"strings"
 
@@ -41,42 +40,13 @@ func Statement(gen schema.QueryGen, s summary.Page) (string, []any) {
 	return Literal(gen, s)
 }
 
-// Prepared returns the page statement of s with placeholders, and its
-// arguments: pgx.QueryExecModeCacheStatement, then the values.
+// Prepared returns the page statement of s with placeholders, its values
+// hidden from the planner (sqlq.Fragment.Opaque), and its arguments:
+// pgx.QueryExecModeCacheStatement, then the values.
 func Prepared(s summary.Page) (string, []any) {
-	text, args := statement(s, true).Dollar()
-	return opaque(text, args), append([]any{pgx.QueryExecModeCacheStatement}, args...)
+	text, args := statement(s, true).Opaque()
+	return text, append([]any{pgx.QueryExecModeCacheStatement}, args...)
 }
-
-// opaque returns text, a statement with $n placeholders for args, with
-// each placeholder of a number or a string hidden from the planner in a
-// sub-select: (SELECT CAST($n AS bigint)) or (SELECT CAST($n AS text)).
-// PostgreSQL plans a prepared statement for its values five times (custom
-// plans), then keeps its generic plan only if that costs no more than the
-// custom ones did; seeing the values of an offset or of the hidden
-// projects, the custom plans' estimates came out a little lower each
-// time, so every Bind planned the page again: 0.3 to 1 ms, more than it
-// ran. A value in a sub-select is unknown to custom and generic plans
-// alike, so from the sixth run on the generic plan is kept. The pages
-// prepared are those one generic plan serves (GenericPlanSafe).
-func opaque(text string, args []any) string {
-	return placeholder.ReplaceAllStringFunc(text, func(p string) string {
-		n, err := strconv.Atoi(p[1:])
-		if err != nil || n < 1 || n > len(args) {
-			return p
-		}
-		switch args[n-1].(type) {
-		case int, int64:
-			return "(SELECT CAST(" + p + " AS bigint))"
-		case string:
-			return "(SELECT CAST(" + p + " AS text))"
-		}
-		return p
-	})
-}
-
-// placeholder is a placeholder of a statement for PostgreSQL, $n.
-var placeholder = regexp.MustCompile(`\$[0-9]+`)
 
 // Literal returns the page statement of s with its values written into
 // the text by gen, and no arguments.
@@ -123,7 +93,7 @@ func Export(ctx context.Context, db *bun.DB, where sqlq.Fragment, limit int) ([]
 // comes in a row of its own when the page is empty.
 //
 // A query of free text alone (with the caller's visibility) is kept
-// prepared, its values hidden from the planner (opaque): its plan, the
+// prepared, its values hidden from the planner (sqlq.Fragment.Opaque): its plan, the
 // text's candidates from the token index, is the same whatever the text,
 // and planning the statement cost more than running it for most texts
 // (a feature's name: 3.1-3.6 ms written literally, 1.4-1.8 ms prepared).
@@ -153,8 +123,8 @@ func TextStatement(gen schema.QueryGen, q flagadmin.EventQuery, matches, after s
 		" FROM t LEFT JOIN (p JOIN events AS e ON e.id = p.id) ON TRUE ORDER BY e.created_at DESC, e.id DESC",
 		matches.Wrap("SELECT id, created_at FROM events WHERE ", ""), ids)
 	if prepared {
-		text, args := sel.Dollar()
-		return opaque(text, args), append([]any{pgx.QueryExecModeCacheStatement}, args...)
+		text, args := sel.Opaque()
+		return text, append([]any{pgx.QueryExecModeCacheStatement}, args...)
 	}
 	return string(gen.AppendQuery(nil, sel.Text, sel.Args...)), nil
 }
@@ -260,7 +230,7 @@ func page(limit, offset int) string {
 // table for two rare ones. Hidden projects only filter rows, except with a
 // date range, where their events in it are counted (the total) from
 // events_project, which reads exactly those events whatever the projects
-// (their values hidden from the planner: opaque).
+// (their values hidden from the planner: sqlq.Fragment.Opaque).
 func GenericPlanSafe(q flagadmin.EventQuery) bool {
 	if q.Text != "" {
 		return false

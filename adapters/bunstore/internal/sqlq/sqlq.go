@@ -132,6 +132,37 @@ func (f Fragment) Dollar() (string, []any) {
 	return b.String(), f.Args
 }
 
+// Opaque is Dollar with each value that is a number or a string hidden
+// from PostgreSQL's planner in a sub-select, (SELECT CAST($n AS bigint))
+// or (SELECT CAST($n AS text)), for a statement kept prepared whose one
+// generic plan serves all its values. PostgreSQL plans a prepared
+// statement for its values five times (custom plans), then keeps its
+// generic plan only if that costs no more than the custom ones did; when
+// seeing the values makes each custom plan's estimate a little lower,
+// every run plans the statement again, which may cost more than running
+// it. A value in a sub-select is unknown to custom and generic plans
+// alike, so from the sixth run on the generic plan is kept.
+func (f Fragment) Opaque() (string, []any) {
+	var b strings.Builder
+	n := 0
+	for i := 0; i < len(f.Text); i++ {
+		if f.Text[i] != '?' {
+			b.WriteByte(f.Text[i])
+			continue
+		}
+		p := "$" + strconv.Itoa(n+1)
+		switch f.Args[n].(type) {
+		case int, int64:
+			p = "(SELECT CAST(" + p + " AS bigint))"
+		case string:
+			p = "(SELECT CAST(" + p + " AS text))"
+		}
+		b.WriteString(p)
+		n++
+	}
+	return b.String(), f.Args
+}
+
 var _ schema.QueryAppender = Fragment{}
 
 // AppendQuery implements schema.QueryAppender: a fragment is a Bun query

@@ -256,3 +256,8 @@ func (Dialect) PreparedOffset() string { return "OFFSET ?" }
 func (Dialect) QueryPrepared(ctx context.Context, db bun.IDB, stmt sqlq.Fragment) (*sql.Rows, error) {
 	return db.QueryContext(ctx, stmt.Text, stmt.Args...)
 }
+
+// QueryPlannedOnce is QueryPrepared.
+func (d Dialect) QueryPlannedOnce(ctx context.Context, db bun.IDB, stmt sqlq.Fragment) (*sql.Rows, error) {
+	return d.QueryPrepared(ctx, db, stmt)
+}

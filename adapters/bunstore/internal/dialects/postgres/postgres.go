@@ -250,18 +250,29 @@ func (Dialect) PreparedOffset() string { return "OFFSET (SELECT CAST(? AS bigint
 // on the connection (pgx.QueryExecModeCacheStatement): its text then
 // depends only on its shape, so it is parsed once per connection.
 // PostgreSQL still plans it for each run's values when that promises a
-// better plan than its generic one (plan_cache_mode auto): for the project
-// list it does, and forcing the generic plan, which saves that planning
-// (0.5 ms), made the list slower. db is a *bun.DB or a bun.Tx: pgx must
-// see the values, which bun's own QueryContext would write into the text.
+// better plan than its generic one (plan_cache_mode auto). db is a
+// *bun.DB or a bun.Tx: pgx must see the values, which bun's own
+// QueryContext would write into the text.
 func (Dialect) QueryPrepared(ctx context.Context, db bun.IDB, stmt sqlq.Fragment) (*sql.Rows, error) {
-	text, args := stmt.Dollar()
+	return queryPrepared(ctx, db, stmt.Dollar)
+}
+
+// QueryPlannedOnce is QueryPrepared with the values hidden from the
+// planner (sqlq.Fragment.Opaque), so that PostgreSQL keeps its generic
+// plan after five runs instead of planning each run for its values.
+func (Dialect) QueryPlannedOnce(ctx context.Context, db bun.IDB, stmt sqlq.Fragment) (*sql.Rows, error) {
+	return queryPrepared(ctx, db, stmt.Opaque)
+}
+
+// queryPrepared runs the statement text returns, kept prepared.
+func queryPrepared(ctx context.Context, db bun.IDB, text func() (string, []any)) (*sql.Rows, error) {
+	query, args := text()
 	args = append([]any{pgx.QueryExecModeCacheStatement}, args...)
 	switch db := db.(type) {
 	case *bun.DB:
-		return db.DB.QueryContext(ctx, text, args...)
+		return db.DB.QueryContext(ctx, query, args...)
 	case bun.Tx:
-		return db.Tx.QueryContext(ctx, text, args...)
+		return db.Tx.QueryContext(ctx, query, args...)
 	}
 	return nil, fmt.Errorf("postgres: QueryPrepared on a %T", db)
 }

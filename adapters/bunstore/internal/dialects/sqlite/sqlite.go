@@ -301,6 +301,11 @@ func (Dialect) QueryPrepared(ctx context.Context, db bun.IDB, stmt sqlq.Fragment
 	return db.QueryContext(ctx, stmt.Text, stmt.Args...)
 }
 
+// QueryPlannedOnce is QueryPrepared.
+func (d Dialect) QueryPlannedOnce(ctx context.Context, db bun.IDB, stmt sqlq.Fragment) (*sql.Rows, error) {
+	return d.QueryPrepared(ctx, db, stmt)
+}
+
 // TextRefill are the statements that fill events_text from the events,
 // for a bulk load that dropped its triggers: Fill (over the events of a
 // range of ids, run range by range), between Before and After, then
