@@ -26,7 +26,8 @@ import (
 // by the summaries (summaries.ReadPageIn). With a free-text query,
 // whose every candidate row must be read to be checked anyway, one pass
 // returns the page's ids with the count of all matches (a window count)
-// instead of checking every row twice.
+// instead of checking every row twice, or the summaries read the page
+// and its total in one statement (summaries.ReadTextPage).
 func (s *Store) SearchEvents(ctx context.Context, q flagadmin.EventQuery) (flagadmin.EventPage, error) {
 	ctx, cancel := s.bound(ctx)
 	defer cancel()

@@ -118,18 +118,7 @@ func Fill(text string, fs ...Fragment) Fragment {
 // Dollar returns f's text with its placeholders numbered $1, $2, ... (in
 // the order of its values) and its values: PostgreSQL's form, for pgx.
 func (f Fragment) Dollar() (string, []any) {
-	var b strings.Builder
-	n := 0
-	for i := 0; i < len(f.Text); i++ {
-		if f.Text[i] != '?' {
-			b.WriteByte(f.Text[i])
-			continue
-		}
-		n++
-		b.WriteByte('$')
-		b.WriteString(strconv.Itoa(n))
-	}
-	return b.String(), f.Args
+	return f.numbered(func(p string, _ any) string { return p })
 }
 
 // Opaque is Dollar with each value that is a number or a string hidden
@@ -143,6 +132,21 @@ func (f Fragment) Dollar() (string, []any) {
 // it. A value in a sub-select is unknown to custom and generic plans
 // alike, so from the sixth run on the generic plan is kept.
 func (f Fragment) Opaque() (string, []any) {
+	return f.numbered(func(p string, arg any) string {
+		switch arg.(type) {
+		case int, int64:
+			return "(SELECT CAST(" + p + " AS bigint))"
+		case string:
+			return "(SELECT CAST(" + p + " AS text))"
+		}
+		return p
+	})
+}
+
+// numbered returns f's text with each placeholder replaced by what write
+// makes of $n (n counting from 1 in the order of its values) and of its
+// value, and f's values.
+func (f Fragment) numbered(write func(p string, arg any) string) (string, []any) {
 	var b strings.Builder
 	n := 0
 	for i := 0; i < len(f.Text); i++ {
@@ -150,14 +154,11 @@ func (f Fragment) Opaque() (string, []any) {
 			b.WriteByte(f.Text[i])
 			continue
 		}
-		p := "$" + strconv.Itoa(n+1)
-		switch f.Args[n].(type) {
-		case int, int64:
-			p = "(SELECT CAST(" + p + " AS bigint))"
-		case string:
-			p = "(SELECT CAST(" + p + " AS text))"
+		var arg any // none when the text has more placeholders than values
+		if n < len(f.Args) {
+			arg = f.Args[n]
 		}
-		b.WriteString(p)
+		b.WriteString(write("$"+strconv.Itoa(n+1), arg))
 		n++
 	}
 	return b.String(), f.Args

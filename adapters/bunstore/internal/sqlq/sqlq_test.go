@@ -44,3 +44,12 @@ func TestFillPanicsOnAMiscount(t *testing.T) {
 	}()
 	Fill("? ?", F("1"))
 }
+
+func TestOpaque(t *testing.T) {
+	f := F("a = ? AND b = ? AND c = ? AND d IN (?, ?)", int64(7), "x", true, 3, "y")
+	text, args := f.Opaque()
+	want := "a = (SELECT CAST($1 AS bigint)) AND b = (SELECT CAST($2 AS text)) AND c = $3 AND d IN ((SELECT CAST($4 AS bigint)), (SELECT CAST($5 AS text)))"
+	if text != want || !reflect.DeepEqual(args, f.Args) {
+		t.Errorf("Opaque() = %q, %v\nwant %q, %v", text, args, want, f.Args)
+	}
+}
