@@ -192,16 +192,7 @@ func TestPagesPlannedOnceOnPostgres(t *testing.T) {
 	}
 	for i := range 8 {
 		q := flagadmin.EventQuery{Limit: 50, Offset: 3 + 37*i, RequireProject: true, HiddenProjects: hidden}
-		search, seeks := s.pageSearch(q)
-		if seeks || !pgpage.GenericPlanSafe(q) {
-			t.Fatalf("%+v: not a prepared one-statement page", q)
-		}
-		text, args := pgpage.Prepared(search)
-		page, err := pgpage.Read(ctx, s.rdb.DB, text, args, q.Limit)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(page.Events) != q.Limit {
+		if page := readPrepared(t, s, q); len(page.Events) != q.Limit {
 			t.Fatalf("the page at offset %d holds %d events, want %d", q.Offset, len(page.Events), q.Limit)
 		}
 	}
@@ -221,17 +212,25 @@ func TestDatedPagesPlannedOnceOnPostgres(t *testing.T) {
 	for i := range 8 {
 		from := w.Config().Start.AddDate(0, 2*i, 0)
 		before := from.AddDate(0, 1, 0)
-		q := flagadmin.EventQuery{Limit: 50, RequireProject: true, HiddenProjects: hidden, From: &from, Before: &before}
-		search, seeks := s.pageSearch(q)
-		if seeks || !pgpage.GenericPlanSafe(q) {
-			t.Fatalf("%+v: not a prepared one-statement page", q)
-		}
-		text, args := pgpage.Prepared(search)
-		if _, err := pgpage.Read(ctx, s.rdb.DB, text, args, q.Limit); err != nil {
-			t.Fatal(err)
-		}
+		readPrepared(t, s, flagadmin.EventQuery{Limit: 50, RequireProject: true, HiddenProjects: hidden, From: &from, Before: &before})
 	}
 	checkPlannedOnce(t, s, "WITH t AS %")
+}
+
+// readPrepared reads the page of q, which must be a one-statement page
+// that is prepared (GenericPlanSafe), by its prepared statement.
+func readPrepared(t *testing.T, s *Store, q flagadmin.EventQuery) flagadmin.EventPage {
+	t.Helper()
+	search, seeks := s.pageSearch(q)
+	if seeks || !pgpage.GenericPlanSafe(q) {
+		t.Fatalf("%+v: not a prepared one-statement page", q)
+	}
+	text, args := pgpage.Prepared(search)
+	page, err := pgpage.Read(context.Background(), s.rdb.DB, text, args, q.Limit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return page
 }
 
 // TestTextPagesPlannedOnceOnPostgres: the page of a free-text query

@@ -44,14 +44,26 @@ func Statement(gen schema.QueryGen, s summary.Page) (string, []any) {
 // hidden from the planner (sqlq.Fragment.Opaque), and its arguments:
 // pgx.QueryExecModeCacheStatement, then the values.
 func Prepared(s summary.Page) (string, []any) {
-	text, args := statement(s, true).Opaque()
+	return prepared(statement(s, true))
+}
+
+// prepared returns the text of f with placeholders, its values hidden
+// from the planner (sqlq.Fragment.Opaque), and the arguments for Read:
+// pgx.QueryExecModeCacheStatement, then the values.
+func prepared(f sqlq.Fragment) (string, []any) {
+	text, args := f.Opaque()
 	return text, append([]any{pgx.QueryExecModeCacheStatement}, args...)
 }
 
 // Literal returns the page statement of s with its values written into
 // the text by gen, and no arguments.
 func Literal(gen schema.QueryGen, s summary.Page) (string, []any) {
-	f := statement(s, false)
+	return literal(gen, statement(s, false))
+}
+
+// literal returns the text of f with its values written in by gen, and no
+// arguments.
+func literal(gen schema.QueryGen, f sqlq.Fragment) (string, []any) {
 	return string(gen.AppendQuery(nil, f.Text, f.Args...)), nil
 }
 
@@ -77,8 +89,8 @@ func Rows(stmt sqlq.Fragment) (string, []any) {
 // a page's are (Read), with a total of 0.
 func Export(ctx context.Context, db *bun.DB, where sqlq.Fragment, limit int) ([]flagadmin.Event, error) {
 	sel := sqlq.Fill("SELECT CAST(0 AS bigint) AS total, "+columns+" FROM events AS e WHERE ? ORDER BY id ASC LIMIT ?", where, sqlq.F("?", limit))
-	text := string(db.QueryGen().AppendQuery(nil, sel.Text, sel.Args...))
-	page, err := Read(ctx, db.DB, text, nil, limit)
+	text, args := literal(db.QueryGen(), sel)
+	page, err := Read(ctx, db.DB, text, args, limit)
 	return page.Events, err
 }
 
@@ -109,24 +121,20 @@ func TextPage(ctx context.Context, db *bun.DB, q flagadmin.EventQuery, matches, 
 // Read: prepared, with pgx.QueryExecModeCacheStatement then the values,
 // for free text alone (textAlone), else written literally.
 func TextStatement(gen schema.QueryGen, q flagadmin.EventQuery, matches, after sqlq.Fragment) (string, []any) {
-	prepared := textAlone(q)
 	ids := sqlq.F("SELECT id FROM m")
 	if !after.Empty() {
 		ids = after.Wrap("SELECT id FROM m WHERE ", "")
 	}
-	skip := sqlq.F(page(q.Limit, q.Offset))
-	if prepared && q.Offset > 0 {
-		skip = sqlq.F(" LIMIT "+strconv.Itoa(q.Limit)+" OFFSET ?", int64(q.Offset))
+	skip := sqlq.F(order + " LIMIT " + strconv.Itoa(q.Limit))
+	if q.Offset > 0 {
+		skip = sqlq.F(order+" LIMIT "+strconv.Itoa(q.Limit)+" OFFSET ?", int64(q.Offset))
 	}
-	ids = sqlq.Join("", ids, sqlq.F(" ORDER BY created_at DESC, id DESC"), skip)
-	sel := sqlq.Fill("WITH m AS MATERIALIZED (?), t AS (SELECT COUNT(*) AS total FROM m), p AS (?) SELECT t.total, "+columns+
-		" FROM t LEFT JOIN (p JOIN events AS e ON e.id = p.id) ON TRUE ORDER BY e.created_at DESC, e.id DESC",
-		matches.Wrap("SELECT id, created_at FROM events WHERE ", ""), ids)
-	if prepared {
-		text, args := sel.Opaque()
-		return text, append([]any{pgx.QueryExecModeCacheStatement}, args...)
+	sel := sqlq.Fill("WITH m AS MATERIALIZED (?), t AS (SELECT COUNT(*) AS total FROM m), p AS (?) "+rowsOfIDs,
+		matches.Wrap("SELECT id, created_at FROM events WHERE ", ""), sqlq.Join("", ids, skip))
+	if textAlone(q) {
+		return prepared(sel)
 	}
-	return string(gen.AppendQuery(nil, sel.Text, sel.Args...)), nil
+	return literal(gen, sel)
 }
 
 // textAlone reports whether q filters by its free text alone, and by what
@@ -163,7 +171,6 @@ var columns = "e." + strings.Join(stored.EventColumns, ", e.")
 func statement(s summary.Page, prepared bool) sqlq.Fragment {
 	q := s.Query
 	notPast := sqlq.F("(SELECT total FROM t) > ?", int64(q.Offset))
-	order := " ORDER BY created_at DESC, id DESC"
 	limit := " LIMIT " + strconv.Itoa(q.Limit)
 	where := sqlq.And(s.Where(q), notPast)
 	split := splitFilter(q)
@@ -189,9 +196,16 @@ func statement(s summary.Page, prepared bool) sqlq.Fragment {
 			ids = sqlq.Join(" ", ids, sqlq.F("OFFSET ?", int64(q.Offset)))
 		}
 	}
-	return sqlq.Fill("WITH t AS (SELECT ? AS total), p AS (?) SELECT t.total, "+columns+
-		" FROM t LEFT JOIN (p JOIN events AS e ON e.id = p.id) ON TRUE ORDER BY e.created_at DESC, e.id DESC", s.Total, ids)
+	return sqlq.Fill("WITH t AS (SELECT ? AS total), p AS (?) "+rowsOfIDs, s.Total, ids)
 }
+
+// order is the order of a page's events.
+const order = " ORDER BY created_at DESC, id DESC"
+
+// rowsOfIDs selects, after a page's total (the table t, one row), the
+// rows of the events whose ids the table p holds, in page order; with no
+// id, one row with the total and null event columns.
+var rowsOfIDs = "SELECT t.total, " + columns + " FROM t LEFT JOIN (p JOIN events AS e ON e.id = p.id) ON TRUE ORDER BY e.created_at DESC, e.id DESC"
 
 // rangeRows is the statement of the limit events of where (a condition on
 // events) in page order, read as a range of an index: from the newest
@@ -201,7 +215,6 @@ func statement(s summary.Page, prepared bool) sqlq.Fragment {
 // buffers, against some 200 for 50 rows looked up by id, each a descent
 // of the primary key.
 func rangeRows(where sqlq.Fragment, limit int, skip sqlq.Fragment) sqlq.Fragment {
-	order := " ORDER BY created_at DESC, id DESC"
 	rows := where
 	if !skip.Empty() {
 		first := sqlq.Join(" ", where.Wrap("SELECT created_at, id FROM events WHERE ", order+" LIMIT 1"), skip)
