@@ -71,6 +71,11 @@ type sqlDialect interface {
 	// InlineTokens gives, in a migration, the function of the token
 	// index a body the database inlines, where there is one.
 	InlineTokens(ctx context.Context, db *bun.DB) error
+	// TextTokens makes, in a migration, a token index of the search texts
+	// in place of an index of their trigrams, where the database had
+	// such an index and fills the new one in the background (TextBacklog):
+	// every stored event is left pending.
+	TextTokens(ctx context.Context, db *bun.DB) error
 	// PendingText makes, in a migration, where a bulk load may leave the
 	// full-text index of the loaded events to be filled after it commits
 	// (SQLite: the range of their ids, which the index's triggers leave

@@ -135,14 +135,18 @@
 //     byte-exact: case-sensitive on the already lower-cased text and never
 //     folding accents. There is no substring index; the query is a scan of
 //     the rows the other filters leave.
-//   - SQLite: a query of 3 or more characters is a phrase query on
-//     events_text, a contentless FTS5 table with the trigram tokenizer over
-//     both texts, so exact without reading the texts. Shorter queries, the
-//     rare ones with characters the tokenizer alters, and the plain store
-//     scan with instr(text, ?) > 0, an exact substring test (LIKE in SQLite
-//     folds ASCII case). So are the texts of the events a large load or a
+//   - SQLite: the same token index (internal/textindex), in FTS5 tables:
+//     the tokens that contain the query's longest run are found in the
+//     vocabulary (search_tokens) by its trigram index (search_tokens_text),
+//     then the events that hold one in events_tokens, a contentless table
+//     of each text's tokens; a query whose runs are shorter, by the
+//     longest one between two delimiters. Other queries, the rare ones
+//     with characters the tokenizers alter, and the plain store scan with
+//     instr(text, ?) > 0, an exact substring test (LIKE in SQLite folds
+//     ASCII case). So are the texts of the events a large load or a
 //     follower's catch-up left to the index's backlog, until the store
-//     has indexed them in the background (textbacklog.go).
+//     has indexed them, and added their tokens to the vocabulary, in the
+//     background (textbacklog.go).
 //
 // Both texts are computed in Go with strings.ToLower, the same function that
 // lower-cases the query, and queries cannot contain control characters, so a

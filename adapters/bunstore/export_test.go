@@ -98,12 +98,12 @@ func FillTextBatch(ctx context.Context, s *Store) (more bool, err error) {
 	return upTo < to, err
 }
 
-// TextIndexRows returns how many rows events_text counts: the first
-// varint of FTS5's averages record (the row of id 1 of events_text_data),
+// TextIndexRows returns how many rows events_tokens counts: the first
+// varint of FTS5's averages record (the row of id 1 of events_tokens_data),
 // which each insert raises and each delete lowers.
 func TextIndexRows(ctx context.Context, s *Store) (int64, error) {
 	var rec []byte
-	if err := s.db.QueryRowContext(ctx, "SELECT block FROM events_text_data WHERE id = 1").Scan(&rec); err != nil {
+	if err := s.db.QueryRowContext(ctx, "SELECT block FROM events_tokens_data WHERE id = 1").Scan(&rec); err != nil {
 		return 0, err
 	}
 	if len(rec) == 0 {
@@ -116,7 +116,7 @@ func TextIndexRows(ctx context.Context, s *Store) (int64, error) {
 			return v, nil
 		}
 	}
-	return 0, fmt.Errorf("averages record of events_text cut short: %x", rec)
+	return 0, fmt.Errorf("averages record of events_tokens cut short: %x", rec)
 }
 
 // SetTextBacklogRetry makes the store fill the backlog again d after a

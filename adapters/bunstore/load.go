@@ -283,6 +283,11 @@ func (s *Store) buildByIDs(ctx context.Context, tx bun.Tx, b indexbuild.Step) er
 		if err != nil {
 			return err
 		}
+		if b.Tokens {
+			if err := s.fillTokens(ctx, tx, from, to); err != nil {
+				return err
+			}
+		}
 		n, err := res.RowsAffected()
 		if err != nil {
 			return err
@@ -304,8 +309,8 @@ func (s *Store) buildByIDs(ctx context.Context, tx bun.Tx, b indexbuild.Step) er
 type LoadStep struct {
 	// What is the step: "count the events", "append the log's leaves",
 	// "build index events_created", "build the full-text index
-	// events_text", "merge the full-text index events_text", or "leave the
-	// full-text index events_text to fill after the load" (SQLite),
+	// events_tokens", "merge the full-text index events_tokens", or "leave the
+	// full-text index events_tokens to fill after the load" (SQLite),
 	// "analyze the tables" (PostgreSQL), "commit".
 	What string
 	// Done is false when the step starts or tells how far it is, true when

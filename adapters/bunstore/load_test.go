@@ -122,7 +122,7 @@ func TestLoadTellsProgress(t *testing.T) {
 		must(t, "Load", s.Load(ctx, &flagadmin.Batch{}, func(emit func([]flagadmin.Event) error) error { return emit(events) }))
 		want := map[string][]int64{"append the log's leaves": {bunstore.AppendBatch, 2 * bunstore.AppendBatch}}
 		if strings.HasPrefix(url, "sqlite") {
-			want["build the full-text index events_text"] = []int64{5000, 10_000}
+			want["build the full-text index events_tokens"] = []int64{5000, 10_000}
 		}
 		if !maps.EqualFunc(counts, want, slices.Equal) {
 			t.Errorf("progress: got %v, want %v", counts, want)

@@ -65,6 +65,9 @@ func newMigrations(d sqlDialect, sums summaries, o migrateOptions) *migrate.Migr
 	add("20261208090000", "give the token index's function a body the database inlines into the index (PostgreSQL)", func(ctx context.Context, db *bun.DB) error {
 		return d.InlineTokens(ctx, db)
 	})
+	add("20261209090000", "index the search texts by token in place of their trigrams, filled in the background (SQLite)", func(ctx context.Context, db *bun.DB) error {
+		return d.TextTokens(ctx, db)
+	})
 	return ms
 }
 

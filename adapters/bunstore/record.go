@@ -208,10 +208,12 @@ func saltEvents(events []flagadmin.Event) error {
 
 // appendEvents takes the event order lock and inserts ch's events, setting
 // their ids: drawn by the database, or given (ch.givenIDs); where the
-// dialect keeps a vocabulary of the search texts' tokens, it adds theirs.
+// dialect keeps a vocabulary of the search texts' tokens, it adds theirs,
+// unless their texts are left to the full-text backlog (ch.textLater,
+// where there is one), which adds them with the texts (fillTokens).
 func (s *Store) appendEvents(ctx context.Context, t *txn, ch *changes) error {
 	keeper, keeps := s.sqlDialect.(tokenKeeper)
-	if !keeps {
+	if !keeps || ch.textLater && s.text != nil {
 		return s.insertEvents(ctx, t, ch, nil)
 	}
 	tokens := stored.TokenSet{}

@@ -10,6 +10,7 @@ import (
 	"github.com/uptrace/bun"
 
 	"github.com/flagadmin/flagadmin/adapters/bunstore/internal/indexbuild"
+	"github.com/flagadmin/flagadmin/adapters/bunstore/internal/stored"
 	"github.com/flagadmin/flagadmin/flagadmin"
 )
 
@@ -165,6 +166,9 @@ func (s *Store) fillTextBatch(ctx context.Context) (from, upTo, to int64, err er
 		if _, err := tx.ExecContext(ctx, b.Fill, from, upTo); err != nil {
 			return err
 		}
+		if err := s.fillTokens(ctx, tx, from, upTo); err != nil {
+			return err
+		}
 		if upTo == to {
 			_, err = tx.ExecContext(ctx, b.Done)
 			return err
@@ -173,6 +177,34 @@ func (s *Store) fillTextBatch(ctx context.Context) (from, upTo, to int64, err er
 		return err
 	})
 	return from, upTo, to, err
+}
+
+// fillTokens adds the tokens of the events above from up to to, whose
+// texts a fill has just indexed (the backlog's, a load's), to the
+// vocabulary of the texts, where the dialect keeps one.
+func (s *Store) fillTokens(ctx context.Context, db bun.IDB, from, to int64) error {
+	keeper, keeps := s.sqlDialect.(tokenKeeper)
+	if !keeps {
+		return nil
+	}
+	rows, err := db.QueryContext(ctx, "SELECT search_payload, search_meta FROM events WHERE id > ? AND id <= ?", from, to)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	tokens := stored.TokenSet{}
+	for rows.Next() {
+		var payload, meta string
+		if err := rows.Scan(&payload, &meta); err != nil {
+			return err
+		}
+		tokens.Add(payload)
+		tokens.Add(meta)
+	}
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	return keeper.AddSearchTokens(ctx, db, tokens.Sorted())
 }
 
 // textLaterBatch is the number of events from which a follower's batch

@@ -13,7 +13,7 @@ import (
 )
 
 // TestTextIndexMergedAfterLoad loads events into a SQLite store with a
-// pending-terms size so small that the fill of events_text writes a
+// pending-terms size so small that the fill of events_tokens writes a
 // segment every few events, and checks that Load leaves the index in one
 // segment (a loaded index's many segments made the writes after the load
 // wait for their merges) that still finds the events by their text.
@@ -21,7 +21,7 @@ func TestTextIndexMergedAfterLoad(t *testing.T) {
 	ctx := context.Background()
 	refill := sqlite.TextRefill
 	t.Cleanup(func() { sqlite.TextRefill = refill })
-	sqlite.TextRefill.Before = "INSERT INTO events_text (events_text, rank) VALUES ('hashsize', 1024)"
+	sqlite.TextRefill.Before = "INSERT INTO events_tokens (events_tokens, rank) VALUES ('hashsize', 1024)"
 
 	s, err := Open(ctx, dbtest.SQLite(t))
 	if err != nil {
@@ -43,22 +43,22 @@ func TestTextIndexMergedAfterLoad(t *testing.T) {
 		t.Fatal(err)
 	}
 	if n := textSegments(t, s); n != 1 {
-		t.Errorf("after Load: %d segments in events_text, want 1", n)
+		t.Errorf("after Load: %d segments in events_tokens, want 1", n)
 	}
 	var found []int64
-	if err := s.db.NewRaw("SELECT rowid FROM events_text WHERE events_text MATCH '\"rollout 7 of\"'").Scan(ctx, &found); err != nil || len(found) != 1 || found[0] != 8 {
+	if err := s.db.NewRaw("SELECT rowid FROM events_tokens WHERE events_tokens MATCH '\"rollout 7 of\"'").Scan(ctx, &found); err != nil || len(found) != 1 || found[0] != 8 {
 		t.Errorf("events found by their text after the merge: %v (%v), want [8]", found, err)
 	}
 }
 
-// textSegments returns the number of segments of events_text: the second
-// count of FTS5's structure record (the row of id 10 of events_text_data:
+// textSegments returns the number of segments of events_tokens: the second
+// count of FTS5's structure record (the row of id 10 of events_tokens_data:
 // a 4-byte cookie, a 4-byte marker in its second version, then the number
 // of levels and of segments, as SQLite varints).
 func textSegments(t *testing.T, s *Store) int {
 	t.Helper()
 	var rec []byte
-	if err := s.db.QueryRowContext(context.Background(), "SELECT block FROM events_text_data WHERE id = 10").Scan(&rec); err != nil {
+	if err := s.db.QueryRowContext(context.Background(), "SELECT block FROM events_tokens_data WHERE id = 10").Scan(&rec); err != nil {
 		t.Fatal(err)
 	}
 	i := 4
@@ -74,7 +74,7 @@ func textSegments(t *testing.T, s *Store) int {
 				return v
 			}
 		}
-		t.Fatalf("structure record of events_text cut short: %x", rec)
+		t.Fatalf("structure record of events_tokens cut short: %x", rec)
 		return 0
 	}
 	varint() // levels

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/uptrace/bun"
 	"github.com/uptrace/bun/dialect/pgdialect"
@@ -177,8 +178,8 @@ func explainReads(t *testing.T, db *bun.DB, q string, scope flagadmin.TextScope,
 }
 
 // TestPostgresTokensOfTheWriter: the tokens a writer adds to the token
-// index's vocabulary (stored.TokenSet) are those the GIN indexes hold
-// (flagadmin_search_tokens), less the long-token marker: a token the
+// index's vocabulary (stored.TokenSet, less the long tokens) are those the
+// GIN indexes hold (flagadmin_search_tokens), less the long-token marker: a token the
 // vocabulary lacked would make every query inside it miss its events.
 // Texts with every delimiter, other white space and punctuation, multibyte
 // characters, and runs around the long-token bound in characters (not
@@ -198,7 +199,7 @@ func TestPostgresTokensOfTheWriter(t *testing.T) {
 		want = slices.Compact(want)
 		set := stored.TokenSet{}
 		set.Add(text)
-		if got := set.Sorted(); !slices.Equal(got, want) {
+		if got := slices.DeleteFunc(set.Sorted(), stored.LongSearchToken); !slices.Equal(got, want) {
 			t.Errorf("text %d %.80q: the writer's tokens %.200q, the index's %.200q", i, text, got, want)
 		}
 	}
@@ -386,4 +387,119 @@ func filtersOutsideLongTokens(t *testing.T, plan string) bool {
 		return slices.ContainsFunc(n.Plans, walk)
 	}
 	return walk(roots[0].Plan)
+}
+
+// TestSQLiteTokensOfTheIndex: events_tokens' tokenizer splits each text
+// into the writer's tokens (stored.TokenSet, the vocabulary's), each
+// further split at its control characters, which no query holds (a query
+// with one is scanned): a token of the vocabulary is then found as a
+// phrase of its pieces in every event that holds it. Texts with every
+// delimiter, other white space and punctuation, multibyte characters,
+// random ones, then every ASCII character between two letters.
+func TestSQLiteTokensOfTheIndex(t *testing.T) {
+	ctx := context.Background()
+	db := bunstore.DB(open(t, dbtest.SQLite(t), bunstore.WithTextBacklogHeld()))
+	texts := tokenTestTexts()
+	for c := rune(1); c < 0x80; c++ { // every ASCII character but NUL, which no text holds
+		texts = append(texts, "ab"+string(c)+"cd "+string(c)+"e"+string(c))
+	}
+	for i, text := range texts {
+		texts[i] = strings.ToLower(text) // as every search text is
+		_, err := db.ExecContext(ctx, "INSERT INTO events_tokens (rowid, search_payload, search_meta) VALUES (?, ?, '')", i+1, texts[i])
+		must(t, "index a text", err)
+	}
+	_, err := db.ExecContext(ctx, "CREATE VIRTUAL TABLE temp.tokens_instances USING fts5vocab(main, events_tokens, instance)")
+	must(t, "fts5vocab", err)
+	var rows []struct {
+		Doc  int    `bun:"doc"`
+		Term string `bun:"term"`
+	}
+	must(t, "the index's tokens", db.NewRaw("SELECT DISTINCT doc, term FROM temp.tokens_instances ORDER BY doc, term").Scan(ctx, &rows))
+	indexed := make([][]string, len(texts))
+	for _, r := range rows {
+		indexed[r.Doc-1] = append(indexed[r.Doc-1], r.Term)
+	}
+	control := func(r rune) bool { return r < 0x20 || r == 0x7f }
+	for i, text := range texts {
+		set := stored.TokenSet{}
+		set.Add(text)
+		var want []string
+		for _, token := range set.Sorted() {
+			for _, piece := range strings.FieldsFunc(token, control) {
+				want = append(want, piece)
+			}
+		}
+		slices.Sort(want)
+		want = slices.Compact(want)
+		if !slices.Equal(indexed[i], want) {
+			t.Errorf("text %d %.80q: the index's tokens %.200q, the writer's %.200q", i, text, indexed[i], want)
+		}
+	}
+}
+
+// TestSQLiteLongTokensChecked: FTS5 keeps the first 32 KiB of a token, so
+// two long tokens that begin alike are one to events_tokens: a query
+// found in a long token is checked in the texts, and a query found in a
+// short one is not (every event holding it contains the query).
+func TestSQLiteLongTokensChecked(t *testing.T) {
+	ctx := context.Background()
+	s := open(t, dbtest.SQLite(t))
+	at := time.Date(2024, 5, 1, 0, 0, 0, 0, time.UTC)
+	prefix := strings.Repeat("x", 33_000)
+	var events []flagadmin.Event
+	for i, note := range []string{prefix + "needle", prefix + "other", "short-needle"} {
+		events = append(events, flagadmin.Event{Type: flagadmin.EventFeatureUpdated, CreatedBy: "ada", CreatedAt: at.Add(time.Duration(i) * time.Second),
+			Data: json.RawMessage(`{"note":"` + note + `"}`)})
+	}
+	must(t, "Write", s.Write(ctx, &flagadmin.Batch{Events: events}))
+	for query, want := range map[string]int{"needle": 2, "xxxxxxxxneedle": 1, "xxxxxxxx": 2, "short-needle": 1, "other": 1} {
+		page, err := s.SearchEvents(ctx, flagadmin.EventQuery{Text: query, Limit: 10})
+		must(t, "SearchEvents", err)
+		if page.Total != want || len(page.Events) != want {
+			t.Errorf("query %q: total %d, %d events; want %d", query, page.Total, len(page.Events), want)
+		}
+	}
+}
+
+// TestSQLiteTokenIndexMigrated: a database made before SQLite's token
+// index (its texts in events_text, a trigram index) gets the index in a
+// migration that leaves every event to the backlog, which fills it and its
+// vocabulary; free text finds what the plain store finds throughout.
+func TestSQLiteTokenIndexMigrated(t *testing.T) {
+	ctx := context.Background()
+	url := dbtest.SQLite(t)
+	at := time.Date(2024, 5, 1, 0, 0, 0, 0, time.UTC)
+	{
+		s := open(t, url)
+		must(t, "Write", s.Write(ctx, &flagadmin.Batch{Events: textEvents(at)}))
+		// The schema before the migration: events_text and its triggers.
+		for _, stmt := range []string{
+			"DROP TRIGGER events_tokens_insert", "DROP TRIGGER events_tokens_delete", "DROP TRIGGER events_tokens_update",
+			"DROP TABLE events_tokens", "DROP TRIGGER search_tokens_insert", "DROP TABLE search_tokens_text", "DROP TABLE search_tokens",
+			"CREATE VIRTUAL TABLE events_text USING fts5(search_payload, search_meta, content='', tokenize='trigram case_sensitive 1')",
+			"INSERT INTO events_text (rowid, search_payload, search_meta) SELECT id, search_payload, search_meta FROM events",
+			`CREATE TRIGGER events_text_insert AFTER INSERT ON events BEGIN
+	INSERT INTO events_text (rowid, search_payload, search_meta) VALUES (new.id, new.search_payload, new.search_meta);
+END`,
+			"DELETE FROM bun_migrations WHERE name = '20261209090000'",
+		} {
+			_, err := bunstore.DB(s).ExecContext(ctx, stmt)
+			must(t, stmt, err)
+		}
+		must(t, "Close", s.Close())
+	}
+	s := open(t, url, bunstore.WithTextBacklogHeld())
+	plain := open(t, url, bunstore.WithTextBacklogHeld(), bunstore.WithoutTuning(bunstore.TextIndex))
+	if from, to := pendingRange(t, s); from != 0 || to != int64(len(textEvents(at))) {
+		t.Fatalf("after the migration: pending (%d, %d], want (0, %d]", from, to, len(textEvents(at)))
+	}
+	compareText(t, s, plain, "after the migration")
+	must(t, "Write", s.Write(ctx, &flagadmin.Batch{Events: textEvents(at.Add(time.Hour))}))
+	for more := true; more; {
+		var err error
+		more, err = bunstore.FillTextBatch(ctx, s)
+		must(t, "a batch of the backlog", err)
+	}
+	compareText(t, s, plain, "after the backlog")
+	indexHoldsEachText(t, s)
 }

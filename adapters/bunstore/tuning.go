@@ -31,10 +31,10 @@ const (
 	// database/sql as on the other databases.
 	PageStatements Tuning = "page-statements"
 	// TextIndex answers free-text queries from an index of the search
-	// texts (internal/textindex): on SQLite the events_text FTS5 index, on
-	// PostgreSQL the token index (the texts' tokens, for queries with a
-	// run of 3 characters without a JSON structural character, double
-	// quote or space, or with a run between two of them). Off, they
+	// texts (internal/textindex): the token index (the texts' tokens, for
+	// queries with a run of 3 characters without a JSON structural
+	// character, double quote or space, or with a run between two of
+	// them), in FTS5 tables on SQLite. Off, they
 	// match the texts by LIKE: a scan. Both indexes are kept whether it is
 	// on or off.
 	TextIndex Tuning = "text-index"

@@ -35,7 +35,7 @@ func TestImportUnleash(t *testing.T) {
 		}
 	}
 	for _, want := range []string{"read users: 13 rows", "events: 2297 in", "\nbuild index events_created ...\n", "\nbuild index events_created: ",
-		"\nbuild the full-text index events_text ...\n", "\nbuild the full-text index events_text: ", "\nmerge the full-text index events_text ...\n",
+		"\nbuild the full-text index events_tokens ...\n", "\nbuild the full-text index events_tokens: ", "\nmerge the full-text index events_tokens ...\n",
 		"\ncommit ...\ncommit: "} {
 		if !strings.Contains(stderr, want) {
 			t.Errorf("stderr has no %q:\n%s", want, stderr)

@@ -14,6 +14,9 @@ type Step struct {
 	SQL   string
 	What  string
 	ByIDs bool
+	// Tokens: the step indexes the texts of each range, whose tokens the
+	// store then adds to the dialect's vocabulary of the texts.
+	Tokens bool
 	// When says whether the step runs for every load or only for one
 	// that indexes the loaded texts itself, or only for one that leaves
 	// them to a Backlog.
@@ -39,7 +42,8 @@ const (
 // transaction of its own: Pending reads the range still pending (from_id,
 // to_id: the events above the first up to the second; no row when none
 // is), Fill indexes the texts of the events of a range (its two
-// placeholders the range's bounds, as for a Step ByIDs), Advance moves the
+// placeholders the range's bounds, as for a Step ByIDs; the store adds
+// their tokens to the dialect's vocabulary, where it keeps one), Advance moves the
 // pending range's start to its placeholder, and Done ends it. A writer
 // leaves the texts of the events it inserts to the backlog by Start (a
 // range from its two placeholders, when none is pending) or Extend (the

@@ -18,15 +18,21 @@ const (
 	// SearchTokenPattern is the regular expression (PostgreSQL's) of a run
 	// of SearchTokenDelimiters, at which a text is split into tokens.
 	SearchTokenPattern = `[][ \t\n\r"{}:,]+`
-	// MaxSearchTokenChars is the most characters a token is indexed as
-	// itself with: a longer one is indexed as a marker that no token can
-	// be (GIN and B-tree entries have a size limit), and is in no
-	// vocabulary (TokenSet).
+	// MaxSearchTokenChars is the most characters of a short token: a
+	// longer one (LongSearchToken) is indexed as a marker that no token
+	// can be on PostgreSQL (GIN and B-tree entries have a size limit),
+	// and an event's text is read to check a query found in one on
+	// SQLite (FTS5 keeps the first 32 KiB of a token).
 	MaxSearchTokenChars = 256
 )
 
-// TokenSet is a set of the tokens of search texts that are indexed as
-// themselves: those of at most MaxSearchTokenChars characters.
+// LongSearchToken reports whether token has more than MaxSearchTokenChars
+// characters.
+func LongSearchToken(token string) bool {
+	return len(token) > MaxSearchTokenChars && utf8.RuneCountInString(token) > MaxSearchTokenChars
+}
+
+// TokenSet is a set of the tokens of search texts.
 type TokenSet map[string]struct{}
 
 // Add adds the tokens of text to s.
@@ -41,9 +47,7 @@ func (s TokenSet) Add(text string) {
 		if end < 0 {
 			end = len(text)
 		}
-		if t := text[:end]; len(t) <= MaxSearchTokenChars || utf8.RuneCountInString(t) <= MaxSearchTokenChars {
-			s[t] = struct{}{}
-		}
+		s[text[:end]] = struct{}{}
 		text = text[end:]
 	}
 }

@@ -1,29 +1,27 @@
-// Package textindex reads free-text event queries from an index of the
-// search texts, a speed-up (bunstore.TextIndex) over scanning them:
+// Package textindex reads free-text event queries from a token index of
+// the search texts, a speed-up (bunstore.TextIndex) over scanning them: a
+// vocabulary of every token of the texts (stored.SearchTokenPattern), and
+// the events that hold each. A query's longest run without a delimiter,
+// of 3 or more characters, is found in the few tokens that contain it,
+// then in the events that hold one of them, each checked for the whole
+// query unless the query is that run (a query whose runs are shorter, by
+// its longest run between two delimiters: a whole token). A trigram index
+// of the texts would read and intersect the events of every trigram of
+// the query, many of them in nearly every event.
 //
-//   - on SQLite (Match), from events_text, a contentless FTS5 table with
-//     the trigram tokenizer and full detail over both texts (the baseline
-//     schema creates it and the triggers that keep it; the SQLite dialect
-//     fills it again after a bulk load, or leaves the loaded events
-//     pending, to be indexed in the background), which answers a substring query
-//     of 3 or more characters exactly from the index, without reading the
-//     events;
-//   - on PostgreSQL (Tokens), from the token index its dialect makes in a
-//     migration: search_tokens, every token of the texts
-//     (stored.SearchTokenPattern), which each insert of events adds
-//     theirs to, and a GIN index of each text's tokens.
-//     A query's longest run without a delimiter, of 3 or more
-//     characters, is found in the few tokens that contain it, then in the
-//     events that hold one of them, each checked for the whole query (a
-//     query whose runs are shorter, by its longest run between two
-//     delimiters: a whole token); a trigram index of the texts reads and
-//     intersects the events of every trigram of the query, many of them
-//     frequent.
+//   - on SQLite (Match), from the FTS5 tables its dialect makes in a
+//     migration: search_tokens and its trigram index search_tokens_text,
+//     the vocabulary, and events_tokens, the tokens of each text (the
+//     events that a bulk load left pending, events_text_pending, none once
+//     the store has indexed them, are scanned);
+//   - on PostgreSQL (Tokens), from search_tokens, its pg_trgm index, and
+//     a GIN index of each text's tokens.
 //
 // MySQL/MariaDB has no substring index.
 package textindex
 
 import (
+	"strconv"
 	"strings"
 	"unicode/utf8"
 
@@ -33,32 +31,57 @@ import (
 )
 
 // Match returns the condition that keeps the events whose search texts in
-// scope contain text, read from SQLite's events_text, and whether the
-// index answers text exactly (usable); when it does not, the caller scans
-// the texts.
+// scope contain text, read from SQLite's token index, and whether it
+// answers text (as Tokens); when it does not, the caller scans the texts.
 //
-// The query is text as one quoted phrase (its trigrams at consecutive
-// positions, so an exact substring), inside search_payload only for the
-// payload scope, in either column otherwise (a phrase never spans two
-// columns). In an FTS5 string every character is literal but the double
-// quote, written twice. The events whose texts a bulk load left pending
-// (events_text_pending, none once the store has indexed them) are not in
-// the index yet: their texts are scanned, as the core's SQLite condition
-// does (instr), and their matches added to the index's.
+// The events that hold a token are an FTS5 query of events_tokens: the
+// token as a phrase (its pieces at consecutive positions, where a control
+// character splits it), inside search_payload only for the payload scope
+// (a phrase never spans two columns). The tokens that contain the longest
+// run are a phrase query of the vocabulary's trigrams, written into one
+// FTS5 query of events_tokens, each token a phrase (its double quotes
+// doubled: a changed text is in the vocabulary whole), or "" (no event)
+// when none does. A long token (stored.LongSearchToken), of which FTS5 keeps
+// the first 32 KiB, finds candidates only: a text without delimiters in
+// one is checked in the texts too. The events of the pending range are
+// scanned (instr).
 func Match(text string, scope flagadmin.TextScope) (sqlq.Fragment, bool) {
 	if !usable(text) {
 		return sqlq.Fragment{}, false
 	}
-	phrase := `"` + strings.ReplaceAll(text, `"`, `""`) + `"`
-	scan := sqlq.F("(instr(e.search_payload, ?) > 0 OR instr(e.search_meta, ?) > 0)", text, text)
+	column, check := "", sqlq.F("(instr(e.search_payload, ?) > 0 OR instr(e.search_meta, ?) > 0)", text, text)
 	if scope == flagadmin.TextPayload {
-		phrase = "search_payload : " + phrase
-		scan = sqlq.F("instr(e.search_payload, ?) > 0", text)
+		column, check = "search_payload : ", sqlq.F("instr(e.search_payload, ?) > 0", text)
 	}
-	return sqlq.Join(" UNION ALL ",
-		sqlq.F("SELECT rowid FROM events_text WHERE events_text MATCH ?", phrase),
-		scan.Wrap("SELECT e.id FROM events_text_pending p JOIN events e ON e.id > p.from_id AND e.id <= p.to_id WHERE ", ""),
-	).Wrap("id IN (", ")"), true
+	holding := func(query sqlq.Fragment) sqlq.Fragment { // the events whose texts match an FTS5 query
+		return query.Wrap("SELECT rowid FROM events_tokens WHERE events_tokens MATCH ", "")
+	}
+	checked := func(events sqlq.Fragment) sqlq.Fragment {
+		return sqlq.And(events.Wrap("e.id IN (", ")"), check).Wrap("SELECT e.id FROM events e WHERE ", "")
+	}
+	// tokens is the FTS5 query of the events holding a token of the
+	// vocabulary that contains run, of those whose length the condition
+	// length keeps.
+	tokens := func(run, length string) sqlq.Fragment {
+		phrase := `"` + strings.ReplaceAll(run, `"`, `""`) + `"`
+		return sqlq.F(`(SELECT coalesce('`+column+`(' || group_concat('"' || replace(t.token, '"', '""') || '"', ' OR ') || ')', '""')
+	FROM search_tokens_text v JOIN search_tokens t ON t.id = v.rowid
+	WHERE search_tokens_text MATCH ? AND length(t.token) `+length+`)`, phrase)
+	}
+	var arms []sqlq.Fragment
+	run, short := longestRun(text), strconv.Itoa(stored.MaxSearchTokenChars)
+	switch {
+	case utf8.RuneCountInString(run) >= 3 && run == text:
+		arms = []sqlq.Fragment{holding(tokens(run, "<= "+short)), checked(holding(tokens(run, "> "+short)))}
+	case utf8.RuneCountInString(run) >= 3:
+		arms = []sqlq.Fragment{checked(holding(tokens(run, ">= 0")))}
+	case longestToken(text) != "":
+		arms = []sqlq.Fragment{checked(holding(sqlq.F("?", column+`"`+longestToken(text)+`"`)))}
+	default:
+		return sqlq.Fragment{}, false
+	}
+	scan := check.Wrap("SELECT e.id FROM events_text_pending p JOIN events e ON e.id > p.from_id AND e.id <= p.to_id WHERE ", "")
+	return sqlq.Join(" UNION ALL ", append(arms, scan)...).Wrap("id IN (", ")"), true
 }
 
 // Tokens returns the condition that keeps the events whose search texts

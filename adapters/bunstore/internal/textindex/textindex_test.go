@@ -1,6 +1,8 @@
 package textindex
 
 import (
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/flagadmin/flagadmin/flagadmin"
@@ -10,30 +12,53 @@ func TestMatch(t *testing.T) {
 	for _, c := range []struct {
 		text  string
 		scope flagadmin.TextScope
-		query string // "" when the index does not answer
+		// first is the first value: the run's phrase, looked up in the
+		// vocabulary, or the whole token's FTS5 query; "" when the index
+		// does not answer.
+		first string
+		// lengths are the conditions on the vocabulary's tokens, one per
+		// arm that reads it: short ones unchecked and long ones checked
+		// for a text without delimiters, all checked otherwise.
+		lengths []string
 	}{
-		{"checkout", flagadmin.TextPayload, `search_payload : "checkout"`},
-		{`say "hi"`, flagadmin.TextPayloadTypeCreator, `"say ""hi"""`},
-		{"日本語", flagadmin.TextPayload, `search_payload : "日本語"`},
-		{"ab", flagadmin.TextPayload, ""},        // no trigram
-		{"a\tbc", flagadmin.TextPayload, ""},     // a control character
-		{"ab\uFFFEc", flagadmin.TextPayload, ""}, // read as U+FFFD
-		{"ab\xffcd", flagadmin.TextPayload, ""},  // invalid UTF-8
+		{"checkout", flagadmin.TextPayload, `"checkout"`, []string{"<= 256", "> 256"}},
+		{`say "hi"`, flagadmin.TextPayloadTypeCreator, `"say"`, []string{">= 0"}},
+		{"日本語", flagadmin.TextPayload, `"日本語"`, []string{"<= 256", "> 256"}},
+		{`"a":"bc"`, flagadmin.TextPayload, `search_payload : "bc"`, nil}, // a whole token
+		{`"a":"bc"`, flagadmin.TextPayloadTypeCreator, `"bc"`, nil},
+		{"ab", flagadmin.TextPayload, "", nil},        // no run of 3, no whole token
+		{"a\tbc", flagadmin.TextPayload, "", nil},     // a control character
+		{"ab\uFFFEc", flagadmin.TextPayload, "", nil}, // read as U+FFFD
+		{"ab\xffcd", flagadmin.TextPayload, "", nil},  // invalid UTF-8
 	} {
 		f, ok := Match(c.text, c.scope)
-		// The phrase, then the text once per column the pending events'
-		// texts are scanned in.
-		scanned := 2
-		if c.scope == flagadmin.TextPayload {
-			scanned = 1
-		}
-		if ok != (c.query != "") || ok && (len(f.Args) != 1+scanned || f.Args[0] != c.query) {
-			t.Errorf("Match(%q): got %v %v, want %q", c.text, f.Args, ok, c.query)
-		}
-		for _, arg := range f.Args[min(1, len(f.Args)):] {
-			if arg != c.text {
-				t.Errorf("Match(%q): the pending texts are scanned for %v, want the text", c.text, arg)
+		if ok != (c.first != "") || !ok {
+			if ok != (c.first != "") {
+				t.Errorf("Match(%q): answered %v, want %v", c.text, ok, c.first != "")
 			}
+			continue
+		}
+		if f.Args[0] != c.first {
+			t.Errorf("Match(%q): first value %v, want %q", c.text, f.Args[0], c.first)
+		}
+		// Then the run's phrase again (the long tokens' arm), and the text
+		// once per column a check reads.
+		for _, arg := range f.Args[1:] {
+			if arg != c.text && arg != c.first {
+				t.Errorf("Match(%q): value %v, want the text or %q", c.text, arg, c.first)
+			}
+		}
+		if got := strings.Contains(f.Text+c.first, "search_payload : "); got != (c.scope == flagadmin.TextPayload) {
+			t.Errorf("Match(%q) in scope %v: a column filter %v in %s", c.text, c.scope, got, f.Text)
+		}
+		var lengths []string
+		for _, l := range []string{"<= 256", "> 256", ">= 0"} {
+			if strings.Contains(f.Text, "length(t.token) "+l+")") {
+				lengths = append(lengths, l)
+			}
+		}
+		if !slices.Equal(lengths, c.lengths) {
+			t.Errorf("Match(%q): the vocabulary read for tokens of length %q, want %q", c.text, lengths, c.lengths)
 		}
 	}
 }

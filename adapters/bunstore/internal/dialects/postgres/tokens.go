@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -81,10 +82,12 @@ func (Dialect) TokenIndex(ctx context.Context, db *bun.DB) error {
 }
 
 // AddSearchTokens adds to search_tokens those of tokens it does not hold
-// (the tokens of events inserted in db's transaction, stored.TokenSet), in
+// (the tokens of events inserted in db's transaction, stored.TokenSet),
+// but the long ones (stored.LongSearchToken, indexed as the marker), in
 // the order given: writers take the event order lock first, so they add
 // tokens one at a time.
 func (Dialect) AddSearchTokens(ctx context.Context, db bun.IDB, tokens []string) error {
+	tokens = slices.DeleteFunc(tokens, stored.LongSearchToken)
 	if len(tokens) == 0 {
 		return nil
 	}
@@ -144,3 +147,7 @@ func (Dialect) DropTokensTrigger(ctx context.Context, db *bun.DB) error {
 	}
 	return nil
 }
+
+// TextTokens does nothing: the token index came in a migration of its
+// own (TokenIndex).
+func (Dialect) TextTokens(context.Context, *bun.DB) error { return nil }

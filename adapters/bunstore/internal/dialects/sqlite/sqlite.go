@@ -59,18 +59,19 @@ func (Dialect) LockAnswers() bool { return false }
 // AfterMigrations does nothing: the schema file says it all.
 func (Dialect) AfterMigrations(context.Context, *bun.DB, func(error)) error { return nil }
 
-// TokenIndex does nothing: its FTS5 table answers free text (events_text).
+// TokenIndex does nothing: the token index of SQLite came later
+// (TextTokens).
 func (Dialect) TokenIndex(context.Context, *bun.DB) error { return nil }
 
-// DropTextTrigrams does nothing: its trigram index is events_text, which
-// answers free text.
+// DropTextTrigrams does nothing: TextTokens drops the trigram index,
+// events_text.
 func (Dialect) DropTextTrigrams(context.Context, *bun.DB) error { return nil }
 
-// InlineTokens does nothing: there is no token index.
+// InlineTokens does nothing: the tokens are split by the writer and by
+// events_tokens' tokenizer.
 func (Dialect) InlineTokens(context.Context, *bun.DB) error { return nil }
 
-// DropTokensTrigger does nothing: there is no token index (events_text
-// answers free text).
+// DropTokensTrigger does nothing: no trigger of SQLite added tokens.
 func (Dialect) DropTokensTrigger(context.Context, *bun.DB) error { return nil }
 
 // PendingText makes events_text_pending, the range of event ids whose
@@ -89,13 +90,15 @@ func (Dialect) PendingText(ctx context.Context, db *bun.DB) error {
 	return nil
 }
 
-// notPending is the condition of a trigger of events_text on the event id
+// notPending is the condition of a trigger of the full-text index
+// (events_text, then events_tokens) on the event id
 // that it holds (new.id or old.id): outside the pending range.
 func notPending(id string) string {
 	return "NOT EXISTS (SELECT 1 FROM events_text_pending WHERE " + id + " > from_id AND " + id + " <= to_id)"
 }
 
-// pendingText are the statements of PendingText.
+// pendingText are the statements of PendingText, which made the
+// triggers of events_text (since replaced: TextTokens).
 var pendingText = []string{
 	`CREATE TABLE IF NOT EXISTS events_text_pending (
 	id INTEGER NOT NULL PRIMARY KEY CHECK (id = 1),
@@ -122,9 +125,10 @@ END`,
 }
 
 // TextBacklog indexes the texts of the events a load or a follower's
-// batches left pending in events_text, a range at a time. Each range's transaction flushes its
-// terms to a segment of its own, which FTS5 merges as segments pile up
-// (automerge), as it does for any writes.
+// batches left pending in events_tokens, a range at a time (the store
+// adds their tokens to the vocabulary). Each range's transaction flushes
+// its terms to a segment of its own, which FTS5 merges as segments pile
+// up (automerge), as it does for any writes.
 func (Dialect) TextBacklog() (indexbuild.Backlog, bool) {
 	return indexbuild.Backlog{
 		Pending: "SELECT from_id, to_id FROM events_text_pending",
@@ -150,7 +154,7 @@ func (Dialect) SingleWriter() bool { return true }
 
 // InsertChunk is 5000 rows (bun writes the values into the statement's
 // text, so SQLite's bound on bound values does not apply): each INSERT
-// into events makes the FTS5 table flush its pending terms to a new
+// into events makes the FTS5 tables flush their pending terms to a new
 // segment (at the statement's savepoint), and the segments are merged as
 // they pile up, so fewer, larger statements made a follower catching up
 // 1.13-1.15x as fast (BENCHMARKS.md). Events are also bounded by their
@@ -256,10 +260,10 @@ func (Dialect) CopyFrom(context.Context, bun.Conn, string, []string, func() ([]a
 }
 
 // DeferIndexes returns the statements that drop the secondary indexes of
-// events and the triggers that keep events_text, read from sqlite_master,
-// and those that make them again and either fill events_text (TextNow) or
-// record the loaded events as pending in events_text_pending, for
-// TextBacklog (TextLater). SQLite changes its schema inside the
+// events and the triggers that keep events_tokens, read from
+// sqlite_master, and those that make them again and either fill
+// events_tokens and the vocabulary (TextNow) or record the loaded events
+// as pending in events_text_pending, for TextBacklog (TextLater). SQLite changes its schema inside the
 // transaction: a failed load leaves them as they were.
 func (Dialect) DeferIndexes(ctx context.Context, tx bun.IDB) (drops []string, builds []indexbuild.Step, err error) {
 	var rows []struct {
@@ -276,15 +280,15 @@ func (Dialect) DeferIndexes(ctx context.Context, tx bun.IDB) (drops []string, bu
 			b.What = "build index " + r.Name
 		}
 		drops, builds = append(drops, fmt.Sprintf("DROP %s %q", r.Type, r.Name)), append(builds, b)
-		fill = fill || r.Name == "events_text_insert"
+		fill = fill || r.Name == "events_tokens_insert"
 	}
 	if fill {
 		refill := TextRefill
 		builds = append(builds, indexbuild.Step{SQL: refill.Before, When: indexbuild.TextNow},
-			indexbuild.Step{SQL: refill.Fill, What: "build the full-text index events_text", ByIDs: true, When: indexbuild.TextNow},
+			indexbuild.Step{SQL: refill.Fill, What: "build the full-text index events_tokens", ByIDs: true, Tokens: true, When: indexbuild.TextNow},
 			indexbuild.Step{SQL: refill.After, When: indexbuild.TextNow},
-			indexbuild.Step{SQL: refill.Merge, What: "merge the full-text index events_text", When: indexbuild.TextNow},
-			indexbuild.Step{SQL: pendAll, What: "leave the full-text index events_text to fill after the load", When: indexbuild.TextLater})
+			indexbuild.Step{SQL: refill.Merge, What: "merge the full-text index events_tokens", When: indexbuild.TextNow},
+			indexbuild.Step{SQL: pendAll, What: "leave the full-text index events_tokens to fill after the load", When: indexbuild.TextLater})
 	}
 	return drops, builds, err
 }
@@ -306,7 +310,7 @@ func (d Dialect) QueryPlannedOnce(ctx context.Context, db bun.IDB, stmt sqlq.Fra
 	return d.QueryPrepared(ctx, db, stmt)
 }
 
-// TextRefill are the statements that fill events_text from the events,
+// TextRefill are the statements that fill events_tokens from the events,
 // for a bulk load that dropped its triggers: Fill (over the events of a
 // range of ids, run range by range), between Before and After, then
 // Merge. FTS5 flushes its pending terms to a new segment each
@@ -318,16 +322,16 @@ func (d Dialect) QueryPlannedOnce(ctx context.Context, db bun.IDB, stmt sqlq.Fra
 // Merge then merges the index into one segment (FTS5's optimize). A fill
 // leaves up to three large segments on each level, so the writes after
 // it soon cascade into merges of those, and FTS5 merges a term's whole
-// list of rows at once: with trigrams, a list of nearly every event. On
+// list of rows at once: a common token's, of nearly every event. On
 // SQLite's one writer connection every write waits for such a merge
 // (2.4 s on 1,000,000 events; 28 ms at most once merged: measured with
 // scripts/bench-log.sh, docs/benchmarks-archive.md). Merged, the next merges are of the
 // segments written since, small until they have grown to the index's size.
 var TextRefill = struct{ Before, Fill, After, Merge string }{
 	hashSize(32 << 20),
-	"INSERT INTO events_text (rowid, search_payload, search_meta) SELECT id, search_payload, search_meta FROM events WHERE id > ? AND id <= ?",
+	"INSERT INTO events_tokens (rowid, search_payload, search_meta) SELECT id, search_payload, search_meta FROM events WHERE id > ? AND id <= ?",
 	hashSize(1 << 20),
-	"INSERT INTO events_text (events_text) VALUES ('optimize')",
+	"INSERT INTO events_tokens (events_tokens) VALUES ('optimize')",
 }
 
 // pendAll records every event as pending in events_text_pending (none
@@ -335,7 +339,7 @@ var TextRefill = struct{ Before, Fill, After, Merge string }{
 const pendAll = `INSERT OR REPLACE INTO events_text_pending (id, from_id, to_id)
 	SELECT 1, lo, hi FROM (SELECT MIN(id) - 1 AS lo, MAX(id) AS hi FROM events) WHERE hi IS NOT NULL`
 
-// hashSize sets the pending-terms size of events_text.
+// hashSize sets the pending-terms size of events_tokens.
 func hashSize(bytes int) string {
-	return fmt.Sprintf("INSERT INTO events_text (events_text, rank) VALUES ('hashsize', %d)", bytes)
+	return fmt.Sprintf("INSERT INTO events_tokens (events_tokens, rank) VALUES ('hashsize', %d)", bytes)
 }
