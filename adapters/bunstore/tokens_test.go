@@ -503,3 +503,40 @@ END`,
 	compareText(t, s, plain, "after the backlog")
 	indexHoldsEachText(t, s)
 }
+
+// TestSQLiteNoSamplesOfTheTextIndex: after an ANALYZE of the database
+// (which the store never runs), a store that opens it drops the planner's
+// samples of the FTS5 tables' index tables, with which SQLite prepared
+// FTS5's lookup of each segment again at every run; the other tables keep
+// theirs.
+func TestSQLiteNoSamplesOfTheTextIndex(t *testing.T) {
+	ctx := context.Background()
+	url := dbtest.SQLite(t)
+	samples := func(s *bunstore.Store) (fts, others int) {
+		t.Helper()
+		must(t, "samples", bunstore.DB(s).QueryRowContext(ctx, `SELECT
+			COUNT(*) FILTER (WHERE tbl IN ('events_tokens_idx', 'search_tokens_text_idx')),
+			COUNT(*) FILTER (WHERE tbl NOT IN ('events_tokens_idx', 'search_tokens_text_idx')) FROM sqlite_stat4`).Scan(&fts, &others))
+		return fts, others
+	}
+	s := open(t, url)
+	at := time.Date(2024, 5, 1, 0, 0, 0, 0, time.UTC)
+	for i := range 20 {
+		must(t, "Write", s.Write(ctx, &flagadmin.Batch{Events: textEvents(at.Add(time.Duration(i) * time.Hour))}))
+	}
+	_, err := bunstore.DB(s).ExecContext(ctx, "ANALYZE")
+	must(t, "ANALYZE", err)
+	if fts, others := samples(s); fts == 0 || others == 0 {
+		t.Fatalf("after ANALYZE: %d samples of the text index, %d of the other tables; want some of each", fts, others)
+	}
+	must(t, "Close", s.Close())
+	s = open(t, url)
+	if fts, others := samples(s); fts != 0 || others == 0 {
+		t.Errorf("reopened: %d samples of the text index, want none; %d of the other tables, want some", fts, others)
+	}
+	page, err := s.SearchEvents(ctx, flagadmin.EventQuery{Text: "launch", Limit: 5})
+	must(t, "SearchEvents", err)
+	if page.Total == 0 {
+		t.Errorf("free text after the samples were dropped: no match for %q", "launch")
+	}
+}
