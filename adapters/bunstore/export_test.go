@@ -92,10 +92,14 @@ func SetTextBacklogBatch(t interface{ Cleanup(func()) }, n int64) {
 func WithTextBacklogHeld() Option { return func(o *options) { o.textBacklogHeld = true } }
 
 // FillTextBatch indexes the next batch of pending texts, and reports
-// whether some are left.
+// whether it did; with none left to index, it merges the index and ends
+// the pending range instead, and reports false.
 func FillTextBatch(ctx context.Context, s *Store) (more bool, err error) {
-	_, upTo, to, err := s.fillTextBatch(ctx)
-	return upTo < to, err
+	from, _, to, err := s.fillTextBatch(ctx)
+	if err != nil || from < to {
+		return err == nil, err
+	}
+	return false, s.mergeText(ctx)
 }
 
 // TextIndexRows returns how many rows events_tokens counts: the first

@@ -130,7 +130,7 @@ func (s *Store) fillTextBacklog(ctx context.Context) error {
 		}
 		longest = max(longest, time.Since(batchStart))
 		if from == to {
-			return nil // nothing was pending
+			return s.mergeText(ctx) // nothing was pending: done, or to merge
 		}
 		if filled == 0 {
 			s.log.Info("bunstore: filling the full-text index with the texts of loaded events; searches scan the texts not yet indexed", "events", to-from)
@@ -139,7 +139,6 @@ func (s *Store) fillTextBacklog(ctx context.Context) error {
 		if upTo == to {
 			s.log.Info("bunstore: the full-text index holds the texts of every event", "events", filled,
 				"took", time.Since(start).Round(time.Millisecond).String(), "longest_batch", longest.Round(time.Millisecond).String())
-			return nil
 		}
 		if filled/progressEvery > logged/progressEvery {
 			s.log.Info("bunstore: filling the full-text index", "indexed", filled, "of", filled+to-upTo)
@@ -150,7 +149,8 @@ func (s *Store) fillTextBacklog(ctx context.Context) error {
 
 // fillTextBatch indexes the texts of the next textBacklogBatch pending
 // events in a transaction on the writer: those above from up to upTo, of
-// the range pending before it, (from, to]; from == to when none was.
+// the range pending before it, (from, to]; from == to when none was (or
+// the range is done, its index not yet merged: mergeText).
 func (s *Store) fillTextBatch(ctx context.Context) (from, upTo, to int64, err error) {
 	b := s.text.statements
 	err = s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
@@ -163,20 +163,69 @@ func (s *Store) fillTextBatch(ctx context.Context) (from, upTo, to int64, err er
 			return err
 		}
 		upTo = min(from+textBacklogBatch, to)
+		if from == to {
+			return nil // the range is done, its index not yet merged
+		}
 		if _, err := tx.ExecContext(ctx, b.Fill, from, upTo); err != nil {
 			return err
 		}
 		if err := s.fillTokens(ctx, tx, from, upTo); err != nil {
 			return err
 		}
-		if upTo == to {
-			_, err = tx.ExecContext(ctx, b.Done)
-			return err
-		}
 		_, err = tx.ExecContext(ctx, b.Advance, upTo)
 		return err
 	})
 	return from, upTo, to, err
+}
+
+// mergeText merges the segments the backlog's transactions left in the
+// full-text index, in transactions of a bounded amount of work each, so
+// that the store's writes wait for one at most, then ends the pending
+// range (Done) unless a write extended it meanwhile. It returns at once
+// when no range is pending.
+func (s *Store) mergeText(ctx context.Context) error {
+	b := s.text.statements
+	start, steps := time.Now(), 0
+	for {
+		merged := true
+		err := s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+			var from, to int64
+			err := tx.QueryRowContext(ctx, b.Pending).Scan(&from, &to)
+			if errors.Is(err, sql.ErrNoRows) || err == nil && from < to {
+				return nil // none pending, or more to fill (the caller is woken)
+			}
+			if err != nil {
+				return err
+			}
+			for _, stmt := range b.Merge {
+				var before, after int64
+				if err := tx.QueryRowContext(ctx, "SELECT total_changes()").Scan(&before); err != nil {
+					return err
+				}
+				if _, err := tx.ExecContext(ctx, stmt); err != nil {
+					return err
+				}
+				if err := tx.QueryRowContext(ctx, "SELECT total_changes()").Scan(&after); err != nil {
+					return err
+				}
+				merged = merged && after-before < 2 // the command's own row only
+			}
+			if merged {
+				_, err = tx.ExecContext(ctx, b.Done)
+			}
+			return err
+		})
+		if err != nil {
+			return err
+		}
+		if merged {
+			if steps > 0 {
+				s.log.Info("bunstore: merged the full-text index", "steps", steps, "took", time.Since(start).Round(time.Millisecond).String())
+			}
+			return nil
+		}
+		steps++
+	}
 }
 
 // fillTokens adds the tokens of the events above from up to to, whose

@@ -51,14 +51,17 @@ func TestTextIndexMergedAfterLoad(t *testing.T) {
 	}
 }
 
-// textSegments returns the number of segments of events_tokens: the second
-// count of FTS5's structure record (the row of id 10 of events_tokens_data:
+// textSegments returns the number of segments of events_tokens.
+func textSegments(t *testing.T, s *Store) int { t.Helper(); return segments(t, s, "events_tokens") }
+
+// segments returns the number of segments of the FTS5 table: the second
+// count of FTS5's structure record (the row of id 10 of its _data table:
 // a 4-byte cookie, a 4-byte marker in its second version, then the number
 // of levels and of segments, as SQLite varints).
-func textSegments(t *testing.T, s *Store) int {
+func segments(t *testing.T, s *Store, table string) int {
 	t.Helper()
 	var rec []byte
-	if err := s.db.QueryRowContext(context.Background(), "SELECT block FROM events_tokens_data WHERE id = 10").Scan(&rec); err != nil {
+	if err := s.db.QueryRowContext(context.Background(), "SELECT block FROM "+table+"_data WHERE id = 10").Scan(&rec); err != nil {
 		t.Fatal(err)
 	}
 	i := 4
@@ -74,9 +77,64 @@ func textSegments(t *testing.T, s *Store) int {
 				return v
 			}
 		}
-		t.Fatalf("structure record of events_tokens cut short: %x", rec)
+		t.Fatalf("structure record of %s cut short: %x", table, rec)
 		return 0
 	}
 	varint() // levels
 	return varint()
+}
+
+// TestTextBacklogMerged: the backlog's transactions each leave a segment
+// in events_tokens and in the vocabulary's index, which FTS5 merges only
+// as they pile up on a level; once the backlog is done both are merged
+// into one segment (every query looks its terms up in each), a bounded
+// part per transaction, and the pending range ends after the merge.
+func TestTextBacklogMerged(t *testing.T) {
+	SetTextLaterFrom(t, 1)
+	SetTextBacklogBatch(t, 3)
+	ctx := context.Background()
+	s, err := Open(ctx, dbtest.SQLite(t), WithTextBacklogHeld())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	var events []flagadmin.Event
+	for i := range 100 {
+		name := fmt.Sprintf("flag-%d", i)
+		events = append(events, flagadmin.Event{ID: int64(i + 1), Type: flagadmin.EventFeatureUpdated, CreatedBy: "ada@example.com",
+			CreatedAt: time.Date(2026, 1, 1, 0, 0, i, 0, time.UTC), FeatureName: &name,
+			Data: json.RawMessage(fmt.Sprintf(`{"name":"flag-%d","description":"rollout %d of the checkout %x"}`, i, i, i*7919))})
+	}
+	if err := s.Load(ctx, &flagadmin.Batch{}, func(emit func([]flagadmin.Event) error) error { return emit(events) }); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		from, _, to, err := s.fillTextBatch(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if from == to {
+			break
+		}
+	}
+	unmerged := map[string]int{"events_tokens": segments(t, s, "events_tokens"), "search_tokens_text": segments(t, s, "search_tokens_text")}
+	var pending int
+	if err := s.db.QueryRowContext(ctx, "SELECT COUNT(*) FROM events_text_pending").Scan(&pending); err != nil || pending != 1 {
+		t.Fatalf("the backlog filled, not merged: %d pending ranges (%v), want 1", pending, err)
+	}
+	if err := s.mergeText(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for table, before := range unmerged {
+		if n := segments(t, s, table); before < 2 || n != 1 {
+			t.Errorf("%s: %d segments once filled, %d once merged; want several, then 1", table, before, n)
+		}
+	}
+	if err := s.db.QueryRowContext(ctx, "SELECT COUNT(*) FROM events_text_pending").Scan(&pending); err != nil || pending != 0 {
+		t.Errorf("merged: %d pending ranges (%v), want none", pending, err)
+	}
+	var found []int64
+	if err := s.db.NewRaw("SELECT rowid FROM events_tokens WHERE events_tokens MATCH '\"checkout\"' ORDER BY rowid").Scan(ctx, &found); err != nil || len(found) != len(events) {
+		t.Errorf("events found by a token once merged: %d (%v), want %d", len(found), err, len(events))
+	}
 }

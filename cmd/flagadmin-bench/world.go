@@ -193,7 +193,8 @@ func (d *database) migrateWorld(ctx context.Context, fresh, loaded string, progr
 
 // awaitTextIndexed waits, on SQLite, until the open store has indexed the
 // texts that a migration left to its full-text backlog
-// (events_text_pending), telling how many remain every 5 seconds: a run
+// (events_text_pending, until the index is merged after them), telling
+// how many remain every 5 seconds: a run
 // copies the world, and a copy with a backlog would measure free text
 // scanning the texts.
 func (d *database) awaitTextIndexed(ctx context.Context, progress io.Writer) error {
@@ -207,12 +208,13 @@ func (d *database) awaitTextIndexed(ctx context.Context, progress io.Writer) err
 	defer db.Close()
 	told := time.Now()
 	for {
-		var pending int64
-		if err := db.QueryRowContext(ctx, "SELECT COALESCE(SUM(to_id - from_id), 0) FROM events_text_pending").Scan(&pending); err != nil || pending == 0 {
-			return err
+		var ranges, pending int64
+		err := db.QueryRowContext(ctx, "SELECT COUNT(*), COALESCE(SUM(to_id - from_id), 0) FROM events_text_pending").Scan(&ranges, &pending)
+		if err != nil || ranges == 0 {
+			return err // indexed and merged
 		}
 		if time.Since(told) >= 5*time.Second {
-			fmt.Fprintf(progress, "indexing the texts the migration left to the full-text backlog: %d events to go\n", pending)
+			fmt.Fprintf(progress, "indexing the texts the migration left to the full-text backlog: %d events to go, then the merge of the index\n", pending)
 			told = time.Now()
 		}
 		select {

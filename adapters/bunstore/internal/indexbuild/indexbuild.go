@@ -44,11 +44,16 @@ const (
 // is), Fill indexes the texts of the events of a range (its two
 // placeholders the range's bounds, as for a Step ByIDs; the store adds
 // their tokens to the dialect's vocabulary, where it keeps one), Advance moves the
-// pending range's start to its placeholder, and Done ends it. A writer
+// pending range's start to its placeholder, and Done ends it once empty.
+// Between the last range and Done, each of Merge merges part of an
+// index's segments, in transactions of its own until none does any work
+// (as FTS5's 'merge' command tells: its transaction changes no more than
+// the command's own row). A writer
 // leaves the texts of the events it inserts to the backlog by Start (a
 // range from its two placeholders, when none is pending) or Extend (the
 // pending range's end moved to its placeholder), before it inserts them.
 type Backlog struct {
 	Pending, Fill, Advance, Done string
+	Merge                        []string
 	Start, Extend                string
 }

@@ -145,14 +145,19 @@ END`,
 // TextBacklog indexes the texts of the events a load or a follower's
 // batches left pending in events_tokens, a range at a time (the store
 // adds their tokens to the vocabulary). Each range's transaction flushes
-// its terms to a segment of its own, which FTS5 merges as segments pile
-// up (automerge), as it does for any writes.
+// its terms to a segment of its own, which FTS5 merges only as segments
+// pile up on a level (automerge): once the ranges are done, the segments
+// of both tables are merged into one, a part at a time (merge). A query
+// looks its terms up in every segment: a feature's name took 4.5 ms to
+// find in the vocabulary and 0.19 ms in events_tokens after a backlog of
+// 1,000,000 events, 1.0 and 0.05 ms merged.
 func (Dialect) TextBacklog() (indexbuild.Backlog, bool) {
 	return indexbuild.Backlog{
 		Pending: "SELECT from_id, to_id FROM events_text_pending",
 		Fill:    TextRefill.Fill,
 		Advance: "UPDATE events_text_pending SET from_id = ?",
-		Done:    "DELETE FROM events_text_pending",
+		Done:    "DELETE FROM events_text_pending WHERE from_id >= to_id",
+		Merge:   []string{merge("events_tokens"), merge("search_tokens_text")},
 		Start:   "INSERT INTO events_text_pending (id, from_id, to_id) VALUES (1, ?, ?)",
 		Extend:  "UPDATE events_text_pending SET to_id = ?",
 	}, true
@@ -306,6 +311,7 @@ func (Dialect) DeferIndexes(ctx context.Context, tx bun.IDB) (drops []string, bu
 			indexbuild.Step{SQL: refill.Fill, What: "build the full-text index events_tokens", ByIDs: true, Tokens: true, When: indexbuild.TextNow},
 			indexbuild.Step{SQL: refill.After, When: indexbuild.TextNow},
 			indexbuild.Step{SQL: refill.Merge, What: "merge the full-text index events_tokens", When: indexbuild.TextNow},
+			indexbuild.Step{SQL: optimize("search_tokens_text"), What: "merge the full-text index search_tokens_text", When: indexbuild.TextNow},
 			indexbuild.Step{SQL: pendAll, What: "leave the full-text index events_tokens to fill after the load", When: indexbuild.TextLater})
 	}
 	return drops, builds, err
@@ -349,13 +355,26 @@ var TextRefill = struct{ Before, Fill, After, Merge string }{
 	hashSize(32 << 20),
 	"INSERT INTO events_tokens (rowid, search_payload, search_meta) SELECT id, search_payload, search_meta FROM events WHERE id > ? AND id <= ?",
 	hashSize(1 << 20),
-	"INSERT INTO events_tokens (events_tokens) VALUES ('optimize')",
+	optimize("events_tokens"),
+}
+
+// optimize is the statement that merges the segments of the FTS5 table
+// into one at once.
+func optimize(table string) string {
+	return "INSERT INTO " + table + " (" + table + ") VALUES ('optimize')"
 }
 
 // pendAll records every event as pending in events_text_pending (none
 // when there is none): the load's, in an empty store.
 const pendAll = `INSERT OR REPLACE INTO events_text_pending (id, from_id, to_id)
 	SELECT 1, lo, hi FROM (SELECT MIN(id) - 1 AS lo, MAX(id) AS hi FROM events) WHERE hi IS NOT NULL`
+
+// merge is the statement that merges the segments of the FTS5 table
+// into one, writing about 1,000 pages (4 MB) at most: with a negative
+// count FTS5 merges segments of every level.
+func merge(table string) string {
+	return "INSERT INTO " + table + " (" + table + ", rank) VALUES ('merge', -1000)"
+}
 
 // hashSize sets the pending-terms size of events_tokens.
 func hashSize(bytes int) string {
