@@ -72,11 +72,7 @@ func TestTextBacklog(t *testing.T) {
 	must(t, "Write", s.Write(ctx, &flagadmin.Batch{Events: textEvents(at.Add(24 * time.Hour))}))
 	compare("with writes")
 
-	for more := true; more; {
-		var err error
-		more, err = bunstore.FillTextBatch(ctx, s)
-		must(t, "a batch of the backlog", err)
-	}
+	fillBacklog(t, s)
 	if from, to := pending(); from != 0 || to != 0 {
 		t.Fatalf("after the backlog: pending (%d, %d], want none", from, to)
 	}
@@ -246,13 +242,20 @@ func TestTextBacklogFollow(t *testing.T) {
 		}
 		compareText(t, s, plain, step.name)
 	}
-	for more := true; more; {
-		var err error
-		more, err = bunstore.FillTextBatch(ctx, s)
-		must(t, "a batch of the backlog", err)
-	}
+	fillBacklog(t, s)
 	compareText(t, s, plain, "after the backlog")
 	indexHoldsEachText(t, s)
+}
+
+// fillBacklog fills s's full-text backlog batch by batch, then merges
+// the index and ends the pending range.
+func fillBacklog(t *testing.T, s *bunstore.Store) {
+	t.Helper()
+	for more := true; more; {
+		var err error
+		more, err = bunstore.FillTextBatch(context.Background(), s)
+		must(t, "a batch of the backlog", err)
+	}
 }
 
 // backlogQueries are the free-text queries of the backlog's tests.

@@ -495,11 +495,7 @@ END`,
 	}
 	compareText(t, s, plain, "after the migration")
 	must(t, "Write", s.Write(ctx, &flagadmin.Batch{Events: textEvents(at.Add(time.Hour))}))
-	for more := true; more; {
-		var err error
-		more, err = bunstore.FillTextBatch(ctx, s)
-		must(t, "a batch of the backlog", err)
-	}
+	fillBacklog(t, s)
 	compareText(t, s, plain, "after the backlog")
 	indexHoldsEachText(t, s)
 }
