@@ -99,7 +99,8 @@ func FillTextBatch(ctx context.Context, s *Store) (more bool, err error) {
 	if err != nil || from < to {
 		return err == nil, err
 	}
-	return false, s.mergeText(ctx)
+	_, err = s.mergeText(ctx)
+	return false, err
 }
 
 // TextIndexRows returns how many rows events_tokens counts: the first

@@ -111,10 +111,11 @@ func (s *Store) stopTextBacklog() {
 }
 
 // fillTextBacklog indexes the pending texts batch by batch until none is
-// left, logging when it starts, every progressEvery events and when it is
-// done. While a follower's batches leave their texts to it (deferText), it
-// waits for them to pause for textBacklogQuiet, but fills one batch at
-// least every textBacklogTurn.
+// left, then merges the index (mergeText), logging when it starts, every
+// progressEvery events and when it is done and merged. While a
+// follower's batches leave their texts to it (deferText), it waits for
+// them to pause for textBacklogQuiet, but fills one batch at least every
+// textBacklogTurn.
 func (s *Store) fillTextBacklog(ctx context.Context) error {
 	start := time.Now()
 	var filled, logged int64
@@ -129,17 +130,19 @@ func (s *Store) fillTextBacklog(ctx context.Context) error {
 			return err
 		}
 		longest = max(longest, time.Since(batchStart))
-		if from == to {
-			return s.mergeText(ctx) // nothing was pending: done, or to merge
+		if from == to { // nothing left to index: merge, when a range is pending
+			steps, err := s.mergeText(ctx)
+			if err == nil && (filled > 0 || steps > 0) {
+				s.log.Info("bunstore: the full-text index holds the texts of every event", "events", filled,
+					"took", time.Since(start).Round(time.Millisecond).String(), "longest_batch", longest.Round(time.Millisecond).String(),
+					"merge_steps", steps)
+			}
+			return err
 		}
 		if filled == 0 {
 			s.log.Info("bunstore: filling the full-text index with the texts of loaded events; searches scan the texts not yet indexed", "events", to-from)
 		}
 		filled += upTo - from
-		if upTo == to {
-			s.log.Info("bunstore: the full-text index holds the texts of every event", "events", filled,
-				"took", time.Since(start).Round(time.Millisecond).String(), "longest_batch", longest.Round(time.Millisecond).String())
-		}
 		if filled/progressEvery > logged/progressEvery {
 			s.log.Info("bunstore: filling the full-text index", "indexed", filled, "of", filled+to-upTo)
 			logged = filled
@@ -182,10 +185,9 @@ func (s *Store) fillTextBatch(ctx context.Context) (from, upTo, to int64, err er
 // full-text index, in transactions of a bounded amount of work each, so
 // that the store's writes wait for one at most, then ends the pending
 // range (Done) unless a write extended it meanwhile. It returns at once
-// when no range is pending.
-func (s *Store) mergeText(ctx context.Context) error {
+// when no range is pending, and tells how many transactions merged.
+func (s *Store) mergeText(ctx context.Context) (steps int, err error) {
 	b := s.text.statements
-	start, steps := time.Now(), 0
 	for {
 		merged := true
 		err := s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
@@ -215,14 +217,8 @@ func (s *Store) mergeText(ctx context.Context) error {
 			}
 			return err
 		})
-		if err != nil {
-			return err
-		}
-		if merged {
-			if steps > 0 {
-				s.log.Info("bunstore: merged the full-text index", "steps", steps, "took", time.Since(start).Round(time.Millisecond).String())
-			}
-			return nil
+		if err != nil || merged {
+			return steps, err
 		}
 		steps++
 	}

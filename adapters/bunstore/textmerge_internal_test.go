@@ -122,7 +122,7 @@ func TestTextBacklogMerged(t *testing.T) {
 	if err := s.db.QueryRowContext(ctx, "SELECT COUNT(*) FROM events_text_pending").Scan(&pending); err != nil || pending != 1 {
 		t.Fatalf("the backlog filled, not merged: %d pending ranges (%v), want 1", pending, err)
 	}
-	if err := s.mergeText(ctx); err != nil {
+	if _, err := s.mergeText(ctx); err != nil {
 		t.Fatal(err)
 	}
 	for table, before := range unmerged {
