@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -284,9 +286,10 @@ func TestSchemaRequiresTheLeafColumns(t *testing.T) {
 	})
 }
 
-// The project list counts features in cleanup from features_stage, which
-// a migration adds to every database, also to one where a run that failed
-// part-way made it already.
+// A migration adds features_stage (lifecycle_stage, project), in which
+// the cleanup counts of project_stats are counted (TestCleanupCountsMigrated),
+// to every database, also to one where a run that failed part-way made it
+// already.
 func TestFeaturesStageIndex(t *testing.T) {
 	forEachEngine(t, func(t *testing.T, url string) {
 		ctx := context.Background()
@@ -310,4 +313,34 @@ func indexExists(s *bunstore.Store, name string) (bool, error) {
 		"SELECT COUNT(*) FROM sqlite_master WHERE type = 'index' AND name = ?",
 		"SELECT COUNT(*) FROM pg_indexes WHERE schemaname = current_schema() AND indexname = ?",
 		"SELECT COUNT(*) FROM information_schema.statistics WHERE table_schema = DATABASE() AND index_name = ?")
+}
+
+// A database made before project_stats kept the cleanup counts gets them
+// in a migration: the column added and every project's features in cleanup
+// counted, also where a run that failed part-way added the column already.
+func TestCleanupCountsMigrated(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, url string) {
+		ctx := context.Background()
+		s := open(t, url)
+		b, _ := statsWorld()
+		must(t, "Write", s.Write(ctx, b))
+		want, err := s.ProjectStats(ctx, flagadmin.ProjectStatsQuery{})
+		must(t, "ProjectStats", err)
+		if counted := slices.ContainsFunc(want, func(st flagadmin.ProjectStats) bool { return st.CleanupCount > 0 }); !counted {
+			t.Fatal("no project of the world has features in cleanup")
+		}
+		db := bunstore.DB(s)
+		for _, before := range []string{"ALTER TABLE project_stats DROP COLUMN cleanup", "UPDATE project_stats SET cleanup = 0"} {
+			_, err := db.ExecContext(ctx, before)
+			must(t, before, err)
+			_, err = db.ExecContext(ctx, "DELETE FROM bun_migrations WHERE name = '20261210090000'")
+			must(t, "forget the migration", err)
+			must(t, "Migrate after "+before, s.Migrate(ctx))
+			got, err := s.ProjectStats(ctx, flagadmin.ProjectStatsQuery{})
+			must(t, "ProjectStats", err)
+			if g, w := sortedStats(got), sortedStats(want); !reflect.DeepEqual(g, w) {
+				t.Fatalf("after %s and the migration:\n got %+v\nwant %+v", before, g, w)
+			}
+		}
+	})
 }

@@ -8,6 +8,8 @@ import (
 
 	"github.com/uptrace/bun"
 	"github.com/uptrace/bun/migrate"
+
+	"github.com/flagadmin/flagadmin/adapters/bunstore/internal/summary"
 )
 
 // The schema is written once per database (schema/*.sql), as the
@@ -68,6 +70,9 @@ func newMigrations(d sqlDialect, sums summaries, o migrateOptions) *migrate.Migr
 	add("20261209090000", "index the search texts by token in place of their trigrams, filled in the background (SQLite)", func(ctx context.Context, db *bun.DB) error {
 		return d.TextTokens(ctx, db)
 	})
+	add("20261210090000", "keep each project's cleanup count with its figures (project_stats.cleanup)", func(ctx context.Context, db *bun.DB) error {
+		return addCleanupCounts(ctx, d, db)
+	})
 	return ms
 }
 
@@ -81,6 +86,34 @@ func createIndex(ctx context.Context, d sqlDialect, db bun.IDB, name, on string)
 	}
 	_, err := db.ExecContext(ctx, "CREATE INDEX "+name+" ON "+on)
 	return err
+}
+
+// addCleanupCounts adds project_stats.cleanup, each project's features in
+// cleanup (summary.CleanupCondition), and counts them. The column is added
+// unless a run that failed after adding it did (MySQL commits DDL at
+// once); the counts are written again either way.
+func addCleanupCounts(ctx context.Context, d sqlDialect, db *bun.DB) error {
+	if !columnExists(ctx, db, "project_stats", "cleanup") {
+		if _, err := db.ExecContext(ctx, "ALTER TABLE project_stats ADD COLUMN cleanup BIGINT NOT NULL DEFAULT 0"); err != nil {
+			return err
+		}
+	}
+	cleanup := summary.CleanupCondition()
+	return inMigrationTx(ctx, d, db, func(ctx context.Context, tx bun.IDB) error {
+		_, err := tx.ExecContext(ctx, "UPDATE project_stats SET cleanup = (SELECT COUNT(*) FROM features WHERE project = project_stats.project_id AND "+cleanup.Text+")", cleanup.Args...)
+		return err
+	})
+}
+
+// columnExists reports whether table has column: whether db can read it.
+// It reads outside any transaction of db's (on PostgreSQL a failed
+// statement ends the transaction it is in).
+func columnExists(ctx context.Context, db bun.IDB, table, column string) bool {
+	rows, err := db.QueryContext(ctx, "SELECT "+column+" FROM "+table+" WHERE 1 = 0")
+	if err != nil {
+		return false
+	}
+	return rows.Close() == nil
 }
 
 // dropSummaryState drops summary_state, the baseline's table of whether

@@ -82,8 +82,8 @@ func (s *Store) ProjectRoles(ctx context.Context, userID int64) (map[string]flag
 }
 
 // ProjectStats implements flagadmin.Store in one read-only transaction:
-// the projects with their figures, the time of their newest event, their
-// cleanup counts and the caller's favorites in one statement
+// the projects with their figures (cleanup counts included), the time of
+// their newest event and the caller's favorites in one statement
 // (listedProjects), then their owners. The figures and the newest events
 // are the summaries' when they keep them; else the figures are computed
 // (summary.ComputeFigures) and each project's newest event looked up.
@@ -127,6 +127,7 @@ func (s *Store) projectList(ctx context.Context, tx bun.Tx, q flagadmin.ProjectS
 func setFigures(st *flagadmin.ProjectStats, f summary.Figures) {
 	st.FeatureCount, st.StaleCount, st.PotentiallyStaleCount = int(f.Features), int(f.Stale), int(f.PotentiallyStale)
 	st.MemberCount, st.LastReportedFlagUsage = int(f.Members), stored.TimePtr(f.LastSeenAt)
+	st.CleanupCount = int(f.Cleanup)
 }
 
 // listedProjects returns the projects of q, archived or active, and their
@@ -137,13 +138,9 @@ func setFigures(st *flagadmin.ProjectStats, f summary.Figures) {
 // with the time of its newest event (LastUpdatedAt) from newest, the
 // summaries' table of them, when not "", else looked up in the index for
 // each project (lastEventSQL, 3 ms more for 200 projects at 1,000,000
-// events on PostgreSQL); its figures from kept, the summaries' table of
-// them, when not empty; its cleanup count; and whether q.FavoritesOf
+// events on PostgreSQL); its figures, cleanup count included, from kept,
+// the summaries' table of them, when not empty; and whether q.FavoritesOf
 // marked it favorite.
-//
-// The cleanup count is the SQL form of flagadmin.InCleanup (the lifecycle
-// stage is completed, archived or not), read from the index
-// features_stage (lifecycle_stage, project) alone.
 func (s *Store) listedProjects(ctx context.Context, tx bun.Tx, q flagadmin.ProjectStatsQuery, newest string, kept sqlq.Fragment) ([]flagadmin.ProjectStats, map[string]int, error) {
 	stmt := projectListStatement(q, newest, kept)
 	rows, err := s.sqlDialect.QueryPlannedOnce(ctx, tx, stmt)
@@ -156,26 +153,25 @@ func (s *Store) listedProjects(ctx context.Context, tx bun.Tx, q flagadmin.Proje
 		uncounted []string
 		p         projectRow
 		lastEvent sql.NullInt64
-		counts    [4]sql.NullInt64 // features, stale, potentially stale, members
+		counts    [5]sql.NullInt64 // features, stale, potentially stale, members, cleanup
 		lastSeen  sql.NullInt64
-		cleanup   int64
 		favored   int64
 	)
 	at := map[string]int{}
 	for rows.Next() {
 		if err := rows.Scan(&p.ID, &p.Name, &p.Description, &p.Mode, &p.CreatedAt, &p.ArchivedAt, &lastEvent,
-			&counts[0], &counts[1], &counts[2], &counts[3], &lastSeen, &cleanup, &favored); err != nil {
+			&counts[0], &counts[1], &counts[2], &counts[3], &lastSeen, &counts[4], &favored); err != nil {
 			return nil, nil, err
 		}
-		st := flagadmin.ProjectStats{Project: p.project(), LastUpdatedAt: stored.TimePtr(nullable(lastEvent)), CleanupCount: int(cleanup), Favorite: favored != 0}
+		st := flagadmin.ProjectStats{Project: p.project(), LastUpdatedAt: stored.TimePtr(nullable(lastEvent)), Favorite: favored != 0}
 		if newest != "" && !lastEvent.Valid {
 			uncounted = append(uncounted, p.ID)
 		}
 		if !kept.Empty() {
-			if !counts[0].Valid || !counts[1].Valid || !counts[2].Valid || !counts[3].Valid {
+			if !counts[0].Valid || !counts[1].Valid || !counts[2].Valid || !counts[3].Valid || !counts[4].Valid {
 				return nil, nil, fmt.Errorf("the summaries keep no figures of project %q", p.ID)
 			}
-			setFigures(&st, summary.Figures{Features: counts[0].Int64, Stale: counts[1].Int64, PotentiallyStale: counts[2].Int64, Members: counts[3].Int64, LastSeenAt: nullable(lastSeen)})
+			setFigures(&st, summary.Figures{Features: counts[0].Int64, Stale: counts[1].Int64, PotentiallyStale: counts[2].Int64, Members: counts[3].Int64, LastSeenAt: nullable(lastSeen), Cleanup: counts[4].Int64})
 		}
 		at[p.ID] = len(out)
 		out = append(out, st)
@@ -188,15 +184,15 @@ func (s *Store) listedProjects(ctx context.Context, tx bun.Tx, q flagadmin.Proje
 
 // projectListStatement is the statement of listedProjects.
 func projectListStatement(q flagadmin.ProjectStatsQuery, newest string, kept sqlq.Fragment) sqlq.Fragment {
-	last, figures := sqlq.F(lastEventSQL), sqlq.F("NULL, NULL, NULL, NULL, NULL")
+	last, figures := sqlq.F(lastEventSQL), sqlq.F("NULL, NULL, NULL, NULL, NULL, NULL")
 	favorite := sqlq.F("0")
-	joins := []sqlq.Fragment{sqlq.F("LEFT JOIN (SELECT project, COUNT(*) AS n FROM features WHERE lifecycle_stage = ? GROUP BY project) c ON c.project = p.id", string(flagadmin.StageCompleted))}
+	var joins []sqlq.Fragment
 	if newest != "" {
 		last = sqlq.F("l.newest")
 		joins = append(joins, sqlq.F("LEFT JOIN ("+newest+") l ON l.project = p.id"))
 	}
 	if !kept.Empty() {
-		figures = sqlq.F("f.features, f.stale, f.potentially_stale, f.members, f.last_seen_at")
+		figures = sqlq.F("f.features, f.stale, f.potentially_stale, f.members, f.last_seen_at, f.cleanup")
 		joins = append(joins, kept.Wrap("LEFT JOIN (", ") f ON f.project_id = p.id"))
 	}
 	if q.FavoritesOf != nil {
@@ -207,7 +203,7 @@ func projectListStatement(q flagadmin.ProjectStatsQuery, newest string, kept sql
 	if q.Archived {
 		where = "p.archived_at IS NOT NULL"
 	}
-	return sqlq.Fill("SELECT p.id, p.name, p.description, p.mode, p.created_at, p.archived_at, ?, ?, COALESCE(c.n, 0), ? FROM projects p ? WHERE "+where,
+	return sqlq.Fill("SELECT p.id, p.name, p.description, p.mode, p.created_at, p.archived_at, ?, ?, ? FROM projects p ? WHERE "+where,
 		last, figures, favorite, sqlq.Join(" ", joins...))
 }
 

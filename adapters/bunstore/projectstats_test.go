@@ -76,6 +76,9 @@ func statsWorld() (*flagadmin.Batch, []flagadmin.Event) {
 			seen := now.Add(-time.Duration(i) * time.Minute)
 			f.LastSeenAt = &seen
 		}
+		if i%5 == 0 { // in cleanup, archived too (i%7 == 0)
+			f.Lifecycle = flagadmin.Lifecycle{Stage: flagadmin.StageCompleted, Status: flagadmin.StatusKept}
+		}
 		b.Features = append(b.Features, f)
 	}
 	return b, bulkEvents(2345) // projects p0 .. p6; p6 does not exist
@@ -108,12 +111,23 @@ func TestProjectStatsMaintained(t *testing.T) {
 		must(t, "InsertEvents", s.InsertEvents(ctx, events, 1000))
 		refBatch.Events = events
 		must(t, "memstore Write", ref.Write(ctx, &refBatch))
-		// Later changes: a feature update, a group member, a deleted user.
+		// Later changes: feature updates (one stale, one completed, one
+		// archived in cleanup, one out of cleanup), a group member, a
+		// deleted user.
 		for _, st := range []flagadmin.Store{s, ref} {
-			must(t, "UpdateFeature", st.UpdateFeature(ctx, "f1", func(f *flagadmin.Feature) (*flagadmin.Event, error) {
-				f.Stale = true
-				return &flagadmin.Event{Type: flagadmin.EventFeatureUpdated, CreatedBy: "x", CreatedAt: time.Date(2027, 1, 1, 0, 0, 0, 0, time.UTC), Project: &f.Project}, nil
-			}))
+			for name, change := range map[string]func(f *flagadmin.Feature){
+				"f1": func(f *flagadmin.Feature) { f.Stale = true },
+				"f2": func(f *flagadmin.Feature) {
+					f.Lifecycle = flagadmin.Lifecycle{Stage: flagadmin.StageCompleted, Status: flagadmin.StatusDiscarded}
+				},
+				"f10": func(f *flagadmin.Feature) { a := time.Date(2027, 1, 1, 0, 0, 0, 0, time.UTC); f.ArchivedAt = &a },
+				"f15": func(f *flagadmin.Feature) { f.Lifecycle = flagadmin.Lifecycle{Stage: flagadmin.StageArchived} },
+			} {
+				must(t, "UpdateFeature "+name, st.UpdateFeature(ctx, name, func(f *flagadmin.Feature) (*flagadmin.Event, error) {
+					change(f)
+					return &flagadmin.Event{Type: flagadmin.EventFeatureUpdated, CreatedBy: "x", CreatedAt: time.Date(2027, 1, 1, 0, 0, 0, 0, time.UTC), Project: &f.Project}, nil
+				}))
+			}
 			must(t, "Write group member", st.Write(ctx, &flagadmin.Batch{GroupMembers: []flagadmin.GroupMember{{GroupID: 1, UserID: 1}}}))
 			must(t, "DeleteUser", st.DeleteUser(ctx, 3, func(flagadmin.User) (flagadmin.Event, error) {
 				return flagadmin.Event{Type: flagadmin.EventUserDeleted, CreatedBy: "x", CreatedAt: time.Date(2027, 1, 2, 0, 0, 0, 0, time.UTC)}, nil

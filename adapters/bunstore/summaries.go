@@ -84,8 +84,8 @@ type summaries interface {
 
 	// ProjectFigures is the SQL of a table of the figures of every
 	// project of q read from what the summaries keep, with the columns
-	// project_id, features, stale, potentially_stale, members and
-	// last_seen_at, or the empty fragment when they keep none.
+	// project_id, features, stale, potentially_stale, members,
+	// last_seen_at and cleanup, or the empty fragment when they keep none.
 	ProjectFigures(q flagadmin.ProjectStatsQuery) sqlq.Fragment
 	// NewestEvents is the SQL of a table (project, newest) of the
 	// creation time (Unix milliseconds) of the newest event of each

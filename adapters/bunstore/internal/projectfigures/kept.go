@@ -34,7 +34,9 @@ import (
 //     index (features_fresh) that holds only non-archived, non-stale
 //     features in (type, created_at) order: the recent ones are few;
 //   - members: distinct users with a role, directly or through a group;
-//   - last_seen_at: the newest lastSeenAt of its features (archived too).
+//   - last_seen_at: the newest lastSeenAt of its features (archived too);
+//   - cleanup: its features in cleanup (summary.CleanupCondition), archived
+//     ones too.
 //
 // A transaction updates the rows of several projects in project id order
 // (the lock order of bunstore's record.go).
@@ -75,6 +77,7 @@ type row struct {
 	FreshPermission  int64  `bun:"fresh_permission"`
 	Members          int64  `bun:"members"`
 	LastSeenAt       *int64 `bun:"last_seen_at"`
+	Cleanup          int64  `bun:"cleanup"`
 }
 
 // fresh returns the fresh_<type> field of column c.
@@ -96,13 +99,13 @@ func (r *row) fresh(c string) *int64 {
 
 // Kept is the SQL of a table of every project's figures read from
 // project_stats, with the columns project_id, features, stale,
-// potentially_stale, members and last_seen_at. Its potentially_stale is
+// potentially_stale, members, last_seen_at and cleanup. Its potentially_stale is
 // the fresh features of the cut-off types less those created since their
 // type's cut-off (read from features_fresh) when every cut-off type has a
 // fresh column, else the potentially stale features counted from the
 // features.
 func Kept(q flagadmin.ProjectStatsQuery) sqlq.Fragment {
-	cols := "ps.project_id, ps.features, ps.stale, ? AS potentially_stale, ps.members, ps.last_seen_at FROM project_stats ps"
+	cols := "ps.project_id, ps.features, ps.stale, ? AS potentially_stale, ps.members, ps.last_seen_at, ps.cleanup FROM project_stats ps"
 	if len(q.PotentiallyStaleBefore) == 0 {
 		return sqlq.Fill("SELECT "+cols, sqlq.F("0"))
 	}
@@ -243,10 +246,13 @@ func featureFigures(ctx context.Context, db bun.IDB, part []string, rows []row, 
 			args = append(args, string(t))
 		}
 	}
+	cleanup := summary.CleanupCondition()
+	args = append(args, cleanup.Args...)
 	in := sqlq.In("project", part)
 	rs, err := db.QueryContext(ctx, `SELECT project,
 		COUNT(CASE WHEN archived_at IS NULL THEN 1 END),
 		COUNT(CASE WHEN archived_at IS NULL AND stale THEN 1 END)`+cols.String()+`,
+		COUNT(CASE WHEN `+cleanup.Text+` THEN 1 END),
 		MAX(last_seen_at)
 		FROM features WHERE `+in.Text+` GROUP BY project`, append(args, in.Args...)...)
 	if err != nil {
@@ -258,7 +264,7 @@ func featureFigures(ctx context.Context, db bun.IDB, part []string, rows []row, 
 	for _, c := range freshColumnList {
 		dest = append(dest, r.fresh(c))
 	}
-	dest = append(dest, &r.LastSeenAt)
+	dest = append(dest, &r.Cleanup, &r.LastSeenAt)
 	for rs.Next() {
 		r.LastSeenAt = nil
 		if err := rs.Scan(dest...); err != nil {
@@ -274,6 +280,7 @@ func featureFigures(ctx context.Context, db bun.IDB, part []string, rows []row, 
 // delta is what a write changes in the row of one project.
 type delta struct {
 	features, stale int64
+	cleanup         int64
 	fresh           map[string]int64 // by column
 	lastSeenAt      *int64           // raise last_seen_at to this
 	recountLastSeen bool             // recompute last_seen_at from the features
@@ -295,6 +302,9 @@ func (d deltas) of(project string) *delta {
 // feature adds (sign 1) or takes away (sign -1) the figures of f.
 func (d deltas) feature(f flagadmin.Feature, sign int64) {
 	x := d.of(f.Project)
+	if flagadmin.InCleanup(f) {
+		x.cleanup += sign
+	}
 	if f.ArchivedAt != nil {
 		return
 	}
@@ -373,6 +383,7 @@ func (x *delta) sets(id string, members int64) sqlq.Fragment {
 	}
 	add("features", x.features)
 	add("stale", x.stale)
+	add("cleanup", x.cleanup)
 	for _, col := range freshColumnList {
 		add(col, x.fresh[col])
 	}

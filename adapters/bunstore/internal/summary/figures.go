@@ -29,6 +29,9 @@ import (
 // Figures are the figures of one project.
 type Figures struct {
 	Features, Stale, PotentiallyStale, Members int64
+	// Cleanup counts its features in cleanup (CleanupCondition), archived
+	// ones too.
+	Cleanup int64
 	// LastSeenAt is the newest lastSeenAt of its features (archived ones
 	// too), Unix milliseconds; nil when none was seen.
 	LastSeenAt *int64
@@ -41,11 +44,13 @@ type Figures struct {
 // type (q).
 func ComputeFigures(ctx context.Context, db bun.IDB, q flagadmin.ProjectStatsQuery) (map[string]Figures, error) {
 	out := map[string]Figures{}
+	cleanup := CleanupCondition()
 	rows, err := db.QueryContext(ctx, `SELECT project,
 		COUNT(CASE WHEN archived_at IS NULL THEN 1 END),
 		COUNT(CASE WHEN archived_at IS NULL AND stale THEN 1 END),
+		COUNT(CASE WHEN `+cleanup.Text+` THEN 1 END),
 		MAX(last_seen_at)
-		FROM features GROUP BY project`)
+		FROM features GROUP BY project`, cleanup.Args...)
 	if err != nil {
 		return nil, err
 	}
@@ -53,7 +58,7 @@ func ComputeFigures(ctx context.Context, db bun.IDB, q flagadmin.ProjectStatsQue
 	for rows.Next() {
 		var id string
 		var f Figures
-		if err := rows.Scan(&id, &f.Features, &f.Stale, &f.LastSeenAt); err != nil {
+		if err := rows.Scan(&id, &f.Features, &f.Stale, &f.Cleanup, &f.LastSeenAt); err != nil {
 			return nil, err
 		}
 		out[id] = f
@@ -72,6 +77,12 @@ func ComputeFigures(ctx context.Context, db bun.IDB, q flagadmin.ProjectStatsQue
 		out[id] = f
 	}
 	return out, err
+}
+
+// CleanupCondition is the SQL form of flagadmin.InCleanup, a condition
+// on a row of features: its lifecycle stage is completed, archived or not.
+func CleanupCondition() sqlq.Fragment {
+	return sqlq.F("lifecycle_stage = ?", string(flagadmin.StageCompleted))
 }
 
 // AddPotentiallyStale adds to the figures' PotentiallyStale the
