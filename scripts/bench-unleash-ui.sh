@@ -12,7 +12,10 @@
 #   2. read-your-writes: lifecycle completions forwarded through flagadmin,
 #      the time from each request to the first search through flagadmin that
 #      shows its event (p50, p99);
-#   3. the proxy's cost: the added p50 latency of a small proxied request
+#   3. a flag's events (GET /api/admin/search/events?feature=IS:<flag>),
+#      each request another flag, on --concurrency connections directly and
+#      through flagadmin in turn: requests/s, p50/p99, the ratio;
+#   4. the proxy's cost: the added p50 latency of a small proxied request
 #      (GET /api/admin/ui-config) and the throughput of the main script of
 #      Unleash's web UI (uncompressed, then gzip as a browser asks for it),
 #      through flagadmin against Unleash directly and
@@ -36,6 +39,7 @@
 #
 #   TARGET=sqlite scripts/bench-unleash-ui.sh
 #   TARGET=sqlite scripts/bench-unleash-ui.sh --sqlite-file /tmp/copy.db
+#   TARGET=sqlite scripts/bench-unleash-ui.sh --sqlite-file /tmp/copy.db --phases feature --concurrency 16
 #
 # (the second keeps the SQLite copy: a later run resumes following it
 # instead of importing the 1,000,000 events again.)

@@ -2,12 +2,14 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"net/http/httputil"
@@ -16,6 +18,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -47,6 +50,15 @@ import (
 //     session change no other project's) sent through flagadmin, each followed at once by searches
 //     through flagadmin until one shows its event: the time from sending
 //     the completion to that answer;
+//   - a flag's events: GET /api/admin/search/events?feature=IS:<flag>, as
+//     a flag's page asks, each request another flag (a shuffle of every
+//     flag of the database, walked once across the whole phase, so that
+//     none repeats within as many requests as there are flags and
+//     flagadmin's result cache, on as by default, answers none), on
+//     --concurrency connections, --rounds rounds of --duration per target
+//     (direct, flagadmin in turn): requests/s, p50/p99 and the ratio, after
+//     checking that both answer the same events and totals for a sample of
+//     flags;
 //   - latency: --requests sequential GET /api/admin/ui-config each way
 //     (direct, flagadmin, bare proxy in turn): percentiles, the added p50;
 //   - throughput: the web UI's main script (from index.html) fetched on
@@ -75,7 +87,12 @@ type unleashUIOptions struct {
 	// Today is the day the event log page is opened: the end of its date
 	// ranges.
 	Today time.Time
+	// Phases are the phases to run (uiPhases), all when empty.
+	Phases []string
 }
+
+// uiPhases are the phases of unleash-ui, in the order they run.
+var uiPhases = []string{"eventlog", "read-your-writes", "feature", "latency", "throughput"}
 
 func unleashUICommand(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("flagadmin-bench unleash-ui", flag.ContinueOnError)
@@ -104,6 +121,15 @@ func unleashUICommand(ctx context.Context, args []string, stdout, stderr io.Writ
 			return nil
 		})
 	fs.StringVar(&o.SQLiteFile, "sqlite-file", "", "with --target sqlite: the SQLite file of the copy, kept after the run; one that follows --db already is resumed, not imported again")
+	fs.Func("phases", "comma-separated phases to run, of "+strings.Join(uiPhases, ", ")+" (default all)", func(v string) error {
+		for _, p := range strings.Split(v, ",") {
+			if !slices.Contains(uiPhases, p) {
+				return fmt.Errorf("no phase %q: want some of %s", p, strings.Join(uiPhases, ", "))
+			}
+			o.Phases = append(o.Phases, p)
+		}
+		return nil
+	})
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: flagadmin-bench unleash-ui --flagadmin PATH --unleash DIR --db URL [flags]\n\n"+
 			"Measures flagadmin serve --follow --upstream in front of the real Unleash against Unleash directly.\n\nFlags:")
@@ -180,25 +206,35 @@ func benchUnleashUI(ctx context.Context, o unleashUIOptions, stdout, stderr io.W
 	// A phase that fails is reported and the next one runs: the run fails
 	// at the end.
 	var failed []string
-	phase := func(name string, err error) {
-		if err != nil {
+	phase := func(name string, run func() error) {
+		if len(o.Phases) > 0 && !slices.Contains(o.Phases, name) {
+			return
+		}
+		if err := run(); err != nil {
 			fmt.Fprintf(stdout, "%s: FAILED: %v\n\n", name, err)
 			failed = append(failed, name)
 		}
 	}
-	phase("event log page", benchEventLog(ctx, client, un.base, fa.base, cookie, o.Loads, o.Today, stdout))
-	phase("read-your-writes", benchReadYourWrites(ctx, client, fa.base, o.DB, cookie, o.Completions, stdout))
 	targets := []target{{"direct", un.base, un.pid}, {"via flagadmin", fa.base, fa.pid}, {"bare proxy", bare.BaseURL, bare.PID}}
-	phase("latency", benchSmall(ctx, client, targets, cookie, o.Requests, stdout))
-	asset := o.Asset
-	if asset == "" {
-		if asset, err = mainScript(ctx, client, un.base); err != nil {
-			return err
+	phase("eventlog", func() error { return benchEventLog(ctx, client, un.base, fa.base, cookie, o.Loads, o.Today, stdout) })
+	phase("read-your-writes", func() error { return benchReadYourWrites(ctx, client, fa.base, o.DB, cookie, o.Completions, stdout) })
+	phase("feature", func() error { return benchFeature(ctx, targets[:2], cookie, o, stdout) })
+	phase("latency", func() error { return benchSmall(ctx, client, targets, cookie, o.Requests, stdout) })
+	phase("throughput", func() error {
+		asset := o.Asset
+		if asset == "" {
+			var err error
+			if asset, err = mainScript(ctx, client, un.base); err != nil {
+				return err
+			}
 		}
-	}
-	for _, encoding := range []string{"", "gzip"} {
-		phase("throughput "+encoding, benchAsset(ctx, targets, un.pid, asset, encoding, o, stdout))
-	}
+		for _, encoding := range []string{"", "gzip"} {
+			if err := benchAsset(ctx, targets, un.pid, asset, encoding, o, stdout); err != nil {
+				return fmt.Errorf("%s: %w", cmp.Or(encoding, "uncompressed"), err)
+			}
+		}
+		return nil
+	})
 	rss, err := peakRSS(fa.pid)
 	if err != nil {
 		return err
@@ -580,6 +616,148 @@ func defaultFlags(ctx context.Context, db string) ([]string, error) {
 		err = errors.New("the database has no flag in the project default that is not archived")
 	}
 	return flags, err
+}
+
+// allFlags returns the name of every flag of db, archived ones too, in
+// name order.
+func allFlags(ctx context.Context, db string) ([]string, error) {
+	conn, err := pgx.Connect(ctx, db)
+	if err != nil {
+		return nil, err
+	}
+	defer conn.Close(ctx)
+	rows, err := conn.Query(ctx, `SELECT name FROM features ORDER BY name`)
+	if err != nil {
+		return nil, err
+	}
+	flags, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err == nil && len(flags) == 0 {
+		err = errors.New("the database has no flag")
+	}
+	return flags, err
+}
+
+// featureQuery is the search of a flag's events, as a flag's event log asks.
+func featureQuery(flag string) string {
+	return "/api/admin/search/events?offset=0&limit=25&feature=" + url.QueryEscape("IS:"+flag)
+}
+
+// featureSample is how many flags the feature phase checks both targets
+// answer alike before measuring.
+const featureSample = 50
+
+// benchFeature measures the search of a flag's events through each of
+// targets (Unleash directly, then flagadmin) in turn, each request another
+// flag: the shuffled flags (a fixed seed) walked by one counter across
+// every phase of every target, so that a flag repeats only after every
+// other has been asked, whichever target asked it. It first checks, on
+// featureSample flags, that both answer the same events and total.
+func benchFeature(ctx context.Context, targets []target, cookie *http.Cookie, o unleashUIOptions, stdout io.Writer) error {
+	flags, err := allFlags(ctx, o.DB)
+	if err != nil {
+		return err
+	}
+	rand.New(rand.NewPCG(20261205, 1)).Shuffle(len(flags), func(i, j int) { flags[i], flags[j] = flags[j], flags[i] })
+	c := newBenchClient(o.Concurrency)
+	differing := 0
+	for _, flag := range flags[:min(featureSample, len(flags))] {
+		var answers [2]string
+		for i, t := range targets {
+			status, body, _, _, err := get(ctx, c, t.base+featureQuery(flag), cookie)
+			if err != nil || status != http.StatusOK {
+				return fmt.Errorf("GET %s%s: %d %v %s", t.base, featureQuery(flag), status, err, body)
+			}
+			var a searchAnswer
+			if err := json.Unmarshal(body, &a); err != nil {
+				return fmt.Errorf("GET %s%s: %v", t.base, featureQuery(flag), err)
+			}
+			answers[i] = strconv.FormatInt(a.Total, 10) + ":"
+			for _, e := range a.Events {
+				answers[i] += strconv.FormatInt(e.ID, 10) + ","
+			}
+		}
+		if answers[0] != answers[1] {
+			differing++
+		}
+	}
+	if differing > 0 {
+		return fmt.Errorf("%d of %d flags' searches answered differently through flagadmin", differing, featureSample)
+	}
+	var next atomic.Int64
+	next.Store(featureSample)
+	type tally struct {
+		requests int
+		elapsed  time.Duration
+		cpu      time.Duration
+		lat      []time.Duration
+	}
+	tallies := make([]tally, len(targets))
+	for range o.Rounds {
+		for j, t := range targets {
+			cpu0, err := cpuTime(t.pid)
+			if err != nil {
+				return err
+			}
+			lat, elapsed, err := featureLoad(ctx, c, t.base, cookie, flags, &next, o.Concurrency, o.Duration)
+			if err != nil {
+				return fmt.Errorf("%s: %w", t.name, err)
+			}
+			cpu1, err := cpuTime(t.pid)
+			if err != nil {
+				return err
+			}
+			tallies[j].requests += len(lat)
+			tallies[j].elapsed += elapsed
+			tallies[j].cpu += cpu1 - cpu0
+			tallies[j].lat = append(tallies[j].lat, lat...)
+		}
+	}
+	fmt.Fprintf(stdout, "a flag's events: GET %s, each request another of %d flags (none repeats within %d requests), %d connections, %d rounds of %v per target (direct, flagadmin in turn); the same events and totals for %d flags both ways\n",
+		featureQuery("<flag>"), len(flags), len(flags), o.Concurrency, o.Rounds, o.Duration, featureSample)
+	fmt.Fprintf(stdout, "  %-15s %8s %9s %9s %9s %12s\n", "", "req/s", "p50", "p90", "p99", "CPU/req")
+	rates := make([]float64, len(targets))
+	for j, t := range targets {
+		rates[j] = float64(tallies[j].requests) / tallies[j].elapsed.Seconds()
+		p := percentiles(tallies[j].lat)
+		fmt.Fprintf(stdout, "  %-15s %8.0f %9v %9v %9v %12v\n", t.name, rates[j], p[0], p[1], p[2],
+			(tallies[j].cpu / time.Duration(max(1, tallies[j].requests))).Round(time.Microsecond))
+	}
+	fmt.Fprintf(stdout, "  flagadmin answers %.1fx the requests per second of Unleash\n\n", rates[1]/rates[0])
+	return nil
+}
+
+// featureLoad searches flags' events at base on conns connections for d,
+// each request the flag at the next index of next (wrapping around), and
+// returns each answer's latency and the time it took.
+func featureLoad(ctx context.Context, c *http.Client, base string, cookie *http.Cookie, flags []string, next *atomic.Int64, conns int, d time.Duration) ([]time.Duration, time.Duration, error) {
+	lats := make([][]time.Duration, conns)
+	errs := make(chan error, conns)
+	start := time.Now()
+	end := start.Add(d)
+	var wg sync.WaitGroup
+	for i := range conns {
+		wg.Go(func() {
+			for time.Now().Before(end) && ctx.Err() == nil {
+				flag := flags[int(next.Add(1)-1)%len(flags)]
+				status, body, _, took, err := get(ctx, c, base+featureQuery(flag), cookie)
+				if err == nil && status != http.StatusOK {
+					err = fmt.Errorf("GET %s: %d %s", featureQuery(flag), status, body)
+				}
+				if err != nil {
+					errs <- err
+					return
+				}
+				lats[i] = append(lats[i], took)
+			}
+		})
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	close(errs)
+	if err := <-errs; err != nil {
+		return nil, 0, err
+	}
+	return slices.Concat(lats...), elapsed, nil
 }
 
 func benchSmall(ctx context.Context, c *http.Client, targets []target, cookie *http.Cookie, n int, stdout io.Writer) error {

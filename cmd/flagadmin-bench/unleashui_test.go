@@ -59,7 +59,20 @@ func TestUnleashUIUsage(t *testing.T) {
 	if !strings.Contains(stderr.String(), "--target must be memory or sqlite") {
 		t.Errorf("--target mysql: %q does not name the flag", stderr.String())
 	}
+	stderr.Reset()
+	if code := unleashUICommand(t.Context(), []string{"--flagadmin", "x", "--unleash", "y", "--db", "z", "--phases", "feature,assets"}, &strings.Builder{}, &stderr); code != 2 {
+		t.Errorf("--phases feature,assets: exit %d, want 2", code)
+	}
+	if !strings.Contains(stderr.String(), `no phase "assets"`) {
+		t.Errorf("--phases feature,assets: %q does not name the phase", stderr.String())
+	}
 	if code := unleashUICommand(t.Context(), nil, &strings.Builder{}, &strings.Builder{}); code != 2 {
 		t.Errorf("no flags: exit %d, want 2", code)
+	}
+}
+
+func TestFeatureQuery(t *testing.T) {
+	if got, want := featureQuery("checkout/new flow"), "/api/admin/search/events?offset=0&limit=25&feature=IS%3Acheckout%2Fnew+flow"; got != want {
+		t.Errorf("got %s, want %s", got, want)
 	}
 }
