@@ -315,6 +315,13 @@ func (w *world) markPruned(ids []int64, pruned map[int64]bool) {
 // at the positions first and last of w.events. Slots left behind are
 // cleared so the collector frees what they hold.
 func (w *world) dropPruned(pruned map[int64]bool, first, last int) {
+	var gone []*flagadmin.Event
+	for i := first; i <= last; i++ {
+		if pruned[w.events[i].ID] {
+			gone = append(gone, &w.events[i].Event)
+		}
+	}
+	w.unindexEvents(gone)
 	if first == 0 && last == len(pruned)-1 {
 		// The oldest events, the usual batch: drop them from the front.
 		clear(w.events[:len(pruned)])

@@ -41,12 +41,16 @@ type Store struct {
 // world is everything a Store holds. Writes check everything they would
 // change before changing anything, so a failed write changes nothing.
 type world struct {
-	users       map[int64]flagadmin.User
-	groups      map[int64]*group
-	projects    map[string]*project
-	features    map[string]flagadmin.Feature
-	tokens      map[string]flagadmin.APIToken // by SecretHash
-	events      []storedEvent                 // in id order
+	users    map[int64]flagadmin.User
+	groups   map[int64]*group
+	projects map[string]*project
+	features map[string]flagadmin.Feature
+	tokens   map[string]flagadmin.APIToken // by SecretHash
+	events   []storedEvent                 // in id order
+	// byFeature holds the ids of the events of each feature name, in id
+	// order, so that a search of a feature's events reads its events
+	// alone (candidates).
+	byFeature   map[string][]int64
 	nextEventID int64
 	// leaves are the leaves of the log's tree, one per event ever
 	// written, in id order (log.go); tiles are the stored hashes of its
@@ -333,19 +337,71 @@ func (h *pageHeap) Pop() any {
 }
 
 // candidates returns the events q may match: those of its ids, found by
-// binary search (events are in id order), when it names ids; else all.
+// binary search (events are in id order), when it names ids; else those of
+// its features (byFeature), when it names features; else all. Each is
+// then matched against q (EventQuery.Matches).
 func (w *world) candidates(q flagadmin.EventQuery) []storedEvent {
-	if len(q.IDs) == 0 {
-		return w.events
+	ids := q.IDs
+	if len(ids) == 0 {
+		if len(q.Features) == 0 {
+			return w.events
+		}
+		for _, f := range q.Features {
+			ids = append(ids, w.byFeature[f]...)
+		}
 	}
 	var out []storedEvent
-	for _, id := range q.IDs {
-		i := sort.Search(len(w.events), func(i int) bool { return w.events[i].ID >= id })
-		if i < len(w.events) && w.events[i].ID == id && !slices.ContainsFunc(out, func(e storedEvent) bool { return e.ID == id }) {
+	seen := make(map[int64]bool, len(ids))
+	for _, id := range ids {
+		if seen[id] {
+			continue
+		}
+		seen[id] = true
+		if i, ok := w.eventAt(id); ok {
 			out = append(out, w.events[i])
 		}
 	}
 	return out
+}
+
+// eventAt returns the position of the event id in w.events, found by
+// binary search (events are in id order), and whether it is there.
+func (w *world) eventAt(id int64) (int, bool) {
+	i := sort.Search(len(w.events), func(i int) bool { return w.events[i].ID >= id })
+	return i, i < len(w.events) && w.events[i].ID == id
+}
+
+// indexEvent adds the event e, the last of w.events, to byFeature.
+func (w *world) indexEvent(e *flagadmin.Event) {
+	if e.FeatureName == nil {
+		return
+	}
+	if w.byFeature == nil {
+		w.byFeature = map[string][]int64{}
+	}
+	w.byFeature[*e.FeatureName] = append(w.byFeature[*e.FeatureName], e.ID)
+}
+
+// unindexEvents takes the events of pruned, which w.events holds, off
+// byFeature.
+func (w *world) unindexEvents(pruned []*flagadmin.Event) {
+	gone := map[string]map[int64]bool{}
+	for _, e := range pruned {
+		if e.FeatureName != nil {
+			if gone[*e.FeatureName] == nil {
+				gone[*e.FeatureName] = map[int64]bool{}
+			}
+			gone[*e.FeatureName][e.ID] = true
+		}
+	}
+	for name, ids := range gone {
+		kept := slices.DeleteFunc(w.byFeature[name], func(id int64) bool { return ids[id] })
+		if len(kept) == 0 {
+			delete(w.byFeature, name)
+		} else {
+			w.byFeature[name] = kept
+		}
+	}
 }
 
 // eventFields are the declared fields of an event, which cloneEvent copies.
@@ -556,6 +612,7 @@ func (w *world) appendEvents(prepared []preparedEvent) []flagadmin.Event {
 	out := make([]flagadmin.Event, len(prepared))
 	for i, p := range prepared {
 		w.events = append(w.events, p.stored)
+		w.indexEvent(&p.stored.Event)
 		w.leaves = append(w.leaves, p.leaf)
 		w.nextEventID = p.stored.ID + 1
 		if p.stored.Type == flagadmin.EventRetentionChanged {
