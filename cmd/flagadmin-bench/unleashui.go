@@ -56,8 +56,8 @@ import (
 //     none repeats within as many requests as there are flags and
 //     flagadmin's result cache, on as by default, answers none), on
 //     --concurrency connections, --rounds rounds of --duration per target
-//     (direct, flagadmin in turn): requests/s, p50/p99 and the ratio, after
-//     checking that both answer the same events and totals for a sample of
+//     (direct, flagadmin in turn) after a warm-up round: requests/s,
+//     p50/p99 and the ratio, after checking that both answer the same events and totals for a sample of
 //     flags;
 //   - latency: --requests sequential GET /api/admin/ui-config each way
 //     (direct, flagadmin, bare proxy in turn): percentiles, the added p50;
@@ -642,6 +642,10 @@ func featureQuery(flag string) string {
 	return "/api/admin/search/events?offset=0&limit=25&feature=" + url.QueryEscape("IS:"+flag)
 }
 
+// featureWarmup is how long the feature phase asks each target before it
+// measures.
+const featureWarmup = 3 * time.Second
+
 // featureSample is how many flags the feature phase checks both targets
 // answer alike before measuring.
 const featureSample = 50
@@ -692,6 +696,15 @@ func benchFeature(ctx context.Context, targets []target, cookie *http.Cookie, o 
 		lat      []time.Duration
 	}
 	tallies := make([]tally, len(targets))
+	// A round of featureWarmup per target first, not counted: Unleash's
+	// first searches warm its connections, and flagadmin may still be
+	// busy with what it does once after it starts (the log's tree read
+	// from its leaves, the follower's first reading of Unleash's world).
+	for _, t := range targets {
+		if _, _, err := featureLoad(ctx, c, t.base, cookie, flags, &next, o.Concurrency, featureWarmup); err != nil {
+			return fmt.Errorf("%s: %w", t.name, err)
+		}
+	}
 	for range o.Rounds {
 		for j, t := range targets {
 			cpu0, err := cpuTime(t.pid)
@@ -712,8 +725,8 @@ func benchFeature(ctx context.Context, targets []target, cookie *http.Cookie, o 
 			tallies[j].lat = append(tallies[j].lat, lat...)
 		}
 	}
-	fmt.Fprintf(stdout, "a flag's events: GET %s, each request another of %d flags (none repeats within %d requests), %d connections, %d rounds of %v per target (direct, flagadmin in turn); the same events and totals for %d flags both ways\n",
-		featureQuery("<flag>"), len(flags), len(flags), o.Concurrency, o.Rounds, o.Duration, featureSample)
+	fmt.Fprintf(stdout, "a flag's events: GET %s, each request another of %d flags (none repeats within %d requests), %d connections, %d rounds of %v per target (direct, flagadmin in turn) after %v each not counted; the same events and totals for %d flags both ways\n",
+		featureQuery("<flag>"), len(flags), len(flags), o.Concurrency, o.Rounds, o.Duration, featureWarmup, featureSample)
 	fmt.Fprintf(stdout, "  %-15s %8s %9s %9s %9s %12s\n", "", "req/s", "p50", "p90", "p99", "CPU/req")
 	rates := make([]float64, len(targets))
 	for j, t := range targets {
