@@ -602,37 +602,31 @@ func maxDuration(ds []time.Duration) time.Duration {
 // archived: Unleash's open-source build lets a session change flags of that
 // project only.
 func defaultFlags(ctx context.Context, db string) ([]string, error) {
-	conn, err := pgx.Connect(ctx, db)
-	if err != nil {
-		return nil, err
-	}
-	defer conn.Close(ctx)
-	rows, err := conn.Query(ctx, `SELECT name FROM features WHERE project = 'default' AND archived_at IS NULL ORDER BY name`)
-	if err != nil {
-		return nil, err
-	}
-	flags, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	if err == nil && len(flags) == 0 {
-		err = errors.New("the database has no flag in the project default that is not archived")
-	}
-	return flags, err
+	return flagNames(ctx, db, "WHERE project = 'default' AND archived_at IS NULL", "in the project default that is not archived")
 }
 
 // allFlags returns the name of every flag of db, archived ones too, in
 // name order.
 func allFlags(ctx context.Context, db string) ([]string, error) {
+	return flagNames(ctx, db, "", "")
+}
+
+// flagNames returns the names of the flags of db that where (a WHERE
+// clause, or "") keeps, in name order; none is an error that says which
+// ("the database has no flag " + which).
+func flagNames(ctx context.Context, db, where, which string) ([]string, error) {
 	conn, err := pgx.Connect(ctx, db)
 	if err != nil {
 		return nil, err
 	}
 	defer conn.Close(ctx)
-	rows, err := conn.Query(ctx, `SELECT name FROM features ORDER BY name`)
+	rows, err := conn.Query(ctx, "SELECT name FROM features "+where+" ORDER BY name")
 	if err != nil {
 		return nil, err
 	}
 	flags, err := pgx.CollectRows(rows, pgx.RowTo[string])
 	if err == nil && len(flags) == 0 {
-		err = errors.New("the database has no flag")
+		err = errors.New(strings.TrimSpace("the database has no flag " + which))
 	}
 	return flags, err
 }
