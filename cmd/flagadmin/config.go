@@ -198,7 +198,8 @@ func newSettings(fs *flag.FlagSet, getenv func(string) string, which int) *setti
 			"made through flagadmin (by any server on the database). With the cache on, the\n"+
 			"server sets its soft memory limit to this size plus "+formatByteSize(storecache.ServerMemoryBase)+" (the garbage\n"+
 			"collector works harder near it, so a full cache does not double in memory),\n"+
-			"unless GOMEMLIMIT is set: the Go runtime then follows it (GOMEMLIMIT=off for none)", nil)
+			"unless GOMEMLIMIT is set (the Go runtime then follows it; GOMEMLIMIT=off for none)\n"+
+			"or the store is memory: (its copy is the heap, which the limit would keep collecting)", nil)
 	s.dbTimeout = bind("db-timeout", envDBTimeout, defaultDBTimeout.String(),
 		"storage deadline: the `DURATION` a request may wait for the database (for a connection,\n"+
 			"its statements, a lock) before it is answered 503 ServiceUnavailable with\n"+

@@ -605,7 +605,8 @@ func TestDBCommandsReadUnleashDatabaseVariables(t *testing.T) {
 }
 
 // The server sets the soft memory limit of its result cache, restored when
-// it stops, unless GOMEMLIMIT is set or the cache is off.
+// it stops, unless GOMEMLIMIT is set, the cache is off or the store is in
+// memory.
 func TestSetMemoryLimit(t *testing.T) {
 	const before = 1 << 40
 	prev := debug.SetMemoryLimit(before)
@@ -615,15 +616,18 @@ func TestSetMemoryLimit(t *testing.T) {
 		env  map[string]string
 		size int64
 		want int64
+		db   string
 	}{
-		{"default cache", nil, storecache.DefaultResultCacheSize, storecache.DefaultResultCacheSize + storecache.ServerMemoryBase},
-		{"small cache", nil, 1 << 20, 1<<20 + storecache.ServerMemoryBase},
-		{"cache off", nil, 0, before},
-		{"GOMEMLIMIT set", map[string]string{"GOMEMLIMIT": "1GiB"}, storecache.DefaultResultCacheSize, before},
-		{"GOMEMLIMIT off", map[string]string{"GOMEMLIMIT": "off"}, storecache.DefaultResultCacheSize, before},
+		{"default cache", nil, storecache.DefaultResultCacheSize, storecache.DefaultResultCacheSize + storecache.ServerMemoryBase, ""},
+		{"small cache", nil, 1 << 20, 1<<20 + storecache.ServerMemoryBase, ""},
+		{"cache off", nil, 0, before, ""},
+		{"GOMEMLIMIT set", map[string]string{"GOMEMLIMIT": "1GiB"}, storecache.DefaultResultCacheSize, before, ""},
+		{"GOMEMLIMIT off", map[string]string{"GOMEMLIMIT": "off"}, storecache.DefaultResultCacheSize, before, ""},
+		{"the store in memory", nil, storecache.DefaultResultCacheSize, before, memoryURL},
+		{"SQLite in memory (outside the Go heap)", nil, storecache.DefaultResultCacheSize, storecache.DefaultResultCacheSize + storecache.ServerMemoryBase, "sqlite::memory:"},
 	} {
 		c := &cli{getenv: func(k string) string { return tc.env[k] }}
-		restore := c.setMemoryLimit(Config{ResultCacheSize: tc.size})
+		restore := c.setMemoryLimit(Config{ResultCacheSize: tc.size, DB: tc.db})
 		if got := debug.SetMemoryLimit(-1); got != tc.want {
 			t.Errorf("%s: got limit %d, want %d", tc.name, got, tc.want)
 		}
