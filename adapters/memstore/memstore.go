@@ -346,6 +346,7 @@ func (w *world) candidates(q flagadmin.EventQuery) []storedEvent {
 		if len(q.Features) == 0 {
 			return w.events
 		}
+		ids = nil // a list of its own, not q.IDs' array
 		for _, f := range q.Features {
 			ids = append(ids, w.byFeature[f]...)
 		}
