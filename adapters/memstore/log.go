@@ -135,9 +135,9 @@ func (s *Store) ReadLogProof(ctx context.Context, q vlog.ProofQuery) (vlog.Proof
 	if q.Event == nil {
 		return out, nil
 	}
-	for _, e := range s.w.candidates(*q.Event) {
+	s.w.candidates(*q.Event, func(e *storedEvent) {
 		out.Visible = out.Visible || q.Event.Matches(e.Event, e.payload, e.meta)
-	}
+	})
 	if !out.Visible || len(q.Event.IDs) != 1 {
 		return out, nil
 	}

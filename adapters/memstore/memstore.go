@@ -47,11 +47,11 @@ type world struct {
 	features map[string]flagadmin.Feature
 	tokens   map[string]flagadmin.APIToken // by SecretHash
 	events   []storedEvent                 // in id order
-	// byFeature holds the ids of the events of each feature name, in id
-	// order, so that a search of a feature's events reads its events
-	// alone (candidates).
-	byFeature   map[string][]int64
-	nextEventID int64
+	// byFeature and byProject hold the ids of the events of each feature
+	// name and of each project, in id order, so that a search of a
+	// feature's or a project's events reads those alone (candidates).
+	byFeature, byProject idIndex
+	nextEventID          int64
 	// leaves are the leaves of the log's tree, one per event ever
 	// written, in id order (log.go); tiles are the stored hashes of its
 	// perfect subtrees, by level (1 and up).
@@ -293,15 +293,14 @@ func (s *Store) pageMatches(q flagadmin.EventQuery, skip int) (events []flagadmi
 	defer s.mu.RUnlock()
 	keep := q.PageEnd()
 	top := &pageHeap{}
-	candidates := s.w.candidates(q)
-	for i := range candidates {
-		e := &candidates[i].Event
-		if !q.Matches(*e, candidates[i].payload, candidates[i].meta) {
-			continue
+	s.w.candidates(q, func(c *storedEvent) {
+		e := &c.Event
+		if !q.Matches(*e, c.payload, c.meta) {
+			return
 		}
 		total++
 		if keep == 0 || !q.AfterCursor(*e) {
-			continue
+			return
 		}
 		if top.Len() < keep {
 			heap.Push(top, e)
@@ -309,7 +308,7 @@ func (s *Store) pageMatches(q flagadmin.EventQuery, skip int) (events []flagadmi
 			(*top)[0] = e
 			heap.Fix(top, 0)
 		}
-	}
+	})
 	matches := []*flagadmin.Event(*top)
 	slices.SortFunc(matches, func(a, b *flagadmin.Event) int { return flagadmin.CompareEvents(*a, *b) })
 	events = []flagadmin.Event{}
@@ -336,33 +335,36 @@ func (h *pageHeap) Pop() any {
 	return e
 }
 
-// candidates returns the events q may match: those of its ids, found by
-// binary search (events are in id order), when it names ids; else those of
-// its features (byFeature), when it names features; else all. Each is
-// then matched against q (EventQuery.Matches).
-func (w *world) candidates(q flagadmin.EventQuery) []storedEvent {
+// candidates calls fn with each event q may match, in id order: those of
+// its ids, found by binary search (events are in id order), when it names
+// ids; else those of its features (byFeature), when it names features;
+// else those of its projects (byProject), when it names projects; else
+// all. fn matches each against q (EventQuery.Matches).
+func (w *world) candidates(q flagadmin.EventQuery, fn func(e *storedEvent)) {
 	ids := q.IDs
 	if len(ids) == 0 {
-		if len(q.Features) == 0 {
-			return w.events
-		}
-		ids = nil // a list of its own, not q.IDs' array
-		for _, f := range q.Features {
-			ids = append(ids, w.byFeature[f]...)
+		switch {
+		case len(q.Features) > 0:
+			ids = w.byFeature.ids(q.Features)
+		case len(q.Projects) > 0:
+			ids = w.byProject.ids(q.Projects)
+		default:
+			for i := range w.events {
+				fn(&w.events[i])
+			}
+			return
 		}
 	}
-	var out []storedEvent
-	seen := make(map[int64]bool, len(ids))
+	at := make([]int, 0, len(ids))
 	for _, id := range ids {
-		if seen[id] {
-			continue
-		}
-		seen[id] = true
 		if i, ok := w.eventAt(id); ok {
-			out = append(out, w.events[i])
+			at = append(at, i)
 		}
 	}
-	return out
+	slices.Sort(at)
+	for _, i := range slices.Compact(at) {
+		fn(&w.events[i])
+	}
 }
 
 // eventAt returns the position of the event id in w.events, found by
@@ -372,35 +374,61 @@ func (w *world) eventAt(id int64) (int, bool) {
 	return i, i < len(w.events) && w.events[i].ID == id
 }
 
-// indexEvent adds the event e, the last of w.events, to byFeature.
+// indexEvent adds the event e, the last of w.events, to the indexes.
 func (w *world) indexEvent(e *flagadmin.Event) {
-	if e.FeatureName == nil {
-		return
-	}
-	if w.byFeature == nil {
-		w.byFeature = map[string][]int64{}
-	}
-	w.byFeature[*e.FeatureName] = append(w.byFeature[*e.FeatureName], e.ID)
+	w.byFeature.add(e.FeatureName, e.ID)
+	w.byProject.add(e.Project, e.ID)
 }
 
-// unindexEvents takes the events of pruned, which w.events holds, off
-// byFeature.
+// unindexEvents takes the events of pruned, which w.events holds, off the
+// indexes.
 func (w *world) unindexEvents(pruned []*flagadmin.Event) {
-	gone := map[string]map[int64]bool{}
-	for _, e := range pruned {
-		if e.FeatureName != nil {
-			if gone[*e.FeatureName] == nil {
-				gone[*e.FeatureName] = map[int64]bool{}
+	w.byFeature.remove(pruned, func(e *flagadmin.Event) *string { return e.FeatureName })
+	w.byProject.remove(pruned, func(e *flagadmin.Event) *string { return e.Project })
+}
+
+// idIndex holds the ids of the events of each value of a column, in id
+// order (events are added in id order).
+type idIndex map[string][]int64
+
+// add adds event id to the ids of value, unless value is nil.
+func (x *idIndex) add(value *string, id int64) {
+	if value == nil {
+		return
+	}
+	if *x == nil {
+		*x = idIndex{}
+	}
+	(*x)[*value] = append((*x)[*value], id)
+}
+
+// ids returns the ids of the events of values, those of each value in id
+// order.
+func (x idIndex) ids(values []string) []int64 {
+	var out []int64
+	for _, v := range values {
+		out = append(out, x[v]...)
+	}
+	return out
+}
+
+// remove takes the events of gone off x, each under its value (column).
+func (x idIndex) remove(gone []*flagadmin.Event, column func(*flagadmin.Event) *string) {
+	byValue := map[string]map[int64]bool{}
+	for _, e := range gone {
+		if v := column(e); v != nil {
+			if byValue[*v] == nil {
+				byValue[*v] = map[int64]bool{}
 			}
-			gone[*e.FeatureName][e.ID] = true
+			byValue[*v][e.ID] = true
 		}
 	}
-	for name, ids := range gone {
-		kept := slices.DeleteFunc(w.byFeature[name], func(id int64) bool { return ids[id] })
+	for v, ids := range byValue {
+		kept := slices.DeleteFunc(x[v], func(id int64) bool { return ids[id] })
 		if len(kept) == 0 {
-			delete(w.byFeature, name)
+			delete(x, v)
 		} else {
-			w.byFeature[name] = kept
+			x[v] = kept
 		}
 	}
 }

@@ -13,11 +13,12 @@ import (
 	"github.com/flagadmin/flagadmin/flagadmin/vlog"
 )
 
-// TestFeatureIndexFollowsTheEvents: byFeature holds exactly the ids of
-// the events of each feature, in id order, through writes and prunings of
-// the oldest events (dropped from the front) and of events behind a held
-// project's (dropped from the middle); a feature's search reads them.
-func TestFeatureIndexFollowsTheEvents(t *testing.T) {
+// TestIndexesFollowTheEvents: byFeature and byProject hold exactly the
+// ids of the events of each feature and project, in id order, through
+// writes and prunings of the oldest events (dropped from the front) and of
+// events behind a held project's (dropped from the middle); a feature's or
+// a project's search reads them.
+func TestIndexesFollowTheEvents(t *testing.T) {
 	ctx := context.Background()
 	s := New()
 	now := time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC)
@@ -42,27 +43,43 @@ func TestFeatureIndexFollowsTheEvents(t *testing.T) {
 	write("default", now, 6)
 	check := func(step string) {
 		t.Helper()
-		want := map[string][]int64{}
-		for _, e := range s.w.events {
-			if e.FeatureName != nil {
-				want[*e.FeatureName] = append(want[*e.FeatureName], e.ID)
+		for _, c := range []struct {
+			name   string
+			index  idIndex
+			column func(*flagadmin.Event) *string
+			query  func(value string) flagadmin.EventQuery
+		}{
+			{"byFeature", s.w.byFeature, func(e *flagadmin.Event) *string { return e.FeatureName },
+				func(v string) flagadmin.EventQuery {
+					return flagadmin.EventQuery{Features: []string{v, "no-such-feature"}, Limit: 100}
+				}},
+			{"byProject", s.w.byProject, func(e *flagadmin.Event) *string { return e.Project },
+				func(v string) flagadmin.EventQuery {
+					return flagadmin.EventQuery{Projects: []string{v, "no-such-project"}, Limit: 100}
+				}},
+		} {
+			want := idIndex{}
+			for i := range s.w.events {
+				if v := c.column(&s.w.events[i].Event); v != nil {
+					want[*v] = append(want[*v], s.w.events[i].ID)
+				}
 			}
-		}
-		if !reflect.DeepEqual(s.w.byFeature, want) {
-			t.Fatalf("%s: byFeature %v, want %v", step, s.w.byFeature, want)
-		}
-		for _, f := range slices.Sorted(maps.Keys(want)) {
-			page, err := s.SearchEvents(ctx, flagadmin.EventQuery{Features: []string{f, "no-such-feature"}, Limit: 100})
-			if err != nil {
-				t.Fatal(err)
+			if !reflect.DeepEqual(c.index, want) {
+				t.Fatalf("%s: %s %v, want %v", step, c.name, c.index, want)
 			}
-			var got []int64
-			for _, e := range page.Events {
-				got = append(got, e.ID)
-			}
-			slices.Sort(got)
-			if page.Total != len(want[f]) || !slices.Equal(got, want[f]) {
-				t.Errorf("%s: feature %s found %v (total %d), want %v", step, f, got, page.Total, want[f])
+			for _, v := range slices.Sorted(maps.Keys(want)) {
+				page, err := s.SearchEvents(ctx, c.query(v))
+				if err != nil {
+					t.Fatal(err)
+				}
+				var got []int64
+				for _, e := range page.Events {
+					got = append(got, e.ID)
+				}
+				slices.Sort(got)
+				if page.Total != len(want[v]) || !slices.Equal(got, want[v]) {
+					t.Errorf("%s: %s %s found %v (total %d), want %v", step, c.name, v, got, page.Total, want[v])
+				}
 			}
 		}
 	}
