@@ -201,13 +201,13 @@ func (s *Store) mergeText(ctx context.Context) (steps int, err error) {
 			}
 			for _, stmt := range b.Merge {
 				var before, after int64
-				if err := tx.QueryRowContext(ctx, "SELECT total_changes()").Scan(&before); err != nil {
+				if err := tx.QueryRowContext(ctx, b.Changes).Scan(&before); err != nil {
 					return err
 				}
 				if _, err := tx.ExecContext(ctx, stmt); err != nil {
 					return err
 				}
-				if err := tx.QueryRowContext(ctx, "SELECT total_changes()").Scan(&after); err != nil {
+				if err := tx.QueryRowContext(ctx, b.Changes).Scan(&after); err != nil {
 					return err
 				}
 				merged = merged && after-before < 2 // the command's own row only

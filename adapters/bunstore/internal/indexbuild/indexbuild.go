@@ -46,14 +46,16 @@ const (
 // their tokens to the dialect's vocabulary, where it keeps one), Advance moves the
 // pending range's start to its placeholder, and Done ends it once empty.
 // Between the last range and Done, each of Merge merges part of an
-// index's segments, in transactions of its own until none does any work
-// (as FTS5's 'merge' command tells: its transaction changes no more than
-// the command's own row). A writer
+// index's segments, in transactions of its own until none does any work:
+// Changes reads how many rows the connection has changed so far, and a
+// Merge that changes no more than its own row merged nothing (as FTS5's
+// 'merge' command does). A writer
 // leaves the texts of the events it inserts to the backlog by Start (a
 // range from its two placeholders, when none is pending) or Extend (the
 // pending range's end moved to its placeholder), before it inserts them.
 type Backlog struct {
 	Pending, Fill, Advance, Done string
 	Merge                        []string
+	Changes                      string
 	Start, Extend                string
 }

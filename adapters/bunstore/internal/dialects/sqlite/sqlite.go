@@ -158,6 +158,7 @@ func (Dialect) TextBacklog() (indexbuild.Backlog, bool) {
 		Advance: "UPDATE events_text_pending SET from_id = ?",
 		Done:    "DELETE FROM events_text_pending WHERE from_id >= to_id",
 		Merge:   []string{merge("events_tokens"), merge("search_tokens_text")},
+		Changes: "SELECT total_changes()",
 		Start:   "INSERT INTO events_text_pending (id, from_id, to_id) VALUES (1, ?, ?)",
 		Extend:  "UPDATE events_text_pending SET to_id = ?",
 	}, true
