@@ -90,6 +90,8 @@ func New() *Store {
 		projects:    map[string]*project{},
 		features:    map[string]flagadmin.Feature{},
 		tokens:      map[string]flagadmin.APIToken{},
+		byFeature:   idIndex{},
+		byProject:   idIndex{},
 		nextEventID: 1,
 		nextUserID:  1,
 		nextGroupID: 1,
@@ -392,14 +394,10 @@ func (w *world) unindexEvents(pruned []*flagadmin.Event) {
 type idIndex map[string][]int64
 
 // add adds event id to the ids of value, unless value is nil.
-func (x *idIndex) add(value *string, id int64) {
-	if value == nil {
-		return
+func (x idIndex) add(value *string, id int64) {
+	if value != nil {
+		x[*value] = append(x[*value], id)
 	}
-	if *x == nil {
-		*x = idIndex{}
-	}
-	(*x)[*value] = append((*x)[*value], id)
 }
 
 // ids returns the ids of the events of values, those of each value in id
