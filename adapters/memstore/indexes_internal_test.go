@@ -106,3 +106,30 @@ func TestIndexesFollowTheEvents(t *testing.T) {
 		t.Fatalf("%d events left, want 21", len(s.w.events))
 	}
 }
+
+// TestEventAtWithGaps: eventAt finds each event by its id, and no other
+// id, in a world whose ids are dense in places and have gaps in others
+// (prunings from the middle, ids skipped by a source), where the bounds
+// its search takes from the first and last ids must hold every event.
+func TestEventAtWithGaps(t *testing.T) {
+	for _, ids := range [][]int64{
+		{},
+		{5},
+		{1, 2, 3, 4, 5, 6},
+		{3, 4, 5, 9, 10, 20, 21, 22, 100},
+		{1, 50, 51, 52, 53},
+		{10, 11, 12, 13, 90},
+	} {
+		w := &world{}
+		for _, id := range ids {
+			w.events = append(w.events, storedEvent{Event: flagadmin.Event{ID: id}})
+		}
+		for id := int64(0); id <= 110; id++ {
+			want := slices.Index(ids, id)
+			i, ok := w.eventAt(id)
+			if ok != (want >= 0) || ok && i != want {
+				t.Errorf("ids %v: eventAt(%d) = %d, %v; want %d, %v", ids, id, i, ok, want, want >= 0)
+			}
+		}
+	}
+}

@@ -369,11 +369,22 @@ func (w *world) candidates(q flagadmin.EventQuery, fn func(e *storedEvent)) {
 	}
 }
 
-// eventAt returns the position of the event id in w.events, found by
-// binary search (events are in id order), and whether it is there.
+// eventAt returns the position of the event id in w.events, and whether
+// it is there. Events are in id order, each id at least one more than the
+// one before it, so id can only be within id-first positions of the
+// first event and last-id of the last: the binary search looks there
+// alone. Where ids are dense, as a copy's usually are, that is one
+// position; a search over all of a large world's events read about 20
+// events scattered in memory for each candidate of an index.
 func (w *world) eventAt(id int64) (int, bool) {
-	i := sort.Search(len(w.events), func(i int) bool { return w.events[i].ID >= id })
-	return i, i < len(w.events) && w.events[i].ID == id
+	n := len(w.events)
+	if n == 0 || id < w.events[0].ID || id > w.events[n-1].ID {
+		return 0, false
+	}
+	lo := max(0, n-1-int(min(w.events[n-1].ID-id, int64(n))))
+	hi := min(n, int(min(id-w.events[0].ID, int64(n)))+1)
+	i := lo + sort.Search(hi-lo, func(i int) bool { return w.events[lo+i].ID >= id })
+	return i, i < n && w.events[i].ID == id
 }
 
 // indexEvent adds the event e, the last of w.events, to the indexes.

@@ -62,11 +62,24 @@ func diffInto(b *follow.Batch, prev, next *worldState) {
 	b.Users, b.DeleteUsers = diff(prev.users, next.users, compareInt)
 	b.Groups, b.DeleteGroups = diff(prev.groups, next.groups, compareInt)
 	b.Projects, b.DeleteProjects = diff(prev.projects, next.projects, strings.Compare)
-	b.Features, b.DeleteFeatures = diff(prev.features, next.features, strings.Compare)
+	// A reading whose flags did not change shares the map of the world
+	// it was read after (its featuresKey): nothing to compare, where
+	// comparing 20,000 flags, each with itself, took 30 ms of CPU
+	// (BenchmarkDiffUnchangedFlags) and 58 ms in a server following a
+	// large Unleash, once a second.
+	if !sameMap(prev.features, next.features) {
+		b.Features, b.DeleteFeatures = diff(prev.features, next.features, strings.Compare)
+	}
 	b.Tokens, b.DeleteTokens = diff(prev.tokens, next.tokens, strings.Compare)
 	if b.Full {
 		b.DeleteUsers, b.DeleteGroups, b.DeleteProjects, b.DeleteFeatures, b.DeleteTokens = nil, nil, nil, nil, nil
 	}
+}
+
+// sameMap reports whether a and b are one map (not two with the same
+// entries).
+func sameMap[K comparable, V any](a, b map[K]V) bool {
+	return a != nil && reflect.ValueOf(a).UnsafePointer() == reflect.ValueOf(b).UnsafePointer()
 }
 
 func compareInt(a, b int64) int {
