@@ -373,8 +373,9 @@ func (w *world) candidates(q flagadmin.EventQuery, fn func(e *storedEvent)) {
 // it is there. Events are in id order, each id at least one more than the
 // one before it, so id can only be within id-first positions of the
 // first event and last-id of the last: the binary search looks there
-// alone. Where ids are dense, as a copy's usually are, that is one
-// position; a search over all of a large world's events read about 20
+// alone (its last position is the one read when none before it holds
+// an id as large). Where ids are dense, as a copy's usually are, that is
+// that one position; a search over all of a large world's events read about 20
 // events scattered in memory for each candidate of an index.
 func (w *world) eventAt(id int64) (int, bool) {
 	n := len(w.events)
@@ -382,7 +383,7 @@ func (w *world) eventAt(id int64) (int, bool) {
 		return 0, false
 	}
 	lo := max(0, n-1-int(min(w.events[n-1].ID-id, int64(n))))
-	hi := min(n, int(min(id-w.events[0].ID, int64(n)))+1)
+	hi := min(n, int(min(id-w.events[0].ID, int64(n))))
 	i := lo + sort.Search(hi-lo, func(i int) bool { return w.events[lo+i].ID >= id })
 	return i, i < n && w.events[i].ID == id
 }
