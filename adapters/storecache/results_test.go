@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -664,6 +665,48 @@ func BenchmarkSearchEventsCacheHit(b *testing.B) {
 		if err != nil || len(page.Events) != 50 {
 			b.Fatal(len(page.Events), err)
 		}
+	}
+}
+
+// BenchmarkSearchEventsCacheMiss is a flag's page that the cache does not
+// hold, through Service.SearchEvents over memstore (50,000 events, 5,000
+// flags): each search another flag and limit, none repeated, with the
+// result cache off and on (what the cache adds to a miss).
+func BenchmarkSearchEventsCacheMiss(b *testing.B) {
+	wld, err := worldgen.New(worldgen.Config{Events: 50000, Projects: 20, Features: 5000, Users: 50, Groups: 5, Seed: 11})
+	if err != nil {
+		b.Fatal(err)
+	}
+	store := memstore.New()
+	batch := wld.Batch()
+	batch.Events = wld.FirstEvents(50000)
+	if err := store.Write(context.Background(), batch); err != nil {
+		b.Fatal(err)
+	}
+	var flags []string
+	for _, f := range batch.Features {
+		flags = append(flags, "IS:"+f.Name)
+	}
+	for _, c := range []struct {
+		name string
+		size int64
+	}{{"cache=off", 0}, {"cache=on", storecache.DefaultResultCacheSize}} {
+		b.Run(c.name, func(b *testing.B) {
+			svc := flagadmin.NewService(storecache.New(store, storecache.Options{ResultCacheSize: c.size}))
+			ctx := context.Background()
+			admin := flagadmin.AdminToken("admin")
+			b.ReportAllocs()
+			i := 0
+			for b.Loop() {
+				// 5,000 flags times 100 limits: no search repeats in
+				// 500,000.
+				params := flagadmin.EventSearchParams{Feature: flags[i%len(flags)], Limit: strconv.Itoa(20 + i/len(flags)%100)}
+				i++
+				if _, err := svc.SearchEvents(req(ctx), admin, params); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
 
