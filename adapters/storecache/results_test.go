@@ -638,20 +638,28 @@ func TestResultCacheCoalesces(t *testing.T) {
 	}
 }
 
-// BenchmarkSearchEventsCacheHit is a page of 50 events from the result
-// cache through Service.SearchEvents, over memstore, each search in its
-// own scope as the server runs it.
-func BenchmarkSearchEventsCacheHit(b *testing.B) {
-	wld, err := worldgen.New(worldgen.Config{Events: 2000, Projects: 20, Features: 300, Users: 50, Groups: 5, Seed: 11})
+// generatedStore returns a memstore holding the world cfg generates, all
+// its events included, and what was written to it.
+func generatedStore(b *testing.B, cfg worldgen.Config) (*memstore.Store, *flagadmin.Batch) {
+	b.Helper()
+	wld, err := worldgen.New(cfg)
 	if err != nil {
 		b.Fatal(err)
 	}
 	store := memstore.New()
 	batch := wld.Batch()
-	batch.Events = wld.FirstEvents(2000)
+	batch.Events = wld.FirstEvents(cfg.Events)
 	if err := store.Write(context.Background(), batch); err != nil {
 		b.Fatal(err)
 	}
+	return store, batch
+}
+
+// BenchmarkSearchEventsCacheHit is a page of 50 events from the result
+// cache through Service.SearchEvents, over memstore, each search in its
+// own scope as the server runs it.
+func BenchmarkSearchEventsCacheHit(b *testing.B) {
+	store, _ := generatedStore(b, worldgen.Config{Events: 2000, Projects: 20, Features: 300, Users: 50, Groups: 5, Seed: 11})
 	svc := flagadmin.NewService(storecache.New(store, storecache.Options{ResultCacheSize: storecache.DefaultResultCacheSize}))
 	ctx := context.Background()
 	admin := flagadmin.AdminToken("admin")
@@ -673,16 +681,7 @@ func BenchmarkSearchEventsCacheHit(b *testing.B) {
 // flags): each search another flag and limit, none repeated, with the
 // result cache off and on (what the cache adds to a miss).
 func BenchmarkSearchEventsCacheMiss(b *testing.B) {
-	wld, err := worldgen.New(worldgen.Config{Events: 50000, Projects: 20, Features: 5000, Users: 50, Groups: 5, Seed: 11})
-	if err != nil {
-		b.Fatal(err)
-	}
-	store := memstore.New()
-	batch := wld.Batch()
-	batch.Events = wld.FirstEvents(50000)
-	if err := store.Write(context.Background(), batch); err != nil {
-		b.Fatal(err)
-	}
+	store, batch := generatedStore(b, worldgen.Config{Events: 50000, Projects: 20, Features: 5000, Users: 50, Groups: 5, Seed: 11})
 	var flags []string
 	for _, f := range batch.Features {
 		flags = append(flags, "IS:"+f.Name)
