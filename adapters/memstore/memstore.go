@@ -375,8 +375,8 @@ func (w *world) candidates(q flagadmin.EventQuery, fn func(e *storedEvent)) {
 // first event and last-id of the last: the binary search looks there
 // alone (its last position is the one read when none before it holds
 // an id as large). Where ids are dense, as a copy's usually are, that is
-// that one position; a search over all of a large world's events read about 20
-// events scattered in memory for each candidate of an index.
+// that one position; a search over all of a large world's events read
+// about 20 events scattered in memory for each candidate of an index.
 func (w *world) eventAt(id int64) (int, bool) {
 	n := len(w.events)
 	if n == 0 || id < w.events[0].ID || id > w.events[n-1].ID {

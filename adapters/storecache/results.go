@@ -74,6 +74,7 @@ type flightKey struct {
 // flight is a computation in progress; value and err are set before done
 // is closed.
 type flight struct {
+	key   flightKey
 	done  chan struct{}
 	value any
 	err   error
@@ -114,7 +115,7 @@ func (c *resultCache) load(ctx context.Context, key []byte, version int64, holds
 		c.hits.Add(1)
 		return v, nil
 	case first:
-		return c.fly(f, flightKey{string(key), version}, compute)
+		return c.fly(f, compute)
 	}
 	c.waiting.Add(1)
 	select {
@@ -141,20 +142,20 @@ func (c *resultCache) load(ctx context.Context, key []byte, version int64, holds
 // before the flight ends (so that no caller misses both), and gives it to
 // f's waiters. If compute panics, the waiters are given
 // errFlightAbandoned and the panic goes on.
-func (c *resultCache) fly(f *flight, k flightKey, compute func() (cached, error)) (any, error) {
+func (c *resultCache) fly(f *flight, compute func() (cached, error)) (any, error) {
 	c.waiting.Add(1)
 	defer c.waiting.Add(-1)
 	f.err = errFlightAbandoned
 	defer func() {
 		c.mu.Lock()
-		delete(c.flights, k)
+		delete(c.flights, f.key)
 		c.mu.Unlock()
 		close(f.done)
 	}()
 	c.misses.Add(1)
 	r, err := compute()
 	if err == nil {
-		c.put(k.key, k.version, r)
+		c.put(f.key.key, f.key.version, r)
 	}
 	f.value, f.err = r.value, err
 	return f.value, f.err
@@ -173,7 +174,7 @@ func (c *resultCache) lookupOrJoin(key []byte, version int64, holds func(any) bo
 	if f := c.flights[k]; f != nil {
 		return nil, f, false
 	}
-	f = &flight{done: make(chan struct{})}
+	f = &flight{key: k, done: make(chan struct{})}
 	c.flights[k] = f
 	return nil, f, true
 }
