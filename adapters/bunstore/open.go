@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-sql-driver/mysql"
@@ -65,6 +66,9 @@ type Store struct {
 	// inserts are the INSERTs the writer connection keeps prepared
 	// (insert.go).
 	inserts preparedInserts
+	// listedBefore is the number of projects the last project list read
+	// (listedProjects): the next one's capacity.
+	listedBefore atomic.Int64
 }
 
 // Option configures Open.

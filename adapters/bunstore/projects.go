@@ -148,8 +148,10 @@ func (s *Store) listedProjects(ctx context.Context, tx bun.Tx, q flagadmin.Proje
 		return nil, nil, err
 	}
 	defer rows.Close()
+	// Sized for as many projects as the last list held: grown from empty,
+	// the slice of 200 projects was a third of the list's allocations.
 	var (
-		out       []flagadmin.ProjectStats
+		out       = make([]flagadmin.ProjectStats, 0, s.listedBefore.Load())
 		uncounted []string
 		p         projectRow
 		lastEvent sql.NullInt64
@@ -157,7 +159,7 @@ func (s *Store) listedProjects(ctx context.Context, tx bun.Tx, q flagadmin.Proje
 		lastSeen  sql.NullInt64
 		favored   int64
 	)
-	at := map[string]int{}
+	at := make(map[string]int, cap(out))
 	for rows.Next() {
 		if err := rows.Scan(&p.ID, &p.Name, &p.Description, &p.Mode, &p.CreatedAt, &p.ArchivedAt, &lastEvent,
 			&counts[0], &counts[1], &counts[2], &counts[3], &lastSeen, &counts[4], &favored); err != nil {
@@ -179,6 +181,7 @@ func (s *Store) listedProjects(ctx context.Context, tx bun.Tx, q flagadmin.Proje
 	if err := rows.Err(); err != nil {
 		return nil, nil, err
 	}
+	s.listedBefore.Store(int64(len(out)))
 	return out, at, lookUpLastEvents(ctx, tx, uncounted, out, at)
 }
 
@@ -242,6 +245,8 @@ func lookUpLastEvents(ctx context.Context, tx bun.Tx, ids []string, out []flagad
 // projectOwners adds the owners of the projects of out: users (one
 // ProjectOwner per user, shared by its projects) and groups, read by a
 // statement kept prepared (QueryPrepared), which each project list runs.
+// The owners of all projects share one array, each project's a slice of
+// it, capped at its end.
 func (s *Store) projectOwners(ctx context.Context, tx bun.Tx, out []flagadmin.ProjectStats, at map[string]int) error {
 	rs, err := s.sqlDialect.QueryPrepared(ctx, tx, sqlq.F(`SELECT pm.project_id, u.id, u.name, u.username, u.email, g.id, g.name
 		FROM project_members pm LEFT JOIN users u ON u.id = pm.user_id LEFT JOIN user_groups g ON g.id = pm.group_id
@@ -250,7 +255,12 @@ func (s *Store) projectOwners(ctx context.Context, tx bun.Tx, out []flagadmin.Pr
 		return err
 	}
 	defer rs.Close()
-	users := map[int64]flagadmin.ProjectOwner{}
+	type owned struct {
+		project int // its index in out
+		owner   flagadmin.ProjectOwner
+	}
+	found := make([]owned, 0, 2*len(out))
+	users := make(map[int64]flagadmin.ProjectOwner, len(out))
 	groups := map[int64]flagadmin.ProjectOwner{}
 	var (
 		project                    sql.RawBytes
@@ -272,17 +282,37 @@ func (s *Store) projectOwners(ctx context.Context, tx bun.Tx, out []flagadmin.Pr
 				o = flagadmin.UserOwner(flagadmin.User{ID: userID.Int64, Name: string(name), Username: string(username), Email: string(email)})
 				users[userID.Int64] = o
 			}
-			out[i].Owners = append(out[i].Owners, o)
+			found = append(found, owned{i, o})
 		case groupID.Valid:
 			o, ok := groups[groupID.Int64]
 			if !ok {
 				o = flagadmin.GroupOwner(flagadmin.Group{ID: groupID.Int64, Name: string(grp)})
 				groups[groupID.Int64] = o
 			}
-			out[i].Owners = append(out[i].Owners, o)
+			found = append(found, owned{i, o})
 		}
 	}
-	return rs.Err()
+	if err := rs.Err(); err != nil {
+		return err
+	}
+	// Each project's owners at its place in one array: count them, give
+	// each project its slice (empty, capped at its count), then fill them.
+	all := make([]flagadmin.ProjectOwner, len(found))
+	counts := make([]int, len(out))
+	for _, f := range found {
+		counts[f.project]++
+	}
+	next := 0
+	for i, n := range counts {
+		if n > 0 {
+			out[i].Owners = all[next : next : next+n]
+			next += n
+		}
+	}
+	for _, f := range found {
+		out[f.project].Owners = append(out[f.project].Owners, f.owner)
+	}
+	return nil
 }
 
 // scanColumn reads the values of rows of one column, and closes them.
