@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/uptrace/bun"
 
 	"github.com/flagadmin/flagadmin/adapters/bunstore/internal/sqlq"
 	"github.com/flagadmin/flagadmin/flagadmin"
@@ -115,7 +114,7 @@ func TestBulkWriteAppendsItsLeaves(t *testing.T) {
 	}
 	for {
 		var n int
-		err := s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+		err := s.inLeafTx(ctx, func(ctx context.Context, tx *txn) error {
 			n, err = s.appendIn(ctx, tx, sqlq.Fragment{})
 			return err
 		})

@@ -161,8 +161,8 @@ type sqlDialect interface {
 	// snapshot may miss a commit that came before one it sees (export.go);
 	// "" where snapshots never do.
 	SettleLockSQL() string
-	// CopiesEvents reports whether a bulk insert of events, and of their
-	// leaves, goes by COPY (CopyFrom).
+	// CopiesEvents reports whether a bulk insert of events, and every
+	// insert of leaves, goes by COPY (CopyFrom).
 	CopiesEvents() bool
 	// CopyFrom sends rows into table with COPY, on conn, inside the
 	// transaction it runs: each a value per column of columns, in order,

@@ -329,17 +329,17 @@ func (s *Store) appendLeaves(ctx context.Context) (int, error) {
 	s.prepareInserts(ctx)
 	for attempt := 1; ; attempt++ {
 		var n int
-		err = s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+		err = s.inLeafTx(ctx, func(ctx context.Context, t *txn) error {
 			// The leaves are computed again from their events, which are
 			// committed: a commit lost to a crash of the database is
 			// appended again, the same, by the next append. So it need
 			// not wait for the disk where the database can say so.
 			if async := s.sqlDialect.AsyncCommit(); async != "" {
-				if _, err := tx.ExecContext(ctx, "SELECT 1"+async); err != nil {
+				if _, err := t.ExecContext(ctx, "SELECT 1"+async); err != nil {
 					return err
 				}
 			}
-			n, err = s.appendIn(ctx, tx, settled)
+			n, err = s.appendIn(ctx, t, settled)
 			return err
 		})
 		if err == nil {
@@ -352,11 +352,24 @@ func (s *Store) appendLeaves(ctx context.Context) (int, error) {
 	}
 }
 
+// inLeafTx runs fn in a transaction of its own on a connection of the
+// writers' pool, which an insert of leaves by COPY needs.
+func (s *Store) inLeafTx(ctx context.Context, fn func(ctx context.Context, t *txn) error) error {
+	conn, err := s.db.Conn(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	return conn.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+		return fn(ctx, &txn{Tx: tx, conn: conn})
+	})
+}
+
 // appendIn appends, in tx, the leaves of at most appendBatch events past
 // the last leaf (and within settled, when not empty), and returns how
 // many: the one write path of leaves, which Load runs in its own
 // transaction.
-func (s *Store) appendIn(ctx context.Context, tx bun.IDB, settled sqlq.Fragment) (int, error) {
+func (s *Store) appendIn(ctx context.Context, tx *txn, settled sqlq.Fragment) (int, error) {
 	// One aggregate a statement: SQLite reads a lone MAX from the index's
 	// end, but scans the whole table for two (a tenth of a second at
 	// 300,000 leaves, on every append).
@@ -427,10 +440,25 @@ func (r *leafRow) values(args []any) []any {
 	return append(args, r.Index, r.EventID, r.Hash, r.Pruned, r.CreatedAt, r.Project, r.Type, r.Content)
 }
 
-// insertLeaves inserts leaves with their indexes: by the prepared
-// INSERT where there is one (preparedInserts), the rest by multi-row
-// INSERTs.
-func (s *Store) insertLeaves(ctx context.Context, tx bun.IDB, leaves []leafRow) error {
+// insertLeaves inserts leaves with their indexes, in t: by COPY where the
+// database has it (sqlDialect.CopiesEvents: each leaf's content and hash
+// sent in binary, where an INSERT's text wrote them in hex for the
+// database to parse, a third of a PostgreSQL follower's catch-up); else
+// by the prepared INSERT where there is one (preparedInserts), the rest
+// by multi-row INSERTs.
+func (s *Store) insertLeaves(ctx context.Context, tx *txn, leaves []leafRow) error {
+	if s.sqlDialect.CopiesEvents() {
+		next := 0
+		var args []any
+		return s.sqlDialect.CopyFrom(ctx, tx.conn, "log_leaves", leafColumns, func() ([]any, error) {
+			if next == len(leaves) {
+				return nil, nil
+			}
+			args = leaves[next].values(args[:0])
+			next++
+			return args, nil
+		})
+	}
 	done, err := s.inserts.insert(ctx, tx, func(st *insertStatements) *sql.Stmt { return st.leaves }, len(leaves),
 		func(args []any, i int) []any { return leaves[i].values(args) })
 	if err != nil {

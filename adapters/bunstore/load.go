@@ -157,7 +157,7 @@ func (s *Store) load(ctx context.Context, conn bun.Conn, tx bun.Tx, b *flagadmin
 		return err
 	}
 	done()
-	if err := s.appendLoaded(ctx, tx); err != nil {
+	if err := s.appendLoaded(ctx, t); err != nil {
 		return err
 	}
 	if err := rebuild(); err != nil {
@@ -169,7 +169,7 @@ func (s *Store) load(ctx context.Context, conn bun.Conn, tx bun.Tx, b *flagadmin
 // appendLoaded appends the leaves of the loaded events in tx, by the
 // path of every leaf (leaves.go), before the indexes are built again:
 // the load and its leaves commit together.
-func (s *Store) appendLoaded(ctx context.Context, tx bun.Tx) error {
+func (s *Store) appendLoaded(ctx context.Context, tx *txn) error {
 	if !keepLeaves {
 		return nil
 	}
