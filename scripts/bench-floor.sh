@@ -1,23 +1,41 @@
 #!/usr/bin/env bash
-# bench-floor.sh measures how fast PostgreSQL alone answers the one
-# statement a random offset's page cannot do without, next to flagadmin
-# answering those pages, on the same world, connections and machine, one
-# after the other:
+# bench-floor.sh measures how fast PostgreSQL alone answers the statements
+# a request cannot do without, next to flagadmin answering those requests,
+# on the same world, connections and machine, one after the other. Two
+# paths (PATHS):
 #
-#   1. flagadmin-bench --kinds varied/offset with the result cache off
-#      (the server over HTTP, with the bare net/http ceiling);
-#   2. pgbench (PostgreSQL's own load tool, in C), on as many connections,
-#      running only the statement that reads a page of 50 events: the page
-#      statement flagadmin runs once the counts have found the page (the
-#      range of events_created from the page's first row, kept prepared),
-#      at a random day of the world's two years and a random offset into
-#      it. flagadmin runs it too, after finding where the page starts
-#      (the months and days of event_counts) and the caller's visibility.
+#   offset    random offsets: flagadmin-bench --kinds varied/offset with
+#             the result cache off (the server over HTTP, with the bare
+#             net/http ceiling), then pgbench (PostgreSQL's own load tool,
+#             in C) on as many connections running only the statement that
+#             reads a page of 50 events: the page statement flagadmin runs
+#             once the counts have found the page (the range of
+#             events_created from the page's first row, kept prepared), at
+#             a random day of the world's two years and a random offset
+#             into it. flagadmin runs it too, after finding where the page
+#             starts (the months and days of event_counts) and the caller's
+#             visibility.
+#   projects  the project list: flagadmin-bench --kinds varied/projects
+#             with the result cache off, then pgbench running only the
+#             list's two statements in their read-only transaction, as
+#             flagadmin runs them: the projects with their figures, their
+#             newest event and a random user's favorites, then the owners
+#             of every project. flagadmin runs them after the caller's
+#             token, roles and the store's version.
+#   query     free text: flagadmin-bench --kinds varied/query with the
+#             result cache off, then pgbench running only the statement
+#             that answers a query of free text with its page and total, in
+#             the form flagadmin sends for a caller who sees every project
+#             (the cheapest), for the terms varied/query draws: a feature's
+#             name (7 in 10, of 500 drawn from the world), a user's name (2
+#             in 10, of 100) or the rare word vandelay (1 in 10). Each
+#             transaction first picks its term (a statement of its own, a
+#             few microseconds).
 #
-# If the database alone, answering nothing but that statement, takes the
+# If the database alone, answering nothing but those statements, takes the
 # p99 a target allows, no server in front of it can meet the target on
 # that machine. The p50 and p99 of pgbench come from its log of every
-# statement, without the warm-up.
+# transaction, without the warm-up.
 #
 # Usage: scripts/bench-floor.sh
 #
@@ -27,6 +45,7 @@
 #                loaded first when missing or empty (minutes). The server runs on a
 #                fresh copy; pgbench reads the world itself (it only reads)
 #   EVENTS       events in the world (default 1000000)
+#   PATHS        the paths to measure, in order (default "offset projects query")
 #   CONNECTIONS  default 16
 #   DURATION     default 10 (seconds); WARMUP default 3 (seconds), each part
 #   RESULTS      results directory (default bench-results, git-ignored)
@@ -35,11 +54,18 @@ cd "$(dirname "$0")/.."
 
 DB="${DB:-postgres://postgres@127.0.0.1:5432/bench1m?sslmode=disable}"
 EVENTS="${EVENTS:-1000000}"
+PATHS="${PATHS:-offset projects query}"
 CONNECTIONS="${CONNECTIONS:-16}"
 DURATION="${DURATION:-10}"
 WARMUP="${WARMUP:-3}"
 RESULTS="${RESULTS:-bench-results}"
 OUT="$RESULTS/floor-$(date -u +%Y%m%dT%H%M%SZ)"
+for path in $PATHS; do
+	case "$path" in
+	offset | projects | query) ;;
+	*) echo "bench-floor.sh: unknown path $path in PATHS (offset, projects, query)" >&2; exit 2 ;;
+	esac
+done
 mkdir -p "$OUT"
 command -v pgbench >/dev/null || { echo "bench-floor.sh: pgbench not found (Debian: postgresql-client)" >&2; exit 1; }
 
@@ -47,30 +73,97 @@ tmp="$(mktemp -d)"
 trap 'rm -rf "$tmp"' EXIT
 go build -o "$tmp/flagadmin-bench" ./cmd/flagadmin-bench
 
-echo "== flagadmin, varied/offset, result cache off"
-"$tmp/flagadmin-bench" --db "$DB" --events "$EVENTS" --connections "$CONNECTIONS" \
-	--duration "${DURATION}s" --warmup "${WARMUP}s" --kinds varied/offset --result-cache-size 0 \
-	--json "$OUT/flagadmin.json" | tee "$OUT/flagadmin.txt"
+# flagadmin_run KIND runs flagadmin-bench on KIND with the result cache off.
+flagadmin_run() {
+	local name="${1#varied/}"
+	"$tmp/flagadmin-bench" --db "$DB" --events "$EVENTS" --connections "$CONNECTIONS" \
+		--duration "${DURATION}s" --warmup "${WARMUP}s" --kinds "$1" --result-cache-size 0 \
+		--json "$OUT/flagadmin-$name.json" | tee "$OUT/flagadmin-$name.txt"
+}
 
-# The world's newest day (its end, in ms) and its events per day.
-read -r newest perday < <(psql -At -F ' ' "$DB" -c \
-	"SELECT (MAX(created_at) / 86400000 + 1) * 86400000, COUNT(*) * 86400000 / GREATEST(MAX(created_at) - MIN(created_at), 1) FROM events")
-days=$(( EVENTS / (perday > 0 ? perday : 1) ))
-columns="e.id, e.created_at, e.type, e.created_by, e.created_by_user_id, e.environment, e.project, e.feature_name, e.data, e.pre_data, e.tags, e.group_type, e.group_id"
-cat > "$tmp/page.sql" <<EOF
+# pgbench_run NAME runs pgbench on $tmp/NAME.sql after a warm-up, then
+# prints the p50 and p99 of its transactions from its log.
+pgbench_run() {
+	local name="$1"
+	pgbench -n -M prepared -c "$CONNECTIONS" -j 2 -T "$WARMUP" -f "$tmp/$name.sql" "$DB" >/dev/null
+	(cd "$tmp" && pgbench -n -M prepared -c "$CONNECTIONS" -j 2 -T "$DURATION" -f "$name.sql" -l --log-prefix="log-$name" "$DB") |
+		tee "$OUT/pgbench-$name.txt"
+	# Each line of the log: client, transaction, latency in microseconds, ...
+	cat "$tmp/log-$name".* | awk '{print $3}' | sort -n | awk -v n="$CONNECTIONS" -v name="$name" '
+		{ v[NR] = $1 }
+		END { printf "pgbench %s: %d transactions, p50 %.2f ms, p99 %.2f ms on %d connections\n", name, NR, v[int(NR * 0.50)] / 1000, v[int(NR * 0.99)] / 1000, n }' |
+		tee -a "$OUT/pgbench-$name.txt"
+}
+
+# offset_floor: random offsets, then their page statement alone.
+offset_floor() {
+	echo "== flagadmin, varied/offset, result cache off"
+	flagadmin_run varied/offset
+
+	# The world's newest day (its end, in ms) and its events per day.
+	local newest perday days columns
+	read -r newest perday < <(psql -At -F ' ' "$DB" -c \
+		"SELECT (MAX(created_at) / 86400000 + 1) * 86400000, COUNT(*) * 86400000 / GREATEST(MAX(created_at) - MIN(created_at), 1) FROM events")
+	days=$(( EVENTS / (perday > 0 ? perday : 1) ))
+	columns="e.id, e.created_at, e.type, e.created_by, e.created_by_user_id, e.environment, e.project, e.feature_name, e.data, e.pre_data, e.tags, e.group_type, e.group_id"
+	cat > "$tmp/page.sql" <<EOF
 \set day random(1, $days)
 \set skip random(0, $(( perday > 0 ? perday - 1 : 0 )))
 \set before $newest - :day * 86400000
 SELECT $columns FROM events AS e WHERE created_at < :before AND (e.created_at, e.id) <= (SELECT created_at, id FROM events WHERE created_at < :before ORDER BY created_at DESC, id DESC LIMIT 1 OFFSET (SELECT CAST(:skip AS bigint))) ORDER BY created_at DESC, id DESC LIMIT 50;
 EOF
+	echo
+	echo "== PostgreSQL alone: the page statement ($days days of $perday events, offsets 0-$((perday - 1)) into a day), $CONNECTIONS connections"
+	pgbench_run page
+}
 
-echo
-echo "== PostgreSQL alone: the page statement ($days days of $perday events, offsets 0-$((perday - 1)) into a day), $CONNECTIONS connections"
-pgbench -n -M prepared -c "$CONNECTIONS" -j 2 -T "$WARMUP" -f "$tmp/page.sql" "$DB" >/dev/null
-(cd "$tmp" && pgbench -n -M prepared -c "$CONNECTIONS" -j 2 -T "$DURATION" -f page.sql -l --log-prefix=page "$DB") | tee "$OUT/pgbench.txt"
-# Each line of the log: client, transaction, latency in microseconds, ...
-cat "$tmp"/page.* | awk '{print $3}' | sort -n | awk -v n="$CONNECTIONS" '
-	{ v[NR] = $1 }
-	END { printf "pgbench page statement: %d statements, p50 %.2f ms, p99 %.2f ms on %d connections\n", NR, v[int(NR * 0.50)] / 1000, v[int(NR * 0.99)] / 1000, n }' |
-	tee -a "$OUT/pgbench.txt"
+# projects_floor: the project list, then its two statements alone.
+projects_floor() {
+	echo "== flagadmin, varied/projects, result cache off"
+	flagadmin_run varied/projects
+
+	# A random user's favorites; the cut-offs of the potentially stale
+	# features: created within their type's expected lifetime (40 days,
+	# operational 7) before now.
+	local users now
+	users=$(psql -At "$DB" -c "SELECT COALESCE(MAX(id), 1) FROM users")
+	now=$(( $(date +%s) * 1000 ))
+	cat > "$tmp/projects.sql" <<EOF
+\set user random(1, $users)
+BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY;
+SELECT p.id, p.name, p.description, p.mode, p.created_at, p.archived_at, l.newest, f.features, f.stale, f.potentially_stale, f.members, f.last_seen_at, f.cleanup, CASE WHEN fav.user_id IS NULL THEN 0 ELSE 1 END FROM projects p LEFT JOIN (SELECT project, MAX(newest) AS newest FROM event_counts WHERE dim = 0 AND scope = 2 GROUP BY project HAVING SUM(n) > 0) l ON l.project = p.id LEFT JOIN (SELECT ps.project_id, ps.features, ps.stale, fresh_experiment + fresh_operational + fresh_release - COALESCE(r.n, 0) AS potentially_stale, ps.members, ps.last_seen_at, ps.cleanup FROM project_stats ps LEFT JOIN (SELECT project, COUNT(*) AS n FROM features WHERE archived_at IS NULL AND NOT stale AND ((type = (SELECT CAST('experiment' AS text)) AND created_at >= (SELECT CAST($(( now - 40 * 86400000 )) AS bigint))) OR (type = (SELECT CAST('operational' AS text)) AND created_at >= (SELECT CAST($(( now - 7 * 86400000 )) AS bigint))) OR (type = (SELECT CAST('release' AS text)) AND created_at >= (SELECT CAST($(( now - 40 * 86400000 )) AS bigint)))) GROUP BY project) r ON r.project = ps.project_id) f ON f.project_id = p.id LEFT JOIN project_favorites fav ON fav.project_id = p.id AND fav.user_id = (SELECT CAST(:user AS bigint)) WHERE p.archived_at IS NULL;
+SELECT pm.project_id, u.id, u.name, u.username, u.email, g.id, g.name FROM project_members pm LEFT JOIN users u ON u.id = pm.user_id LEFT JOIN user_groups g ON g.id = pm.group_id WHERE pm.role = 'Owner';
+COMMIT;
+EOF
+	echo
+	echo "== PostgreSQL alone: the project list's two statements in a read-only transaction, $CONNECTIONS connections"
+	pgbench_run projects
+}
+
+# query_floor: free text, then its statement alone.
+query_floor() {
+	echo "== flagadmin, varied/query, result cache off"
+	flagadmin_run varied/query
+
+	# The terms, drawn once from the world (the same ones at each run), as
+	# arrays of SQL literals.
+	local features users
+	features=$(psql -At "$DB" -c "SELECT setseed(0.5); SELECT string_agg(quote_literal(name), ',') FROM (SELECT name FROM features ORDER BY random() LIMIT 500) f" | tail -1)
+	users=$(psql -At "$DB" -c "SELECT setseed(0.5); SELECT string_agg(quote_literal(username), ',') FROM (SELECT username FROM users ORDER BY random() LIMIT 100) u" | tail -1)
+	cat > "$tmp/query.sql" <<EOF
+\set r random(1, 10)
+\set f random(1, 500)
+\set u random(1, 100)
+SELECT CASE WHEN :r <= 7 THEN (ARRAY[$features])[:f] WHEN :r <= 9 THEN (ARRAY[$users])[:u] ELSE 'vandelay' END AS term \gset
+WITH m AS MATERIALIZED (SELECT id, created_at FROM events WHERE (flagadmin_search_tokens(search_payload) && ARRAY(SELECT token FROM search_tokens WHERE token LIKE (SELECT '%' || replace(replace(replace(CAST(:term AS text), '!', '!!'), '%', '!%'), '_', '!_') || '%') ESCAPE '!') OR id = ANY(ARRAY(SELECT lt.id FROM events lt WHERE flagadmin_search_tokens(lt.search_payload) @> ARRAY['"'] AND strpos(lt.search_payload, (SELECT CAST(:term AS text))) > 0)))), t AS (SELECT COUNT(*) AS total FROM m), p AS (SELECT id FROM m ORDER BY created_at DESC, id DESC LIMIT 50) SELECT t.total, e.id, e.created_at, e.type, e.created_by, e.created_by_user_id, e.environment, e.project, e.feature_name, e.data, e.pre_data, e.tags, e.group_type, e.group_id FROM t LEFT JOIN (p JOIN events AS e ON e.id = p.id) ON TRUE ORDER BY e.created_at DESC, e.id DESC;
+EOF
+	echo
+	echo "== PostgreSQL alone: the free-text statement of a caller who sees every project, $CONNECTIONS connections"
+	pgbench_run query
+}
+
+for path in $PATHS; do
+	"${path}_floor"
+	echo
+done
 echo "results in $OUT"
