@@ -9,16 +9,20 @@ import (
 	"github.com/flagadmin/flagadmin/internal/dbtest"
 )
 
+// everyDatabase is each database a test opens a store on, skipped where
+// the environment offers none.
+var everyDatabase = []struct {
+	name string
+	url  func(testing.TB) string
+}{{"postgres", dbtest.Postgres}, {"mysql", dbtest.MySQL}, {"sqlite", dbtest.SQLite}}
+
 // BenchmarkAppendLeaves times the append of the log's leaves of 10,000
 // stored events (two appends of appendBatch), per leaf, on each database
 // the environment offers: their rows read, their leaves computed, then
 // inserted (by COPY on PostgreSQL). Each round deletes the leaves first,
 // untimed.
 func BenchmarkAppendLeaves(b *testing.B) {
-	for _, db := range []struct {
-		name string
-		url  func(testing.TB) string
-	}{{"postgres", dbtest.Postgres}, {"mysql", dbtest.MySQL}, {"sqlite", dbtest.SQLite}} {
+	for _, db := range everyDatabase {
 		b.Run(db.name, func(b *testing.B) {
 			ctx := context.Background()
 			s, err := Open(ctx, db.url(b))
@@ -55,10 +59,7 @@ func BenchmarkAppendLeaves(b *testing.B) {
 // leavesOf computes them from the stored events: hash and content byte for
 // byte, a missing project as NULL, every index in order.
 func TestLeavesReadBackAsComputed(t *testing.T) {
-	for _, db := range []struct {
-		name string
-		url  func(testing.TB) string
-	}{{"postgres", dbtest.Postgres}, {"mysql", dbtest.MySQL}, {"sqlite", dbtest.SQLite}} {
+	for _, db := range everyDatabase {
 		t.Run(db.name, func(t *testing.T) {
 			ctx := context.Background()
 			s, err := Open(ctx, db.url(t))
