@@ -441,11 +441,12 @@ func (r *leafRow) values(args []any) []any {
 }
 
 // insertLeaves inserts leaves with their indexes, in t: by COPY where the
-// database has it (sqlDialect.CopiesEvents: each leaf's content and hash
+// database has it (sqlDialect.CopiesEvents: each leaf's hash and content
 // sent in binary, where an INSERT's text wrote them in hex for the
-// database to parse, a third of a PostgreSQL follower's catch-up); else
-// by the prepared INSERT where there is one (preparedInserts), the rest
-// by multi-row INSERTs.
+// database to parse; BenchmarkAppendLeaves on PostgreSQL, 34-38 against
+// 11-13 us a leaf appended); else by the prepared INSERT where there is
+// one (preparedInserts), the rest by multi-row INSERTs. COPY encodes each
+// row as it is returned, so the rows share one slice of values.
 func (s *Store) insertLeaves(ctx context.Context, tx *txn, leaves []leafRow) error {
 	if s.sqlDialect.CopiesEvents() {
 		next := 0
