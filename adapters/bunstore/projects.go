@@ -149,7 +149,8 @@ func (s *Store) listedProjects(ctx context.Context, tx bun.Tx, q flagadmin.Proje
 	}
 	defer rows.Close()
 	// Sized for as many projects as the last list held: grown from empty,
-	// the slice of 200 projects was a third of the list's allocations.
+	// the slice of 200 projects was more than a quarter of the bytes a
+	// list allocated.
 	var (
 		out       = make([]flagadmin.ProjectStats, 0, s.listedBefore.Load())
 		uncounted []string
