@@ -16,6 +16,25 @@ var everyDatabase = []struct {
 	url  func(testing.TB) string
 }{{"postgres", dbtest.Postgres}, {"mysql", dbtest.MySQL}, {"sqlite", dbtest.SQLite}}
 
+// storeWithLeaves opens a store on url, closed at the end of the test,
+// holding n events (bulkEvents) and their leaves.
+func storeWithLeaves(tb testing.TB, url string, n int) *Store {
+	tb.Helper()
+	ctx := context.Background()
+	s, err := Open(ctx, url)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { s.Close() })
+	if err := s.InsertEvents(ctx, bulkEvents(n, 0), 0); err != nil {
+		tb.Fatal(err)
+	}
+	if err := s.settleLeaves(ctx); err != nil {
+		tb.Fatal(err)
+	}
+	return s
+}
+
 // BenchmarkAppendLeaves times the append of the log's leaves of 10,000
 // stored events (two appends of appendBatch), per leaf, on each database
 // the environment offers: their rows read, their leaves computed, then
@@ -25,18 +44,8 @@ func BenchmarkAppendLeaves(b *testing.B) {
 	for _, db := range everyDatabase {
 		b.Run(db.name, func(b *testing.B) {
 			ctx := context.Background()
-			s, err := Open(ctx, db.url(b))
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer s.Close()
 			const events = 2 * appendBatch
-			if err := s.InsertEvents(ctx, bulkEvents(events, 0), 0); err != nil {
-				b.Fatal(err)
-			}
-			if err := s.settleLeaves(ctx); err != nil {
-				b.Fatal(err)
-			}
+			s := storeWithLeaves(b, db.url(b), events)
 			s.leaves.mu.Lock() // the store's appender waits
 			defer s.leaves.mu.Unlock()
 			for b.Loop() {
@@ -62,17 +71,7 @@ func TestLeavesReadBackAsComputed(t *testing.T) {
 	for _, db := range everyDatabase {
 		t.Run(db.name, func(t *testing.T) {
 			ctx := context.Background()
-			s, err := Open(ctx, db.url(t))
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer s.Close()
-			if err := s.InsertEvents(ctx, bulkEvents(700, 0), 0); err != nil {
-				t.Fatal(err)
-			}
-			if err := s.settleLeaves(ctx); err != nil {
-				t.Fatal(err)
-			}
+			s := storeWithLeaves(t, db.url(t), 700)
 			var rows []stored.Event
 			if err := s.db.NewSelect().Model(&rows).Column(leafEventColumns...).OrderExpr("id").Scan(ctx); err != nil {
 				t.Fatal(err)

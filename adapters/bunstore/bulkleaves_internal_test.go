@@ -113,7 +113,7 @@ func TestBulkWriteAppendsItsLeaves(t *testing.T) {
 	}
 	for {
 		var n int
-		err := s.inLeafTx(ctx, func(ctx context.Context, tx *txn) error {
+		err := s.inConnTx(ctx, func(ctx context.Context, tx *txn) error {
 			n, err = s.appendIn(ctx, tx, sqlq.Fragment{})
 			return err
 		})

@@ -329,7 +329,7 @@ func (s *Store) appendLeaves(ctx context.Context) (int, error) {
 	s.prepareInserts(ctx)
 	for attempt := 1; ; attempt++ {
 		var n int
-		err = s.inLeafTx(ctx, func(ctx context.Context, t *txn) error {
+		err = s.inConnTx(ctx, func(ctx context.Context, t *txn) error {
 			// The leaves are computed again from their events, which are
 			// committed: a commit lost to a crash of the database is
 			// appended again, the same, by the next append. So it need
@@ -350,19 +350,6 @@ func (s *Store) appendLeaves(ctx context.Context) (int, error) {
 		}
 		return 0, s.fail("append leaves", err)
 	}
-}
-
-// inLeafTx runs fn in a transaction of its own on a connection of the
-// writers' pool, which an insert of leaves by COPY needs.
-func (s *Store) inLeafTx(ctx context.Context, fn func(ctx context.Context, t *txn) error) error {
-	conn, err := s.db.Conn(ctx)
-	if err != nil {
-		return err
-	}
-	defer conn.Close()
-	return conn.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
-		return fn(ctx, &txn{Tx: tx, conn: conn})
-	})
 }
 
 // appendIn appends, in tx, the leaves of at most appendBatch events past

@@ -60,14 +60,9 @@ func (s *Store) inTx(ctx context.Context, op string, fn func(ctx context.Context
 // runTx is one attempt of inTx, on a connection of its own.
 func (s *Store) runTx(ctx context.Context, fn func(ctx context.Context, t *txn) (*changes, error)) error {
 	s.prepareInserts(ctx)
-	conn, err := s.db.Conn(ctx)
-	if err != nil {
-		return err
-	}
-	defer conn.Close()
 	var t *txn
-	err = conn.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
-		t = &txn{Tx: tx, conn: conn}
+	err := s.inConnTx(ctx, func(ctx context.Context, tx *txn) error {
+		t = tx
 		ch, err := fn(ctx, t)
 		if err != nil {
 			return err
@@ -78,6 +73,19 @@ func (s *Store) runTx(ctx context.Context, fn func(ctx context.Context, t *txn) 
 		s.leaves.wrote()
 	}
 	return err
+}
+
+// inConnTx runs fn in a write transaction on a connection of its own, which
+// what fn sends on the connection's driver (COPY) needs.
+func (s *Store) inConnTx(ctx context.Context, fn func(ctx context.Context, t *txn) error) error {
+	conn, err := s.db.Conn(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	return conn.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
+		return fn(ctx, &txn{Tx: tx, conn: conn})
+	})
 }
 
 // inReadTx runs fn in a read-only transaction that sees one snapshot of the
