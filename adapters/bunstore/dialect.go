@@ -81,9 +81,15 @@ type sqlDialect interface {
 	// (SQLite: the range of their ids, which the index's triggers leave
 	// alone); elsewhere it does nothing.
 	PendingText(ctx context.Context, db *bun.DB) error
+	// MarkLaterText makes, in a migration, where a follower's large
+	// batches may leave their texts to the backlog by marking their
+	// events (PostgreSQL: the column of indexbuild.Backlog.Mark, the
+	// pending range, the token indexes made partial); elsewhere it does
+	// nothing.
+	MarkLaterText(ctx context.Context, db *bun.DB) error
 	// TextBacklog returns the statements that fill the full-text index
-	// with the texts a load left pending, and whether the database has
-	// such a backlog (SQLite).
+	// with the texts a load or a follower's batches left pending, and
+	// whether the database has such a backlog (SQLite, PostgreSQL).
 	TextBacklog() (indexbuild.Backlog, bool)
 	// SummaryLocks are the statements that keep the summaries' sources
 	// still while they are rebuilt, in the writers' lock order: the base

@@ -202,7 +202,7 @@ func (s *Store) ApplyFollow(ctx context.Context, holder string, now time.Time, b
 			return nil, err
 		}
 		deferred, err = s.deferText(ctx, t, b.Events)
-		ch.textLater = deferred
+		ch.textLater, ch.textBacklog, ch.tokensLater = deferred, deferred, deferred
 		return ch, err
 	})
 	if err == nil && deferred {

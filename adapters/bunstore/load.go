@@ -3,6 +3,7 @@ package bunstore
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -139,7 +140,7 @@ func (s *Store) load(ctx context.Context, conn bun.Conn, tx bun.Tx, b *flagadmin
 	if err := s.record(ctx, t, ch); err != nil {
 		return err
 	}
-	rebuild, err := s.deferIndexes(ctx, tx)
+	rebuild, tokensLater, err := s.deferIndexes(ctx, tx)
 	if err != nil {
 		return err
 	}
@@ -147,7 +148,7 @@ func (s *Store) load(ctx context.Context, conn bun.Conn, tx bun.Tx, b *flagadmin
 		if len(batch) == 0 {
 			return nil
 		}
-		return s.record(ctx, t, &changes{events: batch, givenIDs: true, bulk: true, leavesInTx: true, countedAfter: true, textLater: true})
+		return s.record(ctx, t, &changes{events: batch, givenIDs: true, bulk: true, leavesInTx: true, countedAfter: true, textLater: true, tokensLater: tokensLater})
 	}
 	if err := events(emit); err != nil {
 		return &callbackError{err}
@@ -209,15 +210,19 @@ func (s *Store) appendLoaded(ctx context.Context, tx *txn) error {
 // were. MySQL commits schema changes at once, so it keeps its indexes.
 //
 // WithLoadProgress is told of each index built (and of SQLite's full-text
-// table filled, as it goes).
-func (s *Store) deferIndexes(ctx context.Context, tx bun.Tx) (func() error, error) {
+// table filled, as it goes). tokensLater reports whether the loaded
+// events' tokens go to the vocabulary of the texts with the index
+// (indexbuild.Step.Tokens, or the backlog after the load) rather than as
+// they are inserted.
+func (s *Store) deferIndexes(ctx context.Context, tx bun.Tx) (rebuild func() error, tokensLater bool, err error) {
 	drops, builds, err := s.sqlDialect.DeferIndexes(ctx, tx)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	if err := execAll(ctx, tx, drops); err != nil {
-		return nil, err
+		return nil, false, err
 	}
+	tokensLater = slices.ContainsFunc(builds, func(b indexbuild.Step) bool { return b.Tokens })
 	return func() error {
 		later, err := s.textLater(ctx, tx)
 		if err != nil {
@@ -241,7 +246,7 @@ func (s *Store) deferIndexes(ctx context.Context, tx bun.Tx) (func() error, erro
 			done()
 		}
 		return nil
-	}, nil
+	}, tokensLater, nil
 }
 
 // textLaterFrom is the number of events from which a load leaves the

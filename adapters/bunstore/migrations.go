@@ -73,6 +73,9 @@ func newMigrations(d sqlDialect, sums summaries, o migrateOptions) *migrate.Migr
 	add("20261210090000", "keep each project's cleanup count with its figures (project_stats.cleanup)", func(ctx context.Context, db *bun.DB) error {
 		return addCleanupCounts(ctx, d, db)
 	})
+	add("20261211090000", "let a follower catching up leave the token index of its events to be filled in the background (PostgreSQL)", func(ctx context.Context, db *bun.DB) error {
+		return d.MarkLaterText(ctx, db)
+	})
 	return ms
 }
 

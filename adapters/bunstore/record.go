@@ -107,6 +107,14 @@ type changes struct {
 	// leaves them to its backlog), so they may go by many statements
 	// (preparedInserts).
 	textLater bool
+	// textBacklog: the events' texts are left to the full-text backlog
+	// (deferText); where the backlog marks such events
+	// (indexbuild.Backlog.Mark), they are sent marked, with COPY.
+	textBacklog bool
+	// tokensLater: the events' tokens are added to the vocabulary of the
+	// texts after they are inserted, by the backlog's fill or by the
+	// load's index build (indexbuild.Step.Tokens), not by the insert.
+	tokensLater bool
 
 	// pruned are the events retention removed (prune.go): the summaries
 	// drop them.
@@ -209,11 +217,11 @@ func saltEvents(events []flagadmin.Event) error {
 // appendEvents takes the event order lock and inserts ch's events, setting
 // their ids: drawn by the database, or given (ch.givenIDs); where the
 // dialect keeps a vocabulary of the search texts' tokens, it adds theirs,
-// unless their texts are left to the full-text backlog (ch.textLater,
-// where there is one), which adds them with the texts (fillTokens).
+// unless they are added after (ch.tokensLater: by the full-text backlog
+// or the load's index build, with the texts, fillTokens).
 func (s *Store) appendEvents(ctx context.Context, t *txn, ch *changes) error {
 	keeper, keeps := s.sqlDialect.(tokenKeeper)
-	if !keeps || ch.textLater && s.text != nil {
+	if !keeps || ch.tokensLater {
 		return s.insertEvents(ctx, t, ch, nil)
 	}
 	tokens := stored.TokenSet{}
@@ -226,8 +234,12 @@ func (s *Store) appendEvents(ctx context.Context, t *txn, ch *changes) error {
 // insertEvents inserts ch's events (appendEvents), adding the tokens of
 // each to tokens (none when nil).
 func (s *Store) insertEvents(ctx context.Context, t *txn, ch *changes, tokens stored.TokenSet) error {
-	if s.sqlDialect.CopiesEvents() && ch.bulk {
-		return s.copyEvents(ctx, t, ch.events, ch.givenIDs, tokens)
+	mark := "" // the column that marks the events left to the backlog
+	if ch.textBacklog && s.text != nil {
+		mark = s.text.statements.Mark
+	}
+	if s.sqlDialect.CopiesEvents() && (ch.bulk || mark != "") {
+		return s.copyEvents(ctx, t, ch.events, ch.givenIDs, tokens, mark)
 	}
 	rows := make([]stored.Event, len(ch.events))
 	for i, e := range ch.events {
@@ -357,8 +369,10 @@ func (s *Store) continueIDs(ctx context.Context, db bun.IDB, last int64) error {
 // parsing than INSERT, on t's connection, inside t: with the
 // ids they carry (given), or with ids drawn first under the event order
 // lock. Rows are built as COPY consumes them, overlapping the work with
-// the server's, and their tokens added to tokens (none when nil).
-func (s *Store) copyEvents(ctx context.Context, t *txn, events []flagadmin.Event, given bool, tokens stored.TokenSet) error {
+// the server's, and their tokens added to tokens (none when nil); where
+// mark is not empty, each is sent with that column true (left to the
+// full-text backlog, indexbuild.Backlog.Mark).
+func (s *Store) copyEvents(ctx context.Context, t *txn, events []flagadmin.Event, given bool, tokens stored.TokenSet, mark string) error {
 	if given {
 		if err := s.checkGivenIDs(ctx, t, events); err != nil {
 			return err
@@ -367,7 +381,11 @@ func (s *Store) copyEvents(ctx context.Context, t *txn, events []flagadmin.Event
 		return err
 	}
 	next := 0
-	err := s.sqlDialect.CopyFrom(ctx, t.conn, "events", stored.RowColumns, func() ([]any, error) {
+	columns := stored.RowColumns
+	if mark != "" {
+		columns = append(slices.Clip(columns), mark)
+	}
+	err := s.sqlDialect.CopyFrom(ctx, t.conn, "events", columns, func() ([]any, error) {
 		if next == len(events) {
 			return nil, nil
 		}
@@ -377,6 +395,9 @@ func (s *Store) copyEvents(ctx context.Context, t *txn, events []flagadmin.Event
 			return nil, err
 		}
 		tokens.AddEvent(r)
+		if mark != "" {
+			return append(r.Values(), true), nil
+		}
 		return r.Values(), nil
 	})
 	if err != nil || !given {

@@ -273,13 +273,17 @@ var textBacklogQuiet, textBacklogTurn = time.Second, 5 * time.Second
 // when every event between the range and the batch is in it, that is
 // when the batch's ids are above every stored one and no stored event is
 // above the range. Otherwise the batch is indexed as it is written. It
-// must run before the events are inserted (the index's triggers read the
-// range).
+// must run before the events are inserted (SQLite's triggers read the
+// range; PostgreSQL's events are sent marked, which only COPY does:
+// indexbuild.Backlog.Mark).
 func (s *Store) deferText(ctx context.Context, tx bun.IDB, events []flagadmin.Event) (bool, error) {
 	if s.text == nil || len(events) < textLaterBatch {
 		return false, nil
 	}
 	b := s.text.statements
+	if b.Mark != "" && !s.sqlDialect.CopiesEvents() {
+		return false, nil
+	}
 	first, last := events[0].ID, events[len(events)-1].ID
 	var stored int64
 	if err := tx.QueryRowContext(ctx, lastEventIDSQL).Scan(&stored); err != nil || first <= stored {

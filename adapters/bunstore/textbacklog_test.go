@@ -5,13 +5,17 @@ import (
 	"database/sql/driver"
 	"errors"
 	"log/slog"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/uptrace/bun/dialect"
+
 	"github.com/flagadmin/flagadmin/adapters/bunstore"
+	"github.com/flagadmin/flagadmin/adapters/bunstore/internal/sqlq"
 	"github.com/flagadmin/flagadmin/adapters/bunstore/internal/stored"
 	"github.com/flagadmin/flagadmin/adapters/bunstore/internal/textindex"
 	"github.com/flagadmin/flagadmin/flagadmin"
@@ -212,39 +216,102 @@ func TestTextBacklogBatchAllOrNothing(t *testing.T) {
 // texts to the backlog (the pending range made, then extended) while the
 // store's events are all in the range or below it; a small batch is
 // indexed as it is written, and a large one after it, no longer next to
-// the range, too. Every free-text query answers as the plain store's at
-// each step, and once the backlog is filled the index holds each event's
-// texts once.
+// the range, too. On PostgreSQL the events left to it are marked, so
+// that its token indexes leave them out. Every free-text query answers as
+// the plain store's at each step and part-way through the backlog, and
+// once the backlog is filled the index holds each event's texts once.
 func TestTextBacklogFollow(t *testing.T) {
 	bunstore.SetTextLaterBatch(t, 3)
 	bunstore.SetTextBacklogBatch(t, 4)
-	ctx := context.Background()
-	s, plain := backlogStores(t)
-	at := time.Date(2024, 5, 1, 0, 0, 0, 0, time.UTC)
-	events := numbered(append(textEvents(at), textEvents(at.Add(24*time.Hour))...))
-	startFollowing(t, s, events[:10])
-	position := int64(10)
-	for _, step := range []struct {
-		name     string
-		upTo     int64 // the batch: the events after the position up to this id
-		from, to int64 // the pending range after it
+	for _, db := range []struct {
+		name   string
+		url    func(testing.TB) string
+		marks  bool                              // the events left to the backlog are marked
+		filled func(*testing.T, *bunstore.Store) // checks the index once the backlog is filled
 	}{
-		{"a large batch", 20, 10, 20},
-		{"the next", 25, 10, 25},
-		{"a small batch", 27, 10, 25},
-		{"a large batch after it", 40, 10, 25},
+		{"sqlite", dbtest.SQLite, false, indexHoldsEachText},
+		{"postgres", dbtest.Postgres, true, tokenIndexHoldsEachText},
 	} {
-		b := &follow.Batch{Events: slices.Clone(events[position:step.upTo]), Position: step.upTo}
-		must(t, step.name, s.ApplyFollow(ctx, "a", followT0, b))
-		position = step.upTo
-		if from, to := pendingRange(t, s); from != step.from || to != step.to {
-			t.Errorf("%s: pending (%d, %d], want (%d, %d]", step.name, from, to, step.from, step.to)
-		}
-		compareText(t, s, plain, step.name)
+		t.Run(db.name, func(t *testing.T) {
+			ctx := context.Background()
+			s, plain := backlogStoresOn(t, db.url(t))
+			at := time.Date(2024, 5, 1, 0, 0, 0, 0, time.UTC)
+			events := numbered(append(textEvents(at), textEvents(at.Add(24*time.Hour))...))
+			startFollowing(t, s, events[:10])
+			position := int64(10)
+			for _, step := range []struct {
+				name     string
+				upTo     int64 // the batch: the events after the position up to this id
+				from, to int64 // the pending range after it
+			}{
+				{"a large batch", 20, 10, 20},
+				{"the next", 25, 10, 25},
+				{"a small batch", 27, 10, 25},
+				{"a large batch after it", 40, 10, 25},
+			} {
+				b := &follow.Batch{Events: slices.Clone(events[position:step.upTo]), Position: step.upTo}
+				must(t, step.name, s.ApplyFollow(ctx, "a", followT0, b))
+				position = step.upTo
+				from, to := pendingRange(t, s)
+				if from != step.from || to != step.to {
+					t.Errorf("%s: pending (%d, %d], want (%d, %d]", step.name, from, to, step.from, step.to)
+				}
+				if db.marks {
+					if marked := markedEvents(t, s); !slices.Equal(marked, idsIn(from, to)) {
+						t.Errorf("%s: the events marked as left to the backlog are %v, want those of the pending range", step.name, marked)
+					}
+				}
+				compareText(t, s, plain, step.name)
+			}
+			more, err := bunstore.FillTextBatch(ctx, s)
+			if err != nil || !more {
+				t.Fatalf("a batch of the backlog: more %v, %v; want more left", more, err)
+			}
+			if from, _ := pendingRange(t, s); from != 14 {
+				t.Errorf("after a batch of 4: pending from %d, want 14", from)
+			}
+			if db.marks {
+				if marked := markedEvents(t, s); !slices.Equal(marked, idsIn(14, 25)) {
+					t.Errorf("after a batch of 4: the events marked are %v, want 15 to 25", marked)
+				}
+			}
+			compareText(t, s, plain, "part-way through the backlog")
+			fillBacklog(t, s)
+			compareText(t, s, plain, "after the backlog")
+			db.filled(t, s)
+		})
 	}
-	fillBacklog(t, s)
-	compareText(t, s, plain, "after the backlog")
-	indexHoldsEachText(t, s)
+}
+
+// markedEvents returns the ids of the events of s (PostgreSQL) marked as
+// left to the full-text backlog, in order.
+func markedEvents(t *testing.T, s *bunstore.Store) []int64 {
+	t.Helper()
+	var ids []int64
+	must(t, "the marked events", bunstore.DB(s).NewRaw("SELECT id FROM events WHERE "+stored.LaterTextColumn+" ORDER BY id").Scan(context.Background(), &ids))
+	return ids
+}
+
+// idsIn returns the ids above from up to to, in order (nil when none).
+func idsIn(from, to int64) []int64 {
+	var ids []int64
+	for id := from + 1; id <= to; id++ {
+		ids = append(ids, id)
+	}
+	return ids
+}
+
+// tokenIndexHoldsEachText checks that PostgreSQL's token index of s, with
+// nothing pending, holds the texts of each event: no event is marked as
+// left to the backlog, the vocabulary holds every token of every text,
+// and the index's condition finds what a scan finds for every query.
+func tokenIndexHoldsEachText(t *testing.T, s *bunstore.Store) {
+	t.Helper()
+	if marked := markedEvents(t, s); len(marked) > 0 {
+		t.Errorf("events still marked as left to the backlog: %v", marked)
+	}
+	vocabularyHoldsEachToken(t, s)
+	indexFindsWhatAScanFinds(t, s, textindex.Tokens, "strpos")
 }
 
 // fillBacklog fills s's full-text backlog batch by batch, then merges
@@ -300,6 +367,38 @@ func indexHoldsEachText(t *testing.T, s *bunstore.Store) {
 	if indexed != events || counted != int64(events) {
 		t.Errorf("the index has %d rows and counts %d for %d events", indexed, counted, events)
 	}
+	vocabularyHoldsEachToken(t, s)
+	indexFindsWhatAScanFinds(t, s, textindex.Match, "instr")
+}
+
+// indexFindsWhatAScanFinds checks, for every query of backlogQueries that
+// the index answers, that the condition cond writes finds on s the events
+// a scan of the texts by the function contains (instr or strpos) finds.
+func indexFindsWhatAScanFinds(t *testing.T, s *bunstore.Store, cond func(string, flagadmin.TextScope) (sqlq.Fragment, bool), contains string) {
+	t.Helper()
+	ctx := context.Background()
+	db := bunstore.DB(s)
+	for _, text := range backlogQueries {
+		c, ok := cond(text, flagadmin.TextPayloadTypeCreator)
+		if !ok {
+			continue // not read from the index
+		}
+		var fromIndex, scanned []int64
+		must(t, "match", db.NewRaw("SELECT id FROM events WHERE "+c.Text+" ORDER BY id", c.Args...).Scan(ctx, &fromIndex))
+		must(t, "scan", db.NewRaw("SELECT id FROM events WHERE "+contains+"(search_payload, ?) > 0 OR "+contains+"(search_meta, ?) > 0 ORDER BY id", text, text).Scan(ctx, &scanned))
+		if !slices.Equal(fromIndex, scanned) {
+			t.Errorf("query %+q: the index finds %v, a scan %v", text, fromIndex, scanned)
+		}
+	}
+}
+
+// vocabularyHoldsEachToken checks that the vocabulary of the texts of s
+// holds every token of every event's texts (the long ones aside on
+// PostgreSQL, which leaves them out).
+func vocabularyHoldsEachToken(t *testing.T, s *bunstore.Store) {
+	t.Helper()
+	ctx := context.Background()
+	db := bunstore.DB(s)
 	var texts, vocabulary []string
 	must(t, "texts", db.NewRaw("SELECT search_payload FROM events UNION ALL SELECT search_meta FROM events").Scan(ctx, &texts))
 	must(t, "vocabulary", db.NewRaw("SELECT token FROM search_tokens").Scan(ctx, &vocabulary))
@@ -310,20 +409,11 @@ func indexHoldsEachText(t *testing.T, s *bunstore.Store) {
 	for _, token := range vocabulary {
 		delete(tokens, token)
 	}
+	if db.Dialect().Name() == dialect.PG {
+		maps.DeleteFunc(tokens, func(token string, _ struct{}) bool { return stored.LongSearchToken(token) })
+	}
 	if len(tokens) > 0 {
 		t.Errorf("the vocabulary lacks %d tokens of the texts: %.200q", len(tokens), tokens.Sorted())
-	}
-	for _, text := range backlogQueries {
-		cond, ok := textindex.Match(text, flagadmin.TextPayloadTypeCreator)
-		if !ok {
-			continue // not read from the index
-		}
-		var fromIndex, scanned []int64
-		must(t, "match", db.NewRaw("SELECT id FROM events WHERE "+cond.Text+" ORDER BY id", cond.Args...).Scan(ctx, &fromIndex))
-		must(t, "scan", db.NewRaw("SELECT id FROM events WHERE instr(search_payload, ?) > 0 OR instr(search_meta, ?) > 0 ORDER BY id", text, text).Scan(ctx, &scanned))
-		if !slices.Equal(fromIndex, scanned) {
-			t.Errorf("query %+q: the index alone finds %v, a scan %v", text, fromIndex, scanned)
-		}
 	}
 }
 
@@ -332,7 +422,12 @@ func indexHoldsEachText(t *testing.T, s *bunstore.Store) {
 // itself.
 func backlogStores(t *testing.T) (s, plain *bunstore.Store) {
 	t.Helper()
-	url := dbtest.SQLite(t)
+	return backlogStoresOn(t, dbtest.SQLite(t))
+}
+
+// backlogStoresOn is backlogStores on the database of url.
+func backlogStoresOn(t *testing.T, url string) (s, plain *bunstore.Store) {
+	t.Helper()
 	return open(t, url, bunstore.WithTextBacklogHeld()),
 		open(t, url, bunstore.WithTextBacklogHeld(), bunstore.WithoutTuning(bunstore.TextIndex))
 }

@@ -265,7 +265,7 @@ $f$`
 	inlined := func(when string) {
 		t.Helper()
 		var plan []string
-		err := db.NewRaw("EXPLAIN SELECT id FROM events WHERE flagadmin_search_tokens(search_payload) && ARRAY['x']").Scan(ctx, &plan)
+		err := db.NewRaw("EXPLAIN SELECT id FROM events WHERE flagadmin_search_tokens(search_payload) && ARRAY['x'] AND NOT text_later").Scan(ctx, &plan)
 		must(t, "EXPLAIN", err)
 		text := strings.Join(plan, "\n")
 		if !strings.Contains(text, "events_payload_tokens") || !strings.Contains(text, "regexp_split_to_array") {
@@ -329,7 +329,8 @@ $f$`,
 // from the token index without reading the candidates' texts, but those
 // of events with a long token (which the index cannot tell apart); a query
 // with a delimiter checks each candidate's text. Read from the plan: only
-// a scan of the long tokens' events (alias lt) filters by strpos.
+// a scan of the long tokens' events (alias lt), or of the events left to
+// the backlog (alias mk), filters by strpos.
 func TestPostgresWholeRunReadsNoText(t *testing.T) {
 	ctx := context.Background()
 	s := open(t, dbtest.Postgres(t))
@@ -364,7 +365,8 @@ func TestPostgresWholeRunReadsNoText(t *testing.T) {
 
 // filtersOutsideLongTokens reports whether a node of plan (EXPLAIN's JSON)
 // other than a scan of the long tokens' events (alias lt, numbered lt_1
-// for the second text) filters by strpos.
+// for the second text) or of the events marked as left to the backlog
+// (alias mk) filters by strpos.
 func filtersOutsideLongTokens(t *testing.T, plan string) bool {
 	t.Helper()
 	type node struct {
@@ -380,8 +382,10 @@ func filtersOutsideLongTokens(t *testing.T, plan string) bool {
 	}
 	var walk func(n node) bool
 	walk = func(n node) bool {
-		longTokens := n.Alias == "lt" || strings.HasPrefix(n.Alias, "lt_") // PostgreSQL numbers a repeated alias
-		if !longTokens && strings.Contains(n.Filter, "strpos(") {
+		// PostgreSQL numbers a repeated alias.
+		longTokens := n.Alias == "lt" || strings.HasPrefix(n.Alias, "lt_")
+		marked := n.Alias == "mk" // the events left to the backlog, scanned
+		if !longTokens && !marked && strings.Contains(n.Filter, "strpos(") {
 			return true
 		}
 		return slices.ContainsFunc(n.Plans, walk)
@@ -534,5 +538,52 @@ func TestSQLiteNoSamplesOfTheTextIndex(t *testing.T) {
 	must(t, "SearchEvents", err)
 	if page.Total == 0 {
 		t.Errorf("free text after the samples were dropped: no match for %q", "launch")
+	}
+}
+
+// TestPostgresMarkLaterTextMigration: a database whose token indexes
+// took every event, made before a follower's batches could leave their
+// texts to the backlog, gets the marks' column (no event marked), the
+// pending range and its token indexes again over the events not marked,
+// and answers free text from them as before, for the events stored
+// before the migration and after it.
+func TestPostgresMarkLaterTextMigration(t *testing.T) {
+	ctx := context.Background()
+	s := open(t, dbtest.Postgres(t))
+	db := bunstore.DB(s)
+	for _, stmt := range []string{
+		"DROP TABLE events_text_pending",
+		"DROP INDEX events_text_later",
+		"DROP INDEX events_payload_tokens", "DROP INDEX events_meta_tokens",
+		"ALTER TABLE events DROP COLUMN text_later",
+		"CREATE INDEX events_payload_tokens ON events USING gin (flagadmin_search_tokens(search_payload))",
+		"CREATE INDEX events_meta_tokens ON events USING gin (flagadmin_search_tokens(search_meta))",
+		"DELETE FROM bun_migrations WHERE name = '20261211090000'",
+	} {
+		_, err := db.ExecContext(ctx, stmt)
+		must(t, stmt, err)
+	}
+	must(t, "InsertEvents", s.InsertEvents(ctx, bulkEvents(300), 100))
+	must(t, "Migrate", s.Migrate(ctx))
+	must(t, "Write", s.Write(ctx, &flagadmin.Batch{Events: []flagadmin.Event{
+		{Type: flagadmin.EventFeatureCreated, CreatedBy: "ada", Data: []byte(`{"name":"after-the-migration"}`)},
+	}}))
+	var defs []string
+	must(t, "pg_indexes", db.NewRaw("SELECT indexdef FROM pg_indexes WHERE tablename = 'events' AND indexname IN ('events_payload_tokens', 'events_meta_tokens', 'events_text_later') ORDER BY indexname").Scan(ctx, &defs))
+	if len(defs) != 3 || !strings.HasSuffix(defs[0], "WHERE (NOT text_later)") || !strings.HasSuffix(defs[1], "WHERE (NOT text_later)") || !strings.HasSuffix(defs[2], "WHERE text_later") {
+		t.Errorf("the indexes after the migration:\n%s", strings.Join(defs, "\n"))
+	}
+	var marked, pending int
+	must(t, "count", db.QueryRowContext(ctx, "SELECT (SELECT COUNT(*) FROM events WHERE text_later), (SELECT COUNT(*) FROM events_text_pending)").Scan(&marked, &pending))
+	if marked != 0 || pending != 0 {
+		t.Errorf("after the migration: %d events marked, %d ranges pending; want none", marked, pending)
+	}
+	for q, want := range map[string]int{"00%_do": 300, "er-the-migr": 1} {
+		page, err := s.SearchEvents(ctx, flagadmin.EventQuery{Text: q, Limit: 1})
+		must(t, "SearchEvents", err)
+		if page.Total != want {
+			t.Errorf("query %q: %d events, want %d", q, page.Total, want)
+		}
+		explainReads(t, db, q, flagadmin.TextPayloadTypeCreator, []string{"events_payload_tokens", "events_meta_tokens", "events_text_later"})
 	}
 }

@@ -53,9 +53,16 @@ const (
 // leaves the texts of the events it inserts to the backlog by Start (a
 // range from its two placeholders, when none is pending) or Extend (the
 // pending range's end moved to its placeholder), before it inserts them.
+//
+// Where Mark is not empty, it is the boolean column of events that the
+// writer sets on the events it leaves to the backlog, and that Fill
+// clears: the index leaves out the events it marks (PostgreSQL's partial
+// GIN indexes), which a query scans instead. Where it is empty, the
+// pending range alone keeps them out (SQLite's triggers).
 type Backlog struct {
 	Pending, Fill, Advance, Done string
 	Merge                        []string
 	Changes                      string
 	Start, Extend                string
+	Mark                         string
 }

@@ -24,6 +24,10 @@ const (
 	// and an event's text is read to check a query found in one on
 	// SQLite (FTS5 keeps the first 32 KiB of a token).
 	MaxSearchTokenChars = 256
+	// LaterTextColumn is PostgreSQL's column of events that marks those
+	// whose tokens its token index leaves to the backlog, which a query
+	// scans instead (internal/textindex).
+	LaterTextColumn = "text_later"
 )
 
 // LongSearchToken reports whether token has more than MaxSearchTokenChars

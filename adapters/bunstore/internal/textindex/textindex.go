@@ -15,7 +15,9 @@
 //     events that a bulk load left pending, events_text_pending, none once
 //     the store has indexed them, are scanned);
 //   - on PostgreSQL (Tokens), from search_tokens, its pg_trgm index, and
-//     a GIN index of each text's tokens.
+//     a GIN index of each text's tokens (the events a follower's batches
+//     left to the backlog, marked, none once the store has indexed them,
+//     are scanned).
 //
 // MySQL/MariaDB has no substring index.
 package textindex
@@ -100,6 +102,11 @@ func Match(text string, scope flagadmin.TextScope) (sqlq.Fragment, bool) {
 // strpos checks each candidate's text for the whole of text. A text
 // without delimiters is in a text exactly when it is in one of its tokens,
 // so only the candidates of long tokens are checked (whole).
+//
+// The GIN indexes leave out the events marked as left to the backlog
+// (stored.LaterTextColumn): each condition on an index keeps the events
+// not marked, and the marked ones, chosen apart by their own index, are
+// checked by strpos.
 func Tokens(text string, scope flagadmin.TextScope) (sqlq.Fragment, bool) {
 	if !usable(text) {
 		return sqlq.Fragment{}, false
@@ -108,41 +115,43 @@ func Tokens(text string, scope flagadmin.TextScope) (sqlq.Fragment, bool) {
 	run := longestRun(text)
 	if utf8.RuneCountInString(run) >= 3 {
 		tokens = func(column string) sqlq.Fragment {
-			return sqlq.LikeContains("token", run).Wrap("flagadmin_search_tokens("+column+") && ARRAY(SELECT token FROM search_tokens WHERE ", ` UNION ALL SELECT '"')`)
+			return sqlq.LikeContains("token", run).Wrap("flagadmin_search_tokens("+column+") && ARRAY(SELECT token FROM search_tokens WHERE ", ` UNION ALL SELECT '"') AND NOT `+stored.LaterTextColumn)
 		}
 	} else if token := longestToken(text); token != "" {
 		tokens = func(column string) sqlq.Fragment {
-			return sqlq.F("flagadmin_search_tokens("+column+") @> ARRAY[?]::text[]", token)
+			return sqlq.F("flagadmin_search_tokens("+column+") @> ARRAY[?]::text[] AND NOT "+stored.LaterTextColumn, token)
 		}
 	} else {
 		return sqlq.Fragment{}, false
 	}
-	in := func(column string) sqlq.Fragment {
-		return sqlq.And(tokens(column), sqlq.F("strpos("+column+", ?) > 0", text))
-	}
+	check := func(column string) sqlq.Fragment { return sqlq.F("strpos("+column+", ?) > 0", text) }
+	in := func(column string) sqlq.Fragment { return sqlq.And(tokens(column), check(column)) }
 	if run == text {
 		in = func(column string) sqlq.Fragment { return whole(column, text) }
 	}
-	if scope == flagadmin.TextPayload {
-		return in("search_payload"), true
+	indexed, marked := in("search_payload").Wrap("(", ")"), check("mk.search_payload")
+	if scope != flagadmin.TextPayload {
+		indexed = sqlq.Join(" OR ", indexed, in("search_meta").Wrap("(", ")"))
+		marked = sqlq.Join(" OR ", marked, check("mk.search_meta")).Wrap("(", ")")
 	}
-	return sqlq.Join(" OR ", in("search_payload").Wrap("(", ")"), in("search_meta").Wrap("(", ")")).Wrap("(", ")"), true
+	marked = marked.Wrap("id = ANY(ARRAY(SELECT mk.id FROM events mk WHERE mk."+stored.LaterTextColumn+" AND ", "))")
+	return sqlq.Join(" OR ", indexed, marked).Wrap("(", ")"), true
 }
 
-// whole is the condition that keeps the events whose text in column
-// contains text, a text without delimiters of 3 or more characters: the
-// events that hold a token containing it, all matches (no text is read),
-// or a long token (indexed as a double quote) whose text contains it,
-// read from their texts. The second set is chosen apart, by id, so that
-// both are conditions PostgreSQL answers from indexes alone (a bitmap OR of
-// the GIN index and the primary key): written as one condition with the
-// texts' check, it checks every candidate's text, which costs more than
-// the rest of a query of thousands of matches (1.5 µs a text, most of
-// them compressed).
+// whole is the condition that keeps the events not marked whose text in
+// column contains text, a text without delimiters of 3 or more
+// characters: the events that hold a token containing it, all matches
+// (no text is read), or a long token (indexed as a double quote) whose
+// text contains it, read from their texts. The second set is chosen
+// apart, by id, so that both are conditions PostgreSQL answers from
+// indexes alone (a bitmap OR of the GIN index and the primary key):
+// written as one condition with the texts' check, it checks every
+// candidate's text, which costs more than the rest of a query of
+// thousands of matches (1.5 µs a text, most of them compressed).
 func whole(column, text string) sqlq.Fragment {
 	return sqlq.Join(" OR ",
-		sqlq.LikeContains("token", text).Wrap("flagadmin_search_tokens("+column+") && ARRAY(SELECT token FROM search_tokens WHERE ", ")"),
-		sqlq.F("id = ANY(ARRAY(SELECT lt.id FROM events lt WHERE flagadmin_search_tokens(lt."+column+`) @> ARRAY['"'] AND strpos(lt.`+column+", ?) > 0))", text),
+		sqlq.LikeContains("token", text).Wrap("flagadmin_search_tokens("+column+") && ARRAY(SELECT token FROM search_tokens WHERE ", ") AND NOT "+stored.LaterTextColumn),
+		sqlq.F("id = ANY(ARRAY(SELECT lt.id FROM events lt WHERE flagadmin_search_tokens(lt."+column+`) @> ARRAY['"'] AND NOT lt.`+stored.LaterTextColumn+" AND strpos(lt."+column+", ?) > 0))", text),
 	).Wrap("(", ")")
 }
 

@@ -99,6 +99,9 @@ func (Dialect) InlineTokens(context.Context, *bun.DB) error { return nil }
 // DropTokensTrigger does nothing: there is no token index.
 func (Dialect) DropTokensTrigger(context.Context, *bun.DB) error { return nil }
 
+// MarkLaterText does nothing: MySQL has no index of the texts.
+func (Dialect) MarkLaterText(context.Context, *bun.DB) error { return nil }
+
 // TextTokens does nothing: MySQL has no index of the texts.
 func (Dialect) TextTokens(context.Context, *bun.DB) error { return nil }
 

@@ -188,9 +188,6 @@ func (Dialect) CopyFrom(ctx context.Context, conn bun.Conn, table string, column
 // PendingText does nothing: no load leaves texts to be indexed after it.
 func (Dialect) PendingText(context.Context, *bun.DB) error { return nil }
 
-// TextBacklog is none: no load leaves texts to be indexed after it.
-func (Dialect) TextBacklog() (indexbuild.Backlog, bool) { return indexbuild.Backlog{}, false }
-
 // DeferIndexes returns the statements that drop the secondary indexes of
 // events, read from the catalog, and those that make them again, each as
 // it was. PostgreSQL changes its schema inside the transaction: a failed

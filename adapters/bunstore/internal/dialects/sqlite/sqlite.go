@@ -89,6 +89,10 @@ func (Dialect) DropTextTrigrams(context.Context, *bun.DB) error { return nil }
 // events_tokens' tokenizer.
 func (Dialect) InlineTokens(context.Context, *bun.DB) error { return nil }
 
+// MarkLaterText does nothing: the pending range alone keeps the events
+// it holds out of SQLite's full-text index (PendingText).
+func (Dialect) MarkLaterText(context.Context, *bun.DB) error { return nil }
+
 // DropTokensTrigger does nothing: no trigger of SQLite added tokens.
 func (Dialect) DropTokensTrigger(context.Context, *bun.DB) error { return nil }
 
