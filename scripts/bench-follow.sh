@@ -8,7 +8,9 @@
 #   - token: a token deleted in Unleash, until refused at flagadmin (p99 ≤ 5 s);
 #   - catchup: BACKLOG events written while the follower is stopped, then
 #     caught up (≥ 20,000 events/s, RSS ≤ 150 MiB), into each target and
-#     into a store that drops what it is given (the follower's own work).
+#     into a store that drops what it is given (the follower's own work);
+#     then, into a SQL store, how long after the catch-up began its
+#     full-text index held every event (the backlog it fills afterwards).
 #
 #   PG=postgres://postgres@127.0.0.1:5432 BACKLOG=1000000 TARGETS="memory postgres sqlite" scripts/bench-follow.sh
 #

@@ -97,12 +97,13 @@ type copyStore interface {
 	flagadmin.VersionedStore
 }
 
-// openTarget opens the store of -target: memory or a bunstore database.
-func openTarget(ctx context.Context, target string) (copyStore, func(), error) {
+// openTarget opens the store of -target: memory or a bunstore database,
+// with opts.
+func openTarget(ctx context.Context, target string, opts ...bunstore.Option) (copyStore, func(), error) {
 	if target == "memory" {
 		return memstore.New(), func() {}, nil
 	}
-	s, err := bunstore.Open(ctx, target)
+	s, err := bunstore.Open(ctx, target, opts...)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -413,8 +414,10 @@ func tokenBound(ctx context.Context, db, target string, n int) error {
 // this process's CPU meanwhile into the file cpuProfile unless it is "".
 func catchUp(ctx context.Context, db string, backlog int, target, cpuProfile string) error {
 	var store unleashimport.FollowStore = &discard{}
+	indexed := make(chan struct{}, 1) // the store's full-text backlog is filled
 	if target != "discard" {
-		s, closeStore, err := openTarget(ctx, target)
+		log := slog.New(backlogLog{slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}), indexed})
+		s, closeStore, err := openTarget(ctx, target, bunstore.WithLogger(log))
 		if err != nil {
 			return err
 		}
@@ -477,6 +480,10 @@ func catchUp(ctx context.Context, db string, backlog int, target, cpuProfile str
 	if err != nil {
 		return err
 	}
+	select {
+	case <-indexed: // a backlog of the first copy's
+	default:
+	}
 	start = time.Now()
 	f, err = startFollower(db, store)
 	if err != nil {
@@ -492,7 +499,47 @@ func catchUp(ctx context.Context, db string, backlog int, target, cpuProfile str
 	}
 	fmt.Printf("catchup: %d events caught up into %s in %s: %.0f events/s; peak RSS of this process %d MiB (%d MiB before)\n",
 		final-last, targetName(target), took.Round(time.Millisecond), float64(final-last)/took.Seconds(), peakRSS()>>20, before>>20)
+	if !strings.HasPrefix(target, "postgres") && !strings.HasPrefix(target, "sqlite:") {
+		return nil // no full-text backlog
+	}
+	select {
+	case <-indexed:
+		fmt.Printf("catchup: the copy's full-text index held every event %s after the catch-up began\n", time.Since(start).Round(time.Millisecond))
+	case <-time.After(10 * time.Minute):
+		fmt.Printf("catchup: the copy's full-text index did not hold every event 10 minutes after the catch-up began\n")
+	}
 	return nil
+}
+
+// backlogLog is the copy's logger in the catch-up run: warnings and
+// errors to its Handler, and a signal on indexed each time the store says
+// its full-text index holds the texts of every event (its backlog done).
+type backlogLog struct {
+	slog.Handler
+	indexed chan struct{}
+}
+
+func (h backlogLog) Enabled(context.Context, slog.Level) bool { return true }
+
+func (h backlogLog) Handle(ctx context.Context, r slog.Record) error {
+	if strings.Contains(r.Message, "the full-text index holds the texts of every event") {
+		select {
+		case h.indexed <- struct{}{}:
+		default:
+		}
+	}
+	if !h.Handler.Enabled(ctx, r.Level) {
+		return nil
+	}
+	return h.Handler.Handle(ctx, r)
+}
+
+func (h backlogLog) WithAttrs(attrs []slog.Attr) slog.Handler {
+	return backlogLog{h.Handler.WithAttrs(attrs), h.indexed}
+}
+
+func (h backlogLog) WithGroup(name string) slog.Handler {
+	return backlogLog{h.Handler.WithGroup(name), h.indexed}
 }
 
 // startCPUProfile starts a CPU profile written to path and returns the
