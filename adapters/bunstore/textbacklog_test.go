@@ -92,7 +92,8 @@ func TestTextBacklog(t *testing.T) {
 // TestTextBacklogFilledByTheStore: a store fills the backlog a load left,
 // by itself, after the load and at its start (a backlog left by a store
 // that stopped part-way, or by an import that ended), and logs when it
-// starts and when it is done.
+// starts and when it is done; on PostgreSQL, after a follower's batch,
+// it clears every mark and adds the batch's tokens to the vocabulary.
 func TestTextBacklogFilledByTheStore(t *testing.T) {
 	bunstore.SetTextLaterFrom(t, 1)
 	bunstore.SetTextBacklogBatch(t, 5)
@@ -149,6 +150,20 @@ func TestTextBacklogFilledByTheStore(t *testing.T) {
 		last := events[len(events)-1].ID
 		must(t, "ApplyFollow", s.ApplyFollow(ctx, "a", followT0, &follow.Batch{Events: slices.Clone(events), Position: last}))
 		filled(s, &log)
+	})
+	t.Run("after a follower's batch, on PostgreSQL", func(t *testing.T) {
+		bunstore.SetTextLaterBatch(t, 3)
+		bunstore.SetTextBacklogQuiet(t, 10*time.Millisecond)
+		var log syncbuffer.Buffer
+		s := open(t, dbtest.Postgres(t), bunstore.WithLogger(slog.New(slog.NewTextHandler(&log, nil))))
+		startFollowing(t, s, nil)
+		last := events[len(events)-1].ID
+		must(t, "ApplyFollow", s.ApplyFollow(ctx, "a", followT0, &follow.Batch{Events: slices.Clone(events), Position: last}))
+		waitUntil(t, &log, "the log says the backlog is done", func() bool { return strings.Contains(log.String(), backlogDone) })
+		if from, to := pendingRange(t, s); from != to {
+			t.Errorf("after the backlog: pending (%d, %d], want none", from, to)
+		}
+		tokenIndexHoldsEachText(t, s)
 	})
 	t.Run("at the start", func(t *testing.T) {
 		url := dbtest.SQLite(t)
