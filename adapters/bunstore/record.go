@@ -368,8 +368,10 @@ func (s *Store) continueIDs(ctx context.Context, db bun.IDB, last int64) error {
 // copyEvents sends events with COPY (sqlDialect.CopyFrom), far less
 // parsing than INSERT, on t's connection, inside t: with the
 // ids they carry (given), or with ids drawn first under the event order
-// lock. Rows are built as COPY consumes them, overlapping the work with
-// the server's, and their tokens added to tokens (none when nil); where
+// lock. Rows are built as COPY consumes them, never all in memory at once
+// (built first, a catch-up's batches took as long in all: on two busy
+// cores the work does not overlap the server's), and their tokens added
+// to tokens (none when nil); where
 // mark is not empty, each is sent with that column true (left to the
 // full-text backlog, indexbuild.Backlog.Mark).
 func (s *Store) copyEvents(ctx context.Context, t *txn, events []flagadmin.Event, given bool, tokens stored.TokenSet, mark string) error {
