@@ -224,7 +224,7 @@ func (s *Store) deferIndexes(ctx context.Context, tx bun.Tx) (rebuild func() err
 	}
 	tokensLater = slices.ContainsFunc(builds, func(b indexbuild.Step) bool { return b.Tokens })
 	return func() error {
-		later, err := s.textLater(ctx, tx)
+		later, err := s.textLater(ctx, tx, builds)
 		if err != nil {
 			return err
 		}
@@ -259,9 +259,11 @@ func (s *Store) deferIndexes(ctx context.Context, tx bun.Tx) (rebuild func() err
 var textLaterFrom int64 = 100_000
 
 // textLater reports whether the load in tx leaves the full-text index to
-// be filled after it: when it holds textLaterFrom events or more.
-func (s *Store) textLater(ctx context.Context, tx bun.Tx) (bool, error) {
-	if _, ok := s.sqlDialect.TextBacklog(); !ok {
+// be filled after it: when the dialect's steps after a load, builds, can
+// (some step is for one or the other: SQLite's; PostgreSQL's backlog takes
+// a follower's batches only) and it holds textLaterFrom events or more.
+func (s *Store) textLater(ctx context.Context, tx bun.Tx, builds []indexbuild.Step) (bool, error) {
+	if !slices.ContainsFunc(builds, func(b indexbuild.Step) bool { return b.When != indexbuild.Always }) {
 		return false, nil
 	}
 	var n int64
