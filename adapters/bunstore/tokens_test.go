@@ -569,7 +569,7 @@ func TestPostgresMarkLaterTextMigration(t *testing.T) {
 		{Type: flagadmin.EventFeatureCreated, CreatedBy: "ada", Data: []byte(`{"name":"after-the-migration"}`)},
 	}}))
 	var defs []string
-	must(t, "pg_indexes", db.NewRaw("SELECT indexdef FROM pg_indexes WHERE tablename = 'events' AND indexname IN ('events_payload_tokens', 'events_meta_tokens', 'events_text_later') ORDER BY indexname").Scan(ctx, &defs))
+	must(t, "pg_indexes", db.NewRaw("SELECT indexdef FROM pg_indexes WHERE schemaname = current_schema() AND tablename = 'events' AND indexname IN ('events_payload_tokens', 'events_meta_tokens', 'events_text_later') ORDER BY indexname").Scan(ctx, &defs))
 	if len(defs) != 3 || !strings.HasSuffix(defs[0], "WHERE (NOT text_later)") || !strings.HasSuffix(defs[1], "WHERE (NOT text_later)") || !strings.HasSuffix(defs[2], "WHERE text_later") {
 		t.Errorf("the indexes after the migration:\n%s", strings.Join(defs, "\n"))
 	}
