@@ -152,3 +152,51 @@ func TestBulkWriteRefusesAnEventWithoutLeaf(t *testing.T) {
 		t.Errorf("%d events and leaves stored after the failed write (%v), want none", n, err)
 	}
 }
+
+// TestPreparedInsertFailureKeepsNothing: a write of events with their
+// ids that the database refuses part-way through its prepared INSERTs
+// (a unique index made for the test, which the 21st event breaks, in the
+// second statement of 16 rows) fails, and none of its events or leaves
+// is stored, though each statement keeps the rows it wrote before the
+// failure (INSERT OR FAIL): the write's transaction rolls them back. The
+// same write without the offending event then stores every event.
+func TestPreparedInsertFailureKeepsNothing(t *testing.T) {
+	ctx := context.Background()
+	s, err := Open(ctx, dbtest.SQLite(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if _, err := s.db.ExecContext(ctx, "CREATE UNIQUE INDEX test_unique_created ON events (created_at)"); err != nil {
+		t.Fatal(err)
+	}
+	given := func(events []flagadmin.Event) error {
+		return s.inTx(ctx, "bulk", func(context.Context, *txn) (*changes, error) {
+			return &changes{events: events, givenIDs: true, bulk: true}, nil
+		})
+	}
+	events := bulkEvents(40, 1001)
+	events[20].CreatedAt = events[17].CreatedAt
+	if err := given(events); err == nil {
+		t.Fatal("a write that breaks a unique index succeeded")
+	}
+	if s.inserts.prepared.Load() == nil {
+		t.Fatal("the inserts were not prepared")
+	}
+	var stored, leaves int
+	count := func() {
+		t.Helper()
+		if err := s.db.QueryRowContext(ctx, "SELECT (SELECT COUNT(*) FROM events), (SELECT COUNT(*) FROM log_leaves)").Scan(&stored, &leaves); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if count(); stored != 0 || leaves != 0 {
+		t.Fatalf("after the failed write: %d events and %d leaves stored, want none", stored, leaves)
+	}
+	if err := given(bulkEvents(40, 1001)); err != nil {
+		t.Fatal(err)
+	}
+	if count(); stored != 40 || leaves != 40 {
+		t.Errorf("after the write: %d events and %d leaves stored, want 40 of each", stored, leaves)
+	}
+}

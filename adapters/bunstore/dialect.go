@@ -71,6 +71,11 @@ type sqlDialect interface {
 	// InlineTokens gives, in a migration, the function of the token
 	// index a body the database inlines, where there is one.
 	InlineTokens(ctx context.Context, db *bun.DB) error
+	// DropTextInsertTrigger drops, in a migration, the trigger that
+	// indexed the texts of each inserted event where a database has it
+	// (SQLite: the writer indexes them, indexbuild.Backlog.Index);
+	// elsewhere it does nothing.
+	DropTextInsertTrigger(ctx context.Context, db *bun.DB) error
 	// TextTokens makes, in a migration, a token index of the search texts
 	// in place of an index of their trigrams, where the database had
 	// such an index and fills the new one in the background (TextBacklog):
@@ -109,11 +114,12 @@ type sqlDialect interface {
 	// InsertChunk bounds the rows of one multi-row INSERT; events are
 	// also bounded by their size (stored.Chunks).
 	InsertChunk() int
-	// PreparedRows is the number of rows of the short INSERT of events
-	// or of leaves that the writer connection keeps prepared, for the
-	// bulk writes where many statements cost no more than one
-	// (preparedInserts); 0 where rows go by multi-row INSERTs only.
-	PreparedRows() int
+	// PreparedInsert is the short INSERT of rows rows into table's
+	// columns, each value a parameter, that the writer connection keeps
+	// prepared for the events and the leaves of bulk writes, where many
+	// statements cost no more than one (preparedInserts); "" and 0 where
+	// rows go by multi-row INSERTs only.
+	PreparedInsert(table string, columns []string) (stmt string, rows int)
 
 	// LockExplicitIDs, where the database needs it for RaiseIDs, keeps the
 	// transactions that insert into table out until this one ends, having

@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"errors"
 	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -58,13 +57,11 @@ func (s *Store) LastEventID(ctx context.Context) (int64, error) {
 
 // preparedInserts are the short INSERTs of events and of leaves that the
 // writer connection keeps prepared where the dialect asks for them
-// (PreparedRows): the full runs of that many rows of a bulk write go
-// through them, with their values bound, the rest by multi-row INSERTs.
-// They are prepared before a write takes its connection (prepareInserts):
-// on SQLite the pool of writers has one connection, which a write holds to
-// its end. Only writes whose events' texts the full-text index takes later
-// (changes.textLater) insert their events so: FTS5 writes what it holds
-// to a segment of its own at every statement that changes it.
+// (PreparedInsert): the full runs of that many rows of a write of events
+// with their ids, and of leaves, go through them, with their values
+// bound, the rest by multi-row INSERTs. They are prepared before a write
+// takes its connection (prepareInserts): on SQLite the pool of writers
+// has one connection, which a write holds to its end.
 type preparedInserts struct {
 	mu       sync.Mutex // held while preparing
 	prepared atomic.Pointer[insertStatements]
@@ -81,7 +78,8 @@ type insertStatements struct {
 // migrated yet) leaves the writes to their multi-row INSERTs, and the next
 // write tries again.
 func (s *Store) prepareInserts(ctx context.Context) {
-	rows := s.sqlDialect.PreparedRows()
+	eventsInsert, rows := s.sqlDialect.PreparedInsert("events", stored.RowColumns)
+	leavesInsert, _ := s.sqlDialect.PreparedInsert("log_leaves", leafColumns)
 	p := &s.inserts
 	if rows == 0 || p.prepared.Load() != nil {
 		return
@@ -91,12 +89,12 @@ func (s *Store) prepareInserts(ctx context.Context) {
 	if p.prepared.Load() != nil {
 		return
 	}
-	events, err := s.db.DB.PrepareContext(ctx, valuesInsert("events", stored.RowColumns, rows))
+	events, err := s.db.DB.PrepareContext(ctx, eventsInsert)
 	if err != nil {
 		s.log.Debug("bunstore: could not prepare the insert of events", "cause", err.Error())
 		return
 	}
-	leaves, err := s.db.DB.PrepareContext(ctx, valuesInsert("log_leaves", leafColumns, rows))
+	leaves, err := s.db.DB.PrepareContext(ctx, leavesInsert)
 	if err != nil {
 		s.log.Debug("bunstore: could not prepare the insert of leaves", "cause", err.Error())
 		_ = events.Close()
@@ -148,11 +146,4 @@ func (p *preparedInserts) insert(ctx context.Context, db bun.IDB, pick func(*ins
 		}
 	}
 	return done, nil
-}
-
-// valuesInsert is the INSERT of rows rows into table's columns, each
-// value a parameter.
-func valuesInsert(table string, columns []string, rows int) string {
-	row := "(" + strings.TrimSuffix(strings.Repeat("?, ", len(columns)), ", ") + ")"
-	return "INSERT INTO " + table + " (" + strings.Join(columns, ", ") + ") VALUES " + strings.TrimSuffix(strings.Repeat(row+", ", rows), ", ")
 }

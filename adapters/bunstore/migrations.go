@@ -76,6 +76,9 @@ func newMigrations(d sqlDialect, sums summaries, o migrateOptions) *migrate.Migr
 	add("20261211090000", "let a follower catching up leave the token index of its events to be filled in the background (PostgreSQL)", func(ctx context.Context, db *bun.DB) error {
 		return d.MarkLaterText(ctx, db)
 	})
+	add("20261212090000", "drop the trigger that indexed the texts of each inserted event: the writer indexes them (SQLite)", func(ctx context.Context, db *bun.DB) error {
+		return d.DropTextInsertTrigger(ctx, db)
+	})
 	return ms
 }
 

@@ -104,8 +104,7 @@ type changes struct {
 	countedAfter bool
 	// textLater: the full-text index takes the events' texts after they
 	// are inserted (Load builds it at its end, a follower's large batch
-	// leaves them to its backlog), so they may go by many statements
-	// (preparedInserts).
+	// leaves them to its backlog), not the writer (indexTexts).
 	textLater bool
 	// textBacklog: the events' texts are left to the full-text backlog
 	// (deferText); where the backlog marks such events
@@ -215,20 +214,45 @@ func saltEvents(events []flagadmin.Event) error {
 }
 
 // appendEvents takes the event order lock and inserts ch's events, setting
-// their ids: drawn by the database, or given (ch.givenIDs); where the
-// dialect keeps a vocabulary of the search texts' tokens, it adds theirs,
-// unless they are added after (ch.tokensLater: by the full-text backlog
-// or the load's index build, with the texts, fillTokens).
+// their ids: drawn by the database, or given (ch.givenIDs); it indexes
+// their texts where the database leaves that to the writer (indexTexts);
+// where the dialect keeps a vocabulary of the search texts' tokens, it
+// adds theirs, unless they are added after (ch.tokensLater: by the
+// full-text backlog or the load's index build, with the texts,
+// fillTokens).
 func (s *Store) appendEvents(ctx context.Context, t *txn, ch *changes) error {
 	keeper, keeps := s.sqlDialect.(tokenKeeper)
 	if !keeps || ch.tokensLater {
-		return s.insertEvents(ctx, t, ch, nil)
+		if err := s.insertEvents(ctx, t, ch, nil); err != nil {
+			return err
+		}
+		return s.indexTexts(ctx, t, ch)
 	}
 	tokens := stored.TokenSet{}
 	if err := s.insertEvents(ctx, t, ch, tokens); err != nil {
 		return err
 	}
+	if err := s.indexTexts(ctx, t, ch); err != nil {
+		return err
+	}
 	return keeper.AddSearchTokens(ctx, t, tokens.Sorted())
+}
+
+// indexTexts indexes the texts of ch's events, just inserted in t, where
+// the database leaves that to the writer (indexbuild.Backlog.Index),
+// unless the full-text index takes them later (ch.textLater). Their ids
+// are above every other stored id (drawn, or given: checkGivenIDs), so
+// the range from the smallest to the largest holds theirs alone.
+func (s *Store) indexTexts(ctx context.Context, t *txn, ch *changes) error {
+	if ch.textLater || s.text == nil || s.text.statements.Index == "" || len(ch.events) == 0 {
+		return nil
+	}
+	first, last := ch.events[0].ID, ch.events[0].ID
+	for _, e := range ch.events[1:] {
+		first, last = min(first, e.ID), max(last, e.ID)
+	}
+	_, err := t.ExecContext(ctx, s.text.statements.Index, first-1, last)
+	return err
 }
 
 // insertEvents inserts ch's events (appendEvents), adding the tokens of
@@ -257,7 +281,7 @@ func (s *Store) insertEvents(ctx context.Context, t *txn, ch *changes, tokens st
 		if err := s.checkGivenIDs(ctx, t, ch.events); err != nil {
 			return err
 		}
-		return s.insertRows(ctx, t, rows, ch.textLater)
+		return s.insertRows(ctx, t, rows)
 	}
 	if ins, ok := s.sqlDialect.(eventInserter); ok {
 		if err := s.lockEventOrder(ctx, t); err != nil {
@@ -307,22 +331,18 @@ func (s *Store) lockEventOrder(ctx context.Context, db bun.IDB) error {
 // stored.Chunks) or leaves.
 func (s *Store) insertChunk() int { return s.sqlDialect.InsertChunk() }
 
-// insertRows inserts rows with the ids they carry: by multi-row INSERTs,
-// or, when the full-text index takes their texts later (textLater), by
-// the prepared INSERT where there is one (preparedInserts) and the rest
-// by multi-row INSERTs.
-func (s *Store) insertRows(ctx context.Context, db bun.IDB, rows []stored.Event, textLater bool) error {
-	if textLater {
-		done, err := s.inserts.insert(ctx, db, func(st *insertStatements) *sql.Stmt { return st.events }, len(rows),
-			func(args []any, i int) []any { return append(args, rows[i].Values()...) })
-		if err != nil {
-			return err
-		}
-		if done == len(rows) {
-			return s.continueIDs(ctx, db, rows[len(rows)-1].ID)
-		}
-		rows = rows[done:]
+// insertRows inserts rows with the ids they carry: by the prepared INSERT
+// where there is one (preparedInserts), the rest by multi-row INSERTs.
+func (s *Store) insertRows(ctx context.Context, db bun.IDB, rows []stored.Event) error {
+	done, err := s.inserts.insert(ctx, db, func(st *insertStatements) *sql.Stmt { return st.events }, len(rows),
+		func(args []any, i int) []any { return append(args, rows[i].Values()...) })
+	if err != nil {
+		return err
 	}
+	if done == len(rows) {
+		return s.continueIDs(ctx, db, rows[len(rows)-1].ID)
+	}
+	rows = rows[done:]
 	for _, part := range stored.Chunks(rows, s.insertChunk()) {
 		if _, err := db.NewInsert().Model(&part).Returning("").Exec(ctx); err != nil {
 			return err

@@ -273,9 +273,8 @@ var textBacklogQuiet, textBacklogTurn = time.Second, 5 * time.Second
 // when every event between the range and the batch is in it, that is
 // when the batch's ids are above every stored one and no stored event is
 // above the range. Otherwise the batch is indexed as it is written. It
-// must run before the events are inserted (SQLite's triggers read the
-// range; PostgreSQL's events are sent marked, which only COPY does:
-// indexbuild.Backlog.Mark).
+// must run before the events are inserted (PostgreSQL's events are sent
+// marked, which only COPY does: indexbuild.Backlog.Mark).
 func (s *Store) deferText(ctx context.Context, tx bun.IDB, events []flagadmin.Event) (bool, error) {
 	if s.text == nil || len(events) < textLaterBatch {
 		return false, nil

@@ -478,14 +478,14 @@ func TestSQLiteTokenIndexMigrated(t *testing.T) {
 		must(t, "Write", s.Write(ctx, &flagadmin.Batch{Events: textEvents(at)}))
 		// The schema before the migration: events_text and its triggers.
 		for _, stmt := range []string{
-			"DROP TRIGGER events_tokens_insert", "DROP TRIGGER events_tokens_delete", "DROP TRIGGER events_tokens_update",
+			"DROP TRIGGER events_tokens_delete", "DROP TRIGGER events_tokens_update",
 			"DROP TABLE events_tokens", "DROP TRIGGER search_tokens_insert", "DROP TABLE search_tokens_text", "DROP TABLE search_tokens",
 			"CREATE VIRTUAL TABLE events_text USING fts5(search_payload, search_meta, content='', tokenize='trigram case_sensitive 1')",
 			"INSERT INTO events_text (rowid, search_payload, search_meta) SELECT id, search_payload, search_meta FROM events",
 			`CREATE TRIGGER events_text_insert AFTER INSERT ON events BEGIN
 	INSERT INTO events_text (rowid, search_payload, search_meta) VALUES (new.id, new.search_payload, new.search_meta);
 END`,
-			"DELETE FROM bun_migrations WHERE name = '20261209090000'",
+			"DELETE FROM bun_migrations WHERE name IN ('20261209090000', '20261212090000')",
 		} {
 			_, err := bunstore.DB(s).ExecContext(ctx, stmt)
 			must(t, stmt, err)
@@ -585,5 +585,62 @@ func TestPostgresMarkLaterTextMigration(t *testing.T) {
 			t.Errorf("query %q: %d events, want %d", q, page.Total, want)
 		}
 		explainReads(t, db, q, flagadmin.TextPayloadTypeCreator, []string{"events_payload_tokens", "events_meta_tokens", "events_text_later"})
+	}
+}
+
+// TestSQLiteTextInsertTriggerMigration: a database made before the writer
+// indexed the texts of the events it inserts, whose trigger did: a store
+// opened on it without migrating writes events that the index holds once
+// (the trigger indexes them, the writer does not again), and once
+// migrated the trigger is gone and the writer indexes each event it
+// writes, once; free text finds the events written before and after.
+func TestSQLiteTextInsertTriggerMigration(t *testing.T) {
+	ctx := context.Background()
+	url := dbtest.SQLite(t)
+	db := bunstore.DB(open(t, url))
+	for _, stmt := range []string{
+		`CREATE TRIGGER events_tokens_insert AFTER INSERT ON events BEGIN
+	INSERT INTO events_tokens (rowid, search_payload, search_meta)
+	SELECT new.id, new.search_payload, new.search_meta WHERE NOT EXISTS (SELECT 1 FROM events_text_pending WHERE new.id > from_id AND new.id <= to_id);
+END`,
+		"DELETE FROM bun_migrations WHERE name = '20261212090000'",
+	} {
+		_, err := db.ExecContext(ctx, stmt)
+		must(t, stmt, err)
+	}
+	s := open(t, url, bunstore.WithoutMigrate())
+	write := func(name string) {
+		t.Helper()
+		must(t, "Write", s.Write(ctx, &flagadmin.Batch{Events: []flagadmin.Event{
+			{Type: flagadmin.EventFeatureCreated, CreatedBy: "ada", Data: []byte(`{"name":"` + name + `"}`)},
+		}}))
+	}
+	// indexed is how many rows of the index hold token.
+	indexed := func(token string) int {
+		t.Helper()
+		var n int
+		must(t, "events_tokens", bunstore.DB(s).QueryRowContext(ctx, "SELECT COUNT(*) FROM events_tokens WHERE events_tokens MATCH ?", `"`+token+`"`).Scan(&n))
+		return n
+	}
+	write("before-the-migration")
+	if n := indexed("before-the-migration"); n != 1 {
+		t.Errorf("an event written before the migration is indexed %d times, want once", n)
+	}
+	must(t, "Migrate", s.Migrate(ctx))
+	var triggers int
+	must(t, "sqlite_master", bunstore.DB(s).QueryRowContext(ctx, "SELECT COUNT(*) FROM sqlite_master WHERE type = 'trigger' AND name = 'events_tokens_insert'").Scan(&triggers))
+	if triggers != 0 {
+		t.Errorf("the trigger is still there after the migration")
+	}
+	write("after-the-migration")
+	if n := indexed("after-the-migration"); n != 1 {
+		t.Errorf("an event written after the migration is indexed %d times, want once", n)
+	}
+	for q, want := range map[string]int{"e-the-migration": 1, "the-migration": 2, "after-the-m": 1} {
+		page, err := s.SearchEvents(ctx, flagadmin.EventQuery{Text: q, Limit: 5})
+		must(t, "SearchEvents", err)
+		if page.Total != want {
+			t.Errorf("query %q: %d events, want %d", q, page.Total, want)
+		}
 	}
 }

@@ -58,11 +58,20 @@ const (
 // writer sets on the events it leaves to the backlog, and that Fill
 // clears: the index leaves out the events it marks (PostgreSQL's partial
 // GIN indexes), which a query scans instead. Where it is empty, the
-// pending range alone keeps them out (SQLite's triggers).
+// pending range alone keeps them out (SQLite).
+//
+// Where Index is not empty, the database does not index the texts of an
+// inserted row by itself: the writer indexes those of the events it has
+// just inserted, those of the pending range left out, by Index (its two
+// placeholders the range of their ids, as Fill's) in the transaction that
+// inserted them, unless it leaves them to the backlog or to a load's
+// index build (SQLite, whose trigger made every multi-row INSERT of
+// events write a statement journal).
 type Backlog struct {
 	Pending, Fill, Advance, Done string
 	Merge                        []string
 	Changes                      string
 	Start, Extend                string
 	Mark                         string
+	Index                        string
 }

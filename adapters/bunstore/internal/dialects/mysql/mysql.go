@@ -99,6 +99,9 @@ func (Dialect) InlineTokens(context.Context, *bun.DB) error { return nil }
 // DropTokensTrigger does nothing: there is no token index.
 func (Dialect) DropTokensTrigger(context.Context, *bun.DB) error { return nil }
 
+// DropTextInsertTrigger does nothing: MySQL has no index of the texts.
+func (Dialect) DropTextInsertTrigger(context.Context, *bun.DB) error { return nil }
+
 // MarkLaterText does nothing: MySQL has no index of the texts.
 func (Dialect) MarkLaterText(context.Context, *bun.DB) error { return nil }
 
@@ -134,8 +137,8 @@ func (Dialect) InsertChunk() int { return insertChunk }
 // insertChunk bounds the rows of one multi-row INSERT.
 const insertChunk = 1000
 
-// PreparedRows is 0: each statement is a round trip to the server.
-func (Dialect) PreparedRows() int { return 0 }
+// PreparedInsert is none: each statement is a round trip to the server.
+func (Dialect) PreparedInsert(string, []string) (string, int) { return "", 0 }
 
 // LockExplicitIDs does nothing: AUTO_INCREMENT moves past an explicit id
 // by itself.

@@ -91,9 +91,9 @@ func (Dialect) SingleWriter() bool { return false }
 // InsertChunk is 1000 rows.
 func (Dialect) InsertChunk() int { return 1000 }
 
-// PreparedRows is 0: bulk writes go by COPY, statements are planned by
-// the server.
-func (Dialect) PreparedRows() int { return 0 }
+// PreparedInsert is none: bulk writes go by COPY, statements are planned
+// by the server.
+func (Dialect) PreparedInsert(string, []string) (string, int) { return "", 0 }
 
 // LockExplicitIDs waits for the transactions that insert into table to end
 // and keeps new ones out until this one ends, so that RaiseIDs sees every

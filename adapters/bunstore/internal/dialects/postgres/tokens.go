@@ -147,6 +147,10 @@ func (Dialect) InlineTokens(ctx context.Context, db *bun.DB) error {
 	return err
 }
 
+// DropTextInsertTrigger does nothing: the token indexes are GIN indexes
+// of events, which PostgreSQL keeps as it inserts each row.
+func (Dialect) DropTextInsertTrigger(context.Context, *bun.DB) error { return nil }
+
 // DropTokensTrigger drops, in a migration, the trigger that added the
 // tokens of inserted events to search_tokens, and its function: the
 // writer adds them (AddSearchTokens).

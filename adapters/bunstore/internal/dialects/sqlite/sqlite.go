@@ -10,6 +10,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/uptrace/bun"
 	"github.com/uptrace/bun/dialect"
@@ -96,6 +97,24 @@ func (Dialect) MarkLaterText(context.Context, *bun.DB) error { return nil }
 // DropTokensTrigger does nothing: no trigger of SQLite added tokens.
 func (Dialect) DropTokensTrigger(context.Context, *bun.DB) error { return nil }
 
+// textInsertTrigger names the trigger that indexed the texts of each
+// inserted event in events_tokens (TextTokens), which
+// DropTextInsertTrigger drops: the writer indexes them
+// (indexbuild.Backlog.Index).
+const textInsertTrigger = "events_tokens_insert"
+
+// DropTextInsertTrigger drops the trigger that indexed the texts of each
+// inserted event (textInsertTrigger), in the transaction of the
+// migrations. With it, every INSERT of events ran a statement of the
+// trigger into an FTS5 table, which may abort, so a multi-row INSERT of
+// events wrote each page it changed to a statement journal first, to undo
+// its own rows on a failure: a follower catching up spent a fifth of its
+// time writing that journal to a file, two system calls a page.
+func (Dialect) DropTextInsertTrigger(ctx context.Context, db *bun.DB) error {
+	_, err := db.ExecContext(ctx, "DROP TRIGGER IF EXISTS "+textInsertTrigger)
+	return err
+}
+
 // PendingText makes events_text_pending, the range of event ids whose
 // search texts events_text lacks (a bulk load leaves them to TextBacklog),
 // and makes the triggers that keep events_text leave the events of that
@@ -113,8 +132,10 @@ func (Dialect) PendingText(ctx context.Context, db *bun.DB) error {
 }
 
 // notPending is the condition of a trigger of the full-text index
-// (events_text, then events_tokens) on the event id
-// that it holds (new.id or old.id): outside the pending range.
+// (events_text, then events_tokens) or of the writer's statement that
+// indexes inserted events (indexInserted) on the event id that it holds
+// (new.id, old.id or events.id, not id, which names the range's own row
+// in the subquery): outside the pending range.
 func notPending(id string) string {
 	return "NOT EXISTS (SELECT 1 FROM events_text_pending WHERE " + id + " > from_id AND " + id + " <= to_id)"
 }
@@ -165,8 +186,17 @@ func (Dialect) TextBacklog() (indexbuild.Backlog, bool) {
 		Changes: "SELECT total_changes()",
 		Start:   "INSERT INTO events_text_pending (id, from_id, to_id) VALUES (1, ?, ?)",
 		Extend:  "UPDATE events_text_pending SET to_id = ?",
+		Index:   indexInserted,
 	}, true
 }
+
+// indexInserted indexes the texts of the events of a range the writer has
+// just inserted, but those of the pending range, as the trigger it
+// replaces did (DropTextInsertTrigger). In a database that still has the
+// trigger (a store opened WithoutMigrate on one not migrated) FTS5 is
+// given each event twice and holds it once.
+var indexInserted = "INSERT INTO events_tokens (rowid, search_payload, search_meta) SELECT id, search_payload, search_meta FROM events WHERE id > ? AND id <= ? AND " +
+	notPending("events.id")
 
 // SummaryLocks are none: the migration transaction holds the whole
 // database already.
@@ -181,28 +211,38 @@ func (Dialect) ReadTxOptions() *sql.TxOptions { return nil }
 func (Dialect) SingleWriter() bool { return true }
 
 // InsertChunk is 5000 rows (bun writes the values into the statement's
-// text, so SQLite's bound on bound values does not apply): each INSERT
-// into events makes the FTS5 tables flush their pending terms to a new
-// segment (at the statement's savepoint), and the segments are merged as
-// they pile up, so fewer, larger statements made a follower catching up
-// 1.13-1.15x as fast (BENCHMARKS.md). Events are also bounded by their
-// size (stored.Chunks).
+// text, so SQLite's bound on bound values does not apply): when a trigger
+// indexed each inserted event (DropTextInsertTrigger), each INSERT into
+// events made the FTS5 tables flush their pending terms to a new segment
+// (at the statement's savepoint), and fewer, larger statements made a
+// follower catching up 1.13-1.15x as fast (BENCHMARKS.md). Events are
+// also bounded by their size (stored.Chunks).
 func (Dialect) InsertChunk() int { return insertChunk }
 
 // insertChunk bounds the rows of one multi-row INSERT.
 const insertChunk = 5000
 
-// PreparedRows is 16. SQLite parses and compiles a statement in the
-// process: a multi-row INSERT of 5,000 events written out as text took
-// about as long to parse as to run. A short statement kept prepared takes
-// its values bound instead, but the driver looks up each bound value
-// among all of a statement's values (the time to bind grows with their
-// square), and each statement writes the pages it changes to its
-// statement journal first (the fewer rows, the more often the same
-// pages): a follower catching up into SQLite copied 14,500, 17,200-17,600,
-// 17,800-20,800 and 15,300 events/s with 32, 8, 16 and 4 rows a statement
-// (BENCHMARKS.md).
-func (Dialect) PreparedRows() int { return 16 }
+// PreparedInsert is an INSERT OR FAIL of 16 rows. SQLite parses and
+// compiles a statement in the process: a multi-row INSERT of 5,000 events
+// written out as text took about as long to parse as to run. A short
+// statement kept prepared takes its values bound instead, but the driver
+// looks up each bound value among all of a statement's values (the time
+// to bind grows with their square): a follower catching up into SQLite
+// copied 14,500, 17,200-17,600, 17,800-20,800 and 15,300 events/s with 32,
+// 8, 16 and 4 rows a statement (BENCHMARKS.md).
+//
+// OR FAIL: a statement that may abort on a constraint (ABORT, the
+// default) and writes more than one row first writes each page it changes
+// to a statement journal, to undo its own rows; past 64 KiB SQLite spills
+// that journal to a file, two system calls a page, which took a fifth of
+// a follower's time. FAIL ends the statement with the error and keeps the
+// rows it wrote, which the store's transaction, failing with it, rolls
+// back: nothing of the write is kept either way.
+func (Dialect) PreparedInsert(table string, columns []string) (stmt string, rows int) {
+	const n = 16
+	row := "(" + strings.TrimSuffix(strings.Repeat("?, ", len(columns)), ", ") + ")"
+	return "INSERT OR FAIL INTO " + table + " (" + strings.Join(columns, ", ") + ") VALUES " + strings.TrimSuffix(strings.Repeat(row+", ", n), ", "), n
+}
 
 // LockExplicitIDs does nothing: AUTOINCREMENT moves past an explicit id by
 // itself, and the writer is single.
@@ -289,10 +329,11 @@ func (Dialect) CopyFrom(context.Context, bun.Conn, string, []string, func() ([]a
 
 // DeferIndexes returns the statements that drop the secondary indexes of
 // events and the triggers that keep events_tokens, read from
-// sqlite_master, and those that make them again and either fill
-// events_tokens and the vocabulary (TextNow) or record the loaded events
-// as pending in events_text_pending, for TextBacklog (TextLater). SQLite changes its schema inside the
-// transaction: a failed load leaves them as they were.
+// sqlite_master, and those that make them again and, where events_tokens
+// exists, either fill it and the vocabulary (TextNow) or record the loaded
+// events as pending in events_text_pending, for TextBacklog (TextLater).
+// SQLite changes its schema inside the transaction: a failed load leaves
+// them as they were.
 func (Dialect) DeferIndexes(ctx context.Context, tx bun.IDB) (drops []string, builds []indexbuild.Step, err error) {
 	var rows []struct {
 		Type string `bun:"type"`
@@ -301,16 +342,21 @@ func (Dialect) DeferIndexes(ctx context.Context, tx bun.IDB) (drops []string, bu
 	}
 	err = tx.NewRaw(`SELECT type, name, sql FROM sqlite_master
 		WHERE tbl_name = 'events' AND type IN ('index', 'trigger') AND sql IS NOT NULL`).Scan(ctx, &rows)
-	fill := false
+	if err != nil {
+		return nil, nil, err
+	}
 	for _, r := range rows {
 		b := indexbuild.Step{SQL: r.SQL} // a trigger: at once
 		if r.Type == "index" {
 			b.What = "build index " + r.Name
 		}
 		drops, builds = append(drops, fmt.Sprintf("DROP %s %q", r.Type, r.Name)), append(builds, b)
-		fill = fill || r.Name == "events_tokens_insert"
 	}
-	if fill {
+	var tables int
+	if err := tx.NewRaw("SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'events_tokens'").Scan(ctx, &tables); err != nil {
+		return nil, nil, err
+	}
+	if tables > 0 {
 		refill := TextRefill
 		builds = append(builds, indexbuild.Step{SQL: refill.Before, When: indexbuild.TextNow},
 			indexbuild.Step{SQL: refill.Fill, What: "build the full-text index events_tokens", ByIDs: true, Tokens: true, When: indexbuild.TextNow},
