@@ -228,8 +228,8 @@ const insertChunk = 5000
 // statement kept prepared takes its values bound instead, but the driver
 // looks up each bound value among all of a statement's values (the time
 // to bind grows with their square): a follower catching up into SQLite
-// copied 14,500, 17,200-17,600, 17,800-20,800 and 15,300 events/s with 32,
-// 8, 16 and 4 rows a statement (BENCHMARKS.md).
+// copied 18,700-19,400, 17,900-18,400 and 14,400-16,300 events/s with 8,
+// 16 and 32 rows a statement, in turns (BENCHMARKS.md).
 //
 // OR FAIL: a statement that may abort on a constraint (ABORT, the
 // default) and writes more than one row first writes each page it changes
