@@ -78,10 +78,12 @@ type insertStatements struct {
 // migrated yet) leaves the writes to their multi-row INSERTs, and the next
 // write tries again.
 func (s *Store) prepareInserts(ctx context.Context) {
-	eventsInsert, rows := s.sqlDialect.PreparedInsert("events", stored.RowColumns)
-	leavesInsert, _ := s.sqlDialect.PreparedInsert("log_leaves", leafColumns)
 	p := &s.inserts
-	if rows == 0 || p.prepared.Load() != nil {
+	if p.prepared.Load() != nil {
+		return
+	}
+	eventsInsert, rows := s.sqlDialect.PreparedInsert("events", stored.RowColumns)
+	if rows == 0 {
 		return
 	}
 	p.mu.Lock()
@@ -89,6 +91,7 @@ func (s *Store) prepareInserts(ctx context.Context) {
 	if p.prepared.Load() != nil {
 		return
 	}
+	leavesInsert, _ := s.sqlDialect.PreparedInsert("log_leaves", leafColumns)
 	events, err := s.db.DB.PrepareContext(ctx, eventsInsert)
 	if err != nil {
 		s.log.Debug("bunstore: could not prepare the insert of events", "cause", err.Error())

@@ -222,18 +222,18 @@ func saltEvents(events []flagadmin.Event) error {
 // fillTokens).
 func (s *Store) appendEvents(ctx context.Context, t *txn, ch *changes) error {
 	keeper, keeps := s.sqlDialect.(tokenKeeper)
-	if !keeps || ch.tokensLater {
-		if err := s.insertEvents(ctx, t, ch, nil); err != nil {
-			return err
-		}
-		return s.indexTexts(ctx, t, ch)
+	var tokens stored.TokenSet // none to add: nil
+	if keeps && !ch.tokensLater {
+		tokens = stored.TokenSet{}
 	}
-	tokens := stored.TokenSet{}
 	if err := s.insertEvents(ctx, t, ch, tokens); err != nil {
 		return err
 	}
 	if err := s.indexTexts(ctx, t, ch); err != nil {
 		return err
+	}
+	if tokens == nil {
+		return nil
 	}
 	return keeper.AddSearchTokens(ctx, t, tokens.Sorted())
 }
