@@ -67,7 +67,7 @@ type Store struct {
 	// (insert.go).
 	inserts preparedInserts
 	// listedBefore is the number of projects the last project list read
-	// (listedProjects): the next one's capacity.
+	// (projectList): the next one's capacity.
 	listedBefore atomic.Int64
 }
 

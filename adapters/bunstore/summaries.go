@@ -27,8 +27,9 @@ import (
 //   - a page, a free-text query's page and an export's batch (ReadPage,
 //     ReadTextPage, ReadExport) read in one statement, and the rows of a
 //     page found by a seek (ReadPageIn);
-//   - the project list (ProjectFigures, NewestEvents): its figures and the
-//     newest event of each project;
+//   - the project list (ProjectFigures, NewestEvents, ReadProjectRows):
+//     its figures and the newest event of each project, and its rows read
+//     in fewer steps than the portable path;
 //   - a proof of the verifiable log (ReadProof) read in one statement;
 //   - and Rebuild, which recomputes what they keep from the base tables
 //     (Migrate with WithRebuild).
@@ -91,6 +92,10 @@ type summaries interface {
 	// creation time (Unix milliseconds) of the newest event of each
 	// project the summaries count, or "" when they count none.
 	NewestEvents() string
+	// ReadProjectRows reads the rows of the project list's statement
+	// (list) and of its owners' (owners) on conn, in its transaction, into
+	// to, and reports whether it did.
+	ReadProjectRows(ctx context.Context, conn bun.Conn, list, owners sqlq.Fragment, to summary.ProjectRows) (bool, error)
 
 	// ReadProof reads what the proof q needs in one statement on db, and
 	// reports whether it did; filter is the search's condition on q's
@@ -143,6 +148,12 @@ func (plain) ProjectFigures(flagadmin.ProjectStatsQuery) sqlq.Fragment { return 
 
 // NewestEvents counts none: the core looks each project's up.
 func (plain) NewestEvents() string { return "" }
+
+// ReadProjectRows reads nothing: the core reads the rows through
+// database/sql.
+func (plain) ReadProjectRows(context.Context, bun.Conn, sqlq.Fragment, sqlq.Fragment, summary.ProjectRows) (bool, error) {
+	return false, nil
+}
 
 // ReadProof does not read: the verifiable log reads a proof step by step.
 func (plain) ReadProof(context.Context, *bun.DB, vlog.ProofQuery, sqlq.Fragment) (vlog.ProofRows, bool, error) {

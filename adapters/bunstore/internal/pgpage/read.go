@@ -82,25 +82,38 @@ func Read(ctx context.Context, db *sql.DB, query string, args []any, limit int) 
 func ReadOn(ctx context.Context, conn Conn, query string, args []any, limit int) (flagadmin.EventPage, error) {
 	page := flagadmin.EventPage{Events: make([]flagadmin.Event, 0, min(max(limit, 0), Capacity))}
 	err := OnPgx(conn, func(pc *pgx.Conn) error {
-		if pc.IsClosed() {
-			return driver.ErrBadConn
-		}
-		rows, err := pc.Query(ctx, query, args...)
+		rows, err := queryOn(ctx, pc, query, args)
 		if err != nil {
-			if pgconn.SafeToRetry(err) {
-				return errors.Join(driver.ErrBadConn, err) // not sent: database/sql discards the connection
-			}
 			return err
 		}
 		defer rows.Close()
 		return readRows(rows, pc.TypeMap(), limit, &page)
 	})
-	if errors.Is(err, driver.ErrBadConn) && ctx.Err() != nil {
-		// pgx reports a statement it did not send because ctx had ended
-		// as not sent: the end of ctx is the cause.
-		return page, ctx.Err()
+	return page, cause(ctx, err)
+}
+
+// queryOn runs query on pc. A statement pgx did not send, on a closed
+// connection or not at all, fails with driver.ErrBadConn, for
+// database/sql to discard the connection.
+func queryOn(ctx context.Context, pc *pgx.Conn, query string, args []any) (pgx.Rows, error) {
+	if pc.IsClosed() {
+		return nil, driver.ErrBadConn
 	}
-	return page, err
+	rows, err := pc.Query(ctx, query, args...)
+	if err != nil && pgconn.SafeToRetry(err) {
+		return nil, errors.Join(driver.ErrBadConn, err) // not sent: database/sql discards the connection
+	}
+	return rows, err
+}
+
+// cause is err of a read on the pgx connection, or the end of ctx when
+// that ended it: pgx reports a statement it did not send because ctx had
+// ended as not sent (queryOn: driver.ErrBadConn).
+func cause(ctx context.Context, err error) error {
+	if errors.Is(err, driver.ErrBadConn) && ctx.Err() != nil {
+		return ctx.Err()
+	}
+	return err
 }
 
 // readRows reads the rows of a page statement into page.

@@ -10,7 +10,8 @@
 //   - projectfigures keeps project_stats at write time (Record) and reads
 //     the project list's figures from it (ProjectFigures);
 //   - pgpage reads a page, or an export's batch, in one statement on
-//     PostgreSQL, decoding pgx's raw values (ReadPage, ReadExport);
+//     PostgreSQL, decoding pgx's raw values (ReadPage, ReadExport), and
+//     the project list's rows likewise (ReadProjectRows);
 //   - textindex answers free text from an index: SQLite's FTS5 table,
 //     PostgreSQL's token index (MatchText);
 //   - proofread reads what a proof of the verifiable log needs in one
@@ -200,6 +201,16 @@ func (s *Summaries) NewestEvents() string {
 		return ""
 	}
 	return eventcounts.NewestSQL
+}
+
+// ReadProjectRows reads the project list's rows on conn in its
+// transaction into to, decoded from pgx's raw values (pgpage.ProjectRows),
+// with the page statements on.
+func (s *Summaries) ReadProjectRows(ctx context.Context, conn bun.Conn, list, owners sqlq.Fragment, to summary.ProjectRows) (bool, error) {
+	if !s.on.Pages {
+		return false, nil
+	}
+	return true, pgpage.ProjectRows(ctx, conn, list, owners, to)
 }
 
 // ReadProof reads what the proof q needs in one statement on db
