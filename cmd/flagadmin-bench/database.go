@@ -113,11 +113,11 @@ func parseDatabase(raw string) (*database, error) {
 
 // openStore opens the store of a --db URL: a new memstore for memory:,
 // else a bunstore, migrated. The returned function closes it.
-func openStore(ctx context.Context, dbURL string) (flagadmin.Store, func() error, error) {
+func openStore(ctx context.Context, dbURL string, opts ...bunstore.Option) (flagadmin.Store, func() error, error) {
 	if dbURL == memoryDB {
 		return memstore.New(), func() error { return nil }, nil
 	}
-	s, err := bunstore.Open(ctx, dbURL)
+	s, err := bunstore.Open(ctx, dbURL, opts...)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -99,6 +99,8 @@ type options struct {
 	AccessLog                  bool
 	// ResultCacheSize is the server's result cache, in bytes (0: off).
 	ResultCacheSize int64
+	// DBMaxConns bounds the server's connections to PostgreSQL or MySQL.
+	DBMaxConns int
 	// Streams and StreamRate drive the stream kind.
 	Streams, StreamRate int
 	JSON                string
@@ -220,6 +222,7 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	fs.BoolVar(&o.InPlace, "in-place", false, "run on the world's database itself instead of a fresh copy of it (the lifecycle phase then adds events to the world; MySQL always runs in place)")
 	fs.BoolVar(&o.AccessLog, "access-log", false, "have the server format its access log (written nowhere), as a deployed server would")
 	fs.Int64Var(&o.ResultCacheSize, "result-cache-size", storecache.DefaultResultCacheSize, "the server's result cache (flagadmin serve --result-cache-size), in `bytes`; 0 disables it")
+	fs.IntVar(&o.DBMaxConns, "db-max-conns", bunstore.DefaultMaxConns, "the server's connections to PostgreSQL or MySQL at most (flagadmin serve --db-max-conns)")
 	fs.IntVar(&o.Streams, "streams", 1000, "open streams of the stream/fanout kind")
 	fs.IntVar(&o.StreamRate, "stream-rate", 100, "lifecycle completions written per second during the stream/fanout kind")
 	fs.StringVar(&o.JSON, "json", "", "write the results to this `file` as JSON")
@@ -265,6 +268,9 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	}
 	if o.ResultCacheSize < 0 {
 		errs = append(errs, "--result-cache-size must not be negative")
+	}
+	if o.DBMaxConns < 1 {
+		errs = append(errs, "--db-max-conns must be 1 or more")
 	}
 	if o.Events < 1 || o.Projects < 1 || o.Features < 1 {
 		errs = append(errs, "--events, --projects and --features must be at least 1")
@@ -318,7 +324,7 @@ func bench(ctx context.Context, o options, stdout, stderr io.Writer) (*results, 
 		Config: runConfig{Connections: o.Connections, DurationSeconds: o.Duration.Seconds(), WarmupSeconds: o.Warmup.Seconds(),
 			Kinds: o.Kinds, AccessLog: o.AccessLog, URL: o.URL}}
 	if o.URL == "" {
-		r.Config.ResultCacheBytes = &o.ResultCacheSize
+		r.Config.ResultCacheBytes, r.Config.DBMaxConns = &o.ResultCacheSize, o.DBMaxConns
 	}
 	cfg := w.Config()
 	r.World = worldInfo{Fingerprint: cfg.Fingerprint(), Events: cfg.Events, Projects: cfg.Projects, Features: cfg.Features,
@@ -459,7 +465,7 @@ func startServer(ctx context.Context, o options, dbURL string, stderr io.Writer)
 		o.DB = dbURL
 		return startChild(ctx, childArgs(o), stderr)
 	}
-	store, closeStore, err := openStore(ctx, dbURL)
+	store, closeStore, err := openStore(ctx, dbURL, bunstore.WithMaxConns(o.DBMaxConns))
 	if err != nil {
 		return nil, err
 	}

@@ -39,6 +39,9 @@ type runConfig struct {
 	// ResultCacheBytes is the result cache of the server the run started
 	// (0: off); nil for a server at --url.
 	ResultCacheBytes *int64 `json:"resultCacheBytes,omitempty"`
+	// DBMaxConns bounds the connections of the server the run started to
+	// PostgreSQL or MySQL; 0 for a server at --url.
+	DBMaxConns int `json:"dbMaxConns,omitempty"`
 }
 
 // machineInfo describes where the run happened.
@@ -211,7 +214,11 @@ func printHeader(w io.Writer, r *results) {
 	}
 	fmt.Fprintf(w, "world:    %s events (%s in the database), %d projects, %d features, %d users, seed %d; %s\n",
 		thousands(int64(wd.Events)), thousands(int64(wd.EventsInDatabase)), wd.Projects, wd.Features, wd.Users, wd.Seed, how)
-	fmt.Fprintf(w, "server:   %s at %s, result cache %s\n", r.Server.Mode, r.Server.BaseURL, resultCacheText(r.Config.ResultCacheBytes))
+	fmt.Fprintf(w, "server:   %s at %s, result cache %s", r.Server.Mode, r.Server.BaseURL, resultCacheText(r.Config.ResultCacheBytes))
+	if r.Config.DBMaxConns > 0 && (r.Database.System == "postgres" || r.Database.System == "mysql") {
+		fmt.Fprintf(w, ", at most %d database connections", r.Config.DBMaxConns)
+	}
+	fmt.Fprintln(w)
 	fmt.Fprintf(w, "load:     %d connections, each kind alone for %s after a %s warm-up\n",
 		r.Config.Connections, time.Duration(r.Config.DurationSeconds*float64(time.Second)), time.Duration(r.Config.WarmupSeconds*float64(time.Second)))
 }

@@ -21,6 +21,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/flagadmin/flagadmin/adapters/bunstore"
 	"github.com/flagadmin/flagadmin/adapters/eventfeed"
 	"github.com/flagadmin/flagadmin/adapters/httpapi"
 	"github.com/flagadmin/flagadmin/adapters/storecache"
@@ -224,7 +225,7 @@ func startChild(ctx context.Context, args []string, stderr io.Writer) (*server, 
 
 // childArgs are the arguments of the API server child for options o.
 func childArgs(o options) []string {
-	args := []string{childCommand, "--db", o.DB, "--result-cache-size", strconv.FormatInt(o.ResultCacheSize, 10)}
+	args := []string{childCommand, "--db", o.DB, "--result-cache-size", strconv.FormatInt(o.ResultCacheSize, 10), "--db-max-conns", strconv.Itoa(o.DBMaxConns)}
 	if o.AccessLog {
 		args = append(args, "--access-log")
 	}
@@ -246,6 +247,7 @@ func serveChild(ctx context.Context, args []string, stdin io.Reader, stdout, std
 	accessLog := fs.Bool("access-log", false, "format the access log (to nowhere)")
 	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile of the server to this file")
 	resultCache := fs.Int64("result-cache-size", storecache.DefaultResultCacheSize, "result cache size in bytes; 0 disables it")
+	maxConns := fs.Int("db-max-conns", bunstore.DefaultMaxConns, "connections to PostgreSQL or MySQL at most")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -256,7 +258,7 @@ func serveChild(ctx context.Context, args []string, stdin io.Reader, stdout, std
 	if limit := storecache.MemoryLimit(*resultCache); limit > 0 && os.Getenv("GOMEMLIMIT") == "" {
 		debug.SetMemoryLimit(limit)
 	}
-	store, closeStore, err := openStore(ctx, *db)
+	store, closeStore, err := openStore(ctx, *db, bunstore.WithMaxConns(*maxConns))
 	if err != nil {
 		return err
 	}

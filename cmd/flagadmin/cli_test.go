@@ -35,6 +35,7 @@ func TestHelp(t *testing.T) {
 			envAddr, envDB, envSeed, envAdminTokens, envLogLevel, envLogFormat, "admin token (shown once)",
 			"\n  --token-cache-ttl DURATION\n", envTokenCache, "\n  --result-cache-size SIZE\n", envResultCache, "(default 64MiB)",
 			"\n  --db-timeout DURATION\n", envDBTimeout, "(default 5s)", "503 ServiceUnavailable", "\n  --max-streams NUMBER\n", envMaxStreams, "(default 1000)",
+			"\n  --db-max-conns NUMBER\n", envDBMaxConns, "(default 8)",
 			// Unleash's variables, in the flags' lines and in the environment list
 			"(env FLAGADMIN_DB; Unleash's DATABASE_URL, DATABASE_HOST,", "DATABASE_PASSWORD,\n      DATABASE_SSL)",
 			"(env FLAGADMIN_ADDR; Unleash's HTTP_HOST,", "(env FLAGADMIN_ADMIN_TOKENS; Unleash's INIT_ADMIN_API_TOKENS)",

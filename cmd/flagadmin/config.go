@@ -32,6 +32,7 @@ const (
 	envTokenCache  = "FLAGADMIN_TOKEN_CACHE_TTL"
 	envResultCache = "FLAGADMIN_RESULT_CACHE_SIZE"
 	envDBTimeout   = "FLAGADMIN_DB_TIMEOUT"
+	envDBMaxConns  = "FLAGADMIN_DB_MAX_CONNS"
 	envMetricsAddr = "FLAGADMIN_METRICS_ADDR"
 	envWebhooks    = "FLAGADMIN_WEBHOOKS"
 	envMaxStreams  = "FLAGADMIN_MAX_STREAMS"
@@ -54,6 +55,8 @@ const (
 	defaultResultCacheSize = storecache.DefaultResultCacheSize
 	// defaultDBTimeout is the storage deadline of a request: past it, 503.
 	defaultDBTimeout = 5 * time.Second
+	// defaultDBMaxConns bounds the connections to PostgreSQL or MySQL.
+	defaultDBMaxConns = bunstore.DefaultMaxConns
 	// defaultMaxStreams bounds the live streams of a server; one more is 503.
 	defaultMaxStreams = httpapi.DefaultMaxStreams
 )
@@ -85,6 +88,8 @@ type Config struct {
 	// work, and each store operation, may take before the request is
 	// answered 503; 0 means none.
 	DBTimeout time.Duration
+	// DBMaxConns bounds the connections to a PostgreSQL or MySQL server.
+	DBMaxConns int
 	// MetricsAddr is the host:port of a separate listener serving only
 	// /metrics; empty serves /metrics on the main listener (Addr).
 	MetricsAddr string
@@ -140,13 +145,13 @@ type unleashReader func(getenv func(string) string) (raw, source string, err err
 // settings binds configuration flags to a flag set and turns the parsed
 // values, or those of the environment, into a Config.
 type settings struct {
-	getenv                                                                                           func(string) string
-	addr, db, seed, adminTokens, logLevel, logFormat, tokenCache, resultCache, dbTimeout, maxStreams *setting
-	metricsAddr                                                                                      *setting
-	follow                                                                                           *setting
-	demo                                                                                             *bool
-	webhooks                                                                                         *setting
-	logKey, logState, logWitness, retention                                                          *setting
+	getenv                                                                                                       func(string) string
+	addr, db, seed, adminTokens, logLevel, logFormat, tokenCache, resultCache, dbTimeout, dbMaxConns, maxStreams *setting
+	metricsAddr                                                                                                  *setting
+	follow                                                                                                       *setting
+	demo                                                                                                         *bool
+	webhooks                                                                                                     *setting
+	logKey, logState, logWitness, retention                                                                      *setting
 	gatewaySettings
 }
 
@@ -206,6 +211,11 @@ func newSettings(fs *flag.FlagSet, getenv func(string) string, which int) *setti
 			"Retry-After, such as 5s or 500ms; 0 disables it. The database is told too\n"+
 			"(statement_timeout and lock_timeout on PostgreSQL, their equivalents on MySQL,\n"+
 			"busy_timeout on SQLite)", nil)
+	s.dbMaxConns = bind("db-max-conns", envDBMaxConns, strconv.Itoa(defaultDBMaxConns),
+		"the `NUMBER` of connections to a PostgreSQL or MySQL server the server keeps at most;\n"+
+			"requests beyond them wait for one (within the storage deadline). Raise it for a\n"+
+			"database on a machine of its own with many cores, or far away (a request holds its\n"+
+			"connection for each round trip). A SQLite file ignores it", nil)
 	s.metricsAddr = bind("metrics-addr", envMetricsAddr, "",
 		"`HOST:PORT` of a separate listener that serves only the Prometheus metrics at /metrics;\n"+
 			"empty serves /metrics on the main listener, without authentication", nil)
@@ -289,7 +299,8 @@ func (s *settings) config(fs *flag.FlagSet) (Config, error) {
 			cfg.Webhooks, cfg.WebhookSinks, err = loadWebhooks(raw)
 			return err
 		}},
-		{s.maxStreams, into(&cfg.MaxStreams, parseMaxStreams)},
+		{s.dbMaxConns, into(&cfg.DBMaxConns, parseCount)},
+		{s.maxStreams, into(&cfg.MaxStreams, parseCount)},
 		{s.follow, into(&cfg.Follow, parseFollowURL)},
 		{s.logKey, func(raw string) (err error) {
 			cfg.LogKey, cfg.LogSignerKey, err = loadLogKey(raw)
@@ -338,8 +349,9 @@ func (s *settings) config(fs *flag.FlagSet) (Config, error) {
 	return cfg, nil
 }
 
-// parseMaxStreams parses --max-streams: an integer of 1 or more.
-func parseMaxStreams(raw string) (int, error) {
+// parseCount parses a count such as --max-streams: an integer of 1 or
+// more.
+func parseCount(raw string) (int, error) {
 	n, err := strconv.Atoi(strings.TrimSpace(raw))
 	if err != nil || n < 1 {
 		return 0, fmt.Errorf("must be an integer of 1 or more, got %q", raw)

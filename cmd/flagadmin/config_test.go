@@ -37,7 +37,7 @@ func TestConfigDefaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := Config{Addr: "127.0.0.1:4242", DB: "sqlite:flagadmin.db", LogLevel: slog.LevelInfo, LogFormat: "text",
-		TokenCacheTTL: storecache.DefaultTokenTTL, ResultCacheSize: storecache.DefaultResultCacheSize, DBTimeout: 5 * time.Second, MaxStreams: 1000,
+		TokenCacheTTL: storecache.DefaultTokenTTL, ResultCacheSize: storecache.DefaultResultCacheSize, DBTimeout: 5 * time.Second, DBMaxConns: 8, MaxStreams: 1000,
 		GatewayConfig: GatewayConfig{UpstreamTimeout: 30 * time.Second, FollowWait: 5 * time.Second}}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("got %+v, want %+v", got, want)
@@ -56,6 +56,7 @@ func TestConfigFromEnvironment(t *testing.T) {
 		envResultCache:     "512KiB",
 		envDBTimeout:       "750ms",
 		envMaxStreams:      "50",
+		envDBMaxConns:      "32",
 		envUpstreamTimeout: "2s",
 		envFollowWait:      "1500ms",
 	}
@@ -65,7 +66,7 @@ func TestConfigFromEnvironment(t *testing.T) {
 	}
 	want := Config{Addr: ":8080", DB: "postgres://u:p@db:5432/flags", Seed: "world.json",
 		AdminTokens: []string{"*:*.one", "*:*.two"}, LogLevel: slog.LevelDebug, LogFormat: "json", TokenCacheTTL: 250 * time.Millisecond,
-		ResultCacheSize: 512 << 10, DBTimeout: 750 * time.Millisecond, MaxStreams: 50,
+		ResultCacheSize: 512 << 10, DBTimeout: 750 * time.Millisecond, DBMaxConns: 32, MaxStreams: 50,
 		GatewayConfig: GatewayConfig{UpstreamTimeout: 2 * time.Second, FollowWait: 1500 * time.Millisecond}}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("got %+v, want %+v", got, want)
@@ -108,16 +109,17 @@ func TestConfigFlagsOverrideEnvironment(t *testing.T) {
 		envResultCache: "lots",    // bad, but overridden
 		envDBTimeout:   "soon",    // bad, but overridden
 		envMaxStreams:  "many",    // bad, but overridden
+		envDBMaxConns:  "few",     // bad, but overridden
 		envFollowWait:  "0",       // bad, but overridden
 	}
 	got, err := parseServe(t, env, "--addr", "127.0.0.1:9999", "--db", "memory:", "--log-level", "warn",
 		"--admin-tokens", "*:*.flag", "--log-format=text", "--demo", "--token-cache-ttl", "0", "--result-cache-size", "0", "--db-timeout", "0", "--max-streams", "7",
-		"--upstream-timeout", "10s", "--follow-wait", "1s")
+		"--db-max-conns", "3", "--upstream-timeout", "10s", "--follow-wait", "1s")
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := Config{Addr: "127.0.0.1:9999", DB: "memory:", AdminTokens: []string{"*:*.flag"},
-		LogLevel: slog.LevelWarn, LogFormat: "text", Demo: true, MaxStreams: 7,
+		LogLevel: slog.LevelWarn, LogFormat: "text", Demo: true, MaxStreams: 7, DBMaxConns: 3,
 		GatewayConfig: GatewayConfig{UpstreamTimeout: 10 * time.Second, FollowWait: time.Second}}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("got %+v, want %+v", got, want)
@@ -152,6 +154,8 @@ func TestConfigBadValues(t *testing.T) {
 		{"db timeout flag wins over a good env", map[string]string{envDBTimeout: "1s"}, []string{"--db-timeout", "1x"}, `--db-timeout: "1x" is not a duration`},
 		{"max streams zero", nil, []string{"--max-streams", "0"}, `--max-streams: must be an integer of 1 or more, got "0"`},
 		{"max streams not a number", map[string]string{envMaxStreams: "lots"}, nil, `FLAGADMIN_MAX_STREAMS: must be an integer of 1 or more`},
+		{"db max conns zero", nil, []string{"--db-max-conns", "0"}, `--db-max-conns: must be an integer of 1 or more, got "0"`},
+		{"db max conns not a number", map[string]string{envDBMaxConns: "twenty"}, nil, `FLAGADMIN_DB_MAX_CONNS: must be an integer of 1 or more`},
 		{"upstream scheme", map[string]string{envUpstream: "unleash:4242"}, nil, `FLAGADMIN_UPSTREAM: "unleash:4242" is not an http:// or https:// URL`},
 		{"upstream without host", nil, []string{"--upstream", "http:///base"}, `--upstream: "http:///base" has no host`},
 		{"upstream with credentials", nil, []string{"--upstream", "http://admin:secret@unleash:4242"}, `--upstream: must not hold credentials`},

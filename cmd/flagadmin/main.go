@@ -309,6 +309,7 @@ var envHelp = map[string]string{
 	envToken:           "API token of the client commands (an admin token or a personal access token)",
 	envResultCache:     "memory for cached search results and project lists, such as 64MiB (default " + formatByteSize(defaultResultCacheSize) + "; 0 disables)",
 	envMetricsAddr:     "host:port of a separate listener serving only /metrics (default: /metrics on the main listener)",
+	envDBMaxConns:      "most connections to a PostgreSQL or MySQL server (default " + strconv.Itoa(defaultDBMaxConns) + ")",
 	envMaxStreams:      "most live event streams held at once (default " + strconv.Itoa(defaultMaxStreams) + "); beyond it a new one gets 503",
 	envDBTimeout:       "storage deadline of a request, such as 5s (default " + defaultDBTimeout.String() + "; 0 disables): a database that does not answer in time gives 503",
 	envWebhooks:        "webhook configuration file: a JSON or YAML list of sinks {name, url, secret, filter}",

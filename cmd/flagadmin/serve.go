@@ -70,7 +70,7 @@ BadGatewayError; no answer within --upstream-timeout: 504 GatewayTimeout.
 
 A bad configuration, an unreachable database or a busy port ends start-up with
 one line on stderr and exit code 1.`,
-	env: []string{envAddr, envDB, envSeed, envAdminTokens, envLogLevel, envLogFormat, envTokenCache, envResultCache, envDBTimeout, envMaxStreams, envMetricsAddr, envWebhooks, envFollow, envLogKey, envLogState, envRetention,
+	env: []string{envAddr, envDB, envSeed, envAdminTokens, envLogLevel, envLogFormat, envTokenCache, envResultCache, envDBTimeout, envDBMaxConns, envMaxStreams, envMetricsAddr, envWebhooks, envFollow, envLogKey, envLogState, envRetention,
 		envUpstream, envUpstreamTimeout, envFollowWait},
 }
 

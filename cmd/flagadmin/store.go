@@ -52,7 +52,7 @@ func openServedStore(ctx context.Context, cfg Config, log *slog.Logger, bound ti
 	}
 	openCtx, cancel := context.WithTimeout(ctx, openTimeout)
 	defer cancel()
-	store, err := openBunstore(openCtx, cfg.DB, log, false, bunstore.WithTimeout(cfg.DBTimeout))
+	store, err := openBunstore(openCtx, cfg.DB, log, false, bunstore.WithTimeout(cfg.DBTimeout), bunstore.WithMaxConns(cfg.DBMaxConns))
 	if err != nil {
 		return nil, nil, err
 	}
