@@ -92,6 +92,11 @@ type sqlDialect interface {
 	// pending range, the token indexes made partial); elsewhere it does
 	// nothing.
 	MarkLaterText(ctx context.Context, db *bun.DB) error
+	// LimitTextPending bounds, in a migration, the entries of recent
+	// inserts a full-text index keeps beside its tree, which every search
+	// reads whole (PostgreSQL: the pending lists of its GIN indexes);
+	// elsewhere it does nothing.
+	LimitTextPending(ctx context.Context, db *bun.DB) error
 	// TextBacklog returns the statements that fill the full-text index
 	// with the texts a load or a follower's batches left pending, and
 	// whether the database has such a backlog (SQLite, PostgreSQL).

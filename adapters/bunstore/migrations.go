@@ -79,6 +79,9 @@ func newMigrations(d sqlDialect, sums summaries, o migrateOptions) *migrate.Migr
 	add("20261212090000", "drop the trigger that indexed the texts of each inserted event: the writer indexes them (SQLite)", func(ctx context.Context, db *bun.DB) error {
 		return d.DropTextInsertTrigger(ctx, db)
 	})
+	add("20261213090000", "bound the pending lists of the full-text indexes, which every search reads (PostgreSQL)", func(ctx context.Context, db *bun.DB) error {
+		return d.LimitTextPending(ctx, db)
+	})
 	return ms
 }
 

@@ -3,6 +3,7 @@ package bunstore_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"math/rand/v2"
 	"slices"
 	"strconv"
@@ -641,6 +642,73 @@ END`,
 		must(t, "SearchEvents", err)
 		if page.Total != want {
 			t.Errorf("query %q: %d events, want %d", q, page.Total, want)
+		}
+	}
+}
+
+// TestPostgresTextPendingBounded holds PostgreSQL's full-text indexes to a
+// short pending list, the entries of recent inserts that every search
+// reads whole: a database made before the migration that bounds them has
+// PostgreSQL's default (4 MB, the tokens of thousands of events); after
+// it, a run of single writes leaves few events in the list, and free text
+// still finds every one of them.
+func TestPostgresTextPendingBounded(t *testing.T) {
+	ctx := context.Background()
+	url := dbtest.Postgres(t)
+	db := bunstore.DB(open(t, url))
+	indexes := []string{"events_payload_tokens", "events_meta_tokens", "search_tokens_trgm"}
+	// limits are the pending list limits of indexes, "" for the default.
+	limits := func(db *bun.DB) []string {
+		t.Helper()
+		out := make([]string, len(indexes))
+		for i, name := range indexes {
+			must(t, "reloptions", db.QueryRowContext(ctx, `SELECT COALESCE((SELECT option_value FROM pg_options_to_table(c.reloptions)
+				WHERE option_name = 'gin_pending_list_limit'), '') FROM pg_class c WHERE c.oid = to_regclass(?)`, name).Scan(&out[i]))
+		}
+		return out
+	}
+	if got := limits(db); !slices.Equal(got, []string{"64", "64", "64"}) {
+		t.Fatalf("a new database's pending list limits: %q, want 64 kB each", got)
+	}
+	// The database as the versions before the migration left it.
+	for _, name := range indexes {
+		_, err := db.ExecContext(ctx, "ALTER INDEX "+name+" RESET (gin_pending_list_limit)")
+		must(t, "reset", err)
+	}
+	_, err := db.ExecContext(ctx, "DELETE FROM bun_migrations WHERE name = '20261213090000'")
+	must(t, "bun_migrations", err)
+	if _, err := db.ExecContext(ctx, "CREATE EXTENSION IF NOT EXISTS pgstattuple"); err != nil {
+		t.Skipf("pgstattuple, which reads the pending list's size, is not available: %v", err)
+	}
+	s := open(t, url, bunstore.WithoutMigrate())
+	// pendingAfter writes n events one by one, each with a token of its
+	// own, and returns how many events the token index's pending list holds.
+	pendingAfter := func(prefix string, n int) int {
+		t.Helper()
+		for i := range n {
+			must(t, "Write", s.Write(ctx, &flagadmin.Batch{Events: []flagadmin.Event{{Type: flagadmin.EventFeatureCreated, CreatedBy: "ada",
+				Data: []byte(fmt.Sprintf(`{"name":"%s-%d","description":"one of a run of single writes, each with a token of its own"}`, prefix, i))}}}))
+		}
+		var pending int
+		must(t, "pgstatginindex", bunstore.DB(s).QueryRowContext(ctx, "SELECT pending_tuples FROM pgstatginindex('events_payload_tokens')").Scan(&pending))
+		return pending
+	}
+	const writes = 300
+	if pending := pendingAfter("before", writes); pending != writes {
+		t.Fatalf("before the migration %d of %d events written one by one are in the pending list, want all", pending, writes)
+	}
+	must(t, "Migrate", s.Migrate(ctx))
+	if got := limits(bunstore.DB(s)); !slices.Equal(got, []string{"64", "64", "64"}) {
+		t.Fatalf("after the migration the pending list limits are %q, want 64 kB each", got)
+	}
+	if pending := pendingAfter("after", writes); pending >= writes/2 {
+		t.Errorf("after the migration %d of %d events written one by one are in the pending list", pending, writes)
+	}
+	for _, q := range []string{"before-7", "after-299", "after-0"} {
+		page, err := s.SearchEvents(ctx, flagadmin.EventQuery{Text: q, Limit: 5})
+		must(t, "SearchEvents", err)
+		if page.Total < 1 {
+			t.Errorf("query %q found nothing", q)
 		}
 	}
 }

@@ -102,6 +102,9 @@ func (Dialect) DropTokensTrigger(context.Context, *bun.DB) error { return nil }
 // DropTextInsertTrigger does nothing: MySQL has no index of the texts.
 func (Dialect) DropTextInsertTrigger(context.Context, *bun.DB) error { return nil }
 
+// LimitTextPending does nothing: MySQL has no index of the texts.
+func (Dialect) LimitTextPending(context.Context, *bun.DB) error { return nil }
+
 // MarkLaterText does nothing: MySQL has no index of the texts.
 func (Dialect) MarkLaterText(context.Context, *bun.DB) error { return nil }
 

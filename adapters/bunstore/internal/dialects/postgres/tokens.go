@@ -147,6 +147,44 @@ func (Dialect) InlineTokens(ctx context.Context, db *bun.DB) error {
 	return err
 }
 
+// pendingListLimit is the gin_pending_list_limit, in kB, of the token
+// indexes and of their vocabulary's trigram index (pendingIndexes): the
+// most a GIN index keeps in its pending list, the entries of recent
+// inserts not yet merged into its tree, which every search reads whole.
+// At PostgreSQL's default of 4 MB the list held the tokens of some 15,000
+// events before an insert merged it: after 6,700-8,300 single writes, free
+// text answered 437-489 requests a second instead of 1,032-1,077 with this
+// limit, at which an insert merges the list every 50 or so events, and
+// writes were as fast (1,000,000 events, BENCHMARKS.md).
+const pendingListLimit = 64
+
+// pendingIndexes are the GIN indexes whose pending list pendingListLimit
+// bounds.
+var pendingIndexes = []string{"events_payload_tokens", "events_meta_tokens", tokensIndex}
+
+// LimitTextPending sets, in a migration, the pending list limit of each
+// of pendingIndexes that exists to pendingListLimit, then merges its
+// pending list. An index made later (the trigram index, once pg_trgm is
+// there) is made with it; a load rebuilds each index as it was.
+func (Dialect) LimitTextPending(ctx context.Context, db *bun.DB) error {
+	for _, name := range pendingIndexes {
+		var exists bool
+		if err := db.QueryRowContext(ctx, "SELECT to_regclass(quote_ident(current_schema()) || '.' || ?) IS NOT NULL", name).Scan(&exists); err != nil {
+			return err
+		}
+		if !exists {
+			continue
+		}
+		if _, err := db.ExecContext(ctx, "ALTER INDEX ? SET (gin_pending_list_limit = "+strconv.Itoa(pendingListLimit)+")", bun.Ident(name)); err != nil {
+			return err
+		}
+		if _, err := db.ExecContext(ctx, "SELECT gin_clean_pending_list(to_regclass(quote_ident(current_schema()) || '.' || ?))", name); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // DropTextInsertTrigger does nothing: the token indexes are GIN indexes
 // of events, which PostgreSQL keeps as it inserts each row.
 func (Dialect) DropTextInsertTrigger(context.Context, *bun.DB) error { return nil }

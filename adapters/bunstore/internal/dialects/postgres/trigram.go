@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"strconv"
 
 	"github.com/uptrace/bun"
 )
@@ -53,7 +54,7 @@ func ensureTrigramIndex(ctx context.Context, db *bun.DB, unavailable func(cause 
 		if _, err := tx.ExecContext(ctx, "SET LOCAL maintenance_work_mem = '256MB'"); err != nil {
 			return err
 		}
-		_, err := tx.ExecContext(ctx, "CREATE INDEX IF NOT EXISTS ? ON search_tokens USING gin (token ?.gin_trgm_ops)",
+		_, err := tx.ExecContext(ctx, "CREATE INDEX IF NOT EXISTS ? ON search_tokens USING gin (token ?.gin_trgm_ops) WITH (gin_pending_list_limit = "+strconv.Itoa(pendingListLimit)+")",
 			bun.Ident(tokensIndex), bun.Ident(schema))
 		return err
 	})

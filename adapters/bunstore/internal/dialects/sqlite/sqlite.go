@@ -90,6 +90,10 @@ func (Dialect) DropTextTrigrams(context.Context, *bun.DB) error { return nil }
 // events_tokens' tokenizer.
 func (Dialect) InlineTokens(context.Context, *bun.DB) error { return nil }
 
+// LimitTextPending does nothing: FTS5 keeps no list beside its index's
+// segments, which it merges as they pile up (automerge).
+func (Dialect) LimitTextPending(context.Context, *bun.DB) error { return nil }
+
 // MarkLaterText does nothing: the pending range alone keeps the events
 // it holds out of SQLite's full-text index (PendingText).
 func (Dialect) MarkLaterText(context.Context, *bun.DB) error { return nil }
