@@ -253,12 +253,12 @@ func summariesFor(d sqlDialect, off []Tuning) summaries {
 // where a request that has begun waits behind the others' statements
 // between each of its own. Queued for a connection instead, requests run
 // their statements back to back. On a 2-core machine running PostgreSQL,
-// the server and 16 clients (1,000,000 events, BENCHMARKS.md), 8
-// connections answered random offsets at p99 27-34 ms against 42-60 ms
-// with 20, free text at 61-68 ms against 79-95 ms, writes mixed with
-// searches at 29-30 ms against 57-61 ms, at the same rate within the
-// machine's noise. Several servers sharing one database also stay well
-// within PostgreSQL's default of 100 connections.
+// the server and 16 clients (1,000,000 events, the result cache off,
+// BENCHMARKS.md), 8 connections answered random offsets at p99 33-36 ms
+// against 52-54 ms with 20, writes mixed with searches at 34-38 ms
+// against 56-59 ms, free text at 85-92 ms against 104-117 ms, for 0-7%
+// fewer requests a second. Several servers sharing one database also
+// stay well within PostgreSQL's default of 100 connections.
 const DefaultMaxConns = 8
 
 // WithMaxConns sets the number of connections the store keeps to a
