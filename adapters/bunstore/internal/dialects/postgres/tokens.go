@@ -151,11 +151,12 @@ func (Dialect) InlineTokens(ctx context.Context, db *bun.DB) error {
 // indexes and of their vocabulary's trigram index (pendingIndexes): the
 // most a GIN index keeps in its pending list, the entries of recent
 // inserts not yet merged into its tree, which every search reads whole.
-// At PostgreSQL's default of 4 MB the list held the tokens of some 15,000
-// events before an insert merged it: after 6,700-8,300 single writes, free
-// text answered 437-489 requests a second instead of 1,032-1,077 with this
-// limit, at which an insert merges the list every 50 or so events, and
-// writes were as fast (1,000,000 events, BENCHMARKS.md).
+// At PostgreSQL's default of 4 MB the list holds the entries of about
+// 18,000 events before an insert merges it (11,129 events took 301 of its
+// 8 kB pages): after 6,000-8,000 single writes, free text answered 442-499
+// requests a second instead of 1,054-1,077 with this limit, at which an
+// insert merges the list every 50 or so events, and writes were as fast
+// (1,000,000 events, BENCHMARKS.md).
 const pendingListLimit = 64
 
 // pendingIndexes are the GIN indexes whose pending list pendingListLimit
