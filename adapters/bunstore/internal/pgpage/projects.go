@@ -88,17 +88,16 @@ func (r *reader) project(vals [][]byte) (summary.ProjectRow, error) {
 	if err := r.texts(vals, projectTexts, []*string{&p.ID, &p.Name, &p.Description, &p.Mode}); err != nil {
 		return p, err
 	}
-	var created sql.NullInt64
-	ints := []*sql.NullInt64{&created, &p.ArchivedAt, &p.LastEvent, &p.Counts[0], &p.Counts[1], &p.Counts[2], &p.Counts[3], &p.LastSeen, &p.Counts[4]}
-	for i, dst := range ints {
-		var err error
-		if dst.Int64, dst.Valid, err = r.int64At(vals, 4+i); err != nil {
+	var err error
+	if p.CreatedAt, _, err = r.int64At(vals, 4); err != nil {
+		return p, err
+	}
+	for i, dst := range []*sql.NullInt64{&p.ArchivedAt, &p.LastEvent, &p.Counts[0], &p.Counts[1], &p.Counts[2], &p.Counts[3], &p.LastSeen, &p.Counts[4]} {
+		if dst.Int64, dst.Valid, err = r.int64At(vals, 5+i); err != nil {
 			return p, err
 		}
 	}
-	p.CreatedAt = created.Int64
-	favorite, _, err := r.int64At(vals, 13)
-	p.Favorite = favorite
+	p.Favorite, _, err = r.int64At(vals, 13)
 	return p, err
 }
 

@@ -169,17 +169,17 @@ var pendingIndexes = []string{"events_payload_tokens", "events_meta_tokens", tok
 // there) is made with it; a load rebuilds each index as it was.
 func (Dialect) LimitTextPending(ctx context.Context, db *bun.DB) error {
 	for _, name := range pendingIndexes {
-		var exists bool
-		if err := db.QueryRowContext(ctx, "SELECT to_regclass(quote_ident(current_schema()) || '.' || ?) IS NOT NULL", name).Scan(&exists); err != nil {
+		var n int
+		if err := db.QueryRowContext(ctx, Dialect{}.IndexExistsSQL(), name).Scan(&n); err != nil {
 			return err
 		}
-		if !exists {
+		if n == 0 {
 			continue
 		}
 		if _, err := db.ExecContext(ctx, "ALTER INDEX ? SET (gin_pending_list_limit = "+strconv.Itoa(pendingListLimit)+")", bun.Ident(name)); err != nil {
 			return err
 		}
-		if _, err := db.ExecContext(ctx, "SELECT gin_clean_pending_list(to_regclass(quote_ident(current_schema()) || '.' || ?))", name); err != nil {
+		if _, err := db.ExecContext(ctx, "SELECT gin_clean_pending_list(CAST(? AS regclass))", name); err != nil {
 			return err
 		}
 	}

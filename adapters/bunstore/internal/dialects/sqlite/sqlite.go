@@ -357,7 +357,7 @@ func (Dialect) DeferIndexes(ctx context.Context, tx bun.IDB) (drops []string, bu
 		drops, builds = append(drops, fmt.Sprintf("DROP %s %q", r.Type, r.Name)), append(builds, b)
 	}
 	var tables int
-	if err := tx.NewRaw("SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'events_tokens'").Scan(ctx, &tables); err != nil {
+	if err := tx.NewRaw(Dialect{}.TableExistsSQL(), "events_tokens").Scan(ctx, &tables); err != nil {
 		return nil, nil, err
 	}
 	if tables > 0 {
