@@ -45,8 +45,8 @@ func ProjectRows(ctx context.Context, conn Conn, list, owners sqlq.Fragment, to 
 		if err != nil || !listed {
 			return err
 		}
-		text, args = owners.Dollar()
-		return eachRow(ctx, pc, text, append([]any{pgx.QueryExecModeCacheStatement}, args...), ownerColumns, func(r *reader, vals [][]byte) error {
+		text, args = cached(owners.Dollar())
+		return eachRow(ctx, pc, text, args, ownerColumns, func(r *reader, vals [][]byte) error {
 			o, err := r.owner(vals)
 			if err != nil {
 				return err

@@ -51,7 +51,12 @@ func Prepared(s summary.Page) (string, []any) {
 // from the planner (sqlq.Fragment.Opaque), and the arguments for Read:
 // pgx.QueryExecModeCacheStatement, then the values.
 func prepared(f sqlq.Fragment) (string, []any) {
-	text, args := f.Opaque()
+	return cached(f.Opaque())
+}
+
+// cached returns text and the arguments for Read that keep it prepared:
+// pgx.QueryExecModeCacheStatement, then args.
+func cached(text string, args []any) (string, []any) {
 	return text, append([]any{pgx.QueryExecModeCacheStatement}, args...)
 }
 
@@ -79,8 +84,7 @@ func SeekRange(where sqlq.Fragment, limit int, skip sqlq.Fragment) sqlq.Fragment
 // repeats with other values (SeekRange): prepared, with a total of 0 in
 // front.
 func Rows(stmt sqlq.Fragment) (string, []any) {
-	text, args := stmt.Wrap("SELECT CAST(0 AS bigint) AS total, p.* FROM (", ") AS p ORDER BY p.created_at DESC, p.id DESC").Dollar()
-	return text, append([]any{pgx.QueryExecModeCacheStatement}, args...)
+	return cached(stmt.Wrap("SELECT CAST(0 AS bigint) AS total, p.* FROM (", ") AS p ORDER BY p.created_at DESC, p.id DESC").Dollar())
 }
 
 // Export reads a batch of an export on a connection of db, a database of
