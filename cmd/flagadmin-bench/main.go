@@ -135,7 +135,8 @@ Measures flagadmin end to end, over real HTTP, the way a deployer would:
     sees the same data (--in-place uses the world itself; MySQL always
     does). The server is this binary re-executed as a child process (the
     same code as cmd/flagadmin: httpapi over the Service and the store,
-    with its soft memory limit unless GOMEMLIMIT is set),
+    with its collector pace and soft memory limit, but for those GOGC or
+    GOMEMLIMIT set),
     listening on 127.0.0.1, so its memory and CPU are its own (--in-process
     keeps it in this process; memory: always does). With --url it targets
     a running server instead (holding the world of the same

@@ -13,7 +13,6 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
-	"runtime/debug"
 	"runtime/pprof"
 	"strconv"
 	"strings"
@@ -235,8 +234,8 @@ func childArgs(o options) []string {
 	return args
 }
 
-// serveChild is the hidden serve-child command: with the soft memory limit
-// of flagadmin serve, it opens the database of --db (already holding the
+// serveChild is the hidden serve-child command: with the collector's pace
+// and soft memory limit of flagadmin serve, it opens the database of --db (already holding the
 // world), serves the flagadmin API on a free port of 127.0.0.1, prints
 // "listening URL" on stdout, and runs until its standard input ends (or SIGINT/SIGTERM), then shuts down, writing the
 // CPU profile of --cpuprofile when asked.
@@ -254,10 +253,9 @@ func serveChild(ctx context.Context, args []string, stdin io.Reader, stdout, std
 	if *db == "" || *db == memoryDB {
 		return errors.New("serve-child needs --db with a database URL other than memory:")
 	}
-	// The soft memory limit flagadmin serve sets (unless GOMEMLIMIT is set).
-	if limit := storecache.MemoryLimit(*resultCache); limit > 0 && os.Getenv("GOMEMLIMIT") == "" {
-		debug.SetMemoryLimit(limit)
-	}
+	// The collector's pace and soft memory limit of flagadmin serve (but
+	// for those GOGC or GOMEMLIMIT set).
+	defer storecache.SetServerPace(*resultCache, os.Getenv)()
 	store, closeStore, err := openStore(ctx, *db, bunstore.WithMaxConns(*maxConns))
 	if err != nil {
 		return err

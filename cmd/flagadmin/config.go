@@ -200,11 +200,12 @@ func newSettings(fs *flag.FlagSet, getenv func(string) string, which int) *setti
 		"the memory `SIZE` of the cache of event search results and project lists, in bytes or with\n"+
 			"a unit, such as 64MiB, 512KiB or 1GiB; 0 disables the cache. Every request still\n"+
 			"reads the database's change counter, so no answer is older than the last write\n"+
-			"made through flagadmin (by any server on the database). With the cache on, the\n"+
-			"server sets its soft memory limit to this size plus "+formatByteSize(storecache.ServerMemoryBase)+" (the garbage\n"+
-			"collector works harder near it, so a full cache does not double in memory),\n"+
-			"unless GOMEMLIMIT is set (the Go runtime then follows it; GOMEMLIMIT=off for none)\n"+
-			"or the store is memory: (its copy is the heap, which the limit would keep collecting)", nil)
+			"made through flagadmin (by any server on the database). The server sets its soft\n"+
+			"memory limit to this size plus "+formatByteSize(storecache.ServerMemoryBase)+", at least "+formatByteSize(storecache.MemoryLimit(0))+" (the garbage collector\n"+
+			"works harder near it, so a full cache does not double in memory), and below it lets\n"+
+			"the heap grow to five times what is live between collections (GOGC="+strconv.Itoa(storecache.ServerGCPercent)+"), unless\n"+
+			"GOMEMLIMIT or GOGC is set (the Go runtime then follows it; \"off\" for none) or the\n"+
+			"store is memory: (its copy is the heap, which the limit would keep collecting)", nil)
 	s.dbTimeout = bind("db-timeout", envDBTimeout, defaultDBTimeout.String(),
 		"storage deadline: the `DURATION` a request may wait for the database (for a connection,\n"+
 			"its statements, a lock) before it is answered 503 ServiceUnavailable with\n"+

@@ -608,36 +608,48 @@ func TestDBCommandsReadUnleashDatabaseVariables(t *testing.T) {
 	}
 }
 
-// The server sets the soft memory limit of its result cache, restored when
-// it stops, unless GOMEMLIMIT is set, the cache is off or the store is in
-// memory.
-func TestSetMemoryLimit(t *testing.T) {
-	const before = 1 << 40
-	prev := debug.SetMemoryLimit(before)
-	defer debug.SetMemoryLimit(prev)
+// The server sets the collector's pace and the soft memory limit of its
+// result cache, restored when it stops, but for those GOGC and GOMEMLIMIT
+// set, and neither when the store is in memory.
+func TestSetServerPace(t *testing.T) {
+	const beforeLimit, beforePercent = 1 << 40, 150
+	prevLimit, prevPercent := debug.SetMemoryLimit(beforeLimit), debug.SetGCPercent(beforePercent)
+	defer func() { debug.SetMemoryLimit(prevLimit); debug.SetGCPercent(prevPercent) }()
+	const pace, base = storecache.ServerGCPercent, storecache.ServerMemoryBase
 	for _, tc := range []struct {
-		name string
-		env  map[string]string
-		size int64
-		want int64
-		db   string
+		name      string
+		env       map[string]string
+		size      int64
+		db        string
+		wantLimit int64
+		wantPace  int
 	}{
-		{"default cache", nil, storecache.DefaultResultCacheSize, storecache.DefaultResultCacheSize + storecache.ServerMemoryBase, ""},
-		{"small cache", nil, 1 << 20, 1<<20 + storecache.ServerMemoryBase, ""},
-		{"cache off", nil, 0, before, ""},
-		{"GOMEMLIMIT set", map[string]string{"GOMEMLIMIT": "1GiB"}, storecache.DefaultResultCacheSize, before, ""},
-		{"GOMEMLIMIT off", map[string]string{"GOMEMLIMIT": "off"}, storecache.DefaultResultCacheSize, before, ""},
-		{"the store in memory", nil, storecache.DefaultResultCacheSize, before, memoryURL},
-		{"SQLite in memory (outside the Go heap)", nil, storecache.DefaultResultCacheSize, storecache.DefaultResultCacheSize + storecache.ServerMemoryBase, "sqlite::memory:"},
+		{"default cache", nil, storecache.DefaultResultCacheSize, "", storecache.DefaultResultCacheSize + base, pace},
+		{"large cache", nil, 1 << 30, "", 1<<30 + base, pace},
+		{"small cache", nil, 1 << 20, "", 2 * base, pace},
+		{"cache off", nil, 0, "", 2 * base, pace},
+		{"GOMEMLIMIT set", map[string]string{"GOMEMLIMIT": "1GiB"}, storecache.DefaultResultCacheSize, "", beforeLimit, pace},
+		{"GOMEMLIMIT off", map[string]string{"GOMEMLIMIT": "off"}, storecache.DefaultResultCacheSize, "", beforeLimit, pace},
+		{"GOGC set", map[string]string{"GOGC": "100"}, storecache.DefaultResultCacheSize, "", storecache.DefaultResultCacheSize + base, beforePercent},
+		{"GOGC off", map[string]string{"GOGC": "off"}, 0, "", 2 * base, beforePercent},
+		{"the store in memory", nil, storecache.DefaultResultCacheSize, memoryURL, beforeLimit, beforePercent},
+		{"SQLite in memory (outside the Go heap)", nil, storecache.DefaultResultCacheSize, "sqlite::memory:", storecache.DefaultResultCacheSize + base, pace},
 	} {
 		c := &cli{getenv: func(k string) string { return tc.env[k] }}
-		restore := c.setMemoryLimit(Config{ResultCacheSize: tc.size, DB: tc.db})
-		if got := debug.SetMemoryLimit(-1); got != tc.want {
-			t.Errorf("%s: got limit %d, want %d", tc.name, got, tc.want)
+		restore := c.setServerPace(Config{ResultCacheSize: tc.size, DB: tc.db})
+		if got := debug.SetMemoryLimit(-1); got != tc.wantLimit {
+			t.Errorf("%s: got limit %d, want %d", tc.name, got, tc.wantLimit)
 		}
+		if got := debug.SetGCPercent(-1); got != tc.wantPace {
+			t.Errorf("%s: got GOGC %d, want %d", tc.name, got, tc.wantPace)
+		}
+		debug.SetGCPercent(tc.wantPace) // SetGCPercent(-1) turned it off
 		restore()
-		if got := debug.SetMemoryLimit(-1); got != before {
-			t.Errorf("%s: got limit %d after restore, want %d", tc.name, got, before)
+		if got := debug.SetMemoryLimit(-1); got != beforeLimit {
+			t.Errorf("%s: got limit %d after restore, want %d", tc.name, got, beforeLimit)
+		}
+		if got := debug.SetGCPercent(beforePercent); got != beforePercent {
+			t.Errorf("%s: got GOGC %d after restore, want %d", tc.name, got, beforePercent)
 		}
 	}
 }

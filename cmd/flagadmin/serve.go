@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
-	"runtime/debug"
 	"syscall"
 
 	"go.uber.org/fx"
@@ -88,7 +87,7 @@ func (c *cli) serve(ctx context.Context, args []string) error {
 // runServer starts the fx app of cfg, waits for SIGINT or SIGTERM (or a
 // failure of the server) and stops it gracefully.
 func (c *cli) runServer(ctx context.Context, cfg Config) error {
-	defer c.setMemoryLimit(cfg)()
+	defer c.setServerPace(cfg)()
 	app := fx.New(serveOptions(cfg, c.stderr))
 	if err := app.Err(); err != nil {
 		return startupError(err)
@@ -122,21 +121,20 @@ func (c *cli) runServer(ctx context.Context, cfg Config) error {
 	return nil
 }
 
-// setMemoryLimit sets the soft memory limit of the process to the one of a
-// server with cfg's result cache (storecache.MemoryLimit), unless the
-// GOMEMLIMIT environment variable is set (the runtime then follows it; "off"
-// for none), the cache is off, or the store is in memory (memory:): its
-// copy is the heap, and a limit sized for the cache, soon below it, would
-// have the collector run without pause (a copy of 1,000,000 events, 2.2
-// GiB: 1.8 ms of CPU a request for a flag's events). It returns what
-// restores the previous limit.
-func (c *cli) setMemoryLimit(cfg Config) (restore func()) {
-	limit := storecache.MemoryLimit(cfg.ResultCacheSize)
-	if limit <= 0 || cfg.DB == memoryURL || c.getenv("GOMEMLIMIT") != "" {
+// setServerPace gives the process the garbage collector's pace and soft
+// memory limit of a server with cfg's result cache
+// (storecache.SetServerPace), but for those that GOGC or GOMEMLIMIT set
+// (the runtime then follows them; "off" for none), and not at all when the
+// store is in memory (memory:): its copy is the heap, and a limit sized for
+// the cache, soon below it, would have the collector run without pause (a
+// copy of 1,000,000 events, 2.2 GiB: 1.8 ms of CPU a request for a flag's
+// events), while a pace of five times the live heap would let it grow to
+// ten GiB. It returns what restores the previous pace and limit.
+func (c *cli) setServerPace(cfg Config) (restore func()) {
+	if cfg.DB == memoryURL {
 		return func() {}
 	}
-	prev := debug.SetMemoryLimit(limit)
-	return func() { debug.SetMemoryLimit(prev) }
+	return storecache.SetServerPace(cfg.ResultCacheSize, c.getenv)
 }
 
 // startupError reduces an fx start-up error to the message of its cause:
