@@ -235,10 +235,11 @@ func childArgs(o options) []string {
 }
 
 // serveChild is the hidden serve-child command: with the collector's pace
-// and soft memory limit of flagadmin serve, it opens the database of --db (already holding the
-// world), serves the flagadmin API on a free port of 127.0.0.1, prints
-// "listening URL" on stdout, and runs until its standard input ends (or SIGINT/SIGTERM), then shuts down, writing the
-// CPU profile of --cpuprofile when asked.
+// and soft memory limit of flagadmin serve, it opens the database of --db
+// (already holding the world), serves the flagadmin API on a free port of
+// 127.0.0.1, prints "listening URL" on stdout, and runs until its standard
+// input ends (or SIGINT/SIGTERM), then shuts down, writing the CPU profile
+// of --cpuprofile when asked.
 func serveChild(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet(childCommand, flag.ContinueOnError)
 	fs.SetOutput(stderr)
