@@ -7,11 +7,11 @@
 #   before (cache on), after (cache on), after (cache off), before (cache off)
 #
 # so that drift of a shared machine affects both alike: each pair is
-# adjacent, and the version that runs second in the first pair runs first
-# in the second. Each run prints its
+# adjacent, and the version that runs second in one pair runs first in
+# the next (and in the next round, with ROUNDS). Each run prints its
 # table (requests/s, latency percentiles, share of the bare net/http ceiling
 # measured in the same run); then flagadmin-bench compare prints AFTER
-# relative to BEFORE kind by kind, for each cache setting.
+# relative to BEFORE kind by kind, for each cache setting of each round.
 #
 # Usage: scripts/bench-ab.sh BEFORE_REV
 #        scripts/bench-ab.sh noleaves
@@ -38,6 +38,12 @@
 #   DURATION, WARMUP              per kind, default 8s and 2s
 #   KINDS                         --kinds of flagadmin-bench (default: every kind both
 #                                 versions have: varied/,search/,deprecated/,projects,lifecycle/,mixed/)
+#   CACHES                        the result cache settings to run, in order: cached (the
+#                                 server's default) and uncached (--result-cache-size 0);
+#                                 default "cached uncached"
+#   ROUNDS                        rounds of those pairs (default 1): on a noisy machine one
+#                                 pair can differ by more than the change; a round's files
+#                                 end in -rN when there are several
 #   RESULTS                       results directory (default bench-results, git-ignored)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -49,6 +55,17 @@ CONNECTIONS="${CONNECTIONS:-16}"
 DURATION="${DURATION:-8s}"
 WARMUP="${WARMUP:-2s}"
 KINDS="${KINDS:-varied/,search/,deprecated/,projects,lifecycle/,mixed/}"
+CACHES="${CACHES:-cached uncached}"
+ROUNDS="${ROUNDS:-1}"
+for c in $CACHES; do
+	case "$c" in
+	cached | uncached) ;;
+	*) echo "bench-ab.sh: unknown cache setting $c in CACHES (cached, uncached)" >&2; exit 2 ;;
+	esac
+done
+case "$ROUNDS" in
+'' | *[!0-9]* | 0) echo "bench-ab.sh: ROUNDS must be a number of rounds, 1 or more, not \"$ROUNDS\"" >&2; exit 2 ;;
+esac
 WORLD_FROM="${WORLD_FROM:-}"
 RESULTS="${RESULTS:-bench-results}"
 OUT="$RESULTS/ab-$(date -u +%Y%m%dT%H%M%SZ)"
@@ -80,14 +97,16 @@ fi
 go build -o "$tmp/bench-after" ./cmd/flagadmin-bench
 git rev-parse HEAD > "$OUT/after-rev"
 
-# run VERSION CACHE-FLAGS...: one run, its table and JSON to $OUT.
+# run VERSION CACHE SUFFIX: one run of VERSION with the result cache
+# setting CACHE, its table and JSON to $OUT as VERSION-CACHE-SUFFIX.
 run() {
-	local version="$1" name="$1-$2" world="$1"
+	local version="$1" cache="$2" name="$1-$2$3" world="$1"
 	[ "$version" = before ] && world="$world_before"
-	shift 2
+	set --
+	[ "$cache" = uncached ] && set -- --result-cache-size 0
 	if [ -n "$WORLD_FROM" ]; then
 		case "$("$tmp/bench-$version" --help 2>&1 || true)" in
-		*--world-from*) set -- --world-from "$WORLD_FROM" "$@" ;;
+		*--world-from*) set -- "$@" --world-from "$WORLD_FROM" ;;
 		esac
 	fi
 	echo
@@ -97,15 +116,27 @@ run() {
 		--json "$OUT/$name.json" "$@" | tee "$OUT/$name.txt"
 }
 
-run before cached
-run after cached
-run after uncached --result-cache-size 0
-run before uncached --result-cache-size 0
+# The pairs in turns: the version that runs second in a pair runs first
+# in the next one, across the rounds too.
+suffixes=()
+first=before second=after
+for round in $(seq 1 "$ROUNDS"); do
+	suffix=""
+	[ "$ROUNDS" -gt 1 ] && suffix="-r$round"
+	suffixes+=("$suffix")
+	for c in $CACHES; do
+		run "$first" "$c" "$suffix"
+		run "$second" "$c" "$suffix"
+		read -r first second <<<"$second $first"
+	done
+done
 
-for c in cached uncached; do
-	echo
-	echo "== after relative to before, result cache $c"
-	"$tmp/bench-after" compare "$OUT/before-$c.json" "$OUT/after-$c.json" | tee "$OUT/after-vs-before-$c.txt"
+for suffix in "${suffixes[@]}"; do
+	for c in $CACHES; do
+		echo
+		echo "== after relative to before, result cache $c${suffix:+, round ${suffix#-r}}"
+		"$tmp/bench-after" compare "$OUT/before-$c$suffix.json" "$OUT/after-$c$suffix.json" | tee "$OUT/after-vs-before-$c$suffix.txt"
+	done
 done
 echo
 echo "results in $OUT"
