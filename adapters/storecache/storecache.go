@@ -62,9 +62,9 @@ func MemoryLimit(resultCacheSize int64) int64 {
 // memory limit (MemoryLimit): the heap may grow to five times what is live
 // between collections instead of the runtime's default twice, but not past
 // the limit. A request's garbage (a page's rows, the project list's) is
-// then collected less often: the project list costs about a quarter less
-// of the server's CPU, while a server with the cache off holds some tens
-// of MiB more.
+// then collected less often: the project list costs a tenth to a third
+// less of the server's CPU, while a server with the cache off holds some
+// tens of MiB more.
 const ServerGCPercent = 400
 
 // SetServerPace gives the process the garbage collector's pace
