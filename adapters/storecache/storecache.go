@@ -63,8 +63,8 @@ func MemoryLimit(resultCacheSize int64) int64 {
 // between collections instead of the runtime's default twice, but not past
 // the limit. A request's garbage (a page's rows, the project list's) is
 // then collected less often: the project list costs a tenth to a third
-// less of the server's CPU, while a server with the cache off holds some
-// tens of MiB more.
+// less of the server's CPU, while the process holds 10 to 25 MiB more
+// while its heap is far from the limit.
 const ServerGCPercent = 400
 
 // SetServerPace gives the process the garbage collector's pace
