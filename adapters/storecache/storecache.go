@@ -51,8 +51,8 @@ const ServerMemoryBase = 64 << 20
 // less when it is off): ServerMemoryBase more than the cache, which holds
 // about its size of live heap, and at least twice ServerMemoryBase. Under
 // it the collector runs at the server's pace (ServerGCPercent); near it,
-// collections come more often instead, so a full cache does not double in
-// the process's memory.
+// collections come more often instead, so a full cache does not grow
+// several times over in the process's memory.
 func MemoryLimit(resultCacheSize int64) int64 {
 	return max(resultCacheSize, ServerMemoryBase) + ServerMemoryBase
 }

@@ -202,10 +202,12 @@ func newSettings(fs *flag.FlagSet, getenv func(string) string, which int) *setti
 			"reads the database's change counter, so no answer is older than the last write\n"+
 			"made through flagadmin (by any server on the database). The server sets its soft\n"+
 			"memory limit to this size plus "+formatByteSize(storecache.ServerMemoryBase)+", at least "+formatByteSize(storecache.MemoryLimit(0))+" (the garbage collector\n"+
-			"works harder near it, so a full cache does not double in memory), and below it lets\n"+
-			"the heap grow to five times what is live between collections (GOGC="+strconv.Itoa(storecache.ServerGCPercent)+"), unless\n"+
-			"GOMEMLIMIT or GOGC is set (the Go runtime then follows it; \"off\" for none) or the\n"+
-			"store is memory: (its copy is the heap, which the limit would keep collecting)", nil)
+			"works harder near it, so a full cache does not grow several times over in memory),\n"+
+			"and below it lets the heap grow to five times what is live between collections\n"+
+			"(GOGC="+strconv.Itoa(storecache.ServerGCPercent)+"), unless "+
+			"GOMEMLIMIT or GOGC is set (the Go runtime then follows it; \"off\" for\n"+
+			"none) or the store is memory: (its copy is the heap, which the limit would keep\n"+
+			"collecting)", nil)
 	s.dbTimeout = bind("db-timeout", envDBTimeout, defaultDBTimeout.String(),
 		"storage deadline: the `DURATION` a request may wait for the database (for a connection,\n"+
 			"its statements, a lock) before it is answered 503 ServiceUnavailable with\n"+
