@@ -108,7 +108,10 @@
 // offset of 1,000 or more without a column filter skips whole months, then
 // whole days, by their counts, instead of reading past the offset in the
 // index. On PostgreSQL, with pgpage, a page without free text and without
-// such a skip is one statement (total, ids, rows); elsewhere the total
+// such a skip is one statement (total, ids, rows), and a skip and its
+// page run outside a transaction, answered only when the change counter
+// read by the first statement and the last shows that no write committed
+// in between (else they run again in a transaction); elsewhere the total
 // and the page are read in one read-only transaction (one snapshot).
 //
 // The free-text query is a literal substring of the precomputed lower-cased

@@ -57,7 +57,7 @@ func TestRepeatedReadsArePreparedOnPostgres(t *testing.T) {
 	for what, text := range map[string]string{
 		"the months":                  "SELECT num, SUM(n) AS n, SUM(c) AS c, (COALESCE((SELECT SUM(n) FROM event_counts",
 		"the hidden projects' months": "SELECT num, SUM(n) AS n FROM (SELECT num, n FROM event_counts WHERE dim = ",
-		"the days":                    "0 AS extra FROM (SELECT num, n, 1 AS c FROM (SELECT num, SUM(n) AS n FROM event_counts WHERE dim = ",
+		"the days":                    "SUM(c) AS c FROM (SELECT num, n, 1 AS c FROM (SELECT num, SUM(n) AS n FROM event_counts WHERE dim = ",
 		"the page":                    "(e.created_at, e.id) <= (SELECT created_at, id FROM events WHERE ",
 		"the project roles":           "FROM project_members WHERE user_id = $1",
 		"the private projects":        "FROM projects WHERE mode = $1",
@@ -125,7 +125,7 @@ func TestSeekPageReadsARangeOnPostgres(t *testing.T) {
 	s, w := postgresPageWorld(t, 7)
 	q := flagadmin.EventQuery{Limit: 50, HiddenProjects: []string{w.Projects()[1].ID}}
 	where := sqlq.And(s.pageWhere(q), sqlq.F("created_at < ?", w.Config().End.UnixMilli()))
-	text, args := pgpage.Rows(pgpage.SeekRange(where, q.Limit, sqlq.F(s.sqlDialect.PreparedOffset(), 700)))
+	text, args := pgpage.Rows(pgpage.SeekRange(where, q.Limit, sqlq.F(s.sqlDialect.PreparedOffset(), 700)), sqlq.Fragment{})
 	root, plan := planOf(t, s, text, args)
 	reads := 0
 	for n := range root.all() {
@@ -208,7 +208,7 @@ func TestSeekPageRowsReadInTheTransaction(t *testing.T) {
 		}
 		var read bool
 		var err error
-		events, read, err = s.summaries.ReadPageIn(ctx, conn, sqlq.F("1 = 1"), 5, sqlq.Fragment{})
+		events, _, read, err = s.summaries.ReadPageIn(ctx, conn, sqlq.F("1 = 1"), 5, sqlq.Fragment{}, sqlq.Fragment{})
 		if !read {
 			t.Fatal("the tuned store on PostgreSQL did not read the rows on the connection")
 		}

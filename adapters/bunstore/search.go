@@ -23,7 +23,9 @@ import (
 // or in one statement when the summaries read it (summaries.ReadPage: on
 // PostgreSQL). A large offset with no column filter may first skip whole
 // months and days by their counts (Plan.Seek), and its page may be read
-// by the summaries (summaries.ReadPageIn). With a free-text query,
+// by the summaries (summaries.ReadPageIn), then outside a transaction
+// when the change counter says no write came in between (seekOutsideTx).
+// With a free-text query,
 // whose every candidate row must be read to be checked anyway, one pass
 // returns the page's ids with the count of all matches (a window count)
 // instead of checking every row twice, or the summaries read the page
@@ -44,6 +46,17 @@ func (s *Store) SearchEvents(ctx context.Context, q flagadmin.EventQuery) (flaga
 			return page, nil
 		}
 	}
+	if plan.OutsideTx {
+		page, read, err := s.seekOutsideTx(ctx, q, plan)
+		if err != nil && ctx.Err() != nil {
+			return flagadmin.EventPage{}, s.fail("search events", err)
+		}
+		if read && err == nil {
+			return page, nil
+		}
+		// A write came in between, or what the statements read apart did
+		// not add up (err): read again in one transaction.
+	}
 	page := flagadmin.EventPage{Events: []flagadmin.Event{}}
 	err := s.inReadConn(ctx, "search events", func(ctx context.Context, conn bun.Conn, tx bun.Tx) error {
 		start, err := s.pageStart(ctx, tx, q, plan)
@@ -51,13 +64,10 @@ func (s *Store) SearchEvents(ctx context.Context, q flagadmin.EventQuery) (flaga
 		if err != nil || q.Limit <= 0 || q.Offset >= start.Total {
 			return err
 		}
-		where := s.pageWhere(q)
-		if start.HasBefore {
-			where = sqlq.And(where, sqlq.F("created_at < ?", start.Before))
-		}
+		where := s.startWhere(q, start)
 		if plan.Seek != nil {
-			skip := sqlq.F(s.sqlDialect.PreparedOffset(), start.Offset)
-			events, read, err := s.summaries.ReadPageIn(ctx, conn, where, q.Limit, skip)
+			skip := s.seekSkip(start)
+			events, _, read, err := s.summaries.ReadPageIn(ctx, conn, where, q.Limit, skip, sqlq.Fragment{})
 			if read {
 				page.Events = events
 				return err
@@ -74,12 +84,50 @@ func (s *Store) SearchEvents(ctx context.Context, q flagadmin.EventQuery) (flaga
 	return page, nil
 }
 
+// versionStamp is the change counter (versionSQL) as a scalar SQL
+// expression, read by a statement in its own snapshot.
+var versionStamp = sqlq.F("(SELECT CAST(COALESCE(SUM(v), 0) AS bigint) FROM store_versions)")
+
+// seekOutsideTx reads q's page at a large offset as SearchEvents does in a
+// read transaction, the seek (plan.Seek) then the page (ReadPageIn), but on
+// a connection outside one, each statement in a snapshot of its own, and
+// reports whether it read it: a transaction's BEGIN and COMMIT cost as
+// many round trips as the seek's statements themselves. The seek's first
+// statement and the page's read the change counter (versionStamp). Every
+// write transaction raises it before it commits (bumpVersion), and it
+// never decreases, so when the two read the same value no write committed
+// between them, and every statement in between saw the events and the
+// counts that one transaction would have. Otherwise (or when the page came
+// back empty, or the statements' counts did not add up: err) it reads
+// nothing, and the caller reads again in one transaction.
+func (s *Store) seekOutsideTx(ctx context.Context, q flagadmin.EventQuery, plan summary.Plan) (flagadmin.EventPage, bool, error) {
+	conn, err := s.rdb.Conn(ctx)
+	if err != nil {
+		return flagadmin.EventPage{}, false, err
+	}
+	defer conn.Close()
+	start, err := plan.Seek(ctx, conn, versionStamp)
+	if err != nil {
+		return flagadmin.EventPage{}, false, err
+	}
+	page := flagadmin.EventPage{Total: start.Total, Events: []flagadmin.Event{}}
+	if q.Offset >= start.Total {
+		return page, true, nil // the seek's one statement
+	}
+	events, stamp, read, err := s.summaries.ReadPageIn(ctx, conn, s.startWhere(q, start), q.Limit, s.seekSkip(start), versionStamp)
+	if err != nil || !read || len(events) == 0 || stamp != start.Stamp {
+		return flagadmin.EventPage{}, false, err
+	}
+	page.Events = events
+	return page, true, nil
+}
+
 // pageStart returns q's total and where its page starts: found by the
 // summaries (plan.Seek) at a large offset, else at q.Offset of all
 // matches.
 func (s *Store) pageStart(ctx context.Context, tx bun.IDB, q flagadmin.EventQuery, plan summary.Plan) (summary.Start, error) {
 	if plan.Seek != nil {
-		return plan.Seek(ctx, tx)
+		return plan.Seek(ctx, tx, sqlq.Fragment{})
 	}
 	var total int64
 	err := tx.NewRaw("SELECT ?", s.total(q, plan)).Scan(ctx, &total)
@@ -93,6 +141,22 @@ func (s *Store) total(q flagadmin.EventQuery, plan summary.Plan) sqlq.Fragment {
 		return plan.Total
 	}
 	return s.filter(q).Wrap("(SELECT COUNT(*) FROM events WHERE ", ")")
+}
+
+// startWhere is the WHERE condition of q's page that starts at start:
+// its matches after its cursor, and before start.Before when it has one.
+func (s *Store) startWhere(q flagadmin.EventQuery, start summary.Start) sqlq.Fragment {
+	where := s.pageWhere(q)
+	if start.HasBefore {
+		where = sqlq.And(where, sqlq.F("created_at < ?", start.Before))
+	}
+	return where
+}
+
+// seekSkip is the OFFSET clause of the page a seek found at start, kept
+// prepared (PreparedOffset).
+func (s *Store) seekSkip(start summary.Start) sqlq.Fragment {
+	return sqlq.F(s.sqlDialect.PreparedOffset(), start.Offset)
 }
 
 // pageWhere is the WHERE condition of q's page: its matches after its

@@ -71,8 +71,11 @@ type summaries interface {
 	ReadPage(ctx context.Context, db *bun.DB, p summary.Page) (flagadmin.EventPage, bool, error)
 	// ReadPageIn reads the page of limit events of where (a condition on
 	// events) after the rows skip (an OFFSET clause) skips, which a seek
-	// found, on conn in its transaction, and reports whether it did.
-	ReadPageIn(ctx context.Context, conn bun.Conn, where sqlq.Fragment, limit int, skip sqlq.Fragment) ([]flagadmin.Event, bool, error)
+	// found, on conn (in its transaction, if any), with the value of stamp
+	// (a scalar SQL expression, or empty) in the statement's snapshot (0
+	// when empty, or when the page has no event), and reports whether it
+	// did.
+	ReadPageIn(ctx context.Context, conn bun.Conn, where sqlq.Fragment, limit int, skip, stamp sqlq.Fragment) ([]flagadmin.Event, int64, bool, error)
 	// ReadTextPage reads the page of q, a free-text query (q.Limit > 0),
 	// in one statement on db: its events at q.Offset among those of
 	// matches (q's filters) after the cursor after (empty without one),
@@ -129,8 +132,8 @@ func (plain) ReadPage(context.Context, *bun.DB, summary.Page) (flagadmin.EventPa
 }
 
 // ReadPageIn does not read: the core reads the rows.
-func (plain) ReadPageIn(context.Context, bun.Conn, sqlq.Fragment, int, sqlq.Fragment) ([]flagadmin.Event, bool, error) {
-	return nil, false, nil
+func (plain) ReadPageIn(context.Context, bun.Conn, sqlq.Fragment, int, sqlq.Fragment, sqlq.Fragment) ([]flagadmin.Event, int64, bool, error) {
+	return nil, 0, false, nil
 }
 
 // ReadTextPage does not read: the core reads the page.

@@ -22,11 +22,11 @@ type period struct {
 
 // counted is a period as periodsLess reads it: with the number of its
 // counted rows (Rows, none when only hidden events fell in it) and the
-// statement's extra value (Extra).
+// statement's extra values (Extras).
 type counted struct {
 	period
-	Rows  int64
-	Extra int64
+	Rows   int64
+	Extras []int64
 }
 
 // Query runs a statement of the counts on db, kept prepared where the
@@ -35,18 +35,19 @@ type counted struct {
 type Query func(ctx context.Context, db bun.IDB, stmt sqlq.Fragment) (*sql.Rows, error)
 
 // Seek reads the counted rows of a plan that Seeks and returns where the
-// page of its query starts, reading in the caller's read transaction db
-// by query.
+// page of its query starts, reading in db by query: the caller's read
+// transaction, or, with a stamp (summary.Plan.Seek), a connection whose
+// statements each see a snapshot of their own; the first reads stamp too.
 //
 // Without dates, whole months are skipped first by their month rows
 // (monthSeek). With dates, the range's day rows are read less the events
 // of hidden projects in the range, counted per day from the
 // events_project index, in one statement.
-func (p Plan) Seek(ctx context.Context, db bun.IDB, query Query) (summary.Start, error) {
+func (p Plan) Seek(ctx context.Context, db bun.IDB, query Query, stamp sqlq.Fragment) (summary.Start, error) {
 	if p.from == nil && p.before == nil {
-		return p.monthSeek(ctx, db, query)
+		return p.monthSeek(ctx, db, query, stamp)
 	}
-	days, _, err := periodsLess(ctx, db, query, periodsSQL(DimDay, p.noProject, p.from, p.before), sqlq.Fragment{},
+	days, extras, err := periodsLess(ctx, db, query, periodsSQL(DimDay, p.noProject, p.from, p.before), []sqlq.Fragment{stamp},
 		hiddenDays(db.Dialect().Name(), p.hiddenEvents()))
 	if err != nil {
 		return summary.Start{}, err
@@ -55,7 +56,7 @@ func (p Plan) Seek(ctx context.Context, db bun.IDB, query Query) (summary.Start,
 	for _, d := range days {
 		total += d.N
 	}
-	start := summary.Start{Total: int(total)}
+	start := summary.Start{Total: int(total), Stamp: extras[0]}
 	if p.q.Offset >= start.Total {
 		return start, nil
 	}
@@ -83,37 +84,46 @@ func periodsSQL(dim Dim, noProject bool, from, before *int64) sqlq.Fragment {
 
 // periodsLess reads in one statement the periods of rows (a statement of
 // num and n: periodsSQL), less the hidden events of each statement of
-// hidden (num and n likewise), newest first, and the value of extra, a
-// scalar SQL expression (0 when empty or when there is no period). A
-// period with hidden events but no row of rows is an error: the counts
-// and the events disagree.
+// hidden (num and n likewise), newest first, and the value of each of
+// extras, scalar SQL expressions (0 for an empty one, and for all when
+// there is no period). A period with hidden events but no row of rows is
+// an error: the counts and the events disagree.
 //
 // One statement instead of one per part: each part keeps the plan of its
 // own (a union of subqueries, not an OR), and the round trips, which cost
 // about as much as the reads themselves, are saved.
-func periodsLess(ctx context.Context, db bun.IDB, query Query, rows, extra sqlq.Fragment, hidden []sqlq.Fragment) ([]period, int64, error) {
+func periodsLess(ctx context.Context, db bun.IDB, query Query, rows sqlq.Fragment, extras, hidden []sqlq.Fragment) ([]period, []int64, error) {
 	parts := []sqlq.Fragment{rows.Wrap("SELECT num, n, 1 AS c FROM (", ") AS k")}
 	for i, h := range hidden {
 		parts = append(parts, h.Wrap("SELECT num, -n, 0 FROM (", fmt.Sprintf(") AS h%d", i)))
 	}
-	if extra.Empty() {
-		extra = sqlq.F("0")
+	cols := []sqlq.Fragment{sqlq.F("SELECT num, SUM(n) AS n, SUM(c) AS c")}
+	for i, x := range extras {
+		if x.Empty() {
+			x = sqlq.F("0")
+		}
+		cols = append(cols, x.Wrap("", fmt.Sprintf(" AS extra%d", i)))
 	}
-	q := sqlq.Join(" FROM (", extra.Wrap("SELECT num, SUM(n) AS n, SUM(c) AS c, ", " AS extra"), sqlq.Join(" UNION ALL ", parts...))
+	q := sqlq.Join(" FROM (", sqlq.Join(", ", cols...), sqlq.Join(" UNION ALL ", parts...))
 	q = sqlq.Join(") AS t ", q, sqlq.F("GROUP BY num"))
 	read, err := scanAll(ctx, db, query, q, func(rows *sql.Rows, c *counted) error {
-		return rows.Scan(&c.Num, &c.N, &c.Rows, &c.Extra)
+		c.Extras = make([]int64, len(extras))
+		dest := []any{&c.Num, &c.N, &c.Rows}
+		for i := range c.Extras {
+			dest = append(dest, &c.Extras[i])
+		}
+		return rows.Scan(dest...)
 	})
 	if err != nil {
-		return nil, 0, err
+		return nil, nil, err
 	}
 	out := make([]period, len(read))
-	var x int64
+	x := make([]int64, len(extras))
 	for i, r := range read {
 		if r.Rows == 0 {
-			return nil, 0, fmt.Errorf("event_counts: %d hidden events in period %d, which has no row", -r.N, r.Num)
+			return nil, nil, fmt.Errorf("event_counts: %d hidden events in period %d, which has no row", -r.N, r.Num)
 		}
-		out[i], x = r.period, r.Extra
+		out[i], x = r.period, r.Extras
 	}
 	slices.SortFunc(out, func(a, b period) int { return cmp.Compare(b.Num, a.Num) })
 	return out, x, nil
@@ -154,23 +164,25 @@ func seekDays(days []period, offset int) (before int64, hasBefore bool, rest int
 // events_project index), skip whole days. A month's row is the sum of its
 // days' (every write adds to both), so the two agree. Three statements
 // (one without hidden projects): the months with the total of the hidden
-// events, the hidden months, the days less their hidden events.
-func (p Plan) monthSeek(ctx context.Context, db bun.IDB, query Query) (summary.Start, error) {
+// events (and the stamp), the hidden months, the days less their hidden
+// events.
+func (p Plan) monthSeek(ctx context.Context, db bun.IDB, query Query, stamp sqlq.Fragment) (summary.Start, error) {
 	var hiddenSum sqlq.Fragment
 	if len(p.hidden) > 0 {
 		r := one(DimEvents, ScopeProject)
 		r.projects, r.projectConds = p.hidden, p.hiddenKeys
 		hiddenSum = sum([]rows{r})
 	}
-	months, hiddenAll, err := periodsLess(ctx, db, query, periodsSQL(DimMonth, p.noProject, nil, nil), hiddenSum, nil)
+	months, extras, err := periodsLess(ctx, db, query, periodsSQL(DimMonth, p.noProject, nil, nil), []sqlq.Fragment{hiddenSum, stamp}, nil)
 	if err != nil {
 		return summary.Start{}, err
 	}
+	hiddenAll := extras[0]
 	var all int64
 	for _, m := range months {
 		all += m.N
 	}
-	start := summary.Start{Total: int(all - hiddenAll)}
+	start := summary.Start{Total: int(all - hiddenAll), Stamp: extras[1]}
 	if p.q.Offset >= start.Total {
 		return start, nil
 	}
@@ -185,7 +197,7 @@ func (p Plan) monthSeek(ctx context.Context, db bun.IDB, query Query) (summary.S
 	for i, keys := range p.hiddenKeys {
 		conds[i] = sqlq.And(keys, sqlq.F("created_at >= ? AND created_at < ?", first*msPerDay, next*msPerDay))
 	}
-	days, _, err := periodsLess(ctx, db, query, periodsSQL(DimDay, p.noProject, &first, &next), sqlq.Fragment{},
+	days, _, err := periodsLess(ctx, db, query, periodsSQL(DimDay, p.noProject, &first, &next), nil,
 		hiddenDays(db.Dialect().Name(), conds))
 	if err != nil {
 		return summary.Start{}, err

@@ -81,10 +81,14 @@ func SeekRange(where sqlq.Fragment, limit int, skip sqlq.Fragment) sqlq.Fragment
 
 // Rows returns the text and arguments for Read of stmt, a statement of a
 // page's event columns (stored.EventColumns) in page order whose text
-// repeats with other values (SeekRange): prepared, with a total of 0 in
-// front.
-func Rows(stmt sqlq.Fragment) (string, []any) {
-	return cached(stmt.Wrap("SELECT CAST(0 AS bigint) AS total, p.* FROM (", ") AS p ORDER BY p.created_at DESC, p.id DESC").Dollar())
+// repeats with other values (SeekRange): prepared, with the value of
+// stamp (a scalar SQL expression of type bigint, read in the statement's
+// snapshot) in the total's column in front, or 0 when stamp is empty.
+func Rows(stmt, stamp sqlq.Fragment) (string, []any) {
+	if stamp.Empty() {
+		stamp = sqlq.F("CAST(0 AS bigint)")
+	}
+	return cached(sqlq.Fill("SELECT ? AS total, p.* FROM (?) AS p ORDER BY p.created_at DESC, p.id DESC", stamp, stmt).Dollar())
 }
 
 // Export reads a batch of an export on a connection of db, a database of

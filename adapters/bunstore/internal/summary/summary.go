@@ -63,8 +63,17 @@ type Plan struct {
 	// give it, or when Seek does.
 	Total sqlq.Fragment
 	// Seek, when not nil, finds the search's total and where its page
-	// starts, reading the summaries in db, the search's read transaction.
-	Seek func(ctx context.Context, db bun.IDB) (Start, error)
+	// starts, reading the summaries in db: the search's read transaction,
+	// or a connection outside one (OutsideTx) when stamp is not empty.
+	// stamp is then a scalar SQL expression read by the seek's first
+	// statement, into Start.Stamp.
+	Seek func(ctx context.Context, db bun.IDB, stamp sqlq.Fragment) (Start, error)
+	// OutsideTx: the summaries read the page of Seek too (ReadPageIn),
+	// each statement reading a stamp, so that the seek and its page may
+	// run outside a transaction, each statement in a snapshot of its own:
+	// the store's change counter read as the stamp by the first statement
+	// and by the last tells whether any write committed in between.
+	OutsideTx bool
 }
 
 // Start is where the page of a search starts (Plan.Seek): its total, and
@@ -75,6 +84,10 @@ type Start struct {
 	Before    int64 // Unix milliseconds
 	HasBefore bool
 	Offset    int
+	// Stamp is the value of Plan.Seek's stamp read by its first
+	// statement; 0 without a stamp, or when that statement found no
+	// counted row (then the total is 0 and no page is read).
+	Stamp int64
 }
 
 // Page is what a page of a search is read from in one statement: the

@@ -118,14 +118,16 @@ func (s *Summaries) Rebuild(ctx context.Context, db bun.IDB) error {
 
 // PlanSearch returns how event_counts serve q, when kept: its total read
 // from a few counted rows, or, at a large offset, where its page starts.
+// With the page statements on too, the seek and its page may run outside
+// a transaction (summary.Plan.OutsideTx: ReadPageIn reads the stamp).
 func (s *Summaries) PlanSearch(q flagadmin.EventQuery) summary.Plan {
 	if !s.on.Counts {
 		return summary.Plan{}
 	}
 	p := eventcounts.PlanFor(s.db.Name(), q)
 	if p.Seeks() {
-		return summary.Plan{Seek: func(ctx context.Context, db bun.IDB) (summary.Start, error) {
-			return p.Seek(ctx, db, s.db.QueryPrepared)
+		return summary.Plan{OutsideTx: s.on.Pages, Seek: func(ctx context.Context, db bun.IDB, stamp sqlq.Fragment) (summary.Start, error) {
+			return p.Seek(ctx, db, s.db.QueryPrepared, stamp)
 		}}
 	}
 	return summary.Plan{Total: p.Total()}
@@ -154,16 +156,17 @@ func (s *Summaries) ReadPage(ctx context.Context, db *bun.DB, p summary.Page) (f
 	return page, true, err
 }
 
-// ReadPageIn reads the page on conn in its transaction as a range of its
-// index (pgpage.SeekRange), kept prepared and decoded from pgx's raw
-// values (pgpage.ReadOn), with the page statements on.
-func (s *Summaries) ReadPageIn(ctx context.Context, conn bun.Conn, where sqlq.Fragment, limit int, skip sqlq.Fragment) ([]flagadmin.Event, bool, error) {
+// ReadPageIn reads the page on conn (in its transaction, if any) as a
+// range of its index (pgpage.SeekRange), kept prepared and decoded from
+// pgx's raw values (pgpage.ReadOn), with the stamp, with the page
+// statements on.
+func (s *Summaries) ReadPageIn(ctx context.Context, conn bun.Conn, where sqlq.Fragment, limit int, skip, stamp sqlq.Fragment) ([]flagadmin.Event, int64, bool, error) {
 	if !s.on.Pages {
-		return nil, false, nil
+		return nil, 0, false, nil
 	}
-	text, args := pgpage.Rows(pgpage.SeekRange(where, limit, skip))
+	text, args := pgpage.Rows(pgpage.SeekRange(where, limit, skip), stamp)
 	page, err := pgpage.ReadOn(ctx, conn, text, args, limit)
-	return page.Events, true, err
+	return page.Events, int64(page.Total), true, err
 }
 
 // ReadTextPage reads the page of a free-text query in one statement on db

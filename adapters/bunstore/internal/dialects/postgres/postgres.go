@@ -270,6 +270,8 @@ func queryPrepared(ctx context.Context, db bun.IDB, text func() (string, []any))
 		return db.DB.QueryContext(ctx, query, args...)
 	case bun.Tx:
 		return db.Tx.QueryContext(ctx, query, args...)
+	case bun.Conn:
+		return db.Conn.QueryContext(ctx, query, args...)
 	}
 	return nil, fmt.Errorf("postgres: QueryPrepared on a %T", db)
 }

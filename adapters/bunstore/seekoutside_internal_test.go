@@ -1,0 +1,113 @@
+package bunstore
+
+import (
+	"context"
+	"slices"
+	"testing"
+
+	"github.com/uptrace/bun"
+
+	"github.com/flagadmin/flagadmin/adapters/bunstore/internal/sqlq"
+	"github.com/flagadmin/flagadmin/flagadmin"
+)
+
+// writeBeforePage are summaries that commit write, through another
+// connection, before the first page read with a stamp (the page of a seek
+// outside a transaction), and count the pages read with and without one.
+type writeBeforePage struct {
+	summaries
+	write              func() error
+	stamped, unstamped int
+}
+
+func (w *writeBeforePage) ReadPageIn(ctx context.Context, conn bun.Conn, where sqlq.Fragment, limit int, skip, stamp sqlq.Fragment) ([]flagadmin.Event, int64, bool, error) {
+	if stamp.Empty() {
+		w.unstamped++
+	} else {
+		w.stamped++
+		if w.write != nil {
+			if err := w.write(); err != nil {
+				return nil, 0, true, err
+			}
+			w.write = nil
+		}
+	}
+	return w.summaries.ReadPageIn(ctx, conn, where, limit, skip, stamp)
+}
+
+// TestSeekOutsideTxReadsAgainAfterAWrite: a page at a large offset is read
+// outside a transaction (the seek, then the page), and when a write
+// commits between the seek and its page, it is read again in one
+// transaction: the page and the total are those of one snapshot, as a
+// search after the write finds them, for every shape of seek (months and
+// days, hidden projects, whole days).
+func TestSeekOutsideTxReadsAgainAfterAWrite(t *testing.T) {
+	ctx := context.Background()
+	s, w := postgresPageWorld(t, 9)
+	tuned := s.summaries
+	cfg := w.Config()
+	from, before := cfg.Start, cfg.End
+	hidden := []string{w.Projects()[1].ID, w.Projects()[4].ID}
+	visible := w.Projects()[0].ID
+	for _, c := range []struct {
+		name string
+		q    flagadmin.EventQuery
+	}{
+		{"all", flagadmin.EventQuery{Offset: 1500, Limit: 50}},
+		{"hidden projects", flagadmin.EventQuery{Offset: 1200, Limit: 50, RequireProject: true, HiddenProjects: hidden}},
+		{"whole days", flagadmin.EventQuery{Offset: 1100, Limit: 50, From: &from, Before: &before, HiddenProjects: hidden}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if plan := tuned.PlanSearch(c.q); plan.Seek == nil || !plan.OutsideTx {
+				t.Fatal("the query is not read by a seek outside a transaction")
+			}
+			// Without a write in between: one read, outside a transaction.
+			spy := &writeBeforePage{summaries: tuned}
+			s.summaries = spy
+			t.Cleanup(func() { s.summaries = tuned })
+			quiet, err := s.SearchEvents(ctx, c.q)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if spy.stamped != 1 || spy.unstamped != 0 {
+				t.Fatalf("without a write: %d pages read with the stamp and %d without, want 1 and 0", spy.stamped, spy.unstamped)
+			}
+
+			// A newer event committed between the seek and its page moves
+			// every page at an offset by one.
+			late := flagadmin.Event{Type: flagadmin.EventFeatureCreated, CreatedBy: "late " + c.name, Project: &visible, CreatedAt: before.AddDate(0, 0, -1)}
+			spy = &writeBeforePage{summaries: tuned, write: func() error {
+				return s.Write(ctx, &flagadmin.Batch{Events: []flagadmin.Event{late}})
+			}}
+			s.summaries = spy
+			got, err := s.SearchEvents(ctx, c.q)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if spy.stamped != 1 || spy.unstamped != 1 {
+				t.Errorf("with a write: %d pages read with the stamp and %d without, want 1 and 1 (read again in a transaction)", spy.stamped, spy.unstamped)
+			}
+			s.summaries = tuned
+			want, err := s.SearchEvents(ctx, c.q)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want.Total != quiet.Total+1 {
+				t.Fatalf("total after the write %d, want %d", want.Total, quiet.Total+1)
+			}
+			if got.Total != want.Total || !slices.Equal(ids(got.Events), ids(want.Events)) {
+				t.Errorf("read across a write: total %d, ids %v…; want those of one snapshot: total %d, ids %v…",
+					got.Total, ids(got.Events)[:3], want.Total, ids(want.Events)[:3])
+			}
+		})
+	}
+}
+
+// ids are the ids of events.
+func ids(events []flagadmin.Event) []int64 {
+	out := make([]int64, len(events))
+	for i, e := range events {
+		out[i] = e.ID
+	}
+	return out
+}
