@@ -57,6 +57,12 @@ func (s *Store) SearchEvents(ctx context.Context, q flagadmin.EventQuery) (flaga
 		// A write came in between, or what the statements read apart did
 		// not add up (err): read again in one transaction.
 	}
+	return s.searchInTx(ctx, q, plan)
+}
+
+// searchInTx is SearchEvents without free text in one read-only
+// transaction, served by plan where it can be.
+func (s *Store) searchInTx(ctx context.Context, q flagadmin.EventQuery, plan summary.Plan) (flagadmin.EventPage, error) {
 	page := flagadmin.EventPage{Events: []flagadmin.Event{}}
 	err := s.inReadConn(ctx, "search events", func(ctx context.Context, conn bun.Conn, tx bun.Tx) error {
 		start, err := s.pageStart(ctx, tx, q, plan)
@@ -85,8 +91,8 @@ func (s *Store) SearchEvents(ctx context.Context, q flagadmin.EventQuery) (flaga
 }
 
 // versionStamp is the change counter (versionSQL) as a scalar SQL
-// expression, read by a statement in its own snapshot.
-var versionStamp = sqlq.F("(SELECT CAST(COALESCE(SUM(v), 0) AS bigint) FROM store_versions)")
+// expression of type bigint, read by a statement in its own snapshot.
+var versionStamp = sqlq.F("(SELECT CAST(s.v AS bigint) FROM (" + versionSQL + ") AS s(v))")
 
 // seekOutsideTx reads q's page at a large offset as SearchEvents does in a
 // read transaction, the seek (plan.Seek) then the page (ReadPageIn), but on
