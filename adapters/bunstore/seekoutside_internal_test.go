@@ -3,7 +3,9 @@ package bunstore
 import (
 	"context"
 	"slices"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/uptrace/bun"
 
@@ -110,4 +112,107 @@ func ids(events []flagadmin.Event) []int64 {
 		out[i] = e.ID
 	}
 	return out
+}
+
+// TestSeekOutsideTxUnderWrites: pages at large offsets read while a writer
+// adds events throughout the history (as a follower's or an import's
+// older events are) are each the page of one snapshot, the one their
+// total names: every event added is visible and has a larger id than all
+// before it, so a snapshot holding total visible events holds the total
+// visible events of smallest ids, and the page is those at the offset in
+// page order.
+func TestSeekOutsideTxUnderWrites(t *testing.T) {
+	ctx := context.Background()
+	s, w := postgresPageWorld(t, 11)
+	hidden := []string{w.Projects()[2].ID}
+	visible := w.Projects()[0].ID
+	start, span := w.Config().Start, w.Config().End.Sub(w.Config().Start)
+	const writes, readers = 120, 3
+	done := make(chan struct{})
+	errs := make(chan error, readers+1)
+	go func() {
+		defer close(done)
+		for i := range writes {
+			e := flagadmin.Event{Type: flagadmin.EventFeatureCreated, CreatedBy: "writer", Project: &visible,
+				CreatedAt: start.Add(time.Duration(i*7919) * time.Minute % span)}
+			if err := s.Write(ctx, &flagadmin.Batch{Events: []flagadmin.Event{e}}); err != nil {
+				errs <- err
+				return
+			}
+		}
+	}()
+	type answer struct {
+		q    flagadmin.EventQuery
+		page flagadmin.EventPage
+	}
+	answers := make(chan answer, 10_000)
+	var wg sync.WaitGroup
+	for r := range readers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; ; i++ {
+				select {
+				case <-done:
+					return
+				default:
+				}
+				q := flagadmin.EventQuery{Offset: 1000 + (r*701+i*397)%900, Limit: 50}
+				if i%2 == 1 {
+					q.RequireProject, q.HiddenProjects = true, hidden
+				}
+				page, err := s.SearchEvents(ctx, q)
+				if err != nil {
+					errs <- err
+					return
+				}
+				answers <- answer{q, page}
+			}
+		}()
+	}
+	wg.Wait()
+	close(answers)
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+
+	// Every event now, in page order, with what visibility needs.
+	var all []struct {
+		ID      int64   `bun:"id"`
+		Project *string `bun:"project"`
+	}
+	if err := s.rdb.NewRaw("SELECT id, project FROM events ORDER BY created_at DESC, id DESC").Scan(ctx, &all); err != nil {
+		t.Fatal(err)
+	}
+	checked := 0
+	for a := range answers {
+		var seen []int64 // the visible events' ids, in page order
+		for _, e := range all {
+			if a.q.RequireProject && (e.Project == nil || *e.Project == hidden[0]) {
+				continue
+			}
+			seen = append(seen, e.ID)
+		}
+		ordered := slices.Sorted(slices.Values(seen))
+		if a.page.Total > len(ordered) {
+			t.Fatalf("%+v: total %d, more than the %d events there are", a.q, a.page.Total, len(ordered))
+		}
+		newest := ordered[a.page.Total-1] // the snapshot's visible events: ids up to this one
+		var want []int64
+		for _, id := range seen {
+			if id <= newest {
+				want = append(want, id)
+			}
+		}
+		want = want[min(a.q.Offset, len(want)):min(a.q.Offset+a.q.Limit, len(want))]
+		if got := ids(a.page.Events); len(want) == 0 || !slices.Equal(got, want) {
+			t.Fatalf("offset %d (hidden %v), total %d: page %v, want the snapshot's %v", a.q.Offset, a.q.HiddenProjects, a.page.Total, got, want)
+		}
+		checked++
+	}
+	if checked == 0 {
+		t.Fatal("no page was read while the writer wrote")
+	}
+	t.Logf("%d pages checked against their snapshots", checked)
 }
