@@ -189,7 +189,7 @@ func TestSeekOutsideTxUnderWrites(t *testing.T) {
 	for a := range answers {
 		var seen []int64 // the visible events' ids, in page order
 		for _, e := range all {
-			if a.q.RequireProject && (e.Project == nil || *e.Project == hidden[0]) {
+			if a.q.RequireProject && (e.Project == nil || flagadmin.ProjectHidden(*e.Project, a.q.HiddenProjects)) {
 				continue
 			}
 			seen = append(seen, e.ID)
