@@ -51,7 +51,7 @@ func (s *Store) SearchEvents(ctx context.Context, q flagadmin.EventQuery) (flaga
 		if err != nil && ctx.Err() != nil {
 			return flagadmin.EventPage{}, s.fail("search events", err)
 		}
-		if read && err == nil {
+		if read {
 			return page, nil
 		}
 		// A write came in between, or what the statements read apart did

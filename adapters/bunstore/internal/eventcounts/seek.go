@@ -21,12 +21,10 @@ type period struct {
 }
 
 // counted is a period as periodsLess reads it: with the number of its
-// counted rows (Rows, none when only hidden events fell in it) and the
-// statement's extra values (Extras).
+// counted rows (Rows, none when only hidden events fell in it).
 type counted struct {
 	period
-	Rows   int64
-	Extras []int64
+	Rows int64
 }
 
 // Query runs a statement of the counts on db, kept prepared where the
@@ -106,24 +104,24 @@ func periodsLess(ctx context.Context, db bun.IDB, query Query, rows sqlq.Fragmen
 	}
 	q := sqlq.Join(" FROM (", sqlq.Join(", ", cols...), sqlq.Join(" UNION ALL ", parts...))
 	q = sqlq.Join(") AS t ", q, sqlq.F("GROUP BY num"))
+	// The extras are the same in every row: each row's are read into x.
+	x := make([]int64, len(extras))
+	extraDest := make([]any, len(x))
+	for i := range x {
+		extraDest[i] = &x[i]
+	}
 	read, err := scanAll(ctx, db, query, q, func(rows *sql.Rows, c *counted) error {
-		c.Extras = make([]int64, len(extras))
-		dest := []any{&c.Num, &c.N, &c.Rows}
-		for i := range c.Extras {
-			dest = append(dest, &c.Extras[i])
-		}
-		return rows.Scan(dest...)
+		return rows.Scan(append([]any{&c.Num, &c.N, &c.Rows}, extraDest...)...)
 	})
 	if err != nil {
 		return nil, nil, err
 	}
 	out := make([]period, len(read))
-	x := make([]int64, len(extras))
 	for i, r := range read {
 		if r.Rows == 0 {
 			return nil, nil, fmt.Errorf("event_counts: %d hidden events in period %d, which has no row", -r.N, r.Num)
 		}
-		out[i], x = r.period, r.Extras
+		out[i] = r.period
 	}
 	slices.SortFunc(out, func(a, b period) int { return cmp.Compare(b.Num, a.Num) })
 	return out, x, nil
