@@ -11,6 +11,7 @@ import (
 
 	"github.com/flagadmin/flagadmin/adapters/bunstore/internal/sqlq"
 	"github.com/flagadmin/flagadmin/flagadmin"
+	"github.com/flagadmin/flagadmin/internal/eventtest"
 )
 
 // writeBeforePage are summaries that commit write, through another
@@ -97,21 +98,12 @@ func TestSeekOutsideTxReadsAgainAfterAWrite(t *testing.T) {
 			if want.Total != quiet.Total+1 {
 				t.Fatalf("total after the write %d, want %d", want.Total, quiet.Total+1)
 			}
-			if got.Total != want.Total || !slices.Equal(ids(got.Events), ids(want.Events)) {
+			if got.Total != want.Total || !slices.Equal(eventtest.IDs(got.Events), eventtest.IDs(want.Events)) {
 				t.Errorf("read across a write: total %d, ids %v…; want those of one snapshot: total %d, ids %v…",
-					got.Total, ids(got.Events)[:3], want.Total, ids(want.Events)[:3])
+					got.Total, eventtest.IDs(got.Events)[:3], want.Total, eventtest.IDs(want.Events)[:3])
 			}
 		})
 	}
-}
-
-// ids are the ids of events.
-func ids(events []flagadmin.Event) []int64 {
-	out := make([]int64, len(events))
-	for i, e := range events {
-		out[i] = e.ID
-	}
-	return out
 }
 
 // TestSeekOutsideTxUnderWrites: pages at large offsets read while a writer
@@ -206,7 +198,7 @@ func TestSeekOutsideTxUnderWrites(t *testing.T) {
 			}
 		}
 		want = want[min(a.q.Offset, len(want)):min(a.q.Offset+a.q.Limit, len(want))]
-		if got := ids(a.page.Events); len(want) == 0 || !slices.Equal(got, want) {
+		if got := eventtest.IDs(a.page.Events); len(want) == 0 || !slices.Equal(got, want) {
 			t.Fatalf("offset %d (hidden %v), total %d: page %v, want the snapshot's %v", a.q.Offset, a.q.HiddenProjects, a.page.Total, got, want)
 		}
 		checked++

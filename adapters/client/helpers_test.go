@@ -163,15 +163,6 @@ func wantAPIError(t *testing.T, err error, status int, name string, kind error) 
 	return ce
 }
 
-// ids returns the ids of events.
-func ids(events []flagadmin.Event) []int64 {
-	out := make([]int64, len(events))
-	for i, e := range events {
-		out[i] = e.ID
-	}
-	return out
-}
-
 func ptr[T any](v T) *T { return &v }
 
 func fmtIDs(ids []int64) string {

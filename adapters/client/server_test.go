@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/flagadmin/flagadmin/flagadmin"
+	"github.com/flagadmin/flagadmin/internal/eventtest"
 )
 
 // sameJSON asserts that got and want encode to the same JSON: the client
@@ -109,8 +110,8 @@ func TestOperationsAgainstServer(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if got.Total != worldEvents || !slices.Equal(ids(got.Events), []int64{worldEvents - 4, worldEvents - 5, worldEvents - 6}) {
-					t.Errorf("got ids %v of %d, want the 5th to 7th newest of %d", ids(got.Events), got.Total, worldEvents)
+				if got.Total != worldEvents || !slices.Equal(eventtest.IDs(got.Events), []int64{worldEvents - 4, worldEvents - 5, worldEvents - 6}) {
+					t.Errorf("got ids %v of %d, want the 5th to 7th newest of %d", eventtest.IDs(got.Events), got.Total, worldEvents)
 				}
 				sameJSON(t, "deprecated page", got.Events, want.Events)
 			})

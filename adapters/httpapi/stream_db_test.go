@@ -14,6 +14,7 @@ import (
 	"github.com/flagadmin/flagadmin/adapters/eventfeed"
 	"github.com/flagadmin/flagadmin/flagadmin"
 	"github.com/flagadmin/flagadmin/internal/dbtest"
+	"github.com/flagadmin/flagadmin/internal/eventtest"
 )
 
 // The live stream over the SQL store, on SQLite, PostgreSQL and MySQL
@@ -133,7 +134,7 @@ func TestStreamExactlyOnceUnderConcurrentWriters(t *testing.T) {
 			}
 			for i, s := range streams {
 				want := slices.DeleteFunc(slices.Clone(all), func(id int64) bool { return id <= starts[i] })
-				got := streamIDs(s.events(t, len(want)))
+				got := eventtest.IDs(s.events(t, len(want)))
 				if !slices.Equal(got, want) {
 					t.Errorf("stream %d (after %d): got %d events, want the %d after it in id order once each", i, starts[i], len(got), len(want))
 				}

@@ -19,6 +19,7 @@ import (
 	"github.com/flagadmin/flagadmin/adapters/memstore"
 	"github.com/flagadmin/flagadmin/adapters/storecache"
 	"github.com/flagadmin/flagadmin/flagadmin"
+	"github.com/flagadmin/flagadmin/internal/eventtest"
 )
 
 // streamStore is a store a feed can follow.
@@ -201,14 +202,6 @@ func (s *sseStream) events(t *testing.T, n int) []flagadmin.Event {
 	return out
 }
 
-func streamIDs(events []flagadmin.Event) []int64 {
-	var out []int64
-	for _, e := range events {
-		out = append(out, e.ID)
-	}
-	return out
-}
-
 // complete completes new-checkout's lifecycle with status through the
 // uncached service (as another server would), recording one event.
 func (e *streamEnv) complete(t *testing.T, status string) {
@@ -229,14 +222,14 @@ func TestStreamReplaysThenFollows(t *testing.T) {
 	if first.retry != "1000" || first.id != "2" || first.data != "" {
 		t.Errorf("first block: got %+v, want retry 1000 and id 2 without data", first)
 	}
-	if got := streamIDs(s.events(t, 3)); len(got) != 3 || got[0] != 3 || got[2] != 5 {
+	if got := eventtest.IDs(s.events(t, 3)); len(got) != 3 || got[0] != 3 || got[2] != 5 {
 		t.Errorf("replay: got ids %v, want [3 4 5]", got)
 	}
 	e.complete(t, flagadmin.StatusKept)
 	e.complete(t, flagadmin.StatusDiscarded)
 	got := s.events(t, 2)
 	if got[0].ID != 6 || got[1].ID != 7 || got[0].Type != flagadmin.EventFeatureCompleted {
-		t.Errorf("live: got %v, want ids 6 and 7, feature-completed", streamIDs(got))
+		t.Errorf("live: got %v, want ids 6 and 7, feature-completed", eventtest.IDs(got))
 	}
 }
 
@@ -247,12 +240,12 @@ func TestStreamWithoutResumeStartsNowAndLastEventIDWins(t *testing.T) {
 		t.Errorf("start position: got %+v, want id 5", b)
 	}
 	e.complete(t, flagadmin.StatusKept)
-	if got := streamIDs(s.events(t, 1)); got[0] != 6 {
+	if got := eventtest.IDs(s.events(t, 1)); got[0] != 6 {
 		t.Errorf("got %v, want [6]", got)
 	}
 	// Last-Event-ID wins over afterId.
 	s2 := e.openStream(t, "/api/admin/events/stream?afterId=0", adminToken, map[string]string{"Last-Event-ID": "4"})
-	if got := streamIDs(s2.events(t, 2)); got[0] != 5 || got[1] != 6 {
+	if got := eventtest.IDs(s2.events(t, 2)); got[0] != 5 || got[1] != 6 {
 		t.Errorf("Last-Event-ID 4: got %v, want [5 6]", got)
 	}
 }
@@ -262,13 +255,13 @@ func TestStreamVisibilityAndFilters(t *testing.T) {
 	// The Viewer sees neither the private project's event (3) nor the
 	// project-less one (4).
 	s := e.openStream(t, "/api/admin/events/stream?afterId=0", vicToken, nil)
-	if got := streamIDs(s.events(t, 3)); got[0] != 1 || got[1] != 2 || got[2] != 5 {
+	if got := eventtest.IDs(s.events(t, 3)); got[0] != 1 || got[1] != 2 || got[2] != 5 {
 		t.Errorf("Viewer: got %v, want [1 2 5]", got)
 	}
 	f := e.openStream(t, "/api/admin/events/stream?afterId=0&type=IS:feature-completed", adminToken, nil)
 	e.complete(t, flagadmin.StatusKept)
 	if got := f.events(t, 1); got[0].ID != 6 {
-		t.Errorf("type filter: got %v, want [6]", streamIDs(got))
+		t.Errorf("type filter: got %v, want [6]", eventtest.IDs(got))
 	}
 }
 

@@ -185,3 +185,12 @@ func show(v any) string {
 	}
 	return fmt.Sprintf("%#v", v)
 }
+
+// IDs returns the ids of events, in order.
+func IDs(events []flagadmin.Event) []int64 {
+	out := make([]int64, len(events))
+	for i, e := range events {
+		out[i] = e.ID
+	}
+	return out
+}

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/flagadmin/flagadmin/flagadmin"
+	"github.com/flagadmin/flagadmin/internal/eventtest"
 )
 
 // Settled ids (Store.ExportEvents): a reader that follows the log by
@@ -79,14 +80,7 @@ func settledCases() []testCase {
 			if len(all) != want {
 				t.Fatalf("the log holds %d events, want %d", len(all), want)
 			}
-			ids := func(events []flagadmin.Event) []int64 {
-				out := make([]int64, len(events))
-				for i, e := range events {
-					out[i] = e.ID
-				}
-				return out
-			}
-			if g, wn := ids(got), ids(all); !slices.Equal(g, wn) {
+			if g, wn := eventtest.IDs(got), eventtest.IDs(all); !slices.Equal(g, wn) {
 				missed := slices.DeleteFunc(slices.Clone(wn), func(id int64) bool { return slices.Contains(g, id) })
 				t.Errorf("the follower read %d events, want %d; missed ids %v", len(g), len(wn), missed)
 			}
