@@ -77,6 +77,10 @@ var textQueries = []string{
 	"aaq", strings.Repeat("a", 255) + "q", "bbr", strings.Repeat("b", 256) + "r", "needle", noise(3000)[2990:] + "needle" + noise(3),
 	noise(40), "needle-not-there", `:"vandelay`, `note":"vandelay-industries"}`, `"vandelay-industries"`, `industries"`,
 	`{"note":"zürich`, `日本語テキスト"`, `abcabcabd" `,
+	// The first, middle and last trigrams of a token, not in that order
+	// or not joined: the vocabulary finds such a token, and no event
+	// holds the query.
+	"vandustries", "vanustryies", "cabcab", "abcab-abd",
 	// Runs shorter than 3 characters, one between two delimiters: a token.
 	`"ab"`, `"a"`, `:"xy"}`, `"a":`, `"b"`, `{"note":"a"}`, `"ab" `,
 }

@@ -12,18 +12,19 @@ func TestMatch(t *testing.T) {
 	for _, c := range []struct {
 		text  string
 		scope flagadmin.TextScope
-		// first is the first value: the run's phrase, looked up in the
-		// vocabulary, or the whole token's FTS5 query; "" when the index
-		// does not answer.
+		// first is the first value: the FTS5 query of the run's spread
+		// trigrams, looked up in the vocabulary (then the run, which its
+		// tokens are checked for), or the whole token's FTS5 query; ""
+		// when the index does not answer.
 		first string
 		// lengths are the conditions on the vocabulary's tokens, one per
 		// arm that reads it: short ones unchecked and long ones checked
 		// for a text without delimiters, all checked otherwise.
 		lengths []string
 	}{
-		{"checkout", flagadmin.TextPayload, `"checkout"`, []string{"<= 256", "> 256"}},
-		{`say "hi"`, flagadmin.TextPayloadTypeCreator, `"say"`, []string{">= 0"}},
-		{"日本語", flagadmin.TextPayload, `"日本語"`, []string{"<= 256", "> 256"}},
+		{"checkout", flagadmin.TextPayload, `"che" "eck" "out"`, []string{"<= 256", "> 256"}},
+		{`say "hi"`, flagadmin.TextPayloadTypeCreator, `"say" "say" "say"`, []string{">= 0"}},
+		{"日本語", flagadmin.TextPayload, `"日本語" "日本語" "日本語"`, []string{"<= 256", "> 256"}},
 		{`"a":"bc"`, flagadmin.TextPayload, `search_payload : "bc"`, nil}, // a whole token
 		{`"a":"bc"`, flagadmin.TextPayloadTypeCreator, `"bc"`, nil},
 		{"ab", flagadmin.TextPayload, "", nil},        // no run of 3, no whole token
@@ -41,11 +42,10 @@ func TestMatch(t *testing.T) {
 		if f.Args[0] != c.first {
 			t.Errorf("Match(%q): first value %v, want %q", c.text, f.Args[0], c.first)
 		}
-		// Then the run's phrase again (the long tokens' arm), and the text
-		// once per column a check reads.
+		// Then the run, and the text once per column a check reads.
 		for _, arg := range f.Args[1:] {
-			if arg != c.text && arg != c.first {
-				t.Errorf("Match(%q): value %v, want the text or %q", c.text, arg, c.first)
+			if arg != c.text && arg != longestRun(c.text) {
+				t.Errorf("Match(%q): value %v, want the text or its run %q", c.text, arg, longestRun(c.text))
 			}
 		}
 		if got := strings.Contains(f.Text+c.first, "search_payload : "); got != (c.scope == flagadmin.TextPayload) {
@@ -53,12 +53,31 @@ func TestMatch(t *testing.T) {
 		}
 		var lengths []string
 		for _, l := range []string{"<= 256", "> 256", ">= 0"} {
-			if strings.Contains(f.Text, "length(t.token) "+l+")") {
+			if strings.Contains(f.Text, "length(token) "+l+")") {
 				lengths = append(lengths, l)
 			}
 		}
 		if !slices.Equal(lengths, c.lengths) {
 			t.Errorf("Match(%q): the vocabulary read for tokens of length %q, want %q", c.text, lengths, c.lengths)
+		}
+		// Whatever the arms, the vocabulary's phrase query runs once.
+		if n, want := strings.Count(f.Text, "search_tokens_text MATCH"), min(len(c.lengths), 1); n != want {
+			t.Errorf("Match(%q): the vocabulary queried %d times, want %d", c.text, n, want)
+		}
+	}
+}
+
+func TestSpreadTrigrams(t *testing.T) {
+	for run, want := range map[string]string{
+		"abc":                    `"abc" "abc" "abc"`,
+		"abcd":                   `"abc" "abc" "bcd"`,
+		"abcde":                  `"abc" "bcd" "cde"`,
+		"new-push-notifications": `"new" "not" "ons"`,
+		`a"b"c`:                  `"a""b" """b""" "b""c"`, // double quotes doubled
+		"日本語テキ":                  `"日本語" "本語テ" "語テキ"`,     // in characters
+	} {
+		if got := spreadTrigrams(run); got != want {
+			t.Errorf("spreadTrigrams(%q) = %s, want %s", run, got, want)
 		}
 	}
 }
