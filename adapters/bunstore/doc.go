@@ -122,7 +122,8 @@
 //     delimiter (a JSON structural character, a double quote or white
 //     space) is read from the token index (internal/textindex): the
 //     tokens that contain its longest run, found in search_tokens by its
-//     pg_trgm index, then the events that hold one, by a GIN index of
+//     pg_trgm index (by three of the run's trigrams, each token found
+//     checked by strpos), then the events that hold one, by a GIN index of
 //     each text's tokens, each candidate checked for the whole query by
 //     strpos. A query whose runs are all shorter is read by its longest
 //     run with a delimiter on each side, which is a whole token, from the
@@ -140,7 +141,8 @@
 //     the rows the other filters leave.
 //   - SQLite: the same token index (internal/textindex), in FTS5 tables:
 //     the tokens that contain the query's longest run are found in the
-//     vocabulary (search_tokens) by its trigram index (search_tokens_text),
+//     vocabulary (search_tokens) by its trigram index (search_tokens_text;
+//     by three of the run's trigrams, each token found checked by instr),
 //     then the events that hold one in events_tokens, a contentless table
 //     of each text's tokens; a query whose runs are shorter, by the
 //     longest one between two delimiters. Other queries, the rare ones

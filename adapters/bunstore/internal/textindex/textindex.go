@@ -150,7 +150,7 @@ func Tokens(text string, scope flagadmin.TextScope) (sqlq.Fragment, bool) {
 	run := longestRun(text)
 	if utf8.RuneCountInString(run) >= 3 {
 		tokens = func(column string) sqlq.Fragment {
-			return sqlq.LikeContains("token", run).Wrap("flagadmin_search_tokens("+column+") && ARRAY(SELECT token FROM search_tokens WHERE ", ` UNION ALL SELECT '"') AND NOT `+stored.LaterTextColumn)
+			return holdingRun(run).Wrap("flagadmin_search_tokens("+column+") && ARRAY(SELECT token FROM search_tokens WHERE ", ` UNION ALL SELECT '"') AND NOT `+stored.LaterTextColumn)
 		}
 	} else if token := longestToken(text); token != "" {
 		tokens = func(column string) sqlq.Fragment {
@@ -185,9 +185,48 @@ func Tokens(text string, scope flagadmin.TextScope) (sqlq.Fragment, bool) {
 // thousands of matches (1.5 µs a text, most of them compressed).
 func whole(column, text string) sqlq.Fragment {
 	return sqlq.Join(" OR ",
-		sqlq.LikeContains("token", text).Wrap("flagadmin_search_tokens("+column+") && ARRAY(SELECT token FROM search_tokens WHERE ", ") AND NOT "+stored.LaterTextColumn),
+		holdingRun(text).Wrap("flagadmin_search_tokens("+column+") && ARRAY(SELECT token FROM search_tokens WHERE ", ") AND NOT "+stored.LaterTextColumn),
 		sqlq.F("id = ANY(ARRAY(SELECT lt.id FROM events lt WHERE flagadmin_search_tokens(lt."+column+`) @> ARRAY['"'] AND NOT lt.`+stored.LaterTextColumn+" AND strpos(lt."+column+", ?) > 0))", text),
 	).Wrap("(", ")")
+}
+
+// holdingRun is the condition that keeps the tokens of PostgreSQL's
+// vocabulary that contain run (of 3 or more characters). pg_trgm reads
+// the index entries of every trigram of a LIKE pattern's words: for a
+// feature's name of 20 characters, 0.42 ms against 0.08 ms for three
+// (bench1m, 599,000 tokens). So the index is asked for the tokens that
+// hold three of run's trigrams of ASCII letters and digits, its first,
+// middle and last (alnumTrigrams; the same one more than once when it has
+// fewer, so that the statement's text is one of two whatever the run),
+// and strpos keeps those that contain run; a run without such a trigram
+// is matched by LIKE whole.
+func holdingRun(run string) sqlq.Fragment {
+	trigrams := alnumTrigrams(run)
+	if len(trigrams) == 0 {
+		return sqlq.LikeContains("token", run)
+	}
+	n := len(trigrams)
+	return sqlq.And(
+		sqlq.LikeContains("token", trigrams[0]),
+		sqlq.LikeContains("token", trigrams[(n-1)/2]),
+		sqlq.LikeContains("token", trigrams[n-1]),
+		sqlq.F("strpos(token, ?) > 0", run),
+	)
+}
+
+// alnumTrigrams returns the trigrams of run made of ASCII letters and
+// digits only, in order: the characters pg_trgm makes trigrams of
+// whatever the database's locale (it skips the others, and a pattern's
+// trigram that holds one is not looked up as such).
+func alnumTrigrams(run string) []string {
+	alnum := func(b byte) bool { return b >= 'a' && b <= 'z' || b >= 'A' && b <= 'Z' || b >= '0' && b <= '9' }
+	var out []string
+	for i := 0; i+3 <= len(run); i++ {
+		if alnum(run[i]) && alnum(run[i+1]) && alnum(run[i+2]) {
+			out = append(out, run[i:i+3])
+		}
+	}
+	return out
 }
 
 // longestRun returns the longest run of text without delimiters (the

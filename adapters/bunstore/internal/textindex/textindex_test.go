@@ -82,6 +82,28 @@ func TestSpreadTrigrams(t *testing.T) {
 	}
 }
 
+func TestHoldingRun(t *testing.T) {
+	for run, want := range map[string][]any{
+		// Three trigrams of ASCII letters and digits, then the run.
+		"new-push-notifications": {"%new%", "%ifi%", "%ons%", "new-push-notifications"},
+		"abc":                    {"%abc%", "%abc%", "%abc%", "abc"},
+		"ab-1234":                {"%123%", "%123%", "%234%", "ab-1234"},
+		"zürich-2024":            {"%ric%", "%ich%", "%024%", "zürich-2024"},
+		// None: LIKE whole.
+		"ab-cd":  {"%ab-cd%"},
+		"日本語":    {"%日本語%"},
+		"a%b_c!": {"%a!%b!_c!!%"},
+	} {
+		f := holdingRun(run)
+		if !slices.Equal(f.Args, want) {
+			t.Errorf("holdingRun(%q): values %q, want %q", run, f.Args, want)
+		}
+		if spread := len(want) > 1; strings.Contains(f.Text, "strpos(token, ?) > 0") != spread {
+			t.Errorf("holdingRun(%q) = %s: checked by strpos %v, want %v", run, f.Text, !spread, spread)
+		}
+	}
+}
+
 func TestLongestToken(t *testing.T) {
 	for text, want := range map[string]string{
 		`"ab"`:         "ab",
