@@ -17,6 +17,10 @@
 #   BENCH                         -bench of the runs (default BenchmarkDeepPage/postgres)
 #   ROUNDS                        pairs of runs (default 6)
 #   BENCHTIME                     -benchtime of each run (default 3s)
+#   WITH_FILES                    files of the working tree (paths from the repository's
+#                                 root, separated by spaces) copied into BEFORE's checkout
+#                                 before it is built: a benchmark newer than BEFORE, such as
+#                                 adapters/bunstore/textsearch_bench_test.go
 #   FLAGADMIN_BENCH_POSTGRES_DSN  default postgres://postgres@127.0.0.1:5432/test?sslmode=disable;
 #                                 the other FLAGADMIN_BENCH_* settings of bench-store.sh apply
 #   RESULTS                       results directory (default bench-results, git-ignored)
@@ -50,6 +54,13 @@ cleanup() {
 }
 trap cleanup EXIT
 git worktree add --quiet --detach "$tmp/before" "$before_rev"
+for f in ${WITH_FILES:-}; do
+	if [ ! -f "$f" ]; then
+		echo "bench-store-ab.sh: WITH_FILES names $f, which is not a file of the working tree" >&2
+		exit 2
+	fi
+	cp "$f" "$tmp/before/$f"
+done
 echo "building the store benchmarks of $before_rev and of the working tree"
 (cd "$tmp/before" && go test -c -o "$tmp/before.test" ./adapters/bunstore)
 go test -c -o "$tmp/after.test" ./adapters/bunstore
