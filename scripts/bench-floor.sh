@@ -29,8 +29,8 @@
 #             (the cheapest), for the terms varied/query draws: a feature's
 #             name (7 in 10, of 500 drawn from the world), a user's name (2
 #             in 10, of 100) or the rare word vandelay (1 in 10). Each
-#             transaction first picks its term (a statement of its own, a
-#             few microseconds).
+#             transaction first picks its term and its trigrams' patterns
+#             (a statement of its own, a few microseconds).
 #
 # If the database alone, answering nothing but those statements, takes the
 # p99 a target allows, no server in front of it can meet the target on
@@ -145,17 +145,26 @@ query_floor() {
 	echo "== flagadmin, varied/query, result cache off"
 	flagadmin_run varied/query
 
-	# The terms, drawn once from the world (the same ones at each run), as
-	# arrays of SQL literals.
-	local features users
-	features=$(psql -At "$DB" -c "SELECT setseed(0.5); SELECT string_agg(quote_literal(name), ',') FROM (SELECT name FROM features ORDER BY random() LIMIT 500) f" | tail -1)
-	users=$(psql -At "$DB" -c "SELECT setseed(0.5); SELECT string_agg(quote_literal(username), ',') FROM (SELECT username FROM users ORDER BY random() LIMIT 100) u" | tail -1)
+	# The terms, drawn once from the world (the same ones at each run): 500
+	# features' names, then 100 users' names, then vandelay; and the LIKE
+	# patterns of each term's first, middle and last trigram of ASCII
+	# letters and digits, which flagadmin looks its tokens up by. Arrays of
+	# SQL literals, in the terms' order.
+	local drawn terms p1 p2 p3
+	drawn="SELECT setseed(0.5); WITH t AS (
+		SELECT term, n FROM (SELECT name AS term, row_number() OVER (ORDER BY random()) AS n FROM features) f WHERE n <= 500
+		UNION ALL SELECT term, 500 + n FROM (SELECT username AS term, row_number() OVER (ORDER BY random()) AS n FROM users) u WHERE n <= 100
+		UNION ALL SELECT 'vandelay', 601),
+	g AS (SELECT t.term, t.n, array_agg(substr(t.term, i, 3) ORDER BY i) AS g FROM t, generate_series(1, length(t.term) - 2) i
+		WHERE substr(t.term, i, 3) ~ '^[a-zA-Z0-9]{3}\$' GROUP BY t.term, t.n)
+	SELECT string_agg(quote_literal(term), ',' ORDER BY n), string_agg(quote_literal('%' || g[1] || '%'), ',' ORDER BY n),
+		string_agg(quote_literal('%' || g[(cardinality(g) + 1) / 2] || '%'), ',' ORDER BY n), string_agg(quote_literal('%' || g[cardinality(g)] || '%'), ',' ORDER BY n) FROM g"
+	IFS='|' read -r terms p1 p2 p3 < <(psql -At "$DB" -c "$drawn" | tail -1)
 	cat > "$tmp/query.sql" <<EOF
 \set r random(1, 10)
-\set f random(1, 500)
-\set u random(1, 100)
-SELECT CASE WHEN :r <= 7 THEN (ARRAY[$features])[:f] WHEN :r <= 9 THEN (ARRAY[$users])[:u] ELSE 'vandelay' END AS term \gset
-WITH m AS MATERIALIZED (SELECT id, created_at FROM events WHERE (((flagadmin_search_tokens(search_payload) && ARRAY(SELECT token FROM search_tokens WHERE token LIKE (SELECT '%' || replace(replace(replace(CAST(:term AS text), '!', '!!'), '%', '!%'), '_', '!_') || '%') ESCAPE '!') AND NOT text_later OR id = ANY(ARRAY(SELECT lt.id FROM events lt WHERE flagadmin_search_tokens(lt.search_payload) @> ARRAY['"'] AND NOT lt.text_later AND strpos(lt.search_payload, (SELECT CAST(:term AS text))) > 0)))) OR id = ANY(ARRAY(SELECT mk.id FROM events mk WHERE mk.text_later AND strpos(mk.search_payload, (SELECT CAST(:term AS text))) > 0)))), t AS (SELECT COUNT(*) AS total FROM m), p AS (SELECT id FROM m ORDER BY created_at DESC, id DESC LIMIT 50) SELECT t.total, e.id, e.created_at, e.type, e.created_by, e.created_by_user_id, e.environment, e.project, e.feature_name, e.data, e.pre_data, e.tags, e.group_type, e.group_id FROM t LEFT JOIN (p JOIN events AS e ON e.id = p.id) ON TRUE ORDER BY e.created_at DESC, e.id DESC;
+\set i CASE WHEN :r <= 7 THEN random(1, 500) WHEN :r <= 9 THEN random(501, 600) ELSE 601 END
+SELECT (ARRAY[$terms])[:i] AS term, (ARRAY[$p1])[:i] AS p1, (ARRAY[$p2])[:i] AS p2, (ARRAY[$p3])[:i] AS p3 \gset
+WITH m AS MATERIALIZED (SELECT id, created_at FROM events WHERE (((flagadmin_search_tokens(search_payload) && ARRAY(SELECT token FROM search_tokens WHERE token LIKE (SELECT CAST(:p1 AS text)) ESCAPE '!' AND token LIKE (SELECT CAST(:p2 AS text)) ESCAPE '!' AND token LIKE (SELECT CAST(:p3 AS text)) ESCAPE '!' AND strpos(token, (SELECT CAST(:term AS text))) > 0) AND NOT text_later OR id = ANY(ARRAY(SELECT lt.id FROM events lt WHERE flagadmin_search_tokens(lt.search_payload) @> ARRAY['"'] AND NOT lt.text_later AND strpos(lt.search_payload, (SELECT CAST(:term AS text))) > 0)))) OR id = ANY(ARRAY(SELECT mk.id FROM events mk WHERE mk.text_later AND strpos(mk.search_payload, (SELECT CAST(:term AS text))) > 0)))), t AS (SELECT COUNT(*) AS total FROM m), p AS (SELECT id FROM m ORDER BY created_at DESC, id DESC LIMIT 50) SELECT t.total, e.id, e.created_at, e.type, e.created_by, e.created_by_user_id, e.environment, e.project, e.feature_name, e.data, e.pre_data, e.tags, e.group_type, e.group_id FROM t LEFT JOIN (p JOIN events AS e ON e.id = p.id) ON TRUE ORDER BY e.created_at DESC, e.id DESC;
 EOF
 	echo
 	echo "== PostgreSQL alone: the free-text statement of a caller who sees every project, $CONNECTIONS connections"
