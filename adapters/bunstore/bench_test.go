@@ -114,12 +114,7 @@ func BenchmarkDeepPage(b *testing.B) {
 	for _, target := range benchTargets {
 		b.Run(target.name, func(b *testing.B) {
 			bw := loadedWorld(b, target)
-			var private []string
-			for _, p := range bw.world.Projects() {
-				if p.Mode == flagadmin.ModePrivate {
-					private = append(private, p.ID)
-				}
-			}
+			private := bw.privateProjects()
 			for _, v := range []struct {
 				name string
 				q    flagadmin.EventQuery

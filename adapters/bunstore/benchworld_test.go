@@ -72,6 +72,18 @@ type benchWorld struct {
 	loadRate float64
 }
 
+// privateProjects returns the ids of the world's private projects: those
+// a viewer who is not their member cannot see.
+func (bw *benchWorld) privateProjects() []string {
+	var private []string
+	for _, p := range bw.world.Projects() {
+		if p.Mode == flagadmin.ModePrivate {
+			private = append(private, p.ID)
+		}
+	}
+	return private
+}
+
 var (
 	benchMu     sync.Mutex
 	benchWorlds = map[string]*benchWorld{}

@@ -24,12 +24,7 @@ func BenchmarkTextSearch(b *testing.B) {
 		b.Run(target.name, func(b *testing.B) {
 			bw := loadedWorld(b, target)
 			features, users := bw.world.Features(), bw.world.Users()
-			var private []string
-			for _, p := range bw.world.Projects() {
-				if p.Mode == flagadmin.ModePrivate {
-					private = append(private, p.ID)
-				}
-			}
+			private := bw.privateProjects()
 			for _, term := range []struct {
 				name string
 				next func(r *rand.Rand) string
