@@ -12,6 +12,7 @@ package sqlq
 
 import (
 	"database/sql"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -43,6 +44,29 @@ func In[T any](expr string, values []T) Fragment {
 		args[i] = v
 	}
 	return F(expr+" IN ("+placeholders(len(values))+")", args...)
+}
+
+// Texts is a list of strings passed as one value, PostgreSQL's text[]:
+// "column = ANY(CAST(? AS text[]))" tests a row against the list once,
+// where PostgreSQL builds the array of an IN list of statement parameters
+// (Opaque's sub-selects) again for every row it filters. Bun writes it as
+// ARRAY['a', 'b']; Dollar and Opaque as an array parameter in a
+// sub-select (hiddenArray).
+type Texts []string
+
+var _ schema.QueryAppender = Texts{}
+
+// AppendQuery implements schema.QueryAppender: ARRAY[...] of the strings
+// as literals.
+func (t Texts) AppendQuery(gen schema.QueryGen, b []byte) ([]byte, error) {
+	b = append(b, "ARRAY["...)
+	for i, s := range t {
+		if i > 0 {
+			b = append(b, ", "...)
+		}
+		b = gen.Append(b, s)
+	}
+	return append(b, ']'), nil
 }
 
 // LikeContains is "column LIKE ? ESCAPE '!'" with the pattern that
@@ -118,8 +142,19 @@ func Fill(text string, fs ...Fragment) Fragment {
 // Dollar returns f's text with its placeholders numbered $1, $2, ... (in
 // the order of its values) and its values: PostgreSQL's form, for pgx.
 func (f Fragment) Dollar() (string, []any) {
-	return f.numbered(func(p string, _ any) string { return p })
+	return f.numbered(func(p string, arg any) string {
+		if _, ok := arg.(Texts); ok {
+			return hiddenArray(p)
+		}
+		return p
+	})
 }
+
+// hiddenArray is the text[] parameter p in a sub-select, unknown to
+// PostgreSQL's planner: seeing the array, each custom plan of a prepared
+// statement estimates its rows apart from the generic plan, which is then
+// never kept.
+func hiddenArray(p string) string { return "(SELECT CAST(" + p + " AS text[]))" }
 
 // Opaque is Dollar with each value that is a number or a string hidden
 // from PostgreSQL's planner in a sub-select, (SELECT CAST($n AS bigint))
@@ -138,6 +173,8 @@ func (f Fragment) Opaque() (string, []any) {
 			return "(SELECT CAST(" + p + " AS bigint))"
 		case string:
 			return "(SELECT CAST(" + p + " AS text))"
+		case Texts:
+			return hiddenArray(p)
 		}
 		return p
 	})
@@ -145,7 +182,7 @@ func (f Fragment) Opaque() (string, []any) {
 
 // numbered returns f's text with each placeholder replaced by what write
 // makes of $n (n counting from 1 in the order of its values) and of its
-// value, and f's values.
+// value, and f's values (a Texts as []string, for pgx).
 func (f Fragment) numbered(write func(p string, arg any) string) (string, []any) {
 	var b strings.Builder
 	n := 0
@@ -161,7 +198,16 @@ func (f Fragment) numbered(write func(p string, arg any) string) (string, []any)
 		b.WriteString(write("$"+strconv.Itoa(n+1), arg))
 		n++
 	}
-	return b.String(), f.Args
+	args, cloned := f.Args, false
+	for i, arg := range f.Args {
+		if t, ok := arg.(Texts); ok {
+			if !cloned {
+				args, cloned = slices.Clone(f.Args), true
+			}
+			args[i] = []string(t)
+		}
+	}
+	return b.String(), args
 }
 
 var _ schema.QueryAppender = Fragment{}

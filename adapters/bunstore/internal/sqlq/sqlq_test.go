@@ -3,6 +3,9 @@ package sqlq
 import (
 	"reflect"
 	"testing"
+
+	"github.com/uptrace/bun/dialect/pgdialect"
+	"github.com/uptrace/bun/schema"
 )
 
 func TestFragments(t *testing.T) {
@@ -51,5 +54,29 @@ func TestOpaque(t *testing.T) {
 	want := "a = (SELECT CAST($1 AS bigint)) AND b = (SELECT CAST($2 AS text)) AND c = $3 AND d IN ((SELECT CAST($4 AS bigint)), (SELECT CAST($5 AS text)))"
 	if text != want || !reflect.DeepEqual(args, f.Args) {
 		t.Errorf("Opaque() = %q, %v\nwant %q, %v", text, args, want, f.Args)
+	}
+}
+
+func TestTexts(t *testing.T) {
+	f := F("a = ? AND p = ANY(CAST(? AS text[]))", "x", Texts{"b", "c'd"})
+	for _, c := range []struct {
+		name string
+		form func() (string, []any)
+		want string
+	}{
+		{"Dollar", f.Dollar, "a = $1 AND p = ANY(CAST((SELECT CAST($2 AS text[])) AS text[]))"},
+		{"Opaque", f.Opaque, "a = (SELECT CAST($1 AS text)) AND p = ANY(CAST((SELECT CAST($2 AS text[])) AS text[]))"},
+	} {
+		text, args := c.form()
+		if text != c.want || !reflect.DeepEqual(args, []any{"x", []string{"b", "c'd"}}) {
+			t.Errorf("%s() = %q, %#v\nwant %q with the list as []string", c.name, text, args, c.want)
+		}
+		if _, ok := f.Args[1].(Texts); !ok {
+			t.Errorf("%s() changed the fragment's values: %#v", c.name, f.Args)
+		}
+	}
+	gen := schema.NewQueryGen(pgdialect.New())
+	if got, want := string(gen.AppendQuery(nil, f.Text, f.Args...)), `a = 'x' AND p = ANY(CAST(ARRAY['b', 'c''d'] AS text[]))`; got != want {
+		t.Errorf("Bun writes %s, want %s", got, want)
 	}
 }

@@ -239,10 +239,15 @@ func AsStored(e flagadmin.Event) flagadmin.Event {
 
 // ProjectHidden is the SQL form of flagadmin.ProjectHidden on column, a
 // project column, for hidden (not empty) on the database of dialect d:
-// the column is one of hidden, or holds comma-joined projects one of
-// which is (ListsProject).
+// the column is one of hidden (on PostgreSQL, = ANY of one array value,
+// sqlq.Texts: a statement kept prepared otherwise built the IN list's
+// array for each row it filters, 0.8 µs a row for 10 projects), or holds
+// comma-joined projects one of which is (ListsProject).
 func ProjectHidden(d dialect.Name, column string, hidden []string) sqlq.Fragment {
 	one := sqlq.In(column, hidden)
+	if d == dialect.PG {
+		one = sqlq.F(column+" = ANY(CAST(? AS text[]))", sqlq.Texts(hidden))
+	}
 	listed := ListsProject(d, column, hidden)
 	if listed.Empty() {
 		return one
