@@ -156,10 +156,10 @@ func (f Fragment) Dollar() (string, []any) {
 // never kept.
 func hiddenArray(p string) string { return "(SELECT CAST(" + p + " AS text[]))" }
 
-// Opaque is Dollar with each value that is a number or a string hidden
-// from PostgreSQL's planner in a sub-select, (SELECT CAST($n AS bigint))
-// or (SELECT CAST($n AS text)), for a statement kept prepared whose one
-// generic plan serves all its values. PostgreSQL plans a prepared
+// Opaque is Dollar with each value that is a number or a string also
+// hidden from PostgreSQL's planner in a sub-select, (SELECT CAST($n AS
+// bigint)) or (SELECT CAST($n AS text)), for a statement kept prepared
+// whose one generic plan serves all its values. PostgreSQL plans a prepared
 // statement for its values five times (custom plans), then keeps its
 // generic plan only if that costs no more than the custom ones did; when
 // seeing the values makes each custom plan's estimate a little lower,
