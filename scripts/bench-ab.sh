@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# bench-ab.sh compares two versions of flagadmin end to end on PostgreSQL:
+# bench-ab.sh compares two versions of flagadmin end to end on PostgreSQL
+# (or SQLite, SQLITE_WORLD):
 # the load tool (cmd/flagadmin-bench) of revision BEFORE and of the working
 # tree (AFTER), each with its own copy of the world, run in turns on one
 # machine in one session, with the server's result cache on and then off:
@@ -33,6 +34,10 @@
 #                                 is created as a copy of it (--world-from: seconds, where
 #                                 a load takes minutes); checked and migrated as any other
 #                                 (a BEFORE whose load tool lacks --world-from loads its own)
+#   SQLITE_WORLD                  instead of PostgreSQL, the SQLite file of a world (one
+#                                 flagadmin-bench --db sqlite:FILE --build-only made): each
+#                                 run of either version works on a fresh copy of it, so
+#                                 the two versions must share its schema
 #   EVENTS                        events in the world (default 1000000)
 #   CONNECTIONS                   default 16
 #   DURATION, WARMUP              per kind, default 8s and 2s
@@ -67,6 +72,11 @@ case "$ROUNDS" in
 '' | *[!0-9]* | 0) echo "bench-ab.sh: ROUNDS must be a number of rounds, 1 or more, not \"$ROUNDS\"" >&2; exit 2 ;;
 esac
 WORLD_FROM="${WORLD_FROM:-}"
+SQLITE_WORLD="${SQLITE_WORLD:-}"
+if [ -n "$SQLITE_WORLD" ] && [ ! -f "$SQLITE_WORLD" ]; then
+	echo "bench-ab.sh: SQLITE_WORLD $SQLITE_WORLD is not a file" >&2
+	exit 2
+fi
 RESULTS="${RESULTS:-bench-results}"
 OUT="$RESULTS/ab-$(date -u +%Y%m%dT%H%M%SZ)"
 mkdir -p "$OUT"
@@ -104,14 +114,18 @@ run() {
 	[ "$version" = before ] && world="$world_before"
 	set --
 	[ "$cache" = uncached ] && set -- --result-cache-size 0
-	if [ -n "$WORLD_FROM" ]; then
-		case "$("$tmp/bench-$version" --help 2>&1 || true)" in
-		*--world-from*) set -- "$@" --world-from "$WORLD_FROM" ;;
-		esac
+	local db="sqlite:$SQLITE_WORLD"
+	if [ -z "$SQLITE_WORLD" ]; then
+		db="$(with_db "$PG_DSN" "flagadmin_bench_ab_$world")"
+		if [ -n "$WORLD_FROM" ]; then
+			case "$("$tmp/bench-$version" --help 2>&1 || true)" in
+			*--world-from*) set -- "$@" --world-from "$WORLD_FROM" ;;
+			esac
+		fi
 	fi
 	echo
 	echo "== $name"
-	"$tmp/bench-$version" --db "$(with_db "$PG_DSN" "flagadmin_bench_ab_$world")" --events "$EVENTS" \
+	"$tmp/bench-$version" --db "$db" --events "$EVENTS" \
 		--connections "$CONNECTIONS" --duration "$DURATION" --warmup "$WARMUP" --kinds "$KINDS" \
 		--json "$OUT/$name.json" "$@" | tee "$OUT/$name.txt"
 }
