@@ -499,7 +499,7 @@ func (s *Store) openSQLite(path string, pool func(driver.Connector) *sql.DB) err
 	w.SetMaxIdleConns(1)
 	w.SetConnMaxLifetime(0)
 	w.SetConnMaxIdleTime(0)
-	r := pool(sqliteReaders{sqliteConnector(path + "?" + sqliteParams)})
+	r := pool(sqliteConnector(path + "?" + sqliteParams))
 	n := max(4, runtime.GOMAXPROCS(0))
 	r.SetMaxOpenConns(n)
 	r.SetMaxIdleConns(n)
@@ -518,20 +518,6 @@ func (c sqliteConnector) Connect(context.Context) (driver.Conn, error) {
 }
 
 func (sqliteConnector) Driver() driver.Driver { return sqliteshim.Driver() }
-
-// sqliteReaders connects the readers of a SQLite file, which keep the
-// statements of their queries prepared (sqlite.KeepPrepared): every read
-// the dialect runs kept prepared (sqlDialect.QueryPrepared) is then
-// prepared once per connection.
-type sqliteReaders struct{ sqliteConnector }
-
-func (c sqliteReaders) Connect(ctx context.Context) (driver.Conn, error) {
-	conn, err := c.sqliteConnector.Connect(ctx)
-	if err != nil {
-		return nil, err
-	}
-	return sqlite.KeepPrepared(conn), nil
-}
 
 // bound returns ctx with the store's deadline for one operation
 // (WithTimeout), or ctx itself when there is none.

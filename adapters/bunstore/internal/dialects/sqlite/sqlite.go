@@ -379,20 +379,8 @@ func (Dialect) AnalyzeLoaded(context.Context, bun.IDB, func(string) func()) erro
 // PreparedOffset is OFFSET ?: SQLite plans without the value.
 func (Dialect) PreparedOffset() string { return "OFFSET ?" }
 
-// QueryPrepared runs stmt with its values apart from its text, which the
-// readers of a file keep prepared (KeepPrepared): its text then depends
-// only on its shape. db is a *bun.DB, a bun.Tx or a bun.Conn: the driver
-// must see the values, which bun's own QueryContext would write into the
-// text.
+// QueryPrepared runs stmt as bun writes it, its values in the text.
 func (Dialect) QueryPrepared(ctx context.Context, db bun.IDB, stmt sqlq.Fragment) (*sql.Rows, error) {
-	switch db := db.(type) {
-	case *bun.DB:
-		return db.DB.QueryContext(ctx, stmt.Text, stmt.Args...)
-	case bun.Tx:
-		return db.Tx.QueryContext(ctx, stmt.Text, stmt.Args...)
-	case bun.Conn:
-		return db.Conn.QueryContext(ctx, stmt.Text, stmt.Args...)
-	}
 	return db.QueryContext(ctx, stmt.Text, stmt.Args...)
 }
 
