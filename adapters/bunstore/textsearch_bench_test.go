@@ -3,6 +3,7 @@ package bunstore_test
 import (
 	"context"
 	"math/rand/v2"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -13,11 +14,16 @@ import (
 // BenchmarkTextSearch times a free-text page of 50 with its exact total
 // (the query-string search's scope) through Store.SearchEvents, for the
 // terms flagadmin-bench's varied/query draws, each kind alone: a random
-// feature's name (a token of about a hundred events), a random user's
+// feature's name (a token of about a hundred events, and of the names
+// that contain it: its matches are more), a random user's
 // name, and the world's rare word (4,739 events); as an admin (every
 // event) and as a caller who cannot see the private projects. The terms
 // follow from the iteration's number, so every version sees the same
-// sequence.
+// sequence. Then mix: the store alone answering varied/query's draw (a
+// feature's name 7 times in 10, a user's 2, else the rare word; every
+// other query hiding the private projects) from GOMAXPROCS goroutines,
+// its queries/s the most the server could answer on this database,
+// whatever the rest of a request costs, and the matches a query counts.
 func BenchmarkTextSearch(b *testing.B) {
 	ctx := context.Background()
 	for _, target := range benchTargets {
@@ -53,6 +59,32 @@ func BenchmarkTextSearch(b *testing.B) {
 					})
 				}
 			}
+			b.Run("mix", func(b *testing.B) {
+				var seq, matches atomic.Uint64
+				b.RunParallel(func(pb *testing.PB) {
+					r := rand.New(rand.NewPCG(20261206, seq.Add(1)))
+					for i := 0; pb.Next(); i++ {
+						q := flagadmin.EventQuery{Text: worldgen.RareWord, Limit: 50}
+						switch n := r.IntN(10); {
+						case n < 7:
+							q.Text = features[r.IntN(len(features))].Name
+						case n < 9:
+							q.Text = users[r.IntN(len(users))].Username
+						}
+						if i%2 == 1 {
+							q.HiddenProjects = private
+						}
+						page, err := bw.store.SearchEvents(ctx, q)
+						if err != nil || len(page.Events) != min(page.Total, 50) {
+							b.Errorf("query %q: %d events of %d (%v)", q.Text, len(page.Events), page.Total, err)
+							return
+						}
+						matches.Add(uint64(page.Total))
+					}
+				})
+				b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "queries/s")
+				b.ReportMetric(float64(matches.Load())/float64(b.N), "matches/query")
+			})
 		})
 	}
 }
