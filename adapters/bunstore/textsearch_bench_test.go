@@ -31,14 +31,15 @@ func BenchmarkTextSearch(b *testing.B) {
 			bw := loadedWorld(b, target)
 			features, users := bw.world.Features(), bw.world.Users()
 			private := bw.privateProjects()
-			for _, term := range []struct {
+			terms := []struct {
 				name string
 				next func(r *rand.Rand) string
 			}{
 				{"feature", func(r *rand.Rand) string { return features[r.IntN(len(features))].Name }},
 				{"user", func(r *rand.Rand) string { return users[r.IntN(len(users))].Username }},
 				{"rare", func(*rand.Rand) string { return worldgen.RareWord }},
-			} {
+			}
+			for _, term := range terms {
 				for _, v := range []struct {
 					name   string
 					hidden []string
@@ -64,13 +65,14 @@ func BenchmarkTextSearch(b *testing.B) {
 				b.RunParallel(func(pb *testing.PB) {
 					r := rand.New(rand.NewPCG(20261206, seq.Add(1)))
 					for i := 0; pb.Next(); i++ {
-						q := flagadmin.EventQuery{Text: worldgen.RareWord, Limit: 50}
+						term := terms[2] // the rare word, 1 in 10
 						switch n := r.IntN(10); {
 						case n < 7:
-							q.Text = features[r.IntN(len(features))].Name
+							term = terms[0]
 						case n < 9:
-							q.Text = users[r.IntN(len(users))].Username
+							term = terms[1]
 						}
+						q := flagadmin.EventQuery{Text: term.next(r), Limit: 50}
 						if i%2 == 1 {
 							q.HiddenProjects = private
 						}
