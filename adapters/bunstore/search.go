@@ -254,13 +254,25 @@ func (s *Store) searchText(ctx context.Context, q flagadmin.EventQuery) (flagadm
 
 // textPage reads the page of a query with free text, with its total, and
 // reports whether that told the total (false when the page is empty past
-// the first one: the count of the matches came with no row).
+// the first one: the count of the matches came with no row). The
+// summaries may find the page's events and the total from an index
+// (summaries.FindTextPage: on SQLite); else they are read by a window.
 //
 // The window runs over the matches in a subquery, sorted after: with
 // ORDER BY next to the window, PostgreSQL may walk the events_created
 // index and check every event, believing that a LIMIT stops a window
 // count early. The count stays over every match, whatever the cursor.
 func (s *Store) textPage(ctx context.Context, tx bun.IDB, q flagadmin.EventQuery, page *flagadmin.EventPage) (bool, error) {
+	rest := q
+	rest.Text = ""
+	ids, total, found, err := s.summaries.FindTextPage(ctx, tx, q, s.conditions(rest))
+	if err != nil || found {
+		page.Total = total
+		if err != nil || len(ids) == 0 {
+			return true, err
+		}
+		return true, s.fetchPage(ctx, tx, sqlq.In("SELECT id FROM events WHERE id", ids), page)
+	}
 	matches := s.filter(q).Wrap("(SELECT id, created_at, COUNT(*) OVER () AS total FROM events WHERE ", ") AS m")
 	sel := sqlq.Join(" WHERE ", matches.Wrap("SELECT id, total FROM ", ""), s.after(q))
 	sel = sqlq.Join(" ", sel, sqlq.F("ORDER BY created_at DESC, id DESC LIMIT ? OFFSET ?", q.Limit, q.Offset))
@@ -274,7 +286,7 @@ func (s *Store) textPage(ctx context.Context, tx bun.IDB, q flagadmin.EventQuery
 	if len(hits) == 0 && (q.Offset > 0 || q.After != nil) {
 		return false, nil
 	}
-	ids := make([]int64, 0, len(hits))
+	ids = make([]int64, 0, len(hits))
 	for _, h := range hits {
 		ids = append(ids, h.ID)
 		page.Total = h.Total
@@ -301,6 +313,14 @@ func appendEvents(page *flagadmin.EventPage, rows []stored.Event) error {
 // EventQuery.Matches (without its cursor, q.After), true ("1 = 1") when
 // q has no filter.
 func (s *Store) filter(q flagadmin.EventQuery) sqlq.Fragment {
+	if where := s.conditions(q); !where.Empty() {
+		return where
+	}
+	return sqlq.F("1 = 1")
+}
+
+// conditions is filter, empty when q has no filter.
+func (s *Store) conditions(q flagadmin.EventQuery) sqlq.Fragment {
 	var conds []sqlq.Fragment
 	for c := range q.ColumnFilters() {
 		switch {
@@ -325,9 +345,6 @@ func (s *Store) filter(q flagadmin.EventQuery) sqlq.Fragment {
 	}
 	if q.Text != "" {
 		conds = append(conds, s.textFilter(q.Text, q.TextScope))
-	}
-	if len(conds) == 0 {
-		return sqlq.F("1 = 1")
 	}
 	return sqlq.And(conds...)
 }

@@ -25,8 +25,9 @@ import (
 //     its total, where a page at a large offset starts, and the condition
 //     of its free text;
 //   - a page, a free-text query's page and an export's batch (ReadPage,
-//     ReadTextPage, ReadExport) read in one statement, and the rows of a
-//     page found by a seek (ReadPageIn);
+//     ReadTextPage, ReadExport) read in one statement, the rows of a
+//     page found by a seek (ReadPageIn), and the events of a free-text
+//     query's page found from an index (FindTextPage);
 //   - the project list (ProjectFigures, NewestEvents, ReadProjectRows):
 //     its figures and the newest event of each project, and its rows read
 //     in fewer steps than the portable path;
@@ -82,6 +83,12 @@ type summaries interface {
 	// with the total of matches whatever the cursor. It reports whether it
 	// did.
 	ReadTextPage(ctx context.Context, db *bun.DB, q flagadmin.EventQuery, matches, after sqlq.Fragment) (flagadmin.EventPage, bool, error)
+	// FindTextPage finds the ids of the page of q, a free-text query
+	// (q.Limit > 0), in page order, and its total, in the read
+	// transaction db: the events whose texts hold q.Text and that rest
+	// (q's other conditions on events, empty without any) keeps. It
+	// reports whether it found them.
+	FindTextPage(ctx context.Context, db bun.IDB, q flagadmin.EventQuery, rest sqlq.Fragment) ([]int64, int, bool, error)
 	// ReadExport reads a batch of an export on db: the first limit events
 	// by id among those of where. It reports whether it did.
 	ReadExport(ctx context.Context, db *bun.DB, where sqlq.Fragment, limit int) ([]flagadmin.Event, bool, error)
@@ -139,6 +146,11 @@ func (plain) ReadPageIn(context.Context, bun.Conn, sqlq.Fragment, int, sqlq.Frag
 // ReadTextPage does not read: the core reads the page.
 func (plain) ReadTextPage(context.Context, *bun.DB, flagadmin.EventQuery, sqlq.Fragment, sqlq.Fragment) (flagadmin.EventPage, bool, error) {
 	return flagadmin.EventPage{}, false, nil
+}
+
+// FindTextPage does not find: the core reads the page by its window.
+func (plain) FindTextPage(context.Context, bun.IDB, flagadmin.EventQuery, sqlq.Fragment) ([]int64, int, bool, error) {
+	return nil, 0, false, nil
 }
 
 // ReadExport does not read: the core reads the batch.

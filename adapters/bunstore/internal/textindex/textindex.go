@@ -61,13 +61,7 @@ func Match(text string, scope flagadmin.TextScope) (sqlq.Fragment, bool) {
 	checked := func(events sqlq.Fragment) sqlq.Fragment {
 		return sqlq.And(events.Wrap("e.id IN (", ")"), check).Wrap("SELECT e.id FROM events e WHERE ", "")
 	}
-	// tokens is the FTS5 query of the events holding a token of the
-	// vocabulary that contains the run (vocabulary, below), of those whose
-	// length the condition length keeps.
-	tokens := func(length string) sqlq.Fragment {
-		return sqlq.F(`(SELECT coalesce('` + column + `(' || group_concat('"' || replace(token, '"', '""') || '"', ' OR ') || ')', '""')
-	FROM run_tokens WHERE length(token) ` + length + `)`)
-	}
+	tokens := func(length string) sqlq.Fragment { return tokenQuery(column, length).Wrap("(", ")") }
 	var arms []sqlq.Fragment
 	run, short := longestRun(text), strconv.Itoa(stored.MaxSearchTokenChars)
 	switch {
@@ -86,6 +80,16 @@ func Match(text string, scope flagadmin.TextScope) (sqlq.Fragment, bool) {
 		events = sqlq.Join(" ", vocabulary(run), events)
 	}
 	return events.Wrap("id IN (", ")"), true
+}
+
+// tokenQuery is the statement of the FTS5 query (column, "" or
+// "search_payload : ", limits it) of the events holding a token of the
+// vocabulary that contains the run (run_tokens: vocabulary), of those
+// whose length the condition length keeps: each token a phrase, its
+// double quotes doubled, or "" (no event) when none does.
+func tokenQuery(column, length string) sqlq.Fragment {
+	return sqlq.F(`SELECT coalesce('` + column + `(' || group_concat('"' || replace(token, '"', '""') || '"', ' OR ') || ')', '""')
+	FROM run_tokens WHERE length(token) ` + length)
 }
 
 // vocabulary is the WITH clause of run_tokens, the tokens of the

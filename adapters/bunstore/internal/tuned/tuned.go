@@ -13,7 +13,8 @@
 //     PostgreSQL, decoding pgx's raw values (ReadPage, ReadExport), and
 //     the project list's rows likewise (ReadProjectRows);
 //   - textindex answers free text from an index: SQLite's FTS5 table,
-//     PostgreSQL's token index (MatchText);
+//     PostgreSQL's token index (MatchText), and finds a free-text page's
+//     events from the FTS5 table in id order (FindTextPage);
 //   - proofread reads what a proof of the verifiable log needs in one
 //     statement (ReadProof).
 //
@@ -177,6 +178,16 @@ func (s *Summaries) ReadTextPage(ctx context.Context, db *bun.DB, q flagadmin.Ev
 	}
 	page, err := pgpage.TextPage(ctx, db, q, matches, after)
 	return page, true, err
+}
+
+// FindTextPage finds the events of a free-text query's page and its
+// total from SQLite's FTS5 table in id order (textindex.FindPage), with
+// the text index on.
+func (s *Summaries) FindTextPage(ctx context.Context, db bun.IDB, q flagadmin.EventQuery, rest sqlq.Fragment) ([]int64, int, bool, error) {
+	if !s.on.TextIndex || s.db.Name() != dialect.SQLite {
+		return nil, 0, false, nil
+	}
+	return textindex.FindPage(ctx, db, q, rest)
 }
 
 // ReadExport reads a batch of an export on db, decoded from pgx's raw

@@ -1,0 +1,137 @@
+package textindex
+
+import (
+	"cmp"
+	"context"
+	"slices"
+	"strconv"
+	"unicode/utf8"
+
+	"github.com/uptrace/bun"
+
+	"github.com/flagadmin/flagadmin/adapters/bunstore/internal/sqlq"
+	"github.com/flagadmin/flagadmin/adapters/bunstore/internal/stored"
+	"github.com/flagadmin/flagadmin/flagadmin"
+)
+
+// MaxWalk is the most matches FindPage reads in id order for one page:
+// q.Offset+q.Limit, each read with its event's row.
+const MaxWalk = 1000
+
+// verifyPerMatch bounds the events of events_created that FindPage reads
+// to check its page, per match of the query (and at least minVerify): a
+// match costs the window path about 8.5 µs (its row read by id, the
+// window, the sort), an entry of events_created about 0.17 µs, so the
+// check never costs more than the path it spares.
+const (
+	verifyPerMatch = 40
+	minVerify      = 4096
+)
+
+// FindPage finds the page of q on SQLite, a free-text query without a
+// cursor, from events_tokens in id order: the ids of its events in page
+// order (created_at then id, both descending), and its total, the events
+// whose texts hold q.Text and that rest (q's other conditions, on
+// events) keeps, in the read transaction db. It reports whether it found
+// them; when it did not, the caller reads the page by its window.
+//
+// The index returns an FTS5 query's events by rowid (the event's id),
+// descending and stopping at a LIMIT, without reading any other: events
+// are nearly always written in the order of their creation, so the first
+// q.Offset+q.Limit matches by id are those of the page, sorted by
+// created_at. Whether they are is checked, not assumed: every match the
+// walk did not reach has a smaller id than the last it read (L), and if
+// no event at all with an id below L's is newer than the oldest event
+// read (an index range of events_created from that event's created_at,
+// read up to a bound), no match it left out belongs on the page. A query
+// that the check does not clear is left to the caller, as is one the
+// index answers with more than a phrase query (a query with a delimiter,
+// a long token, events of the pending range: Match), or whose page lies
+// deeper than MaxWalk.
+//
+// The total of free text alone (rest empty) is the index's own
+// count of the query's events; with other conditions, the count of its
+// events that rest keeps, each read by id.
+func FindPage(ctx context.Context, db bun.IDB, q flagadmin.EventQuery, rest sqlq.Fragment) ([]int64, int, bool, error) {
+	walk := q.PageEnd()
+	run := longestRun(q.Text)
+	if q.After != nil || q.Limit <= 0 || walk > MaxWalk || !usable(q.Text) || run != q.Text || utf8.RuneCountInString(run) < 3 {
+		return nil, 0, false, nil
+	}
+	column := ""
+	if q.TextScope == flagadmin.TextPayload {
+		column = "search_payload : "
+	}
+	var plan struct {
+		Query   string `bun:"query"`
+		Long    bool   `bun:"long"`
+		Pending bool   `bun:"pending"`
+	}
+	stmt := sqlq.Join(" ", vocabulary(run), sqlq.Fill("SELECT (?) AS query, EXISTS (SELECT 1 FROM run_tokens WHERE length(token) > "+strconv.Itoa(stored.MaxSearchTokenChars)+") AS long, EXISTS (SELECT 1 FROM events_text_pending) AS pending",
+		tokenQuery(column, "<= "+strconv.Itoa(stored.MaxSearchTokenChars))))
+	if err := db.NewRaw(stmt.Text, stmt.Args...).Scan(ctx, &plan); err != nil {
+		return nil, 0, false, err
+	}
+	if plan.Long || plan.Pending {
+		return nil, 0, false, nil
+	}
+	if plan.Query == `""` {
+		return []int64{}, 0, true, nil
+	}
+	joined := sqlq.And(sqlq.F("events_tokens MATCH ?", plan.Query), rest).Wrap("FROM events_tokens t JOIN events e ON e.id = t.rowid WHERE ", "")
+	var read []key
+	stmt = sqlq.Join(" ", joined.Wrap("SELECT t.rowid AS id, e.created_at ", ""), sqlq.F("ORDER BY t.rowid DESC LIMIT "+strconv.Itoa(walk)))
+	if err := db.NewRaw(stmt.Text, stmt.Args...).Scan(ctx, &read); err != nil {
+		return nil, 0, false, err
+	}
+	last := key{}
+	if len(read) > 0 {
+		last = read[len(read)-1] // the smallest id read
+	}
+	slices.SortFunc(read, func(a, b key) int { return b.compare(a) })
+	total := len(read)
+	if total == walk { // matches may remain: count them, then check the page
+		count := joined.Wrap("SELECT COUNT(*) ", "")
+		if rest.Empty() {
+			count = sqlq.F("SELECT COUNT(*) FROM events_tokens WHERE events_tokens MATCH ?", plan.Query)
+		}
+		if err := db.NewRaw(count.Text, count.Args...).Scan(ctx, &total); err != nil {
+			return nil, 0, false, err
+		}
+		cleared, err := noneNewerBelow(ctx, db, read[len(read)-1], last.ID, max(minVerify, verifyPerMatch*total))
+		if err != nil || !cleared {
+			return nil, 0, false, err
+		}
+	}
+	ids := make([]int64, 0, q.Limit)
+	for _, k := range read[min(q.Offset, len(read)):] {
+		ids = append(ids, k.ID)
+	}
+	return ids, total, true, nil
+}
+
+// key is an event's place in page order.
+type key struct {
+	ID        int64 `bun:"id"`
+	CreatedAt int64 `bun:"created_at"`
+}
+
+// compare orders keys as created_at then id, ascending.
+func (k key) compare(o key) int {
+	return cmp.Or(cmp.Compare(k.CreatedAt, o.CreatedAt), cmp.Compare(k.ID, o.ID))
+}
+
+// noneNewerBelow reports whether no event with an id below below is newer
+// (created_at then id) than oldest, read from events_created: the events
+// from oldest's created_at on, up to bound of them (false when there are
+// more).
+func noneNewerBelow(ctx context.Context, db bun.IDB, oldest key, below int64, bound int) (bool, error) {
+	var seen struct {
+		Read  int `bun:"read"`
+		Newer int `bun:"newer"`
+	}
+	err := db.NewRaw(`SELECT COUNT(*) AS read, coalesce(sum(id < ? AND (created_at > ? OR id > ?)), 0) AS newer
+	FROM (SELECT id, created_at FROM events WHERE created_at >= ? ORDER BY created_at, id LIMIT ?)`,
+		below, oldest.CreatedAt, oldest.ID, oldest.CreatedAt, bound).Scan(ctx, &seen)
+	return err == nil && seen.Read < bound && seen.Newer == 0, err
+}
