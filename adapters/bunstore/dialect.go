@@ -81,6 +81,10 @@ type sqlDialect interface {
 	// such an index and fills the new one in the background (TextBacklog):
 	// every stored event is left pending.
 	TextTokens(ctx context.Context, db *bun.DB) error
+	// TextProjects gives, in a migration, the full-text index each
+	// event's project, where the index can hold it (SQLite), so that a
+	// search leaves out a caller's hidden projects from the index alone.
+	TextProjects(ctx context.Context, db *bun.DB) error
 	// PendingText makes, in a migration, where a bulk load may leave the
 	// full-text index of the loaded events to be filled after it commits
 	// (SQLite: the range of their ids, which the index's triggers leave

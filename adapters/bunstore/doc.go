@@ -144,8 +144,13 @@
 //     vocabulary (search_tokens) by its trigram index (search_tokens_text;
 //     by three of the run's trigrams, each token found checked by instr),
 //     then the events that hold one in events_tokens, a contentless table
-//     of each text's tokens; a query whose runs are shorter, by the
-//     longest one between two delimiters. Other queries, the rare ones
+//     of each text's tokens and of the event's project (a token that
+//     leaves out the projects a caller may not see); a query whose runs
+//     are shorter, by the longest one between two delimiters. A query
+//     that is one run finds its page there too, without reading the rows
+//     of the events it passes over: the first matches by id, sorted by
+//     creation, checked against events_created, and its total counted in
+//     the index (textindex.FindPage). Other queries, the rare ones
 //     with characters the tokenizers alter, and the plain store scan with
 //     instr(text, ?) > 0, an exact substring test (LIKE in SQLite folds
 //     ASCII case). So are the texts of the events a large load or a

@@ -82,6 +82,9 @@ func newMigrations(d sqlDialect, sums summaries, o migrateOptions) *migrate.Migr
 	add("20261213090000", "bound the pending lists of the full-text indexes, which every search reads (PostgreSQL)", func(ctx context.Context, db *bun.DB) error {
 		return d.LimitTextPending(ctx, db)
 	})
+	add("20261214090000", "give the full-text index each event's project, filled in the background, so that a search leaves out the projects its caller may not see from the index alone (SQLite)", func(ctx context.Context, db *bun.DB) error {
+		return d.TextProjects(ctx, db)
+	})
 	return ms
 }
 

@@ -38,12 +38,11 @@ func (f *findCounter) FindTextPage(ctx context.Context, db bun.IDB, q flagadmin.
 // their creation, every page is found from the index; written newest
 // first, or in order but for a few late events dated in the past and a
 // few early ones dated ahead, the pages whose check fails are read by the
-// window instead: for an admin and for a caller who cannot see a project,
-// at offsets up to past the last match.
+// window instead (samePages).
 func TestTextPageFromIndexAgreesWithMemstore(t *testing.T) {
 	ctx := context.Background()
 	at := time.Date(2024, 5, 1, 0, 0, 0, 0, time.UTC)
-	const n = 240
+	const n = 240 // samePages' offsets reach past the last match
 	for _, order := range []struct {
 		name  string
 		when  func(i int) time.Time
@@ -70,48 +69,144 @@ func TestTextPageFromIndexAgreesWithMemstore(t *testing.T) {
 			counter := &findCounter{summaries: s.summaries}
 			s.summaries = counter
 			mem := memstore.New()
-			projects := []string{"alpha", "beta", "secret"}
-			var events []flagadmin.Event
-			for i := range n {
-				note := fmt.Sprintf("orbit %d", i)
-				if i%5 == 0 {
-					note += " comet-5"
-				}
-				data, _ := json.Marshal(map[string]string{"note": note})
-				e := flagadmin.Event{CreatedAt: order.when(i), Type: flagadmin.EventFeatureUpdated, CreatedBy: "user", Data: data}
-				if i%4 < 3 {
-					e.Project = &projects[i%4]
-				}
-				events = append(events, e)
-			}
+			events := projectEvents(n, order.when)
 			for _, st := range []flagadmin.Store{s, mem} {
 				if err := st.Write(ctx, &flagadmin.Batch{Events: events}); err != nil {
 					t.Fatal(err)
 				}
 			}
-			for _, text := range []string{"orbit", "comet-5", "no-such-text"} {
-				for _, hidden := range [][]string{nil, {"secret", flagadmin.AllProjects}} {
-					for _, p := range [][2]int{{0, 50}, {0, 1}, {37, 7}, {190, 50}, {239, 1}, {250, 10}} {
-						q := flagadmin.EventQuery{Text: text, Offset: p[0], Limit: p[1], RequireProject: hidden != nil, HiddenProjects: hidden}
-						want, err := mem.SearchEvents(ctx, q)
-						if err != nil {
-							t.Fatal(err)
-						}
-						got, err := s.SearchEvents(ctx, q)
-						if err != nil {
-							t.Fatal(err)
-						}
-						if g, w := pageOf(t, got), pageOf(t, want); g != w {
-							t.Errorf("%q hiding %v, offset %d limit %d:\ngot  %s\nwant %s", text, hidden, q.Offset, q.Limit, g, w)
-						}
-					}
-				}
-			}
+			samePages(t, s, mem, order.name)
 			if order.found && counter.declined > 0 || !order.found && counter.declined == 0 || counter.found == 0 {
 				t.Errorf("%d pages found from the index, %d read by the window", counter.found, counter.declined)
 			}
 		})
 	}
+}
+
+// projectEvents are n events created at when(i), each with "orbit i" in
+// its data, every fifth with "comet-5" too, one with the token of a
+// project, in projects whose ids differ
+// only by case, lists of projects, every project ("*"), or none.
+func projectEvents(n int, when func(i int) time.Time) []flagadmin.Event {
+	projects := []string{"alpha", "beta", "secret", "Secret", "alpha,secret", "beta,gamma", "*", "secret"}
+	var events []flagadmin.Event
+	for i := range n {
+		note := fmt.Sprintf("orbit %d", i)
+		if i%5 == 0 {
+			note += " comet-5"
+		}
+		if i == 17 {
+			note += " w2a" // the project token of "*", in a text
+		}
+		data, _ := json.Marshal(map[string]string{"note": note})
+		e := flagadmin.Event{CreatedAt: when(i), Type: flagadmin.EventFeatureUpdated, CreatedBy: "user", Data: data}
+		if i%24 != 23 {
+			e.Project = &projects[i%8]
+		}
+		events = append(events, e)
+	}
+	return events
+}
+
+// samePages checks that s answers free-text queries of projectEvents as
+// want does, in both scopes: for an admin and for callers who cannot see some projects
+// (told apart by case, named in lists of projects, every project's "*")
+// or events without one, at offsets up to past the last match.
+func samePages(t *testing.T, s *Store, want flagadmin.Store, stage string) {
+	t.Helper()
+	ctx := context.Background()
+	for _, text := range []string{"orbit", "comet-5", "no-such-text", "w2a"} {
+		for _, v := range []struct {
+			require bool
+			hidden  []string
+		}{
+			{false, nil}, {true, nil}, {true, []string{"secret", flagadmin.AllProjects}}, {false, []string{"Secret"}},
+			{true, []string{"alpha", "gamma", flagadmin.AllProjects}},
+		} {
+			for _, p := range [][2]int{{0, 50}, {0, 1}, {37, 7}, {190, 50}, {239, 1}, {250, 10}} {
+				for _, scope := range []flagadmin.TextScope{flagadmin.TextPayload, flagadmin.TextPayloadTypeCreator} {
+					q := flagadmin.EventQuery{Text: text, TextScope: scope, Offset: p[0], Limit: p[1], RequireProject: v.require, HiddenProjects: v.hidden}
+					w, err := want.SearchEvents(ctx, q)
+					if err != nil {
+						t.Fatal(err)
+					}
+					got, err := s.SearchEvents(ctx, q)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if g, w := pageOf(t, got), pageOf(t, w); g != w {
+						t.Errorf("%s: %q in scope %d requiring a project %v, hiding %q, offset %d limit %d:\ngot  %s\nwant %s", stage, text, scope, v.require, v.hidden, q.Offset, q.Limit, g, w)
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestSQLiteTextIndexFollowsProjects: the full-text index's project
+// tokens follow changes made in the database (an event's project set,
+// changed to another, removed), and a database whose
+// index had no projects gets them in a migration that leaves every event
+// to the backlog: hidden projects are left out as the plain store leaves
+// them out, before the backlog fills the index and after.
+func TestSQLiteTextIndexFollowsProjects(t *testing.T) {
+	ctx := context.Background()
+	at := time.Date(2024, 5, 1, 0, 0, 0, 0, time.UTC)
+	url := dbtest.SQLite(t)
+	s, err := Open(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	plain, err := Open(ctx, url, WithoutTuning(TextIndex))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer plain.Close()
+	if err := s.Write(ctx, &flagadmin.Batch{Events: projectEvents(240, func(i int) time.Time { return at.Add(time.Duration(i) * time.Minute) })}); err != nil {
+		t.Fatal(err)
+	}
+	samePages(t, s, plain, "written")
+	for _, stmt := range []string{
+		"UPDATE events SET project = 'secret' WHERE id % 9 = 0",
+		"UPDATE events SET project = 'alpha,secret' WHERE id % 13 = 0",
+		"UPDATE events SET project = NULL WHERE id % 7 = 0",
+		"UPDATE events SET project = 'beta' WHERE project IS NULL AND id % 2 = 0",
+	} {
+		if _, err := s.db.ExecContext(ctx, stmt); err != nil {
+			t.Fatalf("%s: %v", stmt, err)
+		}
+	}
+	samePages(t, s, plain, "changed in the database")
+	// The schema before the migration: events_tokens without projects.
+	for _, stmt := range []string{
+		"DROP TRIGGER events_tokens_delete", "DROP TRIGGER events_tokens_update", "DROP TABLE events_tokens",
+		`CREATE VIRTUAL TABLE events_tokens USING fts5(search_payload, search_meta, content='', tokenize="ascii tokenchars '!#$%&''()*+-./;<=>?@\^_` + "`" + `|~'")`,
+		"INSERT INTO events_tokens (rowid, search_payload, search_meta) SELECT id, search_payload, search_meta FROM events",
+		"DELETE FROM bun_migrations WHERE name = '20261214090000'",
+	} {
+		if _, err := s.db.ExecContext(ctx, stmt); err != nil {
+			t.Fatalf("%s: %v", stmt, err)
+		}
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s, err = Open(ctx, url, WithTextBacklogHeld())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	var pending int
+	if err := s.db.QueryRowContext(ctx, "SELECT COUNT(*) FROM events_text_pending").Scan(&pending); err != nil || pending != 1 {
+		t.Fatalf("after the migration: %d pending ranges (%v), want 1", pending, err)
+	}
+	samePages(t, s, plain, "after the migration")
+	for more := true; more; {
+		if more, err = FillTextBatch(ctx, s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	samePages(t, s, plain, "after the backlog")
 }
 
 // pageOf is a page's total and its events, without their ids.

@@ -491,7 +491,7 @@ func TestSQLiteTokenIndexMigrated(t *testing.T) {
 			`CREATE TRIGGER events_text_insert AFTER INSERT ON events BEGIN
 	INSERT INTO events_text (rowid, search_payload, search_meta) VALUES (new.id, new.search_payload, new.search_meta);
 END`,
-			"DELETE FROM bun_migrations WHERE name IN ('20261209090000', '20261212090000')",
+			"DELETE FROM bun_migrations WHERE name IN ('20261209090000', '20261212090000', '20261214090000')",
 		} {
 			_, err := bunstore.DB(s).ExecContext(ctx, stmt)
 			must(t, stmt, err)

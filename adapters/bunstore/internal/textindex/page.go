@@ -3,8 +3,10 @@ package textindex
 import (
 	"cmp"
 	"context"
+	"encoding/hex"
 	"slices"
 	"strconv"
+	"strings"
 	"unicode/utf8"
 
 	"github.com/uptrace/bun"
@@ -14,9 +16,9 @@ import (
 	"github.com/flagadmin/flagadmin/flagadmin"
 )
 
-// MaxWalk is the most matches FindPage reads in id order for one page:
+// maxWalk is the most matches FindPage reads in id order for one page:
 // q.Offset+q.Limit, each read with its event's row.
-const MaxWalk = 1000
+const maxWalk = 1000
 
 // verifyPerMatch bounds the events of events_created that FindPage reads
 // to check its page, per match of the query (and at least minVerify): a
@@ -47,21 +49,17 @@ const (
 // that the check does not clear is left to the caller, as is one the
 // index answers with more than a phrase query (a query with a delimiter,
 // a long token, events of the pending range: Match), or whose page lies
-// deeper than MaxWalk.
+// deeper than maxWalk.
 //
-// The total of free text alone (rest empty) is the index's own
-// count of the query's events; with other conditions, the count of its
-// events that rest keeps, each read by id.
+// The total is counted from the index alone when q filters by what its
+// caller may see only (count), else from the rows of its matches.
 func FindPage(ctx context.Context, db bun.IDB, q flagadmin.EventQuery, rest sqlq.Fragment) ([]int64, int, bool, error) {
 	walk := q.PageEnd()
 	run := longestRun(q.Text)
-	if q.After != nil || q.Limit <= 0 || walk > MaxWalk || !usable(q.Text) || run != q.Text || utf8.RuneCountInString(run) < 3 {
+	if q.After != nil || q.Limit <= 0 || walk > maxWalk || !usable(q.Text) || run != q.Text || utf8.RuneCountInString(run) < 3 {
 		return nil, 0, false, nil
 	}
-	column := ""
-	if q.TextScope == flagadmin.TextPayload {
-		column = "search_payload : "
-	}
+	column := textColumns(q.TextScope)
 	var plan struct {
 		Query   string `bun:"query"`
 		Long    bool   `bun:"long"`
@@ -78,9 +76,8 @@ func FindPage(ctx context.Context, db bun.IDB, q flagadmin.EventQuery, rest sqlq
 	if plan.Query == `""` {
 		return []int64{}, 0, true, nil
 	}
-	joined := sqlq.And(sqlq.F("events_tokens MATCH ?", plan.Query), rest).Wrap("FROM events_tokens t JOIN events e ON e.id = t.rowid WHERE ", "")
 	var read []key
-	stmt = sqlq.Join(" ", joined.Wrap("SELECT t.rowid AS id, e.created_at ", ""), sqlq.F("ORDER BY t.rowid DESC LIMIT "+strconv.Itoa(walk)))
+	stmt = sqlq.Join(" ", joined(plan.Query, rest).Wrap("SELECT t.rowid AS id, e.created_at ", ""), sqlq.F("ORDER BY t.rowid DESC LIMIT "+strconv.Itoa(walk)))
 	if err := db.NewRaw(stmt.Text, stmt.Args...).Scan(ctx, &read); err != nil {
 		return nil, 0, false, err
 	}
@@ -91,11 +88,8 @@ func FindPage(ctx context.Context, db bun.IDB, q flagadmin.EventQuery, rest sqlq
 	slices.SortFunc(read, func(a, b key) int { return b.compare(a) })
 	total := len(read)
 	if total == walk { // matches may remain: count them, then check the page
-		count := joined.Wrap("SELECT COUNT(*) ", "")
-		if rest.Empty() {
-			count = sqlq.F("SELECT COUNT(*) FROM events_tokens WHERE events_tokens MATCH ?", plan.Query)
-		}
-		if err := db.NewRaw(count.Text, count.Args...).Scan(ctx, &total); err != nil {
+		var err error
+		if total, err = count(ctx, db, q, plan.Query, rest); err != nil {
 			return nil, 0, false, err
 		}
 		cleared, err := noneNewerBelow(ctx, db, read[len(read)-1], last.ID, max(minVerify, verifyPerMatch*total))
@@ -108,6 +102,67 @@ func FindPage(ctx context.Context, db bun.IDB, q flagadmin.EventQuery, rest sqlq
 		ids = append(ids, k.ID)
 	}
 	return ids, total, true, nil
+}
+
+// joined is the FROM and WHERE clauses of the events of the FTS5 query
+// match that rest (a condition on events, or empty) keeps: events_tokens
+// AS t, each match's row of events AS e read by id.
+func joined(match string, rest sqlq.Fragment) sqlq.Fragment {
+	return sqlq.And(sqlq.F("events_tokens MATCH ?", match), rest).Wrap("FROM events_tokens t JOIN events e ON e.id = t.rowid WHERE ", "")
+}
+
+// count returns the number of events of the FTS5 query match that q's
+// other conditions (rest, on events) keep. When q filters by what its
+// caller may see alone (visibilityOnly), that is the index's own count of
+// match without the events of hidden projects, or without a project when
+// q requires one, by their project's token (sqlite.ProjectToken), read
+// from no event's row; the events naming several projects, whose token
+// does not say which, are counted from their rows. Else each match's row
+// is read.
+func count(ctx context.Context, db bun.IDB, q flagadmin.EventQuery, match string, rest sqlq.Fragment) (int, error) {
+	scalar := func(stmt sqlq.Fragment) (n int, err error) {
+		err = db.NewRaw(stmt.Text, stmt.Args...).Scan(ctx, &n)
+		return n, err
+	}
+	if !visibilityOnly(q) {
+		return scalar(joined(match, rest).Wrap("SELECT COUNT(*) ", ""))
+	}
+	var hide []string
+	if q.RequireProject {
+		hide = append(hide, "n")
+	}
+	for _, p := range q.HiddenProjects {
+		if !strings.Contains(p, ",") { // a project with a comma is only ever a whole list: "c"
+			hide = append(hide, "w"+hex.EncodeToString([]byte(p)))
+		}
+	}
+	if len(q.HiddenProjects) > 0 {
+		hide = append(hide, "c")
+	}
+	shown := match
+	if len(hide) > 0 {
+		shown = "(" + match + ") NOT project_token : (" + strings.Join(hide, " OR ") + ")"
+	}
+	n, err := scalar(sqlq.F("SELECT COUNT(*) FROM events_tokens WHERE events_tokens MATCH ?", shown))
+	if err != nil || len(q.HiddenProjects) == 0 {
+		return n, err
+	}
+	lists, err := scalar(joined("("+match+") AND project_token : c", rest).Wrap("SELECT COUNT(*) ", ""))
+	return n + lists, err
+}
+
+// visibilityOnly reports whether q has no condition but its free text and
+// what its caller may see (RequireProject, HiddenProjects).
+func visibilityOnly(q flagadmin.EventQuery) bool {
+	if q.From != nil || q.Before != nil {
+		return false
+	}
+	for c := range q.ColumnFilters() {
+		if c.Len() > 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // key is an event's place in page order.

@@ -11,9 +11,10 @@
 //
 //   - on SQLite (Match), from the FTS5 tables its dialect makes in a
 //     migration: search_tokens and its trigram index search_tokens_text,
-//     the vocabulary, and events_tokens, the tokens of each text (the
-//     events that a bulk load left pending, events_text_pending, none once
-//     the store has indexed them, are scanned);
+//     the vocabulary, and events_tokens, the tokens of each text and of
+//     the event's project (the events that a bulk load left pending,
+//     events_text_pending, none once the store has indexed them, are
+//     scanned), which also gives a query's page and total (FindPage);
 //   - on PostgreSQL (Tokens), from search_tokens, its pg_trgm index, and
 //     a GIN index of each text's tokens (the events a follower's batches
 //     left to the backlog, marked, none once the store has indexed them,
@@ -38,8 +39,8 @@ import (
 //
 // The events that hold a token are an FTS5 query of events_tokens: the
 // token as a phrase (its pieces at consecutive positions, where a control
-// character splits it), inside search_payload only for the payload scope
-// (a phrase never spans two columns). The tokens that contain the longest
+// character splits it), inside both texts, or search_payload only for the
+// payload scope (textColumns; a phrase never spans two columns). The tokens that contain the longest
 // run, read once from the vocabulary (vocabulary), are written into one
 // FTS5 query of events_tokens, each token a phrase (its double quotes
 // doubled: a changed text is in the vocabulary whole), or "" (no event)
@@ -51,9 +52,9 @@ func Match(text string, scope flagadmin.TextScope) (sqlq.Fragment, bool) {
 	if !usable(text) {
 		return sqlq.Fragment{}, false
 	}
-	column, check := "", sqlq.F("(instr(e.search_payload, ?) > 0 OR instr(e.search_meta, ?) > 0)", text, text)
+	column, check := textColumns(scope), sqlq.F("(instr(e.search_payload, ?) > 0 OR instr(e.search_meta, ?) > 0)", text, text)
 	if scope == flagadmin.TextPayload {
-		column, check = "search_payload : ", sqlq.F("instr(e.search_payload, ?) > 0", text)
+		check = sqlq.F("instr(e.search_payload, ?) > 0", text)
 	}
 	holding := func(query sqlq.Fragment) sqlq.Fragment { // the events whose texts match an FTS5 query
 		return query.Wrap("SELECT rowid FROM events_tokens WHERE events_tokens MATCH ", "")
@@ -82,8 +83,18 @@ func Match(text string, scope flagadmin.TextScope) (sqlq.Fragment, bool) {
 	return events.Wrap("id IN (", ")"), true
 }
 
-// tokenQuery is the statement of the FTS5 query (column, "" or
-// "search_payload : ", limits it) of the events holding a token of the
+// textColumns is the column filter of an FTS5 query of events_tokens
+// for the texts in scope: both texts, or the payload's alone (never the
+// project's column).
+func textColumns(scope flagadmin.TextScope) string {
+	if scope == flagadmin.TextPayload {
+		return "search_payload : "
+	}
+	return "{search_payload search_meta} : "
+}
+
+// tokenQuery is the statement of the FTS5 query (column, textColumns,
+// limits it to the texts) of the events holding a token of the
 // vocabulary that contains the run (run_tokens: vocabulary), of those
 // whose length the condition length keeps: each token a phrase, its
 // double quotes doubled, or "" (no event) when none does.

@@ -185,6 +185,10 @@ func (Dialect) CopyFrom(ctx context.Context, conn bun.Conn, table string, column
 	})
 }
 
+// TextProjects does nothing: PostgreSQL's token index reads each
+// candidate's project from its row.
+func (Dialect) TextProjects(context.Context, *bun.DB) error { return nil }
+
 // PendingText does nothing: no load leaves texts to be indexed after it.
 func (Dialect) PendingText(context.Context, *bun.DB) error { return nil }
 

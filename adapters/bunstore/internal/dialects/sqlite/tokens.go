@@ -16,7 +16,8 @@ import (
 // that contain a query's run; and events_tokens, a contentless FTS5 table
 // over both texts (rowid = events.id) whose tokenizer splits them into
 // those tokens, which finds the events that hold one
-// (internal/textindex writes the query). It replaced events_text, a
+// (internal/textindex writes the query), with the event's project as a
+// token of its own (project_token: ProjectToken). It replaced events_text, a
 // trigram index of the texts themselves, whose phrase queries read the
 // position lists of every trigram of the query over nearly every event.
 //
@@ -74,6 +75,57 @@ END`,
 	INSERT INTO events_tokens (rowid, search_payload, search_meta)
 	SELECT new.id, new.search_payload, new.search_meta WHERE ` + notPending("new.id") + `;
 END`,
+}
+
+// ProjectToken is the SQL expression of the entry of events_tokens'
+// project column for the project of an event (the expression project):
+// "n" when it has none, "c" when it names several (comma-joined), else
+// "w" and its bytes in hexadecimal, one token whatever the characters of
+// the project and their case (the tokenizer folds ASCII letters, and hex
+// digits alike). internal/textindex leaves out the events of a caller's
+// hidden projects by these tokens.
+func ProjectToken(project string) string {
+	return "CASE WHEN " + project + " IS NULL THEN 'n' WHEN instr(" + project + ", ',') > 0 THEN 'c' ELSE 'w' || hex(" + project + ") END"
+}
+
+// textProjectStatements make events_tokens again with a third column,
+// project (ProjectToken), empty, and leave every stored event to the
+// backlog, which fills it in the background (searches scan the texts it
+// has not reached meanwhile); the triggers that keep it give the project
+// too, and follow a change of an event's project. Every statement may run
+// again.
+var textProjectStatements = []string{
+	"DROP TRIGGER IF EXISTS events_tokens_insert",
+	"DROP TRIGGER IF EXISTS events_tokens_delete",
+	"DROP TRIGGER IF EXISTS events_tokens_update",
+	"DROP TABLE IF EXISTS events_tokens",
+	`CREATE VIRTUAL TABLE events_tokens USING fts5(search_payload, search_meta, project_token, content='',
+	tokenize="ascii tokenchars '` + strings.ReplaceAll(tokenChars, "'", "''") + `'")`,
+	pendAll,
+	`CREATE TRIGGER events_tokens_delete AFTER DELETE ON events BEGIN
+	INSERT INTO events_tokens (events_tokens, rowid, search_payload, search_meta, project_token)
+	SELECT 'delete', old.id, old.search_payload, old.search_meta, ` + ProjectToken("old.project") + ` WHERE ` + notPending("old.id") + `;
+END`,
+	`CREATE TRIGGER events_tokens_update AFTER UPDATE OF id, search_payload, search_meta, project ON events BEGIN
+	INSERT OR IGNORE INTO search_tokens (token) VALUES (new.search_payload), (new.search_meta);
+	INSERT INTO events_tokens (events_tokens, rowid, search_payload, search_meta, project_token)
+	SELECT 'delete', old.id, old.search_payload, old.search_meta, ` + ProjectToken("old.project") + ` WHERE ` + notPending("old.id") + `;
+	INSERT INTO events_tokens (rowid, search_payload, search_meta, project_token)
+	SELECT new.id, new.search_payload, new.search_meta, ` + ProjectToken("new.project") + ` WHERE ` + notPending("new.id") + `;
+END`,
+}
+
+// TextProjects makes events_tokens again with each event's project
+// (textProjectStatements), in the transaction of the migrations, which db
+// is in: a failure leaves the schema as it was. The backlog fills it
+// after the migration.
+func (Dialect) TextProjects(ctx context.Context, db *bun.DB) error {
+	for _, stmt := range textProjectStatements {
+		if _, err := db.ExecContext(ctx, stmt); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // TextTokens makes the token index of the search texts in place of
