@@ -35,10 +35,11 @@ func (f *findCounter) FindTextPage(ctx context.Context, db bun.IDB, q flagadmin.
 // TestTextPageFromIndexAgreesWithMemstore: on SQLite, a free-text page is
 // found from the FTS5 table in id order, and it is memstore's page
 // whatever order the events were created in. Written in the order of
-// their creation, every page is found from the index; written newest
-// first, or in order but for a few late events dated in the past and a
-// few early ones dated ahead, the pages whose check fails are read by the
-// window instead (samePages).
+// their creation, every page is found from the index; with the newest
+// two swapped (a page that holds both sorts them), written newest first,
+// or in order but for a few late events dated in the past and a few early
+// ones dated ahead, the pages whose check fails are read by the window
+// instead (samePages).
 func TestTextPageFromIndexAgreesWithMemstore(t *testing.T) {
 	ctx := context.Background()
 	at := time.Date(2024, 5, 1, 0, 0, 0, 0, time.UTC)
@@ -49,6 +50,12 @@ func TestTextPageFromIndexAgreesWithMemstore(t *testing.T) {
 		found bool // every page is found from the index
 	}{
 		{"in creation order", func(i int) time.Time { return at.Add(time.Duration(i) * time.Minute) }, true},
+		{"the newest two swapped", func(i int) time.Time {
+			if i == n-2 {
+				return at.Add(time.Duration(n) * time.Minute)
+			}
+			return at.Add(time.Duration(i) * time.Minute)
+		}, false},
 		{"newest first", func(i int) time.Time { return at.Add(time.Duration(n-i) * time.Minute) }, false},
 		{"late and early events", func(i int) time.Time {
 			switch {

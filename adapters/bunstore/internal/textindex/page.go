@@ -55,44 +55,28 @@ const (
 // caller may see only (count), else from the rows of its matches.
 func FindPage(ctx context.Context, db bun.IDB, q flagadmin.EventQuery, rest sqlq.Fragment) ([]int64, int, bool, error) {
 	walk := q.PageEnd()
-	run := longestRun(q.Text)
-	if q.After != nil || q.Limit <= 0 || walk > maxWalk || !usable(q.Text) || run != q.Text || utf8.RuneCountInString(run) < 3 {
+	if !walkable(q) {
 		return nil, 0, false, nil
 	}
-	column := textColumns(q.TextScope)
-	var plan struct {
-		Query   string `bun:"query"`
-		Long    bool   `bun:"long"`
-		Pending bool   `bun:"pending"`
-	}
-	stmt := sqlq.Join(" ", vocabulary(run), sqlq.Fill("SELECT (?) AS query, EXISTS (SELECT 1 FROM run_tokens WHERE length(token) > "+strconv.Itoa(stored.MaxSearchTokenChars)+") AS long, EXISTS (SELECT 1 FROM events_text_pending) AS pending",
-		tokenQuery(column, "<= "+strconv.Itoa(stored.MaxSearchTokenChars))))
-	if err := db.NewRaw(stmt.Text, stmt.Args...).Scan(ctx, &plan); err != nil {
-		return nil, 0, false, err
-	}
-	if plan.Long || plan.Pending {
-		return nil, 0, false, nil
-	}
-	if plan.Query == `""` {
-		return []int64{}, 0, true, nil
+	match, ok, err := phraseQuery(ctx, db, q)
+	if err != nil || !ok || match == `""` { // "": no token holds the text
+		return []int64{}, 0, ok, err
 	}
 	var read []key
-	stmt = sqlq.Join(" ", joined(plan.Query, rest).Wrap("SELECT t.rowid AS id, e.created_at ", ""), sqlq.F("ORDER BY t.rowid DESC LIMIT "+strconv.Itoa(walk)))
+	stmt := sqlq.Join(" ", joined(match, rest).Wrap("SELECT t.rowid AS id, e.created_at ", ""), sqlq.F("ORDER BY t.rowid DESC LIMIT "+strconv.Itoa(walk)))
 	if err := db.NewRaw(stmt.Text, stmt.Args...).Scan(ctx, &read); err != nil {
 		return nil, 0, false, err
 	}
-	last := key{}
-	if len(read) > 0 {
-		last = read[len(read)-1] // the smallest id read
+	total, below := len(read), int64(0)
+	if total > 0 {
+		below = read[total-1].ID // the smallest id read
 	}
 	slices.SortFunc(read, func(a, b key) int { return b.compare(a) })
-	total := len(read)
 	if total == walk { // matches may remain: count them, then check the page
-		var err error
-		if total, err = count(ctx, db, q, plan.Query, rest); err != nil {
+		if total, err = count(ctx, db, q, match, rest); err != nil {
 			return nil, 0, false, err
 		}
-		cleared, err := noneNewerBelow(ctx, db, read[len(read)-1], last.ID, max(minVerify, verifyPerMatch*total))
+		cleared, err := noneNewerBelow(ctx, db, read[len(read)-1], below, max(minVerify, verifyPerMatch*total))
 		if err != nil || !cleared {
 			return nil, 0, false, err
 		}
@@ -102,6 +86,34 @@ func FindPage(ctx context.Context, db bun.IDB, q flagadmin.EventQuery, rest sqlq
 		ids = append(ids, k.ID)
 	}
 	return ids, total, true, nil
+}
+
+// walkable reports whether FindPage may find q's page: a page of a
+// query without a cursor, within maxWalk of the first match, whose text
+// the index reads exactly and is one run of 3 characters or more.
+func walkable(q flagadmin.EventQuery) bool {
+	return q.After == nil && q.Limit > 0 && q.PageEnd() <= maxWalk && usable(q.Text) &&
+		longestRun(q.Text) == q.Text && utf8.RuneCountInString(q.Text) >= 3
+}
+
+// phraseQuery returns the FTS5 query of the events whose texts in q's
+// scope hold a token of the vocabulary that contains q.Text (a run of 3
+// characters or more), "" (quotes included) when none does, and whether
+// it finds every match: not when a long token holds the text (checked in
+// the texts) or events are pending (scanned), which Match reads.
+func phraseQuery(ctx context.Context, db bun.IDB, q flagadmin.EventQuery) (string, bool, error) {
+	var plan struct {
+		Query   string `bun:"query"`
+		Long    bool   `bun:"long"`
+		Pending bool   `bun:"pending"`
+	}
+	short := strconv.Itoa(stored.MaxSearchTokenChars)
+	stmt := sqlq.Join(" ", vocabulary(q.Text), sqlq.Fill("SELECT (?) AS query, EXISTS (SELECT 1 FROM run_tokens WHERE length(token) > "+short+") AS long, EXISTS (SELECT 1 FROM events_text_pending) AS pending",
+		tokenQuery(textColumns(q.TextScope), "<= "+short)))
+	if err := db.NewRaw(stmt.Text, stmt.Args...).Scan(ctx, &plan); err != nil {
+		return "", false, err
+	}
+	return plan.Query, !plan.Long && !plan.Pending, nil
 }
 
 // joined is the FROM and WHERE clauses of the events of the FTS5 query
