@@ -37,7 +37,11 @@
 #   SQLITE_WORLD                  instead of PostgreSQL, the SQLite file of a world (one
 #                                 flagadmin-bench --db sqlite:FILE --build-only made): each
 #                                 run of either version works on a fresh copy of it, so
-#                                 the two versions must share its schema
+#                                 the two versions must share its schema (each version
+#                                 migrates the file before copying it)
+#   SQLITE_WORLD_BEFORE           with SQLITE_WORLD, BEFORE's own file of the same world,
+#                                 for versions whose schemas differ (a copy of the world
+#                                 made before AFTER migrated it)
 #   EVENTS                        events in the world (default 1000000)
 #   CONNECTIONS                   default 16
 #   DURATION, WARMUP              per kind, default 8s and 2s
@@ -73,8 +77,13 @@ case "$ROUNDS" in
 esac
 WORLD_FROM="${WORLD_FROM:-}"
 SQLITE_WORLD="${SQLITE_WORLD:-}"
+SQLITE_WORLD_BEFORE="${SQLITE_WORLD_BEFORE:-}"
 if [ -n "$SQLITE_WORLD" ] && [ ! -f "$SQLITE_WORLD" ]; then
 	echo "bench-ab.sh: SQLITE_WORLD $SQLITE_WORLD is not a file" >&2
+	exit 2
+fi
+if [ -n "$SQLITE_WORLD_BEFORE" ] && { [ -z "$SQLITE_WORLD" ] || [ ! -f "$SQLITE_WORLD_BEFORE" ]; }; then
+	echo "bench-ab.sh: SQLITE_WORLD_BEFORE must be a file, with SQLITE_WORLD set" >&2
 	exit 2
 fi
 RESULTS="${RESULTS:-bench-results}"
@@ -115,6 +124,7 @@ run() {
 	set --
 	[ "$cache" = uncached ] && set -- --result-cache-size 0
 	local db="sqlite:$SQLITE_WORLD"
+	[ "$version" = before ] && [ -n "$SQLITE_WORLD_BEFORE" ] && db="sqlite:$SQLITE_WORLD_BEFORE"
 	if [ -z "$SQLITE_WORLD" ]; then
 		db="$(with_db "$PG_DSN" "flagadmin_bench_ab_$world")"
 		if [ -n "$WORLD_FROM" ]; then

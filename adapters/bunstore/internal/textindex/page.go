@@ -58,7 +58,7 @@ func FindPage(ctx context.Context, db bun.IDB, q flagadmin.EventQuery, rest sqlq
 	if !walkable(q) {
 		return nil, 0, false, nil
 	}
-	match, ok, err := phraseQuery(ctx, db, q)
+	match, newest, ok, err := phraseQuery(ctx, db, q)
 	if err != nil || !ok || match == `""` { // "": no token holds the text
 		return []int64{}, 0, ok, err
 	}
@@ -76,7 +76,13 @@ func FindPage(ctx context.Context, db bun.IDB, q flagadmin.EventQuery, rest sqlq
 		if total, err = count(ctx, db, q, match, rest); err != nil {
 			return nil, 0, false, err
 		}
-		cleared, err := noneNewerBelow(ctx, db, read[len(read)-1], below, max(minVerify, verifyPerMatch*total))
+		// In creation order, the check reads about the events from below
+		// on: when they are more than its bound, it is not begun.
+		bound := max(minVerify, verifyPerMatch*total)
+		if newest-below >= int64(bound) {
+			return nil, 0, false, nil
+		}
+		cleared, err := noneNewerBelow(ctx, db, read[len(read)-1], below, bound)
 		if err != nil || !cleared {
 			return nil, 0, false, err
 		}
@@ -98,22 +104,24 @@ func walkable(q flagadmin.EventQuery) bool {
 
 // phraseQuery returns the FTS5 query of the events whose texts in q's
 // scope hold a token of the vocabulary that contains q.Text (a run of 3
-// characters or more), "" (quotes included) when none does, and whether
-// it finds every match: not when a long token holds the text (checked in
-// the texts) or events are pending (scanned), which Match reads.
-func phraseQuery(ctx context.Context, db bun.IDB, q flagadmin.EventQuery) (string, bool, error) {
+// characters or more), "" (quotes included) when none does, the largest
+// event id, and whether the query finds every match: not when a long
+// token holds the text (checked in the texts) or events are pending
+// (scanned), which Match reads.
+func phraseQuery(ctx context.Context, db bun.IDB, q flagadmin.EventQuery) (string, int64, bool, error) {
 	var plan struct {
 		Query   string `bun:"query"`
+		Newest  int64  `bun:"newest"`
 		Long    bool   `bun:"long"`
 		Pending bool   `bun:"pending"`
 	}
 	short := strconv.Itoa(stored.MaxSearchTokenChars)
-	stmt := sqlq.Join(" ", vocabulary(q.Text), sqlq.Fill("SELECT (?) AS query, EXISTS (SELECT 1 FROM run_tokens WHERE length(token) > "+short+") AS long, EXISTS (SELECT 1 FROM events_text_pending) AS pending",
+	stmt := sqlq.Join(" ", vocabulary(q.Text), sqlq.Fill("SELECT (?) AS query, (SELECT coalesce(max(id), 0) FROM events) AS newest, EXISTS (SELECT 1 FROM run_tokens WHERE length(token) > "+short+") AS long, EXISTS (SELECT 1 FROM events_text_pending) AS pending",
 		tokenQuery(textColumns(q.TextScope), "<= "+short)))
 	if err := db.NewRaw(stmt.Text, stmt.Args...).Scan(ctx, &plan); err != nil {
-		return "", false, err
+		return "", 0, false, err
 	}
-	return plan.Query, !plan.Long && !plan.Pending, nil
+	return plan.Query, plan.Newest, !plan.Long && !plan.Pending, nil
 }
 
 // joined is the FROM and WHERE clauses of the events of the FTS5 query
