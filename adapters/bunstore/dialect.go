@@ -85,15 +85,6 @@ type sqlDialect interface {
 	// event's project, where the index can hold it (SQLite), so that a
 	// search leaves out a caller's hidden projects from the index alone.
 	TextProjects(ctx context.Context, db *bun.DB) error
-	// KeepEventBlocks makes, in a migration, where a free-text page is
-	// checked with them (SQLite), the newest creation time of each block
-	// of event ids, and keeps them through changes made in the database;
-	// elsewhere it does nothing.
-	KeepEventBlocks(ctx context.Context, db *bun.DB) error
-	// EventBlocks is the statement that brings those blocks up to date
-	// with the events of a range of ids the writer has just inserted (its
-	// bounds, exclusive and inclusive), or "" where none are kept.
-	EventBlocks() string
 	// PendingText makes, in a migration, where a bulk load may leave the
 	// full-text index of the loaded events to be filled after it commits
 	// (SQLite: the range of their ids, which the index's triggers leave

@@ -85,9 +85,6 @@ func newMigrations(d sqlDialect, sums summaries, o migrateOptions) *migrate.Migr
 	add("20261214090000", "give the full-text index each event's project, filled in the background, so that a search leaves out the projects its caller may not see from the index alone (SQLite)", func(ctx context.Context, db *bun.DB) error {
 		return d.TextProjects(ctx, db)
 	})
-	add("20261215090000", "keep the newest creation time of each block of 256 event ids, with which a free-text page found in id order is checked (SQLite)", func(ctx context.Context, db *bun.DB) error {
-		return d.KeepEventBlocks(ctx, db)
-	})
 	return ms
 }
 

@@ -232,37 +232,10 @@ func (s *Store) appendEvents(ctx context.Context, t *txn, ch *changes) error {
 	if err := s.indexTexts(ctx, t, ch); err != nil {
 		return err
 	}
-	if err := s.noteEventBlocks(ctx, t, ch); err != nil {
-		return err
-	}
 	if tokens == nil {
 		return nil
 	}
 	return keeper.AddSearchTokens(ctx, t, tokens.Sorted())
-}
-
-// noteEventBlocks brings the newest creation time of each block of event
-// ids up to date with ch's events, just inserted in t, where the database
-// keeps them (sqlDialect.EventBlocks). Their ids are above every other
-// stored id, as in indexTexts.
-func (s *Store) noteEventBlocks(ctx context.Context, t *txn, ch *changes) error {
-	stmt := s.sqlDialect.EventBlocks()
-	if stmt == "" || len(ch.events) == 0 {
-		return nil
-	}
-	first, last := idRange(ch.events)
-	_, err := t.ExecContext(ctx, stmt, first-1, last)
-	return err
-}
-
-// idRange returns the smallest and the largest id of events (one or
-// more).
-func idRange(events []flagadmin.Event) (first, last int64) {
-	first, last = events[0].ID, events[0].ID
-	for _, e := range events[1:] {
-		first, last = min(first, e.ID), max(last, e.ID)
-	}
-	return first, last
 }
 
 // indexTexts indexes the texts of ch's events, just inserted in t, where
@@ -274,7 +247,10 @@ func (s *Store) indexTexts(ctx context.Context, t *txn, ch *changes) error {
 	if ch.textLater || s.text == nil || s.text.statements.Index == "" || len(ch.events) == 0 {
 		return nil
 	}
-	first, last := idRange(ch.events)
+	first, last := ch.events[0].ID, ch.events[0].ID
+	for _, e := range ch.events[1:] {
+		first, last = min(first, e.ID), max(last, e.ID)
+	}
 	_, err := t.ExecContext(ctx, s.text.statements.Index, first-1, last)
 	return err
 }

@@ -152,11 +152,10 @@ func samePages(t *testing.T, s *Store, want flagadmin.Store, stage string) {
 
 // TestSQLiteTextIndexFollowsProjects: the full-text index's project
 // tokens follow changes made in the database (an event's project set,
-// changed to another, removed), as the blocks of event ids follow an old
-// event made the newest; a database whose index had no projects, and no
-// blocks, gets them in migrations, the index's left to the backlog:
-// hidden projects are left out as the plain store leaves them out, and
-// pages hold the newest events, before the backlog fills the index and
+// changed to another, removed), and pages hold an old event made the
+// newest; a database whose index had no projects gets them in a migration
+// that leaves every event to the backlog: hidden projects are left out as
+// the plain store leaves them out, before the backlog fills the index and
 // after.
 func TestSQLiteTextIndexFollowsProjects(t *testing.T) {
 	ctx := context.Background()
@@ -171,7 +170,6 @@ func TestSQLiteTextIndexFollowsProjects(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer plain.Close()
-	// Three blocks of ids (stored.EventBlockBits).
 	if err := s.Write(ctx, &flagadmin.Batch{Events: projectEvents(700, func(i int) time.Time { return at.Add(time.Duration(i) * time.Minute) })}); err != nil {
 		t.Fatal(err)
 	}
@@ -181,7 +179,7 @@ func TestSQLiteTextIndexFollowsProjects(t *testing.T) {
 		"UPDATE events SET project = 'alpha,secret' WHERE id % 13 = 0",
 		"UPDATE events SET project = NULL WHERE id % 7 = 0",
 		"UPDATE events SET project = 'beta' WHERE project IS NULL AND id % 2 = 0",
-		// An old event made the newest, below the pages' ids.
+		// An old event made the newest, far below the pages' ids.
 		"UPDATE events SET created_at = created_at + 86400000 WHERE id = 20",
 	} {
 		if _, err := s.db.ExecContext(ctx, stmt); err != nil {
@@ -189,14 +187,12 @@ func TestSQLiteTextIndexFollowsProjects(t *testing.T) {
 		}
 	}
 	samePages(t, s, plain, "changed in the database")
-	// The schema before the migrations: events_tokens without projects,
-	// no blocks of event ids.
+	// The schema before the migration: events_tokens without projects.
 	for _, stmt := range []string{
 		"DROP TRIGGER events_tokens_delete", "DROP TRIGGER events_tokens_update", "DROP TABLE events_tokens",
 		`CREATE VIRTUAL TABLE events_tokens USING fts5(search_payload, search_meta, content='', tokenize="ascii tokenchars '!#$%&''()*+-./;<=>?@\^_` + "`" + `|~'")`,
 		"INSERT INTO events_tokens (rowid, search_payload, search_meta) SELECT id, search_payload, search_meta FROM events",
-		"DROP TRIGGER events_blocks_update", "DROP TABLE event_id_blocks",
-		"DELETE FROM bun_migrations WHERE name IN ('20261214090000', '20261215090000')",
+		"DELETE FROM bun_migrations WHERE name = '20261214090000'",
 	} {
 		if _, err := s.db.ExecContext(ctx, stmt); err != nil {
 			t.Fatalf("%s: %v", stmt, err)
@@ -236,9 +232,10 @@ func pageOf(t *testing.T, p flagadmin.EventPage) string {
 	return fmt.Sprintf("total %d: %s", p.Total, b)
 }
 
-// TestTextPageFromIndexFarFromItsCheck: an event dated ahead of the rest,
-// far below the page's ids (in the first of 40 blocks of ids), is on the
-// page: 10,000 events in the order of their creation, the query's 101
+// TestTextPageFromIndexFarFromItsCheck: a page whose check would read more
+// of events_created than its bound allows is read by the window, so an
+// event dated ahead of the rest, and beyond that bound in time order, is
+// on it: 10,000 events in the order of their creation, the query's 101
 // matches spread over them, the first of them dated after every other.
 func TestTextPageFromIndexFarFromItsCheck(t *testing.T) {
 	ctx := context.Background()

@@ -28,10 +28,6 @@ const (
 	// whose tokens its token index leaves to the backlog, which a query
 	// scans instead (internal/textindex).
 	LaterTextColumn = "text_later"
-	// EventBlockBits sizes the blocks of event ids whose newest creation
-	// time SQLite's event_id_blocks keeps: id >> EventBlockBits, 256 ids
-	// a block (internal/textindex checks a free-text page with them).
-	EventBlockBits = 8
 )
 
 // LongSearchToken reports whether token has more than MaxSearchTokenChars

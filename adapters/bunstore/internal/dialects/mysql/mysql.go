@@ -244,12 +244,6 @@ func (Dialect) CopyFrom(context.Context, bun.Conn, string, []string, func() ([]a
 	return errors.ErrUnsupported
 }
 
-// KeepEventBlocks does nothing: MySQL has no index of the texts to check a page with.
-func (Dialect) KeepEventBlocks(context.Context, *bun.DB) error { return nil }
-
-// EventBlocks is "": no blocks of event ids are kept.
-func (Dialect) EventBlocks() string { return "" }
-
 // TextProjects does nothing: MySQL has no index of the texts.
 func (Dialect) TextProjects(context.Context, *bun.DB) error { return nil }
 

@@ -185,12 +185,6 @@ func (Dialect) CopyFrom(ctx context.Context, conn bun.Conn, table string, column
 	})
 }
 
-// KeepEventBlocks does nothing: PostgreSQL reads a free-text page in one statement.
-func (Dialect) KeepEventBlocks(context.Context, *bun.DB) error { return nil }
-
-// EventBlocks is "": no blocks of event ids are kept.
-func (Dialect) EventBlocks() string { return "" }
-
 // TextProjects does nothing: PostgreSQL's token index reads each
 // candidate's project from its row.
 func (Dialect) TextProjects(context.Context, *bun.DB) error { return nil }

@@ -3,12 +3,9 @@ package sqlite
 import (
 	"context"
 	"encoding/json"
-	"strconv"
 	"strings"
 
 	"github.com/uptrace/bun"
-
-	"github.com/flagadmin/flagadmin/adapters/bunstore/internal/stored"
 )
 
 // The token index of the search texts, as on PostgreSQL: search_tokens,
@@ -131,50 +128,6 @@ func (Dialect) TextProjects(ctx context.Context, db *bun.DB) error {
 		}
 	}
 	return nil
-}
-
-// eventBlock is the expression of the row of event_id_blocks for an
-// event id (the expression id).
-func eventBlock(id string) string {
-	return "(" + id + " >> " + strconv.Itoa(stored.EventBlockBits) + ")"
-}
-
-// raiseBlock is the conflict clause that keeps the newest creation time
-// of a block of event_id_blocks.
-const raiseBlock = " ON CONFLICT (block) DO UPDATE SET newest = max(newest, excluded.newest)"
-
-// eventBlockStatements make event_id_blocks, the newest creation time of
-// each block of event ids (stored.EventBlockBits), filled from the
-// events, and the trigger that raises a block's when an event's id or
-// creation time is changed in the database. The writer adds the blocks of
-// the events it inserts (EventBlocks); deleted events leave theirs as
-// they were, never older than the events left. Every statement may run
-// again.
-var eventBlockStatements = []string{
-	"CREATE TABLE IF NOT EXISTS event_id_blocks (block INTEGER NOT NULL PRIMARY KEY, newest BIGINT NOT NULL)",
-	"DELETE FROM event_id_blocks",
-	"INSERT INTO event_id_blocks (block, newest) SELECT " + eventBlock("id") + ", max(created_at) FROM events GROUP BY 1",
-	`CREATE TRIGGER IF NOT EXISTS events_blocks_update AFTER UPDATE OF id, created_at ON events BEGIN
-	INSERT INTO event_id_blocks (block, newest) VALUES (` + eventBlock("new.id") + `, new.created_at)` + raiseBlock + `;
-END`,
-}
-
-// KeepEventBlocks makes event_id_blocks (eventBlockStatements), in the
-// transaction of the migrations, which db is in.
-func (Dialect) KeepEventBlocks(ctx context.Context, db *bun.DB) error {
-	for _, stmt := range eventBlockStatements {
-		if _, err := db.ExecContext(ctx, stmt); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// EventBlocks is the statement that raises the rows of event_id_blocks
-// to the events of a range of ids the writer has just inserted (its two
-// values: the range's bounds, exclusive and inclusive).
-func (Dialect) EventBlocks() string {
-	return "INSERT INTO event_id_blocks (block, newest) SELECT " + eventBlock("id") + ", max(created_at) FROM events WHERE id > ? AND id <= ? GROUP BY 1" + raiseBlock
 }
 
 // TextTokens makes the token index of the search texts in place of
