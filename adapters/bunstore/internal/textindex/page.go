@@ -45,7 +45,9 @@ const (
 // walk did not reach has a smaller id than the last it read (L), and if
 // no event at all with an id below L's is newer than the oldest event
 // read (an index range of events_created from that event's created_at,
-// read up to a bound), no match it left out belongs on the page. A query
+// read up to a bound, and not begun when the events from L's id on, about
+// those it would read in creation order, are more), no match it left out
+// belongs on the page. A query
 // that the check does not clear is left to the caller, as is one the
 // index answers with more than a phrase query (a query with a delimiter,
 // a long token, events of the pending range: Match), or whose page lies
