@@ -2,7 +2,9 @@ package bunstore
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"testing"
 	"time"
 
 	"github.com/uptrace/bun"
@@ -147,4 +149,19 @@ func setUntilCleanup[T any](t interface{ Cleanup(func()) }, p *T, v T) {
 	old := *p
 	*p = v
 	t.Cleanup(func() { *p = old })
+}
+
+// PageKey describes a page by its total and its events, ids left out (two
+// stores may number the same events differently only if ids were
+// skipped).
+func PageKey(t *testing.T, p flagadmin.EventPage) string {
+	t.Helper()
+	for i := range p.Events {
+		p.Events[i].ID = 0
+	}
+	b, err := json.Marshal(p.Events)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fmt.Sprintf("total %d, %d events: %s", p.Total, len(p.Events), b)
 }

@@ -3,7 +3,6 @@ package bunstore_test
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"testing"
 	"time"
 
@@ -124,12 +123,5 @@ func specialEvents(at time.Time) []flagadmin.Event {
 // stores may number the same events differently only if ids were skipped).
 func pageKey(t *testing.T, p flagadmin.EventPage) string {
 	t.Helper()
-	for i := range p.Events {
-		p.Events[i].ID = 0
-	}
-	b, err := json.Marshal(p.Events)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return fmt.Sprintf("total %d, %d events: %s", p.Total, len(p.Events), b)
+	return bunstore.PageKey(t, p)
 }

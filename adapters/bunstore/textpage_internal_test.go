@@ -141,7 +141,7 @@ func samePages(t *testing.T, s *Store, want flagadmin.Store, stage string) {
 					if err != nil {
 						t.Fatal(err)
 					}
-					if g, w := pageOf(t, got), pageOf(t, w); g != w {
+					if g, w := PageKey(t, got), PageKey(t, w); g != w {
 						t.Errorf("%s: %q in scope %d requiring a project %v, hiding %q, offset %d limit %d:\ngot  %s\nwant %s", stage, text, scope, v.require, v.hidden, q.Offset, q.Limit, g, w)
 					}
 				}
@@ -219,19 +219,6 @@ func TestSQLiteTextIndexFollowsProjects(t *testing.T) {
 	samePages(t, s, plain, "after the backlog")
 }
 
-// pageOf is a page's total and its events, without their ids.
-func pageOf(t *testing.T, p flagadmin.EventPage) string {
-	t.Helper()
-	for i := range p.Events {
-		p.Events[i].ID = 0
-	}
-	b, err := json.Marshal(p.Events)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return fmt.Sprintf("total %d: %s", p.Total, b)
-}
-
 // TestTextPageFromIndexFarFromItsCheck: a page whose check would read more
 // of events_created than its bound allows is read by the window, so an
 // event dated ahead of the rest, and beyond that bound in time order, is
@@ -272,7 +259,7 @@ func TestTextPageFromIndexFarFromItsCheck(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if g, w := pageOf(t, got), pageOf(t, want); g != w {
+	if g, w := PageKey(t, got), PageKey(t, want); g != w {
 		t.Errorf("got  %s\nwant %s", g, w)
 	}
 }
