@@ -78,7 +78,8 @@ END`,
 }
 
 // ProjectToken is the SQL expression of the entry of events_tokens'
-// project column for the project of an event (the expression project):
+// project_token column for the project of an event (the expression
+// project):
 // "n" when it has none, "c" when it names several (comma-joined), else
 // "w" and its bytes in hexadecimal, one token whatever the characters of
 // the project and their case (the tokenizer folds ASCII letters, and hex
@@ -89,7 +90,7 @@ func ProjectToken(project string) string {
 }
 
 // textProjectStatements make events_tokens again with a third column,
-// project (ProjectToken), empty, and leave every stored event to the
+// project_token (ProjectToken), empty, and leave every stored event to the
 // backlog, which fills it in the background (searches scan the texts it
 // has not reached meanwhile); the triggers that keep it give the project
 // too, and follow a change of an event's project (a changed text is added
