@@ -3,7 +3,6 @@ package textindex
 import (
 	"cmp"
 	"context"
-	"encoding/hex"
 	"slices"
 	"strconv"
 	"strings"
@@ -137,7 +136,7 @@ func joined(match string, rest sqlq.Fragment) sqlq.Fragment {
 // other conditions (rest, on events) keep. When q filters by what its
 // caller may see alone (visibilityOnly), that is the index's own count of
 // match without the events of hidden projects, or without a project when
-// q requires one, by their project's token (sqlite.ProjectToken), read
+// q requires one, by their project's token (stored.ProjectToken), read
 // from no event's row; the events naming several projects, whose token
 // does not say which, are counted from their rows. Else each match's row
 // is read.
@@ -151,15 +150,15 @@ func count(ctx context.Context, db bun.IDB, q flagadmin.EventQuery, match string
 	}
 	var hide []string
 	if q.RequireProject {
-		hide = append(hide, "n")
+		hide = append(hide, stored.NoProjectToken)
 	}
 	for _, p := range q.HiddenProjects {
-		if !strings.Contains(p, ",") { // a project with a comma is only ever a whole list: "c"
-			hide = append(hide, "w"+hex.EncodeToString([]byte(p)))
+		if token, alone := stored.ProjectToken(p); alone {
+			hide = append(hide, token)
 		}
 	}
 	if len(q.HiddenProjects) > 0 {
-		hide = append(hide, "c")
+		hide = append(hide, stored.ProjectListToken) // counted from their rows below
 	}
 	shown := match
 	if len(hide) > 0 {
@@ -169,7 +168,7 @@ func count(ctx context.Context, db bun.IDB, q flagadmin.EventQuery, match string
 	if err != nil || len(q.HiddenProjects) == 0 {
 		return n, err
 	}
-	lists, err := scalar(joined("("+match+") AND project_token : c", rest).Wrap("SELECT COUNT(*) ", ""))
+	lists, err := scalar(joined("("+match+") AND project_token : "+stored.ProjectListToken, rest).Wrap("SELECT COUNT(*) ", ""))
 	return n + lists, err
 }
 

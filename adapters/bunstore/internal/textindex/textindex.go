@@ -40,8 +40,9 @@ import (
 // The events that hold a token are an FTS5 query of events_tokens: the
 // token as a phrase (its pieces at consecutive positions, where a control
 // character splits it), inside both texts, or search_payload only for the
-// payload scope (textColumns; a phrase never spans two columns). The tokens that contain the longest
-// run, read once from the vocabulary (vocabulary), are written into one
+// payload scope (textColumns; a phrase never spans two columns). The
+// tokens that contain the longest run, read once from the vocabulary
+// (vocabulary), are written into one
 // FTS5 query of events_tokens, each token a phrase (its double quotes
 // doubled: a changed text is in the vocabulary whole), or "" (no event)
 // when none does. A long token (stored.LongSearchToken), of which FTS5 keeps

@@ -199,7 +199,7 @@ func (Dialect) TextBacklog() (indexbuild.Backlog, bool) {
 // replaces did (DropTextInsertTrigger). In a database that still has the
 // trigger (a store opened WithoutMigrate on one not migrated) FTS5 is
 // given each event twice and holds it once.
-var indexInserted = "INSERT INTO events_tokens (rowid, search_payload, search_meta, project_token) SELECT id, search_payload, search_meta, " + ProjectToken("project") + " FROM events WHERE id > ? AND id <= ? AND " +
+var indexInserted = "INSERT INTO events_tokens (rowid, search_payload, search_meta, project_token) SELECT id, search_payload, search_meta, " + stored.ProjectTokenSQL("project") + " FROM events WHERE id > ? AND id <= ? AND " +
 	notPending("events.id")
 
 // SummaryLocks are none: the migration transaction holds the whole
@@ -408,7 +408,7 @@ func (d Dialect) QueryPlannedOnce(ctx context.Context, db bun.IDB, stmt sqlq.Fra
 // segments written since, small until they have grown to the index's size.
 var TextRefill = struct{ Before, Fill, After, Merge string }{
 	hashSize(32 << 20),
-	"INSERT INTO events_tokens (rowid, search_payload, search_meta, project_token) SELECT id, search_payload, search_meta, " + ProjectToken("project") + " FROM events WHERE id > ? AND id <= ?",
+	"INSERT INTO events_tokens (rowid, search_payload, search_meta, project_token) SELECT id, search_payload, search_meta, " + stored.ProjectTokenSQL("project") + " FROM events WHERE id > ? AND id <= ?",
 	hashSize(1 << 20),
 	optimize("events_tokens"),
 }

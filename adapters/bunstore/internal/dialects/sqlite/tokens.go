@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"github.com/uptrace/bun"
+
+	"github.com/flagadmin/flagadmin/adapters/bunstore/internal/stored"
 )
 
 // The token index of the search texts, as on PostgreSQL: search_tokens,
@@ -17,7 +19,7 @@ import (
 // over both texts (rowid = events.id) whose tokenizer splits them into
 // those tokens, which finds the events that hold one
 // (internal/textindex writes the query), with the event's project as a
-// token of its own (project_token: ProjectToken). It replaced events_text, a
+// token of its own (project_token: stored.ProjectTokenSQL). It replaced events_text, a
 // trigram index of the texts themselves, whose phrase queries read the
 // position lists of every trigram of the query over nearly every event.
 //
@@ -77,22 +79,10 @@ END`,
 END`,
 }
 
-// ProjectToken is the SQL expression of the entry of events_tokens'
-// project_token column for the project of an event (the expression
-// project):
-// "n" when it has none, "c" when it names several (comma-joined), else
-// "w" and its bytes in hexadecimal, one token whatever the characters of
-// the project and their case (the tokenizer folds ASCII letters, and hex
-// digits alike). internal/textindex leaves out the events of a caller's
-// hidden projects by these tokens.
-func ProjectToken(project string) string {
-	return "CASE WHEN " + project + " IS NULL THEN 'n' WHEN instr(" + project + ", ',') > 0 THEN 'c' ELSE 'w' || hex(" + project + ") END"
-}
-
 // textProjectStatements make events_tokens again with a third column,
-// project_token (ProjectToken), empty, and leave every stored event to the
-// backlog, which fills it in the background (searches scan the texts it
-// has not reached meanwhile); the triggers that keep it give the project
+// project_token (stored.ProjectTokenSQL), empty, and leave every stored
+// event to the backlog, which fills it in the background (searches scan
+// the texts it has not reached meanwhile); the triggers that keep it give the project
 // too, and follow a change of an event's project (a changed text is added
 // to the vocabulary whole, as before; an unchanged one holds its tokens
 // already). Every statement may run again.
@@ -106,15 +96,15 @@ var textProjectStatements = []string{
 	pendAll,
 	`CREATE TRIGGER events_tokens_delete AFTER DELETE ON events BEGIN
 	INSERT INTO events_tokens (events_tokens, rowid, search_payload, search_meta, project_token)
-	SELECT 'delete', old.id, old.search_payload, old.search_meta, ` + ProjectToken("old.project") + ` WHERE ` + notPending("old.id") + `;
+	SELECT 'delete', old.id, old.search_payload, old.search_meta, ` + stored.ProjectTokenSQL("old.project") + ` WHERE ` + notPending("old.id") + `;
 END`,
 	`CREATE TRIGGER events_tokens_update AFTER UPDATE OF id, search_payload, search_meta, project ON events BEGIN
 	INSERT OR IGNORE INTO search_tokens (token) SELECT new.search_payload WHERE new.search_payload IS NOT old.search_payload
 	UNION ALL SELECT new.search_meta WHERE new.search_meta IS NOT old.search_meta;
 	INSERT INTO events_tokens (events_tokens, rowid, search_payload, search_meta, project_token)
-	SELECT 'delete', old.id, old.search_payload, old.search_meta, ` + ProjectToken("old.project") + ` WHERE ` + notPending("old.id") + `;
+	SELECT 'delete', old.id, old.search_payload, old.search_meta, ` + stored.ProjectTokenSQL("old.project") + ` WHERE ` + notPending("old.id") + `;
 	INSERT INTO events_tokens (rowid, search_payload, search_meta, project_token)
-	SELECT new.id, new.search_payload, new.search_meta, ` + ProjectToken("new.project") + ` WHERE ` + notPending("new.id") + `;
+	SELECT new.id, new.search_payload, new.search_meta, ` + stored.ProjectTokenSQL("new.project") + ` WHERE ` + notPending("new.id") + `;
 END`,
 }
 
