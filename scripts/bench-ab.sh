@@ -53,6 +53,10 @@
 #   ROUNDS                        rounds of those pairs (default 1): on a noisy machine one
 #                                 pair can differ by more than the change; a round's files
 #                                 end in -rN when there are several
+#   AFTER_TAGS                    build tags of AFTER's load tool and server, e.g.
+#                                 cgosqlite,sqlite_fts5,sqlite_stat4 for SQLite's own C
+#                                 (mattn/go-sqlite3) in place of modernc.org/sqlite: with
+#                                 BEFORE HEAD, the two drivers on the same code
 #   RESULTS                       results directory (default bench-results, git-ignored)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -113,8 +117,9 @@ else
 	(cd "$tmp/before" && go build -o "$tmp/bench-before" ./cmd/flagadmin-bench)
 	git rev-parse "$BEFORE" > "$OUT/before-rev"
 fi
-go build -o "$tmp/bench-after" ./cmd/flagadmin-bench
-git rev-parse HEAD > "$OUT/after-rev"
+AFTER_TAGS="${AFTER_TAGS:-}"
+go build ${AFTER_TAGS:+-tags "$AFTER_TAGS"} -o "$tmp/bench-after" ./cmd/flagadmin-bench
+{ git rev-parse HEAD; [ -z "$AFTER_TAGS" ] || echo "built with -tags $AFTER_TAGS"; } > "$OUT/after-rev"
 
 # run VERSION CACHE SUFFIX: one run of VERSION with the result cache
 # setting CACHE, its table and JSON to $OUT as VERSION-CACHE-SUFFIX.

@@ -30,6 +30,7 @@ import (
 	"github.com/flagadmin/flagadmin/adapters/bunstore/internal/sqlitefile"
 	"github.com/flagadmin/flagadmin/adapters/bunstore/internal/tuned"
 	"github.com/flagadmin/flagadmin/flagadmin"
+	"github.com/flagadmin/flagadmin/internal/sqlitedsn"
 )
 
 var _ flagadmin.Store = (*Store)(nil)
@@ -458,10 +459,6 @@ type mysqlLogger struct{ l *slog.Logger }
 
 func (m mysqlLogger) Print(v ...any) { m.l.Debug("mysql driver", "message", fmt.Sprint(v...)) }
 
-// sqliteParams are set on every SQLite connection, after the busy timeout
-// (sqliteBusyTimeout).
-const sqliteParams = "_pragma=foreign_keys(1)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)"
-
 // sqliteBusyTimeout is how long a SQLite statement waits for a lock another
 // connection holds without a storage deadline.
 const sqliteBusyTimeout = 10 * time.Second
@@ -473,11 +470,10 @@ func (s *Store) openSQLite(path string, pool func(driver.Connector) *sql.DB) err
 	if s.timeout > 0 {
 		busy = s.timeout
 	}
-	sqliteParams := "_pragma=busy_timeout(" + strconv.FormatInt(max(busy.Milliseconds(), 1), 10) + ")&" + sqliteParams
 	if path == ":memory:" {
 		// An in-memory database lives in its connection: keep exactly one,
 		// forever, and run everything on it.
-		sqldb := pool(sqliteConnector(":memory:?" + sqliteParams + "&_txlock=immediate"))
+		sqldb := pool(sqliteConnector(sqlitedsn.Store(":memory:", busy, true)))
 		sqldb.SetMaxOpenConns(1)
 		sqldb.SetMaxIdleConns(1)
 		sqldb.SetConnMaxLifetime(0)
@@ -494,12 +490,12 @@ func (s *Store) openSQLite(path string, pool func(driver.Connector) *sql.DB) err
 	}
 	// One writer connection whose transactions take the write lock at
 	// BEGIN, so writers queue instead of failing to upgrade a read lock.
-	w := pool(sqliteConnector(path + "?" + sqliteParams + "&_txlock=immediate"))
+	w := pool(sqliteConnector(sqlitedsn.Store(path, busy, true)))
 	w.SetMaxOpenConns(1)
 	w.SetMaxIdleConns(1)
 	w.SetConnMaxLifetime(0)
 	w.SetConnMaxIdleTime(0)
-	r := pool(sqliteConnector(path + "?" + sqliteParams))
+	r := pool(sqliteConnector(sqlitedsn.Store(path, busy, false)))
 	n := max(4, runtime.GOMAXPROCS(0))
 	r.SetMaxOpenConns(n)
 	r.SetMaxIdleConns(n)

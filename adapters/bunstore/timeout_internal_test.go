@@ -17,6 +17,7 @@ import (
 	"github.com/flagadmin/flagadmin/flagadmin"
 	"github.com/flagadmin/flagadmin/internal/dbtest"
 	"github.com/flagadmin/flagadmin/internal/faultproxy"
+	"github.com/flagadmin/flagadmin/internal/sqlitedsn"
 )
 
 func TestMySQLLimits(t *testing.T) {
@@ -121,7 +122,7 @@ func TestTimeoutBoundsSQLiteBusyWaits(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	other, err := sql.Open(sqliteshim.ShimName, url[len("sqlite:"):]+"?_pragma=busy_timeout(10000)")
+	other, err := sql.Open(sqliteshim.ShimName, sqlitedsn.Busy(url[len("sqlite:"):], 10*time.Second))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -24,6 +24,7 @@ import (
 	"github.com/flagadmin/flagadmin/adapters/memstore"
 	"github.com/flagadmin/flagadmin/flagadmin"
 	"github.com/flagadmin/flagadmin/internal/dbstats"
+	"github.com/flagadmin/flagadmin/internal/sqlitedsn"
 )
 
 // memoryDB is the --db value of the in-memory store.
@@ -81,7 +82,7 @@ func parseDatabase(raw string) (*database, error) {
 		}
 		return &database{URL: raw, System: "sqlite", Persistent: true, name: path,
 			openSelf: func() (*sql.DB, error) {
-				return sql.Open(sqliteshim.ShimName, path+"?_pragma=busy_timeout(10000)")
+				return sql.Open(sqliteshim.ShimName, sqlitedsn.Busy(path, 10*time.Second))
 			}}, nil
 	case "postgres", "postgresql":
 		u, err := url.Parse(raw)

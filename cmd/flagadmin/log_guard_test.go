@@ -20,6 +20,7 @@ import (
 	"github.com/transparency-dev/merkle/compact"
 	"github.com/transparency-dev/merkle/proof"
 	"github.com/transparency-dev/merkle/rfc6962"
+	"github.com/uptrace/bun/driver/sqliteshim"
 
 	"github.com/flagadmin/flagadmin/adapters/tlog"
 	logleaf "github.com/flagadmin/flagadmin/adapters/tlog/leaf"
@@ -183,7 +184,7 @@ func TestLogSignerRefusesAnOlderCopyOfTheFile(t *testing.T) {
 	waitCheckpoint(t, base, 30)
 	stop()
 	backup := filepath.Join(dir, "backup.db")
-	raw, err := sql.Open("sqlite", file)
+	raw, err := sql.Open(sqliteshim.ShimName, file)
 	if err != nil {
 		t.Fatal(err)
 	}

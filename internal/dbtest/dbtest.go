@@ -40,6 +40,8 @@ import (
 	tcmysql "github.com/testcontainers/testcontainers-go/modules/mysql"
 	tcpostgres "github.com/testcontainers/testcontainers-go/modules/postgres"
 	"github.com/uptrace/bun/driver/sqliteshim"
+
+	"github.com/flagadmin/flagadmin/internal/sqlitedsn"
 )
 
 // Environment variables naming the servers tests use.
@@ -238,7 +240,7 @@ func Connector(t testing.TB, dbURL string) driver.Connector {
 		if path == ":memory:" {
 			t.Fatalf("dbtest: %q: an in-memory database has no other connection", dbURL)
 		}
-		c = dsnConnector{dsn: path + "?_pragma=busy_timeout(10000)", driver: sqliteshim.Driver()}
+		c = dsnConnector{dsn: sqlitedsn.Busy(path, 10*time.Second), driver: sqliteshim.Driver()}
 	case "postgres", "postgresql":
 		c, err = stdlib.GetDefaultDriver().(driver.DriverContext).OpenConnector(dbURL)
 	case "mysql":

@@ -1,5 +1,5 @@
 // Package dberr maps the errors of the store's drivers (pgx, go-sql-driver
-// mysql, modernc SQLite, database/sql, the network) to the domain's kinds,
+// mysql, modernc SQLite or mattn's, database/sql, the network) to the domain's kinds,
 // in one place.
 package dberr
 
@@ -111,6 +111,9 @@ func driverVerdict(err error) (verdict, bool) {
 	var sqliteErr interface{ Code() int }
 	if errors.As(err, &sqliteErr) {
 		return sqliteCodes[sqliteErr.Code()&0xff], true
+	}
+	if code, ok := nativeSQLiteCode(err); ok {
+		return sqliteCodes[code], true
 	}
 	return verdict{}, false
 }
