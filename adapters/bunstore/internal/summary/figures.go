@@ -117,16 +117,22 @@ func AddPotentiallyStale(ctx context.Context, db bun.IDB, cutoffs map[flagadmin.
 // cutoffs (not empty), created before their type's cut-off (the
 // potentially stale ones) or, with since, at or after it (what the kept
 // figures take off the fresh features of those types).
+//
+// Each type is a range of features_fresh (type, created_at), one arm of
+// a UNION ALL: as one condition, an OR of the types' terms, SQLite read
+// every feature by the index of their project (20,000 features: 9 ms,
+// most of a project list), where the features created since the cut-offs
+// are a few.
 func PotentiallyStaleCounts(cutoffs map[flagadmin.FeatureType]time.Time, since bool) sqlq.Fragment {
 	op := "<"
 	if since {
 		op = ">="
 	}
-	terms := make([]sqlq.Fragment, 0, len(cutoffs))
+	arms := make([]sqlq.Fragment, 0, len(cutoffs))
 	for _, t := range slices.Sorted(maps.Keys(cutoffs)) {
-		terms = append(terms, sqlq.F("(type = ? AND created_at "+op+" ?)", string(t), stored.CeilMillis(cutoffs[t])))
+		arms = append(arms, sqlq.F("SELECT project FROM features WHERE archived_at IS NULL AND NOT stale AND type = ? AND created_at "+op+" ?", string(t), stored.CeilMillis(cutoffs[t])))
 	}
-	return sqlq.Fill("SELECT project, COUNT(*) AS n FROM features WHERE archived_at IS NULL AND NOT stale AND (?) GROUP BY project", sqlq.Join(" OR ", terms...))
+	return sqlq.Join(" UNION ALL ", arms...).Wrap("SELECT project, COUNT(*) AS n FROM (", ") f GROUP BY project")
 }
 
 // CountMembers returns the member count of each project of part (every
