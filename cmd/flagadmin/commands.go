@@ -15,6 +15,7 @@ import (
 
 	"github.com/flagadmin/flagadmin/adapters/bunstore"
 	"github.com/flagadmin/flagadmin/flagadmin"
+	"github.com/flagadmin/flagadmin/internal/sqlitedsn"
 )
 
 // version is set at build time with -ldflags "-X main.version=v1.2.3";
@@ -43,7 +44,7 @@ func versionString() string {
 
 var versionCommand = command{
 	usage:   "flagadmin version (or flagadmin --version, flagadmin -v)",
-	summary: "Prints the version of flagadmin and of the Go toolchain that built it.",
+	summary: "Prints the version of flagadmin, of the Go toolchain that built it and its SQLite driver.",
 }
 
 func (c *cli) version(args []string) error {
@@ -55,7 +56,7 @@ func (c *cli) version(args []string) error {
 	if err := noArgs(fs, rest); err != nil {
 		return err
 	}
-	fmt.Fprintf(c.stdout, "flagadmin %s (%s)\n", versionString(), runtime.Version())
+	fmt.Fprintf(c.stdout, "flagadmin %s (%s, %s)\n", versionString(), runtime.Version(), sqlitedsn.Driver())
 	return nil
 }
 

@@ -16,6 +16,15 @@ import (
 // Native reports whether the build's SQLite driver is mattn/go-sqlite3.
 func Native() bool { return sqliteshim.DriverName() == "sqlite3" }
 
+// Driver names the build's SQLite driver, for the version a command
+// prints.
+func Driver() string {
+	if Native() {
+		return "SQLite through mattn/go-sqlite3 (cgo)"
+	}
+	return "SQLite through modernc.org/sqlite (pure Go)"
+}
+
 // Busy is the name of the SQLite database at path (a file path, or
 // ":memory:") whose connections wait up to busy for a lock another
 // connection holds.
