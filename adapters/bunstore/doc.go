@@ -4,8 +4,9 @@
 // speed-ups on and off.
 //
 // Open takes a URL: postgres://… (pgx), mysql://user:pass@host:port/db
-// (go-sql-driver/mysql) or sqlite:PATH and sqlite::memory: (pure Go SQLite
-// through sqliteshim).
+// (go-sql-driver/mysql) or sqlite:PATH and sqlite::memory: (SQLite through
+// sqliteshim: modernc.org/sqlite, pure Go, or, in a build with the tags
+// cgosqlite, sqlite_fts5 and sqlite_stat4, mattn/go-sqlite3 with cgo).
 //
 // # The code
 //
