@@ -21,7 +21,9 @@
 # TARGETS and discard), RUNS=online the rest alone. The source must run on this machine (idle reads the
 # backend's CPU in /proc). It creates and drops the databases $SRC
 # (unleash_bench_follow) and $COPY (flagadmin_bench_follow) on the server
-# of PG; needs psql and gunzip.
+# of PG; needs psql and gunzip. TAGS are build tags of followbench, e.g.
+# cgosqlite,sqlite_fts5,sqlite_stat4 for SQLite's own C in place of
+# modernc.org/sqlite.
 set -eu
 
 PG=${PG:-postgres://postgres@127.0.0.1:5432}
@@ -58,7 +60,8 @@ target() {
 	esac
 }
 
-(cd "$ROOT" && go build -o "$WORK/followbench" ./scripts/followbench)
+TAGS=${TAGS:-}
+(cd "$ROOT" && go build ${TAGS:+-tags "$TAGS"} -o "$WORK/followbench" ./scripts/followbench)
 echo "$(date -u +%Y-%m-%dT%H:%MZ), load average $(cut -d' ' -f1-3 /proc/loadavg), $(nproc) cores"
 runs=latency,idle,token
 [ "$RUNS" = catchup ] && runs=

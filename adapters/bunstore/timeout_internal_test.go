@@ -318,6 +318,19 @@ func TestPageReadsAfterConnectionsDropped(t *testing.T) {
 					t.Fatalf("before the fault: %v", err)
 				}
 			}
+			// database/sql may still be opening a connection for a read
+			// that another one served: one that came up after the fault
+			// would serve every read below (the pool lends the connection
+			// returned last), none failing and none opened after. Wait
+			// until every open connection is idle, so the fault meets all.
+			for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+				if st := s.rdb.DB.Stats(); st.Idle == st.OpenConnections {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("connections still opening 30 s after the reads: %+v", s.rdb.DB.Stats())
+				}
+			}
 			served := proxy.Served()
 			fault.do(t, proxy)
 			failed := 0
