@@ -109,7 +109,7 @@ func TestCountedTotals(t *testing.T) {
 				if err != nil {
 					t.Fatalf("%s %+v: %v", stage, q, err)
 				}
-				if g, w := pageKey(t, got), pageKey(t, want); g != w {
+				if g, w := bunstore.PageKey(t, got), bunstore.PageKey(t, want); g != w {
 					t.Errorf("%s: query %+v:\ngot  %.300s\nwant %.300s", stage, q, g, w)
 				}
 			}

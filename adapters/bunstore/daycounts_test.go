@@ -208,7 +208,7 @@ func TestDayCounts(t *testing.T) {
 				if err != nil {
 					t.Fatalf("%s: %s: %v", stage, describe(q), err)
 				}
-				if g, w := pageKey(t, got), pageKey(t, want); g != w {
+				if g, w := bunstore.PageKey(t, got), bunstore.PageKey(t, want); g != w {
 					t.Errorf("%s: %s:\ngot  %.300s\nwant %.300s", stage, describe(q), g, w)
 				}
 			}

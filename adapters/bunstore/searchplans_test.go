@@ -96,7 +96,7 @@ func TestSearchAgreesWithMemstore(t *testing.T) {
 				if err != nil {
 					t.Fatalf("%+v: %v", q, err)
 				}
-				if g, w := pageKey(t, got), pageKey(t, want); g != w {
+				if g, w := bunstore.PageKey(t, got), bunstore.PageKey(t, want); g != w {
 					t.Errorf("query %+v:\ngot  %s\nwant %s", q, g, w)
 				}
 			}
@@ -117,11 +117,4 @@ func specialEvents(at time.Time) []flagadmin.Event {
 		})
 	}
 	return out
-}
-
-// pageKey describes a page by its total and its events, ids left out (two
-// stores may number the same events differently only if ids were skipped).
-func pageKey(t *testing.T, p flagadmin.EventPage) string {
-	t.Helper()
-	return bunstore.PageKey(t, p)
 }

@@ -358,7 +358,7 @@ func compareText(t *testing.T, s, plain *bunstore.Store, stage string) {
 			must(t, "plain store", err)
 			got, err := s.SearchEvents(ctx, q)
 			must(t, "store", err)
-			if g, w := pageKey(t, got), pageKey(t, want); g != w {
+			if g, w := bunstore.PageKey(t, got), bunstore.PageKey(t, want); g != w {
 				t.Errorf("%s: query %+q scope %d offset %d:\ngot  %s\nwant %s", stage, q.Text, q.TextScope, q.Offset, g, w)
 			}
 		}

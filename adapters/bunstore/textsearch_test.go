@@ -109,7 +109,7 @@ func TestTextSearchAgreesWithMemstore(t *testing.T) {
 				if err != nil {
 					t.Fatalf("%+q: %v", q.Text, err)
 				}
-				if g, w := pageKey(t, got), pageKey(t, want); g != w {
+				if g, w := bunstore.PageKey(t, got), bunstore.PageKey(t, want); g != w {
 					t.Errorf("query %+q scope %d offset %d:\ngot  %s\nwant %s", q.Text, q.TextScope, q.Offset, g, w)
 				}
 			}
@@ -144,7 +144,7 @@ func TestTextPageIsOneStatementOnPostgres(t *testing.T) {
 				must(t, "SearchEvents", err)
 				want, err := mem.SearchEvents(ctx, q)
 				must(t, "memstore", err)
-				if g, w := pageKey(t, got), pageKey(t, want); g != w {
+				if g, w := bunstore.PageKey(t, got), bunstore.PageKey(t, want); g != w {
 					t.Errorf("query %q offset %d:\ngot  %s\nwant %s", q.Text, q.Offset, g, w)
 				}
 				if n := stmts.n.Load(); (c.opts == nil) != (n == 0) {
