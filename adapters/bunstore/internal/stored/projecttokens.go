@@ -14,18 +14,20 @@ import (
 const (
 	NoProjectToken   = "n"
 	ProjectListToken = "c"
+	// projectTokenPrefix begins the token of a project alone.
+	projectTokenPrefix = "w"
 )
 
 // ProjectTokenSQL is the SQL expression (SQLite's) of the project token of
 // the project in the expression project.
 func ProjectTokenSQL(project string) string {
 	return "CASE WHEN " + project + " IS NULL THEN '" + NoProjectToken + "' WHEN instr(" + project + ", ',') > 0 THEN '" +
-		ProjectListToken + "' ELSE 'w' || hex(" + project + ") END"
+		ProjectListToken + "' ELSE '" + projectTokenPrefix + "' || hex(" + project + ") END"
 }
 
 // ProjectToken returns the token of an event whose project is project
 // alone, and false when project holds a comma: only a list of projects
 // can equal it, whose token is ProjectListToken.
 func ProjectToken(project string) (string, bool) {
-	return "w" + hex.EncodeToString([]byte(project)), !strings.Contains(project, ",")
+	return projectTokenPrefix + hex.EncodeToString([]byte(project)), !strings.Contains(project, ",")
 }
