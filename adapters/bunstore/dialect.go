@@ -85,6 +85,11 @@ type sqlDialect interface {
 	// event's project, where the index can hold it (SQLite), so that a
 	// search leaves out a caller's hidden projects from the index alone.
 	TextProjects(ctx context.Context, db *bun.DB) error
+	// EventOrder makes and fills, in a migration, the record of the
+	// events out of creation order that a free-text page read in id
+	// order from the full-text index depends on (SQLite:
+	// indexbuild.Backlog.Order); elsewhere it does nothing.
+	EventOrder(ctx context.Context, db *bun.DB) error
 	// PendingText makes, in a migration, where a bulk load may leave the
 	// full-text index of the loaded events to be filled after it commits
 	// (SQLite: the range of their ids, which the index's triggers leave

@@ -149,8 +149,12 @@
 //     leaves out the projects a caller may not see); a query whose runs
 //     are shorter, by the longest one between two delimiters. A query
 //     that is one run finds its page there too, without reading the rows
-//     of the events it passes over: the first matches by id, sorted by
-//     creation, checked against events_created, and its total counted in
+//     of the events it passes over: the first matches by id, in page
+//     order when no event up to them is out of creation order (newer than
+//     an event with a larger id: events_out_of_order, which the writer,
+//     a load and triggers keep), then read from the index alone for a
+//     query that filters by what its caller may see only; else sorted by
+//     creation and checked against events_created; its total counted in
 //     the index (textindex.FindPage). Other queries, the rare ones
 //     with characters the tokenizers alter, and the plain store scan with
 //     instr(text, ?) > 0, an exact substring test (LIKE in SQLite folds

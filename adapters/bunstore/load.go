@@ -148,7 +148,7 @@ func (s *Store) load(ctx context.Context, conn bun.Conn, tx bun.Tx, b *flagadmin
 		if len(batch) == 0 {
 			return nil
 		}
-		return s.record(ctx, t, &changes{events: batch, givenIDs: true, bulk: true, leavesInTx: true, countedAfter: true, textLater: true, tokensLater: tokensLater})
+		return s.record(ctx, t, &changes{events: batch, givenIDs: true, bulk: true, leavesInTx: true, countedAfter: true, textLater: true, tokensLater: tokensLater, orderLater: true})
 	}
 	if err := events(emit); err != nil {
 		return &callbackError{err}

@@ -85,6 +85,9 @@ func newMigrations(d sqlDialect, sums summaries, o migrateOptions) *migrate.Migr
 	add("20261214090000", "give the full-text index each event's project, filled in the background, so that a search leaves out the projects its caller may not see from the index alone (SQLite)", func(ctx context.Context, db *bun.DB) error {
 		return d.TextProjects(ctx, db)
 	})
+	add("20261215090000", "record the events out of creation order, so that a free-text page is read in id order from the full-text index past none of them (SQLite)", func(ctx context.Context, db *bun.DB) error {
+		return d.EventOrder(ctx, db)
+	})
 	return ms
 }
 

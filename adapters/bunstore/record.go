@@ -114,6 +114,9 @@ type changes struct {
 	// texts after they are inserted, by the backlog's fill or by the
 	// load's index build (indexbuild.Step.Tokens), not by the insert.
 	tokensLater bool
+	// orderLater: the load's index build records which events are out of
+	// creation order (indexbuild.Backlog.Order), not the writer.
+	orderLater bool
 
 	// pruned are the events retention removed (prune.go): the summaries
 	// drop them.
@@ -232,6 +235,9 @@ func (s *Store) appendEvents(ctx context.Context, t *txn, ch *changes) error {
 	if err := s.indexTexts(ctx, t, ch); err != nil {
 		return err
 	}
+	if err := s.recordOrder(ctx, t, ch); err != nil {
+		return err
+	}
 	if tokens == nil {
 		return nil
 	}
@@ -252,6 +258,22 @@ func (s *Store) indexTexts(ctx context.Context, t *txn, ch *changes) error {
 		first, last = min(first, e.ID), max(last, e.ID)
 	}
 	_, err := t.ExecContext(ctx, s.text.statements.Index, first-1, last)
+	return err
+}
+
+// recordOrder records which of ch's events, just inserted in t above
+// every other stored id (indexTexts), are out of creation order, where
+// the full-text index reads pages in id order (indexbuild.Backlog.Order),
+// unless the load's index build does (ch.orderLater).
+func (s *Store) recordOrder(ctx context.Context, t *txn, ch *changes) error {
+	if ch.orderLater || s.text == nil || s.text.statements.Order == "" || len(ch.events) == 0 {
+		return nil
+	}
+	below := ch.events[0].ID - 1
+	for _, e := range ch.events[1:] {
+		below = min(below, e.ID-1)
+	}
+	_, err := t.ExecContext(ctx, s.text.statements.Order, below, below)
 	return err
 }
 

@@ -67,6 +67,13 @@ const (
 // inserted them, unless it leaves them to the backlog or to a load's
 // index build (SQLite, whose trigger made every multi-row INSERT of
 // events write a statement journal).
+//
+// Where Order is not empty, the writer records which of the events it
+// has just inserted are out of creation order (newer events with smaller
+// ids: a free-text page read in id order must not be read so past them),
+// by Order (its two placeholders both the id below theirs) in the
+// transaction that inserted them, whether it indexes their texts or not,
+// unless a load's index build records them (SQLite).
 type Backlog struct {
 	Pending, Fill, Advance, Done string
 	Merge                        []string
@@ -74,4 +81,5 @@ type Backlog struct {
 	Start, Extend                string
 	Mark                         string
 	Index                        string
+	Order                        string
 }

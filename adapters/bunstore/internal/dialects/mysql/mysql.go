@@ -247,6 +247,9 @@ func (Dialect) CopyFrom(context.Context, bun.Conn, string, []string, func() ([]a
 // TextProjects does nothing: MySQL has no index of the texts.
 func (Dialect) TextProjects(context.Context, *bun.DB) error { return nil }
 
+// EventOrder does nothing: MySQL has no index of the texts.
+func (Dialect) EventOrder(context.Context, *bun.DB) error { return nil }
+
 // PendingText does nothing: no load leaves texts to be indexed after it.
 func (Dialect) PendingText(context.Context, *bun.DB) error { return nil }
 

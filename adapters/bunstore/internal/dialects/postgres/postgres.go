@@ -189,6 +189,10 @@ func (Dialect) CopyFrom(ctx context.Context, conn bun.Conn, table string, column
 // candidate's project from its row.
 func (Dialect) TextProjects(context.Context, *bun.DB) error { return nil }
 
+// EventOrder does nothing: PostgreSQL reads a free-text page by its
+// window over the matches (pgpage.TextPage), not in id order.
+func (Dialect) EventOrder(context.Context, *bun.DB) error { return nil }
+
 // PendingText does nothing: no load leaves texts to be indexed after it.
 func (Dialect) PendingText(context.Context, *bun.DB) error { return nil }
 

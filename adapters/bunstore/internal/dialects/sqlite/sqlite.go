@@ -191,6 +191,7 @@ func (Dialect) TextBacklog() (indexbuild.Backlog, bool) {
 		Start:   "INSERT INTO events_text_pending (id, from_id, to_id) VALUES (1, ?, ?)",
 		Extend:  "UPDATE events_text_pending SET to_id = ?",
 		Index:   indexInserted,
+		Order:   orderInserted,
 	}, true
 }
 
@@ -368,6 +369,12 @@ func (Dialect) DeferIndexes(ctx context.Context, tx bun.IDB) (drops []string, bu
 			indexbuild.Step{SQL: refill.Merge, What: "merge the full-text index events_tokens", When: indexbuild.TextNow},
 			indexbuild.Step{SQL: optimize("search_tokens_text"), What: "merge the full-text index search_tokens_text", When: indexbuild.TextNow},
 			indexbuild.Step{SQL: pendAll, What: "leave the full-text index events_tokens to fill after the load", When: indexbuild.TextLater})
+	}
+	if err := tx.NewRaw(Dialect{}.TableExistsSQL(), "events_out_of_order").Scan(ctx, &tables); err != nil {
+		return nil, nil, err
+	}
+	if tables > 0 {
+		builds = append(builds, indexbuild.Step{SQL: orderAll, What: "record the events out of creation order"})
 	}
 	return drops, builds, err
 }
