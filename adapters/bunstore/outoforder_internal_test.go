@@ -3,6 +3,7 @@ package bunstore
 import (
 	"context"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -160,4 +161,51 @@ func TestEventsOutOfOrderRecorded(t *testing.T) {
 		defer s.Close()
 		check(t, s, "migrated")
 	})
+}
+
+// TestOrderInsertedReadsTheirRange: the writer's statement that records
+// the events out of creation order among those it inserted reads their
+// range and the events no older than them, with or without the
+// planner's statistics: no step of its plan walks a whole table or
+// index of events (as SQLite did for min(created_at) of the range, by
+// events_created from its start, a second a write at 1,000,000 events).
+func TestOrderInsertedReadsTheirRange(t *testing.T) {
+	ctx := context.Background()
+	s, err := Open(ctx, dbtest.SQLite(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if err := s.Write(ctx, &flagadmin.Batch{Events: projectEvents(240, lateAndEarly())}); err != nil {
+		t.Fatal(err)
+	}
+	for _, stage := range []string{"without statistics", "ANALYZE"} {
+		if stage == "ANALYZE" {
+			if _, err := s.db.ExecContext(ctx, "ANALYZE"); err != nil {
+				t.Fatal(err)
+			}
+		}
+		var plan []struct {
+			ID      int    `bun:"id"`
+			Parent  int    `bun:"parent"`
+			NotUsed int    `bun:"notused"`
+			Detail  string `bun:"detail"`
+		}
+		if err := s.db.NewRaw("EXPLAIN QUERY PLAN "+s.text.statements.Order, 200, 200).Scan(ctx, &plan); err != nil {
+			t.Fatal(err)
+		}
+		read := 0
+		for _, step := range plan {
+			if !strings.Contains(step.Detail, " events ") && !strings.HasSuffix(step.Detail, " events") {
+				continue
+			}
+			read++
+			if !strings.HasPrefix(step.Detail, "SEARCH ") || !strings.Contains(step.Detail, "(") {
+				t.Errorf("%s: a step reads all events: %s", stage, step.Detail)
+			}
+		}
+		if read != 2 {
+			t.Errorf("%s: %d steps read events, want 2: %+v", stage, read, plan)
+		}
+	}
 }

@@ -38,10 +38,13 @@ WHERE newer < id`
 // above an id, its two placeholders (the writer's events, just inserted
 // above every other stored id), as orderAll over the events no older
 // than the oldest of them (every event newer than one of them is one of
-// those): for events inserted in creation order, about themselves.
+// those): for events inserted in creation order, about themselves. The
+// oldest is read from their rows (NOT INDEXED: as min(created_at), SQLite
+// walked events_created from its start to the first of them, the whole
+// index for the newest events).
 const orderInserted = `INSERT OR IGNORE INTO events_out_of_order (id)
 SELECT id FROM (SELECT id, min(id) OVER (ORDER BY created_at DESC RANGE BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS newer
-	FROM events WHERE created_at >= (SELECT min(created_at) FROM events WHERE id > ?))
+	FROM events WHERE created_at >= (SELECT min(created_at) FROM events NOT INDEXED WHERE id > ?))
 WHERE id > ? AND newer < id`
 
 // orderStatements make events_out_of_order, its triggers, and fill it
