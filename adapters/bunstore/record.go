@@ -232,10 +232,13 @@ func (s *Store) appendEvents(ctx context.Context, t *txn, ch *changes) error {
 	if err := s.insertEvents(ctx, t, ch, tokens); err != nil {
 		return err
 	}
-	if err := s.indexTexts(ctx, t, ch); err != nil {
+	// Before the full-text index is written in t: each statement after
+	// that makes FTS5 flush its pending terms (a savepoint), which cost
+	// this statement 0.17 ms a lifecycle completion at 1,000,000 events.
+	if err := s.recordOrder(ctx, t, ch); err != nil {
 		return err
 	}
-	if err := s.recordOrder(ctx, t, ch); err != nil {
+	if err := s.indexTexts(ctx, t, ch); err != nil {
 		return err
 	}
 	if tokens == nil {
@@ -272,6 +275,13 @@ func (s *Store) recordOrder(ctx context.Context, t *txn, ch *changes) error {
 	below := ch.events[0].ID - 1
 	for _, e := range ch.events[1:] {
 		below = min(below, e.ID-1)
+	}
+	if st := s.inserts.prepared.Load(); st != nil && st.order != nil {
+		if stmt, ok := inTx(ctx, t, st.order); ok {
+			defer stmt.Close()
+			_, err := stmt.ExecContext(ctx, below, below)
+			return err
+		}
 	}
 	_, err := t.ExecContext(ctx, s.text.statements.Order, below, below)
 	return err
