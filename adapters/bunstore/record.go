@@ -279,11 +279,11 @@ func (s *Store) recordOrder(ctx context.Context, t *txn, ch *changes) error {
 	if st := s.inserts.prepared.Load(); st != nil && st.order != nil {
 		if stmt, ok := inTx(ctx, t, st.order); ok {
 			defer stmt.Close()
-			_, err := stmt.ExecContext(ctx, below, below)
+			_, err := stmt.ExecContext(ctx, below, below, below)
 			return err
 		}
 	}
-	_, err := t.ExecContext(ctx, s.text.statements.Order, below, below)
+	_, err := t.ExecContext(ctx, s.text.statements.Order, below, below, below)
 	return err
 }
 

@@ -71,7 +71,7 @@ const (
 // Where Order is not empty, the writer records which of the events it
 // has just inserted are out of creation order (newer events with smaller
 // ids: a free-text page read in id order must not be read so past them),
-// by Order (its two placeholders both the id below theirs) in the
+// by Order (each of its placeholders the id below theirs) in the
 // transaction that inserted them, whether it indexes their texts or not,
 // unless a load's index build records them (SQLite).
 type Backlog struct {

@@ -35,16 +35,23 @@ SELECT id FROM (SELECT id, min(id) OVER (ORDER BY created_at DESC RANGE BETWEEN 
 WHERE newer < id`
 
 // orderInserted records the events out of creation order among those
-// above an id, its two placeholders (the writer's events, just inserted
-// above every other stored id), as orderAll over the events no older
-// than the oldest of them (every event newer than one of them is one of
-// those): for events inserted in creation order, about themselves. The
-// oldest is read from their rows (NOT INDEXED: as min(created_at), SQLite
-// walked events_created from its start to the first of them, the whole
-// index for the newest events).
-const orderInserted = `INSERT OR IGNORE INTO events_out_of_order (id)
-SELECT id FROM (SELECT id, min(id) OVER (ORDER BY created_at DESC RANGE BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS newer
-	FROM events WHERE created_at >= (SELECT min(created_at) FROM events NOT INDEXED WHERE id > ?))
+// above an id, its three placeholders (the writer's events, just inserted
+// above every other stored id), as orderAll over those events and the
+// events newer than the oldest of them (every event newer than one of
+// them is one of those): for events inserted in creation order, about
+// themselves. The oldest is read from their rows (NOT INDEXED: as
+// min(created_at), SQLite walked events_created from its start to the
+// first of them, the whole index for the newest events). The events of
+// the oldest's creation time stored before them are left out: many
+// events share one when Unleash writes them in one transaction, and a
+// follower's batch read them all again (24,600 against 38,500 events/s
+// caught up). The two ranges of events_created are two arms: as one OR,
+// SQLite may scan the whole index.
+const orderInserted = `WITH o AS MATERIALIZED (SELECT min(created_at) AS oldest FROM events NOT INDEXED WHERE id > ?)
+INSERT OR IGNORE INTO events_out_of_order (id)
+SELECT id FROM (SELECT id, min(id) OVER (ORDER BY created_at DESC RANGE BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS newer FROM (
+	SELECT id, created_at FROM events WHERE created_at > (SELECT oldest FROM o)
+	UNION ALL SELECT id, created_at FROM events WHERE created_at = (SELECT oldest FROM o) AND id > ?))
 WHERE id > ? AND newer < id`
 
 // orderStatements make events_out_of_order, its triggers, and fill it
