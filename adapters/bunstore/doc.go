@@ -153,7 +153,7 @@
 //     order when no event up to them is out of creation order (newer than
 //     an event with a larger id: events_out_of_order, which the writer,
 //     a load and triggers keep), then read from the index alone for a
-//     query that filters by what its caller may see only; else sorted by
+//     query with no condition but its text; else sorted by
 //     creation and checked against events_created; its total counted in
 //     the index (textindex.FindPage). Other queries, the rare ones
 //     with characters the tokenizers alter, and the plain store scan with

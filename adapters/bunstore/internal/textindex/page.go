@@ -44,8 +44,8 @@ const (
 // They are when no event up to the largest id read is out of creation
 // order (no event with a smaller id is newer: events_out_of_order, the
 // plan's Unordered), which holds when none is out of order at all; then a
-// query that filters by what its caller may see alone reads its matches'
-// ids from the index, and no row (pageByID). Else the walk reads each
+// query with no condition but its text (its caller may see every
+// project) reads its matches' ids from the index, and no row (pageByID). Else the walk reads each
 // match's created_at from its row, and when an event up to the largest id
 // read is out of order, the page is checked, not assumed: every match
 // the walk did not reach has a smaller id than the last it read (L), and
