@@ -28,8 +28,9 @@ import (
 
 // orderAll records every event out of creation order: in descending
 // created_at, the smallest id of the events strictly newer (a window
-// over the covering index events_created, one pass; 0.8 s for 1,000,000
-// events) is below the event's own.
+// over the covering index events_created, one pass: 0.8 s for 1,000,000
+// events in Debian's sqlite3 shell, 7 s through modernc as a migration)
+// is below the event's own.
 const orderAll = `INSERT OR IGNORE INTO events_out_of_order (id)
 SELECT id FROM (SELECT id, min(id) OVER (ORDER BY created_at DESC RANGE BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS newer FROM events)
 WHERE newer < id`
