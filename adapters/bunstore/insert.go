@@ -61,10 +61,7 @@ func (s *Store) LastEventID(ctx context.Context) (int64, error) {
 // with their ids, and of leaves, go through them, with their values
 // bound, the rest by multi-row INSERTs. They are prepared before a write
 // takes its connection (prepareInserts): on SQLite the pool of writers
-// has one connection, which a write holds to its end. With them, the
-// statement that records the events out of creation order among those a
-// write inserted (indexbuild.Backlog.Order), where there is one: run for
-// every write, it took longer to parse than to run.
+// has one connection, which a write holds to its end.
 type preparedInserts struct {
 	mu       sync.Mutex // held while preparing
 	prepared atomic.Pointer[insertStatements]
@@ -74,7 +71,6 @@ type preparedInserts struct {
 type insertStatements struct {
 	rows           int
 	events, leaves *sql.Stmt
-	order          *sql.Stmt // nil without one
 }
 
 // prepareInserts prepares the store's preparedInserts on its writer pool,
@@ -107,15 +103,7 @@ func (s *Store) prepareInserts(ctx context.Context) {
 		_ = events.Close()
 		return
 	}
-	st := &insertStatements{rows: rows, events: events, leaves: leaves}
-	if s.text != nil && s.text.statements.Order != "" {
-		if st.order, err = s.db.DB.PrepareContext(ctx, s.text.statements.Order); err != nil {
-			s.log.Debug("bunstore: could not prepare the record of events out of creation order", "cause", err.Error())
-			_, _ = events.Close(), leaves.Close()
-			return
-		}
-	}
-	p.prepared.Store(st)
+	p.prepared.Store(&insertStatements{rows: rows, events: events, leaves: leaves})
 }
 
 // close closes the prepared statements.
@@ -126,23 +114,7 @@ func (p *preparedInserts) close() error {
 	if st == nil {
 		return nil
 	}
-	err := errors.Join(st.events.Close(), st.leaves.Close())
-	if st.order != nil {
-		err = errors.Join(err, st.order.Close())
-	}
-	return err
-}
-
-// inTx returns stmt for the transaction db (a *txn or a bun.Tx), which
-// the caller closes, and false when db is no transaction.
-func inTx(ctx context.Context, db bun.IDB, stmt *sql.Stmt) (*sql.Stmt, bool) {
-	switch tx := db.(type) {
-	case *txn:
-		return tx.Tx.Tx.StmtContext(ctx, stmt), true
-	case bun.Tx:
-		return tx.Tx.StmtContext(ctx, stmt), true
-	}
-	return nil, false
+	return errors.Join(st.events.Close(), st.leaves.Close())
 }
 
 // insert inserts the first of n rows in the transaction db by one of
@@ -155,8 +127,13 @@ func (p *preparedInserts) insert(ctx context.Context, db bun.IDB, pick func(*ins
 	if st == nil || n < st.rows {
 		return 0, nil
 	}
-	stmt, ok := inTx(ctx, db, pick(st))
-	if !ok {
+	var stmt *sql.Stmt
+	switch tx := db.(type) {
+	case *txn:
+		stmt = tx.Tx.Tx.StmtContext(ctx, pick(st))
+	case bun.Tx:
+		stmt = tx.Tx.StmtContext(ctx, pick(st))
+	default:
 		return 0, nil
 	}
 	defer stmt.Close()

@@ -260,12 +260,19 @@ func (s *Store) indexTexts(ctx context.Context, t *txn, ch *changes) error {
 	if ch.textLater || s.text == nil || s.text.statements.Index == "" || len(ch.events) == 0 {
 		return nil
 	}
-	first, last := ch.events[0].ID, ch.events[0].ID
-	for _, e := range ch.events[1:] {
-		first, last = min(first, e.ID), max(last, e.ID)
-	}
+	first, last := idRange(ch.events)
 	_, err := t.ExecContext(ctx, s.text.statements.Index, first-1, last)
 	return err
+}
+
+// idRange returns the smallest and the largest id of events (one or
+// more).
+func idRange(events []flagadmin.Event) (first, last int64) {
+	first, last = events[0].ID, events[0].ID
+	for _, e := range events[1:] {
+		first, last = min(first, e.ID), max(last, e.ID)
+	}
+	return first, last
 }
 
 // recordOrder records which of ch's events, just inserted in t above
@@ -276,18 +283,8 @@ func (s *Store) recordOrder(ctx context.Context, t *txn, ch *changes, newest sql
 	if !s.recordsOrder(ch) || inCreationOrder(ch.events, newest) {
 		return nil
 	}
-	below := ch.events[0].ID - 1
-	for _, e := range ch.events[1:] {
-		below = min(below, e.ID-1)
-	}
-	if st := s.inserts.prepared.Load(); st != nil && st.order != nil {
-		if stmt, ok := inTx(ctx, t, st.order); ok {
-			defer stmt.Close()
-			_, err := stmt.ExecContext(ctx, below, below, below)
-			return err
-		}
-	}
-	_, err := t.ExecContext(ctx, s.text.statements.Order, below, below, below)
+	first, _ := idRange(ch.events)
+	_, err := t.ExecContext(ctx, s.text.statements.Order, first-1, first-1, first-1)
 	return err
 }
 
