@@ -215,26 +215,27 @@ func TestDayCounts(t *testing.T) {
 		}
 		check("as written")
 		before := countRows(t, store)
-		// The month rows, which deep offsets skip by, against the events
-		// counted here.
-		months := map[string]int64{}
+		// The month and day rows, which deep offsets skip by, against the
+		// events counted here.
+		periods := map[string]int64{}
 		for _, e := range all.Events {
-			m := monthNumber(e.CreatedAt)
-			months[fmt.Sprintf("month all  %d", m)]++
-			if e.Project == nil {
-				months[fmt.Sprintf("month no-project  %d", m)]++
-			} else {
-				months[fmt.Sprintf("month project %s %d", *e.Project, m)]++
-			}
-		}
-		for k, n := range before.summed {
-			if strings.HasPrefix(k, "month ") {
-				if months[k] != n {
-					t.Errorf("%s: written %d, want %d", k, n, months[k])
+			for dim, num := range map[string]int64{"month": monthNumber(e.CreatedAt), "day": dayNumber(e.CreatedAt)} {
+				periods[fmt.Sprintf("%s all  %d", dim, num)]++
+				if e.Project == nil {
+					periods[fmt.Sprintf("%s no-project  %d", dim, num)]++
+				} else {
+					periods[fmt.Sprintf("%s project %s %d", dim, *e.Project, num)]++
 				}
 			}
 		}
-		for k, n := range months {
+		for k, n := range before.summed {
+			if strings.HasPrefix(k, "month ") || strings.HasPrefix(k, "day ") {
+				if periods[k] != n {
+					t.Errorf("%s: written %d, want %d", k, n, periods[k])
+				}
+			}
+		}
+		for k, n := range periods {
 			if _, ok := before.summed[k]; !ok {
 				t.Errorf("%s: not written, want %d", k, n)
 			}
@@ -267,13 +268,28 @@ func TestDayCounts(t *testing.T) {
 			}
 		}
 		check("after recount")
-		// Counts that disagree with the events (a day's rows deleted, its
-		// hidden events still there) are an error, never a page read off
-		// wrong counts.
-		if _, err := bunstore.DB(store).ExecContext(ctx, "DELETE FROM event_counts WHERE dim = ? AND num = ?",
-			slices.Index(countDims, "day"), day.UnixMilli()/(24*time.Hour).Milliseconds()); err != nil {
+		// A database written before each project's day rows were kept gets
+		// them in a migration.
+		for _, stmt := range []string{
+			fmt.Sprintf("DELETE FROM event_counts WHERE dim = %d AND scope = %d", slices.Index(countDims, "day"), slices.Index(countScopes, "project")),
+			"DELETE FROM bun_migrations WHERE name = '20261216090000'",
+		} {
+			if _, err := bunstore.DB(store).ExecContext(ctx, stmt); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := store.Migrate(ctx); err != nil {
 			t.Fatal(err)
 		}
+		if migrated := countRows(t, store); !maps.Equal(before.summed, migrated.summed) {
+			t.Errorf("the counts after the migration differ from those written")
+		}
+		check("after the migration")
+		// Counts that disagree with each other are an error, never a page
+		// read off wrong counts: a day whose row of every event is gone
+		// while its hidden project's row is there; then a day whose rows
+		// are all gone, which its month's row still counts (a range of
+		// days alone reads no month).
 		visible, err := mem.SearchEvents(ctx, flagadmin.EventQuery{HiddenProjects: []string{p1}, Limit: 1_000_000})
 		if err != nil {
 			t.Fatal(err)
@@ -282,15 +298,38 @@ func TestDayCounts(t *testing.T) {
 		if inDay < 1000 {
 			t.Fatalf("the first event of %s is at offset %d, which is not skipped to by the counts", day.Format(time.DateOnly), inDay)
 		}
-		for _, q := range []flagadmin.EventQuery{
-			{From: at(cfg.Start.Truncate(24 * time.Hour)), Before: at(y10000), HiddenProjects: []string{p1}, Limit: 50, Offset: 1000},
-			{HiddenProjects: []string{p1}, Limit: 50, Offset: inDay},
+		if before.summed[fmt.Sprintf("day project %s %d", p1, day.UnixMilli()/(24*time.Hour).Milliseconds())] == 0 {
+			t.Fatalf("%s has no event of %s", p1, day.Format(time.DateOnly))
+		}
+		ranged := flagadmin.EventQuery{From: at(cfg.Start.Truncate(24 * time.Hour)), Before: at(y10000), HiddenProjects: []string{p1}, Limit: 50, Offset: 1000}
+		deep := flagadmin.EventQuery{HiddenProjects: []string{p1}, Limit: 50, Offset: inDay}
+		for _, c := range []struct {
+			deleted string
+			queries []flagadmin.EventQuery
+		}{
+			{"scope = " + strconv.Itoa(slices.Index(countScopes, "all")), []flagadmin.EventQuery{ranged, deep}},
+			{"1 = 1", []flagadmin.EventQuery{deep}},
 		} {
-			if page, err := store.SearchEvents(ctx, q); err == nil {
-				t.Errorf("without the day rows of %s: %s: total %d, want an error", day.Format(time.DateOnly), describe(q), page.Total)
+			if _, err := bunstore.DB(store).ExecContext(ctx, "DELETE FROM event_counts WHERE dim = ? AND num = ? AND "+c.deleted,
+				slices.Index(countDims, "day"), day.UnixMilli()/(24*time.Hour).Milliseconds()); err != nil {
+				t.Fatal(err)
+			}
+			for _, q := range c.queries {
+				if page, err := store.SearchEvents(ctx, q); err == nil {
+					t.Errorf("without the day rows (%s) of %s: %s: total %d, want an error", c.deleted, day.Format(time.DateOnly), describe(q), page.Total)
+				}
 			}
 		}
 	})
+}
+
+// dayNumber is the UTC day of t in days since 1970-01-01.
+func dayNumber(t time.Time) int64 {
+	ms, day := t.UnixMilli(), (24 * time.Hour).Milliseconds()
+	if ms < 0 && ms%day != 0 {
+		return ms/day - 1
+	}
+	return ms / day
 }
 
 // monthNumber is the UTC month of t in months since 1970-01.

@@ -88,6 +88,9 @@ func newMigrations(d sqlDialect, sums summaries, o migrateOptions) *migrate.Migr
 	add("20261215090000", "record the events out of creation order, so that a free-text page is read in id order from the full-text index past none of them (SQLite)", func(ctx context.Context, db *bun.DB) error {
 		return d.EventOrder(ctx, db)
 	})
+	add("20261216090000", "count each project's events per day, so that a page at a large offset or in a range of days takes off the days of the projects its caller may not see by their counts (the summaries rebuilt)", func(ctx context.Context, db *bun.DB) error {
+		return inMigrationTx(ctx, d, db, func(ctx context.Context, tx bun.IDB) error { return rebuildSummaries(ctx, d, tx, sums) })
+	})
 	return ms
 }
 

@@ -70,7 +70,7 @@ const (
 	// DimEnvironment counts those of one environment (value).
 	DimEnvironment
 	// DimDay counts those of one UTC day (num: days since 1970-01-01), in
-	// ScopeAll and ScopeNoProject.
+	// every scope.
 	DimDay
 	// DimMonth counts those of one UTC month (num: months since 1970-01),
 	// in every scope.
@@ -162,17 +162,16 @@ func (c counts) column(dim Dim, project *string, value string, num int64, n, new
 }
 
 // day adds n events of project created on day (days since 1970-01-01),
-// the newest at newest: the day's rows (every event, and those without a
-// project) and its month's (every event, and the events' own scope).
+// the newest at newest: the day's rows and its month's, each of every
+// event and of the events' own scope (without a project, or of the
+// project).
 func (c counts) day(project *string, day int64, n, newest int64) {
 	scope, p := scopeOf(project)
 	month := monthOfDay(day)
 	c.add(key{dim: DimDay, scope: ScopeAll, num: day}, n, newest)
+	c.add(key{dim: DimDay, scope: scope, project: p, num: day}, n, newest)
 	c.add(key{dim: DimMonth, scope: ScopeAll, num: month}, n, newest)
 	c.add(key{dim: DimMonth, scope: scope, project: p, num: month}, n, newest)
-	if project == nil {
-		c.add(key{dim: DimDay, scope: ScopeNoProject, num: day}, n, newest)
-	}
 }
 
 // event adds e.

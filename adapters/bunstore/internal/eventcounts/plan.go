@@ -23,8 +23,8 @@ type Plan struct {
 	plus, minus []rows
 	// planDays: the days from fromDay (inclusive) to beforeDay
 	// (exclusive), when bounded; noProject subtracts the days' events
-	// without a project; hidden lists projects whose events in the range
-	// are counted (from the events_project index) and subtracted.
+	// without a project; hidden lists projects whose days in the range
+	// are subtracted (hiddenDays).
 	from, before *int64
 	noProject    bool
 	hidden       []string
@@ -293,8 +293,8 @@ func (p Plan) Total() sqlq.Fragment {
 		if p.noProject {
 			total = sqlq.Join(" - ", total, p.days(ScopeNoProject))
 		}
-		for _, hidden := range p.hiddenEvents() {
-			total = sqlq.Join(" - ", total, hidden.Wrap("(SELECT COUNT(*) FROM events WHERE ", ")"))
+		for _, hidden := range p.hiddenDays(p.from, p.before) {
+			total = sqlq.Join(" - ", total, hidden.Wrap("COALESCE((SELECT SUM(n) FROM event_counts WHERE ", "), 0)"))
 		}
 		return total
 	}
@@ -308,21 +308,18 @@ func (p Plan) days(scope Scope) sqlq.Fragment {
 	return r.conditions(p.from, p.before)[0].Wrap("COALESCE((SELECT SUM(n) FROM event_counts WHERE ", "), 0)")
 }
 
-// hiddenEvents are the conditions on events that together select the
-// hidden projects' events in the plan's range, each a part of them
-// (hiddenKeys).
-func (p Plan) hiddenEvents() []sqlq.Fragment {
-	out := make([]sqlq.Fragment, len(p.hiddenKeys))
-	for i, cond := range p.hiddenKeys {
-		if p.q.From != nil {
-			cond = sqlq.And(cond, sqlq.F("created_at >= ?", stored.CeilMillis(*p.q.From)))
-		}
-		if p.q.Before != nil {
-			cond = sqlq.And(cond, sqlq.F("created_at < ?", stored.CeilMillis(*p.q.Before)))
-		}
-		out[i] = cond
+// hiddenDays are the conditions of the day rows of the hidden projects
+// from from (inclusive) to before (exclusive), nil for no bound, one for
+// each part of them (hiddenKeys); none when no project is hidden. Every
+// write adds an event to its day's row of every event and to that of its
+// project, as to its month's, so the two agree.
+func (p Plan) hiddenDays(from, before *int64) []sqlq.Fragment {
+	if len(p.hiddenKeys) == 0 {
+		return nil
 	}
-	return out
+	r := one(DimDay, ScopeProject)
+	r.projects, r.projectConds, r.nums = p.hidden, p.hiddenKeys, nil
+	return r.conditions(from, before)
 }
 
 // sum is the SQL sum of the rows, every shard, 0 when there are none.

@@ -8,7 +8,6 @@ import (
 	"slices"
 
 	"github.com/uptrace/bun"
-	"github.com/uptrace/bun/dialect"
 
 	"github.com/flagadmin/flagadmin/adapters/bunstore/internal/sqlq"
 	"github.com/flagadmin/flagadmin/adapters/bunstore/internal/summary"
@@ -38,15 +37,14 @@ type Query func(ctx context.Context, db bun.IDB, stmt sqlq.Fragment) (*sql.Rows,
 // statements each see a snapshot of their own; the first reads stamp too.
 //
 // Without dates, whole months are skipped first by their month rows
-// (monthSeek). With dates, the range's day rows are read less the events
-// of hidden projects in the range, counted per day from the
-// events_project index, in one statement.
+// (monthSeek). With dates, the range's day rows are read less the hidden
+// projects' day rows, in one statement.
 func (p Plan) Seek(ctx context.Context, db bun.IDB, query Query, stamp sqlq.Fragment) (summary.Start, error) {
 	if p.from == nil && p.before == nil {
 		return p.monthSeek(ctx, db, query, stamp)
 	}
 	days, extras, err := periodsLess(ctx, db, query, periodsSQL(DimDay, p.noProject, p.from, p.before), []sqlq.Fragment{stamp},
-		hiddenDays(db.Dialect().Name(), p.hiddenEvents()))
+		perDay(p.hiddenDays(p.from, p.before)))
 	if err != nil {
 		return summary.Start{}, err
 	}
@@ -127,14 +125,12 @@ func periodsLess(ctx context.Context, db bun.IDB, query Query, rows sqlq.Fragmen
 	return out, x, nil
 }
 
-// hiddenDays are the statements that count per day the events that each
-// of conds selects (conditions on events, each selecting a part of the
-// hidden projects' events: hiddenEvents), from the events_project index.
-func hiddenDays(d dialect.Name, conds []sqlq.Fragment) []sqlq.Fragment {
-	day := daySQL(d)
+// perDay are the statements of the rows of event_counts that each of
+// conds selects, summed per num over the shards: num and n.
+func perDay(conds []sqlq.Fragment) []sqlq.Fragment {
 	out := make([]sqlq.Fragment, len(conds))
 	for i, cond := range conds {
-		out[i] = cond.Wrap("SELECT "+day+" AS num, COUNT(*) AS n FROM events WHERE ", " GROUP BY "+day)
+		out[i] = cond.Wrap("SELECT num, SUM(n) AS n FROM event_counts WHERE ", " GROUP BY num")
 	}
 	return out
 }
@@ -158,12 +154,12 @@ func seekDays(days []period, offset int) (before int64, hasBefore bool, rest int
 // less the months of events without a project for callers who see only
 // events with one), less the hidden projects' events per month (their
 // month rows), skip whole months; then the day rows of the one month that
-// holds the offset's event, less its hidden events per day (from the
-// events_project index), skip whole days. A month's row is the sum of its
-// days' (every write adds to both), so the two agree. Three statements
-// (one without hidden projects): the months with the total of the hidden
-// events (and the stamp), the hidden months, the days less their hidden
-// events.
+// holds the offset's event, less the hidden projects' day rows, skip
+// whole days. A month's row is the sum of its days' (every write adds to
+// both): days that do not add up to their month are counts gone wrong,
+// an error. Three statements (one without hidden projects): the months
+// with the total of the hidden events (and the stamp), the hidden months,
+// the days less their hidden days.
 func (p Plan) monthSeek(ctx context.Context, db bun.IDB, query Query, stamp sqlq.Fragment) (summary.Start, error) {
 	var hiddenSum sqlq.Fragment
 	if len(p.hidden) > 0 {
@@ -188,17 +184,20 @@ func (p Plan) monthSeek(ctx context.Context, db bun.IDB, query Query, stamp sqlq
 	if err != nil {
 		return summary.Start{}, err
 	}
-	// The days of the target month, less their hidden events.
+	// The days of the target month, less the hidden projects' days.
 	m := months[target].Num
 	first, next := monthStart(m), monthStart(m+1)
-	conds := make([]sqlq.Fragment, len(p.hiddenKeys))
-	for i, keys := range p.hiddenKeys {
-		conds[i] = sqlq.And(keys, sqlq.F("created_at >= ? AND created_at < ?", first*msPerDay, next*msPerDay))
-	}
 	days, _, err := periodsLess(ctx, db, query, periodsSQL(DimDay, p.noProject, &first, &next), nil,
-		hiddenDays(db.Dialect().Name(), conds))
+		perDay(p.hiddenDays(&first, &next)))
 	if err != nil {
 		return summary.Start{}, err
+	}
+	var inDays int64
+	for _, d := range days {
+		inDays += d.N
+	}
+	if inDays != months[target].N {
+		return summary.Start{}, fmt.Errorf("event_counts: the days of month %d hold %d matches, its row %d", m, inDays, months[target].N)
 	}
 	start.Before, start.HasBefore = next*msPerDay, true
 	if b, has, rest := seekDays(days, p.q.Offset-int(newer)); has {
