@@ -28,7 +28,7 @@ type Plan struct {
 	from, before *int64
 	noProject    bool
 	hidden       []string
-	// hiddenKeys select, on the project column of event_counts or events,
+	// hiddenKeys select, on the project column of event_counts,
 	// the rows of the hidden projects, each a part of them (hiddenKeys);
 	// none when no project is hidden.
 	hiddenKeys []sqlq.Fragment
@@ -111,7 +111,7 @@ func planOf(d dialect.Name, q flagadmin.EventQuery) Plan {
 }
 
 // hiddenKeys returns the conditions on the project column of event_counts
-// or events that together select the events of the hidden projects (none
+// that together select the rows of the hidden projects (none
 // when none is): a hidden project's own, and those of every other project
 // of the counts that names one among comma-joined projects
 // (flagadmin.ProjectHidden), found among the keys of the rows per project,
