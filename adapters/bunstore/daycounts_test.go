@@ -26,10 +26,12 @@ import (
 // month's first event, past the end). Events
 // arrive through every write path (Write, and InsertEvents, COPY on
 // PostgreSQL), including events on both sides of midnight, before 1970 and
-// before 1000. It then checks the month rows against the events, that
-// writers spread over the shards, and that rebuilding the counts from the
-// events (the migrations' backfill, computed by the database) gives the
-// same counts as the writes did, and the same results.
+// before 1000. It then checks the month and day rows against the events,
+// that writers spread over the shards, that rebuilding the counts from
+// the events (the migrations' backfill, computed by the database) gives
+// the same counts as the writes did, and the same results, as does the
+// migration that adds each project's day rows; and that counts that
+// disagree with each other are an error.
 func TestDayCounts(t *testing.T) {
 	forEachEngine(t, func(t *testing.T, url string) {
 		ctx := context.Background()
