@@ -24,7 +24,7 @@ type Plan struct {
 	// planDays: the days from fromDay (inclusive) to beforeDay
 	// (exclusive), when bounded; noProject subtracts the days' events
 	// without a project; hidden lists projects whose days in the range
-	// are subtracted (hiddenDays).
+	// are subtracted (hiddenPeriods).
 	from, before *int64
 	noProject    bool
 	hidden       []string
@@ -293,7 +293,7 @@ func (p Plan) Total() sqlq.Fragment {
 		if p.noProject {
 			total = sqlq.Join(" - ", total, p.days(ScopeNoProject))
 		}
-		for _, hidden := range p.hiddenDays(p.from, p.before) {
+		for _, hidden := range p.hiddenPeriods(DimDay, p.from, p.before) {
 			total = sqlq.Join(" - ", total, hidden.Wrap("COALESCE((SELECT SUM(n) FROM event_counts WHERE ", "), 0)"))
 		}
 		return total
@@ -308,16 +308,17 @@ func (p Plan) days(scope Scope) sqlq.Fragment {
 	return r.conditions(p.from, p.before)[0].Wrap("COALESCE((SELECT SUM(n) FROM event_counts WHERE ", "), 0)")
 }
 
-// hiddenDays are the conditions of the day rows of the hidden projects
-// from from (inclusive) to before (exclusive), nil for no bound, one for
-// each part of them (hiddenKeys); none when no project is hidden. Every
-// write adds an event to its day's row of every event and to that of its
-// project, as to its month's, so the two agree.
-func (p Plan) hiddenDays(from, before *int64) []sqlq.Fragment {
+// hiddenPeriods are the conditions of the rows of dim (DimDay or
+// DimMonth) of the hidden projects from from (inclusive) to before
+// (exclusive), nil for no bound, one for each part of them (hiddenKeys);
+// none when no project is hidden. Every write adds an event to its day's
+// and month's rows of every event and to those of its project, so the
+// two agree.
+func (p Plan) hiddenPeriods(dim Dim, from, before *int64) []sqlq.Fragment {
 	if len(p.hiddenKeys) == 0 {
 		return nil
 	}
-	r := one(DimDay, ScopeProject)
+	r := one(dim, ScopeProject)
 	r.projects, r.projectConds, r.nums = p.hidden, p.hiddenKeys, nil
 	return r.conditions(from, before)
 }

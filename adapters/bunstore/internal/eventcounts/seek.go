@@ -44,7 +44,7 @@ func (p Plan) Seek(ctx context.Context, db bun.IDB, query Query, stamp sqlq.Frag
 		return p.monthSeek(ctx, db, query, stamp)
 	}
 	days, extras, err := periodsLess(ctx, db, query, periodsSQL(DimDay, p.noProject, p.from, p.before), []sqlq.Fragment{stamp},
-		perDay(p.hiddenDays(p.from, p.before)))
+		perDay(p.hiddenPeriods(DimDay, p.from, p.before)))
 	if err != nil {
 		return summary.Start{}, err
 	}
@@ -188,7 +188,7 @@ func (p Plan) monthSeek(ctx context.Context, db bun.IDB, query Query, stamp sqlq
 	m := months[target].Num
 	first, next := monthStart(m), monthStart(m+1)
 	days, _, err := periodsLess(ctx, db, query, periodsSQL(DimDay, p.noProject, &first, &next), nil,
-		perDay(p.hiddenDays(&first, &next)))
+		perDay(p.hiddenPeriods(DimDay, &first, &next)))
 	if err != nil {
 		return summary.Start{}, err
 	}
@@ -281,10 +281,8 @@ func (p Plan) takeHiddenMonths(ctx context.Context, db bun.IDB, query Query, mon
 	if len(months) == 0 {
 		return nil
 	}
-	r := one(DimMonth, ScopeProject)
-	r.projects, r.projectConds, r.nums = p.hidden, p.hiddenKeys, nil
 	oldest, newest := months[len(months)-1].Num, months[0].Num+1
-	parts := r.conditions(&oldest, &newest)
+	parts := p.hiddenPeriods(DimMonth, &oldest, &newest)
 	for i, cond := range parts {
 		parts[i] = cond.Wrap("SELECT num, n FROM event_counts WHERE ", "")
 	}
