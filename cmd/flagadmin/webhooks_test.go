@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	dto "github.com/prometheus/client_model/go"
 	"go.uber.org/fx"
 	"go.uber.org/fx/fxtest"
 
@@ -76,15 +77,23 @@ func TestServeDeliversWebhooksAndStatusShowsThem(t *testing.T) {
 		t.Fatalf("got %+v, want event 3, feature-completed (the seed's 2 events come before the sink's start)", got)
 	}
 	// The engine records the delivery once the receiver has answered,
-	// which is after the receiver saw the event.
-	families := scrape(t, base+metricsPath)
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); families = scrape(t, base+metricsPath) {
-		if v, _ := sample(families, "flagadmin_webhook_delivered_total", map[string]string{"sink": "completed"}); v == 1 {
-			break
+	// which is after the receiver saw the event; and a scrape reads each
+	// family at its own moment, so one that falls on the update may show
+	// the delivery in one family and not yet in another.
+	wants := map[string]float64{"flagadmin_webhook_delivered_total": 1, "flagadmin_webhook_position": 3, "flagadmin_webhook_lag_events": 0}
+	settled := func(families map[string]*dto.MetricFamily) bool {
+		for name, want := range wants {
+			if v, ok := sample(families, name, map[string]string{"sink": "completed"}); !ok || v != want {
+				return false
+			}
 		}
+		return true
+	}
+	families := scrape(t, base+metricsPath)
+	for deadline := time.Now().Add(10 * time.Second); !settled(families) && time.Now().Before(deadline); families = scrape(t, base+metricsPath) {
 		time.Sleep(20 * time.Millisecond)
 	}
-	for name, want := range map[string]float64{"flagadmin_webhook_delivered_total": 1, "flagadmin_webhook_position": 3, "flagadmin_webhook_lag_events": 0} {
+	for name, want := range wants {
 		if v, ok := sample(families, name, map[string]string{"sink": "completed"}); !ok || v != want {
 			t.Errorf("%s{sink=\"completed\"} = %v (found %v), want %v", name, v, ok, want)
 		}
