@@ -84,7 +84,7 @@ func (s *Service) VisibleQuery(ctx context.Context, p Principal, q EventQuery) (
 	if p.User == nil && !p.IsRootAdmin() {
 		return q, true, nil
 	}
-	hidden, _, restricted, err := s.visibility(ctx, p)
+	hidden, restricted, err := s.visibility(ctx, p)
 	if err != nil || !restricted {
 		return q, false, err
 	}

@@ -119,7 +119,7 @@ func (s *Service) ExportEvents(ctx context.Context, p Principal, params EventExp
 		return nil, err
 	}
 	exp := &EventExport{Format: format, Query: q, AfterID: afterID, store: s.store}
-	hidden, _, restricted, err := s.visibility(ctx, p)
+	hidden, restricted, err := s.visibility(ctx, p)
 	if err != nil {
 		return nil, err
 	}

@@ -278,6 +278,26 @@ const (
 
 func (r ProjectRole) valid() bool { return r == ProjectRoleOwner || r == ProjectRoleMember }
 
+// ProjectAccess is what decides which projects a user may see and change.
+type ProjectAccess struct {
+	// Roles holds every project in which the user holds a role, directly
+	// or through a group, with the strongest role (AddRole).
+	Roles map[string]ProjectRole
+	// Private holds the ids of all projects whose mode is private, sorted.
+	Private []string
+}
+
+// AddRole records that the user holds role in project: a project's
+// strongest role counts, Owner over Member.
+func (a *ProjectAccess) AddRole(project string, role ProjectRole) {
+	if a.Roles == nil {
+		a.Roles = map[string]ProjectRole{}
+	}
+	if role == ProjectRoleOwner || a.Roles[project] == "" {
+		a.Roles[project] = role
+	}
+}
+
 // User is a person's account or a service account; both share one id space.
 type User struct {
 	ID        int64    `json:"id"`

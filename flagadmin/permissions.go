@@ -84,18 +84,18 @@ func (s *Service) authorize(ctx context.Context, p Principal, a Access) error {
 // authorizeFeatureUpdate is authorize's rule for UPDATE_FEATURE on
 // projectID, for p, a principal of the admin API. It reads the project
 // once. For a caller that is not a root admin, the same store reads happen
-// in the same order whether the project exists or not (its project roles,
-// then the project), so a missing project and a private one the caller
-// cannot see take the same time to answer: timing does not tell that it
-// exists.
+// in the same order whether the project exists or not (the caller's
+// project access, then the project), so a missing project and a private
+// one the caller cannot see take the same time to answer: timing does not
+// tell that it exists.
 func (s *Service) authorizeFeatureUpdate(ctx context.Context, p Principal, projectID string) error {
 	if err := CheckText("projectId", projectID); err != nil {
 		return err
 	}
-	var roles map[string]ProjectRole
+	var access ProjectAccess
 	if !p.IsRootAdmin() {
 		var err error
-		if roles, err = s.store.ProjectRoles(ctx, p.User.ID); err != nil {
+		if access, err = s.store.ProjectAccess(ctx, p.User.ID); err != nil {
 			return err
 		}
 	}
@@ -103,7 +103,7 @@ func (s *Service) authorizeFeatureUpdate(ctx context.Context, p Principal, proje
 	if err != nil {
 		return projectNotFound(err, projectID)
 	}
-	if _, member := roles[project.ID]; member || p.IsRootAdmin() {
+	if _, member := access.Roles[project.ID]; member || p.IsRootAdmin() {
 		return nil
 	}
 	if project.Mode == ModePrivate {

@@ -163,7 +163,7 @@ func (s *Service) ListProjects(ctx context.Context, p Principal, opts ProjectLis
 	if err := s.authorize(ctx, p, adminAPI); err != nil {
 		return nil, err
 	}
-	hidden, _, _, err := s.visibility(ctx, p)
+	hidden, _, err := s.visibility(ctx, p)
 	if err != nil {
 		return nil, err
 	}

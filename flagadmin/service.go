@@ -63,23 +63,19 @@ func (s *Service) Ping(ctx context.Context) error { return s.store.Ping(ctx) }
 
 // visibility returns the restriction a read by p carries: for a root admin
 // none; otherwise project-less events and the private projects p is not a
-// member of are hidden. roles are p's project roles (nil for admins).
-func (s *Service) visibility(ctx context.Context, p Principal) (hidden []string, roles map[string]ProjectRole, restricted bool, err error) {
+// member of are hidden.
+func (s *Service) visibility(ctx context.Context, p Principal) (hidden []string, restricted bool, err error) {
 	if p.IsRootAdmin() {
-		return nil, nil, false, nil
+		return nil, false, nil
 	}
-	roles, err = s.store.ProjectRoles(ctx, p.User.ID)
+	access, err := s.store.ProjectAccess(ctx, p.User.ID)
 	if err != nil {
-		return nil, nil, false, err
+		return nil, false, err
 	}
-	private, err := s.store.PrivateProjects(ctx)
-	if err != nil {
-		return nil, nil, false, err
-	}
-	for _, id := range private {
-		if _, member := roles[id]; !member {
+	for _, id := range access.Private {
+		if _, member := access.Roles[id]; !member {
 			hidden = append(hidden, id)
 		}
 	}
-	return hidden, roles, true, nil
+	return hidden, true, nil
 }

@@ -357,9 +357,9 @@ func (r *recordingStore) Project(ctx context.Context, id string) (flagadmin.Proj
 	return r.Store.Project(ctx, id)
 }
 
-func (r *recordingStore) ProjectRoles(ctx context.Context, userID int64) (map[string]flagadmin.ProjectRole, error) {
-	r.calls = append(r.calls, "ProjectRoles")
-	return r.Store.ProjectRoles(ctx, userID)
+func (r *recordingStore) ProjectAccess(ctx context.Context, userID int64) (flagadmin.ProjectAccess, error) {
+	r.calls = append(r.calls, "ProjectAccess")
+	return r.Store.ProjectAccess(ctx, userID)
 }
 
 func (r *recordingStore) Feature(ctx context.Context, name string) (flagadmin.Feature, error) {

@@ -36,11 +36,10 @@ type Store interface {
 	// Group returns a group with its users.
 	Group(ctx context.Context, id int64) (Group, error)
 
-	// ProjectRoles returns every project in which the user holds a role,
-	// directly or through a group, with the strongest role (Owner over Member).
-	ProjectRoles(ctx context.Context, userID int64) (map[string]ProjectRole, error)
-	// PrivateProjects returns the ids of all projects whose mode is private.
-	PrivateProjects(ctx context.Context) ([]string, error)
+	// ProjectAccess returns the user's roles in projects and the ids of
+	// the private projects (ProjectAccess), read together: every request
+	// of a caller who is not a root admin reads them.
+	ProjectAccess(ctx context.Context, userID int64) (ProjectAccess, error)
 
 	// SearchEvents returns the page of events q selects, ordered by createdAt
 	// then id, both descending, with the count of all matches. The semantics

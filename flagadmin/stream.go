@@ -106,7 +106,7 @@ func (s *Service) StreamEvents(ctx context.Context, p Principal, params EventStr
 		return nil, err
 	}
 	st := &EventStream{Query: q, AfterID: afterID, Resume: resume}
-	hidden, _, restricted, err := s.visibility(ctx, p)
+	hidden, restricted, err := s.visibility(ctx, p)
 	if err != nil {
 		return nil, err
 	}

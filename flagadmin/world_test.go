@@ -195,9 +195,9 @@ func TestCreateProjectAndAddProjectMember(t *testing.T) {
 	if e.Project == nil || *e.Project != "web" {
 		t.Errorf("event project = %v, want web", e.Project)
 	}
-	roles, _ := store.ProjectRoles(ctx, 1)
-	if roles["web"] != flagadmin.ProjectRoleOwner {
-		t.Errorf("roles of user 1 = %v, want Owner of web", roles)
+	access, _ := store.ProjectAccess(ctx, 1)
+	if access.Roles["web"] != flagadmin.ProjectRoleOwner {
+		t.Errorf("roles of user 1 = %v, want Owner of web", access.Roles)
 	}
 
 	if err := svc.AddProjectMember(ctx, flagadmin.System, "web", flagadmin.ProjectMembership{GroupID: ptr[int64](1), Role: flagadmin.ProjectRoleMember}); err != nil {
@@ -218,8 +218,8 @@ func TestCreateProjectAndAddProjectMember(t *testing.T) {
 	e = allEvents(t, store)[0]
 	wantSystemEvent(t, e, "project-user-added")
 	wantData(t, e.Data, `{"role":"Member","userId":2}`)
-	if roles, _ := store.ProjectRoles(ctx, 2); roles["web"] != flagadmin.ProjectRoleMember {
-		t.Errorf("roles of user 2 = %v, want Member of web", roles)
+	if access, _ := store.ProjectAccess(ctx, 2); access.Roles["web"] != flagadmin.ProjectRoleMember {
+		t.Errorf("roles of user 2 = %v, want Member of web", access.Roles)
 	}
 }
 

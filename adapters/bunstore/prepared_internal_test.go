@@ -23,7 +23,7 @@ import (
 // (QueryPrepared), not parsed and planned anew each time: the statements
 // of a page found by the counts at a large offset (the months, the
 // hidden projects' months, the days, then the page), a user's project
-// roles, the private projects, the project list's owners and the
+// access, the project list's owners and the
 // store's version. Each, run on a pool of one connection,
 // is then among the connection's prepared statements.
 func TestRepeatedReadsArePreparedOnPostgres(t *testing.T) {
@@ -37,10 +37,7 @@ func TestRepeatedReadsArePreparedOnPostgres(t *testing.T) {
 	if len(page.Events) != q.Limit {
 		t.Fatalf("the page at offset %d holds %d events, want %d", q.Offset, len(page.Events), q.Limit)
 	}
-	if _, err := s.ProjectRoles(ctx, w.Users()[2].ID); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.PrivateProjects(ctx); err != nil {
+	if _, err := s.ProjectAccess(ctx, w.Users()[2].ID); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.ProjectStats(ctx, flagadmin.ProjectStatsQuery{}); err != nil {
@@ -59,8 +56,7 @@ func TestRepeatedReadsArePreparedOnPostgres(t *testing.T) {
 		"the hidden projects' months": "SELECT num, SUM(n) AS n FROM (SELECT num, n FROM event_counts WHERE dim = ",
 		"the days":                    "SUM(c) AS c FROM (SELECT num, n, 1 AS c FROM (SELECT num, SUM(n) AS n FROM event_counts WHERE dim = ",
 		"the page":                    "(e.created_at, e.id) <= (SELECT created_at, id FROM events WHERE ",
-		"the project roles":           "FROM project_members WHERE user_id = $1",
-		"the private projects":        "FROM projects WHERE mode = $1",
+		"the project access":          "FROM projects WHERE mode = $3",
 		"the project owners":          "WHERE pm.role = $1",
 		"the version":                 versionSQL,
 	} {

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/uptrace/bun"
 
@@ -28,56 +29,42 @@ func (s *Store) Project(ctx context.Context, id string) (flagadmin.Project, erro
 	return r.project(), nil
 }
 
-// PrivateProjects implements flagadmin.Store.
-func (s *Store) PrivateProjects(ctx context.Context) ([]string, error) {
-	ctx, cancel := s.bound(ctx)
-	defer cancel()
-	// Read for every search of a caller who may not see them all: kept
-	// prepared (QueryPrepared), as ProjectRoles.
-	rows, err := s.sqlDialect.QueryPrepared(ctx, s.rdb, sqlq.F("SELECT id FROM projects WHERE mode = ? ORDER BY id", string(flagadmin.ModePrivate)))
-	if err != nil {
-		return nil, s.fail("private projects", err)
-	}
-	ids, err := scanColumn[string](rows)
-	if err != nil {
-		return nil, s.fail("private projects", err)
-	}
-	if len(ids) == 0 {
-		return nil, nil
-	}
-	return ids, nil
-}
-
-// projectRolesSQL reads the roles of a user (the value, twice) in each
-// project: their own and their groups'.
-const projectRolesSQL = `SELECT project_id, role FROM project_members WHERE user_id = ?
+// projectAccessSQL reads a user's roles in each project, their own and
+// their groups' (the user's id, twice), as rows of kind 'r', and the
+// private projects (the private mode), as rows of kind 'p'.
+const projectAccessSQL = `SELECT 'r' AS kind, project_id, role FROM project_members WHERE user_id = ?
 	UNION ALL
-	SELECT pm.project_id, pm.role FROM project_members pm JOIN group_members gm ON gm.group_id = pm.group_id WHERE gm.user_id = ?`
+	SELECT 'r', pm.project_id, pm.role FROM project_members pm JOIN group_members gm ON gm.group_id = pm.group_id WHERE gm.user_id = ?
+	UNION ALL
+	SELECT 'p', id, '' FROM projects WHERE mode = ?`
 
-// ProjectRoles implements flagadmin.Store in one query, kept prepared
-// (QueryPrepared): it is read for every request of a user, and planning
-// its join cost more than running it.
-func (s *Store) ProjectRoles(ctx context.Context, userID int64) (map[string]flagadmin.ProjectRole, error) {
+// ProjectAccess implements flagadmin.Store in one statement, kept
+// prepared (QueryPrepared): it is read for every request of a user who is
+// not a root admin, and planning its join cost more than running it.
+func (s *Store) ProjectAccess(ctx context.Context, userID int64) (flagadmin.ProjectAccess, error) {
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
-	rows, err := s.sqlDialect.QueryPrepared(ctx, s.rdb, sqlq.F(projectRolesSQL, userID, userID))
+	rows, err := s.sqlDialect.QueryPrepared(ctx, s.rdb, sqlq.F(projectAccessSQL, userID, userID, string(flagadmin.ModePrivate)))
 	if err != nil {
-		return nil, s.fail("project roles", err)
+		return flagadmin.ProjectAccess{}, s.fail("project access", err)
 	}
 	defer rows.Close()
-	out := map[string]flagadmin.ProjectRole{}
+	out := flagadmin.ProjectAccess{Roles: map[string]flagadmin.ProjectRole{}}
 	for rows.Next() {
-		var project, role string
-		if err := rows.Scan(&project, &role); err != nil {
-			return nil, s.fail("project roles", err)
+		var kind, project, role string
+		if err := rows.Scan(&kind, &project, &role); err != nil {
+			return flagadmin.ProjectAccess{}, s.fail("project access", err)
 		}
-		if role := flagadmin.ProjectRole(role); role == flagadmin.ProjectRoleOwner || out[project] == "" {
-			out[project] = role
+		if kind == "p" {
+			out.Private = append(out.Private, project)
+		} else {
+			out.AddRole(project, flagadmin.ProjectRole(role))
 		}
 	}
 	if err := rows.Err(); err != nil {
-		return nil, s.fail("project roles", err)
+		return flagadmin.ProjectAccess{}, s.fail("project access", err)
 	}
+	slices.Sort(out.Private)
 	return out, nil
 }
 

@@ -187,7 +187,8 @@ func TestCompleteLifecyclePermissionBeforeBody(t *testing.T) {
 	}
 }
 
-// projectReadCounter counts the reads of projects and of project roles.
+// projectReadCounter counts the reads of projects and of project access
+// (the roles).
 type projectReadCounter struct {
 	flagadmin.Store
 	projects, roles atomic.Int64
@@ -198,9 +199,9 @@ func (s *projectReadCounter) Project(ctx context.Context, id string) (flagadmin.
 	return s.Store.Project(ctx, id)
 }
 
-func (s *projectReadCounter) ProjectRoles(ctx context.Context, userID int64) (map[string]flagadmin.ProjectRole, error) {
+func (s *projectReadCounter) ProjectAccess(ctx context.Context, userID int64) (flagadmin.ProjectAccess, error) {
 	s.roles.Add(1)
-	return s.Store.ProjectRoles(ctx, userID)
+	return s.Store.ProjectAccess(ctx, userID)
 }
 
 // TestCompleteLifecycleChecksPermissionOnce: a completion over HTTP reads

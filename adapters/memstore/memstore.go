@@ -209,18 +209,20 @@ func (s *Store) Group(ctx context.Context, id int64) (flagadmin.Group, error) {
 	return out, nil
 }
 
-// ProjectRoles implements flagadmin.Store.
-func (s *Store) ProjectRoles(ctx context.Context, userID int64) (map[string]flagadmin.ProjectRole, error) {
+// ProjectAccess implements flagadmin.Store.
+func (s *Store) ProjectAccess(ctx context.Context, userID int64) (flagadmin.ProjectAccess, error) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	out := map[string]flagadmin.ProjectRole{}
+	out := flagadmin.ProjectAccess{Roles: map[string]flagadmin.ProjectRole{}}
 	for id, p := range s.w.projects {
 		for _, r := range s.w.rolesOf(p, userID) {
-			if r == flagadmin.ProjectRoleOwner || out[id] == "" {
-				out[id] = r
-			}
+			out.AddRole(id, r)
+		}
+		if p.Mode == flagadmin.ModePrivate {
+			out.Private = append(out.Private, id)
 		}
 	}
+	slices.Sort(out.Private)
 	return out, nil
 }
 
@@ -257,20 +259,6 @@ func (w *world) groupUsers(id int64) iter.Seq[int64] {
 		return func(func(int64) bool) {}
 	}
 	return maps.Keys(g.members)
-}
-
-// PrivateProjects implements flagadmin.Store.
-func (s *Store) PrivateProjects(ctx context.Context) ([]string, error) {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	var out []string
-	for id, p := range s.w.projects {
-		if p.Mode == flagadmin.ModePrivate {
-			out = append(out, id)
-		}
-	}
-	slices.Sort(out)
-	return out, nil
 }
 
 // SearchEvents implements flagadmin.Store with flagadmin.EventQuery.Matches.

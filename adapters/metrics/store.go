@@ -114,16 +114,10 @@ func (s *Store) Group(ctx context.Context, id int64) (flagadmin.Group, error) {
 	return g, s.observe(err)
 }
 
-// ProjectRoles is the wrapped store's, counted.
-func (s *Store) ProjectRoles(ctx context.Context, userID int64) (map[string]flagadmin.ProjectRole, error) {
-	r, err := s.VersionedStore.ProjectRoles(ctx, userID)
-	return r, s.observe(err)
-}
-
-// PrivateProjects is the wrapped store's, counted.
-func (s *Store) PrivateProjects(ctx context.Context) ([]string, error) {
-	p, err := s.VersionedStore.PrivateProjects(ctx)
-	return p, s.observe(err)
+// ProjectAccess is the wrapped store's, counted.
+func (s *Store) ProjectAccess(ctx context.Context, userID int64) (flagadmin.ProjectAccess, error) {
+	a, err := s.VersionedStore.ProjectAccess(ctx, userID)
+	return a, s.observe(err)
 }
 
 // SearchEvents is the wrapped store's, counted.

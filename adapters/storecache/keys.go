@@ -12,8 +12,7 @@ import (
 // Keys of the result cache. Each kind starts with its own byte, then
 // encodes every input of the result, each field self-delimiting (lengths
 // before contents), so that two keys are equal only when the inputs are.
-// The kinds: 'e' SearchEvents, 'p' ProjectStats, 'r' ProjectRoles, 'x'
-// PrivateProjects.
+// The kinds: 'e' SearchEvents, 'p' ProjectStats, 'a' ProjectAccess.
 
 // appendEventQueryKey appends the key of the event search q: its column
 // filters as the domain declares them (EventQuery.ColumnFilters), then its
@@ -59,9 +58,9 @@ func appendStatsKey(b []byte, q *flagadmin.ProjectStatsQuery) []byte {
 	return appendStringsKey(b, types)
 }
 
-// appendRolesKey appends the key of the project roles of userID.
-func appendRolesKey(b []byte, userID int64) []byte {
-	return binary.AppendVarint(append(b, 'r'), userID)
+// appendAccessKey appends the key of the project access of userID.
+func appendAccessKey(b []byte, userID int64) []byte {
+	return binary.AppendVarint(append(b, 'a'), userID)
 }
 
 func appendStringKey(b []byte, s string) []byte {
@@ -131,6 +130,12 @@ func statsSize(stats []flagadmin.ProjectStats) int64 {
 		}
 	}
 	return int64(n)
+}
+
+// accessSize estimates the bytes of a project access: those of its roles
+// and of its private projects' ids.
+func accessSize(a flagadmin.ProjectAccess) int64 {
+	return rolesSize(a.Roles) + stringsSize(a.Private)
 }
 
 // rolesSize estimates the bytes of a map of project roles: per entry the

@@ -259,53 +259,30 @@ func (s *Store) SearchEvents(ctx context.Context, q flagadmin.EventQuery) (flaga
 	return *v.(*flagadmin.EventPage), nil
 }
 
-// ProjectRoles answers from the result cache when it can; the map
-// returned is the caller's.
-func (s *Store) ProjectRoles(ctx context.Context, userID int64) (map[string]flagadmin.ProjectRole, error) {
+// ProjectAccess answers from the result cache when it can; the roles and
+// private projects returned are the caller's.
+func (s *Store) ProjectAccess(ctx context.Context, userID int64) (flagadmin.ProjectAccess, error) {
 	if s.results == nil {
-		return s.VersionedStore.ProjectRoles(ctx, userID)
+		return s.VersionedStore.ProjectAccess(ctx, userID)
 	}
 	version, err := s.version(ctx)
 	if err != nil {
-		return nil, err
+		return flagadmin.ProjectAccess{}, err
 	}
 	var buf [16]byte
-	v, err := s.results.load(ctx, appendRolesKey(buf[:0], userID), version, nil, func() (cached, error) {
-		roles, err := s.VersionedStore.ProjectRoles(ctx, userID)
+	v, err := s.results.load(ctx, appendAccessKey(buf[:0], userID), version, nil, func() (cached, error) {
+		access, err := s.VersionedStore.ProjectAccess(ctx, userID)
 		if err != nil {
 			return cached{}, err
 		}
-		return cached{value: roles, size: rolesSize(roles), keep: true}, nil
+		return cached{value: access, size: accessSize(access), keep: true}, nil
 	})
 	if err != nil {
-		return nil, err
+		return flagadmin.ProjectAccess{}, err
 	}
 	s.bodyRead(ctx, nil)
-	return maps.Clone(v.(map[string]flagadmin.ProjectRole)), nil
-}
-
-// PrivateProjects answers from the result cache when it can; the slice
-// returned is the caller's.
-func (s *Store) PrivateProjects(ctx context.Context) ([]string, error) {
-	if s.results == nil {
-		return s.VersionedStore.PrivateProjects(ctx)
-	}
-	version, err := s.version(ctx)
-	if err != nil {
-		return nil, err
-	}
-	v, err := s.results.load(ctx, []byte{'x'}, version, nil, func() (cached, error) {
-		ids, err := s.VersionedStore.PrivateProjects(ctx)
-		if err != nil {
-			return cached{}, err
-		}
-		return cached{value: ids, size: stringsSize(ids), keep: true}, nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	s.bodyRead(ctx, nil)
-	return slices.Clone(v.([]string)), nil
+	access := v.(flagadmin.ProjectAccess)
+	return flagadmin.ProjectAccess{Roles: maps.Clone(access.Roles), Private: slices.Clone(access.Private)}, nil
 }
 
 // projectStats is a cached ProjectStats result with the time window in

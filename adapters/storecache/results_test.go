@@ -96,18 +96,11 @@ func (s *versionedStore) ProjectStats(ctx context.Context, q flagadmin.ProjectSt
 	return s.VersionedStore.ProjectStats(ctx, q)
 }
 
-func (s *versionedStore) ProjectRoles(ctx context.Context, userID int64) (map[string]flagadmin.ProjectRole, error) {
-	if err := s.call("ProjectRoles"); err != nil {
-		return nil, err
+func (s *versionedStore) ProjectAccess(ctx context.Context, userID int64) (flagadmin.ProjectAccess, error) {
+	if err := s.call("ProjectAccess"); err != nil {
+		return flagadmin.ProjectAccess{}, err
 	}
-	return s.VersionedStore.ProjectRoles(ctx, userID)
-}
-
-func (s *versionedStore) PrivateProjects(ctx context.Context) ([]string, error) {
-	if err := s.call("PrivateProjects"); err != nil {
-		return nil, err
-	}
-	return s.VersionedStore.PrivateProjects(ctx)
+	return s.VersionedStore.ProjectAccess(ctx, userID)
 }
 
 // resultWorld is a store loaded with world through a versionedStore.
@@ -564,12 +557,12 @@ func TestResultCacheErrors(t *testing.T) {
 	admin := flagadmin.AdminToken("admin")
 	editor := func(w *resultWorld) flagadmin.Principal { return userPrincipal(t, w.store, 2) }
 	down := errors.Join(flagadmin.ErrUnavailable, errors.New("connection refused"))
-	for _, method := range []string{"Version", "SearchEvents", "ProjectStats", "OldestFreshFeatures", "ProjectRoles", "PrivateProjects"} {
+	for _, method := range []string{"Version", "SearchEvents", "ProjectStats", "OldestFreshFeatures", "ProjectAccess"} {
 		t.Run(method, func(t *testing.T) {
 			w := newResultWorld(t, serviceWorld, testNow)
 			svc := w.service(1 << 20)
 			p := admin
-			if method == "ProjectRoles" || method == "PrivateProjects" {
+			if method == "ProjectAccess" {
 				p = editor(w)
 			}
 			read := func() error {
@@ -710,7 +703,7 @@ func BenchmarkSearchEventsCacheMiss(b *testing.B) {
 }
 
 // TestScopeReadsTheVersionOnce: a search by a caller who is not a root
-// admin makes three cached reads (roles, private projects, page): without
+// admin makes two cached reads (project access, page): without
 // a scope each reads the change counter, in a scope (WithScope, or the
 // Scope middleware) one reading serves them all, and a write through the
 // Store makes the scope read it again, so that the request sees its own
@@ -730,7 +723,7 @@ func TestScopeReadsTheVersionOnce(t *testing.T) {
 
 	before := w.store.counts()
 	search(ctx)
-	w.wantCalls(t, "without a scope", before, map[string]int{"Version": 3})
+	w.wantCalls(t, "without a scope", before, map[string]int{"Version": 2})
 
 	before = w.store.counts()
 	scoped := storecache.WithScope(ctx)
@@ -754,7 +747,7 @@ func TestScopeReadsTheVersionOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w.wantCalls(t, "a search after a write in the scope", before, map[string]int{"Version": 1, "ProjectRoles": 1, "PrivateProjects": 1, "SearchEvents": 1})
+	w.wantCalls(t, "a search after a write in the scope", before, map[string]int{"Version": 1, "ProjectAccess": 1, "SearchEvents": 1})
 	if len(page.Events) == 0 || page.Events[0].Type != "feature-updated" {
 		t.Errorf("the scope's search after its write: %s, want the new event first", eventIDs(page.Events))
 	}

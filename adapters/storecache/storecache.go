@@ -5,7 +5,7 @@
 //
 //   - The result cache keeps the results of the reads behind the event
 //     searches and the project list (SearchEvents, ProjectStats,
-//     ProjectRoles, PrivateProjects) in a bounded number of bytes, least
+//     ProjectAccess) in a bounded number of bytes, least
 //     recently used first out. Its results are exact: each is used only
 //     under the store's change counter (VersionedStore.Version) read before
 //     it was computed, so no read is answered with a result older than the

@@ -57,12 +57,12 @@ func TestFollowEventsDoNotWaitForTheWorld(t *testing.T) {
 	waitFor(t, 20*time.Second, "the new project's event once the world is read", func() bool {
 		return slices.Contains(storeIDs(t, store, fixtureEvents), created)
 	})
-	private, err := store.PrivateProjects(ctx)
+	access, err := store.ProjectAccess(ctx, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !slices.Contains(private, "vault") {
-		t.Fatalf("the new project's event is at the copy, and the copy's private projects %v lack vault", private)
+	if !slices.Contains(access.Private, "vault") {
+		t.Fatalf("the new project's event is at the copy, and the copy's private projects %v lack vault", access.Private)
 	}
 }
 

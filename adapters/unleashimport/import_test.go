@@ -255,8 +255,8 @@ func checkFacts(t *testing.T, svc *flagadmin.Service, st store, exp *unleashfixt
 		}
 	}
 	for _, uid := range account {
-		got, err := st.ProjectRoles(ctx, uid)
-		want := wantRoles[uid]
+		access, err := st.ProjectAccess(ctx, uid)
+		got, want := access.Roles, wantRoles[uid]
 		if want == nil {
 			want = map[string]flagadmin.ProjectRole{}
 		}

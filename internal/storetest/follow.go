@@ -220,9 +220,9 @@ func RunFollow(t *testing.T, newStore func(t *testing.T) FollowTestStore) {
 			u, err := s.User(ctx, 10)
 			wantNoError(t, "User", err)
 			wantEqual(t, "service account", u.IsService, true)
-			roles, err := s.ProjectRoles(ctx, 3)
-			wantNoError(t, "ProjectRoles", err)
-			wantEqual(t, "bob's role in payments", roles["payments"], flagadmin.ProjectRoleOwner)
+			access, err := s.ProjectAccess(ctx, 3)
+			wantNoError(t, "ProjectAccess", err)
+			wantEqual(t, "bob's role in payments", access.Roles["payments"], flagadmin.ProjectRoleOwner)
 			wantEqual(t, "the admin token authenticates", authenticates(t, s, followAdminSecret), true)
 			wantEqual(t, "bob's PAT authenticates", authenticates(t, s, followBobSecret), true)
 		}},
@@ -297,9 +297,9 @@ func RunFollow(t *testing.T, newStore func(t *testing.T) FollowTestStore) {
 			wantNoError(t, "Group", err)
 			wantEqual(t, "group name", g.Name, "team-renamed")
 			wantEqual(t, "group users", fmt.Sprint(g.Users), "[4]")
-			roles, err := s.ProjectRoles(ctx, 4)
-			wantNoError(t, "ProjectRoles", err)
-			wantEqual(t, "carol's roles", fmt.Sprint(roles), "map[mobile:Member payments:Member]")
+			access, err := s.ProjectAccess(ctx, 4)
+			wantNoError(t, "ProjectAccess", err)
+			wantEqual(t, "carol's roles", fmt.Sprint(access.Roles), "map[mobile:Member payments:Member]")
 			p, err := s.Project(ctx, "mobile")
 			wantNoError(t, "Project", err)
 			wantEqual(t, "mode", p.Mode, flagadmin.ModePrivate)
@@ -328,9 +328,9 @@ func RunFollow(t *testing.T, newStore func(t *testing.T) FollowTestStore) {
 			// Deleting a group and a project takes their roles and features along.
 			err = s.ApplyFollow(ctx, "a", t0, &follow.Batch{DeleteGroups: []int64{1}, DeleteProjects: []string{"payments"}, Position: 4, Holes: 1})
 			wantNoError(t, "ApplyFollow deletes", err)
-			roles, err = s.ProjectRoles(ctx, 4)
-			wantNoError(t, "ProjectRoles", err)
-			wantEqual(t, "carol's roles after the group went", fmt.Sprint(roles), "map[mobile:Member]")
+			access, err = s.ProjectAccess(ctx, 4)
+			wantNoError(t, "ProjectAccess", err)
+			wantEqual(t, "carol's roles after the group went", fmt.Sprint(access.Roles), "map[mobile:Member]")
 			if _, err := s.Feature(ctx, "psp"); !errors.Is(err, flagadmin.ErrNotFound) {
 				t.Errorf("feature of a deleted project: got %v, want ErrNotFound", err)
 			}

@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"encoding/json"
+	"fmt"
 	"slices"
 	"strconv"
 	"testing"
@@ -166,24 +167,22 @@ func seedCases() []testCase {
 				{ID: "closed", Mode: flagadmin.ModePrivate, ArchivedAt: atp("2026-01-01T00:00:00Z")},
 			}
 			w.load(seed)
-			roles, err := w.store.ProjectRoles(w.ctx, gusID)
-			wantNoError(t, "Store.ProjectRoles", err)
+			access, err := w.store.ProjectAccess(w.ctx, gusID)
+			wantNoError(t, "Store.ProjectAccess", err)
 			want := map[string]flagadmin.ProjectRole{"both": flagadmin.ProjectRoleOwner, "direct-owner": flagadmin.ProjectRoleOwner, "group-only": flagadmin.ProjectRoleMember}
-			if len(roles) != len(want) {
-				t.Errorf("got roles %v, want %v", roles, want)
+			if len(access.Roles) != len(want) {
+				t.Errorf("got roles %v, want %v", access.Roles, want)
 			}
 			for id, r := range want {
-				wantEqual(t, "role in "+id, roles[id], r)
+				wantEqual(t, "role in "+id, access.Roles[id], r)
 			}
-			none, err := w.store.ProjectRoles(w.ctx, vicID)
-			wantNoError(t, "Store.ProjectRoles", err)
-			if len(none) != 0 {
-				t.Errorf("Vic: got roles %v, want none", none)
+			wantEqual(t, "Gus's private projects, sorted", fmt.Sprint(access.Private), "[closed hidden]")
+			none, err := w.store.ProjectAccess(w.ctx, vicID)
+			wantNoError(t, "Store.ProjectAccess", err)
+			if len(none.Roles) != 0 {
+				t.Errorf("Vic: got roles %v, want none", none.Roles)
 			}
-			private, err := w.store.PrivateProjects(w.ctx)
-			wantNoError(t, "Store.PrivateProjects", err)
-			slices.Sort(private)
-			wantEqual(t, "private projects", slices.Equal(private, []string{"closed", "hidden"}), true)
+			wantEqual(t, "Vic's private projects, sorted", fmt.Sprint(none.Private), "[closed hidden]")
 		}},
 	)
 	return cases

@@ -169,10 +169,10 @@ func serviceAccountCases() []testCase {
 			if !slices.Equal(g.Users, []int64{eveID}) {
 				t.Errorf("Bots users: got %v, want [%d]", g.Users, eveID)
 			}
-			roles, err := w.store.ProjectRoles(w.ctx, ciID)
-			wantNoError(t, "Store.ProjectRoles", err)
-			if len(roles) != 0 {
-				t.Errorf("roles of the deleted account: got %v, want none", roles)
+			access, err := w.store.ProjectAccess(w.ctx, ciID)
+			wantNoError(t, "Store.ProjectAccess", err)
+			if len(access.Roles) != 0 {
+				t.Errorf("roles of the deleted account: got %v, want none", access.Roles)
 			}
 		}},
 		testCase{"serviceaccounts/a new account with the freed id starts clean", func(t *testing.T, w *world) {
@@ -184,10 +184,10 @@ func serviceAccountCases() []testCase {
 			list := w.projects(t, flagadmin.AsUser(bot), false)
 			wantEqual(t, "ops memberCount", project(t, list, "ops").MemberCount, 0)
 			wantEqual(t, "ops favorite", project(t, list, "ops").Favorite, false)
-			roles, err := w.store.ProjectRoles(w.ctx, ciID)
-			wantNoError(t, "Store.ProjectRoles", err)
-			if len(roles) != 0 {
-				t.Errorf("roles of the new account: got %v, want none", roles)
+			access, err := w.store.ProjectAccess(w.ctx, ciID)
+			wantNoError(t, "Store.ProjectAccess", err)
+			if len(access.Roles) != 0 {
+				t.Errorf("roles of the new account: got %v, want none", access.Roles)
 			}
 		}},
 	)

@@ -400,9 +400,9 @@ func storeCases() []testCase {
 				wantEqual(t, "feature-created featureName", fmtPtr(all[7].FeatureName), "cart")
 				wantEqual(t, "feature-created tags", fmt.Sprint(all[7].Tags), "[{cart simple}]")
 			}
-			roles, err := w.store.ProjectRoles(ctx, bot.ID)
-			wantNoError(t, "Store.ProjectRoles", err)
-			wantEqual(t, "bot's role in shop", roles["shop"], flagadmin.ProjectRoleMember)
+			access, err := w.store.ProjectAccess(ctx, bot.ID)
+			wantNoError(t, "Store.ProjectAccess", err)
+			wantEqual(t, "bot's role in shop", access.Roles["shop"], flagadmin.ProjectRoleMember)
 		}},
 		testCase{"world/create operations refuse taken ids and names", func(t *testing.T, w *world) {
 			w.load(lifecycleFixture())

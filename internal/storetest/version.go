@@ -158,8 +158,7 @@ func versionCases() []testCase {
 				{"Feature", func() error { _, err := vs.Feature(ctx, "alpha"); return err }},
 				{"User", func() error { _, err := vs.User(ctx, eveID); return err }},
 				{"Group", func() error { _, err := vs.Group(ctx, platformGroupID); return err }},
-				{"ProjectRoles", func() error { _, err := vs.ProjectRoles(ctx, maxID); return err }},
-				{"PrivateProjects", func() error { _, err := vs.PrivateProjects(ctx); return err }},
+				{"ProjectAccess", func() error { _, err := vs.ProjectAccess(ctx, maxID); return err }},
 				{"SearchEvents", func() error { _, err := vs.SearchEvents(ctx, flagadmin.EventQuery{Limit: 10}); return err }},
 				{"SearchEvents with text", func() error {
 					_, err := vs.SearchEvents(ctx, flagadmin.EventQuery{Limit: 10, Text: "n"})
