@@ -6,8 +6,10 @@
 # world's database, reset after), turns the log into pgbench scripts
 # (scripts/stmtreplay: each distinct statement, and each distinct
 # sequence of statements one request sent, such as an admin's page and
-# the page of a caller who cannot see some projects, with the values of
-# their first run), then runs each with pgbench on CONNECTIONS
+# the page of a caller who cannot see some projects; each transaction
+# sends them kept prepared with the values of one of up to 100 of their
+# logged runs, which it first picks into pgbench's variables, a statement
+# of a few microseconds), then runs each with pgbench on CONNECTIONS
 # connections and prints how many a second the database answers, with
 # the p50 and p99 of each, next to how often the run sent it; last, the
 # sequences together, each as often as the run sent it (the kind's mix).
@@ -20,7 +22,8 @@
 #   DB           a PostgreSQL database holding flagadmin-bench's world of EVENTS events
 #                (default postgres://postgres@127.0.0.1:5432/bench1m?sslmode=disable),
 #                on this machine (its log is read); loaded first when missing (minutes).
-#                The run only reads it
+#                The run only reads the world; the logged values go into tables of a
+#                schema stmtreplay, dropped at the end
 #   EVENTS       events in the world (default 1000000)
 #   KIND         the request kind of flagadmin-bench (default varied/offset)
 #   CAPTURE      seconds of the logged run (default 2)
@@ -52,11 +55,11 @@ go build -o "$tmp/flagadmin-bench" ./cmd/flagadmin-bench
 "$tmp/flagadmin-bench" --db "$DB" --events "$EVENTS" --build-only >/dev/null
 
 dbname="$(psql -At "$DB" -c 'SELECT current_database()')"
-reset_logging() {
-	psql -q "$DB" -c "ALTER DATABASE \"$dbname\" RESET log_min_duration_statement" || true
+cleanup() {
+	psql -q "$DB" -c "ALTER DATABASE \"$dbname\" RESET log_min_duration_statement" -c "DROP SCHEMA IF EXISTS stmtreplay CASCADE" || true
 	rm -rf "$tmp"
 }
-trap reset_logging EXIT
+trap cleanup EXIT
 from=$(($(stat -c %s "$PGLOG") + 1))
 psql -q "$DB" -c "ALTER DATABASE \"$dbname\" SET log_min_duration_statement = 0"
 echo "== $KIND on one connection for ${CAPTURE}s, every statement logged"
@@ -65,6 +68,11 @@ echo "== $KIND on one connection for ${CAPTURE}s, every statement logged"
 psql -q "$DB" -c "ALTER DATABASE \"$dbname\" RESET log_min_duration_statement"
 tail -c "+$from" "$PGLOG" > "$OUT/statements.log"
 go run ./scripts/stmtreplay -log "$OUT/statements.log" -out "$OUT"
+# The tables of the logged values the scripts pick from.
+psql -q "$DB" -c "DROP SCHEMA IF EXISTS stmtreplay CASCADE" -c "CREATE SCHEMA stmtreplay"
+for f in "$OUT"/*.values.sql; do
+	[ -s "$f" ] && psql -q -v ON_ERROR_STOP=1 "$DB" -f "$f"
+done
 
 requests=$(awk -F '\t' '$1 ~ /^seq-/ { n += $2 } END { print n + 0 }' "$OUT/index.tsv")
 [ "$requests" -gt 0 ] || { echo "bench-statements.sh: no request's statements in the log" >&2; exit 1; }

@@ -1,9 +1,13 @@
 // Command stmtreplay turns the statements a server ran, as PostgreSQL
 // logged them with their values (log_min_duration_statement = 0), into
 // pgbench scripts: one per distinct statement, and one per distinct
-// sequence of statements a request sent, each with the values of its
-// first run written in. scripts/bench-statements.sh runs them, to tell
-// what each statement, and each kind of request, costs the database alone.
+// sequence of statements a request sent. Each transaction of a script
+// first picks the values of one of the logged runs (up to 100, spread
+// over the log) from a table of them into pgbench variables, then sends
+// the statements with those values as parameters, kept prepared (pgbench
+// -M prepared), as the server sent them. scripts/bench-statements.sh runs
+// them, to tell what each statement, and each kind of request, costs the
+// database alone.
 //
 //	stmtreplay -log chunk.log -out DIR -first 'SELECT COALESCE(SUM(v), 0) FROM store_versions'
 //
@@ -12,7 +16,9 @@
 // change counter, which its token cache reads) to the next;
 // the log must come from a run on one client connection, so that they do
 // not interleave. DIR receives stmt-N.sql and seq-N.sql, most frequent
-// first, and index.tsv: each file, how often it ran in the log, and what
+// first, each with N.values.sql, the statements that make the table of
+// its values in the schema stmtreplay (which must exist first), and
+// index.tsv: each file, how often it ran in the log, and what
 // it is (the first words of the statement, or the statements of the
 // sequence by their stmt-N names).
 package main
@@ -25,6 +31,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -57,10 +64,10 @@ func main() {
 	}
 }
 
-// run is one execution of a statement: its text and that text with its
-// values written in.
+// run is one execution of a statement: its text and its values.
 type run struct {
-	text, literal string
+	text   string
+	values map[int]string // SQL literals by parameter number
 }
 
 // entryStart matches the first line of a log entry (Debian's
@@ -73,8 +80,7 @@ var entryStart = regexp.MustCompile(`^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d[.\d]* \S+ \
 var executeMessage = regexp.MustCompile(`(?s)^duration: [\d.]+ ms  execute [^:]+: (.*)$`)
 
 // parseLog returns the executions the log holds, in order, with the
-// values of their parameters (the DETAIL entry that follows each) written
-// in.
+// values of their parameters (the DETAIL entry that follows each).
 func parseLog(r io.Reader) ([]run, error) {
 	var entries [][2]string // level, message with its continuation lines
 	sc := bufio.NewScanner(r)
@@ -96,13 +102,13 @@ func parseLog(r io.Reader) ([]run, error) {
 		if e[0] != "LOG" || m == nil {
 			continue
 		}
-		r := run{text: m[1], literal: m[1]}
+		r := run{text: m[1]}
 		if i+1 < len(entries) && entries[i+1][0] == "DETAIL" && strings.HasPrefix(entries[i+1][1], "parameters: ") {
 			values, err := parameters(strings.TrimPrefix(entries[i+1][1], "parameters: "))
 			if err != nil {
 				return nil, fmt.Errorf("statement %.60q: %w", m[1], err)
 			}
-			r.literal = substitute(r.text, values)
+			r.values = values
 		}
 		runs = append(runs, r)
 	}
@@ -148,22 +154,11 @@ func parameters(s string) (map[int]string, error) {
 // placeholder matches a statement's $n.
 var placeholder = regexp.MustCompile(`\$(\d+)`)
 
-// substitute writes values in place of text's placeholders.
-func substitute(text string, values map[int]string) string {
-	return placeholder.ReplaceAllStringFunc(text, func(p string) string {
-		n, _ := strconv.Atoi(p[1:])
-		if v, ok := values[n]; ok {
-			return v
-		}
-		return p
-	})
-}
-
-// replay is a pgbench script: the literal statements of its first run,
-// how often it ran and what it is.
+// replay is a pgbench script: the runs of its statements (one a
+// transaction), how often they ran and what it is.
 type replay struct {
 	name, about string
-	statements  []string
+	runs        [][]run
 	count       int
 }
 
@@ -175,10 +170,11 @@ func group(runs []run, first string) (stmts, seqs []*replay) {
 	for _, r := range runs {
 		s := byText[r.text]
 		if s == nil {
-			s = &replay{statements: []string{r.literal}, about: strings.Join(strings.Fields(r.text), " ")}
+			s = &replay{about: strings.Join(strings.Fields(r.text), " ")}
 			byText[r.text] = s
 			stmts = append(stmts, s)
 		}
+		s.runs = append(s.runs, []run{r})
 		s.count++
 	}
 	sortReplays(stmts)
@@ -194,18 +190,18 @@ func group(runs []run, first string) (stmts, seqs []*replay) {
 		if len(cur) == 0 {
 			return
 		}
-		var names, literals []string
+		var names []string
 		for _, r := range cur {
 			names = append(names, byText[r.text].name)
-			literals = append(literals, r.literal)
 		}
 		key := strings.Join(names, " ")
 		s := bySeq[key]
 		if s == nil {
-			s = &replay{statements: literals, about: key}
+			s = &replay{about: key}
 			bySeq[key] = s
 			seqs = append(seqs, s)
 		}
+		s.runs = append(s.runs, cur)
 		s.count++
 		cur = nil
 	}
@@ -229,6 +225,81 @@ func sortReplays(rs []*replay) {
 	sort.SliceStable(rs, func(i, j int) bool { return rs[i].count > rs[j].count })
 }
 
+// maxSamples bounds the logged runs whose values a script picks from.
+const maxSamples = 100
+
+// valuesSchema is the schema of the tables of values the scripts read,
+// which must exist before values' statements run.
+const valuesSchema = "stmtreplay"
+
+// script is the pgbench script of r: a pick of one of up to maxSamples
+// of its runs (spread over them) into variables p<statement>_<parameter>,
+// then its statements with those variables as parameters; and values,
+// the statements that make the table of those runs' values the pick
+// reads (empty when the statements have none). A parameter that is NULL
+// in any of them is written in as its first run's value (pgbench sets no
+// variable from a NULL).
+func (r *replay) script() (script, values string) {
+	samples := make([][]run, 0, maxSamples)
+	for i := range min(len(r.runs), maxSamples) {
+		samples = append(samples, r.runs[i*len(r.runs)/min(len(r.runs), maxSamples)])
+	}
+	first := samples[0]
+	var cols []string  // p<statement>_<parameter>
+	var colAt [][2]int // each column's statement index and parameter
+	var out strings.Builder
+	var stmts []string
+	for si, st := range first {
+		nullable := map[int]bool{}
+		for _, sample := range samples {
+			for n, v := range sample[si].values {
+				nullable[n] = nullable[n] || v == "NULL"
+			}
+		}
+		stmts = append(stmts, placeholder.ReplaceAllStringFunc(st.text, func(p string) string {
+			n, _ := strconv.Atoi(p[1:])
+			v, ok := st.values[n]
+			if !ok || nullable[n] {
+				if ok {
+					return v
+				}
+				return p
+			}
+			name := fmt.Sprintf("p%d_%d", si+1, n)
+			if !slices.Contains(cols, name) {
+				cols, colAt = append(cols, name), append(colAt, [2]int{si, n})
+			}
+			return ":" + name
+		}))
+	}
+	if len(cols) > 0 {
+		// The runs' values are rows of a table of their own (values): a
+		// VALUES list or a JSON constant in the script, picked from at
+		// each run, cost more than the statements they fed.
+		table := valuesSchema + "." + strings.ReplaceAll(r.name, "-", "_")
+		colDefs := make([]string, len(cols))
+		for j, c := range cols {
+			colDefs[j] = c + " text"
+		}
+		rows := make([]string, len(samples))
+		for i, sample := range samples {
+			vals := []string{strconv.Itoa(i)}
+			for _, at := range colAt {
+				vals = append(vals, sample[at[0]].values[at[1]])
+			}
+			rows[i] = "(" + strings.Join(vals, ", ") + ")"
+		}
+		values = fmt.Sprintf("CREATE TABLE %s (r int PRIMARY KEY, %s);\nINSERT INTO %s VALUES %s;\n",
+			table, strings.Join(colDefs, ", "), table, strings.Join(rows, ", "))
+		fmt.Fprintf(&out, "\\set r random(0, %d)\n", len(samples)-1)
+		fmt.Fprintf(&out, "SELECT %s FROM %s WHERE r = :r \\gset\n", strings.Join(cols, ", "), table)
+	}
+	for _, st := range stmts {
+		out.WriteString(st + ";\n")
+	}
+	return out.String(), values
+}
+
 // write writes each replay's script to dir, and index.tsv.
 func write(dir string, stmts, seqs []*replay) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -236,8 +307,11 @@ func write(dir string, stmts, seqs []*replay) error {
 	}
 	var index strings.Builder
 	for _, r := range append(stmts, seqs...) {
-		script := strings.Join(r.statements, ";\n") + ";\n"
+		script, values := r.script()
 		if err := os.WriteFile(filepath.Join(dir, r.name+".sql"), []byte(script), 0o644); err != nil {
+			return err
+		}
+		if err := os.WriteFile(filepath.Join(dir, r.name+".values.sql"), []byte(values), 0o644); err != nil {
 			return err
 		}
 		fmt.Fprintf(&index, "%s\t%d\t%s\n", r.name, r.count, r.about)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -33,9 +34,9 @@ func TestReplaysOfALog(t *testing.T) {
 	if len(runs) != 6 {
 		t.Fatalf("%d executions, want 6 (binds and other entries left out): %+v", len(runs), runs)
 	}
-	want := "SELECT id FROM events WHERE project = 'it''s, here'\n\tAND created_at < '17' AND x = NULL"
-	if runs[1].literal != want {
-		t.Errorf("values written in:\n%s\nwant\n%s", runs[1].literal, want)
+	wantParams := map[int]string{1: "'it''s, here'", 2: "'17'", 12: "NULL"}
+	if !maps.Equal(runs[1].values, wantParams) {
+		t.Errorf("values %v, want %v", runs[1].values, wantParams)
 	}
 	dir := t.TempDir()
 	stmts, seqs := group(runs, "SELECT COALESCE(SUM(v), 0) FROM store_versions")
@@ -58,8 +59,32 @@ func TestReplaysOfALog(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if wantSeq := "SELECT COALESCE(SUM(v), 0) FROM store_versions;\n" + want + ";\n"; string(seq) != wantSeq {
-		t.Errorf("seq-1.sql (the first run's values):\n%s\nwant\n%s", seq, wantSeq)
+	// Each transaction picks one run's values; the parameter that was
+	// NULL keeps its first run's value in the text.
+	wantSeq := `\set r random(0, 1)
+SELECT p2_1, p2_2 FROM stmtreplay.seq_1 WHERE r = :r \gset
+SELECT COALESCE(SUM(v), 0) FROM store_versions;
+SELECT id FROM events WHERE project = :p2_1
+	AND created_at < :p2_2 AND x = NULL;
+`
+	if string(seq) != wantSeq {
+		t.Errorf("seq-1.sql:\n%s\nwant\n%s", seq, wantSeq)
+	}
+	values, err := os.ReadFile(filepath.Join(dir, "seq-1.values.sql"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantValues := "CREATE TABLE stmtreplay.seq_1 (r int PRIMARY KEY, p2_1 text, p2_2 text);\n" +
+		"INSERT INTO stmtreplay.seq_1 VALUES (0, 'it''s, here', '17'), (1, 'other', '18');\n"
+	if string(values) != wantValues {
+		t.Errorf("seq-1.values.sql:\n%s\nwant\n%s", values, wantValues)
+	}
+	stmt, err := os.ReadFile(filepath.Join(dir, "stmt-1.sql"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "SELECT COALESCE(SUM(v), 0) FROM store_versions;\n"; string(stmt) != want {
+		t.Errorf("stmt-1.sql, a statement without values:\n%s\nwant\n%s", stmt, want)
 	}
 }
 
