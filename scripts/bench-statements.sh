@@ -8,13 +8,14 @@
 # sequence of statements one request sent, such as an admin's page and
 # the page of a caller who cannot see some projects; each transaction
 # sends them kept prepared with the values of one of up to 100 of their
-# logged runs, which it first picks into pgbench's variables, a statement
-# of a few microseconds), then runs each with pgbench on CONNECTIONS
+# logged runs, which it first picks into pgbench's variables from a table:
+# one more round trip, about 0.05 ms), then runs each with pgbench on CONNECTIONS
 # connections and prints how many a second the database answers, with
 # the p50 and p99 of each, next to how often the run sent it; last, the
 # sequences together, each as often as the run sent it (the kind's mix).
 # No server is in the way: the mix's rate and p99 bound what a server
-# sending these statements could answer on that machine.
+# sending these statements for as many clients could answer on that
+# machine.
 #
 # Usage: scripts/bench-statements.sh
 #
@@ -71,7 +72,7 @@ go run ./scripts/stmtreplay -log "$OUT/statements.log" -out "$OUT"
 # The tables of the logged values the scripts pick from.
 psql -q "$DB" -c "DROP SCHEMA IF EXISTS stmtreplay CASCADE" -c "CREATE SCHEMA stmtreplay"
 for f in "$OUT"/*.values.sql; do
-	[ -s "$f" ] && psql -q -v ON_ERROR_STOP=1 "$DB" -f "$f"
+	if [ -s "$f" ]; then psql -q -v ON_ERROR_STOP=1 "$DB" -f "$f"; fi
 done
 
 requests=$(awk -F '\t' '$1 ~ /^seq-/ { n += $2 } END { print n + 0 }' "$OUT/index.tsv")
