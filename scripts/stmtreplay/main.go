@@ -155,11 +155,10 @@ func parameters(s string) (map[int]string, error) {
 var placeholder = regexp.MustCompile(`\$(\d+)`)
 
 // replay is a pgbench script: the runs of its statements (one a
-// transaction), how often they ran and what it is.
+// transaction; how often they ran) and what it is.
 type replay struct {
 	name, about string
 	runs        [][]run
-	count       int
 }
 
 // group returns the distinct statements of runs and the distinct
@@ -175,7 +174,6 @@ func group(runs []run, first string) (stmts, seqs []*replay) {
 			stmts = append(stmts, s)
 		}
 		s.runs = append(s.runs, []run{r})
-		s.count++
 	}
 	sortReplays(stmts)
 	for i, s := range stmts {
@@ -202,7 +200,6 @@ func group(runs []run, first string) (stmts, seqs []*replay) {
 			seqs = append(seqs, s)
 		}
 		s.runs = append(s.runs, cur)
-		s.count++
 		cur = nil
 	}
 	for _, r := range runs {
@@ -222,7 +219,7 @@ func group(runs []run, first string) (stmts, seqs []*replay) {
 // sortReplays orders rs most frequent first, in the log's order among
 // equals.
 func sortReplays(rs []*replay) {
-	sort.SliceStable(rs, func(i, j int) bool { return rs[i].count > rs[j].count })
+	sort.SliceStable(rs, func(i, j int) bool { return len(rs[i].runs) > len(rs[j].runs) })
 }
 
 // maxSamples bounds the logged runs whose values a script picks from.
@@ -314,7 +311,7 @@ func write(dir string, stmts, seqs []*replay) error {
 		if err := os.WriteFile(filepath.Join(dir, r.name+".values.sql"), []byte(values), 0o644); err != nil {
 			return err
 		}
-		fmt.Fprintf(&index, "%s\t%d\t%s\n", r.name, r.count, r.about)
+		fmt.Fprintf(&index, "%s\t%d\t%s\n", r.name, len(r.runs), r.about)
 	}
 	return os.WriteFile(filepath.Join(dir, "index.tsv"), []byte(index.String()), 0o644)
 }
