@@ -91,6 +91,9 @@ func newMigrations(d sqlDialect, sums summaries, o migrateOptions) *migrate.Migr
 	add("20261216090000", "count each project's events per day, so that a page at a large offset or in a range of days takes off the days of the projects its caller may not see by their counts (the summaries rebuilt)", func(ctx context.Context, db *bun.DB) error {
 		return inMigrationTx(ctx, d, db, func(ctx context.Context, tx bun.IDB) error { return rebuildSummaries(ctx, d, tx, sums) })
 	})
+	add("20261217090000", "index the counts of comma-joined projects apart, so that a caller's hidden projects among them are found without reading every project's counts (PostgreSQL, SQLite)", func(ctx context.Context, db *bun.DB) error {
+		return sums.CreateIndexes(ctx, db)
+	})
 	return ms
 }
 

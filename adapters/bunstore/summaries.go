@@ -57,6 +57,10 @@ type summaries interface {
 	// the transaction db, which holds them and their sources still
 	// (rebuildSummaries).
 	Rebuild(ctx context.Context, db bun.IDB) error
+	// CreateIndexes creates the indexes that what the summaries keep is
+	// read by beyond its tables' keys, unless they exist, on db (a
+	// migration).
+	CreateIndexes(ctx context.Context, db bun.IDB) error
 
 	// PlanSearch returns how the summaries serve q, a query without free
 	// text: its total, or where its page starts; the zero Plan when they
@@ -124,6 +128,9 @@ func (plain) Record(context.Context, bun.IDB, summary.Changes) error { return ni
 
 // Rebuild has nothing to rebuild.
 func (plain) Rebuild(context.Context, bun.IDB) error { return nil }
+
+// CreateIndexes implements summaries: no index, nothing being kept.
+func (plain) CreateIndexes(context.Context, bun.IDB) error { return nil }
 
 // PlanSearch serves nothing: the matches are counted.
 func (plain) PlanSearch(flagadmin.EventQuery) summary.Plan { return summary.Plan{} }

@@ -103,9 +103,29 @@ func (s *Summaries) Record(ctx context.Context, db bun.IDB, ch summary.Changes) 
 	return nil
 }
 
+// CreateIndexes creates the indexes that the summaries kept read beyond
+// their tables' keys, unless they exist, on db: event_counts' partial
+// index of comma-joined projects (eventcounts.Indexes).
+func (s *Summaries) CreateIndexes(ctx context.Context, db bun.IDB) error {
+	if !s.on.Counts {
+		return nil
+	}
+	for _, stmt := range eventcounts.Indexes(s.db.Name()) {
+		if _, err := db.ExecContext(ctx, stmt); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // Rebuild recomputes the summaries kept from the base tables, in the
-// transaction db, which holds them and their sources still.
+// transaction db, which holds them and their sources still, and creates
+// the indexes they read (CreateIndexes): a database migrated by a store
+// that kept none lacks them.
 func (s *Summaries) Rebuild(ctx context.Context, db bun.IDB) error {
+	if err := s.CreateIndexes(ctx, db); err != nil {
+		return err
+	}
 	if s.on.Counts {
 		if err := eventcounts.Rebuild(ctx, db); err != nil {
 			return err
