@@ -203,7 +203,7 @@ func Open(ctx context.Context, rawURL string, opts ...Option) (*Store, error) {
 		s.sqlDialect = mysqldialect.Dialect{}
 		err = s.openMySQL(rawURL, pool, o.maxConns)
 	case "sqlite":
-		s.sqlDialect = sqlite.Dialect{}
+		s.sqlDialect = sqlite.New()
 		err = s.openSQLite(strings.TrimPrefix(rawURL[len(scheme):], ":"), pool)
 	default:
 		return nil, fmt.Errorf("bunstore: unsupported database URL scheme %q: use postgres://, mysql:// or sqlite:", scheme)

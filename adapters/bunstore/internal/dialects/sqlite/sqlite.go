@@ -23,8 +23,15 @@ import (
 	"github.com/flagadmin/flagadmin/flagadmin"
 )
 
-// Dialect is SQLite's dialect of the store. The zero value is ready.
-type Dialect struct{}
+// Dialect is SQLite's dialect of the store. The zero value is ready, and
+// keeps no statement prepared (New does).
+type Dialect struct {
+	statements *statements
+}
+
+// New returns the dialect of one store, which keeps the statements of
+// QueryPrepared prepared on its pools.
+func New() Dialect { return Dialect{statements: newStatements()} }
 
 // Name is bun's name of SQLite.
 func (Dialect) Name() dialect.Name { return dialect.SQLite }
@@ -386,8 +393,16 @@ func (Dialect) AnalyzeLoaded(context.Context, bun.IDB, func(string) func()) erro
 // PreparedOffset is OFFSET ?: SQLite plans without the value.
 func (Dialect) PreparedOffset() string { return "OFFSET ?" }
 
-// QueryPrepared runs stmt as bun writes it, its values in the text.
-func (Dialect) QueryPrepared(ctx context.Context, db bun.IDB, stmt sqlq.Fragment) (*sql.Rows, error) {
+// QueryPrepared runs stmt on db, a transaction of one of the store's
+// pools or a pool, kept prepared on the pool (statements), its values
+// bound where SQLite's planner does not read them; the first time, or on
+// anything else, as bun writes it, its values in the text.
+func (d Dialect) QueryPrepared(ctx context.Context, db bun.IDB, stmt sqlq.Fragment) (*sql.Rows, error) {
+	if d.statements != nil {
+		if rows, ok, err := d.statements.query(ctx, db, stmt); ok {
+			return rows, err
+		}
+	}
 	return db.QueryContext(ctx, stmt.Text, stmt.Args...)
 }
 
