@@ -393,10 +393,10 @@ func (Dialect) AnalyzeLoaded(context.Context, bun.IDB, func(string) func()) erro
 // PreparedOffset is OFFSET ?: SQLite plans without the value.
 func (Dialect) PreparedOffset() string { return "OFFSET ?" }
 
-// QueryPrepared runs stmt on db, a transaction of one of the store's
-// pools or a pool, kept prepared on the pool (statements), its values
-// bound where SQLite's planner does not read them; the first time, or on
-// anything else, as bun writes it, its values in the text.
+// QueryPrepared runs stmt on db: in a transaction of one of the store's
+// pools, kept prepared on the pool (statements), its values bound where
+// SQLite's planner does not read them; the first time, or on anything
+// else, as bun writes it, its values in the text.
 func (d Dialect) QueryPrepared(ctx context.Context, db bun.IDB, stmt sqlq.Fragment) (*sql.Rows, error) {
 	if d.statements != nil {
 		if rows, ok, err := d.statements.query(ctx, db, stmt); ok {

@@ -12,9 +12,9 @@ import (
 	"github.com/flagadmin/flagadmin/adapters/bunstore/internal/sqlq"
 )
 
-// statements are the statements a store keeps prepared on its pools
-// (QueryPrepared): SQLite then parses and plans each text once per
-// connection instead of at every run. Parsing and planning the
+// statements are the statements a store keeps prepared on its pools for
+// its transactions (QueryPrepared): SQLite then parses and plans each
+// text once per connection instead of at every run. Parsing and planning the
 // statements of a page at a large offset, each written anew with its
 // values, took 39% of the server's CPU (a profile of random offsets at
 // 1,000,000 events, 515 requests a second; 932 with the statements kept,
@@ -52,47 +52,45 @@ type statementKey struct {
 }
 
 func newStatements() *statements {
-	kept, err := lru.NewWithEvict(statementsKept, func(_ statementKey, st *sql.Stmt) { _ = st.Close() })
+	kept, err := lru.NewWithEvict(statementsKept, func(_ statementKey, st *sql.Stmt) {
+		if st != nil {
+			_ = st.Close()
+		}
+	})
 	if err != nil {
 		panic(err) // only for a size below 1
 	}
 	return &statements{kept: kept, preparing: map[statementKey]bool{}}
 }
 
-// query runs stmt on db (a transaction of a pool, or the pool) by its
-// prepared statement and reports whether it did: not when db is neither,
-// a value is not one the driver binds, or the statement is not prepared
-// yet (then it is being prepared).
+// query runs stmt in db, a transaction of a pool (those of a search, a
+// page and the project list), by its prepared statement, and reports
+// whether it did: not when db is no transaction (a statement on the pool
+// itself, which Bun's query hooks see), a value is not one the driver
+// binds, or the statement is not prepared: being prepared, or kept as
+// failing to.
 func (s *statements) query(ctx context.Context, db bun.IDB, stmt sqlq.Fragment) (*sql.Rows, bool, error) {
-	if !bindable(stmt.Args) {
+	tx, ok := db.(bun.Tx)
+	if !ok || !bindable(stmt.Args) {
 		return nil, false, nil
 	}
-	key := statementKey{text: hidden(stmt.Text)}
-	var run func(*sql.Stmt) (*sql.Rows, error)
-	switch x := db.(type) {
-	case bun.Tx:
-		key.pool = x.NewRaw("").DB().DB
-		run = func(st *sql.Stmt) (*sql.Rows, error) {
-			return x.Tx.StmtContext(ctx, st).QueryContext(ctx, stmt.Args...)
-		}
-	case *bun.DB:
-		key.pool = x.DB
-		run = func(st *sql.Stmt) (*sql.Rows, error) { return st.QueryContext(ctx, stmt.Args...) }
-	default:
-		return nil, false, nil
-	}
+	key := statementKey{pool: tx.NewRaw("").DB().DB, text: hidden(stmt.Text)}
 	st, ok := s.kept.Get(key)
 	if !ok {
 		s.prepare(key)
 		return nil, false, nil
 	}
-	rows, err := run(st)
+	if st == nil {
+		return nil, false, nil
+	}
+	rows, err := tx.Tx.StmtContext(ctx, st).QueryContext(ctx, stmt.Args...)
 	return rows, true, err
 }
 
 // prepare prepares key's text on its pool in the background, unless that
-// is under way, and keeps it. A text that fails to prepare (a table a
-// migration has yet to make) is tried again at its next run.
+// is under way, and keeps it; a text that fails to prepare is kept as nil
+// (run with its values in the text) until it is evicted, so that its runs
+// do not each start a preparation.
 func (s *statements) prepare(key statementKey) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -102,12 +100,13 @@ func (s *statements) prepare(key statementKey) {
 	s.preparing[key] = true
 	go func() {
 		st, err := key.pool.PrepareContext(context.Background(), key.text)
+		if err != nil {
+			st = nil
+		}
 		s.mu.Lock()
 		defer s.mu.Unlock()
 		delete(s.preparing, key)
-		if err == nil {
-			s.kept.Add(key, st)
-		}
+		s.kept.Add(key, st)
 	}()
 }
 

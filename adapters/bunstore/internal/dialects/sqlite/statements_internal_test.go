@@ -67,12 +67,13 @@ func countIn(t *testing.T, d Dialect, db bun.IDB, from, to int, vs ...string) in
 	return n
 }
 
-// TestStatementsKeptPrepared: a statement QueryPrepared runs is prepared
-// on its pool in the background, then run by its prepared statement with
-// each run's values, in a transaction of the pool and on the pool, with
-// the same answers as when its values were written into the text. The
-// pool here has one connection, which the transaction holds while the
-// statement is new: preparing it then must not wait for that connection.
+// TestStatementsKeptPrepared: a statement QueryPrepared runs in a
+// transaction is prepared on its pool in the background, then run by its
+// prepared statement with each run's values, with the same answers as when
+// its values were written into the text; on the pool itself it runs as
+// before. The pool here has one connection, which the transaction holds
+// while the statement is new: preparing it then must not wait for that
+// connection.
 func TestStatementsKeptPrepared(t *testing.T) {
 	ctx := context.Background()
 	db := statementsDB(t)
@@ -144,10 +145,12 @@ func TestStatementsKeptPrepared(t *testing.T) {
 			idb, end := on.db()
 			stmt := sqlq.And(sqlq.F("k >= ? AND k < ?", c.from, c.to), sqlq.In("v", c.vs)).Wrap("SELECT COUNT(*) FROM t WHERE ", "")
 			rows, ok, err := d.statements.query(ctx, idb, stmt)
-			if err != nil || !ok {
+			if err != nil || ok != (on.name == "transaction") {
 				t.Fatalf("case %d on the %s: ran by the prepared statement %v, %v", i, on.name, ok, err)
 			}
-			rows.Close()
+			if ok {
+				rows.Close()
+			}
 			if n := countIn(t, d, idb, c.from, c.to, c.vs...); n != c.want {
 				t.Errorf("case %d on the %s: %d rows, want %d", i, on.name, n, c.want)
 			}
@@ -159,5 +162,36 @@ func TestStatementsKeptPrepared(t *testing.T) {
 	}
 	if n := d.statements.kept.Len(); n != 1 {
 		t.Errorf("kept %d statements after runs of one text, want 1", n)
+	}
+}
+
+// TestStatementsKeepAFailure: a text that fails to prepare is kept as
+// failing, and runs with its values in the text (failing the same way)
+// rather than starting a preparation at each run.
+func TestStatementsKeepAFailure(t *testing.T) {
+	ctx := context.Background()
+	db := statementsDB(t)
+	d := New()
+	stmt := sqlq.F("SELECT COUNT(*) FROM no_such_table WHERE k = ?", 1)
+	for range 2 {
+		tx, err := db.BeginTx(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := d.QueryPrepared(ctx, tx, stmt); err == nil || !strings.Contains(err.Error(), "no_such_table") {
+			t.Errorf("a statement on a missing table: %v", err)
+		}
+		tx.Rollback()
+		deadline := time.Now().Add(30 * time.Second)
+		for d.statements.kept.Len() == 0 {
+			if time.Now().After(deadline) {
+				t.Fatal("the failing text was not kept")
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	st, ok := d.statements.kept.Get(statementKey{pool: db.DB, text: hidden(stmt.Text)})
+	if !ok || st != nil {
+		t.Errorf("the failing text kept as %v, %v; want nil, true", st, ok)
 	}
 }
