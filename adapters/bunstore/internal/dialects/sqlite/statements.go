@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"strings"
-	"sync"
 
 	lru "github.com/hashicorp/golang-lru/v2"
 	"github.com/uptrace/bun"
@@ -31,13 +30,12 @@ import (
 // A text seen for the first time runs as before, written with its values,
 // while it is prepared in the background on its pool: preparing on a pool
 // needs a connection of it, which the caller's transaction may hold the
-// last of. At most statementsKept texts are kept, the least recently run
-// closed first.
+// last of. A text is kept as nil until it is prepared, and stays nil when
+// it fails to prepare: it then runs with its values in the text until it
+// is evicted, rather than starting a preparation at each run. At most
+// statementsKept texts are kept, the least recently run closed first.
 type statements struct {
 	kept *lru.Cache[statementKey, *sql.Stmt]
-
-	mu        sync.Mutex
-	preparing map[statementKey]bool
 }
 
 // statementsKept bounds the texts a store keeps prepared: each shape of a
@@ -60,26 +58,26 @@ func newStatements() *statements {
 	if err != nil {
 		panic(err) // only for a size below 1
 	}
-	return &statements{kept: kept, preparing: map[statementKey]bool{}}
+	return &statements{kept: kept}
 }
 
 // query runs stmt in db, a transaction of a pool (those of a search, a
 // page and the project list), by its prepared statement, and reports
 // whether it did: not when db is no transaction (a statement on the pool
 // itself, which Bun's query hooks see), a value is not one the driver
-// binds, or the statement is not prepared: being prepared, or kept as
-// failing to.
+// binds, or the statement is not prepared: new (then its preparation
+// starts), being prepared, or kept as failing to.
 func (s *statements) query(ctx context.Context, db bun.IDB, stmt sqlq.Fragment) (*sql.Rows, bool, error) {
 	tx, ok := db.(bun.Tx)
 	if !ok || !bindable(stmt.Args) {
 		return nil, false, nil
 	}
 	key := statementKey{pool: tx.NewRaw("").DB().DB, text: hidden(stmt.Text)}
-	st, ok := s.kept.Get(key)
-	if !ok {
-		s.prepare(key)
+	if seen, _ := s.kept.ContainsOrAdd(key, nil); !seen {
+		go s.prepare(key)
 		return nil, false, nil
 	}
+	st, _ := s.kept.Get(key)
 	if st == nil {
 		return nil, false, nil
 	}
@@ -87,27 +85,12 @@ func (s *statements) query(ctx context.Context, db bun.IDB, stmt sqlq.Fragment) 
 	return rows, true, err
 }
 
-// prepare prepares key's text on its pool in the background, unless that
-// is under way, and keeps it; a text that fails to prepare is kept as nil
-// (run with its values in the text) until it is evicted, so that its runs
-// do not each start a preparation.
+// prepare prepares key's text on its pool and keeps it; one that fails
+// stays kept as nil.
 func (s *statements) prepare(key statementKey) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.preparing[key] {
-		return
-	}
-	s.preparing[key] = true
-	go func() {
-		st, err := key.pool.PrepareContext(context.Background(), key.text)
-		if err != nil {
-			st = nil
-		}
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		delete(s.preparing, key)
+	if st, err := key.pool.PrepareContext(context.Background(), key.text); err == nil {
 		s.kept.Add(key, st)
-	}()
+	}
 }
 
 // hidden is text with each placeholder written +? (every ? of a
