@@ -2,6 +2,7 @@ package bunstore
 
 import (
 	"context"
+	"fmt"
 	"strconv"
 	"strings"
 
@@ -78,7 +79,10 @@ func (s *Store) searchInTx(ctx context.Context, q flagadmin.EventQuery, plan sum
 				page.Events = events
 				return err
 			}
-			return s.fetchPagePrepared(ctx, tx, seekPage(where, q.Limit, skip), &page)
+			return s.fetchPagePrepared(ctx, tx, preparedPage(where, q.Limit, skip), &page)
+		}
+		if summary.OnePlan(q) {
+			return s.fetchPagePrepared(ctx, tx, preparedPage(where, q.Limit, s.seekSkip(start)), &page)
 		}
 		ids := where.Wrap("SELECT id FROM events WHERE ", pageOrder)
 		ids = sqlq.Join(" ", ids, sqlq.F("LIMIT ? OFFSET ?", q.Limit, start.Offset))
@@ -130,14 +134,31 @@ func (s *Store) seekOutsideTx(ctx context.Context, q flagadmin.EventQuery, plan 
 
 // pageStart returns q's total and where its page starts: found by the
 // summaries (plan.Seek) at a large offset, else at q.Offset of all
-// matches.
-func (s *Store) pageStart(ctx context.Context, tx bun.IDB, q flagadmin.EventQuery, plan summary.Plan) (summary.Start, error) {
+// matches, its total read by a statement kept prepared when one plan
+// serves it for any value (summary.OnePlan).
+func (s *Store) pageStart(ctx context.Context, tx bun.Tx, q flagadmin.EventQuery, plan summary.Plan) (summary.Start, error) {
 	if plan.Seek != nil {
 		return plan.Seek(ctx, tx, sqlq.Fragment{})
 	}
-	var total int64
-	err := tx.NewRaw("SELECT ?", s.total(q, plan)).Scan(ctx, &total)
-	return summary.Start{Total: int(total), Offset: q.Offset}, err
+	start := summary.Start{Offset: q.Offset}
+	total := s.total(q, plan).Wrap("SELECT ", "")
+	if !summary.OnePlan(q) {
+		err := tx.NewRaw(total.Text, total.Args...).Scan(ctx, &start.Total)
+		return start, err
+	}
+	rows, err := s.sqlDialect.QueryPrepared(ctx, tx, total)
+	if err != nil {
+		return start, err
+	}
+	n, err := scanColumn[int](rows)
+	if err == nil && len(n) != 1 {
+		err = fmt.Errorf("the total's statement returned %d rows", len(n))
+	}
+	if err != nil {
+		return start, err
+	}
+	start.Total = n[0]
+	return start, nil
 }
 
 // total is the SQL expression of q's total: from the summaries when plan
@@ -174,13 +195,14 @@ func (s *Store) pageWhere(q flagadmin.EventQuery) sqlq.Fragment {
 // pageOrder is the order of a page's events.
 const pageOrder = " ORDER BY created_at DESC, id DESC"
 
-// seekPage is the statement of the page of limit events of where (a
+// preparedPage is the statement of the page of limit events of where (a
 // condition on events) after the rows skip (an OFFSET clause) skips, for
 // fetchPagePrepared: the page's ids read from an index, then their rows.
-// The seek's pages differ in their values alone: kept prepared, the limit
-// written in the text (a placeholder there would plan for a tenth of the
-// rows), the offset planned for once (PreparedOffset).
-func seekPage(where sqlq.Fragment, limit int, skip sqlq.Fragment) sqlq.Fragment {
+// The pages of a seek, and those of a query one plan serves
+// (summary.OnePlan), differ in their values alone: kept prepared, the
+// limit written in the text (a placeholder there would plan for a tenth
+// of the rows), the offset planned for once (PreparedOffset).
+func preparedPage(where sqlq.Fragment, limit int, skip sqlq.Fragment) sqlq.Fragment {
 	ids := where.Wrap("SELECT id FROM events WHERE ", pageOrder+" LIMIT "+strconv.Itoa(limit))
 	return sqlq.Fill(pageSQL, sqlq.Join(" ", ids, skip))
 }

@@ -241,32 +241,20 @@ func page(limit, offset int) string {
 }
 
 // GenericPlanSafe reports whether one generic plan serves q's page
-// statement for all values: at most one column filter, of one value, or of
-// a few values read apart (splitFilter) and then with no visibility
-// restriction. Each column's index (column, created_at, id) then reads
-// exactly the matches, newest first, whatever the value; a date range is a
-// range of the same index. Else the best plan depends on how many events
-// each value has: a generic plan for type IN ($1, $2) walks
-// events_created, expecting 1.4% of events per type, and reads the whole
-// table for two rare ones. Hidden projects only filter rows, except with a
-// date range, where their events in it are counted (the total) from
-// events_project, which reads exactly those events whatever the projects
-// (their values hidden from the planner: sqlq.Fragment.Opaque).
+// statement for all values: when one plan serves its statements
+// (summary.OnePlan: at most one column filter, of one value), or for a
+// filter of a few values read apart (splitFilter) with no visibility
+// restriction. A generic plan for type IN ($1, $2) walks events_created,
+// expecting 1.4% of events per type. Hidden projects only filter rows,
+// except with a date range, where their events in it are counted (the
+// total) from events_project, which reads exactly those events whatever
+// the projects (their values hidden from the planner:
+// sqlq.Fragment.Opaque).
 func GenericPlanSafe(q flagadmin.EventQuery) bool {
-	if q.Text != "" {
-		return false
-	}
-	if splitFilter(q) != nil {
+	if q.Text == "" && splitFilter(q) != nil {
 		return !q.RequireProject && len(q.HiddenProjects) == 0
 	}
-	filters := 0
-	for _, n := range columnFilters(q) {
-		if n > 1 {
-			return false
-		}
-		filters += n
-	}
-	return filters <= 1
+	return summary.OnePlan(q)
 }
 
 // columnFilters are the numbers of values of q's column filters.

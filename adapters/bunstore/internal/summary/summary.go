@@ -90,6 +90,26 @@ type Start struct {
 	Stamp int64
 }
 
+// OnePlan reports whether one plan serves the statements of q's page (its
+// total, its page's ids) for any of its values, so that they may be kept
+// prepared and planned once: no free text, and at most one column filter,
+// of one value. Each column's index (column, created_at, id) then reads
+// exactly the matches, newest first, whatever the value; a date range is a
+// range of the same index, and a cursor too; the projects a caller may not
+// see only filter the rows read. Else the best plan depends on the values:
+// of type IN (a, b), walking events_created suits two common types and
+// reads the whole table for two rare ones.
+func OnePlan(q flagadmin.EventQuery) bool {
+	if q.Text != "" {
+		return false
+	}
+	values := 0
+	for c := range q.ColumnFilters() {
+		values += c.Len()
+	}
+	return values <= 1
+}
+
 // Page is what a page of a search is read from in one statement: the
 // query, and the SQL the core writes for it.
 type Page struct {
