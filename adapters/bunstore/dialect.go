@@ -218,6 +218,11 @@ type sqlDialect interface {
 	// serves all its values: where the database would plan each run for
 	// its values, it plans the statement once.
 	QueryPlannedOnce(ctx context.Context, db bun.IDB, stmt sqlq.Fragment) (*sql.Rows, error)
+	// ClosePrepared waits for what the dialect prepares in the background
+	// on the store's pools, starts no more, and closes the statements it
+	// keeps: Store.Close calls it before it closes the pools, so that no
+	// work of the store outlives it.
+	ClosePrepared() error
 }
 
 // tokenKeeper is the ability of a dialect whose schema keeps a vocabulary

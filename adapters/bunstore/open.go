@@ -554,7 +554,7 @@ func (s *Store) Close() error {
 		s.stopAppender()
 	}
 	s.stopTextBacklog()
-	errs := []error{s.inserts.close()}
+	errs := []error{s.inserts.close(), s.sqlDialect.ClosePrepared()}
 	if s.rdb != nil && s.rdb != s.db {
 		errs = append(errs, s.rdb.Close())
 	}

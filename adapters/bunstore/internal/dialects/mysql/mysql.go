@@ -275,6 +275,10 @@ func (Dialect) QueryPrepared(ctx context.Context, db bun.IDB, stmt sqlq.Fragment
 	return db.QueryContext(ctx, stmt.Text, stmt.Args...)
 }
 
+// ClosePrepared does nothing: the driver keeps its prepared statements
+// with its connections, which close with the pool.
+func (Dialect) ClosePrepared() error { return nil }
+
 // QueryPlannedOnce is QueryPrepared.
 func (d Dialect) QueryPlannedOnce(ctx context.Context, db bun.IDB, stmt sqlq.Fragment) (*sql.Rows, error) {
 	return d.QueryPrepared(ctx, db, stmt)

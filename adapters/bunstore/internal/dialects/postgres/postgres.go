@@ -262,6 +262,10 @@ func (Dialect) QueryPrepared(ctx context.Context, db bun.IDB, stmt sqlq.Fragment
 	return queryPrepared(ctx, db, stmt.Dollar)
 }
 
+// ClosePrepared does nothing: the driver keeps its prepared statements
+// with its connections, which close with the pool.
+func (Dialect) ClosePrepared() error { return nil }
+
 // QueryPlannedOnce is QueryPrepared with the values hidden from the
 // planner (sqlq.Fragment.Opaque), so that PostgreSQL keeps its generic
 // plan after five runs instead of planning each run for its values.

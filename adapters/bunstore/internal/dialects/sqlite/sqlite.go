@@ -406,6 +406,15 @@ func (d Dialect) QueryPrepared(ctx context.Context, db bun.IDB, stmt sqlq.Fragme
 	return db.QueryContext(ctx, stmt.Text, stmt.Args...)
 }
 
+// ClosePrepared waits for the statements being prepared in the
+// background, prepares no more, and closes those kept (statements.close).
+func (d Dialect) ClosePrepared() error {
+	if d.statements == nil {
+		return nil
+	}
+	return d.statements.close()
+}
+
 // QueryPlannedOnce is QueryPrepared.
 func (d Dialect) QueryPlannedOnce(ctx context.Context, db bun.IDB, stmt sqlq.Fragment) (*sql.Rows, error) {
 	return d.QueryPrepared(ctx, db, stmt)

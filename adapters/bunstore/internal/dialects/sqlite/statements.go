@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"strings"
+	"sync"
 
 	lru "github.com/hashicorp/golang-lru/v2"
 	"github.com/uptrace/bun"
@@ -34,8 +35,16 @@ import (
 // it fails to prepare: it then runs with its values in the text until it
 // is evicted, rather than starting a preparation at each run. At most
 // statementsKept texts are kept, the least recently run closed first.
+//
+// A preparation in the background holds a connection of its pool, which
+// the store's Close must not leave open: close waits for those begun and
+// begins no more.
 type statements struct {
 	kept *lru.Cache[statementKey, *sql.Stmt]
+
+	mu        sync.Mutex // guards closed and the start of a preparation
+	closed    bool
+	preparing sync.WaitGroup
 }
 
 // statementsKept bounds the texts a store keeps prepared: each shape of a
@@ -74,7 +83,11 @@ func (s *statements) query(ctx context.Context, db bun.IDB, stmt sqlq.Fragment) 
 	}
 	key := statementKey{pool: tx.NewRaw("").DB().DB, text: hidden(stmt.Text)}
 	if seen, _ := s.kept.ContainsOrAdd(key, nil); !seen {
-		go s.prepare(key)
+		s.mu.Lock()
+		if !s.closed {
+			s.preparing.Go(func() { s.prepare(key) })
+		}
+		s.mu.Unlock()
 		return nil, false, nil
 	}
 	st, _ := s.kept.Get(key)
@@ -91,6 +104,17 @@ func (s *statements) prepare(key statementKey) {
 	if st, err := key.pool.PrepareContext(context.Background(), key.text); err == nil {
 		s.kept.Add(key, st)
 	}
+}
+
+// close waits for the preparations begun, begins no more, and closes the
+// statements kept (they hold their connections' resources until then).
+func (s *statements) close() error {
+	s.mu.Lock()
+	s.closed = true
+	s.mu.Unlock()
+	s.preparing.Wait()
+	s.kept.Purge() // closes each (the eviction callback)
+	return nil
 }
 
 // hidden is text with each placeholder written +? (every ? of a

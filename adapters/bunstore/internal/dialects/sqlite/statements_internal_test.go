@@ -193,3 +193,64 @@ func TestStatementsKeepAFailure(t *testing.T) {
 		t.Errorf("the failing text kept as %v, %v; want nil, true", st, ok)
 	}
 }
+
+// TestClosePreparedWaitsForAPreparation: a preparation in the background
+// holds a connection of its pool (here one, which a transaction holds
+// first, so that the preparation waits for it); ClosePrepared returns only
+// once it has ended, and closes what it prepared, so that nothing of the
+// store's runs on its pools after its Close (a preparation still opening
+// a connection while a test removed the database's directory failed it).
+func TestClosePreparedWaitsForAPreparation(t *testing.T) {
+	ctx := context.Background()
+	db := statementsDB(t)
+	d := New()
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := countIn(t, d, tx, 0, 10, "v1"); n != 1 {
+		t.Fatalf("%d rows, want 1", n)
+	}
+	closed := make(chan error, 1)
+	go func() { closed <- d.ClosePrepared() }()
+	select {
+	case err := <-closed:
+		t.Fatalf("ClosePrepared returned (%v) while a preparation waited for the pool's connection", err)
+	case <-time.After(time.Second): // it waits for the transaction to end
+	}
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-closed:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("ClosePrepared did not return once the preparation could end")
+	}
+	if n := db.DB.Stats().InUse; n != 0 {
+		t.Errorf("%d connections in use after ClosePrepared", n)
+	}
+	if n := d.statements.kept.Len(); n != 0 {
+		t.Errorf("%d statements kept after ClosePrepared", n)
+	}
+	// After it, a statement runs with its values in the text, and no
+	// preparation begins.
+	tx, err = db.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback()
+	if n := countIn(t, d, tx, 0, 10, "v2", "v3"); n != 2 {
+		t.Errorf("after ClosePrepared: %d rows, want 2", n)
+	}
+	d.statements.preparing.Wait()
+	keys := d.statements.kept.Keys()
+	if len(keys) != 1 {
+		t.Fatalf("%d statements kept, want the new text's entry alone", len(keys))
+	}
+	if st, _ := d.statements.kept.Peek(keys[0]); st != nil {
+		t.Error("a statement prepared after ClosePrepared")
+	}
+}
