@@ -48,8 +48,9 @@ type statements struct {
 }
 
 // statementsKept bounds the texts a store keeps prepared: each shape of a
-// page at a large offset, of a caller's visibility (the number of its
-// hidden projects) and of the seek's statements is one text.
+// page (at a large offset, or of a query one plan serves: its column, its
+// cursor, offset and date bounds), of a caller's visibility (the number of
+// its hidden projects) and of the seek's statements is one text.
 const statementsKept = 512
 
 // statementKey is a text prepared on a pool.
@@ -82,15 +83,17 @@ func (s *statements) query(ctx context.Context, db bun.IDB, stmt sqlq.Fragment) 
 		return nil, false, nil
 	}
 	key := statementKey{pool: tx.NewRaw("").DB().DB, text: hidden(stmt.Text)}
-	if seen, _ := s.kept.ContainsOrAdd(key, nil); !seen {
-		s.mu.Lock()
-		if !s.closed {
-			s.preparing.Go(func() { s.prepare(key) })
+	st, seen := s.kept.Get(key)
+	if !seen {
+		if seen, _ = s.kept.ContainsOrAdd(key, nil); !seen { // another run may have added it since
+			s.mu.Lock()
+			if !s.closed {
+				s.preparing.Go(func() { s.prepare(key) })
+			}
+			s.mu.Unlock()
 		}
-		s.mu.Unlock()
 		return nil, false, nil
 	}
-	st, _ := s.kept.Get(key)
 	if st == nil {
 		return nil, false, nil
 	}
