@@ -222,7 +222,7 @@ type sqlDialect interface {
 	// on the store's pools, starts no more, and closes the statements it
 	// keeps: Store.Close calls it before it closes the pools, so that no
 	// work of the store outlives it.
-	ClosePrepared() error
+	ClosePrepared()
 }
 
 // tokenKeeper is the ability of a dialect whose schema keeps a vocabulary

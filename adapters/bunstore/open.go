@@ -554,7 +554,8 @@ func (s *Store) Close() error {
 		s.stopAppender()
 	}
 	s.stopTextBacklog()
-	errs := []error{s.inserts.close(), s.sqlDialect.ClosePrepared()}
+	s.sqlDialect.ClosePrepared()
+	errs := []error{s.inserts.close()}
 	if s.rdb != nil && s.rdb != s.db {
 		errs = append(errs, s.rdb.Close())
 	}

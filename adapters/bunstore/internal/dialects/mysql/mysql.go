@@ -277,7 +277,7 @@ func (Dialect) QueryPrepared(ctx context.Context, db bun.IDB, stmt sqlq.Fragment
 
 // ClosePrepared does nothing: the driver keeps its prepared statements
 // with its connections, which close with the pool.
-func (Dialect) ClosePrepared() error { return nil }
+func (Dialect) ClosePrepared() {}
 
 // QueryPlannedOnce is QueryPrepared.
 func (d Dialect) QueryPlannedOnce(ctx context.Context, db bun.IDB, stmt sqlq.Fragment) (*sql.Rows, error) {

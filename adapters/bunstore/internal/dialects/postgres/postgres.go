@@ -264,7 +264,7 @@ func (Dialect) QueryPrepared(ctx context.Context, db bun.IDB, stmt sqlq.Fragment
 
 // ClosePrepared does nothing: the driver keeps its prepared statements
 // with its connections, which close with the pool.
-func (Dialect) ClosePrepared() error { return nil }
+func (Dialect) ClosePrepared() {}
 
 // QueryPlannedOnce is QueryPrepared with the values hidden from the
 // planner (sqlq.Fragment.Opaque), so that PostgreSQL keeps its generic

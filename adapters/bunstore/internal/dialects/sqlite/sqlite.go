@@ -408,11 +408,10 @@ func (d Dialect) QueryPrepared(ctx context.Context, db bun.IDB, stmt sqlq.Fragme
 
 // ClosePrepared waits for the statements being prepared in the
 // background, prepares no more, and closes those kept (statements.close).
-func (d Dialect) ClosePrepared() error {
-	if d.statements == nil {
-		return nil
+func (d Dialect) ClosePrepared() {
+	if d.statements != nil {
+		d.statements.close()
 	}
-	return d.statements.close()
 }
 
 // QueryPlannedOnce is QueryPrepared.

@@ -111,13 +111,12 @@ func (s *statements) prepare(key statementKey) {
 
 // close waits for the preparations begun, begins no more, and closes the
 // statements kept (they hold their connections' resources until then).
-func (s *statements) close() error {
+func (s *statements) close() {
 	s.mu.Lock()
 	s.closed = true
 	s.mu.Unlock()
 	s.preparing.Wait()
 	s.kept.Purge() // closes each (the eviction callback)
-	return nil
 }
 
 // hidden is text with each placeholder written +? (every ? of a
