@@ -2,6 +2,7 @@ package bunstore_test
 
 import (
 	"context"
+	"fmt"
 	"reflect"
 	"slices"
 	"strings"
@@ -14,6 +15,7 @@ import (
 	"github.com/flagadmin/flagadmin/adapters/bunstore"
 	"github.com/flagadmin/flagadmin/adapters/memstore"
 	"github.com/flagadmin/flagadmin/flagadmin"
+	"github.com/flagadmin/flagadmin/internal/dbtest"
 	"github.com/flagadmin/flagadmin/internal/worldgen"
 )
 
@@ -58,6 +60,41 @@ func write(t *testing.T, s flagadmin.Store, w *worldgen.World) {
 		if err := s.Write(ctx, &flagadmin.Batch{Events: b}); err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+// answersPrepared runs q on store until Bun's query hooks (log) see none
+// of its statements, each run answering as the in-memory store mem does,
+// and fails if they still see some after 30 s: the statements are
+// prepared in the background, a run at a time.
+func answersPrepared(t *testing.T, mem, store flagadmin.Store, log *statementLog, q flagadmin.EventQuery, what string) {
+	t.Helper()
+	ctx := context.Background()
+	want, err := mem.SearchEvents(ctx, q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want.Total == 0 {
+		t.Fatalf("%s matches nothing: a test that cannot tell", what)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for run := 0; ; run++ {
+		log.take()
+		got, err := store.SearchEvents(ctx, q)
+		if err != nil {
+			t.Fatalf("%s, run %d: %v", what, run, err)
+		}
+		if got.Total != want.Total || !reflect.DeepEqual(got.Events, want.Events) {
+			t.Fatalf("%s, run %d: total %d, %d events; want %d, %d", what, run, got.Total, len(got.Events), want.Total, len(want.Events))
+		}
+		seen := log.take()
+		if len(seen) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: after %d runs, still run with values written into them:\n%s", what, run+1, strings.Join(seen, "\n"))
+		}
+		time.Sleep(5 * time.Millisecond) // a preparation in the background
 	}
 }
 
@@ -120,32 +157,7 @@ func TestOnePlanPagesKeptPrepared(t *testing.T) {
 				for i, shape := range shapes {
 					for j, q := range shape {
 						q.Limit = 10
-						want, err := mem.SearchEvents(ctx, q)
-						if err != nil {
-							t.Fatal(err)
-						}
-						if want.Total == 0 {
-							t.Fatalf("shape %d, query %d matches nothing: a test that cannot tell", i, j)
-						}
-						deadline := time.Now().Add(30 * time.Second)
-						for run := 0; ; run++ {
-							log.take()
-							got, err := store.SearchEvents(ctx, q)
-							if err != nil {
-								t.Fatalf("shape %d, query %d, run %d: %v", i, j, run, err)
-							}
-							if got.Total != want.Total || !reflect.DeepEqual(got.Events, want.Events) {
-								t.Fatalf("shape %d, query %d, run %d: total %d, %d events; want %d, %d", i, j, run, got.Total, len(got.Events), want.Total, len(want.Events))
-							}
-							seen := log.take()
-							if len(seen) == 0 {
-								break
-							}
-							if time.Now().After(deadline) {
-								t.Fatalf("shape %d, query %d: after %d runs, still run with values written into them:\n%s", i, j, run+1, strings.Join(seen, "\n"))
-							}
-							time.Sleep(5 * time.Millisecond) // a preparation in the background
-						}
+						answersPrepared(t, mem, store, log, q, fmt.Sprintf("shape %d, query %d", i, j))
 					}
 				}
 				if t.Failed() {
@@ -163,6 +175,59 @@ func TestOnePlanPagesKeptPrepared(t *testing.T) {
 					}
 				}
 			})
+		}
+	}
+}
+
+// TestTextPagesKeptPrepared: on SQLite, whose tuned store finds a
+// free-text query's page in its FTS5 index, the statements that find it
+// and read its events are kept prepared, whatever the text: once
+// prepared, a query runs without statements whose values are written into
+// them (which Bun's query hooks would see), and answers as the in-memory
+// store does: a feature's name, an author's (with the texts of the
+// deprecated search) with an offset, with a column filter, with projects
+// the caller may not see.
+func TestTextPagesKeptPrepared(t *testing.T) {
+	w := worldgen.MustNew(worldgen.Config{Events: 1500, Projects: 6, Features: 30, Users: 10, Groups: 2, Seed: 11})
+	mem := memstore.New()
+	write(t, mem, w)
+	store := open(t, dbtest.SQLite(t))
+	write(t, store, w)
+	log := &statementLog{}
+	bunstore.ReaderDB(store).AddQueryHook(log)
+	f0, f1 := w.Features()[0].Name, w.Features()[1].Name
+	// Two words of the newest events' authors, each in many events.
+	first, err := mem.SearchEvents(context.Background(), flagadmin.EventQuery{Limit: 200})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var authors []string
+	for _, e := range first.Events {
+		for _, word := range strings.Fields(e.CreatedBy) {
+			if len(word) >= 3 && !slices.Contains(authors, word) {
+				authors = append(authors, word)
+			}
+		}
+	}
+	if len(authors) < 2 {
+		t.Fatalf("the newest events' authors: %q", authors)
+	}
+	u0, u1 := authors[0], authors[1]
+	p0, p1 := w.Projects()[0].ID, w.Projects()[1].ID
+	// Each shape twice: with two values, each prepared or not.
+	shapes := [][2]flagadmin.EventQuery{
+		{{Text: f0}, {Text: f1}},
+		{{Text: u0, Offset: 12}, {Text: u1, Offset: 3}},
+		{{Text: u0, Types: []string{flagadmin.EventFeatureCreated}}, {Text: u1, Types: []string{flagadmin.EventFeatureUpdated}}},
+		{{Text: u0, RequireProject: true, HiddenProjects: []string{p0}}, {Text: u1, RequireProject: true, HiddenProjects: []string{p1}}},
+	}
+	for i, shape := range shapes {
+		for j, q := range shape {
+			q.Limit = 10
+			if i > 0 { // an author's name: in the texts of the deprecated search
+				q.TextScope = flagadmin.TextPayloadTypeCreator
+			}
+			answersPrepared(t, mem, store, log, q, fmt.Sprintf("shape %d, query %d", i, j))
 		}
 	}
 }

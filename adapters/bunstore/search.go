@@ -230,6 +230,12 @@ func (s *Store) fetchPage(ctx context.Context, tx bun.IDB, ids sqlq.Fragment, pa
 	return appendPage(page, rows)
 }
 
+// pageOf is the statement of the page of the events of ids (pageSQL),
+// whose text depends on their number alone.
+func pageOf(ids []int64) sqlq.Fragment {
+	return sqlq.Fill(pageSQL, sqlq.In("SELECT id FROM events WHERE id", ids))
+}
+
 // fetchPagePrepared appends to page the events that stmt (a statement of
 // pageColumns) reads, kept prepared where the database would plan it anew
 // each time (QueryPrepared): for pages whose statements repeat with other
@@ -289,7 +295,7 @@ func (s *Store) searchText(ctx context.Context, q flagadmin.EventQuery) (flagadm
 // ORDER BY next to the window, PostgreSQL may walk the events_created
 // index and check every event, believing that a LIMIT stops a window
 // count early. The count stays over every match, whatever the cursor.
-func (s *Store) textPage(ctx context.Context, tx bun.IDB, q flagadmin.EventQuery, page *flagadmin.EventPage) (bool, error) {
+func (s *Store) textPage(ctx context.Context, tx bun.Tx, q flagadmin.EventQuery, page *flagadmin.EventPage) (bool, error) {
 	rest := q
 	rest.Text = ""
 	ids, total, found, err := s.summaries.FindTextPage(ctx, tx, q, s.conditions(rest))
@@ -298,7 +304,7 @@ func (s *Store) textPage(ctx context.Context, tx bun.IDB, q flagadmin.EventQuery
 		if err != nil || len(ids) == 0 {
 			return true, err
 		}
-		return true, s.fetchPage(ctx, tx, sqlq.In("SELECT id FROM events WHERE id", ids), page)
+		return true, s.fetchPagePrepared(ctx, tx, pageOf(ids), page)
 	}
 	matches := s.filter(q).Wrap("(SELECT id, created_at, COUNT(*) OVER () AS total FROM events WHERE ", ") AS m")
 	sel := sqlq.Join(" WHERE ", matches.Wrap("SELECT id, total FROM ", ""), s.after(q))
@@ -321,7 +327,7 @@ func (s *Store) textPage(ctx context.Context, tx bun.IDB, q flagadmin.EventQuery
 	if len(ids) == 0 {
 		return true, nil
 	}
-	return true, s.fetchPage(ctx, tx, sqlq.In("SELECT id FROM events WHERE id", ids), page)
+	return true, s.fetchPagePrepared(ctx, tx, pageOf(ids), page)
 }
 
 // appendPage appends the events of rows to page in page order

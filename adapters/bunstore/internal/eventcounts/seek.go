@@ -26,11 +26,6 @@ type counted struct {
 	Rows int64
 }
 
-// Query runs a statement of the counts on db, kept prepared where the
-// database would plan it anew each time (tuned.Database.QueryPrepared):
-// a seek's statements repeat with other values on every page.
-type Query func(ctx context.Context, db bun.IDB, stmt sqlq.Fragment) (*sql.Rows, error)
-
 // Seek reads the counted rows of a plan that Seeks and returns where the
 // page of its query starts, reading in db by query: the caller's read
 // transaction, or, with a stamp (summary.Plan.Seek), a connection whose
@@ -39,7 +34,7 @@ type Query func(ctx context.Context, db bun.IDB, stmt sqlq.Fragment) (*sql.Rows,
 // Without dates, whole months are skipped first by their month rows
 // (monthSeek). With dates, the range's day rows are read less the hidden
 // projects' day rows, in one statement.
-func (p Plan) Seek(ctx context.Context, db bun.IDB, query Query, stamp sqlq.Fragment) (summary.Start, error) {
+func (p Plan) Seek(ctx context.Context, db bun.IDB, query sqlq.Query, stamp sqlq.Fragment) (summary.Start, error) {
 	if p.from == nil && p.before == nil {
 		return p.monthSeek(ctx, db, query, stamp)
 	}
@@ -88,7 +83,7 @@ func periodsSQL(dim Dim, noProject bool, from, before *int64) sqlq.Fragment {
 // One statement instead of one per part: each part keeps the plan of its
 // own (a union of subqueries, not an OR), and the round trips, which cost
 // about as much as the reads themselves, are saved.
-func periodsLess(ctx context.Context, db bun.IDB, query Query, rows sqlq.Fragment, extras, hidden []sqlq.Fragment) ([]period, []int64, error) {
+func periodsLess(ctx context.Context, db bun.IDB, query sqlq.Query, rows sqlq.Fragment, extras, hidden []sqlq.Fragment) ([]period, []int64, error) {
 	parts := []sqlq.Fragment{rows.Wrap("SELECT num, n, 1 AS c FROM (", ") AS k")}
 	for i, h := range hidden {
 		parts = append(parts, h.Wrap("SELECT num, -n, 0 FROM (", fmt.Sprintf(") AS h%d", i)))
@@ -108,7 +103,7 @@ func periodsLess(ctx context.Context, db bun.IDB, query Query, rows sqlq.Fragmen
 	for i := range x {
 		extraDest[i] = &x[i]
 	}
-	read, err := scanAll(ctx, db, query, q, func(rows *sql.Rows, c *counted) error {
+	read, err := sqlq.All(ctx, db, query, q, func(rows *sql.Rows, c *counted) error {
 		return rows.Scan(append([]any{&c.Num, &c.N, &c.Rows}, extraDest...)...)
 	})
 	if err != nil {
@@ -160,7 +155,7 @@ func seekDays(days []period, offset int) (before int64, hasBefore bool, rest int
 // an error. Three statements (one without hidden projects): the months
 // with the total of the hidden events (and the stamp), the hidden months,
 // the days less their hidden days.
-func (p Plan) monthSeek(ctx context.Context, db bun.IDB, query Query, stamp sqlq.Fragment) (summary.Start, error) {
+func (p Plan) monthSeek(ctx context.Context, db bun.IDB, query sqlq.Query, stamp sqlq.Fragment) (summary.Start, error) {
 	var hiddenSum sqlq.Fragment
 	if len(p.hidden) > 0 {
 		r := one(DimEvents, ScopeProject)
@@ -219,7 +214,7 @@ func (p Plan) monthSeek(ctx context.Context, db bun.IDB, query Query, stamp sqlq
 // months from the newest to that bound, or from the oldest, whichever are
 // fewer, locate it; each hidden project's month is one index lookup per
 // shard, the dearest read of the page.
-func (p Plan) locateMonth(ctx context.Context, db bun.IDB, query Query, months []period, hiddenAll, total int64) (target int, newer int64, err error) {
+func (p Plan) locateMonth(ctx context.Context, db bun.IDB, query sqlq.Query, months []period, hiddenAll, total int64) (target int, newer int64, err error) {
 	offset := int64(p.q.Offset)
 	from, to, fromOldest := 0, len(months), false
 	if len(p.hidden) > 0 {
@@ -277,7 +272,7 @@ func hiddenWindow(months []period, hiddenAll, offset, total int64) (from, to int
 // takeHiddenMonths takes the events of the hidden projects off months (a
 // run of consecutive rows, newest first), by their month rows, read in one
 // statement (a union of the parts of hiddenKeys).
-func (p Plan) takeHiddenMonths(ctx context.Context, db bun.IDB, query Query, months []period) error {
+func (p Plan) takeHiddenMonths(ctx context.Context, db bun.IDB, query sqlq.Query, months []period) error {
 	if len(months) == 0 {
 		return nil
 	}
@@ -287,20 +282,11 @@ func (p Plan) takeHiddenMonths(ctx context.Context, db bun.IDB, query Query, mon
 		parts[i] = cond.Wrap("SELECT num, n FROM event_counts WHERE ", "")
 	}
 	q := sqlq.Join(" UNION ALL ", parts...).Wrap("SELECT num, SUM(n) AS n FROM (", ") AS h GROUP BY num")
-	hidden, err := scanAll(ctx, db, query, q, func(rows *sql.Rows, p *period) error { return rows.Scan(&p.Num, &p.N) })
+	hidden, err := sqlq.All(ctx, db, query, q, func(rows *sql.Rows, p *period) error { return rows.Scan(&p.Num, &p.N) })
 	if err != nil {
 		return err
 	}
 	return subtract(months, hidden)
-}
-
-// scanAll runs stmt on db by query and returns its rows, each read by scan.
-func scanAll[T any](ctx context.Context, db bun.IDB, query Query, stmt sqlq.Fragment, scan func(*sql.Rows, *T) error) ([]T, error) {
-	rows, err := query(ctx, db, stmt)
-	if err != nil {
-		return nil, err
-	}
-	return sqlq.Collect(rows, scan)
 }
 
 // subtract takes the counts of less off those of the same num in ps.

@@ -11,6 +11,7 @@
 package sqlq
 
 import (
+	"context"
 	"database/sql"
 	"slices"
 	"strconv"
@@ -216,6 +217,20 @@ var _ schema.QueryAppender = Fragment{}
 // argument, written with its values as literals.
 func (f Fragment) AppendQuery(gen schema.QueryGen, b []byte) ([]byte, error) {
 	return gen.AppendQuery(b, f.Text, f.Args...), nil
+}
+
+// Query runs stmt, a statement whose text repeats with other values, on
+// db: kept prepared where the database would plan it anew each time (the
+// dialect's QueryPrepared).
+type Query func(ctx context.Context, db bun.IDB, stmt Fragment) (*sql.Rows, error)
+
+// All runs stmt on db by query and returns its rows, each read by scan.
+func All[T any](ctx context.Context, db bun.IDB, query Query, stmt Fragment, scan func(*sql.Rows, *T) error) ([]T, error) {
+	rows, err := query(ctx, db, stmt)
+	if err != nil {
+		return nil, err
+	}
+	return Collect(rows, scan)
 }
 
 // Collect reads every row of rows by scan, in order, and closes them.

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"database/sql"
+	"fmt"
 	"slices"
 	"strconv"
 	"strings"
@@ -61,22 +62,28 @@ const (
 //
 // The total is counted from the index alone when q filters by what its
 // caller may see only (count), else from the rows of its matches.
-func FindPage(ctx context.Context, db bun.IDB, q flagadmin.EventQuery, rest sqlq.Fragment) ([]int64, int, bool, error) {
+//
+// Every statement runs by query (the dialect's QueryPrepared) with its
+// values as parameters: FTS5 plans a MATCH alike whatever its query, so
+// each text is prepared once (preparing them anew was 18% of a text
+// search's CPU, with the index merged into one segment).
+func FindPage(ctx context.Context, db bun.IDB, query sqlq.Query, q flagadmin.EventQuery, rest sqlq.Fragment) ([]int64, int, bool, error) {
 	walk := q.PageEnd()
 	if !walkable(q) {
 		return nil, 0, false, nil
 	}
-	plan, ok, err := phraseQuery(ctx, db, q)
+	r := reader{ctx: ctx, db: db, query: query}
+	plan, ok, err := r.phraseQuery(q)
 	if err != nil || !ok || plan.Query == `""` { // "": no token holds the text
 		return []int64{}, 0, ok, err
 	}
 	match, newest := plan.Query, plan.Newest
 	if plan.ordered(newest) && rest.Empty() {
-		return pageByID(ctx, db, q, match)
+		return r.pageByID(q, match)
 	}
-	var read []key
-	stmt := sqlq.Join(" ", joined(match, rest).Wrap("SELECT t.rowid AS id, e.created_at ", ""), sqlq.F("ORDER BY t.rowid DESC LIMIT "+strconv.Itoa(walk)))
-	if err := db.NewRaw(stmt.Text, stmt.Args...).Scan(ctx, &read); err != nil {
+	stmt := sqlq.Join(" ", joined(match, rest).Wrap("SELECT t.rowid AS id, e.created_at ", ""), sqlq.F("ORDER BY t.rowid DESC LIMIT ?", walk))
+	read, err := sqlq.All(ctx, db, query, stmt, func(rows *sql.Rows, k *key) error { return rows.Scan(&k.ID, &k.CreatedAt) })
+	if err != nil {
 		return nil, 0, false, err
 	}
 	total, below := len(read), int64(0)
@@ -86,12 +93,12 @@ func FindPage(ctx context.Context, db bun.IDB, q flagadmin.EventQuery, rest sqlq
 	inOrder := total == 0 || plan.ordered(read[0].ID)
 	slices.SortFunc(read, func(a, b key) int { return b.compare(a) })
 	if total == walk { // matches may remain: count them, then check the page
-		if total, err = count(ctx, db, q, match, rest); err != nil {
+		if total, err = r.count(q, match, rest); err != nil {
 			return nil, 0, false, err
 		}
 		// In order, no match left out is newer than one read.
 		if !inOrder {
-			if cleared, err := checked(ctx, db, read[len(read)-1], below, newest, total); err != nil || !cleared {
+			if cleared, err := r.checked(read[len(read)-1], below, newest, total); err != nil || !cleared {
 				return nil, 0, false, err
 			}
 		}
@@ -99,17 +106,36 @@ func FindPage(ctx context.Context, db bun.IDB, q flagadmin.EventQuery, rest sqlq
 	return pageOf(read, q.Offset), total, true, nil
 }
 
+// reader runs FindPage's statements in db by query.
+type reader struct {
+	ctx   context.Context
+	db    bun.IDB
+	query sqlq.Query
+}
+
+// scalar returns the one value of stmt's one row.
+func (r reader) scalar(stmt sqlq.Fragment) (int, error) {
+	read, err := sqlq.All(r.ctx, r.db, r.query, stmt, func(rows *sql.Rows, n *int) error { return rows.Scan(n) })
+	if err == nil && len(read) != 1 {
+		err = fmt.Errorf("textindex: %d rows of a count", len(read))
+	}
+	if err != nil {
+		return 0, err
+	}
+	return read[0], nil
+}
+
 // checked reports whether no event with an id below below (the smallest
 // id a walk read) is newer than oldest (the oldest it read), newest the
 // largest id, total the matches (noneNewerBelow). In creation order, the
 // check reads about the events from below on: when they are more than
 // its bound, it is not begun.
-func checked(ctx context.Context, db bun.IDB, oldest key, below, newest int64, total int) (bool, error) {
+func (r reader) checked(oldest key, below, newest int64, total int) (bool, error) {
 	bound := max(minVerify, verifyPerMatch*total)
 	if newest-below >= int64(bound) {
 		return false, nil
 	}
-	return noneNewerBelow(ctx, db, oldest, below, bound)
+	return r.noneNewerBelow(oldest, below, bound)
 }
 
 // pageOf returns the ids of the keys of read (in page order) from offset
@@ -131,16 +157,16 @@ func pageOf(read []key, offset int) []int64 {
 // of a hidden project's token to leave them out in descending rowid
 // order, which cost twice the rows of the matches (2.7 against 1.4 ms a
 // feature's name for a caller who may not see 10 projects of 200).
-func pageByID(ctx context.Context, db bun.IDB, q flagadmin.EventQuery, match string) ([]int64, int, bool, error) {
+func (r reader) pageByID(q flagadmin.EventQuery, match string) ([]int64, int, bool, error) {
 	walk := q.PageEnd()
-	var ids []int64
-	err := db.NewRaw("SELECT rowid FROM events_tokens WHERE events_tokens MATCH ? ORDER BY rowid DESC LIMIT "+strconv.Itoa(walk), match).Scan(ctx, &ids)
+	ids, err := sqlq.All(r.ctx, r.db, r.query, sqlq.F("SELECT rowid FROM events_tokens WHERE events_tokens MATCH ? ORDER BY rowid DESC LIMIT ?", match, walk),
+		func(rows *sql.Rows, id *int64) error { return rows.Scan(id) })
 	if err != nil {
 		return nil, 0, false, err
 	}
 	total := len(ids)
 	if total == walk { // matches may remain: count them
-		if total, err = count(ctx, db, q, match, sqlq.Fragment{}); err != nil {
+		if total, err = r.count(q, match, sqlq.Fragment{}); err != nil {
 			return nil, 0, false, err
 		}
 	}
@@ -159,15 +185,15 @@ func walkable(q flagadmin.EventQuery) bool {
 type textPlan struct {
 	// Query is the FTS5 query of the matches, "" (quotes included) when
 	// no token holds the text.
-	Query string `bun:"query"`
+	Query string
 	// Newest is the largest event id.
-	Newest int64 `bun:"newest"`
+	Newest int64
 	// Long: a long token holds the text; Pending: events are pending.
-	Long    bool `bun:"long"`
-	Pending bool `bun:"pending"`
+	Long    bool
+	Pending bool
 	// Unordered is the smallest id of the events out of creation order
 	// (events_out_of_order), if any.
-	Unordered sql.NullInt64 `bun:"unordered"`
+	Unordered sql.NullInt64
 }
 
 // ordered reports whether no event up to id is out of creation order:
@@ -183,15 +209,20 @@ func (p textPlan) ordered(id int64) bool {
 // the smallest out of creation order, and whether the query finds every
 // match: not when a long token holds the text (checked in the texts) or
 // events are pending (scanned), which Match reads.
-func phraseQuery(ctx context.Context, db bun.IDB, q flagadmin.EventQuery) (textPlan, bool, error) {
-	var plan textPlan
+func (r reader) phraseQuery(q flagadmin.EventQuery) (textPlan, bool, error) {
 	short := strconv.Itoa(stored.MaxSearchTokenChars)
 	stmt := sqlq.Join(" ", vocabulary(q.Text), sqlq.Fill("SELECT (?) AS query, (SELECT coalesce(max(id), 0) FROM events) AS newest, EXISTS (SELECT 1 FROM run_tokens WHERE length(token) > "+short+") AS long, EXISTS (SELECT 1 FROM events_text_pending) AS pending, (SELECT min(id) FROM events_out_of_order) AS unordered",
 		tokenQuery(textColumns(q.TextScope), "<= "+short)))
-	if err := db.NewRaw(stmt.Text, stmt.Args...).Scan(ctx, &plan); err != nil {
+	plans, err := sqlq.All(r.ctx, r.db, r.query, stmt, func(rows *sql.Rows, p *textPlan) error {
+		return rows.Scan(&p.Query, &p.Newest, &p.Long, &p.Pending, &p.Unordered)
+	})
+	if err == nil && len(plans) != 1 {
+		err = fmt.Errorf("textindex: %d rows of a text's plan", len(plans))
+	}
+	if err != nil {
 		return textPlan{}, false, err
 	}
-	return plan, !plan.Long && !plan.Pending, nil
+	return plans[0], !plans[0].Long && !plans[0].Pending, nil
 }
 
 // joined is the FROM and WHERE clauses of the events of the FTS5 query
@@ -209,20 +240,16 @@ func joined(match string, rest sqlq.Fragment) sqlq.Fragment {
 // from no event's row; the events naming several projects, whose token
 // does not say which, are counted from their rows. Else each match's row
 // is read.
-func count(ctx context.Context, db bun.IDB, q flagadmin.EventQuery, match string, rest sqlq.Fragment) (int, error) {
-	scalar := func(stmt sqlq.Fragment) (n int, err error) {
-		err = db.NewRaw(stmt.Text, stmt.Args...).Scan(ctx, &n)
-		return n, err
-	}
+func (r reader) count(q flagadmin.EventQuery, match string, rest sqlq.Fragment) (int, error) {
 	if !visibilityOnly(q) {
-		return scalar(joined(match, rest).Wrap("SELECT COUNT(*) ", ""))
+		return r.scalar(joined(match, rest).Wrap("SELECT COUNT(*) ", ""))
 	}
 	shown, lists := visible(q, match)
-	n, err := scalar(sqlq.F("SELECT COUNT(*) FROM events_tokens WHERE events_tokens MATCH ?", shown))
+	n, err := r.scalar(sqlq.F("SELECT COUNT(*) FROM events_tokens WHERE events_tokens MATCH ?", shown))
 	if err != nil || !lists {
 		return n, err
 	}
-	more, err := scalar(joined("("+match+") AND project_token : "+stored.ProjectListToken, rest).Wrap("SELECT COUNT(*) ", ""))
+	more, err := r.scalar(joined("("+match+") AND project_token : "+stored.ProjectListToken, rest).Wrap("SELECT COUNT(*) ", ""))
 	return n + more, err
 }
 
@@ -270,8 +297,8 @@ func visibilityOnly(q flagadmin.EventQuery) bool {
 
 // key is an event's place in page order.
 type key struct {
-	ID        int64 `bun:"id"`
-	CreatedAt int64 `bun:"created_at"`
+	ID        int64
+	CreatedAt int64
 }
 
 // compare orders keys as created_at then id, ascending.
@@ -283,13 +310,16 @@ func (k key) compare(o key) int {
 // (created_at then id) than oldest, read from events_created: the events
 // from oldest's created_at on, up to bound of them (false when there are
 // more).
-func noneNewerBelow(ctx context.Context, db bun.IDB, oldest key, below int64, bound int) (bool, error) {
-	var seen struct {
-		Read  int `bun:"read"`
-		Newer int `bun:"newer"`
-	}
-	err := db.NewRaw(`SELECT COUNT(*) AS read, coalesce(sum(id < ? AND (created_at > ? OR id > ?)), 0) AS newer
+func (r reader) noneNewerBelow(oldest key, below int64, bound int) (bool, error) {
+	type seen struct{ read, newer int }
+	counts, err := sqlq.All(r.ctx, r.db, r.query, sqlq.F(`SELECT COUNT(*), coalesce(sum(id < ? AND (created_at > ? OR id > ?)), 0)
 	FROM (SELECT id, created_at FROM events WHERE created_at >= ? ORDER BY created_at, id LIMIT ?)`,
-		below, oldest.CreatedAt, oldest.ID, oldest.CreatedAt, bound).Scan(ctx, &seen)
-	return err == nil && seen.Read < bound && seen.Newer == 0, err
+		below, oldest.CreatedAt, oldest.ID, oldest.CreatedAt, bound), func(rows *sql.Rows, s *seen) error { return rows.Scan(&s.read, &s.newer) })
+	if err == nil && len(counts) != 1 {
+		err = fmt.Errorf("textindex: %d rows of a count", len(counts))
+	}
+	if err != nil {
+		return false, err
+	}
+	return counts[0].read < bound && counts[0].newer == 0, nil
 }

@@ -207,7 +207,7 @@ func (s *Summaries) FindTextPage(ctx context.Context, db bun.IDB, q flagadmin.Ev
 	if !s.on.TextIndex || s.db.Name() != dialect.SQLite {
 		return nil, 0, false, nil
 	}
-	return textindex.FindPage(ctx, db, q, rest)
+	return textindex.FindPage(ctx, db, s.db.QueryPrepared, q, rest)
 }
 
 // ReadExport reads a batch of an export on db, decoded from pgx's raw
