@@ -165,3 +165,18 @@ func PageKey(t *testing.T, p flagadmin.EventPage) string {
 	}
 	return fmt.Sprintf("total %d, %d events: %s", p.Total, len(p.Events), b)
 }
+
+// SetTextMergeQuiet makes the store merge its full-text index d after its
+// last write that indexed texts, until the test ends.
+func SetTextMergeQuiet(t interface{ Cleanup(func()) }, d time.Duration) {
+	setUntilCleanup(t, &textMergeQuiet, d)
+}
+
+// TextIndexSegments returns how many segments each of SQLite's FTS5
+// tables holds, events_tokens' and the vocabulary's (search_tokens_text):
+// the segments their b-tree tables (%_idx) name.
+func TextIndexSegments(ctx context.Context, s *Store) (events, vocabulary int, err error) {
+	err = s.db.QueryRowContext(ctx, `SELECT (SELECT COUNT(DISTINCT segid) FROM events_tokens_idx),
+		(SELECT COUNT(DISTINCT segid) FROM search_tokens_text_idx)`).Scan(&events, &vocabulary)
+	return events, vocabulary, err
+}

@@ -261,8 +261,11 @@ func (s *Store) indexTexts(ctx context.Context, t *txn, ch *changes) error {
 		return nil
 	}
 	first, last := idRange(ch.events)
-	_, err := t.ExecContext(ctx, s.text.statements.Index, first-1, last)
-	return err
+	if _, err := t.ExecContext(ctx, s.text.statements.Index, first-1, last); err != nil {
+		return err
+	}
+	s.text.indexed()
+	return nil
 }
 
 // idRange returns the smallest and the largest id of events (one or

@@ -30,6 +30,12 @@ type textBacklog struct {
 	// lastDeferred is when a follower's batch last left its texts to the
 	// backlog (Unix nanoseconds).
 	lastDeferred atomic.Int64
+	// indexedAt is when the writer last indexed the texts of events it
+	// inserted (Unix nanoseconds), and unmerged whether it has since the
+	// index was last merged (keepMerged).
+	indexedAt   atomic.Int64
+	unmerged    atomic.Bool
+	indexedWake chan struct{} // the writer indexed texts, the index merged
 }
 
 // textBacklogBatch is how many events a transaction of the backlog
@@ -48,7 +54,7 @@ func (s *Store) startTextBacklog(run bool) {
 		return
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	b := &textBacklog{statements: statements, wake: make(chan struct{}, 1), cancel: cancel, done: make(chan struct{})}
+	b := &textBacklog{statements: statements, wake: make(chan struct{}, 1), indexedWake: make(chan struct{}, 1), cancel: cancel, done: make(chan struct{})}
 	s.text = b
 	if !run {
 		close(b.done)
@@ -69,22 +75,102 @@ func (s *Store) startTextBacklog(run bool) {
 			case <-b.wake:
 			}
 		}
-		for {
-			var retry <-chan time.Time
-			if err := s.fillTextBacklog(ctx); err != nil && ctx.Err() == nil {
-				// A database this store may only read, or an outage:
-				// tried again a while later, or after the next load.
-				s.log.Warn("bunstore: could not fill the full-text index with the texts of loaded events; searches scan them meanwhile", "cause", err.Error(), "retry_in", textBacklogRetry.String())
-				retry = time.After(textBacklogRetry)
+		var retry <-chan time.Time
+		var nextMerge time.Time // keepMerged
+		for fill := true; ; {
+			if fill {
+				retry = nil
+				if err := s.fillTextBacklog(ctx); err != nil && ctx.Err() == nil {
+					// A database this store may only read, or an outage:
+					// tried again a while later, or after the next load.
+					s.log.Warn("bunstore: could not fill the full-text index with the texts of loaded events; searches scan them meanwhile", "cause", err.Error(), "retry_in", textBacklogRetry.String())
+					retry = time.After(textBacklogRetry)
+				}
 			}
+			fill = true
 			select {
 			case <-ctx.Done():
 				return
 			case <-b.wake:
 			case <-retry:
+			case <-b.indexedWake:
+				fill = false // only the merge's time changed
+			case <-b.mergeDue(nextMerge):
+				nextMerge, fill = s.keepMerged(ctx, nextMerge), false
 			}
 		}
 	}()
+}
+
+// Keeping the full-text index merged. Each transaction that indexes the
+// texts of the events it inserts (indexTexts) writes them to a segment of
+// their own, which FTS5 merges with others only as they pile up on a
+// level (automerge), and a query looks each of its terms up in every
+// segment: free text answered 1.5-1.6x the requests with the index of
+// 1,000,000 events written in batches merged into one segment than in its
+// nine (BENCHMARKS.md). So once the store's writes that indexed texts
+// pause for textMergeQuiet, it merges the index into one segment, in
+// transactions of bounded work (mergeIndex), and after a merge that took
+// d it waits textMergeSpacing times d before the next: merging, which
+// rewrites the index, takes the writer a twenty-first of its time at
+// most.
+var (
+	textMergeQuiet   = time.Second
+	textMergeSpacing = 20
+)
+
+// indexed tells the backlog's goroutine that the writer has indexed the
+// texts of events it inserted: the index is to be merged once the writes
+// pause.
+func (b *textBacklog) indexed() {
+	b.indexedAt.Store(time.Now().UnixNano())
+	if !b.unmerged.Swap(true) {
+		select {
+		case b.indexedWake <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// mergeDue returns a channel that receives when the index may be merged:
+// textMergeQuiet after the writer last indexed texts, and not before
+// next; nil (never) when there is nothing to merge or the dialect merges
+// nothing.
+func (b *textBacklog) mergeDue(next time.Time) <-chan time.Time {
+	if !b.unmerged.Load() || len(b.statements.Merge) == 0 {
+		return nil
+	}
+	at := time.Unix(0, b.indexedAt.Load()).Add(textMergeQuiet)
+	if next.After(at) {
+		at = next
+	}
+	return time.After(time.Until(at))
+}
+
+// keepMerged merges the index unless the writer has indexed texts in the
+// last textMergeQuiet (then the caller waits again), and returns when the
+// next merge may begin: textMergeSpacing times this one's length after
+// it, or textBacklogRetry after a failure.
+func (s *Store) keepMerged(ctx context.Context, next time.Time) time.Time {
+	b := s.text
+	if time.Since(time.Unix(0, b.indexedAt.Load())) < textMergeQuiet {
+		return next // written since the wait began
+	}
+	b.unmerged.Store(false) // a write during the merge sets it again
+	start := time.Now()
+	steps, err := s.mergeIndex(ctx)
+	if err != nil {
+		if ctx.Err() == nil {
+			s.log.Warn("bunstore: could not merge the full-text index; searches read its segments meanwhile", "cause", err.Error(), "retry_in", textBacklogRetry.String())
+		}
+		b.unmerged.Store(true)
+		return time.Now().Add(textBacklogRetry)
+	}
+	took := time.Since(start)
+	if steps > 0 {
+		s.log.Info("bunstore: merged the full-text index into one segment", "steps", steps, "took", took.Round(time.Millisecond).String())
+	}
+	return time.Now().Add(time.Duration(textMergeSpacing) * took)
 }
 
 // wakeTextBacklog tells the backlog's goroutine that a load left texts
@@ -181,6 +267,19 @@ func (s *Store) fillTextBatch(ctx context.Context) (from, upTo, to int64, err er
 	return from, upTo, to, err
 }
 
+// MergeTextIndex merges the segments of the full-text index into one
+// now, where the database keeps it in segments (SQLite; elsewhere it does
+// nothing), in transactions of bounded work: what the store does by
+// itself once its writes pause, for a bulk writer (InsertEvents) that
+// closes the store before they have.
+func (s *Store) MergeTextIndex(ctx context.Context) error {
+	if s.text == nil || len(s.text.statements.Merge) == 0 {
+		return nil
+	}
+	_, err := s.mergeIndex(ctx)
+	return s.fail("merge the full-text index", err)
+}
+
 // mergeText merges the segments the backlog's transactions left in the
 // full-text index, in transactions of a bounded amount of work each, so
 // that the store's writes wait for one at most, then ends the pending
@@ -199,20 +298,7 @@ func (s *Store) mergeText(ctx context.Context) (steps int, err error) {
 			if err != nil {
 				return err
 			}
-			for _, stmt := range b.Merge {
-				var before, after int64
-				if err := tx.QueryRowContext(ctx, b.Changes).Scan(&before); err != nil {
-					return err
-				}
-				if _, err := tx.ExecContext(ctx, stmt); err != nil {
-					return err
-				}
-				if err := tx.QueryRowContext(ctx, b.Changes).Scan(&after); err != nil {
-					return err
-				}
-				merged = merged && after-before < 2 // the command's own row only
-			}
-			if merged {
+			if merged, err = s.mergeStep(ctx, tx); err == nil && merged {
 				_, err = tx.ExecContext(ctx, b.Done)
 			}
 			return err
@@ -222,6 +308,44 @@ func (s *Store) mergeText(ctx context.Context) (steps int, err error) {
 		}
 		steps++
 	}
+}
+
+// mergeIndex merges the segments of the full-text index into one, in
+// transactions of a bounded amount of work each (mergeStep), and tells
+// how many transactions merged.
+func (s *Store) mergeIndex(ctx context.Context) (steps int, err error) {
+	for {
+		merged := true
+		err := s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) (err error) {
+			merged, err = s.mergeStep(ctx, tx)
+			return err
+		})
+		if err != nil || merged {
+			return steps, err
+		}
+		steps++
+	}
+}
+
+// mergeStep runs each of the backlog's Merge statements once in tx, and
+// reports whether none merged anything: the index is one segment.
+func (s *Store) mergeStep(ctx context.Context, tx bun.Tx) (bool, error) {
+	b := s.text.statements
+	merged := true
+	for _, stmt := range b.Merge {
+		var before, after int64
+		if err := tx.QueryRowContext(ctx, b.Changes).Scan(&before); err != nil {
+			return false, err
+		}
+		if _, err := tx.ExecContext(ctx, stmt); err != nil {
+			return false, err
+		}
+		if err := tx.QueryRowContext(ctx, b.Changes).Scan(&after); err != nil {
+			return false, err
+		}
+		merged = merged && after-before < 2 // the command's own row only
+	}
+	return merged, nil
 }
 
 // fillTokens adds the tokens of the events above from up to to, whose

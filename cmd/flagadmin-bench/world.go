@@ -49,6 +49,11 @@ type bulkInserter interface {
 	InsertEvents(ctx context.Context, events []flagadmin.Event, batchSize int) error
 }
 
+// textMerger is the merge of bunstore.Store's full-text index.
+type textMerger interface {
+	MergeTextIndex(ctx context.Context) error
+}
+
 // prepareWorld makes the database hold world w: it reuses a database whose
 // marker names w's fingerprint (and whose event count fits), else it
 // (re)creates the database and loads w through the bulk path, showing
@@ -232,8 +237,9 @@ func countEvents(ctx context.Context, store flagadmin.Store) (int, error) {
 }
 
 // loadWorld writes w into an empty store: the marker (building), the
-// world's rows in one Store.Write, the events through the bulk path,
-// fresh planner statistics, then the marker (ready).
+// world's rows in one Store.Write, the events through the bulk path, the
+// full-text index merged, fresh planner statistics, then the marker
+// (ready).
 func loadWorld(ctx context.Context, d *database, store flagadmin.Store, w *worldgen.World, progress io.Writer) error {
 	cfg := w.Config()
 	fp := cfg.Fingerprint()
@@ -284,6 +290,13 @@ func loadWorld(ctx context.Context, d *database, store flagadmin.Store, w *world
 	}
 	if err := ctx.Err(); err != nil {
 		return err
+	}
+	// As a server leaves it once its writes pause.
+	if m, ok := store.(textMerger); ok {
+		fmt.Fprintln(progress, "merging the full-text index")
+		if err := m.MergeTextIndex(ctx); err != nil {
+			return err
+		}
 	}
 	if d.Persistent {
 		fmt.Fprintln(progress, "updating the planner statistics")
