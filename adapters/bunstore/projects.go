@@ -286,9 +286,9 @@ func (l *projectLister) addOwners() {
 // newest, the summaries' table of them, when not "", else looked up in the
 // index for each project (lastEventSQL, 3 ms more for 200 projects at
 // 1,000,000 events on PostgreSQL); its figures, cleanup count included,
-// from kept, the summaries' table of them, when not empty; and whether
+// from kept, the summaries' SQL of them, when not empty; and whether
 // q.FavoritesOf marked it favorite. Its columns are summary.ProjectRow's.
-func projectListStatement(q flagadmin.ProjectStatsQuery, newest string, kept sqlq.Fragment) sqlq.Fragment {
+func projectListStatement(q flagadmin.ProjectStatsQuery, newest string, kept summary.KeptFigures) sqlq.Fragment {
 	last, figures := sqlq.F(lastEventSQL), sqlq.F("NULL, NULL, NULL, NULL, NULL, NULL")
 	favorite := sqlq.F("0")
 	var joins []sqlq.Fragment
@@ -297,8 +297,8 @@ func projectListStatement(q flagadmin.ProjectStatsQuery, newest string, kept sql
 		joins = append(joins, sqlq.F("LEFT JOIN ("+newest+") l ON l.project = p.id"))
 	}
 	if !kept.Empty() {
-		figures = sqlq.F("f.features, f.stale, f.potentially_stale, f.members, f.last_seen_at, f.cleanup")
-		joins = append(joins, kept.Wrap("LEFT JOIN (", ") f ON f.project_id = p.id"))
+		figures = kept.Columns
+		joins = append(joins, kept.Joins)
 	}
 	if q.FavoritesOf != nil {
 		favorite = sqlq.F("CASE WHEN fav.user_id IS NULL THEN 0 ELSE 1 END")

@@ -97,11 +97,10 @@ type summaries interface {
 	// by id among those of where. It reports whether it did.
 	ReadExport(ctx context.Context, db *bun.DB, where sqlq.Fragment, limit int) ([]flagadmin.Event, bool, error)
 
-	// ProjectFigures is the SQL of a table of the figures of every
-	// project of q read from what the summaries keep, with the columns
-	// project_id, features, stale, potentially_stale, members,
-	// last_seen_at and cleanup, or the empty fragment when they keep none.
-	ProjectFigures(q flagadmin.ProjectStatsQuery) sqlq.Fragment
+	// ProjectFigures is the SQL of the figures of the projects of q read
+	// from what the summaries keep (summary.KeptFigures), or none (Empty)
+	// when they keep none.
+	ProjectFigures(q flagadmin.ProjectStatsQuery) summary.KeptFigures
 	// NewestEvents is the SQL of a table (project, newest) of the
 	// creation time (Unix milliseconds) of the newest event of each
 	// project the summaries count, or "" when they count none.
@@ -166,7 +165,9 @@ func (plain) ReadExport(context.Context, *bun.DB, sqlq.Fragment, int) ([]flagadm
 }
 
 // ProjectFigures keeps none: the core computes them.
-func (plain) ProjectFigures(flagadmin.ProjectStatsQuery) sqlq.Fragment { return sqlq.Fragment{} }
+func (plain) ProjectFigures(flagadmin.ProjectStatsQuery) summary.KeptFigures {
+	return summary.KeptFigures{}
+}
 
 // NewestEvents counts none: the core looks each project's up.
 func (plain) NewestEvents() string { return "" }

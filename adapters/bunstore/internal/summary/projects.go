@@ -1,6 +1,10 @@
 package summary
 
-import "database/sql"
+import (
+	"database/sql"
+
+	"github.com/flagadmin/flagadmin/adapters/bunstore/internal/sqlq"
+)
 
 // ProjectRows take the rows of the project list's two statements, which
 // the core writes and turns into the list: its projects, then the owners
@@ -36,3 +40,14 @@ type OwnerRow struct {
 	Group                 sql.NullInt64
 	GroupName             string
 }
+
+// KeptFigures is the SQL of the figures of the project list's projects
+// (projects AS p) read from what the summaries keep: Columns, the figures
+// features, stale, potentially_stale, members, last_seen_at and cleanup
+// in order, over Joins, the joins of the tables they read.
+type KeptFigures struct {
+	Columns, Joins sqlq.Fragment
+}
+
+// Empty reports whether k holds no figures: the summaries keep none.
+func (k KeptFigures) Empty() bool { return k.Columns.Empty() }

@@ -222,9 +222,9 @@ func (s *Summaries) ReadExport(ctx context.Context, db *bun.DB, where sqlq.Fragm
 
 // ProjectFigures is the SQL of the figures of q's projects read from
 // project_stats (projectfigures.Kept), when kept.
-func (s *Summaries) ProjectFigures(q flagadmin.ProjectStatsQuery) sqlq.Fragment {
+func (s *Summaries) ProjectFigures(q flagadmin.ProjectStatsQuery) summary.KeptFigures {
 	if !s.on.Figures {
-		return sqlq.Fragment{}
+		return summary.KeptFigures{}
 	}
 	return projectfigures.Kept(q)
 }
