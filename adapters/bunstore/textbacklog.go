@@ -62,44 +62,59 @@ func (s *Store) startTextBacklog(run bool) {
 	}
 	go func() {
 		defer close(b.done)
-		// A database without the backlog's table (a store opened
-		// WithoutMigrate on one not migrated, such as a read command's
-		// that refuses it) has no backlog: the store waits for a load or a
-		// follower's batch, which only a migrated database takes.
-		var from, to int64
-		if err := s.rdb.QueryRowContext(ctx, b.statements.Pending).Scan(&from, &to); err != nil && !errors.Is(err, sql.ErrNoRows) {
-			s.log.Debug("bunstore: no full-text backlog to fill at the start", "cause", err.Error())
-			select {
-			case <-ctx.Done():
-				return
-			case <-b.wake:
-			}
-		}
-		var retry <-chan time.Time
-		var nextMerge time.Time // keepMerged
-		for fill := true; ; {
-			if fill {
-				retry = nil
-				if err := s.fillTextBacklog(ctx); err != nil && ctx.Err() == nil {
-					// A database this store may only read, or an outage:
-					// tried again a while later, or after the next load.
-					s.log.Warn("bunstore: could not fill the full-text index with the texts of loaded events; searches scan them meanwhile", "cause", err.Error(), "retry_in", textBacklogRetry.String())
-					retry = time.After(textBacklogRetry)
-				}
-			}
-			fill = true
-			select {
-			case <-ctx.Done():
-				return
-			case <-b.wake:
-			case <-retry:
-			case <-b.indexedWake:
-				fill = false // only the merge's time changed
-			case <-b.mergeDue(nextMerge):
-				nextMerge, fill = s.keepMerged(ctx, nextMerge), false
-			}
-		}
+		s.runTextBacklog(ctx)
 	}()
+}
+
+// runTextBacklog fills the backlog whenever a load or a follower's batch
+// leaves one (and at the start), and keeps the index merged (keepMerged),
+// until ctx ends.
+func (s *Store) runTextBacklog(ctx context.Context) {
+	b := s.text
+	// A database without the backlog's table (a store opened
+	// WithoutMigrate on one not migrated, such as a read command's that
+	// refuses it) has no backlog: the store waits for a load or a
+	// follower's batch, which only a migrated database takes.
+	var from, to int64
+	if err := s.rdb.QueryRowContext(ctx, b.statements.Pending).Scan(&from, &to); err != nil && !errors.Is(err, sql.ErrNoRows) {
+		s.log.Debug("bunstore: no full-text backlog to fill at the start", "cause", err.Error())
+		select {
+		case <-ctx.Done():
+			return
+		case <-b.wake:
+		}
+	}
+	var retry <-chan time.Time
+	var nextMerge time.Time // keepMerged
+	for fill := true; ; {
+		if fill {
+			retry = s.fillTextBacklogOrRetry(ctx)
+		}
+		fill = true
+		select {
+		case <-ctx.Done():
+			return
+		case <-b.wake:
+		case <-retry:
+		case <-b.indexedWake:
+			fill = false // only the merge's time changed
+		case <-b.mergeDue(nextMerge):
+			nextMerge, fill = s.keepMerged(ctx, nextMerge), false
+		}
+	}
+}
+
+// fillTextBacklogOrRetry fills the backlog (fillTextBacklog) and returns
+// nil, or, when that failed, a channel that receives when to try again.
+func (s *Store) fillTextBacklogOrRetry(ctx context.Context) <-chan time.Time {
+	err := s.fillTextBacklog(ctx)
+	if err == nil || ctx.Err() != nil {
+		return nil
+	}
+	// A database this store may only read, or an outage: tried again a
+	// while later, or after the next load.
+	s.log.Warn("bunstore: could not fill the full-text index with the texts of loaded events; searches scan them meanwhile", "cause", err.Error(), "retry_in", textBacklogRetry.String())
+	return time.After(textBacklogRetry)
 }
 
 // Keeping the full-text index merged. Each transaction that indexes the
