@@ -35,7 +35,7 @@ type textBacklog struct {
 	// index was last merged (keepMerged).
 	indexedAt   atomic.Int64
 	unmerged    atomic.Bool
-	indexedWake chan struct{} // the writer indexed texts, the index merged
+	indexedWake chan struct{} // the writer indexed texts into a merged index
 }
 
 // textBacklogBatch is how many events a transaction of the backlog

@@ -72,14 +72,14 @@ func FindPage(ctx context.Context, db bun.IDB, query sqlq.Query, q flagadmin.Eve
 	if !walkable(q) {
 		return nil, 0, false, nil
 	}
-	r := reader{ctx: ctx, db: db, query: query}
-	plan, ok, err := r.phraseQuery(q)
+	r := reader{db: db, query: query}
+	plan, ok, err := r.phraseQuery(ctx, q)
 	if err != nil || !ok || plan.Query == `""` { // "": no token holds the text
 		return []int64{}, 0, ok, err
 	}
 	match, newest := plan.Query, plan.Newest
 	if plan.ordered(newest) && rest.Empty() {
-		return r.pageByID(q, match)
+		return r.pageByID(ctx, q, match)
 	}
 	stmt := sqlq.Join(" ", joined(match, rest).Wrap("SELECT t.rowid AS id, e.created_at ", ""), sqlq.F("ORDER BY t.rowid DESC LIMIT ?", walk))
 	read, err := sqlq.All(ctx, db, query, stmt, func(rows *sql.Rows, k *key) error { return rows.Scan(&k.ID, &k.CreatedAt) })
@@ -93,12 +93,12 @@ func FindPage(ctx context.Context, db bun.IDB, query sqlq.Query, q flagadmin.Eve
 	inOrder := total == 0 || plan.ordered(read[0].ID)
 	slices.SortFunc(read, func(a, b key) int { return b.compare(a) })
 	if total == walk { // matches may remain: count them, then check the page
-		if total, err = r.count(q, match, rest); err != nil {
+		if total, err = r.count(ctx, q, match, rest); err != nil {
 			return nil, 0, false, err
 		}
 		// In order, no match left out is newer than one read.
 		if !inOrder {
-			if cleared, err := r.checked(read[len(read)-1], below, newest, total); err != nil || !cleared {
+			if cleared, err := r.checked(ctx, read[len(read)-1], below, newest, total); err != nil || !cleared {
 				return nil, 0, false, err
 			}
 		}
@@ -108,14 +108,13 @@ func FindPage(ctx context.Context, db bun.IDB, query sqlq.Query, q flagadmin.Eve
 
 // reader runs FindPage's statements in db by query.
 type reader struct {
-	ctx   context.Context
 	db    bun.IDB
 	query sqlq.Query
 }
 
 // scalar returns the one value of stmt's one row.
-func (r reader) scalar(stmt sqlq.Fragment) (int, error) {
-	read, err := sqlq.All(r.ctx, r.db, r.query, stmt, func(rows *sql.Rows, n *int) error { return rows.Scan(n) })
+func (r reader) scalar(ctx context.Context, stmt sqlq.Fragment) (int, error) {
+	read, err := sqlq.All(ctx, r.db, r.query, stmt, func(rows *sql.Rows, n *int) error { return rows.Scan(n) })
 	if err == nil && len(read) != 1 {
 		err = fmt.Errorf("textindex: %d rows of a count", len(read))
 	}
@@ -130,12 +129,12 @@ func (r reader) scalar(stmt sqlq.Fragment) (int, error) {
 // largest id, total the matches (noneNewerBelow). In creation order, the
 // check reads about the events from below on: when they are more than
 // its bound, it is not begun.
-func (r reader) checked(oldest key, below, newest int64, total int) (bool, error) {
+func (r reader) checked(ctx context.Context, oldest key, below, newest int64, total int) (bool, error) {
 	bound := max(minVerify, verifyPerMatch*total)
 	if newest-below >= int64(bound) {
 		return false, nil
 	}
-	return r.noneNewerBelow(oldest, below, bound)
+	return r.noneNewerBelow(ctx, oldest, below, bound)
 }
 
 // pageOf returns the ids of the keys of read (in page order) from offset
@@ -157,16 +156,16 @@ func pageOf(read []key, offset int) []int64 {
 // of a hidden project's token to leave them out in descending rowid
 // order, which cost twice the rows of the matches (2.7 against 1.4 ms a
 // feature's name for a caller who may not see 10 projects of 200).
-func (r reader) pageByID(q flagadmin.EventQuery, match string) ([]int64, int, bool, error) {
+func (r reader) pageByID(ctx context.Context, q flagadmin.EventQuery, match string) ([]int64, int, bool, error) {
 	walk := q.PageEnd()
-	ids, err := sqlq.All(r.ctx, r.db, r.query, sqlq.F("SELECT rowid FROM events_tokens WHERE events_tokens MATCH ? ORDER BY rowid DESC LIMIT ?", match, walk),
+	ids, err := sqlq.All(ctx, r.db, r.query, sqlq.F("SELECT rowid FROM events_tokens WHERE events_tokens MATCH ? ORDER BY rowid DESC LIMIT ?", match, walk),
 		func(rows *sql.Rows, id *int64) error { return rows.Scan(id) })
 	if err != nil {
 		return nil, 0, false, err
 	}
 	total := len(ids)
 	if total == walk { // matches may remain: count them
-		if total, err = r.count(q, match, sqlq.Fragment{}); err != nil {
+		if total, err = r.count(ctx, q, match, sqlq.Fragment{}); err != nil {
 			return nil, 0, false, err
 		}
 	}
@@ -209,11 +208,11 @@ func (p textPlan) ordered(id int64) bool {
 // the smallest out of creation order, and whether the query finds every
 // match: not when a long token holds the text (checked in the texts) or
 // events are pending (scanned), which Match reads.
-func (r reader) phraseQuery(q flagadmin.EventQuery) (textPlan, bool, error) {
+func (r reader) phraseQuery(ctx context.Context, q flagadmin.EventQuery) (textPlan, bool, error) {
 	short := strconv.Itoa(stored.MaxSearchTokenChars)
 	stmt := sqlq.Join(" ", vocabulary(q.Text), sqlq.Fill("SELECT (?) AS query, (SELECT coalesce(max(id), 0) FROM events) AS newest, EXISTS (SELECT 1 FROM run_tokens WHERE length(token) > "+short+") AS long, EXISTS (SELECT 1 FROM events_text_pending) AS pending, (SELECT min(id) FROM events_out_of_order) AS unordered",
 		tokenQuery(textColumns(q.TextScope), "<= "+short)))
-	plans, err := sqlq.All(r.ctx, r.db, r.query, stmt, func(rows *sql.Rows, p *textPlan) error {
+	plans, err := sqlq.All(ctx, r.db, r.query, stmt, func(rows *sql.Rows, p *textPlan) error {
 		return rows.Scan(&p.Query, &p.Newest, &p.Long, &p.Pending, &p.Unordered)
 	})
 	if err == nil && len(plans) != 1 {
@@ -240,16 +239,16 @@ func joined(match string, rest sqlq.Fragment) sqlq.Fragment {
 // from no event's row; the events naming several projects, whose token
 // does not say which, are counted from their rows. Else each match's row
 // is read.
-func (r reader) count(q flagadmin.EventQuery, match string, rest sqlq.Fragment) (int, error) {
+func (r reader) count(ctx context.Context, q flagadmin.EventQuery, match string, rest sqlq.Fragment) (int, error) {
 	if !visibilityOnly(q) {
-		return r.scalar(joined(match, rest).Wrap("SELECT COUNT(*) ", ""))
+		return r.scalar(ctx, joined(match, rest).Wrap("SELECT COUNT(*) ", ""))
 	}
 	shown, lists := visible(q, match)
-	n, err := r.scalar(sqlq.F("SELECT COUNT(*) FROM events_tokens WHERE events_tokens MATCH ?", shown))
+	n, err := r.scalar(ctx, sqlq.F("SELECT COUNT(*) FROM events_tokens WHERE events_tokens MATCH ?", shown))
 	if err != nil || !lists {
 		return n, err
 	}
-	more, err := r.scalar(joined("("+match+") AND project_token : "+stored.ProjectListToken, rest).Wrap("SELECT COUNT(*) ", ""))
+	more, err := r.scalar(ctx, joined("("+match+") AND project_token : "+stored.ProjectListToken, rest).Wrap("SELECT COUNT(*) ", ""))
 	return n + more, err
 }
 
@@ -310,9 +309,9 @@ func (k key) compare(o key) int {
 // (created_at then id) than oldest, read from events_created: the events
 // from oldest's created_at on, up to bound of them (false when there are
 // more).
-func (r reader) noneNewerBelow(oldest key, below int64, bound int) (bool, error) {
+func (r reader) noneNewerBelow(ctx context.Context, oldest key, below int64, bound int) (bool, error) {
 	type seen struct{ read, newer int }
-	counts, err := sqlq.All(r.ctx, r.db, r.query, sqlq.F(`SELECT COUNT(*), coalesce(sum(id < ? AND (created_at > ? OR id > ?)), 0)
+	counts, err := sqlq.All(ctx, r.db, r.query, sqlq.F(`SELECT COUNT(*), coalesce(sum(id < ? AND (created_at > ? OR id > ?)), 0)
 	FROM (SELECT id, created_at FROM events WHERE created_at >= ? ORDER BY created_at, id LIMIT ?)`,
 		below, oldest.CreatedAt, oldest.ID, oldest.CreatedAt, bound), func(rows *sql.Rows, s *seen) error { return rows.Scan(&s.read, &s.newer) })
 	if err == nil && len(counts) != 1 {
