@@ -351,8 +351,3 @@ func ownersStatement() sqlq.Fragment {
 		FROM project_members pm LEFT JOIN users u ON u.id = pm.user_id LEFT JOIN user_groups g ON g.id = pm.group_id
 		WHERE pm.role = ?`, string(flagadmin.ProjectRoleOwner))
 }
-
-// scanColumn reads the values of rows of one column, and closes them.
-func scanColumn[T any](rows *sql.Rows) ([]T, error) {
-	return sqlq.Collect(rows, func(rows *sql.Rows, v *T) error { return rows.Scan(v) })
-}

@@ -2,7 +2,6 @@ package bunstore
 
 import (
 	"context"
-	"fmt"
 	"slices"
 	"strconv"
 	"strings"
@@ -147,19 +146,9 @@ func (s *Store) pageStart(ctx context.Context, tx bun.Tx, q flagadmin.EventQuery
 		err := tx.NewRaw(total.Text, total.Args...).Scan(ctx, &start.Total)
 		return start, err
 	}
-	rows, err := s.sqlDialect.QueryPrepared(ctx, tx, total)
-	if err != nil {
-		return start, err
-	}
-	n, err := scanColumn[int](rows)
-	if err == nil && len(n) != 1 {
-		err = fmt.Errorf("the total's statement returned %d rows", len(n))
-	}
-	if err != nil {
-		return start, err
-	}
-	start.Total = n[0]
-	return start, nil
+	var err error
+	start.Total, err = sqlq.One(ctx, tx, s.sqlDialect.QueryPrepared, total, sqlq.Value[int])
+	return start, err
 }
 
 // total is the SQL expression of q's total: from the summaries when plan

@@ -1,7 +1,6 @@
 package bunstore
 
 import (
-	"cmp"
 	"context"
 	"fmt"
 	"maps"
@@ -42,15 +41,8 @@ const versionSQL = "SELECT COALESCE(SUM(v), 0) FROM store_versions"
 func (s *Store) Version(ctx context.Context) (int64, error) {
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
-	rows, err := s.sqlDialect.QueryPrepared(ctx, s.rdb, sqlq.F(versionSQL))
-	if err != nil {
-		return 0, s.fail("version", err)
-	}
-	v, err := scanColumn[int64](rows)
-	if err != nil || len(v) != 1 {
-		return 0, s.fail("version", cmp.Or(err, fmt.Errorf("%d rows", len(v))))
-	}
-	return v[0], nil
+	v, err := sqlq.One(ctx, s.rdb, s.sqlDialect.QueryPrepared, sqlq.F(versionSQL), sqlq.Value[int64])
+	return v, s.fail("version", err)
 }
 
 // versionShard draws the row of store_versions a transaction raises: row

@@ -13,6 +13,7 @@ package sqlq
 import (
 	"context"
 	"database/sql"
+	"fmt"
 	"slices"
 	"strconv"
 	"strings"
@@ -232,6 +233,24 @@ func All[T any](ctx context.Context, db bun.IDB, query Query, stmt Fragment, sca
 	}
 	return Collect(rows, scan)
 }
+
+// One runs stmt on db by query and returns its one row, read by scan; a
+// statement that returns none or several is an error.
+func One[T any](ctx context.Context, db bun.IDB, query Query, stmt Fragment, scan func(*sql.Rows, *T) error) (T, error) {
+	read, err := All(ctx, db, query, stmt, scan)
+	if err == nil && len(read) != 1 {
+		err = fmt.Errorf("%d rows where one was expected", len(read))
+	}
+	if err != nil {
+		var zero T
+		return zero, err
+	}
+	return read[0], nil
+}
+
+// Value reads a row of one column into v: the scan of All or One of such
+// a statement.
+func Value[T any](rows *sql.Rows, v *T) error { return rows.Scan(v) }
 
 // Collect reads every row of rows by scan, in order, and closes them.
 func Collect[T any](rows *sql.Rows, scan func(*sql.Rows, *T) error) ([]T, error) {

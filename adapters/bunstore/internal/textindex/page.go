@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"database/sql"
-	"fmt"
 	"slices"
 	"strconv"
 	"strings"
@@ -114,14 +113,7 @@ type reader struct {
 
 // scalar returns the one value of stmt's one row.
 func (r reader) scalar(ctx context.Context, stmt sqlq.Fragment) (int, error) {
-	read, err := sqlq.All(ctx, r.db, r.query, stmt, func(rows *sql.Rows, n *int) error { return rows.Scan(n) })
-	if err == nil && len(read) != 1 {
-		err = fmt.Errorf("textindex: %d rows of a count", len(read))
-	}
-	if err != nil {
-		return 0, err
-	}
-	return read[0], nil
+	return sqlq.One(ctx, r.db, r.query, stmt, sqlq.Value[int])
 }
 
 // checked reports whether no event with an id below below (the smallest
@@ -158,8 +150,7 @@ func pageOf(read []key, offset int) []int64 {
 // feature's name for a caller who may not see 10 projects of 200).
 func (r reader) pageByID(ctx context.Context, q flagadmin.EventQuery, match string) ([]int64, int, bool, error) {
 	walk := q.PageEnd()
-	ids, err := sqlq.All(ctx, r.db, r.query, sqlq.F("SELECT rowid FROM events_tokens WHERE events_tokens MATCH ? ORDER BY rowid DESC LIMIT ?", match, walk),
-		func(rows *sql.Rows, id *int64) error { return rows.Scan(id) })
+	ids, err := sqlq.All(ctx, r.db, r.query, sqlq.F("SELECT rowid FROM events_tokens WHERE events_tokens MATCH ? ORDER BY rowid DESC LIMIT ?", match, walk), sqlq.Value[int64])
 	if err != nil {
 		return nil, 0, false, err
 	}
@@ -212,16 +203,10 @@ func (r reader) phraseQuery(ctx context.Context, q flagadmin.EventQuery) (textPl
 	short := strconv.Itoa(stored.MaxSearchTokenChars)
 	stmt := sqlq.Join(" ", vocabulary(q.Text), sqlq.Fill("SELECT (?) AS query, (SELECT coalesce(max(id), 0) FROM events) AS newest, EXISTS (SELECT 1 FROM run_tokens WHERE length(token) > "+short+") AS long, EXISTS (SELECT 1 FROM events_text_pending) AS pending, (SELECT min(id) FROM events_out_of_order) AS unordered",
 		tokenQuery(textColumns(q.TextScope), "<= "+short)))
-	plans, err := sqlq.All(ctx, r.db, r.query, stmt, func(rows *sql.Rows, p *textPlan) error {
+	plan, err := sqlq.One(ctx, r.db, r.query, stmt, func(rows *sql.Rows, p *textPlan) error {
 		return rows.Scan(&p.Query, &p.Newest, &p.Long, &p.Pending, &p.Unordered)
 	})
-	if err == nil && len(plans) != 1 {
-		err = fmt.Errorf("textindex: %d rows of a text's plan", len(plans))
-	}
-	if err != nil {
-		return textPlan{}, false, err
-	}
-	return plans[0], !plans[0].Long && !plans[0].Pending, nil
+	return plan, err == nil && !plan.Long && !plan.Pending, err
 }
 
 // joined is the FROM and WHERE clauses of the events of the FTS5 query
@@ -310,15 +295,9 @@ func (k key) compare(o key) int {
 // from oldest's created_at on, up to bound of them (false when there are
 // more).
 func (r reader) noneNewerBelow(ctx context.Context, oldest key, below int64, bound int) (bool, error) {
-	type seen struct{ read, newer int }
-	counts, err := sqlq.All(ctx, r.db, r.query, sqlq.F(`SELECT COUNT(*), coalesce(sum(id < ? AND (created_at > ? OR id > ?)), 0)
+	type counts struct{ read, newer int }
+	seen, err := sqlq.One(ctx, r.db, r.query, sqlq.F(`SELECT COUNT(*), coalesce(sum(id < ? AND (created_at > ? OR id > ?)), 0)
 	FROM (SELECT id, created_at FROM events WHERE created_at >= ? ORDER BY created_at, id LIMIT ?)`,
-		below, oldest.CreatedAt, oldest.ID, oldest.CreatedAt, bound), func(rows *sql.Rows, s *seen) error { return rows.Scan(&s.read, &s.newer) })
-	if err == nil && len(counts) != 1 {
-		err = fmt.Errorf("textindex: %d rows of a count", len(counts))
-	}
-	if err != nil {
-		return false, err
-	}
-	return counts[0].read < bound && counts[0].newer == 0, nil
+		below, oldest.CreatedAt, oldest.ID, oldest.CreatedAt, bound), func(rows *sql.Rows, s *counts) error { return rows.Scan(&s.read, &s.newer) })
+	return err == nil && seen.read < bound && seen.newer == 0, err
 }
