@@ -302,43 +302,43 @@ func (s *Store) MergeTextIndex(ctx context.Context) error {
 // when no range is pending, and tells how many transactions merged.
 func (s *Store) mergeText(ctx context.Context) (steps int, err error) {
 	b := s.text.statements
-	for {
-		merged := true
-		err := s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
-			var from, to int64
-			err := tx.QueryRowContext(ctx, b.Pending).Scan(&from, &to)
-			if errors.Is(err, sql.ErrNoRows) || err == nil && from < to {
-				return nil // none pending, or more to fill (the caller is woken)
-			}
-			if err != nil {
-				return err
-			}
-			if merged, err = s.mergeStep(ctx, tx); err == nil && merged {
-				_, err = tx.ExecContext(ctx, b.Done)
-			}
-			return err
-		})
-		if err != nil || merged {
-			return steps, err
+	return s.mergeSteps(ctx, func(ctx context.Context, tx bun.Tx) (bool, error) {
+		var from, to int64
+		err := tx.QueryRowContext(ctx, b.Pending).Scan(&from, &to)
+		if errors.Is(err, sql.ErrNoRows) || err == nil && from < to {
+			return true, nil // none pending, or more to fill (the caller is woken)
 		}
-		steps++
-	}
+		if err != nil {
+			return false, err
+		}
+		merged, err := s.mergeStep(ctx, tx)
+		if err == nil && merged {
+			_, err = tx.ExecContext(ctx, b.Done)
+		}
+		return merged, err
+	})
 }
 
 // mergeIndex merges the segments of the full-text index into one, in
 // transactions of a bounded amount of work each (mergeStep), and tells
 // how many transactions merged.
 func (s *Store) mergeIndex(ctx context.Context) (steps int, err error) {
-	for {
+	return s.mergeSteps(ctx, s.mergeStep)
+}
+
+// mergeSteps runs step in a transaction of its own on the writer until it
+// reports that it merged nothing (or fails), and tells how many
+// transactions merged.
+func (s *Store) mergeSteps(ctx context.Context, step func(ctx context.Context, tx bun.Tx) (bool, error)) (int, error) {
+	for steps := 0; ; steps++ {
 		merged := true
 		err := s.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) (err error) {
-			merged, err = s.mergeStep(ctx, tx)
+			merged, err = step(ctx, tx)
 			return err
 		})
 		if err != nil || merged {
 			return steps, err
 		}
-		steps++
 	}
 }
 
