@@ -69,24 +69,10 @@ func write(t *testing.T, s flagadmin.Store, w *worldgen.World) {
 // prepared in the background, a run at a time.
 func answersPrepared(t *testing.T, mem, store flagadmin.Store, log *statementLog, q flagadmin.EventQuery, what string) {
 	t.Helper()
-	ctx := context.Background()
-	want, err := mem.SearchEvents(ctx, q)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if want.Total == 0 {
-		t.Fatalf("%s matches nothing: a test that cannot tell", what)
-	}
 	deadline := time.Now().Add(30 * time.Second)
 	for run := 0; ; run++ {
 		log.take()
-		got, err := store.SearchEvents(ctx, q)
-		if err != nil {
-			t.Fatalf("%s, run %d: %v", what, run, err)
-		}
-		if got.Total != want.Total || !reflect.DeepEqual(got.Events, want.Events) {
-			t.Fatalf("%s, run %d: total %d, %d events; want %d, %d", what, run, got.Total, len(got.Events), want.Total, len(want.Events))
-		}
+		answersAsMemory(t, mem, store, q, fmt.Sprintf("%s, run %d", what, run))
 		seen := log.take()
 		if len(seen) == 0 {
 			return
@@ -95,6 +81,27 @@ func answersPrepared(t *testing.T, mem, store flagadmin.Store, log *statementLog
 			t.Fatalf("%s: after %d runs, still run with values written into them:\n%s", what, run+1, strings.Join(seen, "\n"))
 		}
 		time.Sleep(5 * time.Millisecond) // a preparation in the background
+	}
+}
+
+// answersAsMemory fails unless s answers q as the in-memory store mem
+// does, or if mem finds nothing (a test that cannot tell).
+func answersAsMemory(t *testing.T, mem, s flagadmin.Store, q flagadmin.EventQuery, what string) {
+	t.Helper()
+	ctx := context.Background()
+	want, err := mem.SearchEvents(ctx, q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want.Total == 0 {
+		t.Fatalf("%s matches nothing: a test that cannot tell", what)
+	}
+	got, err := s.SearchEvents(ctx, q)
+	if err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
+	if got.Total != want.Total || !reflect.DeepEqual(got.Events, want.Events) {
+		t.Fatalf("%s: total %d, %d events; want %d, %d", what, got.Total, len(got.Events), want.Total, len(want.Events))
 	}
 }
 
