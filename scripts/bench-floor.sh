@@ -31,6 +31,16 @@
 #             in 10, of 100) or the rare word vandelay (1 in 10). Each
 #             transaction first picks its term and its trigrams' patterns
 #             (a statement of its own, a few microseconds).
+#   postings  free text from a table of postings, which the store does not
+#             keep: pgbench running the query path's statement with its
+#             terms, but finding their events in floor_postings, every
+#             (token, created_at, id) of the events' search_payload, by its
+#             index on (token, created_at DESC, id DESC) alone, where the
+#             token index makes PostgreSQL read each match's row (for its
+#             order and, in a bitmap heap scan, even for a count). The
+#             table is built first when missing (minutes; its rows, size
+#             and build time are printed) and kept for the next run: drop
+#             it with DROP TABLE floor_postings.
 #
 # If the database alone, answering nothing but those statements, takes the
 # p99 a target allows, no server in front of it can meet the target on
@@ -45,7 +55,8 @@
 #                loaded first when missing or empty (minutes). The server runs on a
 #                fresh copy; pgbench reads the world itself (it only reads)
 #   EVENTS       events in the world (default 1000000)
-#   PATHS        the paths to measure, in order (default "offset projects query")
+#   PATHS        the paths to measure, in order (default "offset projects query";
+#                postings is measured only when named)
 #   CONNECTIONS  default 16
 #   DURATION     default 10 (seconds); WARMUP default 3 (seconds), each part
 #   RESULTS      results directory (default bench-results, git-ignored)
@@ -62,8 +73,8 @@ RESULTS="${RESULTS:-bench-results}"
 OUT="$RESULTS/floor-$(date -u +%Y%m%dT%H%M%SZ)"
 for path in $PATHS; do
 	case "$path" in
-	offset | projects | query) ;;
-	*) echo "bench-floor.sh: unknown path $path in PATHS (offset, projects, query)" >&2; exit 2 ;;
+	offset | projects | query | postings) ;;
+	*) echo "bench-floor.sh: unknown path $path in PATHS (offset, projects, query, postings)" >&2; exit 2 ;;
 	esac
 done
 mkdir -p "$OUT"
@@ -140,16 +151,14 @@ EOF
 	pgbench_run projects
 }
 
-# query_floor: free text, then its statement alone.
-query_floor() {
-	echo "== flagadmin, varied/query, result cache off"
-	flagadmin_run varied/query
-
-	# The terms, drawn once from the world (the same ones at each run): 500
-	# features' names, then 100 users' names, then vandelay; and the LIKE
-	# patterns of each term's first, middle and last trigram of ASCII
-	# letters and digits, which flagadmin looks its tokens up by. Arrays of
-	# SQL literals, in the terms' order.
+# draw_terms writes to $tmp/terms.sql the pgbench lines that pick a
+# free-text term as varied/query does and set :term, :p1, :p2 and :p3.
+# The terms, drawn once from the world (the same ones at each run): 500
+# features' names, then 100 users' names, then vandelay; and the LIKE
+# patterns of each term's first, middle and last trigram of ASCII letters
+# and digits, which flagadmin looks its tokens up by. Arrays of SQL
+# literals, in the terms' order.
+draw_terms() {
 	local drawn terms p1 p2 p3
 	drawn="SELECT setseed(0.5); WITH t AS (
 		SELECT term, n FROM (SELECT name AS term, row_number() OVER (ORDER BY random()) AS n FROM features) f WHERE n <= 500
@@ -160,15 +169,52 @@ query_floor() {
 	SELECT string_agg(quote_literal(term), ',' ORDER BY n), string_agg(quote_literal('%' || g[1] || '%'), ',' ORDER BY n),
 		string_agg(quote_literal('%' || g[(cardinality(g) + 1) / 2] || '%'), ',' ORDER BY n), string_agg(quote_literal('%' || g[cardinality(g)] || '%'), ',' ORDER BY n) FROM g"
 	IFS='|' read -r terms p1 p2 p3 < <(psql -At "$DB" -c "$drawn" | tail -1)
-	cat > "$tmp/query.sql" <<EOF
+	cat > "$tmp/terms.sql" <<EOF
 \set r random(1, 10)
 \set i CASE WHEN :r <= 7 THEN random(1, 500) WHEN :r <= 9 THEN random(501, 600) ELSE 601 END
 SELECT (ARRAY[$terms])[:i] AS term, (ARRAY[$p1])[:i] AS p1, (ARRAY[$p2])[:i] AS p2, (ARRAY[$p3])[:i] AS p3 \gset
+EOF
+}
+
+# query_floor: free text, then its statement alone.
+query_floor() {
+	echo "== flagadmin, varied/query, result cache off"
+	flagadmin_run varied/query
+
+	draw_terms
+	cp "$tmp/terms.sql" "$tmp/query.sql"
+	cat >> "$tmp/query.sql" <<EOF
 WITH m AS MATERIALIZED (SELECT id, created_at FROM events WHERE (((flagadmin_search_tokens(search_payload) && ARRAY(SELECT token FROM search_tokens WHERE token LIKE (SELECT CAST(:p1 AS text)) ESCAPE '!' AND token LIKE (SELECT CAST(:p2 AS text)) ESCAPE '!' AND token LIKE (SELECT CAST(:p3 AS text)) ESCAPE '!' AND strpos(token, (SELECT CAST(:term AS text))) > 0) AND NOT text_later OR id = ANY(ARRAY(SELECT lt.id FROM events lt WHERE flagadmin_search_tokens(lt.search_payload) @> ARRAY['"'] AND NOT lt.text_later AND strpos(lt.search_payload, (SELECT CAST(:term AS text))) > 0)))) OR id = ANY(ARRAY(SELECT mk.id FROM events mk WHERE mk.text_later AND strpos(mk.search_payload, (SELECT CAST(:term AS text))) > 0)))), t AS (SELECT COUNT(*) AS total FROM m), p AS (SELECT id FROM m ORDER BY created_at DESC, id DESC LIMIT 50) SELECT t.total, e.id, e.created_at, e.type, e.created_by, e.created_by_user_id, e.environment, e.project, e.feature_name, e.data, e.pre_data, e.tags, e.group_type, e.group_id FROM t LEFT JOIN (p JOIN events AS e ON e.id = p.id) ON TRUE ORDER BY e.created_at DESC, e.id DESC;
 EOF
 	echo
 	echo "== PostgreSQL alone: the free-text statement of a caller who sees every project, $CONNECTIONS connections"
 	pgbench_run query
+}
+
+# postings_floor: the free-text statement alone, its events found in a
+# table of postings (built when missing) instead of the token index.
+postings_floor() {
+	if [ "$(psql -At "$DB" -c "SELECT to_regclass('floor_postings') IS NOT NULL")" != t ]; then
+		echo "== building floor_postings: every (token, created_at, id) of the events' search_payload"
+		local start=$SECONDS
+		psql -q -v ON_ERROR_STOP=1 "$DB" <<'EOF'
+SET maintenance_work_mem = '512MB';
+SET work_mem = '256MB';
+CREATE UNLOGGED TABLE floor_postings AS SELECT DISTINCT t AS token, e.created_at, e.id FROM events AS e, unnest(flagadmin_search_tokens(e.search_payload)) AS t WHERE t <> '"' AND NOT e.text_later;
+CREATE INDEX floor_postings_key ON floor_postings (token, created_at DESC, id DESC);
+VACUUM ANALYZE floor_postings;
+EOF
+		echo "built in $((SECONDS - start)) s"
+	fi
+	psql -At -F ', ' "$DB" -c "SELECT count(*) || ' postings', pg_size_pretty(pg_relation_size('floor_postings')) || ' table', pg_size_pretty(pg_relation_size('floor_postings_key')) || ' index', pg_size_pretty(pg_relation_size('events')) || ' events table' FROM floor_postings"
+	draw_terms
+	cp "$tmp/terms.sql" "$tmp/postings.sql"
+	cat >> "$tmp/postings.sql" <<EOF
+WITH k AS MATERIALIZED (SELECT token FROM search_tokens WHERE token LIKE (SELECT CAST(:p1 AS text)) ESCAPE '!' AND token LIKE (SELECT CAST(:p2 AS text)) ESCAPE '!' AND token LIKE (SELECT CAST(:p3 AS text)) ESCAPE '!' AND strpos(token, (SELECT CAST(:term AS text))) > 0), m AS MATERIALIZED (SELECT DISTINCT id, created_at FROM floor_postings WHERE token = ANY(ARRAY(SELECT token FROM k))), t AS (SELECT COUNT(*) AS total FROM m), p AS (SELECT id FROM m ORDER BY created_at DESC, id DESC LIMIT 50) SELECT t.total, e.id, e.created_at, e.type, e.created_by, e.created_by_user_id, e.environment, e.project, e.feature_name, e.data, e.pre_data, e.tags, e.group_type, e.group_id FROM t LEFT JOIN (p JOIN events AS e ON e.id = p.id) ON TRUE ORDER BY e.created_at DESC, e.id DESC;
+EOF
+	echo
+	echo "== PostgreSQL alone: the free-text statement from floor_postings, $CONNECTIONS connections"
+	pgbench_run postings
 }
 
 for path in $PATHS; do
