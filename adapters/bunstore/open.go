@@ -42,6 +42,9 @@ type Store struct {
 	db *bun.DB
 	// rdb runs reads: a pool of readers on a SQLite file, else db.
 	rdb *bun.DB
+	// reads admits reads to the readers of a SQLite file in turn
+	// (readgate.go); nil elsewhere.
+	reads *readGate
 	// sqlDialect is what differs between the databases (dialect.go),
 	// chosen by Open.
 	sqlDialect sqlDialect
@@ -210,6 +213,9 @@ func Open(ctx context.Context, rawURL string, opts ...Option) (*Store, error) {
 	}
 	if err != nil {
 		return nil, err
+	}
+	if s.rdb != s.db {
+		s.reads = newReadGate(s.rdb.DB.Stats().MaxOpenConnections)
 	}
 	s.summaries = summariesFor(s.sqlDialect, o.off)
 	if err := s.ping(ctx); err != nil {

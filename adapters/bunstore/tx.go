@@ -90,9 +90,18 @@ func (s *Store) inConnTx(ctx context.Context, fn func(ctx context.Context, t *tx
 
 // inReadTx runs fn in a read-only transaction that sees one snapshot of the
 // database, so that several queries agree with each other (a page and its
-// total, the figures of the project list).
+// total, the figures of the project list), once the read gate of a SQLite
+// file admits it (readGate).
 func (s *Store) inReadTx(ctx context.Context, op string, fn func(ctx context.Context, tx bun.Tx) error) error {
-	if err := s.rdb.RunInTx(ctx, s.sqlDialect.ReadTxOptions(), fn); err != nil {
+	err := func() error {
+		leave, err := s.reads.enter(ctx)
+		if err != nil {
+			return err
+		}
+		defer leave()
+		return s.rdb.RunInTx(ctx, s.sqlDialect.ReadTxOptions(), fn)
+	}()
+	if err != nil {
 		return s.fail(op, err)
 	}
 	return nil
@@ -103,6 +112,11 @@ func (s *Store) inReadTx(ctx context.Context, op string, fn func(ctx context.Con
 // in the transaction.
 func (s *Store) inReadConn(ctx context.Context, op string, fn func(ctx context.Context, conn bun.Conn, tx bun.Tx) error) error {
 	err := func() error {
+		leave, err := s.reads.enter(ctx)
+		if err != nil {
+			return err
+		}
+		defer leave()
 		conn, err := s.rdb.Conn(ctx)
 		if err != nil {
 			return err
