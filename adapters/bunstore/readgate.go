@@ -22,10 +22,9 @@ import (
 // the same gate changed nothing beyond the drift (two rounds), and reads
 // take their connections from database/sql as they come.
 //
-// It gates what a request reads in one go on a connection of its own (a
-// read transaction, or a seek's statements outside one: inReadTx,
-// inReadConn, seekOutsideTx), which never takes another while it holds
-// one; single statements on the pool and the store's own background work
+// It gates what a request reads in one go on a connection of its own
+// (readerConn: a read transaction, or a seek's statements outside one),
+// which never takes another while it holds one; single statements on the pool and the store's own background work
 // take their connections as before. Its waits count as the read pool's
 // (PoolStats), where they would have been. A nil gate admits every read
 // at once.

@@ -111,16 +111,11 @@ var versionStamp = sqlq.F("(SELECT CAST(s.v AS bigint) FROM (" + versionSQL + ")
 // back empty, or the statements' counts did not add up: err) it reads
 // nothing, and the caller reads again in one transaction.
 func (s *Store) seekOutsideTx(ctx context.Context, q flagadmin.EventQuery, plan summary.Plan) (flagadmin.EventPage, bool, error) {
-	leave, err := s.reads.enter(ctx)
+	conn, release, err := s.readerConn(ctx)
 	if err != nil {
 		return flagadmin.EventPage{}, false, err
 	}
-	defer leave()
-	conn, err := s.rdb.Conn(ctx)
-	if err != nil {
-		return flagadmin.EventPage{}, false, err
-	}
-	defer conn.Close()
+	defer release()
 	start, err := plan.Seek(ctx, conn, versionStamp)
 	if err != nil {
 		return flagadmin.EventPage{}, false, err

@@ -90,38 +90,21 @@ func (s *Store) inConnTx(ctx context.Context, fn func(ctx context.Context, t *tx
 
 // inReadTx runs fn in a read-only transaction that sees one snapshot of the
 // database, so that several queries agree with each other (a page and its
-// total, the figures of the project list), once the read gate of a SQLite
-// file admits it (readGate).
+// total, the figures of the project list).
 func (s *Store) inReadTx(ctx context.Context, op string, fn func(ctx context.Context, tx bun.Tx) error) error {
-	err := func() error {
-		leave, err := s.reads.enter(ctx)
-		if err != nil {
-			return err
-		}
-		defer leave()
-		return s.rdb.RunInTx(ctx, s.sqlDialect.ReadTxOptions(), fn)
-	}()
-	if err != nil {
-		return s.fail(op, err)
-	}
-	return nil
+	return s.inReadConn(ctx, op, func(ctx context.Context, _ bun.Conn, tx bun.Tx) error { return fn(ctx, tx) })
 }
 
-// inReadConn is inReadTx on a connection of its own, which fn is given
-// too: what fn reads on the connection's driver (summaries.ReadPageIn) is
-// in the transaction.
+// inReadConn is inReadTx on a connection of its own (readerConn), which fn
+// is given too: what fn reads on the connection's driver
+// (summaries.ReadPageIn) is in the transaction.
 func (s *Store) inReadConn(ctx context.Context, op string, fn func(ctx context.Context, conn bun.Conn, tx bun.Tx) error) error {
 	err := func() error {
-		leave, err := s.reads.enter(ctx)
+		conn, release, err := s.readerConn(ctx)
 		if err != nil {
 			return err
 		}
-		defer leave()
-		conn, err := s.rdb.Conn(ctx)
-		if err != nil {
-			return err
-		}
-		defer conn.Close()
+		defer release()
 		return conn.RunInTx(ctx, s.sqlDialect.ReadTxOptions(), func(ctx context.Context, tx bun.Tx) error {
 			return fn(ctx, conn, tx)
 		})
@@ -130,6 +113,21 @@ func (s *Store) inReadConn(ctx context.Context, op string, fn func(ctx context.C
 		return s.fail(op, err)
 	}
 	return nil
+}
+
+// readerConn takes a connection of the read pool for what a request reads
+// in one go, once the read gate of a SQLite file admits it (readGate);
+// release gives both back.
+func (s *Store) readerConn(ctx context.Context) (conn bun.Conn, release func(), err error) {
+	leave, err := s.reads.enter(ctx)
+	if err != nil {
+		return bun.Conn{}, nil, err
+	}
+	if conn, err = s.rdb.Conn(ctx); err != nil {
+		leave()
+		return bun.Conn{}, nil, err
+	}
+	return conn, func() { conn.Close(); leave() }, nil
 }
 
 // forUpdate locks the selected rows until the transaction ends. A database
