@@ -153,9 +153,11 @@
 //     order when no event up to them is out of creation order (newer than
 //     an event with a larger id: events_out_of_order, which the writer,
 //     a load and triggers keep), then read from the index alone for a
-//     query with no condition but its text; else sorted by
-//     creation and checked against events_created; its total counted in
-//     the index (textindex.FindPage). Other queries, the rare ones
+//     query with no condition but its text, and for one that hides
+//     projects, by the matches' rows up to a bound past the page's end,
+//     then from the index alone without those projects' events; else
+//     sorted by creation and checked against events_created; its total
+//     counted in the index (textindex.FindPage). Other queries, the rare ones
 //     with characters the tokenizers alter, and the plain store scan with
 //     instr(text, ?) > 0, an exact substring test (LIKE in SQLite folds
 //     ASCII case). So are the texts of the events a large load or a

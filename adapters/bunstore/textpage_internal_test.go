@@ -2,14 +2,17 @@ package bunstore
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/uptrace/bun"
 
 	"github.com/flagadmin/flagadmin/adapters/bunstore/internal/sqlq"
+	"github.com/flagadmin/flagadmin/adapters/bunstore/internal/textindex"
 	"github.com/flagadmin/flagadmin/adapters/memstore"
 	"github.com/flagadmin/flagadmin/flagadmin"
 	"github.com/flagadmin/flagadmin/internal/dbtest"
@@ -261,5 +264,109 @@ func TestTextPageFromIndexFarFromItsCheck(t *testing.T) {
 	}
 	if g, w := PageKey(t, got), PageKey(t, want); g != w {
 		t.Errorf("got  %s\nwant %s", g, w)
+	}
+}
+
+// pageStatements are summaries that find free-text pages from the index
+// (textindex.FindPage) through a query that logs each statement run, its
+// text and values.
+type pageStatements struct {
+	summaries
+	query sqlq.Query
+	log   []string
+}
+
+func (p *pageStatements) FindTextPage(ctx context.Context, db bun.IDB, q flagadmin.EventQuery, rest sqlq.Fragment) ([]int64, int, bool, error) {
+	logged := func(ctx context.Context, db bun.IDB, stmt sqlq.Fragment) (*sql.Rows, error) {
+		p.log = append(p.log, fmt.Sprint(stmt.Text, stmt.Args))
+		return p.query(ctx, db, stmt)
+	}
+	return textindex.FindPage(ctx, db, logged, q, rest)
+}
+
+// TestTextPageOfHiddenMatchesFromIndex: on SQLite, the free-text page of a
+// caller who may not see the project that holds nearly all of a term's
+// matches is read from the index without that project's events, not by
+// reading each match's row, and it is memstore's page: at offsets within
+// and past the matches shown, with events in lists of projects and without
+// one. A term whose matches that caller mostly sees is still read by rows.
+func TestTextPageOfHiddenMatchesFromIndex(t *testing.T) {
+	ctx := context.Background()
+	s, err := Open(ctx, dbtest.SQLite(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	statements := &pageStatements{summaries: s.summaries, query: s.sqlDialect.QueryPrepared}
+	s.summaries = statements
+	mem := memstore.New()
+	// 3,000 events of "orbit", in creation order; one in 32 in a project
+	// other than "secret" (another told apart by case, a list without it,
+	// none), one more in 32 in a list with it; every third also "comet".
+	projects := []string{"alpha", "beta,gamma", "", "Secret"}
+	at := time.Date(2024, 5, 1, 0, 0, 0, 0, time.UTC)
+	var events []flagadmin.Event
+	for i := range 3000 {
+		note := fmt.Sprintf("orbit %d", i)
+		if i%3 == 0 {
+			note += " comet"
+		}
+		data, _ := json.Marshal(map[string]string{"note": note})
+		e := flagadmin.Event{CreatedAt: at.Add(time.Duration(i) * time.Second), Type: flagadmin.EventFeatureUpdated, CreatedBy: "user", Data: data}
+		switch project := projects[i/32%4]; {
+		case i%32 == 0 && project != "":
+			e.Project = &project
+		case i%32 == 0:
+		case i%32 == 16:
+			e.Project = new("alpha,secret")
+		default:
+			e.Project = new("secret")
+		}
+		events = append(events, e)
+	}
+	for _, st := range []flagadmin.Store{s, mem} {
+		if err := st.Write(ctx, &flagadmin.Batch{Events: events}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fromIndex := func() bool {
+		defer func() { statements.log = nil }()
+		for _, stmt := range statements.log {
+			if strings.Contains(stmt, "FROM events_tokens t WHERE events_tokens MATCH ? ORDER BY t.rowid DESC") && strings.Contains(stmt, "NOT project_token") {
+				return true
+			}
+		}
+		return false
+	}
+	for _, c := range []struct {
+		text    string
+		hidden  []string
+		require bool
+		// indexed: the page of offset 0, limit 50 is read from the index.
+		indexed bool
+	}{
+		{"orbit", []string{"secret"}, false, true},
+		{"orbit", []string{"secret"}, true, true},
+		{"comet", []string{"secret", flagadmin.AllProjects}, true, true},
+		{"orbit", []string{"alpha"}, false, false},
+		{"orbit", nil, true, false},
+	} {
+		for _, p := range [][2]int{{0, 50}, {0, 1}, {20, 30}, {60, 50}, {90, 10}, {0, 200}, {180, 50}} {
+			q := flagadmin.EventQuery{Text: c.text, Offset: p[0], Limit: p[1], RequireProject: c.require, HiddenProjects: c.hidden}
+			want, err := mem.SearchEvents(ctx, q)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := s.SearchEvents(ctx, q)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if g, w := PageKey(t, got), PageKey(t, want); g != w {
+				t.Errorf("%q hiding %q, requiring a project %v, offset %d limit %d:\ngot  %s\nwant %s", c.text, c.hidden, c.require, p[0], p[1], g, w)
+			}
+			if indexed := fromIndex(); p == [2]int{0, 50} && indexed != c.indexed {
+				t.Errorf("%q hiding %q, requiring a project %v: page read from the index %v, want %v", c.text, c.hidden, c.require, indexed, c.indexed)
+			}
+		}
 	}
 }
