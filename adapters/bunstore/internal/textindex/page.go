@@ -45,9 +45,12 @@ const (
 // order (no event with a smaller id is newer: events_out_of_order, the
 // plan's Unordered), which holds when none is out of order at all; then a
 // query with no condition but its text (its caller may see every
-// project) reads its matches' ids from the index, and no row (pageByID). Else the walk reads each
-// match's created_at from its row, and when an event up to the largest id
-// read is out of order, the page is checked, not assumed: every match
+// project) reads its matches' ids from the index, and no row (pageByID),
+// and one that filters by what its caller may see alone reads its
+// matches' rows no further than a bound past the page's end, then the
+// index (pageShown). Else the walk (pageByWalk) reads each match's
+// created_at from its row, and when an event up to the largest id read
+// is out of order, the page is checked, not assumed: every match
 // the walk did not reach has a smaller id than the last it read (L), and
 // if no event at all with an id below L's is newer than the oldest event
 // read (an index range of events_created from that event's created_at,
@@ -67,7 +70,6 @@ const (
 // each text is prepared once (preparing them anew was 18% of a text
 // search's CPU, with the index merged into one segment).
 func FindPage(ctx context.Context, db bun.IDB, query sqlq.Query, q flagadmin.EventQuery, rest sqlq.Fragment) ([]int64, int, bool, error) {
-	walk := q.PageEnd()
 	if !walkable(q) {
 		return nil, 0, false, nil
 	}
@@ -76,15 +78,24 @@ func FindPage(ctx context.Context, db bun.IDB, query sqlq.Query, q flagadmin.Eve
 	if err != nil || !ok || plan.Query == `""` { // "": no token holds the text
 		return []int64{}, 0, ok, err
 	}
-	match, newest := plan.Query, plan.Newest
-	if plan.ordered(newest) && rest.Empty() {
-		return r.pageByID(ctx, q, match)
+	switch ordered := plan.ordered(plan.Newest); {
+	case ordered && rest.Empty():
+		return r.pageByID(ctx, q, plan.Query)
+	case ordered && visibilityOnly(q):
+		return r.pageShown(ctx, q, plan.Query, rest)
 	}
-	if plan.ordered(newest) && visibilityOnly(q) {
-		return r.pageShown(ctx, q, match, rest)
-	}
+	return r.pageByWalk(ctx, q, plan, rest)
+}
+
+// pageByWalk returns the page of q and its total from the first
+// q.PageEnd() matches of plan that rest keeps, by id, each read with its
+// row, and reports whether it found them: sorted by creation, and, when
+// an event up to the largest id read is out of creation order, the page
+// checked (checked); not found when the check does not clear it.
+func (r reader) pageByWalk(ctx context.Context, q flagadmin.EventQuery, plan textPlan, rest sqlq.Fragment) ([]int64, int, bool, error) {
+	walk, match := q.PageEnd(), plan.Query
 	stmt := sqlq.Join(" ", joined(match, rest).Wrap("SELECT t.rowid AS id, e.created_at ", ""), sqlq.F("ORDER BY t.rowid DESC LIMIT ?", walk))
-	read, err := sqlq.All(ctx, db, query, stmt, func(rows *sql.Rows, k *key) error { return rows.Scan(&k.ID, &k.CreatedAt) })
+	read, err := sqlq.All(ctx, r.db, r.query, stmt, func(rows *sql.Rows, k *key) error { return rows.Scan(&k.ID, &k.CreatedAt) })
 	if err != nil {
 		return nil, 0, false, err
 	}
@@ -100,7 +111,7 @@ func FindPage(ctx context.Context, db bun.IDB, query sqlq.Query, q flagadmin.Eve
 		}
 		// In order, no match left out is newer than one read.
 		if !inOrder {
-			if cleared, err := r.checked(ctx, read[len(read)-1], below, newest, total); err != nil || !cleared {
+			if cleared, err := r.checked(ctx, read[len(read)-1], below, plan.Newest, total); err != nil || !cleared {
 				return nil, 0, false, err
 			}
 		}
@@ -152,14 +163,22 @@ func pageOf(read []key, offset int) []int64 {
 // order, which cost twice the rows of the matches (2.7 against 1.4 ms a
 // feature's name for a caller who may not see 10 projects of 200).
 func (r reader) pageByID(ctx context.Context, q flagadmin.EventQuery, match string) ([]int64, int, bool, error) {
-	walk := q.PageEnd()
-	ids, err := sqlq.All(ctx, r.db, r.query, sqlq.F("SELECT rowid FROM events_tokens WHERE events_tokens MATCH ? ORDER BY rowid DESC LIMIT ?", match, walk), sqlq.Value[int64])
+	ids, err := r.ids(ctx, sqlq.F("SELECT t.rowid FROM events_tokens t WHERE events_tokens MATCH ?", match), q.PageEnd())
 	if err != nil {
 		return nil, 0, false, err
 	}
+	return r.paged(ctx, q, match, sqlq.Fragment{}, ids)
+}
+
+// paged returns the page of q from ids, its first q.PageEnd() matches in
+// page order (fewer when there are no more), and its total: their
+// number, or, when they reach the page's end, the matches of match that
+// rest keeps, counted.
+func (r reader) paged(ctx context.Context, q flagadmin.EventQuery, match string, rest sqlq.Fragment, ids []int64) ([]int64, int, bool, error) {
 	total := len(ids)
-	if total == walk { // matches may remain: count them
-		if total, err = r.count(ctx, q, match, sqlq.Fragment{}); err != nil {
+	if total == q.PageEnd() { // matches may remain: count them
+		var err error
+		if total, err = r.count(ctx, q, match, rest); err != nil {
 			return nil, 0, false, err
 		}
 	}
@@ -194,13 +213,7 @@ func (r reader) pageShown(ctx context.Context, q flagadmin.EventQuery, match str
 	if err != nil {
 		return nil, 0, false, err
 	}
-	total := len(ids)
-	if total == walk { // matches may remain: count them
-		if total, err = r.count(ctx, q, match, rest); err != nil {
-			return nil, 0, false, err
-		}
-	}
-	return ids[min(q.Offset, len(ids)):], total, true, nil
+	return r.paged(ctx, q, match, rest, ids)
 }
 
 // walkShown reads the matches of the FTS5 query match by id, descending,
