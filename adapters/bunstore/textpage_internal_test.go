@@ -124,7 +124,6 @@ func projectEvents(n int, when func(i int) time.Time) []flagadmin.Event {
 // or events without one, at offsets up to past the last match.
 func samePages(t *testing.T, s *Store, want flagadmin.Store, stage string) {
 	t.Helper()
-	ctx := context.Background()
 	for _, text := range []string{"orbit", "comet-5", "no-such-text", "w2a"} {
 		for _, v := range []struct {
 			require bool
@@ -136,20 +135,28 @@ func samePages(t *testing.T, s *Store, want flagadmin.Store, stage string) {
 			for _, p := range [][2]int{{0, 50}, {0, 1}, {37, 7}, {190, 50}, {239, 1}, {250, 10}} {
 				for _, scope := range []flagadmin.TextScope{flagadmin.TextPayload, flagadmin.TextPayloadTypeCreator} {
 					q := flagadmin.EventQuery{Text: text, TextScope: scope, Offset: p[0], Limit: p[1], RequireProject: v.require, HiddenProjects: v.hidden}
-					w, err := want.SearchEvents(ctx, q)
-					if err != nil {
-						t.Fatal(err)
-					}
-					got, err := s.SearchEvents(ctx, q)
-					if err != nil {
-						t.Fatal(err)
-					}
-					if g, w := PageKey(t, got), PageKey(t, w); g != w {
-						t.Errorf("%s: %q in scope %d requiring a project %v, hiding %q, offset %d limit %d:\ngot  %s\nwant %s", stage, text, scope, v.require, v.hidden, q.Offset, q.Limit, g, w)
-					}
+					samePage(t, s, want, q, fmt.Sprintf("%s: %q in scope %d requiring a project %v, hiding %q, offset %d limit %d", stage, text, scope, v.require, v.hidden, q.Offset, q.Limit))
 				}
 			}
 		}
+	}
+}
+
+// samePage checks that s answers q as want does; what tells q in the
+// error.
+func samePage(t *testing.T, s *Store, want flagadmin.Store, q flagadmin.EventQuery, what string) {
+	t.Helper()
+	ctx := context.Background()
+	w, err := want.SearchEvents(ctx, q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.SearchEvents(ctx, q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g, w := PageKey(t, got), PageKey(t, w); g != w {
+		t.Errorf("%s:\ngot  %s\nwant %s", what, g, w)
 	}
 }
 
@@ -353,17 +360,7 @@ func TestTextPageOfHiddenMatchesFromIndex(t *testing.T) {
 	} {
 		for _, p := range [][2]int{{0, 50}, {0, 1}, {20, 30}, {60, 50}, {90, 10}, {0, 200}, {180, 50}} {
 			q := flagadmin.EventQuery{Text: c.text, Offset: p[0], Limit: p[1], RequireProject: c.require, HiddenProjects: c.hidden}
-			want, err := mem.SearchEvents(ctx, q)
-			if err != nil {
-				t.Fatal(err)
-			}
-			got, err := s.SearchEvents(ctx, q)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if g, w := PageKey(t, got), PageKey(t, want); g != w {
-				t.Errorf("%q hiding %q, requiring a project %v, offset %d limit %d:\ngot  %s\nwant %s", c.text, c.hidden, c.require, p[0], p[1], g, w)
-			}
+			samePage(t, s, mem, q, fmt.Sprintf("%q hiding %q, requiring a project %v, offset %d limit %d", c.text, c.hidden, c.require, p[0], p[1]))
 			if indexed := fromIndex(); p == [2]int{0, 50} && indexed != c.indexed {
 				t.Errorf("%q hiding %q, requiring a project %v: page read from the index %v, want %v", c.text, c.hidden, c.require, indexed, c.indexed)
 			}
