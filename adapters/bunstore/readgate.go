@@ -17,17 +17,18 @@ import (
 // with 16 requests in flight on the 4 readers of a SQLite file, random
 // offsets answered at a p99 of 26-37 ms with the gate against 38-53 ms
 // without, in six rounds of each; free text and the project list moved
-// both ways within the machine's drift (BENCHMARKS.md). x/sync's semaphore serves its waiters
-// first come, first served. On PostgreSQL, whose pool serves writes too,
-// the same gate changed nothing beyond the drift (two rounds), and reads
-// take their connections from database/sql as they come.
+// both ways within the machine's drift (BENCHMARKS.md). x/sync's
+// semaphore serves its waiters first come, first served. On PostgreSQL,
+// whose pool serves writes too, the same gate changed nothing beyond the
+// drift (two rounds), and reads take their connections from database/sql
+// as they come.
 //
 // It gates what a request reads in one go on a connection of its own
 // (readerConn: a read transaction, or a seek's statements outside one),
-// which never takes another while it holds one; single statements on the pool and the store's own background work
-// take their connections as before. Its waits count as the read pool's
-// (PoolStats), where they would have been. A nil gate admits every read
-// at once.
+// which never takes another while it holds one; single statements on the
+// pool and the store's own background work take their connections as
+// before. Its waits count as the read pool's (PoolStats), where they
+// would have been. A nil gate admits every read at once.
 type readGate struct {
 	slots *semaphore.Weighted
 	// waiting counts the reads waiting for a slot; waits and waited, the
