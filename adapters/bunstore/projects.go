@@ -74,58 +74,60 @@ func (s *Store) ProjectAccess(ctx context.Context, userID int64) (flagadmin.Proj
 // (projectListStatement), then their owners (ownersStatement). The
 // figures and the newest events are the summaries' when they keep them;
 // else the figures are computed (summary.ComputeFigures) and each
-// project's newest event looked up. The summaries may read the two
-// statements' rows (ReadProjectRows: on PostgreSQL), else they are read
-// through database/sql (scanProjectRows).
+// project's newest event looked up. When the summaries keep the figures,
+// the two statements hold the whole list, and the summaries may read
+// their rows in a transaction of their own (ReadProjectRows: on
+// PostgreSQL, in one round trip); else the core reads them through
+// database/sql (scanProjectRows), with the figures, in its transaction.
 func (s *Store) ProjectStats(ctx context.Context, q flagadmin.ProjectStatsQuery) ([]flagadmin.ProjectStats, error) {
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
-	var out []flagadmin.ProjectStats
-	err := s.inReadConn(ctx, "project stats", func(ctx context.Context, conn bun.Conn, tx bun.Tx) error {
-		var err error
-		out, err = s.projectList(ctx, conn, tx, q)
-		return err
-	})
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
-}
-
-// projectList reads the project list (see ProjectStats) on conn, in its
-// transaction tx.
-func (s *Store) projectList(ctx context.Context, conn bun.Conn, tx bun.Tx, q flagadmin.ProjectStatsQuery) ([]flagadmin.ProjectStats, error) {
-	kept, newest := s.summaries.ProjectFigures(q), s.summaries.NewestEvents()
-	list := projectListStatement(q, newest, kept)
+	kept := s.summaries.ProjectFigures(q)
+	list := projectListStatement(q, s.summaries.NewestEvents(), kept)
 	// Sized for as many projects as the last list held: grown from empty,
 	// the slice of 200 projects was more than a quarter of the bytes a
 	// list allocated.
-	l := newProjectLister(int(s.listedBefore.Load()), newest != "", !kept.Empty())
-	read, err := s.summaries.ReadProjectRows(ctx, conn, list, ownersStatement(), l)
+	l := newProjectLister(int(s.listedBefore.Load()), !kept.Empty())
+	read := false
+	if !kept.Empty() {
+		var err error
+		if read, err = s.summaries.ReadProjectRows(ctx, s.rdb, list, ownersStatement(), l); err != nil {
+			return nil, s.fail("project stats", err)
+		}
+	}
 	if !read {
-		err = s.scanProjectRows(ctx, tx, list, l)
-	}
-	if err != nil || len(l.out) == 0 {
-		return nil, err
-	}
-	out, at := l.out, l.at
-	s.listedBefore.Store(int64(len(out)))
-	if kept.Empty() {
-		figures, err := summary.ComputeFigures(ctx, tx, q)
+		err := s.inReadConn(ctx, "project stats", func(ctx context.Context, _ bun.Conn, tx bun.Tx) error {
+			return s.projectList(ctx, tx, q, list, l)
+		})
 		if err != nil {
 			return nil, err
 		}
-		for id, f := range figures {
-			if i, ok := at[id]; ok {
-				setFigures(&out[i], f)
-			}
+	}
+	if len(l.out) == 0 {
+		return nil, nil
+	}
+	s.listedBefore.Store(int64(len(l.out)))
+	l.addOwners()
+	return l.out, nil
+}
+
+// projectList reads the rows of list, the project list's statement, and
+// of its owners' into l in the transaction tx, then computes the figures
+// when the summaries keep none.
+func (s *Store) projectList(ctx context.Context, tx bun.Tx, q flagadmin.ProjectStatsQuery, list sqlq.Fragment, l *projectLister) error {
+	if err := s.scanProjectRows(ctx, tx, list, l); err != nil || len(l.out) == 0 || l.kept {
+		return err
+	}
+	figures, err := summary.ComputeFigures(ctx, tx, q)
+	if err != nil {
+		return err
+	}
+	for id, f := range figures {
+		if i, ok := l.at[id]; ok {
+			setFigures(&l.out[i], f)
 		}
 	}
-	if err := lookUpLastEvents(ctx, tx, l.uncounted, out, at); err != nil {
-		return nil, err
-	}
-	l.addOwners()
-	return out, nil
+	return nil
 }
 
 // setFigures sets the figures of st to f.
@@ -182,19 +184,14 @@ func (s *Store) scanProjectRows(ctx context.Context, tx bun.Tx, list sqlq.Fragme
 
 // projectLister builds the project list from the rows of its two
 // statements (summary.ProjectRows): the projects in order, their index by
-// id, the ids of those whose newest event is to be looked up, then their
-// owners.
+// id, then their owners.
 type projectLister struct {
-	newest, kept bool // the summaries count events; they keep the figures
-	out          []flagadmin.ProjectStats
-	at           map[string]int
-	// uncounted are the projects whose newest event the statement did not
-	// give though the summaries count events (none, or an id too long to be
-	// counted), to look up.
-	uncounted []string
-	owners    []owned
-	users     map[int64]flagadmin.ProjectOwner // one owner per user, shared by its projects
-	groups    map[int64]flagadmin.ProjectOwner
+	kept   bool // the summaries keep the figures
+	out    []flagadmin.ProjectStats
+	at     map[string]int
+	owners []owned
+	users  map[int64]flagadmin.ProjectOwner // one owner per user, shared by its projects
+	groups map[int64]flagadmin.ProjectOwner
 }
 
 // owned is an owner of the project at index project of the list.
@@ -204,10 +201,9 @@ type owned struct {
 }
 
 // newProjectLister returns a projectLister of capacity projects, for
-// summaries that count events (newest) and keep the figures (kept) or
-// not.
-func newProjectLister(capacity int, newest, kept bool) *projectLister {
-	return &projectLister{newest: newest, kept: kept, out: make([]flagadmin.ProjectStats, 0, capacity), at: make(map[string]int, capacity)}
+// summaries that keep the figures (kept) or not.
+func newProjectLister(capacity int, kept bool) *projectLister {
+	return &projectLister{kept: kept, out: make([]flagadmin.ProjectStats, 0, capacity), at: make(map[string]int, capacity)}
 }
 
 // Project adds a project to the list; with kept, its figures must be
@@ -215,9 +211,6 @@ func newProjectLister(capacity int, newest, kept bool) *projectLister {
 func (l *projectLister) Project(r summary.ProjectRow) error {
 	p := projectRow{ID: r.ID, Name: r.Name, Description: r.Description, Mode: r.Mode, CreatedAt: r.CreatedAt, ArchivedAt: nullable(r.ArchivedAt)}
 	st := flagadmin.ProjectStats{Project: p.project(), LastUpdatedAt: stored.TimePtr(nullable(r.LastEvent)), Favorite: r.Favorite != 0}
-	if l.newest && !r.LastEvent.Valid {
-		l.uncounted = append(l.uncounted, r.ID)
-	}
 	if l.kept {
 		c := r.Counts
 		if !c[0].Valid || !c[1].Valid || !c[2].Valid || !c[3].Valid || !c[4].Valid {
@@ -283,9 +276,11 @@ func (l *projectLister) addOwners() {
 
 // projectListStatement is the statement of the project list: each
 // project of q, archived or active, with the time of its newest event from
-// newest, the summaries' table of them, when not "", else looked up in the
-// index for each project (lastEventSQL, 3 ms more for 200 projects at
-// 1,000,000 events on PostgreSQL); its figures, cleanup count included,
+// newest, the summaries' table of them, when not "" and it counts the
+// project's events, else looked up in the index (lastEventSQL, 3 ms more
+// for 200 projects at 1,000,000 events on PostgreSQL: the lookup of a
+// project the table leaves out, one without events or with an id too long
+// to be counted, runs only for it); its figures, cleanup count included,
 // from kept, the summaries' SQL of them, when not empty; and whether
 // q.FavoritesOf marked it favorite. Its columns are summary.ProjectRow's.
 func projectListStatement(q flagadmin.ProjectStatsQuery, newest string, kept summary.KeptFigures) sqlq.Fragment {
@@ -293,7 +288,7 @@ func projectListStatement(q flagadmin.ProjectStatsQuery, newest string, kept sum
 	favorite := sqlq.F("0")
 	var joins []sqlq.Fragment
 	if newest != "" {
-		last = sqlq.F("l.newest")
+		last = sqlq.F("CASE WHEN l.newest IS NULL THEN " + lastEventSQL + " ELSE l.newest END")
 		joins = append(joins, sqlq.F("LEFT JOIN ("+newest+") l ON l.project = p.id"))
 	}
 	if !kept.Empty() {
@@ -324,25 +319,6 @@ func nullable(n sql.NullInt64) *int64 {
 // the end of its range of the events_project index, (project, created_at,
 // id), about 16 µs on PostgreSQL.
 const lastEventSQL = "(SELECT e.created_at FROM events e WHERE e.project = p.id ORDER BY e.created_at DESC LIMIT 1)"
-
-// lookUpLastEvents sets the LastUpdatedAt of the projects ids of out (at:
-// their index) from the index: those without counted events (none, or an
-// id too long to be counted).
-func lookUpLastEvents(ctx context.Context, tx bun.Tx, ids []string, out []flagadmin.ProjectStats, at map[string]int) error {
-	if len(ids) == 0 {
-		return nil
-	}
-	var rows []struct {
-		ID   string `bun:"id"`
-		Last *int64 `bun:"last_event_at"`
-	}
-	in := sqlq.In("p.id", ids)
-	err := tx.NewRaw("SELECT p.id, "+lastEventSQL+" AS last_event_at FROM projects p WHERE "+in.Text, in.Args...).Scan(ctx, &rows)
-	for _, r := range rows {
-		out[at[r.ID]].LastUpdatedAt = stored.TimePtr(r.Last)
-	}
-	return err
-}
 
 // ownersStatement is the statement of the owners of every project, users
 // and groups, each project list runs: its columns are summary.OwnerRow's.

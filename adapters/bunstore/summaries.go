@@ -106,9 +106,10 @@ type summaries interface {
 	// project the summaries count, or "" when they count none.
 	NewestEvents() string
 	// ReadProjectRows reads the rows of the project list's statement
-	// (list) and of its owners' (owners) on conn, in its transaction, into
-	// to, and reports whether it did.
-	ReadProjectRows(ctx context.Context, conn bun.Conn, list, owners sqlq.Fragment, to summary.ProjectRows) (bool, error)
+	// (list) and of its owners' (owners) into to, in one read-only
+	// transaction of its own on db (both statements see one snapshot), and
+	// reports whether it did.
+	ReadProjectRows(ctx context.Context, db *bun.DB, list, owners sqlq.Fragment, to summary.ProjectRows) (bool, error)
 
 	// ReadProof reads what the proof q needs in one statement on db, and
 	// reports whether it did; filter is the search's condition on q's
@@ -174,7 +175,7 @@ func (plain) NewestEvents() string { return "" }
 
 // ReadProjectRows reads nothing: the core reads the rows through
 // database/sql.
-func (plain) ReadProjectRows(context.Context, bun.Conn, sqlq.Fragment, sqlq.Fragment, summary.ProjectRows) (bool, error) {
+func (plain) ReadProjectRows(context.Context, *bun.DB, sqlq.Fragment, sqlq.Fragment, summary.ProjectRows) (bool, error) {
 	return false, nil
 }
 

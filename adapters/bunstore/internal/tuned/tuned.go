@@ -11,7 +11,8 @@
 //     the project list's figures from it (ProjectFigures);
 //   - pgpage reads a page, or an export's batch, in one statement on
 //     PostgreSQL, decoding pgx's raw values (ReadPage, ReadExport), and
-//     the project list's rows likewise (ReadProjectRows);
+//     the project list's rows likewise, its two statements in one round
+//     trip (ReadProjectRows);
 //   - textindex answers free text from an index: SQLite's FTS5 table,
 //     PostgreSQL's token index (MatchText), and finds a free-text page's
 //     events from the FTS5 table in id order (FindTextPage);
@@ -237,14 +238,14 @@ func (s *Summaries) NewestEvents() string {
 	return eventcounts.NewestSQL
 }
 
-// ReadProjectRows reads the project list's rows on conn in its
-// transaction into to, decoded from pgx's raw values (pgpage.ProjectRows),
-// with the page statements on.
-func (s *Summaries) ReadProjectRows(ctx context.Context, conn bun.Conn, list, owners sqlq.Fragment, to summary.ProjectRows) (bool, error) {
+// ReadProjectRows reads the project list's rows into to in one read-only
+// transaction of its own on db, sent in one round trip and decoded from
+// pgx's raw values (pgpage.ProjectRows), with the page statements on.
+func (s *Summaries) ReadProjectRows(ctx context.Context, db *bun.DB, list, owners sqlq.Fragment, to summary.ProjectRows) (bool, error) {
 	if !s.on.Pages {
 		return false, nil
 	}
-	return true, pgpage.ProjectRows(ctx, conn, list, owners, to)
+	return true, pgpage.ProjectRows(ctx, db.DB, list, owners, to)
 }
 
 // ReadProof reads what the proof q needs in one statement on db
