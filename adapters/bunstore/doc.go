@@ -33,12 +33,12 @@
 //     PlanSearch and MatchText, for a search's total, the start of a page
 //     at a large offset and its free text (search.go); ReadPage and
 //     ReadExport, for a page or an export's batch in one statement
-//     (search.go, export.go); ProjectFigures and NewestEvents, tables
-//     the project list's statement joins (projects.go); ReadProof, for a
-//     proof (log.go); Rebuild (Migrate with WithRebuild). Each has a
-//     plain answer, "not served", on which the core answers from the base
-//     tables; plain, the summaries of WithoutTuning(), gives it
-//     everywhere. internal/tuned puts the
+//     (search.go, export.go); ProjectFigures and NewestEvents, the SQL
+//     of what the project list's statement reads (projects.go);
+//     ReadProof, for a proof (log.go); Rebuild (Migrate with
+//     WithRebuild). Each has a plain answer, "not served", on which the
+//     core answers from the base tables; plain, the summaries of
+//     WithoutTuning(), gives it everywhere. internal/tuned puts the
 //     speed-up packages together behind the interface; no other core file
 //     than open.go imports it, and none imports a speed-up
 //     (summaryboundary_test.go).

@@ -13,6 +13,7 @@ import (
 	"github.com/flagadmin/flagadmin/adapters/bunstore"
 	"github.com/flagadmin/flagadmin/adapters/memstore"
 	"github.com/flagadmin/flagadmin/flagadmin"
+	"github.com/flagadmin/flagadmin/flagadmin/vlog"
 )
 
 // TestFreshColumnsCoverFeatureTypes: every feature type has a fresh_<type>
@@ -189,6 +190,40 @@ func TestLastUpdatedOfUncountedProject(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestLastUpdatedAfterRetentionPrunedAProject: once retention has pruned
+// every event of a project, the project list shows no lastUpdatedAt for
+// it, as the events left say (its counted rows still hold the time of
+// the newest event they counted); a project with events left shows its
+// newest.
+func TestLastUpdatedAfterRetentionPrunedAProject(t *testing.T) {
+	forEachEngine(t, func(t *testing.T, url string) {
+		ctx := context.Background()
+		s := open(t, url)
+		old, recent := time.Date(2020, 1, 1, 0, 0, 0, 0, time.UTC), time.Date(2026, 3, 4, 5, 6, 7, 8e6, time.UTC)
+		b := &flagadmin.Batch{Projects: []flagadmin.Project{{ID: "gone", Name: "Gone", Mode: flagadmin.ModeOpen}, {ID: "kept", Name: "Kept", Mode: flagadmin.ModeOpen}}}
+		for i, e := range []struct {
+			project string
+			at      time.Time
+		}{{"gone", old}, {"kept", old}, {"gone", old.Add(time.Hour)}, {"kept", recent}} {
+			b.Events = append(b.Events, flagadmin.Event{Type: flagadmin.EventFeatureUpdated, CreatedBy: "x", CreatedAt: e.at.Add(time.Duration(i) * time.Minute), Project: ptrTo(e.project)})
+		}
+		must(t, "Write", s.Write(ctx, b))
+		before := time.Date(2021, 1, 1, 0, 0, 0, 0, time.UTC)
+		ids, err := s.PruneEvents(ctx, 100, func(*flagadmin.Event) (time.Time, error) { return before, nil }, func(ids []int64) (flagadmin.Event, error) {
+			return vlog.PrunedEvent(ids, before, time.Hour, recent.Add(time.Hour))
+		})
+		must(t, "PruneEvents", err)
+		if len(ids) != 3 {
+			t.Fatalf("pruned %d events, want 3", len(ids))
+		}
+		stats, err := s.ProjectStats(ctx, flagadmin.ProjectStatsQuery{})
+		must(t, "ProjectStats", err)
+		if got, want := lastUpdated(stats), map[string]time.Time{"kept": recent.Add(3 * time.Minute)}; !reflect.DeepEqual(got, want) {
+			t.Errorf("lastUpdatedAt: got %v, want %v", got, want)
+		}
+	})
 }
 
 // lastUpdated returns the LastUpdatedAt of each project of stats that has one.

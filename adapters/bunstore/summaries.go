@@ -101,10 +101,10 @@ type summaries interface {
 	// from what the summaries keep (summary.KeptFigures), or none (Empty)
 	// when they keep none.
 	ProjectFigures(q flagadmin.ProjectStatsQuery) summary.KeptFigures
-	// NewestEvents is the SQL of a table (project, newest) of the
-	// creation time (Unix milliseconds) of the newest event of each
-	// project the summaries count, or "" when they count none.
-	NewestEvents() string
+	// NewestEvents is the SQL of the creation time (Unix milliseconds) of
+	// the newest event of each project of the list that the summaries
+	// count (summary.NewestEvents), or none (Empty) when they count none.
+	NewestEvents() summary.NewestEvents
 	// ReadProjectRows reads the rows of the project list's statement
 	// (list) and of its owners' (owners) into to, in one read-only
 	// transaction of its own on db (both statements see one snapshot), and
@@ -171,7 +171,7 @@ func (plain) ProjectFigures(flagadmin.ProjectStatsQuery) summary.KeptFigures {
 }
 
 // NewestEvents counts none: the core looks each project's up.
-func (plain) NewestEvents() string { return "" }
+func (plain) NewestEvents() summary.NewestEvents { return summary.NewestEvents{} }
 
 // ReadProjectRows reads nothing: the core reads the rows through
 // database/sql.

@@ -41,6 +41,18 @@ type OwnerRow struct {
 	GroupName             string
 }
 
+// NewestEvents is the SQL of the createdAt (Unix milliseconds) of the
+// newest event of each of the project list's projects (projects AS p)
+// from what the summaries count: Column, null for a project none of whose
+// events they count, over Joins, the joins of the tables it reads (none
+// for a subquery of its own).
+type NewestEvents struct {
+	Column, Joins sqlq.Fragment
+}
+
+// Empty reports whether n reads nothing: the summaries count no events.
+func (n NewestEvents) Empty() bool { return n.Column.Empty() }
+
 // KeptFigures is the SQL of the figures of the project list's projects
 // (projects AS p) read from what the summaries keep: Columns, the figures
 // features, stale, potentially_stale, members, last_seen_at and cleanup

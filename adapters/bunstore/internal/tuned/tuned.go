@@ -230,12 +230,12 @@ func (s *Summaries) ProjectFigures(q flagadmin.ProjectStatsQuery) summary.KeptFi
 	return projectfigures.Kept(q)
 }
 
-// NewestEvents is eventcounts.NewestSQL when event_counts are kept.
-func (s *Summaries) NewestEvents() string {
+// NewestEvents is eventcounts.Newest when event_counts are kept.
+func (s *Summaries) NewestEvents() summary.NewestEvents {
 	if !s.on.Counts {
-		return ""
+		return summary.NewestEvents{}
 	}
-	return eventcounts.NewestSQL
+	return eventcounts.Newest(s.db.Name())
 }
 
 // ReadProjectRows reads the project list's rows into to in one read-only
