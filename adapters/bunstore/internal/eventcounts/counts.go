@@ -270,12 +270,11 @@ func onConflict(name dialect.Name) string {
 // of the project list (projects AS p) with counted events, from its rows
 // (every shard), for the database name: on SQLite, a lookup of each
 // project's rows in the key; elsewhere, the rows of every project grouped
-// once and joined. Each costs half as much as the other where it is not
-// chosen: SQLite builds an index of the grouped rows for every list
-// (0.41-0.65 ms against 0.48-0.75 ms for the list's statement in
-// Debian's sqlite3, 200 projects, 1,000,000 events), and PostgreSQL runs
-// the lookups as 200 subplans (2,772-2,810 lists of the newest events a
-// second in pgbench, 4 clients, against 5,761-6,132 grouped).
+// once and joined. Each is the cheaper where it is chosen: SQLite builds
+// an index of the grouped rows for every list (the lookups made the
+// store's list of 200 projects 0.77x as long: BENCHMARKS.md, "Where
+// nothing is cached"), and PostgreSQL runs the lookups as one subplan a
+// project, which took twice as long as grouping the rows once.
 func Newest(name dialect.Name) summary.NewestEvents {
 	if name == dialect.SQLite {
 		return summary.NewestEvents{Column: sqlq.F("(SELECT CASE WHEN SUM(n) > 0 THEN MAX(newest) END FROM event_counts WHERE dim = 0 AND scope = 2 AND project = p.id)")}
