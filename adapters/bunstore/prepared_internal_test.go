@@ -140,6 +140,39 @@ func TestSeekPageReadsARangeOnPostgres(t *testing.T) {
 	}
 }
 
+// TestHiddenProjectsLookedUpByHashOnPostgres: on PostgreSQL a caller's
+// hidden projects are looked up in a hash table built once per statement
+// (stored.ProjectHidden), not compared with each row in turn: every scan
+// of events in the plan of a hidden caller's page at a large offset, which
+// tests each row it skips, filters first by a hashed SubPlan; the
+// comparison with each hidden project (<> ALL) comes after it, for the
+// rows it finds hidden alone.
+func TestHiddenProjectsLookedUpByHashOnPostgres(t *testing.T) {
+	s, w := postgresPageWorld(t, 7)
+	var hidden []string
+	for _, p := range w.Projects()[:4] {
+		hidden = append(hidden, p.ID)
+	}
+	q := flagadmin.EventQuery{Limit: 50, RequireProject: true, HiddenProjects: hidden}
+	where := sqlq.And(s.pageWhere(q), sqlq.F("created_at < ?", w.Config().End.UnixMilli()))
+	text, args := pgpage.Rows(pgpage.SeekRange(where, q.Limit, sqlq.F(s.sqlDialect.PreparedOffset(), 700)), sqlq.Fragment{})
+	root, plan := planOf(t, s, text, args)
+	scans := 0
+	for n := range root.all() {
+		if n.Relation != "events" {
+			continue
+		}
+		scans++
+		hashed, each := strings.Index(n.Filter, "NOT (hashed SubPlan"), strings.Index(n.Filter, "<> ALL")
+		if hashed < 0 || each >= 0 && each < hashed {
+			t.Errorf("%s of events filters by %q, want the hidden projects looked up by a hashed SubPlan first:\n%s", n.Type, n.Filter, plan)
+		}
+	}
+	if scans != 2 {
+		t.Errorf("the page scans events %d times, want 2 (its first row, then its rows):\n%s", scans, plan)
+	}
+}
+
 // planOf returns the plan of the statement text with its arguments args
 // ($n placeholders, or none with its values written in it), as EXPLAIN
 // (FORMAT JSON) gives it: its root node and its text.
@@ -163,6 +196,7 @@ type planNode struct {
 	Type     string     `json:"Node Type"`
 	Relation string     `json:"Relation Name"`
 	Index    string     `json:"Index Name"`
+	Filter   string     `json:"Filter"`
 	Plans    []planNode `json:"Plans"`
 }
 

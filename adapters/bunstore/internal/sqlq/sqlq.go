@@ -49,9 +49,10 @@ func In[T any](expr string, values []T) Fragment {
 }
 
 // Texts is a list of strings passed as one value, PostgreSQL's text[]:
-// "column = ANY(CAST(? AS text[]))" tests a row against the list once,
-// where PostgreSQL builds the array of an IN list of statement parameters
-// (Opaque's sub-selects) again for every row it filters. Bun writes it as
+// "column IN (SELECT unnest(CAST(? AS text[])))" looks a row up in the
+// list's hash table, built once, where PostgreSQL builds the array of an
+// IN list of statement parameters (Opaque's sub-selects) again for every
+// row it filters (stored.ProjectHidden). Bun writes it as
 // ARRAY['a', 'b']; Dollar and Opaque as an array parameter in a
 // sub-select (hiddenArray).
 type Texts []string

@@ -239,14 +239,28 @@ func AsStored(e flagadmin.Event) flagadmin.Event {
 
 // ProjectHidden is the SQL form of flagadmin.ProjectHidden on column, a
 // project column, for hidden (not empty) on the database of dialect d:
-// the column is one of hidden (on PostgreSQL, = ANY of one array value,
-// sqlq.Texts: a statement kept prepared otherwise built the IN list's
-// array for each row it filters, 0.8 µs a row for 10 projects), or holds
-// comma-joined projects one of which is (ListsProject).
+// the column is one of hidden, or holds comma-joined projects one of
+// which is (ListsProject).
+//
+// On PostgreSQL hidden is one array value (sqlq.Texts), whose elements a
+// sub-select lists: PostgreSQL puts them in a hash table once per run of
+// the statement and looks each row's column up in it (a hashed SubPlan).
+// A statement kept prepared otherwise built an IN list's array for each
+// row it filters (0.8 µs a row for 10 projects), and = ANY of the array
+// alone compares each row with every element in turn (with the lookup,
+// random offsets and free text answered a larger share of the machine's
+// ceiling in 11 rounds of 12, BENCHMARKS.md). The = ANY after
+// the lookup runs only for the rows the lookup finds hidden; it is there
+// for the planner, which guesses that a sub-select's test keeps half the
+// rows, and with that guess alone read a page at a large offset of a
+// small table by sorting every event before it instead of reading its
+// range (TestSeekPageReadsARangeOnPostgres); with both, it estimates the
+// rows as it did with = ANY alone.
 func ProjectHidden(d dialect.Name, column string, hidden []string) sqlq.Fragment {
 	one := sqlq.In(column, hidden)
 	if d == dialect.PG {
-		one = sqlq.F(column+" = ANY(CAST(? AS text[]))", sqlq.Texts(hidden))
+		one = sqlq.F("("+column+" IN (SELECT unnest(CAST(? AS text[]))) AND "+column+" = ANY(CAST(? AS text[])))",
+			sqlq.Texts(hidden), sqlq.Texts(hidden))
 	}
 	listed := ListsProject(d, column, hidden)
 	if listed.Empty() {
