@@ -120,9 +120,7 @@ func onePostgresConnection(t *testing.T) (*Store, *worldgen.World) {
 func TestSeekPageReadsARangeOnPostgres(t *testing.T) {
 	s, w := postgresPageWorld(t, 7)
 	q := flagadmin.EventQuery{Limit: 50, HiddenProjects: []string{w.Projects()[1].ID}}
-	where := sqlq.And(s.pageWhere(q), sqlq.F("created_at < ?", w.Config().End.UnixMilli()))
-	text, args := pgpage.Rows(pgpage.SeekRange(where, q.Limit, sqlq.F(s.sqlDialect.PreparedOffset(), 700)), sqlq.Fragment{})
-	root, plan := planOf(t, s, text, args)
+	root, plan := seekPagePlan(t, s, w, q)
 	reads := 0
 	for n := range root.all() {
 		if n.Relation != "events" {
@@ -154,9 +152,7 @@ func TestHiddenProjectsLookedUpByHashOnPostgres(t *testing.T) {
 		hidden = append(hidden, p.ID)
 	}
 	q := flagadmin.EventQuery{Limit: 50, RequireProject: true, HiddenProjects: hidden}
-	where := sqlq.And(s.pageWhere(q), sqlq.F("created_at < ?", w.Config().End.UnixMilli()))
-	text, args := pgpage.Rows(pgpage.SeekRange(where, q.Limit, sqlq.F(s.sqlDialect.PreparedOffset(), 700)), sqlq.Fragment{})
-	root, plan := planOf(t, s, text, args)
+	root, plan := seekPagePlan(t, s, w, q)
 	scans := 0
 	for n := range root.all() {
 		if n.Relation != "events" {
@@ -171,6 +167,15 @@ func TestHiddenProjectsLookedUpByHashOnPostgres(t *testing.T) {
 	if scans != 2 {
 		t.Errorf("the page scans events %d times, want 2 (its first row, then its rows):\n%s", scans, plan)
 	}
+}
+
+// seekPagePlan returns the plan of the page of q that the counts found at
+// offset 700 of the events before the end of w, as planOf gives it.
+func seekPagePlan(t *testing.T, s *Store, w *worldgen.World, q flagadmin.EventQuery) (*planNode, string) {
+	t.Helper()
+	where := sqlq.And(s.pageWhere(q), sqlq.F("created_at < ?", w.Config().End.UnixMilli()))
+	text, args := pgpage.Rows(pgpage.SeekRange(where, q.Limit, sqlq.F(s.sqlDialect.PreparedOffset(), 700)), sqlq.Fragment{})
+	return planOf(t, s, text, args)
 }
 
 // planOf returns the plan of the statement text with its arguments args
