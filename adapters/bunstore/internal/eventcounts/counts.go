@@ -277,11 +277,14 @@ func onConflict(name dialect.Name) string {
 // project, which took twice as long as grouping the rows once.
 func Newest(name dialect.Name) summary.NewestEvents {
 	if name == dialect.SQLite {
-		return summary.NewestEvents{Column: sqlq.F("(SELECT CASE WHEN SUM(n) > 0 THEN MAX(newest) END FROM event_counts WHERE dim = 0 AND scope = 2 AND project = p.id)")}
+		return summary.NewestEvents{Column: sqlq.F("(SELECT CASE WHEN SUM(n) > 0 THEN MAX(newest) END FROM event_counts WHERE " + projectEventRows + " AND project = p.id)")}
 	}
 	return summary.NewestEvents{Column: sqlq.F("l.newest"),
-		Joins: sqlq.F("LEFT JOIN (SELECT project, MAX(newest) AS newest FROM event_counts WHERE dim = 0 AND scope = 2 GROUP BY project HAVING SUM(n) > 0) l ON l.project = p.id")}
+		Joins: sqlq.F("LEFT JOIN (SELECT project, MAX(newest) AS newest FROM event_counts WHERE " + projectEventRows + " GROUP BY project HAVING SUM(n) > 0) l ON l.project = p.id")}
 }
+
+// projectEventRows selects the rows that count each project's events.
+var projectEventRows = fmt.Sprintf("dim = %d AND scope = %d", DimEvents, ScopeProject)
 
 // Rebuild recomputes event_counts from the events table, all in shard 0,
 // in the caller's transaction: the events grouped by project and by each

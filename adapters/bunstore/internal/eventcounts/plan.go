@@ -1,7 +1,6 @@
 package eventcounts
 
 import (
-	"fmt"
 	"maps"
 	"slices"
 	"strconv"
@@ -146,7 +145,7 @@ func hiddenKeys(d dialect.Name, hidden []string) []sqlq.Fragment {
 // word, so that PostgreSQL and SQLite prove the index usable; the index
 // leads with dim and scope, which SQLite needs to prefer it to the
 // primary key's range of them.
-var listedRows = fmt.Sprintf("dim = %d AND scope = %d AND project LIKE '%%,%%'", DimEvents, ScopeProject)
+var listedRows = projectEventRows + " AND project LIKE '%,%'"
 
 // Indexes are the statements that create the indexes of event_counts
 // beyond its primary key, unless they exist, on the database d: the
