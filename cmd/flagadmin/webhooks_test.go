@@ -60,15 +60,10 @@ func TestServeDeliversWebhooksAndStatusShowsThem(t *testing.T) {
 	// when it registers, which its engine does in the background once
 	// started: the event is written once the sink holds its lease at the
 	// seed's last event, so that it comes after the sink's start.
-	registered := func() bool {
+	waitFor(t, "the sink to take its lease at the seed's last event (2)", func() bool {
 		v, ok := sample(scrape(t, base+metricsPath), "flagadmin_webhook_position", map[string]string{"sink": "completed"})
 		return ok && v == 2
-	}
-	for deadline := time.Now().Add(10 * time.Second); !registered(); time.Sleep(20 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("the sink did not take its lease at the seed's last event (2) within 10s")
-		}
-	}
+	})
 	status, body := call(t, http.MethodPost, base+"/api/admin/projects/default/features/new-checkout/lifecycle/complete", "*:*.e2e-admin", `{"status":"kept"}`)
 	if status != 200 {
 		t.Fatalf("complete: %d %s", status, body)
