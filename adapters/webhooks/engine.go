@@ -14,6 +14,7 @@ import (
 	"os"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/cenkalti/backoff/v4"
@@ -157,6 +158,8 @@ type sink struct {
 	def  flagadmin.WebhookSink
 	q    flagadmin.EventQuery
 	wake chan struct{}
+	// registered: the store holds the sink (RegisterSink succeeded).
+	registered atomic.Bool
 
 	mu    sync.Mutex
 	stats SinkStats
@@ -183,18 +186,41 @@ func New(store Store, sinks []flagadmin.WebhookSink, opts Options) (*Engine, err
 // Holder is the id this engine holds leases under.
 func (e *Engine) Holder() string { return e.opts.Holder }
 
-// Start starts delivering, in the background, until Stop. Each sink first
-// registers (a sink seen for the first time starts after the newest event
-// stored at that moment), then waits for its lease. Failures of the
-// database are retried: Start itself does not fail.
-func (e *Engine) Start(context.Context) error {
-	ctx, cancel := context.WithCancel(context.Background())
+// Register registers the sinks the store does not hold yet: a sink seen
+// for the first time starts after the newest event stored at that moment,
+// so every event written after Register returns nil is delivered to every
+// sink. Start calls it; a server may call it earlier, once its store holds
+// the events a new sink should not get and before it accepts writes. It
+// makes one attempt per sink and names those that failed.
+func (e *Engine) Register(ctx context.Context) error {
+	var errs []error
+	for _, s := range e.sinks {
+		if err := s.register(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("register sink %q: %w", s.def.Name, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Start starts delivering, in the background, until Stop. It first
+// registers the sinks (Register) before it returns; each sink then waits
+// for its lease. Failures of the database are retried in the background
+// (a sink that could not register here registers when the database
+// answers, and starts after the newest event then): Start itself does not
+// fail.
+func (e *Engine) Start(ctx context.Context) error {
+	if err := e.Register(ctx); err != nil {
+		e.opts.Logger.Warn("webhooks: cannot register the sinks now; retrying in the background", "err", err)
+	}
+	// The sinks run until Stop, not until the end of ctx (which bounds
+	// starting only).
+	runCtx, cancel := context.WithCancel(context.Background())
 	e.cancel = cancel
 	for _, s := range e.sinks {
 		e.wg.Add(1)
 		go func() {
 			defer e.wg.Done()
-			s.run(ctx)
+			s.run(runCtx)
 		}()
 	}
 	return nil
@@ -290,13 +316,27 @@ func sleep(ctx context.Context, d time.Duration) bool {
 	}
 }
 
-// run registers the sink, then alternates between waiting for its lease
-// and delivering while it holds it, until ctx ends.
+// register registers the sink unless it is registered.
+func (s *sink) register(ctx context.Context) error {
+	if s.registered.Load() {
+		return nil
+	}
+	st, err := s.e.store.RegisterSink(ctx, s.def.Name, s.e.opts.Now())
+	if err != nil {
+		return err
+	}
+	s.update(func(x *SinkStats) { x.Position = st.Position })
+	s.registered.Store(true)
+	return nil
+}
+
+// run registers the sink unless Register did, then alternates between
+// waiting for its lease and delivering while it holds it, until ctx ends.
 func (s *sink) run(ctx context.Context) {
 	o := &s.e.opts
 	storeRetry := s.e.newBackoff()
 	for ctx.Err() == nil {
-		if _, err := s.e.store.RegisterSink(ctx, s.def.Name, o.Now()); err != nil {
+		if err := s.register(ctx); err != nil {
 			if ctx.Err() == nil {
 				s.log().Warn("webhooks: cannot register the sink; retrying", "err", err)
 				sleep(ctx, storeRetry.NextBackOff())

@@ -3,14 +3,18 @@ package webhooks_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -20,6 +24,7 @@ import (
 	"github.com/flagadmin/flagadmin/flagadmin"
 	"github.com/flagadmin/flagadmin/internal/dbtest"
 	"github.com/flagadmin/flagadmin/internal/faultproxy"
+	"github.com/flagadmin/flagadmin/internal/syncbuffer"
 )
 
 // testStore is a store of events and sink state.
@@ -602,4 +607,59 @@ func TestNotifyWakesAWaitingSink(t *testing.T) {
 	want := writeEvents(t, s, 1, flagadmin.EventFeatureUpdated)
 	e.Notify()
 	r.waitFor(t, want, 5*time.Second)
+}
+
+func TestStartRegistersANewSinkBeforeItReturns(t *testing.T) {
+	forEachBackend(t, false, func(t *testing.T, open func(*testing.T) testStore) {
+		s := open(t)
+		before := writeEvents(t, s, 3, flagadmin.EventFeatureCreated)
+		r := newReceiver(t)
+		startEngine(t, s, []flagadmin.WebhookSink{sinkTo("new", r.srv.URL, flagadmin.EventSearchParams{})}, fast("a"))
+		// No wait: an event written as soon as Start returns comes after
+		// the sink's first position.
+		states, err := s.SinkStates(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(states) != 1 || states[0].Name != "new" || states[0].Position != before[2] {
+			t.Fatalf("stored sinks when Start returned: %+v, want sink new at the newest event %d", states, before[2])
+		}
+		want := writeEvents(t, s, 2, flagadmin.EventFeatureUpdated)
+		r.waitFor(t, want, 10*time.Second)
+		r.checkDelivery(t, want, 0)
+	})
+}
+
+// failingRegistration is a store whose RegisterSink fails until ok is set.
+type failingRegistration struct {
+	*memstore.Store
+	ok atomic.Bool
+}
+
+func (f *failingRegistration) RegisterSink(ctx context.Context, name string, now time.Time) (flagadmin.SinkState, error) {
+	if !f.ok.Load() {
+		return flagadmin.SinkState{}, errors.New("database down")
+	}
+	return f.Store.RegisterSink(ctx, name, now)
+}
+
+func TestASinkThatCannotRegisterAtStartRegistersWhenTheDatabaseAnswers(t *testing.T) {
+	s := &failingRegistration{Store: memstore.New()}
+	r := newReceiver(t)
+	var logs syncbuffer.Buffer
+	opts := fast("a")
+	opts.Logger = slog.New(slog.NewTextHandler(&logs, nil))
+	e := startEngine(t, s, []flagadmin.WebhookSink{sinkTo("late", r.srv.URL, flagadmin.EventSearchParams{})}, opts)
+	if !strings.Contains(logs.String(), `register sink \"late\": database down`) {
+		t.Errorf("log %q does not say that sink late could not register", logs.String())
+	}
+	if states, _ := s.SinkStates(context.Background()); len(states) != 0 {
+		t.Fatalf("stored sinks %+v, want none", states)
+	}
+	writeEvents(t, s, 2, flagadmin.EventFeatureCreated) // before the sink registers: not its
+	s.ok.Store(true)
+	waitStats(t, e, func(st []webhooks.SinkStats) bool { return st[0].Holding })
+	want := writeEvents(t, s, 1, flagadmin.EventFeatureUpdated)
+	r.waitFor(t, want, 10*time.Second)
+	r.checkDelivery(t, want, 0)
 }

@@ -263,12 +263,23 @@ func (l *Listener) Addr() net.Addr {
 	return l.addr
 }
 
+// beforeServe is a step of start-up that runs once the store is prepared
+// and before the server serves; modules provide them in the value group
+// "beforeServe".
+type beforeServe func(context.Context) error
+
+// serveSteps are the beforeServe steps of every module.
+type serveSteps struct {
+	fx.In
+	Steps []beforeServe `group:"beforeServe"`
+}
+
 // newListener registers the hooks that serve srv. On start: listen on its
 // address first, so a busy port fails start-up before the store is touched;
-// then prepare the store (seed, demo world, admin tokens); then serve in a
-// goroutine. On stop: shut down gracefully, letting in-flight requests
-// finish.
-func newListener(lc fx.Lifecycle, srv *http.Server, boot *bootstrap, log *slog.Logger, sd fx.Shutdowner) *Listener {
+// then prepare the store (seed, demo world, admin tokens); then run the
+// beforeServe steps; then serve in a goroutine. On stop: shut down
+// gracefully, letting in-flight requests finish.
+func newListener(lc fx.Lifecycle, srv *http.Server, boot *bootstrap, steps serveSteps, log *slog.Logger, sd fx.Shutdowner) *Listener {
 	l := &Listener{}
 	lc.Append(fx.Hook{
 		OnStart: func(ctx context.Context) error {
@@ -279,6 +290,12 @@ func newListener(lc fx.Lifecycle, srv *http.Server, boot *bootstrap, log *slog.L
 			if err := boot.run(ctx); err != nil {
 				ln.Close()
 				return err
+			}
+			for _, step := range steps.Steps {
+				if err := step(ctx); err != nil {
+					ln.Close()
+					return err
+				}
 			}
 			l.mu.Lock()
 			l.addr = ln.Addr()

@@ -20,19 +20,17 @@ import (
 
 // webhooksModule provides the *webhooks.Engine of the configured sinks (one
 // with no sinks when none are configured, for metrics to read all the
-// same), started after the HTTP server and stopped before it.
+// same): its sinks registered before the HTTP server serves, delivery
+// started after it and stopped before it.
 var webhooksModule = fx.Module("webhooks",
-	fx.Provide(newWebhookEngine),
-	fx.Invoke(func(*webhooks.Engine) {}),
+	fx.Provide(newWebhookEngine, fx.Annotate(registerWebhookSinks, fx.ResultTags(`group:"beforeServe"`))),
+	fx.Invoke(startWebhooks),
 )
 
 // newWebhookEngine returns the delivery engine of cfg's sinks over the
 // opened store (not the cached one: delivery reads the event log as it is
-// stored). Start runs it; stop releases the leases it holds. On a server
-// that follows Unleash, delivery starts once the store holds the copy: a
-// sink seen for the first time starts after the newest event then, not
-// before the imported history.
-func newWebhookEngine(lc fx.Lifecycle, cfg Config, store flagadmin.Store, follower *unleashimport.Follower, log *slog.Logger, m *metrics.Metrics) (*webhooks.Engine, error) {
+// stored).
+func newWebhookEngine(cfg Config, store flagadmin.Store, log *slog.Logger, m *metrics.Metrics) (*webhooks.Engine, error) {
 	ws, ok := store.(webhooks.Store)
 	if !ok && len(cfg.WebhookSinks) > 0 {
 		return nil, cliErrorf("--webhooks: this store keeps no webhook delivery state")
@@ -41,10 +39,38 @@ func newWebhookEngine(lc fx.Lifecycle, cfg Config, store flagadmin.Store, follow
 	if err != nil {
 		return nil, cliErrorf("--webhooks: %s", flat(err))
 	}
-	if len(cfg.WebhookSinks) == 0 {
-		return e, nil
+	if len(cfg.WebhookSinks) > 0 {
+		registerWebhookStats(m, e)
 	}
-	registerWebhookStats(m, e)
+	return e, nil
+}
+
+// registerWebhookSinks is the step of start-up that registers the sinks
+// once the store is prepared (seed, demo world) and before the server
+// serves: a sink seen for the first time starts after the newest event
+// then, and gets every event written through the server. A server that
+// follows Unleash registers them when delivery starts (startWebhooks).
+func registerWebhookSinks(cfg Config, e *webhooks.Engine, follower *unleashimport.Follower, log *slog.Logger) beforeServe {
+	return func(ctx context.Context) error {
+		if follower != nil || len(cfg.WebhookSinks) == 0 {
+			return nil
+		}
+		if err := e.Register(ctx); err != nil {
+			log.Warn("webhooks: cannot register the sinks before serving; retrying in the background", "err", flat(err))
+		}
+		return nil
+	}
+}
+
+// startWebhooks starts delivery after the HTTP server (the listener's hook
+// runs first) and stops it before; stop releases the leases the engine
+// holds. On a server that follows Unleash, delivery starts once the store
+// holds the copy: a sink seen for the first time starts after the newest
+// event then, not before the imported history.
+func startWebhooks(lc fx.Lifecycle, cfg Config, e *webhooks.Engine, follower *unleashimport.Follower, log *slog.Logger, _ *Listener) {
+	if len(cfg.WebhookSinks) == 0 {
+		return
+	}
 	start := func(ctx context.Context) error {
 		log.Info("webhooks: delivering", "sinks", len(cfg.WebhookSinks), "holder", e.Holder())
 		return e.Start(ctx)
@@ -60,7 +86,7 @@ func newWebhookEngine(lc fx.Lifecycle, cfg Config, store flagadmin.Store, follow
 				return err
 			},
 		})
-		return e, nil
+		return
 	}
 	waitCtx, cancel := context.WithCancel(context.Background())
 	started := make(chan bool, 1)
@@ -91,7 +117,6 @@ func newWebhookEngine(lc fx.Lifecycle, cfg Config, store flagadmin.Store, follow
 			return err
 		},
 	})
-	return e, nil
 }
 
 // loadWebhooks reads the webhook configuration file at path, if any.

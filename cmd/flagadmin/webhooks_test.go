@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"io"
 	"log/slog"
 	"net/http"
@@ -15,8 +16,9 @@ import (
 	"go.uber.org/fx"
 	"go.uber.org/fx/fxtest"
 
+	"github.com/flagadmin/flagadmin/adapters/bunstore"
 	"github.com/flagadmin/flagadmin/adapters/webhooks"
-	"github.com/flagadmin/flagadmin/internal/syncbuffer"
+	"github.com/flagadmin/flagadmin/flagadmin"
 )
 
 func TestServeDeliversWebhooksAndStatusShowsThem(t *testing.T) {
@@ -52,18 +54,24 @@ func TestServeDeliversWebhooksAndStatusShowsThem(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg := Config{Addr: "127.0.0.1:0", DB: db, LogLevel: slog.LevelInfo, LogFormat: "text", Webhooks: hooks, WebhookSinks: sinks}
-	var l *Listener
-	app := fxtest.New(t, serveOptions(cfg, &syncbuffer.Buffer{}), fx.Populate(&l))
-	app.RequireStart()
-	base := "http://" + l.Addr().String()
 	// A sink seen for the first time starts after the newest event stored
-	// when it registers, which its engine does in the background once
-	// started: the event is written once the sink holds its lease at the
-	// seed's last event, so that it comes after the sink's start.
-	waitFor(t, "the sink to take its lease at the seed's last event (2)", func() bool {
-		v, ok := sample(scrape(t, base+metricsPath), "flagadmin_webhook_position", map[string]string{"sink": "completed"})
-		return ok && v == 2
-	})
+	// when it registers, which the server does before it serves: when it
+	// logs that it listens, the store holds the sink at the seed's last
+	// event (2), so the event written next is the sink's.
+	var whenListening []flagadmin.SinkState
+	var stateErr error
+	logs := &lineWatcher{on: func(line string) {
+		if strings.Contains(line, "msg=listening") {
+			whenListening, stateErr = storedSinks(db)
+		}
+	}}
+	var l *Listener
+	app := fxtest.New(t, serveOptions(cfg, logs), fx.Populate(&l))
+	app.RequireStart()
+	if stateErr != nil || len(whenListening) != 1 || whenListening[0].Name != "completed" || whenListening[0].Position != 2 {
+		t.Fatalf("stored sinks when the server said it listens: %+v (%v), want sink completed at event 2", whenListening, stateErr)
+	}
+	base := "http://" + l.Addr().String()
 	status, body := call(t, http.MethodPost, base+"/api/admin/projects/default/features/new-checkout/lifecycle/complete", "*:*.e2e-admin", `{"status":"kept"}`)
 	if status != 200 {
 		t.Fatalf("complete: %d %s", status, body)
@@ -158,4 +166,29 @@ func TestWebhooksHelp(t *testing.T) {
 	if !strings.Contains(stdout, "-webhooks") || !strings.Contains(stdout, envWebhooks) {
 		t.Errorf("serve -h does not mention --webhooks:\n%s", stdout)
 	}
+}
+
+// lineWatcher is a log destination that calls on with each write (a
+// logger writes a line at a time), in the writer's goroutine.
+type lineWatcher struct {
+	mu sync.Mutex
+	on func(line string)
+}
+
+func (w *lineWatcher) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.on(string(p))
+	return len(p), nil
+}
+
+// storedSinks reads the sinks' state stored in the database at dbURL.
+func storedSinks(dbURL string) ([]flagadmin.SinkState, error) {
+	ctx := context.Background()
+	s, err := bunstore.Open(ctx, dbURL)
+	if err != nil {
+		return nil, err
+	}
+	defer s.Close()
+	return s.SinkStates(ctx)
 }
