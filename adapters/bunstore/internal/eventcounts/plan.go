@@ -31,6 +31,12 @@ type Plan struct {
 	// the rows of the hidden projects, each a part of them (hiddenKeys);
 	// none when no project is hidden.
 	hiddenKeys []sqlq.Fragment
+	// listed, when hiddenKeys has the part of the comma-joined projects
+	// naming a hidden one, is the condition of their rows of the project
+	// counts; probeListed: a seek in a transaction first asks whether
+	// there are any (withListedKeys).
+	listed      sqlq.Fragment
+	probeListed bool
 }
 
 // planKind is where a plan reads the total from.
@@ -87,7 +93,7 @@ func planOf(d dialect.Name, q flagadmin.EventQuery) Plan {
 		return Plan{}
 	}
 	hidden := slices.Sorted(maps.Keys(setOf(q.HiddenProjects))) // deduplicated, in one order
-	keys := hiddenKeys(d, hidden)
+	keys, listed := hiddenKeys(d, hidden)
 	var p Plan
 	switch {
 	case filters > 1 || (filters == 1 && (q.From != nil || q.Before != nil)):
@@ -105,7 +111,7 @@ func planOf(d dialect.Name, q flagadmin.EventQuery) Plan {
 	default:
 		p = columnPlan(q, dim, values, nums, hidden, keys)
 	}
-	p.q, p.hiddenKeys = q, keys
+	p.q, p.hiddenKeys, p.listed, p.probeListed = q, keys, listed, d == dialect.SQLite
 	return p
 }
 
@@ -114,25 +120,26 @@ func planOf(d dialect.Name, q flagadmin.EventQuery) Plan {
 // when none is): a hidden project's own, and those of every other project
 // of the counts that names one among comma-joined projects
 // (flagadmin.ProjectHidden), found among the keys of the rows per project,
-// a row per project and shard. A comma-joined project longer than
+// a row per project and shard (listed is the condition of those rows,
+// empty when there is no second part). A comma-joined project longer than
 // MaxKeyBytes has no row: its events stay counted.
 //
 // The two select different projects, so what is counted under each adds
 // up; each is read apart, as one index serves each (the list of keys is
 // probed, the keys the subquery finds are joined) and none serves their OR:
 // PostgreSQL then reads every row of the dim and scope.
-func hiddenKeys(d dialect.Name, hidden []string) []sqlq.Fragment {
+func hiddenKeys(d dialect.Name, hidden []string) (keys []sqlq.Fragment, listed sqlq.Fragment) {
 	if len(hidden) == 0 {
-		return nil
+		return nil, sqlq.Fragment{}
 	}
 	own := sqlq.In("project", hidden)
-	listed := stored.ListsProject(d, "project", hidden)
-	if listed.Empty() {
-		return []sqlq.Fragment{own}
+	lists := stored.ListsProject(d, "project", hidden)
+	if lists.Empty() {
+		return []sqlq.Fragment{own}, sqlq.Fragment{}
 	}
-	others := sqlq.And(listed, sqlq.In("project", hidden).Wrap("NOT (", ")"))
-	keys := others.Wrap("project IN (SELECT project FROM event_counts WHERE "+listedRows+" AND ", ")")
-	return []sqlq.Fragment{own, keys}
+	others := sqlq.And(lists, sqlq.In("project", hidden).Wrap("NOT (", ")"))
+	listed = others.Wrap(listedRows+" AND ", "")
+	return []sqlq.Fragment{own, listed.Wrap("project IN (SELECT project FROM event_counts WHERE ", ")")}, listed
 }
 
 // listedRows is the condition of the rows that count the events of each
