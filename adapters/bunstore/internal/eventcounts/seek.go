@@ -33,7 +33,9 @@ type counted struct {
 //
 // Without dates, whole months are skipped first by their month rows
 // (monthSeek). With dates, the range's day rows are read less the hidden
-// projects' day rows, in one statement.
+// projects' day rows, in one statement. In a transaction on SQLite, a
+// statement first asks whether any comma-joined project names a hidden
+// one (withListedKeys).
 func (p Plan) Seek(ctx context.Context, db bun.IDB, query sqlq.Query, stamp sqlq.Fragment) (summary.Start, error) {
 	if stamp.Empty() {
 		var err error
@@ -67,9 +69,10 @@ func (p Plan) Seek(ctx context.Context, db bun.IDB, query sqlq.Query, stamp sqlq
 // probes for them (probeListed: SQLite, where a statement costs no round
 // trip, and where each of the seek's three statements holding that part
 // builds the keys it finds into a temporary index, empty or not; the probe
-// costs about 15 µs). A hidden caller's page at a large offset then took
-// 0.52-0.64 of the time (BENCHMARKS.md). Only for a seek in a transaction,
-// whose statements all see the snapshot the probe saw.
+// costs about 15 µs). A hidden caller's page at a large offset, one
+// caller at a time, then took 0.52-0.64 of the time (BENCHMARKS.md). Only
+// for a seek in a transaction, whose statements all see the snapshot the
+// probe saw.
 func (p Plan) withListedKeys(ctx context.Context, db bun.IDB, query sqlq.Query) (Plan, error) {
 	if !p.probeListed || p.listed.Empty() {
 		return p, nil
