@@ -182,10 +182,11 @@ func (w *lineWatcher) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// storedSinks reads the sinks' state stored in the database at dbURL.
+// storedSinks reads the sinks' state stored in the database at dbURL,
+// without migrating it (which would take the write lock).
 func storedSinks(dbURL string) ([]flagadmin.SinkState, error) {
 	ctx := context.Background()
-	s, err := bunstore.Open(ctx, dbURL)
+	s, err := bunstore.Open(ctx, dbURL, bunstore.WithoutMigrate())
 	if err != nil {
 		return nil, err
 	}

@@ -37,11 +37,9 @@ type counted struct {
 // statement first asks whether any comma-joined project names a hidden
 // one (withListedKeys).
 func (p Plan) Seek(ctx context.Context, db bun.IDB, query sqlq.Query, stamp sqlq.Fragment) (summary.Start, error) {
-	if stamp.Empty() {
-		var err error
-		if p, err = p.withListedKeys(ctx, db, query); err != nil {
-			return summary.Start{}, err
-		}
+	p, err := p.withListedKeys(ctx, db, query, stamp)
+	if err != nil {
+		return summary.Start{}, err
 	}
 	if p.from == nil && p.before == nil {
 		return p.monthSeek(ctx, db, query, stamp)
@@ -71,10 +69,10 @@ func (p Plan) Seek(ctx context.Context, db bun.IDB, query sqlq.Query, stamp sqlq
 // builds the keys it finds into a temporary index, empty or not; the probe
 // costs about 15 µs). A hidden caller's page at a large offset, one
 // caller at a time, then took 0.52-0.64 of the time (BENCHMARKS.md). Only
-// for a seek in a transaction, whose statements all see the snapshot the
-// probe saw.
-func (p Plan) withListedKeys(ctx context.Context, db bun.IDB, query sqlq.Query) (Plan, error) {
-	if !p.probeListed || p.listed.Empty() {
+// for a seek in a transaction (no stamp), whose statements all see the
+// snapshot the probe saw.
+func (p Plan) withListedKeys(ctx context.Context, db bun.IDB, query sqlq.Query, stamp sqlq.Fragment) (Plan, error) {
+	if !p.probeListed || p.listed.Empty() || !stamp.Empty() {
 		return p, nil
 	}
 	probe := p.listed.Wrap("SELECT EXISTS (SELECT 1 FROM event_counts WHERE ", ")")
