@@ -239,11 +239,11 @@ func (ws *Witnesses) Run(ctx context.Context) {
 				ws.mu.Lock()
 				cp := ws.pending
 				ws.mu.Unlock()
-				err := ws.submit(ctx, w, cp)
+				got, err := ws.submit(ctx, w, cp)
 				if ctx.Err() != nil {
 					return
 				}
-				ws.report(w, err)
+				ws.report(w, got, err)
 				if err == nil {
 					ws.keepCosigned()
 				}
@@ -295,24 +295,31 @@ type witnessRefusal string
 func (r witnessRefusal) Error() string        { return string(r) }
 func (r witnessRefusal) Is(target error) bool { return target == errWitnessRefused }
 
-// submit gets cp cosigned by w, unless w cosigned it already. A witness
-// whose tree is not the size the server thought answers 409 with its size:
-// the request is sent again with a proof from that size.
-func (ws *Witnesses) submit(ctx context.Context, w *witnessState, cp vlog.Checkpoint) error {
+// cosignature is a checkpoint a witness cosigned, and its lines.
+type cosignature struct {
+	cp    vlog.Checkpoint
+	lines []byte
+}
+
+// submit gets cp cosigned by w, unless w cosigned it already (then it
+// returns nil and no error). A witness whose tree is not the size the
+// server thought answers 409 with its size: the request is sent again with
+// a proof from that size. What w cosigns is kept by report.
+func (ws *Witnesses) submit(ctx context.Context, w *witnessState, cp vlog.Checkpoint) (*cosignature, error) {
 	w.mu.Lock()
 	old, done := w.known, w.cosigned.Size == cp.Size && w.cosigned.Root == cp.Root
 	w.mu.Unlock()
 	if done {
-		return nil
+		return nil, nil
 	}
 	for range 3 {
 		if old > cp.Size {
-			return witnessRefusal(fmt.Sprintf("the witness has seen a larger tree of this log (%d events) than this checkpoint (%d events): an older copy of the database was put back, or events were removed, and the witness does not cosign it",
+			return nil, witnessRefusal(fmt.Sprintf("the witness has seen a larger tree of this log (%d events) than this checkpoint (%d events): an older copy of the database was put back, or events were removed, and the witness does not cosign it",
 				old, cp.Size))
 		}
 		lines, known, err := ws.addCheckpoint(ctx, w, old, cp)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		if lines == nil { // 409
 			w.mu.Lock()
@@ -323,17 +330,14 @@ func (ws *Witnesses) submit(ctx context.Context, w *witnessState, cp vlog.Checkp
 		}
 		lines = cosignatureLines(lines, w.Verifier)
 		if lines == nil {
-			return fmt.Errorf("the witness answered no cosignature line of its key %s+%08x", w.Name(), w.Verifier.KeyHash())
+			return nil, fmt.Errorf("the witness answered no cosignature line of its key %s+%08x", w.Name(), w.Verifier.KeyHash())
 		}
 		if _, err := Cosigned(append(bytes.Clone(cp.Note), lines...), w.Verifier); err != nil {
-			return fmt.Errorf("the witness's answer: %v", err)
+			return nil, fmt.Errorf("the witness's answer: %v", err)
 		}
-		w.mu.Lock()
-		w.known, w.cosigned, w.lines, w.at = cp.Size, cp, lines, ws.clock()
-		w.mu.Unlock()
-		return nil
+		return &cosignature{cp, lines}, nil
 	}
-	return fmt.Errorf("the witness's tree changed size three times in a row (now %d events); trying again with the next checkpoint", old)
+	return nil, fmt.Errorf("the witness's tree changed size three times in a row (now %d events); trying again with the next checkpoint", old)
 }
 
 // addCheckpoint sends one add-checkpoint request: cp with the proof from
@@ -438,15 +442,20 @@ func originOf(note []byte) string {
 	return string(origin)
 }
 
-// report records the outcome of a submission: a failure is logged when it
+// report records the outcome of a submission: what the witness cosigned
+// (got, nil when nothing new) or the error. A failure is logged when it
 // starts a run of failures (or turns from unreachable to refused, or back),
-// a success after failures too.
-func (ws *Witnesses) report(w *witnessState, err error) {
+// a success after failures too; the line is logged before the outcome is
+// kept, so whoever sees the outcome in Status or Cosign finds the line in
+// the log. Only the witness's own goroutine changes its problem.
+func (ws *Witnesses) report(w *witnessState, got *cosignature, err error) {
 	w.mu.Lock()
 	before := w.problem
-	w.problem = err
 	size := w.cosigned.Size
 	w.mu.Unlock()
+	if got != nil {
+		size = got.cp.Size
+	}
 	switch {
 	case err != nil && (before == nil || errors.Is(before, errWitnessRefused) != errors.Is(err, errWitnessRefused)):
 		if errors.Is(err, errWitnessRefused) {
@@ -459,6 +468,12 @@ func (ws *Witnesses) report(w *witnessState, err error) {
 	case err == nil && before != nil:
 		ws.log.Info("log: a witness cosigns again", "witness", w.Name(), "url", w.URL, "size", size)
 	}
+	w.mu.Lock()
+	w.problem = err
+	if got != nil {
+		w.known, w.cosigned, w.lines, w.at = got.cp.Size, got.cp, got.lines, ws.clock()
+	}
+	w.mu.Unlock()
 }
 
 // KeptCosignatures is what KeepCosigned found in its file.
