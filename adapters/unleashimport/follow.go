@@ -123,6 +123,14 @@ type FollowOptions struct {
 	RetryMin, RetryMax time.Duration
 	// Now is the clock (default time.Now).
 	Now func() time.Time
+	// BeforeApplying, when set, runs once in Run's goroutine, before the
+	// first write after the copy: before the first batch the follower
+	// applies to a store that holds the copy (the first import is the
+	// copy, not after it). What starts from the store's newest event there
+	// (a webhook sink seen for the first time) misses no event followed
+	// after the copy. It runs on the server that applies, not on a
+	// standby.
+	BeforeApplying func(ctx context.Context)
 }
 
 func (o *FollowOptions) defaults() {

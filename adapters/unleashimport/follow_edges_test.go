@@ -140,6 +140,8 @@ func TestFollowStandbyLogsOnce(t *testing.T) {
 	// renewals later.
 	waitFor(t, 10*time.Second, "b sees the new position", func() bool { return b.Status().Position >= id })
 	const standbyLine = "following: another server applies the source's changes; this one serves the copy"
+	// The lease's goroutine logs it, apart from the status.
+	waitFor(t, 10*time.Second, "b's standby line", func() bool { return strings.Contains(logB.String(), standbyLine) })
 	if n := strings.Count(logB.String(), standbyLine); n != 1 {
 		t.Errorf("b logged %q %d times, want once:\n%s", standbyLine, n, logB)
 	}
@@ -329,5 +331,51 @@ func TestFollowResumedCopyIsReadyAtOnce(t *testing.T) {
 	resume, err := f.Check(context.Background())
 	if st := f.Status(); err != nil || !resume || !st.Ready || st.Position != fixtureEvents || st.NotLoaded() != "" {
 		t.Errorf("after Check: resume %v, %v, status %+v; want the copy ready at position %d", resume, err, st, fixtureEvents)
+	}
+}
+
+// TestFollowRunsBeforeApplyingBeforeItsFirstWriteAfterTheCopy: the hook
+// runs once, before the first event followed after the copy is written:
+// after the first import, and again in a follower that resumes a copy
+// with events written while it was stopped. It sees the copy's newest
+// event, none followed after it.
+func TestFollowRunsBeforeApplyingBeforeItsFirstWriteAfterTheCopy(t *testing.T) {
+	src := unleashfixture.Restore(t)
+	u := connect(t, src)
+	store := memstore.New()
+	// run follows until the store holds last, and returns the store's
+	// newest event each time the hook ran.
+	run := func(last int64) []int64 {
+		var mu sync.Mutex
+		var seen []int64
+		opts, _ := logged("")
+		opts.BeforeApplying = func(context.Context) {
+			ids := storeIDs(t, store, 0)
+			mu.Lock()
+			defer mu.Unlock()
+			seen = append(seen, ids[len(ids)-1])
+		}
+		r := startFollower(t, src, store, opts)
+		waitFor(t, 30*time.Second, "the copy", func() bool { return r.Status().Ready })
+		if last == 0 {
+			last = u.event(nil, "feature-updated", ptr("default"), ptr("dark-mode"), `{}`)
+		}
+		caughtUp(t, r, last)
+		r.stop()
+		mu.Lock()
+		defer mu.Unlock()
+		return seen
+	}
+	if seen := run(0); !slices.Equal(seen, []int64{fixtureEvents}) {
+		t.Errorf("after the import, the hook saw the newest events %v, want once the copy's %d", seen, fixtureEvents)
+	}
+	copied := storeIDs(t, store, 0)
+	newest := copied[len(copied)-1]
+	var last int64
+	for range 3 {
+		last = u.event(nil, "feature-updated", ptr("default"), ptr("dark-mode"), `{}`)
+	}
+	if seen := run(last); !slices.Equal(seen, []int64{newest}) {
+		t.Errorf("resuming, the hook saw the newest events %v, want once the copy's %d", seen, newest)
 	}
 }

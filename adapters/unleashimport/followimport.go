@@ -28,13 +28,8 @@ func (l *followLoop) importFirst(ctx context.Context) (time.Duration, error) {
 	}
 	l.recovered()
 	l.following, l.position, l.holes, l.stored = true, st.Position, st.Holes, st.SyncedAt
-	l.setStatus(func(s *follow.Status) {
-		s.State, s.Ready, s.Position, s.Holes = follow.Following, true, st.Position, st.Holes
-		s.Copied, s.CopyTotal = 0, 0
-		if t := syncedAt(st); t != nil {
-			s.SyncedAt = t
-		}
-	})
+	// Logged before the status says so: whoever sees the follower ready
+	// finds these lines in the log.
 	attrs := []any{"source", l.name, "schema", sum.Schema, "position", st.Position, "elapsed", sum.Elapsed.Round(time.Millisecond).String()}
 	for _, c := range sum.Kinds {
 		attrs = append(attrs, strings.ReplaceAll(c.Name, " ", "_"), c.Imported)
@@ -43,6 +38,13 @@ func (l *followLoop) importFirst(ctx context.Context) (time.Duration, error) {
 	for _, line := range sum.NotImportable {
 		l.log.Warn("following: not importable: " + line)
 	}
+	l.setStatus(func(s *follow.Status) {
+		s.State, s.Ready, s.Position, s.Holes = follow.Following, true, st.Position, st.Holes
+		s.Copied, s.CopyTotal = 0, 0
+		if t := syncedAt(st); t != nil {
+			s.SyncedAt = t
+		}
+	})
 	return 0, nil
 }
 

@@ -44,6 +44,7 @@ type followLoop struct {
 	position  int64       // the last id applied or settled as a hole
 	holes     int64       // the holes up to position
 	stored    time.Time   // SyncedAt as last written
+	applying  bool        // BeforeApplying has run
 	prev      *worldState // the world as last applied; nil: the next is Full
 	worldAt   time.Time   // when the reading of the world last applied began
 	announced bool        // events were read since the world was last read

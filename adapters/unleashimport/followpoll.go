@@ -209,6 +209,10 @@ func (l *followLoop) apply(ctx context.Context, p *pollRound) error {
 		b.SyncedAt = flagadmin.Truncate(p.at)
 	}
 	if b.Changes() || b.Position != l.position || (caughtUp && p.at.Sub(l.stored) >= l.opts.SyncEvery) {
+		if !l.applying && l.opts.BeforeApplying != nil {
+			l.opts.BeforeApplying(ctx)
+		}
+		l.applying = true
 		if err := l.store.ApplyFollow(ctx, l.opts.Holder, l.opts.Now(), b); err != nil {
 			return err
 		}

@@ -19,6 +19,7 @@ import (
 	"github.com/flagadmin/flagadmin/adapters/bunstore"
 	"github.com/flagadmin/flagadmin/adapters/metrics"
 	"github.com/flagadmin/flagadmin/adapters/unleashimport"
+	"github.com/flagadmin/flagadmin/adapters/webhooks"
 	"github.com/flagadmin/flagadmin/flagadmin"
 	"github.com/flagadmin/flagadmin/flagadmin/follow"
 )
@@ -72,7 +73,7 @@ var followModule = fx.Module("follow", fx.Provide(newFollower))
 // again by the follower, which reports why) and runs the follower in the
 // background: the import, if the store is empty, then following. On stop
 // it ends it, releasing its lease.
-func newFollower(lc fx.Lifecycle, cfg Config, store flagadmin.Store, log *slog.Logger, m *metrics.Metrics) (*unleashimport.Follower, error) {
+func newFollower(lc fx.Lifecycle, cfg Config, store flagadmin.Store, e *webhooks.Engine, log *slog.Logger, m *metrics.Metrics) (*unleashimport.Follower, error) {
 	if cfg.Follow == "" {
 		return nil, nil
 	}
@@ -81,7 +82,18 @@ func newFollower(lc fx.Lifecycle, cfg Config, store flagadmin.Store, log *slog.L
 		return nil, cliErrorf("--follow: the store %s keeps no follow state", bunstore.RedactURL(cfg.DB))
 	}
 	flog := log.With("component", "follow")
-	f := unleashimport.NewFollower(cfg.Follow, target, unleashimport.FollowOptions{Logger: flog})
+	opts := unleashimport.FollowOptions{Logger: flog}
+	if len(cfg.WebhookSinks) > 0 {
+		// The sinks are registered before the first event followed after
+		// the copy is written: a sink seen for the first time starts at
+		// the copy's newest event, and misses none followed after it.
+		opts.BeforeApplying = func(ctx context.Context) {
+			if err := e.Register(ctx); err != nil {
+				log.Warn("webhooks: cannot register the sinks before following on; retrying in the background", "err", flat(err))
+			}
+		}
+	}
+	f := unleashimport.NewFollower(cfg.Follow, target, opts)
 	registerFollowStats(m, f)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})

@@ -49,7 +49,9 @@ func newWebhookEngine(cfg Config, store flagadmin.Store, log *slog.Logger, m *me
 // once the store is prepared (seed, demo world) and before the server
 // serves: a sink seen for the first time starts after the newest event
 // then, and gets every event written through the server. A server that
-// follows Unleash registers them when delivery starts (startWebhooks).
+// follows Unleash registers them before the follower writes its first
+// event after the copy (newFollower), or when delivery starts
+// (startWebhooks), whichever comes first.
 func registerWebhookSinks(cfg Config, e *webhooks.Engine, follower *unleashimport.Follower, log *slog.Logger) beforeServe {
 	return func(ctx context.Context) error {
 		if follower != nil || len(cfg.WebhookSinks) == 0 {
