@@ -118,6 +118,9 @@ func wantRefused(t *testing.T, base string, stderr *syncbuffer.Buffer, verifier,
 	if code != 1 || !strings.Contains(errOut, problem) || strings.Count(errOut, "\n") != 1 {
 		t.Errorf("log verify --url: exit %d, stderr %q; want 1 and one line naming %q\nstdout %s", code, errOut, problem, stdout)
 	}
+	// The line is logged once the round that refused ends, which /health
+	// may show first.
+	waitFor(t, "the refusal logged", func() bool { return strings.Contains(stderr.String(), "log: refusing to sign checkpoints") })
 	if n := strings.Count(stderr.String(), "log: refusing to sign checkpoints"); n != 1 {
 		t.Errorf("the server logged its refusal %d times, want once:\n%s", n, stderr)
 	}
