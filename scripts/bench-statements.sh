@@ -89,7 +89,8 @@ bench() {
 	# Each line of pgbench's log: client, transaction, latency in
 	# microseconds, ...
 	rm -f "$tmp"/log.*
-	tps=$( (cd "$tmp" && pgbench -n -M prepared -c "$CONNECTIONS" -j 2 -T "$DURATION" -l --log-prefix=log "${scripts[@]}" "$DB" 2>&1) |
+	# A failing run prints "error" in the row, and the table goes on.
+	tps=$( (cd "$tmp" && pgbench -n -M prepared -c "$CONNECTIONS" -j 2 -T "$DURATION" -l --log-prefix=log "${scripts[@]}" "$DB" 2>&1 || true) |
 		awk '/^tps = / { printf "%.0f", $3 } /aborted|ERROR/ { print "error"; exit }')
 	read -r p50 p99 < <(cat "$tmp"/log.* 2>/dev/null | awk '{ print $3 }' | sort -n |
 		awk '{ v[NR] = $1 } END { if (NR) printf "%.2f %.2f\n", v[int(NR * 0.50) + 1] / 1000, v[int(NR * 0.99) + 1] / 1000; else print "- -" }')
@@ -103,6 +104,11 @@ while IFS=$'\t' read -r name count about; do
 		[ $((count * 100)) -ge $((requests * MIN_SHARE)) ] || continue
 		mix+=("$name.sql@$count")
 		mixed=$((mixed + count))
+	fi
+	# A transaction's BEGIN or COMMIT alone is no statement to measure:
+	# the sequences hold them.
+	if [[ "$name" == stmt-* && "$about" =~ ^(BEGIN|COMMIT|ROLLBACK)( |$) ]]; then
+		continue
 	fi
 	bench "$name" "$count" "$about" "$name.sql"
 done < "$OUT/index.tsv"
