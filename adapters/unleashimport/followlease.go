@@ -67,12 +67,13 @@ func (f *Follower) holds(w *leaseWatch, now time.Time, ok bool, err error) bool 
 		// soon as the copy ends.
 		return f.leased.Load()
 	case err != nil:
-		f.errs.Add(1)
 		if w.failing.IsZero() {
 			w.failing = now
 			f.log.Warn("following: the follow lease cannot be renewed; this server keeps applying until it ends",
 				"holder", f.opts.Holder, "until", w.held.Until.Format(time.RFC3339), "reason", flat(err))
 		}
+		// Counted after the line is logged: whoever sees the count finds it.
+		f.errs.Add(1)
 		return f.leased.Load() && w.held.HeldBy(f.opts.Holder, now) // keep it while it lasts
 	}
 	if !w.failing.IsZero() {

@@ -241,7 +241,6 @@ func (l *followLoop) reason(err error) string {
 // dropped. It returns how long to wait before trying again: RetryMin at
 // an outage's start, doubling to RetryMax while it lasts.
 func (l *followLoop) failed(what, msg string, err error) time.Duration {
-	l.errs.Add(1)
 	if what == "source" {
 		l.closeSource()
 	}
@@ -258,6 +257,8 @@ func (l *followLoop) failed(what, msg string, err error) time.Duration {
 		l.log.Warn("following paused: "+msg+then, "source", l.name, "reason", l.reason(err), "copy_as_of", synced)
 		l.retry.Reset()
 	}
+	// Counted after the line is logged: whoever sees the count finds it.
+	l.errs.Add(1)
 	l.setStatus(func(s *follow.Status) {
 		s.State, s.Reason = follow.Paused, msg+": "+l.reason(err)
 	})
@@ -309,9 +310,9 @@ func (l *followLoop) applyFailed(ctx context.Context, err error) time.Duration {
 	case errors.Is(err, flagadmin.ErrConflict):
 		// The store is not where this follower thought (another server
 		// applied meanwhile): read its state again and send the whole world.
-		l.errs.Add(1)
 		l.needState.Store(true)
 		l.log.Warn("following: the store refused a batch; reading its follow state again", "reason", flat(err))
+		l.errs.Add(1)
 		return l.opts.RetryMin
 	}
 	return l.failed("store", "the store cannot be written", err)
