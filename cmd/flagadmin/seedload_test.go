@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -31,13 +30,9 @@ const largeSeedEvents = 2 * seedProgressStep
 // largeSeedAdmin is the admin token of the large seed.
 const largeSeedAdmin = "*:*.large-seed-admin"
 
-// largeSeed writes, once per test binary, a seed file of largeSeedEvents
-// events drawn by worldgen and an admin token, and returns its path.
-var largeSeed = sync.OnceValues(func() (string, error) {
-	dir, err := os.MkdirTemp("", "flagadmin-largeseed")
-	if err != nil {
-		return "", err
-	}
+// largeSeed writes into dir a seed file of largeSeedEvents events drawn
+// by worldgen and an admin token, and returns its path.
+func largeSeed(dir string) (string, error) {
 	path := filepath.Join(dir, "seed.json")
 	f, err := os.Create(path)
 	if err != nil {
@@ -67,18 +62,17 @@ var largeSeed = sync.OnceValues(func() (string, error) {
 	}
 	w.WriteString("\n]}\n")
 	return path, w.Flush()
-})
+}
 
 // TestServeLoadsALargeSeed: serve --seed loads a seed of 20,000 events as
 // a bulk load, on every store: no storage deadline applies to it (the
 // test's is shorter than the load), the log says how far it is, and the
 // events are searchable, in the log and counted once it is done.
 func TestServeLoadsALargeSeed(t *testing.T) {
-	path, err := largeSeed()
+	path, err := largeSeed(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { os.RemoveAll(filepath.Dir(path)) })
 	for _, db := range followDBs {
 		t.Run(db.name, func(t *testing.T) {
 			cfg := memoryConfig()
