@@ -30,7 +30,9 @@ func TestSQLiteFromCopiesOneBuild(t *testing.T) {
 			return os.WriteFile(strings.TrimPrefix(url, "sqlite:"), []byte(content), 0o644)
 		}
 	}
-	key := t.Name()
+	// A key of this run alone: the templates are kept per test binary,
+	// and a second run (-count 2) must build them again.
+	key := t.TempDir()
 	a := SQLiteFrom(t, key, build("built"))
 	b := SQLiteFrom(t, key, build("built again"))
 	other := SQLiteFrom(t, key+"/other", build("other"))
