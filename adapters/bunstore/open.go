@@ -308,27 +308,13 @@ func (s *Store) openPostgres(rawURL string, pool func(driver.Connector) *sql.DB,
 		unbounded := cfg.Copy()
 		s.openUnbounded = func() (*bun.DB, error) { return open(unbounded), nil }
 	}
-	// Requests run without parallel workers unless the URL asks for them
-	// (its max_parallel_workers_per_gather); the unbounded pool of loads
-	// and migrations, copied above, keeps the server's setting. Each
-	// worker starts cold, loading its catalog caches, for every statement
-	// that uses it: a free-text search of 1,458 matches at 1,000,000
-	// events took 45-64 ms with two workers and 4 ms without; under
-	// concurrent requests the workers only take the cores from the other
-	// connections.
-	if _, set := cfg.RuntimeParams[parallelWorkers]; !set {
-		cfg.RuntimeParams[parallelWorkers] = "0"
-	}
-	// And with workMem for each sort, hash or bitmap of a statement,
-	// unless the URL sets work_mem. A free-text search for a common word
-	// reads the bitmap of its matches: past PostgreSQL's default of 4 MB
-	// it turns lossy, and every row of a lossy page is checked by
-	// splitting its text into tokens again. At 1,000,000 events a word in
-	// 313,618 of them took 17.3 s (a 503 at the storage deadline) with 4
-	// MB and 0.74 s with 8 MB or more; 64 MB holds such a bitmap up to
-	// about ten times as many events.
-	if _, set := cfg.RuntimeParams[workMemParam]; !set {
-		cfg.RuntimeParams[workMemParam] = workMem
+	// Requests run with the store's settings (requestSettings) where the
+	// URL sets none of its own; the unbounded pool of loads and
+	// migrations, copied above, keeps the server's.
+	for name, value := range requestSettings {
+		if _, set := cfg.RuntimeParams[name]; !set {
+			cfg.RuntimeParams[name] = value
+		}
 	}
 	if s.timeout > 0 {
 		ms := strconv.FormatInt(max(s.timeout.Milliseconds(), 1), 10)
@@ -341,16 +327,31 @@ func (s *Store) openPostgres(rawURL string, pool func(driver.Connector) *sql.DB,
 	return nil
 }
 
-// parallelWorkers is PostgreSQL's setting of the parallel workers a
-// statement may use.
-const parallelWorkers = "max_parallel_workers_per_gather"
-
-// workMemParam is PostgreSQL's setting of the memory each sort, hash or
-// bitmap of a statement may use, and workMem the store's value of it.
+// PostgreSQL's settings of the parallel workers a statement may use, and
+// of the memory each of its sorts, hashes or bitmaps may use; workMem is
+// the store's value of the latter.
 const (
-	workMemParam = "work_mem"
-	workMem      = "64MB"
+	parallelWorkers = "max_parallel_workers_per_gather"
+	workMemParam    = "work_mem"
+	workMem         = "64MB"
 )
+
+// requestSettings are the store's values of PostgreSQL's settings for the
+// connections of requests, where the URL sets none:
+//
+//   - no parallel workers: each starts cold, loading its catalog caches,
+//     for every statement that uses it; a free-text search of 1,458
+//     matches at 1,000,000 events took 45-64 ms with two workers and 4 ms
+//     without, and under concurrent requests the workers only take the
+//     cores from the other connections;
+//   - workMem: a free-text search for a common word reads the bitmap of
+//     its matches, which past PostgreSQL's default of 4 MB turns lossy,
+//     and every row of a lossy page is checked by splitting its text into
+//     tokens again. At 1,000,000 events a word in 313,618 of them took
+//     17.3 s (a 503 at the storage deadline) with 4 MB and 0.74 s with
+//     8 MB or more; 64 MB holds such a bitmap up to about ten times as
+//     many events.
+var requestSettings = map[string]string{parallelWorkers: "0", workMemParam: workMem}
 
 // openMySQL opens the pools of the database of rawURL, as openPostgres.
 func (s *Store) openMySQL(rawURL string, pool func(driver.Connector) *sql.DB, maxConns int) error {
