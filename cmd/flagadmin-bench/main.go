@@ -160,7 +160,9 @@ Measures flagadmin end to end, over real HTTP, the way a deployer would:
       a random caller), varied/mixed (a random varied read, with one request
       in 10 a lifecycle completion), varied/query (free text: a random
       feature's name 7 times in 10, a user's name 2 in 10, else the rare
-      word of search/query).
+      word of search/query), varied/common (free text: one of worldgen's
+      common words, each in 1% to a third of the events, such as an
+      environment's name).
     Then the fixed kinds, each repeating one request (filter values from
     worldgen's probes of known selectivity):
       search/none, search/feature, search/project, search/type-small,

@@ -35,7 +35,7 @@ func TestBuildMixKinds(t *testing.T) {
 	want := []string{
 		"varied/none", "varied/feature", "varied/project", "varied/type", "varied/createdBy",
 		"varied/any-of", "varied/month", "varied/offset", "varied/projects", "varied/mixed",
-		"varied/query", "search/none", "search/feature", "search/project", "search/type-small", "search/type-large",
+		"varied/query", "varied/common", "search/none", "search/feature", "search/project", "search/type-small", "search/type-large",
 		"search/createdBy", "search/project-any-of-5", "search/date-range", "search/query", "search/offset-1000",
 		"deprecated/empty", "deprecated/type", "projects", "lifecycle/complete", "mixed/search+writes",
 		"cursor/first", "cursor/deep", "export/ndjson", "export/csv", "walk/cursor", "stream/fanout",

@@ -176,6 +176,11 @@ func buildVaried(w *worldgen.World, runID string) []kind {
 				return flagadmin.EventSearchParams{Query: worldgen.RareWord}
 			}
 		}))
+	common := worldgen.CommonWords()
+	kinds = append(kinds, search("varied/common", fmt.Sprintf("query=<one of %d words that 1%% to a third of the events hold, such as %s>", len(common), common[0]),
+		classVariedOther, 12, func(r *rand.Rand) flagadmin.EventSearchParams {
+			return flagadmin.EventSearchParams{Query: common[pick(r, len(common))]}
+		}))
 	return kinds
 }
 

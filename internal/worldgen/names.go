@@ -1,5 +1,7 @@
 package worldgen
 
+import "slices"
+
 // Word lists the generator draws names from. None of them contains
 // RareWord, so the rare word's matches are exactly the planted events.
 
@@ -80,6 +82,17 @@ const (
 	RareCustomer = "vandelay-industries"
 	RareWord     = "vandelay"
 )
+
+// CommonWords returns words that many events' payloads hold, from about
+// 1% (a customer) to about a third (an environment) of a world's events:
+// free-text searches that match a large share of the history, as a user
+// looking for an environment, a strategy, a region or a plan sends them.
+func CommonWords() []string { return slices.Clone(commonWords) }
+
+var commonWords = []string{
+	"development", "production", "staging", "enabled", "default", "release",
+	"region", "country", "plan", "control", "enterprise", "eu-west-1", "acme-corp",
+}
 
 var regions = []string{"eu-west-1", "eu-north-1", "us-east-1", "us-west-2", "ap-southeast-2", "ap-northeast-1"}
 

@@ -283,6 +283,29 @@ func TestProfileCountsTheEvents(t *testing.T) {
 	}
 }
 
+// TestCommonWordsAreCommon checks that each of CommonWords is in the
+// payload of a good share of a world's events, as its description says.
+func TestCommonWordsAreCommon(t *testing.T) {
+	w := mustNew(t, small)
+	words := worldgen.CommonWords()
+	held := make([]int, len(words))
+	events := allEvents(w)
+	for _, e := range events {
+		payload, _ := flagadmin.SearchTexts(e)
+		for i, word := range words {
+			if strings.Contains(payload, word) {
+				held[i]++
+			}
+		}
+	}
+	for i, word := range words {
+		share := float64(held[i]) / float64(len(events))
+		if share < 0.005 || share > 0.5 {
+			t.Errorf("%q is in %.2f%% of the events' payloads, want 0.5%% to 50%%", word, 100*share)
+		}
+	}
+}
+
 // TestDefaultWorld checks the shape of the default world: entity mixes,
 // the event-type mix, skew, and the selectivity of the probes.
 func TestDefaultWorld(t *testing.T) {
