@@ -178,12 +178,14 @@ func seekDays(days []period, offset int) (before int64, hasBefore bool, rest int
 // less the months of events without a project for callers who see only
 // events with one), less the hidden projects' events per month (their
 // month rows), skip whole months; then the day rows of the one month that
-// holds the offset's event, less the hidden projects' day rows, skip
-// whole days. A month's row is the sum of its days' (every write adds to
-// both): days that do not add up to their month are counts gone wrong,
-// an error. Three statements (one without hidden projects): the months
-// with the total of the hidden events (and the stamp), the hidden months,
-// the days less their hidden days.
+// holds the offset's event, less the hidden projects' events per day
+// (their day rows), skip whole days. A month's row is the sum of its
+// days' (every write adds to both): days that do not add up to their
+// month are counts gone wrong, an error. The hidden projects' months and
+// days are read only where the offset's event can be (locate). Two
+// statements without hidden projects: the months (with the stamp), the
+// days of one month. With them, four: the months with the total of the
+// hidden events, the hidden months, the days, the hidden days.
 func (p Plan) monthSeek(ctx context.Context, db bun.IDB, query sqlq.Query, stamp sqlq.Fragment) (summary.Start, error) {
 	var hiddenSum sqlq.Fragment
 	if len(p.hidden) > 0 {
@@ -204,15 +206,16 @@ func (p Plan) monthSeek(ctx context.Context, db bun.IDB, query sqlq.Query, stamp
 	if p.q.Offset >= start.Total {
 		return start, nil
 	}
-	target, newer, err := p.locateMonth(ctx, db, query, months, hiddenAll, int64(start.Total))
+	counted := slices.Clone(months) // every event, before locate takes the hidden ones off
+	target, newer, err := p.locate(ctx, db, query, DimMonth, months, hiddenAll, int64(p.q.Offset), int64(start.Total))
 	if err != nil {
 		return summary.Start{}, err
 	}
-	// The days of the target month, less the hidden projects' days.
+	// The days of the target month, every event, then less the hidden
+	// projects' days where the offset's event can be.
 	m := months[target].Num
 	first, next := monthStart(m), monthStart(m+1)
-	days, _, err := periodsLess(ctx, db, query, periodsSQL(DimDay, p.noProject, &first, &next), nil,
-		perDay(p.hiddenPeriods(DimDay, &first, &next)))
+	days, _, err := periodsLess(ctx, db, query, periodsSQL(DimDay, p.noProject, &first, &next), nil, nil)
 	if err != nil {
 		return summary.Start{}, err
 	}
@@ -220,93 +223,99 @@ func (p Plan) monthSeek(ctx context.Context, db bun.IDB, query sqlq.Query, stamp
 	for _, d := range days {
 		inDays += d.N
 	}
-	if inDays != months[target].N {
-		return summary.Start{}, fmt.Errorf("event_counts: the days of month %d hold %d matches, its row %d", m, inDays, months[target].N)
+	if inDays != counted[target].N {
+		return summary.Start{}, fmt.Errorf("event_counts: the days of month %d hold %d events, its row %d", m, inDays, counted[target].N)
 	}
-	start.Before, start.HasBefore = next*msPerDay, true
-	if b, has, rest := seekDays(days, p.q.Offset-int(newer)); has {
-		start.Before, start.Offset = b, rest
-	} else {
-		start.Offset = rest
+	rest := int64(p.q.Offset) - newer
+	day, newerDays, err := p.locate(ctx, db, query, DimDay, days, counted[target].N-months[target].N, rest, months[target].N)
+	if err != nil {
+		return summary.Start{}, err
+	}
+	start.Before, start.HasBefore, start.Offset = next*msPerDay, true, int(rest-newerDays)
+	if day > 0 { // before the newest day skipped
+		start.Before = days[day-1].Num * msPerDay
 	}
 	return start, nil
 }
 
-// locateMonth returns the index in months (newest first, hidden events
-// not yet taken off) of the month that holds the plan's offset, and the
-// matches in the months newer than it, reading the hidden projects'
-// months where it can be.
+// locate returns the index in periods (newest first, of dim: months, or
+// the days of one month; every event counted, the hidden ones not yet
+// taken off) of the period that holds the match at offset, and the
+// matches in the periods newer than it; total is the matches of all of
+// periods, hidden the hidden events among them. It reads the hidden
+// projects' rows of dim where the offset's match can be, and takes them
+// off those periods alone.
 //
-// Only where the offset's month can be: the hidden events in all
-// (hiddenAll) bound what any month hides, so the offset's event lies within
-// hiddenAll events of where it would be with nothing hidden. So either the
-// months from the newest to that bound, or from the oldest, whichever are
-// fewer, locate it; each hidden project's month is one index lookup per
-// shard, the dearest read of the page.
-func (p Plan) locateMonth(ctx context.Context, db bun.IDB, query sqlq.Query, months []period, hiddenAll, total int64) (target int, newer int64, err error) {
-	offset := int64(p.q.Offset)
-	from, to, fromOldest := 0, len(months), false
+// Only where it can be: hidden bounds what any period hides, so the
+// offset's match lies within hidden events of where it would be with
+// nothing hidden. So either the periods from the newest to that bound, or
+// from the oldest, whichever are fewer, locate it (hiddenWindow); each
+// hidden project's period is one index lookup per shard, the dearest read
+// of the page: for a caller who may not see 11 projects of 200, the
+// hidden days of a whole month were 274 rows on 146 pages.
+func (p Plan) locate(ctx context.Context, db bun.IDB, query sqlq.Query, dim Dim, periods []period, hidden, offset, total int64) (target int, newer int64, err error) {
+	from, to, fromOldest := 0, len(periods), false
 	if len(p.hidden) > 0 {
-		from, to, fromOldest = hiddenWindow(months, hiddenAll, offset, total)
-		if err := p.takeHiddenMonths(ctx, db, query, months[from:to]); err != nil {
+		from, to, fromOldest = hiddenWindow(periods, hidden, offset, total)
+		if err := p.takeHidden(ctx, db, query, dim, periods[from:to]); err != nil {
 			return 0, 0, err
 		}
 	}
 	if fromOldest {
-		var older int64 // in the months from the oldest to i
-		for i := len(months) - 1; i >= from; i-- {
-			if older += months[i].N; total-older <= offset {
+		var older int64 // in the periods from the oldest to i
+		for i := len(periods) - 1; i >= from; i-- {
+			if older += periods[i].N; total-older <= offset {
 				return i, total - older, nil
 			}
 		}
 	} else {
 		for i := from; i < to; i++ {
-			if newer+months[i].N > offset {
+			if newer+periods[i].N > offset {
 				return i, newer, nil
 			}
-			newer += months[i].N
+			newer += periods[i].N
 		}
 	}
-	return 0, 0, fmt.Errorf("event_counts: offset %d not found in the months of %d matches", offset, total)
+	return 0, 0, fmt.Errorf("event_counts: offset %d not found in the periods of dim %d of %d matches", offset, dim, total)
 }
 
-// hiddenWindow returns the months whose hidden events locateMonth reads,
-// months[from:to]: newest first up to the first month by whose end more
+// hiddenWindow returns the periods whose hidden events locate reads,
+// periods[from:to]: newest first up to the first period by whose end more
 // than offset+hiddenAll events lie, or oldest first likewise for the
 // events from the offset's on (at least the number below lie at or before
 // it, oldest first), whichever are fewer.
-func hiddenWindow(months []period, hiddenAll, offset, total int64) (from, to int, fromOldest bool) {
+func hiddenWindow(periods []period, hiddenAll, offset, total int64) (from, to int, fromOldest bool) {
 	atOrOlder := total - offset // the offset's event and the older ones
-	newest, oldest := len(months), 0
+	newest, oldest := len(periods), 0
 	var cum int64
-	for i, m := range months {
+	for i, m := range periods {
 		if cum += m.N; cum-hiddenAll > offset {
 			newest = i + 1
 			break
 		}
 	}
 	cum = 0
-	for i := len(months) - 1; i >= 0; i-- {
-		if cum += months[i].N; cum-hiddenAll >= atOrOlder {
+	for i := len(periods) - 1; i >= 0; i-- {
+		if cum += periods[i].N; cum-hiddenAll >= atOrOlder {
 			oldest = i
 			break
 		}
 	}
-	if len(months)-oldest < newest {
-		return oldest, len(months), true
+	if len(periods)-oldest < newest {
+		return oldest, len(periods), true
 	}
 	return 0, newest, false
 }
 
-// takeHiddenMonths takes the events of the hidden projects off months (a
-// run of consecutive rows, newest first), by their month rows, read in one
-// statement (a union of the parts of hiddenKeys).
-func (p Plan) takeHiddenMonths(ctx context.Context, db bun.IDB, query sqlq.Query, months []period) error {
-	if len(months) == 0 {
+// takeHidden takes the events of the hidden projects off periods (a run
+// of consecutive rows of dim, newest first), by their rows of dim, read in
+// one statement (a union of the parts of hiddenKeys).
+func (p Plan) takeHidden(ctx context.Context, db bun.IDB, query sqlq.Query, dim Dim, periods []period) error {
+	if len(periods) == 0 {
 		return nil
 	}
-	oldest, newest := months[len(months)-1].Num, months[0].Num+1
-	parts := p.hiddenPeriods(DimMonth, &oldest, &newest)
+	oldest, newest := periods[len(periods)-1].Num, periods[0].Num+1
+	parts := p.hiddenPeriods(dim, &oldest, &newest)
 	for i, cond := range parts {
 		parts[i] = cond.Wrap("SELECT num, n FROM event_counts WHERE ", "")
 	}
@@ -315,7 +324,7 @@ func (p Plan) takeHiddenMonths(ctx context.Context, db bun.IDB, query sqlq.Query
 	if err != nil {
 		return err
 	}
-	return subtract(months, hidden)
+	return subtract(periods, hidden)
 }
 
 // subtract takes the counts of less off those of the same num in ps.
