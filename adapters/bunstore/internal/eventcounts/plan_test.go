@@ -87,3 +87,18 @@ func TestUncountedValuesAreCounted(t *testing.T) {
 		t.Errorf("a feature of %d bytes is not counted", MaxKeyBytes)
 	}
 }
+
+// TestSubtractRefusesCountsGoneWrong checks that hidden events are taken
+// off their periods, and that more hidden events than a period holds, or
+// hidden events of a period without a row, are an error.
+func TestSubtractRefusesCountsGoneWrong(t *testing.T) {
+	ps := []period{{Num: 3, N: 10}, {Num: 2, N: 5}}
+	if err := subtract(ps, []period{{Num: 2, N: 5}, {Num: 3, N: 1}}); err != nil || ps[0].N != 9 || ps[1].N != 0 {
+		t.Fatalf("got %v, %v; want 9 and 0 left", ps, err)
+	}
+	for _, less := range [][]period{{{Num: 3, N: 10}}, {{Num: 1, N: 1}}} {
+		if err := subtract([]period{{Num: 3, N: 9}, {Num: 2, N: 0}}, less); err == nil {
+			t.Errorf("subtract %v: no error", less)
+		}
+	}
+}

@@ -327,7 +327,9 @@ func (p Plan) takeHidden(ctx context.Context, db bun.IDB, query sqlq.Query, dim 
 	return subtract(periods, hidden)
 }
 
-// subtract takes the counts of less off those of the same num in ps.
+// subtract takes the counts of less off those of the same num in ps: a
+// period left with fewer than none, or one of less that ps does not hold,
+// is counts gone wrong.
 func subtract(ps, less []period) error {
 	at := make(map[int64]int, len(ps))
 	for i, x := range ps {
@@ -338,7 +340,9 @@ func subtract(ps, less []period) error {
 		if !ok {
 			return fmt.Errorf("event_counts: %d hidden events in period %d, which has no row", l.N, l.Num)
 		}
-		ps[i].N -= l.N
+		if ps[i].N -= l.N; ps[i].N < 0 {
+			return fmt.Errorf("event_counts: %d hidden events in period %d, which holds %d", l.N, l.Num, ps[i].N+l.N)
+		}
 	}
 	return nil
 }
